@@ -1,0 +1,508 @@
+//! The results file (`.brg`): a run streamed to disk as it goes, re-rendered and merged later.
+//!
+//! # Encoding
+//! ```text
+//! file    = magic version record*
+//! magic   = "BARRAGE\n"                       8 bytes
+//! version = u16 little-endian                 (FORMAT_VERSION)
+//! record  = len:u32le crc:u32le payload[len]  crc = CRC-32 of payload
+//! payload = postcard(Record)                  first a Header, then Intervals, last a Footer
+//! ```
+//! Histograms inside an interval use HdrHistogram's compressed V2 encoding (deflate), so a
+//! one-second interval of a busy run takes a few hundred bytes to a few KiB. Each record is
+//! flushed as it is written (at least once per second), so a run killed with SIGKILL leaves
+//! a file that reads back up to its last complete record; the reader stops at a truncated or
+//! corrupt tail with a warning instead of failing.
+
+use crate::recorder::Recorder;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// First bytes of every results file.
+pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
+/// The encoding version this build writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+/// Largest record accepted when reading; anything bigger is corruption.
+const MAX_RECORD: u32 = 64 << 20;
+
+/// Errors of reading or writing a results file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file could not be opened, read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Not a barrage results file.
+    #[error("{path}: not a barrage results file (bad magic bytes)")]
+    NotResults {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Written by a barrage whose format this build does not know.
+    #[error("{path}: results format version {found} is not supported (this barrage reads version {FORMAT_VERSION})")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u16,
+    },
+    /// The header record is missing or unreadable.
+    #[error("{path}: no readable run header: {reason}")]
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Open loop (a schedule of arrivals) or closed loop (workers waiting for responses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// Requests sent on a schedule of intended start times.
+    Open,
+    /// Each worker sends its next request when the last one finished.
+    Closed,
+}
+
+/// One step of a stepped rate (`--rate 10,50,100 --step 10s`); a constant rate or a ramp is
+/// a single step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepInfo {
+    /// How the step is shown ("100/s", "100/s → 2000/s", "50 workers").
+    pub label: String,
+    /// Offset of the step's start from the run's start, in milliseconds.
+    pub start_ms: u64,
+}
+
+/// What a run was: written first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// Version of the barrage that wrote the file.
+    pub barrage_version: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// Host name of the machine that ran it.
+    pub host: String,
+    /// Open or closed loop.
+    pub mode: Mode,
+    /// Target URLs.
+    pub urls: Vec<String>,
+    /// The run's settings as JSON (as `barrage run` resolved them).
+    pub settings_json: String,
+    /// Steps of the load profile.
+    pub steps: Vec<StepInfo>,
+    /// Engine threads.
+    pub threads: u32,
+    /// TLS certificate verification was off (`--insecure`).
+    pub insecure: bool,
+}
+
+/// One closed interval (normally one second) of samples, by completion time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    /// Index of the interval from the start of the run (0, 1, 2, ...).
+    pub index: u32,
+    /// Wall-clock start of the interval, milliseconds since the Unix epoch.
+    pub start_unix_ms: u64,
+    /// Length of the interval in milliseconds (the last one may be shorter).
+    pub length_ms: u32,
+    /// Index into [`RunHeader::steps`] of the step the interval belongs to.
+    pub step: u32,
+    /// The samples of the interval.
+    pub recorder: Recorder,
+}
+
+/// How a run ended: written last. A file without one comes from a run that was killed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFooter {
+    /// Wall-clock end, milliseconds since the Unix epoch.
+    pub ended_unix_ms: u64,
+    /// Time spent sending new requests, µs.
+    pub attack_us: u64,
+    /// Time spent waiting for the last responses after the attack, µs.
+    pub wait_us: u64,
+    /// barrage's own user CPU time, µs.
+    pub cpu_user_us: u64,
+    /// barrage's own system CPU time, µs.
+    pub cpu_system_us: u64,
+    /// Stopped early by Ctrl-C.
+    pub interrupted: bool,
+    /// The in-flight bound (`--max-in-flight`, or the connection count) was reached.
+    pub bound_reached: bool,
+}
+
+/// One record of the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum Record {
+    /// The run's description (first).
+    Header(RunHeader),
+    /// A closed interval.
+    Interval(IntervalRecord),
+    /// The run's end (last).
+    Footer(RunFooter),
+}
+
+/// Streams a run into a results file.
+pub struct ResultsWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    buf: Vec<u8>,
+}
+
+impl ResultsWriter {
+    /// Creates `path` and writes the magic, the version and the header, flushed.
+    pub fn create(path: &Path, header: &RunHeader) -> Result<Self, FileError> {
+        let io_err = |source| FileError::Io { path: path.to_path_buf(), source };
+        let file = File::create(path).map_err(io_err)?;
+        let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new() };
+        w.out.write_all(MAGIC).map_err(io_err)?;
+        w.out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io_err)?;
+        w.write(&Record::Header(header.clone()))?;
+        Ok(w)
+    }
+
+    /// Appends a closed interval and flushes it to the OS.
+    pub fn write_interval(&mut self, interval: &IntervalRecord) -> Result<(), FileError> {
+        // Cloning the recorder would cost more than encoding it in place.
+        self.buf.clear();
+        postcard::to_io(&RecordRef::Interval(interval), &mut self.buf).expect("encoding into memory cannot fail");
+        self.write_payload()
+    }
+
+    /// Appends the footer and flushes.
+    pub fn finish(mut self, footer: &RunFooter) -> Result<(), FileError> {
+        self.write(&Record::Footer(footer.clone()))
+    }
+
+    fn write(&mut self, record: &Record) -> Result<(), FileError> {
+        self.buf = postcard::to_stdvec(record).expect("encoding into memory cannot fail");
+        self.write_payload()
+    }
+
+    fn write_payload(&mut self) -> Result<(), FileError> {
+        let len = u32::try_from(self.buf.len()).expect("records are far below 4 GiB");
+        let crc = crc32fast::hash(&self.buf);
+        let res = (|| {
+            self.out.write_all(&len.to_le_bytes())?;
+            self.out.write_all(&crc.to_le_bytes())?;
+            self.out.write_all(&self.buf)?;
+            self.out.flush()
+        })();
+        res.map_err(|source| FileError::Io { path: self.path.clone(), source })
+    }
+}
+
+/// Borrowing twin of [`Record`] with the same encoding, to write an interval without a copy.
+#[derive(Serialize)]
+enum RecordRef<'a> {
+    #[allow(dead_code)]
+    Header(&'a RunHeader),
+    Interval(&'a IntervalRecord),
+}
+
+/// Reads a results file record by record.
+pub struct ResultsReader {
+    input: BufReader<File>,
+    path: PathBuf,
+    header: RunHeader,
+    footer: Option<RunFooter>,
+    warning: Option<String>,
+    intervals: u32,
+}
+
+impl ResultsReader {
+    /// Opens `path`, checks magic and version, and reads the header.
+    pub fn open(path: &Path) -> Result<Self, FileError> {
+        let io_err = |source| FileError::Io { path: path.to_path_buf(), source };
+        let mut input = BufReader::new(File::open(path).map_err(io_err)?);
+        let mut magic = [0u8; 8];
+        if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
+            return Err(FileError::NotResults { path: path.to_path_buf() });
+        }
+        let mut version = [0u8; 2];
+        input.read_exact(&mut version).map_err(|_| FileError::NotResults { path: path.to_path_buf() })?;
+        let found = u16::from_le_bytes(version);
+        if found != FORMAT_VERSION {
+            return Err(FileError::Version { path: path.to_path_buf(), found });
+        }
+        let no_header = |reason: String| FileError::NoHeader { path: path.to_path_buf(), reason };
+        let header = match read_record(&mut input) {
+            Ok(Some(Record::Header(h))) => h,
+            Ok(Some(_)) => return Err(no_header("the first record is not a header".into())),
+            Ok(None) => return Err(no_header("the file ends before it".into())),
+            Err(reason) => return Err(no_header(reason)),
+        };
+        Ok(ResultsReader { input, path: path.to_path_buf(), header, footer: None, warning: None, intervals: 0 })
+    }
+
+    /// The run's header.
+    pub fn header(&self) -> &RunHeader {
+        &self.header
+    }
+
+    /// The footer, once the reader has reached it; `None` for a run that was killed.
+    pub fn footer(&self) -> Option<&RunFooter> {
+        self.footer.as_ref()
+    }
+
+    /// The file, as opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A warning about a truncated or corrupt tail, once reading has stopped there.
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
+    }
+
+    /// The next interval, or `None` at the end of the readable part of the file.
+    pub fn next_interval(&mut self) -> Option<IntervalRecord> {
+        if self.warning.is_some() {
+            return None;
+        }
+        loop {
+            match read_record(&mut self.input) {
+                Ok(Some(Record::Interval(i))) => {
+                    self.intervals += 1;
+                    return Some(i);
+                }
+                Ok(Some(Record::Footer(f))) => self.footer = Some(f),
+                Ok(Some(Record::Header(_))) => {
+                    self.stop_with(format!("a second header after interval {}", self.intervals));
+                    return None;
+                }
+                Ok(None) => return None,
+                Err(reason) => {
+                    self.stop_with(reason);
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn stop_with(&mut self, reason: String) {
+        self.warning = Some(format!(
+            "{}: {reason}; read the first {} interval(s) and stopped there",
+            self.path.display(),
+            self.intervals
+        ));
+    }
+}
+
+/// Reads one record; `Ok(None)` at a clean end of file, `Err` for a truncated or corrupt one.
+fn read_record(input: &mut impl Read) -> Result<Option<Record>, String> {
+    let mut frame = [0u8; 8];
+    match read_full(input, &mut frame) {
+        0 => return Ok(None),
+        8 => {}
+        _ => return Err("the file is cut off inside a record frame".into()),
+    }
+    let len = u32::from_le_bytes(frame[..4].try_into().unwrap());
+    let crc = u32::from_le_bytes(frame[4..].try_into().unwrap());
+    if len > MAX_RECORD {
+        return Err(format!("a record claims {len} bytes: corrupt"));
+    }
+    let mut payload = vec![0u8; len as usize];
+    if read_full(input, &mut payload) != payload.len() {
+        return Err("the file is cut off inside a record".into());
+    }
+    if crc32fast::hash(&payload) != crc {
+        return Err("a record fails its checksum: corrupt".into());
+    }
+    postcard::from_bytes(&payload).map(Some).map_err(|e| format!("a record does not decode: {e}"))
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    n
+}
+
+/// The intervals of several results files merged by wall-clock second, in time order, one
+/// merged interval at a time (memory stays flat however long the runs were).
+pub struct MergedIntervals {
+    readers: Vec<ResultsReader>,
+    heads: Vec<Option<IntervalRecord>>,
+    origin_ms: u64,
+}
+
+/// One merged interval.
+pub struct MergedInterval {
+    /// Whole seconds since the earliest run's start.
+    pub second: u64,
+    /// Wall-clock start, ms since the Unix epoch.
+    pub start_unix_ms: u64,
+    /// Length in ms (the longest of the merged ones).
+    pub length_ms: u32,
+    /// Step index.
+    pub step: u32,
+    /// The samples of every file in that second.
+    pub recorder: Recorder,
+}
+
+impl MergedIntervals {
+    /// Merges the intervals of `readers` (opened, header read).
+    pub fn new(mut readers: Vec<ResultsReader>) -> Self {
+        let origin_ms = readers.iter().map(|r| r.header.started_unix_ms).min().unwrap_or(0);
+        let heads = readers.iter_mut().map(|r| r.next_interval()).collect();
+        MergedIntervals { readers, heads, origin_ms }
+    }
+
+    /// The readers, to look at headers, footers and warnings (complete once iteration ended).
+    pub fn readers(&self) -> &[ResultsReader] {
+        &self.readers
+    }
+
+    fn second_of(&self, i: &IntervalRecord) -> u64 {
+        // Round to the nearest second so runs started a few ms apart line up.
+        (i.start_unix_ms.saturating_sub(self.origin_ms) + 500) / 1000
+    }
+}
+
+impl Iterator for MergedIntervals {
+    type Item = MergedInterval;
+
+    fn next(&mut self) -> Option<MergedInterval> {
+        let second = self.heads.iter().flatten().map(|i| self.second_of(i)).min()?;
+        let mut merged: Option<MergedInterval> = None;
+        for k in 0..self.heads.len() {
+            while self.heads[k].as_ref().is_some_and(|i| self.second_of(i) == second) {
+                let i = self.heads[k].take().expect("checked above");
+                self.heads[k] = self.readers[k].next_interval();
+                match merged.as_mut() {
+                    None => {
+                        merged = Some(MergedInterval {
+                            second,
+                            start_unix_ms: i.start_unix_ms,
+                            length_ms: i.length_ms,
+                            step: i.step,
+                            recorder: i.recorder,
+                        })
+                    }
+                    Some(m) => {
+                        m.recorder.add(&i.recorder);
+                        m.length_ms = m.length_ms.max(i.length_ms);
+                        m.start_unix_ms = m.start_unix_ms.min(i.start_unix_ms);
+                    }
+                }
+            }
+        }
+        merged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{Outcome, Sample};
+    use std::time::Duration;
+
+    pub(crate) fn header(start: u64) -> RunHeader {
+        RunHeader {
+            barrage_version: "test".into(),
+            started_unix_ms: start,
+            host: "h".into(),
+            mode: Mode::Open,
+            urls: vec!["http://127.0.0.1:1/".into()],
+            settings_json: "{}".into(),
+            steps: vec![StepInfo { label: "10/s".into(), start_ms: 0 }],
+            threads: 1,
+            insecure: false,
+        }
+    }
+
+    fn interval(index: u32, start: u64, n: u64) -> IntervalRecord {
+        let mut recorder = Recorder::new();
+        for k in 0..n {
+            recorder.record(&Sample {
+                intended: Duration::ZERO,
+                started: Duration::ZERO,
+                ended: Duration::from_millis(1 + k),
+                phases: [None; 6],
+                outcome: Outcome::Status(200),
+                bytes_in: 1,
+                bytes_out: 1,
+                late: false,
+            });
+        }
+        IntervalRecord { index, start_unix_ms: start + u64::from(index) * 1000, length_ms: 1000, step: 0, recorder }
+    }
+
+    fn write(path: &Path, start: u64, intervals: u32, footer: bool) {
+        let mut w = ResultsWriter::create(path, &header(start)).unwrap();
+        for i in 0..intervals {
+            w.write_interval(&interval(i, start, 10)).unwrap();
+        }
+        if footer {
+            w.finish(&RunFooter { attack_us: 1, ..Default::default() }).unwrap();
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        write(&p, 1_000_000, 3, true);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &header(1_000_000));
+        let got: Vec<_> = std::iter::from_fn(|| r.next_interval()).collect();
+        assert_eq!(got, vec![interval(0, 1_000_000, 10), interval(1, 1_000_000, 10), interval(2, 1_000_000, 10)]);
+        assert_eq!(r.footer().unwrap().attack_us, 1);
+        assert!(r.warning().is_none());
+    }
+
+    #[test]
+    fn truncated_tail_reads_with_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        write(&p, 0, 3, false);
+        let len = std::fs::metadata(&p).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(len - 5).unwrap();
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(std::iter::from_fn(|| r.next_interval()).count(), 2);
+        assert!(r.warning().unwrap().contains("cut off"), "{:?}", r.warning());
+        assert!(r.footer().is_none());
+    }
+
+    #[test]
+    fn bad_magic_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        std::fs::write(&p, b"hello world").unwrap();
+        assert!(matches!(ResultsReader::open(&p), Err(FileError::NotResults { .. })));
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&99u16.to_le_bytes());
+        std::fs::write(&p, bytes).unwrap();
+        let err = ResultsReader::open(&p).err().unwrap();
+        assert!(err.to_string().contains("version 99"), "{err}");
+    }
+
+    #[test]
+    fn merge_aligns_by_wall_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        write(&a, 10_000, 3, true);
+        write(&b, 11_020, 3, true); // one second later, 20 ms off
+        let readers = vec![ResultsReader::open(&a).unwrap(), ResultsReader::open(&b).unwrap()];
+        let merged: Vec<_> = MergedIntervals::new(readers).map(|m| (m.second, m.recorder.counts.completed)).collect();
+        assert_eq!(merged, vec![(0, 10), (1, 20), (2, 20), (3, 10)]);
+    }
+}

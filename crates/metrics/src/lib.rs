@@ -1,0 +1,36 @@
+//! Measurements of barrage: the [`Sample`] of one request, the [`Recorder`] that aggregates
+//! samples into HDR histograms and counters, the results file that streams a run to disk
+//! ([`file`]), and the [`RunSummary`] that reports are rendered from.
+//!
+//! This crate has no async runtime and no I/O on the hot path.
+//!
+//! ```
+//! use barrage_metrics::{Outcome, Recorder, Sample};
+//! use std::time::Duration;
+//!
+//! let mut r = Recorder::new();
+//! r.record(&Sample {
+//!     intended: Duration::ZERO,
+//!     started: Duration::from_millis(2),
+//!     ended: Duration::from_millis(12),
+//!     phases: [None; 6],
+//!     outcome: Outcome::Status(200),
+//!     bytes_in: 1200,
+//!     bytes_out: 80,
+//!     late: false,
+//! });
+//! assert_eq!(r.counts.ok, 1);
+//! assert!(r.corrected.value_at_quantile(0.5) >= 12_000); // µs, from the intended start
+//! assert!(r.service.value_at_quantile(0.5) < 10_100); // µs, from the actual start
+//! ```
+
+pub mod file;
+pub mod recorder;
+pub mod sample;
+pub mod summary;
+pub mod units;
+
+pub use file::{IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
+pub use recorder::Recorder;
+pub use sample::{ErrorKind, Outcome, Phase, Sample};
+pub use summary::RunSummary;

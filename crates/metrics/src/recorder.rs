@@ -1,0 +1,382 @@
+//! [`Recorder`]: HDR histograms and counters for a set of samples, merged by addition.
+//!
+//! Each engine thread records into its own recorder (no lock, no allocation per request) and
+//! hands it over once per interval; whole-run figures are the sum of the intervals.
+
+use crate::sample::{ErrorKind, Outcome, Phase, Sample, ERROR_KIND_COUNT, PHASE_COUNT};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Highest latency a histogram tracks: one hour, in microseconds. Larger values saturate.
+pub const HIGHEST_US: u64 = 3_600_000_000;
+/// Significant decimal digits kept by every histogram.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// Status classes latency is split by: 1xx to 5xx, and failed requests.
+pub const CLASS_NAMES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "error"];
+const CLASS_COUNT: usize = CLASS_NAMES.len();
+/// Status codes counted individually: 100..=599. Anything else lands in slot 0 as "other".
+const STATUS_SLOTS: usize = 501;
+
+/// A new empty histogram with barrage's bounds (1 µs to 1 h, 3 significant digits).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIGHEST_US, SIGNIFICANT_DIGITS).expect("static histogram bounds are valid")
+}
+
+fn us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Counters kept beside the histograms.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Requests started.
+    pub sent: u64,
+    /// Requests finished, with a response or an error.
+    pub completed: u64,
+    /// Finished with a 2xx or 3xx status.
+    pub ok: u64,
+    /// Started late because every slot was busy.
+    pub late: u64,
+    /// Bytes received (headers and body).
+    pub bytes_in: u64,
+    /// Bytes sent (headers and body).
+    pub bytes_out: u64,
+    /// New connections opened.
+    pub connections: u64,
+    /// Requests per error kind, indexed like [`ErrorKind::ALL`].
+    pub errors: [u64; ERROR_KIND_COUNT],
+}
+
+/// Histograms and counters of a set of samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorder {
+    /// Latency from the intended start (corrected for coordinated omission).
+    pub corrected: Histogram<u64>,
+    /// Latency from the actual start (service time).
+    pub service: Histogram<u64>,
+    /// Schedule lag: actual start minus intended start.
+    pub lag: Histogram<u64>,
+    /// One histogram per phase, holding only requests where the phase happened.
+    pub phases: [Histogram<u64>; PHASE_COUNT],
+    /// Corrected latency per status class ([`CLASS_NAMES`]).
+    pub by_class: [Histogram<u64>; CLASS_COUNT],
+    /// Counters.
+    pub counts: Counts,
+    /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
+    status: Box<[u64; STATUS_SLOTS]>,
+    /// One example message per error kind.
+    examples: [Option<String>; ERROR_KIND_COUNT],
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Recorder {
+            corrected: new_histogram(),
+            service: new_histogram(),
+            lag: new_histogram(),
+            phases: std::array::from_fn(|_| new_histogram()),
+            by_class: std::array::from_fn(|_| new_histogram()),
+            counts: Counts::default(),
+            status: Box::new([0; STATUS_SLOTS]),
+            examples: Default::default(),
+        }
+    }
+
+    /// Counts a request as started.
+    pub fn record_sent(&mut self) {
+        self.counts.sent += 1;
+    }
+
+    /// Counts a new connection.
+    pub fn record_connection(&mut self) {
+        self.counts.connections += 1;
+    }
+
+    /// Records a finished request. Allocation-free: this is the hot path.
+    pub fn record(&mut self, s: &Sample) {
+        let c = &mut self.counts;
+        c.completed += 1;
+        c.bytes_in += s.bytes_in;
+        c.bytes_out += s.bytes_out;
+        c.late += u64::from(s.late);
+        let corrected = us(s.corrected());
+        self.corrected.saturating_record(corrected);
+        self.service.saturating_record(us(s.service()));
+        self.lag.saturating_record(us(s.lag()));
+        for (hist, phase) in self.phases.iter_mut().zip(s.phases) {
+            if let Some(d) = phase {
+                hist.saturating_record(us(d));
+            }
+        }
+        let class = match s.outcome {
+            Outcome::Status(code) => {
+                self.status[status_slot(code)] += 1;
+                if s.outcome.is_success() {
+                    c.ok += 1;
+                }
+                usize::from(code / 100).clamp(1, 5) - 1
+            }
+            Outcome::Error(kind) => {
+                c.errors[kind as usize] += 1;
+                CLASS_COUNT - 1
+            }
+        };
+        self.by_class[class].saturating_record(corrected);
+    }
+
+    /// Whether an example message for this kind is still wanted; check before formatting one,
+    /// so a message is built once per kind, not once per failed request.
+    pub fn wants_example(&self, kind: ErrorKind) -> bool {
+        self.examples[kind as usize].is_none()
+    }
+
+    /// Keeps `message` as the example of `kind` unless one is kept already.
+    pub fn set_example(&mut self, kind: ErrorKind, message: String) {
+        self.examples[kind as usize].get_or_insert(message);
+    }
+
+    /// The example message kept for `kind`.
+    pub fn example(&self, kind: ErrorKind) -> Option<&str> {
+        self.examples[kind as usize].as_deref()
+    }
+
+    /// Responses per status code, sparse, in code order. Code 0 means "outside 100..=599".
+    pub fn status_counts(&self) -> BTreeMap<u16, u64> {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(i, n)| (if i == 0 { 0 } else { (i + 99) as u16 }, *n))
+            .collect()
+    }
+
+    /// The histogram of one phase.
+    pub fn phase(&self, phase: Phase) -> &Histogram<u64> {
+        &self.phases[phase as usize]
+    }
+
+    /// Adds `other` into `self`: histograms added, counters summed, first examples kept.
+    pub fn add(&mut self, other: &Recorder) {
+        let add = |a: &mut Histogram<u64>, b: &Histogram<u64>| {
+            a.add(b).expect("histograms share bounds");
+        };
+        add(&mut self.corrected, &other.corrected);
+        add(&mut self.service, &other.service);
+        add(&mut self.lag, &other.lag);
+        for (a, b) in self.phases.iter_mut().zip(&other.phases) {
+            add(a, b);
+        }
+        for (a, b) in self.by_class.iter_mut().zip(&other.by_class) {
+            add(a, b);
+        }
+        let (c, o) = (&mut self.counts, &other.counts);
+        c.sent += o.sent;
+        c.completed += o.completed;
+        c.ok += o.ok;
+        c.late += o.late;
+        c.bytes_in += o.bytes_in;
+        c.bytes_out += o.bytes_out;
+        c.connections += o.connections;
+        for (a, b) in c.errors.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+        for (a, b) in self.status.iter_mut().zip(other.status.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.examples.iter_mut().zip(&other.examples) {
+            if a.is_none() {
+                a.clone_from(b);
+            }
+        }
+    }
+
+    /// Total failed requests.
+    pub fn error_count(&self) -> u64 {
+        self.counts.errors.iter().sum()
+    }
+}
+
+fn status_slot(code: u16) -> usize {
+    if (100..=599).contains(&code) {
+        usize::from(code) - 99
+    } else {
+        0
+    }
+}
+
+/// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
+/// sparse. Used by the results file.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    corrected: Vec<u8>,
+    service: Vec<u8>,
+    lag: Vec<u8>,
+    phases: Vec<Vec<u8>>,
+    by_class: Vec<Vec<u8>>,
+    counts: Counts,
+    status: Vec<(u16, u64)>,
+    examples: Vec<(u8, String)>,
+}
+
+fn encode(h: &Histogram<u64>) -> Vec<u8> {
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    let mut out = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut out)
+        .expect("serialising into memory cannot fail");
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    let mut h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("bad histogram: {e:?}"))?;
+    // Deserialised histograms carry the writer's bounds; re-home them into ours so that
+    // additions never fail.
+    if h.high() != HIGHEST_US || h.sigfig() != SIGNIFICANT_DIGITS {
+        let mut ours = new_histogram();
+        ours.add(&h).map_err(|e| format!("histogram out of range: {e:?}"))?;
+        h = ours;
+    }
+    Ok(h)
+}
+
+impl Serialize for Recorder {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            corrected: encode(&self.corrected),
+            service: encode(&self.service),
+            lag: encode(&self.lag),
+            phases: self.phases.iter().map(encode).collect(),
+            by_class: self.by_class.iter().map(encode).collect(),
+            counts: self.counts.clone(),
+            status: self.status_counts().into_iter().collect(),
+            examples: self
+                .examples
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| e.as_ref().map(|m| (i as u8, m.clone())))
+                .collect(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Recorder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let w = Wire::deserialize(d)?;
+        let hist = |b: &[u8]| decode(b).map_err(D::Error::custom);
+        let array = |v: &[Vec<u8>]| -> Result<Vec<Histogram<u64>>, D::Error> { v.iter().map(|b| hist(b)).collect() };
+        let mut r = Recorder::new();
+        r.corrected = hist(&w.corrected)?;
+        r.service = hist(&w.service)?;
+        r.lag = hist(&w.lag)?;
+        for (slot, h) in r.phases.iter_mut().zip(array(&w.phases)?) {
+            *slot = h;
+        }
+        for (slot, h) in r.by_class.iter_mut().zip(array(&w.by_class)?) {
+            *slot = h;
+        }
+        r.counts = w.counts;
+        for (code, n) in w.status {
+            r.status[status_slot(code)] += n;
+        }
+        for (i, m) in w.examples {
+            if let Some(slot) = r.examples.get_mut(usize::from(i)) {
+                *slot = Some(m);
+            }
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample(latency_ms: u64, outcome: Outcome) -> Sample {
+        Sample {
+            intended: Duration::ZERO,
+            started: Duration::from_millis(1),
+            ended: Duration::from_millis(1 + latency_ms),
+            phases: [None, Some(Duration::from_micros(50)), None, None, None, None],
+            outcome,
+            bytes_in: 100,
+            bytes_out: 10,
+            late: false,
+        }
+    }
+
+    #[test]
+    fn records_counts_status_and_errors() {
+        let mut r = Recorder::new();
+        r.record(&sample(5, Outcome::Status(200)));
+        r.record(&sample(5, Outcome::Status(503)));
+        r.record(&sample(5, Outcome::Error(ErrorKind::Reset)));
+        assert_eq!(r.counts.completed, 3);
+        assert_eq!(r.counts.ok, 1);
+        assert_eq!(r.counts.errors[ErrorKind::Reset as usize], 1);
+        assert_eq!(r.status_counts(), BTreeMap::from([(200, 1), (503, 1)]));
+        assert_eq!(r.by_class[1].len(), 1);
+        assert_eq!(r.by_class[5].len(), 1);
+        // The phase that did not happen is absent, not zero.
+        assert_eq!(r.phase(Phase::Dns).len(), 0);
+        assert_eq!(r.phase(Phase::Connect).len(), 3);
+        assert_eq!(r.corrected.max(), r.corrected.highest_equivalent(6_000));
+    }
+
+    #[test]
+    fn round_trips_through_postcard() {
+        let mut r = Recorder::new();
+        r.record(&sample(7, Outcome::Status(204)));
+        r.set_example(ErrorKind::Tls, "bad cert".into());
+        let bytes = postcard::to_stdvec(&r).unwrap();
+        let back: Recorder = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back, r);
+    }
+
+    proptest! {
+        #[test]
+        fn merge_keeps_counts_and_is_order_free(a in proptest::collection::vec(1u64..5_000, 0..50),
+                                                b in proptest::collection::vec(1u64..5_000, 0..50)) {
+            let fill = |v: &[u64]| {
+                let mut r = Recorder::new();
+                for ms in v { r.record(&sample(*ms, Outcome::Status(200))); }
+                r
+            };
+            let (ra, rb) = (fill(&a), fill(&b));
+            let mut ab = ra.clone();
+            ab.add(&rb);
+            let mut ba = rb.clone();
+            ba.add(&ra);
+            prop_assert_eq!(ab.counts.completed, (a.len() + b.len()) as u64);
+            prop_assert_eq!(&ab.corrected, &ba.corrected);
+            let all: Vec<u64> = a.iter().chain(&b).copied().collect();
+            prop_assert_eq!(ab.corrected, fill(&all).corrected);
+        }
+
+        #[test]
+        fn quantiles_are_monotonic(v in proptest::collection::vec(1u64..10_000_000, 1..200)) {
+            let mut h = new_histogram();
+            for x in &v { h.record(*x).unwrap(); }
+            let mut last = 0;
+            for q in [0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0] {
+                let x = h.value_at_quantile(q);
+                prop_assert!(x >= last);
+                last = x;
+            }
+        }
+    }
+}

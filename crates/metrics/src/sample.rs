@@ -1,0 +1,160 @@
+//! One request's measurement: [`Sample`], its [`Phase`]s and its [`Outcome`].
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The phases of a request, in the order they happen. A phase that did not happen (no DNS
+/// lookup for an IP literal, no connect on a reused connection, no TLS over cleartext) is
+/// `None` in [`Sample::phases`], never a zero that would drag the averages down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Name resolution.
+    Dns,
+    /// TCP connect.
+    Connect,
+    /// TLS handshake.
+    Tls,
+    /// Writing the request (headers and body) to the socket.
+    Send,
+    /// From the request written to the response head received: time to first byte.
+    Wait,
+    /// From the response head to the last body byte.
+    Receive,
+}
+
+/// Number of [`Phase`]s.
+pub const PHASE_COUNT: usize = 6;
+
+impl Phase {
+    /// All phases, in order.
+    pub const ALL: [Phase; PHASE_COUNT] = [
+        Phase::Dns,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::Send,
+        Phase::Wait,
+        Phase::Receive,
+    ];
+
+    /// The name used in reports and files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Dns => "dns",
+            Phase::Connect => "connect",
+            Phase::Tls => "tls",
+            Phase::Send => "send",
+            Phase::Wait => "wait",
+            Phase::Receive => "receive",
+        }
+    }
+}
+
+/// Why a request failed. A fixed set, counted in an array: a failure is data, not an `Err`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The connection was refused (nothing listening).
+    Refused,
+    /// TCP connect (or TLS handshake) did not finish within `--connect-timeout`.
+    ConnectTimeout,
+    /// The response did not complete within `--timeout`.
+    RequestTimeout,
+    /// The peer reset or closed the connection before the response was complete.
+    Reset,
+    /// TLS handshake or certificate failure.
+    Tls,
+    /// The peer answered something that is not valid HTTP.
+    Protocol,
+    /// The host name did not resolve.
+    Dns,
+    /// Anything else (local resource limits, ...).
+    Other,
+}
+
+/// Number of [`ErrorKind`]s.
+pub const ERROR_KIND_COUNT: usize = 8;
+
+impl ErrorKind {
+    /// All kinds, in report order.
+    pub const ALL: [ErrorKind; ERROR_KIND_COUNT] = [
+        ErrorKind::Refused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::RequestTimeout,
+        ErrorKind::Reset,
+        ErrorKind::Tls,
+        ErrorKind::Protocol,
+        ErrorKind::Dns,
+        ErrorKind::Other,
+    ];
+
+    /// The name used in reports and files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::RequestTimeout => "request_timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Dns => "dns",
+            ErrorKind::Other => "other",
+        }
+    }
+}
+
+/// How a request ended: an HTTP status, or an error before a complete response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A complete response with this status code.
+    Status(u16),
+    /// No complete response.
+    Error(ErrorKind),
+}
+
+impl Outcome {
+    /// Success as Vegeta counts it: a complete response with a 2xx or 3xx status.
+    pub fn is_success(self) -> bool {
+        matches!(self, Outcome::Status(200..=399))
+    }
+}
+
+/// Everything measured about one request. Times are offsets from the start of the run, so a
+/// sample is plain data with no clock in it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// When the schedule said the request should start (open loop); equal to `started` in
+    /// closed loop, where there is no schedule.
+    pub intended: Duration,
+    /// When the request actually started (connection acquisition included).
+    pub started: Duration,
+    /// When the response was complete or the request failed.
+    pub ended: Duration,
+    /// Duration of each phase that happened, indexed like [`Phase::ALL`].
+    pub phases: [Option<Duration>; PHASE_COUNT],
+    /// Status or error.
+    pub outcome: Outcome,
+    /// Bytes received on the wire for this request (headers and body).
+    pub bytes_in: u64,
+    /// Bytes sent on the wire for this request (headers and body).
+    pub bytes_out: u64,
+    /// The request could not start on time because every slot was busy (`--max-in-flight`).
+    pub late: bool,
+}
+
+impl Sample {
+    /// Latency from the intended start: free of coordinated omission.
+    pub fn corrected(&self) -> Duration {
+        self.ended.saturating_sub(self.intended)
+    }
+
+    /// Latency from the actual start: the service time.
+    pub fn service(&self) -> Duration {
+        self.ended.saturating_sub(self.started)
+    }
+
+    /// How far the actual start lagged behind the schedule.
+    pub fn lag(&self) -> Duration {
+        self.started.saturating_sub(self.intended)
+    }
+}

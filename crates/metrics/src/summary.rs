@@ -1,0 +1,481 @@
+//! [`RunSummary`]: the figures of one run, or of several merged, as every report shows them.
+//!
+//! A summary is computed from results files only (a live run writes one too), so a report
+//! printed at the end of a run and one re-rendered later from its file are the same.
+
+use crate::file::{FileError, MergedIntervals, Mode, ResultsReader};
+use crate::recorder::{Recorder, CLASS_NAMES};
+use crate::sample::{ErrorKind, Phase};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Version of the JSON summary (`schema/summary.schema.json`).
+pub const SUMMARY_VERSION: u32 = 1;
+
+/// Generator CPU above this share of its threads' capacity means barrage itself was the limit.
+const CPU_SATURATED: f64 = 0.90;
+/// Schedule lag p99 above this (µs) means sends fell behind the schedule.
+const LAG_LIMIT_US: u64 = 5_000;
+
+/// Latency figures of one histogram, in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    /// Number of values.
+    pub count: u64,
+    /// Smallest.
+    pub min_us: u64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: u64,
+    /// 90th percentile.
+    pub p90_us: u64,
+    /// 95th percentile.
+    pub p95_us: u64,
+    /// 99th percentile.
+    pub p99_us: u64,
+    /// 99.9th percentile.
+    pub p999_us: u64,
+    /// Largest.
+    pub max_us: u64,
+}
+
+impl LatencyStats {
+    /// The figures of `h` (all zero when it is empty).
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencyStats::default();
+        }
+        let q = |x| h.value_at_quantile(x);
+        LatencyStats {
+            count: h.len(),
+            min_us: h.min(),
+            mean_us: h.mean(),
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p95_us: q(0.95),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: h.max(),
+        }
+    }
+}
+
+/// Figures of one phase, over the requests where it happened.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseStats {
+    /// Requests in which the phase happened.
+    pub count: u64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: u64,
+    /// 99th percentile, µs.
+    pub p99_us: u64,
+}
+
+/// Request counts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    /// Finished requests (responses and errors).
+    pub total: u64,
+    /// Requests started.
+    pub sent: u64,
+    /// 2xx and 3xx responses.
+    pub ok: u64,
+    /// Requests with a 4xx/5xx status.
+    pub http_errors: u64,
+    /// Requests without a complete response.
+    pub errors: u64,
+    /// Started late because every slot was busy; their lateness is in the corrected latency.
+    pub late: u64,
+    /// Started but not finished when the run ended (a killed run, or one cut by the wait limit).
+    pub unfinished: u64,
+    /// New connections opened.
+    pub connections: u64,
+}
+
+/// Durations of the run, seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Durations {
+    /// From the first send to the last response.
+    pub total_s: f64,
+    /// Sending new requests.
+    pub attack_s: f64,
+    /// Waiting for the last responses after the attack.
+    pub wait_s: f64,
+}
+
+/// Bytes on the wire (headers and body).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bytes {
+    /// Received, total.
+    pub in_total: u64,
+    /// Sent, total.
+    pub out_total: u64,
+    /// Received per finished request.
+    pub in_mean: f64,
+    /// Sent per finished request.
+    pub out_mean: f64,
+    /// Received per second of the run.
+    pub in_per_sec: f64,
+    /// Sent per second of the run.
+    pub out_per_sec: f64,
+}
+
+/// One error kind seen in the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorStat {
+    /// The kind's name (`refused`, `reset`, ...).
+    pub kind: String,
+    /// How many requests failed so.
+    pub count: u64,
+    /// One example message.
+    pub example: String,
+}
+
+/// Latency of the run in both measures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    /// From the intended start: what a user arriving on schedule waited (open loop); free of
+    /// coordinated omission. Equal to `service` in closed loop.
+    pub corrected: LatencyStats,
+    /// From the actual send: the service time.
+    pub service: LatencyStats,
+}
+
+/// barrage checking itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Generator {
+    /// barrage's CPU time over the run's wall time, in % of one core.
+    pub cpu_percent: f64,
+    /// Engine threads (the most barrage could use is `threads` × 100 %).
+    pub threads: u32,
+    /// How far sends lagged behind their schedule, p99 (open loop), µs.
+    pub lag_p99_us: u64,
+    /// The in-flight bound was reached at least once.
+    pub bound_reached: bool,
+}
+
+/// The figures of one step of a stepped rate, or of one phase of the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepSummary {
+    /// The step as shown ("100/s").
+    pub label: String,
+    /// Seconds of the run in the step.
+    pub duration_s: f64,
+    /// Finished requests.
+    pub requests: u64,
+    /// Successful requests.
+    pub ok: u64,
+    /// Failed requests (errors and 4xx/5xx).
+    pub failed: u64,
+    /// Requests sent per second.
+    pub rate_per_sec: f64,
+    /// Successes per second.
+    pub throughput_per_sec: f64,
+    /// Latencies of the step.
+    pub latency: Latencies,
+}
+
+/// One interval of the time series (normally one second).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRow {
+    /// Seconds since the start of the (earliest) run.
+    pub second: u64,
+    /// Length in seconds.
+    pub length_s: f64,
+    /// Requests started.
+    pub sent: u64,
+    /// Successful responses.
+    pub ok: u64,
+    /// Failed requests (errors and 4xx/5xx).
+    pub errors: u64,
+    /// Successes per second.
+    pub throughput_per_sec: f64,
+    /// Corrected latency p50, µs.
+    pub p50_us: u64,
+    /// Corrected latency p90, µs.
+    pub p90_us: u64,
+    /// Corrected latency p99, µs.
+    pub p99_us: u64,
+    /// Bytes received.
+    pub bytes_in: u64,
+    /// Bytes sent.
+    pub bytes_out: u64,
+}
+
+/// Everything a report shows about a run (or a merge of runs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// [`SUMMARY_VERSION`].
+    pub version: u32,
+    /// barrage version(s) that wrote the files.
+    pub barrage_version: String,
+    /// Results files the summary was computed from.
+    pub files: Vec<String>,
+    /// Hosts that ran the load.
+    pub hosts: Vec<String>,
+    /// Earliest start, ms since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// `open` or `closed`.
+    pub mode: String,
+    /// Target URLs.
+    pub urls: Vec<String>,
+    /// Settings of the (first) run.
+    pub settings: serde_json::Value,
+    /// TLS verification was off.
+    pub insecure: bool,
+    /// Stopped early by Ctrl-C.
+    pub interrupted: bool,
+    /// Request counts.
+    pub requests: RequestCounts,
+    /// Durations.
+    pub duration: Durations,
+    /// Requests sent per second of attack (offered rate).
+    pub rate_per_sec: f64,
+    /// Successes per second of the whole run.
+    pub throughput_per_sec: f64,
+    /// ok / total.
+    pub success_ratio: f64,
+    /// Latency, both measures.
+    pub latency: Latencies,
+    /// Latency (corrected) per status class.
+    pub latency_by_class: BTreeMap<String, LatencyStats>,
+    /// Per phase, over the requests where the phase happened.
+    pub phases: BTreeMap<String, PhaseStats>,
+    /// Bytes.
+    pub bytes: Bytes,
+    /// Responses per status code (`"0"`: outside 100..=599).
+    pub status_codes: BTreeMap<String, u64>,
+    /// Error kinds with counts and an example each.
+    pub errors: Vec<ErrorStat>,
+    /// barrage checking itself.
+    pub generator: Generator,
+    /// Per step (one entry for an unstepped run).
+    pub steps: Vec<StepSummary>,
+    /// The time series.
+    pub intervals: Vec<IntervalRow>,
+    /// Plain-language warnings: barrage was the bottleneck, a file was cut short, ...
+    pub warnings: Vec<String>,
+}
+
+/// Reads and merges results files into one summary.
+pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
+    let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let mut merged = MergedIntervals::new(readers);
+    let mut total = Recorder::new();
+    let mut steps: BTreeMap<u32, (Recorder, f64)> = BTreeMap::new();
+    let mut intervals = Vec::new();
+    for m in merged.by_ref() {
+        total.add(&m.recorder);
+        let length_s = f64::from(m.length_ms) / 1e3;
+        let step = steps.entry(m.step).or_insert_with(|| (Recorder::new(), 0.0));
+        step.0.add(&m.recorder);
+        step.1 += length_s;
+        intervals.push(row(m.second, length_s, &m.recorder));
+    }
+    Ok(build(merged.readers(), total, steps, intervals))
+}
+
+fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
+    let failed = r.counts.completed - r.counts.ok;
+    IntervalRow {
+        second,
+        length_s,
+        sent: r.counts.sent,
+        ok: r.counts.ok,
+        errors: failed,
+        throughput_per_sec: if length_s > 0.0 { r.counts.ok as f64 / length_s } else { 0.0 },
+        p50_us: quantile(&r.corrected, 0.5),
+        p90_us: quantile(&r.corrected, 0.9),
+        p99_us: quantile(&r.corrected, 0.99),
+        bytes_in: r.counts.bytes_in,
+        bytes_out: r.counts.bytes_out,
+    }
+}
+
+fn quantile(h: &Histogram<u64>, q: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(q)
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+fn build(
+    readers: &[ResultsReader],
+    total: Recorder,
+    steps: BTreeMap<u32, (Recorder, f64)>,
+    intervals: Vec<IntervalRow>,
+) -> RunSummary {
+    let first = readers[0].header();
+    let mut s = RunSummary {
+        version: SUMMARY_VERSION,
+        barrage_version: first.barrage_version.clone(),
+        files: readers.iter().map(|r| r.path().display().to_string()).collect(),
+        hosts: readers.iter().map(|r| r.header().host.clone()).collect(),
+        started_unix_ms: readers.iter().map(|r| r.header().started_unix_ms).min().unwrap_or(0),
+        mode: match first.mode {
+            Mode::Open => "open".into(),
+            Mode::Closed => "closed".into(),
+        },
+        urls: first.urls.clone(),
+        settings: serde_json::from_str(&first.settings_json).unwrap_or(serde_json::Value::Null),
+        insecure: readers.iter().any(|r| r.header().insecure),
+        interrupted: readers.iter().any(|r| r.footer().is_some_and(|f| f.interrupted)),
+        ..Default::default()
+    };
+    s.hosts.dedup();
+    s.duration = durations(readers, &intervals, &mut s.warnings);
+    s.requests = counts(&total);
+    let attack = s.duration.attack_s;
+    let run = s.duration.total_s;
+    s.rate_per_sec = ratio(total.counts.sent as f64, attack);
+    s.throughput_per_sec = ratio(total.counts.ok as f64, run);
+    s.success_ratio = ratio(total.counts.ok as f64, total.counts.completed as f64);
+    s.latency = Latencies { corrected: LatencyStats::of(&total.corrected), service: LatencyStats::of(&total.service) };
+    s.latency_by_class = CLASS_NAMES
+        .iter()
+        .zip(&total.by_class)
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(name, h)| (name.to_string(), LatencyStats::of(h)))
+        .collect();
+    s.phases = Phase::ALL
+        .iter()
+        .map(|&p| {
+            let h = total.phase(p);
+            let stats = PhaseStats { count: h.len(), mean_us: h.mean(), p50_us: quantile(h, 0.5), p99_us: quantile(h, 0.99) };
+            (p.name().to_string(), stats)
+        })
+        .collect();
+    let done = total.counts.completed as f64;
+    s.bytes = Bytes {
+        in_total: total.counts.bytes_in,
+        out_total: total.counts.bytes_out,
+        in_mean: ratio(total.counts.bytes_in as f64, done),
+        out_mean: ratio(total.counts.bytes_out as f64, done),
+        in_per_sec: ratio(total.counts.bytes_in as f64, run),
+        out_per_sec: ratio(total.counts.bytes_out as f64, run),
+    };
+    s.status_codes = total.status_counts().into_iter().map(|(c, n)| (c.to_string(), n)).collect();
+    s.errors = ErrorKind::ALL
+        .iter()
+        .filter(|k| total.counts.errors[**k as usize] > 0)
+        .map(|&k| ErrorStat {
+            kind: k.name().into(),
+            count: total.counts.errors[k as usize],
+            example: total.example(k).unwrap_or_default().to_string(),
+        })
+        .collect();
+    s.generator = generator(readers, &total, run, first.mode);
+    s.steps = step_summaries(readers, steps);
+    s.intervals = intervals;
+    s.warnings.extend(readers.iter().filter_map(|r| r.warning().map(str::to_string)));
+    s.warnings.extend(self_check(&s));
+    s
+}
+
+fn counts(total: &Recorder) -> RequestCounts {
+    let c = &total.counts;
+    let errors = total.error_count();
+    RequestCounts {
+        total: c.completed,
+        sent: c.sent,
+        ok: c.ok,
+        http_errors: c.completed - c.ok - errors,
+        errors,
+        late: c.late,
+        unfinished: c.sent.saturating_sub(c.completed),
+        connections: c.connections,
+    }
+}
+
+fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mut Vec<String>) -> Durations {
+    let footers: Vec<_> = readers.iter().filter_map(|r| r.footer()).collect();
+    if footers.len() == readers.len() {
+        // Merged runs ran side by side: the longest one is the run's duration.
+        let attack = footers.iter().map(|f| f.attack_us).max().unwrap_or(0);
+        let wait = footers.iter().map(|f| f.wait_us).max().unwrap_or(0);
+        return Durations { total_s: (attack + wait) as f64 / 1e6, attack_s: attack as f64 / 1e6, wait_s: wait as f64 / 1e6 };
+    }
+    // A run that was killed has no footer: its intervals are all we know.
+    let seconds: f64 = intervals.iter().map(|i| i.length_s).sum();
+    warnings.push(format!(
+        "{} of {} results file(s) have no footer (the run was killed): figures cover the {seconds:.0} s that were written",
+        readers.len() - footers.len(),
+        readers.len()
+    ));
+    Durations { total_s: seconds, attack_s: seconds, wait_s: 0.0 }
+}
+
+fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode) -> Generator {
+    let cpu_us: u64 = readers.iter().filter_map(|r| r.footer()).map(|f| f.cpu_user_us + f.cpu_system_us).sum();
+    let threads = readers.iter().map(|r| r.header().threads).sum();
+    Generator {
+        // Several runs merged ran on several machines: average per machine.
+        cpu_percent: ratio(cpu_us as f64 / 1e4, run_s) / readers.len() as f64,
+        threads,
+        lag_p99_us: if mode == Mode::Open { quantile(&total.lag, 0.99) } else { 0 },
+        bound_reached: readers.iter().any(|r| r.footer().is_some_and(|f| f.bound_reached)),
+    }
+}
+
+fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64)>) -> Vec<StepSummary> {
+    let labels = &readers[0].header().steps;
+    steps
+        .into_iter()
+        .map(|(i, (r, secs))| {
+            let failed = r.counts.completed - r.counts.ok;
+            StepSummary {
+                label: labels.get(i as usize).map(|s| s.label.clone()).unwrap_or_else(|| format!("step {i}")),
+                duration_s: secs,
+                requests: r.counts.completed,
+                ok: r.counts.ok,
+                failed,
+                rate_per_sec: ratio(r.counts.sent as f64, secs),
+                throughput_per_sec: ratio(r.counts.ok as f64, secs),
+                latency: Latencies { corrected: LatencyStats::of(&r.corrected), service: LatencyStats::of(&r.service) },
+            }
+        })
+        .collect()
+}
+
+/// Warnings when barrage itself, not the server, set the figures.
+fn self_check(s: &RunSummary) -> Vec<String> {
+    let mut w = Vec::new();
+    let g = &s.generator;
+    let per_machine_threads = f64::from(g.threads) / s.hosts.len().max(1) as f64;
+    if g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * per_machine_threads {
+        w.push(format!(
+            "barrage used {:.0}% CPU of its {} thread(s): the generator was saturated, so these figures describe barrage, not the server",
+            g.cpu_percent, per_machine_threads
+        ));
+    }
+    if s.mode == "open" && g.lag_p99_us > LAG_LIMIT_US {
+        w.push(format!(
+            "sends lagged behind the schedule (p99 lag {:.1} ms): barrage could not keep the rate; the corrected latency still counts the delay",
+            g.lag_p99_us as f64 / 1e3
+        ));
+    }
+    if g.bound_reached && s.requests.late > 0 {
+        w.push(format!(
+            "{} request(s) started late because all in-flight slots were busy (raise --max-in-flight or --connections); their wait is in the corrected latency",
+            s.requests.late
+        ));
+    }
+    if s.insecure {
+        w.push("TLS certificate verification was off (--insecure)".into());
+    }
+    w
+}
