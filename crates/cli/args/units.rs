@@ -1,0 +1,163 @@
+//! `FromStr` newtypes for flag values: rates, durations, sizes, headers, `--resolve`.
+
+use barrage_metrics::units;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A duration flag value (`30s`, `250ms`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dur(pub Duration);
+
+impl FromStr for Dur {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        units::parse_duration(s).map(Dur).map_err(|e| e.to_string())
+    }
+}
+
+/// A positive duration (a zero `--timeout` would fail every request).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PositiveDur(pub Duration);
+
+impl FromStr for PositiveDur {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let d = units::parse_duration(s).map_err(|e| e.to_string())?;
+        if d.is_zero() {
+            return Err(format!("'{s}' must be longer than zero"));
+        }
+        Ok(PositiveDur(d))
+    }
+}
+
+/// The `--rate` value: constant, ramp or steps.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RateSpec {
+    /// `1000`, `1000/s`, `60/m`.
+    Constant(f64),
+    /// `100:2000`: linear over the duration.
+    Ramp(f64, f64),
+    /// `10,50,100`: one per `--step`.
+    Steps(Vec<f64>),
+}
+
+const RATE_FORM: &str = "a positive rate: 1000, 1000/s, 60/m; a ramp 100:2000; or steps 10,50,100";
+
+/// Parses one rate: `1000`, `1000/s`, `60/m`, `5/ms`, `2k`.
+fn parse_one_rate(s: &str) -> Result<f64, String> {
+    let bad = || format!("invalid rate '{s}': expected {RATE_FORM}");
+    let (num, per) = match s.split_once('/') {
+        Some((n, unit)) => {
+            let per = match unit.trim() {
+                "s" | "1s" | "sec" => 1.0,
+                "m" | "min" => 60.0,
+                "h" => 3600.0,
+                "ms" => 0.001,
+                other => units::parse_duration(other).map_err(|_| bad())?.as_secs_f64(),
+            };
+            (n.trim(), per)
+        }
+        None => (s.trim(), 1.0),
+    };
+    let (digits, mult) = match num.strip_suffix(['k', 'K']) {
+        Some(d) => (d, 1000.0),
+        None => (num, 1.0),
+    };
+    let n: f64 = digits.parse().map_err(|_| bad())?;
+    let rate = n * mult / per;
+    if !rate.is_finite() || rate <= 0.0 || per <= 0.0 {
+        return Err(bad());
+    }
+    Ok(rate)
+}
+
+impl FromStr for RateSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Some((a, b)) = s.split_once(':') {
+            return Ok(RateSpec::Ramp(parse_one_rate(a)?, parse_one_rate(b)?));
+        }
+        if s.contains(',') {
+            return s.split(',').map(parse_one_rate).collect::<Result<_, _>>().map(RateSpec::Steps);
+        }
+        parse_one_rate(s).map(RateSpec::Constant)
+    }
+}
+
+/// A `-H 'Name: value'` header.
+#[derive(Clone, Debug)]
+pub struct Header(pub http::HeaderName, pub http::HeaderValue);
+
+impl FromStr for Header {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = |why: &str| format!("invalid header '{s}': {why}; expected 'Name: value'");
+        let (name, value) = s.split_once(':').ok_or_else(|| bad("no ':'"))?;
+        let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad("bad name"))?;
+        let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad("bad value"))?;
+        Ok(Header(name, value))
+    }
+}
+
+/// A `--resolve host:port:addr` override, as in curl.
+#[derive(Clone, Debug)]
+pub struct Resolve {
+    /// Host name as in the URL.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Where to connect instead.
+    pub addr: SocketAddr,
+}
+
+impl FromStr for Resolve {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("invalid --resolve '{s}': expected host:port:address, e.g. example.com:443:127.0.0.1");
+        let mut parts = s.splitn(3, ':');
+        let (host, port, addr) = (parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?);
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let ip: std::net::IpAddr = addr.trim_start_matches('[').trim_end_matches(']').parse().map_err(|_| bad())?;
+        if host.is_empty() {
+            return Err(bad());
+        }
+        Ok(Resolve { host: host.to_string(), port, addr: SocketAddr::new(ip, port) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        let table = [
+            ("1000", RateSpec::Constant(1000.0)),
+            ("1000/s", RateSpec::Constant(1000.0)),
+            ("60/m", RateSpec::Constant(1.0)),
+            ("2k", RateSpec::Constant(2000.0)),
+            ("100:2000", RateSpec::Ramp(100.0, 2000.0)),
+            ("10,50,100", RateSpec::Steps(vec![10.0, 50.0, 100.0])),
+            ("5/10s", RateSpec::Constant(0.5)),
+        ];
+        for (text, want) in table {
+            assert_eq!(text.parse::<RateSpec>().unwrap(), want, "{text}");
+        }
+        for bad in ["0", "-5", "abc", "10/x", "", "1,,2", "0:10"] {
+            let err = bad.parse::<RateSpec>().unwrap_err();
+            assert!(err.contains("expected"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn headers_and_resolve() {
+        let h: Header = "X-Test: a b".parse().unwrap();
+        assert_eq!((h.0.as_str(), h.1.to_str().unwrap()), ("x-test", "a b"));
+        assert!("nocolon".parse::<Header>().is_err());
+        let r: Resolve = "example.com:443:127.0.0.1".parse().unwrap();
+        assert_eq!((r.host.as_str(), r.port, r.addr.to_string().as_str()), ("example.com", 443, "127.0.0.1:443"));
+        assert!("example.com:x:127.0.0.1".parse::<Resolve>().is_err());
+        assert!("0s".parse::<PositiveDur>().is_err());
+    }
+}

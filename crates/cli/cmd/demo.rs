@@ -1,0 +1,47 @@
+//! `barrage demo`: the origin in-process, a short open-loop and closed-loop run against it.
+
+use crate::args::units::RateSpec;
+use crate::args::{DemoArgs, Format};
+use crate::Outcome;
+use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
+use barrage_server::{RunningServer, ServeConfig};
+use std::time::Duration;
+
+/// Runs the demo and prints both reports.
+pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
+    let server = RunningServer::start(ServeConfig { threads: 1, name: Some("demo-origin".into()), ..ServeConfig::default() })?;
+    let url = format!("{}/bytes/1k", server.url());
+    let rate = match a.rate {
+        RateSpec::Constant(r) => Pacer::Constant { rate: r },
+        _ => anyhow::bail!("--rate: the demo takes a constant rate such as 2000"),
+    };
+    println!("barrage demo: origin on {} (1 thread); each run lasts {:?}\n", server.url(), a.duration.0);
+    let open = Load::Open { pacer: rate, max_in_flight: 256 };
+    println!("== 1/2 open loop: {} against {url}\n", Pacer::step_labels(match &open {
+        Load::Open { pacer, .. } => pacer,
+        Load::Closed { .. } => unreachable!(),
+    })[0]);
+    super::run::execute(plan(&url, open, a.duration.0)?, "{\"demo\":\"open\"}".into(), None, Format::Text, None)?;
+    println!("\n== 2/2 closed loop: {} workers against {url}\n", a.concurrency);
+    let closed = Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO };
+    super::run::execute(plan(&url, closed, a.duration.0)?, "{\"demo\":\"closed\"}".into(), None, Format::Text, None)?;
+    println!("\nThe origin answered {} requests. Try: barrage run --help", server.requests());
+    server.shutdown();
+    Ok(Outcome::Ok)
+}
+
+fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
+    Ok(Plan {
+        targets: vec![Target { method: http::Method::GET, url: url.parse()?, headers: Default::default(), body: Default::default() }],
+        load,
+        duration: Some(duration),
+        requests: None,
+        keepalive: true,
+        http2: false,
+        tls: TlsOptions::default(),
+        resolve: Default::default(),
+        timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(5),
+        threads: 1,
+    })
+}

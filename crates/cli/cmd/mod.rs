@@ -1,0 +1,6 @@
+//! One module per subcommand: glue from arguments to the library crates.
+
+pub mod demo;
+pub mod report;
+pub mod run;
+pub mod serve;

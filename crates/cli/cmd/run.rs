@@ -1,0 +1,220 @@
+//! `barrage run`: flags to a [`Plan`], the run, the report.
+
+use crate::args::units::RateSpec;
+use crate::args::{Format, RunArgs};
+use crate::Outcome;
+use anyhow::{bail, Context};
+use barrage_engine::{CancellationToken, Load, Pacer, Plan, RunSpec, Target, TlsOptions};
+use barrage_metrics::units::fmt_us;
+use barrage_metrics::IntervalRecord;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default in-flight bound (and connection count) of an open-loop run.
+const DEFAULT_OPEN_CONNECTIONS: u32 = 256;
+/// Default workers of a closed-loop run (as hey).
+const DEFAULT_CONCURRENCY: u32 = 50;
+/// Default duration when neither --duration nor --requests is given (as wrk).
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// Runs the load and prints the report.
+pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let plan = plan(&args)?;
+    let settings = settings_json(&args);
+    execute(plan, settings, args.output.clone(), args.format, args.hdr_log.clone())?;
+    Ok(Outcome::Ok)
+}
+
+/// Runs a plan with the results in `output` (or a temporary file), then renders it.
+pub fn execute(plan: Plan, settings_json: String, output: Option<PathBuf>, format: Format, hdr_log: Option<PathBuf>) -> anyhow::Result<()> {
+    if format == Format::HdrLog {
+        bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
+    }
+    // The report is always rendered from the results file, so a report printed now and one
+    // re-rendered later are the same; without --output the file is temporary.
+    let temp;
+    let path = match output {
+        Some(p) => p,
+        None => {
+            temp = tempfile::Builder::new().prefix("barrage-").suffix(".brg").tempfile()?;
+            temp.path().to_path_buf()
+        }
+    };
+    let stop = CancellationToken::new();
+    watch_ctrl_c(stop.clone());
+    let total = plan.attack_limit();
+    let mut progress = Progress::new(total);
+    let spec = RunSpec { output: path.clone(), settings_json };
+    barrage_engine::run(plan, &spec, stop, &mut |i| progress.show(i))?;
+    progress.clear();
+    if let Some(hdr) = hdr_log {
+        let mut f = std::fs::File::create(&hdr).with_context(|| format!("--hdr-log {}", hdr.display()))?;
+        barrage_report::write_hdr_log(std::slice::from_ref(&path), &mut f).with_context(|| format!("--hdr-log {}", hdr.display()))?;
+    }
+    super::report::render(std::slice::from_ref(&path), format)
+}
+
+/// First Ctrl-C stops the attack (the partial report is printed); the second exits at once.
+fn watch_ctrl_c(stop: CancellationToken) {
+    let spawned = std::thread::Builder::new().name("barrage-signals".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        rt.block_on(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            eprintln!("\nbarrage: stopping (Ctrl-C again to quit at once)");
+            stop.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        });
+    });
+    // Without the watcher Ctrl-C still ends the process; the run itself is unaffected.
+    drop(spawned);
+}
+
+/// The live progress line on stderr, only when it is a terminal.
+struct Progress {
+    on: bool,
+    total: Option<Duration>,
+}
+
+impl Progress {
+    fn new(total: Option<Duration>) -> Self {
+        Progress { on: std::io::stderr().is_terminal(), total }
+    }
+
+    fn show(&mut self, i: &IntervalRecord) {
+        if !self.on {
+            return;
+        }
+        let r = &i.recorder;
+        let secs = f64::from(i.length_ms) / 1e3;
+        let elapsed = i.index + 1;
+        let total = self.total.map_or(String::new(), |t| format!("/{}s", t.as_secs()));
+        let p99 = if r.corrected.is_empty() { 0 } else { r.corrected.value_at_quantile(0.99) };
+        let line = format!(
+            "[{elapsed}s{total}] rate {:.0}/s  ok {:.0}/s  p99 {}  errors {}",
+            r.counts.sent as f64 / secs,
+            r.counts.ok as f64 / secs,
+            fmt_us(p99 as f64),
+            r.counts.completed - r.counts.ok
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{line}");
+        let _ = err.flush();
+    }
+
+    fn clear(&mut self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// Builds and validates the plan from the flags.
+pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
+    let method = http::Method::from_bytes(a.method.as_bytes()).map_err(|_| anyhow::anyhow!("invalid -X '{}': expected a method such as GET, POST, PUT", a.method))?;
+    let body = body(a.body.as_deref())?;
+    let mut headers = http::HeaderMap::new();
+    for h in &a.headers {
+        headers.append(h.0.clone(), h.1.clone());
+    }
+    let targets = a
+        .urls
+        .iter()
+        .map(|u| Ok(Target { method: method.clone(), url: parse_url(u)?, headers: headers.clone(), body: body.clone() }))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let duration = a.duration.map(|d| d.0);
+    let load = load(a, duration)?;
+    let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
+    let duration = duration.or(if a.requests.is_none() && !natural_end { Some(DEFAULT_DURATION) } else { None });
+    Ok(Plan {
+        targets,
+        load,
+        duration,
+        requests: a.requests,
+        keepalive: !a.no_keepalive,
+        http2: a.http2,
+        tls: TlsOptions { cacert: a.cacert.clone(), insecure: a.insecure },
+        resolve: a.resolve.iter().map(|r| ((r.host.clone(), r.port), r.addr)).collect(),
+        timeout: a.timeout.0,
+        connect_timeout: a.connect_timeout.0.min(a.timeout.0),
+        threads: a.threads,
+    })
+}
+
+fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
+    let Some(rate) = &a.rate else {
+        return Ok(Load::Closed {
+            concurrency: a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize,
+            think_time: a.think_time.map_or(Duration::ZERO, |t| t.0),
+        });
+    };
+    let pacer = match rate {
+        RateSpec::Constant(r) => Pacer::Constant { rate: *r },
+        RateSpec::Ramp(from, to) => {
+            let Some(over) = duration else { bail!("--rate {from}:{to} ramps over the run: give --duration too") };
+            Pacer::Ramp { from: *from, to: *to, over }
+        }
+        RateSpec::Steps(rates) => {
+            let step = match (a.step, duration) {
+                (Some(s), _) => s.0,
+                (None, Some(d)) => d / rates.len() as u32,
+                (None, None) => bail!("--rate with steps needs --step DURATION (or --duration to split evenly)"),
+            };
+            Pacer::Steps { rates: rates.clone(), step }
+        }
+    };
+    if a.step.is_some() && !matches!(rate, RateSpec::Steps(_)) {
+        bail!("--step goes with stepped rates such as --rate 10,50,100");
+    }
+    let max_in_flight = a.max_in_flight.or(a.connections).unwrap_or(DEFAULT_OPEN_CONNECTIONS) as usize;
+    Ok(Load::Open { pacer, max_in_flight })
+}
+
+fn parse_url(u: &str) -> anyhow::Result<http::Uri> {
+    let bad = |why: &str| anyhow::anyhow!("invalid URL '{u}': {why}; expected http://host[:port]/path or https://...");
+    let uri: http::Uri = u.parse().map_err(|_| bad("not a URL"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        _ => return Err(bad("the scheme must be http or https")),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    Ok(uri)
+}
+
+fn body(spec: Option<&str>) -> anyhow::Result<bytes::Bytes> {
+    match spec {
+        None => Ok(bytes::Bytes::new()),
+        Some(s) => match s.strip_prefix('@') {
+            Some(path) => std::fs::read(path).map(Into::into).with_context(|| format!("--body @{path}: cannot read the file")),
+            None => Ok(bytes::Bytes::copy_from_slice(s.as_bytes())),
+        },
+    }
+}
+
+fn settings_json(a: &RunArgs) -> String {
+    serde_json::json!({
+        "urls": a.urls,
+        "rate": a.rate.as_ref().map(|r| format!("{r:?}")),
+        "step": a.step.map(|d| d.0.as_secs_f64()),
+        "max_in_flight": a.max_in_flight,
+        "concurrency": a.concurrency,
+        "think_time_s": a.think_time.map(|d| d.0.as_secs_f64()),
+        "duration_s": a.duration.map(|d| d.0.as_secs_f64()),
+        "requests": a.requests,
+        "connections": a.connections,
+        "keepalive": !a.no_keepalive,
+        "http2": a.http2,
+        "insecure": a.insecure,
+        "method": a.method,
+        "headers": a.headers.iter().map(|h| format!("{}: {}", h.0, h.1.to_str().unwrap_or("?"))).collect::<Vec<_>>(),
+        "timeout_s": a.timeout.0.as_secs_f64(),
+        "connect_timeout_s": a.connect_timeout.0.as_secs_f64(),
+    })
+    .to_string()
+}

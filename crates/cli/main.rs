@@ -1,0 +1,58 @@
+//! The `barrage` binary: parses the command line, dispatches to a subcommand, and decides
+//! the exit code in one place: 0 ok, 1 a run or check failed, 2 bad usage, config or I/O.
+
+mod args;
+mod cmd;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+/// What a subcommand reports back.
+pub enum Outcome {
+    /// Everything went as asked.
+    Ok,
+    /// A threshold or comparison failed.
+    #[allow(dead_code)]
+    Failed,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(e),
+    };
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Report(a) => cmd::report::report(a),
+        Command::Serve(a) => cmd::serve::serve(a),
+        Command::Demo(a) => cmd::demo::demo(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("barrage: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Help and version go to stdout with 0; a usage error is one line on stderr with 2.
+fn usage(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+    }
+    let text = e.render().to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+    eprintln!("barrage: {} (see --help)", first.trim());
+    ExitCode::from(2)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}

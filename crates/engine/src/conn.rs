@@ -1,0 +1,493 @@
+//! Connections with every phase timed: DNS, TCP connect, TLS handshake, then HTTP/1.1 or
+//! HTTP/2 over hyper's low-level connection API.
+//!
+//! hyper's `Connection` future is driven in the same task as the request ([`Conn::drive`])
+//! rather than spawned, so a request costs no cross-task wake-up, and the I/O wrapper
+//! ([`TimedIo`]) can note when the request was written and count bytes on the wire.
+
+use crate::plan::{Plan, TlsOptions};
+use barrage_metrics::ErrorKind;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+/// Request body type.
+pub type Body = Full<Bytes>;
+
+/// A failed request: its kind for counting, and the cause, formatted only when an example
+/// message is still wanted.
+#[derive(Debug)]
+pub struct Failure {
+    /// The kind.
+    pub kind: ErrorKind,
+    /// The cause.
+    pub cause: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl Failure {
+    pub(crate) fn new(kind: ErrorKind, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Failure { kind, cause: cause.into() }
+    }
+
+    /// One line: the cause and its sources.
+    pub fn message(&self) -> String {
+        let mut msg = self.cause.to_string();
+        let mut src = self.cause.source();
+        while let Some(s) = src {
+            let s_text = s.to_string();
+            if !msg.contains(&s_text) {
+                msg.push_str(": ");
+                msg.push_str(&s_text);
+            }
+            src = s.source();
+        }
+        msg
+    }
+}
+
+/// Where and how to connect for one target.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// Host as written in the URL (name or IP literal, without brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// HTTPS.
+    pub tls: bool,
+    /// Address from `--resolve`, or the IP literal: no DNS lookup then.
+    pub fixed_addr: Option<SocketAddr>,
+}
+
+impl Endpoint {
+    /// The endpoint of `url` under the plan's `--resolve` overrides.
+    pub fn of(url: &http::Uri, plan: &Plan) -> Endpoint {
+        let tls = url.scheme_str() == Some("https");
+        let host = url.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_string();
+        let port = url.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let literal = host.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port));
+        let fixed_addr = plan.resolve.get(&(host.clone(), port)).copied().or(literal);
+        Endpoint { host, port, tls, fixed_addr }
+    }
+}
+
+/// Shared, immutable connection settings of a run.
+pub struct Connector {
+    tls: Option<Arc<rustls::ClientConfig>>,
+    http2: bool,
+    connect_timeout: Duration,
+}
+
+impl Connector {
+    /// Builds the TLS configuration when any target is HTTPS.
+    pub fn new(plan: &Plan, needs_tls: bool) -> Result<Connector, crate::EngineError> {
+        let tls = if needs_tls { Some(Arc::new(tls_config(&plan.tls, plan.http2)?)) } else { None };
+        Ok(Connector { tls, http2: plan.http2, connect_timeout: plan.connect_timeout })
+    }
+
+    /// Opens a connection, recording DNS, connect and TLS durations into `phases`.
+    pub async fn connect(&self, ep: &Endpoint, base: Instant, phases: &mut crate::exchange::Phases) -> Result<Conn, Failure> {
+        match tokio::time::timeout(self.connect_timeout, self.connect_inner(ep, base, phases)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::new(
+                ErrorKind::ConnectTimeout,
+                format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, self.connect_timeout),
+            )),
+        }
+    }
+
+    async fn connect_inner(&self, ep: &Endpoint, base: Instant, phases: &mut crate::exchange::Phases) -> Result<Conn, Failure> {
+        use barrage_metrics::Phase;
+        let addr = match ep.fixed_addr {
+            Some(a) => a,
+            None => {
+                let t = Instant::now();
+                let addr = resolve(ep).await?;
+                phases.set(Phase::Dns, t.elapsed());
+                addr
+            }
+        };
+        let t = Instant::now();
+        let tcp = TcpStream::connect(addr).await.map_err(connect_failure)?;
+        phases.set(Phase::Connect, t.elapsed());
+        // Requests are small and latency is what we measure: never wait for Nagle.
+        let _ = tcp.set_nodelay(true);
+        let clock = Arc::new(IoClock::new(base));
+        let (stream, h2) = match (&self.tls, ep.tls) {
+            (Some(cfg), true) => {
+                let t = Instant::now();
+                let tls = self.handshake(cfg, ep, tcp).await?;
+                phases.set(Phase::Tls, t.elapsed());
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                (Stream::Tls(Box::new(tls)), h2)
+            }
+            _ => (Stream::Plain(tcp), self.http2),
+        };
+        let io = TokioIo::new(TimedIo { inner: stream, clock: clock.clone() });
+        Conn::handshake(io, h2, clock).await
+    }
+
+    async fn handshake(&self, cfg: &Arc<rustls::ClientConfig>, ep: &Endpoint, tcp: TcpStream) -> Result<TlsStream<TcpStream>, Failure> {
+        let name = ServerName::try_from(ep.host.clone())
+            .map_err(|e| Failure::new(ErrorKind::Tls, format!("'{}' is not a valid TLS server name: {e}", ep.host)))?;
+        tokio_rustls::TlsConnector::from(cfg.clone()).connect(name, tcp).await.map_err(|e| {
+            let kind = match e.kind() {
+                io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe => ErrorKind::Reset,
+                _ => ErrorKind::Tls,
+            };
+            Failure::new(kind, e)
+        })
+    }
+}
+
+async fn resolve(ep: &Endpoint) -> Result<SocketAddr, Failure> {
+    let mut addrs = tokio::net::lookup_host((ep.host.as_str(), ep.port))
+        .await
+        .map_err(|e| Failure::new(ErrorKind::Dns, format!("resolving '{}': {e}", ep.host)))?;
+    addrs
+        .next()
+        .ok_or_else(|| Failure::new(ErrorKind::Dns, format!("'{}' resolved to no address", ep.host)))
+}
+
+fn connect_failure(e: io::Error) -> Failure {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        io::ErrorKind::ConnectionReset => ErrorKind::Reset,
+        _ => ErrorKind::Other,
+    };
+    Failure::new(kind, e)
+}
+
+/// Classifies a hyper error by what caused it.
+pub fn classify(e: hyper::Error) -> Failure {
+    let kind = if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
+        ErrorKind::Protocol
+    } else if e.is_incomplete_message() || e.is_canceled() || e.is_closed() {
+        ErrorKind::Reset
+    } else {
+        io_kind(&e).unwrap_or(ErrorKind::Other)
+    };
+    Failure::new(kind, e)
+}
+
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<io::Error>() {
+            return Some(match io.kind() {
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+                io::ErrorKind::InvalidData => ErrorKind::Tls,
+                _ => ErrorKind::Other,
+            });
+        }
+        src = s.source();
+    }
+    None
+}
+
+fn tls_config(opts: &TlsOptions, http2: bool) -> Result<rustls::ClientConfig, crate::EngineError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| crate::EngineError::Tls(e.to_string()))?;
+    let mut cfg = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth()
+    } else {
+        builder.with_root_certificates(roots(opts)?).with_no_client_auth()
+    };
+    cfg.alpn_protocols = if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
+    // Every new connection pays a full handshake, like curl in a loop, so the TLS phase
+    // measures what a new client costs the server.
+    cfg.resumption = rustls::client::Resumption::disabled();
+    Ok(cfg)
+}
+
+fn roots(opts: &TlsOptions) -> Result<rustls::RootCertStore, crate::EngineError> {
+    let mut roots = rustls::RootCertStore::empty();
+    match &opts.cacert {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| crate::EngineError::CaCert(path.clone(), e.to_string()))?;
+            let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
+                .collect::<Result<_, _>>()
+                .map_err(|e| crate::EngineError::CaCert(path.clone(), e.to_string()))?;
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(crate::EngineError::CaCert(path.clone(), "no PEM certificate in the file".into()));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+        }
+    }
+    Ok(roots)
+}
+
+/// `--insecure`: accepts any certificate, still checking handshake signatures.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// What the I/O wrapper observed on a connection: bytes each way and when the last write
+/// happened. One writer (the connection's own task), so relaxed atomics suffice; they are
+/// atomics only because hyper's HTTP/2 executor requires `Send` I/O.
+pub struct IoClock {
+    base: Instant,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    last_write_ns: AtomicU64,
+}
+
+impl IoClock {
+    fn new(base: Instant) -> Self {
+        IoClock { base, bytes_in: AtomicU64::new(0), bytes_out: AtomicU64::new(0), last_write_ns: AtomicU64::new(0) }
+    }
+    /// Bytes read so far.
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in.load(Relaxed)
+    }
+    /// Bytes written so far.
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out.load(Relaxed)
+    }
+    /// Offset from the run's start of the last write.
+    pub fn last_write(&self) -> Duration {
+        Duration::from_nanos(self.last_write_ns.load(Relaxed))
+    }
+}
+
+/// TCP or TLS.
+pub enum Stream {
+    /// Cleartext.
+    Plain(TcpStream),
+    /// TLS over TCP.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Wraps the stream to count bytes and note the time of writes.
+pub struct TimedIo {
+    inner: Stream,
+    clock: Arc<IoClock>,
+}
+
+impl AsyncRead for TimedIo {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        let res = match &mut this.inner {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        };
+        let n = (buf.filled().len() - before) as u64;
+        if n > 0 {
+            this.clock.bytes_in.store(this.clock.bytes_in.load(Relaxed) + n, Relaxed);
+        }
+        res
+    }
+}
+
+impl AsyncWrite for TimedIo {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        let res = match &mut this.inner {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        };
+        if let Poll::Ready(Ok(n)) = res {
+            this.note_write(n);
+        }
+        res
+    }
+
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        let res = match &mut this.inner {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        };
+        if let Poll::Ready(Ok(n)) = res {
+            this.note_write(n);
+        }
+        res
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.inner {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+impl TimedIo {
+    fn note_write(&self, n: usize) {
+        let c = &self.clock;
+        c.bytes_out.store(c.bytes_out.load(Relaxed) + n as u64, Relaxed);
+        c.last_write_ns.store(c.base.elapsed().as_nanos() as u64, Relaxed);
+    }
+}
+
+type Io = TokioIo<TimedIo>;
+
+enum Sender {
+    H1(http1::SendRequest<Body>),
+    H2(http2::SendRequest<Body>),
+}
+
+enum Driver {
+    H1(Pin<Box<http1::Connection<Io, Body>>>),
+    H2(Pin<Box<http2::Connection<Io, Body, TokioExecutor>>>),
+}
+
+/// An open HTTP connection.
+pub struct Conn {
+    sender: Sender,
+    driver: Driver,
+    /// Still usable: the connection future has not finished.
+    alive: bool,
+    /// Bytes and write times.
+    pub clock: Arc<IoClock>,
+}
+
+impl Conn {
+    async fn handshake(io: Io, h2: bool, clock: Arc<IoClock>) -> Result<Conn, Failure> {
+        let (sender, driver) = if h2 {
+            let mut b = http2::Builder::new(TokioExecutor::new());
+            b.timer(hyper_util::rt::TokioTimer::new());
+            let (s, d) = b.handshake(io).await.map_err(classify)?;
+            (Sender::H2(s), Driver::H2(Box::pin(d)))
+        } else {
+            let (s, d) = http1::Builder::new().handshake(io).await.map_err(classify)?;
+            (Sender::H1(s), Driver::H1(Box::pin(d)))
+        };
+        Ok(Conn { sender, driver, alive: true, clock })
+    }
+
+    /// The HTTP version of the connection (request URIs differ: origin-form for HTTP/1.1).
+    pub fn is_h2(&self) -> bool {
+        matches!(self.sender, Sender::H2(_))
+    }
+
+    /// Whether the connection can take another request.
+    pub fn usable(&self) -> bool {
+        self.alive
+            && match &self.sender {
+                Sender::H1(s) => !s.is_closed(),
+                Sender::H2(s) => !s.is_closed(),
+            }
+    }
+
+    /// Waits until the connection can send, driving it meanwhile.
+    pub async fn ready(&mut self) -> Result<(), Failure> {
+        let Conn { sender, driver, alive, .. } = self;
+        let res = match sender {
+            Sender::H1(s) => drive(driver, alive, s.ready()).await,
+            Sender::H2(s) => drive(driver, alive, s.ready()).await,
+        };
+        res.map_err(classify)
+    }
+
+    /// Sends a request; resolves when the response head has arrived.
+    pub async fn send(&mut self, req: http::Request<Body>) -> Result<http::Response<hyper::body::Incoming>, Failure> {
+        let Conn { sender, driver, alive, .. } = self;
+        let res = match sender {
+            Sender::H1(s) => drive(driver, alive, s.send_request(req)).await,
+            Sender::H2(s) => drive(driver, alive, s.send_request(req)).await,
+        };
+        res.map_err(classify)
+    }
+
+    /// Runs `fut` (reading a body) while driving the connection.
+    pub async fn with<F: Future>(&mut self, fut: F) -> F::Output {
+        let Conn { driver, alive, .. } = self;
+        drive(driver, alive, fut).await
+    }
+}
+
+/// Polls `fut` and the connection together until `fut` completes. When the connection
+/// finishes first (closed by the peer, or failed) `fut` is polled on: hyper then resolves
+/// it with the connection's error.
+async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        if *alive {
+            let done = match driver {
+                Driver::H1(d) => d.as_mut().poll(cx).is_ready(),
+                Driver::H2(d) => d.as_mut().poll(cx).is_ready(),
+            };
+            if done {
+                *alive = false;
+                return fut.as_mut().poll(cx);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}

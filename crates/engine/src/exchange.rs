@@ -1,0 +1,197 @@
+//! One request on a slot's connection, measured into a [`Sample`]. The hot path: no lock, no
+//! channel, no formatting; the recorder is this thread's own.
+
+use crate::conn::{classify, Conn, Connector, Endpoint, Failure};
+use crate::plan::Plan;
+use barrage_metrics::{ErrorKind, Outcome, Phase, Recorder, Sample};
+use bytes::Bytes;
+use http::header::{HeaderValue, CONNECTION, HOST};
+use http::{HeaderMap, Method, Uri};
+use http_body_util::{BodyExt, Full};
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+/// Phase durations of one request, `None` where the phase did not happen.
+#[derive(Default)]
+pub struct Phases(pub [Option<Duration>; barrage_metrics::sample::PHASE_COUNT]);
+
+impl Phases {
+    /// Records a phase.
+    pub fn set(&mut self, p: Phase, d: Duration) {
+        self.0[p as usize] = Some(d);
+    }
+}
+
+/// A target made ready to send: URIs in both forms, headers with Host, its endpoint.
+pub struct Prepared {
+    method: Method,
+    /// Origin-form (`/path?q`) for HTTP/1.1.
+    path_uri: Uri,
+    /// Absolute form for HTTP/2 (`:scheme` and `:authority` come from it).
+    full_uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    /// Index into the run's endpoints.
+    pub endpoint: usize,
+}
+
+/// Prepares the plan's targets; returns them and the distinct endpoints they use.
+pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
+    let mut endpoints: Vec<Endpoint> = Vec::new();
+    let prepared = plan
+        .targets
+        .iter()
+        .map(|t| {
+            let ep = Endpoint::of(&t.url, plan);
+            let endpoint = endpoints
+                .iter()
+                .position(|e| e.host == ep.host && e.port == ep.port && e.tls == ep.tls)
+                .unwrap_or_else(|| {
+                    endpoints.push(ep);
+                    endpoints.len() - 1
+                });
+            let mut headers = t.headers.clone();
+            if !headers.contains_key(HOST) {
+                if let Some(auth) = t.url.authority() {
+                    headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
+                }
+            }
+            if !plan.keepalive && !plan.http2 {
+                // Let the server close first so TIME_WAIT piles up on its side, not ours.
+                headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            let path = t.url.path_and_query().map_or("/", |p| p.as_str());
+            Prepared {
+                method: t.method.clone(),
+                path_uri: path.parse().expect("a path of a valid URI is valid"),
+                full_uri: t.url.clone(),
+                headers,
+                body: t.body.clone(),
+                endpoint,
+            }
+        })
+        .collect();
+    (prepared, endpoints)
+}
+
+impl Prepared {
+    fn request(&self, h2: bool) -> http::Request<Full<Bytes>> {
+        let mut req = http::Request::new(Full::new(self.body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = if h2 { self.full_uri.clone() } else { self.path_uri.clone() };
+        let mut headers = self.headers.clone();
+        if h2 {
+            // HTTP/2 carries the authority in a pseudo-header and forbids connection headers.
+            headers.remove(HOST);
+            headers.remove(CONNECTION);
+        }
+        *req.headers_mut() = headers;
+        req
+    }
+}
+
+/// What every request of a thread shares.
+pub struct Shared<'a> {
+    /// Prepared targets.
+    pub targets: &'a [Prepared],
+    /// Endpoints by index.
+    pub endpoints: &'a [Endpoint],
+    /// Opens connections.
+    pub connector: &'a Connector,
+    /// The run's start: every time in a sample is an offset from it.
+    pub base: Instant,
+    /// This thread's recorder for the current interval.
+    pub recorder: &'a RefCell<Recorder>,
+    /// Keep connections open between requests.
+    pub keepalive: bool,
+    /// Bound on one request.
+    pub timeout: Duration,
+}
+
+/// A slot: at most one request at a time, on its own connection.
+#[derive(Default)]
+pub struct Slot {
+    conn: Option<(usize, Conn)>,
+}
+
+/// One request to make.
+#[derive(Clone, Copy, Debug)]
+pub struct Job {
+    /// Intended start offset.
+    pub intended: Duration,
+    /// Target index.
+    pub target: usize,
+    /// Could not start on time because every slot was busy.
+    pub late: bool,
+}
+
+impl Slot {
+    /// Sends one request and records it.
+    pub async fn exchange(&mut self, sh: &Shared<'_>, job: Job) {
+        let started = sh.base.elapsed();
+        sh.recorder.borrow_mut().record_sent();
+        let mut phases = Phases::default();
+        let target = &sh.targets[job.target];
+        let res = tokio::time::timeout(sh.timeout, self.attempt(sh, target, &mut phases)).await;
+        let ended = sh.base.elapsed();
+        let (outcome, bytes_in, bytes_out) = match res {
+            Ok(Ok(done)) => done,
+            Ok(Err(f)) => self.failed(sh, f),
+            Err(_) => {
+                let msg = format!("no complete response within {:?}", sh.timeout);
+                self.failed(sh, Failure::new(ErrorKind::RequestTimeout, msg))
+            }
+        };
+        if !sh.keepalive {
+            self.conn = None;
+        }
+        let sample = Sample { intended: job.intended, started, ended, phases: phases.0, outcome, bytes_in, bytes_out, late: job.late };
+        sh.recorder.borrow_mut().record(&sample);
+    }
+
+    fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> (Outcome, u64, u64) {
+        // A connection that failed a request is not trusted with the next one.
+        self.conn = None;
+        let mut rec = sh.recorder.borrow_mut();
+        if rec.wants_example(f.kind) {
+            rec.set_example(f.kind, f.message());
+        }
+        (Outcome::Error(f.kind), 0, 0)
+    }
+
+    async fn attempt(&mut self, sh: &Shared<'_>, t: &Prepared, phases: &mut Phases) -> Result<(Outcome, u64, u64), Failure> {
+        let conn = self.connection(sh, t.endpoint, phases).await?;
+        let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
+        let sent_at = sh.base.elapsed();
+        let resp = conn.send(t.request(conn.is_h2())).await?;
+        let head_at = sh.base.elapsed();
+        // The last write before the head arrived ends the send phase.
+        let written = conn.clock.last_write().clamp(sent_at, head_at);
+        phases.set(Phase::Send, written - sent_at);
+        phases.set(Phase::Wait, head_at - written);
+        let status = resp.status().as_u16();
+        let mut body = resp.into_body();
+        while let Some(frame) = conn.with(body.frame()).await {
+            frame.map_err(classify)?;
+        }
+        phases.set(Phase::Receive, sh.base.elapsed() - head_at);
+        Ok((Outcome::Status(status), conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0))
+    }
+
+    /// The slot's connection to `endpoint`, reused when it is still usable.
+    async fn connection(&mut self, sh: &Shared<'_>, endpoint: usize, phases: &mut Phases) -> Result<&mut Conn, Failure> {
+        // A keep-alive connection the server closed meanwhile is replaced silently: the
+        // request was not sent on it, so nothing failed.
+        let reusable = match &mut self.conn {
+            Some((ep, conn)) => *ep == endpoint && conn.usable() && conn.ready().await.is_ok(),
+            None => false,
+        };
+        if !reusable {
+            self.conn = None;
+            let conn = sh.connector.connect(&sh.endpoints[endpoint], sh.base, phases).await?;
+            sh.recorder.borrow_mut().record_connection();
+            self.conn = Some((endpoint, conn));
+        }
+        Ok(&mut self.conn.as_mut().expect("set above").1)
+    }
+}

@@ -1,0 +1,272 @@
+//! The load generator of barrage: the only crate that sends.
+//!
+//! [`run`] takes a validated [`Plan`], starts one current-thread runtime per engine thread
+//! (each owning a share of the slots or workers and its own [`Recorder`]), and collects
+//! their interval recorders once per second into a results file, so memory stays flat
+//! however long the run. The schedule comes from a [`Pacer`], a pure function.
+//!
+//! ```no_run
+//! use barrage_engine::{run, Load, Pacer, Plan, RunSpec, Target, TlsOptions};
+//! use std::time::Duration;
+//!
+//! let plan = Plan {
+//!     targets: vec![Target {
+//!         method: http::Method::GET,
+//!         url: "http://127.0.0.1:8080/".parse().unwrap(),
+//!         headers: Default::default(),
+//!         body: Default::default(),
+//!     }],
+//!     load: Load::Open { pacer: Pacer::Constant { rate: 100.0 }, max_in_flight: 64 },
+//!     duration: Some(Duration::from_secs(2)),
+//!     requests: None,
+//!     keepalive: true,
+//!     http2: false,
+//!     tls: TlsOptions::default(),
+//!     resolve: Default::default(),
+//!     timeout: Duration::from_secs(5),
+//!     connect_timeout: Duration::from_secs(5),
+//!     threads: 0,
+//! };
+//! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into() };
+//! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
+//! println!("attack took {} µs", footer.attack_us);
+//! ```
+
+mod conn;
+mod exchange;
+pub mod pacer;
+pub mod plan;
+mod thread;
+
+pub use pacer::Pacer;
+pub use plan::{Load, Plan, Target, TlsOptions};
+pub use tokio_util::sync::CancellationToken;
+
+use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::Recorder;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use thread::{Msg, ThreadCtx, INTERVAL};
+
+/// Errors that stop a run before or while it runs (failed requests are data, not errors).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The TLS configuration could not be built.
+    #[error("TLS setup: {0}")]
+    Tls(String),
+    /// `--cacert` could not be used.
+    #[error("--cacert {0}: {1}")]
+    CaCert(PathBuf, String),
+    /// The results file failed.
+    #[error(transparent)]
+    Results(#[from] FileError),
+    /// A thread or runtime could not start.
+    #[error("starting the engine: {0}")]
+    Start(#[from] std::io::Error),
+}
+
+/// Where the run's results go and what the file says about it.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// The results file.
+    pub output: PathBuf,
+    /// The run's settings, as JSON, for the header.
+    pub settings_json: String,
+}
+
+/// Runs the plan, writing intervals to `spec.output` as they close and calling
+/// `on_interval` with each. Ctrl-C (`stop`) ends the attack early; the file is complete
+/// either way. Returns the footer written last.
+pub fn run(
+    plan: Plan,
+    spec: &RunSpec,
+    stop: CancellationToken,
+    on_interval: &mut dyn FnMut(&IntervalRecord),
+) -> Result<RunFooter, EngineError> {
+    let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"));
+    let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
+    let (targets, endpoints) = exchange::prepare(&plan);
+    let threads = plan.thread_count();
+    // Threads start at a common instant slightly ahead, so none begins behind schedule.
+    let start = Instant::now() + Duration::from_millis(20);
+    let started_unix_ms = unix_ms(SystemTime::now()) + 20;
+    let header = header(&plan, spec, started_unix_ms, threads);
+    let mut writer = ResultsWriter::create(&spec.output, &header)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let plan = Arc::new(plan);
+    let (targets, endpoints) = (Arc::new(targets), Arc::new(endpoints));
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let ctx = ThreadCtx {
+            index,
+            threads,
+            plan: plan.clone(),
+            targets: targets.clone(),
+            endpoints: endpoints.clone(),
+            connector: connector.clone(),
+            start,
+            stop: stop.clone(),
+            tx: tx.clone(),
+        };
+        let h = std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(ctx))?;
+        handles.push(h);
+    }
+    drop(tx);
+    let mut collector = Collector::new(threads, started_unix_ms, &plan);
+    let result = collector.collect(rx, &mut writer, on_interval);
+    for h in handles {
+        h.join().expect("engine threads do not panic")?;
+    }
+    result?;
+    collector.interrupted = stop.is_cancelled();
+    let footer = collector.footer(started_unix_ms);
+    writer.finish(&footer)?;
+    Ok(footer)
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> RunHeader {
+    let (mode, steps) = match &plan.load {
+        Load::Open { pacer, .. } => {
+            let step_len = match pacer {
+                Pacer::Steps { step, .. } => *step,
+                _ => Duration::ZERO,
+            };
+            let steps = pacer
+                .step_labels()
+                .into_iter()
+                .enumerate()
+                .map(|(i, label)| StepInfo { label, start_ms: (step_len * i as u32).as_millis() as u64 })
+                .collect();
+            (Mode::Open, steps)
+        }
+        Load::Closed { concurrency, .. } => (Mode::Closed, vec![StepInfo { label: format!("{concurrency} workers"), start_ms: 0 }]),
+    };
+    RunHeader {
+        barrage_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_ms,
+        host: hostname(),
+        mode,
+        urls: plan.targets.iter().map(|t| t.url.to_string()).collect(),
+        settings_json: spec.settings_json.clone(),
+        steps,
+        threads: threads as u32,
+        insecure: plan.tls.insecure,
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+}
+
+/// Gathers the threads' interval recorders; an interval is written once every thread has
+/// handed it over or finished.
+struct Collector {
+    threads: usize,
+    next: Vec<u32>,
+    done: Vec<bool>,
+    pending: BTreeMap<u32, (Recorder, Duration)>,
+    written: u32,
+    started_unix_ms: u64,
+    attack_end: Duration,
+    end: Duration,
+    cpu: (Duration, Duration),
+    bound_reached: bool,
+    pacer: Option<crate::Pacer>,
+    interrupted: bool,
+}
+
+impl Collector {
+    fn new(threads: usize, started_unix_ms: u64, plan: &Plan) -> Self {
+        let pacer = match &plan.load {
+            Load::Open { pacer, .. } => Some(pacer.clone()),
+            Load::Closed { .. } => None,
+        };
+        Collector {
+            threads,
+            next: vec![0; threads],
+            done: vec![false; threads],
+            pending: BTreeMap::new(),
+            written: 0,
+            started_unix_ms,
+            attack_end: Duration::ZERO,
+            end: Duration::ZERO,
+            cpu: (Duration::ZERO, Duration::ZERO),
+            bound_reached: false,
+            pacer,
+            interrupted: false,
+        }
+    }
+
+    fn collect(
+        &mut self,
+        rx: std::sync::mpsc::Receiver<(usize, Msg)>,
+        writer: &mut ResultsWriter,
+        on_interval: &mut dyn FnMut(&IntervalRecord),
+    ) -> Result<(), FileError> {
+        for (thread, msg) in rx {
+            match msg {
+                Msg::Interval { index, end, recorder } => {
+                    self.next[thread] = index + 1;
+                    let slot = self.pending.entry(index).or_insert_with(|| (Recorder::new(), Duration::ZERO));
+                    slot.0.add(&recorder);
+                    slot.1 = slot.1.max(end);
+                }
+                Msg::Done { thread, attack_end, end, cpu, bound_reached } => {
+                    self.done[thread] = true;
+                    self.attack_end = self.attack_end.max(attack_end);
+                    self.end = self.end.max(end);
+                    self.cpu.0 += cpu.0;
+                    self.cpu.1 += cpu.1;
+                    self.bound_reached |= bound_reached;
+                }
+            }
+            self.flush(writer, on_interval)?;
+        }
+        Ok(())
+    }
+
+    /// Writes every interval that no thread can add to any more.
+    fn flush(&mut self, writer: &mut ResultsWriter, on_interval: &mut dyn FnMut(&IntervalRecord)) -> Result<(), FileError> {
+        let complete = (0..self.threads).map(|t| if self.done[t] { u32::MAX } else { self.next[t] }).min().unwrap_or(0);
+        while let Some(entry) = self.pending.first_entry() {
+            if *entry.key() >= complete {
+                break;
+            }
+            let (index, (recorder, end)) = entry.remove_entry();
+            let begin = INTERVAL * index;
+            let step = self.pacer.as_ref().map_or(0, |p| p.step_at(begin)) as u32;
+            let record = IntervalRecord {
+                index,
+                start_unix_ms: self.started_unix_ms + begin.as_millis() as u64,
+                length_ms: end.saturating_sub(begin).as_millis().max(1) as u32,
+                step,
+                recorder,
+            };
+            writer.write_interval(&record)?;
+            on_interval(&record);
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    fn footer(&self, started_unix_ms: u64) -> RunFooter {
+        let (user, sys) = thread::thread_cpu();
+        let attack = self.attack_end.min(self.end);
+        RunFooter {
+            ended_unix_ms: started_unix_ms + self.end.as_millis() as u64,
+            attack_us: attack.as_micros() as u64,
+            wait_us: (self.end - attack).as_micros() as u64,
+            cpu_user_us: (self.cpu.0 + user).as_micros() as u64,
+            cpu_system_us: (self.cpu.1 + sys).as_micros() as u64,
+            interrupted: self.interrupted,
+            bound_reached: self.bound_reached,
+        }
+    }
+}

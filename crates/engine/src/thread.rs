@@ -1,0 +1,301 @@
+//! One engine thread: a current-thread tokio runtime running a share of the slots (open
+//! loop) or workers (closed loop), recording into its own [`Recorder`] and handing it to the
+//! collector once per interval (HdrHistogram's "phase shift").
+
+use crate::conn::{Connector, Endpoint};
+use crate::exchange::{Job, Prepared, Shared, Slot};
+use crate::pacer::Pacer;
+use crate::plan::{Load, Plan};
+use barrage_metrics::Recorder;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio::time::Instant as TokioInstant;
+use tokio_util::sync::CancellationToken;
+
+/// Length of an interval.
+pub const INTERVAL: Duration = Duration::from_secs(1);
+
+/// What a thread tells the collector.
+pub enum Msg {
+    /// A closed interval of this thread.
+    Interval {
+        /// Interval index.
+        index: u32,
+        /// Offset of the interval's end from the run's start.
+        end: Duration,
+        /// Its samples.
+        recorder: Box<Recorder>,
+    },
+    /// The thread has finished; no more intervals follow from it.
+    Done {
+        /// Thread index.
+        thread: usize,
+        /// When it stopped sending new requests.
+        attack_end: Duration,
+        /// When its last request finished.
+        end: Duration,
+        /// The thread's CPU time (user, system).
+        cpu: (Duration, Duration),
+        /// Every slot was busy at least once when a request was due.
+        bound_reached: bool,
+    },
+}
+
+/// Everything a thread needs; cheap to clone.
+#[derive(Clone)]
+pub struct ThreadCtx {
+    /// This thread's index.
+    pub index: usize,
+    /// Number of threads.
+    pub threads: usize,
+    /// The run.
+    pub plan: Arc<Plan>,
+    /// Prepared targets.
+    pub targets: Arc<Vec<Prepared>>,
+    /// Endpoints.
+    pub endpoints: Arc<Vec<Endpoint>>,
+    /// Connector.
+    pub connector: Arc<Connector>,
+    /// The run's start.
+    pub start: Instant,
+    /// Ctrl-C.
+    pub stop: CancellationToken,
+    /// To the collector.
+    pub tx: Sender<(usize, Msg)>,
+}
+
+/// Runs the thread to completion.
+pub fn run(ctx: ThreadCtx) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, body(ctx));
+    Ok(())
+}
+
+async fn body(ctx: ThreadCtx) {
+    let recorder = Rc::new(RefCell::new(Recorder::new()));
+    let index = Cell::new(0u32);
+    let start = TokioInstant::from_std(ctx.start);
+    let send_interval = |end: Duration| {
+        let rec = std::mem::take(&mut *recorder.borrow_mut());
+        let msg = Msg::Interval { index: index.get(), end, recorder: Box::new(rec) };
+        let _ = ctx.tx.send((ctx.index, msg));
+        index.set(index.get() + 1);
+    };
+    let ticker = async {
+        loop {
+            let end = INTERVAL * (index.get() + 1);
+            tokio::time::sleep_until(start + end).await;
+            send_interval(end);
+        }
+    };
+    let load = run_load(&ctx, recorder.clone());
+    let outcome = tokio::select! {
+        o = load => o,
+        _ = ticker => unreachable!("the ticker never ends"),
+    };
+    let end = ctx.start.elapsed();
+    send_interval(end);
+    let done = Msg::Done {
+        thread: ctx.index,
+        attack_end: outcome.attack_end,
+        end,
+        cpu: thread_cpu(),
+        bound_reached: outcome.bound_reached,
+    };
+    let _ = ctx.tx.send((ctx.index, done));
+}
+
+struct LoadOutcome {
+    attack_end: Duration,
+    bound_reached: bool,
+}
+
+async fn run_load(ctx: &ThreadCtx, recorder: Rc<RefCell<Recorder>>) -> LoadOutcome {
+    let targets = ctx.targets.clone();
+    let endpoints = ctx.endpoints.clone();
+    let connector = ctx.connector.clone();
+    let shared = Rc::new(SharedOwned { targets, endpoints, connector, recorder, ctx: ctx.clone() });
+    match &ctx.plan.load {
+        Load::Open { pacer, max_in_flight } => open_loop(shared, pacer, share(*max_in_flight, ctx)).await,
+        Load::Closed { concurrency, think_time } => closed_loop(shared, share(*concurrency, ctx), *think_time).await,
+    }
+}
+
+/// This thread's part of `n` (slots, workers, requests) split evenly over the threads.
+fn share(n: usize, ctx: &ThreadCtx) -> usize {
+    n / ctx.threads + usize::from(ctx.index < n % ctx.threads)
+}
+
+/// Owned twin of [`Shared`], held in an `Rc` by the thread's tasks.
+struct SharedOwned {
+    targets: Arc<Vec<Prepared>>,
+    endpoints: Arc<Vec<Endpoint>>,
+    connector: Arc<Connector>,
+    recorder: Rc<RefCell<Recorder>>,
+    ctx: ThreadCtx,
+}
+
+impl SharedOwned {
+    fn borrow(&self) -> Shared<'_> {
+        Shared {
+            targets: &self.targets,
+            endpoints: &self.endpoints,
+            connector: &self.connector,
+            base: self.ctx.start,
+            recorder: &self.recorder,
+            keepalive: self.ctx.plan.keepalive,
+            timeout: self.ctx.plan.timeout,
+        }
+    }
+
+    /// Runs one exchange unless Ctrl-C comes first (then the request stays unfinished).
+    async fn exchange(&self, slot: &mut Slot, job: Job) {
+        let sh = self.borrow();
+        tokio::select! {
+            _ = slot.exchange(&sh, job) => {}
+            _ = self.ctx.stop.cancelled() => {}
+        }
+    }
+}
+
+/// A slot's mailbox: the scheduler puts a job in and wakes it.
+struct Mailbox {
+    job: Cell<Option<Job>>,
+    wake: Notify,
+}
+
+/// Open loop: this thread sends requests `index`, `index + threads`, ... of the global
+/// schedule, so the threads together follow it exactly and round-robin over targets stays
+/// exact too.
+async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> LoadOutcome {
+    let ctx = &shared.ctx;
+    let idle: Rc<RefCell<Vec<Rc<Mailbox>>>> = Rc::new(RefCell::new(Vec::with_capacity(slots)));
+    let freed = Rc::new(Notify::new());
+    let closed = Rc::new(Cell::new(false));
+    let mut handles = Vec::with_capacity(slots);
+    for _ in 0..slots.max(1) {
+        let mb = Rc::new(Mailbox { job: Cell::new(None), wake: Notify::new() });
+        idle.borrow_mut().push(mb.clone());
+        let (shared, idle, freed, closed) = (shared.clone(), idle.clone(), freed.clone(), closed.clone());
+        handles.push(tokio::task::spawn_local(async move {
+            let mut slot = Slot::default();
+            loop {
+                mb.wake.notified().await;
+                let Some(job) = mb.job.take() else { return };
+                shared.exchange(&mut slot, job).await;
+                if closed.get() {
+                    return;
+                }
+                // Most recently used first, so warm connections are reused and a slow run
+                // does not open every slot's connection.
+                idle.borrow_mut().push(mb.clone());
+                freed.notify_one();
+            }
+        }));
+    }
+    let start = TokioInstant::from_std(ctx.start);
+    let limit = ctx.plan.attack_limit();
+    let total = ctx.plan.requests;
+    let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
+    let mut bound_reached = false;
+    let attack_end = loop {
+        let due = match pacer.due(k) {
+            Some(d) if total.is_none_or(|n| k < n) => d,
+            // Count reached or schedule over: the attack ends when the next would have started.
+            _ => break pacer.due(k).unwrap_or_else(|| limit.unwrap_or_default()),
+        };
+        if let Some(l) = limit.filter(|l| due >= *l) {
+            break l;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(start + due) => {}
+            _ = ctx.stop.cancelled() => break ctx.start.elapsed(),
+        }
+        let mut late = false;
+        let mailbox = loop {
+            if let Some(mb) = idle.borrow_mut().pop() {
+                break Some(mb);
+            }
+            late = true;
+            bound_reached = true;
+            tokio::select! {
+                _ = freed.notified() => {}
+                _ = ctx.stop.cancelled() => break None,
+            }
+        };
+        let Some(mb) = mailbox else { break ctx.start.elapsed() };
+        mb.job.set(Some(Job { intended: due, target: (k % shared.targets.len() as u64) as usize, late }));
+        mb.wake.notify_one();
+        k += step;
+    };
+    closed.set(true);
+    for mb in idle.borrow_mut().drain(..) {
+        mb.wake.notify_one();
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+    LoadOutcome { attack_end, bound_reached }
+}
+
+/// Closed loop: each worker sends its next request when the last one finished.
+async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -> LoadOutcome {
+    let ctx = &shared.ctx;
+    let quota = ctx.plan.requests.map(|n| Rc::new(Cell::new(share(n as usize, ctx) as u64)));
+    let deadline = ctx.plan.attack_limit();
+    let attack_end = Rc::new(Cell::new(Duration::ZERO));
+    let next_target = Rc::new(Cell::new(ctx.index));
+    let mut handles = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (shared, quota, attack_end, next_target) = (shared.clone(), quota.clone(), attack_end.clone(), next_target.clone());
+        handles.push(tokio::task::spawn_local(async move {
+            let ctx = &shared.ctx;
+            let mut slot = Slot::default();
+            loop {
+                let now = ctx.start.elapsed();
+                if ctx.stop.is_cancelled() || deadline.is_some_and(|d| now >= d) {
+                    attack_end.set(attack_end.get().max(deadline.map_or(now, |d| now.min(d))));
+                    return;
+                }
+                if let Some(q) = &quota {
+                    if q.get() == 0 {
+                        attack_end.set(attack_end.get().max(now));
+                        return;
+                    }
+                    q.set(q.get() - 1);
+                }
+                let target = next_target.get() % shared.targets.len();
+                next_target.set(target + 1);
+                shared.exchange(&mut slot, Job { intended: now, target, late: false }).await;
+                if !think.is_zero() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(think) => {}
+                        _ = ctx.stop.cancelled() => {}
+                    }
+                }
+            }
+        }));
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+    LoadOutcome { attack_end: attack_end.get(), bound_reached: false }
+}
+
+/// CPU time of the calling thread.
+pub(crate) fn thread_cpu() -> (Duration, Duration) {
+    // SAFETY: getrusage writes into the struct we pass and reads nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if rc != 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
