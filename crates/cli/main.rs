@@ -46,9 +46,16 @@ fn usage(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
     }
+    // clap spreads some errors over lines ("...not provided:\n  <URL>..."); keep what comes
+    // before the usage and tips, on one line.
     let text = e.render().to_string();
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
-    eprintln!("barrage: {} (see --help)", first.trim());
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    eprintln!("barrage: {} (see --help)", message.join(" "));
     ExitCode::from(2)
 }
 

@@ -42,7 +42,7 @@ pub fn execute(plan: Plan, settings_json: String, output: Option<PathBuf>, forma
         }
     };
     let stop = CancellationToken::new();
-    watch_ctrl_c(stop.clone());
+    watch_ctrl_c(stop.clone())?;
     let total = plan.attack_limit();
     let mut progress = Progress::new(total);
     let spec = RunSpec { output: path.clone(), settings_json };
@@ -56,22 +56,34 @@ pub fn execute(plan: Plan, settings_json: String, output: Option<PathBuf>, forma
 }
 
 /// First Ctrl-C stops the attack (the partial report is printed); the second exits at once.
-fn watch_ctrl_c(stop: CancellationToken) {
-    let spawned = std::thread::Builder::new().name("barrage-signals".into()).spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+/// Returns once the handler is installed, so a Ctrl-C during the run is never the default
+/// one that would kill the process and lose the report.
+fn watch_ctrl_c(stop: CancellationToken) -> anyhow::Result<()> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("barrage-signals".into()).spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let Ok(rt) = rt else {
+            let _ = ready_tx.send(false);
+            return;
+        };
         rt.block_on(async {
-            if tokio::signal::ctrl_c().await.is_err() {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut sigint) = signal(SignalKind::interrupt()) else {
+                let _ = ready_tx.send(false);
                 return;
-            }
+            };
+            let _ = ready_tx.send(true);
+            sigint.recv().await;
             eprintln!("\nbarrage: stopping (Ctrl-C again to quit at once)");
             stop.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
+            sigint.recv().await;
+            std::process::exit(130);
         });
-    });
-    // Without the watcher Ctrl-C still ends the process; the run itself is unaffected.
-    drop(spawned);
+    })?;
+    if !ready_rx.recv().unwrap_or(false) {
+        anyhow::bail!("cannot install the Ctrl-C handler");
+    }
+    Ok(())
 }
 
 /// The live progress line on stderr, only when it is a terminal.

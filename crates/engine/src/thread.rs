@@ -198,7 +198,7 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
             }
         }));
     }
-    let start = TokioInstant::from_std(ctx.start);
+    let mut timer = PreciseTimer::new();
     let limit = ctx.plan.attack_limit();
     let total = ctx.plan.requests;
     let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
@@ -213,7 +213,7 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
             break l;
         }
         tokio::select! {
-            _ = tokio::time::sleep_until(start + due) => {}
+            _ = timer.sleep_until(ctx.start + due) => {}
             _ = ctx.stop.cancelled() => break ctx.start.elapsed(),
         }
         let mut late = false;
@@ -285,6 +285,44 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
         let _ = h.await;
     }
     LoadOutcome { attack_end: attack_end.get(), bound_reached: false }
+}
+
+/// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole
+/// milliseconds, which would add up to a millisecond of schedule lag to every paced request;
+/// a timerfd wakes the runtime when the deadline passes, without blocking the thread.
+struct PreciseTimer {
+    fd: Option<tokio::io::unix::AsyncFd<timerfd::TimerFd>>,
+}
+
+impl PreciseTimer {
+    fn new() -> Self {
+        let fd = timerfd::TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|t| {
+            // SAFETY: the TimerFd owns its descriptor and keeps it open, unchanged, until it
+            // is dropped together with the AsyncFd that owns it.
+            unsafe { tokio::io::unix::AsyncFd::register_with_interest(t, tokio::io::Interest::READABLE) }.ok()
+        });
+        PreciseTimer { fd }
+    }
+
+    async fn sleep_until(&mut self, at: Instant) {
+        let now = Instant::now();
+        if at <= now {
+            return;
+        }
+        let Some(fd) = &mut self.fd else {
+            // No timerfd (not Linux, or out of descriptors): millisecond precision it is.
+            return tokio::time::sleep_until(TokioInstant::from_std(at)).await;
+        };
+        fd.get_mut().set_state(timerfd::TimerState::Oneshot(at - now), timerfd::SetTimeFlags::Default);
+        loop {
+            let Ok(mut guard) = fd.readable().await else { return };
+            let fired = guard.get_inner().read() > 0;
+            guard.clear_ready();
+            if fired {
+                return;
+            }
+        }
+    }
 }
 
 /// CPU time of the calling thread.

@@ -456,7 +456,9 @@ fn self_check(s: &RunSummary) -> Vec<String> {
     let mut w = Vec::new();
     let g = &s.generator;
     let per_machine_threads = f64::from(g.threads) / s.hosts.len().max(1) as f64;
-    if g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * per_machine_threads {
+    // Below a second, start-up costs dominate the CPU share: no verdict then.
+    let long_enough = s.duration.total_s >= 1.0;
+    if long_enough && g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * per_machine_threads {
         w.push(format!(
             "barrage used {:.0}% CPU of its {} thread(s): the generator was saturated, so these figures describe barrage, not the server",
             g.cpu_percent, per_machine_threads

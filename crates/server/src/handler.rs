@@ -1,0 +1,404 @@
+//! What the origin answers: the shared state of one server and the per-request routing.
+//!
+//! This is the server's hot path. It allocates nothing of its own on `/`, `/bytes/{n}`
+//! and `/status/{code}` (bodies are static or slices of the pattern buffer, headers are
+//! prebuilt), takes no lock unless the store is in use, and logs nothing.
+
+use std::cell::RefCell;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use barrage_metrics::units::parse_size;
+use bytes::Bytes;
+use http::header::{
+    HeaderName, HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG,
+    IF_NONE_MATCH,
+};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use rand::rngs::SmallRng;
+use rand::{Rng, RngCore, SeedableRng};
+
+use crate::body::ResponseBody;
+use crate::dist::{LatencyDist, SizeDist, SplitMix64, Stall, MAX_BODY};
+use crate::store::{Store, STORE_CAP};
+use crate::{ServeConfig, ServeError};
+
+/// The path of the statistics endpoint; requests to it are not counted.
+pub(crate) const STATS_PATH: &str = "/_barrage/stats";
+
+const X_SERVED_BY: HeaderName = HeaderName::from_static("x-served-by");
+
+thread_local! {
+    /// Per-thread generator for latency and error draws: no lock, no shared cache line.
+    static RNG: RefCell<SmallRng> = RefCell::new(SmallRng::from_entropy());
+}
+
+fn with_rng<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
+    RNG.with(|rng| f(&mut rng.borrow_mut()))
+}
+
+/// State shared by every thread and connection of one server.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Requests received, except those to [`STATS_PATH`].
+    pub(crate) requests: AtomicU64,
+    latency: Option<LatencyDist>,
+    error_rate: f64,
+    served_by: Option<HeaderValue>,
+    cache_control: Option<HeaderValue>,
+    object_size: SizeDist,
+    stall: Option<StallState>,
+    store: Store,
+}
+
+impl Shared {
+    /// Checks the configuration and prebuilds the per-response headers.
+    pub(crate) fn new(config: &ServeConfig) -> Result<Self, ServeError> {
+        if !(0.0..=1.0).contains(&config.error_rate) {
+            return Err(ServeError::Config {
+                field: "error_rate",
+                reason: format!("{} is not a fraction between 0 and 1", config.error_rate),
+            });
+        }
+        Ok(Shared {
+            requests: AtomicU64::new(0),
+            latency: config.latency,
+            error_rate: config.error_rate,
+            served_by: header_value("name", config.name.as_deref())?,
+            cache_control: header_value("cache_control", config.cache_control.as_deref())?,
+            object_size: config.object_size,
+            stall: config.stall.map(|stall| StallState {
+                stall,
+                until: OnceLock::new(),
+            }),
+            store: Store::default(),
+        })
+    }
+}
+
+fn header_value(
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<HeaderValue>, ServeError> {
+    value
+        .map(|v| {
+            HeaderValue::from_str(v).map_err(|_| ServeError::Config {
+                field,
+                reason: format!("'{v}' is not a valid header value (visible ASCII expected)"),
+            })
+        })
+        .transpose()
+}
+
+/// The stall of one server: when it was triggered, if it was.
+#[derive(Debug)]
+struct StallState {
+    stall: Stall,
+    until: OnceLock<Instant>,
+}
+
+impl StallState {
+    /// Called with each request's number: the one that reaches the count starts the pause,
+    /// and every request that arrives before the pause ends waits for it to end.
+    async fn wait(&self, request_number: u64) {
+        if request_number == self.stall.after_requests {
+            // Only one request has this number, so the pause starts once.
+            let _ = self.until.set(Instant::now() + self.stall.duration);
+        }
+        if let Some(&until) = self.until.get() {
+            if Instant::now() < until {
+                tokio::time::sleep_until(until.into()).await;
+            }
+        }
+    }
+}
+
+/// Answers one request. Never fails: every problem is an HTTP status.
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<ResponseBody>, Infallible> {
+    if req.uri().path() == STATS_PATH {
+        return Ok(stats(&shared, req.method()));
+    }
+    let number = shared.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Some(stall) = &shared.stall {
+        stall.wait(number).await;
+    }
+    if let Some(latency) = &shared.latency {
+        let delay = with_rng(|rng| latency.sample(rng));
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+    let head = req.method() == Method::HEAD;
+    let mut resp = if shared.error_rate > 0.0 && with_rng(|rng| rng.gen_bool(shared.error_rate)) {
+        status_response(StatusCode::INTERNAL_SERVER_ERROR)
+    } else {
+        route(&shared, req).await
+    };
+    shared.add_headers(resp.headers_mut());
+    if head {
+        strip_body(&mut resp);
+    }
+    Ok(resp)
+}
+
+impl Shared {
+    fn add_headers(&self, headers: &mut HeaderMap) {
+        if let Some(name) = &self.served_by {
+            headers.insert(X_SERVED_BY, name.clone());
+        }
+        if let Some(cache_control) = &self.cache_control {
+            headers.insert(CACHE_CONTROL, cache_control.clone());
+        }
+    }
+}
+
+/// A HEAD response carries the length the GET body would have, but no body.
+fn strip_body(resp: &mut Response<ResponseBody>) {
+    let len = resp.body().len();
+    *resp.body_mut() = ResponseBody::empty();
+    if !matches!(
+        resp.status(),
+        StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
+    ) {
+        resp.headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(len));
+    }
+}
+
+/// The built-in routes; everything else is the store.
+enum Route<'a> {
+    Bytes(&'a str),
+    Delay(&'a str),
+    Status(&'a str),
+    Object(&'a str),
+    Store,
+}
+
+fn classify(path: &str) -> Route<'_> {
+    let prefixed = |prefix: &str| path.strip_prefix(prefix);
+    if let Some(n) = prefixed("/bytes/") {
+        Route::Bytes(n)
+    } else if let Some(ms) = prefixed("/delay/") {
+        Route::Delay(ms)
+    } else if let Some(code) = prefixed("/status/") {
+        Route::Status(code)
+    } else if let Some(id) = prefixed("/obj/") {
+        Route::Object(id)
+    } else {
+        Route::Store
+    }
+}
+
+async fn route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
+    let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
+    match classify(req.uri().path()) {
+        Route::Store => store_route(shared, req).await,
+        _ if !read_only => method_not_allowed("GET, HEAD"),
+        Route::Bytes(n) => bytes_route(n),
+        Route::Delay(ms) => delay_route(ms).await,
+        Route::Status(code) => status_route(code),
+        Route::Object(id) => object_route(shared, id, req.headers()),
+    }
+}
+
+fn respond(status: StatusCode, body: ResponseBody) -> Response<ResponseBody> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    resp
+}
+
+/// A response with `status` whose body is its reason phrase (none where HTTP forbids one).
+fn status_response(status: StatusCode) -> Response<ResponseBody> {
+    let body = match status {
+        StatusCode::NO_CONTENT | StatusCode::RESET_CONTENT | StatusCode::NOT_MODIFIED => {
+            ResponseBody::empty()
+        }
+        _ => ResponseBody::text(status.canonical_reason().unwrap_or("")),
+    };
+    respond(status, body)
+}
+
+fn bad_request(why: &'static str) -> Response<ResponseBody> {
+    respond(StatusCode::BAD_REQUEST, ResponseBody::text(why))
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
+    let mut resp = status_response(StatusCode::METHOD_NOT_ALLOWED);
+    resp.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    resp
+}
+
+fn bytes_route(n: &str) -> Response<ResponseBody> {
+    match parse_size(n) {
+        Ok(len) if len <= MAX_BODY => respond(StatusCode::OK, ResponseBody::pattern(0, len)),
+        Ok(_) => bad_request("/bytes/{n}: n is at most 1g\n"),
+        Err(_) => bad_request("/bytes/{n}: n is a size such as 1024, 1k or 1m\n"),
+    }
+}
+
+async fn delay_route(ms: &str) -> Response<ResponseBody> {
+    match ms.parse::<u64>() {
+        Ok(ms) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            respond(StatusCode::OK, ResponseBody::text("ok\n"))
+        }
+        Err(_) => bad_request("/delay/{ms}: ms is a whole number of milliseconds\n"),
+    }
+}
+
+fn status_route(code: &str) -> Response<ResponseBody> {
+    match code.parse::<u16>() {
+        // hyper cannot send a 1xx as the final response (it would turn it into a 500),
+        // so say so rather than answer something else.
+        Ok(100..=199) => bad_request("/status/{code}: a 1xx code cannot be a final response\n"),
+        Ok(code @ 200..=599) => match StatusCode::from_u16(code) {
+            Ok(status) => status_response(status),
+            Err(_) => bad_request("/status/{code}: code is between 100 and 599\n"),
+        },
+        _ => bad_request("/status/{code}: code is between 100 and 599\n"),
+    }
+}
+
+/// A deterministic object: size and bytes are functions of the id alone, so repeated
+/// requests (through a cache, from several clients) see the same object.
+fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<ResponseBody> {
+    if id.is_empty() {
+        return bad_request("/obj/{id}: the id is missing\n");
+    }
+    let seed = fnv1a(id.as_bytes());
+    let mut rng = SplitMix64(seed);
+    let size = shared.object_size.sample(&mut rng);
+    let offset = rng.next_u64();
+    let etag = format!("\"{seed:016x}-{size:x}\"");
+    // Answering conditional requests lets caches revalidate against the origin.
+    let fresh = req_headers
+        .get(IF_NONE_MATCH)
+        .is_some_and(|v| v == "*" || v == etag.as_str());
+    let mut resp = if fresh {
+        respond(StatusCode::NOT_MODIFIED, ResponseBody::empty())
+    } else {
+        respond(StatusCode::OK, ResponseBody::pattern(offset, size))
+    };
+    let etag = HeaderValue::try_from(etag).expect("hex digits and quotes are a valid header value");
+    resp.headers_mut().insert(ETAG, etag);
+    resp
+}
+
+/// FNV-1a: a stable hash (std's `DefaultHasher` may change between Rust releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+async fn store_route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
+    match *req.method() {
+        Method::GET | Method::HEAD => {
+            let path = req.uri().path();
+            match shared.store.get(path) {
+                Some(body) => respond(StatusCode::OK, ResponseBody::bytes(body)),
+                None if path == "/" => respond(StatusCode::OK, ResponseBody::text("ok\n")),
+                None => status_response(StatusCode::NOT_FOUND),
+            }
+        }
+        Method::PUT => store_put(shared, req, StatusCode::CREATED).await,
+        Method::POST => store_put(shared, req, StatusCode::OK).await,
+        Method::DELETE => {
+            if shared.store.delete(req.uri().path()) {
+                respond(StatusCode::NO_CONTENT, ResponseBody::empty())
+            } else {
+                status_response(StatusCode::NOT_FOUND)
+            }
+        }
+        _ => method_not_allowed("GET, HEAD, PUT, POST, DELETE"),
+    }
+}
+
+async fn store_put(
+    shared: &Shared,
+    req: Request<Incoming>,
+    ok: StatusCode,
+) -> Response<ResponseBody> {
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, STORE_CAP).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => {
+            return status_response(StatusCode::INSUFFICIENT_STORAGE)
+        }
+        Err(_) => return bad_request("the request body could not be read\n"),
+    };
+    match shared.store.put(parts.uri.path(), body) {
+        Ok(()) => respond(ok, ResponseBody::empty()),
+        Err(_) => status_response(StatusCode::INSUFFICIENT_STORAGE),
+    }
+}
+
+fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return method_not_allowed("GET, HEAD");
+    }
+    let requests = shared.requests.load(Ordering::Relaxed);
+    let json = format!("{{\"requests\": {requests}}}\n");
+    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(Bytes::from(json)));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if *method == Method::HEAD {
+        strip_body(&mut resp);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_is_stable() {
+        // Published FNV-1a 64-bit test vectors: ids must hash the same forever.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn routes_by_prefix() {
+        assert!(matches!(classify("/bytes/1k"), Route::Bytes("1k")));
+        assert!(matches!(classify("/delay/5"), Route::Delay("5")));
+        assert!(matches!(classify("/status/503"), Route::Status("503")));
+        assert!(matches!(classify("/obj/7"), Route::Object("7")));
+        assert!(matches!(classify("/bytes"), Route::Store));
+        assert!(matches!(classify("/"), Route::Store));
+    }
+
+    #[test]
+    fn status_codes() {
+        let table = [
+            ("503", StatusCode::SERVICE_UNAVAILABLE),
+            ("200", StatusCode::OK),
+            ("599", StatusCode::from_u16(599).unwrap()),
+            ("100", StatusCode::BAD_REQUEST),
+            ("600", StatusCode::BAD_REQUEST),
+            ("abc", StatusCode::BAD_REQUEST),
+        ];
+        for (code, want) in table {
+            assert_eq!(status_route(code).status(), want, "{code}");
+        }
+        assert_eq!(status_route("204").body().len(), 0);
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(bytes_route("1k").body().len(), 1024);
+        assert_eq!(bytes_route("1g").body().len(), 1 << 30);
+        assert_eq!(bytes_route("2g").status(), StatusCode::BAD_REQUEST);
+        assert_eq!(bytes_route("lots").status(), StatusCode::BAD_REQUEST);
+    }
+}

@@ -1,0 +1,140 @@
+//! `barrage serve`: the built-in HTTP origin that barrage's demo, tests and benchmarks
+//! run against.
+//!
+//! [`RunningServer::start`] binds a [`ServeConfig::listen`] address and serves HTTP/1.1
+//! (keep-alive, pipelining) and HTTP/2 (h2c prior knowledge in cleartext, ALPN over TLS)
+//! from its own OS threads, each with a current-thread tokio runtime accepting on the same
+//! socket, so it works the same from plain code, from inside a tokio runtime, and as the
+//! `barrage serve` process. With [`ServeConfig::tls`] it makes a throwaway CA and writes
+//! its PEM for clients to trust.
+//!
+//! Routes (GET and HEAD unless noted):
+//!
+//! | Path | Answer |
+//! |---|---|
+//! | `/bytes/{n}` | `n` bytes (`1024`, `1k`, `1m`; at most 1 GiB) |
+//! | `/delay/{ms}` | `ok` after `ms` milliseconds |
+//! | `/status/{code}` | that status (200..=599) |
+//! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
+//! | `/_barrage/stats` | `{"requests": N}` (not counted) |
+//! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
+//!
+//! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,
+//! [`SizeDist`] (object sizes) and [`Stall`] (one stop-the-world pause, to expose
+//! coordinated omission in load generators).
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use barrage_server::{RunningServer, ServeConfig};
+//!
+//! let server = RunningServer::start(ServeConfig { threads: 1, ..ServeConfig::default() })?;
+//! let mut conn = std::net::TcpStream::connect(server.addr())?;
+//! conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+//! let mut reply = String::new();
+//! conn.read_to_string(&mut reply)?;
+//! assert!(reply.starts_with("HTTP/1.1 200 OK"));
+//! assert!(reply.ends_with("\r\n\r\nok\n"));
+//! assert_eq!(server.requests(), 1);
+//! server.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod body;
+mod dist;
+mod handler;
+mod server;
+mod store;
+mod tls;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
+pub use server::RunningServer;
+
+/// How to run the origin. [`Default`] is a cleartext server on `127.0.0.1:0` (a free port)
+/// with one thread per core and 1 KiB objects.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The address to listen on; port 0 picks a free one (see [`RunningServer::addr`]).
+    pub listen: SocketAddr,
+    /// OS threads serving connections; 0 means one per available core.
+    pub threads: usize,
+    /// Serve HTTPS with a freshly generated CA and a certificate for `localhost`,
+    /// `127.0.0.1` and `::1` (and the listen address).
+    pub tls: bool,
+    /// Where to write the CA certificate (PEM) clients should trust. With TLS and no path,
+    /// it goes to a file in the temp directory, removed at shutdown
+    /// (see [`RunningServer::ca_path`]).
+    pub ca_out: Option<PathBuf>,
+    /// A delay added before every response.
+    pub latency: Option<LatencyDist>,
+    /// The fraction of requests, in [0, 1], answered `500` instead.
+    pub error_rate: f64,
+    /// When set, every response carries `X-Served-By: NAME` (to tell backends apart behind
+    /// a load balancer).
+    pub name: Option<String>,
+    /// When set, every response carries this `Cache-Control` value.
+    pub cache_control: Option<String>,
+    /// The size distribution of `/obj/{id}` objects.
+    pub object_size: SizeDist,
+    /// A one-off pause of all request handling.
+    pub stall: Option<Stall>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            threads: 0,
+            tls: false,
+            ca_out: None,
+            latency: None,
+            error_rate: 0.0,
+            name: None,
+            cache_control: None,
+            object_size: SizeDist::Fixed(1024),
+            stall: None,
+        }
+    }
+}
+
+/// Why the origin could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The listen address could not be bound (in use, not local, no permission).
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Making the certificates or the TLS configuration failed.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    /// The CA certificate could not be written.
+    #[error("cannot write the CA certificate to {}", path.display())]
+    CaWrite {
+        /// Where it was to go.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A configuration value is out of range or not usable in a header.
+    #[error("invalid {field}: {reason}")]
+    Config {
+        /// The [`ServeConfig`] field.
+        field: &'static str,
+        /// What is wrong and what would be valid.
+        reason: String,
+    },
+    /// Any other I/O failure while starting (runtime, threads, socket options).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}

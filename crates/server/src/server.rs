@@ -1,0 +1,328 @@
+//! Threads, sockets and connections: one listening socket shared by `threads` OS threads,
+//! each running a current-thread tokio runtime that accepts on it and serves the
+//! connections it accepted. No work moves between threads, so nothing on the request
+//! path is shared except the request counter.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio_rustls::TlsAcceptor;
+
+use crate::handler::{self, Shared};
+use crate::{tls, ServeConfig, ServeError};
+
+/// How long connections get to finish in-flight requests at shutdown before they are dropped.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+/// A client that has not finished the TLS handshake by then is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pause after a failed accept: errors such as EMFILE repeat at once, and retrying in a
+/// tight loop would starve the connections already open.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+/// Pending connections the kernel queues; std's default of 128 overflows when a load
+/// generator opens hundreds of connections at once.
+const LISTEN_BACKLOG: i32 = 1024;
+
+type HttpBuilder = auto::Builder<TokioExecutor>;
+
+/// A started origin. It serves until [`RunningServer::shutdown`] or drop.
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    url: String,
+    ca_path: Option<PathBuf>,
+    /// The CA file is ours to remove (we chose its path in the temp directory).
+    remove_ca: bool,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// Binds `config.listen`, makes the certificates when TLS is on, and starts the serving
+    /// threads. When it returns the socket is bound and listening, so connections made
+    /// right away are queued, not refused.
+    pub fn start(config: ServeConfig) -> Result<RunningServer, ServeError> {
+        let shared = Arc::new(Shared::new(&config)?);
+        let listener = bind(config.listen)?;
+        let addr = listener.local_addr()?;
+        let (acceptor, ca_path, remove_ca) = setup_tls(&config, addr)?;
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let mut server = RunningServer {
+            addr,
+            url: url_for(addr, config.tls),
+            ca_path,
+            remove_ca,
+            shared: shared.clone(),
+            shutdown,
+            threads: Vec::new(),
+        };
+        let ctx = ConnContext {
+            shared,
+            builder: Arc::new(http_builder()),
+            tls: acceptor,
+        };
+        // On an error part-way, dropping `server` stops the threads already started.
+        for i in 0..thread_count(config.threads) {
+            let worker = Worker::new(listener.try_clone()?, ctx.clone(), shutdown_rx.clone())?;
+            let thread = std::thread::Builder::new()
+                .name(format!("barrage-serve-{i}"))
+                .spawn(move || worker.run())?;
+            server.threads.push(thread);
+        }
+        Ok(server)
+    }
+
+    /// The address listened on, with the real port when 0 was asked for.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL to send requests to: `http://127.0.0.1:PORT`, or `https://…` with TLS
+    /// (the certificate covers the address). A wildcard listen address becomes loopback.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The CA certificate (PEM) to trust, when TLS is on.
+    pub fn ca_path(&self) -> Option<&Path> {
+        self.ca_path.as_deref()
+    }
+
+    /// How many requests reached this origin so far, not counting `/_barrage/stats`.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, gives open connections a short grace to finish in-flight requests,
+    /// drops the rest, and joins the threads.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shutdown.send_replace(true);
+        for thread in self.threads.drain(..) {
+            // A panicked server thread has nothing left to clean up.
+            let _ = thread.join();
+        }
+        if self.remove_ca {
+            if let Some(path) = &self.ca_path {
+                let _ = std::fs::remove_file(path);
+            }
+            self.remove_ca = false;
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
+    let bind_err = |source| ServeError::Bind { addr, source };
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    // Lets a restarted server take its port back while old connections sit in TIME_WAIT.
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into()).map_err(bind_err)?;
+    socket.listen(LISTEN_BACKLOG).map_err(bind_err)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// The TLS acceptor, the CA path, and whether that path is ours to remove.
+fn setup_tls(
+    config: &ServeConfig,
+    addr: SocketAddr,
+) -> Result<(Option<TlsAcceptor>, Option<PathBuf>, bool), ServeError> {
+    if !config.tls {
+        return Ok((None, None, false));
+    }
+    let tls = tls::setup(addr.ip())?;
+    let (path, ours) = match &config.ca_out {
+        Some(path) => (path.clone(), false),
+        None => {
+            let name = format!(
+                "barrage-serve-ca-{}-{}.pem",
+                std::process::id(),
+                addr.port()
+            );
+            (std::env::temp_dir().join(name), true)
+        }
+    };
+    std::fs::write(&path, &tls.ca_pem).map_err(|source| ServeError::CaWrite {
+        path: path.clone(),
+        source,
+    })?;
+    Ok((Some(TlsAcceptor::from(tls.config)), Some(path), ours))
+}
+
+fn url_for(addr: SocketAddr, tls: bool) -> String {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{}", SocketAddr::new(ip, addr.port()))
+}
+
+fn thread_count(asked: usize) -> usize {
+    match asked {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+fn http_builder() -> HttpBuilder {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Pipelined requests are answered in one write instead of one per response.
+    builder.http1().keep_alive(true).pipeline_flush(true);
+    // Load generators multiplex many requests per connection; hyper's default of 200
+    // concurrent streams would cap their concurrency below what they ask for.
+    builder.http2().max_concurrent_streams(1024);
+    builder
+}
+
+/// What every connection needs, cloned once per connection.
+#[derive(Clone)]
+struct ConnContext {
+    shared: Arc<Shared>,
+    builder: Arc<HttpBuilder>,
+    tls: Option<TlsAcceptor>,
+}
+
+/// One serving thread: its runtime and its handle on the shared socket.
+struct Worker {
+    runtime: tokio::runtime::Runtime,
+    listener: TcpListener,
+    ctx: ConnContext,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Worker {
+    /// Built on the caller's thread so that failures are reported by `start`.
+    fn new(
+        listener: std::net::TcpListener,
+        ctx: ConnContext,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<Worker, ServeError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        // Registering the socket needs the runtime that will poll it.
+        let listener = {
+            let _guard = runtime.enter();
+            TcpListener::from_std(listener)?
+        };
+        Ok(Worker {
+            runtime,
+            listener,
+            ctx,
+            shutdown,
+        })
+    }
+
+    fn run(self) {
+        let Worker {
+            runtime,
+            listener,
+            ctx,
+            shutdown,
+        } = self;
+        runtime.block_on(accept_loop(listener, ctx, shutdown));
+        // Dropping the runtime drops the connections still open after the grace.
+    }
+}
+
+async fn accept_loop(listener: TcpListener, ctx: ConnContext, mut shutdown: watch::Receiver<bool>) {
+    // Each connection task holds a sender; `recv` returns `None` once all are gone.
+    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+    loop {
+        let stream = tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        tokio::spawn(ctx.clone().serve(stream, shutdown.clone(), done_tx.clone()));
+    }
+    drop(listener);
+    drop(done_tx);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, done_rx.recv()).await;
+}
+
+impl ConnContext {
+    async fn serve(
+        self,
+        stream: TcpStream,
+        shutdown: watch::Receiver<bool>,
+        _done: mpsc::Sender<()>,
+    ) {
+        // Small responses must leave at once, not wait for Nagle's ack timer.
+        let _ = stream.set_nodelay(true);
+        match &self.tls {
+            None => self.serve_http(stream, shutdown).await,
+            Some(acceptor) => {
+                let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                // A failed handshake has no one to answer; the client sees it on its side.
+                if let Ok(Ok(stream)) = handshake.await {
+                    self.serve_http(stream, shutdown).await;
+                }
+            }
+        }
+    }
+
+    async fn serve_http<I>(&self, io: I, mut shutdown: watch::Receiver<bool>)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        let service = service_fn(move |req| handler::handle(shared.clone(), req));
+        let conn = self.builder.serve_connection(TokioIo::new(io), service);
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = shutdown.changed() => {
+                // Finish the requests in flight, then close; the accept loop bounds the wait.
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let table = [
+            ("127.0.0.1:8080", false, "http://127.0.0.1:8080"),
+            ("0.0.0.0:8080", true, "https://127.0.0.1:8080"),
+            ("[::]:443", true, "https://[::1]:443"),
+            ("10.1.2.3:80", false, "http://10.1.2.3:80"),
+        ];
+        for (addr, tls, want) in table {
+            assert_eq!(url_for(addr.parse().unwrap(), tls), want);
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! The origin seen from outside: real sockets on 127.0.0.1:0, hyper clients.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use barrage_server::{LatencyDist, RunningServer, ServeConfig, ServeError, SizeDist, Stall};
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+/// Every test finishes within this, or fails.
+const TEST_LIMIT: Duration = Duration::from_secs(20);
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+fn bounded<F: Future>(test: F) -> F::Output {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(TEST_LIMIT, test)
+            .await
+            .expect("test timed out")
+    })
+}
+
+fn start(config: ServeConfig) -> RunningServer {
+    RunningServer::start(ServeConfig {
+        threads: 2,
+        ..config
+    })
+    .expect("server starts")
+}
+
+fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Sends a request and returns the response with its whole body.
+async fn send(
+    client: &HttpClient,
+    method: Method,
+    url: String,
+    body: &'static str,
+) -> Response<Bytes> {
+    let req = Request::builder()
+        .method(method)
+        .uri(url)
+        .body(Full::from(body))
+        .unwrap();
+    let resp = client.request(req).await.expect("request succeeds");
+    let (parts, body) = resp.into_parts();
+    Response::from_parts(parts, body.collect().await.unwrap().to_bytes())
+}
+
+async fn get(client: &HttpClient, url: String) -> Response<Bytes> {
+    send(client, Method::GET, url, "").await
+}
+
+fn header<'a>(resp: &'a Response<Bytes>, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).map(|v| v.to_str().unwrap())
+}
+
+#[test]
+fn bytes_status_and_counting() {
+    let server = start(ServeConfig::default());
+    let url = server.url();
+    bounded(async {
+        let client = client();
+        let resp = get(&client, format!("{url}/bytes/1k")).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(header(&resp, "content-length"), Some("1024"));
+        assert_eq!(resp.body().len(), 1024);
+        assert!(header(&resp, "date").is_some());
+
+        let big = get(&client, format!("{url}/bytes/3m")).await;
+        assert_eq!(big.body().len(), 3 << 20);
+
+        let head = send(&client, Method::HEAD, format!("{url}/bytes/1k"), "").await;
+        assert_eq!(header(&head, "content-length"), Some("1024"));
+        assert!(head.body().is_empty());
+
+        let resp = get(&client, format!("{url}/status/503")).await;
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            get(&client, format!("{url}/status/42")).await.status(),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            get(&client, format!("{url}/bytes/2g")).await.status(),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            get(&client, format!("{url}/delay/1")).await.status(),
+            StatusCode::OK
+        );
+
+        assert_eq!(server.requests(), 7);
+        let stats = get(&client, format!("{url}/_barrage/stats")).await;
+        assert_eq!(stats.body(), "{\"requests\": 7}\n");
+        assert_eq!(server.requests(), 7, "stats requests are not counted");
+    });
+}
+
+#[test]
+fn objects_are_deterministic() {
+    let server = start(ServeConfig {
+        object_size: SizeDist::Uniform(1, 64 << 10),
+        ..Default::default()
+    });
+    let url = server.url();
+    bounded(async {
+        let client = client();
+        let first = get(&client, format!("{url}/obj/7")).await;
+        let again = get(&client, format!("{url}/obj/7")).await;
+        let other = get(&client, format!("{url}/obj/8")).await;
+        let etag = header(&first, "etag").expect("objects have an ETag");
+        assert_eq!(header(&again, "etag"), Some(etag));
+        assert_eq!(first.body(), again.body());
+        assert_ne!(header(&other, "etag"), Some(etag));
+        assert_ne!(first.body(), other.body());
+
+        let req = Request::get(format!("{url}/obj/7"))
+            .header("if-none-match", etag)
+            .body(Full::default())
+            .unwrap();
+        let revalidated = client.request(req).await.unwrap();
+        assert_eq!(revalidated.status(), StatusCode::NOT_MODIFIED);
+    });
+}
+
+#[test]
+fn store_put_get_delete() {
+    let server = start(ServeConfig::default());
+    let url = server.url();
+    bounded(async {
+        let client = client();
+        assert_eq!(get(&client, format!("{url}/")).await.body(), "ok\n");
+        assert_eq!(
+            get(&client, format!("{url}/things/a")).await.status(),
+            StatusCode::NOT_FOUND
+        );
+
+        let put = send(&client, Method::PUT, format!("{url}/things/a"), "hello").await;
+        assert_eq!(put.status(), StatusCode::CREATED);
+        assert_eq!(
+            get(&client, format!("{url}/things/a")).await.body(),
+            "hello"
+        );
+
+        let post = send(&client, Method::POST, format!("{url}/things/a"), "again").await;
+        assert_eq!(post.status(), StatusCode::OK);
+        assert_eq!(
+            get(&client, format!("{url}/things/a")).await.body(),
+            "again"
+        );
+
+        let delete = send(&client, Method::DELETE, format!("{url}/things/a"), "").await;
+        assert_eq!(delete.status(), StatusCode::NO_CONTENT);
+        let delete = send(&client, Method::DELETE, format!("{url}/things/a"), "").await;
+        assert_eq!(delete.status(), StatusCode::NOT_FOUND);
+
+        let put_builtin = send(&client, Method::PUT, format!("{url}/bytes/1"), "x").await;
+        assert_eq!(put_builtin.status(), StatusCode::METHOD_NOT_ALLOWED);
+    });
+}
+
+#[test]
+fn configured_headers_latency_and_errors() {
+    let server = start(ServeConfig {
+        name: Some("origin-1".into()),
+        cache_control: Some("max-age=60".into()),
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(20))),
+        ..Default::default()
+    });
+    let plain = start(ServeConfig::default());
+    let failing = start(ServeConfig {
+        error_rate: 1.0,
+        ..Default::default()
+    });
+    bounded(async {
+        let client = client();
+        let started = Instant::now();
+        let resp = get(&client, format!("{}/bytes/10", server.url())).await;
+        assert!(
+            started.elapsed() >= Duration::from_millis(20),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(header(&resp, "x-served-by"), Some("origin-1"));
+        assert_eq!(header(&resp, "cache-control"), Some("max-age=60"));
+
+        let resp = get(&client, format!("{}/bytes/10", plain.url())).await;
+        assert_eq!(header(&resp, "x-served-by"), None);
+        assert_eq!(header(&resp, "cache-control"), None);
+
+        for _ in 0..5 {
+            let resp = get(&client, format!("{}/", failing.url())).await;
+            assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        }
+    });
+}
+
+#[test]
+fn bad_configuration_is_reported() {
+    let err = RunningServer::start(ServeConfig {
+        error_rate: 1.5,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ServeError::Config {
+                field: "error_rate",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = RunningServer::start(ServeConfig {
+        name: Some("a\nb".into()),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, ServeError::Config { field: "name", .. }),
+        "{err}"
+    );
+
+    let taken = start(ServeConfig::default());
+    let err = RunningServer::start(ServeConfig {
+        listen: taken.addr(),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, ServeError::Bind { .. }), "{err}");
+}
+
+#[test]
+fn h2c_prior_knowledge() {
+    let server = start(ServeConfig::default());
+    bounded(async {
+        let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let req = Request::get(format!("{}/bytes/100", server.url()))
+            .body(Full::<Bytes>::default())
+            .unwrap();
+        let resp = sender.send_request(req).await.unwrap();
+        assert_eq!(resp.version(), Version::HTTP_2);
+        assert_eq!(resp.headers()["content-length"], "100");
+        assert_eq!(
+            resp.into_body().collect().await.unwrap().to_bytes().len(),
+            100
+        );
+    });
+}
+
+#[test]
+fn tls_negotiates_h2_with_the_written_ca() {
+    let server = start(ServeConfig {
+        tls: true,
+        ..Default::default()
+    });
+    let ca_path = server
+        .ca_path()
+        .expect("TLS servers report their CA")
+        .to_path_buf();
+    assert!(
+        server.url().starts_with("https://127.0.0.1:"),
+        "{}",
+        server.url()
+    );
+    bounded(async {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(&ca_path).unwrap())
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+
+        let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let tls = connector
+            .connect(name, tcp)
+            .await
+            .expect("the CA verifies the server");
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let req = Request::get(format!("{}/bytes/1k", server.url()))
+            .body(Full::<Bytes>::default())
+            .unwrap();
+        let resp = sender.send_request(req).await.unwrap();
+        assert_eq!(resp.version(), Version::HTTP_2);
+        assert_eq!(
+            resp.into_body().collect().await.unwrap().to_bytes().len(),
+            1024
+        );
+    });
+    server.shutdown();
+    assert!(
+        !ca_path.exists(),
+        "a CA written to the temp dir is removed at shutdown"
+    );
+}
+
+#[test]
+fn stall_pauses_every_request_once() {
+    let stall = Duration::from_millis(300);
+    let server = start(ServeConfig {
+        stall: Some(Stall {
+            after_requests: 3,
+            duration: stall,
+        }),
+        ..Default::default()
+    });
+    let url = server.url();
+    bounded(async {
+        let client = client();
+        for _ in 0..2 {
+            let started = Instant::now();
+            get(&client, format!("{url}/")).await;
+            assert!(
+                started.elapsed() < stall,
+                "before the stall: {:?}",
+                started.elapsed()
+            );
+        }
+        // The third request triggers the pause; a fourth sent while it lasts waits too.
+        let trigger_sent = Instant::now();
+        let trigger = tokio::spawn({
+            let (client, url) = (client.clone(), url.clone());
+            async move { get(&client, format!("{url}/")).await.status() }
+        });
+        while server.requests() < 3 {
+            // Polling the counter, not sleeping in place of synchronisation.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(
+            get(&client, format!("{url}/")).await.status(),
+            StatusCode::OK
+        );
+        assert!(
+            trigger_sent.elapsed() >= stall,
+            "during the stall: {:?}",
+            trigger_sent.elapsed()
+        );
+        assert_eq!(trigger.await.unwrap(), StatusCode::OK);
+        assert!(trigger_sent.elapsed() >= stall);
+
+        let started = Instant::now();
+        get(&client, format!("{url}/")).await;
+        assert!(
+            started.elapsed() < stall,
+            "after the stall: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(server.requests(), 5);
+    });
+}
+
+#[test]
+fn explicit_ca_path_is_kept() {
+    let path =
+        std::env::temp_dir().join(format!("barrage-server-test-ca-{}.pem", std::process::id()));
+    let server = start(ServeConfig {
+        tls: true,
+        ca_out: Some(path.clone()),
+        ..Default::default()
+    });
+    assert_eq!(server.ca_path(), Some(path.as_path()));
+    server.shutdown();
+    let pem = std::fs::read_to_string(&path).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    use std::io::{Read, Write};
+    let server = start(ServeConfig::default());
+    let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
+    conn.set_read_timeout(Some(TEST_LIMIT)).unwrap();
+    let requests = "GET /bytes/3 HTTP/1.1\r\nHost: x\r\n\r\n\
+                    GET /status/404 HTTP/1.1\r\nHost: x\r\n\r\n\
+                    GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    conn.write_all(requests.as_bytes()).unwrap();
+    let mut replies = Vec::new();
+    conn.read_to_end(&mut replies).unwrap();
+    let replies = String::from_utf8_lossy(&replies);
+    // Bodies do not end in a newline, so find status lines by their prefix, not by line.
+    let statuses: Vec<&str> = replies
+        .match_indices("HTTP/1.1 ")
+        .map(|(at, _)| &replies[at..at + 12])
+        .collect();
+    assert_eq!(statuses, ["HTTP/1.1 200", "HTTP/1.1 404", "HTTP/1.1 200"]);
+    assert!(replies.ends_with("\r\n\r\nok\n"));
+    assert_eq!(server.requests(), 3);
+}

@@ -1,0 +1,105 @@
+//! The built binary: bad input gets one line and exit 2; Ctrl-C prints the partial report.
+
+use crate::util::{barrage, origin};
+use barrage_server::ServeConfig;
+use std::process::Stdio;
+use std::time::Duration;
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "http://127.0.0.1:9/";
+    let table: &[(&[&str], &str)] = &[
+        (&["run"], "URL"),
+        (&["run", "--bogus", url], "--bogus"),
+        (&["run", "--rate", "0", url], "rate"),
+        (&["run", "--rate", "-5", url], "-5"),
+        (&["run", "--rate", "abc", url], "rate"),
+        (&["run", "--duration", "10", url], "duration"),
+        (&["run", "--duration", "5x", url], "duration"),
+        (&["run", "-c", "0", url], "concurrency"),
+        (&["run", "ftp://example.com/"], "URL"),
+        (&["run", "not a url"], "URL"),
+        (&["run", "--body", "@/nonexistent/body.json", url], "body"),
+        (&["run", "-H", "no-colon", url], "header"),
+        (&["run", "--rate", "10:100", url, "-n", "5"], "duration"),
+        (&["run", "--rate", "10", "-c", "5", url], "concurrency"),
+        (&["run", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:9/", "-n", "1"], "cacert"),
+        (&["report", "/nonexistent/run.brg"], "run.brg"),
+        (&["serve", "--latency", "soon"], "latency"),
+    ];
+    let garbage = dir.path().join("garbage.brg");
+    std::fs::write(&garbage, b"not a results file").unwrap();
+    let garbage_args = ["report", garbage.to_str().unwrap()];
+    let cases = table.iter().map(|(a, w)| (a.to_vec(), *w)).chain([(garbage_args.to_vec(), "not a barrage results file")]);
+    for (args, want) in cases {
+        let out = barrage().args(&args).stdin(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?} printed more than one line:\n{err}");
+        assert!(err.to_lowercase().contains(&want.to_lowercase()), "{args:?}: '{err}' does not name '{want}'");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    for args in [&["--help"][..], &["--version"], &["run", "--help"]] {
+        let out = barrage().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(!out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn json_and_csv_from_the_binary() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.brg");
+    let out = barrage()
+        .args(["run", "-n", "50", "-c", "2", "--format", "json", "-o", path.to_str().unwrap(), &o.url()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"]["total"], 50);
+    assert_eq!(v["version"], 1);
+    // Re-rendering the file gives the same figures.
+    let again = barrage().args(["report", "--format", "json", path.to_str().unwrap()]).output().unwrap();
+    let w: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(v["latency"], w["latency"]);
+    let csv = barrage().args(["report", "--format", "csv", path.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert!(text.starts_with("second,"), "{text}");
+    let sent: u64 = text.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(sent, 50);
+}
+
+#[test]
+fn ctrl_c_stops_and_prints_the_partial_report() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("int.brg");
+    let child = barrage()
+        .args(["run", "--rate", "100", "-d", "60s", "-o", path.to_str().unwrap(), &o.url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !has_interval(&path) {
+        assert!(std::time::Instant::now() < deadline, "the run wrote nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Requests"), "{text}");
+    assert!(text.to_lowercase().contains("interrupted"), "{text}");
+}
+
+fn has_interval(path: &std::path::Path) -> bool {
+    barrage_metrics::file::ResultsReader::open(path).is_ok_and(|mut r| r.next_interval().is_some())
+}

@@ -1,0 +1,7 @@
+//! barrage's integration tests: one binary, real servers on 127.0.0.1:0, every run bounded.
+
+mod cli;
+mod faults;
+mod files;
+mod measure;
+mod util;

@@ -1,0 +1,144 @@
+//! Each measurement method against a known answer: a known rate, a known delay, a known stall.
+
+use crate::util::{closed, open, origin, plan, run};
+use barrage_engine::{Load, Pacer};
+use barrage_server::{LatencyDist, ServeConfig, Stall};
+use std::time::Duration;
+
+#[test]
+fn rate_is_accurate_and_even() {
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&format!("{}/bytes/64", o.url()), open(1000.0));
+    p.duration = Some(Duration::from_secs(3));
+    let s = run(p);
+    // The schedule holds exactly 3000 requests in [0, 3 s); ±1% allows for nothing lost.
+    assert!((2970..=3030).contains(&s.requests.total), "total {}", s.requests.total);
+    assert_eq!(s.requests.ok, s.requests.total);
+    // Spread evenly: every full second sends 1000 ± 5%.
+    let full: Vec<_> = s.intervals.iter().filter(|i| i.length_s >= 0.99).collect();
+    assert!(full.len() >= 2, "{:?}", s.intervals);
+    for i in full {
+        assert!((950..=1050).contains(&i.sent), "second {} sent {}", i.second, i.sent);
+    }
+    assert!((s.rate_per_sec - 1000.0).abs() < 10.0, "offered {}", s.rate_per_sec);
+}
+
+#[test]
+fn known_latency_shows_as_p50() {
+    let o = origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(20))), ..Default::default() });
+    let mut p = plan(&o.url(), open(50.0));
+    p.requests = Some(100);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 100);
+    let p50 = s.latency.service.p50_us;
+    assert!((20_000..=22_000).contains(&p50), "service p50 {p50} µs");
+    assert!((20_000..=22_000).contains(&s.latency.corrected.p50_us), "corrected p50 {}", s.latency.corrected.p50_us);
+}
+
+#[test]
+fn coordinated_omission_is_corrected() {
+    // After 1000 requests the origin stalls every answer for 500 ms, once.
+    let stall = Stall { after_requests: 1000, duration: Duration::from_millis(500) };
+    let o = origin(ServeConfig { stall: Some(stall), ..Default::default() });
+    let mut p = plan(&format!("{}/bytes/64", o.url()), open(1000.0));
+    p.duration = Some(Duration::from_secs(3));
+    let s = run(p);
+    assert_eq!(s.requests.ok, s.requests.total);
+    // Corrected: the requests due during the stall waited for it.
+    assert!(s.latency.corrected.p99_us >= 300_000, "corrected p99 {} µs", s.latency.corrected.p99_us);
+    assert!(s.latency.corrected.max_us >= 450_000, "corrected max {} µs", s.latency.corrected.max_us);
+    // Service time of a typical request does not see it.
+    assert!(s.latency.service.p50_us < 20_000, "service p50 {} µs", s.latency.service.p50_us);
+}
+
+#[test]
+fn new_connection_per_request_times_connect_and_tls() {
+    let o = origin(ServeConfig { tls: true, ..Default::default() });
+    let mut p = plan(&format!("{}/bytes/100", o.url()), closed(2));
+    p.requests = Some(40);
+    p.keepalive = false;
+    p.tls.cacert = o.ca_path().map(Into::into);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 40, "{:?}", s.errors);
+    assert_eq!(s.requests.connections, 40);
+    assert_eq!(s.phases["connect"].count, 40);
+    assert_eq!(s.phases["tls"].count, 40);
+    assert!(s.phases["tls"].mean_us > 0.0);
+    // An IP literal needs no lookup: DNS did not happen, and is not counted as zero.
+    assert_eq!(s.phases["dns"].count, 0);
+    assert_eq!(s.phases["wait"].count, 40);
+}
+
+#[test]
+fn keepalive_times_connect_only_on_new_connections() {
+    let o = origin(ServeConfig { tls: true, ..Default::default() });
+    let url = o.url().replace("127.0.0.1", "localhost");
+    let mut p = plan(&format!("{url}/bytes/100"), closed(2));
+    p.requests = Some(40);
+    p.tls.cacert = o.ca_path().map(Into::into);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 40, "{:?}", s.errors);
+    let conns = s.requests.connections;
+    assert!((1..=2).contains(&conns), "{conns} connections");
+    for phase in ["dns", "connect", "tls"] {
+        assert_eq!(s.phases[phase].count, conns, "{phase}");
+    }
+    assert_eq!(s.phases["send"].count, 40);
+    assert_eq!(s.phases["receive"].count, 40);
+}
+
+#[test]
+fn http2_over_tls_and_cleartext() {
+    let tls = origin(ServeConfig { tls: true, ..Default::default() });
+    let plain = origin(ServeConfig::default());
+    for (url, ca) in [(tls.url(), tls.ca_path().map(Into::into)), (plain.url(), None)] {
+        let mut p = plan(&format!("{url}/bytes/1k"), closed(2));
+        p.requests = Some(20);
+        p.http2 = true;
+        p.tls.cacert = ca;
+        let s = run(p);
+        assert_eq!(s.requests.ok, 20, "{url}: {:?}", s.errors);
+        assert!(s.bytes.in_mean >= 1024.0, "{url}: {}", s.bytes.in_mean);
+    }
+}
+
+#[test]
+fn steps_are_reported_on_their_own() {
+    let o = origin(ServeConfig::default());
+    let pacer = Pacer::Steps { rates: vec![50.0, 100.0], step: Duration::from_secs(1) };
+    let p = plan(&o.url(), Load::Open { pacer, max_in_flight: 16 });
+    let s = run(p);
+    assert_eq!(s.steps.len(), 2, "{:?}", s.steps);
+    assert_eq!(s.requests.total, 150);
+    let (a, b) = (&s.steps[0], &s.steps[1]);
+    assert!((45..=55).contains(&a.requests), "step 1: {}", a.requests);
+    assert!((95..=105).contains(&b.requests), "step 2: {}", b.requests);
+}
+
+#[test]
+fn closed_loop_with_think_time_and_request_count() {
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&o.url(), Load::Closed { concurrency: 4, think_time: Duration::from_millis(20) });
+    p.requests = Some(40);
+    let s = run(p);
+    assert_eq!(s.requests.total, 40);
+    // 4 workers, 10 requests each, 20 ms apart: at least 180 ms.
+    assert!(s.duration.attack_s >= 0.18, "{}", s.duration.attack_s);
+    assert_eq!(s.mode, "closed");
+}
+
+#[test]
+fn max_in_flight_bound_counts_late_requests() {
+    let o = origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(50))), ..Default::default() });
+    // 200/s with 50 ms answers needs ~10 in flight; allow 2.
+    let mut p = plan(&o.url(), Load::Open { pacer: Pacer::Constant { rate: 200.0 }, max_in_flight: 2 });
+    p.requests = Some(60);
+    let s = run(p);
+    assert_eq!(s.requests.total, 60);
+    assert!(s.requests.late > 40, "late {}", s.requests.late);
+    assert!(s.generator.bound_reached);
+    // Lateness is part of the corrected latency: far above the 50 ms service time.
+    assert!(s.latency.corrected.p99_us > 500_000, "{}", s.latency.corrected.p99_us);
+    assert!(s.latency.service.p50_us < 60_000, "{}", s.latency.service.p50_us);
+    assert!(s.warnings.iter().any(|w| w.contains("late")), "{:?}", s.warnings);
+}

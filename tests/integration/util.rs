@@ -1,0 +1,173 @@
+//! Test fixtures: the origin and misbehaving servers on 127.0.0.1:0, in-process runs, and
+//! the built binary.
+
+use barrage_engine::{Load, Pacer, Plan, RunSpec, Target, TlsOptions};
+use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_server::{RunningServer, ServeConfig};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The built-in origin with `config`, on a free loopback port.
+pub fn origin(config: ServeConfig) -> RunningServer {
+    RunningServer::start(ServeConfig { listen: "127.0.0.1:0".parse().unwrap(), threads: 1, ..config }).expect("origin starts")
+}
+
+/// A plan with one GET target and sensible test bounds.
+pub fn plan(url: &str, load: Load) -> Plan {
+    Plan {
+        targets: vec![Target { method: http::Method::GET, url: url.parse().unwrap(), headers: Default::default(), body: Default::default() }],
+        load,
+        duration: None,
+        requests: None,
+        keepalive: true,
+        http2: false,
+        tls: TlsOptions::default(),
+        resolve: Default::default(),
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(2),
+        threads: 1,
+    }
+}
+
+/// Open loop at `rate` per second.
+pub fn open(rate: f64) -> Load {
+    Load::Open { pacer: Pacer::Constant { rate }, max_in_flight: 256 }
+}
+
+/// Closed loop with `n` workers.
+pub fn closed(n: usize) -> Load {
+    Load::Closed { concurrency: n, think_time: Duration::ZERO }
+}
+
+/// Runs `plan` in-process into `dir/name.brg` and returns the file's summary.
+pub fn run_in(dir: &Path, name: &str, plan: Plan) -> (PathBuf, RunSummary) {
+    let output = dir.join(format!("{name}.brg"));
+    let spec = RunSpec { output: output.clone(), settings_json: "{}".into() };
+    barrage_engine::run(plan, &spec, Default::default(), &mut |_| {}).expect("run completes");
+    let summary = summarize(std::slice::from_ref(&output)).expect("results read back");
+    (output, summary)
+}
+
+/// Runs `plan` in a fresh temp dir.
+pub fn run(plan: Plan) -> RunSummary {
+    let dir = tempfile::tempdir().unwrap();
+    run_in(dir.path(), "run", plan).1
+}
+
+/// Count of one error kind in a summary.
+pub fn errors_of(s: &RunSummary, kind: &str) -> u64 {
+    s.errors.iter().find(|e| e.kind == kind).map_or(0, |e| e.count)
+}
+
+/// The built binary.
+pub fn barrage() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_barrage"))
+}
+
+/// How a misbehaving server treats each connection.
+#[derive(Clone, Copy)]
+pub enum Fault {
+    /// Reads the request, then resets the connection (RST).
+    Reset,
+    /// Reads the request, answers bytes that are not HTTP, closes.
+    Garbage,
+    /// Accepts and never answers.
+    Silent,
+}
+
+/// A server that misbehaves on purpose; stops when dropped.
+pub struct FaultServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl FaultServer {
+    pub fn start(fault: Fault) -> FaultServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => held.extend(misbehave(fault, s)),
+                    // Non-blocking accept so the thread notices `stop`; the pause only
+                    // paces this polling loop, it synchronises nothing.
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        FaultServer { addr, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn misbehave(fault: Fault, mut s: TcpStream) -> Option<TcpStream> {
+    s.set_nonblocking(false).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    if matches!(fault, Fault::Silent) {
+        return Some(s);
+    }
+    let mut buf = [0u8; 4096];
+    let _ = s.read(&mut buf);
+    match fault {
+        Fault::Reset => set_linger_zero(&s),
+        Fault::Garbage => {
+            let _ = s.write_all(b"THIS IS NOT HTTP AT ALL\r\n\r\n");
+        }
+        Fault::Silent => unreachable!(),
+    }
+    None
+}
+
+/// SO_LINGER 0 makes close() send RST instead of FIN.
+fn set_linger_zero(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: a valid socket fd and a correctly sized option value.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+/// A loopback port with nothing listening.
+pub fn refused_url() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    format!("http://{addr}/")
+}
+
+/// Whether an external program or Python module this test needs is present; prints
+/// `SKIPPED: <what> not found` when not, and fails when BARRAGE_REQUIRE_EXTERNAL=1.
+pub fn require(what: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var("BARRAGE_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+        panic!("{what} not found, and BARRAGE_REQUIRE_EXTERNAL=1");
+    }
+    eprintln!("SKIPPED: {what} not found");
+    false
+}
