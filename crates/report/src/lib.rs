@@ -1,0 +1,80 @@
+//! Renderers of barrage results: pure functions of a [`RunSummary`], plus the HdrHistogram
+//! interval log, which streams the intervals of results files.
+//!
+//! - [`text()`]: the human report (requests, durations, corrected and service latency,
+//!   phases, bytes, status codes, errors, steps, the generator's self-check, warnings);
+//! - [`json()`]: the summary as versioned JSON, documented by `schema/summary.schema.json`;
+//! - [`csv()`]: the time series, one row per interval;
+//! - [`write_hdr_log()`] and [`HdrLogWriter`]: HdrHistogram's interval-log format, readable
+//!   by `HistogramLogAnalyzer`, the Java and Python `HistogramLogReader`s and
+//!   [`hdrhistogram::serialization::interval_log::IntervalLogIterator`].
+//!
+//! Renderers never fail and never do I/O; only the interval log, which reads results files
+//! as it goes, returns a [`ReportError`].
+//!
+//! ```
+//! use barrage_metrics::summary::{LatencyStats, RunSummary};
+//!
+//! let mut s = RunSummary { version: 1, mode: "closed".into(), ..Default::default() };
+//! s.urls.push("http://127.0.0.1:8080/".into());
+//! s.requests.total = 1000;
+//! s.requests.ok = 1000;
+//! s.latency.corrected = LatencyStats { count: 1000, p50_us: 1_200, max_us: 9_000, ..Default::default() };
+//! s.latency.service = s.latency.corrected.clone();
+//!
+//! let report = barrage_report::text(&s, false);
+//! assert!(report.contains("closed loop"));
+//! assert!(report.contains("1.20ms"));
+//! let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+//! assert_eq!(json["requests"]["total"], 1000);
+//! assert!(barrage_report::csv(&s).starts_with("second,length_s,"));
+//! ```
+
+mod csv;
+mod hdr;
+mod text;
+
+pub use crate::csv::csv;
+pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
+pub use crate::text::text;
+
+use barrage_metrics::file::FileError;
+use barrage_metrics::RunSummary;
+use hdrhistogram::serialization::interval_log::IntervalLogWriterError;
+use hdrhistogram::serialization::V2DeflateSerializeError;
+
+/// Errors of the renderers that read files or write to an output.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// A results file could not be opened or read.
+    #[error(transparent)]
+    Results(#[from] FileError),
+    /// Writing the output failed.
+    #[error("writing the report: {0}")]
+    Io(#[from] std::io::Error),
+    /// A histogram could not be encoded for the interval log.
+    #[error("encoding a histogram for the interval log: {0}")]
+    Encode(#[from] V2DeflateSerializeError),
+    /// No results file was given.
+    #[error("no results file given: at least one is needed")]
+    NoResults,
+}
+
+impl From<IntervalLogWriterError<V2DeflateSerializeError>> for ReportError {
+    fn from(e: IntervalLogWriterError<V2DeflateSerializeError>) -> Self {
+        match e {
+            IntervalLogWriterError::IoError(e) => ReportError::Io(e),
+            IntervalLogWriterError::SerializeError(e) => ReportError::Encode(e),
+        }
+    }
+}
+
+/// The summary as pretty-printed JSON, ending in a newline: every field of [`RunSummary`], described by
+/// `schema/summary.schema.json` (its `version` is [`barrage_metrics::summary::SUMMARY_VERSION`]).
+pub fn json(s: &RunSummary) -> String {
+    let mut out = serde_json::to_string_pretty(s)
+        .expect("a RunSummary always serialises: its map keys are strings");
+    out.push('\n');
+    out
+}

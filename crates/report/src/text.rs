@@ -1,0 +1,689 @@
+//! The human report: sections of aligned columns, in the spirit of `vegeta report`, with both
+//! latency measures side by side and barrage's check of itself.
+
+use barrage_metrics::sample::Phase;
+use barrage_metrics::summary::{LatencyStats, RunSummary};
+use barrage_metrics::units::{fmt_bytes, fmt_us};
+use std::fmt::Write;
+
+/// Shown under the two latency rows of an open-loop run.
+const LATENCY_NOTE: &str = "corrected latency counts the time a request waited for its turn when the server or barrage \
+fell behind the schedule; service time starts when it was actually sent — a large gap means queueing \
+(coordinated omission) that service time alone would hide.";
+
+/// Shown instead of zeros for a phase that never happened.
+const NOT_MEASURED: &str = "not measured (reused connections / no TLS / IP literal)";
+
+/// Renders the report. `color` adds ANSI colour to warnings and errors only; the caller
+/// decides it (from `NO_COLOR` and whether the output is a terminal).
+///
+/// Sections, each present only when it has something to say: header, requests, duration,
+/// latency (corrected and service rows in open loop, with a line on the difference), latency by
+/// status class, phases, bytes, status codes, errors, steps, generator, warnings.
+pub fn text(s: &RunSummary, color: bool) -> String {
+    let paint = Paint { on: color };
+    let sections = [
+        header(s),
+        requests(s),
+        duration(s),
+        latency(s),
+        latency_by_class(s),
+        phases(s),
+        bytes(s),
+        status_codes(s),
+        errors(s, paint),
+        steps(s),
+        generator(s),
+        warnings(s, paint),
+    ];
+    let mut out = String::new();
+    for section in sections.iter().filter(|t| !t.is_empty()) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(section);
+    }
+    out
+}
+
+/// ANSI colours, or none.
+#[derive(Clone, Copy)]
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn red(self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+
+    fn yellow(self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+
+    fn wrap(self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Align {
+    Left,
+    Right,
+}
+
+use Align::{Left, Right};
+
+/// Rows of cells rendered in aligned columns, two spaces apart.
+struct Table {
+    align: Vec<Align>,
+    rows: Vec<Row>,
+}
+
+struct Row {
+    cells: Vec<String>,
+    /// The second cell is free text running past the columns (not counted in their widths).
+    note: bool,
+    red: bool,
+}
+
+impl Table {
+    fn new(align: &[Align]) -> Self {
+        Table {
+            align: align.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Row {
+        self.rows.push(Row {
+            cells: cells.into_iter().map(Into::into).collect(),
+            note: false,
+            red: false,
+        });
+        self.rows.last_mut().expect("just pushed")
+    }
+
+    fn note(&mut self, first: &str, text: &str) {
+        self.rows.push(Row {
+            cells: vec![first.into(), text.into()],
+            note: true,
+            red: false,
+        });
+    }
+
+    fn render(&self, paint: Paint) -> String {
+        let mut widths = vec![0; self.align.len()];
+        for row in &self.rows {
+            let counted = if row.note {
+                &row.cells[..1]
+            } else {
+                &row.cells[..]
+            };
+            for (w, cell) in widths.iter_mut().zip(counted) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for row in &self.rows {
+            let mut line = String::new();
+            for (k, cell) in row.cells.iter().enumerate() {
+                if k > 0 {
+                    line.push_str("  ");
+                }
+                if row.note && k > 0 {
+                    line.push_str(cell);
+                } else {
+                    pad(&mut line, cell, widths[k], self.align[k]);
+                }
+            }
+            let line = line.trim_end();
+            if row.red {
+                out.push_str(&paint.red(line));
+            } else {
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn pad(out: &mut String, cell: &str, width: usize, align: Align) {
+    let fill = " ".repeat(width.saturating_sub(cell.chars().count()));
+    match align {
+        Left => {
+            out.push_str(cell);
+            out.push_str(&fill);
+        }
+        Right => {
+            out.push_str(&fill);
+            out.push_str(cell);
+        }
+    }
+}
+
+fn us(v: u64) -> String {
+    fmt_us(v as f64)
+}
+
+fn secs(s: f64) -> String {
+    fmt_us(s * 1e6)
+}
+
+fn rate(per_sec: f64) -> String {
+    format!("{per_sec:.2}/s")
+}
+
+fn percent(ratio: f64) -> String {
+    format!("{:.2}%", ratio * 100.0)
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn is_open(s: &RunSummary) -> bool {
+    s.mode == "open"
+}
+
+fn header(s: &RunSummary) -> String {
+    let loop_kind = if is_open(s) {
+        "open loop"
+    } else {
+        "closed loop"
+    };
+    let labels: Vec<&str> = s.steps.iter().map(|st| st.label.as_str()).collect();
+    let mut out = match labels.len() {
+        0 => format!("barrage run: {loop_kind}\n"),
+        1 => format!("barrage run: {loop_kind}, {}\n", labels[0]),
+        n => format!(
+            "barrage run: {loop_kind}, {n} steps: {}\n",
+            labels.join(", ")
+        ),
+    };
+    let mut t = Table::new(&[Left, Left]);
+    if s.started_unix_ms > 0 {
+        t.row(["  started".to_string(), utc(s.started_unix_ms)]);
+    }
+    let url_label = if s.urls.len() > 1 { "  urls" } else { "  url" };
+    for (k, url) in s.urls.iter().enumerate() {
+        t.row([if k == 0 { url_label } else { "" }, url.as_str()]);
+    }
+    // Hosts and files only matter when several runs were merged.
+    if s.files.len() > 1 || s.hosts.len() > 1 {
+        t.row(["  hosts".to_string(), s.hosts.join(", ")]);
+        t.row(["  files".to_string(), s.files.join(", ")]);
+    }
+    if s.interrupted {
+        t.row([
+            "  stopped",
+            "early by Ctrl-C: the figures cover the run until then",
+        ]);
+    }
+    out.push_str(&t.render(Paint { on: false }));
+    out
+}
+
+fn requests(s: &RunSummary) -> String {
+    let r = &s.requests;
+    let mut t = Table::new(&[Left, Right, Left, Right]);
+    t.row(["Requests", "", "", ""]);
+    let pairs = [
+        (
+            "total",
+            r.total.to_string(),
+            "offered rate",
+            rate(s.rate_per_sec),
+        ),
+        (
+            "sent",
+            r.sent.to_string(),
+            "throughput",
+            rate(s.throughput_per_sec),
+        ),
+        ("ok", r.ok.to_string(), "success", percent(s.success_ratio)),
+        (
+            "4xx/5xx",
+            r.http_errors.to_string(),
+            "late",
+            r.late.to_string(),
+        ),
+        (
+            "errors",
+            r.errors.to_string(),
+            "unfinished",
+            r.unfinished.to_string(),
+        ),
+    ];
+    for (a, x, b, y) in pairs {
+        t.row([format!("  {a}"), x, format!("  {b}"), y]);
+    }
+    t.row([
+        "".to_string(),
+        String::new(),
+        "  connections".into(),
+        r.connections.to_string(),
+    ]);
+    t.render(Paint { on: false })
+}
+
+fn duration(s: &RunSummary) -> String {
+    let d = &s.duration;
+    let mut t = Table::new(&[Left, Right, Right, Right]);
+    t.row(["Duration", "total", "attack", "wait"]);
+    t.row([
+        String::new(),
+        secs(d.total_s),
+        secs(d.attack_s),
+        secs(d.wait_s),
+    ]);
+    t.render(Paint { on: false })
+}
+
+const QUANTILE_HEADS: [&str; 9] = [
+    "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max",
+];
+
+fn latency_cells(label: &str, l: &LatencyStats) -> Vec<String> {
+    let mut cells = vec![label.to_string(), us(l.min_us), fmt_us(l.mean_us)];
+    cells.extend([l.p50_us, l.p90_us, l.p95_us, l.p99_us, l.p999_us, l.max_us].map(us));
+    cells
+}
+
+fn latency(s: &RunSummary) -> String {
+    let l = &s.latency;
+    let mut align = vec![Right; QUANTILE_HEADS.len()];
+    align[0] = Left;
+    let mut t = Table::new(&align);
+    let mut heads = QUANTILE_HEADS.map(String::from);
+    heads[0] = "Latency".into();
+    t.row(heads);
+    if l.corrected.count == 0 && l.service.count == 0 {
+        t.note("  no request finished", "");
+        return t.render(Paint { on: false });
+    }
+    if is_open(s) {
+        t.row(latency_cells(
+            "  corrected (from intended start)",
+            &l.corrected,
+        ));
+        t.row(latency_cells("  service (from actual send)", &l.service));
+        let mut out = t.render(Paint { on: false });
+        writeln!(out, "  {LATENCY_NOTE}").expect("writing to a String cannot fail");
+        out
+    } else {
+        // Without a schedule both measures are the same: one row.
+        t.row(latency_cells("  from send to response", &l.service));
+        t.render(Paint { on: false })
+    }
+}
+
+fn latency_by_class(s: &RunSummary) -> String {
+    if s.latency_by_class.len() < 2 {
+        return String::new();
+    }
+    let mut t = Table::new(&[Left, Right, Right, Right]);
+    t.row(["Latency by status class", "count", "p50", "p99"]);
+    for (class, l) in &s.latency_by_class {
+        t.row([
+            format!("  {class}"),
+            l.count.to_string(),
+            us(l.p50_us),
+            us(l.p99_us),
+        ]);
+    }
+    t.render(Paint { on: false })
+}
+
+fn phases(s: &RunSummary) -> String {
+    if s.phases.is_empty() {
+        return String::new();
+    }
+    // In the order a request goes through them, then any name this build does not know.
+    let known: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+    let mut names: Vec<&str> = known
+        .iter()
+        .copied()
+        .filter(|n| s.phases.contains_key(*n))
+        .collect();
+    names.extend(
+        s.phases
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !known.contains(n)),
+    );
+    let mut t = Table::new(&[Left, Right, Right, Right, Right]);
+    t.row(["Phases", "count", "mean", "p50", "p99"]);
+    for name in names {
+        let p = &s.phases[name];
+        let label = format!("  {name}");
+        if p.count == 0 {
+            t.note(&label, NOT_MEASURED);
+        } else {
+            t.row([
+                label,
+                p.count.to_string(),
+                fmt_us(p.mean_us),
+                us(p.p50_us),
+                us(p.p99_us),
+            ]);
+        }
+    }
+    t.render(Paint { on: false })
+}
+
+fn bytes(s: &RunSummary) -> String {
+    let b = &s.bytes;
+    let mut t = Table::new(&[Left, Right, Right, Right]);
+    t.row(["Bytes", "total", "mean/request", "per second"]);
+    t.row([
+        "  in".into(),
+        fmt_bytes(b.in_total as f64),
+        fmt_bytes(b.in_mean),
+        format!("{}/s", fmt_bytes(b.in_per_sec)),
+    ]);
+    t.row([
+        "  out".into(),
+        fmt_bytes(b.out_total as f64),
+        fmt_bytes(b.out_mean),
+        format!("{}/s", fmt_bytes(b.out_per_sec)),
+    ]);
+    t.render(Paint { on: false })
+}
+
+fn status_codes(s: &RunSummary) -> String {
+    if s.status_codes.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[Left, Right, Right]);
+    t.row(["Status codes", "count", "share"]);
+    for (code, n) in &s.status_codes {
+        let code = if code == "0" { "other" } else { code.as_str() };
+        t.row([
+            format!("  {code}"),
+            n.to_string(),
+            percent(ratio(*n, s.requests.total)),
+        ]);
+    }
+    t.render(Paint { on: false })
+}
+
+fn errors(s: &RunSummary, paint: Paint) -> String {
+    if s.errors.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[Left, Right, Left]);
+    t.row(["Errors", "count", "example"]);
+    for e in &s.errors {
+        t.row([
+            format!("  {}", e.kind),
+            e.count.to_string(),
+            e.example.clone(),
+        ])
+        .red = true;
+    }
+    t.render(paint)
+}
+
+fn steps(s: &RunSummary) -> String {
+    if s.steps.len() < 2 {
+        return String::new();
+    }
+    let mut align = vec![Right; 8];
+    align[0] = Left;
+    let mut t = Table::new(&align);
+    t.row([
+        "Steps",
+        "duration",
+        "requests",
+        "rate",
+        "throughput",
+        "success",
+        "p50",
+        "p99",
+    ]);
+    for st in &s.steps {
+        t.row([
+            format!("  {}", st.label),
+            secs(st.duration_s),
+            st.requests.to_string(),
+            rate(st.rate_per_sec),
+            rate(st.throughput_per_sec),
+            percent(ratio(st.ok, st.requests)),
+            us(st.latency.corrected.p50_us),
+            us(st.latency.corrected.p99_us),
+        ]);
+    }
+    let mut out = t.render(Paint { on: false });
+    out.push_str("  (p50 and p99 are corrected latency)\n");
+    out
+}
+
+fn generator(s: &RunSummary) -> String {
+    let g = &s.generator;
+    let mut t = Table::new(&[Left, Left]);
+    t.row(["Generator", ""]);
+    let threads = if g.threads == 1 {
+        "1 thread".to_string()
+    } else {
+        format!("{} threads", g.threads)
+    };
+    t.row([
+        "  cpu".to_string(),
+        format!(
+            "{:.1}% of one core, over {threads} (at most {}%)",
+            g.cpu_percent,
+            u64::from(g.threads) * 100
+        ),
+    ]);
+    if is_open(s) {
+        t.row(["  schedule lag p99".to_string(), us(g.lag_p99_us)]);
+    }
+    let bound = if g.bound_reached {
+        "reached"
+    } else {
+        "not reached"
+    };
+    t.row(["  in-flight bound", bound]);
+    t.render(Paint { on: false })
+}
+
+fn warnings(s: &RunSummary, paint: Paint) -> String {
+    let mut out = String::new();
+    for w in &s.warnings {
+        out.push_str(&paint.yellow(&format!("warning: {w}")));
+        out.push('\n');
+    }
+    out
+}
+
+/// `ms` since the Unix epoch as `YYYY-MM-DD hh:mm:ss UTC`.
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), for days >= 0.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_metrics::summary::{ErrorStat, PhaseStats, StepSummary};
+
+    fn summary(mode: &str) -> RunSummary {
+        let lat = |p50| LatencyStats {
+            count: 10,
+            min_us: 100,
+            mean_us: 900.0,
+            p50_us: p50,
+            max_us: 9_000,
+            ..Default::default()
+        };
+        let mut s = RunSummary {
+            version: 1,
+            mode: mode.into(),
+            ..Default::default()
+        };
+        s.urls = vec!["http://a.test/".into()];
+        s.requests.total = 10;
+        s.latency.corrected = lat(2_000);
+        s.latency.service = lat(1_000);
+        s.phases.insert("dns".into(), PhaseStats::default());
+        s.phases.insert(
+            "wait".into(),
+            PhaseStats {
+                count: 10,
+                mean_us: 500.0,
+                p50_us: 400,
+                p99_us: 900,
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn open_loop_shows_both_latencies_and_one_note() {
+        let t = text(&summary("open"), false);
+        assert!(t.contains("open loop"));
+        assert_eq!(
+            t.matches("corrected (from intended start)").count(),
+            1,
+            "{t}"
+        );
+        assert_eq!(t.matches("service (from actual send)").count(), 1, "{t}");
+        assert_eq!(
+            t.lines()
+                .filter(|l| l.contains("coordinated omission"))
+                .count(),
+            1
+        );
+        assert!(t.contains("schedule lag p99"));
+    }
+
+    #[test]
+    fn closed_loop_shows_one_latency_row_without_note() {
+        let t = text(&summary("closed"), false);
+        assert!(t.contains("closed loop"));
+        assert!(!t.contains("corrected (from intended start)"), "{t}");
+        assert!(!t.contains("coordinated omission"));
+        assert!(!t.contains("schedule lag"));
+        let row = t
+            .lines()
+            .find(|l| l.contains("from send to response"))
+            .unwrap();
+        assert!(row.contains("1.00ms"), "the service figures: {row}");
+    }
+
+    #[test]
+    fn unmeasured_phase_is_not_zero() {
+        let t = text(&summary("open"), false);
+        let dns = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("dns"))
+            .unwrap();
+        assert!(dns.contains(NOT_MEASURED), "{dns}");
+        // Phases in request order, not alphabetical.
+        assert!(t.find("\n  dns ").unwrap() < t.find("\n  wait ").unwrap());
+    }
+
+    #[test]
+    fn columns_line_up() {
+        let t = text(&summary("open"), false);
+        let lines: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.starts_with("Latency"))
+            .take(3)
+            .collect();
+        let end = |l: &str| l.chars().count();
+        assert_eq!(end(lines[0]), end(lines[1]), "{lines:#?}");
+        assert_eq!(end(lines[1]), end(lines[2]), "{lines:#?}");
+    }
+
+    #[test]
+    fn colour_only_on_warnings_and_errors() {
+        let mut s = summary("open");
+        assert!(!text(&s, true).contains('\x1b'));
+        s.warnings.push("careful".into());
+        s.errors.push(ErrorStat {
+            kind: "reset".into(),
+            count: 2,
+            example: "connection reset".into(),
+        });
+        assert!(!text(&s, false).contains('\x1b'));
+        let t = text(&s, true);
+        for line in t.lines().filter(|l| l.contains('\x1b')) {
+            assert!(
+                line.contains("warning: careful") || line.contains("reset"),
+                "{line}"
+            );
+        }
+        assert_eq!(t.lines().filter(|l| l.contains('\x1b')).count(), 2, "{t}");
+    }
+
+    #[test]
+    fn optional_sections() {
+        let mut s = summary("open");
+        let t = text(&s, false);
+        assert!(
+            !t.contains("Steps") && !t.contains("Latency by status class") && !t.contains("Errors")
+        );
+        assert!(!t.contains("hosts"), "hosts only when merged");
+        s.steps = vec![
+            StepSummary {
+                label: "10/s".into(),
+                ..Default::default()
+            };
+            2
+        ];
+        s.latency_by_class
+            .insert("2xx".into(), LatencyStats::default());
+        s.latency_by_class
+            .insert("5xx".into(), LatencyStats::default());
+        s.files = vec!["a.brg".into(), "b.brg".into()];
+        s.hosts = vec!["a".into(), "b".into()];
+        let t = text(&s, false);
+        assert!(t.contains("Steps") && t.contains("Latency by status class"));
+        assert!(t.contains("a.brg, b.brg") && t.contains("  hosts"));
+    }
+
+    #[test]
+    fn empty_run() {
+        let t = text(&RunSummary::default(), false);
+        assert!(t.contains("no request finished"), "{t}");
+    }
+
+    #[test]
+    fn utc_dates() {
+        for (ms, want) in [
+            (0, "1970-01-01 00:00:00 UTC"),
+            (951_782_400_000, "2000-02-29 00:00:00 UTC"),
+            (1_714_564_800_000, "2024-05-01 12:00:00 UTC"),
+            (4_102_444_799_999, "2099-12-31 23:59:59 UTC"),
+        ] {
+            assert_eq!(utc(ms), want);
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! The renderers on a fixed run: golden files (regenerate with `UPDATE_GOLDEN=1`), the JSON
+//! Schema, and the HdrHistogram interval log read back.
+//!
+//! The run is built deterministically: a results file written with `ResultsWriter` (frozen
+//! start time, host "golden", samples from fixed formulas), then `summarize`d, as `barrage
+//! report` would.
+
+use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::summary::summarize;
+use barrage_metrics::{ErrorKind, Outcome, Recorder, RunSummary, Sample};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::Histogram;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const START_MS: u64 = 1_714_564_800_000; // 2024-05-01 12:00:00 UTC
+const INTERVALS: u64 = 4;
+
+/// The samples of interval `i` (1 s each): two steps, 50/s then 100/s; in the last second the
+/// sends fall behind the schedule (lag grows), so corrected and service latency part ways.
+fn interval(i: u64) -> IntervalRecord {
+    let step = (i / 2) as u32;
+    let n: u64 = if step == 0 { 50 } else { 100 };
+    let mut r = Recorder::new();
+    for k in 0..n {
+        let intended_us = i * 1_000_000 + k * (1_000_000 / n);
+        let lag_us = match i {
+            0 | 1 => 50,
+            2 => 200,
+            _ => k * 150,
+        };
+        let mut service_us = 800 + (k * 37 % 50) * 100;
+        if k % 25 == 24 {
+            service_us = 45_000;
+        }
+        let outcome = if i == 3 && k == 50 {
+            Outcome::Error(ErrorKind::RequestTimeout)
+        } else if k % 97 == 96 {
+            Outcome::Error(ErrorKind::Reset)
+        } else if k % 40 == 39 {
+            Outcome::Status(503)
+        } else if i == 1 && k == 10 {
+            Outcome::Status(404)
+        } else {
+            Outcome::Status(200)
+        };
+        let failed = matches!(outcome, Outcome::Error(_));
+        let new_connection = k < 2 && (i == 0 || i == 2);
+        let us = Duration::from_micros;
+        let send = 20 + k % 5;
+        let phases = [
+            None,
+            new_connection.then(|| us(300)),
+            None,
+            Some(us(send)),
+            (!failed).then(|| us(service_us - 100 - send)),
+            (!failed).then(|| us(100)),
+        ];
+        r.record_sent();
+        if new_connection {
+            r.record_connection();
+        }
+        if let Outcome::Error(kind) = outcome {
+            let message = match kind {
+                ErrorKind::Reset => "connection reset by peer",
+                _ => "no response within 5s",
+            };
+            r.set_example(kind, message.into());
+        }
+        r.record(&Sample {
+            intended: us(intended_us),
+            started: us(intended_us + lag_us),
+            ended: us(intended_us + lag_us + service_us),
+            phases,
+            outcome,
+            bytes_in: if failed { 0 } else { 512 + (k % 3) * 100 },
+            bytes_out: 120,
+            late: lag_us > 10_000,
+        });
+    }
+    if i == INTERVALS - 1 {
+        // Two requests still in flight when the wait limit ended the run.
+        r.record_sent();
+        r.record_sent();
+    }
+    IntervalRecord {
+        index: i as u32,
+        start_unix_ms: START_MS + i * 1000,
+        length_ms: 1000,
+        step,
+        recorder: r,
+    }
+}
+
+fn write_results(path: &Path) {
+    let header = RunHeader {
+        barrage_version: "golden".into(),
+        started_unix_ms: START_MS,
+        host: "golden".into(),
+        mode: Mode::Open,
+        urls: vec![
+            "http://golden.test/api".into(),
+            "http://golden.test/static/logo.png".into(),
+        ],
+        // Keys in sorted order, so the JSON is the same whether serde_json preserves order or not.
+        settings_json: r#"{"duration":"4s","max_in_flight":64,"rate":"50/s,100/s","step":"2s"}"#
+            .into(),
+        steps: vec![
+            StepInfo {
+                label: "50/s".into(),
+                start_ms: 0,
+            },
+            StepInfo {
+                label: "100/s".into(),
+                start_ms: 2000,
+            },
+        ],
+        threads: 2,
+        insecure: false,
+    };
+    let mut w = ResultsWriter::create(path, &header).unwrap();
+    for i in 0..INTERVALS {
+        w.write_interval(&interval(i)).unwrap();
+    }
+    w.finish(&RunFooter {
+        ended_unix_ms: START_MS + 4_100,
+        attack_us: 4_000_000,
+        wait_us: 100_000,
+        cpu_user_us: 300_000,
+        cpu_system_us: 100_000,
+        interrupted: false,
+        bound_reached: true,
+    })
+    .unwrap();
+}
+
+/// The fixed run: its results file (in a temp dir kept alive by the first value) and summary,
+/// with the temp path replaced so renderings do not depend on it.
+fn fixture() -> (tempfile::TempDir, PathBuf, RunSummary) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("golden.brg");
+    write_results(&path);
+    let mut s = summarize(std::slice::from_ref(&path)).unwrap();
+    assert_eq!(s.files, vec![path.display().to_string()]);
+    s.files = vec!["golden.brg".into()];
+    (dir, path, s)
+}
+
+/// Compares `actual` with `tests/golden/<name>`, or rewrites it when `UPDATE_GOLDEN=1`.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b);
+        panic!(
+            "{} differs from the rendering (first differing line: {line:?}); if the change is intended, \
+             run with UPDATE_GOLDEN=1\n--- actual ---\n{actual}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn golden_text() {
+    let (_dir, _, s) = fixture();
+    golden("report.txt", &barrage_report::text(&s, false));
+}
+
+#[test]
+fn golden_json() {
+    let (_dir, _, s) = fixture();
+    let json = barrage_report::json(&s);
+    golden("summary.json", &json);
+    // It reads back into the summary (floats may move by an ulp: serde_json's default parser
+    // is not exactly round-trip).
+    let back: RunSummary = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (&back.requests, &back.intervals, &back.status_codes),
+        (&s.requests, &s.intervals, &s.status_codes)
+    );
+}
+
+#[test]
+fn golden_csv() {
+    let (_dir, _, s) = fixture();
+    let csv = barrage_report::csv(&s);
+    golden("intervals.csv", &csv);
+    assert_eq!(csv.lines().count() as u64, INTERVALS + 1);
+}
+
+#[test]
+fn fixture_exercises_the_report() {
+    let (_dir, _, s) = fixture();
+    assert_eq!(s.steps.len(), 2);
+    assert!(s.latency_by_class.len() > 1);
+    assert!(s.phases.values().any(|p| p.count == 0));
+    assert!(s.requests.unfinished > 0 && s.requests.late > 0);
+    assert!(s.latency.corrected.p99_us > s.latency.service.p99_us);
+    assert!(s.warnings.len() >= 2, "{:?}", s.warnings);
+}
+
+fn schema() -> serde_json::Value {
+    let text = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/summary.schema.json"
+    ));
+    serde_json::from_str(text).expect("the schema is JSON")
+}
+
+#[test]
+fn json_matches_schema() {
+    let schema = schema();
+    jsonschema::meta::validate(&schema).expect("the schema is a valid JSON Schema");
+    let validator = jsonschema::draft202012::new(&schema).expect("the schema compiles");
+    let (_dir, _, s) = fixture();
+    let instance: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    // The summary of a run that finished no request is valid too.
+    let path = _dir.path().join("empty.brg");
+    let header = RunHeader {
+        barrage_version: "golden".into(),
+        started_unix_ms: START_MS,
+        host: "golden".into(),
+        mode: Mode::Closed,
+        urls: vec![],
+        settings_json: "not json".into(),
+        steps: vec![],
+        threads: 1,
+        insecure: true,
+    };
+    ResultsWriter::create(&path, &header)
+        .unwrap()
+        .finish(&RunFooter::default())
+        .unwrap();
+    let empty = summarize(&[path]).unwrap();
+    assert_eq!(empty.requests.total, 0);
+    let instance: serde_json::Value = serde_json::from_str(&barrage_report::json(&empty)).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn schema_rejects_what_it_should() {
+    let validator = jsonschema::draft202012::new(&schema()).unwrap();
+    let (_dir, _, s) = fixture();
+    let good: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    type Mutation = (&'static str, fn(&mut serde_json::Value));
+    let mutations: [Mutation; 5] = [
+        ("another version", |v| v["version"] = 2.into()),
+        ("an unknown field", |v| v["requests"]["extra"] = 1.into()),
+        ("a missing field", |v| {
+            v["latency"]["corrected"]
+                .as_object_mut()
+                .unwrap()
+                .remove("p99_us");
+        }),
+        ("a negative count", |v| v["requests"]["total"] = (-1).into()),
+        ("an unknown mode", |v| v["mode"] = "sideways".into()),
+    ];
+    for (what, mutate) in mutations {
+        let mut bad = good.clone();
+        mutate(&mut bad);
+        assert!(!validator.is_valid(&bad), "the schema accepts {what}");
+    }
+}
+
+/// Every property the schema declares has a description, and every object is closed.
+#[test]
+fn schema_documents_every_field() {
+    fn walk(node: &serde_json::Value, at: &str, problems: &mut Vec<String>) {
+        let Some(obj) = node.as_object() else { return };
+        if obj.get("type").and_then(|t| t.as_str()) == Some("object")
+            && !obj.contains_key("additionalProperties")
+        {
+            problems.push(format!("{at}: object without additionalProperties"));
+        }
+        if let Some(props) = obj.get("properties").and_then(|p| p.as_object()) {
+            let required: Vec<&str> = obj
+                .get("required")
+                .and_then(|r| r.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str())
+                .collect();
+            for (name, prop) in props {
+                let has_description = prop
+                    .get("description")
+                    .is_some_and(|d| d.as_str().is_some_and(|d| !d.is_empty()));
+                if !has_description {
+                    problems.push(format!("{at}.{name}: no description"));
+                }
+                if !required.contains(&name.as_str()) {
+                    problems.push(format!(
+                        "{at}.{name}: not required (serde always writes it)"
+                    ));
+                }
+            }
+        }
+        for (key, child) in obj {
+            walk(child, &format!("{at}/{key}"), problems);
+        }
+    }
+    let mut problems = Vec::new();
+    walk(&schema(), "#", &mut problems);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// Standard base64 (with padding), enough to read the histograms of an interval log back.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut out = Vec::new();
+    for chunk in text.trim_end_matches('=').as_bytes().chunks(4) {
+        let bits = chunk.iter().enumerate().fold(0u32, |acc, (k, &c)| {
+            acc | u32::from(value(c)) << (18 - 6 * k)
+        });
+        let bytes = bits.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}
+
+#[test]
+fn hdr_log_reads_back() {
+    let (_dir, path, _) = fixture();
+    let mut log = Vec::new();
+    barrage_report::write_hdr_log(&[path], &mut log).unwrap();
+    let text = String::from_utf8(log.clone()).unwrap();
+    assert!(text.contains("#[MaxValueDivisor: 1000.000]"), "{text}");
+
+    let mut start = None;
+    let mut corrected = Vec::new();
+    let mut service = Vec::new();
+    for entry in IntervalLogIterator::new(&log) {
+        match entry.expect("the log parses") {
+            LogEntry::StartTime(t) => start = Some(t),
+            LogEntry::BaseTime(_) => panic!("no BaseTime is written"),
+            LogEntry::Interval(h) => {
+                let hist: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+                    .deserialize(&mut &base64_decode(h.encoded_histogram())[..])
+                    .expect("the histogram decodes");
+                assert!(
+                    (h.max() - hist.max() as f64 / 1000.0).abs() < 0.001,
+                    "max in ms"
+                );
+                let row = (h.start_timestamp(), h.duration(), hist);
+                match h.tag().map(|t| t.as_str()) {
+                    None => corrected.push(row),
+                    Some(barrage_report::SERVICE_TAG) => service.push(row),
+                    Some(other) => panic!("unexpected tag {other}"),
+                }
+            }
+        }
+    }
+    assert_eq!(start, Some(Duration::from_millis(START_MS)));
+    assert_eq!(corrected.len() as u64, INTERVALS);
+    assert_eq!(service.len() as u64, INTERVALS);
+    for i in 0..INTERVALS {
+        let want = interval(i).recorder;
+        for (rows, hist) in [(&corrected, &want.corrected), (&service, &want.service)] {
+            let (at, length, got) = &rows[i as usize];
+            assert_eq!(*at, Duration::from_secs(i));
+            assert_eq!(*length, Duration::from_secs(1));
+            assert_eq!(got.len(), hist.len());
+            assert_eq!(
+                got, hist,
+                "interval {i}: the same histogram, value for value"
+            );
+        }
+    }
+}
+
+#[test]
+fn hdr_log_merges_files_like_summarize() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.brg"), dir.path().join("b.brg"));
+    write_results(&a);
+    write_results(&b);
+    let mut log = Vec::new();
+    barrage_report::write_hdr_log(&[a.clone(), b.clone()], &mut log).unwrap();
+    let total: u64 = IntervalLogIterator::new(&log)
+        .filter_map(|e| match e.unwrap() {
+            LogEntry::Interval(h) if h.tag().is_none() => Some(h),
+            _ => None,
+        })
+        .map(|h| {
+            let hist: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+                .deserialize(&mut &base64_decode(h.encoded_histogram())[..])
+                .unwrap();
+            hist.len()
+        })
+        .sum();
+    let s = summarize(&[a, b]).unwrap();
+    assert_eq!(total, s.latency.corrected.count);
+    assert_eq!(total, 2 * 300);
+}
