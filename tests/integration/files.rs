@@ -66,7 +66,12 @@ fn a_file_cut_mid_record_reads_back_with_a_warning() {
     std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 40).unwrap();
     let s = summarize(std::slice::from_ref(&path)).unwrap();
     assert!(s.warnings.iter().any(|w| w.contains("cut off")), "{:?}", s.warnings);
-    assert!(s.requests.total > 0 && s.requests.total < whole.requests.total, "{} of {}", s.requests.total, whole.requests.total);
+    assert!(
+        s.requests.total > 0 && s.requests.total < whole.requests.total,
+        "{} of {}",
+        s.requests.total,
+        whole.requests.total
+    );
     // The CLI says the same and still renders.
     let out = barrage().args(["report", path.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -104,14 +109,6 @@ fn intervals_in(path: &Path) -> usize {
 
 #[test]
 fn hdr_log_reads_back_with_python_hdrhistogram() {
-    let python_has_hdrh = std::process::Command::new("python3")
-        .args(["-c", "import hdrh"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require("python3 module hdrh (pip install hdrhistogram)", python_has_hdrh) {
-        return;
-    }
     let o = origin(ServeConfig::default());
     let dir = tempfile::tempdir().unwrap();
     let mut p = plan(&o.url(), open(300.0));
@@ -120,9 +117,56 @@ fn hdr_log_reads_back_with_python_hdrhistogram() {
     let log = dir.path().join("h.hlog");
     let out = barrage().args(["report", "--format", "hdr-log", path.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success());
+    read_back_with_python(&out.stdout, &log, &s);
+}
+
+#[test]
+fn run_writes_the_hdr_log_as_it_goes() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (log, brg) = (dir.path().join("run.hlog"), dir.path().join("run.brg"));
+    let out = barrage()
+        .args([
+            "run",
+            "--rate",
+            "200",
+            "-d",
+            "2s",
+            "--hdr-log",
+            log.to_str().unwrap(),
+            "-o",
+            brg.to_str().unwrap(),
+            &o.url(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_report = barrage().args(["report", "--format", "hdr-log", brg.to_str().unwrap()]).output().unwrap();
+    let data_lines = |t: &str| {
+        t.lines().filter(|l| !l.starts_with('#') && !l.starts_with('"')).map(str::to_string).collect::<Vec<_>>()
+    };
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(data_lines(&written), data_lines(&String::from_utf8_lossy(&from_report.stdout)));
+    assert!(data_lines(&written).len() >= 4, "{written}");
+}
+
+fn read_back_with_python(log_bytes: &[u8], log: &Path, s: &barrage_metrics::RunSummary) {
+    let python_has_hdrh = std::process::Command::new("python3")
+        .args(["-c", "import hdrh"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require("python3 module hdrh (pip install hdrhistogram)", python_has_hdrh) {
+        return;
+    }
     // The Python reader does not filter tags: give it the untagged (corrected) intervals.
-    let untagged: String = String::from_utf8(out.stdout).unwrap().lines().filter(|l| !l.starts_with("Tag=")).map(|l| format!("{l}\n")).collect();
-    std::fs::write(&log, untagged).unwrap();
+    let untagged: String = String::from_utf8(log_bytes.to_vec())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("Tag="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(log, untagged).unwrap();
     let script = r#"
 import sys
 from hdrh.histogram import HdrHistogram

@@ -13,13 +13,19 @@ use std::time::Duration;
 
 /// The built-in origin with `config`, on a free loopback port.
 pub fn origin(config: ServeConfig) -> RunningServer {
-    RunningServer::start(ServeConfig { listen: "127.0.0.1:0".parse().unwrap(), threads: 1, ..config }).expect("origin starts")
+    RunningServer::start(ServeConfig { listen: "127.0.0.1:0".parse().unwrap(), threads: 1, ..config })
+        .expect("origin starts")
 }
 
 /// A plan with one GET target and sensible test bounds.
 pub fn plan(url: &str, load: Load) -> Plan {
     Plan {
-        targets: vec![Target { method: http::Method::GET, url: url.parse().unwrap(), headers: Default::default(), body: Default::default() }],
+        targets: vec![Target {
+            method: http::Method::GET,
+            url: url.parse().unwrap(),
+            headers: Default::default(),
+            body: Default::default(),
+        }],
         load,
         duration: None,
         requests: None,

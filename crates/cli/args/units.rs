@@ -116,7 +116,8 @@ impl FromStr for Resolve {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || format!("invalid --resolve '{s}': expected host:port:address, e.g. example.com:443:127.0.0.1");
         let mut parts = s.splitn(3, ':');
-        let (host, port, addr) = (parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?);
+        let (host, port, addr) =
+            (parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?);
         let port: u16 = port.parse().map_err(|_| bad())?;
         let ip: std::net::IpAddr = addr.trim_start_matches('[').trim_end_matches(']').parse().map_err(|_| bad())?;
         if host.is_empty() {

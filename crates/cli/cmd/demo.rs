@@ -9,7 +9,8 @@ use std::time::Duration;
 
 /// Runs the demo and prints both reports.
 pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
-    let server = RunningServer::start(ServeConfig { threads: 1, name: Some("demo-origin".into()), ..ServeConfig::default() })?;
+    let server =
+        RunningServer::start(ServeConfig { threads: 1, name: Some("demo-origin".into()), ..ServeConfig::default() })?;
     let url = format!("{}/bytes/1k", server.url());
     let rate = match a.rate {
         RateSpec::Constant(r) => Pacer::Constant { rate: r },
@@ -17,10 +18,13 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
     };
     println!("barrage demo: origin on {} (1 thread); each run lasts {:?}\n", server.url(), a.duration.0);
     let open = Load::Open { pacer: rate, max_in_flight: 256 };
-    println!("== 1/2 open loop: {} against {url}\n", Pacer::step_labels(match &open {
-        Load::Open { pacer, .. } => pacer,
-        Load::Closed { .. } => unreachable!(),
-    })[0]);
+    println!(
+        "== 1/2 open loop: {} against {url}\n",
+        Pacer::step_labels(match &open {
+            Load::Open { pacer, .. } => pacer,
+            Load::Closed { .. } => unreachable!(),
+        })[0]
+    );
     super::run::execute(plan(&url, open, a.duration.0)?, "{\"demo\":\"open\"}".into(), None, Format::Text, None)?;
     println!("\n== 2/2 closed loop: {} workers against {url}\n", a.concurrency);
     let closed = Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO };
@@ -32,7 +36,12 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
 
 fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
     Ok(Plan {
-        targets: vec![Target { method: http::Method::GET, url: url.parse()?, headers: Default::default(), body: Default::default() }],
+        targets: vec![Target {
+            method: http::Method::GET,
+            url: url.parse()?,
+            headers: Default::default(),
+            body: Default::default(),
+        }],
         load,
         duration: Some(duration),
         requests: None,

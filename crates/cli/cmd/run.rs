@@ -27,7 +27,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Runs a plan with the results in `output` (or a temporary file), then renders it.
-pub fn execute(plan: Plan, settings_json: String, output: Option<PathBuf>, format: Format, hdr_log: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn execute(
+    plan: Plan,
+    settings_json: String,
+    output: Option<PathBuf>,
+    format: Format,
+    hdr_log: Option<PathBuf>,
+) -> anyhow::Result<()> {
     if format == Format::HdrLog {
         bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
@@ -45,14 +51,62 @@ pub fn execute(plan: Plan, settings_json: String, output: Option<PathBuf>, forma
     watch_ctrl_c(stop.clone())?;
     let total = plan.attack_limit();
     let mut progress = Progress::new(total);
+    let mut hdr = HdrLog::create(hdr_log)?;
     let spec = RunSpec { output: path.clone(), settings_json };
-    barrage_engine::run(plan, &spec, stop, &mut |i| progress.show(i))?;
+    barrage_engine::run(plan, &spec, stop, &mut |i| {
+        progress.show(i);
+        hdr.write(i);
+    })?;
     progress.clear();
-    if let Some(hdr) = hdr_log {
-        let mut f = std::fs::File::create(&hdr).with_context(|| format!("--hdr-log {}", hdr.display()))?;
-        barrage_report::write_hdr_log(std::slice::from_ref(&path), &mut f).with_context(|| format!("--hdr-log {}", hdr.display()))?;
-    }
+    hdr.finish()?;
     super::report::render(std::slice::from_ref(&path), format)
+}
+
+/// `--hdr-log`: written interval by interval as the run goes, like the results file, so a
+/// killed run keeps what it measured.
+struct HdrLog {
+    path: Option<PathBuf>,
+    file: Option<std::fs::File>,
+    writer: Option<barrage_report::HdrLogWriter<std::fs::File>>,
+    error: Option<anyhow::Error>,
+}
+
+impl HdrLog {
+    fn create(path: Option<PathBuf>) -> anyhow::Result<Self> {
+        let file = match &path {
+            Some(p) => Some(std::fs::File::create(p).with_context(|| format!("--hdr-log {}", p.display()))?),
+            None => None,
+        };
+        Ok(HdrLog { path, file, writer: None, error: None })
+    }
+
+    fn write(&mut self, i: &IntervalRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.try_write(i) {
+            self.error = Some(e);
+        }
+    }
+
+    fn try_write(&mut self, i: &IntervalRecord) -> anyhow::Result<()> {
+        if let Some(file) = self.file.take() {
+            let start_unix_ms = i.start_unix_ms - u64::from(i.index) * 1000;
+            self.writer = Some(barrage_report::HdrLogWriter::new(file, start_unix_ms)?);
+        }
+        if let Some(w) = &mut self.writer {
+            let start = Duration::from_secs(u64::from(i.index));
+            w.write_interval(start, Duration::from_millis(u64::from(i.length_ms)), &i.recorder)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> anyhow::Result<()> {
+        match (self.error, self.path) {
+            (Some(e), Some(p)) => Err(e.context(format!("--hdr-log {}", p.display()))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// First Ctrl-C stops the attack (the partial report is printed); the second exits at once.
@@ -127,7 +181,8 @@ impl Progress {
 
 /// Builds and validates the plan from the flags.
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
-    let method = http::Method::from_bytes(a.method.as_bytes()).map_err(|_| anyhow::anyhow!("invalid -X '{}': expected a method such as GET, POST, PUT", a.method))?;
+    let method = http::Method::from_bytes(a.method.as_bytes())
+        .map_err(|_| anyhow::anyhow!("invalid -X '{}': expected a method such as GET, POST, PUT", a.method))?;
     let body = body(a.body.as_deref())?;
     let mut headers = http::HeaderMap::new();
     for h in &a.headers {
@@ -136,7 +191,9 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let targets = a
         .urls
         .iter()
-        .map(|u| Ok(Target { method: method.clone(), url: parse_url(u)?, headers: headers.clone(), body: body.clone() }))
+        .map(|u| {
+            Ok(Target { method: method.clone(), url: parse_url(u)?, headers: headers.clone(), body: body.clone() })
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let duration = a.duration.map(|d| d.0);
     let load = load(a, duration)?;
@@ -203,7 +260,9 @@ fn body(spec: Option<&str>) -> anyhow::Result<bytes::Bytes> {
     match spec {
         None => Ok(bytes::Bytes::new()),
         Some(s) => match s.strip_prefix('@') {
-            Some(path) => std::fs::read(path).map(Into::into).with_context(|| format!("--body @{path}: cannot read the file")),
+            Some(path) => {
+                std::fs::read(path).map(Into::into).with_context(|| format!("--body @{path}: cannot read the file"))
+            }
             None => Ok(bytes::Bytes::copy_from_slice(s.as_bytes())),
         },
     }

@@ -98,7 +98,12 @@ impl Connector {
     }
 
     /// Opens a connection, recording DNS, connect and TLS durations into `phases`.
-    pub async fn connect(&self, ep: &Endpoint, base: Instant, phases: &mut crate::exchange::Phases) -> Result<Conn, Failure> {
+    pub async fn connect(
+        &self,
+        ep: &Endpoint,
+        base: Instant,
+        phases: &mut crate::exchange::Phases,
+    ) -> Result<Conn, Failure> {
         match tokio::time::timeout(self.connect_timeout, self.connect_inner(ep, base, phases)).await {
             Ok(r) => r,
             Err(_) => Err(Failure::new(
@@ -108,7 +113,12 @@ impl Connector {
         }
     }
 
-    async fn connect_inner(&self, ep: &Endpoint, base: Instant, phases: &mut crate::exchange::Phases) -> Result<Conn, Failure> {
+    async fn connect_inner(
+        &self,
+        ep: &Endpoint,
+        base: Instant,
+        phases: &mut crate::exchange::Phases,
+    ) -> Result<Conn, Failure> {
         use barrage_metrics::Phase;
         let addr = match ep.fixed_addr {
             Some(a) => a,
@@ -139,12 +149,19 @@ impl Connector {
         Conn::handshake(io, h2, clock).await
     }
 
-    async fn handshake(&self, cfg: &Arc<rustls::ClientConfig>, ep: &Endpoint, tcp: TcpStream) -> Result<TlsStream<TcpStream>, Failure> {
+    async fn handshake(
+        &self,
+        cfg: &Arc<rustls::ClientConfig>,
+        ep: &Endpoint,
+        tcp: TcpStream,
+    ) -> Result<TlsStream<TcpStream>, Failure> {
         let name = ServerName::try_from(ep.host.clone())
             .map_err(|e| Failure::new(ErrorKind::Tls, format!("'{}' is not a valid TLS server name: {e}", ep.host)))?;
         tokio_rustls::TlsConnector::from(cfg.clone()).connect(name, tcp).await.map_err(|e| {
             let kind = match e.kind() {
-                io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe => ErrorKind::Reset,
+                io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe => {
+                    ErrorKind::Reset
+                }
                 _ => ErrorKind::Tls,
             };
             Failure::new(kind, e)
@@ -156,9 +173,7 @@ async fn resolve(ep: &Endpoint) -> Result<SocketAddr, Failure> {
     let mut addrs = tokio::net::lookup_host((ep.host.as_str(), ep.port))
         .await
         .map_err(|e| Failure::new(ErrorKind::Dns, format!("resolving '{}': {e}", ep.host)))?;
-    addrs
-        .next()
-        .ok_or_else(|| Failure::new(ErrorKind::Dns, format!("'{}' resolved to no address", ep.host)))
+    addrs.next().ok_or_else(|| Failure::new(ErrorKind::Dns, format!("'{}' resolved to no address", ep.host)))
 }
 
 fn connect_failure(e: io::Error) -> Failure {
@@ -207,10 +222,7 @@ fn tls_config(opts: &TlsOptions, http2: bool) -> Result<rustls::ClientConfig, cr
         .with_safe_default_protocol_versions()
         .map_err(|e| crate::EngineError::Tls(e.to_string()))?;
     let mut cfg = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
-            .with_no_client_auth()
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(NoVerify(provider))).with_no_client_auth()
     } else {
         builder.with_root_certificates(roots(opts)?).with_no_client_auth()
     };
@@ -349,7 +361,11 @@ impl AsyncWrite for TimedIo {
         res
     }
 
-    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         let res = match &mut this.inner {
             Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
@@ -421,7 +437,8 @@ impl Conn {
             let (s, d) = b.handshake(io).await.map_err(classify)?;
             (Sender::H2(s), Driver::H2(Box::pin(d)))
         } else {
-            let (s, d) = http1::Builder::new().handshake(io).await.map_err(classify)?;
+            // One flat write per request costs fewer syscall cycles than writev for small requests.
+            let (s, d) = http1::Builder::new().writev(false).handshake(io).await.map_err(classify)?;
             (Sender::H1(s), Driver::H1(Box::pin(d)))
         };
         Ok(Conn { sender, driver, alive: true, clock })

@@ -145,7 +145,16 @@ impl Slot {
         if !sh.keepalive {
             self.conn = None;
         }
-        let sample = Sample { intended: job.intended, started, ended, phases: phases.0, outcome, bytes_in, bytes_out, late: job.late };
+        let sample = Sample {
+            intended: job.intended,
+            started,
+            ended,
+            phases: phases.0,
+            outcome,
+            bytes_in,
+            bytes_out,
+            late: job.late,
+        };
         sh.recorder.borrow_mut().record(&sample);
     }
 
@@ -159,7 +168,12 @@ impl Slot {
         (Outcome::Error(f.kind), 0, 0)
     }
 
-    async fn attempt(&mut self, sh: &Shared<'_>, t: &Prepared, phases: &mut Phases) -> Result<(Outcome, u64, u64), Failure> {
+    async fn attempt(
+        &mut self,
+        sh: &Shared<'_>,
+        t: &Prepared,
+        phases: &mut Phases,
+    ) -> Result<(Outcome, u64, u64), Failure> {
         let conn = self.connection(sh, t.endpoint, phases).await?;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
         let sent_at = sh.base.elapsed();
@@ -179,7 +193,12 @@ impl Slot {
     }
 
     /// The slot's connection to `endpoint`, reused when it is still usable.
-    async fn connection(&mut self, sh: &Shared<'_>, endpoint: usize, phases: &mut Phases) -> Result<&mut Conn, Failure> {
+    async fn connection(
+        &mut self,
+        sh: &Shared<'_>,
+        endpoint: usize,
+        phases: &mut Phases,
+    ) -> Result<&mut Conn, Failure> {
         // A keep-alive connection the server closed meanwhile is replaced silently: the
         // request was not sent on it, so nothing failed.
         let reusable = match &mut self.conn {

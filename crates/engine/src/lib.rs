@@ -146,7 +146,9 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
                 .collect();
             (Mode::Open, steps)
         }
-        Load::Closed { concurrency, .. } => (Mode::Closed, vec![StepInfo { label: format!("{concurrency} workers"), start_ms: 0 }]),
+        Load::Closed { concurrency, .. } => {
+            (Mode::Closed, vec![StepInfo { label: format!("{concurrency} workers"), start_ms: 0 }])
+        }
     };
     RunHeader {
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -162,7 +164,9 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// Gathers the threads' interval recorders; an interval is written once every thread has
@@ -233,7 +237,11 @@ impl Collector {
     }
 
     /// Writes every interval that no thread can add to any more.
-    fn flush(&mut self, writer: &mut ResultsWriter, on_interval: &mut dyn FnMut(&IntervalRecord)) -> Result<(), FileError> {
+    fn flush(
+        &mut self,
+        writer: &mut ResultsWriter,
+        on_interval: &mut dyn FnMut(&IntervalRecord),
+    ) -> Result<(), FileError> {
         let complete = (0..self.threads).map(|t| if self.done[t] { u32::MAX } else { self.next[t] }).min().unwrap_or(0);
         while let Some(entry) = self.pending.first_entry() {
             if *entry.key() >= complete {

@@ -252,7 +252,8 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
     let next_target = Rc::new(Cell::new(ctx.index));
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
-        let (shared, quota, attack_end, next_target) = (shared.clone(), quota.clone(), attack_end.clone(), next_target.clone());
+        let (shared, quota, attack_end, next_target) =
+            (shared.clone(), quota.clone(), attack_end.clone(), next_target.clone());
         handles.push(tokio::task::spawn_local(async move {
             let ctx = &shared.ctx;
             let mut slot = Slot::default();
@@ -336,4 +337,3 @@ pub(crate) fn thread_cpu() -> (Duration, Duration) {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
-

@@ -231,9 +231,7 @@ struct Wire {
 fn encode(h: &Histogram<u64>) -> Vec<u8> {
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
     let mut out = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut out)
-        .expect("serialising into memory cannot fail");
+    V2DeflateSerializer::new().serialize(h, &mut out).expect("serialising into memory cannot fail");
     out
 }
 

@@ -28,14 +28,8 @@ pub const PHASE_COUNT: usize = 6;
 
 impl Phase {
     /// All phases, in order.
-    pub const ALL: [Phase; PHASE_COUNT] = [
-        Phase::Dns,
-        Phase::Connect,
-        Phase::Tls,
-        Phase::Send,
-        Phase::Wait,
-        Phase::Receive,
-    ];
+    pub const ALL: [Phase; PHASE_COUNT] =
+        [Phase::Dns, Phase::Connect, Phase::Tls, Phase::Send, Phase::Wait, Phase::Receive];
 
     /// The name used in reports and files.
     pub fn name(self) -> &'static str {

@@ -355,7 +355,8 @@ fn build(
         .iter()
         .map(|&p| {
             let h = total.phase(p);
-            let stats = PhaseStats { count: h.len(), mean_us: h.mean(), p50_us: quantile(h, 0.5), p99_us: quantile(h, 0.99) };
+            let stats =
+                PhaseStats { count: h.len(), mean_us: h.mean(), p50_us: quantile(h, 0.5), p99_us: quantile(h, 0.99) };
             (p.name().to_string(), stats)
         })
         .collect();
@@ -407,7 +408,11 @@ fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mu
         // Merged runs ran side by side: the longest one is the run's duration.
         let attack = footers.iter().map(|f| f.attack_us).max().unwrap_or(0);
         let wait = footers.iter().map(|f| f.wait_us).max().unwrap_or(0);
-        return Durations { total_s: (attack + wait) as f64 / 1e6, attack_s: attack as f64 / 1e6, wait_s: wait as f64 / 1e6 };
+        return Durations {
+            total_s: (attack + wait) as f64 / 1e6,
+            attack_s: attack as f64 / 1e6,
+            wait_s: wait as f64 / 1e6,
+        };
     }
     // A run that was killed has no footer: its intervals are all we know.
     let seconds: f64 = intervals.iter().map(|i| i.length_s).sum();

@@ -4,8 +4,7 @@ use barrage_metrics::RunSummary;
 use std::fmt::Write;
 
 /// The CSV header line (without its newline).
-const HEADER: &str =
-    "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out";
+const HEADER: &str = "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out";
 
 /// One row per interval of [`RunSummary::intervals`], after a header line:
 /// `second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out`.
@@ -65,8 +64,6 @@ mod tests {
         let rows: Vec<&str> = text.lines().collect();
         assert_eq!(rows[1], "3,0.500,10,9,1,18.000,1.234,20.001,0.007,1000,100");
         // Every row has as many fields as the header.
-        assert!(rows
-            .iter()
-            .all(|r| r.split(',').count() == HEADER.split(',').count()));
+        assert!(rows.iter().all(|r| r.split(',').count() == HEADER.split(',').count()));
     }
 }

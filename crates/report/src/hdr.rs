@@ -28,8 +28,7 @@ pub const SERVICE_TAG: &str = "service";
 const MAX_VALUE_DIVISOR: f64 = 1000.0;
 
 /// The column legend the Java writer puts after the header; every reader skips it.
-const LEGEND: &str =
-    "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n";
+const LEGEND: &str = "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n";
 
 /// The builder for interval lines: same divisor as the header says.
 fn interval_builder() -> IntervalLogWriterBuilder {
@@ -80,12 +79,7 @@ impl<W: Write> HdrLogWriter<W> {
         // creation (the divisor line) is measured here once and dropped each time.
         let mut preamble = Vec::new();
         interval_builder().begin_log_with(&mut preamble, &mut serializer)?;
-        Ok(HdrLogWriter {
-            out,
-            serializer,
-            lines: Vec::new(),
-            preamble_len: preamble.len(),
-        })
+        Ok(HdrLogWriter { out, serializer, lines: Vec::new(), preamble_len: preamble.len() })
     }
 
     /// Writes the interval that started `start_offset` after the run's start and lasted
@@ -101,12 +95,7 @@ impl<W: Write> HdrLogWriter<W> {
         {
             let mut w = interval_builder().begin_log_with(&mut self.lines, &mut self.serializer)?;
             w.write_histogram(&recorder.corrected, start_offset, duration, None)?;
-            w.write_histogram(
-                &recorder.service,
-                start_offset,
-                duration,
-                Tag::new(SERVICE_TAG),
-            )?;
+            w.write_histogram(&recorder.service, start_offset, duration, Tag::new(SERVICE_TAG))?;
         }
         self.out.write_all(&self.lines[self.preamble_len..])?;
         self.out.flush()?;
@@ -134,24 +123,13 @@ impl<W: Write> HdrLogWriter<W> {
 /// Timestamps count from the earliest run's start. Warnings about truncated or corrupt files
 /// are written as comments at the end.
 pub fn write_hdr_log(paths: &[PathBuf], out: &mut impl Write) -> Result<(), ReportError> {
-    let readers = paths
-        .iter()
-        .map(|p| ResultsReader::open(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let start_ms = readers
-        .iter()
-        .map(|r| r.header().started_unix_ms)
-        .min()
-        .ok_or(ReportError::NoResults)?;
+    let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let start_ms = readers.iter().map(|r| r.header().started_unix_ms).min().ok_or(ReportError::NoResults)?;
     let mut log = HdrLogWriter::new(out, start_ms)?;
     let mut merged = MergedIntervals::new(readers);
     for m in merged.by_ref() {
         let offset = Duration::from_millis(m.start_unix_ms.saturating_sub(start_ms));
-        log.write_interval(
-            offset,
-            Duration::from_millis(m.length_ms.into()),
-            &m.recorder,
-        )?;
+        log.write_interval(offset, Duration::from_millis(m.length_ms.into()), &m.recorder)?;
     }
     for warning in merged.readers().iter().filter_map(ResultsReader::warning) {
         log.write_comment(&format!("warning: {warning}"))?;
@@ -167,36 +145,17 @@ mod tests {
     fn header_is_written_once() {
         let mut log = HdrLogWriter::new(Vec::new(), 1_000_500).unwrap();
         for k in 0..3 {
-            log.write_interval(
-                Duration::from_secs(k),
-                Duration::from_secs(1),
-                &Recorder::new(),
-            )
-            .unwrap();
+            log.write_interval(Duration::from_secs(k), Duration::from_secs(1), &Recorder::new()).unwrap();
         }
         log.write_comment("two\nlines").unwrap();
         let text = String::from_utf8(log.into_inner()).unwrap();
         assert_eq!(text.matches("MaxValueDivisor").count(), 1, "{text}");
         assert_eq!(text.matches("#[StartTime").count(), 1, "{text}");
-        assert!(
-            text.contains("#[StartTime: 1000.500 (seconds since epoch)]\n"),
-            "{text}"
-        );
-        let intervals: Vec<&str> = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
-            .collect();
+        assert!(text.contains("#[StartTime: 1000.500 (seconds since epoch)]\n"), "{text}");
+        let intervals: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.starts_with('"')).collect();
         assert_eq!(intervals.len(), 6);
-        assert!(
-            intervals[0].starts_with("0.000,1.000,0.000,"),
-            "{}",
-            intervals[0]
-        );
-        assert!(
-            intervals[5].starts_with("Tag=service,2.000,1.000,0.000,"),
-            "{}",
-            intervals[5]
-        );
+        assert!(intervals[0].starts_with("0.000,1.000,0.000,"), "{}", intervals[0]);
+        assert!(intervals[5].starts_with("Tag=service,2.000,1.000,0.000,"), "{}", intervals[5]);
         assert!(text.ends_with("#two\n#lines\n"));
     }
 

@@ -73,8 +73,7 @@ impl From<IntervalLogWriterError<V2DeflateSerializeError>> for ReportError {
 /// The summary as pretty-printed JSON, ending in a newline: every field of [`RunSummary`], described by
 /// `schema/summary.schema.json` (its `version` is [`barrage_metrics::summary::SUMMARY_VERSION`]).
 pub fn json(s: &RunSummary) -> String {
-    let mut out = serde_json::to_string_pretty(s)
-        .expect("a RunSummary always serialises: its map keys are strings");
+    let mut out = serde_json::to_string_pretty(s).expect("a RunSummary always serialises: its map keys are strings");
     out.push('\n');
     out
 }

@@ -7,7 +7,8 @@ use barrage_metrics::units::{fmt_bytes, fmt_us};
 use std::fmt::Write;
 
 /// Shown under the two latency rows of an open-loop run.
-const LATENCY_NOTE: &str = "corrected latency counts the time a request waited for its turn when the server or barrage \
+const LATENCY_NOTE: &str =
+    "corrected latency counts the time a request waited for its turn when the server or barrage \
 fell behind the schedule; service time starts when it was actually sent — a large gap means queueing \
 (coordinated omission) that service time alone would hide.";
 
@@ -93,37 +94,22 @@ struct Row {
 
 impl Table {
     fn new(align: &[Align]) -> Self {
-        Table {
-            align: align.to_vec(),
-            rows: Vec::new(),
-        }
+        Table { align: align.to_vec(), rows: Vec::new() }
     }
 
     fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Row {
-        self.rows.push(Row {
-            cells: cells.into_iter().map(Into::into).collect(),
-            note: false,
-            red: false,
-        });
+        self.rows.push(Row { cells: cells.into_iter().map(Into::into).collect(), note: false, red: false });
         self.rows.last_mut().expect("just pushed")
     }
 
     fn note(&mut self, first: &str, text: &str) {
-        self.rows.push(Row {
-            cells: vec![first.into(), text.into()],
-            note: true,
-            red: false,
-        });
+        self.rows.push(Row { cells: vec![first.into(), text.into()], note: true, red: false });
     }
 
     fn render(&self, paint: Paint) -> String {
         let mut widths = vec![0; self.align.len()];
         for row in &self.rows {
-            let counted = if row.note {
-                &row.cells[..1]
-            } else {
-                &row.cells[..]
-            };
+            let counted = if row.note { &row.cells[..1] } else { &row.cells[..] };
             for (w, cell) in widths.iter_mut().zip(counted) {
                 *w = (*w).max(cell.chars().count());
             }
@@ -196,19 +182,12 @@ fn is_open(s: &RunSummary) -> bool {
 }
 
 fn header(s: &RunSummary) -> String {
-    let loop_kind = if is_open(s) {
-        "open loop"
-    } else {
-        "closed loop"
-    };
+    let loop_kind = if is_open(s) { "open loop" } else { "closed loop" };
     let labels: Vec<&str> = s.steps.iter().map(|st| st.label.as_str()).collect();
     let mut out = match labels.len() {
         0 => format!("barrage run: {loop_kind}\n"),
         1 => format!("barrage run: {loop_kind}, {}\n", labels[0]),
-        n => format!(
-            "barrage run: {loop_kind}, {n} steps: {}\n",
-            labels.join(", ")
-        ),
+        n => format!("barrage run: {loop_kind}, {n} steps: {}\n", labels.join(", ")),
     };
     let mut t = Table::new(&[Left, Left]);
     if s.started_unix_ms > 0 {
@@ -224,10 +203,7 @@ fn header(s: &RunSummary) -> String {
         t.row(["  files".to_string(), s.files.join(", ")]);
     }
     if s.interrupted {
-        t.row([
-            "  stopped",
-            "early by Ctrl-C: the figures cover the run until then",
-        ]);
+        t.row(["  stopped", "early by Ctrl-C: the figures cover the run until then"]);
     }
     out.push_str(&t.render(Paint { on: false }));
     out
@@ -238,41 +214,16 @@ fn requests(s: &RunSummary) -> String {
     let mut t = Table::new(&[Left, Right, Left, Right]);
     t.row(["Requests", "", "", ""]);
     let pairs = [
-        (
-            "total",
-            r.total.to_string(),
-            "offered rate",
-            rate(s.rate_per_sec),
-        ),
-        (
-            "sent",
-            r.sent.to_string(),
-            "throughput",
-            rate(s.throughput_per_sec),
-        ),
+        ("total", r.total.to_string(), "offered rate", rate(s.rate_per_sec)),
+        ("sent", r.sent.to_string(), "throughput", rate(s.throughput_per_sec)),
         ("ok", r.ok.to_string(), "success", percent(s.success_ratio)),
-        (
-            "4xx/5xx",
-            r.http_errors.to_string(),
-            "late",
-            r.late.to_string(),
-        ),
-        (
-            "errors",
-            r.errors.to_string(),
-            "unfinished",
-            r.unfinished.to_string(),
-        ),
+        ("4xx/5xx", r.http_errors.to_string(), "late", r.late.to_string()),
+        ("errors", r.errors.to_string(), "unfinished", r.unfinished.to_string()),
     ];
     for (a, x, b, y) in pairs {
         t.row([format!("  {a}"), x, format!("  {b}"), y]);
     }
-    t.row([
-        "".to_string(),
-        String::new(),
-        "  connections".into(),
-        r.connections.to_string(),
-    ]);
+    t.row(["".to_string(), String::new(), "  connections".into(), r.connections.to_string()]);
     t.render(Paint { on: false })
 }
 
@@ -280,18 +231,11 @@ fn duration(s: &RunSummary) -> String {
     let d = &s.duration;
     let mut t = Table::new(&[Left, Right, Right, Right]);
     t.row(["Duration", "total", "attack", "wait"]);
-    t.row([
-        String::new(),
-        secs(d.total_s),
-        secs(d.attack_s),
-        secs(d.wait_s),
-    ]);
+    t.row([String::new(), secs(d.total_s), secs(d.attack_s), secs(d.wait_s)]);
     t.render(Paint { on: false })
 }
 
-const QUANTILE_HEADS: [&str; 9] = [
-    "", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max",
-];
+const QUANTILE_HEADS: [&str; 9] = ["", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"];
 
 fn latency_cells(label: &str, l: &LatencyStats) -> Vec<String> {
     let mut cells = vec![label.to_string(), us(l.min_us), fmt_us(l.mean_us)];
@@ -312,10 +256,7 @@ fn latency(s: &RunSummary) -> String {
         return t.render(Paint { on: false });
     }
     if is_open(s) {
-        t.row(latency_cells(
-            "  corrected (from intended start)",
-            &l.corrected,
-        ));
+        t.row(latency_cells("  corrected (from intended start)", &l.corrected));
         t.row(latency_cells("  service (from actual send)", &l.service));
         let mut out = t.render(Paint { on: false });
         writeln!(out, "  {LATENCY_NOTE}").expect("writing to a String cannot fail");
@@ -334,12 +275,7 @@ fn latency_by_class(s: &RunSummary) -> String {
     let mut t = Table::new(&[Left, Right, Right, Right]);
     t.row(["Latency by status class", "count", "p50", "p99"]);
     for (class, l) in &s.latency_by_class {
-        t.row([
-            format!("  {class}"),
-            l.count.to_string(),
-            us(l.p50_us),
-            us(l.p99_us),
-        ]);
+        t.row([format!("  {class}"), l.count.to_string(), us(l.p50_us), us(l.p99_us)]);
     }
     t.render(Paint { on: false })
 }
@@ -350,17 +286,8 @@ fn phases(s: &RunSummary) -> String {
     }
     // In the order a request goes through them, then any name this build does not know.
     let known: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
-    let mut names: Vec<&str> = known
-        .iter()
-        .copied()
-        .filter(|n| s.phases.contains_key(*n))
-        .collect();
-    names.extend(
-        s.phases
-            .keys()
-            .map(String::as_str)
-            .filter(|n| !known.contains(n)),
-    );
+    let mut names: Vec<&str> = known.iter().copied().filter(|n| s.phases.contains_key(*n)).collect();
+    names.extend(s.phases.keys().map(String::as_str).filter(|n| !known.contains(n)));
     let mut t = Table::new(&[Left, Right, Right, Right, Right]);
     t.row(["Phases", "count", "mean", "p50", "p99"]);
     for name in names {
@@ -369,13 +296,7 @@ fn phases(s: &RunSummary) -> String {
         if p.count == 0 {
             t.note(&label, NOT_MEASURED);
         } else {
-            t.row([
-                label,
-                p.count.to_string(),
-                fmt_us(p.mean_us),
-                us(p.p50_us),
-                us(p.p99_us),
-            ]);
+            t.row([label, p.count.to_string(), fmt_us(p.mean_us), us(p.p50_us), us(p.p99_us)]);
         }
     }
     t.render(Paint { on: false })
@@ -408,11 +329,7 @@ fn status_codes(s: &RunSummary) -> String {
     t.row(["Status codes", "count", "share"]);
     for (code, n) in &s.status_codes {
         let code = if code == "0" { "other" } else { code.as_str() };
-        t.row([
-            format!("  {code}"),
-            n.to_string(),
-            percent(ratio(*n, s.requests.total)),
-        ]);
+        t.row([format!("  {code}"), n.to_string(), percent(ratio(*n, s.requests.total))]);
     }
     t.render(Paint { on: false })
 }
@@ -424,12 +341,7 @@ fn errors(s: &RunSummary, paint: Paint) -> String {
     let mut t = Table::new(&[Left, Right, Left]);
     t.row(["Errors", "count", "example"]);
     for e in &s.errors {
-        t.row([
-            format!("  {}", e.kind),
-            e.count.to_string(),
-            e.example.clone(),
-        ])
-        .red = true;
+        t.row([format!("  {}", e.kind), e.count.to_string(), e.example.clone()]).red = true;
     }
     t.render(paint)
 }
@@ -441,16 +353,7 @@ fn steps(s: &RunSummary) -> String {
     let mut align = vec![Right; 8];
     align[0] = Left;
     let mut t = Table::new(&align);
-    t.row([
-        "Steps",
-        "duration",
-        "requests",
-        "rate",
-        "throughput",
-        "success",
-        "p50",
-        "p99",
-    ]);
+    t.row(["Steps", "duration", "requests", "rate", "throughput", "success", "p50", "p99"]);
     for st in &s.steps {
         t.row([
             format!("  {}", st.label),
@@ -472,27 +375,15 @@ fn generator(s: &RunSummary) -> String {
     let g = &s.generator;
     let mut t = Table::new(&[Left, Left]);
     t.row(["Generator", ""]);
-    let threads = if g.threads == 1 {
-        "1 thread".to_string()
-    } else {
-        format!("{} threads", g.threads)
-    };
+    let threads = if g.threads == 1 { "1 thread".to_string() } else { format!("{} threads", g.threads) };
     t.row([
         "  cpu".to_string(),
-        format!(
-            "{:.1}% of one core, over {threads} (at most {}%)",
-            g.cpu_percent,
-            u64::from(g.threads) * 100
-        ),
+        format!("{:.1}% of one core, over {threads} (at most {}%)", g.cpu_percent, u64::from(g.threads) * 100),
     ]);
     if is_open(s) {
         t.row(["  schedule lag p99".to_string(), us(g.lag_p99_us)]);
     }
-    let bound = if g.bound_reached {
-        "reached"
-    } else {
-        "not reached"
-    };
+    let bound = if g.bound_reached { "reached" } else { "not reached" };
     t.row(["  in-flight bound", bound]);
     t.render(Paint { on: false })
 }
@@ -520,12 +411,7 @@ fn utc(ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[cfg(test)]
@@ -542,25 +428,13 @@ mod tests {
             max_us: 9_000,
             ..Default::default()
         };
-        let mut s = RunSummary {
-            version: 1,
-            mode: mode.into(),
-            ..Default::default()
-        };
+        let mut s = RunSummary { version: 1, mode: mode.into(), ..Default::default() };
         s.urls = vec!["http://a.test/".into()];
         s.requests.total = 10;
         s.latency.corrected = lat(2_000);
         s.latency.service = lat(1_000);
         s.phases.insert("dns".into(), PhaseStats::default());
-        s.phases.insert(
-            "wait".into(),
-            PhaseStats {
-                count: 10,
-                mean_us: 500.0,
-                p50_us: 400,
-                p99_us: 900,
-            },
-        );
+        s.phases.insert("wait".into(), PhaseStats { count: 10, mean_us: 500.0, p50_us: 400, p99_us: 900 });
         s
     }
 
@@ -568,18 +442,9 @@ mod tests {
     fn open_loop_shows_both_latencies_and_one_note() {
         let t = text(&summary("open"), false);
         assert!(t.contains("open loop"));
-        assert_eq!(
-            t.matches("corrected (from intended start)").count(),
-            1,
-            "{t}"
-        );
+        assert_eq!(t.matches("corrected (from intended start)").count(), 1, "{t}");
         assert_eq!(t.matches("service (from actual send)").count(), 1, "{t}");
-        assert_eq!(
-            t.lines()
-                .filter(|l| l.contains("coordinated omission"))
-                .count(),
-            1
-        );
+        assert_eq!(t.lines().filter(|l| l.contains("coordinated omission")).count(), 1);
         assert!(t.contains("schedule lag p99"));
     }
 
@@ -590,20 +455,14 @@ mod tests {
         assert!(!t.contains("corrected (from intended start)"), "{t}");
         assert!(!t.contains("coordinated omission"));
         assert!(!t.contains("schedule lag"));
-        let row = t
-            .lines()
-            .find(|l| l.contains("from send to response"))
-            .unwrap();
+        let row = t.lines().find(|l| l.contains("from send to response")).unwrap();
         assert!(row.contains("1.00ms"), "the service figures: {row}");
     }
 
     #[test]
     fn unmeasured_phase_is_not_zero() {
         let t = text(&summary("open"), false);
-        let dns = t
-            .lines()
-            .find(|l| l.trim_start().starts_with("dns"))
-            .unwrap();
+        let dns = t.lines().find(|l| l.trim_start().starts_with("dns")).unwrap();
         assert!(dns.contains(NOT_MEASURED), "{dns}");
         // Phases in request order, not alphabetical.
         assert!(t.find("\n  dns ").unwrap() < t.find("\n  wait ").unwrap());
@@ -612,11 +471,7 @@ mod tests {
     #[test]
     fn columns_line_up() {
         let t = text(&summary("open"), false);
-        let lines: Vec<&str> = t
-            .lines()
-            .skip_while(|l| !l.starts_with("Latency"))
-            .take(3)
-            .collect();
+        let lines: Vec<&str> = t.lines().skip_while(|l| !l.starts_with("Latency")).take(3).collect();
         let end = |l: &str| l.chars().count();
         assert_eq!(end(lines[0]), end(lines[1]), "{lines:#?}");
         assert_eq!(end(lines[1]), end(lines[2]), "{lines:#?}");
@@ -627,18 +482,11 @@ mod tests {
         let mut s = summary("open");
         assert!(!text(&s, true).contains('\x1b'));
         s.warnings.push("careful".into());
-        s.errors.push(ErrorStat {
-            kind: "reset".into(),
-            count: 2,
-            example: "connection reset".into(),
-        });
+        s.errors.push(ErrorStat { kind: "reset".into(), count: 2, example: "connection reset".into() });
         assert!(!text(&s, false).contains('\x1b'));
         let t = text(&s, true);
         for line in t.lines().filter(|l| l.contains('\x1b')) {
-            assert!(
-                line.contains("warning: careful") || line.contains("reset"),
-                "{line}"
-            );
+            assert!(line.contains("warning: careful") || line.contains("reset"), "{line}");
         }
         assert_eq!(t.lines().filter(|l| l.contains('\x1b')).count(), 2, "{t}");
     }
@@ -647,21 +495,11 @@ mod tests {
     fn optional_sections() {
         let mut s = summary("open");
         let t = text(&s, false);
-        assert!(
-            !t.contains("Steps") && !t.contains("Latency by status class") && !t.contains("Errors")
-        );
+        assert!(!t.contains("Steps") && !t.contains("Latency by status class") && !t.contains("Errors"));
         assert!(!t.contains("hosts"), "hosts only when merged");
-        s.steps = vec![
-            StepSummary {
-                label: "10/s".into(),
-                ..Default::default()
-            };
-            2
-        ];
-        s.latency_by_class
-            .insert("2xx".into(), LatencyStats::default());
-        s.latency_by_class
-            .insert("5xx".into(), LatencyStats::default());
+        s.steps = vec![StepSummary { label: "10/s".into(), ..Default::default() }; 2];
+        s.latency_by_class.insert("2xx".into(), LatencyStats::default());
+        s.latency_by_class.insert("5xx".into(), LatencyStats::default());
         s.files = vec!["a.brg".into(), "b.brg".into()];
         s.hosts = vec!["a".into(), "b".into()];
         let t = text(&s, false);

@@ -83,13 +83,7 @@ fn interval(i: u64) -> IntervalRecord {
         r.record_sent();
         r.record_sent();
     }
-    IntervalRecord {
-        index: i as u32,
-        start_unix_ms: START_MS + i * 1000,
-        length_ms: 1000,
-        step,
-        recorder: r,
-    }
+    IntervalRecord { index: i as u32, start_unix_ms: START_MS + i * 1000, length_ms: 1000, step, recorder: r }
 }
 
 fn write_results(path: &Path) {
@@ -98,23 +92,10 @@ fn write_results(path: &Path) {
         started_unix_ms: START_MS,
         host: "golden".into(),
         mode: Mode::Open,
-        urls: vec![
-            "http://golden.test/api".into(),
-            "http://golden.test/static/logo.png".into(),
-        ],
+        urls: vec!["http://golden.test/api".into(), "http://golden.test/static/logo.png".into()],
         // Keys in sorted order, so the JSON is the same whether serde_json preserves order or not.
-        settings_json: r#"{"duration":"4s","max_in_flight":64,"rate":"50/s,100/s","step":"2s"}"#
-            .into(),
-        steps: vec![
-            StepInfo {
-                label: "50/s".into(),
-                start_ms: 0,
-            },
-            StepInfo {
-                label: "100/s".into(),
-                start_ms: 2000,
-            },
-        ],
+        settings_json: r#"{"duration":"4s","max_in_flight":64,"rate":"50/s,100/s","step":"2s"}"#.into(),
+        steps: vec![StepInfo { label: "50/s".into(), start_ms: 0 }, StepInfo { label: "100/s".into(), start_ms: 2000 }],
         threads: 2,
         insecure: false,
     };
@@ -148,24 +129,15 @@ fn fixture() -> (tempfile::TempDir, PathBuf, RunSummary) {
 
 /// Compares `actual` with `tests/golden/<name>`, or rewrites it when `UPDATE_GOLDEN=1`.
 fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
-            path.display()
-        )
-    });
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1 to create it", path.display()));
     if expected != actual {
-        let line = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b);
+        let line = expected.lines().zip(actual.lines()).position(|(a, b)| a != b);
         panic!(
             "{} differs from the rendering (first differing line: {line:?}); if the change is intended, \
              run with UPDATE_GOLDEN=1\n--- actual ---\n{actual}",
@@ -188,10 +160,7 @@ fn golden_json() {
     // It reads back into the summary (floats may move by an ulp: serde_json's default parser
     // is not exactly round-trip).
     let back: RunSummary = serde_json::from_str(&json).unwrap();
-    assert_eq!(
-        (&back.requests, &back.intervals, &back.status_codes),
-        (&s.requests, &s.intervals, &s.status_codes)
-    );
+    assert_eq!((&back.requests, &back.intervals, &back.status_codes), (&s.requests, &s.intervals, &s.status_codes));
 }
 
 #[test]
@@ -214,10 +183,7 @@ fn fixture_exercises_the_report() {
 }
 
 fn schema() -> serde_json::Value {
-    let text = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/summary.schema.json"
-    ));
+    let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/summary.schema.json"));
     serde_json::from_str(text).expect("the schema is JSON")
 }
 
@@ -228,10 +194,7 @@ fn json_matches_schema() {
     let validator = jsonschema::draft202012::new(&schema).expect("the schema compiles");
     let (_dir, _, s) = fixture();
     let instance: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|e| format!("{}: {e}", e.instance_path))
-        .collect();
+    let errors: Vec<String> = validator.iter_errors(&instance).map(|e| format!("{}: {e}", e.instance_path)).collect();
     assert!(errors.is_empty(), "{errors:#?}");
 
     // The summary of a run that finished no request is valid too.
@@ -247,17 +210,11 @@ fn json_matches_schema() {
         threads: 1,
         insecure: true,
     };
-    ResultsWriter::create(&path, &header)
-        .unwrap()
-        .finish(&RunFooter::default())
-        .unwrap();
+    ResultsWriter::create(&path, &header).unwrap().finish(&RunFooter::default()).unwrap();
     let empty = summarize(&[path]).unwrap();
     assert_eq!(empty.requests.total, 0);
     let instance: serde_json::Value = serde_json::from_str(&barrage_report::json(&empty)).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|e| format!("{}: {e}", e.instance_path))
-        .collect();
+    let errors: Vec<String> = validator.iter_errors(&instance).map(|e| format!("{}: {e}", e.instance_path)).collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
 
@@ -271,10 +228,7 @@ fn schema_rejects_what_it_should() {
         ("another version", |v| v["version"] = 2.into()),
         ("an unknown field", |v| v["requests"]["extra"] = 1.into()),
         ("a missing field", |v| {
-            v["latency"]["corrected"]
-                .as_object_mut()
-                .unwrap()
-                .remove("p99_us");
+            v["latency"]["corrected"].as_object_mut().unwrap().remove("p99_us");
         }),
         ("a negative count", |v| v["requests"]["total"] = (-1).into()),
         ("an unknown mode", |v| v["mode"] = "sideways".into()),
@@ -291,9 +245,7 @@ fn schema_rejects_what_it_should() {
 fn schema_documents_every_field() {
     fn walk(node: &serde_json::Value, at: &str, problems: &mut Vec<String>) {
         let Some(obj) = node.as_object() else { return };
-        if obj.get("type").and_then(|t| t.as_str()) == Some("object")
-            && !obj.contains_key("additionalProperties")
-        {
+        if obj.get("type").and_then(|t| t.as_str()) == Some("object") && !obj.contains_key("additionalProperties") {
             problems.push(format!("{at}: object without additionalProperties"));
         }
         if let Some(props) = obj.get("properties").and_then(|p| p.as_object()) {
@@ -305,16 +257,13 @@ fn schema_documents_every_field() {
                 .filter_map(|r| r.as_str())
                 .collect();
             for (name, prop) in props {
-                let has_description = prop
-                    .get("description")
-                    .is_some_and(|d| d.as_str().is_some_and(|d| !d.is_empty()));
+                let has_description =
+                    prop.get("description").is_some_and(|d| d.as_str().is_some_and(|d| !d.is_empty()));
                 if !has_description {
                     problems.push(format!("{at}.{name}: no description"));
                 }
                 if !required.contains(&name.as_str()) {
-                    problems.push(format!(
-                        "{at}.{name}: not required (serde always writes it)"
-                    ));
+                    problems.push(format!("{at}.{name}: not required (serde always writes it)"));
                 }
             }
         }
@@ -339,9 +288,7 @@ fn base64_decode(text: &str) -> Vec<u8> {
     };
     let mut out = Vec::new();
     for chunk in text.trim_end_matches('=').as_bytes().chunks(4) {
-        let bits = chunk.iter().enumerate().fold(0u32, |acc, (k, &c)| {
-            acc | u32::from(value(c)) << (18 - 6 * k)
-        });
+        let bits = chunk.iter().enumerate().fold(0u32, |acc, (k, &c)| acc | u32::from(value(c)) << (18 - 6 * k));
         let bytes = bits.to_be_bytes();
         out.extend_from_slice(&bytes[1..chunk.len()]);
     }
@@ -367,10 +314,7 @@ fn hdr_log_reads_back() {
                 let hist: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
                     .deserialize(&mut &base64_decode(h.encoded_histogram())[..])
                     .expect("the histogram decodes");
-                assert!(
-                    (h.max() - hist.max() as f64 / 1000.0).abs() < 0.001,
-                    "max in ms"
-                );
+                assert!((h.max() - hist.max() as f64 / 1000.0).abs() < 0.001, "max in ms");
                 let row = (h.start_timestamp(), h.duration(), hist);
                 match h.tag().map(|t| t.as_str()) {
                     None => corrected.push(row),
@@ -390,10 +334,7 @@ fn hdr_log_reads_back() {
             assert_eq!(*at, Duration::from_secs(i));
             assert_eq!(*length, Duration::from_secs(1));
             assert_eq!(got.len(), hist.len());
-            assert_eq!(
-                got, hist,
-                "interval {i}: the same histogram, value for value"
-            );
+            assert_eq!(got, hist, "interval {i}: the same histogram, value for value");
         }
     }
 }

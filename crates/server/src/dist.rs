@@ -22,20 +22,13 @@ pub struct ParseError {
 
 impl ParseError {
     fn new(what: &'static str, input: &str, expected: &'static str) -> Self {
-        ParseError {
-            what,
-            input: input.to_string(),
-            expected,
-        }
+        ParseError { what, input: input.to_string(), expected }
     }
 }
 
-const LATENCY_FORMS: &str =
-    "a duration (20ms), a uniform range (10ms..50ms) or an exponential mean (exp:20ms)";
-const SIZE_FORMS: &str =
-    "a size (1k), a uniform range (1k..64k) or a log-normal median and sigma (lognormal:4k,1.0)";
-const STALL_FORM: &str =
-    "REQUESTS+DURATION, a request count of at least 1 and a duration (1000+500ms)";
+const LATENCY_FORMS: &str = "a duration (20ms), a uniform range (10ms..50ms) or an exponential mean (exp:20ms)";
+const SIZE_FORMS: &str = "a size (1k), a uniform range (1k..64k) or a log-normal median and sigma (lognormal:4k,1.0)";
+const STALL_FORM: &str = "REQUESTS+DURATION, a request count of at least 1 and a duration (1000+500ms)";
 
 /// How long the origin waits before answering each request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,10 +148,7 @@ impl FromStr for SizeDist {
             if !sigma.is_finite() || sigma < 0.0 {
                 return Err(err());
             }
-            return Ok(SizeDist::LogNormal {
-                median: size(median)?,
-                sigma,
-            });
+            return Ok(SizeDist::LogNormal { median: size(median)?, sigma });
         }
         match s.split_once("..") {
             Some((lo, hi)) => {
@@ -205,10 +195,7 @@ impl FromStr for Stall {
             return Err(err());
         }
         let duration = parse_duration(duration).map_err(|_| err())?;
-        Ok(Stall {
-            after_requests,
-            duration,
-        })
+        Ok(Stall { after_requests, duration })
     }
 }
 
@@ -268,31 +255,15 @@ mod tests {
         for (text, want) in table {
             assert_eq!(text.parse::<LatencyDist>().unwrap(), want, "{text}");
             let shown = want.to_string();
-            assert_eq!(
-                shown.parse::<LatencyDist>().unwrap(),
-                want,
-                "round trip of {shown}"
-            );
+            assert_eq!(shown.parse::<LatencyDist>().unwrap(), want, "round trip of {shown}");
         }
     }
 
     #[test]
     fn latency_rejects() {
-        for bad in [
-            "",
-            "20",
-            "fast",
-            "50ms..10ms",
-            "10ms..",
-            "exp:",
-            "exp:x",
-            "uniform:1ms",
-        ] {
+        for bad in ["", "20", "fast", "50ms..10ms", "10ms..", "exp:", "exp:x", "uniform:1ms"] {
             let err = bad.parse::<LatencyDist>().unwrap_err().to_string();
-            assert!(
-                err.contains("10ms..50ms") && err.contains("exp:20ms"),
-                "{bad}: {err}"
-            );
+            assert!(err.contains("10ms..50ms") && err.contains("exp:20ms"), "{bad}: {err}");
         }
     }
 
@@ -302,66 +273,31 @@ mod tests {
             ("1k", SizeDist::Fixed(1024)),
             ("512", SizeDist::Fixed(512)),
             ("1k..64k", SizeDist::Uniform(1024, 65536)),
-            (
-                "lognormal:4k,1.0",
-                SizeDist::LogNormal {
-                    median: 4096,
-                    sigma: 1.0,
-                },
-            ),
-            (
-                "lognormal:100, 0.5",
-                SizeDist::LogNormal {
-                    median: 100,
-                    sigma: 0.5,
-                },
-            ),
+            ("lognormal:4k,1.0", SizeDist::LogNormal { median: 4096, sigma: 1.0 }),
+            ("lognormal:100, 0.5", SizeDist::LogNormal { median: 100, sigma: 0.5 }),
         ];
         for (text, want) in table {
             assert_eq!(text.parse::<SizeDist>().unwrap(), want, "{text}");
             let shown = want.to_string();
-            assert_eq!(
-                shown.parse::<SizeDist>().unwrap(),
-                want,
-                "round trip of {shown}"
-            );
+            assert_eq!(shown.parse::<SizeDist>().unwrap(), want, "round trip of {shown}");
         }
     }
 
     #[test]
     fn size_rejects() {
-        let bad_inputs = [
-            "",
-            "big",
-            "64k..1k",
-            "1k..",
-            "lognormal:4k",
-            "lognormal:4k,-1",
-            "lognormal:4k,x",
-        ];
+        let bad_inputs = ["", "big", "64k..1k", "1k..", "lognormal:4k", "lognormal:4k,-1", "lognormal:4k,x"];
         for bad in bad_inputs {
             let err = bad.parse::<SizeDist>().unwrap_err().to_string();
-            assert!(
-                err.contains("1k..64k") && err.contains("lognormal:4k,1.0"),
-                "{bad}: {err}"
-            );
+            assert!(err.contains("1k..64k") && err.contains("lognormal:4k,1.0"), "{bad}: {err}");
         }
     }
 
     #[test]
     fn stall_forms() {
         let stall: Stall = "1000+500ms".parse().unwrap();
-        assert_eq!(
-            stall,
-            Stall {
-                after_requests: 1000,
-                duration: MS(500)
-            }
-        );
+        assert_eq!(stall, Stall { after_requests: 1000, duration: MS(500) });
         assert_eq!(stall.to_string().parse::<Stall>().unwrap(), stall);
-        for bad in [
-            "", "1000", "+500ms", "0+500ms", "x+500ms", "1000+500", "1000+",
-        ] {
+        for bad in ["", "1000", "+500ms", "0+500ms", "x+500ms", "1000+500", "1000+"] {
             let err = bad.parse::<Stall>().unwrap_err().to_string();
             assert!(err.contains("1000+500ms"), "{bad}: {err}");
         }
@@ -379,26 +315,17 @@ mod tests {
             exp_total += exp.sample(&mut rng);
         }
         let exp_mean = exp_total / 10_000;
-        assert!(
-            (MS(18)..=MS(22)).contains(&exp_mean),
-            "exponential mean {exp_mean:?}"
-        );
+        assert!((MS(18)..=MS(22)).contains(&exp_mean), "exponential mean {exp_mean:?}");
     }
 
     #[test]
     fn size_samples_stay_in_range() {
         let mut rng = SplitMix64(2);
-        let lognormal = SizeDist::LogNormal {
-            median: 4096,
-            sigma: 1.0,
-        };
+        let lognormal = SizeDist::LogNormal { median: 4096, sigma: 1.0 };
         let mut sizes: Vec<u64> = (0..10_001).map(|_| lognormal.sample(&mut rng)).collect();
         sizes.sort_unstable();
         let median = sizes[5000];
-        assert!(
-            (3600..=4600).contains(&median),
-            "log-normal median {median}"
-        );
+        assert!((3600..=4600).contains(&median), "log-normal median {median}");
         assert_eq!(SizeDist::Fixed(u64::MAX).sample(&mut rng), MAX_BODY);
         for _ in 0..1000 {
             assert!((1024..=2048).contains(&SizeDist::Uniform(1024, 2048).sample(&mut rng)));

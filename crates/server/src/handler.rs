@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 
 use barrage_metrics::units::parse_size;
 use bytes::Bytes;
-use http::header::{
-    HeaderName, HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG,
-    IF_NONE_MATCH,
-};
+use http::header::{HeaderName, HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -71,19 +68,13 @@ impl Shared {
             served_by: header_value("name", config.name.as_deref())?,
             cache_control: header_value("cache_control", config.cache_control.as_deref())?,
             object_size: config.object_size,
-            stall: config.stall.map(|stall| StallState {
-                stall,
-                until: OnceLock::new(),
-            }),
+            stall: config.stall.map(|stall| StallState { stall, until: OnceLock::new() }),
             store: Store::default(),
         })
     }
 }
 
-fn header_value(
-    field: &'static str,
-    value: Option<&str>,
-) -> Result<Option<HeaderValue>, ServeError> {
+fn header_value(field: &'static str, value: Option<&str>) -> Result<Option<HeaderValue>, ServeError> {
     value
         .map(|v| {
             HeaderValue::from_str(v).map_err(|_| ServeError::Config {
@@ -118,10 +109,7 @@ impl StallState {
 }
 
 /// Answers one request. Never fails: every problem is an HTTP status.
-pub(crate) async fn handle(
-    shared: Arc<Shared>,
-    req: Request<Incoming>,
-) -> Result<Response<ResponseBody>, Infallible> {
+pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ResponseBody>, Infallible> {
     if req.uri().path() == STATS_PATH {
         return Ok(stats(&shared, req.method()));
     }
@@ -163,12 +151,8 @@ impl Shared {
 fn strip_body(resp: &mut Response<ResponseBody>) {
     let len = resp.body().len();
     *resp.body_mut() = ResponseBody::empty();
-    if !matches!(
-        resp.status(),
-        StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
-    ) {
-        resp.headers_mut()
-            .insert(CONTENT_LENGTH, HeaderValue::from(len));
+    if !matches!(resp.status(), StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
+        resp.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(len));
     }
 }
 
@@ -217,9 +201,7 @@ fn respond(status: StatusCode, body: ResponseBody) -> Response<ResponseBody> {
 /// A response with `status` whose body is its reason phrase (none where HTTP forbids one).
 fn status_response(status: StatusCode) -> Response<ResponseBody> {
     let body = match status {
-        StatusCode::NO_CONTENT | StatusCode::RESET_CONTENT | StatusCode::NOT_MODIFIED => {
-            ResponseBody::empty()
-        }
+        StatusCode::NO_CONTENT | StatusCode::RESET_CONTENT | StatusCode::NOT_MODIFIED => ResponseBody::empty(),
         _ => ResponseBody::text(status.canonical_reason().unwrap_or("")),
     };
     respond(status, body)
@@ -231,8 +213,7 @@ fn bad_request(why: &'static str) -> Response<ResponseBody> {
 
 fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
     let mut resp = status_response(StatusCode::METHOD_NOT_ALLOWED);
-    resp.headers_mut()
-        .insert(ALLOW, HeaderValue::from_static(allow));
+    resp.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
     resp
 }
 
@@ -279,9 +260,7 @@ fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<
     let offset = rng.next_u64();
     let etag = format!("\"{seed:016x}-{size:x}\"");
     // Answering conditional requests lets caches revalidate against the origin.
-    let fresh = req_headers
-        .get(IF_NONE_MATCH)
-        .is_some_and(|v| v == "*" || v == etag.as_str());
+    let fresh = req_headers.get(IF_NONE_MATCH).is_some_and(|v| v == "*" || v == etag.as_str());
     let mut resp = if fresh {
         respond(StatusCode::NOT_MODIFIED, ResponseBody::empty())
     } else {
@@ -294,9 +273,7 @@ fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<
 
 /// FNV-1a: a stable hash (std's `DefaultHasher` may change between Rust releases).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 async fn store_route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
@@ -322,17 +299,11 @@ async fn store_route(shared: &Shared, req: Request<Incoming>) -> Response<Respon
     }
 }
 
-async fn store_put(
-    shared: &Shared,
-    req: Request<Incoming>,
-    ok: StatusCode,
-) -> Response<ResponseBody> {
+async fn store_put(shared: &Shared, req: Request<Incoming>, ok: StatusCode) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let body = match Limited::new(body, STORE_CAP).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
-            return status_response(StatusCode::INSUFFICIENT_STORAGE)
-        }
+        Err(e) if e.is::<LengthLimitError>() => return status_response(StatusCode::INSUFFICIENT_STORAGE),
         Err(_) => return bad_request("the request body could not be read\n"),
     };
     match shared.store.put(parts.uri.path(), body) {
@@ -348,8 +319,7 @@ fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
     let requests = shared.requests.load(Ordering::Relaxed);
     let json = format!("{{\"requests\": {requests}}}\n");
     let mut resp = respond(StatusCode::OK, ResponseBody::bytes(Bytes::from(json)));
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if *method == Method::HEAD {
         strip_body(&mut resp);
     }

@@ -67,17 +67,11 @@ impl RunningServer {
             shutdown,
             threads: Vec::new(),
         };
-        let ctx = ConnContext {
-            shared,
-            builder: Arc::new(http_builder()),
-            tls: acceptor,
-        };
+        let ctx = ConnContext { shared, builder: Arc::new(http_builder()), tls: acceptor };
         // On an error part-way, dropping `server` stops the threads already started.
         for i in 0..thread_count(config.threads) {
             let worker = Worker::new(listener.try_clone()?, ctx.clone(), shutdown_rx.clone())?;
-            let thread = std::thread::Builder::new()
-                .name(format!("barrage-serve-{i}"))
-                .spawn(move || worker.run())?;
+            let thread = std::thread::Builder::new().name(format!("barrage-serve-{i}")).spawn(move || worker.run())?;
             server.threads.push(thread);
         }
         Ok(server)
@@ -154,18 +148,11 @@ fn setup_tls(
     let (path, ours) = match &config.ca_out {
         Some(path) => (path.clone(), false),
         None => {
-            let name = format!(
-                "barrage-serve-ca-{}-{}.pem",
-                std::process::id(),
-                addr.port()
-            );
+            let name = format!("barrage-serve-ca-{}-{}.pem", std::process::id(), addr.port());
             (std::env::temp_dir().join(name), true)
         }
     };
-    std::fs::write(&path, &tls.ca_pem).map_err(|source| ServeError::CaWrite {
-        path: path.clone(),
-        source,
-    })?;
+    std::fs::write(&path, &tls.ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
     Ok((Some(TlsAcceptor::from(tls.config)), Some(path), ours))
 }
 
@@ -219,29 +206,17 @@ impl Worker {
         ctx: ConnContext,
         shutdown: watch::Receiver<bool>,
     ) -> Result<Worker, ServeError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         // Registering the socket needs the runtime that will poll it.
         let listener = {
             let _guard = runtime.enter();
             TcpListener::from_std(listener)?
         };
-        Ok(Worker {
-            runtime,
-            listener,
-            ctx,
-            shutdown,
-        })
+        Ok(Worker { runtime, listener, ctx, shutdown })
     }
 
     fn run(self) {
-        let Worker {
-            runtime,
-            listener,
-            ctx,
-            shutdown,
-        } = self;
+        let Worker { runtime, listener, ctx, shutdown } = self;
         runtime.block_on(accept_loop(listener, ctx, shutdown));
         // Dropping the runtime drops the connections still open after the grace.
     }
@@ -270,12 +245,7 @@ async fn accept_loop(listener: TcpListener, ctx: ConnContext, mut shutdown: watc
 }
 
 impl ConnContext {
-    async fn serve(
-        self,
-        stream: TcpStream,
-        shutdown: watch::Receiver<bool>,
-        _done: mpsc::Sender<()>,
-    ) {
+    async fn serve(self, stream: TcpStream, shutdown: watch::Receiver<bool>, _done: mpsc::Sender<()>) {
         // Small responses must leave at once, not wait for Nagle's ack timer.
         let _ = stream.set_nodelay(true);
         match &self.tls {

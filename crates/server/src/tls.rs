@@ -26,31 +26,19 @@ fn tls_err(what: &str) -> impl FnOnce(rcgen::Error) -> ServeError + '_ {
 pub(crate) fn setup(listen_ip: IpAddr) -> Result<Tls, ServeError> {
     let ca_key = KeyPair::generate().map_err(tls_err("generating the CA key"))?;
     let mut ca_params = CertificateParams::new(Vec::new()).map_err(tls_err("CA parameters"))?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "barrage serve test CA");
+    ca_params.distinguished_name.push(DnType::CommonName, "barrage serve test CA");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca = ca_params
-        .self_signed(&ca_key)
-        .map_err(tls_err("signing the CA"))?;
+    let ca = ca_params.self_signed(&ca_key).map_err(tls_err("signing the CA"))?;
 
-    let mut names = vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-    ];
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
     if !listen_ip.is_unspecified() && !listen_ip.is_loopback() {
         names.push(listen_ip.to_string());
     }
     let leaf_key = KeyPair::generate().map_err(tls_err("generating the server key"))?;
     let mut leaf_params = CertificateParams::new(names).map_err(tls_err("server names"))?;
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, "barrage serve");
-    let leaf = leaf_params
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .map_err(tls_err("signing the server certificate"))?;
+    leaf_params.distinguished_name.push(DnType::CommonName, "barrage serve");
+    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).map_err(tls_err("signing the server certificate"))?;
 
     let chain = vec![leaf.der().clone(), CertificateDer::from(ca.der().to_vec())];
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
@@ -60,8 +48,5 @@ pub(crate) fn setup(listen_ip: IpAddr) -> Result<Tls, ServeError> {
         .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
         .map_err(|e| ServeError::Tls(format!("building the rustls configuration: {e}")))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Tls {
-        config: Arc::new(config),
-        ca_pem: ca.pem(),
-    })
+    Ok(Tls { config: Arc::new(config), ca_pem: ca.pem() })
 }

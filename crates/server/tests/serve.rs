@@ -19,23 +19,12 @@ const TEST_LIMIT: Duration = Duration::from_secs(20);
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 fn bounded<F: Future>(test: F) -> F::Output {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        tokio::time::timeout(TEST_LIMIT, test)
-            .await
-            .expect("test timed out")
-    })
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async { tokio::time::timeout(TEST_LIMIT, test).await.expect("test timed out") })
 }
 
 fn start(config: ServeConfig) -> RunningServer {
-    RunningServer::start(ServeConfig {
-        threads: 2,
-        ..config
-    })
-    .expect("server starts")
+    RunningServer::start(ServeConfig { threads: 2, ..config }).expect("server starts")
 }
 
 fn client() -> HttpClient {
@@ -43,17 +32,8 @@ fn client() -> HttpClient {
 }
 
 /// Sends a request and returns the response with its whole body.
-async fn send(
-    client: &HttpClient,
-    method: Method,
-    url: String,
-    body: &'static str,
-) -> Response<Bytes> {
-    let req = Request::builder()
-        .method(method)
-        .uri(url)
-        .body(Full::from(body))
-        .unwrap();
+async fn send(client: &HttpClient, method: Method, url: String, body: &'static str) -> Response<Bytes> {
+    let req = Request::builder().method(method).uri(url).body(Full::from(body)).unwrap();
     let resp = client.request(req).await.expect("request succeeds");
     let (parts, body) = resp.into_parts();
     Response::from_parts(parts, body.collect().await.unwrap().to_bytes())
@@ -88,18 +68,9 @@ fn bytes_status_and_counting() {
 
         let resp = get(&client, format!("{url}/status/503")).await;
         assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(
-            get(&client, format!("{url}/status/42")).await.status(),
-            StatusCode::BAD_REQUEST
-        );
-        assert_eq!(
-            get(&client, format!("{url}/bytes/2g")).await.status(),
-            StatusCode::BAD_REQUEST
-        );
-        assert_eq!(
-            get(&client, format!("{url}/delay/1")).await.status(),
-            StatusCode::OK
-        );
+        assert_eq!(get(&client, format!("{url}/status/42")).await.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(get(&client, format!("{url}/bytes/2g")).await.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(get(&client, format!("{url}/delay/1")).await.status(), StatusCode::OK);
 
         assert_eq!(server.requests(), 7);
         let stats = get(&client, format!("{url}/_barrage/stats")).await;
@@ -110,10 +81,7 @@ fn bytes_status_and_counting() {
 
 #[test]
 fn objects_are_deterministic() {
-    let server = start(ServeConfig {
-        object_size: SizeDist::Uniform(1, 64 << 10),
-        ..Default::default()
-    });
+    let server = start(ServeConfig { object_size: SizeDist::Uniform(1, 64 << 10), ..Default::default() });
     let url = server.url();
     bounded(async {
         let client = client();
@@ -126,10 +94,7 @@ fn objects_are_deterministic() {
         assert_ne!(header(&other, "etag"), Some(etag));
         assert_ne!(first.body(), other.body());
 
-        let req = Request::get(format!("{url}/obj/7"))
-            .header("if-none-match", etag)
-            .body(Full::default())
-            .unwrap();
+        let req = Request::get(format!("{url}/obj/7")).header("if-none-match", etag).body(Full::default()).unwrap();
         let revalidated = client.request(req).await.unwrap();
         assert_eq!(revalidated.status(), StatusCode::NOT_MODIFIED);
     });
@@ -142,24 +107,15 @@ fn store_put_get_delete() {
     bounded(async {
         let client = client();
         assert_eq!(get(&client, format!("{url}/")).await.body(), "ok\n");
-        assert_eq!(
-            get(&client, format!("{url}/things/a")).await.status(),
-            StatusCode::NOT_FOUND
-        );
+        assert_eq!(get(&client, format!("{url}/things/a")).await.status(), StatusCode::NOT_FOUND);
 
         let put = send(&client, Method::PUT, format!("{url}/things/a"), "hello").await;
         assert_eq!(put.status(), StatusCode::CREATED);
-        assert_eq!(
-            get(&client, format!("{url}/things/a")).await.body(),
-            "hello"
-        );
+        assert_eq!(get(&client, format!("{url}/things/a")).await.body(), "hello");
 
         let post = send(&client, Method::POST, format!("{url}/things/a"), "again").await;
         assert_eq!(post.status(), StatusCode::OK);
-        assert_eq!(
-            get(&client, format!("{url}/things/a")).await.body(),
-            "again"
-        );
+        assert_eq!(get(&client, format!("{url}/things/a")).await.body(), "again");
 
         let delete = send(&client, Method::DELETE, format!("{url}/things/a"), "").await;
         assert_eq!(delete.status(), StatusCode::NO_CONTENT);
@@ -180,19 +136,12 @@ fn configured_headers_latency_and_errors() {
         ..Default::default()
     });
     let plain = start(ServeConfig::default());
-    let failing = start(ServeConfig {
-        error_rate: 1.0,
-        ..Default::default()
-    });
+    let failing = start(ServeConfig { error_rate: 1.0, ..Default::default() });
     bounded(async {
         let client = client();
         let started = Instant::now();
         let resp = get(&client, format!("{}/bytes/10", server.url())).await;
-        assert!(
-            started.elapsed() >= Duration::from_millis(20),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() >= Duration::from_millis(20), "{:?}", started.elapsed());
         assert_eq!(header(&resp, "x-served-by"), Some("origin-1"));
         assert_eq!(header(&resp, "cache-control"), Some("max-age=60"));
 
@@ -209,37 +158,13 @@ fn configured_headers_latency_and_errors() {
 
 #[test]
 fn bad_configuration_is_reported() {
-    let err = RunningServer::start(ServeConfig {
-        error_rate: 1.5,
-        ..Default::default()
-    })
-    .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            ServeError::Config {
-                field: "error_rate",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    let err = RunningServer::start(ServeConfig {
-        name: Some("a\nb".into()),
-        ..Default::default()
-    })
-    .unwrap_err();
-    assert!(
-        matches!(err, ServeError::Config { field: "name", .. }),
-        "{err}"
-    );
+    let err = RunningServer::start(ServeConfig { error_rate: 1.5, ..Default::default() }).unwrap_err();
+    assert!(matches!(err, ServeError::Config { field: "error_rate", .. }), "{err}");
+    let err = RunningServer::start(ServeConfig { name: Some("a\nb".into()), ..Default::default() }).unwrap_err();
+    assert!(matches!(err, ServeError::Config { field: "name", .. }), "{err}");
 
     let taken = start(ServeConfig::default());
-    let err = RunningServer::start(ServeConfig {
-        listen: taken.addr(),
-        ..Default::default()
-    })
-    .unwrap_err();
+    let err = RunningServer::start(ServeConfig { listen: taken.addr(), ..Default::default() }).unwrap_err();
     assert!(matches!(err, ServeError::Bind { .. }), "{err}");
 }
 
@@ -249,43 +174,24 @@ fn h2c_prior_knowledge() {
     bounded(async {
         let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
         let (mut sender, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .unwrap();
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await.unwrap();
         tokio::spawn(conn);
-        let req = Request::get(format!("{}/bytes/100", server.url()))
-            .body(Full::<Bytes>::default())
-            .unwrap();
+        let req = Request::get(format!("{}/bytes/100", server.url())).body(Full::<Bytes>::default()).unwrap();
         let resp = sender.send_request(req).await.unwrap();
         assert_eq!(resp.version(), Version::HTTP_2);
         assert_eq!(resp.headers()["content-length"], "100");
-        assert_eq!(
-            resp.into_body().collect().await.unwrap().to_bytes().len(),
-            100
-        );
+        assert_eq!(resp.into_body().collect().await.unwrap().to_bytes().len(), 100);
     });
 }
 
 #[test]
 fn tls_negotiates_h2_with_the_written_ca() {
-    let server = start(ServeConfig {
-        tls: true,
-        ..Default::default()
-    });
-    let ca_path = server
-        .ca_path()
-        .expect("TLS servers report their CA")
-        .to_path_buf();
-    assert!(
-        server.url().starts_with("https://127.0.0.1:"),
-        "{}",
-        server.url()
-    );
+    let server = start(ServeConfig { tls: true, ..Default::default() });
+    let ca_path = server.ca_path().expect("TLS servers report their CA").to_path_buf();
+    assert!(server.url().starts_with("https://127.0.0.1:"), "{}", server.url());
     bounded(async {
         let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(CertificateDer::from_pem_file(&ca_path).unwrap())
-            .unwrap();
+        roots.add(CertificateDer::from_pem_file(&ca_path).unwrap()).unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -297,55 +203,32 @@ fn tls_negotiates_h2_with_the_written_ca() {
 
         let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
-        let tls = connector
-            .connect(name, tcp)
-            .await
-            .expect("the CA verifies the server");
+        let tls = connector.connect(name, tcp).await.expect("the CA verifies the server");
         assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
 
         let (mut sender, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-                .await
-                .unwrap();
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await.unwrap();
         tokio::spawn(conn);
-        let req = Request::get(format!("{}/bytes/1k", server.url()))
-            .body(Full::<Bytes>::default())
-            .unwrap();
+        let req = Request::get(format!("{}/bytes/1k", server.url())).body(Full::<Bytes>::default()).unwrap();
         let resp = sender.send_request(req).await.unwrap();
         assert_eq!(resp.version(), Version::HTTP_2);
-        assert_eq!(
-            resp.into_body().collect().await.unwrap().to_bytes().len(),
-            1024
-        );
+        assert_eq!(resp.into_body().collect().await.unwrap().to_bytes().len(), 1024);
     });
     server.shutdown();
-    assert!(
-        !ca_path.exists(),
-        "a CA written to the temp dir is removed at shutdown"
-    );
+    assert!(!ca_path.exists(), "a CA written to the temp dir is removed at shutdown");
 }
 
 #[test]
 fn stall_pauses_every_request_once() {
     let stall = Duration::from_millis(300);
-    let server = start(ServeConfig {
-        stall: Some(Stall {
-            after_requests: 3,
-            duration: stall,
-        }),
-        ..Default::default()
-    });
+    let server = start(ServeConfig { stall: Some(Stall { after_requests: 3, duration: stall }), ..Default::default() });
     let url = server.url();
     bounded(async {
         let client = client();
         for _ in 0..2 {
             let started = Instant::now();
             get(&client, format!("{url}/")).await;
-            assert!(
-                started.elapsed() < stall,
-                "before the stall: {:?}",
-                started.elapsed()
-            );
+            assert!(started.elapsed() < stall, "before the stall: {:?}", started.elapsed());
         }
         // The third request triggers the pause; a fourth sent while it lasts waits too.
         let trigger_sent = Instant::now();
@@ -357,38 +240,22 @@ fn stall_pauses_every_request_once() {
             // Polling the counter, not sleeping in place of synchronisation.
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        assert_eq!(
-            get(&client, format!("{url}/")).await.status(),
-            StatusCode::OK
-        );
-        assert!(
-            trigger_sent.elapsed() >= stall,
-            "during the stall: {:?}",
-            trigger_sent.elapsed()
-        );
+        assert_eq!(get(&client, format!("{url}/")).await.status(), StatusCode::OK);
+        assert!(trigger_sent.elapsed() >= stall, "during the stall: {:?}", trigger_sent.elapsed());
         assert_eq!(trigger.await.unwrap(), StatusCode::OK);
         assert!(trigger_sent.elapsed() >= stall);
 
         let started = Instant::now();
         get(&client, format!("{url}/")).await;
-        assert!(
-            started.elapsed() < stall,
-            "after the stall: {:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < stall, "after the stall: {:?}", started.elapsed());
         assert_eq!(server.requests(), 5);
     });
 }
 
 #[test]
 fn explicit_ca_path_is_kept() {
-    let path =
-        std::env::temp_dir().join(format!("barrage-server-test-ca-{}.pem", std::process::id()));
-    let server = start(ServeConfig {
-        tls: true,
-        ca_out: Some(path.clone()),
-        ..Default::default()
-    });
+    let path = std::env::temp_dir().join(format!("barrage-server-test-ca-{}.pem", std::process::id()));
+    let server = start(ServeConfig { tls: true, ca_out: Some(path.clone()), ..Default::default() });
     assert_eq!(server.ca_path(), Some(path.as_path()));
     server.shutdown();
     let pem = std::fs::read_to_string(&path).unwrap();
@@ -410,10 +277,7 @@ fn pipelined_requests_are_answered_in_order() {
     conn.read_to_end(&mut replies).unwrap();
     let replies = String::from_utf8_lossy(&replies);
     // Bodies do not end in a newline, so find status lines by their prefix, not by line.
-    let statuses: Vec<&str> = replies
-        .match_indices("HTTP/1.1 ")
-        .map(|(at, _)| &replies[at..at + 12])
-        .collect();
+    let statuses: Vec<&str> = replies.match_indices("HTTP/1.1 ").map(|(at, _)| &replies[at..at + 12]).collect();
     assert_eq!(statuses, ["HTTP/1.1 200", "HTTP/1.1 404", "HTTP/1.1 200"]);
     assert!(replies.ends_with("\r\n\r\nok\n"));
     assert_eq!(server.requests(), 3);
