@@ -98,7 +98,7 @@ pub struct RunArgs {
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Load")]
     pub requests: Option<u64>,
     /// Engine threads. [default: one per CPU barrage may run on]
-    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Load")]
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, help_heading = "Load")]
     pub threads: usize,
 
     /// Connections (one request at a time each). Open loop: the in-flight bound
@@ -166,7 +166,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
     /// Serving threads. [default: one per CPU]
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(long, default_value_t = 0, hide_default_value = true, value_name = "N")]
     pub threads: usize,
     /// Serve HTTPS with a generated self-signed certificate.
     #[arg(long)]

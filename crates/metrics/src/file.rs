@@ -495,6 +495,33 @@ mod tests {
         assert!(err.to_string().contains("version 99"), "{err}");
     }
 
+    proptest::proptest! {
+        /// The reader parses user files: arbitrary bytes after a valid start, or a valid file
+        /// with bytes flipped, give an error or a warning, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512),
+                                       flip in 0usize..4096, cut in 0usize..4096) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("f.brg");
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&tail);
+            std::fs::write(&p, &bytes).unwrap();
+            if let Ok(mut r) = ResultsReader::open(&p) {
+                while r.next_interval().is_some() {}
+            }
+            write(&p, 0, 2, true);
+            let mut good = std::fs::read(&p).unwrap();
+            let i = flip % good.len();
+            good[i] ^= 0x5a;
+            good.truncate(good.len() - cut % good.len());
+            std::fs::write(&p, &good).unwrap();
+            if let Ok(mut r) = ResultsReader::open(&p) {
+                while r.next_interval().is_some() {}
+            }
+        }
+    }
+
     #[test]
     fn merge_aligns_by_wall_clock() {
         let dir = tempfile::tempdir().unwrap();

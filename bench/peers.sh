@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# Benchmark of HTTP load generators (barrage and its peers) against a local server
+# (127.0.0.1 only). bench/run.sh is the usual entry point (installs, builds, then this).
+#
+#   bench/peers.sh                      # peers + barrage, all cases, 10 s each, vs nginx
+#   TOOLS="wrk oha" CASES="small" DURATION=5 bench/peers.sh
+#   SERVER="nginx barrage" bench/peers.sh   # also wrk against `barrage serve`, interleaved
+#
+# Env knobs: TOOLS, CASES (small large rate rate20k noka), DURATION (s, default 10),
+#   CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), GEN_CPU (1), SRV_CPU (0),
+#   COOLDOWN (s between runs, 2), REPEAT (1; >1 repeats each case with rotated tool order,
+#   report = medians), LABEL (suffix for the result file names),
+#   SERVER (targets, any of "nginx barrage"; default nginx),
+#   SERVE_TOOLS (generators run against `barrage serve`; default wrk),
+#   SERVE_CASES (cases run against `barrage serve`; default "small large noka").
+# Each tool is a function tool_<name> in tools.d/<name>.sh (see tools.d/TEMPLATE.sh.example).
+# Every generator run is: /usr/bin/time -v timeout <bound> taskset -c GEN_CPU <cmd>.
+# Output: results/<date>[-LABEL].json and .md; raw tool output in results/raw/<date>/.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+# shellcheck source=lib/env.sh
+source "$HERE/lib/env.sh"
+PY="${PYTHON:-python3}"
+
+DUR="${DURATION:-10}"
+CONNS="${CONNS:-50}"
+RATE="${RATE:-5000}"
+RATE2="${RATE2:-20000}"
+GEN_CPU="${GEN_CPU:-1}"
+SRV_CPU="${SRV_CPU:-0}"
+COOLDOWN="${COOLDOWN:-2}"
+REPEAT="${REPEAT:-1}"
+TOOLS="${TOOLS:-wrk ab hey vegeta oha k6 barrage}"
+CASES="${CASES:-small large rate rate20k noka}"
+SERVER="${SERVER:-nginx}"
+SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
+SERVE_CASES="${SERVE_CASES:-small large noka}"
+export BARRAGE_BIN="${BARRAGE_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/barrage}"
+HOST=127.0.0.1          # loopback only, by design; not configurable
+BOUND=$(( DUR + 30 ))   # hard wall-clock limit per generator run (s)
+
+for s in $SERVER; do
+    case "$s" in nginx|barrage) ;; *) echo "unknown SERVER '$s' (nginx, barrage)" >&2; exit 2 ;; esac
+done
+
+STAMP="$(date +%Y-%m-%d_%H%M%S)"
+NAME="${STAMP}${LABEL:+-$LABEL}"
+RAW="$HERE/results/raw/$NAME"
+mkdir -p "$RAW"
+T_START=$(date +%s.%N)
+grep -E '^cpu[0-9]+ ' /proc/stat > "$RAW/host.stat0"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$RAW/harness.log" >&2; }
+
+for f in "$HERE"/tools.d/*.sh; do
+    # shellcheck source=/dev/null
+    source "$f"
+done
+
+# Target rate of a rate case (tools call this from their cmd).
+case_rate() {
+    case "$1" in
+    rate) echo "$RATE" ;;
+    rate20k) echo "$RATE2" ;;
+    *) echo 0 ;;
+    esac
+}
+is_rate_case() { [ "$(case_rate "$1")" != 0 ]; }
+
+# --- targets ----------------------------------------------------------------
+# nginx: bench/nginx.sh, :18080, /small (1 KiB) and /large (1 MiB), 1 worker on SRV_CPU.
+# barrage: bench/bserve.sh, `barrage serve --threads 1` on :18081, /bytes/1k and /bytes/1m
+#   (BSERVE_LARGE_PATH), on SRV_CPU.
+NGINX_PREFIX="${NGINX_PREFIX:-/tmp/bench-nginx}"
+BSERVE_PREFIX="${BSERVE_PREFIX:-/tmp/bench-bserve}"
+export NGINX_PREFIX NGINX_CPU="$SRV_CPU" BSERVE_PREFIX BSERVE_CPU="$SRV_CPU"
+declare -A STARTED=()
+cleanup() {
+    [ -n "${STARTED[nginx]:-}" ] && "$HERE/nginx.sh" stop >/dev/null 2>&1
+    [ -n "${STARTED[barrage]:-}" ] && "$HERE/bserve.sh" stop >/dev/null 2>&1
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+server_port() { case "$1" in nginx) echo 18080 ;; barrage) echo 18081 ;; esac; }
+server_probe() {
+    case "$1" in
+    nginx) echo "http://$HOST:18080/health" ;;
+    barrage) echo "http://$HOST:18081/bytes/1k" ;;
+    esac
+}
+server_script() { case "$1" in nginx) echo "$HERE/nginx.sh" ;; barrage) echo "$HERE/bserve.sh" ;; esac; }
+server_pids() {   # the processes whose CPU time counts as the server's
+    local master
+    case "$1" in
+    nginx) master="$(cat "$NGINX_PREFIX/nginx.pid" 2>/dev/null)" || return 0
+           echo "$master" $(pgrep -P "$master") ;;
+    barrage) cat "$BSERVE_PREFIX/bserve.pid" 2>/dev/null ;;
+    esac
+}
+ensure_server() {
+    if ! curl -fsS --max-time 2 -o /dev/null "$(server_probe "$1")" >/dev/null 2>&1; then
+        "$(server_script "$1")" start >&2 || { log "cannot start $1 server"; exit 1; }
+        STARTED[$1]=1
+    fi
+}
+srv_ticks() {   # utime+stime (clock ticks) of all server processes (all threads included)
+    local total=0 p
+    for p in $(server_pids "$1"); do
+        [ -r "/proc/$p/stat" ] || continue
+        total=$(( total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}') ))
+    done
+    echo "$total"
+}
+srv_hwm_kb() {   # peak RSS so far (VmHWM, kB) summed over the server processes
+    local total=0 p v
+    for p in $(server_pids "$1"); do
+        v=$(awk '/^VmHWM:/{print $2}' "/proc/$p/status" 2>/dev/null)
+        total=$(( total + ${v:-0} ))
+    done
+    echo "$total"
+}
+
+cpu_snap() {   # /proc/stat lines of the generator and server CPUs (steal/softirq noise check)
+    grep -E "^cpu($GEN_CPU|$SRV_CPU) " /proc/stat > "$1"
+}
+
+case_url() {   # case_url SERVER CASE
+    local port; port="$(server_port "$1")"
+    case "$1:$2" in
+    nginx:large) echo "http://$HOST:$port/large" ;;
+    nginx:*) echo "http://$HOST:$port/small" ;;
+    barrage:large) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
+    barrage:*) echo "http://$HOST:$port/bytes/1k" ;;
+    esac
+}
+
+# --- one measurement ----------------------------------------------------------
+emit() { "$PY" "$HERE/lib/merge.py" --server "$srv" --tool "$t" --case "$c" "$@" "${extra[@]}" >> "$RAW/results.jsonl"; }
+run_one() {
+    local srv="$1" t="$2" c="$3" rep="${4:-1}" url rc s0 s1 w0 w1 status reason=""
+    local pfx="$RAW/$srv.$t.$c"
+    [ "$REPEAT" -gt 1 ] && pfx="$pfx.r$rep"
+    url="$(case_url "$srv" "$c")"
+    local -a extra=(--rep "$rep")
+    is_rate_case "$c" && extra+=(--target-rate "$(case_rate "$c")")
+    if ! declare -F "tool_$t" >/dev/null; then
+        emit --status missing --reason "no tool_$t function (tools.d/$t.sh)"
+        log "$srv/$t/$c: no tool_$t function"
+        return
+    fi
+    if [ -z "$(tool_"$t" bin 2>/dev/null)" ]; then
+        emit --status missing --reason "binary not installed"
+        log "$srv/$t/$c: missing"
+        return
+    fi
+    CMD=(); REASON=""
+    tool_"$t" cmd "$c" "$url" "$pfx"; rc=$?
+    if [ "$rc" = 3 ]; then
+        emit --status unsupported --reason "$REASON"
+        log "$srv/$t/$c: unsupported ($REASON)"
+        return
+    fi
+    case "$url" in "http://127.0.0.1:"*) ;; *) log "refusing non-loopback URL $url"; exit 1 ;; esac
+    printf '%q ' "${CMD[@]}" > "$pfx.cmd"
+    ensure_server "$srv"
+    log "$srv/$t/$c#$rep: $(cat "$pfx.cmd")"
+    cpu_snap "$pfx.stat0"; s0=$(srv_ticks "$srv"); w0=$(date +%s.%N)
+    /usr/bin/time -v -o "$pfx.time" \
+        timeout -k 5 "$BOUND" taskset -c "$GEN_CPU" "${CMD[@]}" > "$pfx.out" 2> "$pfx.err"
+    rc=$?
+    w1=$(date +%s.%N); s1=$(srv_ticks "$srv"); cpu_snap "$pfx.stat1"
+    status=ok
+    if ! tool_"$t" parse "$c" "$pfx" > "$pfx.parsed.json" 2> "$pfx.parse.err"; then
+        status=failed; reason="parse failed (tool rc=$rc): $(tail -c 300 "$pfx.parse.err" "$pfx.err" | tr '\n' ' ')"
+        : > "$pfx.parsed.json"
+    fi
+    { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && { status=failed; reason="killed after ${BOUND}s bound"; }
+    emit --status "$status" --reason "$reason" \
+        --rc "$rc" --time "$pfx.time" --parsed "$pfx.parsed.json" \
+        --wall "$(echo "$w1 - $w0" | bc)" --srv-ticks "$(( s1 - s0 ))" --srv-hwm-kb "$(srv_hwm_kb "$srv")" \
+        --cmd-file "$pfx.cmd" --stat0 "$pfx.stat0" --stat1 "$pfx.stat1" \
+        --gen-cpu "$GEN_CPU" --srv-cpu "$SRV_CPU"
+    log "$srv/$t/$c#$rep: $(tail -1 "$RAW/results.jsonl" | "$PY" -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], "rps=%s" % (round(r["rps"]) if r.get("rps") else None), "us/req=%s" % r.get("cpu_us_per_req"), "srv%%=%s" % r.get("srv_cpu_pct"), "steal%%=%s/%s" % (r.get("gen_steal_pct"), r.get("srv_steal_pct")), r.get("reason",""))')"
+    sleep "$COOLDOWN"
+}
+
+# --- main ---------------------------------------------------------------------
+command -v bc >/dev/null || { echo "need bc (bench/install-peers.sh)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "need /usr/bin/time (bench/install-peers.sh)" >&2; exit 1; }
+for s in $SERVER; do ensure_server "$s"; done
+LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
+log "run $NAME: servers=[$SERVER] tools=[$TOOLS] cases=[$CASES] repeat=$REPEAT dur=${DUR}s conns=$CONNS rate=$RATE rate2=$RATE2 gen_cpu=$GEN_CPU srv_cpu=$SRV_CPU"
+[ "${SERVER/barrage/}" != "$SERVER" ] && log "barrage serve: tools=[$SERVE_TOOLS] cases=[$SERVE_CASES]"
+
+# Case-major order: all tools (and servers) measure a case close together in time (fairer
+# under noise). With REPEAT>1 each case is repeated, rotating the tool order every
+# repetition; the report shows medians (and the req/s range) over the repetitions.
+ALL_TOOLS=()
+for s in $SERVER; do
+    if [ "$s" = nginx ]; then list="$TOOLS"; else list="$SERVE_TOOLS"; fi
+    for t in $list; do [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || ALL_TOOLS+=("$t"); done
+done
+ALL_CASES="$CASES"
+for c in $SERVE_CASES; do
+    [[ " $SERVER " == *" barrage "* ]] && [[ " $ALL_CASES " != *" $c "* ]] && ALL_CASES+=" $c"
+done
+for c in $ALL_CASES; do
+    for (( rep = 1; rep <= REPEAT; rep++ )); do
+        for s in $SERVER; do
+            if [ "$s" = nginx ]; then
+                [[ " $CASES " == *" $c "* ]] || continue
+                read -r -a TOOL_ARR <<< "$TOOLS"
+            else
+                [[ " $SERVE_CASES " == *" $c "* ]] || continue
+                read -r -a TOOL_ARR <<< "$SERVE_TOOLS"
+            fi
+            n=${#TOOL_ARR[@]}
+            for (( i = 0; i < n; i++ )); do
+                run_one "$s" "${TOOL_ARR[$(( (i + rep - 1) % n ))]}" "$c" "$rep"
+            done
+        done
+    done
+done
+
+LOAD1="$(cut -d' ' -f1-3 /proc/loadavg)"
+T_END=$(date +%s.%N)
+grep -E '^cpu[0-9]+ ' /proc/stat > "$RAW/host.stat1"
+
+# versions
+jstr() { "$PY" -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))'; }
+{
+    echo "{"
+    printf '"nginx": %s' "$(nginx -v 2>&1 | sed 's/^nginx version: //' | jstr)"
+    VTOOLS=("${ALL_TOOLS[@]}")
+    [[ " $SERVER " == *" barrage "* ]] && [[ " ${ALL_TOOLS[*]} " != *" barrage "* ]] && VTOOLS+=(barrage)
+    for t in "${VTOOLS[@]}"; do
+        if declare -F "tool_$t" >/dev/null && [ -n "$(tool_"$t" bin 2>/dev/null)" ]; then
+            printf ',\n"%s": %s' "$t" "$(tool_"$t" version 2>/dev/null | jstr)"
+        fi
+    done
+    echo "}"
+} > "$RAW/versions.json"
+
+export NAME STAMP RAW DUR CONNS RATE RATE2 GEN_CPU SRV_CPU COOLDOWN BOUND REPEAT TOOLS CASES \
+    SERVER SERVE_TOOLS SERVE_CASES HOST LOAD0 LOAD1 T_START T_END
+"$PY" - "$RAW/meta.json" <<'PY'
+import json, os, platform, subprocess, sys
+e = os.environ
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+def steal(f0, f1):
+    """Whole-run busy and steal % per CPU from two /proc/stat snapshots."""
+    def load(p):
+        return {l.split()[0]: [int(x) for x in l.split()[1:9]] for l in open(p)}
+    a, b = load(f0), load(f1)
+    out = {}
+    for cpu in a:
+        d = [y - x for x, y in zip(a[cpu], b.get(cpu, a[cpu]))]
+        t = sum(d) or 1
+        out[cpu[3:]] = {"steal_pct": round(100 * d[7] / t, 1),
+                        "busy_pct": round(100 * (t - d[3] - d[4] - d[7]) / t, 1)}
+    return out
+def os_name():
+    try:
+        for l in open("/etc/os-release"):
+            if l.startswith("PRETTY_NAME="):
+                return l.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
+def git_rev():
+    try:
+        r = subprocess.run(["git", "-C", os.path.dirname(e["RAW"]), "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, timeout=5)
+        return r.stdout.strip() or None
+    except Exception:
+        return None
+raw = e["RAW"]
+meta = {
+  "name": e["NAME"], "started": e["STAMP"], "raw_dir": raw,
+  "host": {"nproc": os.cpu_count(), "kernel": platform.release(), "os": os_name(),
+           "cpu_model": cpu_model(),
+           "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+           "steal": steal(raw + "/host.stat0", raw + "/host.stat1"),
+           "tcp_tw_reuse": open("/proc/sys/net/ipv4/tcp_tw_reuse").read().strip(),
+           "ip_local_port_range": open("/proc/sys/net/ipv4/ip_local_port_range").read().split()},
+  "settings": {"duration_s": int(e["DUR"]), "conns": int(e["CONNS"]), "rate": int(e["RATE"]),
+               "rate2": int(e["RATE2"]), "gen_cpu": int(e["GEN_CPU"]), "srv_cpu": int(e["SRV_CPU"]),
+               "cooldown_s": float(e["COOLDOWN"]), "bound_s": int(e["BOUND"]), "repeat": int(e["REPEAT"]),
+               "tools": e["TOOLS"].split(), "cases": e["CASES"].split(),
+               "servers": e["SERVER"].split(), "serve_tools": e["SERVE_TOOLS"].split(),
+               "serve_cases": e["SERVE_CASES"].split(),
+               "targets": {"nginx": "http://%s:18080 (/small, /large)" % e["HOST"],
+                           "barrage": "http://%s:18081 (/bytes/1k)" % e["HOST"]}},
+  "loadavg_before": e["LOAD0"], "loadavg_after": e["LOAD1"],
+  "harness_wall_s": round(float(e["T_END"]) - float(e["T_START"]), 1),
+  "git_rev": git_rev(),
+  "versions": json.load(open(raw + "/versions.json")),
+}
+json.dump(meta, open(sys.argv[1], "w"), indent=1)
+PY
+
+"$PY" "$HERE/lib/report.py" build --meta "$RAW/meta.json" --results "$RAW/results.jsonl" \
+    --json "$HERE/results/$NAME.json" --md "$HERE/results/$NAME.md"
+log "wrote bench/results/$NAME.json and bench/results/$NAME.md ($(printf '%.0f' "$(echo "$T_END - $T_START" | bc)") s)"

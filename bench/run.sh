@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The one entry point of the end-to-end benchmark:
+#   1. installs the peers (bench/install-peers.sh) if one of the requested tools is missing,
+#   2. builds barrage in release (`cargo build --release` in the repository root),
+#   3. runs bench/peers.sh: every tool and case against nginx (pinned to CPU 0), and, with
+#      SERVER including "barrage", wrk against `barrage serve --threads 1` (also CPU 0),
+#      interleaved case by case with the nginx runs.
+# Results: bench/results/<date>.md and .json (raw outputs in bench/results/raw/<date>/).
+#
+#   bench/run.sh                                  # full run (~8 min + build)
+#   SERVER=nginx bench/run.sh                     # generators only
+#   TOOLS=wrk CASES="small large noka" bench/run.sh   # servers only: wrk vs nginx and barrage serve
+#   TOOLS="wrk oha barrage" CASES="small rate" DURATION=5 bench/run.sh
+#   REPEAT=3 bench/run.sh                         # medians of 3, for close calls
+#
+# Env: SKIP_INSTALL=1 (never run install-peers.sh), SKIP_BUILD=1 (use the existing binary),
+#   BARRAGE_BIN (default <repo>/target/release/barrage; if set, nothing is built), and all
+#   of peers.sh's knobs (TOOLS, CASES, DURATION, CONNS, RATE, RATE2, REPEAT, SERVER,
+#   SERVE_TOOLS, SERVE_CASES, GEN_CPU, SRV_CPU, COOLDOWN, LABEL).
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+# shellcheck source=lib/env.sh
+source "$HERE/lib/env.sh"
+log() { printf '[run] %s\n' "$*" >&2; }
+
+export TOOLS="${TOOLS-wrk ab hey vegeta oha k6 barrage}"
+export SERVER="${SERVER:-nginx barrage}"
+export SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
+BUILD=1
+if [ -n "${BARRAGE_BIN:-}" ] || [ -n "${SKIP_BUILD:-}" ]; then BUILD=0; fi
+export BARRAGE_BIN="${BARRAGE_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/barrage}"
+
+# Only SERVER's own tools are run against barrage serve, so TOOLS may be empty.
+if [[ " $SERVER " != *" nginx "* ]]; then TOOLS_USED="$SERVE_TOOLS"
+elif [[ " $SERVER " == *" barrage "* ]]; then TOOLS_USED="$TOOLS $SERVE_TOOLS"
+else TOOLS_USED="$TOOLS"; fi
+NEED_BARRAGE=0
+[[ " $TOOLS_USED " == *" barrage "* || " $SERVER " == *" barrage "* ]] && NEED_BARRAGE=1
+if [[ " $SERVER " == *" nginx "* ]] && [ -z "$(echo "$TOOLS" | tr -d ' ')" ]; then
+    log "TOOLS is empty: nothing to run against nginx (use SERVER=barrage for the server runs only)"
+    exit 2
+fi
+
+# --- 1. peers -----------------------------------------------------------------
+for f in "$HERE"/tools.d/*.sh; do
+    # shellcheck source=/dev/null
+    source "$f"
+done
+missing=()
+for t in $TOOLS_USED; do
+    [ "$t" = barrage ] && continue
+    declare -F "tool_$t" >/dev/null || { log "unknown tool '$t' (no bench/tools.d/$t.sh)"; exit 2; }
+    [ -n "$(tool_"$t" bin 2>/dev/null)" ] || missing+=("$t")
+done
+[[ " $SERVER " == *" nginx "* ]] && ! command -v nginx >/dev/null && missing+=(nginx)
+for c in bc curl taskset pgrep python3; do command -v "$c" >/dev/null || missing+=("$c"); done
+[ -x /usr/bin/time ] || missing+=(time)
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ -n "${SKIP_INSTALL:-}" ]; then
+        log "missing: ${missing[*]} (SKIP_INSTALL set: they are reported as missing)"
+    else
+        log "missing: ${missing[*]} -> bench/install-peers.sh"
+        "$HERE/install-peers.sh" || log "install-peers.sh failed: the missing tools are reported as missing"
+        source "$HERE/lib/env.sh"   # GOBIN may exist only now
+    fi
+fi
+
+# --- 2. barrage -----------------------------------------------------------------
+if [ "$NEED_BARRAGE" = 1 ]; then
+    if [ "$BUILD" = 1 ]; then
+        log "cargo build --release (in $ROOT)"
+        start=$(date +%s)
+        ( cd "$ROOT" && cargo build --release ) || { log "cargo build --release failed"; exit 1; }
+        log "build took $(( $(date +%s) - start ))s"
+    fi
+    [ -x "$BARRAGE_BIN" ] || { log "no barrage binary at $BARRAGE_BIN"; exit 1; }
+    log "barrage: $("$BARRAGE_BIN" --version 2>/dev/null | head -1) ($BARRAGE_BIN)"
+fi
+
+# --- 3. measure -------------------------------------------------------------------
+load1="$(cut -d' ' -f1 /proc/loadavg)"
+if [ "$(echo "$load1 > 0.5" | bc)" = 1 ]; then
+    log "warning: load average $load1 before the run (builds still running?): expect noisy numbers"
+fi
+exec "$HERE/peers.sh"

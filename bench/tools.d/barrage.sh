@@ -1,0 +1,62 @@
+# barrage (this project). BARRAGE_BIN overrides the path (default
+# <repo>/target/release/barrage; bench/run.sh builds it with `cargo build --release`).
+# No --threads: barrage sizes its runtime from the CPU affinity (taskset => one core),
+# as tokio does.
+# Cases: small, large (--concurrency CONNS: closed loop, one keep-alive connection per
+# worker), rate, rate20k (--rate: open loop), noka (--concurrency CONNS --no-keepalive).
+# Report: `--format json` on stdout (RunSummary, crates/metrics/src/summary.rs); fields
+# read exactly (a missing one fails the parse):
+#   requests.{total,ok,errors}, duration.{total_s,attack_s,wait_s}, throughput_per_sec, rate_per_sec,
+#   latency.corrected.{p50_us,p99_us} (from the intended start time: in open loop it
+#   includes queueing behind a late send; in closed loop it equals latency.service),
+#   latency.service.{p50_us,p99_us} (kept as service_p50_ms/service_p99_ms);
+#   optional: requests.{late,unfinished,connections}, generator.{threads,lag_p99_us,bound_reached}.
+tool_barrage() {
+    local op="$1"; shift
+    local b="${BARRAGE_BIN:-$(cd "$HERE/.." && pwd)/target/release/barrage}"
+    case "$op" in
+    bin) [ -x "$b" ] && echo "$b" ;;
+    version) "$b" --version 2>/dev/null | head -1 ;;
+    cmd)
+        local c="$1" url="$2" pfx="$3"
+        local base=("$b" run "$url" --duration "${DUR}s" --timeout 10s --format json)
+        case "$c" in
+        small|large) CMD=("${base[@]}" --concurrency "$CONNS") ;;
+        rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
+        noka) CMD=("${base[@]}" --concurrency "$CONNS" --no-keepalive) ;;
+        *) REASON="unknown case"; return 3 ;;
+        esac ;;
+    parse)
+        local c="$1" pfx="$2"
+        "$PY" - "$pfx.out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+req, dur, lat = d["requests"], d["duration"], d["latency"]
+cor, svc = lat["corrected"], lat["service"]
+ms = lambda us: us / 1e3
+gen = d.get("generator") or {}
+out = {
+    # total = finished requests; ok = 2xx/3xx; requests.errors counts only transport
+    # failures (4xx/5xx are requests.http_errors), so errors here = total - ok, the same
+    # meaning as for the other tools (every finished request that was not a success).
+    "requests": req["total"], "ok": req["ok"], "errors": req["total"] - req["ok"],
+    "transport_errors": req["errors"],
+    "duration_s": dur["total_s"], "attack_s": dur["attack_s"], "wait_s": dur["wait_s"],
+    # rps = successes per second of the whole run (vegeta's "throughput");
+    # achieved_rate = requests sent per second of attack (vegeta's "rate").
+    "rps": d["throughput_per_sec"], "achieved_rate": d["rate_per_sec"],
+    "p50_ms": ms(cor["p50_us"]), "p99_ms": ms(cor["p99_us"]),
+    "service_p50_ms": ms(svc["p50_us"]), "service_p99_ms": ms(svc["p99_us"]),
+}
+# Open-loop diagnostics, shown in the report's notes when present.
+for k, v in (("late", req.get("late")), ("unfinished", req.get("unfinished")),
+             ("connections", req.get("connections")), ("gen_threads", gen.get("threads")),
+             ("lag_p99_ms", ms(gen["lag_p99_us"]) if "lag_p99_us" in gen else None),
+             ("bound_reached", gen.get("bound_reached"))):
+    if v is not None:
+        out[k] = v
+print(json.dumps(out))
+PY
+        ;;
+    esac
+}
