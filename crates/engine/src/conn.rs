@@ -486,8 +486,8 @@ impl Conn {
 }
 
 /// Polls `fut` and the connection together until `fut` completes. When the connection
-/// finishes first (closed by the peer, or failed) `fut` is polled on: hyper then resolves
-/// it with the connection's error.
+/// finishes first (closed by the peer, or failed) `fut` is polled on: hyper then resolves it
+/// with the connection's error. (Polling the connection first was measured: no faster.)
 async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {

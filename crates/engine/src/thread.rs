@@ -153,13 +153,10 @@ impl SharedOwned {
         }
     }
 
-    /// Runs one exchange unless Ctrl-C comes first (then the request stays unfinished).
+    /// Runs one exchange. Ctrl-C does not race each request (that would register a waiter
+    /// per request); it aborts the slot tasks instead ([`join_or_abort`]).
     async fn exchange(&self, slot: &mut Slot, job: Job) {
-        let sh = self.borrow();
-        tokio::select! {
-            _ = slot.exchange(&sh, job) => {}
-            _ = self.ctx.stop.cancelled() => {}
-        }
+        slot.exchange(&self.borrow(), job).await;
     }
 }
 
@@ -201,45 +198,43 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
     let mut timer = PreciseTimer::new();
     let limit = ctx.plan.attack_limit();
     let total = ctx.plan.requests;
-    let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
     let mut bound_reached = false;
-    let attack_end = loop {
-        let due = match pacer.due(k) {
-            Some(d) if total.is_none_or(|n| k < n) => d,
-            // Count reached or schedule over: the attack ends when the next would have started.
-            _ => break pacer.due(k).unwrap_or_else(|| limit.unwrap_or_default()),
-        };
-        if let Some(l) = limit.filter(|l| due >= *l) {
-            break l;
-        }
-        tokio::select! {
-            _ = timer.sleep_until(ctx.start + due) => {}
-            _ = ctx.stop.cancelled() => break ctx.start.elapsed(),
-        }
-        let mut late = false;
-        let mailbox = loop {
-            if let Some(mb) = idle.borrow_mut().pop() {
-                break Some(mb);
+    let schedule = async {
+        let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
+        loop {
+            let due = match pacer.due(k) {
+                Some(d) if total.is_none_or(|n| k < n) => d,
+                // Count reached or schedule over: the attack ends when the next would have started.
+                _ => break pacer.due(k).unwrap_or_else(|| limit.unwrap_or_default()),
+            };
+            if let Some(l) = limit.filter(|l| due >= *l) {
+                break l;
             }
-            late = true;
-            bound_reached = true;
-            tokio::select! {
-                _ = freed.notified() => {}
-                _ = ctx.stop.cancelled() => break None,
-            }
-        };
-        let Some(mb) = mailbox else { break ctx.start.elapsed() };
-        mb.job.set(Some(Job { intended: due, target: (k % shared.targets.len() as u64) as usize, late }));
-        mb.wake.notify_one();
-        k += step;
+            timer.sleep_until(ctx.start + due).await;
+            let mut late = false;
+            let mb = loop {
+                if let Some(mb) = idle.borrow_mut().pop() {
+                    break mb;
+                }
+                late = true;
+                bound_reached = true;
+                freed.notified().await;
+            };
+            mb.job.set(Some(Job { intended: due, target: (k % shared.targets.len() as u64) as usize, late }));
+            mb.wake.notify_one();
+            k += step;
+        }
+    };
+    // Ctrl-C is raced once against the whole schedule, not once per request.
+    let attack_end = tokio::select! {
+        end = schedule => end,
+        _ = ctx.stop.cancelled() => ctx.start.elapsed(),
     };
     closed.set(true);
     for mb in idle.borrow_mut().drain(..) {
         mb.wake.notify_one();
     }
-    for h in handles {
-        let _ = h.await;
-    }
+    join_or_abort(handles, &ctx.stop).await;
     LoadOutcome { attack_end, bound_reached }
 }
 
@@ -274,18 +269,30 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
                 next_target.set(target + 1);
                 shared.exchange(&mut slot, Job { intended: now, target, late: false }).await;
                 if !think.is_zero() {
-                    tokio::select! {
-                        _ = tokio::time::sleep(think) => {}
-                        _ = ctx.stop.cancelled() => {}
-                    }
+                    tokio::time::sleep(think).await;
                 }
             }
         }));
     }
-    for h in handles {
-        let _ = h.await;
+    join_or_abort(handles, &ctx.stop).await;
+    if ctx.stop.is_cancelled() {
+        attack_end.set(attack_end.get().max(ctx.start.elapsed()));
     }
     LoadOutcome { attack_end: attack_end.get(), bound_reached: false }
+}
+
+/// Waits for the tasks to finish; on Ctrl-C aborts them, leaving their requests unfinished.
+async fn join_or_abort(handles: Vec<tokio::task::JoinHandle<()>>, stop: &CancellationToken) {
+    let aborts: Vec<_> = handles.iter().map(|h| h.abort_handle()).collect();
+    let join = async {
+        for h in handles {
+            let _ = h.await;
+        }
+    };
+    tokio::select! {
+        _ = join => {}
+        _ = stop.cancelled() => aborts.iter().for_each(|a| a.abort()),
+    }
 }
 
 /// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole
