@@ -1,6 +1,7 @@
 //! Targets that refuse, reset, stall or answer garbage: counted and classified, never a hang.
 
 use crate::util::{closed, errors_of, origin, plan, refused_url, run, Fault, FaultServer};
+use barrage_engine::{Load, Pacer};
 use barrage_server::ServeConfig;
 use std::time::{Duration, Instant};
 
@@ -84,4 +85,55 @@ fn tls_failure_without_the_ca() {
     assert_eq!(s.requests.ok, 2, "{:?}", s.errors);
     assert!(s.insecure);
     assert!(s.warnings.iter().any(|w| w.contains("--insecure")));
+}
+
+#[test]
+fn a_kept_alive_connection_closed_while_idle_is_replaced_without_error() {
+    // The server closes each connection after its answer, without saying so: the next
+    // request finds the connection closed and must go out on a new one, not hang.
+    let f = FaultServer::start(Fault::CloseWhenIdle);
+    let mut p = plan(&f.url(), Load::Closed { concurrency: 1, think_time: Duration::from_millis(50) });
+    p.requests = Some(5);
+    p.timeout = Duration::from_secs(3);
+    let t = Instant::now();
+    let s = run(p);
+    assert_eq!(s.requests.ok, 5, "{:?}", s.errors);
+    assert_eq!(s.requests.connections, 5);
+    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+}
+
+#[test]
+fn open_loop_ends_on_time_when_every_slot_is_stuck() {
+    let f = FaultServer::start(Fault::Silent);
+    let mut p = plan(&f.url(), Load::Open { pacer: Pacer::Constant { rate: 200.0 }, max_in_flight: 4 });
+    p.duration = Some(Duration::from_secs(1));
+    p.timeout = Duration::from_millis(700);
+    let t = Instant::now();
+    let s = run(p);
+    // Bounded by duration + timeout, however many requests were due.
+    assert!(t.elapsed() < Duration::from_millis(2500), "took {:?}", t.elapsed());
+    assert!(s.requests.sent <= 8, "sent {}", s.requests.sent);
+    assert_eq!(s.requests.sent + s.requests.dropped, 200, "{:?}", s.requests);
+    assert!(s.warnings.iter().any(|w| w.contains("never sent")), "{:?}", s.warnings);
+    assert!((s.duration.attack_s - 1.0).abs() < 0.05, "attack {}", s.duration.attack_s);
+}
+
+#[test]
+fn think_time_never_outlasts_the_run() {
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&o.url(), Load::Closed { concurrency: 2, think_time: Duration::from_secs(3600) });
+    p.duration = Some(Duration::from_millis(500));
+    let t = Instant::now();
+    let s = run(p);
+    assert_eq!(s.requests.ok, 2);
+    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+}
+
+#[test]
+fn a_url_with_a_query_and_no_path() {
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&format!("{}?x=1", o.url()), closed(1));
+    p.requests = Some(2);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 2, "{:?}", s.errors);
 }

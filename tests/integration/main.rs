@@ -4,4 +4,5 @@ mod cli;
 mod faults;
 mod files;
 mod measure;
+mod request;
 mod util;

@@ -83,6 +83,8 @@ pub enum Fault {
     Garbage,
     /// Accepts and never answers.
     Silent,
+    /// Answers one request as if keeping the connection alive, then closes it.
+    CloseWhenIdle,
 }
 
 /// A server that misbehaves on purpose; stops when dropped.
@@ -136,6 +138,9 @@ fn misbehave(fault: Fault, mut s: TcpStream) -> Option<TcpStream> {
         Fault::Garbage => {
             let _ = s.write_all(b"THIS IS NOT HTTP AT ALL\r\n\r\n");
         }
+        Fault::CloseWhenIdle => {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
         Fault::Silent => unreachable!(),
     }
     None
@@ -176,4 +181,74 @@ pub fn require(what: &str, present: bool) -> bool {
     }
     eprintln!("SKIPPED: {what} not found");
     false
+}
+
+/// A server that answers `200` with an empty body and hands each raw request (head and
+/// body, as received) to the test.
+pub struct CaptureServer {
+    pub addr: SocketAddr,
+    pub requests: std::sync::mpsc::Receiver<String>,
+    _stop: FaultServer,
+}
+
+impl CaptureServer {
+    pub fn start() -> CaptureServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, requests) = std::sync::mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        if let Some(text) = read_request(s) {
+                            let _ = tx.send(text);
+                        }
+                    }
+                    // Paces the polling of a non-blocking accept; synchronises nothing.
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        // The FaultServer only carries the stop flag's lifetime here.
+        let guard = FaultServer { addr, stop };
+        CaptureServer { addr, requests, _stop: guard }
+    }
+
+    /// The next request received, waiting at most 5 s.
+    pub fn next(&self) -> String {
+        self.requests.recv_timeout(Duration::from_secs(5)).expect("a request arrives")
+    }
+}
+
+/// Reads one request (head, then Content-Length bytes of body) and answers 200.
+fn read_request(mut s: TcpStream) -> Option<String> {
+    s.set_nonblocking(false).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&data).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if data.len() >= end + 4 + len {
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                return Some(text);
+            }
+        }
+    }
 }

@@ -66,7 +66,8 @@ fn parse_one_rate(s: &str) -> Result<f64, String> {
     };
     let n: f64 = digits.parse().map_err(|_| bad())?;
     let rate = n * mult / per;
-    if !rate.is_finite() || rate <= 0.0 || per <= 0.0 {
+    // Below one request a day, nothing meaningful is measured.
+    if !rate.is_finite() || rate < 1.0 / 86_400.0 || per <= 0.0 {
         return Err(bad());
     }
     Ok(rate)
@@ -145,7 +146,7 @@ mod tests {
         for (text, want) in table {
             assert_eq!(text.parse::<RateSpec>().unwrap(), want, "{text}");
         }
-        for bad in ["0", "-5", "abc", "10/x", "", "1,,2", "0:10"] {
+        for bad in ["0", "-5", "abc", "10/x", "", "1,,2", "0:10", "1e-20"] {
             let err = bad.parse::<RateSpec>().unwrap_err();
             assert!(err.contains("expected"), "{bad}: {err}");
         }

@@ -165,7 +165,7 @@ impl Progress {
             r.counts.sent as f64 / secs,
             r.counts.ok as f64 / secs,
             fmt_us(p99 as f64),
-            r.counts.completed - r.counts.ok
+            r.counts.completed.saturating_sub(r.counts.ok)
         );
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[2K{line}");
@@ -216,6 +216,11 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
 
 fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
     let Some(rate) = &a.rate else {
+        if a.connections.is_some() {
+            bail!(
+                "--connections is for open loop (--rate); in closed loop each of the -c workers has its own connection"
+            );
+        }
         return Ok(Load::Closed {
             concurrency: a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize,
             think_time: a.think_time.map_or(Duration::ZERO, |t| t.0),
@@ -233,6 +238,11 @@ fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
                 (None, Some(d)) => d / rates.len() as u32,
                 (None, None) => bail!("--rate with steps needs --step DURATION (or --duration to split evenly)"),
             };
+            // Intervals are whole seconds: a step of whole seconds keeps each interval, and
+            // so each step's report, free of its neighbours.
+            if step.subsec_nanos() != 0 || step.is_zero() {
+                bail!("--step {step:?}: steps must last whole seconds (1s, 10s, 1m), so each is reported on its own");
+            }
             Pacer::Steps { rates: rates.clone(), step }
         }
     };

@@ -35,11 +35,13 @@ pub struct Failure {
     pub kind: ErrorKind,
     /// The cause.
     pub cause: Box<dyn std::error::Error + Send + Sync>,
+    /// The connection ended before any of the request was written: safe to send again.
+    pub unsent: bool,
 }
 
 impl Failure {
     pub(crate) fn new(kind: ErrorKind, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Failure { kind, cause: cause.into() }
+        Failure { kind, cause: cause.into(), unsent: false }
     }
 
     /// One line: the cause and its sources.
@@ -465,46 +467,70 @@ impl Conn {
             Sender::H1(s) => drive(driver, alive, s.ready()).await,
             Sender::H2(s) => drive(driver, alive, s.ready()).await,
         };
-        res.map_err(classify)
+        res.map_err(closed)?.map_err(classify)
     }
 
     /// Sends a request; resolves when the response head has arrived.
     pub async fn send(&mut self, req: http::Request<Body>) -> Result<http::Response<hyper::body::Incoming>, Failure> {
-        let Conn { sender, driver, alive, .. } = self;
+        let written_before = self.clock.bytes_out();
+        let Conn { sender, driver, alive, clock } = self;
         let res = match sender {
             Sender::H1(s) => drive(driver, alive, s.send_request(req)).await,
             Sender::H2(s) => drive(driver, alive, s.send_request(req)).await,
         };
-        res.map_err(classify)
+        res.map_err(|end| {
+            let mut f = closed(end);
+            f.unsent = clock.bytes_out() == written_before;
+            f
+        })?
+        .map_err(classify)
     }
 
     /// Runs `fut` (reading a body) while driving the connection.
-    pub async fn with<F: Future>(&mut self, fut: F) -> F::Output {
+    pub async fn with<F: Future>(&mut self, fut: F) -> Result<F::Output, Failure> {
         let Conn { driver, alive, .. } = self;
-        drive(driver, alive, fut).await
+        drive(driver, alive, fut).await.map_err(closed)
+    }
+}
+
+/// How the connection ended while a request was still waiting on it.
+type Ended = Option<hyper::Error>;
+
+fn closed(end: Ended) -> Failure {
+    match end {
+        Some(e) => classify(e),
+        None => Failure::new(ErrorKind::Reset, "the server closed the connection before the response was complete"),
     }
 }
 
 /// Polls `fut` and the connection together until `fut` completes. When the connection
-/// finishes first (closed by the peer, or failed) `fut` is polled on: hyper then resolves it
-/// with the connection's error. (Polling the connection first was measured: no faster.)
-async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> F::Output {
+/// finishes first (closed by the peer, or failed) and `fut` is still pending, it never will
+/// be: hyper keeps a request queued on a connection that closed while idle. That is an
+/// `Err` carrying the connection's error, if any. (Polling the connection first was
+/// measured: no faster.)
+async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> Result<F::Output, Ended> {
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {
         if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-            return Poll::Ready(out);
+            return Poll::Ready(Ok(out));
         }
-        if *alive {
-            let done = match driver {
-                Driver::H1(d) => d.as_mut().poll(cx).is_ready(),
-                Driver::H2(d) => d.as_mut().poll(cx).is_ready(),
-            };
-            if done {
+        if !*alive {
+            return Poll::Ready(Err(None));
+        }
+        let end = match driver {
+            Driver::H1(d) => d.as_mut().poll(cx),
+            Driver::H2(d) => d.as_mut().poll(cx),
+        };
+        match end {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(end) => {
                 *alive = false;
-                return fut.as_mut().poll(cx);
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(out) => Poll::Ready(Ok(out)),
+                    Poll::Pending => Poll::Ready(Err(end.err())),
+                }
             }
         }
-        Poll::Pending
     })
     .await
 }

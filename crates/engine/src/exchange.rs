@@ -53,7 +53,9 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
             let mut headers = t.headers.clone();
             if !headers.contains_key(HOST) {
                 if let Some(auth) = t.url.authority() {
-                    headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
+                    // Never send userinfo (user:password@) in the Host header.
+                    let host = auth.as_str().rsplit('@').next().unwrap_or_default();
+                    headers.insert(HOST, HeaderValue::from_str(host).expect("an authority is a valid header"));
                 }
             }
             if !plan.keepalive && !plan.http2 {
@@ -61,6 +63,8 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
                 headers.insert(CONNECTION, HeaderValue::from_static("close"));
             }
             let path = t.url.path_and_query().map_or("/", |p| p.as_str());
+            // `http://host?x=1` has the query but no path: the request target is `/?x=1`.
+            let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
             Prepared {
                 method: t.method.clone(),
                 path_uri: path.parse().expect("a path of a valid URI is valid"),
@@ -137,10 +141,7 @@ impl Slot {
         let (outcome, bytes_in, bytes_out) = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(sh, f),
-            Err(_) => {
-                let msg = format!("no complete response within {:?}", sh.timeout);
-                self.failed(sh, Failure::new(ErrorKind::RequestTimeout, msg))
-            }
+            Err(_) => self.failed(sh, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
         if !sh.keepalive {
             self.conn = None;
@@ -174,7 +175,26 @@ impl Slot {
         t: &Prepared,
         phases: &mut Phases,
     ) -> Result<(Outcome, u64, u64), Failure> {
-        let conn = self.connection(sh, t.endpoint, phases).await?;
+        let fresh = self.connect_if_needed(sh, t.endpoint, phases).await?;
+        match self.exchange_on_conn(sh, t, phases).await {
+            // A kept-alive connection the server closed while it was idle: nothing of the
+            // request went out, so it goes once more on a new connection, as browsers do.
+            Err(f) if f.unsent && !fresh => {
+                self.conn = None;
+                self.connect_if_needed(sh, t.endpoint, phases).await?;
+                self.exchange_on_conn(sh, t, phases).await
+            }
+            other => other,
+        }
+    }
+
+    async fn exchange_on_conn(
+        &mut self,
+        sh: &Shared<'_>,
+        t: &Prepared,
+        phases: &mut Phases,
+    ) -> Result<(Outcome, u64, u64), Failure> {
+        let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
         let sent_at = sh.base.elapsed();
         let resp = conn.send(t.request(conn.is_h2())).await?;
@@ -185,32 +205,32 @@ impl Slot {
         phases.set(Phase::Wait, head_at - written);
         let status = resp.status().as_u16();
         let mut body = resp.into_body();
-        while let Some(frame) = conn.with(body.frame()).await {
+        while let Some(frame) = conn.with(body.frame()).await? {
             frame.map_err(classify)?;
         }
         phases.set(Phase::Receive, sh.base.elapsed() - head_at);
         Ok((Outcome::Status(status), conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0))
     }
 
-    /// The slot's connection to `endpoint`, reused when it is still usable.
-    async fn connection(
+    /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was
+    /// opened (its DNS, connect and TLS phases then belong to this request).
+    async fn connect_if_needed(
         &mut self,
         sh: &Shared<'_>,
         endpoint: usize,
         phases: &mut Phases,
-    ) -> Result<&mut Conn, Failure> {
-        // A keep-alive connection the server closed meanwhile is replaced silently: the
-        // request was not sent on it, so nothing failed.
+    ) -> Result<bool, Failure> {
         let reusable = match &mut self.conn {
             Some((ep, conn)) => *ep == endpoint && conn.usable() && conn.ready().await.is_ok(),
             None => false,
         };
-        if !reusable {
-            self.conn = None;
-            let conn = sh.connector.connect(&sh.endpoints[endpoint], sh.base, phases).await?;
-            sh.recorder.borrow_mut().record_connection();
-            self.conn = Some((endpoint, conn));
+        if reusable {
+            return Ok(false);
         }
-        Ok(&mut self.conn.as_mut().expect("set above").1)
+        self.conn = None;
+        let conn = sh.connector.connect(&sh.endpoints[endpoint], sh.base, phases).await?;
+        sh.recorder.borrow_mut().record_connection();
+        self.conn = Some((endpoint, conn));
+        Ok(true)
     }
 }

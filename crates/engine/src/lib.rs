@@ -117,6 +117,10 @@ pub fn run(
     drop(tx);
     let mut collector = Collector::new(threads, started_unix_ms, &plan);
     let result = collector.collect(rx, &mut writer, on_interval);
+    if result.is_err() {
+        // The results cannot be kept: stop sending load nobody will see.
+        stop.cancel();
+    }
     for h in handles {
         h.join().expect("engine threads do not panic")?;
     }

@@ -45,7 +45,8 @@ impl Pacer {
             Pacer::Ramp { from, to, over } => ramp_due(*from, *to, over.as_secs_f64(), k),
             Pacer::Steps { rates, step } => steps_due(rates, step.as_secs_f64(), k)?,
         };
-        Some(Duration::from_secs_f64(secs))
+        // A vanishing rate puts later requests beyond any representable time: never due.
+        Duration::try_from_secs_f64(secs).ok()
     }
 
     /// The intended number of requests started in `[0, t)`: the integral of the rate.

@@ -73,10 +73,16 @@ pub fn run(ctx: ThreadCtx) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, body(ctx));
+    drop(local);
+    // A DNS lookup abandoned by a timeout still runs on the blocking pool; dropping the
+    // runtime normally would wait for it, past --duration + --timeout.
+    rt.shutdown_background();
     Ok(())
 }
 
 async fn body(ctx: ThreadCtx) {
+    // Every time in a sample is an offset from the common start: nothing may begin before it.
+    PreciseTimer::new().sleep_until(ctx.start).await;
     let recorder = Rc::new(RefCell::new(Recorder::new()));
     let index = Cell::new(0u32);
     let start = TokioInstant::from_std(ctx.start);
@@ -199,30 +205,54 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
     let limit = ctx.plan.attack_limit();
     let total = ctx.plan.requests;
     let mut bound_reached = false;
+    let end_of_attack = async {
+        match limit {
+            Some(l) => tokio::time::sleep_until(TokioInstant::from_std(ctx.start + l)).await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut end_of_attack = std::pin::pin!(end_of_attack);
+    let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
+    let mut behind_on_slots = false;
     let schedule = async {
-        let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
         loop {
             let due = match pacer.due(k) {
                 Some(d) if total.is_none_or(|n| k < n) => d,
-                // Count reached or schedule over: the attack ends when the next would have started.
-                _ => break pacer.due(k).unwrap_or_else(|| limit.unwrap_or_default()),
+                // Count reached or schedule over: the attack ends when the next request of
+                // the whole schedule would have started.
+                _ => break total.and_then(|n| pacer.due(n)).or(limit).unwrap_or_else(|| ctx.start.elapsed()),
             };
             if let Some(l) = limit.filter(|l| due >= *l) {
                 break l;
             }
-            timer.sleep_until(ctx.start + due).await;
-            let mut late = false;
+            let at = ctx.start + due;
+            if at > Instant::now() {
+                // Caught up with the schedule: what follows is on time again.
+                behind_on_slots = false;
+                timer.sleep_until(at).await;
+            }
             let mb = loop {
                 if let Some(mb) = idle.borrow_mut().pop() {
-                    break mb;
+                    break Some(mb);
                 }
-                late = true;
+                behind_on_slots = true;
                 bound_reached = true;
-                freed.notified().await;
+                // Waiting for a slot must not carry the attack past its end.
+                tokio::select! {
+                    _ = freed.notified() => {}
+                    _ = end_of_attack.as_mut() => break None,
+                }
             };
+            let Some(mb) = mb else { break limit.expect("only a limit ends the wait") };
+            // Once the scheduler had to wait for a slot, every request it sends until it has
+            // caught up started late because of the bound, even one that then finds a slot
+            // free at once (slots freed together).
+            let late = behind_on_slots;
             mb.job.set(Some(Job { intended: due, target: (k % shared.targets.len() as u64) as usize, late }));
             mb.wake.notify_one();
             k += step;
+            // Catching up after a stall dispatches without awaiting anything: let the slots run.
+            tokio::task::consume_budget().await;
         }
     };
     // Ctrl-C is raced once against the whole schedule, not once per request.
@@ -230,12 +260,27 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
         end = schedule => end,
         _ = ctx.stop.cancelled() => ctx.start.elapsed(),
     };
+    if !ctx.stop.is_cancelled() {
+        let dropped = dropped_requests(pacer, k, step, limit, total);
+        shared.recorder.borrow_mut().record_dropped(dropped);
+    }
     closed.set(true);
     for mb in idle.borrow_mut().drain(..) {
         mb.wake.notify_one();
     }
     join_or_abort(handles, &ctx.stop).await;
     LoadOutcome { attack_end, bound_reached }
+}
+
+/// Requests of this thread's share of the schedule (from `k`, every `step`) that were due
+/// before the attack ended but never started: every slot stayed busy until the end.
+fn dropped_requests(pacer: &Pacer, mut k: u64, step: u64, limit: Option<Duration>, total: Option<u64>) -> u64 {
+    let mut n = 0;
+    while total.is_none_or(|t| k < t) && pacer.due(k).is_some_and(|d| limit.is_some_and(|l| d < l)) {
+        n += 1;
+        k += step;
+    }
+    n
 }
 
 /// Closed loop: each worker sends its next request when the last one finished.
@@ -258,19 +303,30 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
                     attack_end.set(attack_end.get().max(deadline.map_or(now, |d| now.min(d))));
                     return;
                 }
-                if let Some(q) = &quota {
-                    if q.get() == 0 {
-                        attack_end.set(attack_end.get().max(now));
-                        return;
+                let last = match &quota {
+                    Some(q) if q.get() == 0 => return,
+                    Some(q) => {
+                        q.set(q.get() - 1);
+                        q.get() == 0
                     }
-                    q.set(q.get() - 1);
+                    None => false,
+                };
+                if last {
+                    // The quota's last request: the attack ends as it is sent.
+                    attack_end.set(attack_end.get().max(now));
                 }
                 let target = next_target.get() % shared.targets.len();
                 next_target.set(target + 1);
                 shared.exchange(&mut slot, Job { intended: now, target, late: false }).await;
-                if !think.is_zero() {
-                    tokio::time::sleep(think).await;
+                if !think.is_zero() && !last {
+                    // Thinking never carries a worker past the end of the attack.
+                    let wake = ctx.start + (ctx.start.elapsed() + think).min(deadline.unwrap_or(Duration::MAX));
+                    tokio::time::sleep_until(TokioInstant::from_std(wake)).await;
                 }
+                // A failure that returns at once (a refused connect on loopback, EMFILE)
+                // awaits nothing: yield now and then so the thread's other tasks and the
+                // interval ticker still run.
+                tokio::task::consume_budget().await;
             }
         }));
     }

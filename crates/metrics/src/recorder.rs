@@ -40,6 +40,8 @@ pub struct Counts {
     pub ok: u64,
     /// Started late because every slot was busy.
     pub late: u64,
+    /// Due before the attack ended but never started: every slot stayed busy until the end.
+    pub dropped: u64,
     /// Bytes received (headers and body).
     pub bytes_in: u64,
     /// Bytes sent (headers and body).
@@ -97,6 +99,11 @@ impl Recorder {
         self.counts.sent += 1;
     }
 
+    /// Counts requests that were due but never started.
+    pub fn record_dropped(&mut self, n: u64) {
+        self.counts.dropped += n;
+    }
+
     /// Counts a new connection.
     pub fn record_connection(&mut self) {
         self.counts.connections += 1;
@@ -112,7 +119,11 @@ impl Recorder {
         let corrected = us(s.corrected());
         self.corrected.saturating_record(corrected);
         self.service.saturating_record(us(s.service()));
-        self.lag.saturating_record(us(s.lag()));
+        // A late request waited for a slot (the in-flight bound, i.e. the server), which is
+        // not the generator falling behind: only on-time requests measure the schedule lag.
+        if !s.late {
+            self.lag.saturating_record(us(s.lag()));
+        }
         for (hist, phase) in self.phases.iter_mut().zip(s.phases) {
             if let Some(d) = phase {
                 hist.saturating_record(us(d));
@@ -184,6 +195,7 @@ impl Recorder {
         c.completed += o.completed;
         c.ok += o.ok;
         c.late += o.late;
+        c.dropped += o.dropped;
         c.bytes_in += o.bytes_in;
         c.bytes_out += o.bytes_out;
         c.connections += o.connections;

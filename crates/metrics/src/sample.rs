@@ -128,9 +128,9 @@ pub struct Sample {
     pub phases: [Option<Duration>; PHASE_COUNT],
     /// Status or error.
     pub outcome: Outcome,
-    /// Bytes received on the wire for this request (headers and body).
+    /// HTTP bytes received for this request (headers and body; TLS framing not counted).
     pub bytes_in: u64,
-    /// Bytes sent on the wire for this request (headers and body).
+    /// HTTP bytes sent for this request (headers and body; TLS framing not counted).
     pub bytes_out: u64,
     /// The request could not start on time because every slot was busy (`--max-in-flight`).
     pub late: bool,

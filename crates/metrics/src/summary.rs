@@ -91,6 +91,8 @@ pub struct RequestCounts {
     pub errors: u64,
     /// Started late because every slot was busy; their lateness is in the corrected latency.
     pub late: u64,
+    /// Due before the attack ended but never started: every in-flight slot stayed busy.
+    pub dropped: u64,
     /// Started but not finished when the run ended (a killed run, or one cut by the wait limit).
     pub unfinished: u64,
     /// New connections opened.
@@ -281,7 +283,7 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
 }
 
 fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
-    let failed = r.counts.completed - r.counts.ok;
+    let failed = r.counts.completed.saturating_sub(r.counts.ok);
     IntervalRow {
         second,
         length_s,
@@ -380,7 +382,7 @@ fn build(
         })
         .collect();
     s.generator = generator(readers, &total, run, first.mode);
-    s.steps = step_summaries(readers, steps);
+    s.steps = step_summaries(readers, steps, s.duration.attack_s);
     s.intervals = intervals;
     s.warnings.extend(readers.iter().filter_map(|r| r.warning().map(str::to_string)));
     s.warnings.extend(self_check(&s));
@@ -394,9 +396,10 @@ fn counts(total: &Recorder) -> RequestCounts {
         total: c.completed,
         sent: c.sent,
         ok: c.ok,
-        http_errors: c.completed - c.ok - errors,
+        http_errors: c.completed.saturating_sub(c.ok).saturating_sub(errors),
         errors,
         late: c.late,
+        dropped: c.dropped,
         unfinished: c.sent.saturating_sub(c.completed),
         connections: c.connections,
     }
@@ -436,14 +439,22 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
     }
 }
 
-fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64)>) -> Vec<StepSummary> {
-    let labels = &readers[0].header().steps;
+/// A step lasts from its start to the next step's start, or to the end of the attack:
+/// the wait for the last responses is not part of any step's rate.
+fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64)>, attack_s: f64) -> Vec<StepSummary> {
+    let infos = &readers[0].header().steps;
+    let start_s = |i: usize| infos.get(i).map(|s| s.start_ms as f64 / 1e3);
     steps
         .into_iter()
-        .map(|(i, (r, secs))| {
-            let failed = r.counts.completed - r.counts.ok;
+        .map(|(i, (r, interval_secs))| {
+            let i = i as usize;
+            let secs = match start_s(i) {
+                Some(begin) => (start_s(i + 1).unwrap_or(attack_s).min(attack_s) - begin).max(0.0),
+                None => interval_secs,
+            };
+            let failed = r.counts.completed.saturating_sub(r.counts.ok);
             StepSummary {
-                label: labels.get(i as usize).map(|s| s.label.clone()).unwrap_or_else(|| format!("step {i}")),
+                label: infos.get(i).map(|s| s.label.clone()).unwrap_or_else(|| format!("step {i}")),
                 duration_s: secs,
                 requests: r.counts.completed,
                 ok: r.counts.ok,
@@ -473,6 +484,12 @@ fn self_check(s: &RunSummary) -> Vec<String> {
         w.push(format!(
             "sends lagged behind the schedule (p99 lag {:.1} ms): barrage could not keep the rate; the corrected latency still counts the delay",
             g.lag_p99_us as f64 / 1e3
+        ));
+    }
+    if s.requests.dropped > 0 {
+        w.push(format!(
+            "{} request(s) were due but never sent: every in-flight slot stayed busy until the attack ended (raise --max-in-flight or --connections); the offered rate counts only what was sent",
+            s.requests.dropped
         ));
     }
     if g.bound_reached && s.requests.late > 0 {

@@ -223,7 +223,7 @@ fn requests(s: &RunSummary) -> String {
     for (a, x, b, y) in pairs {
         t.row([format!("  {a}"), x, format!("  {b}"), y]);
     }
-    t.row(["".to_string(), String::new(), "  connections".into(), r.connections.to_string()]);
+    t.row(["  dropped".to_string(), r.dropped.to_string(), "  connections".into(), r.connections.to_string()]);
     t.render(Paint { on: false })
 }
 

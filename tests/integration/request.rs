@@ -1,0 +1,81 @@
+//! What is sent: method, headers, body, Host under --resolve, round-robin over URLs.
+
+use crate::util::{barrage, closed, origin, plan, run, CaptureServer};
+use barrage_server::ServeConfig;
+
+#[test]
+fn method_headers_and_body_arrive_as_given() {
+    let cap = CaptureServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("order.json");
+    std::fs::write(&body, br#"{"artist":"x","n":1}"#).unwrap();
+    let url = format!("http://{}/orders?x=1", cap.addr);
+    let out = barrage()
+        .args(["run", "-n", "1", "-c", "1", "-X", "POST", "-H", "Content-Type: application/json", "-H", "X-Trace: abc"])
+        .args(["--body", &format!("@{}", body.display()), &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let req = cap.next();
+    assert!(req.starts_with("POST /orders?x=1 HTTP/1.1\r\n"), "{req}");
+    let lower = req.to_ascii_lowercase();
+    assert!(lower.contains("content-type: application/json"), "{req}");
+    assert!(lower.contains("x-trace: abc"), "{req}");
+    assert!(lower.contains(&format!("host: {}", cap.addr)), "{req}");
+    assert!(req.ends_with(r#"{"artist":"x","n":1}"#), "{req}");
+}
+
+#[test]
+fn resolve_keeps_the_name_for_host_and_skips_dns() {
+    let cap = CaptureServer::start();
+    let port = cap.addr.port();
+    let url = format!("http://api.example.test:{port}/");
+    let out = barrage()
+        .args([
+            "run",
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "--format",
+            "json",
+            "--resolve",
+            &format!("api.example.test:{port}:127.0.0.1"),
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let req = cap.next();
+    assert!(req.to_ascii_lowercase().contains(&format!("host: api.example.test:{port}")), "{req}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"]["ok"], 1);
+    assert_eq!(v["phases"]["dns"]["count"], 0);
+}
+
+#[test]
+fn several_urls_are_sent_round_robin() {
+    let (a, b) = (origin(ServeConfig::default()), origin(ServeConfig::default()));
+    let mut p = plan(&a.url(), closed(2));
+    let second = plan(&b.url(), closed(2)).targets.remove(0);
+    p.targets.push(second);
+    p.requests = Some(40);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 40);
+    assert_eq!((a.requests(), b.requests()), (20, 20));
+    assert_eq!(s.urls.len(), 2);
+}
+
+#[test]
+fn bytes_out_count_headers_and_body() {
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&format!("{}/store/item", o.url()), closed(1));
+    p.targets[0].method = http::Method::PUT;
+    p.targets[0].body = bytes::Bytes::from(vec![b'x'; 10_000]);
+    p.requests = Some(5);
+    let s = run(p);
+    assert_eq!(s.status_codes["201"], 5, "{:?}", s.status_codes);
+    // Every request carried its 10,000-byte body plus a request line and headers.
+    assert!(s.bytes.out_mean > 10_000.0 && s.bytes.out_mean < 10_300.0, "{}", s.bytes.out_mean);
+    assert!(s.bytes.out_per_sec > 0.0);
+}
