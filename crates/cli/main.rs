@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         Err(e) => return usage(e),
     };
     let result = match cli.command {
-        Command::Run(a) => cmd::run::run(a),
+        Command::Run(a) => cmd::run::run(*a),
         Command::Report(a) => cmd::report::report(a),
         Command::Serve(a) => cmd::serve::serve(a),
         Command::Demo(a) => cmd::demo::demo(a),

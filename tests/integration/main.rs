@@ -4,5 +4,6 @@ mod cli;
 mod faults;
 mod files;
 mod measure;
+mod pick;
 mod request;
 mod util;

@@ -1,7 +1,7 @@
 //! Test fixtures: the origin and misbehaving servers on 127.0.0.1:0, in-process runs, and
 //! the built binary.
 
-use barrage_engine::{Load, Pacer, Plan, RunSpec, Target, TlsOptions};
+use barrage_engine::{Load, Pacer, Pick, Plan, RunSpec, Target, TlsOptions};
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_server::{RunningServer, ServeConfig};
 use std::io::{Read, Write};
@@ -20,12 +20,7 @@ pub fn origin(config: ServeConfig) -> RunningServer {
 /// A plan with one GET target and sensible test bounds.
 pub fn plan(url: &str, load: Load) -> Plan {
     Plan {
-        targets: vec![Target {
-            method: http::Method::GET,
-            url: url.parse().unwrap(),
-            headers: Default::default(),
-            body: Default::default(),
-        }],
+        targets: vec![Target::new(http::Method::GET, url).unwrap()],
         load,
         duration: None,
         requests: None,
@@ -36,6 +31,10 @@ pub fn plan(url: &str, load: Load) -> Plan {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(2),
         threads: 1,
+        pick: Pick::RoundRobin,
+        hit_ratio: None,
+        objects: None,
+        seed: 1,
     }
 }
 

@@ -20,7 +20,7 @@ pub struct Cli {
 pub enum Command {
     /// Generate load against one or more URLs and report on it.
     #[command(after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Render (and merge) results files written with `run --output`.
     #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
@@ -69,8 +69,9 @@ pub enum Format {
 /// `barrage run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Target URLs (http or https), sent round-robin.
-    #[arg(required = true, value_name = "URL")]
+    /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
+    /// may be a template such as http://host/obj/{id}, with --objects N.
+    #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file"])]
     pub urls: Vec<String>,
 
     /// Open loop: requests per second on a fixed schedule (1000, 1000/s, 60/m), a ramp over
@@ -127,6 +128,26 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", help_heading = "Connections")]
     pub connect_timeout: PositiveDur,
 
+    /// Targets in Vegeta's format (METHOD URL, header lines, @body-file, blank line between;
+    /// `# name: NAME` names the next target) or as JSON lines; `-` reads stdin.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "urls_file"], help_heading = "Request")]
+    pub targets: Option<String>,
+    /// One URL per line (blank lines and # comments skipped).
+    #[arg(long = "urls", value_name = "FILE", conflicts_with = "urls", help_heading = "Request")]
+    pub urls_file: Option<String>,
+    /// How the next target is chosen: same, round-robin, random, zipf:EXPONENT.
+    #[arg(long, value_name = "HOW", default_value = "round-robin", help_heading = "Request")]
+    pub pick: barrage_plan::Pick,
+    /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
+    pub objects: Option<u64>,
+    /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
+    /// client (thread or worker) requested before; the rest go to new ones.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, help_heading = "Request")]
+    pub hit_ratio: Option<f64>,
+    /// Seed of the random picks (each client derives its own from it).
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Request")]
+    pub seed: u64,
     /// Request method.
     #[arg(short = 'X', long, value_name = "METHOD", default_value = "GET", help_heading = "Request")]
     pub method: String,

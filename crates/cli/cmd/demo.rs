@@ -3,7 +3,7 @@
 use crate::args::units::RateSpec;
 use crate::args::{DemoArgs, Format};
 use crate::Outcome;
-use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
+use barrage_engine::{Load, Pacer, Pick, Plan, Target, TlsOptions};
 use barrage_server::{RunningServer, ServeConfig};
 use std::time::Duration;
 
@@ -36,12 +36,7 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
 
 fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
     Ok(Plan {
-        targets: vec![Target {
-            method: http::Method::GET,
-            url: url.parse()?,
-            headers: Default::default(),
-            body: Default::default(),
-        }],
+        targets: vec![Target::new(http::Method::GET, url).map_err(anyhow::Error::msg)?],
         load,
         duration: Some(duration),
         requests: None,
@@ -52,5 +47,9 @@ fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
         timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(5),
         threads: 1,
+        pick: Pick::RoundRobin,
+        hit_ratio: None,
+        objects: None,
+        seed: 1,
     })
 }

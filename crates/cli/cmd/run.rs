@@ -188,18 +188,21 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     for h in &a.headers {
         headers.append(h.0.clone(), h.1.clone());
     }
-    let targets = a
-        .urls
-        .iter()
-        .map(|u| {
-            Ok(Target { method: method.clone(), url: parse_url(u)?, headers: headers.clone(), body: body.clone() })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut targets = targets(a, &method)?;
+    for t in &mut targets {
+        // Flags add to what a target file says; a file's own body wins.
+        for (k, v) in &headers {
+            t.headers.append(k.clone(), v.clone());
+        }
+        if t.body.is_empty() {
+            t.body = body.clone();
+        }
+    }
     let duration = a.duration.map(|d| d.0);
     let load = load(a, duration)?;
     let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
     let duration = duration.or(if a.requests.is_none() && !natural_end { Some(DEFAULT_DURATION) } else { None });
-    Ok(Plan {
+    let plan = Plan {
         targets,
         load,
         duration,
@@ -211,7 +214,24 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         timeout: a.timeout.0,
         connect_timeout: a.connect_timeout.0.min(a.timeout.0),
         threads: a.threads,
-    })
+        pick: a.pick.clone(),
+        hit_ratio: a.hit_ratio,
+        objects: a.objects,
+        seed: a.seed,
+    };
+    plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    Ok(plan)
+}
+
+/// The targets from the command line, `--targets` or `--urls`.
+fn targets(a: &RunArgs, method: &http::Method) -> anyhow::Result<Vec<Target>> {
+    if let Some(path) = &a.targets {
+        return barrage_plan::targets::read_targets(path).map_err(|e| anyhow::anyhow!("--targets {e}"));
+    }
+    if let Some(path) = &a.urls_file {
+        return barrage_plan::targets::read_urls(path, method).map_err(|e| anyhow::anyhow!("--urls {e}"));
+    }
+    a.urls.iter().map(|u| Target::new(method.clone(), u).map_err(|e| anyhow::anyhow!(e))).collect()
 }
 
 fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
@@ -253,19 +273,6 @@ fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
     Ok(Load::Open { pacer, max_in_flight })
 }
 
-fn parse_url(u: &str) -> anyhow::Result<http::Uri> {
-    let bad = |why: &str| anyhow::anyhow!("invalid URL '{u}': {why}; expected http://host[:port]/path or https://...");
-    let uri: http::Uri = u.parse().map_err(|_| bad("not a URL"))?;
-    match uri.scheme_str() {
-        Some("http" | "https") => {}
-        _ => return Err(bad("the scheme must be http or https")),
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(bad("no host"));
-    }
-    Ok(uri)
-}
-
 fn body(spec: Option<&str>) -> anyhow::Result<bytes::Bytes> {
     match spec {
         None => Ok(bytes::Bytes::new()),
@@ -281,6 +288,12 @@ fn body(spec: Option<&str>) -> anyhow::Result<bytes::Bytes> {
 fn settings_json(a: &RunArgs) -> String {
     serde_json::json!({
         "urls": a.urls,
+        "targets": a.targets,
+        "urls_file": a.urls_file,
+        "pick": format!("{:?}", a.pick),
+        "objects": a.objects,
+        "hit_ratio": a.hit_ratio,
+        "seed": a.seed,
         "rate": a.rate.as_ref().map(|r| format!("{r:?}")),
         "step": a.step.map(|d| d.0.as_secs_f64()),
         "max_in_flight": a.max_in_flight,

@@ -5,8 +5,8 @@
 //! rather than spawned, so a request costs no cross-task wake-up, and the I/O wrapper
 //! ([`TimedIo`]) can note when the request was written and count bytes on the wire.
 
-use crate::plan::{Plan, TlsOptions};
 use barrage_metrics::ErrorKind;
+use barrage_plan::{Plan, TlsOptions};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::{http1, http2};

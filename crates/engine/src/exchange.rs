@@ -2,8 +2,8 @@
 //! channel, no formatting; the recorder is this thread's own.
 
 use crate::conn::{classify, Conn, Connector, Endpoint, Failure};
-use crate::plan::Plan;
 use barrage_metrics::{ErrorKind, Outcome, Phase, Recorder, Sample};
+use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
 use http::header::{HeaderValue, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
@@ -31,6 +31,8 @@ pub struct Prepared {
     full_uri: Uri,
     headers: HeaderMap,
     body: Bytes,
+    /// A URL template's path-and-query around `{id}`, filled per request.
+    template: Option<IdTemplate>,
     /// Index into the run's endpoints.
     pub endpoint: usize,
 }
@@ -71,6 +73,12 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
                 full_uri: t.url.clone(),
                 headers,
                 body: t.body.clone(),
+                template: t.id_template.clone().map(|mut tpl| {
+                    if !tpl.prefix.starts_with('/') {
+                        tpl.prefix.insert(0, '/');
+                    }
+                    tpl
+                }),
                 endpoint,
             }
         })
@@ -79,10 +87,10 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
 }
 
 impl Prepared {
-    fn request(&self, h2: bool) -> http::Request<Full<Bytes>> {
+    fn request(&self, h2: bool, id: u64) -> http::Request<Full<Bytes>> {
         let mut req = http::Request::new(Full::new(self.body.clone()));
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = if h2 { self.full_uri.clone() } else { self.path_uri.clone() };
+        *req.uri_mut() = self.uri(h2, id);
         let mut headers = self.headers.clone();
         if h2 {
             // HTTP/2 carries the authority in a pseudo-header and forbids connection headers.
@@ -91,6 +99,18 @@ impl Prepared {
         }
         *req.headers_mut() = headers;
         req
+    }
+
+    /// The request URI: origin-form for HTTP/1.1, absolute for HTTP/2, with a template's id
+    /// filled in (the one allocation per request, and only for templates).
+    fn uri(&self, h2: bool, id: u64) -> Uri {
+        let Some(tpl) = &self.template else {
+            return if h2 { self.full_uri.clone() } else { self.path_uri.clone() };
+        };
+        let path = format!("{}{id}{}", tpl.prefix, tpl.suffix);
+        let mut parts = if h2 { self.full_uri.clone().into_parts() } else { http::uri::Parts::default() };
+        parts.path_and_query = Some(path.parse().expect("a template validated with id 0 takes any id"));
+        Uri::from_parts(parts).expect("valid parts")
     }
 }
 
@@ -123,8 +143,8 @@ pub struct Slot {
 pub struct Job {
     /// Intended start offset.
     pub intended: Duration,
-    /// Target index.
-    pub target: usize,
+    /// Index into the pick space: a target, or a template's id.
+    pub target: u64,
     /// Could not start on time because every slot was busy.
     pub late: bool,
 }
@@ -135,8 +155,11 @@ impl Slot {
         let started = sh.base.elapsed();
         sh.recorder.borrow_mut().record_sent();
         let mut phases = Phases::default();
-        let target = &sh.targets[job.target];
-        let res = tokio::time::timeout(sh.timeout, self.attempt(sh, target, &mut phases)).await;
+        let (target, id) = match sh.targets {
+            [t] if t.template.is_some() => (t, job.target),
+            all => (&all[job.target as usize], 0),
+        };
+        let res = tokio::time::timeout(sh.timeout, self.attempt(sh, target, id, &mut phases)).await;
         let ended = sh.base.elapsed();
         let (outcome, bytes_in, bytes_out) = match res {
             Ok(Ok(done)) => done,
@@ -173,16 +196,17 @@ impl Slot {
         &mut self,
         sh: &Shared<'_>,
         t: &Prepared,
+        id: u64,
         phases: &mut Phases,
     ) -> Result<(Outcome, u64, u64), Failure> {
         let fresh = self.connect_if_needed(sh, t.endpoint, phases).await?;
-        match self.exchange_on_conn(sh, t, phases).await {
+        match self.exchange_on_conn(sh, t, id, phases).await {
             // A kept-alive connection the server closed while it was idle: nothing of the
             // request went out, so it goes once more on a new connection, as browsers do.
             Err(f) if f.unsent && !fresh => {
                 self.conn = None;
                 self.connect_if_needed(sh, t.endpoint, phases).await?;
-                self.exchange_on_conn(sh, t, phases).await
+                self.exchange_on_conn(sh, t, id, phases).await
             }
             other => other,
         }
@@ -192,12 +216,13 @@ impl Slot {
         &mut self,
         sh: &Shared<'_>,
         t: &Prepared,
+        id: u64,
         phases: &mut Phases,
     ) -> Result<(Outcome, u64, u64), Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
         let sent_at = sh.base.elapsed();
-        let resp = conn.send(t.request(conn.is_h2())).await?;
+        let resp = conn.send(t.request(conn.is_h2(), id)).await?;
         let head_at = sh.base.elapsed();
         // The last write before the head arrived ends the send phase.
         let written = conn.clock.last_write().clamp(sent_at, head_at);

@@ -6,16 +6,11 @@
 //! however long the run. The schedule comes from a [`Pacer`], a pure function.
 //!
 //! ```no_run
-//! use barrage_engine::{run, Load, Pacer, Plan, RunSpec, Target, TlsOptions};
+//! use barrage_engine::{run, Load, Pacer, Pick, Plan, RunSpec, Target, TlsOptions};
 //! use std::time::Duration;
 //!
 //! let plan = Plan {
-//!     targets: vec![Target {
-//!         method: http::Method::GET,
-//!         url: "http://127.0.0.1:8080/".parse().unwrap(),
-//!         headers: Default::default(),
-//!         body: Default::default(),
-//!     }],
+//!     targets: vec![Target::new(http::Method::GET, "http://127.0.0.1:8080/").unwrap()],
 //!     load: Load::Open { pacer: Pacer::Constant { rate: 100.0 }, max_in_flight: 64 },
 //!     duration: Some(Duration::from_secs(2)),
 //!     requests: None,
@@ -26,6 +21,10 @@
 //!     timeout: Duration::from_secs(5),
 //!     connect_timeout: Duration::from_secs(5),
 //!     threads: 0,
+//!     pick: Pick::RoundRobin,
+//!     hit_ratio: None,
+//!     objects: None,
+//!     seed: 1,
 //! };
 //! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into() };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
@@ -34,12 +33,9 @@
 
 mod conn;
 mod exchange;
-pub mod pacer;
-pub mod plan;
 mod thread;
 
-pub use pacer::Pacer;
-pub use plan::{Load, Plan, Target, TlsOptions};
+pub use barrage_plan::{Load, Pacer, Pick, Plan, Target, TlsOptions};
 pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
@@ -186,7 +182,7 @@ struct Collector {
     end: Duration,
     cpu: (Duration, Duration),
     bound_reached: bool,
-    pacer: Option<crate::Pacer>,
+    pacer: Option<Pacer>,
     interrupted: bool,
 }
 

@@ -4,9 +4,8 @@
 
 use crate::conn::{Connector, Endpoint};
 use crate::exchange::{Job, Prepared, Shared, Slot};
-use crate::pacer::Pacer;
-use crate::plan::{Load, Plan};
 use barrage_metrics::Recorder;
+use barrage_plan::{Load, Pacer, Picker, Plan};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
@@ -132,6 +131,11 @@ async fn run_load(ctx: &ThreadCtx, recorder: Rc<RefCell<Recorder>>) -> LoadOutco
     }
 }
 
+/// The picker of one client: an open-loop thread, or a closed-loop worker.
+fn new_picker(plan: &Plan, client: usize, clients: usize) -> Picker {
+    Picker::new(&plan.pick, plan.pick_space(), plan.seed, client as u64, clients as u64, plan.hit_ratio)
+}
+
 /// This thread's part of `n` (slots, workers, requests) split evenly over the threads.
 fn share(n: usize, ctx: &ThreadCtx) -> usize {
     n / ctx.threads + usize::from(ctx.index < n % ctx.threads)
@@ -214,6 +218,9 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
     let mut end_of_attack = std::pin::pin!(end_of_attack);
     let (mut k, step) = (ctx.index as u64, ctx.threads as u64);
     let mut behind_on_slots = false;
+    // Each thread is one client of the pick stream; round robin interleaves the threads
+    // exactly (thread i takes targets i, i+T, ...), like the schedule itself.
+    let mut picker = new_picker(&ctx.plan, ctx.index, ctx.threads).interleaved(ctx.threads as u64);
     let schedule = async {
         loop {
             let due = match pacer.due(k) {
@@ -248,7 +255,7 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
             // caught up started late because of the bound, even one that then finds a slot
             // free at once (slots freed together).
             let late = behind_on_slots;
-            mb.job.set(Some(Job { intended: due, target: (k % shared.targets.len() as u64) as usize, late }));
+            mb.job.set(Some(Job { intended: due, target: picker.next_index(), late }));
             mb.wake.notify_one();
             k += step;
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
@@ -289,11 +296,15 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
     let quota = ctx.plan.requests.map(|n| Rc::new(Cell::new(share(n as usize, ctx) as u64)));
     let deadline = ctx.plan.attack_limit();
     let attack_end = Rc::new(Cell::new(Duration::ZERO));
-    let next_target = Rc::new(Cell::new(ctx.index));
     let mut handles = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        let (shared, quota, attack_end, next_target) =
-            (shared.clone(), quota.clone(), attack_end.clone(), next_target.clone());
+    let all_workers = match &ctx.plan.load {
+        Load::Closed { concurrency, .. } => *concurrency,
+        Load::Open { .. } => workers,
+    };
+    for w in 0..workers {
+        let (shared, quota, attack_end) = (shared.clone(), quota.clone(), attack_end.clone());
+        // Every worker is a client with its own stream (global number: thread + w × threads).
+        let mut picker = new_picker(&ctx.plan, ctx.index + w * ctx.threads, all_workers);
         handles.push(tokio::task::spawn_local(async move {
             let ctx = &shared.ctx;
             let mut slot = Slot::default();
@@ -315,9 +326,7 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
                     // The quota's last request: the attack ends as it is sent.
                     attack_end.set(attack_end.get().max(now));
                 }
-                let target = next_target.get() % shared.targets.len();
-                next_target.set(target + 1);
-                shared.exchange(&mut slot, Job { intended: now, target, late: false }).await;
+                shared.exchange(&mut slot, Job { intended: now, target: picker.next_index(), late: false }).await;
                 if !think.is_zero() && !last {
                     // Thinking never carries a worker past the end of the attack.
                     let wake = ctx.start + (ctx.start.elapsed() + think).min(deadline.unwrap_or(Duration::MAX));

@@ -1,0 +1,26 @@
+//! What barrage sends: the validated [`Plan`] of a run, the open-loop schedule ([`Pacer`]),
+//! target files ([`targets`]) and how each client picks its next target ([`Picker`]).
+//!
+//! Pure code, no I/O on the hot path: the engine asks the pacer when to send and the picker
+//! what to send.
+//!
+//! ```
+//! use barrage_plan::{Pacer, Pick, Picker, Target};
+//!
+//! let pacer = Pacer::Constant { rate: 1000.0 };
+//! assert_eq!(pacer.due(10).unwrap().as_millis(), 10);
+//! let t = Target::new(http::Method::GET, "http://127.0.0.1:8080/obj/{id}").unwrap();
+//! assert_eq!(t.id_template.unwrap().prefix, "/obj/");
+//! let mut picker = Picker::new(&Pick::Zipf(1.0), 100_000, 42, 0, 1, None);
+//! assert!(picker.next_index() < 100_000);
+//! ```
+
+pub mod pacer;
+pub mod pick;
+pub mod plan;
+pub mod targets;
+
+pub use pacer::Pacer;
+pub use pick::{Pick, Picker};
+pub use plan::{IdTemplate, Load, Plan, Target, TlsOptions};
+pub use targets::TargetError;

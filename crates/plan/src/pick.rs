@@ -1,0 +1,214 @@
+//! [`Pick`] and [`Picker`]: which target the next request goes to.
+//!
+//! A picker draws indexes into a space of `size` targets: the entries of a target list, or
+//! the ids `0..N` of a URL template such as `http://host/obj/{id}` with `--objects N`. Each
+//! client (an open-loop engine thread, or a closed-loop worker) has its own picker with its
+//! own seed, so streams are reproducible and independent.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use std::str::FromStr;
+
+/// How the next target is chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pick {
+    /// Always the first target.
+    Same,
+    /// In order, wrapping around; clients interleave so that together they are exact.
+    RoundRobin,
+    /// Uniformly at random.
+    Random,
+    /// By popularity: rank r (from 1) is drawn with probability ∝ 1 / r^s.
+    Zipf(f64),
+}
+
+impl FromStr for Pick {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            || format!("invalid --pick '{s}': expected same, round-robin, random or zipf:EXPONENT (e.g. zipf:1.0)");
+        match s {
+            "same" => Ok(Pick::Same),
+            "round-robin" | "rr" => Ok(Pick::RoundRobin),
+            "random" => Ok(Pick::Random),
+            _ => {
+                let exp: f64 = s.strip_prefix("zipf:").ok_or_else(bad)?.parse().map_err(|_| bad())?;
+                if exp.is_finite() && exp > 0.0 {
+                    Ok(Pick::Zipf(exp))
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+/// How many earlier picks a hit-ratio client remembers; bounds memory on long runs.
+const HISTORY: usize = 1 << 16;
+
+/// The Wisconsin Proxy Benchmark's request stream: a fraction of requests repeat a target
+/// this client already requested, the rest go to targets it never requested.
+#[derive(Clone, Debug)]
+struct Repeats {
+    ratio: f64,
+    history: Vec<u64>,
+    /// Where the next new pick goes in the ring once it is full.
+    pos: usize,
+    /// The next never-requested index; clients step by their count, so their new targets
+    /// never collide.
+    next_new: u64,
+    stride: u64,
+}
+
+/// Draws target indexes for one client.
+#[derive(Clone, Debug)]
+pub struct Picker {
+    pick: Pick,
+    size: u64,
+    rng: SmallRng,
+    zipf: Option<Zipf<f64>>,
+    /// Round robin: this client's next index, and how far each step moves.
+    next: u64,
+    stride: u64,
+    repeats: Option<Repeats>,
+}
+
+impl Picker {
+    /// The picker of client `client` (of `clients`), over `size` targets. With `hit_ratio`,
+    /// the stream follows the Wisconsin Proxy Benchmark instead of `pick`.
+    pub fn new(pick: &Pick, size: u64, seed: u64, client: u64, clients: u64, hit_ratio: Option<f64>) -> Picker {
+        let size = size.max(1);
+        let clients = clients.max(1);
+        // Distinct, well-mixed seeds per client (SplitMix64's increment).
+        let rng = SmallRng::seed_from_u64(seed ^ client.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let zipf = match pick {
+            Pick::Zipf(s) => Some(Zipf::new(size, *s).expect("size ≥ 1 and a positive exponent")),
+            _ => None,
+        };
+        let repeats =
+            hit_ratio.map(|ratio| Repeats { ratio, history: Vec::new(), pos: 0, next_new: client, stride: clients });
+        Picker { pick: pick.clone(), size, rng, zipf, next: client % size, stride: 1, repeats }
+    }
+
+    /// Round robin steps by `clients` instead of 1, so that clients started at 0, 1, …
+    /// together take every index in turn exactly (open-loop threads share one schedule).
+    pub fn interleaved(mut self, clients: u64) -> Picker {
+        self.stride = clients.max(1);
+        self
+    }
+
+    /// The next target index, in `0..size`.
+    pub fn next_index(&mut self) -> u64 {
+        if let Some(r) = &mut self.repeats {
+            return r.next(&mut self.rng, self.size);
+        }
+        match self.pick {
+            Pick::Same => 0,
+            Pick::RoundRobin => {
+                let i = self.next;
+                self.next = (self.next + self.stride) % self.size;
+                i
+            }
+            Pick::Random => self.rng.gen_range(0..self.size),
+            Pick::Zipf(_) => {
+                let rank = self.zipf.as_ref().expect("set for zipf").sample(&mut self.rng);
+                (rank as u64).clamp(1, self.size) - 1
+            }
+        }
+    }
+}
+
+impl Repeats {
+    fn next(&mut self, rng: &mut SmallRng, size: u64) -> u64 {
+        if !self.history.is_empty() && rng.gen_bool(self.ratio) {
+            return self.history[rng.gen_range(0..self.history.len())];
+        }
+        let id = self.next_new % size;
+        self.next_new += self.stride;
+        if self.history.len() < HISTORY {
+            self.history.push(id);
+        } else {
+            self.history[self.pos] = id;
+            self.pos = (self.pos + 1) % HISTORY;
+        }
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn parses() {
+        assert_eq!("same".parse::<Pick>().unwrap(), Pick::Same);
+        assert_eq!("round-robin".parse::<Pick>().unwrap(), Pick::RoundRobin);
+        assert_eq!("zipf:0.8".parse::<Pick>().unwrap(), Pick::Zipf(0.8));
+        for bad in ["zipf", "zipf:0", "zipf:x", "often"] {
+            assert!(bad.parse::<Pick>().unwrap_err().contains("expected"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn round_robin_clients_interleave_exactly() {
+        let mut a = Picker::new(&Pick::RoundRobin, 5, 1, 0, 2, None).interleaved(2);
+        let mut b = Picker::new(&Pick::RoundRobin, 5, 1, 1, 2, None).interleaved(2);
+        let mut all: Vec<u64> = (0..5).flat_map(|_| [a.next_index(), b.next_index()]).collect();
+        all.sort();
+        assert_eq!(all, vec![0, 0, 1, 1, 2, 2, 3, 3, 4, 4]);
+    }
+
+    #[test]
+    fn round_robin_client_alone_visits_every_target() {
+        let mut p = Picker::new(&Pick::RoundRobin, 3, 1, 4, 8, None);
+        assert_eq!((0..6).map(|_| p.next_index()).collect::<Vec<_>>(), vec![1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn same_and_random_stay_in_range_and_are_seeded() {
+        let mut s = Picker::new(&Pick::Same, 9, 1, 3, 4, None);
+        assert!((0..100).all(|_| s.next_index() == 0));
+        let draw = |seed| {
+            let mut p = Picker::new(&Pick::Random, 10, seed, 0, 1, None);
+            (0..50).map(|_| p.next_index()).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        assert!(draw(7).iter().all(|i| *i < 10));
+    }
+
+    /// The fitted slope of log(frequency) against log(rank) over the popular ranks is the
+    /// exponent.
+    #[test]
+    fn zipf_ranks_follow_the_exponent() {
+        for s in [0.8, 1.0, 1.2] {
+            let mut p = Picker::new(&Pick::Zipf(s), 1000, 42, 0, 1, None);
+            let mut counts = vec![0u64; 1000];
+            for _ in 0..200_000 {
+                counts[p.next_index() as usize] += 1;
+            }
+            let points: Vec<(f64, f64)> = (0..20).map(|r| (((r + 1) as f64).ln(), (counts[r] as f64).ln())).collect();
+            let n = points.len() as f64;
+            let (mx, my) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+            let slope = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>()
+                / points.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+            assert!((slope + s).abs() < 0.08, "exponent {s}: fitted {}", -slope);
+        }
+    }
+
+    /// Over 20,000 requests the fraction repeating an earlier target of the same client is
+    /// the hit ratio ± 2 %, and clients never share new targets.
+    #[test]
+    fn hit_ratio_stream_repeats_the_asked_fraction() {
+        for ratio in [0.0, 0.3, 0.5, 0.9] {
+            let mut seen = HashSet::new();
+            let mut p = Picker::new(&Pick::Random, 1 << 40, 3, 1, 4, Some(ratio));
+            let repeats = (0..20_000).filter(|_| !seen.insert(p.next_index())).count();
+            let measured = repeats as f64 / 20_000.0;
+            assert!((measured - ratio).abs() <= 0.02, "asked {ratio}, measured {measured}");
+            assert!(seen.iter().all(|id| id % 4 == 1), "client 1 of 4 only draws its own new ids");
+        }
+    }
+}

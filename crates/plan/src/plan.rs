@@ -1,0 +1,185 @@
+//! [`Plan`]: a validated description of a run. The CLI builds it from flags; the engine
+//! never sees clap types.
+
+use crate::pacer::Pacer;
+use crate::pick::Pick;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Uri};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One request to send.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Method.
+    pub method: Method,
+    /// Absolute URL (`http` or `https`); for a template, with `{id}` replaced by `0`.
+    pub url: Uri,
+    /// Extra headers (Host is derived from the URL unless given here).
+    pub headers: HeaderMap,
+    /// Body, shared by every request (cloning `Bytes` is a reference count).
+    pub body: Bytes,
+    /// Name for per-request breakdowns (`# name:` in a target file).
+    pub name: Option<String>,
+    /// For a URL template such as `http://host/obj/{id}`: the path-and-query around `{id}`.
+    pub id_template: Option<IdTemplate>,
+}
+
+/// The path-and-query of a URL template, split around `{id}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdTemplate {
+    /// Before `{id}`, e.g. `/obj/`.
+    pub prefix: String,
+    /// After `{id}`, e.g. `?v=1`.
+    pub suffix: String,
+}
+
+/// The placeholder of a URL template.
+pub const ID: &str = "{id}";
+
+impl Target {
+    /// A target for `url`, validated: `http` or `https` with a host. `{id}` may stand once in
+    /// the path or query, making a template whose ids are filled per request.
+    pub fn new(method: Method, url: &str) -> Result<Target, String> {
+        let bad = |why: &str| format!("invalid URL '{url}': {why}; expected http://host[:port]/path or https://...");
+        let id_template = match url.find(ID) {
+            None => None,
+            Some(at) => {
+                let scheme_end = url.find("://").map_or(0, |i| i + 3);
+                let path_start = url[scheme_end..].find(['/', '?']).map(|i| i + scheme_end).filter(|p| *p <= at);
+                let Some(path_start) = path_start else { return Err(bad("{id} may only stand in the path or query")) };
+                let (prefix, suffix) = (&url[path_start..at], &url[at + ID.len()..]);
+                if suffix.contains(ID) {
+                    return Err(bad("{id} may stand only once"));
+                }
+                Some(IdTemplate { prefix: prefix.to_string(), suffix: suffix.to_string() })
+            }
+        };
+        let parsed: Uri = url.replacen(ID, "0", 1).parse().map_err(|_| bad("not a URL"))?;
+        if !matches!(parsed.scheme_str(), Some("http" | "https")) {
+            return Err(bad("the scheme must be http or https"));
+        }
+        if parsed.host().is_none_or(str::is_empty) {
+            return Err(bad("no host"));
+        }
+        Ok(Target { method, url: parsed, headers: HeaderMap::new(), body: Bytes::new(), name: None, id_template })
+    }
+}
+
+/// How load is generated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// Requests start on a schedule, whatever the server does.
+    Open {
+        /// The schedule.
+        pacer: Pacer,
+        /// Most requests outstanding at once; a request due when all are busy is late.
+        max_in_flight: usize,
+    },
+    /// Each worker sends its next request when the last one finished.
+    Closed {
+        /// Workers.
+        concurrency: usize,
+        /// Pause between a response and the worker's next request.
+        think_time: Duration,
+    },
+}
+
+/// TLS settings.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// Trust only these CA certificates (PEM) instead of the system roots.
+    pub cacert: Option<PathBuf>,
+    /// Do not verify certificates.
+    pub insecure: bool,
+}
+
+/// Everything the engine needs for a run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Requests, sent round-robin.
+    pub targets: Vec<Target>,
+    /// Open or closed loop.
+    pub load: Load,
+    /// Stop sending after this long.
+    pub duration: Option<Duration>,
+    /// Stop after this many requests.
+    pub requests: Option<u64>,
+    /// Reuse connections.
+    pub keepalive: bool,
+    /// Speak HTTP/2 (ALPN over TLS, prior knowledge over cleartext).
+    pub http2: bool,
+    /// TLS settings.
+    pub tls: TlsOptions,
+    /// `--resolve host:port:addr` overrides, keyed by (host, port).
+    pub resolve: HashMap<(String, u16), SocketAddr>,
+    /// Bound on one request, from its start to its last byte (connecting included).
+    pub timeout: Duration,
+    /// Bound on DNS + TCP connect + TLS handshake.
+    pub connect_timeout: Duration,
+    /// Engine threads; 0 = one per CPU the process may run on.
+    pub threads: usize,
+    /// How the next target is chosen.
+    pub pick: Pick,
+    /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
+    /// client requested before, the rest go to new ones (overrides `pick`).
+    pub hit_ratio: Option<f64>,
+    /// Size of a URL template's id space (`--objects`): ids `0..objects`.
+    pub objects: Option<u64>,
+    /// Seed of every client's picker.
+    pub seed: u64,
+}
+
+impl Plan {
+    /// The threads the engine will run.
+    pub fn thread_count(&self) -> usize {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let wanted = if self.threads == 0 { cpus } else { self.threads };
+        // More threads than workers would leave some idle.
+        let work = match &self.load {
+            Load::Open { max_in_flight, .. } => *max_in_flight,
+            Load::Closed { concurrency, .. } => *concurrency,
+        };
+        wanted.clamp(1, work.max(1))
+    }
+
+    /// How many targets picks choose from: a template's ids, or the target list.
+    pub fn pick_space(&self) -> u64 {
+        match (&self.targets[..], self.objects) {
+            ([t], Some(n)) if t.id_template.is_some() => n,
+            _ => self.targets.len() as u64,
+        }
+    }
+
+    /// Checks what the types cannot: a template goes alone and with `--objects`.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.targets.is_empty() {
+            return Err("no targets".into());
+        }
+        let templates = self.targets.iter().filter(|t| t.id_template.is_some()).count();
+        if templates > 0 && (self.targets.len() > 1 || self.objects.is_none()) {
+            return Err("a URL with {id} must be the only target and needs --objects N (ids 0..N)".into());
+        }
+        if self.objects.is_some() && templates == 0 {
+            return Err("--objects needs a URL with {id}, e.g. http://host/obj/{id}".into());
+        }
+        if self.objects == Some(0) {
+            return Err("--objects must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// When the attack ends by itself (duration, or the end of a stepped schedule).
+    pub fn attack_limit(&self) -> Option<Duration> {
+        let natural = match &self.load {
+            Load::Open { pacer, .. } => pacer.natural_end(),
+            Load::Closed { .. } => None,
+        };
+        match (self.duration, natural) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

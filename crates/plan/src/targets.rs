@@ -1,0 +1,235 @@
+//! Target files: Vegeta's text format, JSON lines, and plain URL lists, read into
+//! [`Target`]s. Every error names the file and line.
+//!
+//! Text format (Vegeta's, plus a `# name:` comment naming the next target):
+//! ```text
+//! # name: put-object
+//! PUT http://127.0.0.1:8080/obj/1
+//! Content-Type: application/octet-stream
+//! @body.bin
+//!
+//! GET http://127.0.0.1:8080/obj/1
+//! ```
+//! A body file (`@path`) is relative to the target file's folder (to the working directory
+//! for stdin). JSON lines follow Vegeta's JSON format, `body` in base64:
+//! `{"method":"GET","url":"http://h/p","header":{"Accept":["*/*"]},"body":"aGk=","name":"get"}`.
+
+use crate::plan::Target;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use std::path::{Path, PathBuf};
+
+/// A target file that cannot be used; the message says where and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct TargetError {
+    /// The file (`-` for stdin).
+    pub file: String,
+    /// 1-based line (0 when the file could not be read at all).
+    pub line: usize,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+/// Reads `--targets FILE` (or `-` for stdin): JSON lines when the first non-blank line starts
+/// with `{`, Vegeta's text format otherwise.
+pub fn read_targets(path: &str) -> Result<Vec<Target>, TargetError> {
+    let (text, base) = read(path)?;
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
+    let targets = if first.is_some_and(|l| l.starts_with('{')) {
+        parse_json_lines(&text, path)?
+    } else {
+        parse_text(&text, path, &base)?
+    };
+    if targets.is_empty() {
+        return Err(TargetError { file: path.into(), line: 0, message: "no targets in the file".into() });
+    }
+    Ok(targets)
+}
+
+/// Reads `--urls FILE`: one URL per line; blank lines and `#` comments are skipped.
+pub fn read_urls(path: &str, method: &Method) -> Result<Vec<Target>, TargetError> {
+    let (text, _) = read(path)?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |message| TargetError { file: path.into(), line: i + 1, message };
+        out.push(Target::new(method.clone(), line).map_err(err)?);
+    }
+    if out.is_empty() {
+        return Err(TargetError { file: path.into(), line: 0, message: "no URLs in the file".into() });
+    }
+    Ok(out)
+}
+
+fn read(path: &str) -> Result<(String, PathBuf), TargetError> {
+    let err = |e: std::io::Error| TargetError { file: path.into(), line: 0, message: format!("cannot read: {e}") };
+    if path == "-" {
+        let text = std::io::read_to_string(std::io::stdin()).map_err(err)?;
+        return Ok((text, PathBuf::from(".")));
+    }
+    let text = std::fs::read_to_string(path).map_err(err)?;
+    let base = Path::new(path).parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((text, base))
+}
+
+/// Parses Vegeta's text format.
+pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, TargetError> {
+    let mut out = Vec::new();
+    let mut current: Option<Target> = None;
+    let mut name: Option<String> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
+        let line = raw.trim();
+        if line.is_empty() {
+            out.extend(current.take());
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            if let Some(n) = comment.trim().strip_prefix("name:") {
+                name = Some(n.trim().to_string());
+            }
+            continue;
+        }
+        match &mut current {
+            None => {
+                let (method, url) = line
+                    .split_once(char::is_whitespace)
+                    .ok_or_else(|| err(format!("expected 'METHOD URL', found '{line}'")))?;
+                let method =
+                    Method::from_bytes(method.as_bytes()).map_err(|_| err(format!("invalid method '{method}'")))?;
+                let mut t = Target::new(method, url.trim()).map_err(err)?;
+                t.name = name.take();
+                current = Some(t);
+            }
+            Some(t) => {
+                if let Some(body) = line.strip_prefix('@') {
+                    let path = base.join(body);
+                    let bytes = std::fs::read(&path).map_err(|e| err(format!("body file {}: {e}", path.display())))?;
+                    t.body = Bytes::from(bytes);
+                } else {
+                    let (k, v) = header(line).map_err(err)?;
+                    t.headers.append(k, v);
+                }
+            }
+        }
+    }
+    out.extend(current);
+    Ok(out)
+}
+
+fn header(line: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let (k, v) = line
+        .split_once(':')
+        .ok_or_else(|| format!("expected a header 'Name: value' or '@body-file', found '{line}'"))?;
+    let name =
+        HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| format!("invalid header name '{}'", k.trim()))?;
+    let value = HeaderValue::from_str(v.trim()).map_err(|_| format!("invalid value for header '{}'", k.trim()))?;
+    Ok((name, value))
+}
+
+/// Parses Vegeta's JSON-lines format (with an optional `name`).
+pub fn parse_json_lines(text: &str, file: &str) -> Result<Vec<Target>, TargetError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
+        out.push(json_target(&v).map_err(err)?);
+    }
+    Ok(out)
+}
+
+fn json_target(v: &serde_json::Value) -> Result<Target, String> {
+    let field = |k: &str| v.get(k).and_then(|x| x.as_str());
+    let url = field("url").ok_or("missing \"url\"")?;
+    let method = field("method").unwrap_or("GET");
+    let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("invalid method '{method}'"))?;
+    let mut t = Target::new(method, url)?;
+    t.name = field("name").map(str::to_string);
+    if let Some(b64) = field("body") {
+        use base64::Engine;
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| format!("\"body\" is not base64: {e}"))?;
+        t.body = Bytes::from(body);
+    }
+    if let Some(headers) = v.get("header").and_then(|h| h.as_object()) {
+        t.headers = HeaderMap::new();
+        for (k, values) in headers {
+            let values: Vec<&str> = match values {
+                serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                serde_json::Value::String(s) => vec![s.as_str()],
+                _ => return Err(format!("header '{k}' must be a string or a list of strings")),
+            };
+            for value in values {
+                let (name, value) = header(&format!("{k}: {value}"))?;
+                t.headers.append(name, value);
+            }
+        }
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vegeta_text_format_with_names_headers_and_bodies() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.json"), b"{\"a\":1}").unwrap();
+        let text = "# name: put-object\nPUT http://127.0.0.1:1/obj/1\nContent-Type: application/json\n@b.json\n\n\nGET http://127.0.0.1:1/obj/1\nX-A: 1\nX-A: 2\n";
+        let t = parse_text(text, "t.txt", dir.path()).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].method.as_str(), t[0].name.as_deref()), ("PUT", Some("put-object")));
+        assert_eq!(&t[0].body[..], b"{\"a\":1}");
+        assert_eq!(t[0].headers["content-type"], "application/json");
+        assert_eq!(t[1].name, None);
+        assert_eq!(t[1].headers.get_all("x-a").iter().count(), 2);
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let table = [
+            ("GET\n", "t.txt:1: expected 'METHOD URL'"),
+            ("GET http://h/\nno header here\n", "t.txt:2: expected a header"),
+            ("GET http://h/\n@missing.bin\n", "t.txt:2: body file"),
+            ("\n\nGET ftp://h/\n", "t.txt:3: invalid URL"),
+            ("G(T http://h/\n", "t.txt:1: invalid method"),
+        ];
+        for (text, want) in table {
+            let e = parse_text(text, "t.txt", Path::new("/nonexistent")).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn json_lines() {
+        let text = "{\"method\":\"POST\",\"url\":\"http://h/x\",\"header\":{\"K\":[\"v\"]},\"body\":\"aGVsbG8=\",\"name\":\"p\"}\n{\"url\":\"http://h/y\"}\n";
+        let t = parse_json_lines(text, "t.jsonl").unwrap();
+        assert_eq!((t[0].method.as_str(), &t[0].body[..], t[0].name.as_deref()), ("POST", &b"hello"[..], Some("p")));
+        assert_eq!(t[0].headers["k"], "v");
+        assert_eq!(t[1].method, Method::GET);
+        let e = parse_json_lines("{\"url\":\"http://h/\"}\n{\"method\":\"GET\"}\n", "t.jsonl").unwrap_err();
+        assert_eq!(e.to_string(), "t.jsonl:2: missing \"url\"");
+        assert!(parse_json_lines("{nope", "t.jsonl").unwrap_err().to_string().starts_with("t.jsonl:1: not JSON"));
+    }
+
+    #[test]
+    fn url_lists_skip_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("urls.txt");
+        std::fs::write(&p, "# origins\nhttp://127.0.0.1:1/a\n\nhttp://127.0.0.1:2/b\nnot a url\n").unwrap();
+        let e = read_urls(p.to_str().unwrap(), &Method::GET).unwrap_err();
+        assert_eq!(e.line, 5);
+        std::fs::write(&p, "http://127.0.0.1:1/a\nhttp://127.0.0.1:2/b\n").unwrap();
+        assert_eq!(read_urls(p.to_str().unwrap(), &Method::GET).unwrap().len(), 2);
+    }
+}

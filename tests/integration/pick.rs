@@ -1,0 +1,96 @@
+//! What to request: target files, URL lists, picking strategies and the hit-ratio stream,
+//! against `barrage serve`.
+
+use crate::util::{barrage, closed, origin, plan, run};
+use barrage_engine::Pick;
+use barrage_server::ServeConfig;
+
+#[test]
+fn zipf_over_a_template_hits_popular_objects_most() {
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&format!("{}/obj/{{id}}", o.url()), closed(4));
+    p.objects = Some(100_000);
+    p.pick = Pick::Zipf(1.0);
+    p.requests = Some(400);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 400, "{:?}", s.errors);
+    assert_eq!(o.requests(), 400);
+}
+
+#[test]
+fn hit_ratio_stream_and_template_via_the_cli() {
+    let o = origin(ServeConfig::default());
+    let out = barrage()
+        .args(["run", "-c", "2", "-n", "200", "--hit-ratio", "0.5", "--objects", "1000000", "--format", "json"])
+        .arg(format!("{}/obj/{{id}}", o.url()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"]["ok"], 200);
+}
+
+#[test]
+fn targets_file_sends_each_target_with_its_method_and_body() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("item.txt"), b"stored through a target file").unwrap();
+    let file = dir.path().join("targets.txt");
+    let text = format!(
+        "# name: put-item\nPUT {u}/store/item\n@item.txt\n\n# name: get-item\nGET {u}/store/item\n",
+        u = o.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = barrage()
+        .args(["run", "-c", "1", "-n", "2", "--format", "json", "--targets", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The PUT stored the body (201), the GET read it back (200), in that order.
+    assert_eq!(v["status_codes"]["201"], 1, "{v}");
+    assert_eq!(v["status_codes"]["200"], 1, "{v}");
+    assert!(v["bytes"]["in_total"].as_u64().unwrap() > "stored through a target file".len() as u64);
+}
+
+#[test]
+fn url_list_file_and_pick_same() {
+    let (a, b) = (origin(ServeConfig::default()), origin(ServeConfig::default()));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("urls.txt");
+    std::fs::write(&file, format!("# two origins\n{}\n{}\n", a.url(), b.url())).unwrap();
+    let run_with = |pick: &str| {
+        let out = barrage()
+            .args(["run", "-c", "2", "-n", "40", "--pick", pick, "--urls", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run_with("same");
+    assert_eq!((a.requests(), b.requests()), (40, 0));
+    run_with("round-robin");
+    assert_eq!((a.requests(), b.requests()), (60, 20));
+}
+
+#[test]
+fn bad_target_files_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.txt");
+    std::fs::write(&file, "GET http://127.0.0.1:9/\nthis is not a header\n").unwrap();
+    let out = barrage().args(["run", "-n", "1", "--targets", file.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{}:2:", file.display())), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    for args in [
+        vec!["run", "-n", "1", "http://127.0.0.1:9/obj/{id}"],
+        vec!["run", "-n", "1", "--objects", "10", "http://127.0.0.1:9/"],
+        vec!["run", "-n", "1", "--pick", "zipf:-1", "http://127.0.0.1:9/"],
+        vec!["run", "-n", "1", "--hit-ratio", "1.5", "http://127.0.0.1:9/"],
+    ] {
+        let out = barrage().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
