@@ -35,6 +35,7 @@ pub fn plan(url: &str, load: Load) -> Plan {
         hit_ratio: None,
         objects: None,
         seed: 1,
+        cache_rules: Default::default(),
     }
 }
 

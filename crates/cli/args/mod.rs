@@ -158,6 +158,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT|@FILE", help_heading = "Request")]
     pub body: Option<String>,
 
+    /// Read a response's cache status from a header: HEADER~REGEX=STATUS (hit, miss, pass,
+    /// expired, stale), before the built-in rules (repeatable), e.g. 'X-Edge~^TCP_HIT=hit'.
+    #[arg(long = "cache-rule", value_name = "RULE", help_heading = "Measure")]
+    pub cache_rules: Vec<barrage_plan::CacheRule>,
+
     /// Report format on standard output.
     #[arg(long, value_enum, default_value_t = Format::Text, help_heading = "Output")]
     pub format: Format,
@@ -213,6 +218,11 @@ pub struct ServeArgs {
     /// Once N requests have arrived, pause all answers for DURATION (a GC-like stall): N+DURATION.
     #[arg(long, value_name = "N+DURATION")]
     pub stall: Option<barrage_server::Stall>,
+    /// Label answers as a cache in front would (varnish, squid or nginx headers): the first
+    /// GET of a path is a miss, later ones hits. Nothing is cached; it gives cache reports a
+    /// known answer.
+    #[arg(long, value_name = "STYLE")]
+    pub cache_headers: Option<barrage_server::CacheStyle>,
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {

@@ -51,5 +51,6 @@ fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
         hit_ratio: None,
         objects: None,
         seed: 1,
+        cache_rules: Default::default(),
     })
 }

@@ -218,6 +218,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         hit_ratio: a.hit_ratio,
         objects: a.objects,
         seed: a.seed,
+        cache_rules: barrage_plan::CacheRules::new(a.cache_rules.clone()),
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     Ok(plan)
@@ -294,6 +295,7 @@ fn settings_json(a: &RunArgs) -> String {
         "objects": a.objects,
         "hit_ratio": a.hit_ratio,
         "seed": a.seed,
+        "cache_rules": a.cache_rules.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>(),
         "rate": a.rate.as_ref().map(|r| format!("{r:?}")),
         "step": a.step.map(|d| d.0.as_secs_f64()),
         "max_in_flight": a.max_in_flight,

@@ -17,6 +17,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         cache_control: a.cache_control,
         object_size: a.object_size,
         stall: a.stall,
+        cache_headers: a.cache_headers,
     };
     let server = RunningServer::start(config)?;
     println!("listening on {}", server.url());

@@ -2,7 +2,7 @@
 //! channel, no formatting; the recorder is this thread's own.
 
 use crate::conn::{classify, Conn, Connector, Endpoint, Failure};
-use barrage_metrics::{ErrorKind, Outcome, Phase, Recorder, Sample};
+use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Recorder, Sample};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
 use http::header::{HeaderValue, CONNECTION, HOST};
@@ -130,6 +130,16 @@ pub struct Shared<'a> {
     pub keepalive: bool,
     /// Bound on one request.
     pub timeout: Duration,
+    /// Reads the cache status of each response.
+    pub cache_rules: &'a barrage_plan::CacheRules,
+}
+
+/// What one finished request yields besides its times.
+struct Done {
+    outcome: Outcome,
+    bytes_in: u64,
+    bytes_out: u64,
+    cache: CacheStatus,
 }
 
 /// A slot: at most one request at a time, on its own connection.
@@ -161,7 +171,7 @@ impl Slot {
         };
         let res = tokio::time::timeout(sh.timeout, self.attempt(sh, target, id, &mut phases)).await;
         let ended = sh.base.elapsed();
-        let (outcome, bytes_in, bytes_out) = match res {
+        let Done { outcome, bytes_in, bytes_out, cache } = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(sh, f),
             Err(_) => self.failed(sh, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
@@ -178,27 +188,22 @@ impl Slot {
             bytes_in,
             bytes_out,
             late: job.late,
+            cache,
         };
         sh.recorder.borrow_mut().record(&sample);
     }
 
-    fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> (Outcome, u64, u64) {
+    fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> Done {
         // A connection that failed a request is not trusted with the next one.
         self.conn = None;
         let mut rec = sh.recorder.borrow_mut();
         if rec.wants_example(f.kind) {
             rec.set_example(f.kind, f.message());
         }
-        (Outcome::Error(f.kind), 0, 0)
+        Done { outcome: Outcome::Error(f.kind), bytes_in: 0, bytes_out: 0, cache: CacheStatus::Unknown }
     }
 
-    async fn attempt(
-        &mut self,
-        sh: &Shared<'_>,
-        t: &Prepared,
-        id: u64,
-        phases: &mut Phases,
-    ) -> Result<(Outcome, u64, u64), Failure> {
+    async fn attempt(&mut self, sh: &Shared<'_>, t: &Prepared, id: u64, phases: &mut Phases) -> Result<Done, Failure> {
         let fresh = self.connect_if_needed(sh, t.endpoint, phases).await?;
         match self.exchange_on_conn(sh, t, id, phases).await {
             // A kept-alive connection the server closed while it was idle: nothing of the
@@ -218,7 +223,7 @@ impl Slot {
         t: &Prepared,
         id: u64,
         phases: &mut Phases,
-    ) -> Result<(Outcome, u64, u64), Failure> {
+    ) -> Result<Done, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
         let sent_at = sh.base.elapsed();
@@ -229,12 +234,14 @@ impl Slot {
         phases.set(Phase::Send, written - sent_at);
         phases.set(Phase::Wait, head_at - written);
         let status = resp.status().as_u16();
+        let cache = sh.cache_rules.classify(resp.headers());
         let mut body = resp.into_body();
         while let Some(frame) = conn.with(body.frame()).await? {
             frame.map_err(classify)?;
         }
         phases.set(Phase::Receive, sh.base.elapsed() - head_at);
-        Ok((Outcome::Status(status), conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0))
+        let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);
+        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache })
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was

@@ -25,6 +25,7 @@
 //!     hit_ratio: None,
 //!     objects: None,
 //!     seed: 1,
+//!     cache_rules: Default::default(),
 //! };
 //! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into() };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
@@ -35,7 +36,7 @@ mod conn;
 mod exchange;
 mod thread;
 
-pub use barrage_plan::{Load, Pacer, Pick, Plan, Target, TlsOptions};
+pub use barrage_plan::{CacheRule, CacheRules, Load, Pacer, Pick, Plan, Target, TlsOptions};
 pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};

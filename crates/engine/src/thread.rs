@@ -160,6 +160,7 @@ impl SharedOwned {
             recorder: &self.recorder,
             keepalive: self.ctx.plan.keepalive,
             timeout: self.ctx.plan.timeout,
+            cache_rules: &self.ctx.plan.cache_rules,
         }
     }
 

@@ -440,6 +440,7 @@ mod tests {
                 bytes_in: 1,
                 bytes_out: 1,
                 late: false,
+                cache: crate::CacheStatus::Unknown,
             });
         }
         IntervalRecord { index, start_unix_ms: start + u64::from(index) * 1000, length_ms: 1000, step: 0, recorder }

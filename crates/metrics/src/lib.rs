@@ -18,6 +18,7 @@
 //!     bytes_in: 1200,
 //!     bytes_out: 80,
 //!     late: false,
+//!     cache: barrage_metrics::CacheStatus::Unknown,
 //! });
 //! assert_eq!(r.counts.ok, 1);
 //! assert!(r.corrected.value_at_quantile(0.5) >= 12_000); // µs, from the intended start
@@ -32,5 +33,5 @@ pub mod units;
 
 pub use file::{IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
 pub use recorder::Recorder;
-pub use sample::{ErrorKind, Outcome, Phase, Sample};
+pub use sample::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
 pub use summary::RunSummary;

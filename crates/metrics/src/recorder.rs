@@ -3,7 +3,9 @@
 //! Each engine thread records into its own recorder (no lock, no allocation per request) and
 //! hands it over once per interval; whole-run figures are the sum of the intervals.
 
-use crate::sample::{ErrorKind, Outcome, Phase, Sample, ERROR_KIND_COUNT, PHASE_COUNT};
+use crate::sample::{
+    CacheStatus, ErrorKind, Outcome, Phase, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PHASE_COUNT,
+};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -50,6 +52,41 @@ pub struct Counts {
     pub connections: u64,
     /// Requests per error kind, indexed like [`ErrorKind::ALL`].
     pub errors: [u64; ERROR_KIND_COUNT],
+    /// Responses per cache status, indexed like [`CacheStatus::ALL`].
+    pub cache: [u64; CACHE_STATUS_COUNT],
+    /// Bytes received per cache status.
+    pub cache_bytes: [u64; CACHE_STATUS_COUNT],
+}
+
+/// Latency and phases of one side of the cache split.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseSet {
+    /// Corrected latency.
+    pub corrected: Histogram<u64>,
+    /// Phases, indexed like [`Phase::ALL`].
+    pub phases: [Histogram<u64>; PHASE_COUNT],
+}
+
+impl PhaseSet {
+    fn new() -> Self {
+        PhaseSet { corrected: new_histogram(), phases: std::array::from_fn(|_| new_histogram()) }
+    }
+
+    fn record(&mut self, corrected: u64, s: &Sample) {
+        self.corrected.saturating_record(corrected);
+        for (hist, phase) in self.phases.iter_mut().zip(s.phases) {
+            if let Some(d) = phase {
+                hist.saturating_record(us(d));
+            }
+        }
+    }
+
+    fn add(&mut self, other: &PhaseSet) {
+        self.corrected.add(&other.corrected).expect("histograms share bounds");
+        for (a, b) in self.phases.iter_mut().zip(&other.phases) {
+            a.add(b).expect("histograms share bounds");
+        }
+    }
 }
 
 /// Histograms and counters of a set of samples.
@@ -67,6 +104,10 @@ pub struct Recorder {
     pub by_class: [Histogram<u64>; CLASS_COUNT],
     /// Counters.
     pub counts: Counts,
+    /// Responses served from a cache (hit, stale), allocated on the first one.
+    pub hit: Option<Box<PhaseSet>>,
+    /// Responses fetched from the origin through a cache (miss, expired, pass).
+    pub miss: Option<Box<PhaseSet>>,
     /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
@@ -89,6 +130,8 @@ impl Recorder {
             phases: std::array::from_fn(|_| new_histogram()),
             by_class: std::array::from_fn(|_| new_histogram()),
             counts: Counts::default(),
+            hit: None,
+            miss: None,
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
         }
@@ -143,6 +186,19 @@ impl Recorder {
             }
         };
         self.by_class[class].saturating_record(corrected);
+        self.record_cache(corrected, s);
+    }
+
+    fn record_cache(&mut self, corrected: u64, s: &Sample) {
+        let c = &mut self.counts;
+        c.cache[s.cache as usize] += 1;
+        c.cache_bytes[s.cache as usize] += s.bytes_in;
+        let side = match s.cache {
+            CacheStatus::Unknown => return,
+            status if status.from_cache() => &mut self.hit,
+            _ => &mut self.miss,
+        };
+        side.get_or_insert_with(|| Box::new(PhaseSet::new())).record(corrected, s);
     }
 
     /// Whether an example message for this kind is still wanted; check before formatting one,
@@ -202,6 +258,20 @@ impl Recorder {
         for (a, b) in c.errors.iter_mut().zip(o.errors) {
             *a += b;
         }
+        for (a, b) in c.cache.iter_mut().zip(o.cache) {
+            *a += b;
+        }
+        for (a, b) in c.cache_bytes.iter_mut().zip(o.cache_bytes) {
+            *a += b;
+        }
+        for (mine, theirs) in [(&mut self.hit, &other.hit), (&mut self.miss, &other.miss)] {
+            if let Some(theirs) = theirs {
+                match mine {
+                    Some(m) => m.add(theirs),
+                    None => *mine = Some(theirs.clone()),
+                }
+            }
+        }
         for (a, b) in self.status.iter_mut().zip(other.status.iter()) {
             *a += b;
         }
@@ -238,6 +308,24 @@ struct Wire {
     counts: Counts,
     status: Vec<(u16, u64)>,
     examples: Vec<(u8, String)>,
+    hit: Option<Vec<Vec<u8>>>,
+    miss: Option<Vec<Vec<u8>>>,
+}
+
+fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
+    std::iter::once(&set.corrected).chain(&set.phases).map(encode).collect()
+}
+
+fn decode_set(bytes: &[Vec<u8>]) -> Result<PhaseSet, String> {
+    if bytes.len() != PHASE_COUNT + 1 {
+        return Err(format!("a cache split holds {} histograms, not {}", bytes.len(), PHASE_COUNT + 1));
+    }
+    let mut set = PhaseSet::new();
+    set.corrected = decode(&bytes[0])?;
+    for (slot, b) in set.phases.iter_mut().zip(&bytes[1..]) {
+        *slot = decode(b)?;
+    }
+    Ok(set)
 }
 
 fn encode(h: &Histogram<u64>) -> Vec<u8> {
@@ -277,6 +365,8 @@ impl Serialize for Recorder {
                 .enumerate()
                 .filter_map(|(i, e)| e.as_ref().map(|m| (i as u8, m.clone())))
                 .collect(),
+            hit: self.hit.as_deref().map(encode_set),
+            miss: self.miss.as_deref().map(encode_set),
         }
         .serialize(s)
     }
@@ -299,6 +389,8 @@ impl<'de> Deserialize<'de> for Recorder {
             *slot = h;
         }
         r.counts = w.counts;
+        r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
+        r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         for (code, n) in w.status {
             r.status[status_slot(code)] += n;
         }
@@ -326,7 +418,31 @@ mod tests {
             bytes_in: 100,
             bytes_out: 10,
             late: false,
+            cache: CacheStatus::Unknown,
         }
+    }
+
+    #[test]
+    fn cache_split_is_allocated_on_demand_and_round_trips() {
+        let mut r = Recorder::new();
+        r.record(&sample(3, Outcome::Status(200)));
+        assert!(r.hit.is_none() && r.miss.is_none());
+        let hit = Sample { cache: CacheStatus::Hit, ..sample(2, Outcome::Status(200)) };
+        let stale = Sample { cache: CacheStatus::Stale, ..sample(2, Outcome::Status(200)) };
+        let miss = Sample { cache: CacheStatus::Miss, ..sample(9, Outcome::Status(200)) };
+        for s in [&hit, &stale, &miss] {
+            r.record(s);
+        }
+        assert_eq!(r.counts.cache, [1, 1, 0, 0, 1, 1]);
+        assert_eq!(r.counts.cache_bytes[CacheStatus::Hit as usize], 100);
+        assert_eq!(r.hit.as_ref().unwrap().corrected.len(), 2);
+        assert_eq!(r.miss.as_ref().unwrap().phases[Phase::Connect as usize].len(), 1);
+        let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let mut sum = Recorder::new();
+        sum.add(&r);
+        sum.add(&r);
+        assert_eq!(sum.hit.unwrap().corrected.len(), 4);
     }
 
     #[test]

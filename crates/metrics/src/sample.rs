@@ -97,6 +97,65 @@ impl ErrorKind {
     }
 }
 
+/// What a cache did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CacheStatus {
+    /// Served from the cache.
+    Hit,
+    /// Fetched from the origin, possibly stored.
+    Miss,
+    /// Not cacheable, passed through (PASS, BYPASS, DYNAMIC).
+    Pass,
+    /// Stored but expired: revalidated or refetched.
+    Expired,
+    /// Served stale from the cache (grace, UPDATING).
+    Stale,
+    /// No recognised cache header.
+    Unknown,
+}
+
+/// Number of [`CacheStatus`] values.
+pub const CACHE_STATUS_COUNT: usize = 6;
+
+impl CacheStatus {
+    /// All statuses, in report order.
+    pub const ALL: [CacheStatus; CACHE_STATUS_COUNT] = [
+        CacheStatus::Hit,
+        CacheStatus::Miss,
+        CacheStatus::Pass,
+        CacheStatus::Expired,
+        CacheStatus::Stale,
+        CacheStatus::Unknown,
+    ];
+
+    /// The name in reports and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheStatus::Hit => "hit",
+            CacheStatus::Miss => "miss",
+            CacheStatus::Pass => "pass",
+            CacheStatus::Expired => "expired",
+            CacheStatus::Stale => "stale",
+            CacheStatus::Unknown => "unknown",
+        }
+    }
+
+    /// Served from the cache (a hit, or stale content): what hit ratios count.
+    pub fn from_cache(self) -> bool {
+        matches!(self, CacheStatus::Hit | CacheStatus::Stale)
+    }
+}
+
+impl std::str::FromStr for CacheStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        CacheStatus::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s) || (s.eq_ignore_ascii_case("bypass") && *c == CacheStatus::Pass))
+            .ok_or_else(|| format!("unknown cache status '{s}': expected hit, miss, pass, expired, stale or unknown"))
+    }
+}
+
 /// How a request ended: an HTTP status, or an error before a complete response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -134,6 +193,8 @@ pub struct Sample {
     pub bytes_out: u64,
     /// The request could not start on time because every slot was busy (`--max-in-flight`).
     pub late: bool,
+    /// What a cache in front of the server did, read from the response headers.
+    pub cache: CacheStatus,
 }
 
 impl Sample {

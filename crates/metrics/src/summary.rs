@@ -4,8 +4,8 @@
 //! printed at the end of a run and one re-rendered later from its file are the same.
 
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader};
-use crate::recorder::{Recorder, CLASS_NAMES};
-use crate::sample::{ErrorKind, Phase};
+use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
+use crate::sample::{CacheStatus, ErrorKind, Phase};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -207,6 +207,36 @@ pub struct IntervalRow {
     pub bytes_in: u64,
     /// Bytes sent.
     pub bytes_out: u64,
+    /// Share of classified responses served from a cache; `None` when none was classified.
+    pub hit_ratio: Option<f64>,
+    /// Share of classified bytes served from a cache.
+    pub byte_hit_ratio: Option<f64>,
+}
+
+/// Latency and phases of one side of the cache split.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheSide {
+    /// Corrected latency.
+    pub latency: LatencyStats,
+    /// Phases, over the requests where they happened.
+    pub phases: BTreeMap<String, PhaseStats>,
+}
+
+/// What caches in front of the server did, from the response headers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheSummary {
+    /// Responses with a recognised cache header.
+    pub classified: u64,
+    /// Responses per cache status (`hit`, `miss`, `pass`, `expired`, `stale`, `unknown`).
+    pub statuses: BTreeMap<String, u64>,
+    /// Share of classified responses served from the cache (hit or stale).
+    pub hit_ratio: f64,
+    /// Share of classified response bytes served from the cache.
+    pub byte_hit_ratio: f64,
+    /// Served from the cache (hit, stale).
+    pub hit: Option<CacheSide>,
+    /// Fetched from the origin through the cache (miss, expired, pass).
+    pub miss: Option<CacheSide>,
 }
 
 /// Everything a report shows about a run (or a merge of runs).
@@ -254,6 +284,8 @@ pub struct RunSummary {
     pub status_codes: BTreeMap<String, u64>,
     /// Error kinds with counts and an example each.
     pub errors: Vec<ErrorStat>,
+    /// Cache status of the responses; `None` when no response carried a recognised cache header.
+    pub cache: Option<CacheSummary>,
     /// barrage checking itself.
     pub generator: Generator,
     /// Per step (one entry for an unstepped run).
@@ -296,6 +328,54 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         p99_us: quantile(&r.corrected, 0.99),
         bytes_in: r.counts.bytes_in,
         bytes_out: r.counts.bytes_out,
+        hit_ratio: hit_ratios(r).map(|h| h.0),
+        byte_hit_ratio: hit_ratios(r).map(|h| h.1),
+    }
+}
+
+/// (hit ratio, byte hit ratio) over the responses with a known cache status.
+fn hit_ratios(r: &Recorder) -> Option<(f64, f64)> {
+    let c = &r.counts;
+    let known = |v: &[u64]| -> (u64, u64) {
+        let mut classified = 0;
+        let mut cached = 0;
+        for status in CacheStatus::ALL.into_iter().filter(|s| *s != CacheStatus::Unknown) {
+            classified += v[status as usize];
+            if status.from_cache() {
+                cached += v[status as usize];
+            }
+        }
+        (cached, classified)
+    };
+    let (hits, classified) = known(&c.cache);
+    let (hit_bytes, bytes) = known(&c.cache_bytes);
+    (classified > 0).then(|| (ratio(hits as f64, classified as f64), ratio(hit_bytes as f64, bytes as f64)))
+}
+
+fn cache_summary(r: &Recorder) -> Option<CacheSummary> {
+    let (hit_ratio, byte_hit_ratio) = hit_ratios(r)?;
+    let side = |set: &Option<Box<PhaseSet>>| {
+        set.as_deref().map(|p| CacheSide {
+            latency: LatencyStats::of(&p.corrected),
+            phases: Phase::ALL.iter().zip(&p.phases).map(|(ph, h)| (ph.name().to_string(), phase_stats(h))).collect(),
+        })
+    };
+    Some(CacheSummary {
+        classified: r.counts.cache.iter().sum::<u64>() - r.counts.cache[CacheStatus::Unknown as usize],
+        statuses: CacheStatus::ALL.iter().map(|s| (s.name().to_string(), r.counts.cache[*s as usize])).collect(),
+        hit_ratio,
+        byte_hit_ratio,
+        hit: side(&r.hit),
+        miss: side(&r.miss),
+    })
+}
+
+fn phase_stats(h: &Histogram<u64>) -> PhaseStats {
+    PhaseStats {
+        count: h.len(),
+        mean_us: if h.is_empty() { 0.0 } else { h.mean() },
+        p50_us: quantile(h, 0.5),
+        p99_us: quantile(h, 0.99),
     }
 }
 
@@ -353,15 +433,8 @@ fn build(
         .filter(|(_, h)| !h.is_empty())
         .map(|(name, h)| (name.to_string(), LatencyStats::of(h)))
         .collect();
-    s.phases = Phase::ALL
-        .iter()
-        .map(|&p| {
-            let h = total.phase(p);
-            let stats =
-                PhaseStats { count: h.len(), mean_us: h.mean(), p50_us: quantile(h, 0.5), p99_us: quantile(h, 0.99) };
-            (p.name().to_string(), stats)
-        })
-        .collect();
+    s.phases = Phase::ALL.iter().map(|&p| (p.name().to_string(), phase_stats(total.phase(p)))).collect();
+    s.cache = cache_summary(&total);
     let done = total.counts.completed as f64;
     s.bytes = Bytes {
         in_total: total.counts.bytes_in,

@@ -15,11 +15,13 @@
 //! assert!(picker.next_index() < 100_000);
 //! ```
 
+pub mod cache;
 pub mod pacer;
 pub mod pick;
 pub mod plan;
 pub mod targets;
 
+pub use cache::{CacheRule, CacheRules, CacheStatus};
 pub use pacer::Pacer;
 pub use pick::{Pick, Picker};
 pub use plan::{IdTemplate, Load, Plan, Target, TlsOptions};

@@ -1,6 +1,7 @@
 //! [`Plan`]: a validated description of a run. The CLI builds it from flags; the engine
 //! never sees clap types.
 
+use crate::cache::CacheRules;
 use crate::pacer::Pacer;
 use crate::pick::Pick;
 use bytes::Bytes;
@@ -130,6 +131,8 @@ pub struct Plan {
     pub objects: Option<u64>,
     /// Seed of every client's picker.
     pub seed: u64,
+    /// How each response's cache status is read from its headers.
+    pub cache_rules: CacheRules,
 }
 
 impl Plan {

@@ -4,7 +4,8 @@ use barrage_metrics::RunSummary;
 use std::fmt::Write;
 
 /// The CSV header line (without its newline).
-const HEADER: &str = "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out";
+const HEADER: &str =
+    "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio";
 
 /// One row per interval of [`RunSummary::intervals`], after a header line:
 /// `second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out`.
@@ -20,7 +21,7 @@ pub fn csv(s: &RunSummary) -> String {
     for i in &s.intervals {
         writeln!(
             out,
-            "{},{:.3},{},{},{},{:.3},{:.3},{:.3},{:.3},{},{}",
+            "{},{:.3},{},{},{},{:.3},{:.3},{:.3},{:.3},{},{},{},{}",
             i.second,
             i.length_s,
             i.sent,
@@ -31,7 +32,10 @@ pub fn csv(s: &RunSummary) -> String {
             ms(i.p90_us),
             ms(i.p99_us),
             i.bytes_in,
-            i.bytes_out
+            i.bytes_out,
+            // Empty when no response of the interval carried a recognised cache header.
+            i.hit_ratio.map_or(String::new(), |r| format!("{r:.4}")),
+            i.byte_hit_ratio.map_or(String::new(), |r| format!("{r:.4}"))
         )
         .expect("writing to a String cannot fail");
     }
@@ -59,10 +63,19 @@ mod tests {
             p99_us: 7,
             bytes_in: 1000,
             bytes_out: 100,
+            hit_ratio: None,
+            byte_hit_ratio: None,
+        });
+        s.intervals.push(IntervalRow {
+            second: 4,
+            hit_ratio: Some(0.75),
+            byte_hit_ratio: Some(0.5),
+            ..Default::default()
         });
         let text = csv(&s);
         let rows: Vec<&str> = text.lines().collect();
-        assert_eq!(rows[1], "3,0.500,10,9,1,18.000,1.234,20.001,0.007,1000,100");
+        assert_eq!(rows[1], "3,0.500,10,9,1,18.000,1.234,20.001,0.007,1000,100,,");
+        assert!(rows[2].ends_with(",0.7500,0.5000"), "{}", rows[2]);
         // Every row has as many fields as the header.
         assert!(rows.iter().all(|r| r.split(',').count() == HEADER.split(',').count()));
     }

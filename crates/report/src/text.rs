@@ -30,6 +30,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         latency(s),
         latency_by_class(s),
         phases(s),
+        cache(s),
         bytes(s),
         status_codes(s),
         errors(s, paint),
@@ -300,6 +301,39 @@ fn phases(s: &RunSummary) -> String {
         }
     }
     t.render(Paint { on: false })
+}
+
+/// Hit ratio, byte hit ratio, statuses and the hit/miss latency split; one line when no
+/// response could be classified, instead of a table of zeros.
+fn cache(s: &RunSummary) -> String {
+    let Some(c) = &s.cache else {
+        return "Cache  no response carried a recognised cache header (X-Cache, X-Cache-Status, CF-Cache-Status, X-Varnish, Age); --cache-rule adds one\n".to_string();
+    };
+    let mut out = format!(
+        "Cache  hit ratio {}  byte hit ratio {}  of {} classified responses\n",
+        percent(c.hit_ratio),
+        percent(c.byte_hit_ratio),
+        c.classified
+    );
+    let statuses: Vec<String> = c.statuses.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+    out.push_str(&format!("  {}\n", statuses.join(", ")));
+    let mut t = Table::new(&[Left, Right, Right, Right, Right, Right]);
+    t.row(["  from", "count", "p50", "p99", "wait p50", "wait p99"]);
+    for (label, side) in [("  cache (hit, stale)", &c.hit), ("  origin (miss, expired, pass)", &c.miss)] {
+        if let Some(side) = side {
+            let wait = side.phases.get("wait").cloned().unwrap_or_default();
+            t.row([
+                label.to_string(),
+                side.latency.count.to_string(),
+                us(side.latency.p50_us),
+                us(side.latency.p99_us),
+                us(wait.p50_us),
+                us(wait.p99_us),
+            ]);
+        }
+    }
+    out.push_str(&t.render(Paint { on: false }));
+    out
 }
 
 fn bytes(s: &RunSummary) -> String {

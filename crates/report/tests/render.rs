@@ -76,6 +76,13 @@ fn interval(i: u64) -> IntervalRecord {
             bytes_in: if failed { 0 } else { 512 + (k % 3) * 100 },
             bytes_out: 120,
             late: lag_us > 10_000,
+            // A cache in front: failures carry no header, most answers are hits, some misses.
+            cache: match (failed, k % 4) {
+                (true, _) => barrage_metrics::CacheStatus::Unknown,
+                (false, 0) => barrage_metrics::CacheStatus::Miss,
+                (false, 1) if i == 0 => barrage_metrics::CacheStatus::Stale,
+                _ => barrage_metrics::CacheStatus::Hit,
+            },
         });
     }
     if i == INTERVALS - 1 {

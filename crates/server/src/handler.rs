@@ -50,6 +50,7 @@ pub(crate) struct Shared {
     object_size: SizeDist,
     stall: Option<StallState>,
     store: Store,
+    cache_sim: Option<crate::cachesim::CacheSim>,
 }
 
 impl Shared {
@@ -70,6 +71,7 @@ impl Shared {
             object_size: config.object_size,
             stall: config.stall.map(|stall| StallState { stall, until: OnceLock::new() }),
             store: Store::default(),
+            cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
         })
     }
 }
@@ -124,12 +126,19 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resul
         }
     }
     let head = req.method() == Method::HEAD;
+    // Only a successful GET would be cached; its path keys the simulated cache.
+    let cache_key = (shared.cache_sim.is_some() && req.method() == Method::GET).then(|| req.uri().path().to_string());
     let mut resp = if shared.error_rate > 0.0 && with_rng(|rng| rng.gen_bool(shared.error_rate)) {
         status_response(StatusCode::INTERNAL_SERVER_ERROR)
     } else {
         route(&shared, req).await
     };
     shared.add_headers(resp.headers_mut());
+    if let (Some(sim), Some(path)) = (&shared.cache_sim, cache_key) {
+        if resp.status().is_success() {
+            sim.label(&path, resp.headers_mut());
+        }
+    }
     if head {
         strip_body(&mut resp);
     }

@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod body;
+mod cachesim;
 mod dist;
 mod handler;
 mod server;
@@ -51,6 +52,7 @@ mod tls;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
+pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
 pub use server::RunningServer;
 
@@ -82,6 +84,8 @@ pub struct ServeConfig {
     pub object_size: SizeDist,
     /// A one-off pause of all request handling.
     pub stall: Option<Stall>,
+    /// Label answers as a cache in front would (first GET of a path a miss, later ones hits).
+    pub cache_headers: Option<CacheStyle>,
 }
 
 impl Default for ServeConfig {
@@ -97,6 +101,7 @@ impl Default for ServeConfig {
             cache_control: None,
             object_size: SizeDist::Fixed(1024),
             stall: None,
+            cache_headers: None,
         }
     }
 }
