@@ -36,6 +36,7 @@ pub fn plan(url: &str, load: Load) -> Plan {
         objects: None,
         seed: 1,
         cache_rules: Default::default(),
+        backend_headers: barrage_engine::default_backend_headers(),
     }
 }
 

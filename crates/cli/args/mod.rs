@@ -162,6 +162,10 @@ pub struct RunArgs {
     /// expired, stale), before the built-in rules (repeatable), e.g. 'X-Edge~^TCP_HIT=hit'.
     #[arg(long = "cache-rule", value_name = "RULE", help_heading = "Measure")]
     pub cache_rules: Vec<barrage_plan::CacheRule>,
+    /// The header naming the backend that answered (repeatable; tried in order).
+    /// [default: X-Served-By, X-Backend, X-Upstream-Address, X-Upstream, Server]
+    #[arg(long = "backend-header", value_name = "NAME", value_parser = parse_header_name, help_heading = "Measure")]
+    pub backend_headers: Vec<http::HeaderName>,
 
     /// Report format on standard output.
     #[arg(long, value_enum, default_value_t = Format::Text, help_heading = "Output")]
@@ -223,6 +227,10 @@ pub struct ServeArgs {
     /// known answer.
     #[arg(long, value_name = "STYLE")]
     pub cache_headers: Option<barrage_server::CacheStyle>,
+}
+
+fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
+    http::HeaderName::from_bytes(s.trim().as_bytes()).map_err(|_| format!("invalid header name '{s}'"))
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {

@@ -52,5 +52,6 @@ fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
         objects: None,
         seed: 1,
         cache_rules: Default::default(),
+        backend_headers: barrage_engine::default_backend_headers(),
     })
 }

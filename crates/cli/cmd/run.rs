@@ -219,6 +219,11 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         objects: a.objects,
         seed: a.seed,
         cache_rules: barrage_plan::CacheRules::new(a.cache_rules.clone()),
+        backend_headers: if a.backend_headers.is_empty() {
+            barrage_plan::default_backend_headers()
+        } else {
+            a.backend_headers.clone()
+        },
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     Ok(plan)
@@ -295,6 +300,7 @@ fn settings_json(a: &RunArgs) -> String {
         "objects": a.objects,
         "hit_ratio": a.hit_ratio,
         "seed": a.seed,
+        "backend_headers": a.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
         "cache_rules": a.cache_rules.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>(),
         "rate": a.rate.as_ref().map(|r| format!("{r:?}")),
         "step": a.step.map(|d| d.0.as_secs_f64()),

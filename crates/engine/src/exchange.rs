@@ -132,6 +132,8 @@ pub struct Shared<'a> {
     pub timeout: Duration,
     /// Reads the cache status of each response.
     pub cache_rules: &'a barrage_plan::CacheRules,
+    /// Headers naming the backend, tried in order.
+    pub backend_headers: &'a [http::HeaderName],
 }
 
 /// What one finished request yields besides its times.
@@ -140,6 +142,8 @@ struct Done {
     bytes_in: u64,
     bytes_out: u64,
     cache: CacheStatus,
+    /// The backend header's value (a reference-counted clone, no copy).
+    backend: Option<HeaderValue>,
 }
 
 /// A slot: at most one request at a time, on its own connection.
@@ -171,7 +175,7 @@ impl Slot {
         };
         let res = tokio::time::timeout(sh.timeout, self.attempt(sh, target, id, &mut phases)).await;
         let ended = sh.base.elapsed();
-        let Done { outcome, bytes_in, bytes_out, cache } = match res {
+        let Done { outcome, bytes_in, bytes_out, cache, backend } = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(sh, f),
             Err(_) => self.failed(sh, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
@@ -190,7 +194,11 @@ impl Slot {
             late: job.late,
             cache,
         };
-        sh.recorder.borrow_mut().record(&sample);
+        let mut rec = sh.recorder.borrow_mut();
+        rec.record(&sample);
+        if let Some(name) = backend {
+            rec.record_backend(name.as_bytes(), &sample);
+        }
     }
 
     fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> Done {
@@ -200,7 +208,7 @@ impl Slot {
         if rec.wants_example(f.kind) {
             rec.set_example(f.kind, f.message());
         }
-        Done { outcome: Outcome::Error(f.kind), bytes_in: 0, bytes_out: 0, cache: CacheStatus::Unknown }
+        Done { outcome: Outcome::Error(f.kind), bytes_in: 0, bytes_out: 0, cache: CacheStatus::Unknown, backend: None }
     }
 
     async fn attempt(&mut self, sh: &Shared<'_>, t: &Prepared, id: u64, phases: &mut Phases) -> Result<Done, Failure> {
@@ -235,13 +243,14 @@ impl Slot {
         phases.set(Phase::Wait, head_at - written);
         let status = resp.status().as_u16();
         let cache = sh.cache_rules.classify(resp.headers());
+        let backend = sh.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned();
         let mut body = resp.into_body();
         while let Some(frame) = conn.with(body.frame()).await? {
             frame.map_err(classify)?;
         }
         phases.set(Phase::Receive, sh.base.elapsed() - head_at);
         let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);
-        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache })
+        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend })
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was

@@ -26,6 +26,7 @@
 //!     objects: None,
 //!     seed: 1,
 //!     cache_rules: Default::default(),
+//!     backend_headers: barrage_engine::default_backend_headers(),
 //! };
 //! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into() };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
@@ -36,7 +37,7 @@ mod conn;
 mod exchange;
 mod thread;
 
-pub use barrage_plan::{CacheRule, CacheRules, Load, Pacer, Pick, Plan, Target, TlsOptions};
+pub use barrage_plan::{default_backend_headers, CacheRule, CacheRules, Load, Pacer, Pick, Plan, Target, TlsOptions};
 pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};

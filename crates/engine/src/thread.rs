@@ -161,6 +161,7 @@ impl SharedOwned {
             keepalive: self.ctx.plan.keepalive,
             timeout: self.ctx.plan.timeout,
             cache_rules: &self.ctx.plan.cache_rules,
+            backend_headers: &self.ctx.plan.backend_headers,
         }
     }
 

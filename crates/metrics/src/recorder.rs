@@ -58,6 +58,24 @@ pub struct Counts {
     pub cache_bytes: [u64; CACHE_STATUS_COUNT],
 }
 
+/// Most distinct backends one recorder keeps apart; later ones are counted as `(other)`, so a
+/// header carrying a request id cannot make memory grow per request.
+pub const MAX_BACKENDS: usize = 64;
+const OTHER_BACKEND: &str = "(other)";
+
+/// What one backend answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackendStats {
+    /// The backend, as its header named it.
+    pub name: String,
+    /// Responses it gave.
+    pub requests: u64,
+    /// Of those, 4xx and 5xx.
+    pub failed: u64,
+    /// Their corrected latency.
+    pub latency: Histogram<u64>,
+}
+
 /// Latency and phases of one side of the cache split.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhaseSet {
@@ -108,6 +126,8 @@ pub struct Recorder {
     pub hit: Option<Box<PhaseSet>>,
     /// Responses fetched from the origin through a cache (miss, expired, pass).
     pub miss: Option<Box<PhaseSet>>,
+    /// Per backend, in order of first appearance.
+    pub backends: Vec<BackendStats>,
     /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
@@ -132,6 +152,7 @@ impl Recorder {
             counts: Counts::default(),
             hit: None,
             miss: None,
+            backends: Vec::new(),
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
         }
@@ -201,6 +222,32 @@ impl Recorder {
         side.get_or_insert_with(|| Box::new(PhaseSet::new())).record(corrected, s);
     }
 
+    /// Attributes a response to the backend `name` (from a header such as `X-Served-By`).
+    /// Allocates only the first time a backend appears in this recorder.
+    pub fn record_backend(&mut self, name: &[u8], s: &Sample) {
+        let i = match self.backends.iter().position(|b| b.name.as_bytes() == name) {
+            Some(i) => i,
+            None => self.backend_slot(&String::from_utf8_lossy(name)),
+        };
+        let b = &mut self.backends[i];
+        b.requests += 1;
+        b.failed += u64::from(!s.outcome.is_success());
+        b.latency.saturating_record(us(s.corrected()));
+    }
+
+    /// The index of `name`'s stats, created if there is still room, else `(other)`'s.
+    fn backend_slot(&mut self, name: &str) -> usize {
+        if let Some(i) = self.backends.iter().position(|b| b.name == name) {
+            return i;
+        }
+        let name = if self.backends.len() < MAX_BACKENDS - 1 { name } else { OTHER_BACKEND };
+        if let Some(i) = self.backends.iter().position(|b| b.name == name) {
+            return i;
+        }
+        self.backends.push(BackendStats { name: name.to_string(), requests: 0, failed: 0, latency: new_histogram() });
+        self.backends.len() - 1
+    }
+
     /// Whether an example message for this kind is still wanted; check before formatting one,
     /// so a message is built once per kind, not once per failed request.
     pub fn wants_example(&self, kind: ErrorKind) -> bool {
@@ -264,6 +311,13 @@ impl Recorder {
         for (a, b) in c.cache_bytes.iter_mut().zip(o.cache_bytes) {
             *a += b;
         }
+        for b in &other.backends {
+            let i = self.backend_slot(&b.name);
+            let mine = &mut self.backends[i];
+            mine.requests += b.requests;
+            mine.failed += b.failed;
+            mine.latency.add(&b.latency).expect("histograms share bounds");
+        }
         for (mine, theirs) in [(&mut self.hit, &other.hit), (&mut self.miss, &other.miss)] {
             if let Some(theirs) = theirs {
                 match mine {
@@ -310,6 +364,7 @@ struct Wire {
     examples: Vec<(u8, String)>,
     hit: Option<Vec<Vec<u8>>>,
     miss: Option<Vec<Vec<u8>>>,
+    backends: Vec<(String, u64, u64, Vec<u8>)>,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -367,6 +422,11 @@ impl Serialize for Recorder {
                 .collect(),
             hit: self.hit.as_deref().map(encode_set),
             miss: self.miss.as_deref().map(encode_set),
+            backends: self
+                .backends
+                .iter()
+                .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency)))
+                .collect(),
         }
         .serialize(s)
     }
@@ -391,6 +451,9 @@ impl<'de> Deserialize<'de> for Recorder {
         r.counts = w.counts;
         r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
+        for (name, requests, failed, latency) in w.backends {
+            r.backends.push(BackendStats { name, requests, failed, latency: hist(&latency)? });
+        }
         for (code, n) in w.status {
             r.status[status_slot(code)] += n;
         }
@@ -443,6 +506,31 @@ mod tests {
         sum.add(&r);
         sum.add(&r);
         assert_eq!(sum.hit.unwrap().corrected.len(), 4);
+    }
+
+    #[test]
+    fn backends_are_kept_apart_up_to_a_bound() {
+        let mut r = Recorder::new();
+        let ok = sample(4, Outcome::Status(200));
+        let bad = sample(4, Outcome::Status(502));
+        r.record_backend(b"a", &ok);
+        r.record_backend(b"b", &bad);
+        r.record_backend(b"a", &ok);
+        assert_eq!(
+            r.backends.iter().map(|b| (b.name.as_str(), b.requests, b.failed)).collect::<Vec<_>>(),
+            [("a", 2, 0), ("b", 1, 1)]
+        );
+        for i in 0..200 {
+            r.record_backend(format!("req-{i}").as_bytes(), &ok);
+        }
+        assert_eq!(r.backends.len(), MAX_BACKENDS);
+        assert_eq!(r.backends.last().unwrap().name, "(other)");
+        let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let mut sum = Recorder::new();
+        sum.add(&r);
+        sum.add(&r);
+        assert_eq!(sum.backends[0].requests, 4);
     }
 
     #[test]

@@ -211,6 +211,32 @@ pub struct IntervalRow {
     pub hit_ratio: Option<f64>,
     /// Share of classified bytes served from a cache.
     pub byte_hit_ratio: Option<f64>,
+    /// Responses per backend in this interval.
+    pub backends: BTreeMap<String, u64>,
+    /// Jain's fairness index of this interval's responses over every backend of the run
+    /// (1 = even; 1/n = all on one); `None` with fewer than two backends.
+    pub fairness: Option<f64>,
+}
+
+/// What one backend answered over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendSummary {
+    /// The backend, as its header named it.
+    pub name: String,
+    /// Responses it gave.
+    pub requests: u64,
+    /// Its share of the attributed responses.
+    pub share: f64,
+    /// Its 4xx and 5xx responses.
+    pub failed: u64,
+    /// Corrected latency p50, µs.
+    pub p50_us: u64,
+    /// Corrected latency p99, µs.
+    pub p99_us: u64,
+    /// First second (since the start) in which it answered.
+    pub first_second: u64,
+    /// Last second in which it answered.
+    pub last_second: u64,
 }
 
 /// Latency and phases of one side of the cache split.
@@ -286,6 +312,11 @@ pub struct RunSummary {
     pub errors: Vec<ErrorStat>,
     /// Cache status of the responses; `None` when no response carried a recognised cache header.
     pub cache: Option<CacheSummary>,
+    /// Per backend, by requests, from the backend header of each response.
+    pub backends: Vec<BackendSummary>,
+    /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
+    /// one); `None` with fewer than two backends.
+    pub fairness: Option<f64>,
     /// barrage checking itself.
     pub generator: Generator,
     /// Per step (one entry for an unstepped run).
@@ -303,7 +334,12 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let mut total = Recorder::new();
     let mut steps: BTreeMap<u32, (Recorder, f64)> = BTreeMap::new();
     let mut intervals = Vec::new();
+    let mut seen: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for m in merged.by_ref() {
+        for b in m.recorder.backends.iter().filter(|b| b.requests > 0) {
+            let span = seen.entry(b.name.clone()).or_insert((m.second, m.second));
+            span.1 = m.second;
+        }
         total.add(&m.recorder);
         let length_s = f64::from(m.length_ms) / 1e3;
         let step = steps.entry(m.step).or_insert_with(|| (Recorder::new(), 0.0));
@@ -311,7 +347,30 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         step.1 += length_s;
         intervals.push(row(m.second, length_s, &m.recorder));
     }
-    Ok(build(merged.readers(), total, steps, intervals))
+    let mut s = build(merged.readers(), total, steps, intervals);
+    add_fairness(&mut s, &seen);
+    Ok(s)
+}
+
+/// Jain's fairness index over `counts`, taken over `n` backends (missing ones count 0).
+fn jain(counts: impl Iterator<Item = u64>, n: usize) -> Option<f64> {
+    let (sum, squares) = counts.fold((0.0, 0.0), |(s, q), x| (s + x as f64, q + (x * x) as f64));
+    (n >= 2 && sum > 0.0).then(|| sum * sum / (n as f64 * squares))
+}
+
+/// Fairness over the run and per interval, against every backend the run saw, and when
+/// each backend first and last answered.
+fn add_fairness(s: &mut RunSummary, seen: &BTreeMap<String, (u64, u64)>) {
+    let n = s.backends.len();
+    s.fairness = jain(s.backends.iter().map(|b| b.requests), n);
+    for row in &mut s.intervals {
+        row.fairness = jain(row.backends.values().copied(), n);
+    }
+    for b in &mut s.backends {
+        if let Some((first, last)) = seen.get(&b.name) {
+            (b.first_second, b.last_second) = (*first, *last);
+        }
+    }
 }
 
 fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
@@ -330,7 +389,29 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         bytes_out: r.counts.bytes_out,
         hit_ratio: hit_ratios(r).map(|h| h.0),
         byte_hit_ratio: hit_ratios(r).map(|h| h.1),
+        backends: r.backends.iter().map(|b| (b.name.clone(), b.requests)).collect(),
+        fairness: None,
     }
+}
+
+fn backend_summaries(total: &Recorder) -> Vec<BackendSummary> {
+    let attributed: u64 = total.backends.iter().map(|b| b.requests).sum();
+    let mut out: Vec<BackendSummary> = total
+        .backends
+        .iter()
+        .map(|b| BackendSummary {
+            name: b.name.clone(),
+            requests: b.requests,
+            share: ratio(b.requests as f64, attributed as f64),
+            failed: b.failed,
+            p50_us: quantile(&b.latency, 0.5),
+            p99_us: quantile(&b.latency, 0.99),
+            first_second: 0,
+            last_second: 0,
+        })
+        .collect();
+    out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.name.cmp(&b.name)));
+    out
 }
 
 /// (hit ratio, byte hit ratio) over the responses with a known cache status.
@@ -435,6 +516,7 @@ fn build(
         .collect();
     s.phases = Phase::ALL.iter().map(|&p| (p.name().to_string(), phase_stats(total.phase(p)))).collect();
     s.cache = cache_summary(&total);
+    s.backends = backend_summaries(&total);
     let done = total.counts.completed as f64;
     s.bytes = Bytes {
         in_total: total.counts.bytes_in,

@@ -24,5 +24,5 @@ pub mod targets;
 pub use cache::{CacheRule, CacheRules, CacheStatus};
 pub use pacer::Pacer;
 pub use pick::{Pick, Picker};
-pub use plan::{IdTemplate, Load, Plan, Target, TlsOptions};
+pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};
 pub use targets::TargetError;

@@ -133,6 +133,17 @@ pub struct Plan {
     pub seed: u64,
     /// How each response's cache status is read from its headers.
     pub cache_rules: CacheRules,
+    /// Headers naming the backend that answered, tried in order.
+    pub backend_headers: Vec<http::HeaderName>,
+}
+
+/// Headers that name the backend, tried in order when `--backend-header` is not given.
+pub const DEFAULT_BACKEND_HEADERS: [&str; 5] =
+    ["x-served-by", "x-backend", "x-upstream-address", "x-upstream", "server"];
+
+/// [`DEFAULT_BACKEND_HEADERS`] as header names.
+pub fn default_backend_headers() -> Vec<http::HeaderName> {
+    DEFAULT_BACKEND_HEADERS.iter().map(|h| http::HeaderName::from_static(h)).collect()
 }
 
 impl Plan {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 /// The CSV header line (without its newline).
 const HEADER: &str =
-    "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio";
+    "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio,fairness,backend_requests";
 
 /// One row per interval of [`RunSummary::intervals`], after a header line:
 /// `second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out`.
@@ -21,7 +21,7 @@ pub fn csv(s: &RunSummary) -> String {
     for i in &s.intervals {
         writeln!(
             out,
-            "{},{:.3},{},{},{},{:.3},{:.3},{:.3},{:.3},{},{},{},{}",
+            "{},{:.3},{},{},{},{:.3},{:.3},{:.3},{:.3},{},{},{},{},{},{}",
             i.second,
             i.length_s,
             i.sent,
@@ -35,7 +35,14 @@ pub fn csv(s: &RunSummary) -> String {
             i.bytes_out,
             // Empty when no response of the interval carried a recognised cache header.
             i.hit_ratio.map_or(String::new(), |r| format!("{r:.4}")),
-            i.byte_hit_ratio.map_or(String::new(), |r| format!("{r:.4}"))
+            i.byte_hit_ratio.map_or(String::new(), |r| format!("{r:.4}")),
+            i.fairness.map_or(String::new(), |f| format!("{f:.4}")),
+            // name=count pairs; names are quoted away from the CSV's own separators.
+            i.backends
+                .iter()
+                .map(|(k, v)| format!("{}={v}", k.replace([',', ';', '='], "_")))
+                .collect::<Vec<_>>()
+                .join(";")
         )
         .expect("writing to a String cannot fail");
     }
@@ -65,6 +72,7 @@ mod tests {
             bytes_out: 100,
             hit_ratio: None,
             byte_hit_ratio: None,
+            ..Default::default()
         });
         s.intervals.push(IntervalRow {
             second: 4,
@@ -74,8 +82,8 @@ mod tests {
         });
         let text = csv(&s);
         let rows: Vec<&str> = text.lines().collect();
-        assert_eq!(rows[1], "3,0.500,10,9,1,18.000,1.234,20.001,0.007,1000,100,,");
-        assert!(rows[2].ends_with(",0.7500,0.5000"), "{}", rows[2]);
+        assert_eq!(rows[1], "3,0.500,10,9,1,18.000,1.234,20.001,0.007,1000,100,,,,");
+        assert!(rows[2].ends_with(",0.7500,0.5000,,"), "{}", rows[2]);
         // Every row has as many fields as the header.
         assert!(rows.iter().all(|r| r.split(',').count() == HEADER.split(',').count()));
     }

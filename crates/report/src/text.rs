@@ -31,6 +31,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         latency_by_class(s),
         phases(s),
         cache(s),
+        backends(s),
         bytes(s),
         status_codes(s),
         errors(s, paint),
@@ -333,6 +334,46 @@ fn cache(s: &RunSummary) -> String {
         }
     }
     out.push_str(&t.render(Paint { on: false }));
+    out
+}
+
+/// Per backend: share, failures, latency, when it answered; fairness over the run and its
+/// worst second. Shown once two or more backends answered.
+fn backends(s: &RunSummary) -> String {
+    if s.backends.len() < 2 {
+        return String::new();
+    }
+    let mut t = Table::new(&[Left, Right, Right, Right, Right, Right, Right]);
+    t.row(["Backends", "requests", "share", "4xx/5xx", "p50", "p99", "answered"]);
+    for b in &s.backends {
+        t.row([
+            format!("  {}", b.name),
+            b.requests.to_string(),
+            percent(b.share),
+            b.failed.to_string(),
+            us(b.p50_us),
+            us(b.p99_us),
+            format!("{}s–{}s", b.first_second, b.last_second + 1),
+        ]);
+    }
+    let mut out = t.render(Paint { on: false });
+    if let Some(f) = s.fairness {
+        let worst =
+            s.intervals.iter().filter_map(|i| i.fairness.map(|f| (f, i.second))).min_by(|a, b| a.0.total_cmp(&b.0));
+        match worst {
+            Some((w, second)) => out.push_str(&format!(
+                "  fairness (Jain's index, 1 = even): {f:.3} over the run, lowest {w:.3} in second {second}\n"
+            )),
+            None => out.push_str(&format!("  fairness (Jain's index, 1 = even): {f:.3} over the run\n")),
+        }
+    }
+    let end = s.intervals.last().map_or(0, |i| i.second);
+    for b in s.backends.iter().filter(|b| b.last_second + 1 < end) {
+        out.push_str(&format!("  {} stopped answering after second {}\n", b.name, b.last_second));
+    }
+    for b in s.backends.iter().filter(|b| b.first_second > 1) {
+        out.push_str(&format!("  {} first answered in second {}\n", b.name, b.first_second));
+    }
     out
 }
 

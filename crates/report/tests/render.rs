@@ -67,7 +67,7 @@ fn interval(i: u64) -> IntervalRecord {
             };
             r.set_example(kind, message.into());
         }
-        r.record(&Sample {
+        let sample = Sample {
             intended: us(intended_us),
             started: us(intended_us + lag_us),
             ended: us(intended_us + lag_us + service_us),
@@ -83,7 +83,13 @@ fn interval(i: u64) -> IntervalRecord {
                 (false, 1) if i == 0 => barrage_metrics::CacheStatus::Stale,
                 _ => barrage_metrics::CacheStatus::Hit,
             },
-        });
+        };
+        r.record(&sample);
+        // Three backends behind a balancer; web-3 stops answering after the second second.
+        let backends: &[&[u8]] = if i < 2 { &[b"web-1", b"web-2", b"web-3"] } else { &[b"web-1", b"web-2"] };
+        if !failed {
+            r.record_backend(backends[(k as usize) % backends.len()], &sample);
+        }
     }
     if i == INTERVALS - 1 {
         // Two requests still in flight when the wait limit ended the run.
