@@ -8,4 +8,5 @@ mod files;
 mod measure;
 mod pick;
 mod request;
+mod retries;
 mod util;

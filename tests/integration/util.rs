@@ -37,6 +37,7 @@ pub fn plan(url: &str, load: Load) -> Plan {
         seed: 1,
         cache_rules: Default::default(),
         backend_headers: barrage_engine::default_backend_headers(),
+        retry: None,
     }
 }
 

@@ -167,6 +167,18 @@ pub struct RunArgs {
     #[arg(long = "backend-header", value_name = "NAME", value_parser = parse_header_name, help_heading = "Measure")]
     pub backend_headers: Vec<http::HeaderName>,
 
+    /// Retry a failed request up to N times (each attempt is recorded; the report adds
+    /// first-try and final success).
+    #[arg(long, value_name = "N", help_heading = "Retries")]
+    pub retries: Option<u32>,
+    /// Backoff before retry 1, doubling per retry up to MAX, with jitter.
+    #[arg(long, value_name = "MIN..MAX", default_value = "10ms..1s", requires = "retries", help_heading = "Retries")]
+    pub backoff: barrage_plan::Backoff,
+    /// What is retried: 5xx, 4xx, status codes (503), error (any transport error), or error
+    /// kinds (timeout, reset, refused, connect_timeout, tls, protocol, dns).
+    #[arg(long, value_name = "LIST", default_value = "error,5xx", requires = "retries", help_heading = "Retries")]
+    pub retry_on: barrage_plan::RetryOn,
+
     /// Report format on standard output.
     #[arg(long, value_enum, default_value_t = Format::Text, help_heading = "Output")]
     pub format: Format,

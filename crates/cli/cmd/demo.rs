@@ -53,5 +53,6 @@ fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
         seed: 1,
         cache_rules: Default::default(),
         backend_headers: barrage_engine::default_backend_headers(),
+        retry: None,
     })
 }

@@ -224,6 +224,12 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         } else {
             a.backend_headers.clone()
         },
+        retry: a.retries.map(|max_retries| barrage_plan::RetryPolicy {
+            max_retries,
+            backoff_min: a.backoff.0,
+            backoff_max: a.backoff.1,
+            on: a.retry_on.clone(),
+        }),
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     Ok(plan)
@@ -300,6 +306,9 @@ fn settings_json(a: &RunArgs) -> String {
         "objects": a.objects,
         "hit_ratio": a.hit_ratio,
         "seed": a.seed,
+        "retries": a.retries,
+        "backoff": format!("{:?}", a.backoff),
+        "retry_on": format!("{:?}", a.retry_on),
         "backend_headers": a.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
         "cache_rules": a.cache_rules.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>(),
         "rate": a.rate.as_ref().map(|r| format!("{r:?}")),

@@ -134,6 +134,10 @@ pub struct Shared<'a> {
     pub cache_rules: &'a barrage_plan::CacheRules,
     /// Headers naming the backend, tried in order.
     pub backend_headers: &'a [http::HeaderName],
+    /// Retries of failed requests.
+    pub retry: Option<&'a barrage_plan::RetryPolicy>,
+    /// When the attack ends, if it ends by time: no retry starts after it.
+    pub attack_end: Option<Instant>,
 }
 
 /// What one finished request yields besides its times.
@@ -165,7 +169,35 @@ pub struct Job {
 
 impl Slot {
     /// Sends one request and records it.
-    pub async fn exchange(&mut self, sh: &Shared<'_>, job: Job) {
+    /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
+    /// sample (what the server saw); with a policy, the request as the client saw it is
+    /// recorded once more, with its attempts and whole latency.
+    pub async fn request(&mut self, sh: &Shared<'_>, mut job: Job) {
+        let Some(policy) = sh.retry else {
+            self.exchange(sh, job).await;
+            return;
+        };
+        let first_intended = job.intended;
+        let mut attempt = 1;
+        let mut outcome = self.exchange(sh, job).await;
+        let first_ok = outcome.is_success();
+        while attempt <= policy.max_retries && policy.on.matches(outcome) {
+            let pause = policy.backoff(attempt, rand::random::<f64>());
+            // A retry never starts after the attack ended: runs stay bounded.
+            if sh.attack_end.is_some_and(|end| Instant::now() + pause >= end) {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+            attempt += 1;
+            job = Job { intended: sh.base.elapsed(), late: false, ..job };
+            outcome = self.exchange(sh, job).await;
+        }
+        let whole = sh.base.elapsed().saturating_sub(first_intended);
+        sh.recorder.borrow_mut().record_logical(first_ok, outcome.is_success(), attempt, whole);
+    }
+
+    /// Sends one attempt and records it.
+    async fn exchange(&mut self, sh: &Shared<'_>, job: Job) -> Outcome {
         let started = sh.base.elapsed();
         sh.recorder.borrow_mut().record_sent();
         let mut phases = Phases::default();
@@ -199,6 +231,7 @@ impl Slot {
         if let Some(name) = backend {
             rec.record_backend(name.as_bytes(), &sample);
         }
+        outcome
     }
 
     fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> Done {

@@ -27,6 +27,7 @@
 //!     seed: 1,
 //!     cache_rules: Default::default(),
 //!     backend_headers: barrage_engine::default_backend_headers(),
+//!     retry: None,
 //! };
 //! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into() };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
@@ -37,7 +38,9 @@ mod conn;
 mod exchange;
 mod thread;
 
-pub use barrage_plan::{default_backend_headers, CacheRule, CacheRules, Load, Pacer, Pick, Plan, Target, TlsOptions};
+pub use barrage_plan::{
+    default_backend_headers, CacheRule, CacheRules, Load, Pacer, Pick, Plan, RetryOn, RetryPolicy, Target, TlsOptions,
+};
 pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};

@@ -162,13 +162,15 @@ impl SharedOwned {
             timeout: self.ctx.plan.timeout,
             cache_rules: &self.ctx.plan.cache_rules,
             backend_headers: &self.ctx.plan.backend_headers,
+            retry: self.ctx.plan.retry.as_ref(),
+            attack_end: self.ctx.plan.attack_limit().map(|l| self.ctx.start + l),
         }
     }
 
     /// Runs one exchange. Ctrl-C does not race each request (that would register a waiter
     /// per request); it aborts the slot tasks instead ([`join_or_abort`]).
     async fn exchange(&self, slot: &mut Slot, job: Job) {
-        slot.exchange(&self.borrow(), job).await;
+        slot.request(&self.borrow(), job).await;
     }
 }
 

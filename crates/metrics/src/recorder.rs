@@ -56,6 +56,14 @@ pub struct Counts {
     pub cache: [u64; CACHE_STATUS_COUNT],
     /// Bytes received per cache status.
     pub cache_bytes: [u64; CACHE_STATUS_COUNT],
+    /// With retries: requests as the client saw them (each of one or more attempts).
+    pub logical: u64,
+    /// Of those, succeeded at the first attempt.
+    pub first_ok: u64,
+    /// Of those, succeeded at the last attempt.
+    pub final_ok: u64,
+    /// Attempts they took.
+    pub attempts: u64,
 }
 
 /// Most distinct backends one recorder keeps apart; later ones are counted as `(other)`, so a
@@ -128,6 +136,9 @@ pub struct Recorder {
     pub miss: Option<Box<PhaseSet>>,
     /// Per backend, in order of first appearance.
     pub backends: Vec<BackendStats>,
+    /// With retries: latency of whole requests, from the first attempt's intended start to
+    /// the last attempt's end; allocated on the first one.
+    pub whole: Option<Box<Histogram<u64>>>,
     /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
@@ -153,6 +164,7 @@ impl Recorder {
             hit: None,
             miss: None,
             backends: Vec::new(),
+            whole: None,
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
         }
@@ -220,6 +232,17 @@ impl Recorder {
             _ => &mut self.miss,
         };
         side.get_or_insert_with(|| Box::new(PhaseSet::new())).record(corrected, s);
+    }
+
+    /// Records a request that went through the retry policy, once all its attempts are done
+    /// (each attempt was recorded with [`Recorder::record`]).
+    pub fn record_logical(&mut self, first_ok: bool, final_ok: bool, attempts: u32, whole: Duration) {
+        let c = &mut self.counts;
+        c.logical += 1;
+        c.first_ok += u64::from(first_ok);
+        c.final_ok += u64::from(final_ok);
+        c.attempts += u64::from(attempts);
+        self.whole.get_or_insert_with(|| Box::new(new_histogram())).saturating_record(us(whole));
     }
 
     /// Attributes a response to the backend `name` (from a header such as `X-Served-By`).
@@ -311,6 +334,16 @@ impl Recorder {
         for (a, b) in c.cache_bytes.iter_mut().zip(o.cache_bytes) {
             *a += b;
         }
+        c.logical += o.logical;
+        c.first_ok += o.first_ok;
+        c.final_ok += o.final_ok;
+        c.attempts += o.attempts;
+        if let Some(theirs) = &other.whole {
+            match &mut self.whole {
+                Some(mine) => mine.add(&**theirs).expect("histograms share bounds"),
+                None => self.whole = Some(theirs.clone()),
+            }
+        }
         for b in &other.backends {
             let i = self.backend_slot(&b.name);
             let mine = &mut self.backends[i];
@@ -365,6 +398,7 @@ struct Wire {
     hit: Option<Vec<Vec<u8>>>,
     miss: Option<Vec<Vec<u8>>>,
     backends: Vec<(String, u64, u64, Vec<u8>)>,
+    whole: Option<Vec<u8>>,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -427,6 +461,7 @@ impl Serialize for Recorder {
                 .iter()
                 .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency)))
                 .collect(),
+            whole: self.whole.as_deref().map(encode),
         }
         .serialize(s)
     }
@@ -451,6 +486,7 @@ impl<'de> Deserialize<'de> for Recorder {
         r.counts = w.counts;
         r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
+        r.whole = w.whole.as_deref().map(hist).transpose()?.map(Box::new);
         for (name, requests, failed, latency) in w.backends {
             r.backends.push(BackendStats { name, requests, failed, latency: hist(&latency)? });
         }

@@ -218,6 +218,24 @@ pub struct IntervalRow {
     pub fairness: Option<f64>,
 }
 
+/// Requests as the client saw them, when failed attempts were retried.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RetrySummary {
+    /// Requests (each of one or more attempts).
+    pub requests: u64,
+    /// Attempts they took.
+    pub attempts: u64,
+    /// Attempts per request.
+    pub attempts_per_request: f64,
+    /// Share of requests that succeeded at the first attempt.
+    pub first_try_success_ratio: f64,
+    /// Share of requests that succeeded in the end.
+    pub final_success_ratio: f64,
+    /// Latency of whole requests: from the first attempt's intended start to the end of the
+    /// last attempt, backoffs included.
+    pub latency: LatencyStats,
+}
+
 /// What one backend answered over the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackendSummary {
@@ -312,6 +330,8 @@ pub struct RunSummary {
     pub errors: Vec<ErrorStat>,
     /// Cache status of the responses; `None` when no response carried a recognised cache header.
     pub cache: Option<CacheSummary>,
+    /// With `--retries`: requests as the client saw them (the other figures count attempts).
+    pub retries: Option<RetrySummary>,
     /// Per backend, by requests, from the backend header of each response.
     pub backends: Vec<BackendSummary>,
     /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
@@ -392,6 +412,18 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         backends: r.backends.iter().map(|b| (b.name.clone(), b.requests)).collect(),
         fairness: None,
     }
+}
+
+fn retry_summary(total: &Recorder) -> Option<RetrySummary> {
+    let c = &total.counts;
+    (c.logical > 0).then(|| RetrySummary {
+        requests: c.logical,
+        attempts: c.attempts,
+        attempts_per_request: ratio(c.attempts as f64, c.logical as f64),
+        first_try_success_ratio: ratio(c.first_ok as f64, c.logical as f64),
+        final_success_ratio: ratio(c.final_ok as f64, c.logical as f64),
+        latency: total.whole.as_deref().map(LatencyStats::of).unwrap_or_default(),
+    })
 }
 
 fn backend_summaries(total: &Recorder) -> Vec<BackendSummary> {
@@ -517,6 +549,7 @@ fn build(
     s.phases = Phase::ALL.iter().map(|&p| (p.name().to_string(), phase_stats(total.phase(p)))).collect();
     s.cache = cache_summary(&total);
     s.backends = backend_summaries(&total);
+    s.retries = retry_summary(&total);
     let done = total.counts.completed as f64;
     s.bytes = Bytes {
         in_total: total.counts.bytes_in,

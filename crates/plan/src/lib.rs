@@ -19,10 +19,12 @@ pub mod cache;
 pub mod pacer;
 pub mod pick;
 pub mod plan;
+pub mod retry;
 pub mod targets;
 
 pub use cache::{CacheRule, CacheRules, CacheStatus};
 pub use pacer::Pacer;
 pub use pick::{Pick, Picker};
 pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};
+pub use retry::{Backoff, RetryOn, RetryPolicy};
 pub use targets::TargetError;

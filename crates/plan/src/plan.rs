@@ -135,6 +135,8 @@ pub struct Plan {
     pub cache_rules: CacheRules,
     /// Headers naming the backend that answered, tried in order.
     pub backend_headers: Vec<http::HeaderName>,
+    /// Retries of failed requests; `None` sends each request once.
+    pub retry: Option<crate::retry::RetryPolicy>,
 }
 
 /// Headers that name the backend, tried in order when `--backend-header` is not given.

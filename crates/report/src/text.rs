@@ -30,6 +30,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         latency(s),
         latency_by_class(s),
         phases(s),
+        retries(s),
         cache(s),
         backends(s),
         bytes(s),
@@ -334,6 +335,29 @@ fn cache(s: &RunSummary) -> String {
         }
     }
     out.push_str(&t.render(Paint { on: false }));
+    out
+}
+
+/// Requests as the client saw them when failed attempts were retried.
+fn retries(s: &RunSummary) -> String {
+    let Some(r) = &s.retries else { return String::new() };
+    let mut t = Table::new(&[Left, Right, Left, Right]);
+    t.row(["Retries", "", "", ""]);
+    t.row([
+        "  requests".into(),
+        r.requests.to_string(),
+        "  first-try success".into(),
+        percent(r.first_try_success_ratio),
+    ]);
+    t.row(["  attempts".into(), r.attempts.to_string(), "  final success".into(), percent(r.final_success_ratio)]);
+    t.row([
+        "  per request".into(),
+        format!("{:.2}", r.attempts_per_request),
+        "  whole p50 / p99".into(),
+        format!("{} / {}", us(r.latency.p50_us), us(r.latency.p99_us)),
+    ]);
+    let mut out = t.render(Paint { on: false });
+    out.push_str("  (the figures above count every attempt; whole latency runs from the first attempt's intended start to the last attempt's end)\n");
     out
 }
 

@@ -85,6 +85,14 @@ fn interval(i: u64) -> IntervalRecord {
             },
         };
         r.record(&sample);
+        // A client that retried: every tenth request needed a second attempt.
+        let retried = k % 10 == 0;
+        r.record_logical(
+            !failed && !retried,
+            !failed,
+            1 + u32::from(retried),
+            sample.corrected() * (1 + u32::from(retried)),
+        );
         // Three backends behind a balancer; web-3 stops answering after the second second.
         let backends: &[&[u8]] = if i < 2 { &[b"web-1", b"web-2", b"web-3"] } else { &[b"web-1", b"web-2"] };
         if !failed {
