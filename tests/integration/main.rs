@@ -7,6 +7,7 @@ mod faults;
 mod files;
 mod measure;
 mod pick;
+mod reqlog;
 mod request;
 mod retries;
 mod util;

@@ -185,6 +185,13 @@ pub struct RunArgs {
     /// Stream the results to this file as the run goes (re-render with `barrage report`).
     #[arg(short = 'o', long, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
+    /// A log of every request: CSV, or JSON lines for a .jsonl file. Streamed; reports are
+    /// made from the results file, not from it.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub log: Option<PathBuf>,
+    /// Fraction of requests the log keeps.
+    #[arg(long, value_name = "FRACTION", default_value_t = 1.0, value_parser = parse_positive_fraction, requires = "log", help_heading = "Output")]
+    pub log_sample: f64,
     /// Also write the latency intervals as an HdrHistogram interval log.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub hdr_log: Option<PathBuf>,
@@ -243,6 +250,13 @@ pub struct ServeArgs {
 
 fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
     http::HeaderName::from_bytes(s.trim().as_bytes()).map_err(|_| format!("invalid header name '{s}'"))
+}
+
+fn parse_positive_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+        _ => Err(format!("invalid fraction '{s}': expected a number above 0 and at most 1, e.g. 0.01")),
+    }
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {

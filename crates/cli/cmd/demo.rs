@@ -25,10 +25,17 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
             Load::Closed { .. } => unreachable!(),
         })[0]
     );
-    super::run::execute(plan(&url, open, a.duration.0)?, "{\"demo\":\"open\"}".into(), None, Format::Text, None)?;
+    super::run::execute(plan(&url, open, a.duration.0)?, "{\"demo\":\"open\"}".into(), None, Format::Text, None, None)?;
     println!("\n== 2/2 closed loop: {} workers against {url}\n", a.concurrency);
     let closed = Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO };
-    super::run::execute(plan(&url, closed, a.duration.0)?, "{\"demo\":\"closed\"}".into(), None, Format::Text, None)?;
+    super::run::execute(
+        plan(&url, closed, a.duration.0)?,
+        "{\"demo\":\"closed\"}".into(),
+        None,
+        Format::Text,
+        None,
+        None,
+    )?;
     println!("\nThe origin answered {} requests. Try: barrage run --help", server.requests());
     server.shutdown();
     Ok(Outcome::Ok)

@@ -22,7 +22,8 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let plan = plan(&args)?;
     let settings = settings_json(&args);
-    execute(plan, settings, args.output.clone(), args.format, args.hdr_log.clone())?;
+    let log = args.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: args.log_sample });
+    execute(plan, settings, args.output.clone(), args.format, args.hdr_log.clone(), log)?;
     Ok(Outcome::Ok)
 }
 
@@ -33,6 +34,7 @@ pub fn execute(
     output: Option<PathBuf>,
     format: Format,
     hdr_log: Option<PathBuf>,
+    log: Option<barrage_engine::reqlog::LogSpec>,
 ) -> anyhow::Result<()> {
     if format == Format::HdrLog {
         bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
@@ -52,7 +54,7 @@ pub fn execute(
     let total = plan.attack_limit();
     let mut progress = Progress::new(total);
     let mut hdr = HdrLog::create(hdr_log)?;
-    let spec = RunSpec { output: path.clone(), settings_json };
+    let spec = RunSpec { output: path.clone(), settings_json, log };
     barrage_engine::run(plan, &spec, stop, &mut |i| {
         progress.show(i);
         hdr.write(i);

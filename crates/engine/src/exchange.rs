@@ -33,6 +33,10 @@ pub struct Prepared {
     body: Bytes,
     /// A URL template's path-and-query around `{id}`, filled per request.
     template: Option<IdTemplate>,
+    /// The name, for the request log.
+    name: Option<String>,
+    /// The URL as given (a template keeps `{id}`), for the request log.
+    url_text: String,
     /// Index into the run's endpoints.
     pub endpoint: usize,
 }
@@ -73,6 +77,8 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
                 full_uri: t.url.clone(),
                 headers,
                 body: t.body.clone(),
+                name: t.name.clone(),
+                url_text: url_text(t),
                 template: t.id_template.clone().map(|mut tpl| {
                     if !tpl.prefix.starts_with('/') {
                         tpl.prefix.insert(0, '/');
@@ -84,6 +90,16 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
         })
         .collect();
     (prepared, endpoints)
+}
+
+/// The URL as the user wrote it: a template shows `{id}` again.
+fn url_text(t: &barrage_plan::Target) -> String {
+    match (&t.id_template, t.url.scheme_str(), t.url.authority()) {
+        (Some(tpl), Some(scheme), Some(auth)) => {
+            format!("{scheme}://{auth}{}{}{}", tpl.prefix, barrage_plan::plan::ID, tpl.suffix)
+        }
+        _ => t.url.to_string(),
+    }
 }
 
 impl Prepared {
@@ -138,6 +154,10 @@ pub struct Shared<'a> {
     pub retry: Option<&'a barrage_plan::RetryPolicy>,
     /// When the attack ends, if it ends by time: no retry starts after it.
     pub attack_end: Option<Instant>,
+    /// `--log`: this thread's side of the request log.
+    pub log: Option<&'a RefCell<crate::reqlog::LogHandle>>,
+    /// Wall-clock start of the run, µs since the Unix epoch, for log timestamps.
+    pub start_unix_us: u64,
 }
 
 /// What one finished request yields besides its times.
@@ -151,9 +171,10 @@ struct Done {
 }
 
 /// A slot: at most one request at a time, on its own connection.
-#[derive(Default)]
 pub struct Slot {
     conn: Option<(usize, Conn)>,
+    /// Worker (closed loop) or slot (open loop) number within the run, for the log.
+    worker: usize,
 }
 
 /// One request to make.
@@ -165,9 +186,16 @@ pub struct Job {
     pub target: u64,
     /// Could not start on time because every slot was busy.
     pub late: bool,
+    /// Attempt number: 1, then 2, 3… for retries.
+    pub attempt: u32,
 }
 
 impl Slot {
+    /// A slot without a connection yet.
+    pub fn new(worker: usize) -> Self {
+        Slot { conn: None, worker }
+    }
+
     /// Sends one request and records it.
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
     /// sample (what the server saw); with a policy, the request as the client saw it is
@@ -189,7 +217,7 @@ impl Slot {
             }
             tokio::time::sleep(pause).await;
             attempt += 1;
-            job = Job { intended: sh.base.elapsed(), late: false, ..job };
+            job = Job { intended: sh.base.elapsed(), late: false, attempt, ..job };
             outcome = self.exchange(sh, job).await;
         }
         let whole = sh.base.elapsed().saturating_sub(first_intended);
@@ -228,10 +256,40 @@ impl Slot {
         };
         let mut rec = sh.recorder.borrow_mut();
         rec.record(&sample);
-        if let Some(name) = backend {
+        if let Some(name) = &backend {
             rec.record_backend(name.as_bytes(), &sample);
         }
+        if let Some(log) = sh.log {
+            self.log(&mut log.borrow_mut(), sh, target, id, job.attempt, backend.as_ref(), &sample);
+        }
         outcome
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn log(
+        &self,
+        log: &mut crate::reqlog::LogHandle,
+        sh: &Shared<'_>,
+        target: &Prepared,
+        id: u64,
+        attempt: u32,
+        backend: Option<&HeaderValue>,
+        sample: &Sample,
+    ) {
+        if !log.wants() {
+            return;
+        }
+        let row = crate::reqlog::Row {
+            run_start_unix_us: sh.start_unix_us,
+            worker: self.worker,
+            name: target.name.as_deref(),
+            method: target.method.as_str(),
+            url: &target.url_text,
+            id: target.template.as_ref().map(|_| id),
+            attempt,
+            backend: backend.map(HeaderValue::as_bytes),
+        };
+        log.row(&row, sample);
     }
 
     fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> Done {

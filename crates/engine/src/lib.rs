@@ -29,13 +29,14 @@
 //!     backend_headers: barrage_engine::default_backend_headers(),
 //!     retry: None,
 //! };
-//! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into() };
+//! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into(), log: None };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
 //! println!("attack took {} µs", footer.attack_us);
 //! ```
 
 mod conn;
 mod exchange;
+pub mod reqlog;
 mod thread;
 
 pub use barrage_plan::{
@@ -64,6 +65,9 @@ pub enum EngineError {
     /// The results file failed.
     #[error(transparent)]
     Results(#[from] FileError),
+    /// The request log could not be written.
+    #[error("--log {0}: {1}")]
+    Log(PathBuf, std::io::Error),
     /// A thread or runtime could not start.
     #[error("starting the engine: {0}")]
     Start(#[from] std::io::Error),
@@ -76,6 +80,8 @@ pub struct RunSpec {
     pub output: PathBuf,
     /// The run's settings, as JSON, for the header.
     pub settings_json: String,
+    /// `--log`: one row per request.
+    pub log: Option<reqlog::LogSpec>,
 }
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
@@ -96,6 +102,10 @@ pub fn run(
     let started_unix_ms = unix_ms(SystemTime::now()) + 20;
     let header = header(&plan, spec, started_unix_ms, threads);
     let mut writer = ResultsWriter::create(&spec.output, &header)?;
+    let log = match &spec.log {
+        Some(l) => Some(reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))?),
+        None => None,
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     let plan = Arc::new(plan);
     let (targets, endpoints) = (Arc::new(targets), Arc::new(endpoints));
@@ -109,10 +119,13 @@ pub fn run(
             endpoints: endpoints.clone(),
             connector: connector.clone(),
             start,
+            start_unix_ms: started_unix_ms,
             stop: stop.clone(),
             tx: tx.clone(),
         };
-        let h = std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(ctx))?;
+        let log = log.as_ref().map(reqlog::RequestLog::handle);
+        let h =
+            std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(ctx, log))?;
         handles.push(h);
     }
     drop(tx);
@@ -127,7 +140,10 @@ pub fn run(
     }
     result?;
     collector.interrupted = stop.is_cancelled();
-    let footer = collector.footer(started_unix_ms);
+    let mut footer = collector.footer(started_unix_ms);
+    if let (Some(log), Some(spec)) = (log, &spec.log) {
+        footer.log_chunks_dropped = log.finish(&spec.path).map_err(|e| EngineError::Log(spec.path.clone(), e))?;
+    }
     writer.finish(&footer)?;
     Ok(footer)
 }
@@ -280,6 +296,8 @@ impl Collector {
             cpu_system_us: (self.cpu.1 + sys).as_micros() as u64,
             interrupted: self.interrupted,
             bound_reached: self.bound_reached,
+            log_chunks_dropped: 0,
+            peak_rss_kib: thread::peak_rss_kib(),
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct ThreadCtx {
     pub connector: Arc<Connector>,
     /// The run's start.
     pub start: Instant,
+    /// The same instant on the wall clock, ms since the Unix epoch.
+    pub start_unix_ms: u64,
     /// Ctrl-C.
     pub stop: CancellationToken,
     /// To the collector.
@@ -68,10 +70,10 @@ pub struct ThreadCtx {
 }
 
 /// Runs the thread to completion.
-pub fn run(ctx: ThreadCtx) -> std::io::Result<()> {
+pub fn run(ctx: ThreadCtx, log: Option<crate::reqlog::LogHandle>) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, body(ctx));
+    local.block_on(&rt, body(ctx, log));
     drop(local);
     // A DNS lookup abandoned by a timeout still runs on the blocking pool; dropping the
     // runtime normally would wait for it, past --duration + --timeout.
@@ -79,7 +81,7 @@ pub fn run(ctx: ThreadCtx) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn body(ctx: ThreadCtx) {
+async fn body(ctx: ThreadCtx, log: Option<crate::reqlog::LogHandle>) {
     // Every time in a sample is an offset from the common start: nothing may begin before it.
     PreciseTimer::new().sleep_until(ctx.start).await;
     let recorder = Rc::new(RefCell::new(Recorder::new()));
@@ -98,7 +100,7 @@ async fn body(ctx: ThreadCtx) {
             send_interval(end);
         }
     };
-    let load = run_load(&ctx, recorder.clone());
+    let load = run_load(&ctx, recorder.clone(), log);
     let outcome = tokio::select! {
         o = load => o,
         _ = ticker => unreachable!("the ticker never ends"),
@@ -120,11 +122,16 @@ struct LoadOutcome {
     bound_reached: bool,
 }
 
-async fn run_load(ctx: &ThreadCtx, recorder: Rc<RefCell<Recorder>>) -> LoadOutcome {
+async fn run_load(
+    ctx: &ThreadCtx,
+    recorder: Rc<RefCell<Recorder>>,
+    log: Option<crate::reqlog::LogHandle>,
+) -> LoadOutcome {
     let targets = ctx.targets.clone();
     let endpoints = ctx.endpoints.clone();
     let connector = ctx.connector.clone();
-    let shared = Rc::new(SharedOwned { targets, endpoints, connector, recorder, ctx: ctx.clone() });
+    let log = log.map(RefCell::new);
+    let shared = Rc::new(SharedOwned { targets, endpoints, connector, recorder, log, ctx: ctx.clone() });
     match &ctx.plan.load {
         Load::Open { pacer, max_in_flight } => open_loop(shared, pacer, share(*max_in_flight, ctx)).await,
         Load::Closed { concurrency, think_time } => closed_loop(shared, share(*concurrency, ctx), *think_time).await,
@@ -146,6 +153,7 @@ struct SharedOwned {
     targets: Arc<Vec<Prepared>>,
     endpoints: Arc<Vec<Endpoint>>,
     connector: Arc<Connector>,
+    log: Option<RefCell<crate::reqlog::LogHandle>>,
     recorder: Rc<RefCell<Recorder>>,
     ctx: ThreadCtx,
 }
@@ -164,6 +172,8 @@ impl SharedOwned {
             backend_headers: &self.ctx.plan.backend_headers,
             retry: self.ctx.plan.retry.as_ref(),
             attack_end: self.ctx.plan.attack_limit().map(|l| self.ctx.start + l),
+            log: self.log.as_ref(),
+            start_unix_us: self.ctx.start_unix_ms * 1000,
         }
     }
 
@@ -189,12 +199,13 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
     let freed = Rc::new(Notify::new());
     let closed = Rc::new(Cell::new(false));
     let mut handles = Vec::with_capacity(slots);
-    for _ in 0..slots.max(1) {
+    for i in 0..slots.max(1) {
+        let worker = ctx.index + i * ctx.threads;
         let mb = Rc::new(Mailbox { job: Cell::new(None), wake: Notify::new() });
         idle.borrow_mut().push(mb.clone());
         let (shared, idle, freed, closed) = (shared.clone(), idle.clone(), freed.clone(), closed.clone());
         handles.push(tokio::task::spawn_local(async move {
-            let mut slot = Slot::default();
+            let mut slot = Slot::new(worker);
             loop {
                 mb.wake.notified().await;
                 let Some(job) = mb.job.take() else { return };
@@ -259,7 +270,7 @@ async fn open_loop(shared: Rc<SharedOwned>, pacer: &Pacer, slots: usize) -> Load
             // caught up started late because of the bound, even one that then finds a slot
             // free at once (slots freed together).
             let late = behind_on_slots;
-            mb.job.set(Some(Job { intended: due, target: picker.next_index(), late }));
+            mb.job.set(Some(Job { intended: due, target: picker.next_index(), late, attempt: 1 }));
             mb.wake.notify_one();
             k += step;
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
@@ -311,7 +322,7 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
         let mut picker = new_picker(&ctx.plan, ctx.index + w * ctx.threads, all_workers);
         handles.push(tokio::task::spawn_local(async move {
             let ctx = &shared.ctx;
-            let mut slot = Slot::default();
+            let mut slot = Slot::new(ctx.index + w * ctx.threads);
             loop {
                 let now = ctx.start.elapsed();
                 if ctx.stop.is_cancelled() || deadline.is_some_and(|d| now >= d) {
@@ -330,7 +341,8 @@ async fn closed_loop(shared: Rc<SharedOwned>, workers: usize, think: Duration) -
                     // The quota's last request: the attack ends as it is sent.
                     attack_end.set(attack_end.get().max(now));
                 }
-                shared.exchange(&mut slot, Job { intended: now, target: picker.next_index(), late: false }).await;
+                let job = Job { intended: now, target: picker.next_index(), late: false, attempt: 1 };
+                shared.exchange(&mut slot, job).await;
                 if !think.is_zero() && !last {
                     // Thinking never carries a worker past the end of the attack.
                     let wake = ctx.start + (ctx.start.elapsed() + think).min(deadline.unwrap_or(Duration::MAX));
@@ -400,6 +412,16 @@ impl PreciseTimer {
             }
         }
     }
+}
+
+/// The process's peak resident memory, KiB.
+pub(crate) fn peak_rss_kib() -> u64 {
+    // SAFETY: getrusage writes into the struct we pass and reads nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_maxrss.max(0) as u64
 }
 
 /// CPU time of the calling thread.

@@ -137,6 +137,10 @@ pub struct RunFooter {
     pub interrupted: bool,
     /// The in-flight bound (`--max-in-flight`, or the connection count) was reached.
     pub bound_reached: bool,
+    /// Chunks of `--log` rows dropped because the disk fell behind.
+    pub log_chunks_dropped: u64,
+    /// barrage's peak resident memory, KiB.
+    pub peak_rss_kib: u64,
 }
 
 /// One record of the file.

@@ -159,6 +159,8 @@ pub struct Generator {
     pub lag_p99_us: u64,
     /// The in-flight bound was reached at least once.
     pub bound_reached: bool,
+    /// barrage's peak resident memory in KiB (the largest of merged runs).
+    pub peak_rss_kib: u64,
 }
 
 /// The figures of one step of a stepped rate, or of one phase of the run.
@@ -573,6 +575,12 @@ fn build(
     s.steps = step_summaries(readers, steps, s.duration.attack_s);
     s.intervals = intervals;
     s.warnings.extend(readers.iter().filter_map(|r| r.warning().map(str::to_string)));
+    let log_dropped: u64 = readers.iter().filter_map(|r| r.footer()).map(|f| f.log_chunks_dropped).sum();
+    if log_dropped > 0 {
+        s.warnings.push(format!(
+            "the request log lost {log_dropped} chunk(s) of rows because the disk fell behind (the load was not slowed down for it; the results file is complete)"
+        ));
+    }
     s.warnings.extend(self_check(&s));
     s
 }
@@ -624,6 +632,7 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
         threads,
         lag_p99_us: if mode == Mode::Open { quantile(&total.lag, 0.99) } else { 0 },
         bound_reached: readers.iter().any(|r| r.footer().is_some_and(|f| f.bound_reached)),
+        peak_rss_kib: readers.iter().filter_map(|r| r.footer()).map(|f| f.peak_rss_kib).max().unwrap_or(0),
     }
 }
 

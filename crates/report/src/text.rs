@@ -484,6 +484,9 @@ fn generator(s: &RunSummary) -> String {
     }
     let bound = if g.bound_reached { "reached" } else { "not reached" };
     t.row(["  in-flight bound", bound]);
+    if g.peak_rss_kib > 0 {
+        t.row(["  peak memory".to_string(), fmt_bytes(g.peak_rss_kib as f64 * 1024.0)]);
+    }
     t.render(Paint { on: false })
 }
 

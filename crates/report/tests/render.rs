@@ -132,6 +132,8 @@ fn write_results(path: &Path) {
         cpu_system_us: 100_000,
         interrupted: false,
         bound_reached: true,
+        log_chunks_dropped: 0,
+        peak_rss_kib: 18_432,
     })
     .unwrap();
 }
