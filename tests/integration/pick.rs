@@ -51,6 +51,16 @@ fn targets_file_sends_each_target_with_its_method_and_body() {
     assert_eq!(v["status_codes"]["201"], 1, "{v}");
     assert_eq!(v["status_codes"]["200"], 1, "{v}");
     assert!(v["bytes"]["in_total"].as_u64().unwrap() > "stored through a target file".len() as u64);
+    // Every report breaks down by name and by method.
+    let names: Vec<(&str, u64)> = v["by_name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["name"].as_str().unwrap(), g["requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(names, [("get-item", 1), ("put-item", 1)]);
+    let methods: Vec<&str> = v["by_method"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["GET", "PUT"]);
 }
 
 #[test]

@@ -256,8 +256,12 @@ impl Slot {
         };
         let mut rec = sh.recorder.borrow_mut();
         rec.record(&sample);
+        rec.methods.record(target.method.as_str().as_bytes(), &sample);
+        if let Some(name) = &target.name {
+            rec.names.record(name.as_bytes(), &sample);
+        }
         if let Some(name) = &backend {
-            rec.record_backend(name.as_bytes(), &sample);
+            rec.backends.record(name.as_bytes(), &sample);
         }
         if let Some(log) = sh.log {
             self.log(&mut log.borrow_mut(), sh, target, id, job.attempt, backend.as_ref(), &sample);

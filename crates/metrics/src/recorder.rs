@@ -66,22 +66,81 @@ pub struct Counts {
     pub attempts: u64,
 }
 
-/// Most distinct backends one recorder keeps apart; later ones are counted as `(other)`, so a
-/// header carrying a request id cannot make memory grow per request.
-pub const MAX_BACKENDS: usize = 64;
-const OTHER_BACKEND: &str = "(other)";
+/// Most distinct keys (backends, names, methods) one recorder keeps apart; later ones are
+/// counted as `(other)`, so a header carrying a request id cannot make memory grow per request.
+pub const MAX_KEYS: usize = 64;
+const OTHER_KEY: &str = "(other)";
 
-/// What one backend answered.
+/// The requests of one key: a backend, a request name or a method.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BackendStats {
-    /// The backend, as its header named it.
+pub struct KeyedStats {
+    /// The key (a backend as its header named it, a target's name, a method).
     pub name: String,
-    /// Responses it gave.
+    /// Finished requests.
     pub requests: u64,
-    /// Of those, 4xx and 5xx.
+    /// Of those, not successful (errors, 4xx, 5xx).
     pub failed: u64,
     /// Their corrected latency.
     pub latency: Histogram<u64>,
+}
+
+/// Requests broken down by a key, in order of first appearance, at most [`MAX_KEYS`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Keyed(Vec<KeyedStats>);
+
+impl std::ops::Deref for Keyed {
+    type Target = [KeyedStats];
+    fn deref(&self) -> &[KeyedStats] {
+        &self.0
+    }
+}
+
+impl Keyed {
+    /// Counts a finished request under `key`. Allocates only the first time a key appears.
+    pub fn record(&mut self, key: &[u8], s: &Sample) {
+        let i = match self.0.iter().position(|b| b.name.as_bytes() == key) {
+            Some(i) => i,
+            None => self.slot(&String::from_utf8_lossy(key)),
+        };
+        let b = &mut self.0[i];
+        b.requests += 1;
+        b.failed += u64::from(!s.outcome.is_success());
+        b.latency.saturating_record(us(s.corrected()));
+    }
+
+    /// The index of `key`'s stats, created if there is still room, else `(other)`'s.
+    fn slot(&mut self, key: &str) -> usize {
+        if let Some(i) = self.0.iter().position(|b| b.name == key) {
+            return i;
+        }
+        let key = if self.0.len() < MAX_KEYS - 1 { key } else { OTHER_KEY };
+        if let Some(i) = self.0.iter().position(|b| b.name == key) {
+            return i;
+        }
+        self.0.push(KeyedStats { name: key.to_string(), requests: 0, failed: 0, latency: new_histogram() });
+        self.0.len() - 1
+    }
+
+    fn add(&mut self, other: &Keyed) {
+        for b in &other.0 {
+            let i = self.slot(&b.name);
+            let mine = &mut self.0[i];
+            mine.requests += b.requests;
+            mine.failed += b.failed;
+            mine.latency.add(&b.latency).expect("histograms share bounds");
+        }
+    }
+
+    fn encode(&self) -> Vec<(String, u64, u64, Vec<u8>)> {
+        self.0.iter().map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency))).collect()
+    }
+
+    fn decode(wire: Vec<(String, u64, u64, Vec<u8>)>) -> Result<Keyed, String> {
+        let stats = wire.into_iter().map(|(name, requests, failed, latency)| {
+            Ok(KeyedStats { name, requests, failed, latency: decode(&latency)? })
+        });
+        stats.collect::<Result<_, String>>().map(Keyed)
+    }
 }
 
 /// Latency and phases of one side of the cache split.
@@ -134,8 +193,12 @@ pub struct Recorder {
     pub hit: Option<Box<PhaseSet>>,
     /// Responses fetched from the origin through a cache (miss, expired, pass).
     pub miss: Option<Box<PhaseSet>>,
-    /// Per backend, in order of first appearance.
-    pub backends: Vec<BackendStats>,
+    /// Per backend (from a header such as `X-Served-By`).
+    pub backends: Keyed,
+    /// Per target name (`# name:` in a target file).
+    pub names: Keyed,
+    /// Per method.
+    pub methods: Keyed,
     /// With retries: latency of whole requests, from the first attempt's intended start to
     /// the last attempt's end; allocated on the first one.
     pub whole: Option<Box<Histogram<u64>>>,
@@ -163,7 +226,9 @@ impl Recorder {
             counts: Counts::default(),
             hit: None,
             miss: None,
-            backends: Vec::new(),
+            backends: Keyed::default(),
+            names: Keyed::default(),
+            methods: Keyed::default(),
             whole: None,
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
@@ -245,32 +310,6 @@ impl Recorder {
         self.whole.get_or_insert_with(|| Box::new(new_histogram())).saturating_record(us(whole));
     }
 
-    /// Attributes a response to the backend `name` (from a header such as `X-Served-By`).
-    /// Allocates only the first time a backend appears in this recorder.
-    pub fn record_backend(&mut self, name: &[u8], s: &Sample) {
-        let i = match self.backends.iter().position(|b| b.name.as_bytes() == name) {
-            Some(i) => i,
-            None => self.backend_slot(&String::from_utf8_lossy(name)),
-        };
-        let b = &mut self.backends[i];
-        b.requests += 1;
-        b.failed += u64::from(!s.outcome.is_success());
-        b.latency.saturating_record(us(s.corrected()));
-    }
-
-    /// The index of `name`'s stats, created if there is still room, else `(other)`'s.
-    fn backend_slot(&mut self, name: &str) -> usize {
-        if let Some(i) = self.backends.iter().position(|b| b.name == name) {
-            return i;
-        }
-        let name = if self.backends.len() < MAX_BACKENDS - 1 { name } else { OTHER_BACKEND };
-        if let Some(i) = self.backends.iter().position(|b| b.name == name) {
-            return i;
-        }
-        self.backends.push(BackendStats { name: name.to_string(), requests: 0, failed: 0, latency: new_histogram() });
-        self.backends.len() - 1
-    }
-
     /// Whether an example message for this kind is still wanted; check before formatting one,
     /// so a message is built once per kind, not once per failed request.
     pub fn wants_example(&self, kind: ErrorKind) -> bool {
@@ -344,13 +383,9 @@ impl Recorder {
                 None => self.whole = Some(theirs.clone()),
             }
         }
-        for b in &other.backends {
-            let i = self.backend_slot(&b.name);
-            let mine = &mut self.backends[i];
-            mine.requests += b.requests;
-            mine.failed += b.failed;
-            mine.latency.add(&b.latency).expect("histograms share bounds");
-        }
+        self.backends.add(&other.backends);
+        self.names.add(&other.names);
+        self.methods.add(&other.methods);
         for (mine, theirs) in [(&mut self.hit, &other.hit), (&mut self.miss, &other.miss)] {
             if let Some(theirs) = theirs {
                 match mine {
@@ -399,6 +434,8 @@ struct Wire {
     miss: Option<Vec<Vec<u8>>>,
     backends: Vec<(String, u64, u64, Vec<u8>)>,
     whole: Option<Vec<u8>>,
+    names: Vec<(String, u64, u64, Vec<u8>)>,
+    methods: Vec<(String, u64, u64, Vec<u8>)>,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -456,12 +493,10 @@ impl Serialize for Recorder {
                 .collect(),
             hit: self.hit.as_deref().map(encode_set),
             miss: self.miss.as_deref().map(encode_set),
-            backends: self
-                .backends
-                .iter()
-                .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency)))
-                .collect(),
+            backends: self.backends.encode(),
             whole: self.whole.as_deref().map(encode),
+            names: self.names.encode(),
+            methods: self.methods.encode(),
         }
         .serialize(s)
     }
@@ -487,9 +522,9 @@ impl<'de> Deserialize<'de> for Recorder {
         r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.whole = w.whole.as_deref().map(hist).transpose()?.map(Box::new);
-        for (name, requests, failed, latency) in w.backends {
-            r.backends.push(BackendStats { name, requests, failed, latency: hist(&latency)? });
-        }
+        r.backends = Keyed::decode(w.backends).map_err(D::Error::custom)?;
+        r.names = Keyed::decode(w.names).map_err(D::Error::custom)?;
+        r.methods = Keyed::decode(w.methods).map_err(D::Error::custom)?;
         for (code, n) in w.status {
             r.status[status_slot(code)] += n;
         }
@@ -549,17 +584,17 @@ mod tests {
         let mut r = Recorder::new();
         let ok = sample(4, Outcome::Status(200));
         let bad = sample(4, Outcome::Status(502));
-        r.record_backend(b"a", &ok);
-        r.record_backend(b"b", &bad);
-        r.record_backend(b"a", &ok);
+        r.backends.record(b"a", &ok);
+        r.backends.record(b"b", &bad);
+        r.backends.record(b"a", &ok);
         assert_eq!(
             r.backends.iter().map(|b| (b.name.as_str(), b.requests, b.failed)).collect::<Vec<_>>(),
             [("a", 2, 0), ("b", 1, 1)]
         );
         for i in 0..200 {
-            r.record_backend(format!("req-{i}").as_bytes(), &ok);
+            r.backends.record(format!("req-{i}").as_bytes(), &ok);
         }
-        assert_eq!(r.backends.len(), MAX_BACKENDS);
+        assert_eq!(r.backends.len(), MAX_KEYS);
         assert_eq!(r.backends.last().unwrap().name, "(other)");
         let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
         assert_eq!(back, r);

@@ -238,6 +238,25 @@ pub struct RetrySummary {
     pub latency: LatencyStats,
 }
 
+/// The requests of one name or method over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupSummary {
+    /// The name or method.
+    pub name: String,
+    /// Finished requests.
+    pub requests: u64,
+    /// Share of all finished requests.
+    pub share: f64,
+    /// Not successful (errors, 4xx, 5xx).
+    pub failed: u64,
+    /// Successful share.
+    pub success_ratio: f64,
+    /// Successes per second of the run.
+    pub throughput_per_sec: f64,
+    /// Corrected latency.
+    pub latency: LatencyStats,
+}
+
 /// What one backend answered over the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackendSummary {
@@ -334,6 +353,10 @@ pub struct RunSummary {
     pub cache: Option<CacheSummary>,
     /// With `--retries`: requests as the client saw them (the other figures count attempts).
     pub retries: Option<RetrySummary>,
+    /// Per target name (`# name:`), by requests; empty when no target was named.
+    pub by_name: Vec<GroupSummary>,
+    /// Per method, by requests.
+    pub by_method: Vec<GroupSummary>,
     /// Per backend, by requests, from the backend header of each response.
     pub backends: Vec<BackendSummary>,
     /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
@@ -414,6 +437,23 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         backends: r.backends.iter().map(|b| (b.name.clone(), b.requests)).collect(),
         fairness: None,
     }
+}
+
+fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSummary> {
+    let mut out: Vec<GroupSummary> = keyed
+        .iter()
+        .map(|k| GroupSummary {
+            name: k.name.clone(),
+            requests: k.requests,
+            share: ratio(k.requests as f64, all as f64),
+            failed: k.failed,
+            success_ratio: ratio((k.requests - k.failed) as f64, k.requests as f64),
+            throughput_per_sec: ratio((k.requests - k.failed) as f64, run_s),
+            latency: LatencyStats::of(&k.latency),
+        })
+        .collect();
+    out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.name.cmp(&b.name)));
+    out
 }
 
 fn retry_summary(total: &Recorder) -> Option<RetrySummary> {
@@ -552,6 +592,8 @@ fn build(
     s.cache = cache_summary(&total);
     s.backends = backend_summaries(&total);
     s.retries = retry_summary(&total);
+    s.by_name = groups(&total.names, total.counts.completed, s.duration.total_s);
+    s.by_method = groups(&total.methods, total.counts.completed, s.duration.total_s);
     let done = total.counts.completed as f64;
     s.bytes = Bytes {
         in_total: total.counts.bytes_in,

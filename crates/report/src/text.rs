@@ -30,6 +30,8 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         latency(s),
         latency_by_class(s),
         phases(s),
+        groups("By name", &s.by_name, 1),
+        groups("By method", &s.by_method, 2),
         retries(s),
         cache(s),
         backends(s),
@@ -336,6 +338,28 @@ fn cache(s: &RunSummary) -> String {
     }
     out.push_str(&t.render(Paint { on: false }));
     out
+}
+
+/// Requests per name or method; shown once there are at least `min` groups.
+fn groups(title: &str, groups: &[barrage_metrics::summary::GroupSummary], min: usize) -> String {
+    if groups.len() < min {
+        return String::new();
+    }
+    let mut t = Table::new(&[Left, Right, Right, Right, Right, Right, Right, Right]);
+    t.row([title, "requests", "share", "success", "ok/s", "mean", "p50", "p99"]);
+    for g in groups {
+        t.row([
+            format!("  {}", g.name),
+            g.requests.to_string(),
+            percent(g.share),
+            percent(g.success_ratio),
+            rate(g.throughput_per_sec),
+            fmt_us(g.latency.mean_us),
+            us(g.latency.p50_us),
+            us(g.latency.p99_us),
+        ]);
+    }
+    t.render(Paint { on: false })
 }
 
 /// Requests as the client saw them when failed attempts were retried.

@@ -85,6 +85,10 @@ fn interval(i: u64) -> IntervalRecord {
             },
         };
         r.record(&sample);
+        // Named requests: a PUT of an object now and then, GETs otherwise.
+        let (method, name): (&[u8], &[u8]) = if k % 5 == 0 { (b"PUT", b"put-object") } else { (b"GET", b"get-object") };
+        r.methods.record(method, &sample);
+        r.names.record(name, &sample);
         // A client that retried: every tenth request needed a second attempt.
         let retried = k % 10 == 0;
         r.record_logical(
@@ -96,7 +100,7 @@ fn interval(i: u64) -> IntervalRecord {
         // Three backends behind a balancer; web-3 stops answering after the second second.
         let backends: &[&[u8]] = if i < 2 { &[b"web-1", b"web-2", b"web-3"] } else { &[b"web-1", b"web-2"] };
         if !failed {
-            r.record_backend(backends[(k as usize) % backends.len()], &sample);
+            r.backends.record(backends[(k as usize) % backends.len()], &sample);
         }
     }
     if i == INTERVALS - 1 {
