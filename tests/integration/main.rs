@@ -10,4 +10,5 @@ mod pick;
 mod reqlog;
 mod request;
 mod retries;
+mod uploads;
 mod util;

@@ -189,7 +189,7 @@ pub fn require(what: &str, present: bool) -> bool {
 /// body, as received) to the test.
 pub struct CaptureServer {
     pub addr: SocketAddr,
-    pub requests: std::sync::mpsc::Receiver<String>,
+    pub requests: std::sync::mpsc::Receiver<Vec<u8>>,
     _stop: FaultServer,
 }
 
@@ -219,14 +219,19 @@ impl CaptureServer {
         CaptureServer { addr, requests, _stop: guard }
     }
 
-    /// The next request received, waiting at most 5 s.
+    /// The next request received, as text, waiting at most 5 s.
     pub fn next(&self) -> String {
+        String::from_utf8_lossy(&self.next_raw()).into_owned()
+    }
+
+    /// The next request received, as bytes (bodies may be binary), waiting at most 5 s.
+    pub fn next_raw(&self) -> Vec<u8> {
         self.requests.recv_timeout(Duration::from_secs(5)).expect("a request arrives")
     }
 }
 
 /// Reads one request (head, then Content-Length bytes of body) and answers 200.
-fn read_request(mut s: TcpStream) -> Option<String> {
+fn read_request(mut s: TcpStream) -> Option<Vec<u8>> {
     s.set_nonblocking(false).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     let mut data = Vec::new();
@@ -249,8 +254,19 @@ fn read_request(mut s: TcpStream) -> Option<String> {
                 .unwrap_or(0);
             if data.len() >= end + 4 + len {
                 let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-                return Some(text);
+                return Some(data);
             }
         }
     }
+}
+
+/// A plain HTTP/1.1 GET over a raw socket: the response body, for checking what a server
+/// kept without going through barrage.
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
 }

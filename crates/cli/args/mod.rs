@@ -148,15 +148,28 @@ pub struct RunArgs {
     /// Seed of the random picks (each client derives its own from it).
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Request")]
     pub seed: u64,
-    /// Request method.
-    #[arg(short = 'X', long, value_name = "METHOD", default_value = "GET", help_heading = "Request")]
-    pub method: String,
+    /// Request method. [default: GET, or POST with a body or form]
+    #[arg(short = 'X', long, value_name = "METHOD", help_heading = "Request")]
+    pub method: Option<String>,
     /// Request header 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'", help_heading = "Request")]
     pub headers: Vec<Header>,
     /// Request body: text, or @FILE to read it from a file.
-    #[arg(long, value_name = "TEXT|@FILE", help_heading = "Request")]
+    #[arg(long, value_name = "TEXT|@FILE", conflicts_with_all = ["body_size", "form"], help_heading = "Request")]
     pub body: Option<String>,
+    /// A generated body of this size (1k, 1m): random bytes, or --body-pattern repeated.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "form", help_heading = "Request")]
+    pub body_size: Option<u64>,
+    /// Fill generated bodies with this text, repeated (deterministic) instead of random bytes.
+    #[arg(long, value_name = "TEXT", requires = "body_size", help_heading = "Request")]
+    pub body_pattern: Option<String>,
+    /// A different generated body for each request (4,096 in rotation, no copies).
+    #[arg(long, requires = "body_size", help_heading = "Request")]
+    pub body_unique: bool,
+    /// A multipart/form-data field, as curl -F: name=value or name=@file, with ;type=MIME
+    /// (repeatable).
+    #[arg(long = "form", value_name = "FIELD", value_parser = barrage_plan::FormField::parse, help_heading = "Request")]
+    pub form: Vec<barrage_plan::FormField>,
 
     /// Read a response's cache status from a header: HEADER~REGEX=STATUS (hit, miss, pass,
     /// expired, stale), before the built-in rules (repeatable), e.g. 'X-Edge~^TCP_HIT=hit'.
@@ -250,6 +263,17 @@ pub struct ServeArgs {
 
 fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
     http::HeaderName::from_bytes(s.trim().as_bytes()).map_err(|_| format!("invalid header name '{s}'"))
+}
+
+/// Largest generated body: it is held in memory once.
+const MAX_BODY_SIZE: u64 = 1 << 30;
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let n = barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())?;
+    if n > MAX_BODY_SIZE {
+        return Err(format!("'{s}' is over the 1 GiB limit of a generated body"));
+    }
+    Ok(n)
 }
 
 fn parse_positive_fraction(s: &str) -> Result<f64, String> {

@@ -183,11 +183,17 @@ impl Progress {
 
 /// Builds and validates the plan from the flags.
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
-    let method = http::Method::from_bytes(a.method.as_bytes())
-        .map_err(|_| anyhow::anyhow!("invalid -X '{}': expected a method such as GET, POST, PUT", a.method))?;
-    let body = body(a.body.as_deref())?;
+    let method = method(a)?;
+    let (body, body_unique_len, content_type) = request_body(a)?;
     let mut headers = http::HeaderMap::new();
+    if let Some(ct) = content_type {
+        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_str(&ct)?);
+    }
     for h in &a.headers {
+        // A -H Content-Type replaces the one a form brings.
+        if h.0 == http::header::CONTENT_TYPE {
+            headers.remove(http::header::CONTENT_TYPE);
+        }
         headers.append(h.0.clone(), h.1.clone());
     }
     let mut targets = targets(a, &method)?;
@@ -198,6 +204,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         }
         if t.body.is_empty() {
             t.body = body.clone();
+            t.body_unique_len = body_unique_len;
         }
     }
     let duration = a.duration.map(|d| d.0);
@@ -287,6 +294,30 @@ fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
     Ok(Load::Open { pacer, max_in_flight })
 }
 
+/// `-X`, or as curl: GET, POST when a body or form is given.
+fn method(a: &RunArgs) -> anyhow::Result<http::Method> {
+    let has_body = a.body.is_some() || a.body_size.is_some() || !a.form.is_empty();
+    match &a.method {
+        Some(m) => http::Method::from_bytes(m.as_bytes())
+            .map_err(|_| anyhow::anyhow!("invalid -X '{m}': expected a method such as GET, POST, PUT")),
+        None if has_body => Ok(http::Method::POST),
+        None => Ok(http::Method::GET),
+    }
+}
+
+/// The body from --body, --body-size or --form: bytes, a unique window, a Content-Type.
+fn request_body(a: &RunArgs) -> anyhow::Result<(bytes::Bytes, Option<usize>, Option<String>)> {
+    if !a.form.is_empty() {
+        let (bytes, content_type) = barrage_plan::body::multipart(&a.form);
+        return Ok((bytes, None, Some(content_type)));
+    }
+    if let Some(size) = a.body_size {
+        let src = barrage_plan::BodySource::generated(size as usize, a.body_pattern.as_deref(), a.body_unique, a.seed);
+        return Ok((src.bytes, src.unique_len, None));
+    }
+    Ok((body(a.body.as_deref())?, None, None))
+}
+
 fn body(spec: Option<&str>) -> anyhow::Result<bytes::Bytes> {
     match spec {
         None => Ok(bytes::Bytes::new()),
@@ -325,6 +356,9 @@ fn settings_json(a: &RunArgs) -> String {
         "http2": a.http2,
         "insecure": a.insecure,
         "method": a.method,
+        "body_size": a.body_size,
+        "body_unique": a.body_unique,
+        "form": a.form.iter().map(|f| &f.name).collect::<Vec<_>>(),
         "headers": a.headers.iter().map(|h| format!("{}: {}", h.0, h.1.to_str().unwrap_or("?"))).collect::<Vec<_>>(),
         "timeout_s": a.timeout.0.as_secs_f64(),
         "connect_timeout_s": a.connect_timeout.0.as_secs_f64(),

@@ -30,7 +30,9 @@ pub struct Prepared {
     /// Absolute form for HTTP/2 (`:scheme` and `:authority` come from it).
     full_uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: barrage_plan::BodySource,
+    /// Requests sent with this target, to move a unique body's window.
+    sent: std::sync::atomic::AtomicU64,
     /// A URL template's path-and-query around `{id}`, filled per request.
     template: Option<IdTemplate>,
     /// The name, for the request log.
@@ -76,7 +78,8 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
                 path_uri: path.parse().expect("a path of a valid URI is valid"),
                 full_uri: t.url.clone(),
                 headers,
-                body: t.body.clone(),
+                body: barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len },
+                sent: std::sync::atomic::AtomicU64::new(0),
                 name: t.name.clone(),
                 url_text: url_text(t),
                 template: t.id_template.clone().map(|mut tpl| {
@@ -104,7 +107,11 @@ fn url_text(t: &barrage_plan::Target) -> String {
 
 impl Prepared {
     fn request(&self, h2: bool, id: u64) -> http::Request<Full<Bytes>> {
-        let mut req = http::Request::new(Full::new(self.body.clone()));
+        let body = match self.body.unique_len {
+            None => self.body.bytes.clone(),
+            Some(_) => self.body.body(self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+        };
+        let mut req = http::Request::new(Full::new(body));
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = self.uri(h2, id);
         let mut headers = self.headers.clone();

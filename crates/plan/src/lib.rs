@@ -15,6 +15,7 @@
 //! assert!(picker.next_index() < 100_000);
 //! ```
 
+pub mod body;
 pub mod cache;
 pub mod pacer;
 pub mod pick;
@@ -22,6 +23,7 @@ pub mod plan;
 pub mod retry;
 pub mod targets;
 
+pub use body::{BodySource, FormField};
 pub use cache::{CacheRule, CacheRules, CacheStatus};
 pub use pacer::Pacer;
 pub use pick::{Pick, Picker};

@@ -22,6 +22,8 @@ pub struct Target {
     pub headers: HeaderMap,
     /// Body, shared by every request (cloning `Bytes` is a reference count).
     pub body: Bytes,
+    /// `--body-unique`: each request sends this many bytes of `body` from a different offset.
+    pub body_unique_len: Option<usize>,
     /// Name for per-request breakdowns (`# name:` in a target file).
     pub name: Option<String>,
     /// For a URL template such as `http://host/obj/{id}`: the path-and-query around `{id}`.
@@ -65,7 +67,15 @@ impl Target {
         if parsed.host().is_none_or(str::is_empty) {
             return Err(bad("no host"));
         }
-        Ok(Target { method, url: parsed, headers: HeaderMap::new(), body: Bytes::new(), name: None, id_template })
+        Ok(Target {
+            method,
+            url: parsed,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            body_unique_len: None,
+            name: None,
+            id_template,
+        })
     }
 }
 

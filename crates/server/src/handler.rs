@@ -165,8 +165,13 @@ fn strip_body(resp: &mut Response<ResponseBody>) {
     }
 }
 
+/// Where `POST /_barrage/multipart` keeps what it parsed last.
+const MULTIPART_PATH: &str = "/_barrage/multipart";
+const MULTIPART_LAST: &str = "/_barrage/multipart/last";
+
 /// The built-in routes; everything else is the store.
 enum Route<'a> {
+    Multipart,
     Bytes(&'a str),
     Delay(&'a str),
     Status(&'a str),
@@ -176,7 +181,9 @@ enum Route<'a> {
 
 fn classify(path: &str) -> Route<'_> {
     let prefixed = |prefix: &str| path.strip_prefix(prefix);
-    if let Some(n) = prefixed("/bytes/") {
+    if path == MULTIPART_PATH {
+        Route::Multipart
+    } else if let Some(n) = prefixed("/bytes/") {
         Route::Bytes(n)
     } else if let Some(ms) = prefixed("/delay/") {
         Route::Delay(ms)
@@ -193,6 +200,8 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody
     let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
     match classify(req.uri().path()) {
         Route::Store => store_route(shared, req).await,
+        Route::Multipart if req.method() == Method::POST => multipart_route(shared, req).await,
+        Route::Multipart => method_not_allowed("POST"),
         _ if !read_only => method_not_allowed("GET, HEAD"),
         Route::Bytes(n) => bytes_route(n),
         Route::Delay(ms) => delay_route(ms).await,
@@ -319,6 +328,50 @@ async fn store_put(shared: &Shared, req: Request<Incoming>, ok: StatusCode) -> R
         Ok(()) => respond(ok, ResponseBody::empty()),
         Err(_) => status_response(StatusCode::INSUFFICIENT_STORAGE),
     }
+}
+
+/// Parses a multipart/form-data body and answers, as JSON, each part's name, file name,
+/// content type, length and CRC-32, so a client can check what arrived intact. The answer
+/// is also kept at [`MULTIPART_LAST`].
+async fn multipart_route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
+    let Some(boundary) =
+        req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok())
+    else {
+        return bad_request("expected Content-Type: multipart/form-data; boundary=...\n");
+    };
+    let body = match Limited::new(req.into_body(), STORE_CAP).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return bad_request("the request body could not be read\n"),
+    };
+    let stream = futures_util::stream::once(async move { Ok::<Bytes, std::convert::Infallible>(body) });
+    let mut parts = multer::Multipart::new(stream, boundary);
+    let mut out = Vec::new();
+    loop {
+        match parts.next_field().await {
+            Ok(Some(field)) => {
+                let (name, file, ctype) = (
+                    field.name().map(str::to_string),
+                    field.file_name().map(str::to_string),
+                    field.content_type().map(|m| m.to_string()),
+                );
+                let Ok(data) = field.bytes().await else { return bad_request("a part could not be read\n") };
+                out.push(serde_json::json!({
+                    "name": name, "filename": file, "content_type": ctype,
+                    "len": data.len(), "crc32": crc32fast::hash(&data),
+                }));
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let why = Bytes::from(format!("not valid multipart/form-data: {e}\n"));
+                return respond(StatusCode::BAD_REQUEST, ResponseBody::bytes(why));
+            }
+        }
+    }
+    let json = Bytes::from(serde_json::Value::Array(out).to_string());
+    let _ = shared.store.put(MULTIPART_LAST, json.clone());
+    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(json));
+    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
 }
 
 fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
