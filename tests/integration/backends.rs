@@ -63,3 +63,45 @@ fn a_backend_stopped_mid_run_shows_when() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("c stopped answering after second"), "{text}");
 }
+
+/// Kills the child when dropped, so a failed assertion leaves no server running.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_instances_behind_a_round_robin_url_list() {
+    use std::io::BufRead;
+    let mut child = Child(
+        barrage()
+            .args(["serve", "--instances", "3", "--listen", "127.0.0.1:0", "--threads", "1"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
+    let urls: Vec<String> = stdout
+        .lines()
+        .take(3)
+        .map(|l| l.unwrap().strip_prefix("listening on ").expect("an address line").to_string())
+        .collect();
+    let out = barrage().args(["run", "-n", "300", "-c", "3", "--format", "json"]).args(&urls).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut names: Vec<&str> = v["backends"].as_array().unwrap().iter().map(|b| b["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["origin-1", "origin-2", "origin-3"]);
+    for b in v["backends"].as_array().unwrap() {
+        assert!((b["share"].as_f64().unwrap() - 1.0 / 3.0).abs() <= 0.02, "{b}");
+    }
+    assert!(v["fairness"].as_f64().unwrap() > 0.99);
+    // SIGTERM ends the server cleanly.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    assert!(child.0.wait().unwrap().success());
+}

@@ -227,6 +227,10 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the bound address is printed).
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
+    /// Origins to start, on consecutive ports (free ones with port 0), each naming itself in
+    /// X-Served-By (NAME-1, NAME-2…; default origin-1…).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub instances: u16,
     /// Serving threads. [default: one per CPU]
     #[arg(long, default_value_t = 0, hide_default_value = true, value_name = "N")]
     pub threads: usize,

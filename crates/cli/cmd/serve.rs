@@ -1,32 +1,74 @@
-//! `barrage serve`: the built-in origin in the foreground until Ctrl-C.
+//! `barrage serve`: the built-in origin in the foreground until Ctrl-C or SIGTERM.
 
 use crate::args::ServeArgs;
 use crate::Outcome;
+use anyhow::Context;
 use barrage_server::{RunningServer, ServeConfig};
+use std::io::Write;
 
-/// Starts the origin and serves until interrupted.
+/// Starts the origin (or `--instances` of them) and serves until interrupted.
 pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
-    let config = ServeConfig {
-        listen: a.listen,
+    let instances = usize::from(a.instances.max(1));
+    let mut servers = Vec::with_capacity(instances);
+    for i in 0..instances {
+        servers.push(RunningServer::start(instance_config(&a, i, instances)?)?);
+    }
+    let mut out = std::io::stdout().lock();
+    for s in &servers {
+        writeln!(out, "listening on {}", s.url())?;
+    }
+    if let Some(ca) = servers[0].ca_path() {
+        writeln!(out, "CA certificate: {} (use --cacert {})", ca.display(), ca.display())?;
+    }
+    // Scripts read the addresses as soon as they are printed.
+    out.flush()?;
+    drop(out);
+    wait_for_signal()?;
+    let served: u64 = servers.iter().map(RunningServer::requests).sum();
+    eprintln!("served {served} requests");
+    servers.into_iter().for_each(RunningServer::shutdown);
+    Ok(Outcome::Ok)
+}
+
+/// Instance `i` of `n`: its own port (the next one after a fixed port, a free one for port
+/// 0) and, with several, its own name (`NAME-1`, `NAME-2`…, default `origin-1`…).
+fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeConfig> {
+    let mut listen = a.listen;
+    if listen.port() != 0 {
+        let port = u16::try_from(usize::from(listen.port()) + i).ok().context("--instances: ports run past 65535")?;
+        listen.set_port(port);
+    }
+    let name = match (&a.name, n) {
+        (name, 1) => name.clone(),
+        (Some(name), _) => Some(format!("{name}-{}", i + 1)),
+        (None, _) => Some(format!("origin-{}", i + 1)),
+    };
+    Ok(ServeConfig {
+        listen,
         threads: a.threads,
         tls: a.tls,
-        ca_out: a.ca_out,
+        // Instances share one CA file when one is asked for: the first writes it.
+        ca_out: if i == 0 { a.ca_out.clone() } else { None },
         latency: a.latency,
         error_rate: a.error_rate,
-        name: a.name,
-        cache_control: a.cache_control,
+        name,
+        cache_control: a.cache_control.clone(),
         object_size: a.object_size,
         stall: a.stall,
         cache_headers: a.cache_headers,
-    };
-    let server = RunningServer::start(config)?;
-    println!("listening on {}", server.url());
-    if let Some(ca) = server.ca_path() {
-        println!("CA certificate: {} (use --cacert {})", ca.display(), ca.display());
-    }
+    })
+}
+
+/// Ctrl-C or SIGTERM (as `kill`, a supervisor or a test sends).
+fn wait_for_signal() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(tokio::signal::ctrl_c())?;
-    eprintln!("served {} requests", server.requests());
-    server.shutdown();
-    Ok(Outcome::Ok)
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    })?;
+    Ok(())
 }
