@@ -1,6 +1,6 @@
 //! What is sent: method, headers, body, Host under --resolve, round-robin over URLs.
 
-use crate::util::{barrage, closed, origin, plan, run, CaptureServer};
+use crate::util::{barrage, closed, origin, plan, raw_get, run, CaptureServer};
 use barrage_server::ServeConfig;
 
 #[test]
@@ -78,4 +78,30 @@ fn bytes_out_count_headers_and_body() {
     // Every request carried its 10,000-byte body plus a request line and headers.
     assert!(s.bytes.out_mean > 10_000.0 && s.bytes.out_mean < 10_300.0, "{}", s.bytes.out_mean);
     assert!(s.bytes.out_per_sec > 0.0);
+}
+
+#[test]
+fn objects_answer_ranges_and_conditional_requests() {
+    let o = origin(ServeConfig { object_size: barrage_server::SizeDist::Fixed(5000), ..Default::default() });
+    let (head, whole) = raw_get(o.addr(), "/obj/7", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(whole.len(), 5000);
+    let etag = head.lines().find_map(|l| l.strip_prefix("etag: ")).expect("an ETag").to_string();
+    let (head, part) = raw_get(o.addr(), "/obj/7", "Range: bytes=100-199\r\n");
+    assert!(head.starts_with("HTTP/1.1 206") && head.contains("content-range: bytes 100-199/5000"), "{head}");
+    assert_eq!(part, whole[100..200]);
+    let (head, tail) = raw_get(o.addr(), "/obj/7", "Range: bytes=-10\r\n");
+    assert!(head.starts_with("HTTP/1.1 206"), "{head}");
+    assert_eq!(tail, whole[4990..]);
+    let (head, _) = raw_get(o.addr(), "/obj/7", "Range: bytes=9000-\r\n");
+    assert!(head.starts_with("HTTP/1.1 416") && head.contains("content-range: bytes */5000"), "{head}");
+    let (head, body) = raw_get(o.addr(), "/obj/7", &format!("If-None-Match: {etag}\r\n"));
+    assert!(head.starts_with("HTTP/1.1 304") && body.is_empty(), "{head}");
+    let (head, _) = raw_get(o.addr(), "/obj/7", "If-Modified-Since: Tue, 02 Jan 2024 00:00:00 GMT\r\n");
+    assert!(head.starts_with("HTTP/1.1 304"), "{head}");
+    let (head, _) = raw_get(o.addr(), "/obj/7", "If-Modified-Since: Sun, 31 Dec 2023 00:00:00 GMT\r\n");
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("last-modified: Mon, 01 Jan 2024 00:00:00 GMT"),
+        "{head}"
+    );
 }

@@ -19,11 +19,12 @@ fn known_error_rate_gives_known_first_try_and_final_success() {
     // 30 % of answers are 500: first try succeeds 70 %, four tries 1 − 0.3⁴ ≈ 99.2 %.
     let o = origin(ServeConfig { error_rate: 0.3, ..Default::default() });
     let mut p = plan(&o.url(), closed(4));
-    p.requests = Some(1000);
+    // 2,000 requests put ±0.05 at about 5 standard deviations of the first-try ratio.
+    p.requests = Some(2000);
     p.retry = Some(policy(3, "5xx"));
     let s = run(p);
     let r = s.retries.as_ref().expect("retry figures");
-    assert_eq!(r.requests, 1000);
+    assert_eq!(r.requests, 2000);
     assert!((r.first_try_success_ratio - 0.7).abs() < 0.05, "first try {}", r.first_try_success_ratio);
     assert!(r.final_success_ratio >= 0.97, "final {}", r.final_success_ratio);
     // Every attempt is in the main figures: about 1 + 0.3 + 0.09 + 0.027 per request.

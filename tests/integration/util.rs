@@ -263,10 +263,16 @@ fn read_request(mut s: TcpStream) -> Option<Vec<u8>> {
 /// A plain HTTP/1.1 GET over a raw socket: the response body, for checking what a server
 /// kept without going through barrage.
 pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    String::from_utf8_lossy(&raw_get(addr, path, "").1).into_owned()
+}
+
+/// A GET with extra header lines (each ending in \r\n): the response head and body.
+pub fn raw_get(addr: SocketAddr, path: &str, extra: &str) -> (String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n").unwrap();
+    let mut data = Vec::new();
+    s.read_to_end(&mut data).unwrap();
+    let end = data.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
+    (String::from_utf8_lossy(&data[..end]).into_owned(), data[end + 4..].to_vec())
 }

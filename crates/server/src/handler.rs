@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use barrage_metrics::units::parse_size;
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use http::header::{
+    HeaderName, HeaderValue, ACCEPT_RANGES, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG,
+    IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, RANGE,
+};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -278,15 +281,68 @@ fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<
     let offset = rng.next_u64();
     let etag = format!("\"{seed:016x}-{size:x}\"");
     // Answering conditional requests lets caches revalidate against the origin.
-    let fresh = req_headers.get(IF_NONE_MATCH).is_some_and(|v| v == "*" || v == etag.as_str());
-    let mut resp = if fresh {
+    let mut resp = if not_modified(req_headers, &etag) {
         respond(StatusCode::NOT_MODIFIED, ResponseBody::empty())
     } else {
-        respond(StatusCode::OK, ResponseBody::pattern(offset, size))
+        ranged(req_headers, offset, size)
     };
     let etag = HeaderValue::try_from(etag).expect("hex digits and quotes are a valid header value");
-    resp.headers_mut().insert(ETAG, etag);
+    let headers = resp.headers_mut();
+    headers.insert(ETAG, etag);
+    headers.insert(LAST_MODIFIED, HeaderValue::from_static(OBJECTS_MODIFIED));
+    headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     resp
+}
+
+/// Objects never change: they all carry this Last-Modified.
+const OBJECTS_MODIFIED: &str = "Mon, 01 Jan 2024 00:00:00 GMT";
+
+/// `If-None-Match` matching the ETag, or (without it) `If-Modified-Since` not before
+/// [`OBJECTS_MODIFIED`].
+fn not_modified(h: &HeaderMap, etag: &str) -> bool {
+    if let Some(v) = h.get(IF_NONE_MATCH) {
+        return v == "*" || v == etag;
+    }
+    let since = h.get(IF_MODIFIED_SINCE).and_then(|v| v.to_str().ok()).and_then(|v| httpdate::parse_http_date(v).ok());
+    let modified = httpdate::parse_http_date(OBJECTS_MODIFIED).expect("a valid HTTP date");
+    since.is_some_and(|since| since >= modified)
+}
+
+/// The whole object (200), or the single byte range asked for (206), or 416 for a range
+/// outside it. Several ranges are answered with the whole object, which RFC 9110 allows.
+fn ranged(h: &HeaderMap, offset: u64, size: u64) -> Response<ResponseBody> {
+    let Some(spec) = h.get(RANGE).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("bytes=")) else {
+        return respond(StatusCode::OK, ResponseBody::pattern(offset, size));
+    };
+    if spec.contains(',') {
+        return respond(StatusCode::OK, ResponseBody::pattern(offset, size));
+    }
+    match byte_range(spec, size) {
+        Some((first, last)) => {
+            let mut resp =
+                respond(StatusCode::PARTIAL_CONTENT, ResponseBody::pattern(offset + first, last - first + 1));
+            let range = format!("bytes {first}-{last}/{size}");
+            resp.headers_mut().insert(CONTENT_RANGE, HeaderValue::try_from(range).expect("digits"));
+            resp
+        }
+        None => {
+            let mut resp = respond(StatusCode::RANGE_NOT_SATISFIABLE, ResponseBody::empty());
+            resp.headers_mut().insert(CONTENT_RANGE, HeaderValue::try_from(format!("bytes */{size}")).expect("digits"));
+            resp
+        }
+    }
+}
+
+/// `a-b`, `a-` or `-n` within an object of `size` bytes, as inclusive first and last byte.
+fn byte_range(spec: &str, size: u64) -> Option<(u64, u64)> {
+    let (a, b) = spec.trim().split_once('-')?;
+    let (first, last) = match (a.parse::<u64>().ok(), b.parse::<u64>().ok()) {
+        (Some(first), Some(last)) => (first, last.min(size.checked_sub(1)?)),
+        (Some(first), None) if b.is_empty() => (first, size.checked_sub(1)?),
+        (None, Some(n)) if a.is_empty() && n > 0 => (size.saturating_sub(n), size.checked_sub(1)?),
+        _ => return None,
+    };
+    (first <= last && first < size).then_some((first, last))
 }
 
 /// FNV-1a: a stable hash (std's `DefaultHasher` may change between Rust releases).
@@ -386,6 +442,28 @@ fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
         strip_body(&mut resp);
     }
     resp
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::byte_range;
+
+    #[test]
+    fn byte_ranges() {
+        let table = [
+            ("0-99", Some((0, 99))),
+            ("100-", Some((100, 999))),
+            ("-100", Some((900, 999))),
+            ("990-2000", Some((990, 999))),
+            ("1000-", None),
+            ("5-2", None),
+            ("x-1", None),
+            ("-0", None),
+        ];
+        for (spec, want) in table {
+            assert_eq!(byte_range(spec, 1000), want, "{spec}");
+        }
+    }
 }
 
 #[cfg(test)]
