@@ -104,3 +104,29 @@ fn bad_target_files_name_file_and_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn phases_replay_the_stream_fill_then_measure() {
+    let o = origin(ServeConfig { cache_headers: Some(barrage_server::CacheStyle::Varnish), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("run.brg");
+    let out = barrage()
+        .args(["run", "-n", "200", "-c", "2", "--objects", "1000000", "--hit-ratio", "0", "--phases", "fill,measure"])
+        .args(["-o", out_path.to_str().unwrap()])
+        .arg(format!("{}/obj/{{id}}", o.url()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("== phase 1/2: fill") && text.contains("== phase 2/2: measure"), "{text}");
+    let hit_ratio = |phase: &str| {
+        let file = dir.path().join(format!("run.{phase}.brg"));
+        let out = barrage().args(["report", "--format", "json", file.to_str().unwrap()]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["settings"]["phase"], phase);
+        v["cache"]["hit_ratio"].as_f64().unwrap()
+    };
+    // The fill phase only met new objects; the measure phase asked for the same ones again.
+    assert_eq!(hit_ratio("fill"), 0.0);
+    assert_eq!(hit_ratio("measure"), 1.0);
+}

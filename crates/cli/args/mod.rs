@@ -145,6 +145,11 @@ pub struct RunArgs {
     /// client (thread or worker) requested before; the rest go to new ones.
     #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, help_heading = "Request")]
     pub hit_ratio: Option<f64>,
+    /// Run the same request stream once per phase and report each on its own, e.g.
+    /// fill,measure: the first fills a cache, the second measures it. With -o run.brg the
+    /// files are run.fill.brg, run.measure.brg.
+    #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', help_heading = "Request")]
+    pub phases: Vec<String>,
     /// Seed of the random picks (each client derives its own from it).
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Request")]
     pub seed: u64,

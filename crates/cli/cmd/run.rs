@@ -18,13 +18,40 @@ const DEFAULT_CONCURRENCY: u32 = 50;
 /// Default duration when neither --duration nor --requests is given (as wrk).
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
-/// Runs the load and prints the report.
+/// Runs the load and prints the report; with `--phases`, once per phase.
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let plan = plan(&args)?;
-    let settings = settings_json(&args);
-    let log = args.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: args.log_sample });
-    execute(plan, settings, args.output.clone(), args.format, args.hdr_log.clone(), log)?;
+    let phases: Vec<Option<&str>> =
+        if args.phases.is_empty() { vec![None] } else { args.phases.iter().map(|p| Some(p.as_str())).collect() };
+    for (i, phase) in phases.iter().enumerate() {
+        if let (Some(name), Format::Text) = (phase, args.format) {
+            println!("== phase {}/{}: {name}\n", i + 1, phases.len());
+        }
+        let log = args
+            .log
+            .as_ref()
+            .map(|path| barrage_engine::reqlog::LogSpec { path: per_phase(path, *phase), sample: args.log_sample });
+        // The same seeds every phase: the measure phase replays the stream the fill phase
+        // sent, so a cache in front is warm for exactly those requests.
+        let output = args.output.as_ref().map(|p| per_phase(p, *phase));
+        let hdr_log = args.hdr_log.as_ref().map(|p| per_phase(p, *phase));
+        execute(plan.clone(), settings_json(&args, *phase), output, args.format, hdr_log, log)?;
+        if i + 1 < phases.len() && args.format == Format::Text {
+            println!();
+        }
+    }
     Ok(Outcome::Ok)
+}
+
+/// `run.brg` becomes `run.fill.brg` in phase `fill`.
+fn per_phase(path: &std::path::Path, phase: Option<&str>) -> PathBuf {
+    let Some(phase) = phase else { return path.to_path_buf() };
+    let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{phase}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{phase}"),
+    };
+    path.with_file_name(name)
 }
 
 /// Runs a plan with the results in `output` (or a temporary file), then renders it.
@@ -330,8 +357,9 @@ fn body(spec: Option<&str>) -> anyhow::Result<bytes::Bytes> {
     }
 }
 
-fn settings_json(a: &RunArgs) -> String {
+fn settings_json(a: &RunArgs, phase: Option<&str>) -> String {
     serde_json::json!({
+        "phase": phase,
         "urls": a.urls,
         "targets": a.targets,
         "urls_file": a.urls_file,
