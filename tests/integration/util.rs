@@ -1,7 +1,7 @@
 //! Test fixtures: the origin and misbehaving servers on 127.0.0.1:0, in-process runs, and
 //! the built binary.
 
-use barrage_engine::{Load, Pacer, Pick, Plan, RunSpec, Target, TlsOptions};
+use barrage_engine::{Load, Pacer, Plan, RunSpec, Target};
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_server::{RunningServer, ServeConfig};
 use std::io::{Read, Write};
@@ -17,28 +17,13 @@ pub fn origin(config: ServeConfig) -> RunningServer {
         .expect("origin starts")
 }
 
-/// A plan with one GET target and sensible test bounds.
+/// A plan with one GET target and test bounds: 5 s timeout, 2 s to connect, one thread.
 pub fn plan(url: &str, load: Load) -> Plan {
-    Plan {
-        targets: vec![Target::new(http::Method::GET, url).unwrap()],
-        load,
-        duration: None,
-        requests: None,
-        keepalive: true,
-        http2: false,
-        tls: TlsOptions::default(),
-        resolve: Default::default(),
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(2),
-        threads: 1,
-        pick: Pick::RoundRobin,
-        hit_ratio: None,
-        objects: None,
-        seed: 1,
-        cache_rules: Default::default(),
-        backend_headers: barrage_engine::default_backend_headers(),
-        retry: None,
-    }
+    let mut p = Plan::new(vec![Target::new(http::Method::GET, url).unwrap()], load);
+    p.timeout = Duration::from_secs(5);
+    p.connect_timeout = Duration::from_secs(2);
+    p.threads = 1;
+    p
 }
 
 /// Open loop at `rate` per second.

@@ -3,7 +3,7 @@
 use crate::args::units::RateSpec;
 use crate::args::{DemoArgs, Format};
 use crate::Outcome;
-use barrage_engine::{Load, Pacer, Pick, Plan, Target, TlsOptions};
+use barrage_engine::{Load, Pacer, Plan, Target};
 use barrage_server::{RunningServer, ServeConfig};
 use std::time::Duration;
 
@@ -41,25 +41,13 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// The demo's plan: one GET, a 10 s timeout, and one engine thread so that the in-process
+/// origin keeps the other core.
 fn plan(url: &str, load: Load, duration: Duration) -> anyhow::Result<Plan> {
-    Ok(Plan {
-        targets: vec![Target::new(http::Method::GET, url).map_err(anyhow::Error::msg)?],
-        load,
-        duration: Some(duration),
-        requests: None,
-        keepalive: true,
-        http2: false,
-        tls: TlsOptions::default(),
-        resolve: Default::default(),
-        timeout: Duration::from_secs(10),
-        connect_timeout: Duration::from_secs(5),
-        threads: 1,
-        pick: Pick::RoundRobin,
-        hit_ratio: None,
-        objects: None,
-        seed: 1,
-        cache_rules: Default::default(),
-        backend_headers: barrage_engine::default_backend_headers(),
-        retry: None,
-    })
+    let mut p = Plan::new(vec![Target::new(http::Method::GET, url).map_err(anyhow::Error::msg)?], load);
+    p.duration = Some(duration);
+    p.timeout = Duration::from_secs(10);
+    p.connect_timeout = Duration::from_secs(5);
+    p.threads = 1;
+    Ok(p)
 }

@@ -6,29 +6,13 @@
 //! however long the run. The schedule comes from a [`Pacer`], a pure function.
 //!
 //! ```no_run
-//! use barrage_engine::{run, Load, Pacer, Pick, Plan, RunSpec, Target, TlsOptions};
+//! use barrage_engine::{run, Load, Pacer, Plan, RunSpec, Target};
 //! use std::time::Duration;
 //!
-//! let plan = Plan {
-//!     targets: vec![Target::new(http::Method::GET, "http://127.0.0.1:8080/").unwrap()],
-//!     load: Load::Open { pacer: Pacer::Constant { rate: 100.0 }, max_in_flight: 64 },
-//!     duration: Some(Duration::from_secs(2)),
-//!     requests: None,
-//!     keepalive: true,
-//!     http2: false,
-//!     tls: TlsOptions::default(),
-//!     resolve: Default::default(),
-//!     timeout: Duration::from_secs(5),
-//!     connect_timeout: Duration::from_secs(5),
-//!     threads: 0,
-//!     pick: Pick::RoundRobin,
-//!     hit_ratio: None,
-//!     objects: None,
-//!     seed: 1,
-//!     cache_rules: Default::default(),
-//!     backend_headers: barrage_engine::default_backend_headers(),
-//!     retry: None,
-//! };
+//! let target = Target::new(http::Method::GET, "http://127.0.0.1:8080/").unwrap();
+//! let load = Load::Open { pacer: Pacer::Constant { rate: 100.0 }, max_in_flight: 64 };
+//! let mut plan = Plan::new(vec![target], load);
+//! plan.duration = Some(Duration::from_secs(2));
 //! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into(), log: None };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
 //! println!("attack took {} µs", footer.attack_us);

@@ -159,6 +159,32 @@ pub fn default_backend_headers() -> Vec<http::HeaderName> {
 }
 
 impl Plan {
+    /// A plan for `targets` under `load` with the defaults of `barrage run`: no duration or
+    /// count (set one), keep-alive HTTP/1.1, 30 s timeout, 10 s connect timeout, one thread
+    /// per CPU, round robin with seed 1, built-in cache and backend rules, no retries.
+    pub fn new(targets: Vec<Target>, load: Load) -> Plan {
+        Plan {
+            targets,
+            load,
+            duration: None,
+            requests: None,
+            keepalive: true,
+            http2: false,
+            tls: TlsOptions::default(),
+            resolve: HashMap::new(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            threads: 0,
+            pick: Pick::RoundRobin,
+            hit_ratio: None,
+            objects: None,
+            seed: 1,
+            cache_rules: CacheRules::default(),
+            backend_headers: default_backend_headers(),
+            retry: None,
+        }
+    }
+
     /// The threads the engine will run.
     pub fn thread_count(&self) -> usize {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
