@@ -105,3 +105,25 @@ fn objects_answer_ranges_and_conditional_requests() {
         "{head}"
     );
 }
+
+#[test]
+fn object_catalog_bounds_and_sizes_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = dir.path().join("sizes.txt");
+    std::fs::write(&sizes, "# sizes seen in production\n100\n2k\n").unwrap();
+    let object_size: barrage_server::SizeDist = format!("file:{}", sizes.display()).parse().unwrap();
+    let o = origin(ServeConfig { objects: Some(50), object_size, ..Default::default() });
+    let mut seen = std::collections::BTreeSet::new();
+    for id in 0..50 {
+        let (head, body) = raw_get(o.addr(), &format!("/obj/{id}"), "");
+        assert!(head.starts_with("HTTP/1.1 200"), "{id}: {head}");
+        seen.insert(body.len());
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [100, 2048]);
+    for outside in ["/obj/50", "/obj/abc"] {
+        let (head, _) = raw_get(o.addr(), outside, "");
+        assert!(head.starts_with("HTTP/1.1 404"), "{outside}: {head}");
+    }
+    let bad = "file:/nonexistent/sizes.txt".parse::<barrage_server::SizeDist>().unwrap_err();
+    assert!(bad.to_string().contains("object size file"), "{bad}");
+}

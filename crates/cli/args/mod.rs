@@ -257,7 +257,11 @@ pub struct ServeArgs {
     /// Sets Cache-Control on every response.
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
-    /// Size of /obj/{id} objects: 1k, 1k..64k (uniform), lognormal:4k,1.0.
+    /// The object catalog: /obj/{id} answers ids 0..N-1, and 404 for any other.
+    #[arg(long, value_name = "N")]
+    pub objects: Option<u64>,
+    /// Size of /obj/{id} objects: 1k, 1k..64k (uniform), lognormal:4k,1.0, or file:PATH with
+    /// one size per line.
     #[arg(long, default_value = "1k", value_name = "DIST")]
     pub object_size: barrage_server::SizeDist,
     /// Once N requests have arrived, pause all answers for DURATION (a GC-like stall): N+DURATION.

@@ -53,7 +53,8 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         error_rate: a.error_rate,
         name,
         cache_control: a.cache_control.clone(),
-        object_size: a.object_size,
+        object_size: a.object_size.clone(),
+        objects: a.objects,
         stall: a.stall,
         cache_headers: a.cache_headers,
     })

@@ -27,7 +27,7 @@ impl ParseError {
 }
 
 const LATENCY_FORMS: &str = "a duration (20ms), a uniform range (10ms..50ms) or an exponential mean (exp:20ms)";
-const SIZE_FORMS: &str = "a size (1k), a uniform range (1k..64k) or a log-normal median and sigma (lognormal:4k,1.0)";
+const SIZE_FORMS: &str = "a size (1k), a uniform range (1k..64k), a log-normal median and sigma (lognormal:4k,1.0) or file:PATH of sizes, one per line";
 const STALL_FORM: &str = "REQUESTS+DURATION, a request count of at least 1 and a duration (1000+500ms)";
 
 /// How long the origin waits before answering each request.
@@ -97,8 +97,11 @@ impl fmt::Display for LatencyDist {
 }
 
 /// How big the objects at `/obj/{id}` are.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SizeDist {
+    /// Drawn from a list of sizes (`file:sizes.txt`, one size per line), e.g. the object
+    /// sizes of a real store.
+    Sizes(std::sync::Arc<[u64]>),
     /// Always this many bytes (`1k`).
     Fixed(u64),
     /// Uniform between the two bounds, inclusive (`1k..64k`).
@@ -117,6 +120,7 @@ impl SizeDist {
     /// Draws one size, at most [`MAX_BODY`].
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         let size = match *self {
+            SizeDist::Sizes(ref sizes) => sizes[rng.gen_range(0..sizes.len())],
             SizeDist::Fixed(n) => n,
             SizeDist::Uniform(lo, hi) => rng.gen_range(lo..=hi),
             SizeDist::LogNormal { median, sigma } => {
@@ -142,6 +146,9 @@ impl FromStr for SizeDist {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || ParseError::new("object size", s, SIZE_FORMS);
         let size = |t: &str| parse_size(t).map_err(|_| err());
+        if let Some(path) = s.trim().strip_prefix("file:") {
+            return sizes_file(path, s);
+        }
         if let Some(rest) = s.trim().strip_prefix("lognormal:") {
             let (median, sigma) = rest.split_once(',').ok_or_else(err)?;
             let sigma: f64 = sigma.trim().parse().map_err(|_| err())?;
@@ -163,9 +170,27 @@ impl FromStr for SizeDist {
     }
 }
 
+/// Reads one size per line (blank lines and `#` comments skipped); a bad line is named.
+fn sizes_file(path: &str, input: &str) -> Result<SizeDist, ParseError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|_| ParseError::new("object size file", input, "a readable file of sizes"))?;
+    let mut sizes = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        sizes.push(
+            parse_size(line)
+                .map_err(|_| ParseError::new("object size file", input, "one size per line (512, 1k, 4m)"))?,
+        );
+    }
+    if sizes.is_empty() {
+        return Err(ParseError::new("object size file", input, "at least one size"));
+    }
+    Ok(SizeDist::Sizes(sizes.into()))
+}
+
 impl fmt::Display for SizeDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            SizeDist::Sizes(ref sizes) => write!(f, "file:({} sizes)", sizes.len()),
             SizeDist::Fixed(n) => write!(f, "{n}"),
             SizeDist::Uniform(lo, hi) => write!(f, "{lo}..{hi}"),
             SizeDist::LogNormal { median, sigma } => write!(f, "lognormal:{median},{sigma}"),

@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     served_by: Option<HeaderValue>,
     cache_control: Option<HeaderValue>,
     object_size: SizeDist,
+    /// `--objects N`: the catalog holds ids 0..N; others are 404.
+    objects: Option<u64>,
     stall: Option<StallState>,
     store: Store,
     cache_sim: Option<crate::cachesim::CacheSim>,
@@ -71,7 +73,8 @@ impl Shared {
             error_rate: config.error_rate,
             served_by: header_value("name", config.name.as_deref())?,
             cache_control: header_value("cache_control", config.cache_control.as_deref())?,
-            object_size: config.object_size,
+            object_size: config.object_size.clone(),
+            objects: config.objects,
             stall: config.stall.map(|stall| StallState { stall, until: OnceLock::new() }),
             store: Store::default(),
             cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
@@ -274,6 +277,11 @@ fn status_route(code: &str) -> Response<ResponseBody> {
 fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<ResponseBody> {
     if id.is_empty() {
         return bad_request("/obj/{id}: the id is missing\n");
+    }
+    if let Some(n) = shared.objects {
+        if id.parse::<u64>().map_or(true, |i| i >= n) {
+            return status_response(StatusCode::NOT_FOUND);
+        }
     }
     let seed = fnv1a(id.as_bytes());
     let mut rng = SplitMix64(seed);

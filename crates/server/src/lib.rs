@@ -84,6 +84,8 @@ pub struct ServeConfig {
     pub object_size: SizeDist,
     /// A one-off pause of all request handling.
     pub stall: Option<Stall>,
+    /// The object catalog: `/obj/{id}` answers ids 0..N and 404 for others; `None` answers any id.
+    pub objects: Option<u64>,
     /// Label answers as a cache in front would (first GET of a path a miss, later ones hits).
     pub cache_headers: Option<CacheStyle>,
 }
@@ -102,6 +104,7 @@ impl Default for ServeConfig {
             object_size: SizeDist::Fixed(1024),
             stall: None,
             cache_headers: None,
+            objects: None,
         }
     }
 }
