@@ -143,9 +143,9 @@ impl Connector {
                 let tls = self.handshake(cfg, ep, tcp).await?;
                 phases.set(Phase::Tls, t.elapsed());
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                (Stream::Tls(Box::new(tls)), h2)
+                (Stream::Right(Box::new(tls)), h2)
             }
-            _ => (Stream::Plain(tcp), self.http2),
+            _ => (Stream::Left(tcp), self.http2),
         };
         let io = TokioIo::new(TimedIo { inner: stream, clock: clock.clone() });
         Conn::handshake(io, h2, clock).await
@@ -320,13 +320,8 @@ impl IoClock {
     }
 }
 
-/// TCP or TLS.
-pub enum Stream {
-    /// Cleartext.
-    Plain(TcpStream),
-    /// TLS over TCP.
-    Tls(Box<TlsStream<TcpStream>>),
-}
+/// TCP or TLS: tokio-util's `Either` forwards reads and writes to whichever it holds.
+pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
 /// Wraps the stream to count bytes and note the time of writes.
 pub struct TimedIo {
@@ -338,10 +333,7 @@ impl AsyncRead for TimedIo {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let this = &mut *self;
-        let res = match &mut this.inner {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        };
+        let res = Pin::new(&mut this.inner).poll_read(cx, buf);
         let n = (buf.filled().len() - before) as u64;
         if n > 0 {
             this.clock.bytes_in.store(this.clock.bytes_in.load(Relaxed) + n, Relaxed);
@@ -353,10 +345,7 @@ impl AsyncRead for TimedIo {
 impl AsyncWrite for TimedIo {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        let res = match &mut this.inner {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        };
+        let res = Pin::new(&mut this.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = res {
             this.note_write(n);
         }
@@ -369,10 +358,7 @@ impl AsyncWrite for TimedIo {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        let res = match &mut this.inner {
-            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        };
+        let res = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = res {
             this.note_write(n);
         }
@@ -380,24 +366,15 @@ impl AsyncWrite for TimedIo {
     }
 
     fn is_write_vectored(&self) -> bool {
-        match &self.inner {
-            Stream::Plain(s) => s.is_write_vectored(),
-            Stream::Tls(s) => s.is_write_vectored(),
-        }
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.inner {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.inner {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -181,7 +181,6 @@ struct Collector {
     next: Vec<u32>,
     done: Vec<bool>,
     pending: BTreeMap<u32, (Recorder, Duration)>,
-    written: u32,
     started_unix_ms: u64,
     attack_end: Duration,
     end: Duration,
@@ -202,7 +201,6 @@ impl Collector {
             next: vec![0; threads],
             done: vec![false; threads],
             pending: BTreeMap::new(),
-            written: 0,
             started_unix_ms,
             attack_end: Duration::ZERO,
             end: Duration::ZERO,
@@ -264,7 +262,6 @@ impl Collector {
             };
             writer.write_interval(&record)?;
             on_interval(&record);
-            self.written += 1;
         }
         Ok(())
     }
