@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::report(a),
         Command::Serve(a) => cmd::serve::serve(a),
         Command::Demo(a) => cmd::demo::demo(a),
+        Command::Testbed(a) => cmd::testbed::testbed(a.command),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -39,7 +39,7 @@ pub fn closed(n: usize) -> Load {
 /// Runs `plan` in-process into `dir/name.brg` and returns the file's summary.
 pub fn run_in(dir: &Path, name: &str, plan: Plan) -> (PathBuf, RunSummary) {
     let output = dir.join(format!("{name}.brg"));
-    let spec = RunSpec { output: output.clone(), settings_json: "{}".into(), log: None };
+    let spec = RunSpec { output: output.clone(), settings_json: "{}".into(), log: None, ..Default::default() };
     barrage_engine::run(plan, &spec, Default::default(), &mut |_| {}).expect("run completes");
     let summary = summarize(std::slice::from_ref(&output)).expect("results read back");
     (output, summary)

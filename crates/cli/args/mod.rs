@@ -29,6 +29,137 @@ pub enum Command {
     Serve(ServeArgs),
     /// Start the origin in-process and run a short open-loop and closed-loop test against it.
     Demo(DemoArgs),
+    /// Real nginx, haproxy, varnishd and squid in front of barrage origins, on loopback.
+    #[command(after_help = TESTBED_EXAMPLES)]
+    Testbed(TestbedArgs),
+}
+
+const TESTBED_EXAMPLES: &str = "Examples:
+  barrage testbed up haproxy-lb --backends 3            three origins behind haproxy
+  barrage testbed up all --tls                          every front, HTTPS at the balancers and squid
+  barrage testbed status
+  barrage run -c 20 -d 20s http://127.0.0.1:PORT/ --at 5s 'barrage testbed stop origin-2' --at 12s 'barrage testbed start origin-2'
+  barrage testbed down
+  barrage testbed bench --duration 5s                   every front side by side, then down";
+
+/// `barrage testbed`.
+#[derive(Args, Debug)]
+pub struct TestbedArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TestbedCommand,
+}
+
+/// Testbed subcommands.
+#[derive(Subcommand, Debug)]
+pub enum TestbedCommand {
+    /// Start the servers of a topology (direct, varnish, squid, nginx-lb, haproxy-lb, all).
+    Up(TestbedUpArgs),
+    /// Show the servers, their URLs and PIDs.
+    Status(TestbedDirArgs),
+    /// Stop every server and remove the state.
+    Down(TestbedDirArgs),
+    /// Stop one server (SIGTERM, then SIGKILL after 5 s).
+    Stop(TestbedNameArgs),
+    /// Start one stopped server again, on the same port.
+    Start(TestbedNameArgs),
+    /// Bring `all` up, run the same load against every front, print one table, tear down.
+    Bench(TestbedBenchArgs),
+    /// The supervisor process (started by `up`).
+    #[command(hide = true)]
+    Supervise(TestbedSuperviseArgs),
+}
+
+/// `--dir`, shared by the testbed subcommands.
+#[derive(Args, Debug, Clone)]
+pub struct TestbedDirArgs {
+    /// The testbed's state directory. [default: $BARRAGE_TESTBED_DIR, else
+    /// $XDG_RUNTIME_DIR/barrage-testbed, else /tmp/barrage-testbed-UID]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `barrage testbed up`.
+#[derive(Args, Debug)]
+pub struct TestbedUpArgs {
+    /// direct, varnish, squid, nginx-lb, haproxy-lb or all.
+    #[arg(value_name = "TOPOLOGY")]
+    pub topology: barrage_testbed::Topology,
+    /// Origins. [default: 2; 1 for varnish and squid]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub backends: Option<u32>,
+    /// Terminate HTTPS at the fronts (origins serve it in `direct`) with a generated
+    /// certificate; its CA is printed for --cacert.
+    #[arg(long)]
+    pub tls: bool,
+    /// How the balancers spread requests.
+    #[arg(long, value_enum, default_value = "roundrobin")]
+    pub balance: BalanceArg,
+    /// Stay in the terminal; Ctrl-C takes the testbed down.
+    #[arg(long)]
+    pub foreground: bool,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
+}
+
+/// Balancing methods.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BalanceArg {
+    /// In turn.
+    Roundrobin,
+    /// Fewest open requests.
+    Leastconn,
+    /// By client address (sticky).
+    Iphash,
+}
+
+/// `barrage testbed stop|start NAME`.
+#[derive(Args, Debug)]
+pub struct TestbedNameArgs {
+    /// The server, as `testbed status` names it (origin-2, nginx-lb…).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
+}
+
+/// `barrage testbed bench`.
+#[derive(Args, Debug)]
+pub struct TestbedBenchArgs {
+    /// Open loop at this rate against each front.
+    #[arg(long, value_name = "RATE", conflicts_with = "concurrency")]
+    pub rate: Option<f64>,
+    /// Closed loop with this many workers against each front. [default: 16]
+    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: Option<u32>,
+    /// Length of each run.
+    #[arg(short = 'd', long, default_value = "5s", value_name = "DURATION")]
+    pub duration: PositiveDur,
+    /// Response size of the origins (/bytes/SIZE).
+    #[arg(long, default_value = "1k", value_name = "SIZE")]
+    pub size: String,
+    /// Origins behind the balancers.
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub backends: u32,
+    /// Skip the HTTPS rows.
+    #[arg(long)]
+    pub no_tls: bool,
+    /// Keep each run's results file here (FRONT.brg).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
+}
+
+/// `barrage testbed supervise` (internal).
+#[derive(Args, Debug)]
+pub struct TestbedSuperviseArgs {
+    /// The state directory.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The testbed's options, as JSON.
+    #[arg(long)]
+    pub options: String,
 }
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -54,9 +185,10 @@ Routes: /bytes/{n} (n bytes, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_
 PUT/POST store a body under the path, GET returns it.";
 
 /// Output formats of reports.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
     /// Human-readable report.
+    #[default]
     Text,
     /// The summary as JSON (schema/summary.schema.json).
     Json,
@@ -185,6 +317,20 @@ pub struct RunArgs {
     #[arg(long = "backend-header", value_name = "NAME", value_parser = parse_header_name, help_heading = "Measure")]
     pub backend_headers: Vec<http::HeaderName>,
 
+    /// Watch a server process each second: a PID, a process name (nginx: the master and its
+    /// workers), or a testbed server's name (repeatable). Servers of a testbed the URLs point
+    /// at are watched without it.
+    #[arg(long = "monitor", value_name = "PID|NAME", help_heading = "Watch")]
+    pub monitor: Vec<String>,
+    /// Run a shell command at this offset of the run, recorded as an event (repeatable):
+    /// --at 10s 'barrage testbed stop origin-2'.
+    #[arg(long = "at", num_args = 2, value_names = ["OFFSET", "COMMAND"], action = clap::ArgAction::Append, help_heading = "Watch")]
+    pub at: Vec<String>,
+    /// The testbed whose servers --monitor names and which is watched by itself.
+    /// [default: as `barrage testbed`]
+    #[arg(long, value_name = "DIR", help_heading = "Watch")]
+    pub testbed: Option<PathBuf>,
+
     /// Retry a failed request up to N times (each attempt is recorded; the report adds
     /// first-try and final success).
     #[arg(long, value_name = "N", help_heading = "Retries")]
@@ -243,8 +389,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub tls: bool,
     /// With --tls: write the CA certificate (for the client's --cacert) here.
-    #[arg(long, value_name = "FILE", requires = "tls")]
+    #[arg(long, value_name = "FILE", requires = "tls", conflicts_with = "cert")]
     pub ca_out: Option<PathBuf>,
+    /// Also serve HTTPS on this address, beside plain HTTP on --listen.
+    #[arg(long, value_name = "ADDR")]
+    pub tls_listen: Option<std::net::SocketAddr>,
+    /// Serve this certificate chain (PEM) over TLS instead of a generated one; with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
     /// Delay added to every response: 20ms, 10ms..50ms (uniform), exp:20ms.
     #[arg(long, value_name = "DIST")]
     pub latency: Option<barrage_server::LatencyDist>,

@@ -1,7 +1,8 @@
 //! `barrage demo`: the origin in-process, a short open-loop and closed-loop run against it.
 
+use super::run::Execution;
 use crate::args::units::RateSpec;
-use crate::args::{DemoArgs, Format};
+use crate::args::DemoArgs;
 use crate::Outcome;
 use barrage_engine::{Load, Pacer, Plan, Target};
 use barrage_server::{RunningServer, ServeConfig};
@@ -25,17 +26,11 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
             Load::Closed { .. } => unreachable!(),
         })[0]
     );
-    super::run::execute(plan(&url, open, a.duration.0)?, "{\"demo\":\"open\"}".into(), None, Format::Text, None, None)?;
+    let settings = |mode: &str| Execution { settings_json: format!("{{\"demo\":\"{mode}\"}}"), ..Default::default() };
+    super::run::execute(plan(&url, open, a.duration.0)?, settings("open"))?;
     println!("\n== 2/2 closed loop: {} workers against {url}\n", a.concurrency);
     let closed = Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO };
-    super::run::execute(
-        plan(&url, closed, a.duration.0)?,
-        "{\"demo\":\"closed\"}".into(),
-        None,
-        Format::Text,
-        None,
-        None,
-    )?;
+    super::run::execute(plan(&url, closed, a.duration.0)?, settings("closed"))?;
     println!("\nThe origin answered {} requests. Try: barrage run --help", server.requests());
     server.shutdown();
     Ok(Outcome::Ok)

@@ -21,6 +21,8 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Runs the load and prints the report; with `--phases`, once per phase.
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let plan = plan(&args)?;
+    let watch = super::watch::watches(&args.monitor, args.testbed.as_deref(), &plan)?;
+    let at = super::watch::schedule(&args.at, plan.duration)?;
     let phases: Vec<Option<&str>> =
         if args.phases.is_empty() { vec![None] } else { args.phases.iter().map(|p| Some(p.as_str())).collect() };
     for (i, phase) in phases.iter().enumerate() {
@@ -33,9 +35,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             .map(|path| barrage_engine::reqlog::LogSpec { path: per_phase(path, *phase), sample: args.log_sample });
         // The same seeds every phase: the measure phase replays the stream the fill phase
         // sent, so a cache in front is warm for exactly those requests.
-        let output = args.output.as_ref().map(|p| per_phase(p, *phase));
-        let hdr_log = args.hdr_log.as_ref().map(|p| per_phase(p, *phase));
-        execute(plan.clone(), settings_json(&args, *phase), output, args.format, hdr_log, log)?;
+        let run = Execution {
+            settings_json: settings_json(&args, *phase),
+            output: args.output.as_ref().map(|p| per_phase(p, *phase)),
+            format: args.format,
+            hdr_log: args.hdr_log.as_ref().map(|p| per_phase(p, *phase)),
+            log,
+            watch: watch.clone(),
+            at: at.clone(),
+        };
+        execute(plan.clone(), run)?;
         if i + 1 < phases.len() && args.format == Format::Text {
             println!();
         }
@@ -54,22 +63,35 @@ fn per_phase(path: &std::path::Path, phase: Option<&str>) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Runs a plan with the results in `output` (or a temporary file), then renders it.
-pub fn execute(
-    plan: Plan,
-    settings_json: String,
-    output: Option<PathBuf>,
-    format: Format,
-    hdr_log: Option<PathBuf>,
-    log: Option<barrage_engine::reqlog::LogSpec>,
-) -> anyhow::Result<()> {
+/// How to run a plan and where its results go.
+#[derive(Default)]
+pub struct Execution {
+    /// The run's settings, for the results file.
+    pub settings_json: String,
+    /// The results file; a temporary one when `None`.
+    pub output: Option<PathBuf>,
+    /// The report printed at the end.
+    pub format: Format,
+    /// `--hdr-log`.
+    pub hdr_log: Option<PathBuf>,
+    /// `--log`.
+    pub log: Option<barrage_engine::reqlog::LogSpec>,
+    /// `--monitor` and a testbed's servers.
+    pub watch: Vec<barrage_engine::Watch>,
+    /// `--at`.
+    pub at: Vec<barrage_engine::ScheduledCommand>,
+}
+
+/// Runs a plan with the results in `run.output` (or a temporary file), then renders it.
+pub fn execute(plan: Plan, run: Execution) -> anyhow::Result<()> {
+    let format = run.format;
     if format == Format::HdrLog {
         bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
     // The report is always rendered from the results file, so a report printed now and one
     // re-rendered later are the same; without --output the file is temporary.
     let temp;
-    let path = match output {
+    let path = match run.output {
         Some(p) => p,
         None => {
             temp = tempfile::Builder::new().prefix("barrage-").suffix(".brg").tempfile()?;
@@ -80,8 +102,9 @@ pub fn execute(
     watch_ctrl_c(stop.clone())?;
     let total = plan.attack_limit();
     let mut progress = Progress::new(total);
-    let mut hdr = HdrLog::create(hdr_log)?;
-    let spec = RunSpec { output: path.clone(), settings_json, log };
+    let mut hdr = HdrLog::create(run.hdr_log)?;
+    let spec =
+        RunSpec { output: path.clone(), settings_json: run.settings_json, log: run.log, watch: run.watch, at: run.at };
     barrage_engine::run(plan, &spec, stop, &mut |i| {
         progress.show(i);
         hdr.write(i);

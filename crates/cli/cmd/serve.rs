@@ -11,13 +11,18 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     let instances = usize::from(a.instances.max(1));
     let mut servers = Vec::with_capacity(instances);
     for i in 0..instances {
-        servers.push(RunningServer::start(instance_config(&a, i, instances)?)?);
+        let config = instance_config(&a, i, instances)?;
+        if let Some(tls_listen) = a.tls_listen {
+            let listen = next_port(tls_listen, i).context("--tls-listen")?;
+            servers.push(RunningServer::start(ServeConfig { listen, tls: true, ..config.clone() })?);
+        }
+        servers.push(RunningServer::start(config)?);
     }
     let mut out = std::io::stdout().lock();
     for s in &servers {
         writeln!(out, "listening on {}", s.url())?;
     }
-    if let Some(ca) = servers[0].ca_path() {
+    if let Some(ca) = servers.iter().find_map(RunningServer::ca_path) {
         writeln!(out, "CA certificate: {} (use --cacert {})", ca.display(), ca.display())?;
     }
     // Scripts read the addresses as soon as they are printed.
@@ -33,11 +38,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
 /// Instance `i` of `n`: its own port (the next one after a fixed port, a free one for port
 /// 0) and, with several, its own name (`NAME-1`, `NAME-2`…, default `origin-1`…).
 fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeConfig> {
-    let mut listen = a.listen;
-    if listen.port() != 0 {
-        let port = u16::try_from(usize::from(listen.port()) + i).ok().context("--instances: ports run past 65535")?;
-        listen.set_port(port);
-    }
+    let listen = next_port(a.listen, i).context("--listen")?;
     let name = match (&a.name, n) {
         (name, 1) => name.clone(),
         (Some(name), _) => Some(format!("{name}-{}", i + 1)),
@@ -57,7 +58,17 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         objects: a.objects,
         stall: a.stall,
         cache_headers: a.cache_headers,
+        tls_cert: a.cert.clone().zip(a.key.clone()),
     })
+}
+
+/// The address of instance `i`: `i` ports after a fixed one; port 0 stays 0 (a free port).
+fn next_port(mut addr: std::net::SocketAddr, i: usize) -> anyhow::Result<std::net::SocketAddr> {
+    if addr.port() != 0 {
+        let port = u16::try_from(usize::from(addr.port()) + i).ok().context("--instances: ports run past 65535")?;
+        addr.set_port(port);
+    }
+    Ok(addr)
 }
 
 /// Ctrl-C or SIGTERM (as `kill`, a supervisor or a test sends).

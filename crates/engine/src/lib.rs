@@ -13,15 +13,20 @@
 //! let load = Load::Open { pacer: Pacer::Constant { rate: 100.0 }, max_in_flight: 64 };
 //! let mut plan = Plan::new(vec![target], load);
 //! plan.duration = Some(Duration::from_secs(2));
-//! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into(), log: None };
+//! let spec = RunSpec { output: "run.brg".into(), settings_json: "{}".into(), log: None, ..Default::default() };
 //! let footer = run(plan, &spec, Default::default(), &mut |_| {}).unwrap();
 //! println!("attack took {} µs", footer.attack_us);
 //! ```
 
 mod conn;
+mod events;
 mod exchange;
 pub mod reqlog;
 mod thread;
+mod watch;
+
+pub use events::ScheduledCommand;
+pub use watch::{Watch, WatchTarget};
 
 pub use barrage_plan::{
     default_backend_headers, CacheRule, CacheRules, Load, Pacer, Pick, Plan, RetryOn, RetryPolicy, Target, TlsOptions,
@@ -57,8 +62,9 @@ pub enum EngineError {
     Start(#[from] std::io::Error),
 }
 
-/// Where the run's results go and what the file says about it.
-#[derive(Clone, Debug)]
+/// Where the run's results go, what the file says about it, and what the run watches and
+/// does beside sending.
+#[derive(Clone, Debug, Default)]
 pub struct RunSpec {
     /// The results file.
     pub output: PathBuf,
@@ -66,6 +72,10 @@ pub struct RunSpec {
     pub settings_json: String,
     /// `--log`: one row per request.
     pub log: Option<reqlog::LogSpec>,
+    /// `--monitor`: processes sampled every interval (barrage and the machine always are).
+    pub watch: Vec<Watch>,
+    /// `--at`: commands run at offsets of the run, recorded as events.
+    pub at: Vec<ScheduledCommand>,
 }
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
@@ -113,8 +123,9 @@ pub fn run(
         handles.push(h);
     }
     drop(tx);
-    let mut collector = Collector::new(threads, started_unix_ms, &plan);
-    let result = collector.collect(rx, &mut writer, on_interval);
+    let events = events::EventRunner::start(spec.at.clone(), start)?;
+    let mut collector = Collector::new(threads, started_unix_ms, &plan, watch::Watcher::new(spec.watch.clone()));
+    let result = collector.collect(rx, &mut writer, &events, on_interval);
     if result.is_err() {
         // The results cannot be kept: stop sending load nobody will see.
         stop.cancel();
@@ -123,6 +134,9 @@ pub fn run(
         h.join().expect("engine threads do not panic")?;
     }
     result?;
+    for event in events.finish() {
+        writer.write_event(&event)?;
+    }
     collector.interrupted = stop.is_cancelled();
     let mut footer = collector.footer(started_unix_ms);
     if let (Some(log), Some(spec)) = (log, &spec.log) {
@@ -188,10 +202,11 @@ struct Collector {
     bound_reached: bool,
     pacer: Option<Pacer>,
     interrupted: bool,
+    watcher: watch::Watcher,
 }
 
 impl Collector {
-    fn new(threads: usize, started_unix_ms: u64, plan: &Plan) -> Self {
+    fn new(threads: usize, started_unix_ms: u64, plan: &Plan, watcher: watch::Watcher) -> Self {
         let pacer = match &plan.load {
             Load::Open { pacer, .. } => Some(pacer.clone()),
             Load::Closed { .. } => None,
@@ -208,6 +223,7 @@ impl Collector {
             bound_reached: false,
             pacer,
             interrupted: false,
+            watcher,
         }
     }
 
@@ -215,9 +231,13 @@ impl Collector {
         &mut self,
         rx: std::sync::mpsc::Receiver<(usize, Msg)>,
         writer: &mut ResultsWriter,
+        events: &events::EventRunner,
         on_interval: &mut dyn FnMut(&IntervalRecord),
     ) -> Result<(), FileError> {
         for (thread, msg) in rx {
+            for event in events.poll() {
+                writer.write_event(&event)?;
+            }
             match msg {
                 Msg::Interval { index, end, recorder } => {
                     self.next[thread] = index + 1;
@@ -259,6 +279,8 @@ impl Collector {
                 length_ms: end.saturating_sub(begin).as_millis().max(1) as u32,
                 step,
                 recorder,
+                // Sampled as the interval is written, a few ms after it closed.
+                watch: Some(self.watcher.sample()),
             };
             writer.write_interval(&record)?;
             on_interval(&record);

@@ -14,7 +14,8 @@
 //! a file that reads back up to its last complete record; the reader stops at a truncated or
 //! corrupt tail with a warning instead of failing.
 
-use crate::recorder::Recorder;
+use crate::recorder::{Recorder, TICK};
+use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Largest record accepted when reading; anything bigger is corruption.
 const MAX_RECORD: u32 = 64 << 20;
 
@@ -118,6 +119,8 @@ pub struct IntervalRecord {
     pub step: u32,
     /// The samples of the interval.
     pub recorder: Recorder,
+    /// The machine, barrage and the watched processes over the interval.
+    pub watch: Option<WatchSample>,
 }
 
 /// How a run ended: written last. A file without one comes from a run that was killed.
@@ -151,6 +154,8 @@ pub enum Record {
     Header(RunHeader),
     /// A closed interval.
     Interval(IntervalRecord),
+    /// A command of `--at` started or ended.
+    Event(EventRecord),
     /// The run's end (last).
     Footer(RunFooter),
 }
@@ -180,6 +185,11 @@ impl ResultsWriter {
         self.buf.clear();
         postcard::to_io(&RecordRef::Interval(interval), &mut self.buf).expect("encoding into memory cannot fail");
         self.write_payload()
+    }
+
+    /// Appends an event and flushes it.
+    pub fn write_event(&mut self, event: &EventRecord) -> Result<(), FileError> {
+        self.write(&Record::Event(event.clone()))
     }
 
     /// Appends the footer and flushes.
@@ -219,6 +229,7 @@ pub struct ResultsReader {
     path: PathBuf,
     header: RunHeader,
     footer: Option<RunFooter>,
+    events: Vec<EventRecord>,
     warning: Option<String>,
     intervals: u32,
 }
@@ -245,7 +256,15 @@ impl ResultsReader {
             Ok(None) => return Err(no_header("the file ends before it".into())),
             Err(reason) => return Err(no_header(reason)),
         };
-        Ok(ResultsReader { input, path: path.to_path_buf(), header, footer: None, warning: None, intervals: 0 })
+        Ok(ResultsReader {
+            input,
+            path: path.to_path_buf(),
+            header,
+            footer: None,
+            events: Vec::new(),
+            warning: None,
+            intervals: 0,
+        })
     }
 
     /// The run's header.
@@ -256,6 +275,11 @@ impl ResultsReader {
     /// The footer, once the reader has reached it; `None` for a run that was killed.
     pub fn footer(&self) -> Option<&RunFooter> {
         self.footer.as_ref()
+    }
+
+    /// The events read so far (all of them once the reader has reached the end).
+    pub fn events(&self) -> &[EventRecord] {
+        &self.events
     }
 
     /// The file, as opened.
@@ -280,6 +304,7 @@ impl ResultsReader {
                     return Some(i);
                 }
                 Ok(Some(Record::Footer(f))) => self.footer = Some(f),
+                Ok(Some(Record::Event(e))) => self.events.push(e),
                 Ok(Some(Record::Header(_))) => {
                     self.stop_with(format!("a second header after interval {}", self.intervals));
                     return None;
@@ -359,6 +384,8 @@ pub struct MergedInterval {
     pub step: u32,
     /// The samples of every file in that second.
     pub recorder: Recorder,
+    /// What each file watched in that second.
+    pub watch: Vec<WatchSample>,
 }
 
 impl MergedIntervals {
@@ -388,8 +415,12 @@ impl Iterator for MergedIntervals {
         let mut merged: Option<MergedInterval> = None;
         for k in 0..self.heads.len() {
             while self.heads[k].as_ref().is_some_and(|i| self.second_of(i) == second) {
-                let i = self.heads[k].take().expect("checked above");
+                let mut i = self.heads[k].take().expect("checked above");
                 self.heads[k] = self.readers[k].next_interval();
+                // Ticks count from each run's own start: line them up on the earliest.
+                let late_ms = self.readers[k].header.started_unix_ms - self.origin_ms;
+                i.recorder.timeline.shift((late_ms / TICK.as_millis() as u64) as u32);
+                let watch = i.watch.take();
                 match merged.as_mut() {
                     None => {
                         merged = Some(MergedInterval {
@@ -398,10 +429,12 @@ impl Iterator for MergedIntervals {
                             length_ms: i.length_ms,
                             step: i.step,
                             recorder: i.recorder,
+                            watch: watch.into_iter().collect(),
                         })
                     }
                     Some(m) => {
                         m.recorder.add(&i.recorder);
+                        m.watch.extend(watch);
                         m.length_ms = m.length_ms.max(i.length_ms);
                         m.start_unix_ms = m.start_unix_ms.min(i.start_unix_ms);
                     }
@@ -447,7 +480,14 @@ mod tests {
                 cache: crate::CacheStatus::Unknown,
             });
         }
-        IntervalRecord { index, start_unix_ms: start + u64::from(index) * 1000, length_ms: 1000, step: 0, recorder }
+        IntervalRecord {
+            index,
+            start_unix_ms: start + u64::from(index) * 1000,
+            length_ms: 1000,
+            step: 0,
+            recorder,
+            watch: None,
+        }
     }
 
     fn write(path: &Path, start: u64, intervals: u32, footer: bool) {

@@ -25,13 +25,16 @@
 //! assert!(r.service.value_at_quantile(0.5) < 10_100); // µs, from the actual start
 //! ```
 
+pub mod events;
 pub mod file;
 pub mod recorder;
 pub mod sample;
 pub mod summary;
 pub mod units;
+pub mod watch;
 
 pub use file::{IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
 pub use recorder::Recorder;
 pub use sample::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
 pub use summary::RunSummary;
+pub use watch::{EventKind, EventRecord, HostSample, HostSummary, ProcSample, ProcessSummary, WatchSample};

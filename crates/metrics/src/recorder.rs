@@ -202,6 +202,9 @@ pub struct Recorder {
     /// With retries: latency of whole requests, from the first attempt's intended start to
     /// the last attempt's end; allocated on the first one.
     pub whole: Option<Box<Histogram<u64>>>,
+    /// Finished requests per tenth of a second, for events that play out faster than an
+    /// interval (a balancer marking a backend down in 250 ms).
+    pub timeline: Timeline,
     /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
@@ -230,6 +233,7 @@ impl Recorder {
             names: Keyed::default(),
             methods: Keyed::default(),
             whole: None,
+            timeline: Timeline::default(),
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
         }
@@ -284,6 +288,7 @@ impl Recorder {
             }
         };
         self.by_class[class].saturating_record(corrected);
+        self.timeline.record(s.ended, s.outcome.is_success(), corrected);
         self.record_cache(corrected, s);
     }
 
@@ -383,6 +388,7 @@ impl Recorder {
                 None => self.whole = Some(theirs.clone()),
             }
         }
+        self.timeline.add(&other.timeline);
         self.backends.add(&other.backends);
         self.names.add(&other.names);
         self.methods.add(&other.methods);
@@ -418,6 +424,78 @@ fn status_slot(code: u16) -> usize {
     }
 }
 
+/// Length of a [`Tick`].
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// Requests that finished in one tenth of a second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tick {
+    /// Tenths of a second from the run's start to the tick's start.
+    pub tick: u32,
+    /// Successful responses (2xx, 3xx).
+    pub ok: u32,
+    /// The rest: errors, 4xx and 5xx.
+    pub failed: u32,
+    /// The slowest of them, corrected latency in µs (saturating at about 71 minutes).
+    pub max_us: u32,
+}
+
+/// Finished requests per [`TICK`], in tick order. An interval holds about ten ticks, so
+/// recording touches the last one and allocates about once per tick, never per request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timeline(Vec<Tick>);
+
+impl std::ops::Deref for Timeline {
+    type Target = [Tick];
+    fn deref(&self) -> &[Tick] {
+        &self.0
+    }
+}
+
+impl Timeline {
+    /// Counts a request that finished `ended` after the run's start, `latency_us` after its
+    /// intended start.
+    pub fn record(&mut self, ended: Duration, ok: bool, latency_us: u64) {
+        let tick = u32::try_from(ended.as_millis() / TICK.as_millis()).unwrap_or(u32::MAX);
+        let t = self.slot(tick);
+        if ok {
+            t.ok += 1;
+        } else {
+            t.failed += 1;
+        }
+        t.max_us = t.max_us.max(u32::try_from(latency_us).unwrap_or(u32::MAX));
+    }
+
+    fn slot(&mut self, tick: u32) -> &mut Tick {
+        let i = match self.0.iter().rposition(|t| t.tick <= tick) {
+            Some(i) if self.0[i].tick == tick => i,
+            found => {
+                let at = found.map_or(0, |i| i + 1);
+                self.0.insert(at, Tick { tick, ..Tick::default() });
+                at
+            }
+        };
+        &mut self.0[i]
+    }
+
+    /// Adds another timeline tick by tick.
+    pub fn add(&mut self, other: &Timeline) {
+        for t in &other.0 {
+            let mine = self.slot(t.tick);
+            mine.ok += t.ok;
+            mine.failed += t.failed;
+            mine.max_us = mine.max_us.max(t.max_us);
+        }
+    }
+
+    /// Moves every tick `by` ticks later: to line up runs that started at different times.
+    pub fn shift(&mut self, by: u32) {
+        for t in &mut self.0 {
+            t.tick = t.tick.saturating_add(by);
+        }
+    }
+}
+
 /// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
 /// sparse. Used by the results file.
 #[derive(Serialize, Deserialize)]
@@ -436,6 +514,7 @@ struct Wire {
     whole: Option<Vec<u8>>,
     names: Vec<(String, u64, u64, Vec<u8>)>,
     methods: Vec<(String, u64, u64, Vec<u8>)>,
+    timeline: Vec<Tick>,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -497,6 +576,7 @@ impl Serialize for Recorder {
             whole: self.whole.as_deref().map(encode),
             names: self.names.encode(),
             methods: self.methods.encode(),
+            timeline: self.timeline.0.clone(),
         }
         .serialize(s)
     }
@@ -519,6 +599,7 @@ impl<'de> Deserialize<'de> for Recorder {
             *slot = h;
         }
         r.counts = w.counts;
+        r.timeline = Timeline(w.timeline);
         r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.whole = w.whole.as_deref().map(hist).transpose()?.map(Box::new);
@@ -630,6 +711,22 @@ mod tests {
         let bytes = postcard::to_stdvec(&r).unwrap();
         let back: Recorder = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn timeline_counts_per_tenth_of_a_second_in_any_order() {
+        let mut t = Timeline::default();
+        for (ms, ok) in [(50, true), (99, false), (100, true), (350, false), (120, true), (5, true)] {
+            t.record(Duration::from_millis(ms), ok, ms);
+        }
+        let ticks: Vec<(u32, u32, u32, u32)> = t.iter().map(|t| (t.tick, t.ok, t.failed, t.max_us)).collect();
+        assert_eq!(ticks, [(0, 2, 1, 99), (1, 2, 0, 120), (3, 0, 1, 350)]);
+        let mut later = Timeline::default();
+        later.record(Duration::from_millis(250), true, 1000);
+        later.shift(1);
+        t.add(&later);
+        let ticks: Vec<(u32, u32, u32, u32)> = t.iter().map(|t| (t.tick, t.ok, t.failed, t.max_us)).collect();
+        assert_eq!(ticks, [(0, 2, 1, 99), (1, 2, 0, 120), (3, 1, 1, 1000)]);
     }
 
     proptest! {

@@ -3,9 +3,11 @@
 //! A summary is computed from results files only (a live run writes one too), so a report
 //! printed at the end of a run and one re-rendered later from its file are the same.
 
+use crate::events::EventSummary;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader};
 use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
 use crate::sample::{CacheStatus, ErrorKind, Phase};
+use crate::watch::{HostSummary, HostTally, ProcessSummary, ProcessTally, WatchSample};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -161,6 +163,8 @@ pub struct Generator {
     pub bound_reached: bool,
     /// barrage's peak resident memory in KiB (the largest of merged runs).
     pub peak_rss_kib: u64,
+    /// barrage's highest CPU in one interval, % of one core (0 in files without samples).
+    pub cpu_max_percent: f64,
 }
 
 /// The figures of one step of a stepped rate, or of one phase of the run.
@@ -218,6 +222,12 @@ pub struct IntervalRow {
     /// Jain's fairness index of this interval's responses over every backend of the run
     /// (1 = even; 1/n = all on one); `None` with fewer than two backends.
     pub fairness: Option<f64>,
+    /// CPU per watched process and of `barrage`, % of one core.
+    pub cpu_percent: BTreeMap<String, f64>,
+    /// Resident memory per watched process and of `barrage`, KiB.
+    pub rss_kib: BTreeMap<String, u64>,
+    /// The machine's busy CPU, % of the whole machine; `None` when not sampled.
+    pub host_cpu_percent: Option<f64>,
 }
 
 /// Requests as the client saw them, when failed attempts were retried.
@@ -364,6 +374,12 @@ pub struct RunSummary {
     pub fairness: Option<f64>,
     /// barrage checking itself.
     pub generator: Generator,
+    /// The watched processes (`--monitor`, a testbed's servers), then barrage itself.
+    pub processes: Vec<ProcessSummary>,
+    /// The machine barrage ran on; `None` in files without samples.
+    pub host: Option<HostSummary>,
+    /// The `--at` commands and what changed around each.
+    pub events: Vec<EventSummary>,
     /// Per step (one entry for an unstepped run).
     pub steps: Vec<StepSummary>,
     /// The time series.
@@ -380,6 +396,7 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let mut steps: BTreeMap<u32, (Recorder, f64)> = BTreeMap::new();
     let mut intervals = Vec::new();
     let mut seen: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut watched = Watched::default();
     for m in merged.by_ref() {
         for b in m.recorder.backends.iter().filter(|b| b.requests > 0) {
             let span = seen.entry(b.name.clone()).or_insert((m.second, m.second));
@@ -390,11 +407,105 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         let step = steps.entry(m.step).or_insert_with(|| (Recorder::new(), 0.0));
         step.0.add(&m.recorder);
         step.1 += length_s;
-        intervals.push(row(m.second, length_s, &m.recorder));
+        let mut row = row(m.second, length_s, &m.recorder);
+        watched.add(&mut row, &m.watch, length_s);
+        intervals.push(row);
     }
+    let timeline = total.timeline.clone();
     let mut s = build(merged.readers(), total, steps, intervals);
     add_fairness(&mut s, &seen);
+    (s.processes, s.host) = watched.finish();
+    s.generator.cpu_max_percent = s.processes.iter().find(|p| p.name == GENERATOR).map_or(0.0, |p| p.cpu_max_percent);
+    s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, s.duration.total_s);
+    s.warnings.extend(watch_check(&s));
     Ok(s)
+}
+
+/// The name barrage's own samples are reported under.
+pub const GENERATOR: &str = "barrage";
+
+/// The events of every file, their offsets moved onto the earliest run's start.
+fn events(readers: &[ResultsReader]) -> Vec<crate::watch::EventRecord> {
+    let origin = readers.iter().map(|r| r.header().started_unix_ms).min().unwrap_or(0);
+    let mut out = Vec::new();
+    for (file, r) in readers.iter().enumerate() {
+        let late = r.header().started_unix_ms - origin;
+        out.extend(r.events().iter().cloned().map(|mut e| {
+            e.offset_ms += late;
+            // Keep the commands of different files apart.
+            e.index += (file as u32) << 16;
+            e
+        }));
+    }
+    out
+}
+
+/// Per-process tallies over the run, in order of first appearance, barrage last.
+#[derive(Default)]
+struct Watched {
+    processes: Vec<ProcessTally>,
+    names: Vec<String>,
+    generator: ProcessTally,
+    host: HostTally,
+}
+
+impl Watched {
+    /// Adds one interval's samples (one per merged file) to the tallies and to its row.
+    fn add(&mut self, row: &mut IntervalRow, samples: &[WatchSample], secs: f64) {
+        for w in samples {
+            for p in &w.processes {
+                let i = match self.names.iter().position(|n| *n == p.name) {
+                    Some(i) => i,
+                    None => {
+                        self.names.push(p.name.clone());
+                        self.processes.push(ProcessTally::default());
+                        self.names.len() - 1
+                    }
+                };
+                self.processes[i].add(p, secs);
+                *row.cpu_percent.entry(p.name.clone()).or_default() += f64::from(p.cpu_percent());
+                *row.rss_kib.entry(p.name.clone()).or_default() += p.rss_kib;
+            }
+            let mut me = w.generator.clone();
+            me.name = GENERATOR.into();
+            self.generator.add(&me, secs);
+            *row.cpu_percent.entry(GENERATOR.into()).or_default() += f64::from(me.cpu_percent());
+            *row.rss_kib.entry(GENERATOR.into()).or_default() += me.rss_kib;
+            self.host.add(&w.host, secs);
+            row.host_cpu_percent = Some(f64::from(w.host.cpu_percent));
+        }
+    }
+
+    fn finish(self) -> (Vec<ProcessSummary>, Option<HostSummary>) {
+        let host = self.host.finish();
+        let mut processes: Vec<ProcessSummary> = self.processes.into_iter().map(ProcessTally::finish).collect();
+        if host.is_some() {
+            processes.push(self.generator.finish());
+        }
+        (processes, host)
+    }
+}
+
+/// Warnings from the samples: barrage near its ceiling in some second, the machine full.
+fn watch_check(s: &RunSummary) -> Vec<String> {
+    let mut w = Vec::new();
+    let threads = f64::from(s.generator.threads) / s.hosts.len().max(1) as f64;
+    let already = s.warnings.iter().any(|w| w.contains("generator was saturated"));
+    let peak = s.generator.cpu_max_percent;
+    if !already && threads > 0.0 && peak >= CPU_SATURATED * 100.0 * threads && s.duration.total_s >= 2.0 {
+        w.push(format!(
+            "barrage's own CPU peaked at {peak:.0}% of its {threads} thread(s): the generator was near saturation for part of the run, so those seconds may describe barrage rather than the server"
+        ));
+    }
+    if let Some(h) = &s.host {
+        if h.cpu_mean_percent >= CPU_SATURATED * 100.0 && s.duration.total_s >= 2.0 {
+            w.push(format!(
+                "the machine's CPU was {:.0}% busy on average: barrage and the servers on this machine competed for it",
+                h.cpu_mean_percent
+            ));
+        }
+    }
+    w
 }
 
 /// Jain's fairness index over `counts`, taken over `n` backends (missing ones count 0).
@@ -436,6 +547,7 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         byte_hit_ratio: hit_ratios(r).map(|h| h.1),
         backends: r.backends.iter().map(|b| (b.name.clone(), b.requests)).collect(),
         fairness: None,
+        ..Default::default()
     }
 }
 
@@ -675,6 +787,7 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
         lag_p99_us: if mode == Mode::Open { quantile(&total.lag, 0.99) } else { 0 },
         bound_reached: readers.iter().any(|r| r.footer().is_some_and(|f| f.bound_reached)),
         peak_rss_kib: readers.iter().filter_map(|r| r.footer()).map(|f| f.peak_rss_kib).max().unwrap_or(0),
+        cpu_max_percent: 0.0,
     }
 }
 

@@ -7,8 +7,9 @@ use std::fmt::Write;
 const HEADER: &str =
     "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio,fairness,backend_requests";
 
-/// One row per interval of [`RunSummary::intervals`], after a header line:
-/// `second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out`.
+/// One row per interval of [`RunSummary::intervals`], after a header line: [`HEADER`], then,
+/// when the run sampled them, `host_cpu_percent` and a `NAME_cpu_percent,NAME_rss_kib` pair
+/// per watched process (barrage last).
 ///
 /// `second` counts from the start of the (earliest) run; latencies are the corrected ones
 /// (from the intended start), in milliseconds with 3 decimals (µs precision); `errors` counts
@@ -16,6 +17,14 @@ const HEADER: &str =
 pub fn csv(s: &RunSummary) -> String {
     let mut out = String::with_capacity(64 * (s.intervals.len() + 1));
     out.push_str(HEADER);
+    let watched: Vec<&str> = s.processes.iter().map(|p| p.name.as_str()).collect();
+    if s.host.is_some() {
+        out.push_str(",host_cpu_percent");
+        for name in &watched {
+            let name = field(name);
+            write!(out, ",{name}_cpu_percent,{name}_rss_kib").expect("writing to a String cannot fail");
+        }
+    }
     out.push('\n');
     let ms = |us: u64| us as f64 / 1e3;
     for i in &s.intervals {
@@ -45,8 +54,31 @@ pub fn csv(s: &RunSummary) -> String {
                 .join(";")
         )
         .expect("writing to a String cannot fail");
+        if s.host.is_some() {
+            out.pop();
+            out.push_str(&watch_fields(i, &watched));
+            out.push('\n');
+        }
     }
     out
+}
+
+/// The watch columns of one row; empty where a process had no sample that second.
+fn watch_fields(i: &barrage_metrics::summary::IntervalRow, watched: &[&str]) -> String {
+    let mut out = String::new();
+    let host = i.host_cpu_percent.map_or(String::new(), |c| format!("{c:.1}"));
+    write!(out, ",{host}").expect("writing to a String cannot fail");
+    for name in watched {
+        let cpu = i.cpu_percent.get(*name).map_or(String::new(), |c| format!("{c:.1}"));
+        let rss = i.rss_kib.get(*name).map_or(String::new(), u64::to_string);
+        write!(out, ",{cpu},{rss}").expect("writing to a String cannot fail");
+    }
+    out
+}
+
+/// A process name as a column name: only letters, digits, `-` and `_`.
+fn field(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ const NOT_MEASURED: &str = "not measured (reused connections / no TLS / IP liter
 ///
 /// Sections, each present only when it has something to say: header, requests, duration,
 /// latency (corrected and service rows in open loop, with a line on the difference), latency by
-/// status class, phases, bytes, status codes, errors, steps, generator, warnings.
+/// status class, phases, bytes, status codes, errors, steps, servers (watched processes and
+/// the machine), events, generator, warnings.
 pub fn text(s: &RunSummary, color: bool) -> String {
     let paint = Paint { on: color };
     let sections = [
@@ -39,6 +40,8 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         status_codes(s),
         errors(s, paint),
         steps(s),
+        servers(s),
+        events(s),
         generator(s),
         warnings(s, paint),
     ];
@@ -511,7 +514,98 @@ fn generator(s: &RunSummary) -> String {
     if g.peak_rss_kib > 0 {
         t.row(["  peak memory".to_string(), fmt_bytes(g.peak_rss_kib as f64 * 1024.0)]);
     }
+    if g.cpu_max_percent > 0.0 {
+        t.row(["  cpu peak (1 s)".to_string(), format!("{:.1}% of one core", g.cpu_max_percent)]);
+    }
     t.render(Paint { on: false })
+}
+
+/// The watched processes (mean and peak per second), barrage, and the machine.
+fn servers(s: &RunSummary) -> String {
+    let Some(h) = &s.host else { return String::new() };
+    let mut align = vec![Right; 8];
+    align[0] = Left;
+    let mut t = Table::new(&align);
+    t.row(["Servers", "cpu mean", "cpu max", "user/sys", "memory max", "threads", "fds", "switches/s"]);
+    for p in &s.processes {
+        let name = match p.down_samples {
+            0 => format!("  {}", p.name),
+            n => format!("  {} (down {n} s)", p.name),
+        };
+        t.row([
+            name,
+            format!("{:.1}%", p.cpu_mean_percent),
+            format!("{:.1}%", p.cpu_max_percent),
+            format!("{:.0}/{:.0}%", p.cpu_user_mean_percent, p.cpu_system_mean_percent),
+            fmt_bytes(p.rss_max_kib as f64 * 1024.0),
+            p.threads_max.to_string(),
+            p.fds_max.to_string(),
+            format!("{:.0}", p.context_switches_per_sec),
+        ]);
+    }
+    let mut out = t.render(Paint { on: false });
+    out.push_str(&format!(
+        "  machine: {} CPUs {:.0}% busy on average ({:.0}% peak), memory {} of {} at most, network {}/s in, {}/s out\n",
+        h.cpus,
+        h.cpu_mean_percent,
+        h.cpu_max_percent,
+        fmt_bytes(h.mem_used_max_kib as f64 * 1024.0),
+        fmt_bytes(h.mem_total_kib as f64 * 1024.0),
+        fmt_bytes(h.net_rx_per_sec),
+        fmt_bytes(h.net_tx_per_sec),
+    ));
+    out.push_str(
+        "  (cpu is % of one core, a process counted with its children; memory is resident, shared pages in each)\n",
+    );
+    out
+}
+
+/// Each `--at` command and what changed around it.
+fn events(s: &RunSummary) -> String {
+    if s.events.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Events\n");
+    for e in &s.events {
+        let ended = match (e.ended_s, e.exit, &e.problem) {
+            (None, _, _) => "never ended".to_string(),
+            (Some(t), _, Some(p)) => format!("ended +{t:.2}s: {p}"),
+            (Some(t), Some(code), None) => format!("ended +{t:.2}s, exit {code}"),
+            (Some(t), None, None) => format!("ended +{t:.2}s"),
+        };
+        let said = if e.output.is_empty() { String::new() } else { format!(": {}", e.output) };
+        out.push_str(&format!("  +{:.2}s  {}  ({ended}{said})\n", e.at_s, e.command));
+        out.push_str(&format!("    before  {}\n", window(&e.before)));
+        let effect = match (e.burst_s, e.recovery_s) {
+            (None, _) => "no visible effect on errors or latency".to_string(),
+            (Some((from, to)), Some(r)) => format!(
+                "{} failed request(s) from +{from:.1}s to +{to:.1}s; recovered {r:.1}s after the event",
+                e.burst_errors
+            ),
+            (Some((from, _)), None) => {
+                format!(
+                    "{} failed request(s) from +{from:.1}s on; not recovered by the next event or the end",
+                    e.burst_errors
+                )
+            }
+        };
+        out.push_str(&format!("    effect  {effect}\n"));
+        out.push_str(&format!("    after   {}\n", window(&e.after)));
+    }
+    out
+}
+
+/// `95.0/s, errors 2.0%, p99 45.1ms, backends web-1 50%, web-2 50%`.
+fn window(w: &barrage_metrics::events::Window) -> String {
+    let mut text = format!("{}, errors {}", rate(w.throughput_per_sec), percent(w.error_ratio));
+    if let Some(p99) = w.p99_us {
+        text.push_str(&format!(", p99 {}", us(p99)));
+    }
+    if !w.backends.is_empty() {
+        let spread: Vec<String> = w.backends.iter().map(|(b, share)| format!("{b} {}", percent(*share))).collect();
+        text.push_str(&format!(", backends {}", spread.join(" ")));
+    }
+    text
 }
 
 fn warnings(s: &RunSummary, paint: Paint) -> String {

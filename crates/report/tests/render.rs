@@ -7,7 +7,9 @@
 
 use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::summary::summarize;
-use barrage_metrics::{ErrorKind, Outcome, Recorder, RunSummary, Sample};
+use barrage_metrics::{
+    ErrorKind, EventKind, EventRecord, HostSample, Outcome, ProcSample, Recorder, RunSummary, Sample, WatchSample,
+};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
@@ -108,7 +110,56 @@ fn interval(i: u64) -> IntervalRecord {
         r.record_sent();
         r.record_sent();
     }
-    IntervalRecord { index: i as u32, start_unix_ms: START_MS + i * 1000, length_ms: 1000, step, recorder: r }
+    IntervalRecord {
+        index: i as u32,
+        start_unix_ms: START_MS + i * 1000,
+        length_ms: 1000,
+        step,
+        recorder: r,
+        watch: Some(watch(i)),
+    }
+}
+
+/// What the run watched in second `i`: a balancer whose CPU climbs with the load, a backend
+/// stopped in the last second, barrage, and the machine.
+fn watch(i: u64) -> WatchSample {
+    let f = i as f32;
+    let proc = |name: &str, cpu: f32, up: bool| ProcSample {
+        name: name.into(),
+        processes: if up { 2 } else { 0 },
+        cpu_user_percent: if up { cpu * 0.75 } else { 0.0 },
+        cpu_system_percent: if up { cpu * 0.25 } else { 0.0 },
+        rss_kib: if up { 10_240 + i * 512 } else { 0 },
+        threads: if up { 3 } else { 0 },
+        fds: if up { 20 + i as u32 } else { 0 },
+        context_switches: if up { 1000 * (i + 1) } else { 0 },
+    };
+    WatchSample {
+        host: HostSample {
+            cpus: 2,
+            cpu_percent: 40.0 + 10.0 * f,
+            mem_used_kib: 4_000_000 + i * 1000,
+            mem_total_kib: 16_000_000,
+            net_rx_bytes: 1_000_000 * (i + 1),
+            net_tx_bytes: 500_000 * (i + 1),
+        },
+        generator: proc("barrage", 20.0 + 5.0 * f, true),
+        processes: vec![proc("haproxy-lb", 30.0 + 20.0 * f, true), proc("web-3", 10.0, i < 3)],
+    }
+}
+
+/// `--at 2s 'testbed stop web-3'`: started at 2.0 s, ended at 2.1 s.
+fn events() -> [EventRecord; 2] {
+    let command = "barrage testbed stop web-3".to_string();
+    [
+        EventRecord { index: 0, offset_ms: 2000, command: command.clone(), kind: EventKind::Started },
+        EventRecord {
+            index: 0,
+            offset_ms: 2100,
+            command,
+            kind: EventKind::Ended { exit: Some(0), problem: None, output: "stopped web-3".into() },
+        },
+    ]
 }
 
 fn write_results(path: &Path) {
@@ -127,6 +178,9 @@ fn write_results(path: &Path) {
     let mut w = ResultsWriter::create(path, &header).unwrap();
     for i in 0..INTERVALS {
         w.write_interval(&interval(i)).unwrap();
+        if i == 2 {
+            events().iter().for_each(|e| w.write_event(e).unwrap());
+        }
     }
     w.finish(&RunFooter {
         ended_unix_ms: START_MS + 4_100,

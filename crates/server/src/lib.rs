@@ -55,6 +55,7 @@ use std::path::PathBuf;
 pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
 pub use server::RunningServer;
+pub use tls::{generate_pki, Pki};
 
 /// How to run the origin. [`Default`] is a cleartext server on `127.0.0.1:0` (a free port)
 /// with one thread per core and 1 KiB objects.
@@ -88,6 +89,9 @@ pub struct ServeConfig {
     pub objects: Option<u64>,
     /// Label answers as a cache in front would (first GET of a path a miss, later ones hits).
     pub cache_headers: Option<CacheStyle>,
+    /// With [`ServeConfig::tls`]: serve this certificate chain and key (PEM files) instead of
+    /// generating a CA (then no CA file is written).
+    pub tls_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl Default for ServeConfig {
@@ -105,6 +109,7 @@ impl Default for ServeConfig {
             stall: None,
             cache_headers: None,
             objects: None,
+            tls_cert: None,
         }
     }
 }

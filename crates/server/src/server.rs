@@ -144,7 +144,9 @@ fn setup_tls(
     if !config.tls {
         return Ok((None, None, false));
     }
-    let tls = tls::setup(addr.ip())?;
+    let tls = tls::setup(addr.ip(), config.tls_cert.as_ref())?;
+    // With the caller's certificate, the caller has the CA too.
+    let Some(ca_pem) = &tls.ca_pem else { return Ok((Some(TlsAcceptor::from(tls.config)), None, false)) };
     let (path, ours) = match &config.ca_out {
         Some(path) => (path.clone(), false),
         None => {
@@ -152,7 +154,7 @@ fn setup_tls(
             (std::env::temp_dir().join(name), true)
         }
     };
-    std::fs::write(&path, &tls.ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
+    std::fs::write(&path, ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
     Ok((Some(TlsAcceptor::from(tls.config)), Some(path), ours))
 }
 

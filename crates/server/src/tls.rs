@@ -3,27 +3,41 @@
 //! server writes (`--cacert`), so no system trust store is touched.
 
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 
 use crate::ServeError;
 
-/// What TLS setup produces: the acceptor's configuration and the CA to hand to clients.
+/// What TLS setup produces: the acceptor's configuration and, for a generated certificate,
+/// the CA to hand to clients.
 pub(crate) struct Tls {
     pub(crate) config: Arc<ServerConfig>,
-    pub(crate) ca_pem: String,
+    pub(crate) ca_pem: Option<String>,
 }
 
 fn tls_err(what: &str) -> impl FnOnce(rcgen::Error) -> ServeError + '_ {
     move |e| ServeError::Tls(format!("{what}: {e}"))
 }
 
-/// Makes a CA and a leaf for `localhost`, `127.0.0.1`, `::1` and `listen_ip` (when it is a
-/// specific address), and a rustls config offering h2 and http/1.1 by ALPN.
-pub(crate) fn setup(listen_ip: IpAddr) -> Result<Tls, ServeError> {
+/// A CA and a leaf certificate signed by it, in PEM.
+#[derive(Clone, Debug)]
+pub struct Pki {
+    /// The CA certificate, for clients to trust (`--cacert`).
+    pub ca_pem: String,
+    /// The leaf certificate followed by the CA's: the chain a server presents.
+    pub chain_pem: String,
+    /// The leaf's private key (PKCS#8).
+    pub key_pem: String,
+}
+
+/// Makes a throwaway CA and a leaf for `localhost`, `127.0.0.1`, `::1` and `listen_ip`
+/// (when it is a specific, non-loopback address).
+pub fn generate_pki(listen_ip: IpAddr) -> Result<Pki, ServeError> {
     let ca_key = KeyPair::generate().map_err(tls_err("generating the CA key"))?;
     let mut ca_params = CertificateParams::new(Vec::new()).map_err(tls_err("CA parameters"))?;
     ca_params.distinguished_name.push(DnType::CommonName, "barrage serve test CA");
@@ -39,14 +53,39 @@ pub(crate) fn setup(listen_ip: IpAddr) -> Result<Tls, ServeError> {
     let mut leaf_params = CertificateParams::new(names).map_err(tls_err("server names"))?;
     leaf_params.distinguished_name.push(DnType::CommonName, "barrage serve");
     let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).map_err(tls_err("signing the server certificate"))?;
+    Ok(Pki { ca_pem: ca.pem(), chain_pem: format!("{}{}", leaf.pem(), ca.pem()), key_pem: leaf_key.serialize_pem() })
+}
 
-    let chain = vec![leaf.der().clone(), CertificateDer::from(ca.der().to_vec())];
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+/// A rustls config offering h2 and http/1.1 by ALPN: with the certificate and key of
+/// `files` (PEM: chain, key), or else a fresh [`generate_pki`] whose CA is returned.
+pub(crate) fn setup(listen_ip: IpAddr, files: Option<&(PathBuf, PathBuf)>) -> Result<Tls, ServeError> {
+    let (chain, key, ca_pem) = match files {
+        Some((cert, key)) => {
+            let read_err = |path: &Path| {
+                let path = path.display().to_string();
+                move |e: rustls::pki_types::pem::Error| ServeError::Tls(format!("{path}: {e}"))
+            };
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(read_err(cert))?;
+            let key_der = PrivateKeyDer::from_pem_file(key).map_err(read_err(key))?;
+            (chain, key_der, None)
+        }
+        None => {
+            let pki = generate_pki(listen_ip)?;
+            let chain = CertificateDer::pem_slice_iter(pki.chain_pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ServeError::Tls(format!("reading the generated chain: {e}")))?;
+            let key = PrivateKeyDer::from_pem_slice(pki.key_pem.as_bytes())
+                .map_err(|e| ServeError::Tls(format!("reading the generated key: {e}")))?;
+            (chain, key, Some(pki.ca_pem))
+        }
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
         .map_err(|e| ServeError::Tls(format!("building the rustls configuration: {e}")))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Tls { config: Arc::new(config), ca_pem: ca.pem() })
+    Ok(Tls { config: Arc::new(config), ca_pem })
 }

@@ -1,0 +1,150 @@
+//! `barrage testbed`: up, status, stop, start, down (and the hidden supervisor); `bench` is
+//! in [`super::bench`].
+
+use crate::args::{BalanceArg, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
+use crate::Outcome;
+use anyhow::Context;
+use barrage_testbed::{Balance, Options, State, TestbedError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Dispatches a testbed subcommand.
+pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
+    match command {
+        TestbedCommand::Up(a) => up(a),
+        TestbedCommand::Status(a) => status(&dir(&a)),
+        TestbedCommand::Down(a) => {
+            let dir = dir(&a);
+            barrage_testbed::down(&dir)?;
+            println!("testbed in {} is down", dir.display());
+            Ok(Outcome::Ok)
+        }
+        TestbedCommand::Stop(a) => control(&dir(&a.dir), "stop", &a.name),
+        TestbedCommand::Start(a) => control(&dir(&a.dir), "start", &a.name),
+        TestbedCommand::Bench(a) => super::bench::bench(a),
+        TestbedCommand::Supervise(a) => supervise(&a.dir, &a.options),
+    }
+}
+
+/// `--dir`, or the default state directory.
+pub fn dir(a: &TestbedDirArgs) -> PathBuf {
+    a.dir.clone().unwrap_or_else(barrage_testbed::default_dir)
+}
+
+/// The testbed options of `up`.
+pub fn options(
+    topology: barrage_testbed::Topology,
+    backends: Option<u32>,
+    tls: bool,
+    balance: BalanceArg,
+) -> anyhow::Result<Options> {
+    Ok(Options {
+        topology,
+        backends: backends.unwrap_or(topology.default_backends()),
+        tls,
+        balance: match balance {
+            BalanceArg::Roundrobin => Balance::RoundRobin,
+            BalanceArg::Leastconn => Balance::LeastConn,
+            BalanceArg::Iphash => Balance::IpHash,
+        },
+        barrage: std::env::current_exe().context("finding the barrage binary to run the origins")?,
+    })
+}
+
+fn up(a: TestbedUpArgs) -> anyhow::Result<Outcome> {
+    let dir = absolute(&dir(&a.dir))?;
+    let options = options(a.topology, a.backends, a.tls, a.balance)?;
+    if !a.foreground {
+        let state = barrage_testbed::up(&options, &dir)?;
+        print_table(&state)?;
+        println!("testbed up in {}; `barrage testbed down{}` stops it", dir.display(), dir_flag(&dir));
+        return Ok(Outcome::Ok);
+    }
+    barrage_testbed::prepare(&options, &dir)?;
+    barrage_testbed::supervise(options, &dir, |ready| {
+        if let Ok(state) = ready {
+            let _ = print_table(state);
+            println!("testbed up in the foreground; Ctrl-C takes it down");
+        }
+    })?;
+    eprintln!("testbed down");
+    Ok(Outcome::Ok)
+}
+
+/// The supervisor started by `up`: says `ready` (or `error: …`) on stdout, then runs.
+fn supervise(dir: &Path, options: &str) -> anyhow::Result<Outcome> {
+    let options: Options = serde_json::from_str(options).context("testbed supervise --options")?;
+    barrage_testbed::supervise(options, dir, |ready| {
+        match ready {
+            Ok(_) => println!("ready"),
+            Err(e) => println!("error: {e}"),
+        }
+        let _ = std::io::stdout().flush();
+        // `up` has read its line and gone: nothing may write to the closed pipe.
+        silence_stdout();
+    })?;
+    Ok(Outcome::Ok)
+}
+
+fn silence_stdout() {
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto fd 1 replaces stdout with /dev/null; both descriptors are valid.
+        unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    }
+}
+
+fn status(dir: &Path) -> anyhow::Result<Outcome> {
+    let Some(state) = State::load(dir) else { return Err(TestbedError::NotUp(dir.display().to_string()).into()) };
+    if !barrage_testbed::is_up(dir) {
+        anyhow::bail!(
+            "the testbed supervisor in {} is gone (servers may be left): run `barrage testbed down{}`",
+            dir.display(),
+            dir_flag(dir)
+        );
+    }
+    print_table(&state)?;
+    Ok(Outcome::Ok)
+}
+
+fn control(dir: &Path, verb: &str, name: &str) -> anyhow::Result<Outcome> {
+    barrage_testbed::control(dir, &format!("{verb} {name}"))?;
+    let done = if verb == "stop" { "stopped" } else { "started" };
+    println!("{done} {name}");
+    Ok(Outcome::Ok)
+}
+
+/// NAME, ROLE, URL, PID, STATUS: one row per URL.
+pub fn print_table(state: &State) -> anyhow::Result<()> {
+    let mut rows = vec![["NAME".to_string(), "ROLE".into(), "URL".into(), "PID".into(), "STATUS".into()]];
+    for s in &state.servers {
+        let pid = s.pid.map_or("-".to_string(), |p| p.to_string());
+        for url in std::iter::once(s.spec.url()).chain(s.spec.tls_url()) {
+            rows.push([s.spec.name.clone(), s.spec.role.clone(), url, pid.clone(), s.status.to_string()]);
+        }
+    }
+    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = std::io::stdout().lock();
+    for r in &rows {
+        let line: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    if let Some(ca) = &state.ca {
+        writeln!(out, "CA certificate: {} (use --cacert {})", ca.display(), ca.display())?;
+    }
+    Ok(out.flush()?)
+}
+
+/// ` --dir DIR` unless `dir` is the default.
+fn dir_flag(dir: &Path) -> String {
+    if dir == barrage_testbed::default_dir() {
+        String::new()
+    } else {
+        format!(" --dir {}", dir.display())
+    }
+}
+
+/// The supervisor runs elsewhere (`/`): paths must not depend on the caller's directory.
+fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
+    Ok(if dir.is_absolute() { dir.to_path_buf() } else { std::env::current_dir()?.join(dir) })
+}

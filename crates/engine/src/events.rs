@@ -1,0 +1,223 @@
+//! Commands on the timeline (`--at 10s 'barrage testbed stop origin-2'`): each started at its
+//! offset from the run's start with `sh -c`, its start and end handed to the collector as
+//! [`EventRecord`]s for the results file.
+//!
+//! Commands run side by side, so a slow one never delays the next. One still running when
+//! the run ends gets [`GRACE`] to finish and is then killed, so a run always ends.
+
+use barrage_metrics::{EventKind, EventRecord};
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a command may outlive the run before it is killed.
+pub const GRACE: Duration = Duration::from_secs(5);
+/// How often a running command is checked for its end.
+const POLL: Duration = Duration::from_millis(10);
+
+/// A command to run at an offset of the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduledCommand {
+    /// When, from the run's start.
+    pub offset: Duration,
+    /// A shell command line (`sh -c`).
+    pub command: String,
+}
+
+/// Runs the scheduled commands in the background.
+pub(crate) struct EventRunner {
+    thread: JoinHandle<()>,
+    finish: Sender<()>,
+    records: Receiver<EventRecord>,
+}
+
+impl EventRunner {
+    /// Starts the schedule, with offsets counted from `start`.
+    pub(crate) fn start(commands: Vec<ScheduledCommand>, start: Instant) -> std::io::Result<Self> {
+        let (finish, finished) = mpsc::channel();
+        let (tx, records) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("barrage-events".into())
+            .spawn(move || schedule(commands, start, finished, tx))?;
+        Ok(EventRunner { thread, finish, records })
+    }
+
+    /// The records produced since the last call.
+    pub(crate) fn poll(&self) -> Vec<EventRecord> {
+        self.records.try_iter().collect()
+    }
+
+    /// The run is over: commands not yet due are not run, running ones get [`GRACE`].
+    /// Returns the records not yet polled.
+    pub(crate) fn finish(self) -> Vec<EventRecord> {
+        let _ = self.finish.send(());
+        let _ = self.thread.join();
+        self.records.try_iter().collect()
+    }
+}
+
+/// Starts each command when due; then waits for all to end.
+fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<()>, tx: Sender<EventRecord>) {
+    let mut order: Vec<(u32, ScheduledCommand)> = (0..).zip(commands).collect();
+    order.sort_by_key(|(_, c)| c.offset);
+    let over = Arc::new(AtomicBool::new(false));
+    let mut waiters = Vec::new();
+    for (index, c) in order {
+        let due = start + c.offset;
+        match finished.recv_timeout(due.saturating_duration_since(Instant::now())) {
+            Err(RecvTimeoutError::Timeout) => {}
+            // The run ended before this one was due.
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                over.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        let (tx, over) = (tx.clone(), over.clone());
+        waiters.push(std::thread::spawn(move || run_one(index, c.command, start, &tx, &over)));
+    }
+    if !over.load(Ordering::Relaxed) {
+        let _ = finished.recv();
+        over.store(true, Ordering::Relaxed);
+    }
+    for w in waiters {
+        let _ = w.join();
+    }
+}
+
+/// Runs one command to its end (or until [`GRACE`] after the run) and records both ends.
+fn run_one(index: u32, command: String, start: Instant, tx: &Sender<EventRecord>, over: &AtomicBool) {
+    let at =
+        |kind| EventRecord { index, offset_ms: start.elapsed().as_millis() as u64, command: command.clone(), kind };
+    // `exec 2>&1` first: the output the report keeps is whatever the command printed last,
+    // error or not.
+    let spawned = Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec 2>&1\n{command}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = tx.send(at(EventKind::Started));
+            let problem = Some(format!("cannot start sh: {e}"));
+            let _ = tx.send(at(EventKind::Ended { exit: None, problem, output: String::new() }));
+            return;
+        }
+    };
+    let _ = tx.send(at(EventKind::Started));
+    let output = collect_output(&mut child);
+    let (exit, problem) = wait(&mut child, over);
+    let output = last_line(&output.lock().map(|o| o.clone()).unwrap_or_default());
+    let _ = tx.send(at(EventKind::Ended { exit, problem, output }));
+}
+
+/// Reads the command's output on a thread of its own: a command that leaves a background
+/// process holding the pipe must not keep its event open.
+fn collect_output(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
+    let out = Arc::new(Mutex::new(Vec::new()));
+    if let Some(mut pipe) = child.stdout.take() {
+        let out = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                if let Ok(mut o) = out.lock() {
+                    o.extend_from_slice(&buf[..n]);
+                }
+            }
+        });
+    }
+    out
+}
+
+/// Waits for the end; kills the command [`GRACE`] after the run is over.
+fn wait(child: &mut Child, over: &AtomicBool) -> (Option<i32>, Option<String>) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut deadline = None;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let problem = match (deadline, status.signal()) {
+                    (Some(_), Some(_)) => Some("still running after the run: killed".to_string()),
+                    (None, Some(sig)) => Some(format!("killed by signal {sig}")),
+                    _ => None,
+                };
+                return (status.code(), problem);
+            }
+            Ok(None) => {}
+            Err(e) => return (None, Some(format!("lost track of the command: {e}"))),
+        }
+        if over.load(Ordering::Relaxed) {
+            let d = *deadline.get_or_insert_with(|| Instant::now() + GRACE);
+            if Instant::now() >= d {
+                let _ = child.kill();
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The last non-empty line, at most 200 characters.
+fn last_line(output: &[u8]) -> String {
+    let text = String::from_utf8_lossy(output);
+    let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    line.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(records: &[EventRecord], index: u32) -> &EventRecord {
+        records.iter().find(|r| r.index == index && matches!(r.kind, EventKind::Ended { .. })).expect("an end")
+    }
+
+    #[test]
+    fn commands_start_on_time_and_report_how_they_ended() {
+        let start = Instant::now();
+        let commands = vec![
+            ScheduledCommand { offset: Duration::from_millis(200), command: "echo one; echo two; exit 3".into() },
+            ScheduledCommand { offset: Duration::from_millis(50), command: "echo fail >&2; kill -9 $$".into() },
+            ScheduledCommand { offset: Duration::from_secs(3600), command: "echo never".into() },
+        ];
+        let runner = EventRunner::start(commands, start).unwrap();
+        let mut records = Vec::new();
+        // Both due commands end on their own; wait for their two ends (bounded).
+        while records.iter().filter(|r: &&EventRecord| matches!(r.kind, EventKind::Ended { .. })).count() < 2 {
+            assert!(start.elapsed() < Duration::from_secs(10), "{records:?}");
+            records.extend(runner.poll());
+            std::thread::yield_now();
+        }
+        records.extend(runner.finish());
+        let started: Vec<(u32, u64)> =
+            records.iter().filter(|r| r.kind == EventKind::Started).map(|r| (r.index, r.offset_ms)).collect();
+        assert_eq!(started.len(), 2, "the command due in an hour never ran: {records:?}");
+        for (index, offset_ms) in started {
+            let due = if index == 0 { 200 } else { 50 };
+            assert!((due..due + 150).contains(&offset_ms), "command {index} started at {offset_ms} ms");
+        }
+        let EventKind::Ended { exit, problem, output } = &ended(&records, 0).kind else { unreachable!() };
+        assert_eq!((*exit, problem.as_deref(), output.as_str()), (Some(3), None, "two"));
+        let EventKind::Ended { exit, problem, output } = &ended(&records, 1).kind else { unreachable!() };
+        assert_eq!((*exit, problem.as_deref(), output.as_str()), (None, Some("killed by signal 9"), "fail"));
+    }
+
+    #[test]
+    fn a_command_outliving_the_run_is_killed_after_the_grace() {
+        let start = Instant::now();
+        let commands = vec![ScheduledCommand { offset: Duration::ZERO, command: "exec sleep 60".into() }];
+        let runner = EventRunner::start(commands, start).unwrap();
+        while !runner.records.try_iter().any(|r| r.kind == EventKind::Started) {
+            std::thread::yield_now();
+        }
+        let records = runner.finish();
+        let took = start.elapsed();
+        assert!(took >= GRACE && took < GRACE + Duration::from_secs(3), "{took:?}");
+        let EventKind::Ended { problem, .. } = &ended(&records, 0).kind else { unreachable!() };
+        assert_eq!(problem.as_deref(), Some("still running after the run: killed"));
+    }
+}

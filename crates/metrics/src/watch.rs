@@ -1,0 +1,218 @@
+//! What a run sees beside its requests: samples of the servers' processes and of the
+//! machine ([`WatchSample`], one per interval), and commands run on the timeline
+//! ([`EventRecord`], `--at`).
+
+use serde::{Deserialize, Serialize};
+
+/// A watched process and its descendants (nginx's workers, varnishd's child) over one
+/// interval. CPU is a share of one core, so 200% is two cores busy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcSample {
+    /// What the user called it: a testbed name, a process name or a PID.
+    pub name: String,
+    /// Processes counted (the watched ones and their descendants); 0 when none was running.
+    pub processes: u32,
+    /// User CPU over the interval, % of one core.
+    pub cpu_user_percent: f32,
+    /// System CPU over the interval, % of one core.
+    pub cpu_system_percent: f32,
+    /// Resident memory at the end of the interval, KiB (shared pages counted in each process).
+    pub rss_kib: u64,
+    /// Threads at the end of the interval.
+    pub threads: u32,
+    /// Open file descriptors at the end of the interval.
+    pub fds: u32,
+    /// Context switches (voluntary and involuntary) during the interval.
+    pub context_switches: u64,
+}
+
+impl ProcSample {
+    /// User and system CPU, % of one core.
+    pub fn cpu_percent(&self) -> f32 {
+        self.cpu_user_percent + self.cpu_system_percent
+    }
+}
+
+/// The whole machine over one interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSample {
+    /// CPUs of the machine.
+    pub cpus: u32,
+    /// Busy CPU (all but idle and iowait), % of the whole machine.
+    pub cpu_percent: f32,
+    /// Memory in use (total minus available), KiB.
+    pub mem_used_kib: u64,
+    /// Memory of the machine, KiB.
+    pub mem_total_kib: u64,
+    /// Bytes received on all interfaces (loopback included) during the interval.
+    pub net_rx_bytes: u64,
+    /// Bytes sent on all interfaces during the interval.
+    pub net_tx_bytes: u64,
+}
+
+/// Everything watched over one interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchSample {
+    /// The machine barrage runs on.
+    pub host: HostSample,
+    /// barrage itself.
+    pub generator: ProcSample,
+    /// The processes of `--monitor` (and of a testbed), in the order given.
+    pub processes: Vec<ProcSample>,
+}
+
+/// A command run at an offset of the run (`--at 10s 'COMMAND'`): one record when it
+/// starts and one when it ends, so a run killed meanwhile still shows the start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Which `--at` (0, 1, ...), pairing the start with the end.
+    pub index: u32,
+    /// When it happened, ms from the run's start.
+    pub offset_ms: u64,
+    /// The command, as given.
+    pub command: String,
+    /// Started or ended.
+    pub kind: EventKind,
+}
+
+/// The two ends of an event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// The command was started.
+    Started,
+    /// The command ended (or could not start): how, and the last line it printed.
+    Ended {
+        /// Exit code; `None` when killed by a signal or never started.
+        exit: Option<i32>,
+        /// What went wrong, when it was not a plain exit ("killed by signal 9", "cannot start").
+        problem: Option<String>,
+        /// The last line of its output, for the report.
+        output: String,
+    },
+}
+
+/// A watched process over the run: means and peaks of its per-interval samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSummary {
+    /// Its name in the run (`--monitor`, testbed name, or `barrage`).
+    pub name: String,
+    /// Intervals sampled.
+    pub samples: u64,
+    /// Intervals in which no process of it was running (stopped, crashed, not yet started).
+    pub down_samples: u64,
+    /// Mean CPU (user and system), % of one core.
+    pub cpu_mean_percent: f64,
+    /// Highest CPU of one interval, % of one core.
+    pub cpu_max_percent: f64,
+    /// Mean user CPU, % of one core.
+    pub cpu_user_mean_percent: f64,
+    /// Mean system CPU, % of one core.
+    pub cpu_system_mean_percent: f64,
+    /// Mean resident memory, KiB.
+    pub rss_mean_kib: f64,
+    /// Highest resident memory, KiB.
+    pub rss_max_kib: u64,
+    /// Most threads at once.
+    pub threads_max: u32,
+    /// Most open file descriptors at once.
+    pub fds_max: u32,
+    /// Context switches per second, mean.
+    pub context_switches_per_sec: f64,
+}
+
+/// The machine over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    /// CPUs of the machine.
+    pub cpus: u32,
+    /// Mean busy CPU, % of the whole machine.
+    pub cpu_mean_percent: f64,
+    /// Highest busy CPU of one interval, % of the whole machine.
+    pub cpu_max_percent: f64,
+    /// Memory of the machine, KiB.
+    pub mem_total_kib: u64,
+    /// Most memory in use at once, KiB.
+    pub mem_used_max_kib: u64,
+    /// Bytes received per second on all interfaces, mean.
+    pub net_rx_per_sec: f64,
+    /// Bytes sent per second on all interfaces, mean.
+    pub net_tx_per_sec: f64,
+}
+
+/// Sums samples of the same process over intervals into a [`ProcessSummary`].
+#[derive(Default)]
+pub(crate) struct ProcessTally {
+    s: ProcessSummary,
+    cpu: f64,
+    user: f64,
+    system: f64,
+    rss: f64,
+    switches: f64,
+    secs: f64,
+}
+
+impl ProcessTally {
+    pub(crate) fn add(&mut self, p: &ProcSample, secs: f64) {
+        let s = &mut self.s;
+        s.name.clone_from(&p.name);
+        s.samples += 1;
+        s.down_samples += u64::from(p.processes == 0);
+        s.cpu_max_percent = s.cpu_max_percent.max(f64::from(p.cpu_percent()));
+        s.rss_max_kib = s.rss_max_kib.max(p.rss_kib);
+        s.threads_max = s.threads_max.max(p.threads);
+        s.fds_max = s.fds_max.max(p.fds);
+        self.cpu += f64::from(p.cpu_percent());
+        self.user += f64::from(p.cpu_user_percent);
+        self.system += f64::from(p.cpu_system_percent);
+        self.rss += p.rss_kib as f64;
+        self.switches += p.context_switches as f64;
+        self.secs += secs;
+    }
+
+    pub(crate) fn finish(mut self) -> ProcessSummary {
+        let n = self.s.samples.max(1) as f64;
+        self.s.cpu_mean_percent = self.cpu / n;
+        self.s.cpu_user_mean_percent = self.user / n;
+        self.s.cpu_system_mean_percent = self.system / n;
+        self.s.rss_mean_kib = self.rss / n;
+        self.s.context_switches_per_sec = if self.secs > 0.0 { self.switches / self.secs } else { 0.0 };
+        self.s
+    }
+}
+
+/// Sums the machine's samples into a [`HostSummary`].
+#[derive(Default)]
+pub(crate) struct HostTally {
+    s: HostSummary,
+    cpu: f64,
+    samples: u64,
+    rx: f64,
+    tx: f64,
+    secs: f64,
+}
+
+impl HostTally {
+    pub(crate) fn add(&mut self, h: &HostSample, secs: f64) {
+        self.s.cpus = self.s.cpus.max(h.cpus);
+        self.s.cpu_max_percent = self.s.cpu_max_percent.max(f64::from(h.cpu_percent));
+        self.s.mem_total_kib = self.s.mem_total_kib.max(h.mem_total_kib);
+        self.s.mem_used_max_kib = self.s.mem_used_max_kib.max(h.mem_used_kib);
+        self.cpu += f64::from(h.cpu_percent);
+        self.samples += 1;
+        self.rx += h.net_rx_bytes as f64;
+        self.tx += h.net_tx_bytes as f64;
+        self.secs += secs;
+    }
+
+    pub(crate) fn finish(mut self) -> Option<HostSummary> {
+        if self.samples == 0 {
+            return None;
+        }
+        self.s.cpu_mean_percent = self.cpu / self.samples as f64;
+        if self.secs > 0.0 {
+            self.s.net_rx_per_sec = self.rx / self.secs;
+            self.s.net_tx_per_sec = self.tx / self.secs;
+        }
+        Some(self.s)
+    }
+}

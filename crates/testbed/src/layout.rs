@@ -1,0 +1,266 @@
+//! From a topology to the servers to start: names, roles, free ports, configs.
+
+use crate::servers::{self, Balance, Front, Launch, Origin, TlsFiles};
+use serde::{Deserialize, Serialize};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+
+/// Which servers a testbed runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Topology {
+    /// Origins only (`barrage serve`).
+    Direct,
+    /// An origin behind varnishd.
+    Varnish,
+    /// An origin behind squid as a reverse-proxy cache.
+    Squid,
+    /// Origins behind nginx.
+    NginxLb,
+    /// Origins behind haproxy.
+    HaproxyLb,
+    /// Every front at once, sharing the origins.
+    All,
+}
+
+impl Topology {
+    /// Every topology, as named on the command line.
+    pub const NAMES: [&'static str; 6] = ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all"];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Origins when `--backends` is not given: two to balance over, one behind a cache.
+    pub fn default_backends(self) -> u32 {
+        match self {
+            Topology::Varnish | Topology::Squid => 1,
+            _ => 2,
+        }
+    }
+
+    fn fronts(self) -> &'static [Kind] {
+        match self {
+            Topology::Direct => &[],
+            Topology::Varnish => &[Kind::Varnish],
+            Topology::Squid => &[Kind::Squid],
+            Topology::NginxLb => &[Kind::Nginx],
+            Topology::HaproxyLb => &[Kind::Haproxy],
+            Topology::All => &[Kind::Nginx, Kind::Haproxy, Kind::Varnish, Kind::Squid],
+        }
+    }
+}
+
+impl std::str::FromStr for Topology {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        use Topology::*;
+        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All];
+        all.into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown topology '{s}': expected one of {}", Self::NAMES.join(", ")))
+    }
+}
+
+/// The program a server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    /// `barrage serve`.
+    Origin,
+    /// nginx as a balancer.
+    Nginx,
+    /// haproxy as a balancer.
+    Haproxy,
+    /// varnishd as a cache.
+    Varnish,
+    /// squid as a reverse-proxy cache.
+    Squid,
+}
+
+impl Kind {
+    /// The testbed name of the front of this kind.
+    pub fn front_name(self) -> &'static str {
+        match self {
+            Kind::Origin => "origin",
+            Kind::Nginx => "nginx-lb",
+            Kind::Haproxy => "haproxy-lb",
+            Kind::Varnish => "varnish",
+            Kind::Squid => "squid",
+        }
+    }
+}
+
+/// What `testbed up` was asked for.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Options {
+    /// Which servers.
+    pub topology: Topology,
+    /// Origins.
+    pub backends: u32,
+    /// Terminate HTTPS at the fronts (and serve it from the origins of `direct`).
+    pub tls: bool,
+    /// How balancers spread requests.
+    pub balance: Balance,
+    /// The barrage binary that runs the origins.
+    pub barrage: PathBuf,
+}
+
+/// One server of the testbed, ready to start.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerSpec {
+    /// Unique name (`origin-1`, `nginx-lb`).
+    pub name: String,
+    /// What it is.
+    pub kind: Kind,
+    /// A line for humans: "origin", "balancer (nginx, roundrobin over 2 origins)".
+    pub role: String,
+    /// Its own directory.
+    pub dir: PathBuf,
+    /// Where it answers plain HTTP.
+    pub listen: SocketAddr,
+    /// Where it answers HTTPS, if it does.
+    pub tls_listen: Option<SocketAddr>,
+    /// Program and arguments.
+    pub program: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Config files to write before each start.
+    pub files: Vec<(PathBuf, String)>,
+    /// The Debian package of the program.
+    pub package: String,
+    /// The user the program drops to, who must own `dir`.
+    pub owner: Option<String>,
+    /// Files outside `dir` to remove once it exited.
+    pub leftovers: Vec<PathBuf>,
+}
+
+impl ServerSpec {
+    /// `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.listen)
+    }
+
+    /// `https://127.0.0.1:PORT/` when it serves HTTPS.
+    pub fn tls_url(&self) -> Option<String> {
+        self.tls_listen.map(|a| format!("https://{a}/"))
+    }
+
+    fn front(name: &str, kind: Kind, role: String, f: &Front, l: Launch) -> Self {
+        ServerSpec {
+            name: name.to_string(),
+            kind,
+            role,
+            dir: f.dir.to_path_buf(),
+            listen: f.listen,
+            tls_listen: f.tls.map(|t| t.0),
+            program: l.program.to_string(),
+            args: l.args,
+            files: l.files,
+            package: l.package.to_string(),
+            owner: l.owner.map(str::to_string),
+            leftovers: l.leftovers,
+        }
+    }
+}
+
+/// The certificate files of a testbed in `dir`.
+pub fn tls_files(dir: &Path) -> TlsFiles {
+    TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem"), combined: dir.join("combined.pem") }
+}
+
+/// The servers of a testbed in `dir`, origins first, on free loopback ports.
+pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
+    let mut ports = Ports::default();
+    let tls = tls_files(dir);
+    let origins: Vec<Origin> = (1..=o.backends.max(1))
+        .map(|i| Ok(Origin { name: format!("origin-{i}"), addr: ports.next()? }))
+        .collect::<std::io::Result<_>>()?;
+    let mut specs = Vec::new();
+    for origin in &origins {
+        // Origins serve HTTPS only where they are the front.
+        let tls_listen = if o.tls && o.topology == Topology::Direct { Some(ports.next()?) } else { None };
+        specs.push(origin_spec(o, origin, &dir.join(&origin.name), tls_listen, &tls));
+    }
+    for &kind in o.topology.fronts() {
+        let name = kind.front_name();
+        let dir = dir.join(name);
+        let listen = ports.next()?;
+        // Varnish has no TLS.
+        let tls_listen = if o.tls && kind != Kind::Varnish { Some(ports.next()?) } else { None };
+        let front = Front {
+            name,
+            dir: &dir,
+            listen,
+            tls: tls_listen.map(|a| (a, &tls)),
+            origins: &origins,
+            balance: o.balance,
+        };
+        let (launch, role) = match kind {
+            Kind::Nginx => (servers::nginx(&front), balancer_role("nginx", o, origins.len())),
+            Kind::Haproxy => (servers::haproxy(&front), balancer_role("haproxy", o, origins.len())),
+            Kind::Varnish => (servers::varnish(&front), format!("cache (varnish) of {}", origins[0].name)),
+            Kind::Squid => (servers::squid(&front), format!("cache (squid) of {}", origins[0].name)),
+            Kind::Origin => unreachable!("origins are not fronts"),
+        };
+        specs.push(ServerSpec::front(name, kind, role, &front, launch));
+    }
+    Ok(specs)
+}
+
+fn balancer_role(program: &str, o: &Options, origins: usize) -> String {
+    let balance = match o.balance {
+        Balance::RoundRobin => "roundrobin",
+        Balance::LeastConn => "leastconn",
+        Balance::IpHash => "iphash",
+    };
+    format!("balancer ({program}, {balance} over {origins} origins)")
+}
+
+/// An origin: this very barrage binary, `serve`.
+fn origin_spec(o: &Options, origin: &Origin, dir: &Path, tls_listen: Option<SocketAddr>, tls: &TlsFiles) -> ServerSpec {
+    let mut args: Vec<String> = vec![
+        "serve".into(),
+        "--listen".into(),
+        origin.addr.to_string(),
+        "--name".into(),
+        origin.name.clone(),
+        // Cacheable for five minutes, so caches in front serve hits; balancers ignore it.
+        "--cache-control".into(),
+        "public, max-age=300".into(),
+        "--threads".into(),
+        "1".into(),
+    ];
+    if let Some(addr) = tls_listen {
+        args.extend(["--tls-listen".into(), addr.to_string()]);
+        args.extend(["--cert".into(), tls.cert.display().to_string(), "--key".into(), tls.key.display().to_string()]);
+    }
+    ServerSpec {
+        name: origin.name.clone(),
+        kind: Kind::Origin,
+        role: "origin".into(),
+        dir: dir.to_path_buf(),
+        listen: origin.addr,
+        tls_listen,
+        program: o.barrage.display().to_string(),
+        args,
+        files: Vec::new(),
+        package: "barrage".into(),
+        owner: None,
+        leftovers: Vec::new(),
+    }
+}
+
+/// Free loopback ports, each held until all are picked so none is handed out twice.
+#[derive(Default)]
+struct Ports {
+    held: Vec<TcpListener>,
+}
+
+impl Ports {
+    fn next(&mut self) -> std::io::Result<SocketAddr> {
+        let l = TcpListener::bind("127.0.0.1:0")?;
+        let addr = l.local_addr()?;
+        self.held.push(l);
+        Ok(addr)
+    }
+}

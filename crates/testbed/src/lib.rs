@@ -1,0 +1,185 @@
+//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd, squid) on
+//! loopback, started from generated configs and owned by a small supervisor process.
+//!
+//! [`up`] starts the supervisor in the background (`barrage testbed supervise`, a session
+//! of its own) and returns once every server answers HTTP; [`control`] sends it `stop NAME`,
+//! `start NAME` or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
+//! itself, also used in the foreground by `testbed up --foreground`.
+
+#![warn(missing_docs)]
+
+mod layout;
+pub mod servers;
+mod state;
+mod supervisor;
+
+pub use layout::{plan, Kind, Options, ServerSpec, Topology};
+pub use servers::Balance;
+pub use state::{default_dir, ServerState, State, Status};
+pub use supervisor::{answers_http, program_path, supervise, READY_DEADLINE, STOP_DEADLINE};
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// What can go wrong with a testbed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestbedError {
+    /// A program the topology needs is not installed.
+    #[error("{program} not found: install the Debian package '{package}' (apt-get install {package})")]
+    Missing {
+        /// The program.
+        program: String,
+        /// Its Debian package.
+        package: String,
+    },
+    /// A testbed already runs in the directory.
+    #[error("a testbed is already up in {0} (run `barrage testbed down --dir {0}` first, or use another --dir)")]
+    Busy(String),
+    /// No testbed runs in the directory.
+    #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
+    NotUp(String),
+    /// No server of that name.
+    #[error("no server '{name}' in this testbed (it has {known})")]
+    NoSuchServer {
+        /// The name asked for.
+        name: String,
+        /// The names it has.
+        known: String,
+    },
+    /// A server did not start.
+    #[error("{name} did not start: {reason}")]
+    Start {
+        /// The server.
+        name: String,
+        /// Why, with the end of its output.
+        reason: String,
+    },
+    /// The supervisor said something unexpected, or was asked something it does not know.
+    #[error("testbed supervisor: {0}")]
+    Protocol(String),
+    /// Files or sockets failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Checks that every program the testbed needs is installed.
+pub fn check_programs(options: &Options, dir: &Path) -> Result<(), TestbedError> {
+    // Planning in a scratch place gives the programs without touching `dir`.
+    let scratch = dir.join(".plan");
+    for spec in plan(options, &scratch)? {
+        if program_path(&spec.program).is_none() {
+            return Err(TestbedError::Missing { program: spec.program, package: spec.package });
+        }
+    }
+    Ok(())
+}
+
+/// Starts a testbed in `dir` under a supervisor in the background (a new session, so it
+/// outlives the caller and its terminal) and returns its state once every server answers.
+pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
+    prepare(options, dir)?;
+    let json = serde_json::to_string(options).map_err(|e| TestbedError::Protocol(e.to_string()))?;
+    std::fs::create_dir_all(dir)?;
+    let log = std::fs::File::create(dir.join("supervisor.log"))?;
+    let mut cmd = Command::new(&options.barrage);
+    cmd.args(["testbed", "supervise", "--dir"]).arg(dir).arg("--options").arg(json);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    // SAFETY: setsid is async-signal-safe; it makes the supervisor leader of a new session,
+    // away from the terminal's Ctrl-C and hang-up.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let mut line = String::new();
+    let read = BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
+    if read.is_err() || !line.starts_with("ready") {
+        let _ = child.wait();
+        let reason = line.trim().strip_prefix("error: ").unwrap_or(line.trim()).to_string();
+        let reason = if reason.is_empty() {
+            format!("the supervisor ended (see {})", dir.join("supervisor.log").display())
+        } else {
+            reason
+        };
+        return Err(TestbedError::Protocol(reason));
+    }
+    // The supervisor lives on; it is not ours to wait for.
+    drop(child);
+    State::load(dir).ok_or_else(|| TestbedError::NotUp(dir.display().to_string()))
+}
+
+/// Refuses a directory where a testbed runs, clears a dead one's leftovers, and checks
+/// the programs.
+pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
+    if State::load(dir).is_some() {
+        if is_up(dir) {
+            return Err(TestbedError::Busy(dir.display().to_string()));
+        }
+        clean_up(dir)?;
+    }
+    check_programs(options, dir)
+}
+
+/// Whether a supervisor answers in `dir`.
+pub fn is_up(dir: &Path) -> bool {
+    UnixStream::connect(State::socket(dir)).is_ok()
+}
+
+/// Sends one command (`stop NAME`, `start NAME`, `down`) to the supervisor in `dir` and
+/// waits for it to be done.
+pub fn control(dir: &Path, command: &str) -> Result<(), TestbedError> {
+    let not_up = || TestbedError::NotUp(dir.display().to_string());
+    let mut conn = UnixStream::connect(State::socket(dir)).map_err(|_| not_up())?;
+    // Bounded: a stop takes at most STOP_DEADLINE per server, a start READY_DEADLINE.
+    conn.set_read_timeout(Some(READY_DEADLINE + STOP_DEADLINE * 8 + Duration::from_secs(5)))?;
+    conn.write_all(format!("{command}\n").as_bytes())?;
+    let mut reply = String::new();
+    BufReader::new(&conn).read_line(&mut reply)?;
+    match reply.trim() {
+        "ok" => Ok(()),
+        "" => Err(TestbedError::Protocol(format!("no answer to '{command}'"))),
+        r => Err(TestbedError::Protocol(r.strip_prefix("error: ").unwrap_or(r).to_string())),
+    }
+}
+
+/// Takes the testbed in `dir` down: through its supervisor, or, when the supervisor is
+/// gone, by killing the servers its state lists. Afterwards `dir` is gone.
+pub fn down(dir: &Path) -> Result<(), TestbedError> {
+    if is_up(dir) {
+        return control(dir, "down");
+    }
+    if State::load(dir).is_none() && !dir.join("supervisor.log").exists() {
+        return Err(TestbedError::NotUp(dir.display().to_string()));
+    }
+    clean_up(dir)
+}
+
+/// Kills what a dead supervisor left running and removes `dir`.
+fn clean_up(dir: &Path) -> Result<(), TestbedError> {
+    if let Some(state) = State::load(dir) {
+        for s in state.servers.iter().rev() {
+            if let Some(pid) = s.pid.filter(|pid| runs(*pid, &s.spec.program)) {
+                // SAFETY: kill only sends a signal.
+                unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
+    Ok(())
+}
+
+/// Whether `pid` still runs `program` (not a PID reused by something else since).
+fn runs(pid: u32, program: &str) -> bool {
+    let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).split('\0').next().is_some_and(|argv0| argv0.ends_with(&name)))
+        .unwrap_or(false)
+}

@@ -1,0 +1,1026 @@
+//! The servers a testbed runs: for each kind, its config files and command line.
+//!
+//! Everything here is a pure function of a [`Front`]: no process is started and no file is
+//! written; the supervisor does that.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// How a balancer picks the origin of the next request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Balance {
+    /// In turn.
+    RoundRobin,
+    /// The origin with the fewest open requests.
+    LeastConn,
+    /// By a hash of the client address (sticky).
+    IpHash,
+}
+
+/// The testbed's certificate (generated once per testbed), as files.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The leaf certificate for localhost, 127.0.0.1 and ::1 (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM, PKCS#8).
+    pub key: PathBuf,
+    /// Certificate then key in one file (as haproxy wants it).
+    pub combined: PathBuf,
+}
+
+/// An origin behind a front.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    /// Its testbed name (`origin-1`), which balancers report as the backend.
+    pub name: String,
+    /// Its plain-HTTP address.
+    pub addr: SocketAddr,
+}
+
+/// What one front (balancer or cache) is asked to be.
+#[derive(Clone, Debug)]
+pub struct Front<'a> {
+    /// Testbed name of this process (`nginx-lb`, `varnish`...).
+    pub name: &'a str,
+    /// A directory of its own (absolute, exists, empty): configs, pid files, temp files.
+    pub dir: &'a Path,
+    /// Plain-HTTP listen address.
+    pub listen: SocketAddr,
+    /// HTTPS listen address and certificate, when the front terminates TLS.
+    pub tls: Option<(SocketAddr, &'a TlsFiles)>,
+    /// The origins: balancers spread over all, caches use the first.
+    pub origins: &'a [Origin],
+    /// How a balancer spreads requests.
+    pub balance: Balance,
+}
+
+/// How to start one server process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The program, as found on PATH or in /usr/sbin.
+    pub program: &'static str,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Files to write before starting it: (path, contents).
+    pub files: Vec<(PathBuf, String)>,
+    /// The Debian package that provides `program`.
+    pub package: &'static str,
+    /// Runs `as root` drops to this user, which must own `dir` (squid: `proxy`).
+    pub owner: Option<&'static str>,
+    /// Path prefixes of files the server leaves outside `dir` when it does not exit cleanly
+    /// (killed, crashed): after it exits, remove every file whose path starts with one of
+    /// them. Squid's shared-memory segments in `/dev/shm` are the only case.
+    pub leftovers: Vec<PathBuf>,
+}
+
+// ---------------------------------------------------------------------------------------
+// nginx
+
+/// nginx as a load balancer over all `f.origins`, in the foreground:
+/// `nginx -e stderr -p DIR -c DIR/nginx.conf -g 'daemon off;'`.
+///
+/// It balances per `f.balance` (round robin, `least_conn`, `ip_hash`), keeps connections
+/// alive on both sides (`keepalive 32` idle connections to the origins), names the origin
+/// that answered in `X-Backend`, and takes a failing origin out for 2 s after one failed
+/// attempt (passive health checks), retrying the request on the next origin. With
+/// `f.tls` it also serves HTTPS (HTTP/1.1, no ALPN) with the testbed certificate.
+///
+/// Keep-alive and balancing: nginx picks an origin for every request, also on a kept-alive
+/// client connection (a client connection is never tied to an origin; origin connections
+/// are a pool per upstream). `ip_hash` hashes the first three octets of the client's IPv4
+/// address, so every client on 127.0.0.1 goes to the same origin.
+///
+/// Apart from `X-Backend`, requests and responses pass unchanged except for what any
+/// proxy does: hop-by-hop headers (`Connection`), and nginx's own `Date` and `Server`.
+/// SIGTERM is a fast shutdown: the master stops its worker and exits, closing open
+/// connections.
+///
+/// # Panics
+/// If `f.origins` is empty.
+pub fn nginx(f: &Front) -> Launch {
+    let conf = f.dir.join("nginx.conf");
+    let args = vec![
+        // Errors before the config is read go to stderr, not /var/log/nginx/error.log.
+        "-e".to_string(),
+        "stderr".to_string(),
+        // Relative paths (none are used) would resolve inside the testbed directory.
+        "-p".to_string(),
+        f.dir.display().to_string(),
+        "-c".to_string(),
+        conf.display().to_string(),
+        // The supervisor owns the process: the master stays its child.
+        "-g".to_string(),
+        "daemon off;".to_string(),
+    ];
+    let files = vec![(conf, nginx_conf(f))];
+    Launch { program: "nginx", args, files, package: "nginx", owner: None, leftovers: Vec::new() }
+}
+
+/// The whole `nginx.conf`.
+fn nginx_conf(f: &Front) -> String {
+    assert!(!f.origins.is_empty(), "nginx {}: a balancer needs at least one origin", f.name);
+    let mut c = format!("# nginx for the barrage testbed: {}, a load balancer.\n", f.name);
+    c += &nginx_main(f.dir);
+    c += "\nhttp {\n";
+    c += &nginx_http(f.dir);
+    c += &nginx_backend_map(f.origins);
+    c += &nginx_upstream(f.origins, f.balance);
+    c += &nginx_server(f);
+    c += "}\n";
+    c
+}
+
+/// The main context: processes, pid file, error log, connections.
+fn nginx_main(dir: &Path) -> String {
+    format!(
+        "\
+# One worker: without a shared `zone`, every worker keeps its own round-robin position,
+# connection counts and failure marks, so with several the spread over the origins and
+# the passive health checks would depend on which worker took the connection. One worker
+# also leaves the CPUs to the load generator and the origins on the same machine.
+worker_processes 1;
+# Workers stay the user that started nginx (root in the testbed) instead of switching to
+# `nobody`, which could not enter a private testbed directory for its temp files. (When
+# nginx is not started as root this line is ignored, with a warning.)
+user root;
+pid {pid};
+error_log stderr warn;
+
+events {{
+    # Each proxied request holds two connections (client and origin); the default 512
+    # would refuse clients beyond about 250 concurrent requests.
+    worker_connections 4096;
+}}
+",
+        pid = quoted(&dir.join("nginx.pid")),
+    )
+}
+
+/// Settings of the `http` context: logging, body size, temp paths.
+fn nginx_http(dir: &Path) -> String {
+    let mut c = String::from(
+        "    # A load test sends millions of requests; errors still go to stderr.
+    access_log off;
+    # Request bodies of any size pass (the default answers 413 above 1 MB).
+    client_max_body_size 0;
+    # Bodies stream through instead of going to temp files when they outgrow the memory
+    # buffers (request bodies above 16 KB, large responses): the disk writes would count in
+    # the latency measured, and each would log a warning.
+    proxy_request_buffering off;
+    proxy_max_temp_file_size 0;
+    # Temp files nginx still wants go inside the testbed directory, not /var/lib/nginx.
+",
+    );
+    for (directive, sub) in [
+        ("client_body_temp_path", "client_body_temp"),
+        ("proxy_temp_path", "proxy_temp"),
+        ("fastcgi_temp_path", "fastcgi_temp"),
+        ("uwsgi_temp_path", "uwsgi_temp"),
+        ("scgi_temp_path", "scgi_temp"),
+    ] {
+        let _ = writeln!(c, "    {directive} {};", quoted(&dir.join(sub)));
+    }
+    c
+}
+
+/// `$barrage_backend`: the name of the origin that answered, from `$upstream_addr`.
+fn nginx_backend_map(origins: &[Origin]) -> String {
+    let mut c = String::from(
+        "
+    # X-Backend names the origin that answered. $upstream_addr lists every origin tried,
+    # in order (\"A, B\" after a failover), so the match is on the last address. Responses
+    # nginx makes itself (no origin left) get no X-Backend.
+    map $upstream_addr $barrage_backend {
+        default \"\";
+",
+    );
+    for o in origins {
+        let _ = writeln!(c, "        \"~(^|, ){}$\" \"{}\";", regex_escape(&o.addr.to_string()), o.name);
+    }
+    c += "    }\n";
+    c
+}
+
+/// The `upstream` block: balancing method, origins with passive checks, keep-alive pool.
+fn nginx_upstream(origins: &[Origin], balance: Balance) -> String {
+    let method = match balance {
+        Balance::RoundRobin => "# Round robin: nginx's default.\n",
+        Balance::LeastConn => "least_conn;\n",
+        Balance::IpHash => "# Hashes the first three octets of the client's IPv4 address.\n        ip_hash;\n",
+    };
+    let mut c = format!(
+        "
+    upstream barrage_origins {{
+        # The method must come before `keepalive`, which wraps it.
+        {method}"
+    );
+    c += "        # Passive health checks: one failed attempt (see proxy_next_upstream) takes an
+        # origin out for 2 s, after which it gets requests again.
+";
+    for o in origins {
+        let _ = writeln!(c, "        server {} max_fails=1 fail_timeout=2s;", o.addr);
+    }
+    c += "        # Idle connections to the origins kept open for later requests.
+        keepalive 32;
+    }
+";
+    c
+}
+
+/// The `server` block: listeners and the proxying location.
+fn nginx_server(f: &Front) -> String {
+    let mut c = format!("\n    server {{\n        listen {};\n", f.listen);
+    if let Some((addr, files)) = f.tls {
+        let _ = writeln!(c, "        listen {addr} ssl;");
+        let _ = writeln!(c, "        ssl_certificate {};", quoted(&files.cert));
+        let _ = writeln!(c, "        ssl_certificate_key {};", quoted(&files.key));
+    }
+    c += "
+        location / {
+            proxy_pass http://barrage_origins;
+            # Keep-alive to the origins needs HTTP/1.1 and no `Connection: close`.
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+            # The client's Host, not the upstream's name.
+            proxy_set_header Host $http_host;
+            # A stopped origin refuses at once on loopback; this bounds a stuck one.
+            proxy_connect_timeout 1s;
+            # Retry on the next origin after a connection error or timeout only: an
+            # origin's own error statuses pass through. (nginx never retries POST.)
+            proxy_next_upstream error timeout;
+            # `always`: on error statuses too.
+            add_header X-Backend $barrage_backend always;
+        }
+    }
+";
+    c
+}
+
+// ---------------------------------------------------------------------------------------
+// HAProxy
+
+/// HAProxy as a load balancer over all `f.origins`, in the foreground: `haproxy -db -f CFG`
+/// (no daemon, chroot, user, pid file or log lines; alerts go to stderr).
+///
+/// It balances per `f.balance` (`roundrobin`, `leastconn`, `source`), keeps connections
+/// alive on both sides (idle origin connections are reused, `http-reuse safe` by default),
+/// names the origin in `X-Backend`, and health-checks every origin actively every 250 ms:
+/// one failed check marks it down, one success up again. There is no `option redispatch`,
+/// so requests sent to a dead origin before its check notices fail with 503 rather than
+/// being moved: tests want to see them. With `f.tls` it also serves HTTPS (HTTP/1.1, no
+/// ALPN) with `files.combined`.
+///
+/// Keep-alive and balancing: in HTTP mode HAProxy picks a server for every request, also on
+/// a kept-alive client connection. `source` hashes the whole client address, so every
+/// client on 127.0.0.1 goes to the same origin.
+///
+/// Requests and responses pass unchanged apart from `X-Backend` and hop-by-hop headers.
+/// SIGTERM is a hard stop: HAProxy exits at once, closing open connections.
+///
+/// # Panics
+/// If `f.origins` is empty.
+pub fn haproxy(f: &Front) -> Launch {
+    assert!(!f.origins.is_empty(), "haproxy {}: a balancer needs at least one origin", f.name);
+    let cfg = f.dir.join("haproxy.cfg");
+    let text = format!(
+        "# HAProxy for the barrage testbed: {}, a load balancer.\n{}{}{}",
+        f.name,
+        HAPROXY_DEFAULTS,
+        haproxy_frontend(f),
+        haproxy_backend(f.origins, f.balance)
+    );
+    // -db: foreground, no fork; the supervisor owns the process.
+    let args = vec!["-db".to_string(), "-f".to_string(), cfg.display().to_string()];
+    Launch {
+        program: "haproxy",
+        args,
+        files: vec![(cfg, text)],
+        package: "haproxy",
+        owner: None,
+        leftovers: Vec::new(),
+    }
+}
+
+/// Global and default settings.
+const HAPROXY_DEFAULTS: &str = "
+# No `global` section: no daemon, chroot, user, pid file, stats socket or syslog; startup
+# errors and alerts go to stderr.
+
+defaults
+    mode http
+    # Keep-alive on both sides (HAProxy's default, said here because it matters).
+    option http-keep-alive
+    # A stopped origin refuses at once on loopback; this bounds a stuck one.
+    timeout connect 1s
+    timeout client 30s
+    timeout server 30s
+    # A health check may take this long once connected: under a heavy load test a slow
+    # answer is not a dead origin (a refused connection still fails the check at once).
+    timeout check 1s
+    # A request whose connection to the origin fails gets its 503 at once: the default is
+    # 3 more attempts on the same origin (no redispatch) one second apart, so a request
+    # sent to a dead origin would hang 3 s before failing all the same.
+    retries 0
+";
+
+/// The frontend: listeners.
+fn haproxy_frontend(f: &Front) -> String {
+    let mut c = format!("\nfrontend barrage\n    bind {}\n", f.listen);
+    if let Some((addr, files)) = f.tls {
+        let _ = writeln!(c, "    bind {addr} ssl crt {}", quoted(&files.combined));
+    }
+    c += "    default_backend origins\n";
+    c
+}
+
+/// The backend: balancing, health checks, X-Backend, the origins.
+fn haproxy_backend(origins: &[Origin], balance: Balance) -> String {
+    let method = match balance {
+        Balance::RoundRobin => "roundrobin",
+        Balance::LeastConn => "leastconn",
+        Balance::IpHash => "source",
+    };
+    let mut c = format!(
+        "
+backend origins
+    balance {method}
+    # Checks ask the origin's stats path: it answers without counting the request and
+    # without injected errors or latency, so checks neither add to the request counts tests
+    # read nor fail when a test makes the origin fail or stall on purpose.
+    option httpchk GET /_barrage/stats
+    # Every 250 ms; one failure marks an origin down, one success up again: a killed origin
+    # is out within about 0.3 s and a restarted one back within about 0.5 s.
+    default-server check inter 250ms fall 1 rise 1
+    # No `option redispatch`: requests sent to a dead origin before its check notices
+    # fail, and tests want to see that.
+    http-response set-header X-Backend %s
+"
+    );
+    for o in origins {
+        let _ = writeln!(c, "    server {} {}", o.name, o.addr);
+    }
+    c
+}
+
+// ---------------------------------------------------------------------------------------
+// Varnish
+
+/// Varnish as a cache in front of `f.origins[0]`, in the foreground:
+/// `varnishd -F -j none -n DIR -a LISTEN -f DIR/default.vcl -T none -s malloc,64m -t 0`.
+///
+/// Responses are cached as the origin's `Cache-Control` (or `Expires`) says, and only then:
+/// `-t 0` turns off the 120 s default lifetime for responses that say nothing. Otherwise
+/// the built-in VCL applies (GET and HEAD only; requests with `Cookie` or `Authorization`
+/// and responses with `Set-Cookie` are not cached). `X-Cache-Status` is `HIT`, `MISS`,
+/// `PASS` (not cacheable) or `STALE` (served in grace while being refreshed). Varnish also
+/// adds its usual `Via`, `X-Varnish` and `Age` headers.
+///
+/// Varnish has no TLS: `f.tls` is ignored and the cache serves plain HTTP only.
+///
+/// `-n DIR` keeps its working files (shared-memory log, compiled VCL) in the testbed
+/// directory, unique per testbed; `-j none` keeps every process the starting user; `-T
+/// none` opens no management port. The manager also sends its few lifecycle messages to
+/// syslog(3) besides stderr, which cannot be turned off (only varnishtest's `vtc_mode`
+/// debug flag does, and it changes behaviour); with no `/dev/log` they are dropped.
+/// SIGTERM makes the manager stop the cache process and exit.
+///
+/// # Panics
+/// If `f.origins` is empty.
+pub fn varnish(f: &Front) -> Launch {
+    let origin = &f.origins.first().unwrap_or_else(|| panic!("varnish {}: no origin", f.name)).addr;
+    let vcl = f.dir.join("default.vcl");
+    let text = varnish_vcl(f.name, origin);
+    let args = [
+        // Foreground: the manager stays the supervisor's child.
+        "-F",
+        // No jail: no switching to the varnish users, so files in `dir` stay readable.
+        "-j",
+        "none",
+        "-n",
+        &f.dir.display().to_string(),
+        "-a",
+        &f.listen.to_string(),
+        "-f",
+        &vcl.display().to_string(),
+        // No management CLI port (and so no secret file).
+        "-T",
+        "none",
+        "-s",
+        "malloc,64m",
+        // Default TTL 0: only the origin's headers make a response cacheable.
+        "-t",
+        "0",
+    ]
+    .map(String::from)
+    .to_vec();
+    Launch {
+        program: "varnishd",
+        args,
+        files: vec![(vcl, text)],
+        package: "varnish",
+        owner: None,
+        leftovers: Vec::new(),
+    }
+}
+
+/// The VCL: the origin as the backend and `X-Cache-Status` on every delivered response.
+fn varnish_vcl(name: &str, origin: &SocketAddr) -> String {
+    format!(
+        "\
+vcl 4.1;
+
+# Varnish for the barrage testbed: {name}, a cache.
+
+# The origin. No probe: with one backend there is nothing to fail over to.
+backend origin {{
+    .host = \"{host}\";
+    .port = \"{port}\";
+}}
+
+sub vcl_deliver {{
+    if (obj.uncacheable) {{
+        # pass, hit-for-pass, hit-for-miss: fetched for this request and not stored.
+        set resp.http.X-Cache-Status = \"PASS\";
+    }} else if (obj.hits == 0) {{
+        set resp.http.X-Cache-Status = \"MISS\";
+    }} else if (obj.ttl <= 0s) {{
+        # Expired, delivered in grace while a background fetch refreshes it.
+        set resp.http.X-Cache-Status = \"STALE\";
+    }} else {{
+        set resp.http.X-Cache-Status = \"HIT\";
+    }}
+}}
+",
+        host = origin.ip(),
+        port = origin.port(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Squid
+
+/// Squid as a reverse-proxy cache in front of `f.origins[0]`, in the foreground:
+/// `squid -N -n NAME -f DIR/squid.conf`, memory cache only (64 MB, objects up to 16 MB).
+///
+/// Responses are cached as the origin's `Cache-Control` (or `Expires`) says, with no
+/// heuristic lifetime for responses that say nothing. Squid's own `X-Cache: HIT from NAME`
+/// / `MISS from NAME` header tells hits from misses (barrage reads it); there is no
+/// `X-Cache-Status`: in Squid 5 `reply_header_add X-Cache-Status "%Ss"` gives `NONE_NONE`
+/// (the status is decided after the reply headers are built), and marking hits from
+/// `send_hit` would call stale entries hits before they are revalidated. Squid also adds
+/// its usual `Via`, `X-Cache-Lookup`, `X-Forwarded-For` and `Age` headers.
+///
+/// It serves nothing but the origin, never as a forward proxy: requests arrive on
+/// accelerator ports (which rewrite an absolute URL naming another host to the origin and
+/// refuse CONNECT), only those for the origin's host and port are allowed, and it never
+/// connects anywhere but the origin.
+///
+/// With `f.tls` it also serves HTTPS (checked with Squid 5.7 built with GnuTLS and an
+/// ECDSA P-256 certificate). The cache key includes the scheme, so the HTTP and HTTPS
+/// ports cache separately; both fetch from the origin over plain HTTP.
+///
+/// Squid started as root drops to the user `proxy` ([`Launch::owner`]), which must own
+/// `dir`; the certificate is read before that. `NAME` (its `-n` service name) is derived
+/// from `dir`, which keeps apart the shared-memory segments it creates in `/dev/shm`
+/// (`NAME-cf__*.shm`); it removes them on a clean exit, and [`Launch::leftovers`] lists
+/// them for any other. Logs go to `DIR/cache.log` (startup errors also to stderr); there
+/// is no access log. SIGTERM stops it in 1.5 to 2 s, and no setting makes that shorter:
+/// Squid stops `shutdown_lifetime` (here 0) plus one second after its event loop notices
+/// the signal. Unlike Varnish, Squid 5.7 did not cache 404 answers, even with `max-age`.
+///
+/// `dir` must not contain whitespace (squid.conf cannot quote paths).
+///
+/// # Panics
+/// If `f.origins` is empty.
+pub fn squid(f: &Front) -> Launch {
+    let origin = &f.origins.first().unwrap_or_else(|| panic!("squid {}: no origin", f.name)).addr;
+    let conf = f.dir.join("squid.conf");
+    let name = squid_service_name(f.dir);
+    let text =
+        format!("{}{}{}", squid_ports(f, origin), squid_access(origin, f.tls.is_some()), squid_rest(f.name, f.dir));
+    // -N: no daemon and no worker processes; the supervisor owns the one process.
+    let args = ["-N", "-n", &name, "-f", &conf.display().to_string()].map(String::from).to_vec();
+    Launch {
+        program: "squid",
+        args,
+        files: vec![(conf, text)],
+        package: "squid",
+        owner: Some("proxy"),
+        leftovers: vec![PathBuf::from(format!("/dev/shm/{name}-"))],
+    }
+}
+
+/// The `-n` service name: alphanumeric (squid refuses anything else), at most 32
+/// characters, unique per testbed directory.
+fn squid_service_name(dir: &Path) -> String {
+    format!("barrage{}", dir_id(dir))
+}
+
+/// The listening ports and the origin as the only peer.
+fn squid_ports(f: &Front, origin: &SocketAddr) -> String {
+    let site = format!("defaultsite={origin}");
+    let mut c = format!(
+        "\
+# Squid for the barrage testbed: {name}, a cache in front of {origin}.
+
+# Accelerator (reverse proxy) ports. no-vhost: every request is for the origin whatever
+# its Host header says.
+http_port {listen} accel no-vhost {site} name=front_http
+",
+        name = f.name,
+        listen = f.listen,
+    );
+    if let Some((addr, files)) = f.tls {
+        let _ = writeln!(
+            c,
+            "https_port {addr} accel no-vhost {site} name=front_https tls-cert={} tls-key={}",
+            files.cert.display(),
+            files.key.display()
+        );
+    }
+    let _ = write!(
+        c,
+        "
+# The origin, as a parent peer: the only server squid connects to (never_direct below).
+cache_peer {host} parent {port} 0 no-query no-digest originserver name=origin
+",
+        host = origin.ip(),
+        port = origin.port(),
+    );
+    c
+}
+
+/// Access rules: a reverse proxy for the origin, never a forward proxy.
+fn squid_access(origin: &SocketAddr, tls: bool) -> String {
+    let ports = if tls { "front_http front_https" } else { "front_http" };
+    format!(
+        "\
+cache_peer_access origin allow all
+# Never connect to the host a request names: only to the origin peer.
+never_direct allow all
+
+acl front myportname {ports}
+# -n: match the URL's host as written, without DNS lookups.
+acl origin_host dstdomain -n {host}
+acl origin_port port {port}
+acl connect method CONNECT
+http_access deny connect
+# Only requests that arrived on our ports for the origin. (Accelerator ports already
+# rewrite an absolute URL naming another host to the origin, and refuse CONNECT.)
+http_access allow front origin_host origin_port
+http_access deny all
+",
+        host = origin.ip(),
+        port = origin.port(),
+    )
+}
+
+/// Cache, network and process settings.
+fn squid_rest(name: &str, dir: &Path) -> String {
+    let dir = dir.display();
+    format!(
+        "
+# Memory cache only (no cache_dir). The defaults would keep nothing above 512 KB in
+# memory and nothing above 4 MB at all.
+cache_mem 64 MB
+maximum_object_size_in_memory 16 MB
+maximum_object_size 16 MB
+# Freshness only from the origin's Cache-Control or Expires: no heuristic lifetime from
+# Last-Modified for responses that say nothing.
+refresh_pattern . 0 0% 0
+
+# Nothing leaves loopback: no DNS servers but 127.0.0.1 (none is needed: the origin is an
+# address), UDP sockets on loopback, no ICMP pinger helper. ICP and HTCP are off by default.
+dns_nameservers 127.0.0.1
+udp_incoming_address 127.0.0.1
+pinger_enable off
+
+# SIGTERM: stop at once instead of waiting the default 30 s for open connections.
+shutdown_lifetime 0 seconds
+# Squid refuses to run as root: started as root it switches to this user.
+cache_effective_user proxy
+# Names it in X-Cache and Via (and no lookup of the machine's name).
+visible_hostname {name}
+# Files inside the testbed directory, nothing in /var.
+pid_filename {dir}/squid.pid
+cache_log {dir}/cache.log
+coredump_dir {dir}
+netdb_filename none
+# A load test sends millions of requests.
+access_log none
+"
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+/// 16 hex digits unique to `dir` (64-bit FNV-1a of the path), for names a server makes
+/// outside it. FNV rather than std's hasher: the value must not change between builds, so
+/// that leftovers of an earlier run can be recognised.
+fn dir_id(dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let hash = dir
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("{hash:016x}")
+}
+
+/// A path in double quotes, for nginx and HAProxy (which accept spaces inside them).
+fn quoted(path: &Path) -> String {
+    format!("\"{}\"", path.display())
+}
+
+/// `s` with regular-expression metacharacters escaped (for `127.0.0.1:80`, `[::1]:80`).
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for ch in s.chars() {
+        if "\\.^$|?*+()[]{}".contains(ch) {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIR: &str = "/tmp/tb-1/front";
+
+    fn origins() -> Vec<Origin> {
+        vec![
+            Origin { name: "origin-1".to_string(), addr: "127.0.0.1:9001".parse().unwrap() },
+            Origin { name: "origin-2".to_string(), addr: "127.0.0.1:9002".parse().unwrap() },
+        ]
+    }
+
+    fn tls_files() -> TlsFiles {
+        TlsFiles {
+            cert: PathBuf::from("/tmp/tb-1/tls/cert.pem"),
+            key: PathBuf::from("/tmp/tb-1/tls/key.pem"),
+            combined: PathBuf::from("/tmp/tb-1/tls/combined.pem"),
+        }
+    }
+
+    fn front<'a>(origins: &'a [Origin], tls: Option<&'a TlsFiles>, balance: Balance) -> Front<'a> {
+        Front {
+            name: "front",
+            dir: Path::new(DIR),
+            listen: "127.0.0.1:8080".parse().unwrap(),
+            tls: tls.map(|files| ("127.0.0.1:8443".parse().unwrap(), files)),
+            origins,
+            balance,
+        }
+    }
+
+    /// The one file of a launch, checking its path.
+    fn text<'a>(launch: &'a Launch, file: &str) -> &'a str {
+        assert_eq!(launch.files.len(), 1);
+        assert_eq!(launch.files[0].0, Path::new(DIR).join(file));
+        &launch.files[0].1
+    }
+
+    /// The config's directives: lines without comments, trimmed, blank lines dropped.
+    fn directives(text: &str) -> Vec<&str> {
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
+    }
+
+    /// Where `line` is among the directives; panics if it is not there.
+    fn position(text: &str, line: &str) -> usize {
+        directives(text).iter().position(|l| *l == line).unwrap_or_else(|| panic!("no line `{line}` in:\n{text}"))
+    }
+
+    fn args(launch: &Launch) -> Vec<&str> {
+        launch.args.iter().map(String::as_str).collect()
+    }
+
+    // nginx -------------------------------------------------------------------------------
+
+    #[test]
+    fn nginx_runs_in_the_foreground_with_its_files_in_dir() {
+        let origins = origins();
+        let launch = nginx(&front(&origins, None, Balance::RoundRobin));
+        assert_eq!((launch.program, launch.package, launch.owner), ("nginx", "nginx", None));
+        assert!(launch.leftovers.is_empty());
+        let conf = format!("{DIR}/nginx.conf");
+        assert_eq!(args(&launch), ["-e", "stderr", "-p", DIR, "-c", &conf, "-g", "daemon off;"]);
+        let text = text(&launch, "nginx.conf");
+        for line in [
+            "worker_processes 1;",
+            "user root;",
+            "error_log stderr warn;",
+            "access_log off;",
+            "client_max_body_size 0;",
+            "proxy_request_buffering off;",
+            "proxy_max_temp_file_size 0;",
+            &format!("pid \"{DIR}/nginx.pid\";"),
+            &format!("client_body_temp_path \"{DIR}/client_body_temp\";"),
+            &format!("proxy_temp_path \"{DIR}/proxy_temp\";"),
+            &format!("fastcgi_temp_path \"{DIR}/fastcgi_temp\";"),
+            &format!("uwsgi_temp_path \"{DIR}/uwsgi_temp\";"),
+            &format!("scgi_temp_path \"{DIR}/scgi_temp\";"),
+        ] {
+            position(text, line);
+        }
+        assert!(directives(text).iter().all(|l| !l.contains("/var/")), "{text}");
+    }
+
+    #[test]
+    fn nginx_config_is_well_formed() {
+        let origins = origins();
+        let files = tls_files();
+        let text = &nginx(&front(&origins, Some(&files), Balance::LeastConn)).files[0].1;
+        // Every directive ends a statement or opens or closes a block, and blocks balance.
+        for line in directives(text) {
+            assert!(line.ends_with(';') || line.ends_with('{') || line == "}", "bad line `{line}`");
+        }
+        assert_eq!(text.matches('{').count(), text.matches('}').count());
+    }
+
+    #[test]
+    fn nginx_proxies_to_every_origin_with_keepalive_and_passive_checks() {
+        let origins = origins();
+        let text = &nginx(&front(&origins, None, Balance::RoundRobin)).files[0].1;
+        let keepalive = position(text, "keepalive 32;");
+        assert!(position(text, "server 127.0.0.1:9001 max_fails=1 fail_timeout=2s;") < keepalive);
+        assert!(position(text, "server 127.0.0.1:9002 max_fails=1 fail_timeout=2s;") < keepalive);
+        for line in [
+            "listen 127.0.0.1:8080;",
+            "proxy_pass http://barrage_origins;",
+            "proxy_http_version 1.1;",
+            "proxy_set_header Connection \"\";",
+            "proxy_set_header Host $http_host;",
+            "proxy_connect_timeout 1s;",
+            "proxy_next_upstream error timeout;",
+            "add_header X-Backend $barrage_backend always;",
+        ] {
+            position(text, line);
+        }
+        assert!(!text.contains("least_conn") && !text.contains("ip_hash") && !text.contains("ssl"), "{text}");
+    }
+
+    #[test]
+    fn nginx_balancing_method_comes_before_keepalive() {
+        let origins = origins();
+        for (balance, line) in [(Balance::LeastConn, "least_conn;"), (Balance::IpHash, "ip_hash;")] {
+            let text = &nginx(&front(&origins, None, balance)).files[0].1;
+            assert!(position(text, line) < position(text, "keepalive 32;"), "{balance:?}");
+        }
+    }
+
+    #[test]
+    fn nginx_names_the_last_upstream_address() {
+        let origins = origins();
+        let text = &nginx(&front(&origins, None, Balance::RoundRobin)).files[0].1;
+        let map = position(text, "map $upstream_addr $barrage_backend {");
+        assert_eq!(position(text, "default \"\";"), map + 1);
+        assert_eq!(position(text, r#""~(^|, )127\.0\.0\.1:9001$" "origin-1";"#), map + 2);
+        assert_eq!(position(text, r#""~(^|, )127\.0\.0\.1:9002$" "origin-2";"#), map + 3);
+    }
+
+    #[test]
+    fn nginx_serves_https_with_the_testbed_certificate() {
+        let origins = origins();
+        let files = tls_files();
+        let text = &nginx(&front(&origins, Some(&files), Balance::RoundRobin)).files[0].1;
+        position(text, "listen 127.0.0.1:8080;");
+        position(text, "listen 127.0.0.1:8443 ssl;");
+        position(text, "ssl_certificate \"/tmp/tb-1/tls/cert.pem\";");
+        position(text, "ssl_certificate_key \"/tmp/tb-1/tls/key.pem\";");
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one origin")]
+    fn nginx_needs_an_origin() {
+        nginx(&front(&[], None, Balance::RoundRobin));
+    }
+
+    // HAProxy -----------------------------------------------------------------------------
+
+    #[test]
+    fn haproxy_runs_in_the_foreground_without_daemon_lines() {
+        let origins = origins();
+        let launch = haproxy(&front(&origins, None, Balance::RoundRobin));
+        assert_eq!((launch.program, launch.package, launch.owner), ("haproxy", "haproxy", None));
+        assert!(launch.leftovers.is_empty());
+        let cfg = format!("{DIR}/haproxy.cfg");
+        assert_eq!(args(&launch), ["-db", "-f", &cfg]);
+        let text = text(&launch, "haproxy.cfg");
+        for word in ["global", "daemon", "chroot", "user", "log", "pidfile", "stats", "redispatch"] {
+            assert!(directives(text).iter().all(|l| !l.split_whitespace().any(|w| w == word)), "`{word}` in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn haproxy_checks_and_names_every_origin() {
+        let origins = origins();
+        let text = &haproxy(&front(&origins, None, Balance::RoundRobin)).files[0].1;
+        for line in [
+            "mode http",
+            "option http-keep-alive",
+            "timeout connect 1s",
+            "timeout client 30s",
+            "timeout server 30s",
+            "timeout check 1s",
+            "retries 0",
+            "bind 127.0.0.1:8080",
+            "default_backend origins",
+            "balance roundrobin",
+            "option httpchk GET /_barrage/stats",
+            "http-response set-header X-Backend %s",
+        ] {
+            position(text, line);
+        }
+        let defaults = position(text, "default-server check inter 250ms fall 1 rise 1");
+        assert!(defaults < position(text, "server origin-1 127.0.0.1:9001"));
+        assert!(defaults < position(text, "server origin-2 127.0.0.1:9002"));
+        assert!(!text.contains("ssl"), "{text}");
+    }
+
+    #[test]
+    fn haproxy_balancing_methods() {
+        let origins = origins();
+        for (balance, line) in [
+            (Balance::RoundRobin, "balance roundrobin"),
+            (Balance::LeastConn, "balance leastconn"),
+            (Balance::IpHash, "balance source"),
+        ] {
+            position(&haproxy(&front(&origins, None, balance)).files[0].1, line);
+        }
+    }
+
+    #[test]
+    fn haproxy_serves_https_with_the_combined_file() {
+        let origins = origins();
+        let files = tls_files();
+        let text = &haproxy(&front(&origins, Some(&files), Balance::RoundRobin)).files[0].1;
+        assert!(
+            position(text, "bind 127.0.0.1:8080") + 1
+                == position(text, "bind 127.0.0.1:8443 ssl crt \"/tmp/tb-1/tls/combined.pem\"")
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one origin")]
+    fn haproxy_needs_an_origin() {
+        haproxy(&front(&[], None, Balance::RoundRobin));
+    }
+
+    // Varnish -----------------------------------------------------------------------------
+
+    #[test]
+    fn varnish_runs_in_the_foreground_with_its_work_dir_in_dir() {
+        let origins = origins();
+        let launch = varnish(&front(&origins, None, Balance::RoundRobin));
+        assert_eq!((launch.program, launch.package, launch.owner), ("varnishd", "varnish", None));
+        assert!(launch.leftovers.is_empty());
+        let vcl = format!("{DIR}/default.vcl");
+        assert_eq!(
+            args(&launch),
+            [
+                "-F",
+                "-j",
+                "none",
+                "-n",
+                DIR,
+                "-a",
+                "127.0.0.1:8080",
+                "-f",
+                &vcl,
+                "-T",
+                "none",
+                "-s",
+                "malloc,64m",
+                "-t",
+                "0"
+            ]
+        );
+    }
+
+    #[test]
+    fn varnish_fronts_the_first_origin_and_reports_cache_status() {
+        let origins = origins();
+        let launch = varnish(&front(&origins, None, Balance::RoundRobin));
+        let text = text(&launch, "default.vcl");
+        assert_eq!(directives(text)[0], "vcl 4.1;");
+        let backend = position(text, "backend origin {");
+        assert_eq!(position(text, ".host = \"127.0.0.1\";"), backend + 1);
+        assert_eq!(position(text, ".port = \"9001\";"), backend + 2);
+        assert!(!text.contains("9002") && !text.contains(".probe"), "{text}");
+        let deliver = position(text, "sub vcl_deliver {");
+        for status in ["PASS", "MISS", "STALE", "HIT"] {
+            assert!(position(text, &format!("set resp.http.X-Cache-Status = \"{status}\";")) > deliver);
+        }
+        assert_eq!(text.matches('{').count(), text.matches('}').count());
+    }
+
+    #[test]
+    fn varnish_ignores_tls() {
+        let origins = origins();
+        let files = tls_files();
+        let plain = varnish(&front(&origins, None, Balance::RoundRobin));
+        assert_eq!(varnish(&front(&origins, Some(&files), Balance::RoundRobin)), plain);
+    }
+
+    // Squid -------------------------------------------------------------------------------
+
+    #[test]
+    fn squid_runs_in_the_foreground_as_proxy_with_a_name_of_its_own() {
+        let origins = origins();
+        let launch = squid(&front(&origins, None, Balance::RoundRobin));
+        assert_eq!((launch.program, launch.package, launch.owner), ("squid", "squid", Some("proxy")));
+        let name = squid_service_name(Path::new(DIR));
+        let conf = format!("{DIR}/squid.conf");
+        assert_eq!(args(&launch), ["-N", "-n", &name, "-f", &conf]);
+        assert_eq!(launch.leftovers, [PathBuf::from(format!("/dev/shm/{name}-"))]);
+    }
+
+    #[test]
+    fn squid_service_names_are_alphanumeric_short_and_unique_per_dir() {
+        let a = squid_service_name(Path::new("/tmp/tb-1/squid"));
+        let b = squid_service_name(Path::new("/tmp/tb-2/squid"));
+        assert_ne!(a, b);
+        assert_eq!(a, squid_service_name(Path::new("/tmp/tb-1/squid")));
+        for name in [a, b] {
+            assert!(name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric()), "{name}");
+        }
+    }
+
+    #[test]
+    fn squid_is_a_memory_cache_for_the_first_origin_only() {
+        let origins = origins();
+        let launch = squid(&front(&origins, None, Balance::RoundRobin));
+        let text = text(&launch, "squid.conf");
+        for line in [
+            "http_port 127.0.0.1:8080 accel no-vhost defaultsite=127.0.0.1:9001 name=front_http",
+            "cache_peer 127.0.0.1 parent 9001 0 no-query no-digest originserver name=origin",
+            "cache_peer_access origin allow all",
+            "never_direct allow all",
+            "acl front myportname front_http",
+            "cache_mem 64 MB",
+            "refresh_pattern . 0 0% 0",
+            "dns_nameservers 127.0.0.1",
+            "udp_incoming_address 127.0.0.1",
+            "pinger_enable off",
+            "shutdown_lifetime 0 seconds",
+            "cache_effective_user proxy",
+            "access_log none",
+            "netdb_filename none",
+            &format!("pid_filename {DIR}/squid.pid"),
+            &format!("cache_log {DIR}/cache.log"),
+            &format!("coredump_dir {DIR}"),
+        ] {
+            position(text, line);
+        }
+        assert!(!text.contains("9002") && !text.contains("cache_dir ") && !text.contains("https_port"), "{text}");
+        // squid's %Ss is not known yet when reply headers are added: X-Cache is used instead.
+        assert!(!text.contains("reply_header_add"), "{text}");
+    }
+
+    #[test]
+    fn squid_never_serves_as_a_forward_proxy() {
+        let origins = origins();
+        let text = &squid(&front(&origins, None, Balance::RoundRobin)).files[0].1;
+        let rules: Vec<&str> = directives(text).into_iter().filter(|l| l.starts_with("http_access")).collect();
+        assert_eq!(
+            rules,
+            ["http_access deny connect", "http_access allow front origin_host origin_port", "http_access deny all"]
+        );
+        position(text, "acl origin_host dstdomain -n 127.0.0.1");
+        position(text, "acl origin_port port 9001");
+    }
+
+    #[test]
+    fn squid_serves_https_with_the_testbed_certificate() {
+        let origins = origins();
+        let files = tls_files();
+        let text = &squid(&front(&origins, Some(&files), Balance::RoundRobin)).files[0].1;
+        position(
+            text,
+            "https_port 127.0.0.1:8443 accel no-vhost defaultsite=127.0.0.1:9001 name=front_https \
+             tls-cert=/tmp/tb-1/tls/cert.pem tls-key=/tmp/tb-1/tls/key.pem",
+        );
+        position(text, "acl front myportname front_http front_https");
+    }
+
+    // Helpers -----------------------------------------------------------------------------
+
+    #[test]
+    fn dir_id_is_fnv1a_64() {
+        // Reference values of 64-bit FNV-1a.
+        assert_eq!(dir_id(Path::new("")), "cbf29ce484222325");
+        assert_eq!(dir_id(Path::new("a")), "af63dc4c8601ec8c");
+        assert_eq!(dir_id(Path::new("foobar")), "85944171f73967e8");
+    }
+
+    #[test]
+    fn regex_escape_escapes_addresses() {
+        assert_eq!(regex_escape("127.0.0.1:80"), r"127\.0\.0\.1:80");
+        assert_eq!(regex_escape("[::1]:80"), r"\[::1\]:80");
+    }
+}

@@ -1,0 +1,379 @@
+//! The supervisor: starts the servers, reaps every child (and, as a child subreaper, every
+//! orphan of theirs), and carries out `stop`, `start` and `down` sent to its socket.
+//!
+//! The protocol is one line per connection: `stop NAME`, `start NAME` or `down`; the reply is
+//! one line, `ok` or `error: WHY`, sent once the work is done (a stopped server has exited
+//! and been reaped, a started one answers HTTP).
+
+use crate::layout::{plan, tls_files, Options, ServerSpec};
+use crate::state::{ServerState, State, Status};
+use crate::TestbedError;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer its first request (varnishd compiles its VCL).
+pub const READY_DEADLINE: Duration = Duration::from_secs(20);
+/// How long a server may take to exit after SIGTERM before it is killed.
+pub const STOP_DEADLINE: Duration = Duration::from_secs(5);
+/// How often the supervisor looks for exited children, commands and signals.
+const TICK: Duration = Duration::from_millis(10);
+
+/// A running testbed: its state and the exits reaped but not yet matched to a server.
+struct Supervisor {
+    state: State,
+    exits: HashMap<u32, String>,
+}
+
+/// Sets up the testbed in `dir` and supervises it until `down` or SIGTERM/SIGINT. `ready`
+/// is called once every server answers (or with the error that stopped the start-up, after
+/// whatever had started is stopped again).
+pub fn supervise(
+    options: Options,
+    dir: &Path,
+    ready: impl FnOnce(Result<&State, &TestbedError>),
+) -> Result<(), TestbedError> {
+    become_subreaper();
+    let quit = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(signal, quit.clone()).map_err(TestbedError::Io)?;
+    }
+    let mut sup = match Supervisor::up(options, dir) {
+        Ok(s) => s,
+        Err(e) => {
+            ready(Err(&e));
+            return Err(e);
+        }
+    };
+    let listener = match UnixListener::bind(State::socket(dir)).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+        Ok(l) => l,
+        Err(e) => {
+            sup.down();
+            let e = TestbedError::Io(e);
+            ready(Err(&e));
+            return Err(e);
+        }
+    };
+    ready(Ok(&sup.state));
+    while !quit.load(Ordering::Relaxed) {
+        sup.reap();
+        match listener.accept() {
+            Ok((conn, _)) => {
+                if sup.serve(conn) {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
+            Err(e) => eprintln!("barrage testbed: control socket: {e}"),
+        }
+    }
+    sup.down();
+    Ok(())
+}
+
+/// Orphans of the servers (a worker whose master died) become ours to reap, not PID 1's,
+/// which here reaps nothing.
+fn become_subreaper() {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag and touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+impl Supervisor {
+    /// Writes the certificate and starts every server, origins first.
+    fn up(options: Options, dir: &Path) -> Result<Supervisor, TestbedError> {
+        std::fs::create_dir_all(dir)?;
+        let ca = if options.tls { Some(write_certificate(dir)?) } else { None };
+        let specs = plan(&options, dir)?;
+        let servers = specs.into_iter().map(|spec| ServerState { spec, pid: None, status: Status::Stopped }).collect();
+        let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), ca, servers };
+        let mut sup = Supervisor { state, exits: HashMap::new() };
+        for i in 0..sup.state.servers.len() {
+            if let Err(e) = sup.start(i) {
+                sup.down();
+                return Err(e);
+            }
+        }
+        Ok(sup)
+    }
+
+    /// Handles one command; true once the testbed is down.
+    fn serve(&mut self, conn: UnixStream) -> bool {
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut line = String::new();
+        let mut reader = BufReader::new(&conn);
+        if reader.read_line(&mut line).is_err() {
+            return false;
+        }
+        let mut words = line.split_whitespace();
+        let reply = match (words.next(), words.next()) {
+            (Some("down"), None) => {
+                self.down();
+                let _ = (&conn).write_all(b"ok\n");
+                return true;
+            }
+            (Some(cmd @ ("stop" | "start")), Some(name)) => match self.index(name) {
+                Some(i) if cmd == "stop" => self.stop(i),
+                Some(i) => self.start(i),
+                None => Err(TestbedError::NoSuchServer { name: name.into(), known: self.state.names() }),
+            },
+            _ => Err(TestbedError::Protocol(line.trim().to_string())),
+        };
+        let answer = match reply {
+            Ok(()) => "ok\n".to_string(),
+            Err(e) => format!("error: {e}\n"),
+        };
+        let _ = (&conn).write_all(answer.as_bytes());
+        false
+    }
+
+    fn index(&self, name: &str) -> Option<usize> {
+        self.state.servers.iter().position(|s| s.spec.name == name)
+    }
+
+    /// Starts server `i` (a no-op if it runs) and waits until it answers HTTP.
+    fn start(&mut self, i: usize) -> Result<(), TestbedError> {
+        if self.state.servers[i].status == Status::Running {
+            return Ok(());
+        }
+        let pid = spawn(&self.state.servers[i])?;
+        let server = &mut self.state.servers[i];
+        server.pid = Some(pid);
+        server.status = Status::Running;
+        std::fs::write(server.pid_file(), format!("{pid}\n"))?;
+        self.state.save()?;
+        let listen = self.state.servers[i].spec.listen;
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            self.reap();
+            if let Status::Exited(how) = &self.state.servers[i].status {
+                let tail = log_tail(&self.state.servers[i].log());
+                return Err(self.failed(i, format!("exited ({how}) while starting: {tail}")));
+            }
+            if answers_http(listen) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let _ = self.stop(i);
+                let tail = log_tail(&self.state.servers[i].log());
+                return Err(self.failed(i, format!("no HTTP answer on {listen} within {READY_DEADLINE:?}: {tail}")));
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+
+    fn failed(&self, i: usize, reason: String) -> TestbedError {
+        TestbedError::Start { name: self.state.servers[i].spec.name.clone(), reason }
+    }
+
+    /// Stops server `i`: SIGTERM, then SIGKILL to its whole process group after
+    /// [`STOP_DEADLINE`]; returns once it has been reaped.
+    fn stop(&mut self, i: usize) -> Result<(), TestbedError> {
+        let Some(pid) = self.state.servers[i].pid else { return Ok(()) };
+        if self.state.servers[i].status == Status::Running {
+            signal(pid as i32, libc::SIGTERM);
+            let deadline = Instant::now() + STOP_DEADLINE;
+            while self.state.servers[i].status == Status::Running && Instant::now() < deadline {
+                self.reap();
+                std::thread::sleep(TICK);
+            }
+        }
+        // Whatever of its group is left (workers of a master that died) goes too.
+        signal(-(pid as i32), libc::SIGKILL);
+        while self.state.servers[i].status == Status::Running {
+            self.reap();
+            std::thread::sleep(TICK);
+        }
+        let server = &mut self.state.servers[i];
+        server.pid = None;
+        server.status = Status::Stopped;
+        let _ = std::fs::remove_file(server.pid_file());
+        remove_leftovers(&server.spec);
+        self.state.save()?;
+        Ok(())
+    }
+
+    /// Stops everything, fronts first, and removes the state directory.
+    fn down(&mut self) {
+        // SIGTERM to all at once, so the slow ones stop side by side.
+        for s in self.state.servers.iter().filter(|s| s.status == Status::Running) {
+            if let Some(pid) = s.pid {
+                signal(pid as i32, libc::SIGTERM);
+            }
+        }
+        for i in (0..self.state.servers.len()).rev() {
+            let _ = self.stop(i);
+        }
+        self.reap();
+        let _ = std::fs::remove_dir_all(&self.state.dir);
+    }
+
+    /// Reaps every exited child or orphan, marking the servers that ended.
+    fn reap(&mut self) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes only into `status`.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            self.exits.insert(pid as u32, describe(status));
+        }
+        let mut changed = false;
+        for s in &mut self.state.servers {
+            if let (Some(pid), Status::Running) = (s.pid, &s.status) {
+                if let Some(how) = self.exits.remove(&pid) {
+                    s.status = Status::Exited(how);
+                    changed = true;
+                }
+            }
+        }
+        self.exits.clear();
+        if changed {
+            let _ = self.state.save();
+        }
+    }
+}
+
+/// Writes the testbed's CA and server certificate; returns the CA's path.
+fn write_certificate(dir: &Path) -> Result<std::path::PathBuf, TestbedError> {
+    let pki = barrage_server::generate_pki(std::net::Ipv4Addr::LOCALHOST.into())
+        .map_err(|e| TestbedError::Start { name: "certificate".into(), reason: e.to_string() })?;
+    let files = tls_files(dir);
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem)?;
+    std::fs::write(&files.cert, &pki.chain_pem)?;
+    std::fs::write(&files.key, &pki.key_pem)?;
+    std::fs::write(&files.combined, format!("{}{}", pki.chain_pem, pki.key_pem))?;
+    // Squid reads them after dropping to its user.
+    for f in [&files.cert, &files.key, &files.combined, &ca] {
+        set_mode(f, 0o644)?;
+    }
+    Ok(ca)
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Writes the server's files and starts it in a process group of its own, its output in
+/// its directory.
+fn spawn(server: &ServerState) -> Result<u32, TestbedError> {
+    let spec = &server.spec;
+    std::fs::create_dir_all(&spec.dir)?;
+    for (path, contents) in &spec.files {
+        std::fs::write(path, contents)?;
+    }
+    if let Some(owner) = &spec.owner {
+        give_to(&spec.dir, owner)?;
+    }
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(server.log())?;
+    let child = Command::new(program_path(&spec.program).ok_or_else(|| missing(spec))?)
+        .args(&spec.args)
+        .current_dir(&spec.dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| TestbedError::Start { name: spec.name.clone(), reason: format!("{}: {e}", spec.program) })?;
+    // The child is reaped by `reap`, through waitpid(-1): the handle is not needed.
+    Ok(child.id())
+}
+
+fn missing(spec: &ServerSpec) -> TestbedError {
+    TestbedError::Missing { program: spec.program.clone(), package: spec.package.clone() }
+}
+
+/// `program` as a path: as given when it has a slash, else found on PATH or in the sbin
+/// directories (where Debian puts nginx, haproxy, varnishd and squid).
+pub fn program_path(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).exists().then(|| program.into());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let sbin = ["/usr/sbin", "/sbin", "/usr/local/sbin"].map(std::path::PathBuf::from);
+    std::env::split_paths(&path).chain(sbin).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+/// Makes `user` own `dir` and what is in it, when we are root (squid drops to `proxy`).
+fn give_to(dir: &Path, user: &str) -> Result<(), TestbedError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let name = std::ffi::CString::new(user).map_err(|_| TestbedError::Protocol(user.into()))?;
+    // SAFETY: getpwnam reads a NUL-terminated name; the result is copied out at once.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    if pw.is_null() {
+        return Err(TestbedError::Start { name: user.into(), reason: format!("no user '{user}' on this machine") });
+    }
+    // SAFETY: pw is non-null and points to libc's static passwd record.
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    std::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
+    for entry in std::fs::read_dir(dir)? {
+        std::os::unix::fs::chown(entry?.path(), Some(uid), Some(gid))?;
+    }
+    Ok(())
+}
+
+fn remove_leftovers(spec: &ServerSpec) {
+    for prefix in &spec.leftovers {
+        let (Some(parent), Some(stem)) = (prefix.parent(), prefix.file_name()) else { continue };
+        let Ok(entries) = std::fs::read_dir(parent) else { continue };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&*stem.to_string_lossy()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill only sends a signal; a PID that is gone gives ESRCH, which is fine.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// "exit 0", "exit 1", "signal 9".
+fn describe(status: i32) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("status {status}")
+    }
+}
+
+/// Whether `addr` answers `GET /` with any HTTP status (a TCP connect is not enough:
+/// varnishd accepts before it serves).
+pub fn answers_http(addr: SocketAddr) -> bool {
+    let Ok(mut conn) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return false };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if conn.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut start = [0u8; 12];
+    conn.read_exact(&mut start).is_ok() && start.starts_with(b"HTTP/1.") && start[9].is_ascii_digit()
+}
+
+/// The last lines of a server's output, on one line, for an error message.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if tail.is_empty() {
+        format!("no output (see {})", path.display())
+    } else {
+        format!("{tail} (see {})", path.display())
+    }
+}
