@@ -10,5 +10,7 @@ mod pick;
 mod reqlog;
 mod request;
 mod retries;
+mod testbed;
 mod uploads;
 mod util;
+mod watch;

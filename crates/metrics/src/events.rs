@@ -182,10 +182,10 @@ fn measured(r: &IntervalRow) -> bool {
     r.ok + r.errors > 0 && r.length_s >= 0.5
 }
 
-/// The rows of the whole seconds inside `[from_s, to_s)`, give or take a tick (an event
-/// starts a few ms after its second): a second half outside would mix in the other side.
+/// The rows of the whole seconds inside `[from_s, to_s)`, give or take 50 ms (an event
+/// starts a few ms after its second): a second partly outside would mix in the other side.
 fn whole_seconds(rows: &[IntervalRow], from_s: f64, to_s: f64) -> impl Iterator<Item = &IntervalRow> {
-    let slack = tick_s() + 1e-9;
+    let slack = 0.05;
     rows.iter().filter(move |r| r.second as f64 >= from_s - slack && (r.second + 1) as f64 <= to_s + slack)
 }
 

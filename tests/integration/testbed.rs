@@ -1,0 +1,331 @@
+//! The testbed with the real servers: caches counted against what reached the origin,
+//! balancers spreading and failing over, HTTPS at the front, monitoring, and `down`
+//! leaving nothing behind. Each test brings up its own testbed in a temporary directory
+//! and takes it down even when it fails.
+
+use crate::util::{barrage, require};
+use barrage_testbed::{program_path, State};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A testbed of the test's own; `down` when dropped, also while a failing test unwinds.
+struct Testbed {
+    dir: tempfile::TempDir,
+    state: State,
+}
+
+/// The programs a topology needs, with the names `require` reports.
+fn programs(topology: &str) -> &'static [&'static str] {
+    match topology {
+        "varnish" => &["varnishd"],
+        "squid" => &["squid"],
+        "nginx-lb" => &["nginx"],
+        "haproxy-lb" => &["haproxy"],
+        "all" => &["nginx", "haproxy", "varnishd", "squid"],
+        _ => &[],
+    }
+}
+
+impl Testbed {
+    /// `barrage testbed up TOPOLOGY ARGS`; `None` (the test is skipped) when a server
+    /// program is not installed.
+    fn up(topology: &str, args: &[&str]) -> Option<Testbed> {
+        for program in programs(topology) {
+            if !require(program, program_path(program).is_some()) {
+                return None;
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let out = barrage().args(["testbed", "up", topology, "--dir"]).arg(dir.path()).args(args).output().unwrap();
+        let state = State::load(dir.path());
+        // A partial start is taken down before the assertion can fail.
+        let bed = state.map(|state| Testbed { dir, state });
+        assert!(out.status.success(), "testbed up {topology}: {}", String::from_utf8_lossy(&out.stderr));
+        let bed = bed.expect("state written");
+        let table = String::from_utf8_lossy(&out.stdout);
+        for s in &bed.state.servers {
+            assert!(table.contains(&s.spec.url()), "the table lists {}: {table}", s.spec.name);
+        }
+        Some(bed)
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn url(&self, name: &str) -> String {
+        self.state.server(name).unwrap_or_else(|| panic!("no {name}")).spec.url()
+    }
+
+    fn tls_url(&self, name: &str) -> String {
+        self.state.server(name).and_then(|s| s.spec.tls_url()).unwrap_or_else(|| panic!("{name} has no HTTPS"))
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        State::load(self.dir()).expect("state").servers.iter().filter_map(|s| s.pid).collect()
+    }
+
+    /// Requests the origin has served (its own count, which `/_barrage/stats` does not add to).
+    fn origin_requests(&self, name: &str) -> u64 {
+        let addr = self.state.server(name).unwrap().spec.listen;
+        let body = crate::util::http_get(addr, "/_barrage/stats");
+        let json: Value = serde_json::from_str(body.rsplit("\r\n\r\n").next().unwrap()).unwrap();
+        json["requests"].as_u64().unwrap()
+    }
+
+    /// `barrage testbed ARGS --dir DIR`.
+    fn command(&self, args: &[&str]) -> Output {
+        barrage().arg("testbed").args(args).arg("--dir").arg(self.dir()).output().unwrap()
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let out = barrage().args(["testbed", "down", "--dir"]).arg(self.dir.path()).output().unwrap();
+        if !std::thread::panicking() {
+            assert!(out.status.success(), "down: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
+
+/// `barrage run ARGS --format json`, successful, as JSON.
+fn run_json(args: &[&str]) -> Value {
+    let out = barrage().arg("run").args(args).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "run {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// One client, one URL, 40 times: the first request is the cache's only miss, and the
+/// origin saw exactly the misses.
+fn cache_counts_what_reached_the_origin(topology: &str) {
+    let Some(bed) = Testbed::up(topology, &[]) else { return };
+    let before = bed.origin_requests("origin-1");
+    let url = format!("{}bytes/2k?{topology}", bed.url(topology));
+    let s = run_json(&["-n", "40", "-c", "1", &url]);
+    let fetched = bed.origin_requests("origin-1") - before;
+    let cache = &s["cache"];
+    let statuses = &cache["statuses"];
+    assert_eq!(statuses["miss"].as_u64(), Some(1), "{cache}");
+    assert_eq!(statuses["hit"].as_u64(), Some(39), "{cache}");
+    assert_eq!(fetched, 1, "the origin served only the miss");
+    assert!((f(&cache["hit_ratio"]) - 39.0 / 40.0).abs() < 1e-9, "{cache}");
+    // Every response has the same body, so bytes split as requests do (headers aside).
+    let byte_hit = f(&cache["byte_hit_ratio"]);
+    assert!((byte_hit - 39.0 / 40.0).abs() < 0.01, "{cache}");
+    // Hits carry the origin's X-Served-By too: the backend report works through the cache.
+    let backends = s["backends"].as_array().unwrap();
+    assert_eq!(
+        (backends.len(), &backends[0]["name"], backends[0]["requests"].as_u64()),
+        (1, &Value::from("origin-1"), Some(40))
+    );
+}
+
+#[test]
+fn varnish_serves_a_miss_then_hits_and_the_origin_agrees() {
+    cache_counts_what_reached_the_origin("varnish");
+}
+
+#[test]
+fn squid_serves_a_miss_then_hits_and_the_origin_agrees() {
+    cache_counts_what_reached_the_origin("squid");
+}
+
+/// Round robin over two origins, keep-alive on: both balancers pick per request, so one
+/// kept-alive connection still spreads 50/50.
+fn balancer_spreads_evenly(topology: &str) {
+    let Some(bed) = Testbed::up(topology, &[]) else { return };
+    let s = run_json(&["-n", "400", "-c", "2", &bed.url(topology)]);
+    assert_eq!(s["requests"]["ok"].as_u64(), Some(400));
+    assert_eq!(s["requests"]["connections"].as_u64(), Some(2), "kept alive");
+    let backends = s["backends"].as_array().unwrap();
+    assert_eq!(backends.len(), 2, "{backends:?}");
+    for b in backends {
+        let share = f(&b["share"]);
+        assert!((share - 0.5).abs() <= 0.05, "{}: {share}", b["name"]);
+    }
+}
+
+#[test]
+fn nginx_spreads_round_robin_evenly_over_kept_alive_connections() {
+    balancer_spreads_evenly("nginx-lb");
+}
+
+#[test]
+fn haproxy_spreads_round_robin_evenly_over_kept_alive_connections() {
+    balancer_spreads_evenly("haproxy-lb");
+}
+
+#[test]
+fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
+    let Some(bed) = Testbed::up("haproxy-lb", &[]) else { return };
+    let exe = env!("CARGO_BIN_EXE_barrage");
+    let dir = bed.dir().display().to_string();
+    let stop = format!("{exe} testbed stop origin-2 --dir {dir}");
+    let start = format!("{exe} testbed start origin-2 --dir {dir}");
+    let s = run_json(&[
+        "--rate",
+        "400",
+        "-d",
+        "6s",
+        &bed.url("haproxy-lb"),
+        "--testbed",
+        &dir,
+        "--at",
+        "2s",
+        &stop,
+        "--at",
+        "4s",
+        &start,
+    ]);
+    let events = s["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
+    let (down, up) = (&events[0], &events[1]);
+    assert_eq!(down["exit"].as_i64(), Some(0), "{down}");
+    assert!(down["output"].as_str().unwrap().contains("stopped origin-2"), "{down}");
+    // Requests to origin-2 fail until a health check (every 250 ms) marks it down; then
+    // they stop within a second.
+    let recovery = f(&down["recovery_s"]);
+    assert!(recovery > 0.0 && recovery < 1.0, "recovery {recovery}: {down}");
+    assert!(down["burst_errors"].as_u64().unwrap() > 0, "{down}");
+    let after = &down["after"]["backends"];
+    assert_eq!(after.as_object().unwrap().keys().collect::<Vec<_>>(), ["origin-1"], "{after}");
+    assert_eq!(f(&down["after"]["error_ratio"]), 0.0, "{down}");
+    // Started again, it is checked up and gets its share back.
+    let back = f(&up["after"]["backends"]["origin-2"]);
+    assert!(back > 0.3, "origin-2 takes traffic again: {up}");
+    // The testbed's servers were watched without --monitor, origin-2 down for a while.
+    let procs = s["processes"].as_array().unwrap();
+    let origin2 = procs.iter().find(|p| p["name"] == "origin-2").expect("origin-2 watched");
+    assert!(origin2["down_samples"].as_u64().unwrap() >= 1, "{origin2}");
+    assert!(procs.iter().any(|p| p["name"] == "haproxy-lb"), "{procs:?}");
+}
+
+/// HTTPS at the balancer with the testbed's CA: every request a new TLS connection, each
+/// with its handshake measured.
+fn https_through(topology: &str) {
+    let Some(bed) = Testbed::up(topology, &["--tls"]) else { return };
+    let ca = bed.state.ca.clone().expect("a CA with --tls");
+    let url = bed.tls_url(topology);
+    let s = run_json(&["-n", "20", "-c", "1", "--no-keepalive", "--cacert", ca.to_str().unwrap(), &url]);
+    assert_eq!(s["requests"]["ok"].as_u64(), Some(20), "{}", s["errors"]);
+    assert_eq!(s["phases"]["tls"]["count"].as_u64(), Some(20));
+    assert!(s["phases"]["tls"]["p50_us"].as_u64().unwrap() > 0);
+    assert_eq!(s["backends"].as_array().unwrap().len(), 2, "both origins behind the TLS front");
+}
+
+#[test]
+fn https_through_nginx_with_the_testbed_ca() {
+    https_through("nginx-lb");
+}
+
+#[test]
+fn https_through_haproxy_with_the_testbed_ca() {
+    https_through("haproxy-lb");
+}
+
+#[test]
+fn monitoring_sees_the_front_work_under_load() {
+    let Some(bed) = Testbed::up("nginx-lb", &[]) else { return };
+    let dir = bed.dir().display().to_string();
+    // Idle nginx: a trickle straight to an origin.
+    let idle = run_json(&["--rate", "5", "-d", "2s", &bed.url("origin-1"), "--testbed", &dir, "--monitor", "nginx-lb"]);
+    // Busy nginx: 8 workers flat out through it.
+    let busy = run_json(&["-c", "8", "-d", "2s", &bed.url("nginx-lb"), "--testbed", &dir]);
+    let cpu = |s: &Value| {
+        let p = s["processes"].as_array().unwrap().iter().find(|p| p["name"] == "nginx-lb").expect("nginx watched");
+        (f(&p["cpu_mean_percent"]), p["samples"].as_u64().unwrap(), p["threads_max"].as_u64().unwrap())
+    };
+    let (idle_cpu, idle_samples, _) = cpu(&idle);
+    let (busy_cpu, busy_samples, threads) = cpu(&busy);
+    assert!(idle_samples >= 2 && busy_samples >= 2);
+    assert!(threads >= 2, "master and worker counted together");
+    assert!(busy_cpu > idle_cpu + 10.0, "nginx CPU rose under load: idle {idle_cpu:.1}%, busy {busy_cpu:.1}%");
+    // barrage and the machine are always there; the CSV series carries them.
+    assert!(busy["processes"].as_array().unwrap().iter().any(|p| p["name"] == "barrage"));
+    assert!(f(&busy["host"]["cpu_mean_percent"]) > 0.0);
+    assert!(busy["intervals"][0]["cpu_percent"]["nginx-lb"].is_number());
+}
+
+#[test]
+fn down_leaves_no_process_and_no_state_even_when_the_test_fails() {
+    let Some(probe) = Testbed::up("all", &["--tls"]) else { return };
+    // A test that fails with a testbed up: its guard takes it down while unwinding.
+    let dir = probe.dir().to_path_buf();
+    let pids = probe.pids();
+    let squid_shm = probe.state.server("squid").unwrap().spec.leftovers.clone();
+    assert!(!squid_shm.is_empty() && !shm_files(&squid_shm).is_empty(), "squid keeps segments while it runs");
+    let failed = std::thread::spawn(move || {
+        let _bed = probe;
+        panic!("a failing test");
+    })
+    .join();
+    assert!(failed.is_err());
+    assert_eq!(pids.len(), 6, "two origins, nginx, haproxy, varnish and squid: {pids:?}");
+    for pid in pids {
+        assert!(!alive(pid), "server {pid} still runs");
+    }
+    assert!(!dir.exists(), "state removed: {}", dir.display());
+    let left = shm_files(&squid_shm);
+    assert!(left.is_empty(), "squid's shared memory removed: {left:?}");
+}
+
+/// A process that is neither running nor a zombie (reaped).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+}
+
+/// Files in /dev/shm whose path starts with one of `prefixes`.
+fn shm_files(prefixes: &[PathBuf]) -> Vec<PathBuf> {
+    let all: Vec<PathBuf> =
+        std::fs::read_dir("/dev/shm").map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    all.into_iter()
+        .filter(|f| prefixes.iter().any(|p| f.to_string_lossy().starts_with(&*p.to_string_lossy())))
+        .collect()
+}
+
+#[test]
+fn stop_and_start_one_server_and_status_show_it() {
+    let Some(bed) = Testbed::up("direct", &["--backends", "2"]) else { return };
+    let out = bed.command(&["stop", "origin-2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status = String::from_utf8(bed.command(&["status"]).stdout).unwrap();
+    let line = status.lines().find(|l| l.starts_with("origin-2")).unwrap();
+    assert!(line.ends_with("stopped"), "{status}");
+    assert!(!barrage_testbed::answers_http(bed.state.server("origin-2").unwrap().spec.listen));
+    let out = bed.command(&["start", "origin-2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(barrage_testbed::answers_http(bed.state.server("origin-2").unwrap().spec.listen), "same port again");
+    let out = bed.command(&["stop", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("no server 'nosuch'") && err.contains("origin-1, origin-2"), "{err}");
+    // A second testbed in the same directory is refused.
+    let out = barrage().args(["testbed", "up", "direct", "--dir"]).arg(bed.dir()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already up"));
+}
+
+#[test]
+fn testbed_usage_errors_are_one_line_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["up".into(), "mesh".into()], "unknown topology 'mesh'"),
+        (vec!["up".into(), "direct".into(), "--balance".into(), "random".into()], "--balance"),
+        (vec!["status".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
+        (vec!["stop".into(), "origin-1".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
+        (vec!["down".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
+    ];
+    for (args, want) in cases {
+        let out = barrage().arg("testbed").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
