@@ -329,3 +329,39 @@ fn testbed_usage_errors_are_one_line_with_exit_2() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn bench_compares_every_front_in_one_table_and_tears_down() {
+    for program in programs("all") {
+        if !require(program, program_path(program).is_some()) {
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("bed");
+    let out = barrage()
+        .args(["testbed", "bench", "-d", "1s", "-c", "2", "--no-tls", "--dir"])
+        .arg(&state_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
+    let row = |label: &str| -> Vec<String> {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("{label} "))).unwrap_or_else(|| panic!("{label}: {text}"));
+        line.split_whitespace().skip(label.split_whitespace().count()).map(str::to_string).collect()
+    };
+    for label in ["direct", "nginx-lb", "haproxy-lb", "varnish hits", "varnish misses", "squid hits", "squid misses"] {
+        let cells = row(label);
+        assert_eq!(cells[3], "100.00%", "{label} succeeded: {text}");
+    }
+    // Hits and misses as asked: one miss at the start at most, then hits; never a hit for
+    // the misses.
+    let percent = |cell: &str| cell.trim_end_matches('%').parse::<f64>().unwrap();
+    assert!(percent(&row("varnish hits")[4]) >= 99.0, "{text}");
+    assert!(percent(&row("squid hits")[4]) >= 99.0, "{text}");
+    assert_eq!(row("varnish misses")[4], "0.0%", "{text}");
+    assert_eq!(row("squid misses")[4], "0.0%", "{text}");
+    assert_eq!(row("direct")[4], "-", "no cache in front of the origin");
+    assert!(!state_dir.exists(), "the testbed went down");
+}

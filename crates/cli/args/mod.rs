@@ -88,8 +88,8 @@ pub struct TestbedUpArgs {
     /// Origins. [default: 2; 1 for varnish and squid]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub backends: Option<u32>,
-    /// Terminate HTTPS at the fronts (origins serve it in `direct`) with a generated
-    /// certificate; its CA is printed for --cacert.
+    /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS) with a
+    /// generated certificate; its CA is printed for --cacert.
     #[arg(long)]
     pub tls: bool,
     /// How the balancers spread requests.

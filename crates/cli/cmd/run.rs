@@ -164,7 +164,7 @@ impl HdrLog {
 /// First Ctrl-C stops the attack (the partial report is printed); the second exits at once.
 /// Returns once the handler is installed, so a Ctrl-C during the run is never the default
 /// one that would kill the process and lose the report.
-fn watch_ctrl_c(stop: CancellationToken) -> anyhow::Result<()> {
+pub(crate) fn watch_ctrl_c(stop: CancellationToken) -> anyhow::Result<()> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     std::thread::Builder::new().name("barrage-signals".into()).spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();

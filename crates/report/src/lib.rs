@@ -36,7 +36,7 @@ mod text;
 
 pub use crate::csv::csv;
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
-pub use crate::text::text;
+pub use crate::text::{text, Align, Table};
 
 use barrage_metrics::file::FileError;
 use barrage_metrics::RunSummary;

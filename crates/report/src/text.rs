@@ -79,21 +79,26 @@ impl Paint {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Align {
+/// How a column's cells line up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Align {
+    /// Text.
     Left,
+    /// Numbers.
     Right,
 }
 
 use Align::{Left, Right};
 
-/// Rows of cells rendered in aligned columns, two spaces apart.
-struct Table {
+/// Rows of cells rendered in aligned columns, two spaces apart: the one table shape of every
+/// report (`Table::new(&[Left, Right]).row(["name", "1"])`).
+pub struct Table {
     align: Vec<Align>,
     rows: Vec<Row>,
 }
 
-struct Row {
+/// One row of a [`Table`].
+pub struct Row {
     cells: Vec<String>,
     /// The second cell is free text running past the columns (not counted in their widths).
     note: bool,
@@ -101,17 +106,24 @@ struct Row {
 }
 
 impl Table {
-    fn new(align: &[Align]) -> Self {
+    /// A table whose columns line up as `align` says.
+    pub fn new(align: &[Align]) -> Self {
         Table { align: align.to_vec(), rows: Vec::new() }
     }
 
-    fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Row {
+    /// Adds a row.
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Row {
         self.rows.push(Row { cells: cells.into_iter().map(Into::into).collect(), note: false, red: false });
         self.rows.last_mut().expect("just pushed")
     }
 
     fn note(&mut self, first: &str, text: &str) {
         self.rows.push(Row { cells: vec![first.into(), text.into()], note: true, red: false });
+    }
+
+    /// The table as plain text, one line per row.
+    pub fn to_text(&self) -> String {
+        self.render(Paint { on: false })
     }
 
     fn render(&self, paint: Paint) -> String {

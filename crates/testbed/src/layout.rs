@@ -97,7 +97,7 @@ pub struct Options {
     pub topology: Topology,
     /// Origins.
     pub backends: u32,
-    /// Terminate HTTPS at the fronts (and serve it from the origins of `direct`).
+    /// Terminate HTTPS at the fronts, and serve it from the origins beside plain HTTP.
     pub tls: bool,
     /// How balancers spread requests.
     pub balance: Balance,
@@ -177,8 +177,8 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
         .collect::<std::io::Result<_>>()?;
     let mut specs = Vec::new();
     for origin in &origins {
-        // Origins serve HTTPS only where they are the front.
-        let tls_listen = if o.tls && o.topology == Topology::Direct { Some(ports.next()?) } else { None };
+        // Origins serve HTTPS too, for the direct comparison; fronts reach them over HTTP.
+        let tls_listen = if o.tls { Some(ports.next()?) } else { None };
         specs.push(origin_spec(o, origin, &dir.join(&origin.name), tls_listen, &tls));
     }
     for &kind in o.topology.fronts() {
