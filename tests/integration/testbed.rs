@@ -205,6 +205,19 @@ fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
     assert!(procs.iter().any(|p| p["name"] == "haproxy-lb"), "{procs:?}");
 }
 
+#[test]
+fn nginx_retries_a_stopped_origin_silently() {
+    let Some(bed) = Testbed::up("nginx-lb", &[]) else { return };
+    let stop = format!("{} testbed stop origin-2 --dir {}", env!("CARGO_BIN_EXE_barrage"), bed.dir().display());
+    let s = run_json(&["--rate", "300", "-d", "4s", &bed.url("nginx-lb"), "--at", "1500ms", &stop]);
+    let down = &s["events"][0];
+    // Passive checks: the request that met the dead origin went on to the other one.
+    assert_eq!(s["requests"]["ok"], s["requests"]["total"], "no error reached the client: {}", s["status_codes"]);
+    assert_eq!(down["burst_errors"].as_u64(), Some(0), "{down}");
+    let after = down["after"]["backends"].as_object().unwrap();
+    assert_eq!(after.keys().collect::<Vec<_>>(), ["origin-1"], "{down}");
+}
+
 /// HTTPS at the balancer with the testbed's CA: every request a new TLS connection, each
 /// with its handshake measured.
 fn https_through(topology: &str) {

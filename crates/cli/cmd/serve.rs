@@ -8,6 +8,9 @@ use std::io::Write;
 
 /// Starts the origin (or `--instances` of them) and serves until interrupted.
 pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
+    if a.cert.is_some() && !a.tls && a.tls_listen.is_none() {
+        anyhow::bail!("--cert is for HTTPS: add --tls or --tls-listen ADDR");
+    }
     let instances = usize::from(a.instances.max(1));
     let mut servers = Vec::with_capacity(instances);
     for i in 0..instances {

@@ -264,3 +264,53 @@ impl Ports {
         Ok(addr)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(topology: Topology, tls: bool) -> Options {
+        Options { topology, backends: 3, tls, balance: Balance::RoundRobin, barrage: "/bin/barrage".into() }
+    }
+
+    #[test]
+    fn all_shares_the_origins_and_every_port_is_distinct() {
+        let dir = Path::new("/tmp/bed");
+        let specs = plan(&options(Topology::All, true), dir).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["origin-1", "origin-2", "origin-3", "nginx-lb", "haproxy-lb", "varnish", "squid"]);
+        let mut ports: Vec<u16> =
+            specs.iter().flat_map(|s| std::iter::once(s.listen).chain(s.tls_listen)).map(|a| a.port()).collect();
+        let n = ports.len();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), n, "no port twice");
+        assert_eq!(n, 7 + 6, "HTTPS everywhere but varnish");
+        assert!(specs.iter().all(|s| s.listen.ip().is_loopback() && s.dir.starts_with(dir)));
+        let packages: Vec<&str> = specs[3..].iter().map(|s| s.package.as_str()).collect();
+        assert_eq!(packages, ["nginx", "haproxy", "varnish", "squid"]);
+        let origin = &specs[0];
+        assert_eq!(origin.program, "/bin/barrage");
+        assert!(origin.args.windows(2).any(|w| w == ["--name", "origin-1"]), "{:?}", origin.args);
+        let balancer = specs.iter().find(|s| s.name == "haproxy-lb").unwrap();
+        assert_eq!(balancer.role, "balancer (haproxy, roundrobin over 3 origins)");
+    }
+
+    #[test]
+    fn topologies_parse_by_name_and_refuse_others() {
+        for name in Topology::NAMES {
+            assert_eq!(name.parse::<Topology>().unwrap().name(), name);
+        }
+        let err = "mesh".parse::<Topology>().unwrap_err();
+        assert!(err.contains("unknown topology 'mesh'") && err.contains("haproxy-lb"), "{err}");
+        let direct = plan(&options(Topology::Direct, false), Path::new("/tmp/d")).unwrap();
+        assert_eq!(direct.len(), 3);
+        assert!(direct.iter().all(|s| s.tls_listen.is_none()));
+    }
+
+    #[test]
+    fn a_missing_program_names_its_debian_package() {
+        let e = crate::TestbedError::Missing { program: "varnishd".into(), package: "varnish".into() };
+        assert_eq!(e.to_string(), "varnishd not found: install the Debian package 'varnish' (apt-get install varnish)");
+    }
+}
