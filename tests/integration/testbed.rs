@@ -378,3 +378,28 @@ fn bench_compares_every_front_in_one_table_and_tears_down() {
     assert_eq!(row("direct")[4], "-", "no cache in front of the origin");
     assert!(!state_dir.exists(), "the testbed went down");
 }
+
+#[test]
+fn down_cleans_up_after_a_supervisor_that_died() {
+    let Some(bed) = Testbed::up("direct", &[]) else { return };
+    let pids = bed.pids();
+    // SAFETY: kill only sends a signal, to the supervisor this test started.
+    unsafe { libc::kill(bed.state.supervisor_pid as i32, libc::SIGKILL) };
+    // Bounded wait until its socket stops answering.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while barrage_testbed::is_up(bed.dir()) {
+        assert!(std::time::Instant::now() < deadline, "the supervisor did not die");
+        std::thread::yield_now();
+    }
+    let out = bed.command(&["status"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("supervisor"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bed.command(&["down"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for pid in pids {
+        assert!(!alive(pid), "origin {pid} killed by down");
+    }
+    assert!(!bed.dir().exists());
+    // The guard's own `down` then finds nothing: that is the only error it may see.
+    std::mem::forget(bed);
+}

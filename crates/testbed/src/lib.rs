@@ -176,10 +176,10 @@ fn clean_up(dir: &Path) -> Result<(), TestbedError> {
     Ok(())
 }
 
-/// Whether `pid` still runs `program` (not a PID reused by something else since).
+/// Whether `pid` still runs `program` (not a PID reused by something else since). The whole
+/// command line is searched: nginx and squid rewrite theirs ("nginx: master process …").
 fn runs(pid: u32, program: &str) -> bool {
     let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| String::from_utf8_lossy(&c).split('\0').next().is_some_and(|argv0| argv0.ends_with(&name)))
-        .unwrap_or(false)
+    !name.is_empty()
+        && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&name))
 }
