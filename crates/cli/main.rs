@@ -13,7 +13,6 @@ pub enum Outcome {
     /// Everything went as asked.
     Ok,
     /// A threshold or comparison failed.
-    #[allow(dead_code)]
     Failed,
 }
 

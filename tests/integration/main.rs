@@ -5,6 +5,7 @@ mod cache;
 mod cli;
 mod faults;
 mod files;
+mod gates;
 mod measure;
 mod pick;
 mod reqlog;

@@ -331,6 +331,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", help_heading = "Watch")]
     pub testbed: Option<PathBuf>,
 
+    /// A service-level objective checked at the end (repeatable): p99<250ms, p50<20ms,
+    /// success>=99.5%, throughput>=1000/s, errors<10; NAME:p99<100ms for requests of one
+    /// name. Any missed one makes the exit code 1.
+    #[arg(long, value_name = "EXPR", help_heading = "Gates")]
+    pub slo: Vec<barrage_report::Slo>,
+    /// Write the --slo verdicts as JUnit XML, for CI systems.
+    #[arg(long, value_name = "FILE", requires = "slo", help_heading = "Gates")]
+    pub junit: Option<PathBuf>,
+
     /// Retry a failed request up to N times (each attempt is recorded; the report adds
     /// first-try and final success).
     #[arg(long, value_name = "N", help_heading = "Retries")]

@@ -20,6 +20,13 @@ pub fn render(files: &[PathBuf], format: Format) -> anyhow::Result<()> {
         return Ok(out.flush()?);
     }
     let summary = barrage_metrics::summary::summarize(files)?;
+    print_summary(&summary, format)
+}
+
+/// Prints a summary in a text, JSON or CSV report on standard output.
+pub fn print_summary(summary: &barrage_metrics::RunSummary, format: Format) -> anyhow::Result<()> {
+    let summary = summary.clone();
+    let mut out = std::io::stdout().lock();
     let text = match format {
         Format::Text => barrage_report::text(&summary, use_color()),
         Format::Json => barrage_report::json(&summary),

@@ -25,6 +25,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let at = super::watch::schedule(&args.at, plan.duration)?;
     let phases: Vec<Option<&str>> =
         if args.phases.is_empty() { vec![None] } else { args.phases.iter().map(|p| Some(p.as_str())).collect() };
+    let mut failed = false;
     for (i, phase) in phases.iter().enumerate() {
         if let (Some(name), Format::Text) = (phase, args.format) {
             println!("== phase {}/{}: {name}\n", i + 1, phases.len());
@@ -44,12 +45,34 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             watch: watch.clone(),
             at: at.clone(),
         };
-        execute(plan.clone(), run)?;
+        let summary = execute(plan.clone(), run)?;
+        if !args.slo.is_empty() && !check_slos(&args, &summary, *phase)? {
+            failed = true;
+        }
         if i + 1 < phases.len() && args.format == Format::Text {
             println!();
         }
     }
-    Ok(Outcome::Ok)
+    Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+}
+
+/// Prints the SLO verdicts (on stderr when stdout carries JSON or CSV) and writes --junit;
+/// false when any objective was missed.
+fn check_slos(args: &RunArgs, summary: &barrage_metrics::RunSummary, phase: Option<&str>) -> anyhow::Result<bool> {
+    let results: Vec<_> = args.slo.iter().map(|slo| slo.check(summary)).collect();
+    let lines = barrage_report::slo_lines(&results);
+    if args.format == Format::Text {
+        print!("\n{lines}");
+    } else {
+        eprint!("{lines}");
+    }
+    if let Some(path) = &args.junit {
+        let path = per_phase(path, phase);
+        let suite = format!("barrage run {}", summary.urls.join(" "));
+        std::fs::write(&path, barrage_report::junit(&suite, &results, summary.duration.total_s))
+            .with_context(|| format!("--junit {}", path.display()))?;
+    }
+    Ok(results.iter().all(|r| r.pass))
 }
 
 /// `run.brg` becomes `run.fill.brg` in phase `fill`.
@@ -83,7 +106,7 @@ pub struct Execution {
 }
 
 /// Runs a plan with the results in `run.output` (or a temporary file), then renders it.
-pub fn execute(plan: Plan, run: Execution) -> anyhow::Result<()> {
+pub fn execute(plan: Plan, run: Execution) -> anyhow::Result<barrage_metrics::RunSummary> {
     let format = run.format;
     if format == Format::HdrLog {
         bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
@@ -111,7 +134,9 @@ pub fn execute(plan: Plan, run: Execution) -> anyhow::Result<()> {
     })?;
     progress.clear();
     hdr.finish()?;
-    super::report::render(std::slice::from_ref(&path), format)
+    let summary = barrage_metrics::summary::summarize(std::slice::from_ref(&path))?;
+    super::report::print_summary(&summary, format)?;
+    Ok(summary)
 }
 
 /// `--hdr-log`: written interval by interval as the run goes, like the results file, so a

@@ -32,10 +32,12 @@
 
 mod csv;
 mod hdr;
+pub mod slo;
 mod text;
 
 pub use crate::csv::csv;
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
+pub use crate::slo::{junit, slo_lines, Slo, SloResult};
 pub use crate::text::{text, Align, Table};
 
 use barrage_metrics::file::FileError;

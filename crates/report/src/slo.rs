@@ -1,0 +1,331 @@
+//! Service-level objectives checked on a run (`--slo 'p99<250ms'`): parsed from text,
+//! evaluated against a [`RunSummary`], reported as pass/fail lines and as JUnit XML.
+//!
+//! # Grammar
+//! ```text
+//! slo     = [NAME ":"] metric op value
+//! metric  = p50 | p90 | p95 | p99 | p999 | max | mean      corrected latency, value a duration
+//!         | success                                        share of successful requests, value in %
+//!         | throughput                                     successes per second, value a rate (1000 or 1000/s)
+//!         | errors                                         failed requests (errors and 4xx/5xx), value a count
+//! op      = < | <= | > | >=
+//! ```
+//! `NAME:` restricts the objective to the requests of that name (`# name:` in a target file).
+
+use barrage_metrics::summary::{LatencyStats, RunSummary};
+use barrage_metrics::units::{fmt_us, parse_duration};
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+/// What an objective measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Metric {
+    /// A corrected-latency figure: p50, p90, p95, p99, p999, max, mean.
+    Latency(LatencyFigure),
+    /// Successful share of the requests, as a fraction.
+    Success,
+    /// Successes per second.
+    Throughput,
+    /// Failed requests.
+    Errors,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum LatencyFigure {
+    P50,
+    P90,
+    P95,
+    P99,
+    P999,
+    Max,
+    Mean,
+}
+
+impl LatencyFigure {
+    const NAMES: [(&'static str, LatencyFigure); 7] = [
+        ("p50", LatencyFigure::P50),
+        ("p90", LatencyFigure::P90),
+        ("p95", LatencyFigure::P95),
+        ("p99", LatencyFigure::P99),
+        ("p999", LatencyFigure::P999),
+        ("max", LatencyFigure::Max),
+        ("mean", LatencyFigure::Mean),
+    ];
+
+    fn of(self, l: &LatencyStats) -> f64 {
+        match self {
+            LatencyFigure::P50 => l.p50_us as f64,
+            LatencyFigure::P90 => l.p90_us as f64,
+            LatencyFigure::P95 => l.p95_us as f64,
+            LatencyFigure::P99 => l.p99_us as f64,
+            LatencyFigure::P999 => l.p999_us as f64,
+            LatencyFigure::Max => l.max_us as f64,
+            LatencyFigure::Mean => l.mean_us,
+        }
+    }
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    fn holds(self, actual: f64, bound: f64) -> bool {
+        match self {
+            Op::Lt => actual < bound,
+            Op::Le => actual <= bound,
+            Op::Gt => actual > bound,
+            Op::Ge => actual >= bound,
+        }
+    }
+}
+
+/// One objective, as given and as understood.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slo {
+    text: String,
+    name: Option<String>,
+    metric: Metric,
+    op: Op,
+    /// µs for latency, a fraction for success, per second for throughput, a count for errors.
+    bound: f64,
+}
+
+impl FromStr for Slo {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let text = s.trim();
+        let bad = |why: String| format!("invalid --slo '{text}': {why}");
+        let (name, rest) = match text.split_once(':') {
+            Some((n, r)) if !n.trim().is_empty() => (Some(n.trim().to_string()), r.trim()),
+            _ => (None, text),
+        };
+        let at = rest.find(['<', '>']).ok_or_else(|| bad("no comparison: expected <, <=, > or >=".into()))?;
+        let (metric_text, after) = rest.split_at(at);
+        let (op, value) = match after {
+            a if a.starts_with("<=") => (Op::Le, &a[2..]),
+            a if a.starts_with(">=") => (Op::Ge, &a[2..]),
+            a if a.starts_with('<') => (Op::Lt, &a[1..]),
+            a => (Op::Gt, &a[1..]),
+        };
+        let (metric_text, value) = (metric_text.trim(), value.trim());
+        if value.starts_with(['<', '>', '=']) {
+            return Err(bad(format!("unexpected '{}' after the comparison", &value[..1])));
+        }
+        let metric = metric(metric_text).ok_or_else(|| {
+            bad(format!("unknown metric '{metric_text}': expected p50, p90, p95, p99, p999, max, mean, success, throughput or errors"))
+        })?;
+        let bound = bound(metric, value).map_err(bad)?;
+        Ok(Slo { text: text.to_string(), name, metric, op, bound })
+    }
+}
+
+fn metric(text: &str) -> Option<Metric> {
+    let lower = text.to_ascii_lowercase();
+    if let Some((_, f)) = LatencyFigure::NAMES.iter().find(|(n, _)| *n == lower) {
+        return Some(Metric::Latency(*f));
+    }
+    match lower.as_str() {
+        "success" => Some(Metric::Success),
+        "throughput" => Some(Metric::Throughput),
+        "errors" => Some(Metric::Errors),
+        _ => None,
+    }
+}
+
+/// The bound in the metric's unit, from its text.
+fn bound(metric: Metric, value: &str) -> Result<f64, String> {
+    let number = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
+    match metric {
+        Metric::Latency(_) => parse_duration(value)
+            .map(|d| d.as_secs_f64() * 1e6)
+            .map_err(|_| format!("'{value}' is not a duration such as 250ms or 1.5s")),
+        Metric::Success => value
+            .strip_suffix('%')
+            .and_then(number)
+            .filter(|p| *p <= 100.0)
+            .map(|p| p / 100.0)
+            .ok_or_else(|| format!("'{value}' is not a percentage such as 99.5%")),
+        Metric::Throughput => number(value.strip_suffix("/s").unwrap_or(value))
+            .ok_or_else(|| format!("'{value}' is not a rate such as 1000/s")),
+        Metric::Errors => {
+            number(value).filter(|n| n.fract() == 0.0).ok_or_else(|| format!("'{value}' is not a count such as 10"))
+        }
+    }
+}
+
+/// An objective checked against a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SloResult {
+    /// The objective as given.
+    pub slo: String,
+    /// What the run achieved, formatted in the objective's unit; "no requests named X" when
+    /// the name matched nothing.
+    pub actual: String,
+    /// Whether it was met.
+    pub pass: bool,
+}
+
+impl Slo {
+    /// Checks the objective against `s`. A name that matched no request fails.
+    pub fn check(&self, s: &RunSummary) -> SloResult {
+        let (latency, ok, total, secs) = match &self.name {
+            None => (&s.latency.corrected, s.requests.ok, s.requests.total, s.duration.total_s),
+            Some(name) => match s.by_name.iter().find(|g| &g.name == name) {
+                Some(g) => (&g.latency, g.requests - g.failed, g.requests, s.duration.total_s),
+                None => {
+                    let actual = format!("no requests named '{name}'");
+                    return SloResult { slo: self.text.clone(), actual, pass: false };
+                }
+            },
+        };
+        let (value, shown) = match self.metric {
+            Metric::Latency(f) => (f.of(latency), fmt_us(f.of(latency))),
+            Metric::Success => {
+                let r = if total > 0 { ok as f64 / total as f64 } else { 0.0 };
+                (r, format!("{:.3}%", r * 100.0))
+            }
+            Metric::Throughput => {
+                let t = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
+                (t, format!("{t:.1}/s"))
+            }
+            Metric::Errors => ((total - ok) as f64, (total - ok).to_string()),
+        };
+        // A run without requests meets no objective, whatever the numbers say.
+        let pass = total > 0 && self.op.holds(value, self.bound);
+        SloResult { slo: self.text.clone(), actual: shown, pass }
+    }
+}
+
+/// The pass/fail lines of a report.
+pub fn slo_lines(results: &[SloResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let verdict = if r.pass { "pass" } else { "FAIL" };
+        let _ = writeln!(out, "SLO {verdict}  {}  (actual {})", r.slo, r.actual);
+    }
+    out
+}
+
+/// JUnit XML: one test suite `suite`, one test case per objective, a failure per missed one.
+pub fn junit(suite: &str, results: &[SloResult], time_s: f64) -> String {
+    let failures = results.iter().filter(|r| !r.pass).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"barrage\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{time_s:.3}\">",
+        results.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{time_s:.3}\">",
+        xml(suite),
+        results.len()
+    );
+    for r in results {
+        let _ = write!(out, "    <testcase classname=\"{}\" name=\"{}\" time=\"{time_s:.3}\"", xml(suite), xml(&r.slo));
+        if r.pass {
+            out.push_str("/>\n");
+        } else {
+            let message = format!("{} not met: actual {}", r.slo, r.actual);
+            let _ = writeln!(
+                out,
+                ">\n      <failure message=\"{}\" type=\"slo\">{}</failure>\n    </testcase>",
+                xml(&message),
+                xml(&message)
+            );
+        }
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// Text escaped for XML attributes and content.
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_metrics::summary::GroupSummary;
+
+    fn summary() -> RunSummary {
+        let mut s = RunSummary::default();
+        s.requests.total = 1000;
+        s.requests.ok = 995;
+        s.duration.total_s = 10.0;
+        s.latency.corrected =
+            LatencyStats { count: 1000, p50_us: 12_000, p99_us: 180_000, max_us: 400_000, ..Default::default() };
+        s.by_name.push(GroupSummary {
+            name: "get-object".into(),
+            requests: 800,
+            failed: 0,
+            latency: LatencyStats { count: 800, p99_us: 90_000, ..Default::default() },
+            ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn objectives_pass_and_fail_on_a_known_run() {
+        let s = summary();
+        let table = [
+            ("p99<250ms", true, "180.00ms"),
+            ("p99 < 100ms", false, "180.00ms"),
+            ("p50<=12ms", true, "12.00ms"),
+            ("max>1s", false, "400.00ms"),
+            ("success>=99.5%", true, "99.500%"),
+            ("success>99.5%", false, "99.500%"),
+            ("throughput>=99/s", true, "99.5/s"),
+            ("throughput>=1000", false, "99.5/s"),
+            ("errors<10", true, "5"),
+            ("errors<5", false, "5"),
+            ("get-object:p99<100ms", true, "90.00ms"),
+            ("get-object:success>=100%", true, "100.000%"),
+            ("put-object:p99<100ms", false, "no requests named 'put-object'"),
+        ];
+        for (text, pass, actual) in table {
+            let r = text.parse::<Slo>().unwrap().check(&s);
+            assert_eq!((r.pass, r.actual.as_str()), (pass, actual), "{text}");
+        }
+        assert!(!"p99<1s".parse::<Slo>().unwrap().check(&RunSummary::default()).pass, "no requests meet nothing");
+    }
+
+    #[test]
+    fn malformed_objectives_name_the_token() {
+        let table = [
+            ("p99", "no comparison"),
+            ("p98<1s", "unknown metric 'p98'"),
+            ("p99<<1s", "unexpected '<'"),
+            ("p99<fast", "'fast' is not a duration"),
+            ("success>=99.5", "'99.5' is not a percentage"),
+            ("success>=120%", "'120%' is not a percentage"),
+            ("throughput>=lots", "'lots' is not a rate"),
+            ("errors<1.5", "'1.5' is not a count"),
+        ];
+        for (text, want) in table {
+            let e = text.parse::<Slo>().unwrap_err();
+            assert!(e.starts_with(&format!("invalid --slo '{text}'")) && e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn junit_lists_every_objective_and_escapes() {
+        let results = [
+            SloResult { slo: "p99<250ms".into(), actual: "180ms".into(), pass: true },
+            SloResult { slo: "errors<5".into(), actual: "5".into(), pass: false },
+        ];
+        let x = junit("run <a&b>", &results, 1.5);
+        assert!(x.contains("<testsuite name=\"run &lt;a&amp;b&gt;\" tests=\"2\" failures=\"1\""), "{x}");
+        assert!(x.contains("name=\"p99&lt;250ms\" time=\"1.500\"/>"), "{x}");
+        assert!(x.contains("<failure message=\"errors&lt;5 not met: actual 5\" type=\"slo\">"), "{x}");
+        assert_eq!(slo_lines(&results), "SLO pass  p99<250ms  (actual 180ms)\nSLO FAIL  errors<5  (actual 5)\n");
+    }
+}
