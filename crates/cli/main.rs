@@ -27,6 +27,10 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::serve(a),
         Command::Demo(a) => cmd::demo::demo(a),
         Command::Testbed(a) => cmd::testbed::testbed(a.command),
+        Command::Compare(a) => cmd::compare::compare(a),
+        Command::Sweep(a) => cmd::sweep::sweep(*a),
+        Command::Capacity(a) => cmd::capacity::capacity(*a),
+        Command::Experiment(a) => cmd::experiment::experiment(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

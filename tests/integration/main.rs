@@ -3,6 +3,7 @@
 mod backends;
 mod cache;
 mod cli;
+mod experiments;
 mod faults;
 mod files;
 mod gates;

@@ -32,6 +32,120 @@ pub enum Command {
     /// Real nginx, haproxy, varnishd and squid in front of barrage origins, on loopback.
     #[command(after_help = TESTBED_EXAMPLES)]
     Testbed(TestbedArgs),
+    /// One run per load level (--rate 10,50,100 or -c 8..96/8), one row per level.
+    #[command(after_help = SWEEP_EXAMPLES)]
+    Sweep(Box<RunArgs>),
+    /// The highest open-loop rate meeting every --slo: a ramp to bracket it, then a search.
+    #[command(after_help = CAPACITY_EXAMPLES)]
+    Capacity(Box<CapacityArgs>),
+    /// Run every case of an experiment file (factors, levels, repeats) and compare them.
+    #[command(after_help = EXPERIMENT_EXAMPLES)]
+    Experiment(ExperimentArgs),
+    /// Compare runs against the first (the baseline), with significance; --fail-if for CI.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare(CompareArgs),
+}
+
+const SWEEP_EXAMPLES: &str = "Examples:
+  barrage sweep URL --rate 10,50,100,500,700 --step 10s          a report per rate
+  barrage sweep URL -c 8..96/8 --step 10s --slo 'p99<100ms'      latency and errors vs clients
+  barrage sweep URL -c 1,2,4,8 -o sweep-dir --xlsx sweep.xlsx    keep each level's results
+All flags of `run` apply to every level; -o names a directory.";
+
+const CAPACITY_EXAMPLES: &str = "Examples:
+  barrage capacity URL --slo 'p99<100ms' --slo 'success>=99.9%'
+  barrage capacity URL --slo 'p99<50ms' --step 5s --max-rate 50000 --precision 2%
+Each probe is a run of --step (default 10s) at one rate; all flags of `run` apply.";
+
+/// `barrage capacity`.
+#[derive(Args, Debug)]
+pub struct CapacityArgs {
+    /// The rate of the first probe; the ramp doubles it until an objective is missed.
+    #[arg(long, value_name = "RATE", default_value_t = 100.0)]
+    pub start_rate: f64,
+    /// The highest rate probed.
+    #[arg(long, value_name = "RATE", default_value_t = 500_000.0)]
+    pub max_rate: f64,
+    /// Stop when the bracket is this narrow, relative to its top.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub precision: f64,
+    /// Bound on the whole search; the capacity found so far is reported when it runs out.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub max_time: PositiveDur,
+    /// The run's flags (URL, --slo, --step, headers, TLS…).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+const EXPERIMENT_EXAMPLES: &str = "Examples:
+  barrage experiment study.toml --dry-run        list the cases (TC0, TC1, …) and their flags
+  barrage experiment study.toml -o study.results run them; a results file per case and repeat
+  barrage experiment study.toml -o study.results --resume    finish an interrupted one
+The file format is in the README (Experiments).";
+
+/// `barrage experiment`.
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// The experiment file (TOML).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// List the cases with their ids and flags; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The results directory. [default: FILE's name with .results]
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Continue an interrupted experiment in the directory, skipping finished runs.
+    #[arg(long)]
+    pub resume: bool,
+    /// An objective of every case, besides the file's (repeatable).
+    #[arg(long, value_name = "EXPR")]
+    pub slo: Vec<barrage_report::Slo>,
+    /// Write the objectives' verdicts as JUnit XML.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Output format of the summary on standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also write the matrix and comparisons as a spreadsheet.
+    #[arg(long, value_name = "FILE")]
+    pub xlsx: Option<PathBuf>,
+}
+
+const COMPARE_EXAMPLES: &str = "Examples:
+  barrage compare before.brg after.brg
+  barrage compare before.brg after.brg --fail-if 'p99>+10%' --fail-if 'throughput<-5%'
+  barrage compare http.brg https.brg h2.brg --xlsx comparison.xlsx";
+
+/// `barrage compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results files, or directories whose results files are merged into one run; the first
+    /// is the baseline.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Exit 1 when a run's change against the baseline crosses this bound (repeatable):
+    /// 'p99>+10%', 'throughput<-5%'. Metrics: throughput, success, errors, mean, p50, p90,
+    /// p99, max.
+    #[arg(long = "fail-if", value_name = "BOUND")]
+    pub fail_if: Vec<barrage_report::compare::FailIf>,
+    /// Smallest change called significant, however small the p-value.
+    #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = parse_percent)]
+    pub noise: f64,
+    /// Output format on standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also write the table as a spreadsheet.
+    #[arg(long, value_name = "FILE")]
+    pub xlsx: Option<PathBuf>,
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    s.strip_suffix('%')
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|p| (0.0..=100.0).contains(p))
+        .map(|p| p / 100.0)
+        .ok_or_else(|| format!("invalid percentage '{s}': expected e.g. 2%"))
 }
 
 const TESTBED_EXAMPLES: &str = "Examples:
@@ -198,8 +312,8 @@ pub enum Format {
     HdrLog,
 }
 
-/// `barrage run`.
-#[derive(Args, Debug)]
+/// `barrage run` (and `sweep`, `capacity`, which share its flags).
+#[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
     /// may be a template such as http://host/obj/{id}, with --objects N.
@@ -210,17 +324,17 @@ pub struct RunArgs {
     /// the duration (100:2000), or steps (10,50,100 with --step).
     #[arg(long, value_name = "RATE", conflicts_with_all = ["concurrency", "think_time"], help_heading = "Load")]
     pub rate: Option<RateSpec>,
-    /// Length of each step of a stepped --rate.
-    #[arg(long, value_name = "DURATION", requires = "rate", help_heading = "Load")]
+    /// Length of each step of a stepped --rate (`sweep`: of each level).
+    #[arg(long, value_name = "DURATION", help_heading = "Load")]
     pub step: Option<PositiveDur>,
     /// Open loop: most requests outstanding at once; a request due while all are busy is
     /// counted late, and its wait is part of its latency. [default: --connections]
     #[arg(long, value_name = "N", requires = "rate", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
     /// Closed loop: workers, each sending its next request when the last one finished.
-    /// [default: 50 when --rate is not given]
-    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Load")]
-    pub concurrency: Option<u32>,
+    /// [default: 50 when --rate is not given] (`sweep`: a list 8,16,32 or a range 8..96/8)
+    #[arg(short = 'c', long, value_name = "N", help_heading = "Load")]
+    pub concurrency: Option<units::Levels>,
     /// Closed loop: pause between a response and the worker's next request.
     #[arg(long, value_name = "DURATION", help_heading = "Load")]
     pub think_time: Option<Dur>,
@@ -331,6 +445,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", help_heading = "Watch")]
     pub testbed: Option<PathBuf>,
 
+    /// Also write the report's tables (summary, intervals; a sweep's levels) as a
+    /// spreadsheet workbook, one sheet per table.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub xlsx: Option<PathBuf>,
+
     /// A service-level objective checked at the end (repeatable): p99<250ms, p50<20ms,
     /// success>=99.5%, throughput>=1000/s, errors<10; NAME:p99<100ms for requests of one
     /// name. Any missed one makes the exit code 1.
@@ -403,6 +522,10 @@ pub struct ServeArgs {
     /// Also serve HTTPS on this address, beside plain HTTP on --listen.
     #[arg(long, value_name = "ADDR")]
     pub tls_listen: Option<std::net::SocketAddr>,
+    /// Serve at most N requests at once; the rest wait in a queue. With --latency this
+    /// gives a known capacity: N / latency per second (10 at 10ms: 1,000 req/s).
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..1_000_000))]
+    pub max_concurrency: Option<usize>,
     /// Serve this certificate chain (PEM) over TLS instead of a generated one; with --key.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,

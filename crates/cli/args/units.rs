@@ -163,3 +163,47 @@ mod tests {
         assert!("0s".parse::<PositiveDur>().is_err());
     }
 }
+
+/// Worker counts: `50`, a list `8,16,32`, or a range `8..96/8` (from, to, step).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Levels(pub Vec<u32>);
+
+const LEVELS_FORM: &str = "a worker count such as 50, a list 8,16,32, or a range 8..96/8";
+
+impl FromStr for Levels {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("invalid worker count '{s}': expected {LEVELS_FORM}");
+        let count = |t: &str| t.trim().parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad);
+        let levels = if let Some((from, rest)) = s.split_once("..") {
+            let (to, step) = rest.split_once('/').map_or((rest, "1"), |(t, st)| (t, st));
+            let (from, to, step) = (count(from)?, count(to)?, count(step)?);
+            if from > to {
+                return Err(bad());
+            }
+            (from..=to).step_by(step as usize).collect()
+        } else {
+            s.split(',').map(count).collect::<Result<Vec<u32>, String>>()?
+        };
+        if levels.len() > 1000 {
+            return Err(format!("invalid worker count '{s}': more than 1,000 levels"));
+        }
+        Ok(Levels(levels))
+    }
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::*;
+
+    #[test]
+    fn levels_parse_counts_lists_and_ranges() {
+        assert_eq!("50".parse::<Levels>().unwrap().0, [50]);
+        assert_eq!("8,16,32".parse::<Levels>().unwrap().0, [8, 16, 32]);
+        assert_eq!("8..32/8".parse::<Levels>().unwrap().0, [8, 16, 24, 32]);
+        assert_eq!("1..3".parse::<Levels>().unwrap().0, [1, 2, 3]);
+        for bad in ["0", "a", "8..4", "8..96/0", "1,,2", "1..100000"] {
+            assert!(bad.parse::<Levels>().is_err(), "{bad}");
+        }
+    }
+}

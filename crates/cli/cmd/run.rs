@@ -46,6 +46,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             at: at.clone(),
         };
         let summary = execute(plan.clone(), run)?;
+        if let Some(path) = &args.xlsx {
+            let sheets = [barrage_report::summary_sheet(&summary), barrage_report::intervals_sheet(&summary)];
+            barrage_report::write_xlsx(&per_phase(path, *phase), &sheets)?;
+        }
         if !args.slo.is_empty() && !check_slos(&args, &summary, *phase)? {
             failed = true;
         }
@@ -111,6 +115,14 @@ pub fn execute(plan: Plan, run: Execution) -> anyhow::Result<barrage_metrics::Ru
     if format == Format::HdrLog {
         bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
+    let summary = measure(plan, run)?;
+    super::report::print_summary(&summary, format)?;
+    Ok(summary)
+}
+
+/// Runs a plan with the results in `run.output` (or a temporary file) and summarizes it,
+/// printing nothing but the progress line.
+pub fn measure(plan: Plan, run: Execution) -> anyhow::Result<barrage_metrics::RunSummary> {
     // The report is always rendered from the results file, so a report printed now and one
     // re-rendered later are the same; without --output the file is temporary.
     let temp;
@@ -134,9 +146,7 @@ pub fn execute(plan: Plan, run: Execution) -> anyhow::Result<barrage_metrics::Ru
     })?;
     progress.clear();
     hdr.finish()?;
-    let summary = barrage_metrics::summary::summarize(std::slice::from_ref(&path))?;
-    super::report::print_summary(&summary, format)?;
-    Ok(summary)
+    Ok(barrage_metrics::summary::summarize(std::slice::from_ref(&path))?)
 }
 
 /// `--hdr-log`: written interval by interval as the run goes, like the results file, so a
@@ -332,13 +342,21 @@ fn targets(a: &RunArgs, method: &http::Method) -> anyhow::Result<Vec<Target>> {
 
 fn load(a: &RunArgs, duration: Option<Duration>) -> anyhow::Result<Load> {
     let Some(rate) = &a.rate else {
+        if a.step.is_some() {
+            bail!("--step goes with stepped rates such as --rate 10,50,100 (or levels of `barrage sweep`)");
+        }
         if a.connections.is_some() {
             bail!(
                 "--connections is for open loop (--rate); in closed loop each of the -c workers has its own connection"
             );
         }
+        let concurrency = match a.concurrency.as_ref().map(|l| &l.0[..]) {
+            None => DEFAULT_CONCURRENCY,
+            Some([n]) => *n,
+            Some(_) => bail!("-c with several worker counts is a sweep: use `barrage sweep`"),
+        };
         return Ok(Load::Closed {
-            concurrency: a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize,
+            concurrency: concurrency as usize,
             think_time: a.think_time.map_or(Duration::ZERO, |t| t.0),
         });
     };
@@ -423,7 +441,7 @@ fn settings_json(a: &RunArgs, phase: Option<&str>) -> String {
         "rate": a.rate.as_ref().map(|r| format!("{r:?}")),
         "step": a.step.map(|d| d.0.as_secs_f64()),
         "max_in_flight": a.max_in_flight,
-        "concurrency": a.concurrency,
+        "concurrency": a.concurrency.as_ref().map(|l| l.0.clone()),
         "think_time_s": a.think_time.map(|d| d.0.as_secs_f64()),
         "duration_s": a.duration.map(|d| d.0.as_secs_f64()),
         "requests": a.requests,

@@ -62,6 +62,7 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         stall: a.stall,
         cache_headers: a.cache_headers,
         tls_cert: a.cert.clone().zip(a.key.clone()),
+        max_concurrency: a.max_concurrency,
     })
 }
 

@@ -17,6 +17,7 @@
 
 pub mod body;
 pub mod cache;
+pub mod experiment;
 pub mod pacer;
 pub mod pick;
 pub mod plan;

@@ -1,7 +1,7 @@
 //! The time series as CSV, one row per interval, for spreadsheets and plotting tools.
 
+use crate::export::{to_csv, Cell, Sheet};
 use barrage_metrics::RunSummary;
-use std::fmt::Write;
 
 /// The CSV header line (without its newline).
 const HEADER: &str =
@@ -12,68 +12,100 @@ const HEADER: &str =
 /// per watched process (barrage last).
 ///
 /// `second` counts from the start of the (earliest) run; latencies are the corrected ones
-/// (from the intended start), in milliseconds with 3 decimals (µs precision); `errors` counts
-/// every failed request (errors and 4xx/5xx). No field ever needs quoting.
+/// (from the intended start), in milliseconds; `errors` counts every failed request (errors
+/// and 4xx/5xx); ratios are fractions; an empty field is a figure the interval has not
+/// (no classified cache answer, no backend).
 pub fn csv(s: &RunSummary) -> String {
-    let mut out = String::with_capacity(64 * (s.intervals.len() + 1));
-    out.push_str(HEADER);
+    to_csv(&intervals_sheet(s))
+}
+
+/// The time series as a table: the rows of [`csv`].
+pub fn intervals_sheet(s: &RunSummary) -> Sheet {
     let watched: Vec<&str> = s.processes.iter().map(|p| p.name.as_str()).collect();
+    let mut header: Vec<String> = HEADER.split(',').map(String::from).collect();
     if s.host.is_some() {
-        out.push_str(",host_cpu_percent");
+        header.push("host_cpu_percent".into());
         for name in &watched {
             let name = field(name);
-            write!(out, ",{name}_cpu_percent,{name}_rss_kib").expect("writing to a String cannot fail");
+            header.extend([format!("{name}_cpu_percent"), format!("{name}_rss_kib")]);
         }
     }
-    out.push('\n');
-    let ms = |us: u64| us as f64 / 1e3;
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut sheet = Sheet::new("intervals", &header);
+    let ms = |us: u64| Cell::from(us as f64 / 1e3);
+    // Three decimals: µs precision, and no float noise such as 0.30000000000000004.
+    let round = |x: f64, places: i32| Cell::from((x * 10f64.powi(places)).round() / 10f64.powi(places));
     for i in &s.intervals {
-        writeln!(
-            out,
-            "{},{:.3},{},{},{},{:.3},{:.3},{:.3},{:.3},{},{},{},{},{},{}",
-            i.second,
-            i.length_s,
-            i.sent,
-            i.ok,
-            i.errors,
-            i.throughput_per_sec,
+        let mut row = vec![
+            Cell::from(i.second),
+            round(i.length_s, 3),
+            Cell::from(i.sent),
+            Cell::from(i.ok),
+            Cell::from(i.errors),
+            round(i.throughput_per_sec, 3),
             ms(i.p50_us),
             ms(i.p90_us),
             ms(i.p99_us),
-            i.bytes_in,
-            i.bytes_out,
-            // Empty when no response of the interval carried a recognised cache header.
-            i.hit_ratio.map_or(String::new(), |r| format!("{r:.4}")),
-            i.byte_hit_ratio.map_or(String::new(), |r| format!("{r:.4}")),
-            i.fairness.map_or(String::new(), |f| format!("{f:.4}")),
-            // name=count pairs; names are quoted away from the CSV's own separators.
-            i.backends
-                .iter()
-                .map(|(k, v)| format!("{}={v}", k.replace([',', ';', '='], "_")))
-                .collect::<Vec<_>>()
-                .join(";")
-        )
-        .expect("writing to a String cannot fail");
+            Cell::from(i.bytes_in),
+            Cell::from(i.bytes_out),
+            Cell::from(i.hit_ratio.map(|r| (r * 1e4).round() / 1e4)),
+            Cell::from(i.byte_hit_ratio.map(|r| (r * 1e4).round() / 1e4)),
+            Cell::from(i.fairness.map(|r| (r * 1e4).round() / 1e4)),
+            // name=count pairs; names are kept away from the pair separators.
+            Cell::from(
+                i.backends
+                    .iter()
+                    .map(|(k, v)| format!("{}={v}", k.replace([',', ';', '='], "_")))
+                    .collect::<Vec<_>>()
+                    .join(";"),
+            ),
+        ];
         if s.host.is_some() {
-            out.pop();
-            out.push_str(&watch_fields(i, &watched));
-            out.push('\n');
+            row.push(Cell::from(i.host_cpu_percent.map(|c| (c * 10.0).round() / 10.0)));
+            for name in &watched {
+                row.push(Cell::from(i.cpu_percent.get(*name).map(|c| (c * 10.0).round() / 10.0)));
+                row.push(i.rss_kib.get(*name).map_or(Cell::Empty, |r| Cell::from(*r)));
+            }
         }
+        sheet.push(row);
     }
-    out
+    sheet
 }
 
-/// The watch columns of one row; empty where a process had no sample that second.
-fn watch_fields(i: &barrage_metrics::summary::IntervalRow, watched: &[&str]) -> String {
-    let mut out = String::new();
-    let host = i.host_cpu_percent.map_or(String::new(), |c| format!("{c:.1}"));
-    write!(out, ",{host}").expect("writing to a String cannot fail");
-    for name in watched {
-        let cpu = i.cpu_percent.get(*name).map_or(String::new(), |c| format!("{c:.1}"));
-        let rss = i.rss_kib.get(*name).map_or(String::new(), u64::to_string);
-        write!(out, ",{cpu},{rss}").expect("writing to a String cannot fail");
+/// The run's headline figures as a two-column table (metric, value), for spreadsheets.
+pub fn summary_sheet(s: &RunSummary) -> Sheet {
+    let mut sheet = Sheet::new("summary", &["metric", "value"]);
+    let mut put = |name: &str, value: Cell| sheet.push(vec![Cell::from(name), value]);
+    put("urls", Cell::from(s.urls.join(" ")));
+    put("mode", Cell::from(s.mode.clone()));
+    put("started_unix_ms", Cell::from(s.started_unix_ms));
+    put("duration_s", Cell::from(s.duration.total_s));
+    put("requests", Cell::from(s.requests.total));
+    put("ok", Cell::from(s.requests.ok));
+    put("http_errors", Cell::from(s.requests.http_errors));
+    put("errors", Cell::from(s.requests.errors));
+    put("rate_per_sec", Cell::from(s.rate_per_sec));
+    put("throughput_per_sec", Cell::from(s.throughput_per_sec));
+    put("success_ratio", Cell::from(s.success_ratio));
+    for (which, l) in [("corrected", &s.latency.corrected), ("service", &s.latency.service)] {
+        let figures =
+            [("mean", l.mean_us), ("p50", l.p50_us as f64), ("p90", l.p90_us as f64), ("p99", l.p99_us as f64)];
+        for (name, us) in figures.into_iter().chain([("p999", l.p999_us as f64), ("max", l.max_us as f64)]) {
+            put(&format!("{which}_{name}_ms"), Cell::from(us / 1e3));
+        }
     }
-    out
+    put("bytes_in", Cell::from(s.bytes.in_total));
+    put("bytes_out", Cell::from(s.bytes.out_total));
+    put("hit_ratio", Cell::from(s.cache.as_ref().map(|c| c.hit_ratio)));
+    put("byte_hit_ratio", Cell::from(s.cache.as_ref().map(|c| c.byte_hit_ratio)));
+    put("generator_cpu_percent", Cell::from(s.generator.cpu_percent));
+    for (code, n) in &s.status_codes {
+        put(&format!("status_{code}"), Cell::from(*n));
+    }
+    for e in &s.errors {
+        put(&format!("error_{}", e.kind), Cell::from(e.count));
+    }
+    sheet
 }
 
 /// A process name as a column name: only letters, digits, `-` and `_`.
@@ -114,8 +146,8 @@ mod tests {
         });
         let text = csv(&s);
         let rows: Vec<&str> = text.lines().collect();
-        assert_eq!(rows[1], "3,0.500,10,9,1,18.000,1.234,20.001,0.007,1000,100,,,,");
-        assert!(rows[2].ends_with(",0.7500,0.5000,,"), "{}", rows[2]);
+        assert_eq!(rows[1], "3,0.5,10,9,1,18,1.234,20.001,0.007,1000,100,,,,");
+        assert!(rows[2].ends_with(",0.75,0.5,,"), "{}", rows[2]);
         // Every row has as many fields as the header.
         assert!(rows.iter().all(|r| r.split(',').count() == HEADER.split(',').count()));
     }

@@ -30,12 +30,15 @@
 //! assert!(barrage_report::csv(&s).starts_with("second,length_s,"));
 //! ```
 
+pub mod compare;
 mod csv;
+pub mod export;
 mod hdr;
 pub mod slo;
 mod text;
 
-pub use crate::csv::csv;
+pub use crate::csv::{csv, intervals_sheet, summary_sheet};
+pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
 pub use crate::slo::{junit, slo_lines, Slo, SloResult};
 pub use crate::text::{text, Align, Table};
@@ -61,6 +64,14 @@ pub enum ReportError {
     /// No results file was given.
     #[error("no results file given: at least one is needed")]
     NoResults,
+    /// A workbook could not be written: a table exceeds Excel's limits, or the file cannot be created.
+    #[error("{path}: {message}")]
+    Xlsx {
+        /// The workbook's path.
+        path: std::path::PathBuf,
+        /// What went wrong (naming the sheet, if it was one's contents).
+        message: String,
+    },
 }
 
 impl From<IntervalLogWriterError<V2DeflateSerializeError>> for ReportError {

@@ -2,7 +2,9 @@
 //!
 //! This is the server's hot path. It allocates nothing of its own on `/`, `/bytes/{n}`
 //! and `/status/{code}` (bodies are static or slices of the pattern buffer, headers are
-//! prebuilt), takes no lock unless the store is in use, and logs nothing.
+//! prebuilt), takes no lock unless the store is in use, and logs nothing. With
+//! [`ServeConfig::max_concurrency`] every request but [`STATS_PATH`] also takes a permit
+//! from one semaphore shared by all threads (an atomic operation while permits are free).
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -21,6 +23,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::body::ResponseBody;
 use crate::dist::{LatencyDist, SizeDist, SplitMix64, Stall, MAX_BODY};
@@ -54,6 +57,9 @@ pub(crate) struct Shared {
     /// `--objects N`: the catalog holds ids 0..N; others are 404.
     objects: Option<u64>,
     stall: Option<StallState>,
+    /// `max_concurrency`: one permit per request being served, handed out in arrival
+    /// order (tokio's semaphore is fair), shared by every thread.
+    limit: Option<Semaphore>,
     store: Store,
     cache_sim: Option<crate::cachesim::CacheSim>,
 }
@@ -67,6 +73,16 @@ impl Shared {
                 reason: format!("{} is not a fraction between 0 and 1", config.error_rate),
             });
         }
+        let limit = match config.max_concurrency {
+            None => None,
+            Some(n @ 1..=Semaphore::MAX_PERMITS) => Some(Semaphore::new(n)),
+            Some(n) => {
+                return Err(ServeError::Config {
+                    field: "max_concurrency",
+                    reason: format!("{n} is not between 1 and {}", Semaphore::MAX_PERMITS),
+                })
+            }
+        };
         Ok(Shared {
             requests: AtomicU64::new(0),
             latency: config.latency,
@@ -76,6 +92,7 @@ impl Shared {
             object_size: config.object_size.clone(),
             objects: config.objects,
             stall: config.stall.map(|stall| StallState { stall, until: OnceLock::new() }),
+            limit,
             store: Store::default(),
             cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
         })
@@ -101,13 +118,17 @@ struct StallState {
 }
 
 impl StallState {
-    /// Called with each request's number: the one that reaches the count starts the pause,
-    /// and every request that arrives before the pause ends waits for it to end.
-    async fn wait(&self, request_number: u64) {
+    /// Called with each request's number on arrival: the one that reaches the count
+    /// starts the pause.
+    fn trigger(&self, request_number: u64) {
         if request_number == self.stall.after_requests {
             // Only one request has this number, so the pause starts once.
             let _ = self.until.set(Instant::now() + self.stall.duration);
         }
+    }
+
+    /// Every request handled before the pause ends waits for it to end.
+    async fn wait(&self) {
         if let Some(&until) = self.until.get() {
             if Instant::now() < until {
                 tokio::time::sleep_until(until.into()).await;
@@ -121,9 +142,19 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resul
     if req.uri().path() == STATS_PATH {
         return Ok(stats(&shared, req.method()));
     }
+    // Counted on arrival, so requests waiting for a permit are counted too.
     let number = shared.requests.fetch_add(1, Ordering::Relaxed) + 1;
     if let Some(stall) = &shared.stall {
-        stall.wait(number).await;
+        stall.trigger(number);
+    }
+    // Held until the response is produced: the stall, the latency and the route are all
+    // service time under the limit. Dropped (so the next in line goes) if the client
+    // goes away while this request waits or is served.
+    let _permit = shared.permit().await;
+    if let Some(stall) = &shared.stall {
+        // After the permit: requests queued behind the limit must not be served during
+        // the pause either.
+        stall.wait().await;
     }
     if let Some(latency) = &shared.latency {
         let delay = with_rng(|rng| latency.sample(rng));
@@ -152,6 +183,13 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resul
 }
 
 impl Shared {
+    /// Waits for a turn under `max_concurrency` (first come, first served); `None` when
+    /// there is no limit.
+    async fn permit(&self) -> Option<SemaphorePermit<'_>> {
+        // The semaphore is never closed, so acquiring fails only if it were.
+        self.limit.as_ref()?.acquire().await.ok()
+    }
+
     fn add_headers(&self, headers: &mut HeaderMap) {
         if let Some(name) = &self.served_by {
             headers.insert(X_SERVED_BY, name.clone());

@@ -16,12 +16,14 @@
 //! | `/delay/{ms}` | `ok` after `ms` milliseconds |
 //! | `/status/{code}` | that status (200..=599) |
 //! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
-//! | `/_barrage/stats` | `{"requests": N}` (not counted) |
+//! | `/_barrage/stats` | `{"requests": N}` (not counted, never queued by [`ServeConfig::max_concurrency`]) |
 //! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
 //!
 //! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,
-//! [`SizeDist`] (object sizes) and [`Stall`] (one stop-the-world pause, to expose
-//! coordinated omission in load generators).
+//! [`SizeDist`] (object sizes), [`Stall`] (one stop-the-world pause, to expose
+//! coordinated omission in load generators) and [`ServeConfig::max_concurrency`] (at most
+//! N requests served at once, the rest queued in arrival order: with a latency of `L`, a
+//! capacity of N / L requests per second, beyond which queueing delay grows).
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -92,6 +94,16 @@ pub struct ServeConfig {
     /// With [`ServeConfig::tls`]: serve this certificate chain and key (PEM files) instead of
     /// generating a CA (then no CA file is written).
     pub tls_cert: Option<(PathBuf, PathBuf)>,
+    /// At most this many requests are served at once; the rest wait in a queue (FIFO) for a
+    /// turn. With `latency`, this gives the origin a known capacity: N / latency requests per
+    /// second (10 at 10 ms: 1,000 req/s). `None`: no limit.
+    ///
+    /// The limit is shared by all [`ServeConfig::threads`]. A request holds its turn until
+    /// its response is produced (the body is sent after), through the [`ServeConfig::stall`]
+    /// pause, the `latency` delay and `/delay/{ms}` alike. Queued requests wait without limit
+    /// (the client's timeout bounds them) and count in [`RunningServer::requests`] from
+    /// arrival. `/_barrage/stats` never queues. Must be at least 1.
+    pub max_concurrency: Option<usize>,
 }
 
 impl Default for ServeConfig {
@@ -110,6 +122,7 @@ impl Default for ServeConfig {
             cache_headers: None,
             objects: None,
             tls_cert: None,
+            max_concurrency: None,
         }
     }
 }

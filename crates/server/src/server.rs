@@ -1,7 +1,9 @@
 //! Threads, sockets and connections: one listening socket shared by `threads` OS threads,
 //! each running a current-thread tokio runtime that accepts on it and serves the
 //! connections it accepted. No work moves between threads, so nothing on the request
-//! path is shared except the request counter.
+//! path is shared except the request counter (and, with
+//! [`ServeConfig::max_concurrency`](crate::ServeConfig::max_concurrency), the semaphore
+//! that bounds requests in service across all threads).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};

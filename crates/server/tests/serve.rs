@@ -163,6 +163,9 @@ fn bad_configuration_is_reported() {
     let err = RunningServer::start(ServeConfig { name: Some("a\nb".into()), ..Default::default() }).unwrap_err();
     assert!(matches!(err, ServeError::Config { field: "name", .. }), "{err}");
 
+    let err = RunningServer::start(ServeConfig { max_concurrency: Some(0), ..Default::default() }).unwrap_err();
+    assert!(matches!(err, ServeError::Config { field: "max_concurrency", .. }), "{err}");
+
     let taken = start(ServeConfig::default());
     let err = RunningServer::start(ServeConfig { listen: taken.addr(), ..Default::default() }).unwrap_err();
     assert!(matches!(err, ServeError::Bind { .. }), "{err}");
@@ -281,4 +284,79 @@ fn pipelined_requests_are_answered_in_order() {
     assert_eq!(statuses, ["HTTP/1.1 200", "HTTP/1.1 404", "HTTP/1.1 200"]);
     assert!(replies.ends_with("\r\n\r\nok\n"));
     assert_eq!(server.requests(), 3);
+}
+
+/// Sends `n` GETs of `path` at once, each on its own connection, and returns how long the
+/// last one took to come back.
+async fn concurrent_gets(client: &HttpClient, url: &str, path: &str, n: usize) -> Duration {
+    let started = Instant::now();
+    let requests: Vec<_> = (0..n)
+        .map(|_| {
+            let (client, url) = (client.clone(), format!("{url}{path}"));
+            tokio::spawn(async move { get(&client, url).await.status() })
+        })
+        .collect();
+    for request in requests {
+        assert_eq!(request.await.unwrap(), StatusCode::OK);
+    }
+    started.elapsed()
+}
+
+#[test]
+fn max_concurrency_queues_requests() {
+    let latency = Some(LatencyDist::Fixed(Duration::from_millis(50)));
+    let limited = start(ServeConfig { latency, max_concurrency: Some(2), ..Default::default() });
+    let unlimited = start(ServeConfig { latency, ..Default::default() });
+    bounded(async {
+        let client = client();
+        // 2 at a time: three rounds of 50 ms, whichever server thread each request reaches.
+        let took = concurrent_gets(&client, &limited.url(), "/", 6).await;
+        assert!(took >= Duration::from_millis(140), "6 requests, 2 at a time: {took:?}");
+        assert!(took < Duration::from_millis(400), "6 requests, 2 at a time: {took:?}");
+        assert_eq!(limited.requests(), 6);
+
+        let took = concurrent_gets(&client, &unlimited.url(), "/", 6).await;
+        assert!(took < Duration::from_millis(120), "6 requests, no limit: {took:?}");
+    });
+}
+
+#[test]
+fn stats_do_not_queue_behind_max_concurrency() {
+    let slow = Duration::from_millis(1000);
+    let server = start(ServeConfig { max_concurrency: Some(2), ..Default::default() });
+    let url = server.url();
+    bounded(async {
+        let client = client();
+        let spawn_get = |path: String| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { get(&client, format!("{url}{path}")).await.status() })
+        };
+        let slow_sent = Instant::now();
+        let holders: Vec<_> = (0..2).map(|_| spawn_get(format!("/delay/{}", slow.as_millis()))).collect();
+        while server.requests() < 2 {
+            // Polling the counter, not sleeping in place of synchronisation.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Both permits are taken: this one queues until a slow request is done.
+        let queued = spawn_get("/".to_string());
+        while server.requests() < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+
+        let asked = Instant::now();
+        let stats = get(&client, format!("{url}/_barrage/stats")).await;
+        let answered_in = asked.elapsed();
+        assert!(!queued.is_finished(), "the probe came back while a request was still queued");
+        assert!(answered_in < Duration::from_millis(300), "stats waited: {answered_in:?}");
+        assert_eq!(stats.status(), StatusCode::OK);
+        // The queued request is counted on arrival; the probe is not counted.
+        assert_eq!(stats.body(), "{\"requests\": 3}\n");
+
+        assert_eq!(queued.await.unwrap(), StatusCode::OK);
+        assert!(slow_sent.elapsed() >= slow, "the queued request waited for a turn: {:?}", slow_sent.elapsed());
+        for holder in holders {
+            assert_eq!(holder.await.unwrap(), StatusCode::OK);
+        }
+        assert_eq!(server.requests(), 3);
+    });
 }

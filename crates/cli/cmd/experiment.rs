@@ -1,0 +1,567 @@
+//! `barrage experiment FILE`: every case of a design, repeated, into a directory of results
+//! files, then a matrix of cases and the comparisons the file asks for.
+
+use super::run::{measure, Execution};
+use crate::args::{ExperimentArgs, Format, RunArgs};
+use crate::Outcome;
+use anyhow::{bail, Context};
+use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_plan::experiment::{Case, Experiment, Order, Settings};
+use barrage_report::{Align, Cell, Sheet, Slo, SloResult, Table};
+use clap::Parser;
+use std::path::{Path, PathBuf};
+
+/// `run`'s flags alone, to read a case's settings with the same parser and checks.
+#[derive(Parser)]
+#[command(name = "run", no_binary_name = false)]
+struct RunOnly {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// A case ready to run: its flags for the measured run and for the background load.
+struct Prepared {
+    case: Case,
+    flags: Vec<String>,
+    run: RunArgs,
+    background: Option<(Vec<String>, RunArgs)>,
+}
+
+/// Checks every case, then lists them (`--dry-run`) or runs them.
+pub fn experiment(a: ExperimentArgs) -> anyhow::Result<Outcome> {
+    let e = Experiment::read(&a.file)?;
+    let prepared = e.cases().into_iter().map(|c| prepare(&e, &a, c)).collect::<anyhow::Result<Vec<_>>>()?;
+    if prepared.is_empty() {
+        bail!("{}: every combination is excluded: no case to run", a.file.display());
+    }
+    if a.dry_run {
+        print!("{}", dry_run(&e, &prepared));
+        return Ok(Outcome::Ok);
+    }
+    let dir = a.output.clone().unwrap_or_else(|| default_dir(&a.file));
+    start_dir(&dir, a.resume, &e, &prepared)?;
+    run_all(&e, &prepared, &dir)?;
+    let rows = prepared.iter().map(|p| case_row(&e, &a, p, &dir)).collect::<anyhow::Result<Vec<_>>>()?;
+    report(&e, &a, &rows, &dir)
+}
+
+/// `cache-study.toml` → `cache-study.results`.
+fn default_dir(file: &Path) -> PathBuf {
+    let stem = file.file_stem().map_or_else(|| "experiment".into(), |s| s.to_string_lossy().into_owned());
+    file.with_file_name(format!("{stem}.results"))
+}
+
+/// The case's settings as `run` flags, parsed and checked like `run`'s own.
+fn prepare(e: &Experiment, a: &ExperimentArgs, case: Case) -> anyhow::Result<Prepared> {
+    let at = |what: &str| {
+        let lines: Vec<String> = case.lines.iter().map(|l| l.to_string()).collect();
+        format!(
+            "{}: case {} ({}; levels on lines {}): {what}",
+            a.file.display(),
+            case.id,
+            levels_text(&case),
+            lines.join(", ")
+        )
+    };
+    let mut settings = case.settings.clone();
+    let background = settings.remove("background");
+    if let Some(d) = &e.duration {
+        settings.entry("duration".into()).or_insert_with(|| toml::Value::String(d.clone()));
+    }
+    let flags = to_flags(&settings).map_err(|m| anyhow::anyhow!(at(&m)))?;
+    let run = parse_run(&flags).map_err(|m| anyhow::anyhow!(at(&m)))?;
+    super::run::plan(&run).map_err(|err| anyhow::anyhow!(at(&err.to_string())))?;
+    let background = match background {
+        None => None,
+        Some(toml::Value::Table(bg)) => {
+            // The background shares the case's target and duration; its own keys win.
+            let mut merged = settings.clone();
+            for key in ["rate", "concurrency", "connections", "max-in-flight", "think-time"] {
+                merged.remove(key);
+            }
+            merged.extend(bg);
+            let flags = to_flags(&merged).map_err(|m| anyhow::anyhow!(at(&format!("background: {m}"))))?;
+            let run = parse_run(&flags).map_err(|m| anyhow::anyhow!(at(&format!("background: {m}"))))?;
+            super::run::plan(&run).map_err(|err| anyhow::anyhow!(at(&format!("background: {err}"))))?;
+            Some((flags, run))
+        }
+        Some(_) => bail!(at("background must be a table of settings, e.g. background = { rate = 500 }")),
+    };
+    Ok(Prepared { case, flags, run, background })
+}
+
+/// Settings to flags: `url` values are the targets, `true` is a bare flag, `false` leaves it
+/// out, a list repeats the flag.
+fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
+    let mut urls = Vec::new();
+    let mut flags = Vec::new();
+    for (key, value) in settings {
+        let key = key.replace('_', "-");
+        let values = match value {
+            toml::Value::Array(items) => items.clone(),
+            v => vec![v.clone()],
+        };
+        for v in values {
+            let text = match &v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(true) => {
+                    flags.push(format!("--{key}"));
+                    continue;
+                }
+                toml::Value::Boolean(false) => continue,
+                other => {
+                    return Err(format!("'{key}' = {other}: expected text, a number, true/false or a list of them"))
+                }
+            };
+            if key == "url" || key == "urls-list" {
+                urls.push(text);
+            } else {
+                flags.push(format!("--{key}"));
+                flags.push(text);
+            }
+        }
+    }
+    flags.extend(urls);
+    Ok(flags)
+}
+
+fn parse_run(flags: &[String]) -> Result<RunArgs, String> {
+    let args = std::iter::once("run".to_string()).chain(flags.iter().cloned());
+    RunOnly::try_parse_from(args).map(|r| r.run).map_err(|e| {
+        let text = e.render().to_string();
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid settings");
+        first.trim_start_matches("error: ").to_string()
+    })
+}
+
+fn levels_text(case: &Case) -> String {
+    case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect::<Vec<_>>().join(", ")
+}
+
+fn dry_run(e: &Experiment, prepared: &[Prepared]) -> String {
+    let mut out = format!(
+        "{}: {} case(s) × {} repeat(s), {} order\n",
+        e.name,
+        prepared.len(),
+        e.repeats,
+        if e.order == Order::Random { "random" } else { "sequential" }
+    );
+    for p in prepared {
+        out.push_str(&format!("{}  {}\n    run {}\n", p.case.id, levels_text(&p.case), shell_words(&p.flags)));
+        if let Some((flags, _)) = &p.background {
+            out.push_str(&format!("    background {}\n", shell_words(flags)));
+        }
+    }
+    out
+}
+
+fn shell_words(flags: &[String]) -> String {
+    flags
+        .iter()
+        .map(|f| {
+            if f.contains([' ', '\'', '"', '{', '}', '&', ';']) {
+                format!("'{}'", f.replace('\'', "'\\''"))
+            } else {
+                f.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The results file of a case's repeat (written as `.part` until complete).
+fn result_file(dir: &Path, id: &str, repeat: u32, role: &str) -> PathBuf {
+    dir.join(format!("{id}.r{repeat}{role}.brg"))
+}
+
+/// Creates the directory; refuses earlier results unless resuming; writes the resolved
+/// experiment beside them.
+fn start_dir(dir: &Path, resume: bool, e: &Experiment, prepared: &[Prepared]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("-o {}", dir.display()))?;
+    let has_results = std::fs::read_dir(dir)?.flatten().any(|f| f.path().extension().is_some_and(|x| x == "brg"));
+    if has_results && !resume {
+        bail!("{} holds results of an earlier run: --resume to finish it, or -o another directory", dir.display());
+    }
+    let cases: Vec<serde_json::Value> = prepared
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "id": p.case.id,
+                "levels": p.case.levels.iter().map(|(f, l)| (f.clone(), l.clone())).collect::<std::collections::BTreeMap<_, _>>(),
+                "run": p.flags,
+                "background": p.background.as_ref().map(|b| b.0.clone()),
+            })
+        })
+        .collect();
+    let resolved = serde_json::json!({
+        "name": e.name, "repeats": e.repeats, "warmup": e.warmup, "pause": e.pause,
+        "order": if e.order == Order::Random { "random" } else { "sequential" }, "seed": e.seed,
+        "compare": e.compare, "slo": e.slo, "cases": cases,
+    });
+    std::fs::write(dir.join("experiment.json"), serde_json::to_string_pretty(&resolved)?)?;
+    Ok(())
+}
+
+/// Every (case, repeat) not finished yet, in the experiment's order.
+fn run_all(e: &Experiment, prepared: &[Prepared], dir: &Path) -> anyhow::Result<()> {
+    let mut order: Vec<(usize, u32)> = (0..prepared.len()).flat_map(|c| (1..=e.repeats).map(move |r| (c, r))).collect();
+    if e.order == Order::Random {
+        use rand::seq::SliceRandom;
+        use rand::SeedableRng;
+        order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(e.seed));
+    }
+    let pause = e.pause.as_deref().map(parse_duration).transpose()?;
+    let warmup = e.warmup.as_deref().map(parse_duration).transpose()?;
+    let total = order.len();
+    for (n, (c, repeat)) in order.into_iter().enumerate() {
+        let p = &prepared[c];
+        let file = result_file(dir, &p.case.id, repeat, "");
+        if file.exists() {
+            eprintln!("[{}/{total}] {} repeat {repeat}: done before, skipped", n + 1, p.case.id);
+            continue;
+        }
+        eprintln!("[{}/{total}] {} repeat {repeat}: {}", n + 1, p.case.id, levels_text(&p.case));
+        if let Some(w) = warmup {
+            run_once(p, dir, repeat, Some(w))?;
+        }
+        run_once(p, dir, repeat, None)?;
+        if let Some(d) = pause.filter(|_| n + 1 < total) {
+            std::thread::sleep(d);
+        }
+    }
+    Ok(())
+}
+
+fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
+    barrage_metrics::units::parse_duration(s).map_err(|e| anyhow::anyhow!("'{s}': {e}"))
+}
+
+/// One measured run (with its background load), or a warm-up of `warmup` whose results
+/// are thrown away. Files appear under their final names only once complete.
+fn run_once(p: &Prepared, dir: &Path, repeat: u32, warmup: Option<std::time::Duration>) -> anyhow::Result<()> {
+    let role = |r: &str| if warmup.is_some() { format!(".warmup{r}") } else { r.to_string() };
+    let launch = |args: &RunArgs, role: String| -> anyhow::Result<PathBuf> {
+        let mut plan = super::run::plan(args)?;
+        if let Some(w) = warmup {
+            plan.duration = Some(w);
+            plan.requests = None;
+        }
+        let part = dir.join(format!("{}.r{repeat}{role}.brg.part", p.case.id));
+        let watch = super::watch::watches(&args.monitor, args.testbed.as_deref(), &plan)?;
+        let settings_json = serde_json::json!({ "case": p.case.id, "repeat": repeat, "role": role }).to_string();
+        measure(plan, Execution { settings_json, output: Some(part.clone()), watch, ..Default::default() })?;
+        Ok(part)
+    };
+    let (main, background) = std::thread::scope(|s| {
+        let bg = p.background.as_ref().map(|(_, args)| s.spawn(|| launch(args, role(".background"))));
+        let main = launch(&p.run, role(""));
+        (main, bg.map(|h| h.join().expect("the background run does not panic")))
+    });
+    let main = main?;
+    let background = background.transpose()?;
+    if warmup.is_some() {
+        for part in std::iter::once(main).chain(background) {
+            let _ = std::fs::remove_file(part);
+        }
+        return Ok(());
+    }
+    if let Some(bg) = background {
+        std::fs::rename(&bg, result_file(dir, &p.case.id, repeat, ".background"))?;
+    }
+    // The measured file last: its presence marks the repeat done for --resume.
+    std::fs::rename(&main, result_file(dir, &p.case.id, repeat, ""))?;
+    Ok(())
+}
+
+/// A figure over the repeats: mean and standard deviation.
+#[derive(Clone, Copy, Debug, Default)]
+struct Spread {
+    mean: f64,
+    sd: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        let n = values.len() as f64;
+        if values.is_empty() {
+            return Spread::default();
+        }
+        let mean = values.iter().sum::<f64>() / n;
+        let var =
+            if values.len() > 1 { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        Spread { mean, sd: var.sqrt() }
+    }
+}
+
+/// The figures of one case over its repeats.
+struct CaseRow {
+    case: Case,
+    throughput: Spread,
+    mean_us: Spread,
+    p50_us: Spread,
+    p99_us: Spread,
+    success: Spread,
+    hit_ratio: Option<Spread>,
+    background_throughput: Option<Spread>,
+    slos: Vec<SloResult>,
+}
+
+/// How to read a metric off a row.
+type Figure = fn(&CaseRow) -> f64;
+
+/// The metrics a comparison changes, with how to read them off a row.
+const METRICS: [(&str, Figure); 5] = [
+    ("throughput", |r| r.throughput.mean),
+    ("mean", |r| r.mean_us.mean),
+    ("p50", |r| r.p50_us.mean),
+    ("p99", |r| r.p99_us.mean),
+    ("success", |r| r.success.mean),
+];
+
+fn case_row(e: &Experiment, a: &ExperimentArgs, p: &Prepared, dir: &Path) -> anyhow::Result<CaseRow> {
+    let read = |role: &str| -> anyhow::Result<Vec<RunSummary>> {
+        (1..=e.repeats)
+            .map(|r| result_file(dir, &p.case.id, r, role))
+            .filter(|f| role.is_empty() || f.exists())
+            .map(|f| Ok(summarize(&[f])?))
+            .collect()
+    };
+    let runs = read("")?;
+    let background = read(".background")?;
+    let slos: Vec<Slo> = e.slo.iter().map(|s| s.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
+    let slos: Vec<SloResult> = slos
+        .iter()
+        .chain(&a.slo)
+        .flat_map(|slo| {
+            runs.iter().enumerate().map(move |(i, s)| {
+                let r = slo.check(s);
+                SloResult { slo: format!("{} {} repeat {}", p.case.id, r.slo, i + 1), ..r }
+            })
+        })
+        .collect();
+    let of = |f: fn(&RunSummary) -> f64| Spread::of(&runs.iter().map(f).collect::<Vec<_>>());
+    let hits: Vec<f64> = runs.iter().filter_map(|s| s.cache.as_ref().map(|c| c.hit_ratio)).collect();
+    Ok(CaseRow {
+        case: p.case.clone(),
+        throughput: of(|s| s.throughput_per_sec),
+        mean_us: of(|s| s.latency.corrected.mean_us),
+        p50_us: of(|s| s.latency.corrected.p50_us as f64),
+        p99_us: of(|s| s.latency.corrected.p99_us as f64),
+        success: of(|s| s.success_ratio),
+        hit_ratio: (!hits.is_empty()).then(|| Spread::of(&hits)),
+        background_throughput: (!background.is_empty())
+            .then(|| Spread::of(&background.iter().map(|s| s.throughput_per_sec).collect::<Vec<_>>())),
+        slos,
+    })
+}
+
+/// The matrix: a row per case with its levels and figures.
+fn matrix_sheet(e: &Experiment, rows: &[CaseRow]) -> Sheet {
+    let mut header: Vec<String> = vec!["case".into()];
+    header.extend(e.factors.iter().map(|f| f.name.clone()));
+    header.extend(
+        [
+            "throughput_per_sec",
+            "throughput_sd",
+            "mean_ms",
+            "mean_sd_ms",
+            "p50_ms",
+            "p50_sd_ms",
+            "p99_ms",
+            "p99_sd_ms",
+            "success_percent",
+            "hit_ratio_percent",
+            "background_throughput_per_sec",
+        ]
+        .map(String::from),
+    );
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut sheet = Sheet::new("matrix", &header);
+    for r in rows {
+        let mut cells = vec![Cell::from(r.case.id.clone())];
+        cells.extend(r.case.levels.iter().map(|(_, l)| Cell::from(l.clone())));
+        let ms = |x: f64| x / 1e3;
+        cells.extend([
+            Cell::from(r.throughput.mean),
+            Cell::from(r.throughput.sd),
+            Cell::from(ms(r.mean_us.mean)),
+            Cell::from(ms(r.mean_us.sd)),
+            Cell::from(ms(r.p50_us.mean)),
+            Cell::from(ms(r.p50_us.sd)),
+            Cell::from(ms(r.p99_us.mean)),
+            Cell::from(ms(r.p99_us.sd)),
+            Cell::from(r.success.mean * 100.0),
+            Cell::from(r.hit_ratio.map(|h| h.mean * 100.0)),
+            Cell::from(r.background_throughput.map(|b| b.mean)),
+        ]);
+        sheet.push(cells);
+    }
+    sheet
+}
+
+/// For each factor to compare along: every pair of cases that differ only in it, and the %
+/// change of each metric from the earlier level to the later one.
+fn comparisons_sheet(e: &Experiment, rows: &[CaseRow]) -> Sheet {
+    let mut header = vec!["factor", "from", "to", "other levels", "from case", "to case"];
+    let changes: Vec<String> = METRICS.iter().map(|(m, _)| format!("{m}_change_percent")).collect();
+    header.extend(changes.iter().map(String::as_str));
+    let mut sheet = Sheet::new("comparisons", &header);
+    for factor in &e.compare {
+        let Some(f) = e.factors.iter().find(|x| &x.name == factor) else { continue };
+        let rank = |level: &str| f.levels.iter().position(|l| l.name == level).unwrap_or(usize::MAX);
+        for a in rows {
+            for b in rows {
+                let (la, lb) = (a.case.level(factor).unwrap_or(""), b.case.level(factor).unwrap_or(""));
+                if rank(la) >= rank(lb) || !same_except(&a.case, &b.case, factor) {
+                    continue;
+                }
+                let others: Vec<String> =
+                    a.case.levels.iter().filter(|(f, _)| f != factor).map(|(f, l)| format!("{f}={l}")).collect();
+                let mut cells = vec![
+                    Cell::from(factor.as_str()),
+                    Cell::from(la),
+                    Cell::from(lb),
+                    Cell::from(others.join(", ")),
+                    Cell::from(a.case.id.clone()),
+                    Cell::from(b.case.id.clone()),
+                ];
+                cells.extend(METRICS.iter().map(|(_, m)| {
+                    let (x, y) = (m(a), m(b));
+                    Cell::from((x != 0.0).then(|| (y - x) / x * 100.0))
+                }));
+                sheet.push(cells);
+            }
+        }
+    }
+    sheet
+}
+
+fn same_except(a: &Case, b: &Case, factor: &str) -> bool {
+    a.levels.iter().zip(&b.levels).all(|((f, x), (_, y))| f == factor || x == y)
+}
+
+fn spread_text(s: Spread, show: impl Fn(f64) -> String) -> String {
+    if s.sd > 0.0 {
+        format!("{} ±{}", show(s.mean), show(s.sd))
+    } else {
+        show(s.mean)
+    }
+}
+
+fn text(e: &Experiment, rows: &[CaseRow], comparisons: &Sheet) -> String {
+    use barrage_metrics::units::fmt_us;
+    let mut align = vec![Align::Left];
+    align.extend(e.factors.iter().map(|_| Align::Left));
+    align.extend([Align::Right; 7]);
+    let mut t = Table::new(&align);
+    let mut head = vec!["case".to_string()];
+    head.extend(e.factors.iter().map(|f| f.name.clone()));
+    head.extend(["throughput", "mean", "p50", "p99", "success", "hit ratio", "background"].map(String::from));
+    t.row(head);
+    for r in rows {
+        let mut cells = vec![r.case.id.clone()];
+        cells.extend(r.case.levels.iter().map(|(_, l)| l.clone()));
+        cells.extend([
+            spread_text(r.throughput, |v| format!("{v:.1}/s")),
+            spread_text(r.mean_us, fmt_us),
+            spread_text(r.p50_us, fmt_us),
+            spread_text(r.p99_us, fmt_us),
+            format!("{:.2}%", r.success.mean * 100.0),
+            r.hit_ratio.map_or("-".into(), |h| format!("{:.1}%", h.mean * 100.0)),
+            r.background_throughput.map_or("-".into(), |b| format!("{:.0}/s", b.mean)),
+        ]);
+        t.row(cells);
+    }
+    let mut out = format!("Experiment {}: {} case(s) × {} repeat(s)\n", e.name, rows.len(), e.repeats);
+    out.push_str(&t.to_text());
+    out.push_str("(mean ± standard deviation over the repeats; latency is corrected)\n");
+    for factor in &e.compare {
+        let mut t = Table::new(&[
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+        ]);
+        t.row(["", "other levels", "throughput", "mean", "p50", "p99", "success"]);
+        for row in comparisons.rows.iter().filter(|r| r[0] == Cell::from(factor.as_str())) {
+            let text = |c: &Cell| match c {
+                Cell::Text(s) => s.clone(),
+                Cell::Number(n) => format!("{n:+.1}%"),
+                Cell::Empty => "-".into(),
+            };
+            let mut cells = vec![
+                format!("{} → {} ({} → {})", text(&row[1]), text(&row[2]), text(&row[4]), text(&row[5])),
+                text(&row[3]),
+            ];
+            cells.extend(row[6..].iter().map(text));
+            t.row(cells);
+        }
+        out.push_str(&format!("\nComparison along {factor} (% change from the first level to the second)\n"));
+        out.push_str(&t.to_text());
+    }
+    out
+}
+
+/// Prints the matrix and comparisons, writes them beside the results, checks objectives.
+fn report(e: &Experiment, a: &ExperimentArgs, rows: &[CaseRow], dir: &Path) -> anyhow::Result<Outcome> {
+    let matrix = matrix_sheet(e, rows);
+    let comparisons = comparisons_sheet(e, rows);
+    let text = text(e, rows, &comparisons);
+    std::fs::write(dir.join("summary.txt"), &text)?;
+    std::fs::write(dir.join("matrix.csv"), barrage_report::to_csv(&matrix))?;
+    std::fs::write(dir.join("comparisons.csv"), barrage_report::to_csv(&comparisons))?;
+    match a.format {
+        Format::Text => print!("{text}"),
+        Format::Csv => print!("{}", barrage_report::to_csv(&matrix)),
+        Format::Json => println!("{}", json(&matrix, &comparisons)),
+        Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
+    }
+    if let Some(path) = &a.xlsx {
+        barrage_report::write_xlsx(path, &[matrix, comparisons])?;
+    }
+    let slos: Vec<SloResult> = rows.iter().flat_map(|r| r.slos.iter().cloned()).collect();
+    if slos.is_empty() {
+        return Ok(Outcome::Ok);
+    }
+    let lines = barrage_report::slo_lines(&slos);
+    if a.format == Format::Text {
+        print!("\n{lines}");
+    } else {
+        eprint!("{lines}");
+    }
+    if let Some(path) = &a.junit {
+        std::fs::write(path, barrage_report::junit(&format!("barrage experiment {}", e.name), &slos, 0.0))
+            .with_context(|| format!("--junit {}", path.display()))?;
+    }
+    Ok(if slos.iter().all(|r| r.pass) { Outcome::Ok } else { Outcome::Failed })
+}
+
+fn json(matrix: &Sheet, comparisons: &Sheet) -> String {
+    let rows = |s: &Sheet| -> Vec<serde_json::Value> {
+        s.rows
+            .iter()
+            .map(|r| {
+                let obj: serde_json::Map<String, serde_json::Value> = s
+                    .header
+                    .iter()
+                    .zip(r)
+                    .map(|(h, c)| {
+                        let v = match c {
+                            Cell::Text(t) => serde_json::Value::from(t.clone()),
+                            Cell::Number(n) => serde_json::Value::from(*n),
+                            Cell::Empty => serde_json::Value::Null,
+                        };
+                        (h.clone(), v)
+                    })
+                    .collect();
+                serde_json::Value::Object(obj)
+            })
+            .collect()
+    };
+    serde_json::json!({ "matrix": rows(matrix), "comparisons": rows(comparisons) }).to_string()
+}

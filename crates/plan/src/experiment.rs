@@ -1,0 +1,405 @@
+//! Experiment files: a design of runs. Base settings, **factors** with named levels (each
+//! level adds settings), **exclusions** of impossible combinations, repeats, warm-up, pause,
+//! order; [`Experiment::cases`] expands the matrix into cases with stable ids (TC0, TC1, …).
+//!
+//! ```toml
+//! name = "cache study"
+//! duration = "10s"          # of each measured run
+//! warmup = "2s"             # before each run, not measured
+//! pause = "1s"              # between runs
+//! repeats = 3
+//! order = "random"          # or "sequential" (the default)
+//! seed = 7
+//! compare = ["protocol", "server"]
+//! slo = ["p99<250ms"]
+//!
+//! [base]                    # settings every case starts from: `run` flags without dashes
+//! concurrency = 8
+//!
+//! [factors.protocol]        # factors and levels in file order
+//! http = { url = "http://127.0.0.1:8080/a" }
+//! https = { url = "https://127.0.0.1:8443/a", cacert = "ca.pem" }
+//!
+//! [factors.load]
+//! without = {}
+//! with = { background = { rate = 500, connections = 64 } }
+//!
+//! exclude = ["https & with"]   # at the top, before the tables; `factor=level` also works
+//! ```
+//!
+//! Settings are the flags of `barrage run` as keys (`rate`, `concurrency`, `header`,
+//! `http2`, `no-keepalive`…), `url` (one or a list) for the targets, and `background`: a
+//! heavy load sent at the same time as the case's own run, which then measures what one
+//! client sees under it. Later settings win: base, then each factor's level in file order.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use toml::Spanned;
+
+/// Settings of a run: `run` flags as keys.
+pub type Settings = BTreeMap<String, toml::Value>;
+
+/// Errors of reading an experiment file.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ExperimentError {
+    /// The file.
+    pub path: String,
+    /// What is wrong, with the line where there is one.
+    pub message: String,
+}
+
+/// In which order the runs go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Case by case, repeats together.
+    #[default]
+    Sequential,
+    /// Every (case, repeat) shuffled with the seed, so drift over time spreads evenly.
+    Random,
+}
+
+/// The file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    duration: Option<String>,
+    warmup: Option<String>,
+    pause: Option<String>,
+    repeats: Option<u32>,
+    #[serde(default)]
+    order: Order,
+    seed: Option<u64>,
+    #[serde(default)]
+    compare: Vec<String>,
+    #[serde(default)]
+    slo: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<Spanned<String>>,
+    #[serde(default)]
+    base: Settings,
+    /// Factors and their levels in file order, each level with where it is.
+    #[serde(default)]
+    factors: IndexMap<String, Spanned<IndexMap<String, Spanned<toml::Value>>>>,
+}
+
+/// A level of a factor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Level {
+    /// Its name.
+    pub name: String,
+    /// What it sets.
+    pub settings: Settings,
+    /// The line of the file it is on.
+    pub line: usize,
+}
+
+/// A factor and its levels, in file order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Factor {
+    /// Its name.
+    pub name: String,
+    /// Its levels.
+    pub levels: Vec<Level>,
+}
+
+/// One combination of levels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// `TC0`, `TC1`, … in matrix order (first factor slowest), after exclusions.
+    pub id: String,
+    /// (factor, level) for every factor.
+    pub levels: Vec<(String, String)>,
+    /// Base settings with every level's on top.
+    pub settings: Settings,
+    /// Lines of the levels, for messages about their settings.
+    pub lines: Vec<usize>,
+}
+
+impl Case {
+    /// The level of `factor`.
+    pub fn level(&self, factor: &str) -> Option<&str> {
+        self.levels.iter().find(|(f, _)| f == factor).map(|(_, l)| l.as_str())
+    }
+}
+
+/// A parsed, checked experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Experiment {
+    /// Its name (the file's stem when not given).
+    pub name: String,
+    /// Length of each measured run (`None`: the settings decide).
+    pub duration: Option<String>,
+    /// Warm-up before each run.
+    pub warmup: Option<String>,
+    /// Pause between runs.
+    pub pause: Option<String>,
+    /// Runs per case.
+    pub repeats: u32,
+    /// Order of the runs.
+    pub order: Order,
+    /// Seed of the random order.
+    pub seed: u64,
+    /// Factors to compare cases along.
+    pub compare: Vec<String>,
+    /// Objectives of every case.
+    pub slo: Vec<String>,
+    /// Settings of every case.
+    pub base: Settings,
+    /// The factors.
+    pub factors: Vec<Factor>,
+    /// Excluded combinations: each a list of (factor, level) that may not occur together.
+    pub exclude: Vec<Vec<(String, String)>>,
+}
+
+impl Experiment {
+    /// Reads and checks an experiment file.
+    pub fn read(path: &Path) -> Result<Experiment, ExperimentError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ExperimentError { path: path.display().to_string(), message: e.to_string() })?;
+        let stem = path.file_stem().map_or_else(|| "experiment".into(), |s| s.to_string_lossy().into_owned());
+        Experiment::parse(&text, &stem).map_err(|message| ExperimentError { path: path.display().to_string(), message })
+    }
+
+    /// Parses the text of an experiment file; `stem` names it when it has no name.
+    pub fn parse(text: &str, stem: &str) -> Result<Experiment, String> {
+        let file: File = toml::from_str(text).map_err(|e| one_line(&e.to_string()))?;
+        let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+        let factors = factors(&file.factors, &line_of)?;
+        let exclude = file
+            .exclude
+            .iter()
+            .map(|e| exclusion(e.get_ref(), &factors).map_err(|m| format!("line {}: {m}", line_of(e.span().start))))
+            .collect::<Result<Vec<_>, String>>()?;
+        for f in &file.compare {
+            if !factors.iter().any(|x| &x.name == f) {
+                return Err(format!("compare = [\"{f}\"]: no factor of that name (factors: {})", names(&factors)));
+            }
+        }
+        let repeats = file.repeats.unwrap_or(1);
+        if repeats == 0 {
+            return Err("repeats must be at least 1".into());
+        }
+        Ok(Experiment {
+            name: file.name.unwrap_or_else(|| stem.to_string()),
+            duration: file.duration,
+            warmup: file.warmup,
+            pause: file.pause,
+            repeats,
+            order: file.order,
+            seed: file.seed.unwrap_or(1),
+            compare: file.compare,
+            slo: file.slo,
+            base: file.base,
+            factors,
+            exclude,
+        })
+    }
+
+    /// The valid cases, in matrix order: the first factor changes slowest.
+    pub fn cases(&self) -> Vec<Case> {
+        let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
+        for f in &self.factors {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| (0..f.levels.len()).map(move |l| [c.clone(), vec![l]].concat()))
+                .collect();
+        }
+        combos
+            .into_iter()
+            .map(|c| self.case(&c))
+            .filter(|case| !self.excluded(case))
+            .enumerate()
+            .map(|(i, mut case)| {
+                case.id = format!("TC{i}");
+                case
+            })
+            .collect()
+    }
+
+    fn case(&self, choice: &[usize]) -> Case {
+        let mut settings = self.base.clone();
+        let mut levels = Vec::new();
+        let mut lines = Vec::new();
+        for (f, &l) in self.factors.iter().zip(choice) {
+            let level = &f.levels[l];
+            merge(&mut settings, &level.settings);
+            levels.push((f.name.clone(), level.name.clone()));
+            lines.push(level.line);
+        }
+        Case { id: String::new(), levels, settings, lines }
+    }
+
+    fn excluded(&self, case: &Case) -> bool {
+        self.exclude.iter().any(|rule| rule.iter().all(|(f, l)| case.level(f) == Some(l)))
+    }
+}
+
+/// Later settings win; `background` tables merge key by key.
+fn merge(into: &mut Settings, from: &Settings) {
+    for (k, v) in from {
+        match (into.get_mut(k), v) {
+            (Some(toml::Value::Table(mine)), toml::Value::Table(theirs)) => {
+                for (k2, v2) in theirs {
+                    mine.insert(k2.clone(), v2.clone());
+                }
+            }
+            _ => {
+                into.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+fn names(factors: &[Factor]) -> String {
+    factors.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// The factors and levels in file order, with the line of each level.
+type RawFactors = IndexMap<String, Spanned<IndexMap<String, Spanned<toml::Value>>>>;
+
+fn factors(raw: &RawFactors, line_of: &dyn Fn(usize) -> usize) -> Result<Vec<Factor>, String> {
+    let mut out = Vec::new();
+    for (name, levels) in raw {
+        if levels.get_ref().is_empty() {
+            return Err(format!(
+                "line {}: factors.{name}: a factor needs at least one level",
+                line_of(levels.span().start)
+            ));
+        }
+        let mut ls = Vec::new();
+        for (level, value) in levels.get_ref() {
+            let line = line_of(value.span().start);
+            let toml::Value::Table(settings) = value.get_ref() else {
+                return Err(format!("line {line}: factors.{name}.{level}: expected a table of settings, e.g. {level} = {{ rate = 100 }}"));
+            };
+            ls.push(Level { name: level.clone(), settings: settings.clone().into_iter().collect(), line });
+        }
+        out.push(Factor { name: name.clone(), levels: ls });
+    }
+    Ok(out)
+}
+
+/// `same-url & cache-miss` or `url=same & server=cache-miss`.
+fn exclusion(rule: &str, factors: &[Factor]) -> Result<Vec<(String, String)>, String> {
+    rule.split('&')
+        .map(|term| {
+            let term = term.trim();
+            let found: Vec<(String, String)> = match term.split_once('=') {
+                Some((f, l)) => factors
+                    .iter()
+                    .filter(|x| x.name == f.trim())
+                    .flat_map(|x| {
+                        x.levels.iter().filter(|lv| lv.name == l.trim()).map(|lv| (x.name.clone(), lv.name.clone()))
+                    })
+                    .collect(),
+                None => factors
+                    .iter()
+                    .flat_map(|x| {
+                        x.levels.iter().filter(|lv| lv.name == term).map(|lv| (x.name.clone(), lv.name.clone()))
+                    })
+                    .collect(),
+            };
+            match found.len() {
+                1 => Ok(found.into_iter().next().expect("one")),
+                0 => Err(format!("exclude '{rule}': no level '{term}' in any factor")),
+                _ => Err(format!("exclude '{rule}': level '{term}' is in several factors; write factor=level")),
+            }
+        })
+        .collect()
+}
+
+/// toml's messages span lines (with a caret drawing): keep them on one.
+fn one_line(message: &str) -> String {
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('|') && !l.chars().all(|c| c == '^' || c == ' ' || c == '|'))
+        .collect();
+    lines.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The study of the seeds: protocol × URL × load × server, a cache miss on the same URL
+    /// impossible.
+    const STUDY: &str = r#"
+name = "web cache study"
+repeats = 2
+exclude = ["same-url & cache-miss"]
+compare = ["protocol", "server"]
+
+[base]
+concurrency = 4
+
+[factors.protocol]
+http = { url = "http://127.0.0.1:1/" }
+https = { url = "https://127.0.0.1:2/" }
+
+[factors.url]
+same-url = {}
+different-url = { objects = 1000 }
+
+[factors.load]
+without = {}
+with = { background = { rate = 500 } }
+
+[factors.server]
+backend = {}
+cache-hit = { header = ["X-Want: hit"] }
+cache-miss = { header = ["X-Want: miss"] }
+"#;
+
+    #[test]
+    fn the_four_factor_study_has_twenty_valid_cases_with_stable_ids() {
+        let e = Experiment::parse(STUDY, "study").unwrap();
+        assert_eq!(e.name, "web cache study");
+        let names: Vec<&str> = e.factors.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["protocol", "url", "load", "server"], "file order, not alphabetical");
+        let levels: Vec<&str> = e.factors[3].levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(levels, ["backend", "cache-hit", "cache-miss"]);
+        let cases = e.cases();
+        assert_eq!(cases.len(), 20, "24 combinations less the 4 of same-url & cache-miss");
+        assert!(cases.iter().all(|c| !(c.level("url") == Some("same-url") && c.level("server") == Some("cache-miss"))));
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids[..3], ["TC0", "TC1", "TC2"]);
+        assert_eq!(ids[19], "TC19");
+        // The first factor changes slowest; settings pile up in factor order.
+        assert_eq!(cases[0].levels[0], ("protocol".to_string(), "http".to_string()));
+        assert_eq!(cases[19].levels[0].1, "https");
+        assert_eq!(cases[0].settings["concurrency"].as_integer(), Some(4));
+        assert_eq!(cases[0].settings["url"].as_str(), Some("http://127.0.0.1:1/"));
+        let with = cases.iter().find(|c| c.level("load") == Some("with")).unwrap();
+        assert_eq!(with.settings["background"]["rate"].as_integer(), Some(500));
+        // The same file gives the same cases.
+        assert_eq!(Experiment::parse(STUDY, "study").unwrap().cases(), cases);
+        assert_eq!(e.factors[3].levels[2].line, 25, "levels know their line");
+    }
+
+    #[test]
+    fn malformed_files_name_the_line() {
+        let table = [
+            ("repeats = \"two\"\n", "line 1"),
+            ("[factors.a]\nx = {}\n\nbogus = 1\n", "line 4"),
+            ("exclude = [\"nope\"]\n[factors.a]\nx = {}\n", "line 1: exclude 'nope': no level 'nope'"),
+            ("\n[factors.a]\nx = 5\n", "line 3: factors.a.x: expected a table of settings"),
+            ("unknown = 1\n", "unknown field `unknown`"),
+            ("compare = [\"b\"]\n[factors.a]\nx = {}\n", "no factor of that name"),
+            ("[factors.a]\nx = {}\n[factors.b]\nx = {}\n", ""),
+        ];
+        for (text, want) in table {
+            match Experiment::parse(text, "t") {
+                Err(e) => assert!(!want.is_empty() && e.contains(want) && !e.contains('\n'), "{text:?}: {e}"),
+                Ok(_) => assert!(want.is_empty(), "{text:?} should fail with {want}"),
+            }
+        }
+        let both = Experiment::parse("exclude = [\"x\"]\n[factors.a]\nx = {}\n[factors.b]\nx = {}\n", "t").unwrap_err();
+        assert!(both.contains("write factor=level"), "{both}");
+    }
+}

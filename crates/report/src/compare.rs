@@ -1,0 +1,418 @@
+//! [`Comparison`]: runs side by side against the first (the baseline), each headline metric
+//! with its absolute and % change, and whether the change is significant.
+//!
+//! # Significance
+//! A run's one-second intervals are its samples: for throughput, the interval's successes
+//! per second; for p50, p90 and p99, the interval's value of that percentile (the mean,
+//! max, success and errors have no per-interval sample and are not tested). Two runs
+//! are compared with the Mann-Whitney U test (two-sided, normal approximation with tie
+//! correction), which assumes only that intervals are independent draws from a steady
+//! state, not that they are normally distributed. Several metrics are tested per pair of
+//! runs, so each test is held to [`ALPHA`] divided by their number (Bonferroni): the chance
+//! that two runs of one configuration show any significant change stays under [`ALPHA`]. A
+//! change is **significant** when its p-value is under that level *and* the change is larger
+//! than the noise threshold (default 2%), so that a difference too small to matter is not
+//! flagged however many intervals there are. With fewer than [`MIN_INTERVALS`] full
+//! intervals in a run there is no test.
+
+use crate::export::{Cell, Sheet};
+use barrage_metrics::summary::{IntervalRow, RunSummary};
+use barrage_metrics::units::fmt_us;
+use statrs::distribution::{ContinuousCDF, Normal};
+use std::str::FromStr;
+
+/// Significance level of the test.
+pub const ALPHA: f64 = 0.05;
+/// Fewest full intervals a run needs for the test.
+pub const MIN_INTERVALS: usize = 5;
+
+/// A headline metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Successes per second.
+    Throughput,
+    /// Share of successful requests.
+    Success,
+    /// Failed requests.
+    Errors,
+    /// Mean corrected latency.
+    Mean,
+    /// Corrected latency p50.
+    P50,
+    /// Corrected latency p90.
+    P90,
+    /// Corrected latency p99.
+    P99,
+    /// Largest corrected latency.
+    Max,
+}
+
+impl Metric {
+    /// Every metric, in table order.
+    pub const ALL: [Metric; 8] = [
+        Metric::Throughput,
+        Metric::Success,
+        Metric::Errors,
+        Metric::Mean,
+        Metric::P50,
+        Metric::P90,
+        Metric::P99,
+        Metric::Max,
+    ];
+
+    /// Its name in tables and in `--fail-if`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::Success => "success",
+            Metric::Errors => "errors",
+            Metric::Mean => "mean",
+            Metric::P50 => "p50",
+            Metric::P90 => "p90",
+            Metric::P99 => "p99",
+            Metric::Max => "max",
+        }
+    }
+
+    fn value(self, s: &RunSummary) -> f64 {
+        let l = &s.latency.corrected;
+        match self {
+            Metric::Throughput => s.throughput_per_sec,
+            Metric::Success => s.success_ratio,
+            Metric::Errors => (s.requests.total - s.requests.ok) as f64,
+            Metric::Mean => l.mean_us,
+            Metric::P50 => l.p50_us as f64,
+            Metric::P90 => l.p90_us as f64,
+            Metric::P99 => l.p99_us as f64,
+            Metric::Max => l.max_us as f64,
+        }
+    }
+
+    /// The per-interval samples the test compares; `None` for metrics without one.
+    fn samples(self, s: &RunSummary) -> Option<Vec<f64>> {
+        let pick: fn(&IntervalRow) -> f64 = match self {
+            Metric::Throughput => |r| r.throughput_per_sec,
+            Metric::P50 => |r| r.p50_us as f64,
+            Metric::P90 => |r| r.p90_us as f64,
+            Metric::P99 => |r| r.p99_us as f64,
+            _ => return None,
+        };
+        // Full intervals with requests: the last, partial one holds only the stragglers.
+        Some(s.intervals.iter().filter(|r| r.length_s >= 0.99 && r.ok + r.errors > 0).map(pick).collect())
+    }
+
+    fn show(self, v: f64) -> String {
+        match self {
+            Metric::Throughput => format!("{v:.1}/s"),
+            Metric::Success => format!("{:.3}%", v * 100.0),
+            Metric::Errors => format!("{v:.0}"),
+            _ => fmt_us(v),
+        }
+    }
+}
+
+impl FromStr for Metric {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Metric::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown metric '{s}': expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// One run's value of a metric against the baseline's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// The value.
+    pub value: f64,
+    /// % change from the baseline; `None` when the baseline is 0.
+    pub percent: Option<f64>,
+    /// Two-sided p-value of the Mann-Whitney test; `None` without a test.
+    pub p_value: Option<f64>,
+    /// Significant: p under ALPHA over the metrics tested, and beyond the noise threshold.
+    pub significant: bool,
+}
+
+/// One metric over all runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricRow {
+    /// Which.
+    pub metric: Metric,
+    /// The baseline's value.
+    pub baseline: f64,
+    /// The other runs', in order.
+    pub changes: Vec<Change>,
+}
+
+/// Runs side by side against the first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The runs' labels, baseline first.
+    pub labels: Vec<String>,
+    /// One row per metric.
+    pub rows: Vec<MetricRow>,
+    /// The noise threshold, a fraction.
+    pub noise: f64,
+}
+
+/// Compares `runs` (label, summary) against the first; `noise` is the smallest relative
+/// change flagged as significant.
+pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
+    let (_, base) = &runs[0];
+    let tested = Metric::ALL.iter().filter(|m| m.samples(base).is_some()).count().max(1);
+    let level = ALPHA / tested as f64;
+    let rows = Metric::ALL
+        .into_iter()
+        .map(|metric| {
+            let baseline = metric.value(base);
+            let base_samples = metric.samples(base);
+            let changes = runs[1..]
+                .iter()
+                .map(|(_, s)| {
+                    let value = metric.value(s);
+                    let percent = (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0);
+                    let p_value = base_samples.as_ref().zip(metric.samples(s)).and_then(|(a, b)| mann_whitney(a, &b));
+                    let big = percent.is_some_and(|p| p.abs() >= noise * 100.0);
+                    Change { value, percent, p_value, significant: big && p_value.is_some_and(|p| p < level) }
+                })
+                .collect();
+            MetricRow { metric, baseline, changes }
+        })
+        .collect();
+    Comparison { labels: runs.iter().map(|(l, _)| l.clone()).collect(), rows, noise }
+}
+
+/// Two-sided p-value of the Mann-Whitney U test of `a` against `b`, by the normal
+/// approximation with a tie correction; `None` with fewer than [`MIN_INTERVALS`] samples in
+/// either, or when every sample is the same value.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 < MIN_INTERVALS || n2 < MIN_INTERVALS {
+        return None;
+    }
+    let mut all: Vec<(f64, usize)> = a.iter().map(|x| (*x, 0)).chain(b.iter().map(|x| (*x, 1))).collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // Mid-ranks for ties, and the tie term of the variance.
+    let n = all.len();
+    let (mut rank_sum_a, mut ties) = (0.0, 0.0);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        ties += t * t * t - t;
+        rank_sum_a += all[i..=j].iter().filter(|x| x.1 == 0).count() as f64 * rank;
+        i = j + 1;
+    }
+    let (n1, n2, nf) = (n1 as f64, n2 as f64, n as f64);
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let mean = n1 * n2 / 2.0;
+    let variance = n1 * n2 / 12.0 * ((nf + 1.0) - ties / (nf * (nf - 1.0)));
+    if variance <= 0.0 {
+        return None;
+    }
+    // Continuity correction: half a step toward the mean.
+    let z = ((u - mean).abs() - 0.5).max(0.0) / variance.sqrt();
+    let normal = Normal::new(0.0, 1.0).expect("the standard normal is valid");
+    Some((2.0 * (1.0 - normal.cdf(z))).min(1.0))
+}
+
+/// `--fail-if 'p99>+10%'`: a bound on the % change of a metric against the baseline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailIf {
+    text: String,
+    metric: Metric,
+    above: bool,
+    percent: f64,
+}
+
+impl FromStr for FailIf {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let text = s.trim();
+        let bad =
+            |why: String| format!("invalid --fail-if '{text}': {why}; expected e.g. 'p99>+10%' or 'throughput<-5%'");
+        let at = text.find(['<', '>']).ok_or_else(|| bad("no < or >".into()))?;
+        let metric = text[..at].trim().parse::<Metric>().map_err(bad)?;
+        let above = text[at..].starts_with('>');
+        let value = text[at + 1..].trim();
+        let percent = value
+            .strip_suffix('%')
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|p| p.is_finite())
+            .ok_or_else(|| bad(format!("'{value}' is not a signed percentage")))?;
+        Ok(FailIf { text: text.to_string(), metric, above, percent })
+    }
+}
+
+impl FailIf {
+    /// The runs (by label) whose change crosses the bound, with the change.
+    pub fn crossed(&self, c: &Comparison) -> Vec<(String, f64)> {
+        let Some(row) = c.rows.iter().find(|r| r.metric == self.metric) else { return Vec::new() };
+        row.changes
+            .iter()
+            .zip(&c.labels[1..])
+            .filter_map(|(ch, label)| {
+                let p = ch.percent?;
+                let crossed = if self.above { p > self.percent } else { p < self.percent };
+                crossed.then(|| (label.clone(), p))
+            })
+            .collect()
+    }
+
+    /// The bound as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// The comparison as a table: metric, baseline, then value and change per run.
+pub fn comparison_sheet(c: &Comparison) -> Sheet {
+    let mut header = vec!["metric".to_string(), c.labels[0].clone()];
+    for label in &c.labels[1..] {
+        header.extend([
+            label.clone(),
+            format!("{label} change %"),
+            format!("{label} p-value"),
+            format!("{label} significant"),
+        ]);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut sheet = Sheet::new("comparison", &header);
+    for row in &c.rows {
+        let mut cells = vec![Cell::from(row.metric.name()), Cell::from(row.baseline)];
+        for ch in &row.changes {
+            cells.extend([
+                Cell::from(ch.value),
+                Cell::from(ch.percent),
+                Cell::from(ch.p_value),
+                Cell::from(if ch.significant { "yes" } else { "no" }),
+            ]);
+        }
+        sheet.push(cells);
+    }
+    sheet
+}
+
+/// The comparison for people.
+pub fn comparison_text(c: &Comparison) -> String {
+    use crate::text::{Align, Table};
+    let mut align = vec![Align::Left, Align::Right];
+    align.extend(std::iter::repeat_n([Align::Right, Align::Right, Align::Left], c.labels.len() - 1).flatten());
+    let mut t = Table::new(&align);
+    let mut head = vec!["metric".to_string(), c.labels[0].clone()];
+    for label in &c.labels[1..] {
+        head.extend([label.clone(), "change".into(), "".into()]);
+    }
+    t.row(head);
+    for row in &c.rows {
+        let mut cells = vec![row.metric.name().to_string(), row.metric.show(row.baseline)];
+        for ch in &row.changes {
+            let change = ch.percent.map_or("-".to_string(), |p| format!("{p:+.1}%"));
+            let verdict = match (ch.p_value, ch.significant) {
+                (Some(p), true) => format!("significant (p={})", p_text(p)),
+                (Some(p), false) => format!("not significant (p={})", p_text(p)),
+                (None, _) => String::new(),
+            };
+            cells.extend([row.metric.show(ch.value), change, verdict]);
+        }
+        t.row(cells);
+    }
+    let mut out = format!("Comparison against {} (the baseline)\n", c.labels[0]);
+    out.push_str(&t.to_text());
+    out.push_str(&format!(
+        "(significant: Mann-Whitney U over one-second intervals, p < {ALPHA} over all metrics tested (Bonferroni), and a change of at least {:.0}%; latency is corrected)\n",
+        c.noise * 100.0
+    ));
+    out
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mann_whitney_matches_known_answers() {
+        // Fully separated samples of 8: U = 0; the normal approximation gives p ≈ 0.0009.
+        let a: Vec<f64> = (1..=8).map(f64::from).collect();
+        let b: Vec<f64> = (11..=18).map(f64::from).collect();
+        let p = mann_whitney(&a, &b).unwrap();
+        assert!((p - 0.00093).abs() < 0.0002, "{p}");
+        // Interleaved samples: no difference.
+        let c: Vec<f64> = (0..8).map(|i| f64::from(2 * i)).collect();
+        let d: Vec<f64> = (0..8).map(|i| f64::from(2 * i + 1)).collect();
+        assert!(mann_whitney(&c, &d).unwrap() > 0.5);
+        // Too few, or all the same: no test.
+        assert_eq!(mann_whitney(&a[..4], &b), None);
+        assert_eq!(mann_whitney(&[5.0; 6], &[5.0; 6]), None);
+        // Ties get mid-ranks: symmetric inputs give the same p either way round.
+        let e = [1.0, 2.0, 2.0, 3.0, 3.0, 3.0];
+        let f = [2.0, 3.0, 4.0, 4.0, 5.0, 5.0];
+        assert!((mann_whitney(&e, &f).unwrap() - mann_whitney(&f, &e).unwrap()).abs() < 1e-12);
+    }
+
+    fn run(p50_ms: f64, throughput: f64, seconds: u64) -> RunSummary {
+        let mut s = RunSummary { throughput_per_sec: throughput, success_ratio: 1.0, ..Default::default() };
+        s.requests.total = 100;
+        s.requests.ok = 100;
+        s.latency.corrected.p50_us = (p50_ms * 1000.0) as u64;
+        s.latency.corrected.p99_us = (p50_ms * 2000.0) as u64;
+        s.intervals = (0..seconds)
+            .map(|i| {
+                let jitter = (i % 3) as f64 * 0.01;
+                IntervalRow {
+                    second: i,
+                    length_s: 1.0,
+                    ok: 10,
+                    throughput_per_sec: throughput * (1.0 + jitter),
+                    p50_us: (p50_ms * 1000.0 * (1.0 + jitter)) as u64,
+                    p90_us: (p50_ms * 1500.0 * (1.0 + jitter)) as u64,
+                    p99_us: (p50_ms * 2000.0 * (1.0 + jitter)) as u64,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn a_doubled_latency_is_significant_and_crosses_a_bound() {
+        let c = compare(&[("a".into(), run(20.0, 1000.0, 8)), ("b".into(), run(40.0, 1000.0, 8))], 0.02);
+        let p99 = c.rows.iter().find(|r| r.metric == Metric::P99).unwrap();
+        assert_eq!(p99.baseline, 40_000.0);
+        assert!((p99.changes[0].percent.unwrap() - 100.0).abs() < 1e-9);
+        assert!(p99.changes[0].significant);
+        let tput = c.rows.iter().find(|r| r.metric == Metric::Throughput).unwrap();
+        assert!(!tput.changes[0].significant, "same throughput: {tput:?}");
+        let bound: FailIf = "p99>+10%".parse().unwrap();
+        assert_eq!(bound.crossed(&c), [("b".to_string(), 100.0)]);
+        assert!("throughput<-5%".parse::<FailIf>().unwrap().crossed(&c).is_empty());
+        let text = comparison_text(&c);
+        assert!(text.contains("+100.0%") && text.contains("significant (p="), "{text}");
+        let sheet = comparison_sheet(&c);
+        assert_eq!(sheet.header, ["metric", "a", "b", "b change %", "b p-value", "b significant"]);
+        assert_eq!(sheet.rows.len(), Metric::ALL.len());
+    }
+
+    #[test]
+    fn bad_bounds_name_the_token() {
+        for (text, want) in
+            [("p99", "no < or >"), ("p98>+10%", "unknown metric 'p98'"), ("p99>10", "'10' is not a signed")]
+        {
+            let e = text.parse::<FailIf>().unwrap_err();
+            assert!(e.contains(want) && e.starts_with(&format!("invalid --fail-if '{text}'")), "{e}");
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Experiments, sweeps, capacity search and comparisons against origins with a known delay
+//! or a known capacity.
+
+use crate::util::{barrage, origin};
+use barrage_server::{LatencyDist, RunningServer, ServeConfig};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+fn delayed(ms: u64) -> RunningServer {
+    origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(ms))), ..Default::default() })
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `barrage run` at 200/s for 6 s into `file` (six full one-second intervals).
+fn record(url: &str, file: &Path) -> std::thread::JoinHandle<Output> {
+    let (url, file) = (url.to_string(), file.to_path_buf());
+    std::thread::spawn(move || {
+        barrage()
+            .args(["run", "--rate", "200", "-d", "6s", &url, "--format", "json", "-o"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    })
+}
+
+#[test]
+fn compare_flags_a_slower_origin_and_not_a_repeat() {
+    let (fast, slow) = (delayed(20), delayed(40));
+    let dir = tempfile::tempdir().unwrap();
+    let f = |n: &str| dir.path().join(n);
+    // The two origins side by side, to keep the test short.
+    let runs = [record(&fast.url(), &f("a.brg")), record(&slow.url(), &f("b.brg"))];
+    runs.into_iter().for_each(|h| drop(ok(&h.join().unwrap())));
+    // A repeat runs alone: two generators side by side on two cores would not be the same
+    // configuration (one gets the CPU first).
+    ok(&record(&fast.url(), &f("c.brg")).join().unwrap());
+    ok(&record(&fast.url(), &f("d.brg")).join().unwrap());
+    let compare = |a: &str, b: &str, extra: &[&str]| {
+        barrage().arg("compare").arg(f(a)).arg(f(b)).args(["--format", "json"]).args(extra).output().unwrap()
+    };
+    let metric = |json: &Value, name: &str| -> Value {
+        json["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == name).unwrap()["runs"][0].clone()
+    };
+    // 20 ms against 40 ms: about +100% on p50 and p99, significant, and over the bound.
+    let out = compare("a.brg", "b.brg", &["--fail-if", "p99>+10%"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("FAIL  p99>+10%: b.brg changed +"));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // p50 doubles; p99 rises less when noise lifted the fast run's tail.
+    for (name, least) in [("p50", 80.0), ("p99", 25.0)] {
+        let m = metric(&json, name);
+        let change = m["change_percent"].as_f64().unwrap();
+        assert!((least..130.0).contains(&change), "{name}: {m}");
+        assert_eq!(m["significant"], true, "{name}: {m}");
+    }
+    assert_eq!(metric(&json, "throughput")["significant"], false, "the same rate: {json}");
+    // The same configuration twice: nothing significant, and the bound holds.
+    let out = compare("c.brg", "d.brg", &["--fail-if", "p50>+10%"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for m in json["metrics"].as_array().unwrap() {
+        assert_eq!(m["runs"][0]["significant"], false, "{m}");
+    }
+    // The text table says it in words.
+    let text = ok(&barrage().arg("compare").arg(f("a.brg")).arg(f("b.brg")).output().unwrap());
+    assert!(text.contains("significant (p=") && text.contains("Comparison against a.brg"), "{text}");
+}
+
+#[test]
+fn capacity_finds_the_known_capacity_in_bounded_time() {
+    // At most 10 requests at once, 10 ms each (tokio's timer makes it about 11 ms): the
+    // origin serves about 900 req/s and queues the rest.
+    let server = origin(ServeConfig {
+        max_concurrency: Some(10),
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(10))),
+        ..Default::default()
+    });
+    // The known answer, measured: 30 workers keep every slot busy.
+    let saturated =
+        ok(&barrage().args(["run", "-c", "30", "-d", "2s", &server.url(), "--format", "json"]).output().unwrap());
+    let capacity_ref = serde_json::from_str::<Value>(&saturated).unwrap()["throughput_per_sec"].as_f64().unwrap();
+    assert!((700.0..1000.0).contains(&capacity_ref), "10 slots of 10 ms: {capacity_ref}");
+    let started = Instant::now();
+    let out = barrage()
+        .args(["capacity", &server.url(), "--slo", "p99<60ms", "--slo", "success>=99%", "--step", "2s"])
+        .args(["--start-rate", "200", "--max-time", "90s", "--format", "json"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let json: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let found = json["capacity_per_sec"].as_f64().unwrap();
+    assert!((found - capacity_ref).abs() <= 0.1 * capacity_ref, "found {found}/s, known {capacity_ref:.0}/s: {json}");
+    assert!(json["failed_at_per_sec"].as_f64().unwrap() > found);
+    assert!(took < Duration::from_secs(60), "bounded: {took:?}");
+    let probes = json["probes"].as_array().unwrap();
+    assert!(probes.len() >= 4 && probes.iter().any(|p| p["met"] == false), "{probes:?}");
+}
+
+#[test]
+fn sweep_gives_a_row_per_level_with_slos() {
+    let server = delayed(5);
+    let dir = tempfile::tempdir().unwrap();
+    let xlsx = dir.path().join("sweep.xlsx");
+    let out = barrage()
+        .args(["sweep", &server.url(), "-c", "1,4", "--step", "1s", "--slo", "p50<1s", "--format", "json", "-o"])
+        .arg(dir.path().join("levels"))
+        .arg("--xlsx")
+        .arg(&xlsx)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let levels = json["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    let (one, four) = (&levels[0], &levels[1]);
+    assert_eq!((one["level"].as_str(), four["level"].as_str()), (Some("1 workers"), Some("4 workers")));
+    // Closed loop against 5 ms: four workers get about four times the throughput.
+    let ratio = four["throughput_per_sec"].as_f64().unwrap() / one["throughput_per_sec"].as_f64().unwrap();
+    assert!((3.0..5.0).contains(&ratio), "{ratio}: {json}");
+    assert!(levels.iter().all(|l| l["slos"][0]["pass"] == true));
+    let files = std::fs::read_dir(dir.path().join("levels")).unwrap().count();
+    assert_eq!(files, 2, "one results file per level");
+    use calamine::Reader;
+    let mut book = calamine::open_workbook_auto(&xlsx).unwrap();
+    assert_eq!(book.sheet_names(), ["sweep"]);
+    let sheet = book.worksheet_range("sweep").unwrap();
+    assert_eq!(sheet.height(), 3, "header and two levels");
+}
+
+#[test]
+fn run_writes_its_tables_to_a_workbook() {
+    let server = delayed(1);
+    let dir = tempfile::tempdir().unwrap();
+    let xlsx = dir.path().join("run.xlsx");
+    ok(&barrage().args(["run", "-n", "50", "-c", "2", &server.url(), "--xlsx"]).arg(&xlsx).output().unwrap());
+    use calamine::{Data, Reader};
+    let mut book = calamine::open_workbook_auto(&xlsx).unwrap();
+    assert_eq!(book.sheet_names(), ["summary", "intervals"]);
+    let summary = book.worksheet_range("summary").unwrap();
+    let requests = summary.rows().find(|r| r[0] == Data::String("requests".into())).unwrap();
+    assert_eq!(requests[1], Data::Float(50.0), "numbers stay numbers");
+}
+
+/// An experiment of three quick cases against two origins.
+fn experiment_file(dir: &Path, fast: &str, slow: &str) -> std::path::PathBuf {
+    let file = dir.join("study.toml");
+    let text = format!(
+        r#"name = "origins"
+duration = "1s"
+compare = ["origin"]
+slo = ["success>=99%"]
+exclude = ["slow & many"]
+
+[factors.origin]
+fast = {{ url = "{fast}" }}
+slow = {{ url = "{slow}" }}
+
+[factors.clients]
+one = {{ concurrency = 1 }}
+many = {{ concurrency = 4 }}
+"#
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn an_experiment_runs_its_cases_compares_them_and_resumes_after_a_kill() {
+    let (fast, slow) = (delayed(5), delayed(10));
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment_file(dir.path(), &fast.url(), &slow.url());
+    let listing = ok(&barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap());
+    assert!(listing.contains("3 case(s)") && listing.contains("TC2  origin=slow, clients=one"), "{listing}");
+    let results = dir.path().join("results");
+    // Killed once the first case is written; the rest is left to --resume.
+    let mut child = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !results.join("TC0.r1.brg").exists() {
+        assert!(Instant::now() < deadline, "the first case never finished");
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let again = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "earlier results are not overwritten without --resume");
+    let out = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).arg("--resume").output().unwrap();
+    let text = ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TC0 repeat 1: done before, skipped"));
+    let mut names: Vec<String> =
+        std::fs::read_dir(&results).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["TC0.r1.brg", "TC1.r1.brg", "TC2.r1.brg", "comparisons.csv", "experiment.json", "matrix.csv", "summary.txt"],
+        "every case once, no partial file left"
+    );
+    // The matrix and the comparison along `origin`: fast → slow with one client only
+    // (slow & many is excluded): p50 about doubles.
+    assert!(text.contains("Comparison along origin") && text.contains("fast → slow (TC0 → TC2)"), "{text}");
+    let comparisons = std::fs::read_to_string(results.join("comparisons.csv")).unwrap();
+    let row: Vec<&str> = comparisons.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(&row[..3], ["origin", "fast", "slow"], "{comparisons}");
+    let header: Vec<&str> = comparisons.lines().next().unwrap().split(',').collect();
+    let p50 = header.iter().position(|h| *h == "p50_change_percent").unwrap();
+    let change: f64 = row[p50].parse().unwrap();
+    assert!((50.0..130.0).contains(&change), "5 ms → 10 ms: {change}% ({comparisons})");
+    assert_eq!(text.matches("SLO pass").count(), 3, "{text}");
+}
+
+#[test]
+fn malformed_experiments_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("[factors.a]\nx = { url = \"http://127.0.0.1:1/\", rate = \"fast\" }\n", "levels on lines 2"),
+        ("repeats = 0\n[factors.a]\nx = {}\n", "repeats must be at least 1"),
+        ("[factors.a\n", "line 1"),
+    ];
+    for (text, want) in cases {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(want) && err.contains("bad.toml"), "{text}: {err}");
+    }
+}
