@@ -230,3 +230,54 @@ fn malformed_experiments_name_the_line() {
         assert!(err.contains(want) && err.contains("bad.toml"), "{text}: {err}");
     }
 }
+
+#[test]
+fn a_probe_under_background_load_and_experiments_compared_case_by_case() {
+    // Two slots of 5 ms: about 350 req/s. A background of 250/s keeps them busy, so a
+    // probe of one request at a time (a new connection each, like curl) waits longer.
+    let server = origin(ServeConfig {
+        max_concurrency: Some(2),
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(5))),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probe.toml");
+    let text = format!(
+        r#"duration = "2s"
+compare = ["load"]
+
+[base]
+url = "{}"
+concurrency = 1
+no-keepalive = true
+
+[factors.load]
+idle = {{}}
+busy = {{ background = {{ rate = 250, no-keepalive = false }} }}
+"#,
+        server.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let listing = ok(&barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap());
+    assert!(listing.contains("background --duration 2s --rate 250"), "{listing}");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for out in [&a, &b] {
+        let run =
+            barrage().arg("experiment").arg(&file).arg("-o").arg(out).args(["--format", "json"]).output().unwrap();
+        let json: Value = serde_json::from_str(&ok(&run)).unwrap();
+        let matrix = json["matrix"].as_array().unwrap();
+        let (idle, busy) = (&matrix[0], &matrix[1]);
+        assert_eq!((idle["load"].as_str(), busy["load"].as_str()), (Some("idle"), Some("busy")));
+        assert!(idle["background_throughput_per_sec"].is_null());
+        let bg = busy["background_throughput_per_sec"].as_f64().unwrap();
+        assert!((200.0..260.0).contains(&bg), "the background ran beside the probe: {busy}");
+        assert!(busy["p50_ms"].as_f64() > idle["p50_ms"].as_f64(), "the probe waits behind the load: {matrix:?}");
+        assert!(idle["connect_mean_ms"].as_f64().unwrap() > 0.0, "a new connection per probe request: {idle}");
+        assert!(out.join("TC1.r1.background.brg").exists());
+    }
+    // The same experiment twice, case by case.
+    let out = barrage().arg("compare").arg(&a).arg(&b).args(["--format", "json"]).output().unwrap();
+    let json: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let cases: Vec<&str> = json.as_array().unwrap().iter().map(|c| c["case"].as_str().unwrap()).collect();
+    assert_eq!(cases, ["TC0", "TC1"]);
+}

@@ -120,8 +120,9 @@ const COMPARE_EXAMPLES: &str = "Examples:
 /// `barrage compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Results files, or directories whose results files are merged into one run; the first
-    /// is the baseline.
+    /// Results files, directories whose results files are merged into one run (one run from
+    /// several machines), or experiment directories (compared case by case); the first is
+    /// the baseline.
     #[arg(value_name = "RUN", required = true)]
     pub runs: Vec<PathBuf>,
     /// Exit 1 when a run's change against the baseline crosses this bound (repeatable):
@@ -138,6 +139,9 @@ pub struct CompareArgs {
     /// Also write the table as a spreadsheet.
     #[arg(long, value_name = "FILE")]
     pub xlsx: Option<PathBuf>,
+    /// Also write the table as DIR/comparison.csv.
+    #[arg(long, value_name = "DIR")]
+    pub csv_dir: Option<PathBuf>,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -449,6 +453,9 @@ pub struct RunArgs {
     /// spreadsheet workbook, one sheet per table.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub xlsx: Option<PathBuf>,
+    /// Also write each of those tables as DIR/NAME.csv.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub csv_dir: Option<PathBuf>,
 
     /// A service-level objective checked at the end (repeatable): p99<250ms, p50<20ms,
     /// success>=99.5%, throughput>=1000/s, errors<10; NAME:p99<100ms for requests of one

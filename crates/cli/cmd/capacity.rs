@@ -44,9 +44,7 @@ pub fn capacity(a: CapacityArgs) -> anyhow::Result<Outcome> {
         Format::Json => println!("{}", json(&search)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
     }
-    if let Some(path) = &a.run.xlsx {
-        barrage_report::write_xlsx(path, &[sheet])?;
-    }
+    super::export::export(&[sheet], a.run.xlsx.as_deref(), a.run.csv_dir.as_deref())?;
     Ok(if search.capacity.is_some() { Outcome::Ok } else { Outcome::Failed })
 }
 

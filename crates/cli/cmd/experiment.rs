@@ -305,8 +305,14 @@ struct CaseRow {
     success: Spread,
     hit_ratio: Option<Spread>,
     background_throughput: Option<Spread>,
+    /// Mean of each phase that happened (dns, connect, tls, wait), µs: what one client of a
+    /// probe under a background load sees.
+    phases: Vec<(&'static str, Spread)>,
     slos: Vec<SloResult>,
 }
+
+/// The phases a matrix shows.
+const PHASES: [&str; 4] = ["dns", "connect", "tls", "wait"];
 
 /// How to read a metric off a row.
 type Figure = fn(&CaseRow) -> f64;
@@ -353,6 +359,16 @@ fn case_row(e: &Experiment, a: &ExperimentArgs, p: &Prepared, dir: &Path) -> any
         hit_ratio: (!hits.is_empty()).then(|| Spread::of(&hits)),
         background_throughput: (!background.is_empty())
             .then(|| Spread::of(&background.iter().map(|s| s.throughput_per_sec).collect::<Vec<_>>())),
+        phases: PHASES
+            .iter()
+            .map(|name| {
+                let means: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|s| s.phases.get(*name).filter(|p| p.count > 0).map(|p| p.mean_us))
+                    .collect();
+                (*name, Spread::of(&means))
+            })
+            .collect(),
         slos,
     })
 }
@@ -377,6 +393,7 @@ fn matrix_sheet(e: &Experiment, rows: &[CaseRow]) -> Sheet {
         ]
         .map(String::from),
     );
+    header.extend(PHASES.iter().map(|p| format!("{p}_mean_ms")));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut sheet = Sheet::new("matrix", &header);
     for r in rows {
@@ -396,6 +413,7 @@ fn matrix_sheet(e: &Experiment, rows: &[CaseRow]) -> Sheet {
             Cell::from(r.hit_ratio.map(|h| h.mean * 100.0)),
             Cell::from(r.background_throughput.map(|b| b.mean)),
         ]);
+        cells.extend(r.phases.iter().map(|(_, s)| Cell::from((s.mean > 0.0).then(|| ms(s.mean)))));
         sheet.push(cells);
     }
     sheet
@@ -452,13 +470,16 @@ fn spread_text(s: Spread, show: impl Fn(f64) -> String) -> String {
 
 fn text(e: &Experiment, rows: &[CaseRow], comparisons: &Sheet) -> String {
     use barrage_metrics::units::fmt_us;
+    // Phases only when some case measured them (new connections, a probe).
+    let shown: Vec<usize> = (0..PHASES.len()).filter(|i| rows.iter().any(|r| r.phases[*i].1.mean > 0.0)).collect();
     let mut align = vec![Align::Left];
     align.extend(e.factors.iter().map(|_| Align::Left));
-    align.extend([Align::Right; 7]);
+    align.extend(std::iter::repeat_n(Align::Right, 7 + shown.len()));
     let mut t = Table::new(&align);
     let mut head = vec!["case".to_string()];
     head.extend(e.factors.iter().map(|f| f.name.clone()));
     head.extend(["throughput", "mean", "p50", "p99", "success", "hit ratio", "background"].map(String::from));
+    head.extend(shown.iter().map(|i| PHASES[*i].to_string()));
     t.row(head);
     for r in rows {
         let mut cells = vec![r.case.id.clone()];
@@ -472,11 +493,12 @@ fn text(e: &Experiment, rows: &[CaseRow], comparisons: &Sheet) -> String {
             r.hit_ratio.map_or("-".into(), |h| format!("{:.1}%", h.mean * 100.0)),
             r.background_throughput.map_or("-".into(), |b| format!("{:.0}/s", b.mean)),
         ]);
+        cells.extend(shown.iter().map(|i| fmt_us(r.phases[*i].1.mean)));
         t.row(cells);
     }
     let mut out = format!("Experiment {}: {} case(s) × {} repeat(s)\n", e.name, rows.len(), e.repeats);
     out.push_str(&t.to_text());
-    out.push_str("(mean ± standard deviation over the repeats; latency is corrected)\n");
+    out.push_str("(mean ± standard deviation over the repeats; latency is corrected; phases are means)\n");
     for factor in &e.compare {
         let mut t = Table::new(&[
             Align::Left,
@@ -521,9 +543,7 @@ fn report(e: &Experiment, a: &ExperimentArgs, rows: &[CaseRow], dir: &Path) -> a
         Format::Json => println!("{}", json(&matrix, &comparisons)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
     }
-    if let Some(path) = &a.xlsx {
-        barrage_report::write_xlsx(path, &[matrix, comparisons])?;
-    }
+    super::export::export(&[matrix, comparisons], a.xlsx.as_deref(), None)?;
     let slos: Vec<SloResult> = rows.iter().flat_map(|r| r.slos.iter().cloned()).collect();
     if slos.is_empty() {
         return Ok(Outcome::Ok);

@@ -5,6 +5,7 @@ pub mod capacity;
 pub mod compare;
 pub mod demo;
 pub mod experiment;
+pub mod export;
 pub mod report;
 pub mod run;
 pub mod serve;

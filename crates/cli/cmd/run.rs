@@ -46,10 +46,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             at: at.clone(),
         };
         let summary = execute(plan.clone(), run)?;
-        if let Some(path) = &args.xlsx {
-            let sheets = [barrage_report::summary_sheet(&summary), barrage_report::intervals_sheet(&summary)];
-            barrage_report::write_xlsx(&per_phase(path, *phase), &sheets)?;
-        }
+        let sheets = [barrage_report::summary_sheet(&summary), barrage_report::intervals_sheet(&summary)];
+        let xlsx = args.xlsx.as_ref().map(|p| per_phase(p, *phase));
+        let csv_dir = args.csv_dir.as_ref().map(|p| per_phase(p, *phase));
+        super::export::export(&sheets, xlsx.as_deref(), csv_dir.as_deref())?;
         if !args.slo.is_empty() && !check_slos(&args, &summary, *phase)? {
             failed = true;
         }

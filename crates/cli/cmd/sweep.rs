@@ -77,9 +77,7 @@ pub fn sweep(args: RunArgs) -> anyhow::Result<Outcome> {
         Format::Json => println!("{}", sweep_json(&results)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
     }
-    if let Some(path) = &args.xlsx {
-        barrage_report::write_xlsx(path, &[sheet])?;
-    }
+    super::export::export(&[sheet], args.xlsx.as_deref(), args.csv_dir.as_deref())?;
     report_slos(&args, &results)
 }
 
