@@ -55,7 +55,7 @@ fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
         let c = compare_runs(&runs, a.noise);
         if a.format == Format::Text {
             println!("== {id} {}", case["levels"]);
-            print!("{}\n", comparison_text(&c));
+            println!("{}", comparison_text(&c));
         }
         json_cases.push(
             serde_json::json!({ "case": id, "comparison": serde_json::from_str::<serde_json::Value>(&json(&c))? }),
