@@ -403,3 +403,37 @@ fn down_cleans_up_after_a_supervisor_that_died() {
     // The guard's own `down` then finds nothing: that is the only error it may see.
     std::mem::forget(bed);
 }
+
+#[test]
+fn an_experiment_case_runs_against_a_testbed_it_brings_up() {
+    if !require("varnishd", program_path("varnishd").is_some()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cache.toml");
+    let text = r#"duration = "1s"
+compare = ["server"]
+
+[base]
+concurrency = 2
+testbed = "varnish"
+
+[factors.server]
+backend = { url = "{origin-1}/bytes/1k" }
+cache = { url = "{varnish}/bytes/1k" }
+"#;
+    std::fs::write(&file, text).unwrap();
+    let results = dir.path().join("results");
+    let out = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let matrix = json["matrix"].as_array().unwrap();
+    assert!(matrix[0]["hit_ratio_percent"].is_null(), "straight to the origin: {}", matrix[0]);
+    assert!(f(&matrix[1]["hit_ratio_percent"]) > 90.0, "through varnish: {}", matrix[1]);
+    // Brought up once for both cases, watched, and taken down at the end.
+    assert!(!results.join("testbed-varnish").exists(), "the testbed went down");
+    let run = results.join("TC1.r1.brg");
+    let report = barrage().arg("report").arg(&run).args(["--format", "json"]).output().unwrap();
+    let s: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert!(s["processes"].as_array().unwrap().iter().any(|p| p["name"] == "varnish"), "{}", s["processes"]);
+}

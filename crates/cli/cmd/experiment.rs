@@ -19,12 +19,70 @@ struct RunOnly {
     run: RunArgs,
 }
 
-/// A case ready to run: its flags for the measured run and for the background load.
+/// A case ready to run: its flags for the measured run and for the background load, with
+/// `{SERVER}` placeholders when it runs against a testbed.
 struct Prepared {
     case: Case,
     flags: Vec<String>,
-    run: RunArgs,
-    background: Option<(Vec<String>, RunArgs)>,
+    background: Option<Vec<String>>,
+    testbed: Option<Environment>,
+}
+
+/// A testbed a case runs against: `testbed = "varnish"` (and `testbed-tls = true`) in its
+/// settings; `{varnish}`, `{origin-1}`, `{nginx-lb:https}` in its URLs are that testbed's
+/// servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Environment {
+    topology: barrage_testbed::Topology,
+    tls: bool,
+}
+
+impl Environment {
+    /// Takes `testbed` and `testbed-tls` out of the settings.
+    fn take(settings: &mut Settings) -> Result<Option<Environment>, String> {
+        let tls = match settings.remove("testbed-tls") {
+            None | Some(toml::Value::Boolean(false)) => false,
+            Some(toml::Value::Boolean(true)) => true,
+            Some(v) => return Err(format!("testbed-tls = {v}: expected true or false")),
+        };
+        match settings.remove("testbed") {
+            None => Ok(None),
+            Some(toml::Value::String(t)) => Ok(Some(Environment { topology: t.parse()?, tls })),
+            Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
+        }
+    }
+
+    fn options(self) -> anyhow::Result<barrage_testbed::Options> {
+        super::testbed::options(self.topology, None, self.tls, crate::args::BalanceArg::Roundrobin)
+    }
+
+    /// Its directory inside the experiment's.
+    fn dir(self, results: &Path) -> PathBuf {
+        results.join(format!("testbed-{}{}", self.topology.name(), if self.tls { "-tls" } else { "" }))
+    }
+}
+
+/// `{NAME}` and `{NAME:https}` of every server of `state` replaced by its URL (without the
+/// trailing slash, so `{varnish}/bytes/1k` reads naturally).
+fn fill(flags: &[String], servers: &[(String, String, Option<String>)]) -> Vec<String> {
+    flags
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            for (name, url, tls_url) in servers {
+                f = f.replace(&format!("{{{name}}}"), url.trim_end_matches('/'));
+                if let Some(t) = tls_url {
+                    f = f.replace(&format!("{{{name}:https}}"), t.trim_end_matches('/'));
+                }
+            }
+            f
+        })
+        .collect()
+}
+
+/// The servers of a testbed as (name, URL, HTTPS URL).
+fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<(String, String, Option<String>)> {
+    specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url())).collect()
 }
 
 /// Checks every case, then lists them (`--dry-run`) or runs them.
@@ -65,12 +123,22 @@ fn prepare(e: &Experiment, a: &ExperimentArgs, case: Case) -> anyhow::Result<Pre
     };
     let mut settings = case.settings.clone();
     let background = settings.remove("background");
+    let testbed = Environment::take(&mut settings).map_err(|m| anyhow::anyhow!(at(&m)))?;
     if let Some(d) = &e.duration {
         settings.entry("duration".into()).or_insert_with(|| toml::Value::String(d.clone()));
     }
+    // Checked now with stand-in addresses for the testbed's servers, which start later.
+    let stand_in = match testbed {
+        Some(env) => servers_of(&barrage_testbed::plan(&env.options()?, Path::new("/nonexistent"))?),
+        None => Vec::new(),
+    };
+    let check = |flags: &[String], what: &str| -> anyhow::Result<()> {
+        let run = parse_run(&fill(flags, &stand_in)).map_err(|m| anyhow::anyhow!(at(&format!("{what}{m}"))))?;
+        super::run::plan(&run).map_err(|err| anyhow::anyhow!(at(&format!("{what}{err}"))))?;
+        Ok(())
+    };
     let flags = to_flags(&settings).map_err(|m| anyhow::anyhow!(at(&m)))?;
-    let run = parse_run(&flags).map_err(|m| anyhow::anyhow!(at(&m)))?;
-    super::run::plan(&run).map_err(|err| anyhow::anyhow!(at(&err.to_string())))?;
+    check(&flags, "")?;
     let background = match background {
         None => None,
         Some(toml::Value::Table(bg)) => {
@@ -81,13 +149,12 @@ fn prepare(e: &Experiment, a: &ExperimentArgs, case: Case) -> anyhow::Result<Pre
             }
             merged.extend(bg);
             let flags = to_flags(&merged).map_err(|m| anyhow::anyhow!(at(&format!("background: {m}"))))?;
-            let run = parse_run(&flags).map_err(|m| anyhow::anyhow!(at(&format!("background: {m}"))))?;
-            super::run::plan(&run).map_err(|err| anyhow::anyhow!(at(&format!("background: {err}"))))?;
-            Some((flags, run))
+            check(&flags, "background: ")?;
+            Some(flags)
         }
         Some(_) => bail!(at("background must be a table of settings, e.g. background = { rate = 500 }")),
     };
-    Ok(Prepared { case, flags, run, background })
+    Ok(Prepared { case, flags, background, testbed })
 }
 
 /// Settings to flags: `url` values are the targets, `true` is a bare flag, `false` leaves it
@@ -150,7 +217,11 @@ fn dry_run(e: &Experiment, prepared: &[Prepared]) -> String {
     );
     for p in prepared {
         out.push_str(&format!("{}  {}\n    run {}\n", p.case.id, levels_text(&p.case), shell_words(&p.flags)));
-        if let Some((flags, _)) = &p.background {
+        if let Some(env) = p.testbed {
+            let tls = if env.tls { " with HTTPS" } else { "" };
+            out.push_str(&format!("    against a testbed: {}{tls}\n", env.topology.name()));
+        }
+        if let Some(flags) = &p.background {
             out.push_str(&format!("    background {}\n", shell_words(flags)));
         }
     }
@@ -191,7 +262,8 @@ fn start_dir(dir: &Path, resume: bool, e: &Experiment, prepared: &[Prepared]) ->
                 "id": p.case.id,
                 "levels": p.case.levels.iter().map(|(f, l)| (f.clone(), l.clone())).collect::<std::collections::BTreeMap<_, _>>(),
                 "run": p.flags,
-                "background": p.background.as_ref().map(|b| b.0.clone()),
+                "background": p.background,
+                "testbed": p.testbed.map(|t| format!("{}{}", t.topology.name(), if t.tls { " (tls)" } else { "" })),
             })
         })
         .collect();
@@ -215,8 +287,13 @@ fn run_all(e: &Experiment, prepared: &[Prepared], dir: &Path) -> anyhow::Result<
     let pause = e.pause.as_deref().map(parse_duration).transpose()?;
     let warmup = e.warmup.as_deref().map(parse_duration).transpose()?;
     let total = order.len();
+    let mut testbeds = Testbeds::default();
     for (n, (c, repeat)) in order.into_iter().enumerate() {
         let p = &prepared[c];
+        let servers = match p.testbed {
+            Some(env) => testbeds.up(env, dir)?,
+            None => Vec::new(),
+        };
         let file = result_file(dir, &p.case.id, repeat, "");
         if file.exists() {
             eprintln!("[{}/{total}] {} repeat {repeat}: done before, skipped", n + 1, p.case.id);
@@ -224,14 +301,46 @@ fn run_all(e: &Experiment, prepared: &[Prepared], dir: &Path) -> anyhow::Result<
         }
         eprintln!("[{}/{total}] {} repeat {repeat}: {}", n + 1, p.case.id, levels_text(&p.case));
         if let Some(w) = warmup {
-            run_once(p, dir, repeat, Some(w))?;
+            run_once(p, &servers, dir, repeat, Some(w))?;
         }
-        run_once(p, dir, repeat, None)?;
+        run_once(p, &servers, dir, repeat, None)?;
         if let Some(d) = pause.filter(|_| n + 1 < total) {
             std::thread::sleep(d);
         }
     }
     Ok(())
+}
+
+/// The testbeds the cases need, each brought up once and taken down when the experiment
+/// ends (or fails).
+#[derive(Default)]
+struct Testbeds {
+    up: std::collections::HashMap<Environment, (PathBuf, Vec<(String, String, Option<String>)>)>,
+}
+
+impl Testbeds {
+    /// The servers of `env`'s testbed, started on first use.
+    fn up(&mut self, env: Environment, results: &Path) -> anyhow::Result<Vec<(String, String, Option<String>)>> {
+        if let Some((_, servers)) = self.up.get(&env) {
+            return Ok(servers.clone());
+        }
+        let dir = env.dir(results);
+        eprintln!("bringing up testbed {} in {}", env.topology.name(), dir.display());
+        let state = barrage_testbed::up(&env.options()?, &dir)?;
+        let servers = servers_of(&state.servers.iter().map(|s| s.spec.clone()).collect::<Vec<_>>());
+        self.up.insert(env, (dir, servers.clone()));
+        Ok(servers)
+    }
+}
+
+impl Drop for Testbeds {
+    fn drop(&mut self) {
+        for (dir, _) in self.up.values() {
+            if let Err(e) = barrage_testbed::down(dir) {
+                eprintln!("barrage: taking the testbed in {} down: {e}", dir.display());
+            }
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
@@ -240,10 +349,20 @@ fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
 
 /// One measured run (with its background load), or a warm-up of `warmup` whose results
 /// are thrown away. Files appear under their final names only once complete.
-fn run_once(p: &Prepared, dir: &Path, repeat: u32, warmup: Option<std::time::Duration>) -> anyhow::Result<()> {
+fn run_once(
+    p: &Prepared,
+    servers: &[(String, String, Option<String>)],
+    dir: &Path,
+    repeat: u32,
+    warmup: Option<std::time::Duration>,
+) -> anyhow::Result<()> {
     let role = |r: &str| if warmup.is_some() { format!(".warmup{r}") } else { r.to_string() };
-    let launch = |args: &RunArgs, role: String| -> anyhow::Result<PathBuf> {
-        let mut plan = super::run::plan(args)?;
+    let testbed_dir = p.testbed.map(|env| env.dir(dir));
+    let launch = |flags: &[String], role: String| -> anyhow::Result<PathBuf> {
+        let mut args = parse_run(&fill(flags, servers)).map_err(anyhow::Error::msg)?;
+        // A testbed's servers are watched by themselves.
+        args.testbed = args.testbed.or(testbed_dir.clone());
+        let mut plan = super::run::plan(&args)?;
         if let Some(w) = warmup {
             plan.duration = Some(w);
             plan.requests = None;
@@ -255,8 +374,8 @@ fn run_once(p: &Prepared, dir: &Path, repeat: u32, warmup: Option<std::time::Dur
         Ok(part)
     };
     let (main, background) = std::thread::scope(|s| {
-        let bg = p.background.as_ref().map(|(_, args)| s.spawn(|| launch(args, role(".background"))));
-        let main = launch(&p.run, role(""));
+        let bg = p.background.as_ref().map(|flags| s.spawn(|| launch(flags, role(".background"))));
+        let main = launch(&p.flags, role(""));
         (main, bg.map(|h| h.join().expect("the background run does not panic")))
     });
     let main = main?;

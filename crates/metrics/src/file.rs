@@ -420,6 +420,9 @@ impl Iterator for MergedIntervals {
                 // Ticks count from each run's own start: line them up on the earliest.
                 let late_ms = self.readers[k].header.started_unix_ms - self.origin_ms;
                 i.recorder.timeline.shift((late_ms / TICK.as_millis() as u64) as u32);
+                for p in &mut i.recorder.samples {
+                    p.ended_ms = p.ended_ms.saturating_add(late_ms as u32);
+                }
                 let watch = i.watch.take();
                 match merged.as_mut() {
                     None => {

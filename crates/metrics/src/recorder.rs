@@ -205,6 +205,9 @@ pub struct Recorder {
     /// Finished requests per tenth of a second, for events that play out faster than an
     /// interval (a balancer marking a backend down in 250 ms).
     pub timeline: Timeline,
+    /// A few individual requests of each tenth of a second (the first
+    /// [`SAMPLES_PER_TICK`]), for a scatter plot of the run.
+    pub samples: Vec<RequestPoint>,
     /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
@@ -234,6 +237,7 @@ impl Recorder {
             methods: Keyed::default(),
             whole: None,
             timeline: Timeline::default(),
+            samples: Vec::new(),
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
         }
@@ -288,7 +292,14 @@ impl Recorder {
             }
         };
         self.by_class[class].saturating_record(corrected);
-        self.timeline.record(s.ended, s.outcome.is_success(), corrected);
+        let in_tick = self.timeline.record(s.ended, s.outcome.is_success(), corrected);
+        if in_tick <= SAMPLES_PER_TICK {
+            self.samples.push(RequestPoint {
+                ended_ms: u32::try_from(s.ended.as_millis()).unwrap_or(u32::MAX),
+                latency_us: u32::try_from(corrected).unwrap_or(u32::MAX),
+                ok: s.outcome.is_success(),
+            });
+        }
         self.record_cache(corrected, s);
     }
 
@@ -389,6 +400,7 @@ impl Recorder {
             }
         }
         self.timeline.add(&other.timeline);
+        self.samples.extend_from_slice(&other.samples);
         self.backends.add(&other.backends);
         self.names.add(&other.names);
         self.methods.add(&other.methods);
@@ -424,6 +436,21 @@ fn status_slot(code: u16) -> usize {
     }
 }
 
+/// Individual requests kept per tick per recorder for the scatter plot: up to 100 a second
+/// per engine thread, a few KiB per interval.
+pub const SAMPLES_PER_TICK: u32 = 10;
+
+/// One request of the scatter plot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestPoint {
+    /// When it finished, ms from the run's start.
+    pub ended_ms: u32,
+    /// Its corrected latency, µs.
+    pub latency_us: u32,
+    /// It succeeded (2xx, 3xx).
+    pub ok: bool,
+}
+
 /// Length of a [`Tick`].
 pub const TICK: Duration = Duration::from_millis(100);
 
@@ -454,8 +481,8 @@ impl std::ops::Deref for Timeline {
 
 impl Timeline {
     /// Counts a request that finished `ended` after the run's start, `latency_us` after its
-    /// intended start.
-    pub fn record(&mut self, ended: Duration, ok: bool, latency_us: u64) {
+    /// intended start; returns how many requests its tick now holds.
+    pub fn record(&mut self, ended: Duration, ok: bool, latency_us: u64) -> u32 {
         let tick = u32::try_from(ended.as_millis() / TICK.as_millis()).unwrap_or(u32::MAX);
         let t = self.slot(tick);
         if ok {
@@ -464,6 +491,7 @@ impl Timeline {
             t.failed += 1;
         }
         t.max_us = t.max_us.max(u32::try_from(latency_us).unwrap_or(u32::MAX));
+        t.ok + t.failed
     }
 
     fn slot(&mut self, tick: u32) -> &mut Tick {
@@ -515,6 +543,7 @@ struct Wire {
     names: Vec<(String, u64, u64, Vec<u8>)>,
     methods: Vec<(String, u64, u64, Vec<u8>)>,
     timeline: Vec<Tick>,
+    samples: Vec<RequestPoint>,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -577,6 +606,7 @@ impl Serialize for Recorder {
             names: self.names.encode(),
             methods: self.methods.encode(),
             timeline: self.timeline.0.clone(),
+            samples: self.samples.clone(),
         }
         .serialize(s)
     }
@@ -600,6 +630,7 @@ impl<'de> Deserialize<'de> for Recorder {
         }
         r.counts = w.counts;
         r.timeline = Timeline(w.timeline);
+        r.samples = w.samples;
         r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
         r.whole = w.whole.as_deref().map(hist).transpose()?.map(Box::new);

@@ -228,6 +228,14 @@ pub struct IntervalRow {
     pub rss_kib: BTreeMap<String, u64>,
     /// The machine's busy CPU, % of the whole machine; `None` when not sampled.
     pub host_cpu_percent: Option<f64>,
+    /// Slowest corrected latency, µs.
+    pub max_us: u64,
+    /// Service time p50, µs.
+    pub service_p50_us: u64,
+    /// Service time p99, µs.
+    pub service_p99_us: u64,
+    /// Mean of each phase that happened in the interval, µs.
+    pub phase_mean_us: BTreeMap<String, f64>,
 }
 
 /// Requests as the client saw them, when failed attempts were retried.
@@ -380,12 +388,61 @@ pub struct RunSummary {
     pub host: Option<HostSummary>,
     /// The `--at` commands and what changed around each.
     pub events: Vec<EventSummary>,
+    /// The percentile spectrum of the whole run (the HdrHistogram plot).
+    pub latency_spectrum: Spectrum,
+    /// Sampled individual requests for a scatter plot, at most [`SCATTER_POINTS`]; not part
+    /// of the JSON summary.
+    #[serde(skip)]
+    pub scatter: Vec<crate::recorder::RequestPoint>,
     /// Per step (one entry for an unstepped run).
     pub steps: Vec<StepSummary>,
     /// The time series.
     pub intervals: Vec<IntervalRow>,
     /// Plain-language warnings: barrage was the bottleneck, a file was cut short, ...
     pub warnings: Vec<String>,
+}
+
+/// Most sampled requests a summary keeps for the scatter plot.
+pub const SCATTER_POINTS: usize = 20_000;
+
+/// Latency at percentiles from 0 to 100, denser toward the tail.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spectrum {
+    /// (percentile 0..=100, corrected latency µs).
+    pub corrected: Vec<(f64, u64)>,
+    /// (percentile 0..=100, service time µs).
+    pub service: Vec<(f64, u64)>,
+}
+
+impl Spectrum {
+    fn of(corrected: &Histogram<u64>, service: &Histogram<u64>) -> Spectrum {
+        Spectrum { corrected: spectrum(corrected), service: spectrum(service) }
+    }
+}
+
+/// HdrHistogram's percentile distribution: 5 ticks per halving of the distance to 100%.
+fn spectrum(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut points: Vec<(f64, u64)> =
+        h.iter_quantiles(5).map(|v| (v.quantile_iterated_to() * 100.0, h.highest_equivalent(v.value_iterated_to()))).collect();
+    points.dedup_by(|a, b| a.0 == b.0);
+    points
+}
+
+/// At most [`SCATTER_POINTS`] of `points`, evenly thinned, every failed one kept first.
+fn thin(points: Vec<crate::recorder::RequestPoint>) -> Vec<crate::recorder::RequestPoint> {
+    if points.len() <= SCATTER_POINTS {
+        return points;
+    }
+    let (failed, ok): (Vec<_>, Vec<_>) = points.into_iter().partition(|p| !p.ok);
+    let failed: Vec<_> = failed.into_iter().take(SCATTER_POINTS / 4).collect();
+    let room = SCATTER_POINTS - failed.len();
+    let step = ok.len().div_ceil(room).max(1);
+    let mut out: Vec<_> = failed.into_iter().chain(ok.into_iter().step_by(step)).collect();
+    out.sort_by_key(|p| p.ended_ms);
+    out
 }
 
 /// Reads and merges results files into one summary.
@@ -412,12 +469,14 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         intervals.push(row);
     }
     let timeline = total.timeline.clone();
+    let scatter = std::mem::take(&mut total.samples);
     let mut s = build(merged.readers(), total, steps, intervals);
     add_fairness(&mut s, &seen);
     (s.processes, s.host) = watched.finish();
     s.generator.cpu_max_percent = s.processes.iter().find(|p| p.name == GENERATOR).map_or(0.0, |p| p.cpu_max_percent);
     s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, s.duration.total_s);
     s.warnings.extend(watch_check(&s));
+    s.scatter = thin(scatter);
     Ok(s)
 }
 
@@ -541,6 +600,14 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         p50_us: quantile(&r.corrected, 0.5),
         p90_us: quantile(&r.corrected, 0.9),
         p99_us: quantile(&r.corrected, 0.99),
+        max_us: if r.corrected.is_empty() { 0 } else { r.corrected.max() },
+        service_p50_us: quantile(&r.service, 0.5),
+        service_p99_us: quantile(&r.service, 0.99),
+        phase_mean_us: Phase::ALL
+            .iter()
+            .filter(|p| !r.phase(**p).is_empty())
+            .map(|p| (p.name().to_string(), r.phase(*p).mean()))
+            .collect(),
         bytes_in: r.counts.bytes_in,
         bytes_out: r.counts.bytes_out,
         hit_ratio: hit_ratios(r).map(|h| h.0),
@@ -694,6 +761,7 @@ fn build(
     s.throughput_per_sec = ratio(total.counts.ok as f64, run);
     s.success_ratio = ratio(total.counts.ok as f64, total.counts.completed as f64);
     s.latency = Latencies { corrected: LatencyStats::of(&total.corrected), service: LatencyStats::of(&total.service) };
+    s.latency_spectrum = Spectrum::of(&total.corrected, &total.service);
     s.latency_by_class = CLASS_NAMES
         .iter()
         .zip(&total.by_class)
