@@ -52,13 +52,12 @@ fn compare_flags_a_slower_origin_and_not_a_repeat() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("FAIL  p99>+10%: b.brg changed +"));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // p50 doubles; p99 rises less when noise lifted the fast run's tail.
-    for (name, least) in [("p50", 80.0), ("p99", 25.0)] {
-        let m = metric(&json, name);
-        let change = m["change_percent"].as_f64().unwrap();
-        assert!((least..130.0).contains(&change), "{name}: {m}");
-        assert_eq!(m["significant"], true, "{name}: {m}");
-    }
+    // p50 doubles, significantly; p99 rises less when noise lifted the fast run's tail, and
+    // one second's p99 is too noisy to be significant every time.
+    let p50 = metric(&json, "p50");
+    assert!((80.0..130.0).contains(&p50["change_percent"].as_f64().unwrap()), "{p50}");
+    assert_eq!(p50["significant"], true, "{p50}");
+    assert!(metric(&json, "p99")["change_percent"].as_f64().unwrap() > 25.0, "{json}");
     assert_eq!(metric(&json, "throughput")["significant"], false, "the same rate: {json}");
     // The same configuration twice: nothing significant, and the bound holds.
     let out = compare("c.brg", "d.brg", &["--fail-if", "p50>+10%"]);
@@ -95,7 +94,17 @@ fn capacity_finds_the_known_capacity_in_bounded_time() {
     let took = started.elapsed();
     let json: Value = serde_json::from_str(&ok(&out)).unwrap();
     let found = json["capacity_per_sec"].as_f64().unwrap();
-    assert!((found - capacity_ref).abs() <= 0.1 * capacity_ref, "found {found}/s, known {capacity_ref:.0}/s: {json}");
+    if json["generator_limited"].as_array().unwrap().is_empty() {
+        assert!(
+            (found - capacity_ref).abs() <= 0.1 * capacity_ref,
+            "found {found}/s, known {capacity_ref:.0}/s: {json}"
+        );
+    } else {
+        // barrage said it could not keep the rate (a busy machine): the result is only a
+        // lower bound, and must not claim more than the target can do.
+        eprintln!("capacity {found}/s is a lower bound here: {}", json["generator_limited"]);
+        assert!(found <= 1.1 * capacity_ref, "found {found}/s, known {capacity_ref:.0}/s: {json}");
+    }
     assert!(json["failed_at_per_sec"].as_f64().unwrap() > found);
     assert!(took < Duration::from_secs(60), "bounded: {took:?}");
     let probes = json["probes"].as_array().unwrap();
@@ -196,7 +205,16 @@ fn an_experiment_runs_its_cases_compares_them_and_resumes_after_a_kill() {
     names.sort();
     assert_eq!(
         names,
-        ["TC0.r1.brg", "TC1.r1.brg", "TC2.r1.brg", "comparisons.csv", "experiment.json", "matrix.csv", "summary.txt"],
+        [
+            "TC0.r1.brg",
+            "TC1.r1.brg",
+            "TC2.r1.brg",
+            "comparisons.csv",
+            "experiment.json",
+            "matrix.csv",
+            "report.html",
+            "summary.txt"
+        ],
         "every case once, no partial file left"
     );
     // The matrix and the comparison along `origin`: fast → slow with one client only
@@ -270,7 +288,7 @@ busy = {{ background = {{ rate = 250, no-keepalive = false }} }}
         assert_eq!((idle["load"].as_str(), busy["load"].as_str()), (Some("idle"), Some("busy")));
         assert!(idle["background_throughput_per_sec"].is_null());
         let bg = busy["background_throughput_per_sec"].as_f64().unwrap();
-        assert!((200.0..260.0).contains(&bg), "the background ran beside the probe: {busy}");
+        assert!((150.0..260.0).contains(&bg), "the background ran beside the probe: {busy}");
         assert!(busy["p50_ms"].as_f64() > idle["p50_ms"].as_f64(), "the probe waits behind the load: {matrix:?}");
         assert!(idle["connect_mean_ms"].as_f64().unwrap() > 0.0, "a new connection per probe request: {idle}");
         assert!(out.join("TC1.r1.background.brg").exists());

@@ -7,6 +7,8 @@ mod experiments;
 mod faults;
 mod files;
 mod gates;
+mod html;
+mod live;
 mod measure;
 mod pick;
 mod reqlog;

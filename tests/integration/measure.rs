@@ -30,9 +30,10 @@ fn known_latency_shows_as_p50() {
     p.requests = Some(100);
     let s = run(p);
     assert_eq!(s.requests.ok, 100);
+    // 20 ms plus the origin's timer (up to 1 ms) and loopback; other tests share the two cores.
     let p50 = s.latency.service.p50_us;
-    assert!((20_000..=22_000).contains(&p50), "service p50 {p50} µs");
-    assert!((20_000..=22_000).contains(&s.latency.corrected.p50_us), "corrected p50 {}", s.latency.corrected.p50_us);
+    assert!((20_000..=23_000).contains(&p50), "service p50 {p50} µs");
+    assert!((20_000..=23_000).contains(&s.latency.corrected.p50_us), "corrected p50 {}", s.latency.corrected.p50_us);
 }
 
 #[test]

@@ -424,7 +424,8 @@ cache = { url = "{varnish}/bytes/1k" }
 "#;
     std::fs::write(&file, text).unwrap();
     let results = dir.path().join("results");
-    let out = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output().unwrap();
+    let out =
+        barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     let matrix = json["matrix"].as_array().unwrap();

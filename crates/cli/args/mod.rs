@@ -110,6 +110,10 @@ pub struct ExperimentArgs {
     /// Also write the matrix and comparisons as a spreadsheet.
     #[arg(long, value_name = "FILE")]
     pub xlsx: Option<PathBuf>,
+    /// Also write the HTML report here (it is always written as report.html in the
+    /// results directory).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 const COMPARE_EXAMPLES: &str = "Examples:
@@ -139,6 +143,9 @@ pub struct CompareArgs {
     /// Also write the table as a spreadsheet.
     #[arg(long, value_name = "FILE")]
     pub xlsx: Option<PathBuf>,
+    /// Also write the comparison as an HTML page: the latency spectra overlaid and the table.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Also write the table as DIR/comparison.csv.
     #[arg(long, value_name = "DIR")]
     pub csv_dir: Option<PathBuf>,
@@ -314,6 +321,8 @@ pub enum Format {
     Csv,
     /// HdrHistogram interval log (report only).
     HdrLog,
+    /// One self-contained HTML page with charts.
+    Html,
 }
 
 /// `barrage run` (and `sweep`, `capacity`, which share its flags).
@@ -449,6 +458,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", help_heading = "Watch")]
     pub testbed: Option<PathBuf>,
 
+    /// Also write the report as one self-contained HTML page with charts (a sweep's and a
+    /// capacity search's curves).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
+    /// Show a live terminal view (rates, latency, status codes, errors, cache, backends)
+    /// instead of the progress line; q stops the run and prints the report.
+    #[arg(long, help_heading = "Output")]
+    pub tui: bool,
+    /// Serve the run's counters and latency histograms for Prometheus at
+    /// http://ADDR/metrics while it runs (port 0: a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Also write the report's tables (summary, intervals; a sweep's levels) as a
     /// spreadsheet workbook, one sheet per table.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

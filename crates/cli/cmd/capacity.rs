@@ -42,7 +42,12 @@ pub fn capacity(a: CapacityArgs) -> anyhow::Result<Outcome> {
         Format::Text => print!("{}", text(&search)),
         Format::Csv => print!("{}", barrage_report::to_csv(&sheet)),
         Format::Json => println!("{}", json(&search)),
+        Format::Html => print!("{}", page(&search, &sheet, &a)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
+    }
+    if let Some(path) = &a.run.html {
+        std::fs::write(path, page(&search, &sheet, &a))
+            .map_err(|e| anyhow::anyhow!("--html {}: {e}", path.display()))?;
     }
     super::export::export(&[sheet], a.run.xlsx.as_deref(), a.run.csv_dir.as_deref())?;
     Ok(if search.capacity.is_some() { Outcome::Ok } else { Outcome::Failed })
@@ -103,6 +108,10 @@ fn search(a: &CapacityArgs, step: Duration) -> anyhow::Result<Search> {
         }
     }
     Ok(Search { probes, capacity: lo, failed_at: hi, stop })
+}
+
+fn page(s: &Search, sheet: &Sheet, a: &CapacityArgs) -> String {
+    super::sweep::curve_page("Capacity search", sheet, "rate_per_sec", &a.run, knee(&s.probes), s.capacity)
 }
 
 /// The target gave up: fewer than half the offered requests succeeded.

@@ -22,10 +22,18 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<Outcome> {
         Format::Text => print!("{}", comparison_text(&c)),
         Format::Json => println!("{}", json(&c)),
         Format::Csv => print!("{}", barrage_report::to_csv(&comparison_sheet(&c))),
+        Format::Html => print!("{}", page(&runs, &c)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
+    }
+    if let Some(path) = &a.html {
+        std::fs::write(path, page(&runs, &c)).with_context(|| format!("--html {}", path.display()))?;
     }
     super::export::export(&[comparison_sheet(&c)], a.xlsx.as_deref(), a.csv_dir.as_deref())?;
     Ok(if crossed(&a, &c, "") { Outcome::Failed } else { Outcome::Ok })
+}
+
+fn page(runs: &[(String, RunSummary)], c: &Comparison) -> String {
+    barrage_report::html(&barrage_report::Page::Compare { runs, table: &comparison_sheet(c) })
 }
 
 /// Prints the runs whose change crosses a --fail-if bound; true if any did.

@@ -62,9 +62,12 @@ impl Environment {
     }
 }
 
+/// A testbed server as URL placeholders see it: (name, URL, HTTPS URL).
+type Server = (String, String, Option<String>);
+
 /// `{NAME}` and `{NAME:https}` of every server of `state` replaced by its URL (without the
 /// trailing slash, so `{varnish}/bytes/1k` reads naturally).
-fn fill(flags: &[String], servers: &[(String, String, Option<String>)]) -> Vec<String> {
+fn fill(flags: &[String], servers: &[Server]) -> Vec<String> {
     flags
         .iter()
         .map(|f| {
@@ -81,7 +84,7 @@ fn fill(flags: &[String], servers: &[(String, String, Option<String>)]) -> Vec<S
 }
 
 /// The servers of a testbed as (name, URL, HTTPS URL).
-fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<(String, String, Option<String>)> {
+fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<Server> {
     specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url())).collect()
 }
 
@@ -315,12 +318,12 @@ fn run_all(e: &Experiment, prepared: &[Prepared], dir: &Path) -> anyhow::Result<
 /// ends (or fails).
 #[derive(Default)]
 struct Testbeds {
-    up: std::collections::HashMap<Environment, (PathBuf, Vec<(String, String, Option<String>)>)>,
+    up: std::collections::HashMap<Environment, (PathBuf, Vec<Server>)>,
 }
 
 impl Testbeds {
     /// The servers of `env`'s testbed, started on first use.
-    fn up(&mut self, env: Environment, results: &Path) -> anyhow::Result<Vec<(String, String, Option<String>)>> {
+    fn up(&mut self, env: Environment, results: &Path) -> anyhow::Result<Vec<Server>> {
         if let Some((_, servers)) = self.up.get(&env) {
             return Ok(servers.clone());
         }
@@ -351,7 +354,7 @@ fn parse_duration(s: &str) -> anyhow::Result<std::time::Duration> {
 /// are thrown away. Files appear under their final names only once complete.
 fn run_once(
     p: &Prepared,
-    servers: &[(String, String, Option<String>)],
+    servers: &[Server],
     dir: &Path,
     repeat: u32,
     warmup: Option<std::time::Duration>,
@@ -660,7 +663,14 @@ fn report(e: &Experiment, a: &ExperimentArgs, rows: &[CaseRow], dir: &Path) -> a
         Format::Text => print!("{text}"),
         Format::Csv => print!("{}", barrage_report::to_csv(&matrix)),
         Format::Json => println!("{}", json(&matrix, &comparisons)),
+        Format::Html => print!("{}", page(e, &matrix, &comparisons)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
+    }
+    // The pictures go beside the tables, and wherever --html says.
+    let html = page(e, &matrix, &comparisons);
+    std::fs::write(dir.join("report.html"), &html)?;
+    if let Some(path) = &a.html {
+        std::fs::write(path, &html).with_context(|| format!("--html {}", path.display()))?;
     }
     super::export::export(&[matrix, comparisons], a.xlsx.as_deref(), None)?;
     let slos: Vec<SloResult> = rows.iter().flat_map(|r| r.slos.iter().cloned()).collect();
@@ -678,6 +688,10 @@ fn report(e: &Experiment, a: &ExperimentArgs, rows: &[CaseRow], dir: &Path) -> a
             .with_context(|| format!("--junit {}", path.display()))?;
     }
     Ok(if slos.iter().all(|r| r.pass) { Outcome::Ok } else { Outcome::Failed })
+}
+
+fn page(e: &Experiment, matrix: &Sheet, comparisons: &Sheet) -> String {
+    barrage_report::html(&barrage_report::Page::Experiment { title: &e.name, matrix, comparisons })
 }
 
 fn json(matrix: &Sheet, comparisons: &Sheet) -> String {

@@ -25,12 +25,12 @@ pub fn render(files: &[PathBuf], format: Format) -> anyhow::Result<()> {
 
 /// Prints a summary in a text, JSON or CSV report on standard output.
 pub fn print_summary(summary: &barrage_metrics::RunSummary, format: Format) -> anyhow::Result<()> {
-    let summary = summary.clone();
     let mut out = std::io::stdout().lock();
     let text = match format {
-        Format::Text => barrage_report::text(&summary, use_color()),
-        Format::Json => barrage_report::json(&summary),
-        Format::Csv => barrage_report::csv(&summary),
+        Format::Text => barrage_report::text(summary, use_color()),
+        Format::Json => barrage_report::json(summary),
+        Format::Csv => barrage_report::csv(summary),
+        Format::Html => barrage_report::html(&barrage_report::Page::Run(summary)),
         Format::HdrLog => unreachable!("handled above"),
     };
     out.write_all(text.as_bytes())?;

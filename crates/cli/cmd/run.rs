@@ -44,8 +44,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             log,
             watch: watch.clone(),
             at: at.clone(),
+            tui: args.tui,
+            metrics_addr: args.metrics_addr,
         };
         let summary = execute(plan.clone(), run)?;
+        if let Some(path) = &args.html {
+            let path = per_phase(path, *phase);
+            std::fs::write(&path, barrage_report::html(&barrage_report::Page::Run(&summary)))
+                .with_context(|| format!("--html {}", path.display()))?;
+        }
         let sheets = [barrage_report::summary_sheet(&summary), barrage_report::intervals_sheet(&summary)];
         let xlsx = args.xlsx.as_ref().map(|p| per_phase(p, *phase));
         let csv_dir = args.csv_dir.as_ref().map(|p| per_phase(p, *phase));
@@ -107,6 +114,10 @@ pub struct Execution {
     pub watch: Vec<barrage_engine::Watch>,
     /// `--at`.
     pub at: Vec<barrage_engine::ScheduledCommand>,
+    /// `--tui`: the live terminal view instead of the progress line.
+    pub tui: bool,
+    /// `--metrics-addr`: the live Prometheus endpoint.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// Runs a plan with the results in `run.output` (or a temporary file), then renders it.
@@ -136,17 +147,77 @@ pub fn measure(plan: Plan, run: Execution) -> anyhow::Result<barrage_metrics::Ru
     let stop = CancellationToken::new();
     watch_ctrl_c(stop.clone())?;
     let total = plan.attack_limit();
-    let mut progress = Progress::new(total);
     let mut hdr = HdrLog::create(run.hdr_log)?;
+    let metrics = match run.metrics_addr {
+        Some(addr) => {
+            let m =
+                super::live_metrics::MetricsEndpoint::start(addr).with_context(|| format!("--metrics-addr {addr}"))?;
+            eprintln!("metrics on http://{}/metrics", m.local_addr());
+            Some(m)
+        }
+        None => None,
+    };
+    let mut view = if run.tui {
+        View::Tui(super::tui::Tui::start(tui_info(&plan), stop.clone())?)
+    } else {
+        View::Line(Progress::new(total))
+    };
     let spec =
         RunSpec { output: path.clone(), settings_json: run.settings_json, log: run.log, watch: run.watch, at: run.at };
-    barrage_engine::run(plan, &spec, stop, &mut |i| {
-        progress.show(i);
+    let result = barrage_engine::run(plan, &spec, stop, &mut |i| {
+        view.show(i);
         hdr.write(i);
-    })?;
-    progress.clear();
+        if let Some(m) = &metrics {
+            m.update(i);
+        }
+    });
+    view.finish();
+    if let Some(m) = metrics {
+        m.finish();
+    }
+    result?;
     hdr.finish()?;
     Ok(barrage_metrics::summary::summarize(std::slice::from_ref(&path))?)
+}
+
+/// How the run shows itself while it goes.
+enum View {
+    /// The one-line progress on stderr (when it is a terminal).
+    Line(Progress),
+    /// `--tui`.
+    Tui(super::tui::Tui),
+}
+
+impl View {
+    fn show(&mut self, i: &IntervalRecord) {
+        match self {
+            View::Line(p) => p.show(i),
+            View::Tui(t) => t.update(i),
+        }
+    }
+
+    fn finish(self) {
+        match self {
+            View::Line(mut p) => p.clear(),
+            View::Tui(t) => t.finish(),
+        }
+    }
+}
+
+/// What the live view knows before the run.
+fn tui_info(plan: &Plan) -> super::tui::TuiInfo {
+    let (target_rate, concurrency) = match &plan.load {
+        Load::Open { pacer: Pacer::Constant { rate }, .. } => (Some(*rate), None),
+        Load::Open { .. } => (None, None),
+        Load::Closed { concurrency, .. } => (None, Some(*concurrency)),
+    };
+    super::tui::TuiInfo {
+        urls: plan.targets.iter().map(|t| t.url.to_string()).collect(),
+        target_rate,
+        concurrency,
+        total: plan.attack_limit(),
+        requests: plan.requests,
+    }
 }
 
 /// `--hdr-log`: written interval by interval as the run goes, like the results file, so a

@@ -75,10 +75,29 @@ pub fn sweep(args: RunArgs) -> anyhow::Result<Outcome> {
         Format::Text => print!("{}", sweep_text(&results)),
         Format::Csv => print!("{}", barrage_report::to_csv(&sheet)),
         Format::Json => println!("{}", sweep_json(&results)),
+        Format::Html => print!("{}", curve_page("Sweep", &sheet, "offered", &args, None, None)),
         Format::HdrLog => bail!("--format hdr-log is for `barrage report`"),
+    }
+    if let Some(path) = &args.html {
+        let page = curve_page("Sweep", &sheet, "offered", &args, None, None);
+        std::fs::write(path, page).map_err(|e| anyhow::anyhow!("--html {}: {e}", path.display()))?;
     }
     super::export::export(&[sheet], args.xlsx.as_deref(), args.csv_dir.as_deref())?;
     report_slos(&args, &results)
+}
+
+/// The HTML page of a sweep or a capacity search: the curves against offered load, with the
+/// latency objectives, the knee and the capacity drawn in.
+pub fn curve_page(
+    title: &str,
+    sheet: &Sheet,
+    x: &str,
+    args: &RunArgs,
+    knee: Option<f64>,
+    capacity: Option<f64>,
+) -> String {
+    let slo_ms: Vec<(String, f64)> = args.slo.iter().filter_map(Slo::latency_bound_ms).collect();
+    barrage_report::html(&barrage_report::Page::Curve { title, sheet, x, slo_ms: &slo_ms, knee, capacity })
 }
 
 /// The levels of `--rate 10,50,100` or `-c 8..96/8`.

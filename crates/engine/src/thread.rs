@@ -416,12 +416,9 @@ impl PreciseTimer {
 
 /// The process's peak resident memory, KiB.
 pub(crate) fn peak_rss_kib() -> u64 {
-    // SAFETY: getrusage writes into the struct we pass and reads nothing else.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0;
-    }
-    ru.ru_maxrss.max(0) as u64
+    // VmHWM, the peak of this process image: getrusage's ru_maxrss would also count the
+    // memory of the parent that forked us before exec (a test binary, a shell).
+    procfs::process::Process::myself().ok().and_then(|p| p.status().ok()).and_then(|s| s.vmhwm).unwrap_or(0)
 }
 
 /// CPU time of the calling thread.

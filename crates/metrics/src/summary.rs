@@ -425,8 +425,10 @@ fn spectrum(h: &Histogram<u64>) -> Vec<(f64, u64)> {
     if h.is_empty() {
         return Vec::new();
     }
-    let mut points: Vec<(f64, u64)> =
-        h.iter_quantiles(5).map(|v| (v.quantile_iterated_to() * 100.0, h.highest_equivalent(v.value_iterated_to()))).collect();
+    let mut points: Vec<(f64, u64)> = h
+        .iter_quantiles(5)
+        .map(|v| (v.quantile_iterated_to() * 100.0, h.highest_equivalent(v.value_iterated_to())))
+        .collect();
     points.dedup_by(|a, b| a.0 == b.0);
     points
 }

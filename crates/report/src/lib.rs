@@ -34,12 +34,14 @@ pub mod compare;
 mod csv;
 pub mod export;
 mod hdr;
+pub mod html;
 pub mod slo;
 mod text;
 
 pub use crate::csv::{csv, intervals_sheet, summary_sheet};
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
+pub use crate::html::{html, Page};
 pub use crate::slo::{junit, slo_lines, Slo, SloResult};
 pub use crate::text::{text, Align, Table};
 

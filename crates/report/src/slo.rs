@@ -173,6 +173,14 @@ pub struct SloResult {
 }
 
 impl Slo {
+    /// For a latency objective on all requests: its text and bound in ms, to draw on a curve.
+    pub fn latency_bound_ms(&self) -> Option<(String, f64)> {
+        match (self.metric, &self.name) {
+            (Metric::Latency(_), None) => Some((self.text.clone(), self.bound / 1e3)),
+            _ => None,
+        }
+    }
+
     /// Checks the objective against `s`. A name that matched no request fails.
     pub fn check(&self, s: &RunSummary) -> SloResult {
         let (latency, ok, total, secs) = match &self.name {

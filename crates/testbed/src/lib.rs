@@ -161,19 +161,34 @@ pub fn down(dir: &Path) -> Result<(), TestbedError> {
     clean_up(dir)
 }
 
-/// Kills what a dead supervisor left running and removes `dir`.
+/// Kills what a dead supervisor left running, waits (bounded) until it is gone, and
+/// removes `dir`.
 fn clean_up(dir: &Path) -> Result<(), TestbedError> {
     if let Some(state) = State::load(dir) {
+        let mut killed = Vec::new();
         for s in state.servers.iter().rev() {
             if let Some(pid) = s.pid.filter(|pid| runs(*pid, &s.spec.program)) {
                 // SAFETY: kill only sends a signal.
                 unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                killed.push(pid);
             }
+        }
+        // SIGKILL is delivered asynchronously: return once the processes have died (orphans of
+        // a dead supervisor may stay zombies, which hold nothing).
+        let deadline = std::time::Instant::now() + STOP_DEADLINE;
+        while killed.iter().any(|pid| living(*pid)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
     std::fs::remove_dir_all(dir).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
     Ok(())
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn living(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
 }
 
 /// Whether `pid` still runs `program` (not a PID reused by something else since). The whole

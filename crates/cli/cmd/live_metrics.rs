@@ -1,0 +1,851 @@
+//! `--metrics-addr` of `run`: the run's counters and latency histograms served live over HTTP
+//! in the OpenMetrics text format, for Prometheus to scrape (and Grafana to chart) beside the
+//! servers' own metrics.
+//!
+//! `GET /metrics` answers with content type `application/openmetrics-text; version=1.0.0;
+//! charset=utf-8`; any other path is a 404. The figures move once per closed interval
+//! (normally a second), so they lag the run by at most one interval. Counters start at zero
+//! when the run starts; Prometheus' `rate()` handles the reset between two runs.
+//!
+//! # Metrics
+//!
+//! | Name | Type | Labels | What |
+//! |------|------|--------|------|
+//! | `barrage_requests_sent_total` | counter | | Requests started |
+//! | `barrage_requests_completed_total` | counter | `outcome`: `ok` (2xx, 3xx), `http_error` (any other status), `error` (no complete response) | Requests finished |
+//! | `barrage_responses_total` | counter | `code`: the status code (`200`, `503`, ...; `other` outside 100..=599) | Complete responses by status code |
+//! | `barrage_errors_total` | counter | `kind`: `refused`, `connect_timeout`, `request_timeout`, `reset`, `tls`, `protocol`, `dns`, `other` | Requests without a complete response, by cause |
+//! | `barrage_received_bytes_total` | counter | | HTTP bytes received (headers and body) |
+//! | `barrage_sent_bytes_total` | counter | | HTTP bytes sent (headers and body) |
+//! | `barrage_connections_opened_total` | counter | | New connections opened |
+//! | `barrage_cache_responses_total` | counter | `status`: `hit`, `miss`, `pass`, `expired`, `stale`, `unknown` | Finished requests by what a cache in front did |
+//! | `barrage_backend_responses_total` | counter | `backend`: as the backend header named it (at most 64, then `(other)`) | Finished requests by backend |
+//! | `barrage_request_latency_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the intended start (corrected for coordinated omission) |
+//! | `barrage_service_time_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the actual start (service time) |
+//! | `barrage_ok_responses_per_second` | gauge | | Throughput: ok responses per second over the last interval |
+//! | `barrage_interval_index` | gauge | | Index of the last closed interval (0, 1, 2, ...) |
+//! | `barrage_elapsed_seconds` | gauge | | From the start of the first interval to the end of the last |
+//! | `barrage_process_cpu_percent` | gauge | | barrage's own CPU (user and system) over the last interval, % of one core |
+//! | `barrage_process_resident_memory_bytes` | gauge | | barrage's own resident memory |
+//! | `barrage_monitor_cpu_percent` | gauge | `process`: as `--monitor` or the testbed named it | A watched process and its descendants: CPU over the last interval, % of one core |
+//! | `barrage_monitor_resident_memory_bytes` | gauge | `process` | A watched process and its descendants: resident memory |
+//!
+//! The histogram buckets are [`LATENCY_BUCKETS`]. The process and monitor gauges appear
+//! once the run samples its processes.
+
+use anyhow::Context;
+use barrage_metrics::{CacheStatus, ErrorKind, IntervalRecord};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Upper bounds of the latency histograms' buckets, in seconds (`+Inf` comes on top).
+pub const LATENCY_BUCKETS: [f64; 14] =
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Content type of the scrape response.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Longest request head accepted; a scrape's is a few hundred bytes.
+const MAX_HEAD: usize = 16 * 1024;
+/// Time a client gets to send its request and take the response.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The live metrics endpoint of a run.
+pub struct MetricsEndpoint {
+    metrics: Metrics,
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsEndpoint {
+    /// Binds `addr` (port 0 picks a free one) and serves `GET /metrics` (OpenMetrics text,
+    /// content type `application/openmetrics-text; version=1.0.0; charset=utf-8`; any other
+    /// path 404) from a thread of its own with a current-thread tokio runtime (the caller may
+    /// or may not be inside a runtime).
+    pub fn start(addr: SocketAddr) -> anyhow::Result<MetricsEndpoint> {
+        let listener = std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr().context("no local address")?;
+        listener.set_nonblocking(true).context("cannot make the socket non-blocking")?;
+        // Built here rather than on the thread, so that failures surface to the caller. Building
+        // (and entering) a runtime is allowed inside another one; only blocking on it is not,
+        // and that happens on the endpoint's own thread.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .context("cannot start a runtime")?;
+        let listener = {
+            let _in_runtime = runtime.enter();
+            TcpListener::from_std(listener).context("cannot register the socket")?
+        };
+        let mut registry = Registry::with_prefix("barrage");
+        let metrics = Metrics::register(&mut registry);
+        let shared = Arc::new(Shared { registry, snapshot: RwLock::new(Span::default()) });
+        let (stop, stopped) = oneshot::channel();
+        let served = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("barrage-metrics".into())
+            .spawn(move || runtime.block_on(serve(listener, served, stopped)))
+            .context("cannot start the endpoint's thread")?;
+        Ok(MetricsEndpoint { metrics, shared, addr, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Adds a closed interval: counters grow, histograms take the interval's latencies.
+    pub fn update(&self, i: &IntervalRecord) {
+        // Held for writing so that a scrape (which holds it for reading) never sees half an
+        // interval: `sent` grown but not `completed`, a histogram's buckets but not its count.
+        let mut span = self.shared.snapshot.write().unwrap_or_else(PoisonError::into_inner);
+        self.metrics.add(i, &mut span);
+    }
+
+    /// Stops serving (the thread ends; the port is released).
+    pub fn finish(self) {
+        // Drop does the work, so an endpoint dropped on an error path stops just the same.
+    }
+
+    fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // The listener and every connection close when the runtime drops at the thread's end.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for MetricsEndpoint {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// What the endpoint's thread shares with the run.
+struct Shared {
+    registry: Registry,
+    /// Taken for writing by an update and for reading by a scrape; holds what the gauges are
+    /// computed from.
+    snapshot: RwLock<Span>,
+}
+
+/// The wall-clock span of the intervals seen, for `barrage_elapsed_seconds`.
+#[derive(Default)]
+struct Span {
+    first_start_ms: Option<u64>,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabel {
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabel {
+    status: &'static str,
+}
+
+/// The value is escaped already (see [`escape`]): backend and process names come from the
+/// outside, and prometheus-client writes label values as they are.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BackendLabel {
+    backend: String,
+}
+
+/// Escaped like [`BackendLabel`].
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProcessLabel {
+    process: String,
+}
+
+/// Handles on the registered metrics (each shares its value with the registry's copy).
+struct Metrics {
+    sent: Counter,
+    completed: Family<OutcomeLabel, Counter>,
+    responses: Family<CodeLabel, Counter>,
+    errors: Family<KindLabel, Counter>,
+    bytes_in: Counter,
+    bytes_out: Counter,
+    connections: Counter,
+    cache: Family<CacheLabel, Counter>,
+    backends: Family<BackendLabel, Counter>,
+    latency: HdrBuckets,
+    service: HdrBuckets,
+    ok_rate: FloatGauge,
+    interval: Gauge,
+    elapsed: FloatGauge,
+    cpu: FloatGauge,
+    rss: Gauge,
+    monitor_cpu: Family<ProcessLabel, FloatGauge>,
+    monitor_rss: Family<ProcessLabel, Gauge>,
+}
+
+impl Metrics {
+    fn register(r: &mut Registry) -> Metrics {
+        let m = Metrics {
+            sent: Counter::default(),
+            completed: Family::default(),
+            responses: Family::default(),
+            errors: Family::default(),
+            bytes_in: Counter::default(),
+            bytes_out: Counter::default(),
+            connections: Counter::default(),
+            cache: Family::default(),
+            backends: Family::default(),
+            latency: HdrBuckets::new(&LATENCY_BUCKETS),
+            service: HdrBuckets::new(&LATENCY_BUCKETS),
+            ok_rate: FloatGauge::default(),
+            interval: Gauge::default(),
+            elapsed: FloatGauge::default(),
+            cpu: FloatGauge::default(),
+            rss: Gauge::default(),
+            monitor_cpu: Family::default(),
+            monitor_rss: Family::default(),
+        };
+        // Fixed label sets exist from the start at zero, so a dashboard's `rate()` sees the
+        // first error of a kind as an increase rather than a series appearing.
+        for outcome in ["ok", "http_error", "error"] {
+            let _ = m.completed.get_or_create(&OutcomeLabel { outcome });
+        }
+        for kind in ErrorKind::ALL {
+            let _ = m.errors.get_or_create(&KindLabel { kind: kind.name() });
+        }
+        for status in CacheStatus::ALL {
+            let _ = m.cache.get_or_create(&CacheLabel { status: status.name() });
+        }
+        // Names without their unit: prometheus-client appends the unit, then `_total` to counters.
+        r.register("requests_sent", "Requests started", m.sent.clone());
+        r.register(
+            "requests_completed",
+            "Requests finished: ok (2xx, 3xx), http_error (other status), error (no complete response)",
+            m.completed.clone(),
+        );
+        r.register("responses", "Complete responses by status code", m.responses.clone());
+        r.register("errors", "Requests without a complete response, by cause", m.errors.clone());
+        r.register_with_unit("received", "HTTP bytes received", Unit::Bytes, m.bytes_in.clone());
+        r.register_with_unit("sent", "HTTP bytes sent", Unit::Bytes, m.bytes_out.clone());
+        r.register("connections_opened", "New connections opened", m.connections.clone());
+        r.register("cache_responses", "Finished requests by cache status", m.cache.clone());
+        r.register("backend_responses", "Finished requests by backend", m.backends.clone());
+        r.register_with_unit(
+            "request_latency",
+            "Latency from the intended start (corrected for coordinated omission)",
+            Unit::Seconds,
+            m.latency.clone(),
+        );
+        r.register_with_unit("service_time", "Latency from the actual start", Unit::Seconds, m.service.clone());
+        r.register("ok_responses_per_second", "Ok responses per second over the last interval", m.ok_rate.clone());
+        r.register("interval_index", "Index of the last closed interval", m.interval.clone());
+        r.register_with_unit(
+            "elapsed",
+            "Time from the start of the first interval to the end of the last",
+            Unit::Seconds,
+            m.elapsed.clone(),
+        );
+        let percent = || Unit::Other("percent".into());
+        r.register_with_unit(
+            "process_cpu",
+            "barrage's CPU over the last interval, % of one core",
+            percent(),
+            m.cpu.clone(),
+        );
+        r.register_with_unit("process_resident_memory", "barrage's resident memory", Unit::Bytes, m.rss.clone());
+        r.register_with_unit(
+            "monitor_cpu",
+            "A watched process and its descendants: CPU over the last interval, % of one core",
+            percent(),
+            m.monitor_cpu.clone(),
+        );
+        r.register_with_unit(
+            "monitor_resident_memory",
+            "A watched process and its descendants: resident memory",
+            Unit::Bytes,
+            m.monitor_rss.clone(),
+        );
+        m
+    }
+
+    fn add(&self, i: &IntervalRecord, span: &mut Span) {
+        let r = &i.recorder;
+        let c = &r.counts;
+        self.sent.inc_by(c.sent);
+        let statuses = r.status_counts();
+        let answered: u64 = statuses.values().sum();
+        let outcomes = [("ok", c.ok), ("http_error", answered.saturating_sub(c.ok)), ("error", r.error_count())];
+        for (outcome, n) in outcomes {
+            self.completed.get_or_create(&OutcomeLabel { outcome }).inc_by(n);
+        }
+        for (code, n) in statuses {
+            let code = if code == 0 { "other".to_string() } else { code.to_string() };
+            self.responses.get_or_create(&CodeLabel { code }).inc_by(n);
+        }
+        for kind in ErrorKind::ALL {
+            self.errors.get_or_create(&KindLabel { kind: kind.name() }).inc_by(c.errors[kind as usize]);
+        }
+        self.bytes_in.inc_by(c.bytes_in);
+        self.bytes_out.inc_by(c.bytes_out);
+        self.connections.inc_by(c.connections);
+        for status in CacheStatus::ALL {
+            self.cache.get_or_create(&CacheLabel { status: status.name() }).inc_by(c.cache[status as usize]);
+        }
+        for b in r.backends.iter() {
+            self.backends.get_or_create(&BackendLabel { backend: escape(&b.name) }).inc_by(b.requests);
+        }
+        // (The histograms' type is not named: hdrhistogram is no direct dependency of the binary.)
+        for (buckets, h) in [(&self.latency, &r.corrected), (&self.service, &r.service)] {
+            buckets.add(h.iter_recorded().map(|v| {
+                let value = v.value_iterated_to();
+                (h.lowest_equivalent(value), h.median_equivalent(value), v.count_at_value())
+            }));
+        }
+
+        let secs = f64::from(i.length_ms) / 1000.0;
+        self.ok_rate.set(if secs > 0.0 { c.ok as f64 / secs } else { 0.0 });
+        self.interval.set(i64::from(i.index));
+        let first = *span.first_start_ms.get_or_insert(i.start_unix_ms);
+        let end = i.start_unix_ms + u64::from(i.length_ms);
+        self.elapsed.set(end.saturating_sub(first) as f64 / 1000.0);
+        if let Some(w) = &i.watch {
+            self.cpu.set(widen(w.generator.cpu_percent()));
+            self.rss.set(kib_to_bytes(w.generator.rss_kib));
+            for p in &w.processes {
+                let label = ProcessLabel { process: escape(&p.name) };
+                self.monitor_cpu.get_or_create(&label).set(widen(p.cpu_percent()));
+                self.monitor_rss.get_or_create(&label).set(kib_to_bytes(p.rss_kib));
+            }
+        }
+    }
+}
+
+/// The f64 an f32 reads as: `f64::from(8.361222_f32)` would expose 8.361222267150879.
+fn widen(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
+fn kib_to_bytes(kib: u64) -> i64 {
+    i64::try_from(kib.saturating_mul(1024)).unwrap_or(i64::MAX)
+}
+
+/// Escapes a label value as the exposition format wants (`\\`, `\"`, `\n`).
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for ch in value.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// A Prometheus histogram filled from HdrHistograms, with fixed buckets.
+///
+/// Why not prometheus-client's `Histogram`: its `observe` takes one value at a time (a lock
+/// and a bucket search each), and an interval can hold a million requests, so replaying them
+/// would cost a million observations per second; observing each distinct value once would be
+/// cheap but wrong. This keeps the cumulative state itself (a count per bucket, the sum, the
+/// count) and encodes through prometheus-client's [`EncodeMetric`], so the output is the same
+/// as its `Histogram`'s. Adding an interval walks the HdrHistogram's recorded buckets once
+/// (at most a few thousand, whatever the number of requests) and adds each one's count to the
+/// bucket it falls in: exact and cheap.
+///
+/// Exact, that is, to HdrHistogram's own resolution (3 significant digits): an HDR bucket
+/// (a range of equivalent values) is counted at or below a bound when it starts at or below
+/// it, the way `Histogram::count_between(0, bound)` counts. Below 2.048 ms every microsecond
+/// has a bucket of its own, so the 0.5 and 1 ms bounds are exact to the microsecond; above,
+/// only a value less than one HDR bucket (at most 0.1%) above a bound can be counted under
+/// it, so a latency of exactly 10 ms counts under 0.01 and one of 10.1 ms does not. The sum
+/// takes each HDR bucket's middle value, as HdrHistogram's own mean does.
+#[derive(Clone, Debug)]
+struct HdrBuckets(Arc<Mutex<BucketState>>);
+
+#[derive(Debug)]
+struct BucketState {
+    /// Upper bounds in µs (the unit of barrage's HdrHistograms).
+    bounds_us: Vec<u64>,
+    /// Upper bounds in seconds, as exposed, then `f64::MAX` for `+Inf`.
+    bounds_s: Vec<f64>,
+    /// Values per bucket, not cumulative (the encoder sums them): one per bound, then `+Inf`.
+    counts: Vec<u64>,
+    /// Sum of the values, µs.
+    sum_us: u128,
+    count: u64,
+}
+
+impl HdrBuckets {
+    fn new(bounds_s: &[f64]) -> Self {
+        let bounds_us = bounds_s.iter().map(|s| (s * 1e6).round() as u64).collect();
+        let bounds_s: Vec<f64> = bounds_s.iter().copied().chain([f64::MAX]).collect();
+        let counts = vec![0; bounds_s.len()];
+        HdrBuckets(Arc::new(Mutex::new(BucketState { bounds_us, bounds_s, counts, sum_us: 0, count: 0 })))
+    }
+
+    /// Adds the recorded buckets of an HdrHistogram (µs): for each, its lowest and its median
+    /// equivalent value and its count.
+    fn add(&self, recorded: impl IntoIterator<Item = (u64, u64, u64)>) {
+        let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for (lowest, median, n) in recorded {
+            let bucket = s.bounds_us.partition_point(|&bound| bound < lowest);
+            s.counts[bucket] += n;
+            s.sum_us += u128::from(median) * u128::from(n);
+            s.count += n;
+        }
+    }
+}
+
+impl EncodeMetric for HdrBuckets {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let buckets: Vec<(f64, u64)> = s.bounds_s.iter().copied().zip(s.counts.iter().copied()).collect();
+        encoder.encode_histogram::<NoLabelSet>(s.sum_us as f64 / 1e6, s.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Accepts connections until told to stop.
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            // A message or the sender dropped: either way, stop.
+            _ = &mut stop => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(answer(stream, Arc::clone(&shared)));
+                }
+                // Out of file descriptors and the like: wait instead of spinning.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
+        }
+    }
+}
+
+/// Answers one request, then closes the connection.
+async fn answer(mut stream: TcpStream, shared: Arc<Shared>) {
+    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, exchange(&mut stream, &shared)).await;
+}
+
+async fn exchange(stream: &mut TcpStream, shared: &Shared) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let response = loop {
+        if let Some(end) = find_head_end(&head) {
+            break respond(&head[..end], shared);
+        }
+        if head.len() > MAX_HEAD {
+            break plain(431, "Request Header Fields Too Large", "request head too large\n");
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(()); // closed before a whole request: nothing to answer
+        }
+        head.extend_from_slice(&chunk[..n]);
+    };
+    stream.write_all(&response).await?;
+    stream.shutdown().await
+}
+
+/// Length of the request head up to the blank line ending it, if it has arrived.
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").or_else(|| buf.windows(2).position(|w| w == b"\n\n"))
+}
+
+/// The whole response to a request head.
+fn respond(head: &[u8], shared: &Shared) -> Vec<u8> {
+    let head = String::from_utf8_lossy(head);
+    let mut request_line = head.lines().next().unwrap_or("").split_ascii_whitespace();
+    let (Some(method), Some(target), Some(_version)) = (request_line.next(), request_line.next(), request_line.next())
+    else {
+        return plain(400, "Bad Request", "malformed request\n");
+    };
+    let path = target.split('?').next().unwrap_or(target);
+    if path != "/metrics" {
+        return plain(404, "Not Found", "not found: the metrics are at /metrics\n");
+    }
+    if method != "GET" && method != "HEAD" {
+        return response(
+            405,
+            "Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "Allow: GET, HEAD\r\n",
+            "use GET\n",
+            true,
+        );
+    }
+    let mut body = String::with_capacity(8 * 1024);
+    {
+        let _consistent = shared.snapshot.read().unwrap_or_else(PoisonError::into_inner);
+        if prometheus_client::encoding::text::encode(&mut body, &shared.registry).is_err() {
+            return plain(500, "Internal Server Error", "cannot encode the metrics\n");
+        }
+    }
+    response(200, "OK", CONTENT_TYPE, "", &body, method == "GET")
+}
+
+/// A whole response; `extra` is more header lines, each ending in CRLF. The body is left
+/// out for HEAD, its length kept.
+fn response(code: u16, reason: &str, content_type: &str, extra: &str, body: &str, with_body: bool) -> Vec<u8> {
+    let len = body.len();
+    let mut r = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .into_bytes();
+    if with_body {
+        r.extend_from_slice(body.as_bytes());
+    }
+    r
+}
+
+fn plain(code: u16, reason: &str, body: &str) -> Vec<u8> {
+    response(code, reason, "text/plain; charset=utf-8", "", body, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_metrics::{Outcome, ProcSample, Recorder, Sample, WatchSample};
+    use prometheus_parse::{Scrape, Value};
+    use std::io::{Read, Write};
+
+    /// A finished request of `latency_ms` (corrected), started `lag_ms` late.
+    fn sample(latency_ms: u64, lag_ms: u64, outcome: Outcome, cache: CacheStatus) -> Sample {
+        Sample {
+            intended: Duration::ZERO,
+            started: Duration::from_millis(lag_ms),
+            ended: Duration::from_millis(latency_ms),
+            phases: [None; 6],
+            outcome,
+            bytes_in: 100,
+            bytes_out: 10,
+            late: false,
+            cache,
+        }
+    }
+
+    fn record(r: &mut Recorder, s: Sample, backend: Option<&str>) {
+        r.record(&s);
+        if let Some(b) = backend {
+            r.backends.record(b.as_bytes(), &s);
+        }
+    }
+
+    fn proc(name: &str, cpu: f32, rss_kib: u64) -> ProcSample {
+        ProcSample {
+            name: name.into(),
+            processes: 1,
+            cpu_user_percent: cpu,
+            cpu_system_percent: 2.5,
+            rss_kib,
+            ..Default::default()
+        }
+    }
+
+    /// Interval 0: sent 7, completed 6: 200 ×4 (1 ms ×3, one a cache hit; 3 ms started
+    /// 1 ms late), a 503 in 20 ms, a reset after 12 s (beyond the last bucket); 2 connections.
+    fn first() -> IntervalRecord {
+        let mut r = Recorder::new();
+        (0..7).for_each(|_| r.record_sent());
+        (0..2).for_each(|_| r.record_connection());
+        record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Hit), Some("b1"));
+        record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Miss), Some("b1"));
+        record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Miss), Some("b2"));
+        record(&mut r, sample(3, 1, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
+        record(&mut r, sample(20, 0, Outcome::Status(503), CacheStatus::Unknown), Some("b2"));
+        record(&mut r, sample(12_000, 0, Outcome::Error(ErrorKind::Reset), CacheStatus::Unknown), None);
+        let watch = WatchSample {
+            generator: proc("barrage", 10.0, 2048),
+            processes: vec![proc("nginx", 40.0, 1000)],
+            ..Default::default()
+        };
+        IntervalRecord {
+            index: 0,
+            start_unix_ms: 1_700_000_000_000,
+            length_ms: 1000,
+            step: 0,
+            recorder: r,
+            watch: Some(watch),
+        }
+    }
+
+    /// Interval 1: sent 3, completed 3: 200 ×2 in 1 ms (backend b1), a 503 in 1 ms; 500 ms long.
+    fn second() -> IntervalRecord {
+        let mut r = Recorder::new();
+        (0..3).for_each(|_| r.record_sent());
+        record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
+        record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
+        record(&mut r, sample(1, 0, Outcome::Status(503), CacheStatus::Unknown), None);
+        IntervalRecord { index: 1, start_unix_ms: 1_700_000_001_000, length_ms: 500, step: 0, recorder: r, watch: None }
+    }
+
+    /// A plain HTTP/1.1 GET: status, head, body.
+    fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: */*\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, head.to_string(), body.to_string())
+    }
+
+    fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+        head.lines()
+            .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
+    }
+
+    /// Scrapes and parses `/metrics`, checking the response on the way.
+    fn scrape(addr: SocketAddr) -> (Scrape, String) {
+        let (status, head, body) = get(addr, "/metrics");
+        assert_eq!(status, 200, "{head}");
+        assert_eq!(header(&head, "content-type"), Some(CONTENT_TYPE));
+        assert_eq!(header(&head, "content-length"), Some(body.len().to_string().as_str()));
+        assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF: {body}");
+        // prometheus-parse reads the Prometheus text format. The OpenMetrics extras need no
+        // stripping: `# EOF` and `# UNIT` lines are comments it ignores. But a counter's
+        // `# TYPE` names the family (`barrage_requests_sent`) while its sample is
+        // `barrage_requests_sent_total`, so counters come back untyped: `value` below takes
+        // any scalar, and `counter_types` checks the counters' types on the raw text.
+        let parsed = Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
+        (parsed, body)
+    }
+
+    /// The scalar value of the sample `name` with exactly `labels`.
+    fn value(s: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let found: Vec<_> = s
+            .samples
+            .iter()
+            .filter(|x| x.metric == name && x.labels.len() == labels.len())
+            .filter(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
+            .collect();
+        assert_eq!(found.len(), 1, "{name}{labels:?}: {found:?}");
+        match found[0].value {
+            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => v,
+            ref other => panic!("{name}: not a scalar: {other:?}"),
+        }
+    }
+
+    /// The cumulative buckets of histogram `name`, as (le, count).
+    fn buckets(s: &Scrape, name: &str) -> Vec<(f64, f64)> {
+        let h = s.samples.iter().find(|x| x.metric == name).unwrap_or_else(|| panic!("no {name}"));
+        match &h.value {
+            Value::Histogram(b) => b.iter().map(|b| (b.less_than, b.count)).collect(),
+            other => panic!("{name}: not a histogram: {other:?}"),
+        }
+    }
+
+    fn counter_types(body: &str) {
+        for family in
+            ["requests_sent", "requests_completed", "responses", "errors", "received_bytes", "backend_responses"]
+        {
+            let line = format!("# TYPE barrage_{family} counter");
+            assert!(body.lines().any(|l| l == line), "{line} missing");
+        }
+    }
+
+    /// Cumulative counts of the 14 bounds and +Inf.
+    fn expect_buckets(s: &Scrape, name: &str, want: [f64; 15]) {
+        let got = buckets(s, name);
+        let les: Vec<f64> = got.iter().map(|b| b.0).collect();
+        let mut want_les = LATENCY_BUCKETS.to_vec();
+        want_les.push(f64::INFINITY);
+        assert_eq!(les, want_les, "{name}");
+        assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "{name}: not cumulative: {got:?}");
+        assert_eq!(got.iter().map(|b| b.1).collect::<Vec<_>>(), want, "{name}");
+    }
+
+    #[test]
+    fn serves_interval_counters_and_histograms() {
+        let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = endpoint.local_addr();
+        assert_ne!(addr.port(), 0);
+
+        // Before any interval: everything at zero, fixed label sets present.
+        let (s, _) = scrape(addr);
+        assert_eq!(value(&s, "barrage_requests_sent_total", &[]), 0.0);
+        assert_eq!(value(&s, "barrage_errors_total", &[("kind", "reset")]), 0.0);
+        assert_eq!(value(&s, "barrage_request_latency_seconds_count", &[]), 0.0);
+
+        endpoint.update(&first());
+        let (s, body) = scrape(addr);
+        counter_types(&body);
+        assert!(body.contains("# TYPE barrage_request_latency_seconds histogram\n"), "{body}");
+        assert!(body.contains("# UNIT barrage_request_latency_seconds seconds\n"), "{body}");
+        assert_eq!(value(&s, "barrage_requests_sent_total", &[]), 7.0);
+        assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", "ok")]), 4.0);
+        assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", "http_error")]), 1.0);
+        assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", "error")]), 1.0);
+        assert_eq!(value(&s, "barrage_responses_total", &[("code", "200")]), 4.0);
+        assert_eq!(value(&s, "barrage_responses_total", &[("code", "503")]), 1.0);
+        assert_eq!(value(&s, "barrage_errors_total", &[("kind", "reset")]), 1.0);
+        assert_eq!(value(&s, "barrage_errors_total", &[("kind", "refused")]), 0.0);
+        assert_eq!(value(&s, "barrage_received_bytes_total", &[]), 600.0);
+        assert_eq!(value(&s, "barrage_sent_bytes_total", &[]), 60.0);
+        assert_eq!(value(&s, "barrage_connections_opened_total", &[]), 2.0);
+        assert_eq!(value(&s, "barrage_cache_responses_total", &[("status", "hit")]), 1.0);
+        assert_eq!(value(&s, "barrage_cache_responses_total", &[("status", "miss")]), 2.0);
+        assert_eq!(value(&s, "barrage_cache_responses_total", &[("status", "unknown")]), 3.0);
+        assert_eq!(value(&s, "barrage_backend_responses_total", &[("backend", "b1")]), 3.0);
+        assert_eq!(value(&s, "barrage_backend_responses_total", &[("backend", "b2")]), 2.0);
+
+        // Corrected latency: 1 ms ×3, 3 ms, 20 ms, 12 s.
+        assert_eq!(value(&s, "barrage_request_latency_seconds_count", &[]), 6.0);
+        #[rustfmt::skip]
+        expect_buckets(&s, "barrage_request_latency_seconds",
+            [0.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 6.0]);
+        let sum = value(&s, "barrage_request_latency_seconds_sum", &[]);
+        let want = 0.003 + 0.003 + 0.020 + 12.0;
+        assert!((sum - want).abs() / want < 1e-3, "sum {sum}, want about {want}");
+        // Service time: the 3 ms one started 1 ms late, so 2 ms (≤ 2.5 ms).
+        assert_eq!(value(&s, "barrage_service_time_seconds_count", &[]), 6.0);
+        #[rustfmt::skip]
+        expect_buckets(&s, "barrage_service_time_seconds",
+            [0.0, 3.0, 4.0, 4.0, 4.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 6.0]);
+
+        assert_eq!(value(&s, "barrage_ok_responses_per_second", &[]), 4.0);
+        assert_eq!(value(&s, "barrage_interval_index", &[]), 0.0);
+        assert_eq!(value(&s, "barrage_elapsed_seconds", &[]), 1.0);
+        assert_eq!(value(&s, "barrage_process_cpu_percent", &[]), 12.5);
+        assert_eq!(value(&s, "barrage_process_resident_memory_bytes", &[]), 2048.0 * 1024.0);
+        assert_eq!(value(&s, "barrage_monitor_cpu_percent", &[("process", "nginx")]), 42.5);
+        assert_eq!(widen(8.361222), 8.361222);
+        assert_eq!(value(&s, "barrage_monitor_resident_memory_bytes", &[("process", "nginx")]), 1000.0 * 1024.0);
+
+        // A second interval: the counters grow, the histograms take its latencies.
+        endpoint.update(&second());
+        let (s, _) = scrape(addr);
+        assert_eq!(value(&s, "barrage_requests_sent_total", &[]), 10.0);
+        assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", "ok")]), 6.0);
+        assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", "http_error")]), 2.0);
+        assert_eq!(value(&s, "barrage_responses_total", &[("code", "200")]), 6.0);
+        assert_eq!(value(&s, "barrage_responses_total", &[("code", "503")]), 2.0);
+        assert_eq!(value(&s, "barrage_errors_total", &[("kind", "reset")]), 1.0);
+        assert_eq!(value(&s, "barrage_backend_responses_total", &[("backend", "b1")]), 5.0);
+        assert_eq!(value(&s, "barrage_request_latency_seconds_count", &[]), 9.0);
+        #[rustfmt::skip]
+        expect_buckets(&s, "barrage_request_latency_seconds",
+            [0.0, 6.0, 6.0, 7.0, 7.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 9.0]);
+        assert_eq!(value(&s, "barrage_ok_responses_per_second", &[]), 4.0); // 2 in 500 ms
+        assert_eq!(value(&s, "barrage_interval_index", &[]), 1.0);
+        assert_eq!(value(&s, "barrage_elapsed_seconds", &[]), 1.5);
+        // No watch sample in that interval: the last values stay.
+        assert_eq!(value(&s, "barrage_process_cpu_percent", &[]), 12.5);
+
+        endpoint.finish();
+        // The port is free again.
+        std::net::TcpListener::bind(addr).expect("finish() releases the port");
+    }
+
+    #[test]
+    fn other_paths_and_methods() {
+        let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = endpoint.local_addr();
+        assert_eq!(get(addr, "/").0, 404);
+        assert_eq!(get(addr, "/metricsx").0, 404);
+        assert_eq!(get(addr, "/metrics?x=1").0, 200);
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        assert!(text.starts_with("HTTP/1.1 405 "), "{text}");
+        assert!(text.contains("\r\nAllow: GET, HEAD\r\n"), "{text}");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"HEAD /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        assert!(header(head, "content-length").unwrap().parse::<usize>().unwrap() > 0);
+        assert_eq!(body, "");
+        // A client that connects and goes away does not stop the endpoint.
+        drop(std::net::TcpStream::connect(addr).unwrap());
+        assert_eq!(get(addr, "/metrics").0, 200);
+        endpoint.finish();
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut i = second();
+        let s = sample(1, 0, Outcome::Status(200), CacheStatus::Unknown);
+        i.recorder.backends.record(b"a\"b\\c\nd", &s);
+        endpoint.update(&i);
+        let (_, _, body) = get(endpoint.local_addr(), "/metrics");
+        assert!(body.contains(r#"barrage_backend_responses_total{backend="a\"b\\c\nd"} 1"#), "{body}");
+        endpoint.finish();
+    }
+
+    #[test]
+    fn large_counts_are_exact() {
+        // A million requests in an interval cost one pass over the HDR buckets, not a million
+        // observations, and every one of them is counted.
+        let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut i = second();
+        let mut r = Recorder::new();
+        for k in 0..1_000_000u64 {
+            r.record(&sample(1 + k % 40, 0, Outcome::Status(200), CacheStatus::Unknown));
+        }
+        i.recorder = r;
+        endpoint.update(&i);
+        let (s, _) = scrape(endpoint.local_addr());
+        assert_eq!(value(&s, "barrage_request_latency_seconds_count", &[]), 1e6);
+        let b = buckets(&s, "barrage_request_latency_seconds");
+        // 1..=40 ms evenly: ≤ 1 ms is 1/40, ≤ 10 ms 10/40, ≤ 25 ms 25/40, ≤ 50 ms all.
+        assert_eq!(b[1], (0.001, 25_000.0));
+        assert_eq!(b[4], (0.01, 250_000.0));
+        assert_eq!(b[5], (0.025, 625_000.0));
+        assert_eq!(b[6], (0.05, 1e6));
+        endpoint.finish();
+    }
+
+    #[tokio::test]
+    async fn starts_and_finishes_inside_a_runtime() {
+        let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = endpoint.local_addr();
+        endpoint.update(&first());
+        let (status, _, _) = tokio::task::spawn_blocking(move || get(addr, "/metrics")).await.unwrap();
+        assert_eq!(status, 200);
+        endpoint.finish();
+        std::net::TcpListener::bind(addr).expect("finish() releases the port");
+    }
+
+    #[test]
+    fn busy_address_is_an_error() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let err = MetricsEndpoint::start(taken.local_addr().unwrap()).err().expect("the port is taken");
+        assert!(format!("{err:#}").contains("cannot listen on 127.0.0.1:"), "{err:#}");
+    }
+}

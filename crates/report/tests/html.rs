@@ -1,0 +1,641 @@
+//! The HTML report: the data it embeds for a fixed run (a golden file, regenerate with
+//! `UPDATE_GOLDEN=1`), that the page is self-contained and small, and that every kind of page
+//! renders with its data. (That the charts draw is checked in a real browser by the
+//! integration test `html`.)
+//!
+//! The fixed run is the one of `render.rs`, built the same way: a results file written with
+//! `ResultsWriter` (frozen start time, host "golden", samples from fixed formulas), then
+//! `summarize`d.
+
+use barrage_metrics::events::EventSummary;
+use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::recorder::RequestPoint;
+use barrage_metrics::summary::{
+    summarize, BackendSummary, IntervalRow, LatencyStats, PhaseStats, RunSummary, Spectrum,
+};
+use barrage_metrics::{
+    ErrorKind, EventKind, EventRecord, HostSample, HostSummary, Outcome, ProcSample, Recorder, Sample, WatchSample,
+};
+use barrage_report::{html, Cell, Page, Sheet};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const START_MS: u64 = 1_714_564_800_000; // 2024-05-01 12:00:00 UTC
+const INTERVALS: u64 = 4;
+
+/// The samples of interval `i` (1 s each): two steps, 50/s then 100/s; in the last second the
+/// sends fall behind the schedule (lag grows), so corrected and service latency part ways.
+fn interval(i: u64) -> IntervalRecord {
+    let step = (i / 2) as u32;
+    let n: u64 = if step == 0 { 50 } else { 100 };
+    let mut r = Recorder::new();
+    for k in 0..n {
+        let intended_us = i * 1_000_000 + k * (1_000_000 / n);
+        let lag_us = match i {
+            0 | 1 => 50,
+            2 => 200,
+            _ => k * 150,
+        };
+        let mut service_us = 800 + (k * 37 % 50) * 100;
+        if k % 25 == 24 {
+            service_us = 45_000;
+        }
+        let outcome = if i == 3 && k == 50 {
+            Outcome::Error(ErrorKind::RequestTimeout)
+        } else if k % 97 == 96 {
+            Outcome::Error(ErrorKind::Reset)
+        } else if k % 40 == 39 {
+            Outcome::Status(503)
+        } else if i == 1 && k == 10 {
+            Outcome::Status(404)
+        } else {
+            Outcome::Status(200)
+        };
+        let failed = matches!(outcome, Outcome::Error(_));
+        let new_connection = k < 2 && (i == 0 || i == 2);
+        let us = Duration::from_micros;
+        let send = 20 + k % 5;
+        let phases = [
+            None,
+            new_connection.then(|| us(300)),
+            None,
+            Some(us(send)),
+            (!failed).then(|| us(service_us - 100 - send)),
+            (!failed).then(|| us(100)),
+        ];
+        r.record_sent();
+        if new_connection {
+            r.record_connection();
+        }
+        if let Outcome::Error(kind) = outcome {
+            let message = match kind {
+                ErrorKind::Reset => "connection reset by peer",
+                _ => "no response within 5s",
+            };
+            r.set_example(kind, message.into());
+        }
+        let sample = Sample {
+            intended: us(intended_us),
+            started: us(intended_us + lag_us),
+            ended: us(intended_us + lag_us + service_us),
+            phases,
+            outcome,
+            bytes_in: if failed { 0 } else { 512 + (k % 3) * 100 },
+            bytes_out: 120,
+            late: lag_us > 10_000,
+            // A cache in front: failures carry no header, most answers are hits, some misses.
+            cache: match (failed, k % 4) {
+                (true, _) => barrage_metrics::CacheStatus::Unknown,
+                (false, 0) => barrage_metrics::CacheStatus::Miss,
+                (false, 1) if i == 0 => barrage_metrics::CacheStatus::Stale,
+                _ => barrage_metrics::CacheStatus::Hit,
+            },
+        };
+        r.record(&sample);
+        // Named requests: a PUT of an object now and then, GETs otherwise.
+        let (method, name): (&[u8], &[u8]) = if k % 5 == 0 { (b"PUT", b"put-object") } else { (b"GET", b"get-object") };
+        r.methods.record(method, &sample);
+        r.names.record(name, &sample);
+        // A client that retried: every tenth request needed a second attempt.
+        let retried = k % 10 == 0;
+        r.record_logical(
+            !failed && !retried,
+            !failed,
+            1 + u32::from(retried),
+            sample.corrected() * (1 + u32::from(retried)),
+        );
+        // Three backends behind a balancer; web-3 stops answering after the second second.
+        let backends: &[&[u8]] = if i < 2 { &[b"web-1", b"web-2", b"web-3"] } else { &[b"web-1", b"web-2"] };
+        if !failed {
+            r.backends.record(backends[(k as usize) % backends.len()], &sample);
+        }
+    }
+    if i == INTERVALS - 1 {
+        // Two requests still in flight when the wait limit ended the run.
+        r.record_sent();
+        r.record_sent();
+    }
+    IntervalRecord {
+        index: i as u32,
+        start_unix_ms: START_MS + i * 1000,
+        length_ms: 1000,
+        step,
+        recorder: r,
+        watch: Some(watch(i)),
+    }
+}
+
+/// What the run watched in second `i`: a balancer whose CPU climbs with the load, a backend
+/// stopped in the last second, barrage, and the machine.
+fn watch(i: u64) -> WatchSample {
+    let f = i as f32;
+    let proc = |name: &str, cpu: f32, up: bool| ProcSample {
+        name: name.into(),
+        processes: if up { 2 } else { 0 },
+        cpu_user_percent: if up { cpu * 0.75 } else { 0.0 },
+        cpu_system_percent: if up { cpu * 0.25 } else { 0.0 },
+        rss_kib: if up { 10_240 + i * 512 } else { 0 },
+        threads: if up { 3 } else { 0 },
+        fds: if up { 20 + i as u32 } else { 0 },
+        context_switches: if up { 1000 * (i + 1) } else { 0 },
+    };
+    WatchSample {
+        host: HostSample {
+            cpus: 2,
+            cpu_percent: 40.0 + 10.0 * f,
+            mem_used_kib: 4_000_000 + i * 1000,
+            mem_total_kib: 16_000_000,
+            net_rx_bytes: 1_000_000 * (i + 1),
+            net_tx_bytes: 500_000 * (i + 1),
+        },
+        generator: proc("barrage", 20.0 + 5.0 * f, true),
+        processes: vec![proc("haproxy-lb", 30.0 + 20.0 * f, true), proc("web-3", 10.0, i < 3)],
+    }
+}
+
+/// `--at 2s 'testbed stop web-3'`: started at 2.0 s, ended at 2.1 s.
+fn events() -> [EventRecord; 2] {
+    let command = "barrage testbed stop web-3".to_string();
+    [
+        EventRecord { index: 0, offset_ms: 2000, command: command.clone(), kind: EventKind::Started },
+        EventRecord {
+            index: 0,
+            offset_ms: 2100,
+            command,
+            kind: EventKind::Ended { exit: Some(0), problem: None, output: "stopped web-3".into() },
+        },
+    ]
+}
+
+fn write_results(path: &Path) {
+    let header = RunHeader {
+        barrage_version: "golden".into(),
+        started_unix_ms: START_MS,
+        host: "golden".into(),
+        mode: Mode::Open,
+        urls: vec!["http://golden.test/api".into(), "http://golden.test/static/logo.png".into()],
+        // Keys in sorted order, so the JSON is the same whether serde_json preserves order or not.
+        settings_json: r#"{"duration":"4s","max_in_flight":64,"rate":"50/s,100/s","step":"2s"}"#.into(),
+        steps: vec![StepInfo { label: "50/s".into(), start_ms: 0 }, StepInfo { label: "100/s".into(), start_ms: 2000 }],
+        threads: 2,
+        insecure: false,
+    };
+    let mut w = ResultsWriter::create(path, &header).unwrap();
+    for i in 0..INTERVALS {
+        w.write_interval(&interval(i)).unwrap();
+        if i == 2 {
+            events().iter().for_each(|e| w.write_event(e).unwrap());
+        }
+    }
+    w.finish(&RunFooter {
+        ended_unix_ms: START_MS + 4_100,
+        attack_us: 4_000_000,
+        wait_us: 100_000,
+        cpu_user_us: 300_000,
+        cpu_system_us: 100_000,
+        interrupted: false,
+        bound_reached: true,
+        log_chunks_dropped: 0,
+        peak_rss_kib: 18_432,
+    })
+    .unwrap();
+}
+
+/// The fixed run: its results file (in a temp dir kept alive by the first value) and summary,
+/// with the temp path replaced so renderings do not depend on it.
+fn fixture() -> (tempfile::TempDir, PathBuf, RunSummary) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("golden.brg");
+    write_results(&path);
+    let mut s = summarize(std::slice::from_ref(&path)).unwrap();
+    assert_eq!(s.files, vec![path.display().to_string()]);
+    s.files = vec!["golden.brg".into()];
+    (dir, path, s)
+}
+
+/// Compares `actual` with `tests/golden/<name>`, or rewrites it when `UPDATE_GOLDEN=1`.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1 to create it", path.display()));
+    if expected != actual {
+        let line = expected.lines().zip(actual.lines()).position(|(a, b)| a != b);
+        panic!(
+            "{} differs from the rendering (first differing line: {line:?}); if the change is intended, \
+             run with UPDATE_GOLDEN=1\n--- actual ---\n{actual}",
+            path.display()
+        );
+    }
+}
+
+/// The JSON in the page's `barrage-data` element.
+fn embedded(page: &str) -> Value {
+    let open = r#"<script type="application/json" id="barrage-data">"#;
+    let start = page.find(open).expect("a data element") + open.len();
+    let end = start + page[start..].find("</script>").expect("the data element ends");
+    serde_json::from_str(&page[start..end]).expect("the data is JSON")
+}
+
+/// `v` as indented JSON, but arrays of scalars on one line (a column, a scatter point), so
+/// that the golden file reads and diffs by row.
+fn pretty(v: &Value, indent: usize, out: &mut String) {
+    let pad = |n: usize| " ".repeat(n);
+    let scalar = |x: &Value| !x.is_array() && !x.is_object();
+    match v {
+        Value::Array(a) if a.iter().all(scalar) => out.push_str(&v.to_string()),
+        Value::Array(a) => {
+            out.push_str("[\n");
+            for (k, x) in a.iter().enumerate() {
+                out.push_str(&pad(indent + 2));
+                pretty(x, indent + 2, out);
+                out.push_str(if k + 1 < a.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push(']');
+        }
+        Value::Object(m) if m.is_empty() => out.push_str("{}"),
+        Value::Object(m) => {
+            out.push_str("{\n");
+            for (k, (key, x)) in m.iter().enumerate() {
+                out.push_str(&format!("{}{}: ", pad(indent + 2), Value::from(key.as_str())));
+                pretty(x, indent + 2, out);
+                out.push_str(if k + 1 < m.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push('}');
+        }
+        x => out.push_str(&x.to_string()),
+    }
+}
+
+/// The start tags of the page, (name, attributes) in lower case, outside the raw text of
+/// script and style elements: what a browser would take for markup.
+fn tags(page: &str) -> Vec<(String, String)> {
+    let lower = page.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(k) = lower[i..].find('<') {
+        let at = i + k;
+        let rest = &lower[at + 1..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        if name.is_empty() {
+            i = at + 1;
+            continue;
+        }
+        let end = at + 1 + rest.find('>').expect("every tag ends");
+        out.push((name.clone(), lower[at + 1 + name.len()..end].to_string()));
+        i = end + 1;
+        if name == "script" || name == "style" {
+            i += lower[i..].find(&format!("</{name}")).expect("raw text ends");
+        }
+    }
+    out
+}
+
+/// The value of attribute `name` in a tag's attributes, if it has it.
+fn attribute<'a>(attrs: &'a str, name: &str) -> Option<&'a str> {
+    let mut from = 0;
+    while let Some(k) = attrs[from..].find(&format!("{name}=")) {
+        let at = from + k;
+        from = at + name.len() + 1;
+        if at > 0 && !attrs.as_bytes()[at - 1].is_ascii_whitespace() {
+            continue; // data-src=, etc.
+        }
+        let value = attrs[from..].trim_start();
+        return Some(match value.chars().next() {
+            Some(q @ ('"' | '\'')) => value[1..].split(q).next().unwrap_or(""),
+            _ => value.split(|c: char| c.is_ascii_whitespace()).next().unwrap_or(""),
+        });
+    }
+    None
+}
+
+/// The page fetches nothing: no external src or href, no stylesheet link, no import.
+fn assert_self_contained(page: &str) {
+    let tags = tags(page);
+    for (name, attrs) in &tags {
+        for attr in ["src", "href", "srcset", "action", "poster", "data"] {
+            if let Some(v) = attribute(attrs, attr) {
+                let v = v.trim();
+                assert!(
+                    !(v.starts_with("http:") || v.starts_with("https:") || v.starts_with("//")),
+                    "<{name}> loads {v} from outside"
+                );
+            }
+        }
+        assert_ne!(name, "link", "a <link{attrs}>: stylesheets and icons are inline");
+        assert!(!(name == "script" && attribute(attrs, "src").is_some()), "an external script: <script{attrs}>");
+    }
+    assert!(!page.contains("@import"), "a CSS import");
+    assert_eq!(tags.iter().filter(|(n, _)| n == "script").count(), 4, "boot, data, uPlot, report.js");
+    assert_eq!(tags.iter().filter(|(n, _)| n == "style").count(), 1);
+    assert!(page.contains("Content-Security-Policy"), "the policy that keeps the page offline");
+}
+
+#[test]
+fn golden_data() {
+    let (_dir, _, s) = fixture();
+    let page = html(&Page::Run(&s));
+    let data = embedded(&page);
+    let mut text = String::new();
+    pretty(&data, 0, &mut text);
+    golden("report-data.json", &(text + "\n"));
+
+    // What the charts draw is there, and what they do not is not.
+    assert_eq!(data["page"], "run");
+    assert!(data["summary"].get("intervals").is_none() && data["summary"].get("latency_spectrum").is_none());
+    assert_eq!(data["summary"]["requests"]["total"], s.requests.total);
+    let series = &data["series"];
+    assert_eq!(series["t"].as_array().unwrap().len(), s.intervals.len());
+    for (name, col) in series.as_object().unwrap() {
+        let len = |c: &Value| c.as_array().map(Vec::len);
+        match col {
+            Value::Object(cols) => cols.values().for_each(|c| assert_eq!(len(c), Some(s.intervals.len()), "{name}")),
+            c => assert_eq!(len(c), Some(s.intervals.len()), "{name}"),
+        }
+    }
+    assert_eq!(series["backends"].as_object().unwrap().len(), 3);
+    assert!(series["cpu_percent"].as_object().unwrap().contains_key("barrage"));
+    assert!(series["phase_mean_ms"].as_object().unwrap().contains_key("wait"));
+    assert_eq!(series["p99_ms"][0], s.intervals[0].p99_us as f64 / 1e3);
+    let scatter = data["scatter"].as_array().unwrap();
+    assert!(!s.scatter.is_empty());
+    assert_eq!(scatter.len(), s.scatter.len());
+    assert!(scatter.windows(2).all(|w| w[0][0].as_f64() <= w[1][0].as_f64()), "sorted by time");
+    assert!(scatter.iter().any(|p| p[2] == 0) && scatter.iter().any(|p| p[2] == 1));
+    let nines = data["spectrum"]["corrected"]["nines"].as_array().unwrap();
+    assert_eq!(nines.len(), data["spectrum"]["corrected"]["ms"].as_array().unwrap().len());
+    assert!(nines.len() > 10 && nines[0] == 0);
+    assert_eq!(data["summary"]["events"][0]["command"], "barrage testbed stop web-3");
+}
+
+#[test]
+fn page_is_self_contained() {
+    let (_dir, _, mut s) = fixture();
+    assert_self_contained(&html(&Page::Run(&s)));
+
+    // Hostile text cannot end the data element or add markup.
+    let url = r#"http://evil.test/</script><script src="https://evil.test/x.js"></script><!--"#;
+    let command = "echo '</SCRIPT><img src=https://evil.test/p.png>' <!-- -->";
+    s.urls.push(url.into());
+    s.events[0].command = command.into();
+    s.warnings.push("<link rel=stylesheet href=https://evil.test/s.css>".into());
+    let page = html(&Page::Run(&s));
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    assert_eq!(data["summary"]["urls"][2], url);
+    assert_eq!(data["summary"]["events"][0]["command"], command);
+    assert!(page.contains("&lt;/script&gt;&lt;script src=&quot;https://evil.test/x.js&quot;&gt;"));
+}
+
+/// A one-hour run at the limits: 3600 intervals with three backends, four processes and
+/// every phase, 20,000 sampled requests, a long spectrum.
+fn hour() -> RunSummary {
+    let mut s = RunSummary { version: 1, mode: "open".into(), ..Default::default() };
+    s.urls = vec!["http://lb.test/api/items".into()];
+    s.started_unix_ms = START_MS;
+    s.duration.total_s = 3600.25;
+    s.requests.total = 3_600_000;
+    s.latency.corrected = LatencyStats { count: 3_600_000, p50_us: 1_234, p99_us: 48_765, ..Default::default() };
+    let backends = ["web-1", "web-2", "web-3"];
+    let processes = ["haproxy-lb", "web-1", "web-2", "barrage"];
+    s.intervals = (0..3600u64)
+        .map(|i| {
+            let wobble = |k: u64| ((i * 7919 + k * 104_729) % 1000) as f64 / 1000.0;
+            IntervalRow {
+                second: i,
+                length_s: 1.0,
+                sent: 1000 + i % 7,
+                ok: 990 + i % 5,
+                errors: 10 - i % 5,
+                throughput_per_sec: 990.0 + (i % 5) as f64,
+                p50_us: 1_100 + (i * 37) % 400,
+                p90_us: 4_000 + (i * 53) % 3_000,
+                p99_us: 40_000 + (i * 7919) % 60_000,
+                max_us: 150_000 + (i * 104_729) % 200_000,
+                service_p50_us: 1_000 + (i * 31) % 300,
+                service_p99_us: 30_000 + (i * 6007) % 50_000,
+                bytes_in: 1_000_000 + i,
+                bytes_out: 120_000,
+                hit_ratio: Some(0.8 + wobble(1) / 10.0),
+                byte_hit_ratio: Some(0.7 + wobble(2) / 10.0),
+                backends: backends
+                    .iter()
+                    .enumerate()
+                    .map(|(k, b)| (b.to_string(), 330 + (i + k as u64) % 11))
+                    .collect(),
+                fairness: Some(0.99 + wobble(3) / 100.0),
+                cpu_percent: processes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| (p.to_string(), 20.0 + 60.0 * wobble(k as u64)))
+                    .collect(),
+                rss_kib: processes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| (p.to_string(), 100_000 + i * 10 + k as u64))
+                    .collect(),
+                host_cpu_percent: Some(50.0 + 40.0 * wobble(9)),
+                phase_mean_us: ["dns", "connect", "tls", "send", "wait", "receive"]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| (p.to_string(), 10.0 + 1000.0 * wobble(k as u64 + 10)))
+                    .collect(),
+            }
+        })
+        .collect();
+    s.scatter = (0..20_000u32)
+        .map(|k| RequestPoint { ended_ms: k * 180 + k % 97, latency_us: 800 + (k * 7919) % 250_000, ok: k % 50 != 0 })
+        .collect();
+    let tail = |base: u64| {
+        (0..200u32).map(|k| (100.0 * (1.0 - 0.5f64.powf(f64::from(k) / 5.0)), base + u64::from(k) * 997)).collect()
+    };
+    s.latency_spectrum = Spectrum { corrected: tail(1_000), service: tail(900) };
+    s.backends = backends
+        .iter()
+        .map(|b| BackendSummary { name: b.to_string(), requests: 1_200_000, share: 1.0 / 3.0, ..Default::default() })
+        .collect();
+    s.host = Some(HostSummary { cpus: 8, cpu_mean_percent: 70.0, ..Default::default() });
+    s.events = (0..5)
+        .map(|k| EventSummary {
+            command: format!("barrage testbed stop web-{k}"),
+            at_s: 600.0 * f64::from(k),
+            ..Default::default()
+        })
+        .collect();
+    s.phases = ["connect", "send", "wait", "receive"]
+        .iter()
+        .map(|p| (p.to_string(), PhaseStats { count: 3_600_000, mean_us: 123.456, p50_us: 100, p99_us: 900 }))
+        .collect();
+    s
+}
+
+#[test]
+fn an_hour_fits_in_two_mib() {
+    let s = hour();
+    let page = html(&Page::Run(&s));
+    let data = embedded(&page);
+    let data_len = serde_json::to_string(&data).unwrap().len();
+    eprintln!("a one-hour page: {} bytes, {data_len} of them data", page.len());
+    assert!(page.len() < 2 * 1024 * 1024, "{} bytes", page.len());
+    assert_eq!(data["series"]["t"].as_array().unwrap().len(), 3600);
+    assert_eq!(data["series"]["backends"]["web-2"].as_array().unwrap().len(), 3600);
+    assert_eq!(data["scatter"].as_array().unwrap().len(), 20_000);
+    assert_self_contained(&page);
+
+    // A typical page, for the record: the fixed run.
+    let (_dir, _, s) = fixture();
+    eprintln!("the fixed run's page: {} bytes", html(&Page::Run(&s)).len());
+}
+
+#[test]
+fn an_empty_run_renders() {
+    let page = html(&Page::Run(&RunSummary::default()));
+    let data = embedded(&page);
+    assert_eq!(data["series"]["t"], Value::Array(vec![]));
+    assert_eq!(data["scatter"], Value::Array(vec![]));
+    assert_self_contained(&page);
+}
+
+/// A sweep's table, as `barrage sweep` writes it.
+fn sweep_sheet() -> Sheet {
+    let mut sheet = Sheet::new(
+        "sweep",
+        &["level", "offered", "throughput_per_sec", "success_percent", "p50_ms", "p90_ms", "p99_ms", "errors"],
+    );
+    for (k, rate) in [100.0, 200.0, 400.0, 800.0, 1600.0].into_iter().enumerate() {
+        let k = k as f64;
+        sheet.push(vec![
+            Cell::from(format!("{rate}/s")),
+            Cell::from(rate),
+            Cell::from(rate.min(900.0) * 0.99),
+            Cell::from(100.0 - k * k),
+            Cell::from(1.2 * (1.0 + k * k)),
+            Cell::from(3.5 * (1.0 + k * k)),
+            Cell::from(8.0 * (1.0 + k * k * k)),
+            Cell::from((k * k * 10.0) as u64),
+        ]);
+    }
+    sheet
+}
+
+#[test]
+fn a_curve_renders_with_its_data() {
+    let sheet = sweep_sheet();
+    let slo = [("p99".to_string(), 50.0)];
+    let page = html(&Page::Curve {
+        title: "sweep",
+        sheet: &sheet,
+        x: "offered",
+        slo_ms: &slo,
+        knee: Some(400.0),
+        capacity: None,
+    });
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    assert_eq!(data["page"], "curve");
+    assert_eq!(data["x"], "offered");
+    assert_eq!(data["sheet"]["header"][1], "offered");
+    assert_eq!(data["sheet"]["rows"].as_array().unwrap().len(), 5);
+    assert_eq!(data["sheet"]["rows"][2][6], 72.0);
+    assert_eq!(data["slo_ms"][0]["ms"], 50);
+    assert_eq!((&data["knee"], &data["capacity"]), (&Value::from(400), &Value::Null));
+    assert!(page.contains("<td>400/s</td>"), "the table");
+
+    // A capacity search: probes in the order tried, and no p90 column.
+    let mut probes = Sheet::new(
+        "capacity",
+        &["probe", "rate_per_sec", "throughput_per_sec", "success_percent", "p50_ms", "p99_ms", "errors", "objectives"],
+    );
+    for (k, rate) in [1000.0, 500.0, 750.0, 625.0].into_iter().enumerate() {
+        probes.push(vec![
+            Cell::from(k as u64 + 1),
+            Cell::from(rate),
+            Cell::from(rate * 0.98),
+            Cell::from(99.0),
+            Cell::from(2.0),
+            Cell::from(rate / 10.0),
+            Cell::from(3u64),
+            Cell::from(if rate <= 625.0 { "met" } else { "missed" }),
+        ]);
+    }
+    let page = html(&Page::Curve {
+        title: "capacity search",
+        sheet: &probes,
+        x: "rate_per_sec",
+        slo_ms: &[],
+        knee: None,
+        capacity: Some(625.0),
+    });
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    assert_eq!(data["capacity"], 625);
+    assert_eq!(data["sheet"]["rows"][1][1], 500);
+    assert!(page.contains("<td>missed</td>"));
+}
+
+#[test]
+fn a_comparison_renders_with_its_data() {
+    let (_dir, _, a) = fixture();
+    let mut b = a.clone();
+    for row in &mut b.intervals {
+        row.p99_us *= 2;
+    }
+    let runs = vec![("before".to_string(), a), ("after <b>".to_string(), b)];
+    let table = barrage_report::compare::comparison_sheet(&barrage_report::compare::compare(&runs, 0.02));
+    let page = html(&Page::Compare { runs: &runs, table: &table });
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    assert_eq!(data["page"], "compare");
+    assert_eq!(data["runs"][1]["label"], "after <b>");
+    assert_eq!(data["runs"][0]["series"]["t"].as_array().unwrap().len(), runs[0].1.intervals.len());
+    assert_eq!(data["runs"][1]["series"]["p99_ms"][0].as_f64().unwrap(), runs[1].1.intervals[0].p99_us as f64 / 1e3);
+    assert!(!data["runs"][0]["spectrum"]["corrected"]["nines"].as_array().unwrap().is_empty());
+    assert_eq!(data["table"]["header"], serde_json::json!(table.header));
+    assert!(page.contains("after &lt;b&gt;"));
+    assert!(page.contains("<td>throughput</td>"), "the comparison table");
+}
+
+#[test]
+fn an_experiment_renders_with_its_data() {
+    let mut matrix =
+        Sheet::new("matrix", &["case", "cache", "throughput_per_sec", "p50_ms", "p99_ms", "success_percent"]);
+    for (k, cache) in ["off", "on"].into_iter().enumerate() {
+        let k = k as f64;
+        matrix.push(vec![
+            Cell::from(format!("c{k}")),
+            Cell::from(cache),
+            Cell::from(1000.0 + 500.0 * k),
+            Cell::from(2.0 - k),
+            Cell::from(20.0 - 10.0 * k),
+            Cell::from(100.0),
+        ]);
+    }
+    let mut comparisons = Sheet::new(
+        "comparisons",
+        &["factor", "from", "to", "other levels", "from case", "to case", "throughput_change_percent"],
+    );
+    comparisons.push(vec![
+        "cache".into(),
+        "off".into(),
+        "on".into(),
+        "".into(),
+        "c0".into(),
+        "c1".into(),
+        Cell::from(50.0),
+    ]);
+    let page = html(&Page::Experiment { title: "cache & <tls>", matrix: &matrix, comparisons: &comparisons });
+    assert_self_contained(&page);
+    let data = embedded(&page);
+    assert_eq!(data["page"], "experiment");
+    assert_eq!(data["title"], "cache & <tls>");
+    assert_eq!(data["matrix"]["rows"][1][2], 1500);
+    assert_eq!(data["comparisons"]["rows"][0][6], 50);
+    assert!(page.contains("<title>barrage experiment cache &amp; &lt;tls&gt;</title>"));
+    assert_eq!(page.matches("<table class=\"data\">").count(), 2);
+}

@@ -1,0 +1,311 @@
+//! The HTML report in a real browser: a run against the built-in origins (two backends,
+//! Varnish-style cache headers, 10% of 500s, a port that refuses, an event), its page opened
+//! in headless Chromium. The page's self-check must list every chart with its series and
+//! data, and no script error, also after playing a reader's clicks; the page and a
+//! screenshot are left in `target/html-report.html` and `target/html-report.png`. Sweep,
+//! comparison and experiment pages are checked the same way.
+//!
+//! Needs `chromium` on PATH (Debian: `apt-get install chromium`); skipped without it unless
+//! BARRAGE_REQUIRE_EXTERNAL=1.
+
+use crate::util::{barrage, origin, refused_url, require};
+use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_report::{html, Cell, Page, Sheet};
+use barrage_server::{CacheStyle, ServeConfig};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one Chromium may take before it is killed.
+const CHROMIUM_LIMIT: Duration = Duration::from_secs(60);
+
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join("chromium")).find(|p| p.is_file())
+}
+
+/// Runs headless Chromium on `page` with `extra` flags, killed after [`CHROMIUM_LIMIT`];
+/// returns what it printed on stdout.
+fn headless(chromium: &Path, dir: &Path, page: &Path, extra: &[&str]) -> String {
+    let profile = tempfile::tempdir_in(dir).unwrap();
+    let (out, err) = (dir.join("chromium.out"), dir.join("chromium.err"));
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            // As root in a container there is no user namespace for the sandbox.
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--hide-scrollbars",
+            // Run the page's timers (uPlot draws in a microtask, the self-check in a timeout)
+            // before dumping or capturing it.
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("chromium starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > CHROMIUM_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium ran over {CHROMIUM_LIMIT:?}: {}", std::fs::read_to_string(&err).unwrap_or_default());
+        }
+        // Polls the child's exit; synchronises nothing.
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.success(), "chromium failed ({status}): {stderr}");
+    std::fs::read_to_string(&out).unwrap()
+}
+
+/// The self-check the page's script wrote into `#barrage-selfcheck`, from the dumped DOM.
+fn selfcheck(dom: &str) -> Value {
+    let at = dom.find("id=\"barrage-selfcheck\"").unwrap_or_else(|| panic!("no self-check element in {dom}"));
+    let start = at + dom[at..].find('>').unwrap() + 1;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let text =
+        dom[start..end].replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\u{a0}").replace("&amp;", "&");
+    assert!(!text.is_empty(), "the page's script wrote no self-check");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("self-check {text}: {e}"))
+}
+
+/// What a reader does, played on every chart once the page has drawn: hide and show each
+/// series (a stacked chart restacks), hover the middle (the legend shows values), zoom into
+/// the first half and out again; then drag across the first time chart, which zooms every
+/// time chart to the same stretch, and double-click, which zooms them all out. Errors land
+/// in the self-check, which is written again (each chart then counts at least two draws).
+const INTERACT: &str = r#"<script>
+setTimeout(async function () {
+  const drawn = () => new Promise((resolve) => setTimeout(resolve, 0)); // uPlot redraws in a microtask
+  try {
+    for (const [id, u] of Object.entries(window.barrageCharts)) {
+      for (let i = 1; i < u.series.length; i++) {
+        u.setSeries(i, { show: false });
+        u.setSeries(i, { show: true });
+      }
+      u.setCursor({ left: u.over.clientWidth / 2, top: 10 });
+      if (u.cursor.idx == null) throw new Error(id + ": hovering shows no values");
+      const xs = u.data[0];
+      if (u.cursor.drag.x && xs.length > 2) {
+        const { min, max } = u.scales.x;
+        const half = xs[Math.floor(xs.length / 2)];
+        u.setScale("x", { min: xs[0], max: half });
+        await drawn();
+        if (u.scales.x.min !== xs[0] || u.scales.x.max !== half) {
+          throw new Error(id + ": zoomed to " + [u.scales.x.min, u.scales.x.max] + ", not " + [xs[0], half]);
+        }
+        u.setScale("x", { min: min, max: max });
+        await drawn();
+      }
+    }
+    // Drag across the first time chart: every time chart zooms to the same stretch; a
+    // double-click zooms them all out again.
+    const timed = Object.entries(window.barrageCharts).filter(([, u]) => u.cursor.sync && u.cursor.sync.key === "barrage-time");
+    if (timed.length) {
+      const u = timed[0][1];
+      const before = timed.map(([, c]) => [c.scales.x.min, c.scales.x.max].join());
+      const r = u.over.getBoundingClientRect();
+      const mouse = (type, x, target) =>
+        (target || u.over).dispatchEvent(
+          new MouseEvent(type, { clientX: r.left + x, clientY: r.top + 20, bubbles: true, button: 0, buttons: 1, movementX: 5 })
+        );
+      mouse("mouseenter", r.width * 0.2);
+      mouse("mousemove", r.width * 0.2);
+      mouse("mousedown", r.width * 0.2);
+      mouse("mousemove", r.width * 0.4);
+      mouse("mousemove", r.width * 0.6);
+      mouse("mouseup", r.width * 0.6, document);
+      await drawn();
+      const zoomed = timed.map(([, c]) => [c.scales.x.min, c.scales.x.max].join());
+      if (zoomed.some((z) => z !== zoomed[0]) || zoomed[0] === before[0]) {
+        throw new Error("drag zoom: " + JSON.stringify({ before, zoomed }));
+      }
+      u.over.dispatchEvent(new MouseEvent("dblclick", { clientX: r.left + 10, clientY: r.top + 20, bubbles: true }));
+      await drawn();
+      const after = timed.map(([, c]) => [c.scales.x.min, c.scales.x.max].join());
+      if (after.join(";") !== before.join(";")) throw new Error("zoom out: " + JSON.stringify({ before, after }));
+    }
+  } catch (e) {
+    window.__barrageErrors.push("interacting: " + e.stack);
+  }
+  await drawn();
+  window.__barrageFlush();
+}, 100);
+</script>
+"#;
+
+/// Opens `page` (written into `dir` as `name`, with [`INTERACT`] added) and checks that each
+/// of `expected` (chart id, fewest series) drew data, and that no script error happened.
+fn check_page(chromium: &Path, dir: &Path, name: &str, page: &str, expected: &[(&str, u64)]) -> PathBuf {
+    let path = dir.join(name);
+    let at = page.rfind("</body>").expect("the page ends");
+    std::fs::write(&path, format!("{}{INTERACT}{}", &page[..at], &page[at..])).unwrap();
+    let dom = headless(chromium, dir, &path, &["--dump-dom"]);
+    let check = selfcheck(&dom);
+    eprintln!("{name}: {check}");
+    assert_eq!(check["errors"], Value::Array(vec![]), "{name}: script errors");
+    for (id, series) in expected {
+        let chart = &check["charts"][id];
+        assert!(chart.is_object(), "{name}: no chart {id}: {check}");
+        assert!(chart["series"].as_u64().unwrap() >= *series, "{name}: {id} has too few series: {chart}");
+        assert!(chart["points"].as_u64().unwrap() > 0, "{name}: {id} has no data: {chart}");
+        assert!(chart["drawn"].as_u64().unwrap() >= 2, "{name}: {id} was not drawn, then redrawn: {chart}");
+    }
+    path
+}
+
+/// Where test artifacts go: the target directory.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
+fn run(dir: &Path) -> RunSummary {
+    let config = |name: &str| ServeConfig {
+        error_rate: 0.1,
+        name: Some(name.into()),
+        cache_headers: Some(CacheStyle::Varnish),
+        ..Default::default()
+    };
+    let (o1, o2) = (origin(config("origin-1")), origin(config("origin-2")));
+    let output = dir.join("run.brg");
+    let out = barrage()
+        .args(["run", "--rate", "150", "-d", "3s", "--connections", "4", "-o"])
+        .arg(&output)
+        // Each path misses the cache once, then hits.
+        .args((0..6).map(|k| format!("{}/obj/{k}", if k % 2 == 0 { o1.url() } else { o2.url() })))
+        .arg(refused_url())
+        .args(["--at", "1500ms", "true"])
+        .output()
+        .unwrap();
+    assert!(output.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summarize(&[output]).unwrap();
+    // Every chart has something to draw.
+    assert!(s.cache.is_some(), "cache headers seen");
+    assert!(s.backends.len() >= 2, "{:?}", s.backends);
+    assert!(s.status_codes.contains_key("500") && !s.errors.is_empty(), "{:?} {:?}", s.status_codes, s.errors);
+    assert!(s.host.is_some() && !s.scatter.is_empty() && s.intervals.len() >= 3 && s.events.len() == 1);
+    s
+}
+
+#[test]
+fn html_report_draws_every_chart() {
+    let Some(chromium) = chromium() else {
+        require("chromium", false);
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = run(dir.path());
+
+    let page = html(&Page::Run(&s));
+    eprintln!("run page: {} bytes", page.len());
+    let expected = [
+        ("latency", 6),
+        ("scatter", 2),
+        ("distribution", 2),
+        ("throughput", 4),
+        ("phases", 1),
+        ("phases-run", 1),
+        ("status", 3),
+        ("cache-ratio", 1),
+        ("cache-latency", 2),
+        ("backends", 2),
+        ("cpu", 1),
+        ("memory", 1),
+    ];
+    check_page(&chromium, dir.path(), "run.html", &page, &expected);
+
+    // The page as written, and a picture of it, for people to look at.
+    let target = target_dir();
+    std::fs::create_dir_all(&target).unwrap();
+    let (copy, png) = (target.join("html-report.html"), target.join("html-report.png"));
+    std::fs::write(&copy, &page).unwrap();
+    let _ = std::fs::remove_file(&png);
+    headless(&chromium, dir.path(), &copy, &[&format!("--screenshot={}", png.display()), "--window-size=1400,6000"]);
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    eprintln!("screenshot of the run's page: {} ({size} bytes)", png.display());
+    assert!(size > 10_000, "{}: {size} bytes", png.display());
+
+    // A sweep.
+    let mut sweep = Sheet::new(
+        "sweep",
+        &["level", "offered", "throughput_per_sec", "success_percent", "p50_ms", "p90_ms", "p99_ms", "errors"],
+    );
+    for (k, rate) in [100.0, 200.0, 400.0, 800.0].into_iter().enumerate() {
+        let k = k as f64;
+        sweep.push(vec![
+            Cell::from(format!("{rate}/s")),
+            Cell::from(rate),
+            Cell::from(rate.min(500.0)),
+            Cell::from(100.0 - k),
+            Cell::from(1.0 + k),
+            Cell::from(2.0 + k * k),
+            Cell::from(5.0 + k * k * k),
+            Cell::from(k as u64),
+        ]);
+    }
+    let slo = [("p99".to_string(), 20.0)];
+    let page = html(&Page::Curve {
+        title: "sweep",
+        sheet: &sweep,
+        x: "offered",
+        slo_ms: &slo,
+        knee: Some(400.0),
+        capacity: None,
+    });
+    check_page(
+        &chromium,
+        dir.path(),
+        "sweep.html",
+        &page,
+        &[("curve-latency", 3), ("curve-throughput", 1), ("curve-errors", 2)],
+    );
+
+    // Two runs compared.
+    let runs = vec![("first".to_string(), s.clone()), ("second".to_string(), s)];
+    let table = barrage_report::compare::comparison_sheet(&barrage_report::compare::compare(&runs, 0.02));
+    let page = html(&Page::Compare { runs: &runs, table: &table });
+    check_page(
+        &chromium,
+        dir.path(),
+        "compare.html",
+        &page,
+        &[("compare-distribution", 2), ("compare-p99", 2), ("compare-throughput", 2)],
+    );
+
+    // An experiment.
+    let mut matrix = Sheet::new("matrix", &["case", "cache", "throughput_per_sec", "p50_ms", "p99_ms"]);
+    let mut comparisons = Sheet::new("comparisons", &["factor", "from", "to", "throughput_change_percent"]);
+    for (k, level) in ["off", "on"].into_iter().enumerate() {
+        let k = k as f64;
+        matrix.push(vec![
+            Cell::from(format!("c{k}")),
+            Cell::from(level),
+            Cell::from(900.0 + 300.0 * k),
+            Cell::from(2.0 - k),
+            Cell::from(30.0 - 20.0 * k),
+        ]);
+    }
+    comparisons.push(vec!["cache".into(), "off".into(), "on".into(), Cell::from(33.3)]);
+    let page = html(&Page::Experiment { title: "cache", matrix: &matrix, comparisons: &comparisons });
+    check_page(
+        &chromium,
+        dir.path(),
+        "experiment.html",
+        &page,
+        &[("exp-throughput_per_sec", 1), ("exp-p50_ms", 1), ("exp-p99_ms", 1)],
+    );
+}

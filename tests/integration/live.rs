@@ -1,0 +1,70 @@
+//! The live views of a run: the Prometheus endpoint scraped while the run goes.
+
+use crate::util::{barrage, origin};
+use barrage_server::ServeConfig;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// `GET /metrics` over a plain socket: (status line, body).
+fn scrape(addr: &str) -> (String, String) {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(conn, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+fn number(v: &prometheus_parse::Value) -> f64 {
+    match v {
+        prometheus_parse::Value::Counter(x)
+        | prometheus_parse::Value::Gauge(x)
+        | prometheus_parse::Value::Untyped(x) => *x,
+        _ => f64::NAN,
+    }
+}
+
+#[test]
+fn the_metrics_endpoint_is_scraped_while_the_run_goes() {
+    let server = origin(ServeConfig::default());
+    let mut child = barrage()
+        .args(["run", "--rate", "200", "-d", "4s", &server.url(), "--metrics-addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("metrics on http://")
+        .and_then(|l| l.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    // Scrape until a closed interval shows up (bounded), then once more a second later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let first = loop {
+        let (status, body) = scrape(&addr);
+        assert!(status.contains("200"), "{status}");
+        let lines: Vec<String> = body.lines().map(str::to_string).collect();
+        let parsed = prometheus_parse::Scrape::parse(lines.into_iter().map(Ok)).unwrap();
+        // OpenMetrics names the counter family without `_total` in `# TYPE`, so this parser
+        // sees the `_total` samples as untyped: both are read as numbers.
+        if parsed.samples.iter().any(|s| s.metric.starts_with("barrage_requests_sent") && number(&s.value) > 0.0) {
+            break parsed;
+        }
+        assert!(Instant::now() < deadline, "no requests counted: {body}");
+        std::thread::yield_now();
+    };
+    let sent = first.samples.iter().find(|s| s.metric.starts_with("barrage_requests_sent")).unwrap();
+    let sent_first = number(&sent.value);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(sent_first >= 150.0, "at least the first second of 200/s: {sent_first}");
+    let histogram = first.samples.iter().find(|s| s.metric.starts_with("barrage_request_latency_seconds"));
+    assert!(histogram.is_some(), "the latency histogram is exposed");
+}
