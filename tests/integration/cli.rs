@@ -98,7 +98,7 @@ fn ctrl_c_stops_and_prints_the_partial_report() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Requests"), "{text}");
-    assert!(text.contains("early by Ctrl-C"), "{text}");
+    assert!(text.contains("early (Ctrl-C or q)"), "{text}");
 }
 
 fn has_interval(path: &std::path::Path) -> bool {

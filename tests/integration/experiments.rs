@@ -142,6 +142,22 @@ fn sweep_gives_a_row_per_level_with_slos() {
 }
 
 #[test]
+fn sweep_and_capacity_refuse_flags_they_would_ignore() {
+    let server = delayed(1);
+    for args in [
+        vec!["sweep", &server.url(), "-c", "1,2", "--at", "1s", "true"],
+        vec!["sweep", &server.url(), "-c", "1..100000000/1"],
+        vec!["capacity", &server.url(), "--slo", "p99<1s", "-d", "5s"],
+        vec!["capacity", &server.url()],
+    ] {
+        let out = barrage().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn run_writes_its_tables_to_a_workbook() {
     let server = delayed(1);
     let dir = tempfile::tempdir().unwrap();

@@ -68,3 +68,29 @@ fn the_metrics_endpoint_is_scraped_while_the_run_goes() {
     let histogram = first.samples.iter().find(|s| s.metric.starts_with("barrage_request_latency_seconds"));
     assert!(histogram.is_some(), "the latency histogram is exposed");
 }
+
+#[test]
+fn report_and_run_write_the_html_page() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (file, page) = (dir.path().join("run.brg"), dir.path().join("run.html"));
+    let out = barrage()
+        .args(["run", "-n", "50", "-c", "2", &server.url(), "-o"])
+        .arg(&file)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let written = std::fs::read_to_string(&page).unwrap();
+    let out = barrage().arg("report").arg(&file).args(["--format", "html"]).output().unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    for html in [&written, &printed] {
+        assert!(
+            html.starts_with("<!DOCTYPE html>") && html.contains("id=\"barrage-data\""),
+            "{}",
+            &html[..200.min(html.len())]
+        );
+        assert!(html.contains("\"requests\""), "the run's figures are embedded");
+    }
+}

@@ -327,7 +327,11 @@ fn stop_and_start_one_server_and_status_show_it() {
 #[test]
 fn testbed_usage_errors_are_one_line_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
+    // A directory with someone's files is never a testbed's: down would remove it.
+    let busy = tempfile::tempdir().unwrap();
+    std::fs::write(busy.path().join("notes.txt"), "mine").unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["up".into(), "direct".into(), "--dir".into(), busy.path().display().to_string()], "is not empty"),
         (vec!["up".into(), "mesh".into()], "unknown topology 'mesh'"),
         (vec!["up".into(), "direct".into(), "--balance".into(), "random".into()], "--balance"),
         (vec!["status".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
@@ -341,6 +345,7 @@ fn testbed_usage_errors_are_one_line_with_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+    assert!(busy.path().join("notes.txt").exists());
 }
 
 #[test]

@@ -181,6 +181,9 @@ impl FromStr for Levels {
             if from > to {
                 return Err(bad());
             }
+            if (to - from) / step >= 1000 {
+                return Err(format!("invalid worker count '{s}': more than 1,000 levels"));
+            }
             (from..=to).step_by(step as usize).collect()
         } else {
             s.split(',').map(count).collect::<Result<Vec<u32>, String>>()?

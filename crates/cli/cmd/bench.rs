@@ -50,9 +50,9 @@ pub fn bench(a: TestbedBenchArgs) -> anyhow::Result<Outcome> {
     if let Some(out) = &a.output_dir {
         std::fs::create_dir_all(out).with_context(|| format!("--output-dir {}", out.display()))?;
     }
-    let stop = CancellationToken::new();
     // Ctrl-C ends the current run and skips the rest; the testbed still goes down.
-    super::run::watch_ctrl_c(stop.clone())?;
+    let stop = super::run::ctrl_c()?;
+    super::run::down_on_exit(&dir);
     let mut rows = Vec::new();
     for case in cases(&state, &a.size, !a.no_tls) {
         eprintln!("{}: {}", case.label, case.url);

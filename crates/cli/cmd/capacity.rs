@@ -29,6 +29,10 @@ pub fn capacity(a: CapacityArgs) -> anyhow::Result<Outcome> {
     if a.run.slo.is_empty() {
         bail!("capacity needs at least one --slo, e.g. --slo 'p99<100ms' --slo 'success>=99.9%'");
     }
+    super::sweep::refuse_per_run_flags(&a.run, "capacity")?;
+    if a.run.duration.is_some() {
+        bail!("capacity runs each probe for --step (default 10s): drop -d/--duration");
+    }
     if a.run.rate.is_some() || a.run.concurrency.is_some() {
         bail!("capacity chooses the rates itself: drop --rate and -c (use --start-rate and --max-rate)");
     }
@@ -50,6 +54,21 @@ pub fn capacity(a: CapacityArgs) -> anyhow::Result<Outcome> {
             .map_err(|e| anyhow::anyhow!("--html {}: {e}", path.display()))?;
     }
     super::export::export(&[sheet], a.run.xlsx.as_deref(), a.run.csv_dir.as_deref())?;
+    if let Some(path) = &a.run.junit {
+        let results: Vec<barrage_report::SloResult> = search
+            .probes
+            .iter()
+            .flat_map(|p| {
+                p.slos.iter().map(|x| barrage_report::SloResult {
+                    slo: format!("{} at {}", x.slo, p.level.label()),
+                    ..x.clone()
+                })
+            })
+            .collect();
+        let secs: f64 = search.probes.iter().map(|p| p.summary.duration.total_s).sum();
+        std::fs::write(path, barrage_report::junit("barrage capacity", &results, secs))
+            .map_err(|e| anyhow::anyhow!("--junit {}: {e}", path.display()))?;
+    }
     Ok(if search.capacity.is_some() { Outcome::Ok } else { Outcome::Failed })
 }
 
@@ -59,6 +78,9 @@ fn search(a: &CapacityArgs, step: Duration) -> anyhow::Result<Search> {
     let mut probes: Vec<LevelResult> = Vec::new();
     let probe = |rate: f64, probes: &mut Vec<LevelResult>| -> anyhow::Result<bool> {
         let r = run_level(&a.run, Level::Rate(rate), step, probes.len())?;
+        if super::run::interrupted() {
+            bail!("interrupted during the probe at {rate:.0}/s");
+        }
         let passed = r.passed();
         eprintln!("probe {}: {rate:.0}/s → {}", probes.len() + 1, verdict(&r));
         probes.push(r);
@@ -68,6 +90,7 @@ fn search(a: &CapacityArgs, step: Duration) -> anyhow::Result<Search> {
     let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = a.start_rate.min(a.max_rate);
     let mut stop = String::new();
+    let mut collapse = String::new();
     // Ramp: double until an objective is missed.
     loop {
         if out_of_time(started) {
@@ -84,7 +107,7 @@ fn search(a: &CapacityArgs, step: Duration) -> anyhow::Result<Search> {
         } else {
             hi = Some(rate);
             if collapsed(probes.last().expect("just probed")) {
-                stop = "the target collapsed (under half the offered rate succeeded)".into();
+                collapse = format!("the target collapsed at {rate:.0}/s (under half the offered rate succeeded); ");
             }
             break;
         }
@@ -107,7 +130,7 @@ fn search(a: &CapacityArgs, step: Duration) -> anyhow::Result<Search> {
             hi = Some(mid);
         }
     }
-    Ok(Search { probes, capacity: lo, failed_at: hi, stop })
+    Ok(Search { probes, capacity: lo, failed_at: hi, stop: format!("{collapse}{stop}") })
 }
 
 fn page(s: &Search, sheet: &Sheet, a: &CapacityArgs) -> String {

@@ -50,6 +50,9 @@ fn crossed(a: &CompareArgs, c: &Comparison, case: &str) -> bool {
 
 /// Experiment directories (the same experiment before and after a change): case by case.
 fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
+    if a.html.is_some() || a.format == Format::Html {
+        bail!("HTML for experiment directories is each experiment's own report.html; compare them as text, JSON, CSV or --xlsx");
+    }
     let resolved: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(a.runs[0].join("experiment.json")).context("reading experiment.json")?,
     )?;

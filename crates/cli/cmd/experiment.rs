@@ -140,6 +140,24 @@ fn prepare(e: &Experiment, a: &ExperimentArgs, case: Case) -> anyhow::Result<Pre
         super::run::plan(&run).map_err(|err| anyhow::anyhow!(at(&format!("{what}{err}"))))?;
         Ok(())
     };
+    for key in [
+        "slo",
+        "junit",
+        "phases",
+        "log",
+        "hdr-log",
+        "html",
+        "tui",
+        "metrics-addr",
+        "xlsx",
+        "csv-dir",
+        "format",
+        "output",
+    ] {
+        if settings.contains_key(key) || settings.contains_key(&key.replace('-', "_")) {
+            bail!(at(&format!("'{key}' is not a case setting (objectives go in `slo = [...]` at the top; outputs are the experiment's own)")));
+        }
+    }
     let flags = to_flags(&settings).map_err(|m| anyhow::anyhow!(at(&m)))?;
     check(&flags, "")?;
     let background = match background {
@@ -275,7 +293,18 @@ fn start_dir(dir: &Path, resume: bool, e: &Experiment, prepared: &[Prepared]) ->
         "order": if e.order == Order::Random { "random" } else { "sequential" }, "seed": e.seed,
         "compare": e.compare, "slo": e.slo, "cases": cases,
     });
-    std::fs::write(dir.join("experiment.json"), serde_json::to_string_pretty(&resolved)?)?;
+    let resolved_path = dir.join("experiment.json");
+    if resume {
+        // Case ids are positions in the matrix: an edited file would give old results new
+        // meanings.
+        if let Ok(earlier) = std::fs::read_to_string(&resolved_path) {
+            let earlier: serde_json::Value = serde_json::from_str(&earlier).unwrap_or_default();
+            if earlier["cases"] != resolved["cases"] || earlier["repeats"] != resolved["repeats"] {
+                bail!("{}: the experiment file changed since the first run (cases or repeats differ): run it into another directory", dir.display());
+            }
+        }
+    }
+    std::fs::write(resolved_path, serde_json::to_string_pretty(&resolved)?)?;
     Ok(())
 }
 
@@ -329,6 +358,7 @@ impl Testbeds {
         }
         let dir = env.dir(results);
         eprintln!("bringing up testbed {} in {}", env.topology.name(), dir.display());
+        super::run::down_on_exit(&dir);
         let state = barrage_testbed::up(&env.options()?, &dir)?;
         let servers = servers_of(&state.servers.iter().map(|s| s.spec.clone()).collect::<Vec<_>>());
         self.up.insert(env, (dir, servers.clone()));
@@ -383,6 +413,12 @@ fn run_once(
     });
     let main = main?;
     let background = background.transpose()?;
+    if super::run::interrupted() {
+        for part in std::iter::once(main).chain(background) {
+            let _ = std::fs::remove_file(part);
+        }
+        bail!("interrupted: the finished runs are kept; --resume continues");
+    }
     if warmup.is_some() {
         for part in std::iter::once(main).chain(background) {
             let _ = std::fs::remove_file(part);

@@ -144,8 +144,7 @@ pub fn measure(plan: Plan, run: Execution) -> anyhow::Result<barrage_metrics::Ru
             temp.path().to_path_buf()
         }
     };
-    let stop = CancellationToken::new();
-    watch_ctrl_c(stop.clone())?;
+    let stop = ctrl_c()?.child_token();
     let total = plan.attack_limit();
     let mut hdr = HdrLog::create(run.hdr_log)?;
     let metrics = match run.metrics_addr {
@@ -267,10 +266,22 @@ impl HdrLog {
     }
 }
 
-/// First Ctrl-C stops the attack (the partial report is printed); the second exits at once.
-/// Returns once the handler is installed, so a Ctrl-C during the run is never the default
-/// one that would kill the process and lose the report.
-pub(crate) fn watch_ctrl_c(stop: CancellationToken) -> anyhow::Result<()> {
+/// Cancelled by the first Ctrl-C of the process; every run's stop token is a child of it,
+/// so a sweep, a capacity search or an experiment stops as a whole.
+static INTERRUPT: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new();
+/// Testbeds to take down if a second Ctrl-C ends the process at once.
+static TESTBEDS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// The process's Ctrl-C token, installing the handler on first use. The first Ctrl-C stops
+/// the attack (the partial report is printed); the second takes down the testbeds this
+/// process brought up and exits. Returns once the handler is installed, so a Ctrl-C during
+/// the run is never the default one that would kill the process and lose the report.
+pub(crate) fn ctrl_c() -> anyhow::Result<CancellationToken> {
+    if let Some(t) = INTERRUPT.get() {
+        return Ok(t.clone());
+    }
+    let token = CancellationToken::new();
+    let stop = token.clone();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     std::thread::Builder::new().name("barrage-signals".into()).spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
@@ -289,13 +300,29 @@ pub(crate) fn watch_ctrl_c(stop: CancellationToken) -> anyhow::Result<()> {
             eprintln!("\nbarrage: stopping (Ctrl-C again to quit at once)");
             stop.cancel();
             sigint.recv().await;
+            let dirs = TESTBEDS.lock().map(|d| d.clone()).unwrap_or_default();
+            for dir in dirs {
+                let _ = barrage_testbed::down(&dir);
+            }
             std::process::exit(130);
         });
     })?;
     if !ready_rx.recv().unwrap_or(false) {
         anyhow::bail!("cannot install the Ctrl-C handler");
     }
-    Ok(())
+    Ok(INTERRUPT.get_or_init(|| token).clone())
+}
+
+/// Whether Ctrl-C stopped the process's work.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPT.get().is_some_and(CancellationToken::is_cancelled)
+}
+
+/// Takes the testbed in `dir` down even if a second Ctrl-C ends the process.
+pub(crate) fn down_on_exit(dir: &std::path::Path) {
+    if let Ok(mut d) = TESTBEDS.lock() {
+        d.push(dir.to_path_buf());
+    }
 }
 
 /// The live progress line on stderr, only when it is a terminal.

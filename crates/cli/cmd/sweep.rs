@@ -59,6 +59,7 @@ impl LevelResult {
 
 /// Runs every level and prints the table.
 pub fn sweep(args: RunArgs) -> anyhow::Result<Outcome> {
+    refuse_per_run_flags(&args, "sweep")?;
     let levels = levels(&args)?;
     let step = args.step.map(|s| s.0).or(args.duration.map(|d| d.0)).unwrap_or(DEFAULT_STEP);
     if let Some(dir) = &args.output {
@@ -67,6 +68,10 @@ pub fn sweep(args: RunArgs) -> anyhow::Result<Outcome> {
     let mut results = Vec::new();
     for (i, level) in levels.iter().enumerate() {
         let r = run_level(&args, *level, step, i)?;
+        if super::run::interrupted() {
+            eprintln!("interrupted: the table has the {} level(s) that ran in full", results.len());
+            break;
+        }
         eprintln!("level {}/{}: {}", i + 1, levels.len(), progress(&r));
         results.push(r);
     }
@@ -98,6 +103,23 @@ pub fn curve_page(
 ) -> String {
     let slo_ms: Vec<(String, f64)> = args.slo.iter().filter_map(Slo::latency_bound_ms).collect();
     barrage_report::html(&barrage_report::Page::Curve { title, sheet, x, slo_ms: &slo_ms, knee, capacity })
+}
+
+/// Refuses `run` flags that have no meaning per level (rather than dropping them quietly).
+pub fn refuse_per_run_flags(a: &RunArgs, command: &str) -> anyhow::Result<()> {
+    let given = [
+        ("--at", !a.at.is_empty()),
+        ("--tui", a.tui),
+        ("--metrics-addr", a.metrics_addr.is_some()),
+        ("--log", a.log.is_some()),
+        ("--hdr-log", a.hdr_log.is_some()),
+        ("--phases", !a.phases.is_empty()),
+        ("-n/--requests", a.requests.is_some()),
+    ];
+    match given.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => bail!("{flag} is for `barrage run`; `barrage {command}` runs one timed run per level"),
+        None => Ok(()),
+    }
 }
 
 /// The levels of `--rate 10,50,100` or `-c 8..96/8`.

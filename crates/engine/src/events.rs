@@ -7,6 +7,7 @@
 
 use barrage_metrics::{EventKind, EventRecord};
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -94,11 +95,13 @@ fn run_one(index: u32, command: String, start: Instant, tx: &Sender<EventRecord>
         |kind| EventRecord { index, offset_ms: start.elapsed().as_millis() as u64, command: command.clone(), kind };
     // `exec 2>&1` first: the output the report keeps is whatever the command printed last,
     // error or not.
+    // A process group of its own: what the command starts goes with it when it is killed.
     let spawned = Command::new("sh")
         .arg("-c")
         .arg(format!("exec 2>&1\n{command}"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .process_group(0)
         .spawn();
     let mut child = match spawned {
         Ok(c) => c,
@@ -154,7 +157,8 @@ fn wait(child: &mut Child, over: &AtomicBool) -> (Option<i32>, Option<String>) {
         if over.load(Ordering::Relaxed) {
             let d = *deadline.get_or_insert_with(|| Instant::now() + GRACE);
             if Instant::now() >= d {
-                let _ = child.kill();
+                // SAFETY: kill only sends a signal, to the command's own process group.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             }
         }
         std::thread::sleep(POLL);
@@ -209,7 +213,7 @@ mod tests {
     #[test]
     fn a_command_outliving_the_run_is_killed_after_the_grace() {
         let start = Instant::now();
-        let commands = vec![ScheduledCommand { offset: Duration::ZERO, command: "exec sleep 60".into() }];
+        let commands = vec![ScheduledCommand { offset: Duration::ZERO, command: "sleep 60; true".into() }];
         let runner = EventRunner::start(commands, start).unwrap();
         while !runner.records.try_iter().any(|r| r.kind == EventKind::Started) {
             std::thread::yield_now();

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// Largest record accepted when reading; anything bigger is corruption.
 const MAX_RECORD: u32 = 64 << 20;
 

@@ -433,6 +433,37 @@ fn spectrum(h: &Histogram<u64>) -> Vec<(f64, u64)> {
     points
 }
 
+/// Sampled requests gathered interval by interval, halved (every other one) whenever they
+/// pass four times [`SCATTER_POINTS`], so a day-long run keeps a few MiB.
+#[derive(Default)]
+struct Scatter {
+    points: Vec<crate::recorder::RequestPoint>,
+    /// Keep one in this many of the points still to come.
+    stride: usize,
+    seen: usize,
+}
+
+impl Scatter {
+    fn add(&mut self, points: Vec<crate::recorder::RequestPoint>) {
+        let stride = self.stride.max(1);
+        for p in points {
+            // Failed requests are rare and telling: they are always kept.
+            if !p.ok || self.seen.is_multiple_of(stride) {
+                self.points.push(p);
+            }
+            self.seen += 1;
+        }
+        if self.points.len() > 4 * SCATTER_POINTS {
+            let mut keep = false;
+            self.points.retain(|p| {
+                keep = !keep;
+                !p.ok || keep
+            });
+            self.stride = stride * 2;
+        }
+    }
+}
+
 /// At most [`SCATTER_POINTS`] of `points`, evenly thinned, every failed one kept first.
 fn thin(points: Vec<crate::recorder::RequestPoint>) -> Vec<crate::recorder::RequestPoint> {
     if points.len() <= SCATTER_POINTS {
@@ -456,7 +487,10 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let mut intervals = Vec::new();
     let mut seen: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut watched = Watched::default();
-    for m in merged.by_ref() {
+    let mut scatter = Scatter::default();
+    for mut m in merged.by_ref() {
+        // Sampled requests go to the scatter alone, thinned as they come: memory stays flat.
+        scatter.add(std::mem::take(&mut m.recorder.samples));
         for b in m.recorder.backends.iter().filter(|b| b.requests > 0) {
             let span = seen.entry(b.name.clone()).or_insert((m.second, m.second));
             span.1 = m.second;
@@ -471,14 +505,15 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         intervals.push(row);
     }
     let timeline = total.timeline.clone();
-    let scatter = std::mem::take(&mut total.samples);
     let mut s = build(merged.readers(), total, steps, intervals);
     add_fairness(&mut s, &seen);
     (s.processes, s.host) = watched.finish();
     s.generator.cpu_max_percent = s.processes.iter().find(|p| p.name == GENERATOR).map_or(0.0, |p| p.cpu_max_percent);
-    s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, s.duration.total_s);
+    // Runs merged from different start times end where the last interval ends.
+    let end_s = s.intervals.last().map_or(0.0, |r| r.second as f64 + r.length_s).max(s.duration.total_s);
+    s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, end_s);
     s.warnings.extend(watch_check(&s));
-    s.scatter = thin(scatter);
+    s.scatter = thin(scatter.points);
     Ok(s)
 }
 

@@ -448,7 +448,7 @@ fn run_body(s: &RunSummary) -> String {
     }
     meta.push(format!("{} long", fmt_us(s.duration.total_s * 1e6)));
     if s.interrupted {
-        meta.push("stopped early by Ctrl-C".into());
+        meta.push("stopped early (Ctrl-C or q)".into());
     }
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
     for url in &s.urls {

@@ -223,7 +223,7 @@ fn header(s: &RunSummary) -> String {
         t.row(["  files".to_string(), s.files.join(", ")]);
     }
     if s.interrupted {
-        t.row(["  stopped", "early by Ctrl-C: the figures cover the run until then"]);
+        t.row(["  stopped", "early (Ctrl-C or q): the figures cover the run until then"]);
     }
     out.push_str(&t.render(Paint { on: false }));
     out

@@ -40,6 +40,9 @@ pub enum TestbedError {
     /// A testbed already runs in the directory.
     #[error("a testbed is already up in {0} (run `barrage testbed down --dir {0}` first, or use another --dir)")]
     Busy(String),
+    /// The directory holds other files: `down` would remove them.
+    #[error("--dir {0} is not empty and holds no testbed: give a new or empty directory (down removes it)")]
+    NotEmpty(String),
     /// No testbed runs in the directory.
     #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
     NotUp(String),
@@ -82,6 +85,8 @@ pub fn check_programs(options: &Options, dir: &Path) -> Result<(), TestbedError>
 /// Starts a testbed in `dir` under a supervisor in the background (a new session, so it
 /// outlives the caller and its terminal) and returns its state once every server answers.
 pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
+    // Servers start in their own directories: every path must stand on its own.
+    let dir = &std::path::absolute(dir)?;
     prepare(options, dir)?;
     let json = serde_json::to_string(options).map_err(|e| TestbedError::Protocol(e.to_string()))?;
     std::fs::create_dir_all(dir)?;
@@ -123,13 +128,18 @@ pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
             return Err(TestbedError::Busy(dir.display().to_string()));
         }
         clean_up(dir)?;
+    } else if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        // `down` removes the state directory: it must be the testbed's alone.
+        return Err(TestbedError::NotEmpty(dir.display().to_string()));
     }
     check_programs(options, dir)
 }
 
-/// Whether a supervisor answers in `dir`.
+/// Whether a supervisor runs for `dir`: it answers on its socket, or, while it is still
+/// starting the servers (the socket comes last), its process lives.
 pub fn is_up(dir: &Path) -> bool {
     UnixStream::connect(State::socket(dir)).is_ok()
+        || State::load(dir).is_some_and(|s| s.supervisor_pid != std::process::id() && living(s.supervisor_pid))
 }
 
 /// Sends one command (`stop NAME`, `start NAME`, `down`) to the supervisor in `dir` and

@@ -40,6 +40,7 @@ pub fn supervise(
     dir: &Path,
     ready: impl FnOnce(Result<&State, &TestbedError>),
 ) -> Result<(), TestbedError> {
+    let dir = &std::path::absolute(dir)?;
     become_subreaper();
     let quit = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
