@@ -46,6 +46,7 @@
 //! ```
 
 use crate::export::{Cell, Sheet};
+use crate::text::utc;
 use barrage_metrics::events::EventSummary;
 use barrage_metrics::recorder::RequestPoint;
 use barrage_metrics::summary::{IntervalRow, RunSummary};
@@ -386,23 +387,6 @@ fn cell_text(n: f64) -> String {
     } else {
         format!("{n}")
     }
-}
-
-/// `ms` since the Unix epoch as `YYYY-MM-DD hh:mm:ss UTC`.
-fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), for days >= 0.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// The key figures as a list of labelled values; `bad` ones are highlighted.
