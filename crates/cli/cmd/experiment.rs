@@ -203,7 +203,7 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
                     return Err(format!("'{key}' = {other}: expected text, a number, true/false or a list of them"))
                 }
             };
-            if key == "url" || key == "urls-list" {
+            if key == "url" {
                 urls.push(text);
             } else {
                 flags.push(format!("--{key}"));
