@@ -135,7 +135,7 @@ pub struct CompareArgs {
     #[arg(long = "fail-if", value_name = "BOUND")]
     pub fail_if: Vec<barrage_report::compare::FailIf>,
     /// Smallest change called significant, however small the p-value.
-    #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
     pub noise: f64,
     /// Output format on standard output.
     #[arg(long, value_enum, default_value = "text")]

@@ -11,7 +11,7 @@
 //! runs, so each test is held to [`ALPHA`] divided by their number (Bonferroni): the chance
 //! that two runs of one configuration show any significant change stays under [`ALPHA`]. A
 //! change is **significant** when its p-value is under that level *and* the change is larger
-//! than the noise threshold (default 2%), so that a difference too small to matter is not
+//! than the noise threshold (default 5%), so that a difference too small to matter is not
 //! flagged however many intervals there are. With fewer than [`MIN_INTERVALS`] full
 //! intervals in a run there is no test.
 
