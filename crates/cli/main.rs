@@ -1,10 +1,12 @@
-//! The `barrage` binary: parses the command line, dispatches to a subcommand, and decides
-//! the exit code in one place: 0 ok, 1 a run or check failed, 2 bad usage, config or I/O.
+//! The `barrage` binary: parses the command line, installs signal handling once, dispatches
+//! to a subcommand, and decides the exit code in one place: 0 ok, 1 a run or check failed,
+//! 2 bad usage, config or I/O, 130/143 stopped by SIGINT/SIGTERM (partial results kept).
 
 mod args;
 mod cmd;
+mod signals;
 
-use args::{Cli, Command};
+use args::{Cli, Command, TestbedCommand};
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -21,17 +23,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(e),
     };
-    let result = match cli.command {
-        Command::Run(a) => cmd::run::run(*a),
-        Command::Report(a) => cmd::report::report(a),
-        Command::Serve(a) => cmd::serve::serve(a),
-        Command::Demo(a) => cmd::demo::demo(a),
-        Command::Testbed(a) => cmd::testbed::testbed(a.command),
-        Command::Compare(a) => cmd::compare::compare(a),
-        Command::Sweep(a) => cmd::sweep::sweep(*a),
-        Command::Capacity(a) => cmd::capacity::capacity(*a),
-        Command::Experiment(a) => cmd::experiment::experiment(a),
-    };
+    let result = dispatch(cli.command);
+    if let Some(code) = signals::exit_code() {
+        if let Err(e) = &result {
+            eprintln!("barrage: error: {e:#}");
+        }
+        return ExitCode::from(code);
+    }
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
@@ -40,6 +38,26 @@ fn main() -> ExitCode {
             eprintln!("barrage: error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Commands that send load get the signal handler; `serve` and the testbed's own commands
+/// handle signals their way.
+fn dispatch(command: Command) -> anyhow::Result<Outcome> {
+    let stop = || signals::install();
+    match command {
+        Command::Run(a) => cmd::run::run(*a, stop()?),
+        Command::Sweep(a) => cmd::sweep::sweep(*a, stop()?),
+        Command::Capacity(a) => cmd::capacity::capacity(*a, stop()?),
+        Command::Experiment(a) => cmd::experiment::experiment(a, stop()?),
+        Command::Demo(a) => cmd::demo::demo(a, stop()?),
+        Command::Testbed(a) => match a.command {
+            TestbedCommand::Bench(b) => cmd::bench::bench(b, stop()?),
+            other => cmd::testbed::testbed(other),
+        },
+        Command::Report(a) => cmd::report::report(a),
+        Command::Serve(a) => cmd::serve::serve(a),
+        Command::Compare(a) => cmd::compare::compare(a),
     }
 }
 

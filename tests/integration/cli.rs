@@ -95,7 +95,7 @@ fn ctrl_c_stops_and_prints_the_partial_report() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Requests"), "{text}");
     assert!(text.contains("early (Ctrl-C or q)"), "{text}");

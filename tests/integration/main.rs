@@ -14,6 +14,7 @@ mod pick;
 mod reqlog;
 mod request;
 mod retries;
+mod signals;
 mod testbed;
 mod uploads;
 mod util;

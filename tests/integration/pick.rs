@@ -123,7 +123,8 @@ fn phases_replay_the_stream_fill_then_measure() {
         let file = dir.path().join(format!("run.{phase}.brg"));
         let out = barrage().args(["report", "--format", "json", file.to_str().unwrap()]).output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["settings"]["phase"], phase);
+        assert_eq!(v["settings"]["labels"]["phase"], phase);
+        assert_eq!(v["settings"]["plan"]["objects"], 1_000_000, "the header says what ran: {}", v["settings"]);
         v["cache"]["hit_ratio"].as_f64().unwrap()
     };
     // The fill phase only met new objects; the measure phase asked for the same ones again.

@@ -50,7 +50,8 @@ const SWEEP_EXAMPLES: &str = "Examples:
   barrage sweep URL --rate 10,50,100,500,700 --step 10s          a report per rate
   barrage sweep URL -c 8..96/8 --step 10s --slo 'p99<100ms'      latency and errors vs clients
   barrage sweep URL -c 1,2,4,8 -o sweep-dir --xlsx sweep.xlsx    keep each level's results
-All flags of `run` apply to every level; -o names a directory.";
+  barrage sweep URL -c 4,8,16 --step 5s --phases fill,measure      hit ratio and latency per level and phase
+All flags of `run` apply to every level (--log, --hdr-log and -o get the level in their names); -o names a directory.";
 
 const CAPACITY_EXAMPLES: &str = "Examples:
   barrage capacity URL --slo 'p99<100ms' --slo 'success>=99.9%'
@@ -104,16 +105,13 @@ pub struct ExperimentArgs {
     /// Write the objectives' verdicts as JUnit XML.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Output format of the summary on standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    /// Also write the matrix and comparisons as a spreadsheet.
-    #[arg(long, value_name = "FILE")]
-    pub xlsx: Option<PathBuf>,
-    /// Also write the HTML report here (it is always written as report.html in the
-    /// results directory).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    /// Smallest change between two cases called significant, however small the p-value.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub noise: f64,
+    #[command(flatten)]
+    pub emit: EmitArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
 }
 
 const COMPARE_EXAMPLES: &str = "Examples:
@@ -137,18 +135,8 @@ pub struct CompareArgs {
     /// Smallest change called significant, however small the p-value.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
     pub noise: f64,
-    /// Output format on standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    /// Also write the table as a spreadsheet.
-    #[arg(long, value_name = "FILE")]
-    pub xlsx: Option<PathBuf>,
-    /// Also write the comparison as an HTML page: the latency spectra overlaid and the table.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Also write the table as DIR/comparison.csv.
-    #[arg(long, value_name = "DIR")]
-    pub csv_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub emit: EmitArgs,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -274,6 +262,8 @@ pub struct TestbedBenchArgs {
     pub output_dir: Option<PathBuf>,
     #[command(flatten)]
     pub dir: TestbedDirArgs,
+    #[command(flatten)]
+    pub emit: EmitArgs,
 }
 
 /// `barrage testbed supervise` (internal).
@@ -300,7 +290,8 @@ const REPORT_EXAMPLES: &str = "Examples:
   barrage report run.brg                      the text report again
   barrage report --format json run.brg        as JSON
   barrage report a.brg b.brg c.brg            merge runs from several machines
-  barrage report --format hdr-log run.brg     HdrHistogram interval log";
+  barrage report --format hdr-log run.brg     HdrHistogram interval log
+  barrage report --xlsx all.xlsx --html all.html --csv-dir tables client*.brg   merged, as a workbook, a page, CSV files";
 
 const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --listen 127.0.0.1:8080
@@ -325,26 +316,52 @@ pub enum Format {
     Html,
 }
 
-/// `barrage run` (and `sweep`, `capacity`, which share its flags).
+/// `barrage run` (and `sweep`, `capacity`, which share its flags), in the groups of its help.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnectionArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
+    pub gates: GateArgs,
+    #[command(flatten)]
+    pub retry: RetryArgs,
+    #[command(flatten)]
+    pub emit: EmitArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+/// What to send to: URLs, a target file or a URL list.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
     /// may be a template such as http://host/obj/{id}, with --objects N.
     #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file"])]
     pub urls: Vec<String>,
+}
 
-    /// Open loop: requests per second on a fixed schedule (1000, 1000/s, 60/m), a ramp over
+/// How much load and for how long (`--help` heading: Load).
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
     /// the duration (100:2000), or steps (10,50,100 with --step).
     #[arg(long, value_name = "RATE", conflicts_with_all = ["concurrency", "think_time"], help_heading = "Load")]
     pub rate: Option<RateSpec>,
     /// Length of each step of a stepped --rate (`sweep`: of each level).
     #[arg(long, value_name = "DURATION", help_heading = "Load")]
     pub step: Option<PositiveDur>,
-    /// Open loop: most requests outstanding at once; a request due while all are busy is
     /// counted late, and its wait is part of its latency. [default: --connections]
     #[arg(long, value_name = "N", requires = "rate", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
-    /// Closed loop: workers, each sending its next request when the last one finished.
     /// [default: 50 when --rate is not given] (`sweep`: a list 8,16,32 or a range 8..96/8)
     #[arg(short = 'c', long, value_name = "N", help_heading = "Load")]
     pub concurrency: Option<units::Levels>,
@@ -360,8 +377,11 @@ pub struct RunArgs {
     /// Engine threads. [default: one per CPU barrage may run on]
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, help_heading = "Load")]
     pub threads: usize,
+}
 
-    /// Connections (one request at a time each). Open loop: the in-flight bound
+/// How connections are made (heading: Connections).
+#[derive(Args, Debug, Clone)]
+pub struct ConnectionArgs {
     /// [default: 256]; closed loop: one per worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Connections")]
     pub connections: Option<u32>,
@@ -386,8 +406,11 @@ pub struct RunArgs {
     /// Bound on DNS, TCP connect and TLS handshake.
     #[arg(long, value_name = "DURATION", default_value = "10s", help_heading = "Connections")]
     pub connect_timeout: PositiveDur,
+}
 
-    /// Targets in Vegeta's format (METHOD URL, header lines, @body-file, blank line between;
+/// What each request is (heading: Request).
+#[derive(Args, Debug, Clone)]
+pub struct RequestArgs {
     /// `# name: NAME` names the next target) or as JSON lines; `-` reads stdin.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "urls_file"], help_heading = "Request")]
     pub targets: Option<String>,
@@ -400,12 +423,9 @@ pub struct RunArgs {
     /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
     pub objects: Option<u64>,
-    /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
     /// client (thread or worker) requested before; the rest go to new ones.
     #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, help_heading = "Request")]
     pub hit_ratio: Option<f64>,
-    /// Run the same request stream once per phase and report each on its own, e.g.
-    /// fill,measure: the first fills a cache, the second measures it. With -o run.brg the
     /// files are run.fill.brg, run.measure.brg.
     #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', help_heading = "Request")]
     pub phases: Vec<String>,
@@ -430,82 +450,67 @@ pub struct RunArgs {
     /// A different generated body for each request (4,096 in rotation, no copies).
     #[arg(long, requires = "body_size", help_heading = "Request")]
     pub body_unique: bool,
-    /// A multipart/form-data field, as curl -F: name=value or name=@file, with ;type=MIME
     /// (repeatable).
     #[arg(long = "form", value_name = "FIELD", value_parser = barrage_plan::FormField::parse, help_heading = "Request")]
     pub form: Vec<barrage_plan::FormField>,
+}
 
-    /// Read a response's cache status from a header: HEADER~REGEX=STATUS (hit, miss, pass,
+/// How responses are read (heading: Measure).
+#[derive(Args, Debug, Clone)]
+pub struct MeasureArgs {
     /// expired, stale), before the built-in rules (repeatable), e.g. 'X-Edge~^TCP_HIT=hit'.
     #[arg(long = "cache-rule", value_name = "RULE", help_heading = "Measure")]
     pub cache_rules: Vec<barrage_plan::CacheRule>,
-    /// The header naming the backend that answered (repeatable; tried in order).
     /// [default: X-Served-By, X-Backend, X-Upstream-Address, X-Upstream, Server]
     #[arg(long = "backend-header", value_name = "NAME", value_parser = parse_header_name, help_heading = "Measure")]
     pub backend_headers: Vec<http::HeaderName>,
+}
 
-    /// Watch a server process each second: a PID, a process name (nginx: the master and its
-    /// workers), or a testbed server's name (repeatable). Servers of a testbed the URLs point
+/// What is watched and done beside the load (heading: Watch).
+#[derive(Args, Debug, Clone)]
+pub struct WatchArgs {
     /// at are watched without it.
     #[arg(long = "monitor", value_name = "PID|NAME", help_heading = "Watch")]
     pub monitor: Vec<String>,
-    /// Run a shell command at this offset of the run, recorded as an event (repeatable):
     /// --at 10s 'barrage testbed stop origin-2'.
     #[arg(long = "at", num_args = 2, value_names = ["OFFSET", "COMMAND"], action = clap::ArgAction::Append, help_heading = "Watch")]
     pub at: Vec<String>,
-    /// The testbed whose servers --monitor names and which is watched by itself.
     /// [default: as `barrage testbed`]
     #[arg(long, value_name = "DIR", help_heading = "Watch")]
     pub testbed: Option<PathBuf>,
+}
 
-    /// Also write the report as one self-contained HTML page with charts (a sweep's and a
-    /// capacity search's curves).
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub html: Option<PathBuf>,
-    /// Show a live terminal view (rates, latency, status codes, errors, cache, backends)
-    /// instead of the progress line; q stops the run and prints the report.
-    #[arg(long, help_heading = "Output")]
-    pub tui: bool,
-    /// Serve the run's counters and latency histograms for Prometheus at
-    /// http://ADDR/metrics while it runs (port 0: a free one, printed on stderr).
-    #[arg(long, value_name = "ADDR", help_heading = "Output")]
-    pub metrics_addr: Option<std::net::SocketAddr>,
-    /// Also write the report's tables (summary, intervals; a sweep's levels) as a
-    /// spreadsheet workbook, one sheet per table.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub xlsx: Option<PathBuf>,
-    /// Also write each of those tables as DIR/NAME.csv.
-    #[arg(long, value_name = "DIR", help_heading = "Output")]
-    pub csv_dir: Option<PathBuf>,
-
-    /// A service-level objective checked at the end (repeatable): p99<250ms, p50<20ms,
-    /// success>=99.5%, throughput>=1000/s, errors<10; NAME:p99<100ms for requests of one
+/// Objectives checked at the end (heading: Gates).
+#[derive(Args, Debug, Clone)]
+pub struct GateArgs {
     /// name. Any missed one makes the exit code 1.
     #[arg(long, value_name = "EXPR", help_heading = "Gates")]
     pub slo: Vec<barrage_report::Slo>,
     /// Write the --slo verdicts as JUnit XML, for CI systems.
     #[arg(long, value_name = "FILE", requires = "slo", help_heading = "Gates")]
     pub junit: Option<PathBuf>,
+}
 
-    /// Retry a failed request up to N times (each attempt is recorded; the report adds
+/// Retries of failed requests (heading: Retries).
+#[derive(Args, Debug, Clone)]
+pub struct RetryArgs {
     /// first-try and final success).
     #[arg(long, value_name = "N", help_heading = "Retries")]
     pub retries: Option<u32>,
     /// Backoff before retry 1, doubling per retry up to MAX, with jitter.
     #[arg(long, value_name = "MIN..MAX", default_value = "10ms..1s", requires = "retries", help_heading = "Retries")]
     pub backoff: barrage_plan::Backoff,
-    /// What is retried: 5xx, 4xx, status codes (503), error (any transport error), or error
     /// kinds (timeout, reset, refused, connect_timeout, tls, protocol, dns).
     #[arg(long, value_name = "LIST", default_value = "error,5xx", requires = "retries", help_heading = "Retries")]
     pub retry_on: barrage_plan::RetryOn,
+}
 
-    /// Report format on standard output.
-    #[arg(long, value_enum, default_value_t = Format::Text, help_heading = "Output")]
-    pub format: Format,
+/// Where results and reports go (heading: Output).
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
     /// Stream the results to this file as the run goes (re-render with `barrage report`).
     #[arg(short = 'o', long, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
-    /// A log of every request: CSV, or JSON lines for a .jsonl file. Streamed; reports are
     /// made from the results file, not from it.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub log: Option<PathBuf>,
@@ -517,15 +522,43 @@ pub struct RunArgs {
     pub hdr_log: Option<PathBuf>,
 }
 
+/// Live views while the load runs (heading: Output).
+#[derive(Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// instead of the progress line; q stops the run and prints the report.
+    #[arg(long, help_heading = "Output")]
+    pub tui: bool,
+    /// http://ADDR/metrics while it runs (port 0: a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// How a report is emitted: the format on standard output, and files beside it. Every mode
+/// that produces a report takes these.
+#[derive(Args, Debug, Clone)]
+pub struct EmitArgs {
+    /// Report format on standard output.
+    #[arg(long, value_enum, default_value_t = Format::Text, help_heading = "Output")]
+    pub format: Format,
+    /// Also write the report as one self-contained HTML page with charts.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
+    /// Also write the report's tables as a spreadsheet workbook, one sheet per table.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub xlsx: Option<PathBuf>,
+    /// Also write each of those tables as DIR/NAME.csv.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub csv_dir: Option<PathBuf>,
+}
+
 /// `barrage report`.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Results files; several are merged (histograms added, intervals aligned by clock).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub emit: EmitArgs,
 }
 
 /// `barrage serve`.

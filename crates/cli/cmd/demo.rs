@@ -1,36 +1,39 @@
 //! `barrage demo`: the origin in-process, a short open-loop and closed-loop run against it.
 
-use super::run::Execution;
+use super::live::Views;
 use crate::args::units::RateSpec;
-use crate::args::DemoArgs;
+use crate::args::{DemoArgs, LiveArgs};
 use crate::Outcome;
-use barrage_engine::{Load, Pacer, Plan, Target};
+use barrage_engine::{CancellationToken, Load, Pacer, Plan, Target};
+use barrage_report::Report;
 use barrage_server::{RunningServer, ServeConfig};
+use barrage_study::{Job, Runner};
 use std::time::Duration;
 
 /// Runs the demo and prints both reports.
-pub fn demo(a: DemoArgs) -> anyhow::Result<Outcome> {
+pub fn demo(a: DemoArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let server =
         RunningServer::start(ServeConfig { threads: 1, name: Some("demo-origin".into()), ..ServeConfig::default() })?;
     let url = format!("{}/bytes/1k", server.url());
-    let rate = match a.rate {
-        RateSpec::Constant(r) => Pacer::Constant { rate: r },
-        _ => anyhow::bail!("--rate: the demo takes a constant rate such as 2000"),
-    };
+    let RateSpec::Constant(rate) = a.rate else { anyhow::bail!("--rate: the demo takes a constant rate such as 2000") };
     println!("barrage demo: origin on {} (1 thread); each run lasts {:?}\n", server.url(), a.duration.0);
-    let open = Load::Open { pacer: rate, max_in_flight: 256 };
-    println!(
-        "== 1/2 open loop: {} against {url}\n",
-        Pacer::step_labels(match &open {
-            Load::Open { pacer, .. } => pacer,
-            Load::Closed { .. } => unreachable!(),
-        })[0]
-    );
-    let settings = |mode: &str| Execution { settings_json: format!("{{\"demo\":\"{mode}\"}}"), ..Default::default() };
-    super::run::execute(plan(&url, open, a.duration.0)?, settings("open"))?;
-    println!("\n== 2/2 closed loop: {} workers against {url}\n", a.concurrency);
-    let closed = Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO };
-    super::run::execute(plan(&url, closed, a.duration.0)?, settings("closed"))?;
+    let runs = [
+        (format!("1/2 open loop: {rate}/s"), Load::Open { pacer: Pacer::Constant { rate }, max_in_flight: 256 }),
+        (
+            format!("2/2 closed loop: {} workers", a.concurrency),
+            Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO },
+        ),
+    ];
+    let mut views = Views::start(&LiveArgs { tui: false, metrics_addr: None }, &stop, false)?;
+    let mut runner = Runner::new("demo", stop, &mut views);
+    for (i, (title, load)) in runs.into_iter().enumerate() {
+        println!("{}== {title} against {url}\n", if i > 0 { "\n" } else { "" });
+        let job = Job::new(plan(&url, load, a.duration.0)?).label("demo", title);
+        let Some(done) = runner.run(&job)? else { break };
+        super::emit::print(&Report::Run(&done.summary).text(false))?;
+    }
+    drop(runner);
+    views.finish();
     println!("\nThe origin answered {} requests. Try: barrage run --help", server.requests());
     server.shutdown();
     Ok(Outcome::Ok)

@@ -1,16 +1,18 @@
-//! One module per subcommand: glue from arguments to the library crates.
+//! One module per subcommand: glue from arguments to the library crates; `emit` is the one
+//! way a report leaves, `live` the one observer of runs, `plan` the one way flags become a
+//! plan.
 
 pub mod bench;
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod emit;
 pub mod experiment;
-pub mod export;
-pub mod live_metrics;
+pub mod live;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sweep;
 pub mod testbed;
-pub mod tui;
 pub mod watch;

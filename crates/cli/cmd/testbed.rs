@@ -1,5 +1,5 @@
 //! `barrage testbed`: up, status, stop, start, down (and the hidden supervisor); `bench` is
-//! in [`super::bench`].
+//! in [`super::bench`], dispatched by `main` with the signal handler.
 
 use crate::args::{BalanceArg, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
 use crate::Outcome;
@@ -21,7 +21,7 @@ pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
         }
         TestbedCommand::Stop(a) => control(&dir(&a.dir), "stop", &a.name),
         TestbedCommand::Start(a) => control(&dir(&a.dir), "start", &a.name),
-        TestbedCommand::Bench(a) => super::bench::bench(a),
+        TestbedCommand::Bench(_) => unreachable!("dispatched with the signal handler in main"),
         TestbedCommand::Supervise(a) => supervise(&a.dir, &a.options),
     }
 }

@@ -240,6 +240,75 @@ impl Experiment {
 }
 
 /// Later settings win; `background` tables merge key by key.
+/// A case's settings as `run` flags: `url` values are the targets (last), `true` is a bare
+/// flag, `false` leaves it out, a list repeats the flag.
+pub fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
+    let mut urls = Vec::new();
+    let mut flags = Vec::new();
+    for (key, value) in settings {
+        let key = key.replace('_', "-");
+        let values = match value {
+            toml::Value::Array(items) => items.clone(),
+            v => vec![v.clone()],
+        };
+        for v in values {
+            let text = match &v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(true) => {
+                    flags.push(format!("--{key}"));
+                    continue;
+                }
+                toml::Value::Boolean(false) => continue,
+                other => {
+                    return Err(format!("'{key}' = {other}: expected text, a number, true/false or a list of them"))
+                }
+            };
+            if key == "url" {
+                urls.push(text);
+            } else {
+                flags.push(format!("--{key}"));
+                flags.push(text);
+            }
+        }
+    }
+    flags.extend(urls);
+    Ok(flags)
+}
+
+/// Takes `testbed` and `testbed-tls` out of a case's settings: the topology's name and
+/// whether it serves HTTPS.
+pub fn take_testbed(settings: &mut Settings) -> Result<Option<(String, bool)>, String> {
+    let tls = match settings.remove("testbed-tls") {
+        None | Some(toml::Value::Boolean(false)) => false,
+        Some(toml::Value::Boolean(true)) => true,
+        Some(v) => return Err(format!("testbed-tls = {v}: expected true or false")),
+    };
+    match settings.remove("testbed") {
+        None => Ok(None),
+        Some(toml::Value::String(t)) => Ok(Some((t, tls))),
+        Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
+    }
+}
+
+/// Takes `phases` out of a case's settings: a list of names, or one comma-separated text.
+pub fn take_phases(settings: &mut Settings) -> Result<Vec<String>, String> {
+    let names = match settings.remove("phases") {
+        None => return Ok(Vec::new()),
+        Some(toml::Value::String(s)) => s.split(',').map(|p| p.trim().to_string()).collect::<Vec<_>>(),
+        Some(toml::Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("phases: {v} is not a name")))
+            .collect::<Result<_, _>>()?,
+        Some(v) => return Err(format!("phases = {v}: expected a list of names such as [\"fill\", \"measure\"]")),
+    };
+    if names.iter().any(|n| n.is_empty() || n.contains(['/', '.', ' '])) {
+        return Err(format!("phases = {names:?}: names are words without '/', '.' or spaces"));
+    }
+    Ok(names)
+}
+
 fn merge(into: &mut Settings, from: &Settings) {
     for (k, v) in from {
         match (into.get_mut(k), v) {

@@ -906,7 +906,7 @@
   function main() {
     try {
       const data = JSON.parse(document.getElementById("barrage-data").textContent);
-      const pages = { run: runPage, curve: curvePage, compare: comparePage, experiment: experimentPage };
+      const pages = { run: runPage, curve: curvePage, compare: comparePage, experiment: experimentPage, table: function () {} };
       if (!pages[data.page]) throw new Error("unknown page kind " + data.page);
       pages[data.page](data);
     } catch (e) {

@@ -16,8 +16,9 @@
 //! intervals in a run there is no test.
 
 use crate::export::{Cell, Sheet};
-use barrage_metrics::summary::{IntervalRow, RunSummary};
-use barrage_metrics::units::fmt_us;
+use crate::figure::Figure;
+use crate::text::{Align, Table};
+use barrage_metrics::summary::RunSummary;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::str::FromStr;
 
@@ -26,98 +27,30 @@ pub const ALPHA: f64 = 0.05;
 /// Fewest full intervals a run needs for the test.
 pub const MIN_INTERVALS: usize = 5;
 
-/// A headline metric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    /// Successes per second.
-    Throughput,
-    /// Share of successful requests.
-    Success,
-    /// Failed requests.
-    Errors,
-    /// Mean corrected latency.
-    Mean,
-    /// Corrected latency p50.
-    P50,
-    /// Corrected latency p90.
-    P90,
-    /// Corrected latency p99.
-    P99,
-    /// Largest corrected latency.
-    Max,
+/// The figures a comparison shows, in table order.
+pub const COMPARED: [Figure; 8] = [
+    Figure::Throughput,
+    Figure::Success,
+    Figure::Errors,
+    Figure::Mean,
+    Figure::P50,
+    Figure::P90,
+    Figure::P99,
+    Figure::Max,
+];
+
+/// A comparison's metric: one of the headline [`Figure`]s.
+pub type Metric = Figure;
+
+fn value(f: Figure, s: &RunSummary) -> f64 {
+    f.of(s).unwrap_or(0.0)
 }
 
-impl Metric {
-    /// Every metric, in table order.
-    pub const ALL: [Metric; 8] = [
-        Metric::Throughput,
-        Metric::Success,
-        Metric::Errors,
-        Metric::Mean,
-        Metric::P50,
-        Metric::P90,
-        Metric::P99,
-        Metric::Max,
-    ];
-
-    /// Its name in tables and in `--fail-if`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Throughput => "throughput",
-            Metric::Success => "success",
-            Metric::Errors => "errors",
-            Metric::Mean => "mean",
-            Metric::P50 => "p50",
-            Metric::P90 => "p90",
-            Metric::P99 => "p99",
-            Metric::Max => "max",
-        }
-    }
-
-    fn value(self, s: &RunSummary) -> f64 {
-        let l = &s.latency.corrected;
-        match self {
-            Metric::Throughput => s.throughput_per_sec,
-            Metric::Success => s.success_ratio,
-            Metric::Errors => (s.requests.total - s.requests.ok) as f64,
-            Metric::Mean => l.mean_us,
-            Metric::P50 => l.p50_us as f64,
-            Metric::P90 => l.p90_us as f64,
-            Metric::P99 => l.p99_us as f64,
-            Metric::Max => l.max_us as f64,
-        }
-    }
-
-    /// The per-interval samples the test compares; `None` for metrics without one.
-    fn samples(self, s: &RunSummary) -> Option<Vec<f64>> {
-        let pick: fn(&IntervalRow) -> f64 = match self {
-            Metric::Throughput => |r| r.throughput_per_sec,
-            Metric::P50 => |r| r.p50_us as f64,
-            Metric::P90 => |r| r.p90_us as f64,
-            Metric::P99 => |r| r.p99_us as f64,
-            _ => return None,
-        };
-        // Full intervals with requests: the last, partial one holds only the stragglers.
-        Some(s.intervals.iter().filter(|r| r.length_s >= 0.99 && r.ok + r.errors > 0).map(pick).collect())
-    }
-
-    fn show(self, v: f64) -> String {
-        match self {
-            Metric::Throughput => format!("{v:.1}/s"),
-            Metric::Success => format!("{:.3}%", v * 100.0),
-            Metric::Errors => format!("{v:.0}"),
-            _ => fmt_us(v),
-        }
-    }
-}
-
-impl FromStr for Metric {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Metric::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
-            format!("unknown metric '{s}': expected one of {}", names.join(", "))
-        })
+/// Compare shows success to three decimals: a change of 0.01% matters between two runs.
+fn show(f: Figure, v: f64) -> String {
+    match f {
+        Figure::Success => format!("{:.3}%", v * 100.0),
+        f => f.show(v),
     }
 }
 
@@ -160,17 +93,17 @@ pub struct Comparison {
 /// change flagged as significant.
 pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
     let (_, base) = &runs[0];
-    let tested = Metric::ALL.iter().filter(|m| m.samples(base).is_some()).count().max(1);
+    let tested = COMPARED.iter().filter(|m| m.samples(base).is_some()).count().max(1);
     let level = ALPHA / tested as f64;
-    let rows = Metric::ALL
+    let rows = COMPARED
         .into_iter()
         .map(|metric| {
-            let baseline = metric.value(base);
+            let baseline = value(metric, base);
             let base_samples = metric.samples(base);
             let changes = runs[1..]
                 .iter()
                 .map(|(_, s)| {
-                    let value = metric.value(s);
+                    let value = value(metric, s);
                     let percent = (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0);
                     let p_value = base_samples.as_ref().zip(metric.samples(s)).and_then(|(a, b)| mann_whitney(a, &b));
                     let big = percent.is_some_and(|p| p.abs() >= noise * 100.0);
@@ -238,6 +171,10 @@ impl FromStr for FailIf {
             |why: String| format!("invalid --fail-if '{text}': {why}; expected e.g. 'p99>+10%' or 'throughput<-5%'");
         let at = text.find(['<', '>']).ok_or_else(|| bad("no < or >".into()))?;
         let metric = text[..at].trim().parse::<Metric>().map_err(bad)?;
+        if !COMPARED.contains(&metric) {
+            let names: Vec<&str> = COMPARED.iter().map(|m| m.name()).collect();
+            return Err(bad(format!("'{}' is not compared; compared are {}", metric.name(), names.join(", "))));
+        }
         let above = text[at..].starts_with('>');
         let value = text[at + 1..].trim();
         let percent = value
@@ -268,6 +205,120 @@ impl FailIf {
     pub fn text(&self) -> &str {
         &self.text
     }
+}
+
+/// One summary standing for several sequential repeats of one configuration: the headline
+/// figures are their means (the max their max), and their intervals are pooled as the
+/// samples of the significance test.
+pub fn pool(repeats: Vec<RunSummary>) -> RunSummary {
+    let n = repeats.len().max(1) as f64;
+    let mean = |f: fn(&RunSummary) -> f64| repeats.iter().map(f).sum::<f64>() / n;
+    let mut s = repeats.first().cloned().unwrap_or_default();
+    s.throughput_per_sec = mean(|r| r.throughput_per_sec);
+    s.success_ratio = mean(|r| r.success_ratio);
+    let l = &mut s.latency.corrected;
+    l.mean_us = mean(|r| r.latency.corrected.mean_us);
+    l.p50_us = mean(|r| r.latency.corrected.p50_us as f64) as u64;
+    l.p90_us = mean(|r| r.latency.corrected.p90_us as f64) as u64;
+    l.p99_us = mean(|r| r.latency.corrected.p99_us as f64) as u64;
+    l.max_us = repeats.iter().map(|r| r.latency.corrected.max_us).max().unwrap_or(0);
+    s.requests.total = repeats.iter().map(|r| r.requests.total).sum();
+    s.requests.ok = repeats.iter().map(|r| r.requests.ok).sum();
+    s.intervals = repeats.into_iter().flat_map(|r| r.intervals).collect();
+    s
+}
+
+/// Two cases of an experiment that differ only in one factor, compared as two runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseComparison {
+    /// The factor compared along.
+    pub factor: String,
+    /// Its earlier level.
+    pub from: String,
+    /// Its later level.
+    pub to: String,
+    /// The other factors' levels, `f=l, g=m`.
+    pub others: String,
+    /// The case at the earlier level.
+    pub from_case: String,
+    /// The case at the later level.
+    pub to_case: String,
+    /// The phase compared, for cases with phases.
+    pub phase: Option<String>,
+    /// The later case against the earlier (its baseline), repeats pooled.
+    pub comparison: Comparison,
+}
+
+/// The figures an experiment's comparisons show.
+pub const CASE_FIGURES: [Figure; 5] = [Figure::Throughput, Figure::Mean, Figure::P50, Figure::P99, Figure::Success];
+
+/// `+12.3%*`: the change, starred when significant; `-` without a baseline.
+fn starred(ch: &Change) -> String {
+    match ch.percent {
+        Some(p) => format!("{p:+.1}%{}", if ch.significant { "*" } else { "" }),
+        None => "-".into(),
+    }
+}
+
+fn case_change(c: &CaseComparison, f: Figure) -> Option<&Change> {
+    c.comparison.rows.iter().find(|r| r.metric == f).and_then(|r| r.changes.first())
+}
+
+/// The comparisons of an experiment as one sheet: a row per pair, per figure its change,
+/// p-value and significance.
+pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
+    let mut header: Vec<String> =
+        ["factor", "from", "to", "other levels", "from case", "to case", "phase"].map(String::from).to_vec();
+    for f in CASE_FIGURES {
+        header.extend([
+            format!("{}_change_percent", f.name()),
+            format!("{}_p_value", f.name()),
+            format!("{}_significant", f.name()),
+        ]);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut sheet = Sheet::new("comparisons", &header);
+    for c in rows {
+        let mut cells: Vec<Cell> = [&c.factor, &c.from, &c.to, &c.others, &c.from_case, &c.to_case]
+            .into_iter()
+            .map(|t| Cell::from(t.as_str()))
+            .collect();
+        cells.push(Cell::from(c.phase.clone().unwrap_or_default()));
+        for f in CASE_FIGURES {
+            let ch = case_change(c, f);
+            cells.push(Cell::from(ch.and_then(|x| x.percent)));
+            cells.push(Cell::from(ch.and_then(|x| x.p_value)));
+            cells.push(Cell::from(if ch.is_some_and(|x| x.significant) { "yes" } else { "no" }));
+        }
+        sheet.push(cells);
+    }
+    sheet
+}
+
+/// The comparisons along each factor as text tables (change from the earlier level; `*`
+/// marks a significant change).
+pub fn case_comparisons_text(factors: &[String], rows: &[CaseComparison]) -> String {
+    let mut out = String::new();
+    for factor in factors {
+        let mut align = vec![Align::Left, Align::Left];
+        align.extend(std::iter::repeat_n(Align::Right, CASE_FIGURES.len()));
+        let mut t = Table::new(&align);
+        let mut head = vec!["".to_string(), "other levels".to_string()];
+        head.extend(CASE_FIGURES.iter().map(|f| f.name().to_string()));
+        t.row(head);
+        for c in rows.iter().filter(|c| &c.factor == factor) {
+            let phase = c.phase.as_ref().map_or(String::new(), |p| format!(", {p}"));
+            let mut cells =
+                vec![format!("{} → {} ({} → {}{phase})", c.from, c.to, c.from_case, c.to_case), c.others.clone()];
+            cells.extend(CASE_FIGURES.iter().map(|f| case_change(c, *f).map_or("-".into(), starred)));
+            t.row(cells);
+        }
+        out.push_str(&format!(
+            "\nComparison along {factor} (% change from the first level to the second; * significant, as `barrage compare` tests)\n"
+        ));
+        out.push_str(&t.to_text());
+    }
+    out
 }
 
 /// The comparison as a table: metric, baseline, then value and change per run.
@@ -310,7 +361,7 @@ pub fn comparison_text(c: &Comparison) -> String {
     }
     t.row(head);
     for row in &c.rows {
-        let mut cells = vec![row.metric.name().to_string(), row.metric.show(row.baseline)];
+        let mut cells = vec![row.metric.name().to_string(), show(row.metric, row.baseline)];
         for ch in &row.changes {
             let change = ch.percent.map_or("-".to_string(), |p| format!("{p:+.1}%"));
             let verdict = match (ch.p_value, ch.significant) {
@@ -318,7 +369,7 @@ pub fn comparison_text(c: &Comparison) -> String {
                 (Some(p), false) => format!("not significant (p={})", p_text(p)),
                 (None, _) => String::new(),
             };
-            cells.extend([row.metric.show(ch.value), change, verdict]);
+            cells.extend([show(row.metric, ch.value), change, verdict]);
         }
         t.row(cells);
     }
@@ -342,6 +393,7 @@ fn p_text(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use barrage_metrics::summary::IntervalRow;
 
     #[test]
     fn mann_whitney_matches_known_answers() {
@@ -403,7 +455,7 @@ mod tests {
         assert!(text.contains("+100.0%") && text.contains("significant (p="), "{text}");
         let sheet = comparison_sheet(&c);
         assert_eq!(sheet.header, ["metric", "a", "b", "b change %", "b p-value", "b significant"]);
-        assert_eq!(sheet.rows.len(), Metric::ALL.len());
+        assert_eq!(sheet.rows.len(), COMPARED.len());
     }
 
     #[test]

@@ -102,6 +102,13 @@ pub enum Page<'a> {
         /// The comparisons between cases.
         comparisons: &'a Sheet,
     },
+    /// A table without charts (`testbed bench`, `run --phases`).
+    Table {
+        /// The page's title.
+        title: &'a str,
+        /// The table.
+        sheet: &'a Sheet,
+    },
 }
 
 /// The page as one self-contained HTML document.
@@ -136,6 +143,11 @@ pub fn html(page: &Page) -> String {
                 "comparisons": sheet_data(comparisons),
             });
             (format!("barrage experiment {title}"), experiment_body(title, matrix, comparisons), data)
+        }
+        Page::Table { title, sheet } => {
+            let data = json!({ "page": "table", "title": title, "sheet": sheet_data(sheet) });
+            let head = format!("<header>\n<h1>barrage {}</h1>\n</header>\n", esc(title));
+            (format!("barrage {title}"), (head, table(title, sheet)), data)
         }
     };
     document(&title, &before, &after, &data)

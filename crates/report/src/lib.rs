@@ -33,16 +33,22 @@
 pub mod compare;
 mod csv;
 pub mod export;
+pub mod figure;
 mod hdr;
 pub mod html;
+pub mod reports;
 pub mod slo;
+pub mod study;
 mod text;
 
 pub use crate::csv::{csv, intervals_sheet, summary_sheet};
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
+pub use crate::figure::{Figure, Spread};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
 pub use crate::html::{html, Page};
+pub use crate::reports::{CapacityReport, ExperimentReport, Report};
 pub use crate::slo::{junit, slo_lines, Slo, SloResult};
+pub use crate::study::{StudyRow, StudyTable};
 pub use crate::text::{text, Align, Table};
 
 use barrage_metrics::file::FileError;

@@ -8,62 +8,17 @@
 //!         | success                                        share of successful requests, value in %
 //!         | throughput                                     successes per second, value a rate (1000 or 1000/s)
 //!         | errors                                         failed requests (errors and 4xx/5xx), value a count
+//!         | hit_ratio                                      share served by a cache, value in %
 //! op      = < | <= | > | >=
 //! ```
 //! `NAME:` restricts the objective to the requests of that name (`# name:` in a target file).
+//! The metrics are the [`Figure`]s every table, `compare` and `--fail-if` use.
 
-use barrage_metrics::summary::{LatencyStats, RunSummary};
+use crate::figure::Figure;
+use barrage_metrics::summary::RunSummary;
 use barrage_metrics::units::{fmt_us, parse_duration};
 use std::fmt::Write as _;
 use std::str::FromStr;
-
-/// What an objective measures.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Metric {
-    /// A corrected-latency figure: p50, p90, p95, p99, p999, max, mean.
-    Latency(LatencyFigure),
-    /// Successful share of the requests, as a fraction.
-    Success,
-    /// Successes per second.
-    Throughput,
-    /// Failed requests.
-    Errors,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum LatencyFigure {
-    P50,
-    P90,
-    P95,
-    P99,
-    P999,
-    Max,
-    Mean,
-}
-
-impl LatencyFigure {
-    const NAMES: [(&'static str, LatencyFigure); 7] = [
-        ("p50", LatencyFigure::P50),
-        ("p90", LatencyFigure::P90),
-        ("p95", LatencyFigure::P95),
-        ("p99", LatencyFigure::P99),
-        ("p999", LatencyFigure::P999),
-        ("max", LatencyFigure::Max),
-        ("mean", LatencyFigure::Mean),
-    ];
-
-    fn of(self, l: &LatencyStats) -> f64 {
-        match self {
-            LatencyFigure::P50 => l.p50_us as f64,
-            LatencyFigure::P90 => l.p90_us as f64,
-            LatencyFigure::P95 => l.p95_us as f64,
-            LatencyFigure::P99 => l.p99_us as f64,
-            LatencyFigure::P999 => l.p999_us as f64,
-            LatencyFigure::Max => l.max_us as f64,
-            LatencyFigure::Mean => l.mean_us,
-        }
-    }
-}
 
 /// A comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,7 +45,7 @@ impl Op {
 pub struct Slo {
     text: String,
     name: Option<String>,
-    metric: Metric,
+    metric: Figure,
     op: Op,
     /// µs for latency, a fraction for success, per second for throughput, a count for errors.
     bound: f64,
@@ -119,44 +74,33 @@ impl FromStr for Slo {
             return Err(bad(format!("unexpected '{}' after the comparison", &value[..1])));
         }
         let metric = metric(metric_text).ok_or_else(|| {
-            bad(format!("unknown metric '{metric_text}': expected p50, p90, p95, p99, p999, max, mean, success, throughput or errors"))
+            bad(format!("unknown metric '{metric_text}': expected p50, p90, p95, p99, p999, max, mean, success, throughput, errors or hit_ratio"))
         })?;
         let bound = bound(metric, value).map_err(bad)?;
         Ok(Slo { text: text.to_string(), name, metric, op, bound })
     }
 }
 
-fn metric(text: &str) -> Option<Metric> {
-    let lower = text.to_ascii_lowercase();
-    if let Some((_, f)) = LatencyFigure::NAMES.iter().find(|(n, _)| *n == lower) {
-        return Some(Metric::Latency(*f));
-    }
-    match lower.as_str() {
-        "success" => Some(Metric::Success),
-        "throughput" => Some(Metric::Throughput),
-        "errors" => Some(Metric::Errors),
-        _ => None,
-    }
+fn metric(text: &str) -> Option<Figure> {
+    text.to_ascii_lowercase().parse().ok()
 }
 
 /// The bound in the metric's unit, from its text.
-fn bound(metric: Metric, value: &str) -> Result<f64, String> {
+fn bound(metric: Figure, value: &str) -> Result<f64, String> {
     let number = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
     match metric {
-        Metric::Latency(_) => parse_duration(value)
+        m if m.is_latency() => parse_duration(value)
             .map(|d| d.as_secs_f64() * 1e6)
             .map_err(|_| format!("'{value}' is not a duration such as 250ms or 1.5s")),
-        Metric::Success => value
+        Figure::Success | Figure::HitRatio => value
             .strip_suffix('%')
             .and_then(number)
             .filter(|p| *p <= 100.0)
             .map(|p| p / 100.0)
             .ok_or_else(|| format!("'{value}' is not a percentage such as 99.5%")),
-        Metric::Throughput => number(value.strip_suffix("/s").unwrap_or(value))
+        Figure::Throughput => number(value.strip_suffix("/s").unwrap_or(value))
             .ok_or_else(|| format!("'{value}' is not a rate such as 1000/s")),
-        Metric::Errors => {
-            number(value).filter(|n| n.fract() == 0.0).ok_or_else(|| format!("'{value}' is not a count such as 10"))
-        }
+        _ => number(value).filter(|n| n.fract() == 0.0).ok_or_else(|| format!("'{value}' is not a count such as 10")),
     }
 }
 
@@ -176,7 +120,7 @@ impl Slo {
     /// For a latency objective on all requests: its text and bound in ms, to draw on a curve.
     pub fn latency_bound_ms(&self) -> Option<(String, f64)> {
         match (self.metric, &self.name) {
-            (Metric::Latency(_), None) => Some((self.text.clone(), self.bound / 1e3)),
+            (m, None) if m.is_latency() => Some((self.text.clone(), self.bound / 1e3)),
             _ => None,
         }
     }
@@ -194,16 +138,30 @@ impl Slo {
             },
         };
         let (value, shown) = match self.metric {
-            Metric::Latency(f) => (f.of(latency), fmt_us(f.of(latency))),
-            Metric::Success => {
+            Figure::Success => {
                 let r = if total > 0 { ok as f64 / total as f64 } else { 0.0 };
                 (r, format!("{:.3}%", r * 100.0))
             }
-            Metric::Throughput => {
+            Figure::Throughput => {
                 let t = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
                 (t, format!("{t:.1}/s"))
             }
-            Metric::Errors => ((total - ok) as f64, (total - ok).to_string()),
+            Figure::Errors => ((total - ok) as f64, (total - ok).to_string()),
+            Figure::HitRatio => match (&self.name, s.cache.as_ref()) {
+                (None, Some(c)) => (c.hit_ratio, Figure::HitRatio.show(c.hit_ratio)),
+                (None, None) => {
+                    let actual = "no response carried a cache status".to_string();
+                    return SloResult { slo: self.text.clone(), actual, pass: false };
+                }
+                (Some(_), _) => {
+                    let actual = "the hit ratio is not kept per name".to_string();
+                    return SloResult { slo: self.text.clone(), actual, pass: false };
+                }
+            },
+            f => {
+                let v = f.of_latency(latency).unwrap_or(0.0);
+                (v, fmt_us(v))
+            }
         };
         // A run without requests meets no objective, whatever the numbers say.
         let pass = total > 0 && self.op.holds(value, self.bound);
@@ -262,7 +220,7 @@ fn xml(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_metrics::summary::GroupSummary;
+    use barrage_metrics::summary::{GroupSummary, LatencyStats};
 
     fn summary() -> RunSummary {
         let mut s = RunSummary::default();

@@ -1,10 +1,11 @@
-//! `barrage run --tui`: a live terminal view of the run, redrawn once per closed interval.
+//! `--tui`: a live terminal view of the current run, redrawn once per closed interval; a
+//! study's runs follow one another on the same screen, each under its label.
 //!
 //! The state ([`View`]) is plain data fed by intervals and drawn by a pure [`draw`], so the
 //! screen is tested with ratatui's `TestBackend`; [`Tui`] only owns the terminal and the
 //! thread that reads keys.
 
-use barrage_engine::CancellationToken;
+use crate::{LiveError, RunInfo};
 use barrage_metrics::units::fmt_us;
 use barrage_metrics::{CacheStatus, ErrorKind, IntervalRecord, Recorder};
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Intervals of p99 kept for the sparkline: two minutes of one-second intervals.
 const HISTORY: usize = 120;
@@ -40,23 +42,8 @@ const FOOTER_STOPPING: &str = "stopping: waiting for the requests in flight (Ctr
 /// second Ctrl-C) restores the terminal, so it is restored exactly once.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-/// What the view knows about the run before it starts.
-#[derive(Clone, Debug, Default)]
-pub struct TuiInfo {
-    /// Target URLs.
-    pub urls: Vec<String>,
-    /// Requests per second asked for (open loop).
-    pub target_rate: Option<f64>,
-    /// Workers (closed loop).
-    pub concurrency: Option<usize>,
-    /// How long the attack lasts; `None` when it lasts until `-n` requests were sent.
-    pub total: Option<Duration>,
-    /// Requests to send (`-n`).
-    pub requests: Option<u64>,
-}
-
-/// The live view: owns the terminal while the run goes.
-pub struct Tui {
+/// The live view: owns the terminal while the study goes.
+pub(crate) struct Tui {
     terminal: Option<Terminal<CrosstermBackend<Stderr>>>,
     /// Boxed: its recorder holds dozens of histograms, and a `Tui` is moved around by value.
     view: Box<View>,
@@ -68,32 +55,37 @@ impl Tui {
     /// Takes over the terminal (alternate screen, raw mode, hidden cursor) and starts a thread
     /// that reads keys: `q`, Esc or Ctrl-C cancel `stop` (in raw mode Ctrl-C arrives as a
     /// key, not SIGINT); a second Ctrl-C restores the terminal and exits at once, like the
-    /// second SIGINT of a plain run. Draws a first frame at once.
-    pub fn start(info: TuiInfo, stop: barrage_engine::CancellationToken) -> anyhow::Result<Tui> {
+    /// second SIGINT of a plain run (exit code 130). Draws a first frame at once.
+    pub(crate) fn start(stop: CancellationToken) -> Result<Tui, LiveError> {
         // stderr, not stdout: the report goes to stdout and may be redirected (--format json).
-        anyhow::ensure!(std::io::stderr().is_terminal(), "--tui needs a terminal on stderr");
+        if !std::io::stderr().is_terminal() {
+            return Err(LiveError::NotATerminal);
+        }
         install_panic_hook();
-        enable_raw_mode()?;
+        enable_raw_mode().map_err(LiveError::Terminal)?;
         ACTIVE.store(true, Ordering::SeqCst);
         // From here on dropping `tui` restores the terminal, also when a step below fails.
-        let mut tui = Tui { terminal: None, view: Box::new(View::new(info)), stop: stop.clone(), keys: None };
-        crossterm::execute!(std::io::stderr(), EnterAlternateScreen, crossterm::cursor::Hide)?;
-        tui.terminal = Some(Terminal::new(CrosstermBackend::new(std::io::stderr()))?);
-        tui.keys = Some(KeyThread::spawn(stop)?);
+        let view = Box::new(View::new(RunInfo::default()));
+        let mut tui = Tui { terminal: None, view, stop: stop.clone(), keys: None };
+        crossterm::execute!(std::io::stderr(), EnterAlternateScreen, crossterm::cursor::Hide)
+            .map_err(LiveError::Terminal)?;
+        let terminal = Terminal::new(CrosstermBackend::new(std::io::stderr())).map_err(LiveError::Terminal)?;
+        tui.terminal = Some(terminal);
+        tui.keys = Some(KeyThread::spawn(stop).map_err(LiveError::Terminal)?);
         tui.redraw();
         Ok(tui)
     }
 
-    /// Adds a closed interval to the state and redraws.
-    pub fn update(&mut self, i: &IntervalRecord) {
-        self.view.add(i);
+    /// A run starts: its figures replace the last run's, its label goes in the title.
+    pub(crate) fn begin(&mut self, info: RunInfo) {
+        self.view.begin(info);
         self.redraw();
     }
 
-    /// Restores the terminal (also done on drop, and a panic hook restores it too), stops the
-    /// key thread.
-    pub fn finish(self) {
-        drop(self);
+    /// Adds a closed interval to the state and redraws.
+    pub(crate) fn update(&mut self, i: &IntervalRecord) {
+        self.view.add(i);
+        self.redraw();
     }
 
     fn redraw(&mut self) {
@@ -117,6 +109,8 @@ impl Tui {
     }
 }
 
+/// Restores the terminal (a panic hook restores it too, before the panic message) and
+/// stops the key thread.
 impl Drop for Tui {
     fn drop(&mut self) {
         self.shutdown();
@@ -239,7 +233,7 @@ impl Latency {
 
 /// What the screen shows, fed interval by interval; no terminal in it.
 struct View {
-    info: TuiInfo,
+    info: RunInfo,
     /// Time since the start of the run, up to the end of the last interval.
     elapsed: Duration,
     /// Requests sent per second in the last interval.
@@ -261,7 +255,7 @@ struct View {
 }
 
 impl View {
-    fn new(info: TuiInfo) -> View {
+    fn new(info: RunInfo) -> View {
         View {
             info,
             elapsed: Duration::ZERO,
@@ -274,6 +268,11 @@ impl View {
             cpu_percent: None,
             stopping: false,
         }
+    }
+
+    /// A new run: every figure is the run's own, so nothing of the last one is kept.
+    fn begin(&mut self, info: RunInfo) {
+        *self = View::new(info);
     }
 
     fn add(&mut self, i: &IntervalRecord) {
@@ -381,8 +380,10 @@ fn draw(frame: &mut Frame, view: &View) {
 fn draw_compact(frame: &mut Frame, area: Rect, view: &View) {
     let p99 = |l: Option<Latency>| l.map_or_else(|| "-".to_string(), |l| fmt_us(l.p99 as f64));
     let failed = view.total.counts.completed.saturating_sub(view.total.counts.ok);
+    // The label first: on a small screen it is what tells the runs of a study apart.
+    let label = view.info.label.as_ref().map_or_else(String::new, |l| format!("{l} · "));
     let lines = vec![
-        Line::from(format!("{} {:.0}/s", elapsed_text(view), view.rate)),
+        Line::from(format!("{label}{} {:.0}/s", elapsed_text(view), view.rate)),
         Line::from(format!("ok {:.0}/s failed {failed}", view.ok_rate)),
         Line::from(format!("p99 {}", p99(view.last))),
         Line::from(format!("run p99 {}", p99(view.run))),
@@ -392,13 +393,21 @@ fn draw_compact(frame: &mut Frame, area: Rect, view: &View) {
 }
 
 fn draw_header(frame: &mut Frame, area: Rect, view: &View) {
-    let block = Block::bordered().title(" barrage run ");
+    let block = Block::bordered().title(title(view));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let [urls, mode, gauge] = Layout::vertical([Constraint::Length(1); 3]).areas(inner);
     frame.render_widget(Paragraph::new(urls_text(&view.info.urls)).style(Style::new().bold()), urls);
     frame.render_widget(Paragraph::new(mode_text(view)), mode);
     frame.render_widget(progress_gauge(view), gauge);
+}
+
+/// " barrage run ", with the run's label in a study.
+fn title(view: &View) -> String {
+    match &view.info.label {
+        Some(label) => format!(" barrage run · {label} "),
+        None => " barrage run ".to_string(),
+    }
 }
 
 /// The first URLs and how many more: a target file can hold thousands.
@@ -635,7 +644,7 @@ mod tests {
         }
     }
 
-    fn view_of(info: TuiInfo, intervals: u32) -> View {
+    fn view_of(info: RunInfo, intervals: u32) -> View {
         let mut view = View::new(info);
         for i in 0..intervals {
             view.add(&interval(i));
@@ -643,12 +652,12 @@ mod tests {
         view
     }
 
-    fn open_info() -> TuiInfo {
-        TuiInfo {
+    fn open_info() -> RunInfo {
+        RunInfo {
             urls: vec![URL.into()],
             target_rate: Some(10.0),
             total: Some(Duration::from_secs(30)),
-            ..TuiInfo::default()
+            ..RunInfo::default()
         }
     }
 
@@ -684,11 +693,11 @@ mod tests {
 
     #[test]
     fn progress_by_requests_and_none_without_a_limit() {
-        let info = TuiInfo { requests: Some(60), ..open_info() };
-        let view = view_of(TuiInfo { total: None, ..info }, 3);
+        let info = RunInfo { requests: Some(60), ..open_info() };
+        let view = view_of(RunInfo { total: None, ..info }, 3);
         assert!((view.progress().unwrap() - 0.5).abs() < 1e-9);
         assert_eq!(view.time_left(), Some(Duration::from_secs(3)));
-        let view = view_of(TuiInfo { total: None, requests: None, ..open_info() }, 1);
+        let view = view_of(RunInfo { total: None, requests: None, ..open_info() }, 1);
         assert_eq!((view.progress(), view.time_left()), (None, None));
         assert_eq!(View::new(open_info()).hit_ratio(), None);
     }
@@ -735,9 +744,30 @@ mod tests {
     }
 
     #[test]
+    fn begin_shows_the_label_and_resets_the_figures() {
+        let mut view = view_of(open_info(), 3);
+        let label = "level 2/4: 16 workers";
+        view.begin(RunInfo { label: Some(label.into()), concurrency: Some(16), ..RunInfo::default() });
+        assert_eq!((view.elapsed, view.total.counts.completed, view.p99_history.len()), (Duration::ZERO, 0, 0));
+        assert_eq!((view.last, view.run, view.cpu_percent), (None, None, None));
+        view.add(&interval(0));
+        let screen = render(&view, 100, 30);
+        let text = screen.join("\n");
+        assert!(screen[0].contains(&format!(" barrage run · {label} ")), "{text}");
+        assert!(line_with(&screen, "closed loop").contains("16 workers  ·  1s"), "{text}");
+        assert!(line_with(&screen, "200 ").contains(" 8 "), "only this run's responses: {text}");
+        // A small terminal keeps the label too.
+        let small = render(&view, 40, 6);
+        assert!(small[0].starts_with(&format!("{label} · 1s")), "{}", small.join("\n"));
+        // A lone run has the plain title.
+        let lone = render(&view_of(open_info(), 1), 100, 30);
+        assert!(lone[0].starts_with("┌ barrage run ──"), "{}", lone[0]);
+    }
+
+    #[test]
     fn tiny_and_odd_terminals_render_without_panic() {
-        let empty = View::new(TuiInfo::default());
-        let full = view_of(TuiInfo { urls: vec![URL.into(); 5], concurrency: Some(4), ..TuiInfo::default() }, 3);
+        let empty = View::new(RunInfo::default());
+        let full = view_of(RunInfo { urls: vec![URL.into(); 5], concurrency: Some(4), ..RunInfo::default() }, 3);
         for view in [&empty, &full] {
             for (w, h) in [(20, 5), (1, 1), (59, 19), (60, 20), (200, 20), (20, 60), (61, 21)] {
                 render(view, w, h);

@@ -1,11 +1,16 @@
-//! `--metrics-addr` of `run`: the run's counters and latency histograms served live over HTTP
-//! in the OpenMetrics text format, for Prometheus to scrape (and Grafana to chart) beside the
-//! servers' own metrics.
+//! The OpenMetrics endpoint (`--metrics-addr`): the counters and latency histograms of a
+//! run, or of all the runs of a study, served live over HTTP in the OpenMetrics text format,
+//! for Prometheus to scrape (and Grafana to chart) beside the servers' own metrics.
 //!
-//! `GET /metrics` answers with content type `application/openmetrics-text; version=1.0.0;
-//! charset=utf-8`; any other path is a 404. The figures move once per closed interval
-//! (normally a second), so they lag the run by at most one interval. Counters start at zero
-//! when the run starts; Prometheus' `rate()` handles the reset between two runs.
+//! `GET /metrics` (or `HEAD`) answers with content type `application/openmetrics-text;
+//! version=1.0.0; charset=utf-8`; any other path is a 404, any other method on it a 405.
+//! The figures move once per closed interval (normally a second), so they lag the run by at
+//! most one interval. Counters and histograms start at zero when the endpoint starts and
+//! keep growing across the runs of a study, so `rate()` over a study is continuous; the
+//! gauges describe the current run, and `barrage_current_run` names it.
+//!
+//! The endpoint is started by [`Live::start`](crate::Live::start) when
+//! [`LiveOptions::metrics_addr`](crate::LiveOptions::metrics_addr) is set.
 //!
 //! # Metrics
 //!
@@ -23,8 +28,10 @@
 //! | `barrage_request_latency_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the intended start (corrected for coordinated omission) |
 //! | `barrage_service_time_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the actual start (service time) |
 //! | `barrage_ok_responses_per_second` | gauge | | Throughput: ok responses per second over the last interval |
-//! | `barrage_interval_index` | gauge | | Index of the last closed interval (0, 1, 2, ...) |
-//! | `barrage_elapsed_seconds` | gauge | | From the start of the first interval to the end of the last |
+//! | `barrage_interval_index` | gauge | | Index of the current run's last closed interval (0, 1, 2, ...) |
+//! | `barrage_elapsed_seconds` | gauge | | From the start of the current run's first interval to the end of its last |
+//! | `barrage_runs_started_total` | counter | | Runs begun (a study runs several, one after another) |
+//! | `barrage_current_run` | gauge | `run`: the run's label, as [`RunInfo::label`](crate::RunInfo::label) gave it | 1 for the current run of a study; no series for an unlabelled run |
 //! | `barrage_process_cpu_percent` | gauge | | barrage's own CPU (user and system) over the last interval, % of one core |
 //! | `barrage_process_resident_memory_bytes` | gauge | | barrage's own resident memory |
 //! | `barrage_monitor_cpu_percent` | gauge | `process`: as `--monitor` or the testbed named it | A watched process and its descendants: CPU over the last interval, % of one core |
@@ -33,20 +40,27 @@
 //! The histogram buckets are [`LATENCY_BUCKETS`]. The process and monitor gauges appear
 //! once the run samples its processes.
 
-use anyhow::Context;
+use crate::LiveError;
 use barrage_metrics::{CacheStatus, ErrorKind, IntervalRecord};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
@@ -55,14 +69,14 @@ pub const LATENCY_BUCKETS: [f64; 14] =
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
 /// Content type of the scrape response.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/// Longest request head accepted; a scrape's is a few hundred bytes.
-const MAX_HEAD: usize = 16 * 1024;
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Content type of the error responses.
+const PLAIN: &str = "text/plain; charset=utf-8";
 /// Time a client gets to send its request and take the response.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The live metrics endpoint of a run.
-pub struct MetricsEndpoint {
+/// The live metrics endpoint of a study (or of a lone run).
+pub(crate) struct MetricsEndpoint {
     metrics: Metrics,
     shared: Arc<Shared>,
     addr: SocketAddr,
@@ -75,10 +89,10 @@ impl MetricsEndpoint {
     /// content type `application/openmetrics-text; version=1.0.0; charset=utf-8`; any other
     /// path 404) from a thread of its own with a current-thread tokio runtime (the caller may
     /// or may not be inside a runtime).
-    pub fn start(addr: SocketAddr) -> anyhow::Result<MetricsEndpoint> {
-        let listener = std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
-        let addr = listener.local_addr().context("no local address")?;
-        listener.set_nonblocking(true).context("cannot make the socket non-blocking")?;
+    pub(crate) fn start(addr: SocketAddr) -> Result<MetricsEndpoint, LiveError> {
+        let listener = std::net::TcpListener::bind(addr).map_err(|e| LiveError::Bind(addr, e))?;
+        let addr = listener.local_addr().map_err(LiveError::Endpoint)?;
+        listener.set_nonblocking(true).map_err(LiveError::Endpoint)?;
         // Built here rather than on the thread, so that failures surface to the caller. Building
         // (and entering) a runtime is allowed inside another one; only blocking on it is not,
         // and that happens on the endpoint's own thread.
@@ -86,10 +100,10 @@ impl MetricsEndpoint {
             .enable_io()
             .enable_time()
             .build()
-            .context("cannot start a runtime")?;
+            .map_err(LiveError::Endpoint)?;
         let listener = {
             let _in_runtime = runtime.enter();
-            TcpListener::from_std(listener).context("cannot register the socket")?
+            TcpListener::from_std(listener).map_err(LiveError::Endpoint)?
         };
         let mut registry = Registry::with_prefix("barrage");
         let metrics = Metrics::register(&mut registry);
@@ -99,17 +113,23 @@ impl MetricsEndpoint {
         let thread = std::thread::Builder::new()
             .name("barrage-metrics".into())
             .spawn(move || runtime.block_on(serve(listener, served, stopped)))
-            .context("cannot start the endpoint's thread")?;
+            .map_err(LiveError::Endpoint)?;
         Ok(MetricsEndpoint { metrics, shared, addr, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// A run starts: counted, named by its label, its gauges from zero.
+    pub(crate) fn begin(&self, label: Option<&str>) {
+        let mut span = self.shared.snapshot.write().unwrap_or_else(PoisonError::into_inner);
+        self.metrics.begin(label, &mut span);
+    }
+
     /// Adds a closed interval: counters grow, histograms take the interval's latencies.
-    pub fn update(&self, i: &IntervalRecord) {
+    pub(crate) fn update(&self, i: &IntervalRecord) {
         // Held for writing so that a scrape (which holds it for reading) never sees half an
         // interval: `sent` grown but not `completed`, a histogram's buckets but not its count.
         let mut span = self.shared.snapshot.write().unwrap_or_else(PoisonError::into_inner);
@@ -117,7 +137,8 @@ impl MetricsEndpoint {
     }
 
     /// Stops serving (the thread ends; the port is released).
-    pub fn finish(self) {
+    #[cfg(test)]
+    fn finish(self) {
         // Drop does the work, so an endpoint dropped on an error path stops just the same.
     }
 
@@ -146,7 +167,7 @@ struct Shared {
     snapshot: RwLock<Span>,
 }
 
-/// The wall-clock span of the intervals seen, for `barrage_elapsed_seconds`.
+/// The wall-clock span of the current run's intervals, for `barrage_elapsed_seconds`.
 #[derive(Default)]
 struct Span {
     first_start_ms: Option<u64>,
@@ -187,6 +208,12 @@ struct ProcessLabel {
     process: String,
 }
 
+/// Escaped like [`BackendLabel`]: a study's labels are free text.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunLabel {
+    run: String,
+}
+
 /// Handles on the registered metrics (each shares its value with the registry's copy).
 struct Metrics {
     sent: Counter,
@@ -207,6 +234,8 @@ struct Metrics {
     rss: Gauge,
     monitor_cpu: Family<ProcessLabel, FloatGauge>,
     monitor_rss: Family<ProcessLabel, Gauge>,
+    runs: Counter,
+    current_run: Family<RunLabel, Gauge>,
 }
 
 impl Metrics {
@@ -230,6 +259,8 @@ impl Metrics {
             rss: Gauge::default(),
             monitor_cpu: Family::default(),
             monitor_rss: Family::default(),
+            runs: Counter::default(),
+            current_run: Family::default(),
         };
         // Fixed label sets exist from the start at zero, so a dashboard's `rate()` sees the
         // first error of a kind as an increase rather than a series appearing.
@@ -291,7 +322,22 @@ impl Metrics {
             Unit::Bytes,
             m.monitor_rss.clone(),
         );
+        r.register("runs_started", "Runs begun (a study runs several, one after another)", m.runs.clone());
+        r.register("current_run", "1 for the current run, labelled as the study names it", m.current_run.clone());
         m
+    }
+
+    fn begin(&self, label: Option<&str>, span: &mut Span) {
+        self.runs.inc();
+        // A gauge per label, not an info metric: OpenMetrics info is meant not to change.
+        // Only the current run has a series, so a query for the run needs no `max_over_time`.
+        self.current_run.clear();
+        if let Some(label) = label {
+            self.current_run.get_or_create(&RunLabel { run: escape(label) }).set(1);
+        }
+        *span = Span::default();
+        self.interval.set(0);
+        self.elapsed.set(0.0);
     }
 
     fn add(&self, i: &IntervalRecord, span: &mut Span) {
@@ -438,13 +484,17 @@ impl EncodeMetric for HdrBuckets {
 
 /// Accepts connections until told to stop.
 async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
+    let mut http = http1::Builder::new();
+    // One request per connection, as a scraper sends every few seconds at most: no idle
+    // connections to keep, and a client reading to the end of the stream gets its end.
+    http.keep_alive(false);
     loop {
         tokio::select! {
             // A message or the sender dropped: either way, stop.
             _ = &mut stop => return,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(answer(stream, Arc::clone(&shared)));
+                    tokio::spawn(answer(http.clone(), stream, Arc::clone(&shared)));
                 }
                 // Out of file descriptors and the like: wait instead of spinning.
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -453,84 +503,44 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Re
     }
 }
 
-/// Answers one request, then closes the connection.
-async fn answer(mut stream: TcpStream, shared: Arc<Shared>) {
-    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, exchange(&mut stream, &shared)).await;
+/// Serves one connection, bounded in time so a client that stalls holds nothing for long.
+async fn answer(http: http1::Builder, stream: TcpStream, shared: Arc<Shared>) {
+    let service = service_fn(move |req| {
+        let response = respond(&req, &shared);
+        async move { Ok::<_, Infallible>(response) }
+    });
+    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, http.serve_connection(TokioIo::new(stream), service)).await;
 }
 
-async fn exchange(stream: &mut TcpStream, shared: &Shared) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    let response = loop {
-        if let Some(end) = find_head_end(&head) {
-            break respond(&head[..end], shared);
-        }
-        if head.len() > MAX_HEAD {
-            break plain(431, "Request Header Fields Too Large", "request head too large\n");
-        }
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(()); // closed before a whole request: nothing to answer
-        }
-        head.extend_from_slice(&chunk[..n]);
-    };
-    stream.write_all(&response).await?;
-    stream.shutdown().await
-}
-
-/// Length of the request head up to the blank line ending it, if it has arrived.
-fn find_head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").or_else(|| buf.windows(2).position(|w| w == b"\n\n"))
-}
-
-/// The whole response to a request head.
-fn respond(head: &[u8], shared: &Shared) -> Vec<u8> {
-    let head = String::from_utf8_lossy(head);
-    let mut request_line = head.lines().next().unwrap_or("").split_ascii_whitespace();
-    let (Some(method), Some(target), Some(_version)) = (request_line.next(), request_line.next(), request_line.next())
-    else {
-        return plain(400, "Bad Request", "malformed request\n");
-    };
-    let path = target.split('?').next().unwrap_or(target);
-    if path != "/metrics" {
-        return plain(404, "Not Found", "not found: the metrics are at /metrics\n");
+/// The response to a request; hyper leaves the body out for HEAD and keeps its length.
+fn respond<B>(req: &Request<B>, shared: &Shared) -> Response<Full<Bytes>> {
+    if req.uri().path() != "/metrics" {
+        return plain(StatusCode::NOT_FOUND, "not found: the metrics are at /metrics\n");
     }
-    if method != "GET" && method != "HEAD" {
-        return response(
-            405,
-            "Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "Allow: GET, HEAD\r\n",
-            "use GET\n",
-            true,
-        );
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use GET\n");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
     }
     let mut body = String::with_capacity(8 * 1024);
     {
         let _consistent = shared.snapshot.read().unwrap_or_else(PoisonError::into_inner);
         if prometheus_client::encoding::text::encode(&mut body, &shared.registry).is_err() {
-            return plain(500, "Internal Server Error", "cannot encode the metrics\n");
+            return plain(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode the metrics\n");
         }
     }
-    response(200, "OK", CONTENT_TYPE, "", &body, method == "GET")
+    response(StatusCode::OK, OPENMETRICS, body)
 }
 
-/// A whole response; `extra` is more header lines, each ending in CRLF. The body is left
-/// out for HEAD, its length kept.
-fn response(code: u16, reason: &str, content_type: &str, extra: &str, body: &str, with_body: bool) -> Vec<u8> {
-    let len = body.len();
-    let mut r = format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n{extra}Connection: close\r\n\r\n"
-    )
-    .into_bytes();
-    if with_body {
-        r.extend_from_slice(body.as_bytes());
-    }
+fn response(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
-fn plain(code: u16, reason: &str, body: &str) -> Vec<u8> {
-    response(code, reason, "text/plain; charset=utf-8", "", body, true)
+fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    response(status, PLAIN, text.to_string())
 }
 
 #[cfg(test)]
@@ -631,7 +641,7 @@ mod tests {
     fn scrape(addr: SocketAddr) -> (Scrape, String) {
         let (status, head, body) = get(addr, "/metrics");
         assert_eq!(status, 200, "{head}");
-        assert_eq!(header(&head, "content-type"), Some(CONTENT_TYPE));
+        assert_eq!(header(&head, "content-type"), Some(OPENMETRICS));
         assert_eq!(header(&head, "content-length"), Some(body.len().to_string().as_str()));
         assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF: {body}");
         // prometheus-parse reads the Prometheus text format. The OpenMetrics extras need no
@@ -781,7 +791,7 @@ mod tests {
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 405 "), "{text}");
-        assert!(text.contains("\r\nAllow: GET, HEAD\r\n"), "{text}");
+        assert_eq!(header(&text, "allow"), Some("GET, HEAD"), "{text}");
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.write_all(b"HEAD /metrics HTTP/1.1\r\n\r\n").unwrap();
         let mut text = String::new();

@@ -1,0 +1,102 @@
+//! The one way a report leaves barrage: the chosen format on standard output, and
+//! `--html`, `--xlsx`, `--csv-dir` beside it; and the one way objectives are checked: SLO
+//! lines and `--junit`.
+
+use crate::args::{EmitArgs, Format};
+use anyhow::{bail, Context};
+use barrage_report::{Report, SloResult};
+use std::io::Write;
+use std::path::Path;
+
+/// Prints `report` in `e.format` and writes the files `e` asks for.
+pub fn emit(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
+    let text = match e.format {
+        Format::Text => report.text(use_color()),
+        Format::Json => report.json(),
+        Format::Csv => report.csv(),
+        Format::Html => report.html(),
+        Format::HdrLog => {
+            bail!("--format hdr-log is for `barrage report` of results files; on `run` use --hdr-log FILE")
+        }
+    };
+    print(&text)?;
+    files(report, e)?;
+    warn_partial(report, e.format);
+    Ok(())
+}
+
+/// Writes `--html`, `--xlsx` and `--csv-dir`.
+pub fn files(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
+    if let Some(path) = &e.html {
+        std::fs::write(path, report.html()).with_context(|| format!("--html {}", path.display()))?;
+    }
+    sheets(&report.sheets(), e)
+}
+
+/// Writes `--xlsx` and `--csv-dir` of these tables.
+pub fn sheets(sheets: &[barrage_report::Sheet], e: &EmitArgs) -> anyhow::Result<()> {
+    if let Some(path) = &e.xlsx {
+        barrage_report::write_xlsx(path, sheets)?;
+    }
+    if let Some(dir) = &e.csv_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("--csv-dir {}", dir.display()))?;
+        for sheet in sheets {
+            let path = dir.join(format!("{}.csv", sheet.name));
+            std::fs::write(&path, barrage_report::to_csv(sheet))
+                .with_context(|| format!("--csv-dir {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A partial table or a failed row is said on stderr too when stdout carries data.
+fn warn_partial(report: &Report, format: Format) {
+    let Some(table) = report.table().filter(|_| format != Format::Text) else { return };
+    for line in table.failures() {
+        eprintln!("WARNING: {line}: its figures are not a result");
+    }
+    if let Some(line) = table.partial_line() {
+        eprintln!("{line}");
+    }
+}
+
+/// Prints the SLO verdicts (on stderr when stdout carries data) and writes `junit`; false
+/// when any objective was missed.
+pub fn gates(
+    results: &[SloResult],
+    format: Format,
+    junit: Option<&Path>,
+    suite: &str,
+    time_s: f64,
+) -> anyhow::Result<bool> {
+    if results.is_empty() {
+        return Ok(true);
+    }
+    let lines = barrage_report::slo_lines(results);
+    if format == Format::Text {
+        print(&format!("\n{lines}"))?;
+    } else {
+        eprint!("{lines}");
+    }
+    if let Some(path) = junit {
+        std::fs::write(path, barrage_report::junit(suite, results, time_s))
+            .with_context(|| format!("--junit {}", path.display()))?;
+    }
+    Ok(results.iter().all(|r| r.pass))
+}
+
+/// Writes to stdout, ending with a newline.
+pub fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    Ok(out.flush()?)
+}
+
+/// Colour only on a terminal, and never when NO_COLOR is set.
+fn use_color() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+}

@@ -1,0 +1,100 @@
+//! The study's observer: barrage-live's views (the progress line, `--tui`, `--metrics-addr`),
+//! each run's `--hdr-log`, the study's progress lines on stderr, and the testbeds a second
+//! signal must take down.
+
+use crate::args::LiveArgs;
+use anyhow::Context;
+use barrage_engine::{CancellationToken, Load, Pacer};
+use barrage_live::{HdrLog, Live, LiveOptions, RunInfo};
+use barrage_metrics::IntervalRecord;
+use barrage_study::{Job, Observer};
+
+/// What watches a command's runs.
+pub struct Views {
+    live: Option<Live>,
+    hdr: Option<HdrLog>,
+    /// Study progress lines go to stderr (not for a lone run).
+    notes: bool,
+}
+
+impl Views {
+    /// Starts the views `a` asks for; `q` in the TUI cancels `stop`.
+    pub fn start(a: &LiveArgs, stop: &CancellationToken, notes: bool) -> anyhow::Result<Views> {
+        let opts = LiveOptions { tui: a.tui, metrics_addr: a.metrics_addr };
+        let live =
+            Live::start(&opts, stop.clone()).map_err(anyhow::Error::new).with_context(|| match a.metrics_addr {
+                Some(addr) if !a.tui => format!("--metrics-addr {addr}"),
+                _ => "--tui".into(),
+            })?;
+        if let Some(addr) = live.metrics_addr() {
+            eprintln!("metrics on http://{addr}/metrics");
+        }
+        Ok(Views { live: Some(live), hdr: None, notes })
+    }
+
+    /// Restores the terminal and stops the endpoint.
+    pub fn finish(mut self) {
+        if let Some(live) = self.live.take() {
+            live.finish();
+        }
+    }
+}
+
+impl Observer for Views {
+    fn begin(&mut self, job: &Job, index: usize, planned: usize) -> Result<(), String> {
+        self.hdr = Some(HdrLog::create(job.hdr_log.clone()).map_err(|e| e.to_string())?);
+        let title = job.title();
+        let label = (!title.is_empty()).then(|| match planned {
+            0 | 1 => title.clone(),
+            n => format!("{}/{n}: {title}", index + 1),
+        });
+        if let Some(live) = &mut self.live {
+            live.begin(info(job, label));
+        }
+        Ok(())
+    }
+
+    fn interval(&mut self, i: &IntervalRecord) {
+        if let Some(live) = &mut self.live {
+            live.interval(i);
+        }
+        if let Some(h) = &mut self.hdr {
+            h.write(i);
+        }
+    }
+
+    fn end(&mut self) -> Result<(), String> {
+        if let Some(live) = &mut self.live {
+            live.end();
+        }
+        self.hdr.take().map_or(Ok(()), |h| h.finish().map_err(|e| e.to_string()))
+    }
+
+    fn note(&mut self, line: &str) {
+        if self.notes {
+            eprintln!("{line}");
+        }
+    }
+
+    fn testbed_up(&mut self, dir: &std::path::Path) {
+        crate::signals::down_on_exit(dir);
+    }
+}
+
+/// What the views know about a run before it starts.
+fn info(job: &Job, label: Option<String>) -> RunInfo {
+    let plan = &job.plan;
+    let (target_rate, concurrency) = match &plan.load {
+        Load::Open { pacer: Pacer::Constant { rate }, .. } => (Some(*rate), None),
+        Load::Open { .. } => (None, None),
+        Load::Closed { concurrency, .. } => (None, Some(*concurrency)),
+    };
+    RunInfo {
+        label,
+        urls: plan.targets.iter().map(|t| t.url.to_string()).collect(),
+        target_rate,
+        concurrency,
+        total: plan.attack_limit(),
+        requests: plan.requests,
+    }
+}

@@ -1,0 +1,184 @@
+//! `run`'s flags to a validated [`Plan`] and a [`Job`] (what it watches, logs and does
+//! beside sending). Every mode builds its base plan here; levels and cases derive from it.
+
+use crate::args::units::RateSpec;
+use crate::args::{LoadArgs, RequestArgs, RunArgs};
+use anyhow::{bail, Context};
+use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
+use barrage_study::Job;
+use std::time::Duration;
+
+/// Default in-flight bound (and connection count) of an open-loop run.
+const DEFAULT_OPEN_CONNECTIONS: u32 = 256;
+/// Default workers of a closed-loop run (as hey).
+const DEFAULT_CONCURRENCY: u32 = 50;
+/// Default duration when neither --duration nor --requests is given (as wrk).
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// The job of `a`: its plan, watches, `--at` commands and logs; results to `-o`.
+pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
+    let plan = plan(a)?;
+    let mut job = Job::new(plan);
+    job.watch = super::watch::watches(&a.watch.monitor, a.watch.testbed.as_deref(), &job.plan)?;
+    job.at = super::watch::schedule(&a.watch.at, job.plan.attack_limit())?;
+    job.output = a.output.output.clone();
+    job.log = a.output.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: a.output.log_sample });
+    job.hdr_log = a.output.hdr_log.clone();
+    Ok(job)
+}
+
+/// Builds and validates the plan from the flags.
+pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
+    let r = &a.request;
+    let method = method(r)?;
+    let (body, body_unique_len, content_type) = request_body(r)?;
+    let mut headers = http::HeaderMap::new();
+    if let Some(ct) = content_type {
+        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_str(&ct)?);
+    }
+    for h in &r.headers {
+        // A -H Content-Type replaces the one a form brings.
+        if h.0 == http::header::CONTENT_TYPE {
+            headers.remove(http::header::CONTENT_TYPE);
+        }
+        headers.append(h.0.clone(), h.1.clone());
+    }
+    let mut targets = targets(a, &method)?;
+    for t in &mut targets {
+        // Flags add to what a target file says; a file's own body wins.
+        for (k, v) in &headers {
+            t.headers.append(k.clone(), v.clone());
+        }
+        if t.body.is_empty() {
+            t.body = body.clone();
+            t.body_unique_len = body_unique_len;
+        }
+    }
+    let l = &a.load;
+    let duration = l.duration.map(|d| d.0);
+    let load = load(l, a.conn.connections, duration)?;
+    let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
+    let duration = duration.or(if l.requests.is_none() && !natural_end { Some(DEFAULT_DURATION) } else { None });
+    let c = &a.conn;
+    let m = &a.measure;
+    let plan = Plan {
+        targets,
+        load,
+        duration,
+        requests: l.requests,
+        keepalive: !c.no_keepalive,
+        http2: c.http2,
+        tls: TlsOptions { cacert: c.cacert.clone(), insecure: c.insecure },
+        resolve: c.resolve.iter().map(|r| ((r.host.clone(), r.port), r.addr)).collect(),
+        timeout: c.timeout.0,
+        connect_timeout: c.connect_timeout.0.min(c.timeout.0),
+        threads: l.threads,
+        pick: r.pick.clone(),
+        hit_ratio: r.hit_ratio,
+        objects: r.objects,
+        seed: r.seed,
+        cache_rules: barrage_plan::CacheRules::new(m.cache_rules.clone()),
+        backend_headers: if m.backend_headers.is_empty() {
+            barrage_plan::default_backend_headers()
+        } else {
+            m.backend_headers.clone()
+        },
+        retry: a.retry.retries.map(|max_retries| barrage_plan::RetryPolicy {
+            max_retries,
+            backoff_min: a.retry.backoff.0,
+            backoff_max: a.retry.backoff.1,
+            on: a.retry.retry_on.clone(),
+        }),
+    };
+    plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    Ok(plan)
+}
+
+/// The targets from the command line, `--targets` or `--urls`.
+fn targets(a: &RunArgs, method: &http::Method) -> anyhow::Result<Vec<Target>> {
+    if let Some(path) = &a.request.targets {
+        return barrage_plan::targets::read_targets(path).map_err(|e| anyhow::anyhow!("--targets {e}"));
+    }
+    if let Some(path) = &a.request.urls_file {
+        return barrage_plan::targets::read_urls(path, method).map_err(|e| anyhow::anyhow!("--urls {e}"));
+    }
+    a.target.urls.iter().map(|u| Target::new(method.clone(), u).map_err(|e| anyhow::anyhow!(e))).collect()
+}
+
+fn load(a: &LoadArgs, connections: Option<u32>, duration: Option<Duration>) -> anyhow::Result<Load> {
+    let Some(rate) = &a.rate else {
+        if a.step.is_some() {
+            bail!("--step goes with stepped rates such as --rate 10,50,100 (or levels of `barrage sweep`)");
+        }
+        if connections.is_some() {
+            bail!(
+                "--connections is for open loop (--rate); in closed loop each of the -c workers has its own connection"
+            );
+        }
+        let concurrency = match a.concurrency.as_ref().map(|l| &l.0[..]) {
+            None => DEFAULT_CONCURRENCY,
+            Some([n]) => *n,
+            Some(_) => bail!("-c with several worker counts is a sweep: use `barrage sweep`"),
+        };
+        return Ok(Load::Closed {
+            concurrency: concurrency as usize,
+            think_time: a.think_time.map_or(Duration::ZERO, |t| t.0),
+        });
+    };
+    let pacer = match rate {
+        RateSpec::Constant(r) => Pacer::Constant { rate: *r },
+        RateSpec::Ramp(from, to) => {
+            let Some(over) = duration else { bail!("--rate {from}:{to} ramps over the run: give --duration too") };
+            Pacer::Ramp { from: *from, to: *to, over }
+        }
+        RateSpec::Steps(rates) => {
+            let step = match (a.step, duration) {
+                (Some(s), _) => s.0,
+                (None, Some(d)) => d / rates.len() as u32,
+                (None, None) => bail!("--rate with steps needs --step DURATION (or --duration to split evenly)"),
+            };
+            // Intervals are whole seconds: a step of whole seconds keeps each interval, and
+            // so each step's report, free of its neighbours.
+            if step.subsec_nanos() != 0 || step.is_zero() {
+                bail!("--step {step:?}: steps must last whole seconds (1s, 10s, 1m), so each is reported on its own");
+            }
+            Pacer::Steps { rates: rates.clone(), step }
+        }
+    };
+    if a.step.is_some() && !matches!(rate, RateSpec::Steps(_)) {
+        bail!("--step goes with stepped rates such as --rate 10,50,100");
+    }
+    let max_in_flight = a.max_in_flight.or(connections).unwrap_or(DEFAULT_OPEN_CONNECTIONS) as usize;
+    Ok(Load::Open { pacer, max_in_flight })
+}
+
+/// `-X`, or as curl: GET, POST when a body or form is given.
+fn method(a: &RequestArgs) -> anyhow::Result<http::Method> {
+    let has_body = a.body.is_some() || a.body_size.is_some() || !a.form.is_empty();
+    match &a.method {
+        Some(m) => http::Method::from_bytes(m.as_bytes())
+            .map_err(|_| anyhow::anyhow!("invalid -X '{m}': expected a method such as GET, POST, PUT")),
+        None if has_body => Ok(http::Method::POST),
+        None => Ok(http::Method::GET),
+    }
+}
+
+/// The body from --body, --body-size or --form: bytes, a unique window, a Content-Type.
+fn request_body(a: &RequestArgs) -> anyhow::Result<(bytes::Bytes, Option<usize>, Option<String>)> {
+    if !a.form.is_empty() {
+        let (bytes, content_type) = barrage_plan::body::multipart(&a.form);
+        return Ok((bytes, None, Some(content_type)));
+    }
+    if let Some(size) = a.body_size {
+        let src = barrage_plan::BodySource::generated(size as usize, a.body_pattern.as_deref(), a.body_unique, a.seed);
+        return Ok((src.bytes, src.unique_len, None));
+    }
+    let body = match a.body.as_deref() {
+        None => bytes::Bytes::new(),
+        Some(s) => match s.strip_prefix('@') {
+            Some(path) => std::fs::read(path).with_context(|| format!("--body @{path}: cannot read the file"))?.into(),
+            None => bytes::Bytes::copy_from_slice(s.as_bytes()),
+        },
+    };
+    Ok((body, None, None))
+}

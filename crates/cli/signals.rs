@@ -1,0 +1,65 @@
+//! The process's signal handling, installed once: the first SIGINT or SIGTERM cancels the
+//! study's token (the run in progress stops, what finished is kept, the partial report is
+//! printed, and the exit code is 130 or 143); the second takes down the testbeds the
+//! process brought up and exits at once.
+
+use barrage_engine::CancellationToken;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+/// The first signal received (0: none).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Testbeds to take down if a second signal ends the process at once.
+static TESTBEDS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Installs the handler and returns the token it cancels. Returns once the handler is in
+/// place, so a signal during the run is never the default one that would kill the process
+/// and lose the report.
+pub fn install() -> anyhow::Result<CancellationToken> {
+    let token = CancellationToken::new();
+    let stop = token.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("barrage-signals".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            let _ = ready_tx.send(false);
+            return;
+        };
+        rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+                let _ = ready_tx.send(false);
+                return;
+            };
+            let _ = ready_tx.send(true);
+            let first = tokio::select! { _ = int.recv() => libc::SIGINT, _ = term.recv() => libc::SIGTERM };
+            RECEIVED.store(first, Ordering::SeqCst);
+            eprintln!("\nbarrage: stopping; what finished is kept (again to quit at once)");
+            stop.cancel();
+            let second = tokio::select! { _ = int.recv() => libc::SIGINT, _ = term.recv() => libc::SIGTERM };
+            for dir in TESTBEDS.lock().map(|d| d.clone()).unwrap_or_default() {
+                let _ = barrage_testbed::down(&dir);
+            }
+            std::process::exit(128 + second);
+        });
+    })?;
+    if !ready_rx.recv().unwrap_or(false) {
+        anyhow::bail!("cannot install the signal handler");
+    }
+    Ok(token)
+}
+
+/// 130 after SIGINT, 143 after SIGTERM; `None` when no signal stopped the work.
+pub fn exit_code() -> Option<u8> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some((128 + s) as u8),
+    }
+}
+
+/// Takes the testbed in `dir` down even if a second signal ends the process.
+pub fn down_on_exit(dir: &Path) {
+    if let Ok(mut d) = TESTBEDS.lock() {
+        d.push(dir.to_path_buf());
+    }
+}

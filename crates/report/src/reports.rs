@@ -1,0 +1,297 @@
+//! [`Report`]: the typed result of every mode, and its one rendering per format. The
+//! binary emits any report the same way (`--format`, `--html`, `--xlsx`, `--csv-dir`) and
+//! checks its objectives the same way (SLO lines, JUnit).
+//!
+//! JSON outputs of the study modes are described by `schema/study.schema.json`; a run's by
+//! `schema/summary.schema.json`.
+
+use crate::compare::{
+    case_comparisons_sheet, case_comparisons_text, comparison_sheet, comparison_text, CaseComparison, Comparison,
+};
+use crate::export::Sheet;
+use crate::html::{html, Page};
+use crate::slo::SloResult;
+use crate::study::StudyTable;
+use barrage_metrics::RunSummary;
+use serde_json::{json, Value};
+
+/// Version of the study JSON outputs.
+pub const STUDY_JSON_VERSION: u32 = 1;
+
+/// A capacity search's findings.
+#[derive(Clone, Debug, Default)]
+pub struct CapacityReport {
+    /// A row per probe, in the order tried.
+    pub table: StudyTable,
+    /// The highest rate meeting every objective.
+    pub capacity: Option<f64>,
+    /// The lowest rate missing one.
+    pub failed_at: Option<f64>,
+    /// Why the search stopped.
+    pub stopped: String,
+    /// The lowest rate whose p99 more than doubled from the lowest rate's.
+    pub knee: Option<f64>,
+    /// barrage's own limits next to the capacity: it is then a lower bound.
+    pub generator_limited: Vec<String>,
+    /// Latency objectives, (label, ms), drawn on the curve.
+    pub slo_ms: Vec<(String, f64)>,
+}
+
+/// An experiment's matrix and comparisons.
+#[derive(Clone, Debug, Default)]
+pub struct ExperimentReport {
+    /// Its name.
+    pub name: String,
+    /// Runs per case.
+    pub repeats: u32,
+    /// The factors compared along.
+    pub compare: Vec<String>,
+    /// A row per case (and phase).
+    pub table: StudyTable,
+    /// The pairs of cases compared.
+    pub comparisons: Vec<CaseComparison>,
+}
+
+/// What a mode gives, to be rendered.
+#[derive(Clone, Copy, Debug)]
+pub enum Report<'a> {
+    /// One run, or several merged.
+    Run(&'a RunSummary),
+    /// A row per level (and phase), or per phase of `run --phases`.
+    Sweep {
+        /// The table.
+        table: &'a StudyTable,
+        /// Latency objectives drawn on the curve.
+        slo_ms: &'a [(String, f64)],
+    },
+    /// A capacity search.
+    Capacity(&'a CapacityReport),
+    /// An experiment.
+    Experiment(&'a ExperimentReport),
+    /// `testbed bench`: a row per front.
+    Bench(&'a StudyTable),
+    /// Runs compared against the first.
+    Comparison {
+        /// The runs, labelled; the first is the baseline.
+        runs: &'a [(String, RunSummary)],
+        /// The comparison.
+        comparison: &'a Comparison,
+    },
+}
+
+impl Report<'_> {
+    /// The report for people.
+    pub fn text(&self, color: bool) -> String {
+        match self {
+            Report::Run(s) => crate::text(s, color),
+            Report::Sweep { table, .. } | Report::Bench(table) => table.to_text(),
+            Report::Capacity(c) => capacity_text(c),
+            Report::Experiment(e) => {
+                let mut out =
+                    format!("Experiment {}: {} case(s) × {} repeat(s)\n", e.name, e.table.rows.len(), e.repeats);
+                out.push_str(&e.table.to_text());
+                out.push_str(&case_comparisons_text(&e.compare, &e.comparisons));
+                out
+            }
+            Report::Comparison { comparison, .. } => comparison_text(comparison),
+        }
+    }
+
+    /// The report as JSON (one line for study modes; a run's summary pretty-printed).
+    pub fn json(&self) -> String {
+        let study = |kind: &str, table: &StudyTable, rows: &str, mut extra: Value| {
+            let o = extra.as_object_mut().expect("an object");
+            o.insert("version".into(), json!(STUDY_JSON_VERSION));
+            o.insert("kind".into(), json!(kind));
+            o.insert("partial".into(), json!(table.partial));
+            o.insert(rows.into(), Value::Array(table.json_rows()));
+            extra.to_string()
+        };
+        match self {
+            Report::Run(s) => crate::json(s),
+            Report::Sweep { table, .. } => study("sweep", table, "levels", json!({})),
+            Report::Bench(table) => study("bench", table, "fronts", json!({})),
+            Report::Capacity(c) => study(
+                "capacity",
+                &c.table,
+                "probes",
+                json!({
+                    "capacity_per_sec": c.capacity,
+                    "failed_at_per_sec": c.failed_at,
+                    "stopped": c.stopped,
+                    "knee_per_sec": c.knee,
+                    "generator_limited": c.generator_limited,
+                }),
+            ),
+            Report::Experiment(e) => study(
+                "experiment",
+                &e.table,
+                "matrix",
+                json!({ "name": e.name, "repeats": e.repeats, "comparisons": sheet_json(&case_comparisons_sheet(&e.comparisons)) }),
+            ),
+            Report::Comparison { comparison, .. } => comparison_json(comparison).to_string(),
+        }
+    }
+
+    /// Its tables, for `--xlsx` (a sheet each) and `--csv-dir` (a file each).
+    pub fn sheets(&self) -> Vec<Sheet> {
+        match self {
+            Report::Run(s) => vec![crate::summary_sheet(s), crate::intervals_sheet(s)],
+            Report::Sweep { table, .. } | Report::Bench(table) => vec![table.sheet()],
+            Report::Capacity(c) => vec![c.table.sheet()],
+            Report::Experiment(e) => vec![e.table.sheet(), case_comparisons_sheet(&e.comparisons)],
+            Report::Comparison { comparison, .. } => vec![comparison_sheet(comparison)],
+        }
+    }
+
+    /// CSV on standard output: a run's intervals, or the mode's first table.
+    pub fn csv(&self) -> String {
+        match self {
+            Report::Run(s) => crate::csv(s),
+            _ => crate::to_csv(&self.sheets()[0]),
+        }
+    }
+
+    /// The HTML page.
+    pub fn html(&self) -> String {
+        match self {
+            Report::Run(s) => html(&Page::Run(s)),
+            Report::Sweep { table, slo_ms } => {
+                let sheet = table.sheet();
+                if table.offered_column.is_none() {
+                    return html(&Page::Table { title: "Phases", sheet: &sheet });
+                }
+                html(&Page::Curve { title: "Sweep", sheet: &sheet, x: "offered", slo_ms, knee: None, capacity: None })
+            }
+            Report::Capacity(c) => {
+                let sheet = c.table.sheet();
+                html(&Page::Curve {
+                    title: "Capacity search",
+                    sheet: &sheet,
+                    x: "rate_per_sec",
+                    slo_ms: &c.slo_ms,
+                    knee: c.knee,
+                    capacity: c.capacity,
+                })
+            }
+            Report::Experiment(e) => {
+                let (matrix, comparisons) = (e.table.sheet(), case_comparisons_sheet(&e.comparisons));
+                html(&Page::Experiment { title: &e.name, matrix: &matrix, comparisons: &comparisons })
+            }
+            Report::Bench(table) => html(&Page::Table { title: "Testbed bench", sheet: &table.sheet() }),
+            Report::Comparison { runs, comparison } => {
+                html(&Page::Compare { runs, table: &comparison_sheet(comparison) })
+            }
+        }
+    }
+
+    /// Every objective checked, labelled with its row (`p99<10ms at 16 workers`).
+    pub fn slo_results(&self) -> Vec<SloResult> {
+        let rows = |t: &StudyTable| -> Vec<SloResult> {
+            t.rows
+                .iter()
+                .flat_map(|r| {
+                    let at = r.labels.join(" ");
+                    r.slos.iter().map(move |x| SloResult { slo: format!("{} at {at}", x.slo), ..x.clone() })
+                })
+                .collect()
+        };
+        match self {
+            Report::Run(_) | Report::Comparison { .. } => Vec::new(),
+            Report::Sweep { table, .. } | Report::Bench(table) => rows(table),
+            Report::Capacity(c) => rows(&c.table),
+            // Experiment objectives already name their case and repeat.
+            Report::Experiment(e) => e.table.rows.iter().flat_map(|r| r.slos.iter().cloned()).collect(),
+        }
+    }
+
+    /// Seconds the report's runs took, one after another (JUnit's `time`).
+    pub fn duration_s(&self) -> f64 {
+        match (self, self.table()) {
+            (Report::Run(s), _) => s.duration.total_s,
+            (_, Some(t)) => t.rows.iter().flat_map(|r| &r.runs).map(|s| s.duration.total_s).sum(),
+            _ => 0.0,
+        }
+    }
+
+    /// The study's table, for the modes that have one.
+    pub fn table(&self) -> Option<&StudyTable> {
+        match self {
+            Report::Sweep { table, .. } | Report::Bench(table) => Some(table),
+            Report::Capacity(c) => Some(&c.table),
+            Report::Experiment(e) => Some(&e.table),
+            Report::Run(_) | Report::Comparison { .. } => None,
+        }
+    }
+}
+
+fn capacity_text(c: &CapacityReport) -> String {
+    let mut out = String::new();
+    match c.capacity {
+        Some(r) => out.push_str(&format!("Capacity: {r:.0} req/s meets every objective")),
+        None => out.push_str("Capacity: none of the probed rates met every objective"),
+    }
+    match c.failed_at {
+        Some(f) => out.push_str(&format!("; {f:.0} req/s misses one\n")),
+        None => out.push('\n'),
+    }
+    out.push_str(&format!("Stopped: {}\n", c.stopped));
+    match c.knee {
+        Some(k) => out.push_str(&format!("Knee: p99 more than doubled from the lowest rate at {k:.0} req/s\n")),
+        None => out.push_str("Knee: p99 stayed within twice its lowest-rate value over the probed rates\n"),
+    }
+    if !c.generator_limited.is_empty() {
+        out.push_str("barrage itself was the limit near the capacity, so it is a lower bound:\n");
+        for w in &c.generator_limited {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(&c.table.to_text());
+    out
+}
+
+/// A sheet's rows as JSON objects keyed by its header.
+fn sheet_json(s: &Sheet) -> Value {
+    use crate::export::Cell;
+    let rows = s.rows.iter().map(|r| {
+        let o: serde_json::Map<String, Value> = s
+            .header
+            .iter()
+            .zip(r)
+            .map(|(h, c)| {
+                let v = match c {
+                    Cell::Text(t) => json!(t),
+                    Cell::Number(n) => json!(n),
+                    Cell::Empty => Value::Null,
+                };
+                (h.clone(), v)
+            })
+            .collect();
+        Value::Object(o)
+    });
+    Value::Array(rows.collect())
+}
+
+/// A comparison as JSON: per metric the baseline and each run's value, change, p-value.
+pub fn comparison_json(c: &Comparison) -> Value {
+    let rows: Vec<Value> = c
+        .rows
+        .iter()
+        .map(|r| {
+            let changes: Vec<Value> = r
+                .changes
+                .iter()
+                .zip(&c.labels[1..])
+                .map(|(ch, label)| {
+                    json!({
+                        "run": label, "value": ch.value, "change_percent": ch.percent,
+                        "p_value": ch.p_value, "significant": ch.significant,
+                    })
+                })
+                .collect();
+            json!({ "metric": r.metric.name(), "baseline": r.baseline, "runs": changes })
+        })
+        .collect();
+    json!({ "baseline": c.labels[0], "runs": c.labels, "noise": c.noise, "metrics": rows })
+}

@@ -1,0 +1,480 @@
+//! [`StudyTable`]: the one table of every mode that runs many plans (sweep levels, capacity
+//! probes, experiment cases, `testbed bench` fronts, `run --phases`), rendered once to text,
+//! a [`Sheet`] (CSV, xlsx, the HTML charts) and JSON.
+//!
+//! A row is one run, or an experiment case over its repeats (mean ± standard deviation).
+//! Every table has the same headline [`Figure`]s, the cache's hit ratios when a cache
+//! answered, the phases when some were measured, the CPU and peak memory of every watched
+//! process and of barrage, and a verdict that says when a row is built on failure or missed
+//! an objective, so that no such row looks like a plain result.
+//!
+//! ```
+//! use barrage_metrics::RunSummary;
+//! use barrage_report::study::{StudyRow, StudyTable};
+//!
+//! let mut s = RunSummary::default();
+//! s.requests.total = 100;
+//! s.requests.ok = 100;
+//! s.success_ratio = 1.0;
+//! let mut t = StudyTable::new("sweep", &["level"]);
+//! t.rows.push(StudyRow::new(vec!["100/s".into()], vec![s]));
+//! assert!(t.to_text().contains("100/s"));
+//! assert_eq!(t.sheet().header[0], "level");
+//! ```
+
+use crate::export::{Cell, Sheet};
+use crate::figure::{Figure, Spread};
+use crate::slo::SloResult;
+use crate::text::{Align, Table};
+use barrage_metrics::summary::RunSummary;
+use barrage_metrics::units::{fmt_bytes, fmt_us};
+use serde_json::{json, Map, Value};
+
+/// The headline figures of every study table, in column order.
+pub const HEADLINE: [Figure; 7] =
+    [Figure::Throughput, Figure::Success, Figure::Mean, Figure::P50, Figure::P90, Figure::P99, Figure::Errors];
+
+/// Phases a table shows (their means), when some row measured them.
+pub const PHASES: [&str; 4] = ["dns", "connect", "tls", "wait"];
+
+/// Below this share of successes a row is built on failure, whatever its latency says.
+pub const FAILED_BELOW: f64 = 0.5;
+
+/// One row: a run, or an experiment case over its repeats.
+#[derive(Clone, Debug, Default)]
+pub struct StudyRow {
+    /// Its labels, one per label column (level and phase; case and factor levels; front).
+    pub labels: Vec<String>,
+    /// The offered load (a rate, or workers), where the table is a curve.
+    pub offered: Option<f64>,
+    /// The measured runs: one, or a case's repeats.
+    pub runs: Vec<RunSummary>,
+    /// Background load run beside them (an experiment's `background`).
+    pub background: Vec<RunSummary>,
+    /// Objectives checked on the runs.
+    pub slos: Vec<SloResult>,
+}
+
+impl StudyRow {
+    /// A row of `runs` with these labels.
+    pub fn new(labels: Vec<String>, runs: Vec<RunSummary>) -> StudyRow {
+        StudyRow { labels, runs, ..Default::default() }
+    }
+
+    /// A figure over the runs.
+    pub fn figure(&self, f: Figure) -> Option<Spread> {
+        let values: Vec<f64> = self.runs.iter().filter_map(|s| f.of(s)).collect();
+        Spread::of(&values)
+    }
+
+    /// Whether every objective was met (true without objectives).
+    pub fn passed(&self) -> bool {
+        self.slos.iter().all(|r| r.pass)
+    }
+
+    /// Why the row must not be read as a plain result: no run, no success at all, or fewer
+    /// than [`FAILED_BELOW`] of the requests succeeded in some run; `None` when it stands.
+    pub fn failure(&self) -> Option<String> {
+        if self.runs.is_empty() {
+            return Some("no run finished".into());
+        }
+        let total: u64 = self.runs.iter().map(|s| s.requests.total).sum();
+        let ok: u64 = self.runs.iter().map(|s| s.requests.ok).sum();
+        if total == 0 {
+            return Some("no request completed".into());
+        }
+        if ok == 0 {
+            return Some(format!("all {total} requests failed{}", top_error(&self.runs)));
+        }
+        let worst = self.runs.iter().map(|s| s.success_ratio).fold(f64::INFINITY, f64::min);
+        (worst < FAILED_BELOW).then(|| format!("only {:.1}% succeeded{}", worst * 100.0, top_error(&self.runs)))
+    }
+
+    /// `ok`, `FAILED: ...`, `SLO missed`.
+    pub fn verdict(&self) -> String {
+        match (self.failure(), self.passed()) {
+            (Some(why), _) => format!("FAILED: {why}"),
+            (None, false) => "SLO missed".into(),
+            (None, true) => "ok".into(),
+        }
+    }
+
+    fn process(&self, name: &str) -> (Option<Spread>, Option<u64>) {
+        let procs: Vec<_> = self.runs.iter().filter_map(|s| s.processes.iter().find(|p| p.name == name)).collect();
+        let cpu = Spread::of(&procs.iter().map(|p| p.cpu_mean_percent).collect::<Vec<_>>());
+        (cpu, procs.iter().map(|p| p.rss_max_kib).max())
+    }
+
+    fn phase_mean_us(&self, phase: &str) -> Option<f64> {
+        let means: Vec<f64> =
+            self.runs.iter().filter_map(|s| s.phases.get(phase).filter(|p| p.count > 0).map(|p| p.mean_us)).collect();
+        Spread::of(&means).map(|s| s.mean)
+    }
+
+    fn byte_hit_ratio(&self) -> Option<f64> {
+        let v: Vec<f64> = self.runs.iter().filter_map(|s| s.cache.as_ref().map(|c| c.byte_hit_ratio)).collect();
+        Spread::of(&v).map(|s| s.mean)
+    }
+
+    fn background_throughput(&self) -> Option<Spread> {
+        Spread::of(&self.background.iter().map(|s| s.throughput_per_sec).collect::<Vec<_>>())
+    }
+}
+
+/// The most frequent error kind over `runs`, as ` (mostly tls: UnknownIssuer)`.
+fn top_error(runs: &[RunSummary]) -> String {
+    let top = runs.iter().flat_map(|s| &s.errors).max_by_key(|e| e.count);
+    match top {
+        Some(e) => format!(" (mostly {}: {})", e.kind, e.example.chars().take(80).collect::<String>()),
+        None => {
+            let codes = runs.iter().flat_map(|s| &s.status_codes).max_by_key(|(_, n)| **n);
+            codes.map_or(String::new(), |(code, _)| format!(" (mostly status {code})"))
+        }
+    }
+}
+
+/// A study's table.
+#[derive(Clone, Debug, Default)]
+pub struct StudyTable {
+    /// Its name: the sheet's and CSV file's (`sweep`, `capacity`, `matrix`, `bench`, `phases`).
+    pub name: String,
+    /// The titles of the label columns.
+    pub label_columns: Vec<String>,
+    /// The column of the offered load in sheets (`offered`, `rate_per_sec`), when rows have one.
+    pub offered_column: Option<String>,
+    /// The rows, in the order they ran (or the matrix's order).
+    pub rows: Vec<StudyRow>,
+    /// How many rows the study meant to have; more than `rows.len()` when it was stopped.
+    pub planned: usize,
+    /// Stopped by a signal before every run finished: the table has only the finished runs.
+    pub partial: bool,
+    /// Show the standard deviation over repeats (an experiment matrix).
+    pub spread: bool,
+}
+
+/// What columns a table has beside the headline figures, decided once from its rows.
+struct Columns {
+    cache: bool,
+    background: bool,
+    phases: Vec<&'static str>,
+    processes: Vec<String>,
+    verdict: bool,
+}
+
+impl StudyTable {
+    /// An empty table with these label columns.
+    pub fn new(name: &str, label_columns: &[&str]) -> StudyTable {
+        StudyTable {
+            name: name.into(),
+            label_columns: label_columns.iter().map(|c| c.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn columns(&self) -> Columns {
+        let runs = || self.rows.iter().flat_map(|r| &r.runs);
+        let mut processes: Vec<String> = Vec::new();
+        for p in runs().flat_map(|s| &s.processes) {
+            if !processes.contains(&p.name) {
+                processes.push(p.name.clone());
+            }
+        }
+        // barrage itself last, as in a run's report.
+        if let Some(i) = processes.iter().position(|p| p == "barrage") {
+            let b = processes.remove(i);
+            processes.push(b);
+        }
+        Columns {
+            cache: runs().any(|s| s.cache.is_some()),
+            background: self.rows.iter().any(|r| !r.background.is_empty()),
+            phases: PHASES.into_iter().filter(|p| self.rows.iter().any(|r| r.phase_mean_us(p).is_some())).collect(),
+            processes,
+            verdict: self.rows.iter().any(|r| !r.slos.is_empty() || r.failure().is_some()),
+        }
+    }
+
+    /// Rows built on failure, as warning lines.
+    pub fn failures(&self) -> Vec<String> {
+        self.rows.iter().filter_map(|r| r.failure().map(|why| format!("{}: {why}", r.labels.join(" ")))).collect()
+    }
+
+    /// The one line saying the table is partial, if it is.
+    pub fn partial_line(&self) -> Option<String> {
+        self.partial.then(|| {
+            format!(
+                "PARTIAL: interrupted; the table has the {} of {} run(s) that finished",
+                self.rows.len(),
+                self.planned.max(self.rows.len())
+            )
+        })
+    }
+
+    /// The table as text, with its notes: what the figures are, failed rows, partial.
+    pub fn to_text(&self) -> String {
+        let c = self.columns();
+        let mut head: Vec<String> = self.label_columns.clone();
+        head.extend(HEADLINE.iter().map(|f| f.name().to_string()));
+        if c.cache {
+            head.extend(["hit ratio".into(), "byte hit".into()]);
+        }
+        if c.background {
+            head.push("background".into());
+        }
+        head.extend(c.phases.iter().map(|p| p.to_string()));
+        for p in &c.processes {
+            head.extend([format!("{p} cpu"), format!("{p} mem")]);
+        }
+        if c.verdict {
+            head.push("verdict".into());
+        }
+        let mut align = vec![Align::Left; self.label_columns.len()];
+        align.extend(std::iter::repeat_n(Align::Right, head.len() - self.label_columns.len()));
+        if c.verdict {
+            *align.last_mut().expect("a verdict column") = Align::Left;
+        }
+        let mut t = Table::new(&align);
+        t.row(head);
+        for r in &self.rows {
+            t.row(self.text_row(r, &c));
+        }
+        let mut out = t.to_text();
+        let spread = if self.spread { "mean ± standard deviation over the repeats; " } else { "" };
+        out.push_str(&format!(
+            "({spread}latency is corrected; cpu is the mean % of one core, mem the peak resident memory)\n"
+        ));
+        for line in self.failures() {
+            out.push_str(&format!("WARNING: {line}: its figures are not a result\n"));
+        }
+        if let Some(line) = self.partial_line() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn text_row(&self, r: &StudyRow, c: &Columns) -> Vec<String> {
+        let dash = || "-".to_string();
+        let mut cells = r.labels.clone();
+        cells.extend(HEADLINE.iter().map(|f| match r.figure(*f) {
+            Some(s) if self.spread && *f != Figure::Success && *f != Figure::Errors => s.show(|v| f.show(v)),
+            Some(s) => f.show(s.mean),
+            None => dash(),
+        }));
+        if c.cache {
+            cells.push(r.figure(Figure::HitRatio).map_or_else(dash, |s| Figure::HitRatio.show(s.mean)));
+            cells.push(r.byte_hit_ratio().map_or_else(dash, |v| Figure::HitRatio.show(v)));
+        }
+        if c.background {
+            cells.push(r.background_throughput().map_or_else(dash, |s| format!("{:.0}/s", s.mean)));
+        }
+        cells.extend(c.phases.iter().map(|p| r.phase_mean_us(p).map_or_else(dash, fmt_us)));
+        for p in &c.processes {
+            let (cpu, mem) = r.process(p);
+            cells.push(cpu.map_or_else(dash, |s| format!("{:.0}%", s.mean)));
+            cells.push(mem.map_or_else(dash, |kib| fmt_bytes(kib as f64 * 1024.0)));
+        }
+        if c.verdict {
+            cells.push(r.verdict());
+        }
+        cells
+    }
+
+    /// The table as a sheet (CSV, xlsx, the HTML charts): numbers in the units their column
+    /// titles name.
+    pub fn sheet(&self) -> Sheet {
+        let c = self.columns();
+        let mut head: Vec<String> = self.label_columns.clone();
+        head.extend(self.offered_column.clone());
+        for f in HEADLINE {
+            head.push(f.column());
+            if self.spread {
+                head.push(format!("{}_sd", f.column()));
+            }
+        }
+        if c.cache {
+            head.extend(["hit_ratio_percent".into(), "byte_hit_ratio_percent".into()]);
+        }
+        if c.background {
+            head.push("background_throughput_per_sec".into());
+        }
+        head.extend(c.phases.iter().map(|p| format!("{p}_mean_ms")));
+        for p in &c.processes {
+            head.extend([format!("{p}_cpu_percent"), format!("{p}_peak_rss_kib")]);
+        }
+        if c.verdict {
+            head.push("verdict".into());
+        }
+        let header: Vec<&str> = head.iter().map(String::as_str).collect();
+        let mut sheet = Sheet::new(&self.name, &header);
+        for r in &self.rows {
+            sheet.push(self.sheet_row(r, &c));
+        }
+        if let Some(line) = self.partial_line() {
+            sheet.push(vec![Cell::from(line)]);
+        }
+        sheet
+    }
+
+    fn sheet_row(&self, r: &StudyRow, c: &Columns) -> Vec<Cell> {
+        let mut cells: Vec<Cell> = r.labels.iter().map(|l| Cell::from(l.as_str())).collect();
+        if self.offered_column.is_some() {
+            cells.push(Cell::from(r.offered));
+        }
+        for f in HEADLINE {
+            let s = r.figure(f);
+            cells.push(Cell::from(s.map(|s| f.in_column_unit(s.mean))));
+            if self.spread {
+                cells.push(Cell::from(s.map(|s| f.in_column_unit(s.sd))));
+            }
+        }
+        if c.cache {
+            cells.push(Cell::from(r.figure(Figure::HitRatio).map(|s| s.mean * 100.0)));
+            cells.push(Cell::from(r.byte_hit_ratio().map(|v| v * 100.0)));
+        }
+        if c.background {
+            cells.push(Cell::from(r.background_throughput().map(|s| s.mean)));
+        }
+        cells.extend(c.phases.iter().map(|p| Cell::from(r.phase_mean_us(p).map(|us| us / 1e3))));
+        for p in &c.processes {
+            let (cpu, mem) = r.process(p);
+            cells.push(Cell::from(cpu.map(|s| s.mean)));
+            cells.push(Cell::from(mem.map(|m| m as f64)));
+        }
+        if c.verdict {
+            cells.push(Cell::from(r.verdict()));
+        }
+        cells
+    }
+
+    /// The rows as JSON objects (`schema/study.schema.json`'s `row`): labels by column, the
+    /// figures in base units (µs, fractions, per second), spreads, processes, objectives.
+    pub fn json_rows(&self) -> Vec<Value> {
+        self.rows.iter().map(|r| self.json_row(r)).collect()
+    }
+
+    fn json_row(&self, r: &StudyRow) -> Value {
+        let mut o = Map::new();
+        for (col, label) in self.label_columns.iter().zip(&r.labels) {
+            o.insert(col.clone(), json!(label));
+        }
+        if self.offered_column.is_some() {
+            o.insert("offered".into(), json!(r.offered));
+        }
+        let mut sd = Map::new();
+        for f in HEADLINE.into_iter().chain([Figure::HitRatio]) {
+            let s = r.figure(f);
+            o.insert(f.json_key(), json!(s.map(|s| s.mean)));
+            if let Some(s) = s.filter(|s| s.n > 1) {
+                sd.insert(f.json_key(), json!(s.sd));
+            }
+        }
+        o.insert("byte_hit_ratio".into(), json!(r.byte_hit_ratio()));
+        o.insert("runs".into(), json!(r.runs.len()));
+        if !sd.is_empty() {
+            o.insert("sd".into(), Value::Object(sd));
+        }
+        if !r.background.is_empty() {
+            o.insert("background_throughput_per_sec".into(), json!(r.background_throughput().map(|s| s.mean)));
+        }
+        let phases: Map<String, Value> =
+            PHASES.iter().filter_map(|p| r.phase_mean_us(p).map(|v| (p.to_string(), json!(v)))).collect();
+        o.insert("phase_mean_us".into(), Value::Object(phases));
+        let mut processes = Map::new();
+        for name in r.runs.iter().flat_map(|s| s.processes.iter().map(|p| p.name.clone())) {
+            let (cpu, mem) = r.process(&name);
+            processes.insert(name, json!({ "cpu_mean_percent": cpu.map(|s| s.mean), "peak_rss_kib": mem }));
+        }
+        o.insert("processes".into(), Value::Object(processes));
+        let slos: Vec<Value> =
+            r.slos.iter().map(|x| json!({ "slo": x.slo, "actual": x.actual, "pass": x.pass })).collect();
+        o.insert("slos".into(), Value::Array(slos));
+        o.insert("failed".into(), json!(r.failure()));
+        o.insert("verdict".into(), json!(r.verdict()));
+        Value::Object(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_metrics::summary::{CacheSummary, ErrorStat};
+    use barrage_metrics::ProcessSummary;
+
+    fn run(ok: u64, total: u64, p99_us: u64) -> RunSummary {
+        let mut s = RunSummary::default();
+        s.requests.total = total;
+        s.requests.ok = ok;
+        s.success_ratio = if total > 0 { ok as f64 / total as f64 } else { 0.0 };
+        s.throughput_per_sec = ok as f64 / 10.0;
+        s.latency.corrected.p99_us = p99_us;
+        s.processes = vec![
+            ProcessSummary { name: "nginx".into(), cpu_mean_percent: 40.0, rss_max_kib: 2048, ..Default::default() },
+            ProcessSummary { name: "barrage".into(), cpu_mean_percent: 10.0, rss_max_kib: 4096, ..Default::default() },
+        ];
+        s
+    }
+
+    #[test]
+    fn every_table_has_the_headline_the_processes_and_a_verdict_for_failures() {
+        let mut t = StudyTable::new("sweep", &["level"]);
+        t.offered_column = Some("offered".into());
+        t.rows
+            .push(StudyRow { offered: Some(100.0), ..StudyRow::new(vec!["100/s".into()], vec![run(1000, 1000, 900)]) });
+        let mut failed = run(0, 500, 800);
+        failed.errors.push(ErrorStat { kind: "tls".into(), count: 500, example: "UnknownIssuer".into() });
+        t.rows.push(StudyRow { offered: Some(200.0), ..StudyRow::new(vec!["200/s".into()], vec![failed]) });
+        let text = t.to_text();
+        assert!(text.contains("nginx cpu") && text.contains("nginx mem") && text.contains("barrage mem"), "{text}");
+        assert!(text.contains("FAILED: all 500 requests failed (mostly tls: UnknownIssuer)"), "{text}");
+        assert!(text.contains("WARNING: 200/s: all 500 requests failed"), "{text}");
+        assert!(text.contains("2.00 MiB"), "{text}");
+        let sheet = t.sheet();
+        let col = |name: &str| sheet.header.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(sheet.rows[0][col("nginx_peak_rss_kib")], Cell::from(2048.0));
+        assert_eq!(sheet.rows[0][col("offered")], Cell::from(100.0));
+        assert_eq!(sheet.rows[0][col("p99_ms")], Cell::from(0.9));
+        assert_eq!(
+            sheet.rows[1][col("verdict")],
+            Cell::from("FAILED: all 500 requests failed (mostly tls: UnknownIssuer)")
+        );
+        let json = t.json_rows();
+        assert_eq!(json[0]["processes"]["nginx"]["peak_rss_kib"], 2048);
+        assert_eq!(json[0]["verdict"], "ok");
+        assert_eq!(json[1]["failed"], "all 500 requests failed (mostly tls: UnknownIssuer)");
+    }
+
+    #[test]
+    fn a_partial_table_says_so_in_every_form() {
+        let mut t = StudyTable::new("sweep", &["level"]);
+        t.rows.push(StudyRow::new(vec!["8 workers".into()], vec![run(10, 10, 1)]));
+        t.planned = 3;
+        t.partial = true;
+        assert!(t.to_text().contains("PARTIAL: interrupted; the table has the 1 of 3 run(s) that finished"));
+        let sheet = t.sheet();
+        assert_eq!(sheet.rows.last().unwrap()[0], Cell::from(t.partial_line().unwrap()));
+        let mut whole = t.clone();
+        whole.partial = false;
+        assert!(!whole.to_text().contains("PARTIAL"));
+    }
+
+    #[test]
+    fn repeats_show_mean_and_spread_and_cache_columns_appear_with_a_cache() {
+        let mut t = StudyTable::new("matrix", &["case"]);
+        t.spread = true;
+        let mut a = run(100, 100, 1000);
+        let mut b = run(100, 100, 3000);
+        for s in [&mut a, &mut b] {
+            s.cache = Some(CacheSummary { hit_ratio: 0.5, byte_hit_ratio: 0.25, ..Default::default() });
+        }
+        t.rows.push(StudyRow::new(vec!["TC0".into()], vec![a, b]));
+        let text = t.to_text();
+        assert!(text.contains("2.00ms ±1.41ms"), "{text}");
+        assert!(text.contains("hit ratio") && text.contains("50.0%") && text.contains("25.0%"), "{text}");
+        let sheet = t.sheet();
+        assert!(sheet.header.contains(&"p99_ms_sd".to_string()));
+        let json = t.json_rows();
+        assert_eq!(json[0]["p99_us"], 2000.0);
+        assert_eq!(json[0]["hit_ratio"], 0.5);
+        assert!(json[0]["sd"]["p99_us"].as_f64().unwrap() > 1400.0);
+    }
+}

@@ -1,0 +1,427 @@
+//! Experiments: every case of a factor matrix, repeated, with warm-up, random order, pauses,
+//! background load, phases and testbeds, into a [`StudyDir`]; then the matrix (a row per
+//! case and phase, mean ± sd over the repeats) and the comparisons along factors, tested
+//! for significance as `barrage compare` does.
+//!
+//! The binary turns each case's settings into [`Job`]s (they are `run` flags); this module
+//! owns everything else.
+
+use crate::dir::{Role, StudyDir};
+use crate::series::{measure, Done, Job, Runner};
+use crate::StudyError;
+use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_report::compare::{compare, pool, CaseComparison};
+use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
+use barrage_testbed::{Balance, Options, Topology};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A testbed a case runs against: `testbed = "varnish"` (and `testbed-tls = true`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Environment {
+    /// Which servers.
+    pub topology: Topology,
+    /// HTTPS at the fronts and origins.
+    pub tls: bool,
+}
+
+impl Environment {
+    /// The testbed's options, its origins run by the `barrage` binary at that path.
+    pub fn options(self, barrage: &Path) -> Options {
+        Options {
+            topology: self.topology,
+            backends: self.topology.default_backends(),
+            tls: self.tls,
+            balance: Balance::RoundRobin,
+            barrage: barrage.to_path_buf(),
+        }
+    }
+
+    /// `varnish` or `nginx-lb (tls)`.
+    pub fn name(self) -> String {
+        format!("{}{}", self.topology.name(), if self.tls { " (tls)" } else { "" })
+    }
+
+    /// Its directory inside the experiment's.
+    pub fn dir(self, results: &Path) -> PathBuf {
+        results.join(format!("testbed-{}{}", self.topology.name(), if self.tls { "-tls" } else { "" }))
+    }
+}
+
+/// A testbed server as URL placeholders see it: (name, URL, HTTPS URL).
+pub type Server = (String, String, Option<String>);
+
+/// The servers of a testbed as URL placeholders see them.
+pub fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<Server> {
+    specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url())).collect()
+}
+
+/// `{NAME}` and `{NAME:https}` of every server replaced by its URL (without the trailing
+/// slash, so `{varnish}/bytes/1k` reads naturally).
+pub fn fill(flags: &[String], servers: &[Server]) -> Vec<String> {
+    flags
+        .iter()
+        .map(|f| {
+            let mut f = f.clone();
+            for (name, url, tls_url) in servers {
+                f = f.replace(&format!("{{{name}}}"), url.trim_end_matches('/'));
+                if let Some(t) = tls_url {
+                    f = f.replace(&format!("{{{name}:https}}"), t.trim_end_matches('/'));
+                }
+            }
+            f
+        })
+        .collect()
+}
+
+/// A case, ready to run.
+#[derive(Clone, Debug)]
+pub struct CaseSpec {
+    /// `TC0`, ...
+    pub id: String,
+    /// (factor, level) for every factor.
+    pub levels: Vec<(String, String)>,
+    /// The testbed it runs against.
+    pub testbed: Option<Environment>,
+    /// Its phases (fill, measure); empty: one run per repeat.
+    pub phases: Vec<String>,
+}
+
+/// A case's runs, built once its testbed's servers are known.
+pub struct Built {
+    /// The measured run: plan and watches (labels and files are the experiment's).
+    pub main: Job,
+    /// The background load beside it.
+    pub background: Option<Job>,
+}
+
+/// The testbed a case runs against, as its runs need it.
+#[derive(Clone, Debug, Default)]
+pub struct Bed {
+    /// Its servers, for `{NAME}` placeholders (empty without a testbed).
+    pub servers: Vec<Server>,
+    /// Its directory: its servers are watched.
+    pub dir: Option<PathBuf>,
+    /// Its CA certificate: a case against a TLS testbed trusts it by itself.
+    pub ca: Option<PathBuf>,
+}
+
+/// Builds case `index`'s runs against its testbed.
+pub type Build<'a> = dyn Fn(usize, &Bed) -> Result<Built, String> + 'a;
+
+/// An experiment to run.
+pub struct Experiment<'a> {
+    /// Its name.
+    pub name: String,
+    /// Its directory (the manifest written).
+    pub dir: &'a StudyDir,
+    /// The cases, in matrix order.
+    pub cases: &'a [CaseSpec],
+    /// The factors' names and their levels in file order (the order comparisons go).
+    pub factors: Vec<(String, Vec<String>)>,
+    /// Factors to compare along.
+    pub compare: Vec<String>,
+    /// Runs per case.
+    pub repeats: u32,
+    /// Shuffle (case, repeat) with this seed.
+    pub shuffle: Option<u64>,
+    /// A warm-up run of this length before each measured one, thrown away.
+    pub warmup: Option<Duration>,
+    /// A pause between runs.
+    pub pause: Option<Duration>,
+    /// The barrage binary, to run testbed origins.
+    pub barrage: PathBuf,
+    /// Objectives of every case's every repeat.
+    pub slos: Vec<Slo>,
+    /// The smallest change called significant.
+    pub noise: f64,
+}
+
+/// What an experiment gives: the matrix and the comparisons.
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// A row per case (and phase).
+    pub table: StudyTable,
+    /// Every pair of cases that differ only in a compared factor.
+    pub comparisons: Vec<CaseComparison>,
+}
+
+impl Experiment<'_> {
+    /// Runs every (case, repeat) not finished yet, then reads the whole directory back.
+    pub fn run(&self, build: &Build, runner: &mut Runner) -> Result<Results, StudyError> {
+        let mut testbeds = Testbeds::default();
+        let order = self.order();
+        runner.plan_runs(order.len());
+        let total = order.len();
+        let mut finished = true;
+        for (n, (c, repeat)) in order.into_iter().enumerate() {
+            let case = &self.cases[c];
+            if self.done(case, repeat) {
+                runner.note(&format!("[{}/{total}] {} repeat {repeat}: done before, skipped", n + 1, case.id));
+                continue;
+            }
+            if runner.stopped() {
+                finished = false;
+                break;
+            }
+            let bed = match case.testbed {
+                Some(env) => testbeds.up(env, &self.dir.path, &self.barrage, runner)?,
+                None => Bed::default(),
+            };
+            let built = build(c, &bed).map_err(|m| StudyError::Plan(format!("case {}: {m}", case.id)))?;
+            runner.note(&format!("[{}/{total}] {} repeat {repeat}: {}", n + 1, case.id, levels_text(case)));
+            if !self.run_repeat(case, repeat, &built, runner)? {
+                finished = false;
+                break;
+            }
+            if let Some(d) = self.pause.filter(|_| n + 1 < total) {
+                pause(d, runner);
+            }
+        }
+        drop(testbeds);
+        let mut results = self.read()?;
+        results.table.partial = !finished || runner.stopped();
+        Ok(results)
+    }
+
+    /// Every (case, repeat) in the order they run.
+    fn order(&self) -> Vec<(usize, u32)> {
+        let mut order: Vec<(usize, u32)> =
+            (0..self.cases.len()).flat_map(|c| (1..=self.repeats).map(move |r| (c, r))).collect();
+        if let Some(seed) = self.shuffle {
+            use rand::seq::SliceRandom;
+            use rand::SeedableRng;
+            order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
+        }
+        order
+    }
+
+    fn phases(case: &CaseSpec) -> Vec<Option<&str>> {
+        if case.phases.is_empty() {
+            vec![None]
+        } else {
+            case.phases.iter().map(|p| Some(p.as_str())).collect()
+        }
+    }
+
+    /// A repeat is done when the measured file of its last phase exists (it is renamed
+    /// last).
+    fn done(&self, case: &CaseSpec, repeat: u32) -> bool {
+        let last = *Self::phases(case).last().expect("at least one phase");
+        self.dir.file(&case.id, repeat, last, Role::Measured).is_file()
+    }
+
+    /// One repeat: a warm-up, then each phase with its background load. Files appear under
+    /// their final names only once complete; an interrupted run stays `.part`, so
+    /// `--resume` redoes it. False when the study was stopped.
+    fn run_repeat(&self, case: &CaseSpec, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
+        if let Some(w) = self.warmup {
+            let warm = |j: &Job| {
+                let mut j = j.clone();
+                j.plan.duration = Some(w);
+                j.plan.requests = None;
+                j
+            };
+            let main = warm(&built.main).label("case", case.id.as_str()).label("warmup", repeat.to_string());
+            let bg = built.background.as_ref().map(|b| warm(b).label("case", case.id.as_str()));
+            let (m, _) = self.pair(runner, main, bg)?;
+            if m.is_none_or(|d| d.interrupted) {
+                return Ok(false);
+            }
+        }
+        for phase in Self::phases(case) {
+            let file = self.dir.file(&case.id, repeat, phase, Role::Measured);
+            let bg_file = self.dir.file(&case.id, repeat, phase, Role::Background);
+            let mut main = built.main.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
+            if let Some(p) = phase {
+                main = main.label("phase", p);
+            }
+            main.output = Some(StudyDir::part(&file));
+            let bg = built.background.as_ref().map(|b| {
+                let mut b = b.clone().label("case", case.id.as_str()).label("role", "background");
+                b.output = Some(StudyDir::part(&bg_file));
+                b
+            });
+            let (m, b) = self.pair(runner, main, bg)?;
+            let Some(m) = m.filter(|d| !d.interrupted) else { return Ok(false) };
+            if b.as_ref().is_some_and(|d| d.interrupted) {
+                return Ok(false);
+            }
+            if b.is_some() {
+                rename(&StudyDir::part(&bg_file), &bg_file)?;
+            }
+            // The measured file last: its presence marks the repeat done for --resume.
+            rename(m.path.as_deref().expect("written to a file"), &file)?;
+        }
+        Ok(true)
+    }
+
+    /// The measured run through the runner (shown live), its background load beside it on
+    /// another thread under the same token.
+    fn pair(
+        &self,
+        runner: &mut Runner,
+        main: Job,
+        bg: Option<Job>,
+    ) -> Result<(Option<Done>, Option<Done>), StudyError> {
+        let token = runner.token();
+        let (m, b) = std::thread::scope(|s| {
+            let b = bg.as_ref().map(|job| s.spawn(|| measure("experiment", job, token.child_token(), &mut |_| {})));
+            let m = runner.run(&main);
+            (m, b.map(|h| h.join().expect("a background run does not panic")))
+        });
+        // A warm-up's jobs have no output: their temporary files are gone already.
+        Ok((m?, b.transpose()?))
+    }
+
+    /// The matrix and comparisons, from the directory (so resumed runs count).
+    pub fn read(&self) -> Result<Results, StudyError> {
+        let any_phase = self.cases.iter().any(|c| !c.phases.is_empty());
+        let mut columns = vec!["case"];
+        columns.extend(self.factors.iter().map(|(f, _)| f.as_str()));
+        if any_phase {
+            columns.push("phase");
+        }
+        let mut table = StudyTable::new("matrix", &columns);
+        table.spread = true;
+        let mut pooled: HashMap<(String, Option<String>), (String, RunSummary)> = HashMap::new();
+        for case in self.cases {
+            for phase in Self::phases(case) {
+                let read = |files: Vec<PathBuf>| -> Result<Vec<RunSummary>, StudyError> {
+                    files.iter().map(|f| Ok(summarize(std::slice::from_ref(f))?)).collect()
+                };
+                let runs = read(self.dir.measured(&case.id, phase))?;
+                let background = read(self.dir.background(&case.id, phase))?;
+                let slos = self.check(case, &runs);
+                let mut labels = vec![case.id.clone()];
+                labels.extend(case.levels.iter().map(|(_, l)| l.clone()));
+                if any_phase {
+                    labels.push(phase.unwrap_or("-").to_string());
+                }
+                if !runs.is_empty() {
+                    pooled.insert((case.id.clone(), phase.map(String::from)), (case.id.clone(), pool(runs.clone())));
+                }
+                table.rows.push(StudyRow { labels, runs, background, slos, ..Default::default() });
+            }
+        }
+        table.planned = table.rows.len();
+        let comparisons = self.comparisons(&pooled);
+        Ok(Results { table, comparisons })
+    }
+
+    fn check(&self, case: &CaseSpec, runs: &[RunSummary]) -> Vec<SloResult> {
+        self.slos
+            .iter()
+            .flat_map(|slo| {
+                runs.iter().enumerate().map(move |(i, s)| {
+                    let r = slo.check(s);
+                    SloResult { slo: format!("{} {} repeat {}", case.id, r.slo, i + 1), ..r }
+                })
+            })
+            .collect()
+    }
+
+    /// For each factor compared along: every pair of cases that differ only in it, earlier
+    /// level first, tested as `compare` tests two runs.
+    fn comparisons(&self, pooled: &HashMap<(String, Option<String>), (String, RunSummary)>) -> Vec<CaseComparison> {
+        let mut out = Vec::new();
+        for factor in &self.compare {
+            let Some((_, levels)) = self.factors.iter().find(|(f, _)| f == factor) else { continue };
+            let rank = |l: &str| levels.iter().position(|x| x == l).unwrap_or(usize::MAX);
+            for a in self.cases {
+                for b in self.cases {
+                    let (la, lb) = (level_of(a, factor), level_of(b, factor));
+                    if rank(la) >= rank(lb) || !same_except(a, b, factor) {
+                        continue;
+                    }
+                    for phase in Self::phases(a) {
+                        let key = |c: &CaseSpec| (c.id.clone(), phase.map(String::from));
+                        let (Some(x), Some(y)) = (pooled.get(&key(a)), pooled.get(&key(b))) else { continue };
+                        let others = a
+                            .levels
+                            .iter()
+                            .filter(|(f, _)| f != factor)
+                            .map(|(f, l)| format!("{f}={l}"))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        out.push(CaseComparison {
+                            factor: factor.clone(),
+                            from: la.to_string(),
+                            to: lb.to_string(),
+                            others,
+                            from_case: a.id.clone(),
+                            to_case: b.id.clone(),
+                            phase: phase.map(String::from),
+                            comparison: compare(&[x.clone(), y.clone()], self.noise),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn level_of<'c>(case: &'c CaseSpec, factor: &str) -> &'c str {
+    case.levels.iter().find(|(f, _)| f == factor).map_or("", |(_, l)| l.as_str())
+}
+
+fn same_except(a: &CaseSpec, b: &CaseSpec, factor: &str) -> bool {
+    a.levels.iter().zip(&b.levels).all(|((f, x), (_, y))| f == factor || x == y)
+}
+
+/// `protocol=https, cache=hit`.
+pub fn levels_text(case: &CaseSpec) -> String {
+    case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect::<Vec<_>>().join(", ")
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), StudyError> {
+    std::fs::rename(from, to).map_err(|e| StudyError::Io(from.to_path_buf(), e))
+}
+
+/// Waits `d`, or less if the study is stopped meanwhile.
+fn pause(d: Duration, runner: &Runner) {
+    let end = std::time::Instant::now() + d;
+    while !runner.stopped() {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// The testbeds the cases need, each brought up once and taken down when the experiment
+/// ends (or fails).
+#[derive(Default)]
+struct Testbeds {
+    up: HashMap<Environment, Bed>,
+}
+
+impl Testbeds {
+    /// The servers of `env`'s testbed, started on first use.
+    fn up(&mut self, env: Environment, results: &Path, barrage: &Path, runner: &mut Runner) -> Result<Bed, StudyError> {
+        if let Some(bed) = self.up.get(&env) {
+            return Ok(bed.clone());
+        }
+        let dir = env.dir(results);
+        runner.note(&format!("bringing up testbed {} in {}", env.name(), dir.display()));
+        runner.testbed_up(&dir);
+        let state = barrage_testbed::up(&env.options(barrage), &dir)?;
+        let servers = servers_of(&state.servers.iter().map(|s| s.spec.clone()).collect::<Vec<_>>());
+        let bed = Bed { servers, dir: Some(dir), ca: state.ca.clone() };
+        self.up.insert(env, bed.clone());
+        Ok(bed)
+    }
+}
+
+impl Drop for Testbeds {
+    fn drop(&mut self) {
+        for dir in self.up.values().filter_map(|b| b.dir.as_ref()) {
+            if let Err(e) = barrage_testbed::down(dir) {
+                eprintln!("barrage: taking the testbed in {} down: {e}", dir.display());
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! barrage studies: many plans run as one. Every mode that runs more than one plan (a
+//! sweep of load levels, the capacity search, an experiment's cases and repeats, `run
+//! --phases`, `testbed bench`) runs them through one [`Runner`], so all of them write the
+//! same results files, feed the same live views through an [`Observer`], stop the same way
+//! on a signal (the finished runs kept, the table marked partial), and give a typed
+//! [`barrage_report::StudyTable`] that `barrage-report` renders once for every format.
+//!
+//! - [`series`]: [`Job`] (a plan, its labels and files), [`Runner`], [`Observer`];
+//! - [`sweep`]: [`Level`]s and phases derived from a base plan ([`Sweep`]);
+//! - [`capacity`]: the search as a pure function over a probe callback ([`capacity::search`]);
+//! - [`experiment`]: cases, repeats, warm-up, order, background load and testbeds;
+//! - [`dir`]: [`StudyDir`], the versioned experiment directory;
+//! - [`view`]: what a results file says was run.
+//!
+//! ```no_run
+//! use barrage_engine::{Load, Plan, Target};
+//! use barrage_study::{Job, Level, Quiet, Runner, Sweep};
+//! use std::time::Duration;
+//!
+//! let target = Target::new(http::Method::GET, "http://127.0.0.1:8080/").unwrap();
+//! let plan = Plan::new(vec![target], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
+//! let sweep = Sweep {
+//!     base: Job::new(plan),
+//!     levels: vec![Level::Workers(4), Level::Workers(8)],
+//!     step: Duration::from_secs(5),
+//!     phases: Vec::new(),
+//!     dir: None,
+//!     slos: Vec::new(),
+//! };
+//! let mut quiet = Quiet;
+//! let mut runner = Runner::new("sweep", Default::default(), &mut quiet);
+//! let table = sweep.run(&mut runner).unwrap();
+//! print!("{}", table.to_text());
+//! ```
+
+pub mod capacity;
+pub mod dir;
+pub mod experiment;
+pub mod series;
+pub mod sweep;
+pub mod view;
+
+pub use dir::StudyDir;
+pub use series::{Done, Job, Observer, Quiet, Runner};
+pub use sweep::{Level, Sweep};
+
+use std::path::PathBuf;
+
+/// Errors that stop a study (failed requests are data, not errors).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StudyError {
+    /// The engine could not run a plan.
+    #[error(transparent)]
+    Engine(#[from] barrage_engine::EngineError),
+    /// A results file could not be read back.
+    #[error(transparent)]
+    Results(#[from] barrage_metrics::file::FileError),
+    /// A testbed could not be brought up.
+    #[error(transparent)]
+    Testbed(#[from] barrage_testbed::TestbedError),
+    /// A file or directory of the study.
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    /// A study directory that cannot be used.
+    #[error("{0}")]
+    Dir(String),
+    /// A case or level that is not a valid plan.
+    #[error("{0}")]
+    Plan(String),
+    /// A live view's own output (an HdrHistogram log) failed.
+    #[error("{0}")]
+    Output(String),
+}

@@ -1,0 +1,188 @@
+//! The series runner: every mode runs its plans through one [`Runner`], so every mode has
+//! the same results files, the same live views and the same interruption policy.
+//!
+//! # Interruption
+//! The study's [`CancellationToken`] is cancelled by the binary on the first SIGINT or
+//! SIGTERM (or by `q` in the TUI). The run in progress then stops sending, waits for its
+//! requests in flight and closes its results file, which is kept and marked interrupted;
+//! every finished run is kept as it was; the runner starts no further run. The mode renders
+//! its table from what finished, marked partial, and the binary exits 130 or 143.
+
+use crate::StudyError;
+use barrage_engine::reqlog::LogSpec;
+use barrage_engine::{CancellationToken, Plan, RunSpec, ScheduledCommand, Watch};
+use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_metrics::IntervalRecord;
+use std::path::PathBuf;
+
+/// One run of a study: the plan, what it is within the study, where its results go and
+/// what it watches and does beside sending.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// What runs.
+    pub plan: Plan,
+    /// What the run is within its study, in order: `("level", "16 workers")`,
+    /// `("phase", "fill")`, `("case", "TC3")`, `("repeat", "2")`.
+    pub labels: Vec<(String, String)>,
+    /// The results file; a temporary one (removed after the summary is read) when `None`.
+    pub output: Option<PathBuf>,
+    /// `--log`: one row per request.
+    pub log: Option<LogSpec>,
+    /// `--hdr-log`: the latency intervals as an HdrHistogram log (written by the observer).
+    pub hdr_log: Option<PathBuf>,
+    /// Processes sampled every interval.
+    pub watch: Vec<Watch>,
+    /// Commands run at offsets of the run.
+    pub at: Vec<ScheduledCommand>,
+}
+
+impl Job {
+    /// A job for `plan` with no labels, no files and nothing watched.
+    pub fn new(plan: Plan) -> Job {
+        Job { plan, labels: Vec::new(), output: None, log: None, hdr_log: None, watch: Vec::new(), at: Vec::new() }
+    }
+
+    /// The job with one more label.
+    pub fn label(mut self, key: &str, value: impl Into<String>) -> Job {
+        self.labels.push((key.into(), value.into()));
+        self
+    }
+
+    /// The labels for people: `level 16 workers, phase fill`; empty for a lone run.
+    pub fn title(&self) -> String {
+        self.labels.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// What the results file's header says was run: the mode, the labels and the plan.
+    pub fn settings_json(&self, mode: &str) -> String {
+        let labels: serde_json::Map<String, serde_json::Value> =
+            self.labels.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect();
+        serde_json::json!({ "mode": mode, "labels": labels, "plan": crate::view::plan_view(&self.plan) }).to_string()
+    }
+}
+
+/// What watches a study's runs as they go: the progress line, the TUI, the metrics
+/// endpoint, an HdrHistogram log. The engine's per-interval callback feeds it.
+pub trait Observer {
+    /// A run starts (`index` of `planned`, counting from 0; `planned` is 0 when unknown).
+    fn begin(&mut self, _job: &Job, _index: usize, _planned: usize) -> Result<(), String> {
+        Ok(())
+    }
+    /// One closed interval of the run.
+    fn interval(&mut self, _i: &IntervalRecord) {}
+    /// The run ended; an error of the observer's own outputs (an HdrHistogram log).
+    fn end(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// A line about the study's progress ("level 16 workers: 1200/s ok, ...").
+    fn note(&mut self, _line: &str) {}
+    /// The study is bringing up a testbed in `dir`: whoever ends the process at once must
+    /// take it down.
+    fn testbed_up(&mut self, _dir: &std::path::Path) {}
+}
+
+/// An observer that shows nothing.
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// A finished (or interrupted) run.
+#[derive(Clone, Debug)]
+pub struct Done {
+    /// Its summary, read back from its results file.
+    pub summary: RunSummary,
+    /// Its results file, when kept.
+    pub path: Option<PathBuf>,
+    /// The study was stopped during this run: it is partial.
+    pub interrupted: bool,
+}
+
+/// Runs a study's jobs one after another under one cancellation token.
+pub struct Runner<'a> {
+    mode: &'static str,
+    stop: CancellationToken,
+    observer: &'a mut dyn Observer,
+    planned: usize,
+    started: usize,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner for `mode` (`run`, `sweep`, `capacity`, `experiment`, `bench`), stopped by
+    /// `stop`, shown by `observer`.
+    pub fn new(mode: &'static str, stop: CancellationToken, observer: &'a mut dyn Observer) -> Runner<'a> {
+        Runner { mode, stop, observer, planned: 0, started: 0 }
+    }
+
+    /// How many runs the study means to do, for the live views ("level 2/4").
+    pub fn plan_runs(&mut self, planned: usize) {
+        self.planned = planned;
+    }
+
+    /// Whether the study was stopped: no further run starts.
+    pub fn stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    /// Passes a progress line to the observer.
+    pub fn note(&mut self, line: &str) {
+        self.observer.note(line);
+    }
+
+    /// Tells the observer of a testbed the study brings up.
+    pub fn testbed_up(&mut self, dir: &std::path::Path) {
+        self.observer.testbed_up(dir);
+    }
+
+    /// The study's token (a background run beside a measured one shares it).
+    pub fn token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// Runs `job` to its end (or to the study's stop) and reads its summary back from its
+    /// results file, so that what is shown now and a report re-rendered later are the same.
+    /// `None` when the study was stopped before the run could start.
+    pub fn run(&mut self, job: &Job) -> Result<Option<Done>, StudyError> {
+        if self.stopped() {
+            return Ok(None);
+        }
+        let index = self.started;
+        self.started += 1;
+        self.observer.begin(job, index, self.planned).map_err(StudyError::Output)?;
+        let result = measure(self.mode, job, self.stop.child_token(), &mut |i| self.observer.interval(i));
+        let ended = self.observer.end().map_err(StudyError::Output);
+        let done = result?;
+        ended?;
+        Ok(Some(Done { interrupted: self.stopped(), ..done }))
+    }
+}
+
+/// Runs one job into its results file (or a temporary one) and summarizes it.
+pub fn measure(
+    mode: &str,
+    job: &Job,
+    stop: CancellationToken,
+    on_interval: &mut dyn FnMut(&IntervalRecord),
+) -> Result<Done, StudyError> {
+    let temp;
+    let path = match &job.output {
+        Some(p) => p.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("barrage-")
+                .suffix(".brg")
+                .tempfile()
+                .map_err(|e| StudyError::Io(std::env::temp_dir(), e))?;
+            temp.path().to_path_buf()
+        }
+    };
+    let spec = RunSpec {
+        output: path.clone(),
+        settings_json: job.settings_json(mode),
+        log: job.log.clone(),
+        watch: job.watch.clone(),
+        at: job.at.clone(),
+    };
+    barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval)?;
+    let summary = summarize(std::slice::from_ref(&path))?;
+    Ok(Done { summary, path: job.output.clone(), interrupted: stop.is_cancelled() })
+}

@@ -1,0 +1,292 @@
+//! Levels and phases: plans derived from a base plan, one run per level and phase, one row
+//! each. `run --phases` is a sweep of one level; a capacity search probes levels it chooses.
+
+use crate::series::{Job, Runner};
+use crate::StudyError;
+use barrage_engine::{Load, Pacer, Plan};
+use barrage_report::{Slo, StudyRow, StudyTable};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// In-flight bound of an open-loop level when the base plan was closed loop.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+
+/// One load level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Level {
+    /// Open loop at this rate.
+    Rate(f64),
+    /// Closed loop with this many workers.
+    Workers(u32),
+}
+
+impl Level {
+    /// `100/s` or `32 workers`.
+    pub fn label(self) -> String {
+        match self {
+            Level::Rate(r) => format!("{r}/s"),
+            Level::Workers(n) => format!("{n} workers"),
+        }
+    }
+
+    /// The offered load: the rate, or the workers.
+    pub fn offered(self) -> f64 {
+        match self {
+            Level::Rate(r) => r,
+            Level::Workers(n) => f64::from(n),
+        }
+    }
+
+    /// A file-name part: `100rps`, `32workers`.
+    pub fn file_label(self) -> String {
+        match self {
+            Level::Rate(r) => format!("{r}rps"),
+            Level::Workers(n) => format!("{n}workers"),
+        }
+    }
+
+    /// `base` at this level for `step`: the load replaced, every other setting kept (an
+    /// open level keeps an open base's in-flight bound, a closed one its think time).
+    pub fn apply(self, base: &Plan, step: Duration) -> Plan {
+        let mut plan = base.clone();
+        plan.load = match (self, &base.load) {
+            (Level::Rate(rate), Load::Open { max_in_flight, .. }) => {
+                Load::Open { pacer: Pacer::Constant { rate }, max_in_flight: *max_in_flight }
+            }
+            (Level::Rate(rate), Load::Closed { .. }) => {
+                Load::Open { pacer: Pacer::Constant { rate }, max_in_flight: DEFAULT_MAX_IN_FLIGHT }
+            }
+            (Level::Workers(n), Load::Closed { think_time, .. }) => {
+                Load::Closed { concurrency: n as usize, think_time: *think_time }
+            }
+            (Level::Workers(n), Load::Open { .. }) => {
+                Load::Closed { concurrency: n as usize, think_time: Duration::ZERO }
+            }
+        };
+        plan.duration = Some(step);
+        plan.requests = None;
+        plan
+    }
+}
+
+/// A study of levels × phases: one run each, one row each.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    /// The base job: its plan's load is replaced per level; its `--log` and `--hdr-log`
+    /// paths get the level and phase in their names; its watches and commands apply to
+    /// every run.
+    pub base: Job,
+    /// The levels; empty: the base plan as it is (`run --phases`).
+    pub levels: Vec<Level>,
+    /// Length of each level's run (ignored without levels).
+    pub step: Duration,
+    /// Phases run at each level with the same request stream (fill, measure); empty: one.
+    pub phases: Vec<String>,
+    /// Where each run's results file goes (`level-01-100rps.fill.brg`); temporary files
+    /// when `None`.
+    pub dir: Option<PathBuf>,
+    /// Objectives checked on every run.
+    pub slos: Vec<Slo>,
+}
+
+impl Sweep {
+    /// The jobs in the order they run, each with its row labels and offered load.
+    pub fn jobs(&self) -> Vec<(Vec<String>, Option<f64>, Job)> {
+        let levels: Vec<Option<Level>> =
+            if self.levels.is_empty() { vec![None] } else { self.levels.iter().copied().map(Some).collect() };
+        let phases: Vec<Option<&str>> =
+            if self.phases.is_empty() { vec![None] } else { self.phases.iter().map(|p| Some(p.as_str())).collect() };
+        let mut out = Vec::new();
+        for (i, level) in levels.iter().enumerate() {
+            for phase in &phases {
+                // The same plan, seed included, in every phase of a level: the measure phase
+                // replays the stream the fill phase sent, so a cache is warm for exactly it.
+                let mut job = self.base.clone();
+                job.labels.clear();
+                let mut parts = Vec::new();
+                let mut labels = Vec::new();
+                if let Some(l) = level {
+                    job.plan = l.apply(&self.base.plan, self.step);
+                    job = job.label("level", l.label());
+                    parts.push(format!("level-{:02}-{}", i + 1, l.file_label()));
+                    labels.push(l.label());
+                }
+                if let Some(p) = phase {
+                    job = job.label("phase", *p);
+                    parts.push(p.to_string());
+                    labels.push(p.to_string());
+                }
+                job.output = self.output(&parts);
+                job.log = self.base.log.clone().map(|mut l| {
+                    l.path = suffixed(&l.path, &parts);
+                    l
+                });
+                job.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, &parts));
+                out.push((labels, level.map(Level::offered), job));
+            }
+        }
+        out
+    }
+
+    fn output(&self, parts: &[String]) -> Option<PathBuf> {
+        match (&self.dir, &self.base.output) {
+            (Some(dir), _) => Some(dir.join(format!("{}.brg", parts.join(".")))),
+            (None, Some(file)) => Some(suffixed(file, parts)),
+            (None, None) => None,
+        }
+    }
+
+    /// The label columns of its table.
+    pub fn label_columns(&self) -> Vec<&'static str> {
+        let mut c = Vec::new();
+        if !self.levels.is_empty() {
+            c.push("level");
+        }
+        if !self.phases.is_empty() {
+            c.push("phase");
+        }
+        c
+    }
+
+    /// Runs every level and phase; on a stop, the table has the runs that ran (the one
+    /// stopped included, marked interrupted) and says it is partial.
+    pub fn run(&self, runner: &mut Runner) -> Result<StudyTable, StudyError> {
+        let jobs = self.jobs();
+        let mut table = StudyTable::new("sweep", &self.label_columns());
+        if !self.levels.is_empty() {
+            table.offered_column = Some("offered".into());
+        }
+        if self.levels.is_empty() {
+            table.name = "phases".into();
+        }
+        table.planned = jobs.len();
+        if let Some(dir) = &self.dir {
+            std::fs::create_dir_all(dir).map_err(|e| StudyError::Io(dir.clone(), e))?;
+        }
+        runner.plan_runs(jobs.len());
+        for (labels, offered, job) in jobs {
+            let Some(done) = runner.run(&job)? else { break };
+            let slos = self.slos.iter().map(|s| s.check(&done.summary)).collect();
+            let row = StudyRow { labels, offered, runs: vec![done.summary], slos, ..Default::default() };
+            runner.note(&format!("{}: {}", job.title(), row_note(&row)));
+            table.rows.push(row);
+            if done.interrupted {
+                break;
+            }
+        }
+        table.partial = runner.stopped();
+        Ok(table)
+    }
+}
+
+/// One line on a finished row: throughput, success, p99, verdict.
+pub fn row_note(r: &StudyRow) -> String {
+    let s = &r.runs[0];
+    let mut line = format!(
+        "{:.1}/s ok, success {:.2}%, p99 {}",
+        s.throughput_per_sec,
+        s.success_ratio * 100.0,
+        barrage_metrics::units::fmt_us(s.latency.corrected.p99_us as f64)
+    );
+    if s.interrupted {
+        line.push_str(", interrupted");
+    }
+    let verdict = r.verdict();
+    if verdict != "ok" {
+        line.push_str(&format!(", {verdict}"));
+    } else if !r.slos.is_empty() {
+        line.push_str(", SLOs met");
+    }
+    line
+}
+
+/// `run.brg` with parts `[level-01-100rps, fill]` → `run.level-01-100rps.fill.brg`.
+pub fn suffixed(path: &Path, parts: &[String]) -> PathBuf {
+    if parts.is_empty() {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let middle = parts.join(".");
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{middle}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{middle}"),
+    };
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_engine::Target;
+
+    fn base(load: Load) -> Plan {
+        Plan::new(vec![Target::new(http::Method::GET, "http://127.0.0.1:1/").unwrap()], load)
+    }
+
+    #[test]
+    fn a_level_replaces_the_load_and_keeps_the_rest() {
+        let mut open = base(Load::Open { pacer: Pacer::Constant { rate: 1.0 }, max_in_flight: 32 });
+        open.seed = 7;
+        open.requests = Some(5);
+        let p = Level::Rate(100.0).apply(&open, Duration::from_secs(3));
+        assert_eq!(p.load, Load::Open { pacer: Pacer::Constant { rate: 100.0 }, max_in_flight: 32 });
+        assert_eq!((p.duration, p.requests, p.seed), (Some(Duration::from_secs(3)), None, 7));
+        let closed = base(Load::Closed { concurrency: 1, think_time: Duration::from_millis(5) });
+        let p = Level::Workers(16).apply(&closed, Duration::from_secs(1));
+        assert_eq!(p.load, Load::Closed { concurrency: 16, think_time: Duration::from_millis(5) });
+        let p = Level::Rate(10.0).apply(&closed, Duration::from_secs(1));
+        assert!(matches!(p.load, Load::Open { max_in_flight: DEFAULT_MAX_IN_FLIGHT, .. }));
+    }
+
+    #[test]
+    fn levels_times_phases_give_one_job_each_with_its_files() {
+        let mut job = Job::new(base(Load::Closed { concurrency: 1, think_time: Duration::ZERO }));
+        job.hdr_log = Some("/tmp/x/lat.hlog".into());
+        let s = Sweep {
+            base: job,
+            levels: vec![Level::Workers(4), Level::Workers(8)],
+            step: Duration::from_secs(2),
+            phases: vec!["fill".into(), "measure".into()],
+            dir: Some("/tmp/out".into()),
+            slos: Vec::new(),
+        };
+        let jobs = s.jobs();
+        let names: Vec<String> =
+            jobs.iter().map(|(_, _, j)| j.output.as_ref().unwrap().display().to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "/tmp/out/level-01-4workers.fill.brg",
+                "/tmp/out/level-01-4workers.measure.brg",
+                "/tmp/out/level-02-8workers.fill.brg",
+                "/tmp/out/level-02-8workers.measure.brg"
+            ]
+        );
+        assert_eq!(jobs[3].0, ["8 workers", "measure"]);
+        assert_eq!(jobs[3].1, Some(8.0));
+        assert_eq!(
+            jobs[1].2.hdr_log.as_ref().unwrap().display().to_string(),
+            "/tmp/x/lat.level-01-4workers.measure.hlog"
+        );
+        assert_eq!(jobs[2].2.title(), "level 8 workers, phase fill");
+        assert_eq!(s.label_columns(), ["level", "phase"]);
+    }
+
+    #[test]
+    fn phases_alone_keep_the_plan_and_name_files_after_the_output() {
+        let mut job = Job::new(base(Load::Closed { concurrency: 3, think_time: Duration::ZERO }));
+        job.output = Some("run.brg".into());
+        let s = Sweep {
+            base: job,
+            levels: Vec::new(),
+            step: Duration::ZERO,
+            phases: vec!["fill".into(), "measure".into()],
+            dir: None,
+            slos: Vec::new(),
+        };
+        let jobs = s.jobs();
+        assert_eq!(jobs[0].2.output.as_deref(), Some(Path::new("run.fill.brg")));
+        assert_eq!(jobs[1].2.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
+        assert_eq!(jobs[1].0, ["measure"]);
+    }
+}
