@@ -15,6 +15,7 @@ mod reqlog;
 mod request;
 mod retries;
 mod signals;
+mod studies;
 mod testbed;
 mod uploads;
 mod util;

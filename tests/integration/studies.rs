@@ -1,0 +1,312 @@
+//! Studies through the library (barrage-study in-process) and the few things only the
+//! binary shows: a sweep's table per level and phase, `report` of merged files into every
+//! output, CPU and memory of a watched server in every table, live views across levels.
+
+use crate::util::{barrage, closed, open, origin, plan};
+use barrage_report::{Report, Slo};
+use barrage_server::{CacheStyle, LatencyDist, ServeConfig};
+use barrage_study::capacity::{Bounds, Capacity};
+use barrage_study::experiment::{Bed, Built, CaseSpec, Experiment};
+use barrage_study::{Job, Level, Quiet, Runner, StudyDir, Sweep};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn delayed(ms: u64) -> barrage_server::RunningServer {
+    origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(ms))), ..Default::default() })
+}
+
+#[test]
+fn a_sweep_in_process_derives_levels_from_a_base_plan_and_counts_match_the_server() {
+    let server = delayed(5);
+    let base = plan(&server.url(), closed(1));
+    let sweep = Sweep {
+        base: Job::new(base),
+        levels: vec![Level::Workers(1), Level::Workers(4)],
+        step: Duration::from_secs(2),
+        phases: Vec::new(),
+        dir: None,
+        slos: vec!["p50<1s".parse::<Slo>().unwrap()],
+    };
+    let table = sweep.run(&mut Runner::new("sweep", Default::default(), &mut Quiet)).unwrap();
+    assert_eq!(table.rows.len(), 2);
+    assert!(!table.partial);
+    let ratio = table.rows[1].runs[0].throughput_per_sec / table.rows[0].runs[0].throughput_per_sec;
+    assert!((3.0..5.0).contains(&ratio), "four workers against 5 ms: {ratio}");
+    // Ground truth outside barrage: the origin counted every request of both levels.
+    let sent: u64 = table.rows.iter().map(|r| r.runs[0].requests.total).sum();
+    assert_eq!(server.requests(), sent);
+    assert!(table.rows.iter().all(|r| r.passed() && r.verdict() == "ok"));
+}
+
+#[test]
+fn a_capacity_search_in_process_finds_a_known_capacity() {
+    // At most 4 requests at once, 10 ms each: about 360 req/s (tokio's timer adds ~1 ms).
+    let server = origin(ServeConfig {
+        max_concurrency: Some(4),
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(10))),
+        ..Default::default()
+    });
+    let search = Capacity {
+        base: Job::new(plan(&server.url(), open(100.0))),
+        bounds: Bounds {
+            start_rate: 100.0,
+            max_rate: 5000.0,
+            precision: 0.1,
+            step: Duration::from_secs(2),
+            max_time: Duration::from_secs(60),
+        },
+        slos: vec!["p99<100ms".parse().unwrap(), "success>=99%".parse().unwrap()],
+        dir: None,
+    };
+    let found = search.run(&mut Runner::new("capacity", Default::default(), &mut Quiet)).unwrap();
+    let capacity = found.outcome.capacity.expect("100/s is within capacity");
+    assert!((200.0..=420.0).contains(&capacity), "4 slots of 10 ms: found {capacity}/s: {:?}", found.outcome);
+    assert!(found.outcome.failed_at.unwrap() > capacity);
+    // Every probe the search counted is a row, in the order tried.
+    let rates: Vec<f64> = found.table.rows.iter().map(|r| r.offered.unwrap()).collect();
+    assert_eq!(rates, found.outcome.probed);
+}
+
+#[test]
+fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
+    let server = origin(ServeConfig { cache_headers: Some(CacheStyle::Varnish), ..Default::default() });
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = barrage_study::dir::Manifest { name: "t".into(), repeats: 2, ..Default::default() };
+    let dir = StudyDir::create(tmp.path(), manifest, false).unwrap();
+    let cases: Vec<CaseSpec> = [1usize, 2]
+        .iter()
+        .map(|w| CaseSpec {
+            id: format!("TC{}", w - 1),
+            levels: vec![("workers".into(), w.to_string())],
+            testbed: None,
+            phases: vec!["fill".into(), "measure".into()],
+        })
+        .collect();
+    let url = format!("{}/obj/{{id}}", server.url());
+    let build = |c: usize, _: &Bed| -> Result<Built, String> {
+        let mut p = plan(&url, closed(c + 1));
+        p.requests = Some(50);
+        p.duration = None;
+        p.objects = Some(1 << 30);
+        p.hit_ratio = Some(0.0);
+        // Each case its own ids: the cases must not warm each other's objects.
+        p.seed = 100 + c as u64;
+        Ok(Built { main: Job::new(p), background: None })
+    };
+    let study = Experiment {
+        name: "t".into(),
+        dir: &dir,
+        cases: &cases,
+        factors: vec![("workers".into(), vec!["1".into(), "2".into()])],
+        compare: vec!["workers".into()],
+        repeats: 2,
+        shuffle: Some(7),
+        warmup: None,
+        pause: None,
+        barrage: env!("CARGO_BIN_EXE_barrage").into(),
+        slos: Vec::new(),
+        noise: 0.05,
+    };
+    let results = study.run(&build, &mut Runner::new("experiment", Default::default(), &mut Quiet)).unwrap();
+    assert_eq!(results.table.rows.len(), 4, "a row per case and phase");
+    for row in &results.table.rows {
+        assert_eq!(row.runs.len(), 2, "two repeats: {:?}", row.labels);
+    }
+    let hit = |i: usize| results.table.rows[i].figure(barrage_report::Figure::HitRatio).unwrap().mean;
+    assert!(hit(1) > 0.99, "measure replays fill's objects");
+    assert_eq!(results.comparisons.len(), 2, "TC0 → TC1 for each phase");
+    assert!(dir.file("TC1", 2, Some("measure"), barrage_study::dir::Role::Measured).is_file());
+    let text = Report::Experiment(&barrage_report::ExperimentReport {
+        name: "t".into(),
+        repeats: 2,
+        compare: vec!["workers".into()],
+        table: results.table,
+        comparisons: results.comparisons,
+    })
+    .text(false);
+    assert!(text.contains("Comparison along workers") && text.contains("measure"), "{text}");
+}
+
+#[test]
+fn sweep_with_phases_prints_a_row_per_level_and_phase() {
+    let server = origin(ServeConfig { cache_headers: Some(CacheStyle::Varnish), ..Default::default() });
+    let url = format!("{}/obj/{{id}}", server.url());
+    let out = barrage()
+        .args(["sweep", &url, "-c", "1,2", "--step", "1s", "--phases", "fill,measure", "--objects", "1000000000"])
+        .args(["--hit-ratio", "0", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["levels"].as_array().unwrap();
+    let keys: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["level"].as_str().unwrap(), r["phase"].as_str().unwrap())).collect();
+    assert_eq!(
+        keys,
+        [("1 workers", "fill"), ("1 workers", "measure"), ("2 workers", "fill"), ("2 workers", "measure")]
+    );
+    assert_eq!(rows[0]["hit_ratio"], 0.0, "fill meets new objects");
+    assert!(rows[1]["hit_ratio"].as_f64().unwrap() > 0.99, "measure replays them: {}", rows[1]);
+    assert!(rows.iter().all(|r| r["byte_hit_ratio"].is_number() && r["p99_us"].is_number()));
+    // The text table has the same rows and the cache's columns.
+    let text = barrage()
+        .args(["sweep", &url, "-c", "1", "--step", "1s", "--phases", "fill,measure", "--objects", "1000"])
+        .args(["--hit-ratio", "0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("hit ratio") && text.contains("byte hit") && text.contains("measure"), "{text}");
+}
+
+#[test]
+fn report_writes_merged_files_to_every_output() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|n| {
+            crate::util::run_in(dir.path(), n, {
+                let mut p = plan(&server.url(), closed(1));
+                p.requests = Some(100);
+                p.duration = None;
+                p
+            })
+            .0
+        })
+        .collect();
+    let (xlsx, html, csv) = (dir.path().join("all.xlsx"), dir.path().join("all.html"), dir.path().join("tables"));
+    let out = barrage()
+        .arg("report")
+        .args(&files)
+        .args(["--format", "json", "--xlsx"])
+        .arg(&xlsx)
+        .arg("--html")
+        .arg(&html)
+        .arg("--csv-dir")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"]["total"], 200, "merged");
+    assert_eq!(server.requests(), 200);
+    use calamine::Reader;
+    let book = calamine::open_workbook_auto(&xlsx).unwrap();
+    assert_eq!(book.sheet_names(), ["summary", "intervals"]);
+    let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+    assert!(summary.lines().count() > 1 && csv.join("intervals.csv").is_file(), "{summary}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("barrage-data"));
+}
+
+/// `barrage serve` as its own process, to be watched.
+struct Served(std::process::Child, String);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn served() -> Served {
+    let mut child = barrage()
+        .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url =
+        line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{line}")).to_string();
+    Served(child, url.trim_end_matches('/').to_string())
+}
+
+/// The peak resident memory the kernel reports for `pid`, KiB.
+fn vm_hwm(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn every_study_table_has_the_watched_servers_cpu_and_peak_memory() {
+    let s = served();
+    let pid = s.0.id().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = barrage()
+        .args(["sweep", &s.1, "-c", "1,2", "--step", "1s", "--monitor", &pid, "--format", "json", "--csv-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(sweep.status.success(), "{}", String::from_utf8_lossy(&sweep.stderr));
+    let v: Value = serde_json::from_slice(&sweep.stdout).unwrap();
+    let hwm = vm_hwm(s.0.id());
+    for row in v["levels"].as_array().unwrap() {
+        let p = &row["processes"][&pid];
+        let peak = p["peak_rss_kib"].as_u64().unwrap_or_else(|| panic!("{row}"));
+        // Ground truth from the kernel: the peak barrage saw is at most the peak so far,
+        // and not far below it (the server reached most of its size at start).
+        assert!(peak <= hwm && peak * 2 > hwm, "peak {peak} KiB, VmHWM {hwm} KiB");
+        assert!(p["cpu_mean_percent"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["processes"]["barrage"]["peak_rss_kib"].as_u64().unwrap() > 0);
+    }
+    let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains(&format!("{pid}_cpu_percent")) && header.contains(&format!("{pid}_peak_rss_kib")),
+        "{header}"
+    );
+    // The same columns in an experiment's matrix.
+    let file = dir.path().join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "duration = \"1s\"\n[base]\nurl = \"{}\"\nmonitor = \"{pid}\"\n[factors.c]\none = {{ concurrency = 1 }}\n",
+            s.1
+        ),
+    )
+    .unwrap();
+    let exp = barrage()
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(dir.path().join("e"))
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(exp.status.success(), "{}", String::from_utf8_lossy(&exp.stderr));
+    let matrix = String::from_utf8_lossy(&exp.stdout);
+    assert!(matrix.lines().next().unwrap().contains(&format!("{pid}_peak_rss_kib")), "{matrix}");
+}
+
+#[test]
+fn a_sweep_serves_its_metrics_across_levels_and_names_the_running_one() {
+    let server = origin(ServeConfig::default());
+    let mut child = barrage()
+        .args(["sweep", &server.url(), "-c", "1,2", "--step", "2s", "--metrics-addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr =
+        line.trim().strip_prefix("metrics on http://").and_then(|l| l.strip_suffix("/metrics")).unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+        write!(conn, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        conn.read_to_string(&mut body).unwrap();
+        if body.contains("2/2: level 2 workers") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the second level never showed: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(child.wait().unwrap().success());
+}
