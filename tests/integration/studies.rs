@@ -148,7 +148,11 @@ fn sweep_with_phases_prints_a_row_per_level_and_phase() {
         [("1 workers", "fill"), ("1 workers", "measure"), ("2 workers", "fill"), ("2 workers", "measure")]
     );
     assert_eq!(rows[0]["hit_ratio"], 0.0, "fill meets new objects");
-    assert!(rows[1]["hit_ratio"].as_f64().unwrap() > 0.99, "measure replays them: {}", rows[1]);
+    // Measure replays fill's stream: its first requests are exactly fill's objects, all hits;
+    // a timed phase that got further than fill meets new ones after that.
+    let count = |r: &Value| r["requests"].as_f64().unwrap();
+    let hits = rows[1]["hit_ratio"].as_f64().unwrap() * count(&rows[1]);
+    assert!(hits >= 0.98 * count(&rows[0]).min(count(&rows[1])), "measure replays fill: {rows:?}");
     assert!(rows.iter().all(|r| r["byte_hit_ratio"].is_number() && r["p99_us"].is_number()));
     // The text table has the same rows and the cache's columns.
     let text = barrage()

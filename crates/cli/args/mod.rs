@@ -1,10 +1,8 @@
 //! Command-line arguments (clap derive; doc comments are the help text).
 
-pub mod units;
-
+use barrage_plan::units::{self, Dur, Header, PositiveDur, RateSpec, Resolve};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use units::{Dur, Header, PositiveDur, RateSpec, Resolve};
 
 /// barrage: a fast, truthful load tester for web services, caches and load balancers.
 #[derive(Parser, Debug)]

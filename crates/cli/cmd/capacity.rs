@@ -3,11 +3,11 @@
 
 use super::emit::emit;
 use super::live::Views;
-use crate::args::units::RateSpec;
 use crate::args::CapacityArgs;
 use crate::Outcome;
 use anyhow::{bail, Context};
 use barrage_engine::CancellationToken;
+use barrage_plan::units::RateSpec;
 use barrage_report::{CapacityReport, Report, Slo};
 use barrage_study::capacity::{generator_limited, knee, Bounds, Capacity};
 use barrage_study::Runner;

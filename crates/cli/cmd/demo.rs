@@ -1,10 +1,10 @@
 //! `barrage demo`: the origin in-process, a short open-loop and closed-loop run against it.
 
 use super::live::Views;
-use crate::args::units::RateSpec;
 use crate::args::{DemoArgs, LiveArgs};
 use crate::Outcome;
 use barrage_engine::{CancellationToken, Load, Pacer, Plan, Target};
+use barrage_plan::units::RateSpec;
 use barrage_report::Report;
 use barrage_server::{RunningServer, ServeConfig};
 use barrage_study::{Job, Runner};

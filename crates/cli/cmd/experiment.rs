@@ -7,7 +7,7 @@ use crate::args::{EmitArgs, ExperimentArgs, Format, RunArgs};
 use crate::Outcome;
 use anyhow::{bail, Context};
 use barrage_engine::CancellationToken;
-use barrage_plan::experiment::{take_phases, take_testbed, to_flags, Case, Experiment, Order};
+use barrage_plan::experiment::{Case, Experiment, Order};
 use barrage_report::{ExperimentReport, Report, Slo};
 use barrage_study::dir::{Manifest, ManifestCase};
 use barrage_study::experiment::{
@@ -31,10 +31,6 @@ struct Prepared {
     flags: Vec<String>,
     background: Option<Vec<String>>,
 }
-
-/// Case settings that are the experiment's own outputs, not a case's.
-const NOT_CASE_SETTINGS: [&str; 11] =
-    ["slo", "junit", "log", "hdr-log", "html", "tui", "metrics-addr", "xlsx", "csv-dir", "format", "output"];
 
 /// Checks every case, then lists them (`--dry-run`) or runs them.
 pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
@@ -107,21 +103,11 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<Prepared> 
         let levels = case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect::<Vec<_>>().join(", ");
         anyhow::anyhow!("{}: case {} ({levels}; levels on lines {}): {what}", file.display(), case.id, lines.join(", "))
     };
-    let mut settings = case.settings.clone();
-    let background = settings.remove("background");
-    let testbed = match take_testbed(&mut settings).map_err(|m| at(&m))? {
+    let c = e.case_flags(&case).map_err(|m| at(&m))?;
+    let testbed = match c.testbed {
         Some((name, tls)) => Some(Environment { topology: name.parse().map_err(|m: String| at(&m))?, tls }),
         None => None,
     };
-    let phases = take_phases(&mut settings).map_err(|m| at(&m))?;
-    if let Some(d) = &e.duration {
-        settings.entry("duration".into()).or_insert_with(|| toml::Value::String(d.clone()));
-    }
-    if let Some(key) =
-        NOT_CASE_SETTINGS.iter().find(|k| settings.contains_key(**k) || settings.contains_key(&k.replace('-', "_")))
-    {
-        return Err(at(&format!("'{key}' is not a case setting (objectives go in `slo = [...]` at the top; outputs are the experiment's own)")));
-    }
     // Checked now with stand-in addresses for the testbed's servers, which start later.
     let stand_in = Bed {
         servers: match testbed {
@@ -132,21 +118,8 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<Prepared> 
         },
         ..Default::default()
     };
-    let flags = to_flags(&settings).map_err(|m| at(&m))?;
-    let spec = CaseSpec { id: case.id.clone(), levels: case.levels.clone(), testbed, phases };
-    let background = match background {
-        None => None,
-        Some(toml::Value::Table(bg)) => {
-            // The background shares the case's target and duration; its own keys win.
-            let mut merged = settings.clone();
-            for key in ["rate", "concurrency", "connections", "max-in-flight", "think-time"] {
-                merged.remove(key);
-            }
-            merged.extend(bg);
-            Some(to_flags(&merged).map_err(|m| at(&format!("background: {m}")))?)
-        }
-        Some(_) => return Err(at("background must be a table of settings, e.g. background = { rate = 500 }")),
-    };
+    let spec = CaseSpec { id: case.id.clone(), levels: case.levels.clone(), testbed, phases: c.phases };
+    let (flags, background) = (c.flags, c.background);
     let p = Prepared { spec, flags, background };
     build(&p, &stand_in).map_err(|m| at(&m))?;
     Ok(p)

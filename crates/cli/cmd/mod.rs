@@ -15,4 +15,3 @@ pub mod run;
 pub mod serve;
 pub mod sweep;
 pub mod testbed;
-pub mod watch;

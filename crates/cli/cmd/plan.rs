@@ -1,10 +1,10 @@
 //! `run`'s flags to a validated [`Plan`] and a [`Job`] (what it watches, logs and does
 //! beside sending). Every mode builds its base plan here; levels and cases derive from it.
 
-use crate::args::units::RateSpec;
 use crate::args::{LoadArgs, RequestArgs, RunArgs};
 use anyhow::{bail, Context};
 use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
+use barrage_plan::units::RateSpec;
 use barrage_study::Job;
 use std::time::Duration;
 
@@ -19,8 +19,9 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
     let plan = plan(a)?;
     let mut job = Job::new(plan);
-    job.watch = super::watch::watches(&a.watch.monitor, a.watch.testbed.as_deref(), &job.plan)?;
-    job.at = super::watch::schedule(&a.watch.at, job.plan.attack_limit())?;
+    job.watch = barrage_study::watch::watches(&a.watch.monitor, a.watch.testbed.as_deref(), &job.plan)
+        .map_err(anyhow::Error::msg)?;
+    job.at = barrage_study::watch::schedule(&a.watch.at, job.plan.attack_limit()).map_err(anyhow::Error::msg)?;
     job.output = a.output.output.clone();
     job.log = a.output.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: a.output.log_sample });
     job.hdr_log = a.output.hdr_log.clone();

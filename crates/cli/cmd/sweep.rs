@@ -3,11 +3,11 @@
 
 use super::emit::{emit, gates};
 use super::live::Views;
-use crate::args::units::{Levels, RateSpec};
 use crate::args::RunArgs;
 use crate::Outcome;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
+use barrage_plan::units::{Levels, RateSpec};
 use barrage_report::{Report, Slo};
 use barrage_study::{Level, Runner, Sweep};
 use std::time::Duration;

@@ -240,6 +240,54 @@ impl Experiment {
 }
 
 /// Later settings win; `background` tables merge key by key.
+/// Case settings that are the experiment's own outputs, not a case's.
+const NOT_CASE_SETTINGS: [&str; 11] =
+    ["slo", "junit", "log", "hdr-log", "html", "tui", "metrics-addr", "xlsx", "csv-dir", "format", "output"];
+
+/// What a case runs, from its settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseFlags {
+    /// The measured run as `run` flags (URLs last).
+    pub flags: Vec<String>,
+    /// The background load beside it: the case's target and duration, its own keys winning.
+    pub background: Option<Vec<String>>,
+    /// The testbed it runs against: (topology, HTTPS).
+    pub testbed: Option<(String, bool)>,
+    /// Its phases (fill, measure).
+    pub phases: Vec<String>,
+}
+
+impl Experiment {
+    /// A case's settings as what runs; an error says which setting is wrong and why.
+    pub fn case_flags(&self, case: &Case) -> Result<CaseFlags, String> {
+        let mut settings = case.settings.clone();
+        let background = settings.remove("background");
+        let testbed = take_testbed(&mut settings)?;
+        let phases = take_phases(&mut settings)?;
+        if let Some(d) = &self.duration {
+            settings.entry("duration".into()).or_insert_with(|| toml::Value::String(d.clone()));
+        }
+        let own = |k: &str| settings.contains_key(k) || settings.contains_key(&k.replace('-', "_"));
+        if let Some(key) = NOT_CASE_SETTINGS.into_iter().find(|k| own(k)) {
+            return Err(format!("'{key}' is not a case setting (objectives go in `slo = [...]` at the top; outputs are the experiment's own)"));
+        }
+        let flags = to_flags(&settings)?;
+        let background = match background {
+            None => None,
+            Some(toml::Value::Table(bg)) => {
+                let mut merged = settings.clone();
+                for key in ["rate", "concurrency", "connections", "max-in-flight", "think-time"] {
+                    merged.remove(key);
+                }
+                merged.extend(bg);
+                Some(to_flags(&merged).map_err(|m| format!("background: {m}"))?)
+            }
+            Some(_) => return Err("background must be a table of settings, e.g. background = { rate = 500 }".into()),
+        };
+        Ok(CaseFlags { flags, background, testbed, phases })
+    }
+}
+
 /// A case's settings as `run` flags: `url` values are the targets (last), `true` is a bare
 /// flag, `false` leaves it out, a list repeats the flag.
 pub fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
@@ -424,6 +472,36 @@ backend = {}
 cache-hit = { header = ["X-Want: hit"] }
 cache-miss = { header = ["X-Want: miss"] }
 "#;
+
+    #[test]
+    fn a_case_splits_into_flags_background_testbed_and_phases() {
+        let text = r#"
+duration = "2s"
+[base]
+url = "{varnish}/obj/{id}"
+concurrency = 4
+testbed = "varnish"
+testbed-tls = true
+phases = ["fill", "measure"]
+[factors.load]
+busy = { background = { rate = 100 } }
+"#;
+        let e = Experiment::parse(text, "t").unwrap();
+        let c = e.case_flags(&e.cases()[0]).unwrap();
+        assert_eq!(c.flags, ["--concurrency", "4", "--duration", "2s", "{varnish}/obj/{id}"]);
+        assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
+        assert_eq!(c.testbed, Some(("varnish".into(), true)));
+        assert_eq!(c.phases, ["fill", "measure"]);
+        for (bad, want) in [
+            ("[base]\nphases = \"fill,a b\"\n[factors.f]\nx = {}", "names are words"),
+            ("[base]\nhtml = \"x\"\n[factors.f]\nx = {}", "'html' is not a case setting"),
+            ("[base]\nbackground = 3\n[factors.f]\nx = {}", "background must be a table"),
+        ] {
+            let e = Experiment::parse(bad, "t").unwrap();
+            let err = e.case_flags(&e.cases()[0]).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
+    }
 
     #[test]
     fn the_four_factor_study_has_twenty_valid_cases_with_stable_ids() {

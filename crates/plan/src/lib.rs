@@ -23,6 +23,7 @@ pub mod pick;
 pub mod plan;
 pub mod retry;
 pub mod targets;
+pub mod units;
 
 pub use body::{BodySource, FormField};
 pub use cache::{CacheRule, CacheRules, CacheStatus};

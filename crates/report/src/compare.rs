@@ -78,6 +78,68 @@ pub struct MetricRow {
     pub changes: Vec<Change>,
 }
 
+/// What a watched process (or barrage) used in each run: CPU or peak memory. Not tested
+/// for significance: one sample a second of a process is not a steady-state draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceRow {
+    /// The process as the run named it.
+    pub process: String,
+    /// Peak resident memory (KiB) rather than mean CPU (% of one core).
+    pub memory: bool,
+    /// The value in each run, baseline first; `None` where the run did not watch it.
+    pub values: Vec<Option<f64>>,
+}
+
+impl ResourceRow {
+    /// `nginx_cpu_percent` or `nginx_peak_rss_kib`.
+    pub fn name(&self) -> String {
+        format!("{}_{}", self.process, if self.memory { "peak_rss_kib" } else { "cpu_percent" })
+    }
+
+    fn show(&self, v: Option<f64>) -> String {
+        match v {
+            None => "-".into(),
+            Some(kib) if self.memory => barrage_metrics::units::fmt_bytes(kib * 1024.0),
+            Some(cpu) => format!("{cpu:.0}%"),
+        }
+    }
+
+    fn change(&self, i: usize) -> Option<f64> {
+        match (self.values[0], self.values[i]) {
+            (Some(b), Some(v)) if b != 0.0 => Some((v - b) / b * 100.0),
+            _ => None,
+        }
+    }
+}
+
+/// The CPU and peak memory rows of every process watched in any run, barrage last.
+fn resources(runs: &[(String, RunSummary)]) -> Vec<ResourceRow> {
+    let mut names: Vec<String> = Vec::new();
+    for p in runs.iter().flat_map(|(_, s)| &s.processes) {
+        if !names.contains(&p.name) {
+            names.push(p.name.clone());
+        }
+    }
+    if let Some(i) = names.iter().position(|n| n == "barrage") {
+        let b = names.remove(i);
+        names.push(b);
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        for memory in [false, true] {
+            let values = runs
+                .iter()
+                .map(|(_, s)| {
+                    let p = s.processes.iter().find(|p| p.name == name)?;
+                    Some(if memory { p.rss_max_kib as f64 } else { p.cpu_mean_percent })
+                })
+                .collect();
+            rows.push(ResourceRow { process: name.clone(), memory, values });
+        }
+    }
+    rows
+}
+
 /// Runs side by side against the first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
@@ -85,6 +147,8 @@ pub struct Comparison {
     pub labels: Vec<String>,
     /// One row per metric.
     pub rows: Vec<MetricRow>,
+    /// CPU and peak memory of the watched processes and of barrage.
+    pub resources: Vec<ResourceRow>,
     /// The noise threshold, a fraction.
     pub noise: f64,
 }
@@ -113,7 +177,7 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
             MetricRow { metric, baseline, changes }
         })
         .collect();
-    Comparison { labels: runs.iter().map(|(l, _)| l.clone()).collect(), rows, noise }
+    Comparison { labels: runs.iter().map(|(l, _)| l.clone()).collect(), rows, resources: resources(runs), noise }
 }
 
 /// Two-sided p-value of the Mann-Whitney U test of `a` against `b`, by the normal
@@ -346,6 +410,13 @@ pub fn comparison_sheet(c: &Comparison) -> Sheet {
         }
         sheet.push(cells);
     }
+    for r in &c.resources {
+        let mut cells = vec![Cell::from(r.name()), Cell::from(r.values[0])];
+        for i in 1..r.values.len() {
+            cells.extend([Cell::from(r.values[i]), Cell::from(r.change(i)), Cell::Empty, Cell::Empty]);
+        }
+        sheet.push(cells);
+    }
     sheet
 }
 
@@ -373,10 +444,19 @@ pub fn comparison_text(c: &Comparison) -> String {
         }
         t.row(cells);
     }
+    for r in &c.resources {
+        let what = if r.memory { "peak mem" } else { "cpu" };
+        let mut cells = vec![format!("{} {what}", r.process), r.show(r.values[0])];
+        for i in 1..r.values.len() {
+            let change = r.change(i).map_or("-".to_string(), |p| format!("{p:+.1}%"));
+            cells.extend([r.show(r.values[i]), change, String::new()]);
+        }
+        t.row(cells);
+    }
     let mut out = format!("Comparison against {} (the baseline)\n", c.labels[0]);
     out.push_str(&t.to_text());
     out.push_str(&format!(
-        "(significant: Mann-Whitney U over one-second intervals, p < {ALPHA} over all metrics tested (Bonferroni), and a change of at least {:.0}%; latency is corrected)\n",
+        "(significant: Mann-Whitney U over one-second intervals, p < {ALPHA} over all metrics tested (Bonferroni), and a change of at least {:.0}%; latency is corrected; cpu is the mean % of one core, not tested)\n",
         c.noise * 100.0
     ));
     out
@@ -394,6 +474,34 @@ fn p_text(p: f64) -> String {
 mod tests {
     use super::*;
     use barrage_metrics::summary::IntervalRow;
+
+    #[test]
+    fn watched_processes_cpu_and_memory_are_compared_too() {
+        let with = |cpu: f64, kib: u64| {
+            let mut s = RunSummary::default();
+            s.processes.push(barrage_metrics::ProcessSummary {
+                name: "nginx".into(),
+                cpu_mean_percent: cpu,
+                rss_max_kib: kib,
+                ..Default::default()
+            });
+            s
+        };
+        let runs = [
+            ("a".to_string(), with(40.0, 1024)),
+            ("b".to_string(), with(60.0, 2048)),
+            ("c".to_string(), RunSummary::default()),
+        ];
+        let c = compare(&runs, 0.05);
+        assert_eq!(c.resources.len(), 2);
+        assert_eq!(c.resources[0].values, [Some(40.0), Some(60.0), None]);
+        assert_eq!(c.resources[1].change(1), Some(100.0));
+        let text = comparison_text(&c);
+        assert!(text.contains("nginx cpu") && text.contains("+50.0%") && text.contains("nginx peak mem"), "{text}");
+        assert!(text.contains("2.00 MiB"), "{text}");
+        let sheet = comparison_sheet(&c);
+        assert!(sheet.rows.iter().any(|r| r[0] == Cell::from("nginx_peak_rss_kib")));
+    }
 
     #[test]
     fn mann_whitney_matches_known_answers() {

@@ -293,5 +293,10 @@ pub fn comparison_json(c: &Comparison) -> Value {
             json!({ "metric": r.metric.name(), "baseline": r.baseline, "runs": changes })
         })
         .collect();
-    json!({ "baseline": c.labels[0], "runs": c.labels, "noise": c.noise, "metrics": rows })
+    let resources: Vec<Value> = c
+        .resources
+        .iter()
+        .map(|r| json!({ "process": r.process, "what": if r.memory { "peak_rss_kib" } else { "cpu_mean_percent" }, "values": r.values }))
+        .collect();
+    json!({ "baseline": c.labels[0], "runs": c.labels, "noise": c.noise, "metrics": rows, "resources": resources })
 }

@@ -370,6 +370,7 @@ impl StudyTable {
         }
         o.insert("byte_hit_ratio".into(), json!(r.byte_hit_ratio()));
         o.insert("runs".into(), json!(r.runs.len()));
+        o.insert("requests".into(), json!(r.runs.iter().map(|s| s.requests.total).sum::<u64>()));
         if !sd.is_empty() {
             o.insert("sd".into(), Value::Object(sd));
         }

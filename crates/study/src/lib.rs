@@ -39,6 +39,7 @@ pub mod experiment;
 pub mod series;
 pub mod sweep;
 pub mod view;
+pub mod watch;
 
 pub use dir::StudyDir;
 pub use series::{Done, Job, Observer, Quiet, Runner};

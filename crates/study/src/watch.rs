@@ -1,13 +1,16 @@
-//! `--monitor` and `--at` of `run`: which processes to watch, which commands to run when.
+//! What a run watches and does beside sending: `--monitor` names resolved to processes
+//! (a PID, a testbed server, a process name) plus every server of the testbed the plan aims
+//! at, and `--at OFFSET COMMAND` pairs checked against the run's length.
 
-use anyhow::bail;
 use barrage_engine::{Plan, ScheduledCommand, Watch, WatchTarget};
+use barrage_plan::units::Dur;
 use barrage_testbed::State;
 use std::path::Path;
+use std::time::Duration;
 
-/// The processes to watch: each `--monitor` (a PID, a testbed server's name, or a process
-/// name), then every server of the testbed the plan's URLs point at.
-pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> anyhow::Result<Vec<Watch>> {
+/// The processes to watch: each of `monitor`, then every server of the testbed in
+/// `testbed` (or the default one) when the plan's URLs point at it.
+pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Result<Vec<Watch>, String> {
     let dir = testbed.map_or_else(barrage_testbed::default_dir, Path::to_path_buf);
     let state = State::load(&dir).filter(|_| barrage_testbed::is_up(&dir));
     let mut out = Vec::new();
@@ -18,7 +21,7 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> anyho
             _ => WatchTarget::Name(m.clone()),
         };
         if !target.is_running() {
-            bail!("--monitor {m}: no running process, PID or testbed server of that name");
+            return Err(format!("--monitor {m}: no running process, PID or testbed server of that name"));
         }
         out.push(Watch { label: m.clone(), target });
     }
@@ -47,19 +50,39 @@ fn aims_at(state: &State, plan: &Plan) -> bool {
 }
 
 /// `--at OFFSET COMMAND` pairs, each offset within the run.
-pub fn schedule(at: &[String], duration: Option<std::time::Duration>) -> anyhow::Result<Vec<ScheduledCommand>> {
+pub fn schedule(at: &[String], duration: Option<Duration>) -> Result<Vec<ScheduledCommand>, String> {
     at.chunks(2)
         .map(|pair| {
-            let [offset, command] = pair else { bail!("--at needs an offset and a command: --at 10s 'COMMAND'") };
-            let parsed: crate::args::units::Dur =
-                offset.parse().map_err(|e| anyhow::anyhow!("--at '{offset}': {e}"))?;
+            let [offset, command] = pair else {
+                return Err("--at needs an offset and a command: --at 10s 'COMMAND'".into());
+            };
+            let parsed: Dur = offset.parse().map_err(|e| format!("--at '{offset}': {e}"))?;
             if command.trim().is_empty() {
-                bail!("--at {offset}: the command is empty");
+                return Err(format!("--at {offset}: the command is empty"));
             }
             if let Some(d) = duration.filter(|d| parsed.0 >= *d) {
-                bail!("--at {offset}: after the end of the run ({}s)", d.as_secs_f64());
+                return Err(format!("--at {offset}: after the end of the run ({}s)", d.as_secs_f64()));
             }
             Ok(ScheduledCommand { offset: parsed.0, command: command.clone() })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_pairs_are_checked_against_the_run() {
+        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(ok[0].offset, Duration::from_secs(1));
+        for (pair, want) in [
+            (["9s", "true"], "after the end of the run"),
+            (["1s", " "], "the command is empty"),
+            (["soon", "true"], "--at 'soon'"),
+        ] {
+            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5))).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+    }
 }

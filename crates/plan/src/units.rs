@@ -1,4 +1,5 @@
-//! `FromStr` newtypes for flag values: rates, durations, sizes, headers, `--resolve`.
+//! `FromStr` newtypes for the values flags and files write: rates (constant, ramp, steps),
+//! levels, durations, headers, `--resolve`. The binary parses its flags with them.
 
 use barrage_metrics::units;
 use std::net::SocketAddr;
