@@ -82,6 +82,8 @@ fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
             levels: vec![("workers".into(), w.to_string())],
             testbed: None,
             phases: vec!["fill".into(), "measure".into()],
+            flags: Vec::new(),
+            background: None,
         })
         .collect();
     let url = format!("{}/obj/{{id}}", server.url());

@@ -1,17 +1,12 @@
 //! `run`'s flags to a validated [`Plan`] and a [`Job`] (what it watches, logs and does
 //! beside sending). Every mode builds its base plan here; levels and cases derive from it.
 
-use crate::args::{LoadArgs, RequestArgs, RunArgs};
-use anyhow::{bail, Context};
+use crate::args::{RequestArgs, RunArgs};
+use anyhow::Context;
 use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
-use barrage_plan::units::RateSpec;
 use barrage_study::Job;
 use std::time::Duration;
 
-/// Default in-flight bound (and connection count) of an open-loop run.
-const DEFAULT_OPEN_CONNECTIONS: u32 = 256;
-/// Default workers of a closed-loop run (as hey).
-const DEFAULT_CONCURRENCY: u32 = 50;
 /// Default duration when neither --duration nor --requests is given (as wrk).
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
@@ -57,7 +52,16 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     }
     let l = &a.load;
     let duration = l.duration.map(|d| d.0);
-    let load = load(l, a.conn.connections, duration)?;
+    let flags = barrage_plan::units::LoadFlags {
+        rate: l.rate.clone(),
+        step: l.step.map(|s| s.0),
+        concurrency: l.concurrency.clone(),
+        think_time: l.think_time.map(|t| t.0),
+        connections: a.conn.connections,
+        max_in_flight: l.max_in_flight,
+        duration,
+    };
+    let load = flags.load().map_err(anyhow::Error::msg)?;
     let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
     let duration = duration.or(if l.requests.is_none() && !natural_end { Some(DEFAULT_DURATION) } else { None });
     let c = &a.conn;
@@ -104,53 +108,6 @@ fn targets(a: &RunArgs, method: &http::Method) -> anyhow::Result<Vec<Target>> {
         return barrage_plan::targets::read_urls(path, method).map_err(|e| anyhow::anyhow!("--urls {e}"));
     }
     a.target.urls.iter().map(|u| Target::new(method.clone(), u).map_err(|e| anyhow::anyhow!(e))).collect()
-}
-
-fn load(a: &LoadArgs, connections: Option<u32>, duration: Option<Duration>) -> anyhow::Result<Load> {
-    let Some(rate) = &a.rate else {
-        if a.step.is_some() {
-            bail!("--step goes with stepped rates such as --rate 10,50,100 (or levels of `barrage sweep`)");
-        }
-        if connections.is_some() {
-            bail!(
-                "--connections is for open loop (--rate); in closed loop each of the -c workers has its own connection"
-            );
-        }
-        let concurrency = match a.concurrency.as_ref().map(|l| &l.0[..]) {
-            None => DEFAULT_CONCURRENCY,
-            Some([n]) => *n,
-            Some(_) => bail!("-c with several worker counts is a sweep: use `barrage sweep`"),
-        };
-        return Ok(Load::Closed {
-            concurrency: concurrency as usize,
-            think_time: a.think_time.map_or(Duration::ZERO, |t| t.0),
-        });
-    };
-    let pacer = match rate {
-        RateSpec::Constant(r) => Pacer::Constant { rate: *r },
-        RateSpec::Ramp(from, to) => {
-            let Some(over) = duration else { bail!("--rate {from}:{to} ramps over the run: give --duration too") };
-            Pacer::Ramp { from: *from, to: *to, over }
-        }
-        RateSpec::Steps(rates) => {
-            let step = match (a.step, duration) {
-                (Some(s), _) => s.0,
-                (None, Some(d)) => d / rates.len() as u32,
-                (None, None) => bail!("--rate with steps needs --step DURATION (or --duration to split evenly)"),
-            };
-            // Intervals are whole seconds: a step of whole seconds keeps each interval, and
-            // so each step's report, free of its neighbours.
-            if step.subsec_nanos() != 0 || step.is_zero() {
-                bail!("--step {step:?}: steps must last whole seconds (1s, 10s, 1m), so each is reported on its own");
-            }
-            Pacer::Steps { rates: rates.clone(), step }
-        }
-    };
-    if a.step.is_some() && !matches!(rate, RateSpec::Steps(_)) {
-        bail!("--step goes with stepped rates such as --rate 10,50,100");
-    }
-    let max_in_flight = a.max_in_flight.or(connections).unwrap_or(DEFAULT_OPEN_CONNECTIONS) as usize;
-    Ok(Load::Open { pacer, max_in_flight })
 }
 
 /// `-X`, or as curl: GET, POST when a body or form is given.

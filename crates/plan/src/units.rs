@@ -1,6 +1,7 @@
 //! `FromStr` newtypes for the values flags and files write: rates (constant, ramp, steps),
 //! levels, durations, headers, `--resolve`. The binary parses its flags with them.
 
+use crate::{Load, Pacer};
 use barrage_metrics::units;
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -134,6 +135,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn load_flags_give_the_load_or_say_which_flag_is_wrong() {
+        let secs = Duration::from_secs;
+        let ok = LoadFlags { rate: Some("10,20".parse().unwrap()), duration: Some(secs(4)), ..Default::default() };
+        assert_eq!(
+            ok.load().unwrap(),
+            Load::Open { pacer: Pacer::Steps { rates: vec![10.0, 20.0], step: secs(2) }, max_in_flight: 256 }
+        );
+        let closed = LoadFlags { concurrency: Some("8".parse().unwrap()), ..Default::default() };
+        assert_eq!(closed.load().unwrap(), Load::Closed { concurrency: 8, think_time: Duration::ZERO });
+        assert_eq!(LoadFlags::default().load().unwrap(), Load::Closed { concurrency: 50, think_time: Duration::ZERO });
+        let table = [
+            (LoadFlags { step: Some(secs(1)), ..Default::default() }, "--step goes with stepped rates"),
+            (LoadFlags { connections: Some(4), ..Default::default() }, "--connections is for open loop"),
+            (LoadFlags { concurrency: Some("1,2".parse().unwrap()), ..Default::default() }, "use `barrage sweep`"),
+            (LoadFlags { rate: Some("1:10".parse().unwrap()), ..Default::default() }, "give --duration too"),
+            (
+                LoadFlags {
+                    rate: Some("1,2".parse().unwrap()),
+                    step: Some(Duration::from_millis(1500)),
+                    ..Default::default()
+                },
+                "whole seconds",
+            ),
+            (
+                LoadFlags { rate: Some("5".parse().unwrap()), step: Some(secs(1)), ..Default::default() },
+                "--step goes with stepped rates",
+            ),
+        ];
+        for (flags, want) in table {
+            let e = flags.load().unwrap_err();
+            assert!(e.contains(want), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
     fn rates() {
         let table = [
             ("1000", RateSpec::Constant(1000.0)),
@@ -209,5 +245,87 @@ mod level_tests {
         for bad in ["0", "a", "8..4", "8..96/0", "1,,2", "1..100000"] {
             assert!(bad.parse::<Levels>().is_err(), "{bad}");
         }
+    }
+}
+
+/// Default in-flight bound (and connection count) of an open-loop run.
+pub const DEFAULT_OPEN_CONNECTIONS: u32 = 256;
+/// Default workers of a closed-loop run (as hey).
+pub const DEFAULT_CONCURRENCY: u32 = 50;
+
+/// The load flags of `run` (`--rate`, `--step`, `-c`, `--think-time`, `--connections`,
+/// `--max-in-flight`, `-d`), to be checked together.
+#[derive(Clone, Debug, Default)]
+pub struct LoadFlags {
+    /// `--rate`.
+    pub rate: Option<RateSpec>,
+    /// `--step`.
+    pub step: Option<Duration>,
+    /// `-c`.
+    pub concurrency: Option<Levels>,
+    /// `--think-time`.
+    pub think_time: Option<Duration>,
+    /// `--connections`.
+    pub connections: Option<u32>,
+    /// `--max-in-flight`.
+    pub max_in_flight: Option<u32>,
+    /// `-d`.
+    pub duration: Option<Duration>,
+}
+
+impl LoadFlags {
+    /// The load: open loop with a rate, closed loop otherwise; each flag checked against
+    /// the others.
+    pub fn load(&self) -> Result<Load, String> {
+        let Some(rate) = &self.rate else { return self.closed() };
+        let pacer = match rate {
+            RateSpec::Constant(r) => Pacer::Constant { rate: *r },
+            RateSpec::Ramp(from, to) => {
+                let Some(over) = self.duration else {
+                    return Err(format!("--rate {from}:{to} ramps over the run: give --duration too"));
+                };
+                Pacer::Ramp { from: *from, to: *to, over }
+            }
+            RateSpec::Steps(rates) => {
+                let step = match (self.step, self.duration) {
+                    (Some(s), _) => s,
+                    (None, Some(d)) => d / rates.len() as u32,
+                    (None, None) => {
+                        return Err("--rate with steps needs --step DURATION (or --duration to split evenly)".into())
+                    }
+                };
+                // Intervals are whole seconds: a step of whole seconds keeps each interval,
+                // and so each step's report, free of its neighbours.
+                if step.subsec_nanos() != 0 || step.is_zero() {
+                    return Err(format!(
+                        "--step {step:?}: steps must last whole seconds (1s, 10s, 1m), so each is reported on its own"
+                    ));
+                }
+                Pacer::Steps { rates: rates.clone(), step }
+            }
+        };
+        if self.step.is_some() && !matches!(rate, RateSpec::Steps(_)) {
+            return Err("--step goes with stepped rates such as --rate 10,50,100".into());
+        }
+        let max_in_flight = self.max_in_flight.or(self.connections).unwrap_or(DEFAULT_OPEN_CONNECTIONS) as usize;
+        Ok(Load::Open { pacer, max_in_flight })
+    }
+
+    fn closed(&self) -> Result<Load, String> {
+        if self.step.is_some() {
+            return Err("--step goes with stepped rates such as --rate 10,50,100 (or levels of `barrage sweep`)".into());
+        }
+        if self.connections.is_some() {
+            return Err(
+                "--connections is for open loop (--rate); in closed loop each of the -c workers has its own connection"
+                    .into(),
+            );
+        }
+        let concurrency = match self.concurrency.as_ref().map(|l| &l.0[..]) {
+            None => DEFAULT_CONCURRENCY,
+            Some([n]) => *n,
+            Some(_) => return Err("-c with several worker counts is a sweep: use `barrage sweep`".into()),
+        };
+        Ok(Load::Closed { concurrency: concurrency as usize, think_time: self.think_time.unwrap_or(Duration::ZERO) })
     }
 }

@@ -86,6 +86,77 @@ pub struct CaseSpec {
     pub testbed: Option<Environment>,
     /// Its phases (fill, measure); empty: one run per repeat.
     pub phases: Vec<String>,
+    /// The measured run as `run` flags, `{SERVER}` placeholders unfilled (for the manifest
+    /// and the listing; the binary builds the runs from them).
+    pub flags: Vec<String>,
+    /// The background load's flags.
+    pub background: Option<Vec<String>>,
+}
+
+/// The manifest of an experiment's directory: the file's settings and every case as it
+/// runs.
+pub fn manifest(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> crate::dir::Manifest {
+    let cases = cases
+        .iter()
+        .map(|c| crate::dir::ManifestCase {
+            id: c.id.clone(),
+            levels: c.levels.iter().cloned().collect(),
+            run: c.flags.clone(),
+            background: c.background.clone(),
+            testbed: c.testbed.map(Environment::name),
+            phases: c.phases.clone(),
+        })
+        .collect();
+    crate::dir::Manifest {
+        name: e.name.clone(),
+        repeats: e.repeats,
+        warmup: e.warmup.clone(),
+        pause: e.pause.clone(),
+        order: order_name(e).into(),
+        seed: e.seed,
+        compare: e.compare.clone(),
+        slo: e.slo.clone(),
+        cases,
+        ..Default::default()
+    }
+}
+
+fn order_name(e: &barrage_plan::experiment::Experiment) -> &'static str {
+    match e.order {
+        barrage_plan::experiment::Order::Random => "random",
+        barrage_plan::experiment::Order::Sequential => "sequential",
+    }
+}
+
+/// `--dry-run`: every case with the exact flags it runs with.
+pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> String {
+    let mut out = format!("{}: {} case(s) × {} repeat(s), {} order\n", e.name, cases.len(), e.repeats, order_name(e));
+    for c in cases {
+        out.push_str(&format!("{}  {}\n    run {}\n", c.id, levels_text(c), shell_words(&c.flags)));
+        if let Some(env) = c.testbed {
+            let tls = if env.tls { " with HTTPS" } else { "" };
+            out.push_str(&format!("    against a testbed: {}{tls}\n", env.topology.name()));
+        }
+        if !c.phases.is_empty() {
+            out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
+        }
+        if let Some(flags) = &c.background {
+            out.push_str(&format!("    background {}\n", shell_words(flags)));
+        }
+    }
+    out
+}
+
+/// Flags as a shell would need them quoted.
+fn shell_words(flags: &[String]) -> String {
+    let quote = |f: &String| {
+        if f.contains([' ', '\'', '"', '{', '}', '&', ';']) {
+            format!("'{}'", f.replace('\'', "'\\''"))
+        } else {
+            f.clone()
+        }
+    };
+    flags.iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
 /// A case's runs, built once its testbed's servers are known.
