@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// `GET /metrics` over a plain socket: (status line, body).
-fn scrape(addr: &str) -> (String, String) {
+pub fn scrape(addr: &str) -> (String, String) {
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(conn, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();

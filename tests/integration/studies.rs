@@ -9,7 +9,7 @@ use barrage_study::capacity::{Bounds, Capacity};
 use barrage_study::experiment::{Bed, Built, CaseSpec, Experiment};
 use barrage_study::{Job, Level, Quiet, Runner, StudyDir, Sweep};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -304,10 +304,7 @@ fn a_sweep_serves_its_metrics_across_levels_and_names_the_running_one() {
         line.trim().strip_prefix("metrics on http://").and_then(|l| l.strip_suffix("/metrics")).unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let mut conn = std::net::TcpStream::connect(&addr).unwrap();
-        write!(conn, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-        let mut body = String::new();
-        conn.read_to_string(&mut body).unwrap();
+        let (_, body) = crate::live::scrape(&addr);
         if body.contains("2/2: level 2 workers") {
             break;
         }

@@ -33,6 +33,7 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     }
     let step = run.load.step.take().map_or(DEFAULT_STEP, |s| s.0);
     run.load.rate = Some(RateSpec::Constant(a.start_rate));
+    run.load.duration = Some(barrage_plan::units::PositiveDur(step));
     let mut base = super::plan::job(run)?;
     let dir = base.output.take();
     let bounds =

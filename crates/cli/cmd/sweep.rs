@@ -22,7 +22,9 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
     }
     let levels = levels(&a)?;
     let step = a.load.step.map(|s| s.0).or(a.load.duration.map(|d| d.0)).unwrap_or(DEFAULT_STEP);
-    // The base plan at the first level; each level replaces the load.
+    // The base plan at the first level for one step (so `--at` is checked against a
+    // level's length); each level replaces the load.
+    a.load.duration = Some(barrage_plan::units::PositiveDur(step));
     (a.load.rate, a.load.concurrency, a.load.step) = match levels[0] {
         Level::Rate(r) => (Some(RateSpec::Constant(r)), None, None),
         Level::Workers(n) => (None, Some(Levels(vec![n])), None),
