@@ -127,7 +127,10 @@ fn sweep_gives_a_row_per_level_with_slos() {
     let levels = json["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     let (one, four) = (&levels[0], &levels[1]);
-    assert_eq!((one["level"].as_str(), four["level"].as_str()), (Some("1 workers"), Some("4 workers")));
+    assert_eq!(
+        (one["labels"]["level"].as_str(), four["labels"]["level"].as_str()),
+        (Some("1 workers"), Some("4 workers"))
+    );
     // Closed loop against 5 ms: four workers get about four times the throughput.
     let ratio = four["throughput_per_sec"].as_f64().unwrap() / one["throughput_per_sec"].as_f64().unwrap();
     assert!((3.0..5.0).contains(&ratio), "{ratio}: {json}");
@@ -301,7 +304,7 @@ busy = {{ background = {{ rate = 250, no-keepalive = false }} }}
         let json: Value = serde_json::from_str(&ok(&run)).unwrap();
         let matrix = json["matrix"].as_array().unwrap();
         let (idle, busy) = (&matrix[0], &matrix[1]);
-        assert_eq!((idle["load"].as_str(), busy["load"].as_str()), (Some("idle"), Some("busy")));
+        assert_eq!((idle["labels"]["load"].as_str(), busy["labels"]["load"].as_str()), (Some("idle"), Some("busy")));
         assert!(idle["background_throughput_per_sec"].is_null());
         let bg = busy["background_throughput_per_sec"].as_f64().unwrap();
         assert!((150.0..260.0).contains(&bg), "the background ran beside the probe: {busy}");

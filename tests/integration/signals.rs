@@ -60,7 +60,7 @@ fn sigterm_in_the_second_level_of_a_sweep_keeps_the_first_and_prints_a_partial_t
     assert_eq!(v["partial"], true);
     let rows = v["levels"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "the finished level and the interrupted one: {v}");
-    assert_eq!(rows[0]["level"], "1 workers");
+    assert_eq!(rows[0]["labels"]["level"], "1 workers");
     assert_eq!(names(&levels), ["level-01-1workers.brg", "level-02-2workers.brg"]);
     assert!(!summary(levels.join("level-01-1workers.brg")).interrupted);
     assert!(summary(levels.join("level-02-2workers.brg")).interrupted, "the stopped level says so");

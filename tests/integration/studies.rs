@@ -144,7 +144,7 @@ fn sweep_with_phases_prints_a_row_per_level_and_phase() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = v["levels"].as_array().unwrap();
     let keys: Vec<(&str, &str)> =
-        rows.iter().map(|r| (r["level"].as_str().unwrap(), r["phase"].as_str().unwrap())).collect();
+        rows.iter().map(|r| (r["labels"]["level"].as_str().unwrap(), r["labels"]["phase"].as_str().unwrap())).collect();
     assert_eq!(
         keys,
         [("1 workers", "fill"), ("1 workers", "measure"), ("2 workers", "fill"), ("2 workers", "measure")]

@@ -104,6 +104,7 @@ impl Report<'_> {
             o.insert("version".into(), json!(STUDY_JSON_VERSION));
             o.insert("kind".into(), json!(kind));
             o.insert("partial".into(), json!(table.partial));
+            o.insert("planned".into(), json!(table.planned.max(table.rows.len())));
             o.insert(rows.into(), Value::Array(table.json_rows()));
             extra.to_string()
         };
@@ -127,7 +128,7 @@ impl Report<'_> {
                 "experiment",
                 &e.table,
                 "matrix",
-                json!({ "name": e.name, "repeats": e.repeats, "comparisons": sheet_json(&case_comparisons_sheet(&e.comparisons)) }),
+                json!({ "name": e.name, "repeats": e.repeats, "comparisons": e.comparisons.iter().map(case_comparison_json).collect::<Vec<_>>() }),
             ),
             Report::Comparison { comparison, .. } => comparison_json(comparison).to_string(),
         }
@@ -251,26 +252,13 @@ fn capacity_text(c: &CapacityReport) -> String {
     out
 }
 
-/// A sheet's rows as JSON objects keyed by its header.
-fn sheet_json(s: &Sheet) -> Value {
-    use crate::export::Cell;
-    let rows = s.rows.iter().map(|r| {
-        let o: serde_json::Map<String, Value> = s
-            .header
-            .iter()
-            .zip(r)
-            .map(|(h, c)| {
-                let v = match c {
-                    Cell::Text(t) => json!(t),
-                    Cell::Number(n) => json!(n),
-                    Cell::Empty => Value::Null,
-                };
-                (h.clone(), v)
-            })
-            .collect();
-        Value::Object(o)
-    });
-    Value::Array(rows.collect())
+/// Two cases compared: which, along what, and the comparison as `compare` gives it.
+fn case_comparison_json(c: &CaseComparison) -> Value {
+    json!({
+        "factor": c.factor, "from": c.from, "to": c.to, "other_levels": c.others,
+        "from_case": c.from_case, "to_case": c.to_case, "phase": c.phase,
+        "comparison": comparison_json(&c.comparison),
+    })
 }
 
 /// A comparison as JSON: per metric the baseline and each run's value, change, p-value.

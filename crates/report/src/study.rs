@@ -354,9 +354,10 @@ impl StudyTable {
 
     fn json_row(&self, r: &StudyRow) -> Value {
         let mut o = Map::new();
-        for (col, label) in self.label_columns.iter().zip(&r.labels) {
-            o.insert(col.clone(), json!(label));
-        }
+        // Labels apart from figures: an experiment factor may be named like a figure.
+        let labels: Map<String, Value> =
+            self.label_columns.iter().zip(&r.labels).map(|(col, label)| (col.clone(), json!(label))).collect();
+        o.insert("labels".into(), Value::Object(labels));
         if self.offered_column.is_some() {
             o.insert("offered".into(), json!(r.offered));
         }
@@ -440,6 +441,7 @@ mod tests {
         );
         let json = t.json_rows();
         assert_eq!(json[0]["processes"]["nginx"]["peak_rss_kib"], 2048);
+        assert_eq!(json[1]["labels"]["level"], "200/s");
         assert_eq!(json[0]["verdict"], "ok");
         assert_eq!(json[1]["failed"], "all 500 requests failed (mostly tls: UnknownIssuer)");
     }

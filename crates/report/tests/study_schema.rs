@@ -412,7 +412,16 @@ fn study_json_matches_the_schema() {
     assert!(never_ran.get("sd").is_none());
     let comparisons = v["comparisons"].as_array().unwrap();
     assert_eq!(comparisons.len(), 2);
-    assert!(comparisons[0]["p99_p_value"].is_number() && comparisons[0]["mean_p_value"].is_null());
+    let p_value = |metric: &str| -> Value {
+        let metrics = comparisons[0]["comparison"]["metrics"].as_array().unwrap();
+        metrics.iter().find(|m| m["metric"] == metric).unwrap()["runs"][0]["p_value"].clone()
+    };
+    assert!(p_value("p99").is_number() && p_value("mean").is_null(), "{}", comparisons[0]);
+    // Each pair's comparison is `compare`'s own shape.
+    for c in comparisons {
+        let compiled = jsonschema::validator_for(&comparison_schema()).unwrap();
+        assert!(compiled.is_valid(&c["comparison"]), "{c}");
+    }
 
     let b = bench();
     let v = valid(&schema, "bench", &Report::Bench(&b).json());
@@ -469,7 +478,7 @@ fn study_schema_rejects_what_it_should() {
                 v.as_object_mut().unwrap().remove("kind");
             }),
             ("another version", |v| v["version"] = 2.into()),
-            ("an unknown top-level field", |v| v["planned"] = 6.into()),
+            ("an unknown top-level field", |v| v["plan"] = 6.into()),
             ("partial as a string", |v| v["partial"] = "yes".into()),
             ("the rows under another key", |v| {
                 let rows = v.as_object_mut().unwrap().remove("levels").unwrap();
@@ -509,10 +518,14 @@ fn study_schema_rejects_what_it_should() {
             ("an offered load as a label", |v| v["levels"][0]["offered"] = "100/s".into()),
             ("a row without a level or a phase", |v| {
                 let r = v["levels"][0].as_object_mut().unwrap();
-                for k in ["level", "phase", "offered"] {
-                    r.remove(k);
+                r.remove("offered");
+                let labels = r["labels"].as_object_mut().unwrap();
+                for k in ["level", "phase"] {
+                    labels.remove(k);
                 }
             }),
+            ("a label that is not text", |v| v["levels"][0]["labels"]["phase"] = 1.into()),
+            ("a label beside the figures", |v| v["levels"][0]["level"] = "100/s".into()),
         ],
     );
 
@@ -528,10 +541,10 @@ fn study_schema_rejects_what_it_should() {
             }),
             ("generator limits as one string", |v| v["generator_limited"] = "barrage was the limit".into()),
             ("a probe without its rate label", |v| {
-                v["probes"][0].as_object_mut().unwrap().remove("rate");
+                v["probes"][0]["labels"].as_object_mut().unwrap().remove("rate");
             }),
             ("a probe without its offered rate", |v| v["probes"][0]["offered"] = Value::Null),
-            ("a probe number as a number", |v| v["probes"][0]["probe"] = 1.into()),
+            ("a probe number as a number", |v| v["probes"][0]["labels"]["probe"] = 1.into()),
             ("capacity rows under the sweep's key", |v| {
                 let rows = v.as_object_mut().unwrap().remove("probes").unwrap();
                 v["levels"] = rows;
@@ -550,19 +563,23 @@ fn study_schema_rejects_what_it_should() {
                 v.as_object_mut().unwrap().remove("name");
             }),
             ("a case without its id", |v| {
-                v["matrix"][0].as_object_mut().unwrap().remove("case");
+                v["matrix"][0]["labels"].as_object_mut().unwrap().remove("case");
             }),
             ("a case with an offered load", |v| v["matrix"][0]["offered"] = 100.0.into()),
             ("a row without a run that does not say so", |v| {
                 row(v, "matrix", |r| r["runs"] == 0)["failed"] = Value::Null
             }),
-            ("a significance as a boolean", |v| v["comparisons"][0]["p99_significant"] = true.into()),
-            ("a p-value over 1", |v| v["comparisons"][0]["p99_p_value"] = 1.5.into()),
-            ("a comparison without a figure", |v| {
-                v["comparisons"][0].as_object_mut().unwrap().remove("p50_change_percent");
+            ("a comparison without its baseline case", |v| {
+                v["comparisons"][0].as_object_mut().unwrap().remove("from_case");
             }),
-            ("a comparison with another figure", |v| v["comparisons"][0]["p90_change_percent"] = 1.0.into()),
-            ("the phase as null", |v| v["comparisons"][1]["phase"] = Value::Null),
+            ("a comparison without the comparison", |v| {
+                v["comparisons"][0].as_object_mut().unwrap().remove("comparison");
+            }),
+            ("a comparison without its metrics", |v| {
+                v["comparisons"][0]["comparison"].as_object_mut().unwrap().remove("metrics");
+            }),
+            ("a sheet-style key", |v| v["comparisons"][0]["other levels"] = "x".into()),
+            ("the phase as a number", |v| v["comparisons"][1]["phase"] = 1.into()),
         ],
     );
 
@@ -573,7 +590,7 @@ fn study_schema_rejects_what_it_should() {
         &good,
         &[
             ("a front without its name", |v| {
-                v["fronts"][0].as_object_mut().unwrap().remove("front");
+                v["fronts"][0]["labels"].as_object_mut().unwrap().remove("front");
             }),
             ("a bench that says it is a sweep", |v| v["kind"] = "sweep".into()),
         ],
