@@ -1,11 +1,11 @@
 //! `barrage capacity`: the highest open-loop rate that meets every `--slo`, found by
 //! barrage-study's search with real probes.
 
-use super::emit::emit;
+use super::emit::{emit, gates};
 use super::live::Views;
 use crate::args::CapacityArgs;
 use crate::Outcome;
-use anyhow::{bail, Context};
+use anyhow::bail;
 use barrage_engine::CancellationToken;
 use barrage_plan::units::RateSpec;
 use barrage_report::{CapacityReport, Report, Slo};
@@ -54,10 +54,7 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     };
     let report = Report::Capacity(&report);
     emit(&report, &run.emit)?;
-    // The objectives' verdicts are the table's column; JUnit gets them too.
-    if let Some(path) = &run.gates.junit {
-        let xml = barrage_report::junit("barrage capacity", &report.slo_results(), report.duration_s());
-        std::fs::write(path, xml).with_context(|| format!("--junit {}", path.display()))?;
-    }
+    let junit = run.gates.junit.as_deref();
+    gates(&report.slo_results(), run.emit.format, junit, "barrage capacity", report.duration_s())?;
     Ok(if found.outcome.capacity.is_some() { Outcome::Ok } else { Outcome::Failed })
 }

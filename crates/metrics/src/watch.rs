@@ -139,7 +139,13 @@ pub struct HostSummary {
     pub net_tx_per_sec: f64,
 }
 
-/// Sums samples of the same process over intervals into a [`ProcessSummary`].
+/// Intervals shorter than this do not set a maximum: /proc counts CPU in ticks of 10 ms, so
+/// a 20 ms last interval reads 0% or 200% for a process using 100%.
+const MIN_MAX_SECS: f64 = 0.5;
+
+/// Sums samples of the same process over intervals into a [`ProcessSummary`]. Means are
+/// weighted by interval length (CPU seconds over wall seconds), so a short last interval
+/// counts for what it lasted, not as a whole second.
 #[derive(Default)]
 pub(crate) struct ProcessTally {
     s: ProcessSummary,
@@ -157,24 +163,26 @@ impl ProcessTally {
         s.name.clone_from(&p.name);
         s.samples += 1;
         s.down_samples += u64::from(p.processes == 0);
-        s.cpu_max_percent = s.cpu_max_percent.max(f64::from(p.cpu_percent()));
+        if secs >= MIN_MAX_SECS {
+            s.cpu_max_percent = s.cpu_max_percent.max(f64::from(p.cpu_percent()));
+        }
         s.rss_max_kib = s.rss_max_kib.max(p.rss_kib);
         s.threads_max = s.threads_max.max(p.threads);
         s.fds_max = s.fds_max.max(p.fds);
-        self.cpu += f64::from(p.cpu_percent());
-        self.user += f64::from(p.cpu_user_percent);
-        self.system += f64::from(p.cpu_system_percent);
-        self.rss += p.rss_kib as f64;
+        self.cpu += f64::from(p.cpu_percent()) * secs;
+        self.user += f64::from(p.cpu_user_percent) * secs;
+        self.system += f64::from(p.cpu_system_percent) * secs;
+        self.rss += p.rss_kib as f64 * secs;
         self.switches += p.context_switches as f64;
         self.secs += secs;
     }
 
     pub(crate) fn finish(mut self) -> ProcessSummary {
-        let n = self.s.samples.max(1) as f64;
-        self.s.cpu_mean_percent = self.cpu / n;
-        self.s.cpu_user_mean_percent = self.user / n;
-        self.s.cpu_system_mean_percent = self.system / n;
-        self.s.rss_mean_kib = self.rss / n;
+        let secs = if self.secs > 0.0 { self.secs } else { 1.0 };
+        self.s.cpu_mean_percent = self.cpu / secs;
+        self.s.cpu_user_mean_percent = self.user / secs;
+        self.s.cpu_system_mean_percent = self.system / secs;
+        self.s.rss_mean_kib = self.rss / secs;
         self.s.context_switches_per_sec = if self.secs > 0.0 { self.switches / self.secs } else { 0.0 };
         self.s
     }
@@ -194,10 +202,12 @@ pub(crate) struct HostTally {
 impl HostTally {
     pub(crate) fn add(&mut self, h: &HostSample, secs: f64) {
         self.s.cpus = self.s.cpus.max(h.cpus);
-        self.s.cpu_max_percent = self.s.cpu_max_percent.max(f64::from(h.cpu_percent));
+        if secs >= MIN_MAX_SECS {
+            self.s.cpu_max_percent = self.s.cpu_max_percent.max(f64::from(h.cpu_percent));
+        }
         self.s.mem_total_kib = self.s.mem_total_kib.max(h.mem_total_kib);
         self.s.mem_used_max_kib = self.s.mem_used_max_kib.max(h.mem_used_kib);
-        self.cpu += f64::from(h.cpu_percent);
+        self.cpu += f64::from(h.cpu_percent) * secs;
         self.samples += 1;
         self.rx += h.net_rx_bytes as f64;
         self.tx += h.net_tx_bytes as f64;
@@ -208,11 +218,44 @@ impl HostTally {
         if self.samples == 0 {
             return None;
         }
-        self.s.cpu_mean_percent = self.cpu / self.samples as f64;
+        self.s.cpu_mean_percent = self.cpu / if self.secs > 0.0 { self.secs } else { 1.0 };
         if self.secs > 0.0 {
             self.s.net_rx_per_sec = self.rx / self.secs;
             self.s.net_tx_per_sec = self.tx / self.secs;
         }
         Some(self.s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process at 50% for two seconds, then a 20 ms last interval that /proc's 10 ms ticks
+    /// read as 200%: the mean is CPU time over wall time, and the short interval sets no
+    /// maximum.
+    #[test]
+    fn a_short_last_interval_counts_for_what_it_lasted() {
+        let sample = |percent: f32| ProcSample {
+            name: "nginx".into(),
+            processes: 1,
+            cpu_user_percent: percent,
+            rss_kib: 1000,
+            ..Default::default()
+        };
+        let mut t = ProcessTally::default();
+        t.add(&sample(50.0), 1.0);
+        t.add(&sample(50.0), 1.0);
+        t.add(&sample(200.0), 0.02);
+        let s = t.finish();
+        assert!((s.cpu_mean_percent - (100.0 + 4.0) / 2.02).abs() < 1e-6, "{}", s.cpu_mean_percent);
+        assert_eq!(s.cpu_max_percent, 50.0);
+        assert_eq!(s.samples, 3);
+        let mut h = HostTally::default();
+        h.add(&HostSample { cpu_percent: 10.0, ..Default::default() }, 1.0);
+        h.add(&HostSample { cpu_percent: 100.0, ..Default::default() }, 0.01);
+        let host = h.finish().unwrap();
+        assert!((host.cpu_mean_percent - 11.0 / 1.01).abs() < 1e-4, "{}", host.cpu_mean_percent);
+        assert_eq!(host.cpu_max_percent, 10.0);
     }
 }
