@@ -381,6 +381,13 @@ pub fn case_comparisons_text(factors: &[String], rows: &[CaseComparison]) -> Str
             "\nComparison along {factor} (% change from the first level to the second; * significant, as `barrage compare` tests)\n"
         ));
         out.push_str(&t.to_text());
+        let untested = rows
+            .iter()
+            .filter(|c| &c.factor == factor)
+            .any(|c| case_change(c, Figure::P50).is_some_and(|ch| ch.p_value.is_none()));
+        if untested {
+            out.push_str(&format!("(some pairs had under {MIN_INTERVALS} full one-second intervals: no significance test for them; run longer or repeat more)\n"));
+        }
     }
     out
 }
