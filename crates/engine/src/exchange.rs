@@ -1,15 +1,15 @@
 //! One request on a slot's connection, measured into a [`Sample`]. The hot path: no lock, no
 //! channel, no formatting; the recorder is this thread's own.
 
-use crate::conn::{classify, Conn, Connector, Endpoint, Failure};
-use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Recorder, Sample};
+use crate::conn::{classify, Conn, Endpoint, Failure};
+use crate::thread::Worker;
+use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
 use http::header::{HeaderValue, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use http_body_util::{BodyExt, Full};
-use std::cell::RefCell;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Phase durations of one request, `None` where the phase did not happen.
 #[derive(Default)]
@@ -137,36 +137,6 @@ impl Prepared {
     }
 }
 
-/// What every request of a thread shares.
-pub struct Shared<'a> {
-    /// Prepared targets.
-    pub targets: &'a [Prepared],
-    /// Endpoints by index.
-    pub endpoints: &'a [Endpoint],
-    /// Opens connections.
-    pub connector: &'a Connector,
-    /// The run's start: every time in a sample is an offset from it.
-    pub base: Instant,
-    /// This thread's recorder for the current interval.
-    pub recorder: &'a RefCell<Recorder>,
-    /// Keep connections open between requests.
-    pub keepalive: bool,
-    /// Bound on one request.
-    pub timeout: Duration,
-    /// Reads the cache status of each response.
-    pub cache_rules: &'a barrage_plan::CacheRules,
-    /// Headers naming the backend, tried in order.
-    pub backend_headers: &'a [http::HeaderName],
-    /// Retries of failed requests.
-    pub retry: Option<&'a barrage_plan::RetryPolicy>,
-    /// When the attack ends, if it ends by time: no retry starts after it.
-    pub attack_end: Option<Instant>,
-    /// `--log`: this thread's side of the request log.
-    pub log: Option<&'a RefCell<crate::reqlog::LogHandle>>,
-    /// Wall-clock start of the run, µs since the Unix epoch, for log timestamps.
-    pub start_unix_us: u64,
-}
-
 /// What one finished request yields besides its times.
 struct Done {
     outcome: Outcome,
@@ -203,51 +173,50 @@ impl Slot {
         Slot { conn: None, worker }
     }
 
-    /// Sends one request and records it.
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
     /// sample (what the server saw); with a policy, the request as the client saw it is
     /// recorded once more, with its attempts and whole latency.
-    pub async fn request(&mut self, sh: &Shared<'_>, mut job: Job) {
-        let Some(policy) = sh.retry else {
-            self.exchange(sh, job).await;
+    pub async fn request(&mut self, w: &Worker, mut job: Job) {
+        let Some(policy) = &w.plan.retry else {
+            self.exchange(w, job).await;
             return;
         };
         let first_intended = job.intended;
         let mut attempt = 1;
-        let mut outcome = self.exchange(sh, job).await;
+        let mut outcome = self.exchange(w, job).await;
         let first_ok = outcome.is_success();
         while attempt <= policy.max_retries && policy.on.matches(outcome) {
             let pause = policy.backoff(attempt, rand::random::<f64>());
             // A retry never starts after the attack ended: runs stay bounded.
-            if sh.attack_end.is_some_and(|end| Instant::now() + pause >= end) {
+            if w.attack_limit.is_some_and(|end| w.start.elapsed() + pause >= end) {
                 break;
             }
             tokio::time::sleep(pause).await;
             attempt += 1;
-            job = Job { intended: sh.base.elapsed(), late: false, attempt, ..job };
-            outcome = self.exchange(sh, job).await;
+            job = Job { intended: w.start.elapsed(), late: false, attempt, ..job };
+            outcome = self.exchange(w, job).await;
         }
-        let whole = sh.base.elapsed().saturating_sub(first_intended);
-        sh.recorder.borrow_mut().record_logical(first_ok, outcome.is_success(), attempt, whole);
+        let whole = w.start.elapsed().saturating_sub(first_intended);
+        w.recorder.borrow_mut().record_logical(first_ok, outcome.is_success(), attempt, whole);
     }
 
     /// Sends one attempt and records it.
-    async fn exchange(&mut self, sh: &Shared<'_>, job: Job) -> Outcome {
-        let started = sh.base.elapsed();
-        sh.recorder.borrow_mut().record_sent();
+    async fn exchange(&mut self, w: &Worker, job: Job) -> Outcome {
+        let started = w.start.elapsed();
+        w.recorder.borrow_mut().record_sent();
         let mut phases = Phases::default();
-        let (target, id) = match sh.targets {
+        let (target, id) = match &w.targets[..] {
             [t] if t.template.is_some() => (t, job.target),
             all => (&all[job.target as usize], 0),
         };
-        let res = tokio::time::timeout(sh.timeout, self.attempt(sh, target, id, &mut phases)).await;
-        let ended = sh.base.elapsed();
+        let res = tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases)).await;
+        let ended = w.start.elapsed();
         let Done { outcome, bytes_in, bytes_out, cache, backend } = match res {
             Ok(Ok(done)) => done,
-            Ok(Err(f)) => self.failed(sh, f),
-            Err(_) => self.failed(sh, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
+            Ok(Err(f)) => self.failed(w, f),
+            Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
-        if !sh.keepalive {
+        if !w.plan.keepalive {
             self.conn = None;
         }
         let sample = Sample {
@@ -261,7 +230,7 @@ impl Slot {
             late: job.late,
             cache,
         };
-        let mut rec = sh.recorder.borrow_mut();
+        let mut rec = w.recorder.borrow_mut();
         rec.record(&sample);
         rec.methods.record(target.method.as_str().as_bytes(), &sample);
         if let Some(name) = &target.name {
@@ -270,8 +239,8 @@ impl Slot {
         if let Some(name) = &backend {
             rec.backends.record(name.as_bytes(), &sample);
         }
-        if let Some(log) = sh.log {
-            self.log(&mut log.borrow_mut(), sh, target, id, job.attempt, backend.as_ref(), &sample);
+        if let Some(log) = &w.log {
+            self.log(&mut log.borrow_mut(), w, target, id, job.attempt, backend.as_ref(), &sample);
         }
         outcome
     }
@@ -280,7 +249,7 @@ impl Slot {
     fn log(
         &self,
         log: &mut crate::reqlog::LogHandle,
-        sh: &Shared<'_>,
+        w: &Worker,
         target: &Prepared,
         id: u64,
         attempt: u32,
@@ -291,7 +260,7 @@ impl Slot {
             return;
         }
         let row = crate::reqlog::Row {
-            run_start_unix_us: sh.start_unix_us,
+            run_start_unix_us: w.start_unix_us,
             worker: self.worker,
             name: target.name.as_deref(),
             method: target.method.as_str(),
@@ -303,25 +272,25 @@ impl Slot {
         log.row(&row, sample);
     }
 
-    fn failed(&mut self, sh: &Shared<'_>, f: Failure) -> Done {
+    fn failed(&mut self, w: &Worker, f: Failure) -> Done {
         // A connection that failed a request is not trusted with the next one.
         self.conn = None;
-        let mut rec = sh.recorder.borrow_mut();
+        let mut rec = w.recorder.borrow_mut();
         if rec.wants_example(f.kind) {
             rec.set_example(f.kind, f.message());
         }
         Done { outcome: Outcome::Error(f.kind), bytes_in: 0, bytes_out: 0, cache: CacheStatus::Unknown, backend: None }
     }
 
-    async fn attempt(&mut self, sh: &Shared<'_>, t: &Prepared, id: u64, phases: &mut Phases) -> Result<Done, Failure> {
-        let fresh = self.connect_if_needed(sh, t.endpoint, phases).await?;
-        match self.exchange_on_conn(sh, t, id, phases).await {
+    async fn attempt(&mut self, w: &Worker, t: &Prepared, id: u64, phases: &mut Phases) -> Result<Done, Failure> {
+        let fresh = self.connect_if_needed(w, t.endpoint, phases).await?;
+        match self.exchange_on_conn(w, t, id, phases).await {
             // A kept-alive connection the server closed while it was idle: nothing of the
             // request went out, so it goes once more on a new connection, as browsers do.
             Err(f) if f.unsent && !fresh => {
                 self.conn = None;
-                self.connect_if_needed(sh, t.endpoint, phases).await?;
-                self.exchange_on_conn(sh, t, id, phases).await
+                self.connect_if_needed(w, t.endpoint, phases).await?;
+                self.exchange_on_conn(w, t, id, phases).await
             }
             other => other,
         }
@@ -329,40 +298,35 @@ impl Slot {
 
     async fn exchange_on_conn(
         &mut self,
-        sh: &Shared<'_>,
+        w: &Worker,
         t: &Prepared,
         id: u64,
         phases: &mut Phases,
     ) -> Result<Done, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
-        let sent_at = sh.base.elapsed();
+        let sent_at = w.start.elapsed();
         let resp = conn.send(t.request(conn.is_h2(), id)).await?;
-        let head_at = sh.base.elapsed();
+        let head_at = w.start.elapsed();
         // The last write before the head arrived ends the send phase.
         let written = conn.clock.last_write().clamp(sent_at, head_at);
         phases.set(Phase::Send, written - sent_at);
         phases.set(Phase::Wait, head_at - written);
         let status = resp.status().as_u16();
-        let cache = sh.cache_rules.classify(resp.headers());
-        let backend = sh.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned();
+        let cache = w.plan.cache_rules.classify(resp.headers());
+        let backend = w.plan.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned();
         let mut body = resp.into_body();
         while let Some(frame) = conn.with(body.frame()).await? {
             frame.map_err(classify)?;
         }
-        phases.set(Phase::Receive, sh.base.elapsed() - head_at);
+        phases.set(Phase::Receive, w.start.elapsed() - head_at);
         let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);
         Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend })
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was
     /// opened (its DNS, connect and TLS phases then belong to this request).
-    async fn connect_if_needed(
-        &mut self,
-        sh: &Shared<'_>,
-        endpoint: usize,
-        phases: &mut Phases,
-    ) -> Result<bool, Failure> {
+    async fn connect_if_needed(&mut self, w: &Worker, endpoint: usize, phases: &mut Phases) -> Result<bool, Failure> {
         let reusable = match &mut self.conn {
             Some((ep, conn)) => *ep == endpoint && conn.usable() && conn.ready().await.is_ok(),
             None => false,
@@ -371,8 +335,8 @@ impl Slot {
             return Ok(false);
         }
         self.conn = None;
-        let conn = sh.connector.connect(&sh.endpoints[endpoint], sh.base, phases).await?;
-        sh.recorder.borrow_mut().record_connection();
+        let conn = w.connector.connect(&w.endpoints[endpoint], w.start, phases).await?;
+        w.recorder.borrow_mut().record_connection();
         self.conn = Some((endpoint, conn));
         Ok(true)
     }

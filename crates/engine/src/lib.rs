@@ -1,9 +1,11 @@
 //! The load generator of barrage: the only crate that sends.
 //!
 //! [`run`] takes a validated [`Plan`], starts one current-thread runtime per engine thread
-//! (each owning a share of the slots or workers and its own [`Recorder`]), and collects
-//! their interval recorders once per second into a results file, so memory stays flat
-//! however long the run. The schedule comes from a [`Pacer`], a pure function.
+//! (each with one worker: its share of the slots or closed-loop workers, and its own
+//! [`Recorder`]), and collects their interval recorders once per second into a results
+//! file, so memory stays flat however long the run. The schedule comes from a [`Pacer`], a
+//! pure function; each thread's open-loop scheduler is a value too, deciding from the time
+//! and the requests in flight what the thread does next.
 //!
 //! ```no_run
 //! use barrage_engine::{run, Load, Pacer, Plan, RunSpec, Target};
@@ -22,6 +24,7 @@ mod conn;
 mod events;
 mod exchange;
 pub mod reqlog;
+mod schedule;
 mod thread;
 mod watch;
 
@@ -35,11 +38,12 @@ pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::Recorder;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use thread::{Msg, ThreadCtx, INTERVAL};
+use thread::{Msg, Worker, INTERVAL};
 
 /// Errors that stop a run before or while it runs (failed requests are data, not errors).
 #[derive(Debug, thiserror::Error)]
@@ -101,11 +105,12 @@ pub fn run(
         None => None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
+    let attack_limit = plan.attack_limit();
     let plan = Arc::new(plan);
-    let (targets, endpoints) = (Arc::new(targets), Arc::new(endpoints));
+    let (targets, endpoints): (Arc<[_]>, Arc<[_]>) = (targets.into(), endpoints.into());
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
-        let ctx = ThreadCtx {
+        let worker = Worker {
             index,
             threads,
             plan: plan.clone(),
@@ -113,13 +118,16 @@ pub fn run(
             endpoints: endpoints.clone(),
             connector: connector.clone(),
             start,
-            start_unix_ms: started_unix_ms,
+            start_unix_us: started_unix_ms * 1000,
+            attack_limit,
             stop: stop.clone(),
+            recorder: RefCell::new(Recorder::new()),
+            log: log.as_ref().map(|l| RefCell::new(l.handle())),
             tx: tx.clone(),
+            interval: Cell::new(0),
         };
-        let log = log.as_ref().map(reqlog::RequestLog::handle);
         let h =
-            std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(ctx, log))?;
+            std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(worker))?;
         handles.push(h);
     }
     drop(tx);
@@ -245,7 +253,7 @@ impl Collector {
                     slot.0.add(&recorder);
                     slot.1 = slot.1.max(end);
                 }
-                Msg::Done { thread, attack_end, end, cpu, bound_reached } => {
+                Msg::Done { attack_end, end, cpu, bound_reached } => {
                     self.done[thread] = true;
                     self.attack_end = self.attack_end.max(attack_end);
                     self.end = self.end.max(end);

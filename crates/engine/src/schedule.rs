@@ -1,0 +1,446 @@
+//! [`Schedule`]: the open-loop scheduler of one engine thread, as a value.
+//!
+//! Every decision the scheduler makes (send the next request, wait for it, wait for a free
+//! slot, give up on what the end of the attack left unsent, stop) is a pure function of
+//! the time and the number of requests in flight, both passed in. The async loop in
+//! `thread.rs` only carries decisions out (sleeps, hands a job to a slot, counts), so the
+//! scheduling rules are tested here as tables of numbers, without a clock.
+
+use barrage_plan::Pacer;
+use std::time::Duration;
+
+/// What the scheduler does next. Times are offsets from the run's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Send request `index` of the run's schedule now; it was due at `intended`. The
+    /// scheduler may itself be a little behind (`intended` < now), but no slot shortage
+    /// delayed it.
+    Due {
+        /// Number of the request in the whole run's schedule (all threads).
+        index: u64,
+        /// When it should have started.
+        intended: Duration,
+    },
+    /// Send request `index` now, late because every slot was busy: since the scheduler last
+    /// had to wait for a slot it has not caught up with the schedule, so even a request
+    /// that finds a slot free at once (slots freed together) starts late because of the
+    /// bound. Its latency still counts from `intended`.
+    Late {
+        /// Number of the request in the whole run's schedule.
+        index: u64,
+        /// When it should have started.
+        intended: Duration,
+        /// How late it starts.
+        late_by: Duration,
+    },
+    /// Nothing is due before `until`: sleep until then.
+    Wait {
+        /// When the next request is due.
+        until: Duration,
+    },
+    /// A request is due but every slot is busy: wait for one to free up, or for the end
+    /// of the attack, then ask again.
+    Bound,
+    /// The attack ended with `count` requests of this thread's share still unsent that
+    /// were due before the end (every slot stayed busy, or the thread could not keep up):
+    /// count them as dropped; they are never sent. [`Decision::Done`] follows.
+    Dropped {
+        /// How many.
+        count: u64,
+    },
+    /// The attack is over: nothing more is sent. It ended at `attack_end`.
+    Done {
+        /// When the attack ended.
+        attack_end: Duration,
+    },
+}
+
+/// The open-loop schedule of one engine thread: requests `first`, `first + step`, ... of
+/// the run's [`Pacer`] schedule, so the threads together follow it exactly.
+#[derive(Clone, Debug)]
+pub struct Schedule<'p> {
+    pacer: &'p Pacer,
+    /// The next request of this thread's share.
+    next: u64,
+    /// Distance between two requests of this thread (the number of threads).
+    step: u64,
+    /// Slots: at most this many requests in flight.
+    bound: usize,
+    /// End of the attack, if it ends by time (`--duration`, or the last step).
+    limit: Option<Duration>,
+    /// Number of requests of the whole run (`-n`), if it ends by count.
+    total: Option<u64>,
+    /// Waited for a slot and not yet caught up with the schedule since.
+    behind: bool,
+    /// Every slot was busy at least once when a request was due.
+    bound_reached: bool,
+    /// Set once the attack is over.
+    ended: Option<Duration>,
+}
+
+impl<'p> Schedule<'p> {
+    /// Thread `thread` of `threads` following `pacer`, with `bound` slots (at least one),
+    /// until `limit` or after `total` requests of the whole run, whichever comes first.
+    pub fn new(
+        pacer: &'p Pacer,
+        thread: usize,
+        threads: usize,
+        bound: usize,
+        limit: Option<Duration>,
+        total: Option<u64>,
+    ) -> Self {
+        Schedule {
+            pacer,
+            next: thread as u64,
+            step: threads.max(1) as u64,
+            bound: bound.max(1),
+            limit,
+            total,
+            behind: false,
+            bound_reached: false,
+            ended: None,
+        }
+    }
+
+    /// What to do at `now` with `in_flight` requests of this thread in flight. A returned
+    /// [`Decision::Due`] or [`Decision::Late`] is taken as sent (the caller has a free slot:
+    /// `in_flight` was below the bound), and [`Decision::Dropped`] as counted.
+    pub fn next(&mut self, now: Duration, in_flight: usize) -> Decision {
+        if let Some(attack_end) = self.ended {
+            return Decision::Done { attack_end };
+        }
+        let k = self.next;
+        let due = match self.pacer.due(k) {
+            Some(d) if self.total.is_none_or(|n| k < n) => d,
+            // Count reached or schedule over: the attack ends when the next request of the
+            // whole schedule would have started.
+            _ => {
+                let end = self.total.and_then(|n| self.pacer.due(n)).or(self.limit).unwrap_or(now);
+                return self.end(end);
+            }
+        };
+        let Some(limit) = self.limit else { return self.send_or_wait(k, due, now, in_flight) };
+        if due >= limit {
+            return self.end(limit);
+        }
+        if now >= limit {
+            // Due before the end but not started by then. Nothing starts after the end,
+            // so the attack ends on time however far behind the thread is.
+            let count = self.due_before(limit);
+            self.end(limit);
+            return Decision::Dropped { count };
+        }
+        self.send_or_wait(k, due, now, in_flight)
+    }
+
+    /// Whether every slot was busy at least once when a request was due.
+    pub fn bound_reached(&self) -> bool {
+        self.bound_reached
+    }
+
+    fn send_or_wait(&mut self, k: u64, due: Duration, now: Duration, in_flight: usize) -> Decision {
+        if due > now {
+            // Caught up with the schedule: what follows is on time again.
+            self.behind = false;
+            return Decision::Wait { until: due };
+        }
+        if in_flight >= self.bound {
+            self.behind = true;
+            self.bound_reached = true;
+            return Decision::Bound;
+        }
+        self.next += self.step;
+        if self.behind {
+            Decision::Late { index: k, intended: due, late_by: now - due }
+        } else {
+            Decision::Due { index: k, intended: due }
+        }
+    }
+
+    fn end(&mut self, attack_end: Duration) -> Decision {
+        self.ended = Some(attack_end);
+        Decision::Done { attack_end }
+    }
+
+    /// How many requests of this thread's share, from the next one on, are due before
+    /// `limit` (and within the count). Found by bisection, since `due` grows with the
+    /// request number: a very high rate must not cost one step per request.
+    fn due_before(&self, limit: Duration) -> u64 {
+        let counts = |j: u64| {
+            let Some(k) = j.checked_mul(self.step).and_then(|d| self.next.checked_add(d)) else { return false };
+            self.total.is_none_or(|n| k < n) && self.pacer.due(k).is_some_and(|d| d < limit)
+        };
+        if !counts(0) {
+            return 0;
+        }
+        // counts(lo) holds and counts(hi) does not: grow hi, then halve the gap.
+        let (mut lo, mut hi) = (0u64, 1u64);
+        while counts(hi) {
+            lo = hi;
+            hi = hi.saturating_mul(2);
+            if hi == u64::MAX {
+                break;
+            }
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if counts(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Decision::*;
+
+    const fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    const fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    /// Asks the schedule at each `(now, in_flight)` and checks each decision in turn.
+    fn check(s: &mut Schedule<'_>, table: &[(Duration, usize, Decision)]) {
+        for (row, &(now, in_flight, want)) in table.iter().enumerate() {
+            assert_eq!(s.next(now, in_flight), want, "row {row}: now {now:?}, {in_flight} in flight");
+        }
+    }
+
+    /// Runs the schedule against an ideal clock (each request answered at once, no sleep
+    /// overshoot) and returns the intended starts of what it sent and the decision that
+    /// ended it; bounded, so a schedule that never ends fails instead of hanging.
+    fn follow(s: &mut Schedule<'_>) -> (Vec<Duration>, u64, Duration) {
+        let (mut now, mut sent, mut dropped) = (Duration::ZERO, Vec::new(), 0);
+        for _ in 0..1_000_000 {
+            match s.next(now, 0) {
+                Due { intended, .. } => sent.push(intended),
+                Late { .. } | Bound => panic!("nothing is in flight"),
+                Wait { until } => now = until,
+                Dropped { count } => dropped += count,
+                Done { attack_end } => return (sent, dropped, attack_end),
+            }
+        }
+        panic!("the schedule did not end");
+    }
+
+    #[test]
+    fn constant_rate() {
+        let p = Pacer::Constant { rate: 1000.0 };
+        let mut s = Schedule::new(&p, 0, 1, 4, Some(ms(3)), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (ms(0), 1, Wait { until: ms(1) }),
+                // The sleep overshot a little: sent at once, on time as far as slots go.
+                (us(1_040), 1, Due { index: 1, intended: ms(1) }),
+                (us(1_040), 2, Wait { until: ms(2) }),
+                (ms(2), 0, Due { index: 2, intended: ms(2) }),
+                // Request 3 would start at the end of the attack: it ends, on time.
+                (ms(2), 1, Done { attack_end: ms(3) }),
+                (ms(9), 0, Done { attack_end: ms(3) }),
+            ],
+        );
+        assert!(!s.bound_reached());
+        let (sent, dropped, end) = follow(&mut Schedule::new(&p, 0, 1, 4, Some(ms(1_000)), None));
+        assert_eq!((sent.len(), dropped, end), (1_000, 0, ms(1_000)));
+    }
+
+    #[test]
+    fn threads_share_the_schedule() {
+        // Thread 1 of 3 sends requests 1, 4, 7 of the whole run's schedule.
+        let p = Pacer::Constant { rate: 1000.0 };
+        let mut s = Schedule::new(&p, 1, 3, 4, Some(ms(9)), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Wait { until: ms(1) }),
+                (ms(1), 0, Due { index: 1, intended: ms(1) }),
+                (ms(1), 1, Wait { until: ms(4) }),
+                (ms(4), 1, Due { index: 4, intended: ms(4) }),
+                (ms(4), 1, Wait { until: ms(7) }),
+                (ms(7), 0, Due { index: 7, intended: ms(7) }),
+                (ms(7), 1, Done { attack_end: ms(9) }),
+            ],
+        );
+    }
+
+    #[test]
+    fn ramp() {
+        // 1000 → 3000/s over 1 s: (1000 + 3000) / 2 = 2000 requests, closer and closer.
+        let p = Pacer::Ramp { from: 1000.0, to: 3000.0, over: ms(1_000) };
+        let mut s = Schedule::new(&p, 0, 1, 4, Some(ms(1_000)), None);
+        let (sent, dropped, end) = follow(&mut s);
+        assert_eq!((sent.len(), dropped, end), (2_000, 0, ms(1_000)));
+        let gap = |i: usize| (sent[i + 1] - sent[i]).as_micros();
+        assert!((995..=1_000).contains(&gap(0)), "first gap {} µs", gap(0));
+        assert!((333..=336).contains(&gap(1_998)), "last gap {} µs", gap(1_998));
+        // Two threads send the same 2000 between them, interleaved.
+        let mut halves = Vec::new();
+        for thread in 0..2 {
+            let (sent, _, end) = follow(&mut Schedule::new(&p, thread, 2, 4, Some(ms(1_000)), None));
+            assert_eq!((sent.len(), end), (1_000, ms(1_000)));
+            halves.extend(sent);
+        }
+        halves.sort();
+        assert_eq!(halves, follow(&mut Schedule::new(&p, 0, 1, 4, Some(ms(1_000)), None)).0);
+    }
+
+    #[test]
+    fn steps() {
+        // 10/s for 100 ms, then 20/s, then 50/s: 1 + 2 + 5 requests; the attack ends with
+        // the last step (the plan's attack limit is the schedule's natural end).
+        let p = Pacer::Steps { rates: vec![10.0, 20.0, 50.0], step: ms(100) };
+        let mut s = Schedule::new(&p, 0, 1, 4, p.natural_end(), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (ms(0), 1, Wait { until: ms(100) }),
+                (ms(100), 0, Due { index: 1, intended: ms(100) }),
+                (ms(100), 1, Wait { until: ms(150) }),
+                (ms(150), 1, Due { index: 2, intended: ms(150) }),
+                (ms(150), 2, Wait { until: ms(200) }),
+                (ms(200), 0, Due { index: 3, intended: ms(200) }),
+            ],
+        );
+        let (sent, dropped, end) = follow(&mut s);
+        assert_eq!(sent, [ms(220), ms(240), ms(260), ms(280)]);
+        assert_eq!((dropped, end), (0, ms(300)));
+    }
+
+    #[test]
+    fn bound_reached_then_freed() {
+        // 1000/s on 2 slots whose requests take longer than 2 ms.
+        let p = Pacer::Constant { rate: 1000.0 };
+        let mut s = Schedule::new(&p, 0, 1, 2, Some(ms(100)), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (ms(0), 1, Wait { until: ms(1) }),
+                (ms(1), 1, Due { index: 1, intended: ms(1) }),
+                (ms(1), 2, Wait { until: ms(2) }),
+                // Both slots busy when request 2 is due.
+                (ms(2), 2, Bound),
+                (us(2_500), 2, Bound),
+                // A slot frees up: request 2 starts late, its intended start kept.
+                (us(3_500), 1, Late { index: 2, intended: ms(2), late_by: us(1_500) }),
+                (us(3_500), 2, Bound),
+                // Two slots free up together: request 3 finds one at once, but the
+                // scheduler has not caught up since it waited, so it is late too.
+                (us(3_600), 0, Late { index: 3, intended: ms(3), late_by: us(600) }),
+                // Caught up: request 4 is in the future, and on time again.
+                (us(3_600), 1, Wait { until: ms(4) }),
+                (ms(4), 1, Due { index: 4, intended: ms(4) }),
+                (ms(4), 2, Wait { until: ms(5) }),
+            ],
+        );
+        assert!(s.bound_reached());
+    }
+
+    #[test]
+    fn end_of_the_attack_with_requests_still_due() {
+        // 1000/s for 10 ms on one slot that never frees up after the first request.
+        let p = Pacer::Constant { rate: 1000.0 };
+        let mut s = Schedule::new(&p, 0, 1, 1, Some(ms(10)), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (ms(0), 1, Wait { until: ms(1) }),
+                (ms(1), 1, Bound),
+                // The wait for a slot ends with the attack: requests 1..=9 were due before
+                // the end and are never sent; nothing is due after.
+                (ms(10), 1, Dropped { count: 9 }),
+                (ms(10), 0, Done { attack_end: ms(10) }),
+                (ms(11), 0, Done { attack_end: ms(10) }),
+            ],
+        );
+        // A thread that fell behind with slots free stops at the end all the same.
+        let mut s = Schedule::new(&p, 0, 1, 64, Some(ms(10)), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (us(9_999), 1, Due { index: 1, intended: ms(1) }),
+                (ms(12), 2, Dropped { count: 8 }),
+                (ms(12), 2, Done { attack_end: ms(10) }),
+            ],
+        );
+        // Thread 2 of 3 had requests 2, 5, 8 due before the end.
+        let mut s = Schedule::new(&p, 2, 3, 1, Some(ms(10)), None);
+        check(&mut s, &[(ms(10), 0, Dropped { count: 3 }), (ms(10), 0, Done { attack_end: ms(10) })]);
+        // Nothing left before the end: nothing dropped.
+        let mut s = Schedule::new(&p, 0, 1, 1, Some(us(500)), None);
+        check(&mut s, &[(ms(0), 0, Due { index: 0, intended: ms(0) }), (ms(1), 0, Done { attack_end: us(500) })]);
+    }
+
+    #[test]
+    fn very_high_rate_counts_dropped_requests_in_bulk() {
+        // A billion requests per second for a second: what was not sent is counted by
+        // bisection (a step per request would take seconds here).
+        let p = Pacer::Constant { rate: 1e9 };
+        let mut s = Schedule::new(&p, 0, 1, 1, Some(ms(1_000)), None);
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (us(1), 1, Bound),
+                (ms(1_000), 1, Dropped { count: 999_999_999 }),
+                (ms(1_000), 0, Done { attack_end: ms(1_000) }),
+            ],
+        );
+        // Threads split the count exactly: thread 1 of 3 owns 1, 4, ..., 999_999_997.
+        let mut s = Schedule::new(&p, 1, 3, 1, Some(ms(1_000)), None);
+        check(&mut s, &[(ms(2_000), 0, Dropped { count: 333_333_333 })]);
+        // Nor do 1e15 (a billion per second for a million seconds).
+        let end = Duration::from_secs(1_000_000);
+        let mut s = Schedule::new(&p, 0, 1, 1, Some(end), None);
+        check(&mut s, &[(end, 0, Dropped { count: 1_000_000_000_000_000 })]);
+    }
+
+    #[test]
+    fn request_count() {
+        // -n 5 at 10/s over two threads: thread 0 sends 0, 2, 4; thread 1 sends 1, 3. Both
+        // end the attack when request 5 would have started.
+        let p = Pacer::Constant { rate: 10.0 };
+        let mut s = Schedule::new(&p, 0, 2, 4, None, Some(5));
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (ms(0), 1, Wait { until: ms(200) }),
+                (ms(200), 0, Due { index: 2, intended: ms(200) }),
+                (ms(200), 1, Wait { until: ms(400) }),
+                (ms(400), 0, Due { index: 4, intended: ms(400) }),
+                (ms(400), 1, Done { attack_end: ms(500) }),
+            ],
+        );
+        let mut s = Schedule::new(&p, 1, 2, 4, None, Some(5));
+        let (sent, dropped, end) = follow(&mut s);
+        assert_eq!((sent, dropped, end), (vec![ms(100), ms(300)], 0, ms(500)));
+        // The count also bounds what the end of the attack drops: requests 1 and 2 only.
+        let mut s = Schedule::new(&p, 0, 1, 1, Some(ms(1_000)), Some(3));
+        check(
+            &mut s,
+            &[
+                (ms(0), 0, Due { index: 0, intended: ms(0) }),
+                (ms(100), 1, Bound),
+                (ms(1_000), 1, Dropped { count: 2 }),
+                (ms(1_000), 1, Done { attack_end: ms(1_000) }),
+            ],
+        );
+        // Without a limit, a bound only ever waits.
+        let mut s = Schedule::new(&p, 0, 1, 1, None, Some(3));
+        check(&mut s, &[(ms(0), 0, Due { index: 0, intended: ms(0) }), (ms(5_000), 1, Bound)]);
+    }
+}
