@@ -27,11 +27,11 @@ fn number(v: &prometheus_parse::Value) -> f64 {
     }
 }
 
-#[test]
-fn the_metrics_endpoint_is_scraped_while_the_run_goes() {
-    let server = origin(ServeConfig::default());
+/// `barrage ARGS --metrics-addr 127.0.0.1:0`, and the address it says it serves on.
+pub fn with_metrics(args: &[&str]) -> (std::process::Child, String) {
     let mut child = barrage()
-        .args(["run", "--rate", "200", "-d", "4s", &server.url(), "--metrics-addr", "127.0.0.1:0"])
+        .args(args)
+        .args(["--metrics-addr", "127.0.0.1:0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -39,12 +39,17 @@ fn the_metrics_endpoint_is_scraped_while_the_run_goes() {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("metrics on http://")
-        .and_then(|l| l.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let addr = line.trim().strip_prefix("metrics on http://").and_then(|l| l.strip_suffix("/metrics"));
+    let addr = addr.unwrap_or_else(|| panic!("{line}")).to_string();
+    // The rest of stderr is not read: keep the pipe from filling.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, addr)
+}
+
+#[test]
+fn the_metrics_endpoint_is_scraped_while_the_run_goes() {
+    let server = origin(ServeConfig::default());
+    let (mut child, addr) = with_metrics(&["run", "--rate", "200", "-d", "4s", &server.url()]);
     // Scrape until a closed interval shows up (bounded), then once more a second later.
     let deadline = Instant::now() + Duration::from_secs(10);
     let first = loop {

@@ -291,17 +291,7 @@ fn every_study_table_has_the_watched_servers_cpu_and_peak_memory() {
 #[test]
 fn a_sweep_serves_its_metrics_across_levels_and_names_the_running_one() {
     let server = origin(ServeConfig::default());
-    let mut child = barrage()
-        .args(["sweep", &server.url(), "-c", "1,2", "--step", "2s", "--metrics-addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr =
-        line.trim().strip_prefix("metrics on http://").and_then(|l| l.strip_suffix("/metrics")).unwrap().to_string();
+    let (mut child, addr) = crate::live::with_metrics(&["sweep", &server.url(), "-c", "1,2", "--step", "2s"]);
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let (_, body) = crate::live::scrape(&addr);
