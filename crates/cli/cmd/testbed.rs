@@ -21,7 +21,8 @@ pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
         }
         TestbedCommand::Stop(a) => control(&dir(&a.dir), "stop", &a.name),
         TestbedCommand::Start(a) => control(&dir(&a.dir), "start", &a.name),
-        TestbedCommand::Bench(_) => unreachable!("dispatched with the signal handler in main"),
+        // `main` runs bench itself, with the signal handler.
+        TestbedCommand::Bench(_) => anyhow::bail!("testbed bench is dispatched by main"),
         TestbedCommand::Supervise(a) => supervise(&a.dir, &a.options),
     }
 }
