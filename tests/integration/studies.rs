@@ -150,6 +150,9 @@ fn sweep_with_phases_prints_a_row_per_level_and_phase() {
         [("1 workers", "fill"), ("1 workers", "measure"), ("2 workers", "fill"), ("2 workers", "measure")]
     );
     assert_eq!(rows[0]["hit_ratio"], 0.0, "fill meets new objects");
+    // Each level draws its own new objects: the second level's fill is not warmed by the
+    // first level's runs (the origin labels a path's first GET a miss).
+    assert_eq!(rows[2]["hit_ratio"], 0.0, "a new level meets new objects: {}", rows[2]);
     // Measure replays fill's stream: its first requests are exactly fill's objects, all hits;
     // a timed phase that got further than fill meets new ones after that.
     let count = |r: &Value| r["requests"].as_f64().unwrap();
@@ -302,4 +305,26 @@ fn a_sweep_serves_its_metrics_across_levels_and_names_the_running_one() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn new_objects_are_new_for_another_seed() {
+    let server = origin(ServeConfig { cache_headers: Some(CacheStyle::Varnish), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/obj/{{id}}", server.url());
+    let hit_ratio = |seed: u64| {
+        let mut p = plan(&url, closed(2));
+        p.requests = Some(300);
+        p.duration = None;
+        p.objects = Some(1 << 30);
+        p.hit_ratio = Some(0.0);
+        p.seed = seed;
+        let s = crate::util::run_in(dir.path(), &format!("s{seed}"), p).1;
+        s.cache.unwrap().hit_ratio
+    };
+    assert_eq!(hit_ratio(5), 0.0);
+    assert_eq!(hit_ratio(6), 0.0, "--seed 6 after --seed 5 asks for other objects");
+    // The same seed asks for the same ones again (all of them, but for the few a worker
+    // sent beyond its share of the first run: -n is shared by workers as they finish).
+    assert!(hit_ratio(5) >= 0.95, "the same seed asks for the same ones again");
 }

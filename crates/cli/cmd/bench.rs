@@ -46,8 +46,10 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
     let mut views = Views::start(&LiveArgs { tui: false, metrics_addr: None }, &stop, true)?;
     let mut runner = Runner::new("bench", stop, &mut views);
     runner.plan_runs(cases.len());
-    for (label, url, unique) in cases {
-        let job = job(&label, &url, unique, &a, &state)?;
+    for (i, (label, url, unique)) in cases.into_iter().enumerate() {
+        let mut job = job(&label, &url, unique, &a, &state)?;
+        // Each front its own new objects: the HTTPS misses row must not hit what HTTP cached.
+        job.plan.seed = barrage_plan::derive_seed(job.plan.seed, &[i as u64]);
         let Some(done) = runner.run(&job)? else { break };
         runner.note(&format!("{label}: {:.0}/s ok", done.summary.throughput_per_sec));
         table.rows.push(StudyRow::new(vec![label], vec![done.summary]));

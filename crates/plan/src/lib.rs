@@ -28,7 +28,7 @@ pub mod units;
 pub use body::{BodySource, FormField};
 pub use cache::{CacheRule, CacheRules, CacheStatus};
 pub use pacer::Pacer;
-pub use pick::{Pick, Picker};
+pub use pick::{derive_seed, Pick, Picker};
 pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};
 pub use retry::{Backoff, RetryOn, RetryPolicy};
 pub use targets::TargetError;

@@ -44,6 +44,21 @@ impl FromStr for Pick {
     }
 }
 
+/// SplitMix64's output function: a well-mixed 64-bit value of `x`.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seed of one run of a study: `seed` mixed with the run's place in it (a level's, a
+/// probe's or a case's and repeat's number), so that runs of one study draw different
+/// request streams (and, with `--hit-ratio`, different new objects).
+pub fn derive_seed(seed: u64, place: &[u64]) -> u64 {
+    place.iter().fold(splitmix64(seed), |acc, p| splitmix64(acc ^ p.wrapping_add(1)))
+}
+
 /// How many earlier picks a hit-ratio client remembers; bounds memory on long runs.
 const HISTORY: usize = 1 << 16;
 
@@ -86,8 +101,18 @@ impl Picker {
             Pick::Zipf(s) => Some(Zipf::new(size, *s).expect("size ≥ 1 and a positive exponent")),
             _ => None,
         };
-        let repeats =
-            hit_ratio.map(|ratio| Repeats { ratio, history: Vec::new(), pos: 0, next_new: client, stride: clients });
+        // New targets start at a place that depends on the seed: two runs with different
+        // seeds (two levels, cases or repeats of a study) ask for different new objects, so
+        // the second does not hit what the first one cached. The start is a multiple of
+        // the client count, so clients keep disjoint new targets.
+        let first = splitmix64(seed) % (size / clients).max(1) * clients;
+        let repeats = hit_ratio.map(|ratio| Repeats {
+            ratio,
+            history: Vec::new(),
+            pos: 0,
+            next_new: first + client,
+            stride: clients,
+        });
         Picker { pick: pick.clone(), size, rng, zipf, next: client % size, stride: 1, repeats }
     }
 
@@ -198,6 +223,22 @@ mod tests {
         }
     }
 
+    /// New targets depend on the seed: two seeds never ask for the same new object (over a
+    /// large space), one seed asks for the same ones again (phases replay on purpose).
+    #[test]
+    fn new_targets_depend_on_the_seed() {
+        let new = |seed: u64, client: u64| -> HashSet<u64> {
+            let mut p = Picker::new(&Pick::Random, 1 << 40, seed, client, 2, Some(0.0));
+            (0..5_000).map(|_| p.next_index()).collect()
+        };
+        assert!(new(5, 0).is_disjoint(&new(6, 0)), "--seed 5 then --seed 6 meet new objects");
+        assert_eq!(new(5, 0), new(5, 0));
+        assert!(new(5, 0).is_disjoint(&new(5, 1)), "clients of one run stay apart");
+        let (a, b) = (derive_seed(1, &[0]), derive_seed(1, &[1]));
+        assert!(a != b && a != 1 && derive_seed(1, &[0, 1]) != derive_seed(1, &[1, 0]));
+        assert!(new(a, 0).is_disjoint(&new(b, 0)), "two levels of a study");
+    }
+
     /// Over 20,000 requests the fraction repeating an earlier target of the same client is
     /// the hit ratio ± 2 %, and clients never share new targets.
     #[test]
@@ -208,7 +249,8 @@ mod tests {
             let repeats = (0..20_000).filter(|_| !seen.insert(p.next_index())).count();
             let measured = repeats as f64 / 20_000.0;
             assert!((measured - ratio).abs() <= 0.02, "asked {ratio}, measured {measured}");
-            assert!(seen.iter().all(|id| id % 4 == 1), "client 1 of 4 only draws its own new ids");
+            let class = *seen.iter().next().unwrap() % 4;
+            assert!(seen.iter().all(|id| id % 4 == class), "client 1 of 4 only draws its own new ids");
         }
     }
 }

@@ -242,7 +242,7 @@ impl Experiment<'_> {
             };
             let built = build(c, &bed).map_err(|m| StudyError::Plan(format!("case {}: {m}", case.id)))?;
             runner.note(&format!("[{}/{total}] {} repeat {repeat}: {}", n + 1, case.id, levels_text(case)));
-            if !self.run_repeat(case, repeat, &built, runner)? {
+            if !self.run_repeat(c, repeat, &built, runner)? {
                 finished = false;
                 break;
             }
@@ -286,16 +286,25 @@ impl Experiment<'_> {
     /// One repeat: a warm-up, then each phase with its background load. Files appear under
     /// their final names only once complete; an interrupted run stays `.part`, so
     /// `--resume` redoes it. False when the study was stopped.
-    fn run_repeat(&self, case: &CaseSpec, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
+    fn run_repeat(&self, c: usize, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
+        let case = &self.cases[c];
+        // Each case, repeat, warm-up and background load draws its own request stream, so a
+        // "miss" case meets objects no earlier run cached; the phases of a repeat share one.
+        let stream = |j: &Job, role: u64| {
+            let mut j = j.clone();
+            j.plan.seed = barrage_plan::derive_seed(j.plan.seed, &[c as u64, u64::from(repeat), role]);
+            j
+        };
+        let (main_job, bg_job) = (stream(&built.main, 0), built.background.as_ref().map(|b| stream(b, 1)));
         if let Some(w) = self.warmup {
-            let warm = |j: &Job| {
-                let mut j = j.clone();
+            let warm = |j: &Job, role: u64| {
+                let mut j = stream(j, role);
                 j.plan.duration = Some(w);
                 j.plan.requests = None;
                 j
             };
-            let main = warm(&built.main).label("case", case.id.as_str()).label("warmup", repeat.to_string());
-            let bg = built.background.as_ref().map(|b| warm(b).label("case", case.id.as_str()));
+            let main = warm(&built.main, 2).label("case", case.id.as_str()).label("warmup", repeat.to_string());
+            let bg = built.background.as_ref().map(|b| warm(b, 3).label("case", case.id.as_str()));
             let (m, _) = self.pair(runner, main, bg)?;
             if m.is_none_or(|d| d.interrupted) {
                 return Ok(false);
@@ -304,12 +313,12 @@ impl Experiment<'_> {
         for phase in Self::phases(case) {
             let file = self.dir.file(&case.id, repeat, phase, Role::Measured);
             let bg_file = self.dir.file(&case.id, repeat, phase, Role::Background);
-            let mut main = built.main.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
+            let mut main = main_job.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
             if let Some(p) = phase {
                 main = main.label("phase", p);
             }
             main.output = Some(StudyDir::part(&file));
-            let bg = built.background.as_ref().map(|b| {
+            let bg = bg_job.as_ref().map(|b| {
                 let mut b = b.clone().label("case", case.id.as_str()).label("role", "background");
                 b.output = Some(StudyDir::part(&bg_file));
                 b

@@ -107,6 +107,9 @@ impl Sweep {
                 let mut labels = Vec::new();
                 if let Some(l) = level {
                     job.plan = l.apply(&self.base.plan, self.step);
+                    // Each level its own request stream (new objects are new at every
+                    // level); its phases share it.
+                    job.plan.seed = barrage_plan::derive_seed(self.base.plan.seed, &[i as u64]);
                     job = job.label("level", l.label());
                     parts.push(format!("level-{:02}-{}", i + 1, l.file_label()));
                     labels.push(l.label());
