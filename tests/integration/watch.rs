@@ -29,7 +29,11 @@ fn at_commands_are_events_in_the_results_file_with_their_exit() {
     let at = events[0]["at_s"].as_f64().unwrap();
     assert!((0.5..0.7).contains(&at), "started at {at} s");
     assert_eq!(events[1]["exit"].as_i64(), Some(0));
-    assert_eq!(events[0]["recovery_s"].as_f64(), Some(0.0), "nothing changed: {}", events[0]);
+    // The command did nothing to the server: no errors around it. (Its fork may still slow
+    // one tenth of a second on a busy machine, which the analysis rightly reports as a
+    // latency burst; the unit tests of the analysis pin its rules down.)
+    assert_eq!(events[0]["burst_errors"], 0, "{}", events[0]);
+    assert_eq!(events[0]["before"]["error_ratio"], 0.0, "{}", events[0]);
     // The test process itself was watched by PID; barrage and the machine always are.
     let names: Vec<&str> = s["processes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, [std::process::id().to_string().as_str(), "barrage"]);
