@@ -167,11 +167,13 @@ fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
     let dir = bed.dir().display().to_string();
     let stop = format!("{exe} testbed stop origin-2 --dir {dir}");
     let start = format!("{exe} testbed start origin-2 --dir {dir}");
+    // Three seconds down: a burst that ends within a second still leaves the one-second
+    // bridge before the restart, so a slow tick on a busy machine cannot join the two.
     let s = run_json(&[
         "--rate",
         "400",
         "-d",
-        "6s",
+        "7s",
         &bed.url("haproxy-lb"),
         "--testbed",
         &dir,
@@ -179,7 +181,7 @@ fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
         "2s",
         &stop,
         "--at",
-        "4s",
+        "5s",
         &start,
     ]);
     let events = s["events"].as_array().unwrap();
