@@ -290,7 +290,7 @@ impl Experiment {
 
 /// A case's settings as `run` flags: `url` values are the targets (last), `true` is a bare
 /// flag, `false` leaves it out, a list repeats the flag.
-pub fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
+fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
     let mut urls = Vec::new();
     let mut flags = Vec::new();
     for (key, value) in settings {
@@ -327,7 +327,7 @@ pub fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
 
 /// Takes `testbed` and `testbed-tls` out of a case's settings: the topology's name and
 /// whether it serves HTTPS.
-pub fn take_testbed(settings: &mut Settings) -> Result<Option<(String, bool)>, String> {
+fn take_testbed(settings: &mut Settings) -> Result<Option<(String, bool)>, String> {
     let tls = match settings.remove("testbed-tls") {
         None | Some(toml::Value::Boolean(false)) => false,
         Some(toml::Value::Boolean(true)) => true,
@@ -341,7 +341,7 @@ pub fn take_testbed(settings: &mut Settings) -> Result<Option<(String, bool)>, S
 }
 
 /// Takes `phases` out of a case's settings: a list of names, or one comma-separated text.
-pub fn take_phases(settings: &mut Settings) -> Result<Vec<String>, String> {
+fn take_phases(settings: &mut Settings) -> Result<Vec<String>, String> {
     let names = match settings.remove("phases") {
         None => return Ok(Vec::new()),
         Some(toml::Value::String(s)) => s.split(',').map(|p| p.trim().to_string()).collect::<Vec<_>>(),

@@ -452,7 +452,7 @@ fn same_except(a: &CaseSpec, b: &CaseSpec, factor: &str) -> bool {
 }
 
 /// `protocol=https, cache=hit`.
-pub fn levels_text(case: &CaseSpec) -> String {
+fn levels_text(case: &CaseSpec) -> String {
     case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect::<Vec<_>>().join(", ")
 }
 
