@@ -79,3 +79,137 @@ fn upload_throughput_is_reported() {
     let bad = barrage().args(["run", "-n", "1", "--body-size", "2g", &o.url()]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// The head and body of each request `cap` received, by request line.
+fn captured(cap: &CaptureServer, n: usize) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = (0..n)
+        .map(|_| {
+            let req = cap.next_raw();
+            let end = req.windows(4).position(|w| w == b"\r\n\r\n").expect("a request head");
+            (String::from_utf8_lossy(&req[..end]).to_ascii_lowercase(), req[end + 4..].to_vec())
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn form_with_targets_goes_only_to_targets_that_take_a_body() {
+    // What each request carried, as the server received it: a GET takes no form, a POST
+    // without a body of its own takes it, a PUT with its own body keeps that body.
+    let cap = CaptureServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("own.txt"), b"own body").unwrap();
+    let targets = dir.path().join("targets.txt");
+    let a = cap.addr;
+    std::fs::write(&targets, format!("GET http://{a}/a\n\nPOST http://{a}/b\n\nPUT http://{a}/c\n@own.txt\n")).unwrap();
+    let out = barrage()
+        .args(["run", "-c", "1", "-n", "3", "--form", "field=value"])
+        .args(["--targets", targets.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reqs = captured(&cap, 3);
+    let (get, post, put) = (&reqs[0], &reqs[1], &reqs[2]);
+    assert!(get.0.starts_with("get /a "), "{}", get.0);
+    assert!(!get.0.contains("content-length") && !get.0.contains("content-type"), "GET head: {}", get.0);
+    assert!(get.1.is_empty(), "GET body: {:?}", String::from_utf8_lossy(&get.1));
+    assert!(post.0.starts_with("post /b ") && post.0.contains("content-type: multipart/form-data; boundary="));
+    assert!(String::from_utf8_lossy(&post.1).contains("name=\"field\"\r\n\r\nvalue\r\n"), "{:?}", post.1);
+    assert!(put.0.starts_with("put /c ") && !put.0.contains("multipart"), "PUT head: {}", put.0);
+    assert_eq!(put.1, b"own body");
+}
+
+#[test]
+fn a_body_no_target_can_take_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let targets = dir.path().join("gets.txt");
+    std::fs::write(&targets, "GET http://127.0.0.1:1/a\n\nPOST http://127.0.0.1:1/b\n@gets.txt\n").unwrap();
+    for flag in [["--form", "a=1"], ["--body", "x"], ["--body-size", "1k"]] {
+        let out = barrage()
+            .args(["run", "-n", "1"])
+            .args(flag)
+            .args(["--targets", targets.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {err}");
+        assert!(err.contains(flag[0]) && err.contains("gets.txt") && err.lines().count() == 1, "{flag:?}: {err}");
+    }
+}
+
+#[test]
+fn form_fields_from_files_as_curl() {
+    // curl -F: `<file` is the file's content as a text field (no file name), `@file` a file
+    // upload whose name and type can be set; the origin's parser reports what arrived.
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.md");
+    std::fs::write(&notes, "first line\nsecond; line\n").unwrap();
+    let data = dir.path().join("data.bin");
+    let bytes: Vec<u8> = (0..3000u32).map(|i| (i * 13 % 256) as u8).collect();
+    std::fs::write(&data, &bytes).unwrap();
+    let out = barrage()
+        .args(["run", "-n", "1", "-c", "1"])
+        .args(["--form", &format!("note=<{}", notes.display())])
+        .args(["--form", &format!("doc=@{};type=text/csv;filename=report.csv", data.display())])
+        .args(["--form", &format!("raw=@{}", data.display())])
+        .args(["--form", "plain=a value"])
+        .arg(format!("{}/_barrage/multipart", o.url()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let parts: serde_json::Value = serde_json::from_str(&http_get(o.addr(), "/_barrage/multipart/last")).unwrap();
+    let parts = parts.as_array().unwrap();
+    assert_eq!(parts.len(), 4, "{parts:?}");
+    let note = &parts[0];
+    assert_eq!(
+        (&note["name"], &note["filename"], &note["content_type"]),
+        (&"note".into(), &None::<()>.into(), &None::<()>.into()),
+        "{note}"
+    );
+    assert_eq!(
+        (note["len"].as_u64(), note["crc32"].as_u64()),
+        (Some(24), Some(crc32fast::hash(b"first line\nsecond; line\n").into()))
+    );
+    let doc = &parts[1];
+    assert_eq!(
+        (doc["filename"].as_str(), doc["content_type"].as_str()),
+        (Some("report.csv"), Some("text/csv")),
+        "{doc}"
+    );
+    assert_eq!(doc["crc32"].as_u64(), Some(crc32fast::hash(&bytes).into()));
+    let raw = &parts[2];
+    assert_eq!(
+        (raw["filename"].as_str(), raw["content_type"].as_str()),
+        (Some("data.bin"), Some("application/octet-stream")),
+        "{raw}"
+    );
+    let plain = &parts[3];
+    assert_eq!((plain["filename"].as_str(), plain["len"].as_u64()), (None, Some(7)), "{plain}");
+}
+
+#[test]
+fn body_files_are_bounded() {
+    // A sparse file just over the 1 GiB limit: refused from its size, without reading it.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.bin");
+    std::fs::File::create(&big).unwrap().set_len((1 << 30) + 1).unwrap();
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(&targets, "POST http://127.0.0.1:1/b\n@big.bin\n").unwrap();
+    let big = big.display().to_string();
+    let cases: [&[&str]; 4] = [
+        &["--form", &format!("f=@{big}"), "http://127.0.0.1:1/"],
+        &["--form", &format!("f=<{big}"), "http://127.0.0.1:1/"],
+        &["--body", &format!("@{big}"), "http://127.0.0.1:1/"],
+        &["--targets", targets.to_str().unwrap()],
+    ];
+    for args in cases {
+        let started = std::time::Instant::now();
+        let out = barrage().args(["run", "-n", "1"]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("1 GiB") && err.contains("big.bin"), "{args:?}: {err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{args:?} read the file");
+    }
+}

@@ -409,7 +409,9 @@ pub struct ConnectionArgs {
 /// What each request is (heading: Request).
 #[derive(Args, Debug, Clone)]
 pub struct RequestArgs {
-    /// `# name: NAME` names the next target) or as JSON lines; `-` reads stdin.
+    /// Targets in Vegeta's format (METHOD URL, header lines, @body-file, blank line between;
+    /// `# name: NAME` names the next target) or as JSON lines; `-` reads stdin. --body,
+    /// --body-size and --form go to its POST, PUT and PATCH targets without a body of their own.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "urls_file"], help_heading = "Request")]
     pub targets: Option<String>,
     /// One URL per line (blank lines and # comments skipped).
@@ -448,6 +450,8 @@ pub struct RequestArgs {
     /// A different generated body for each request (4,096 in rotation, no copies).
     #[arg(long, requires = "body_size", help_heading = "Request")]
     pub body_unique: bool,
+    /// A multipart/form-data field, as curl -F: name=value, name=@FILE (an upload),
+    /// name=<FILE (the file's content as a text field), with ;type=MIME and ;filename=NAME
     /// (repeatable).
     #[arg(long = "form", value_name = "FIELD", value_parser = barrage_plan::FormField::parse, help_heading = "Request")]
     pub form: Vec<barrage_plan::FormField>,
@@ -624,12 +628,10 @@ fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
     http::HeaderName::from_bytes(s.trim().as_bytes()).map_err(|_| format!("invalid header name '{s}'"))
 }
 
-/// Largest generated body: it is held in memory once.
-const MAX_BODY_SIZE: u64 = 1 << 30;
-
+/// A size up to the largest body (it is held in memory once).
 fn parse_size(s: &str) -> Result<u64, String> {
     let n = barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())?;
-    if n > MAX_BODY_SIZE {
+    if n > barrage_plan::body::MAX_BODY {
         return Err(format!("'{s}' is over the 1 GiB limit of a generated body"));
     }
     Ok(n)

@@ -2,7 +2,6 @@
 //! beside sending). Every mode builds its base plan here; levels and cases derive from it.
 
 use crate::args::{RequestArgs, RunArgs};
-use anyhow::Context;
 use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
 use barrage_study::Job;
 use std::time::Duration;
@@ -27,28 +26,31 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let r = &a.request;
     let method = method(r)?;
-    let (body, body_unique_len, content_type) = request_body(r)?;
+    let body = request_body(r)?;
     let mut headers = http::HeaderMap::new();
-    if let Some(ct) = content_type {
-        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_str(&ct)?);
-    }
     for h in &r.headers {
-        // A -H Content-Type replaces the one a form brings.
-        if h.0 == http::header::CONTENT_TYPE {
-            headers.remove(http::header::CONTENT_TYPE);
-        }
         headers.append(h.0.clone(), h.1.clone());
     }
     let mut targets = targets(a, &method)?;
+    // A target file gives each target its method: the flags' body goes only where a body
+    // belongs (see `takes_body`), and must go somewhere.
+    let from_file = r.targets.is_some();
+    let mut given = 0;
     for t in &mut targets {
         // Flags add to what a target file says; a file's own body wins.
         for (k, v) in &headers {
             t.headers.append(k.clone(), v.clone());
         }
-        if t.body.is_empty() {
-            t.body = body.clone();
-            t.body_unique_len = body_unique_len;
+        if let Some(body) = body.as_ref().filter(|_| takes_body(t, from_file)) {
+            body.apply(t, headers.contains_key(http::header::CONTENT_TYPE));
+            given += 1;
         }
+    }
+    if let (Some(body), Some(path), 0) = (&body, &r.targets, given) {
+        anyhow::bail!(
+            "{} given, but no target in --targets {path} takes a body: it goes to POST, PUT and PATCH targets without a body of their own",
+            body.flag
+        );
     }
     let l = &a.load;
     let duration = l.duration.map(|d| d.0);
@@ -121,22 +123,60 @@ fn method(a: &RequestArgs) -> anyhow::Result<http::Method> {
     }
 }
 
-/// The body from --body, --body-size or --form: bytes, a unique window, a Content-Type.
-fn request_body(a: &RequestArgs) -> anyhow::Result<(bytes::Bytes, Option<usize>, Option<String>)> {
+/// Whether the flags' body goes to `t`. Without a target file every target has the
+/// method of the flags, so it takes the body (as curl, even with `-X GET`). From a target
+/// file, only a target whose method carries a body (POST, PUT, PATCH) and that has no body
+/// of its own takes it: the file's GETs stay plain GETs (Vegeta's `-body` would give them
+/// the body too, which no server expects of a GET).
+fn takes_body(t: &Target, from_file: bool) -> bool {
+    use http::Method;
+    !from_file || (t.body.is_empty() && matches!(t.method, Method::POST | Method::PUT | Method::PATCH))
+}
+
+/// The body the flags give: from --body, --body-size or --form.
+struct FlagBody {
+    /// The flag it came from, for messages.
+    flag: &'static str,
+    bytes: bytes::Bytes,
+    unique_len: Option<usize>,
+    /// A form's `multipart/form-data; boundary=…`.
+    content_type: Option<http::HeaderValue>,
+}
+
+impl FlagBody {
+    /// Gives `t` this body, and a form's Content-Type with it (replacing the target's own:
+    /// the boundary must match the body) unless `-H Content-Type` was given.
+    fn apply(&self, t: &mut Target, content_type_flag: bool) {
+        t.body = self.bytes.clone();
+        t.body_unique_len = self.unique_len;
+        if let (Some(ct), false) = (&self.content_type, content_type_flag) {
+            t.headers.insert(http::header::CONTENT_TYPE, ct.clone());
+        }
+    }
+}
+
+/// The body from --body, --body-size or --form, if one is given.
+fn request_body(a: &RequestArgs) -> anyhow::Result<Option<FlagBody>> {
     if !a.form.is_empty() {
-        let (bytes, content_type) = barrage_plan::body::multipart(&a.form);
-        return Ok((bytes, None, Some(content_type)));
+        let (bytes, content_type) = barrage_plan::body::multipart(&a.form).map_err(anyhow::Error::msg)?;
+        let content_type = Some(http::HeaderValue::from_str(&content_type)?);
+        return Ok(Some(FlagBody { flag: "--form", bytes, unique_len: None, content_type }));
     }
     if let Some(size) = a.body_size {
         let src = barrage_plan::BodySource::generated(size as usize, a.body_pattern.as_deref(), a.body_unique, a.seed);
-        return Ok((src.bytes, src.unique_len, None));
+        return Ok(Some(FlagBody {
+            flag: "--body-size",
+            bytes: src.bytes,
+            unique_len: src.unique_len,
+            content_type: None,
+        }));
     }
-    let body = match a.body.as_deref() {
-        None => bytes::Bytes::new(),
-        Some(s) => match s.strip_prefix('@') {
-            Some(path) => std::fs::read(path).with_context(|| format!("--body @{path}: cannot read the file"))?.into(),
-            None => bytes::Bytes::copy_from_slice(s.as_bytes()),
-        },
+    let Some(body) = a.body.as_deref() else { return Ok(None) };
+    let bytes = match body.strip_prefix('@') {
+        Some(path) => {
+            barrage_plan::body::read_body_file(path.as_ref()).map_err(|e| anyhow::anyhow!("--body @{path}: {e}"))?
+        }
+        None => bytes::Bytes::copy_from_slice(body.as_bytes()),
     };
-    Ok((body, None, None))
+    Ok(Some(FlagBody { flag: "--body", bytes, unique_len: None, content_type: None }))
 }

@@ -4,6 +4,8 @@
 
 use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
+use std::io::Read;
+use std::path::Path;
 
 /// How many different bodies `--body-unique` rotates through: windows of one buffer, so no
 /// request copies or allocates its body.
@@ -50,48 +52,130 @@ impl BodySource {
     }
 }
 
-/// One `--form` field: `name=value`, `name=@file`, either with `;type=MIME`.
+/// The largest body barrage sends: a generated body, a body file, a form file or a whole
+/// form. Bodies are held in memory once per run, so this bounds what a file (or a device
+/// such as /dev/zero) can make barrage allocate.
+pub const MAX_BODY: u64 = 1 << 30;
+
+/// Reads a body file, refusing one over [`MAX_BODY`]: a regular file from its size, before
+/// reading; a pipe or device after reading at most one byte past the limit.
+pub fn read_body_file(path: &Path) -> Result<Bytes, String> {
+    let too_big = || format!("{} is over the 1 GiB limit of a body", path.display());
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > MAX_BODY) {
+        return Err(too_big());
+    }
+    let mut data = Vec::new();
+    file.take(MAX_BODY + 1).read_to_end(&mut data).map_err(cannot)?;
+    if data.len() as u64 > MAX_BODY {
+        return Err(too_big());
+    }
+    Ok(Bytes::from(data))
+}
+
+/// One `--form` field, in curl's `-F` syntax: `name=value` (a text field), `name=@file` (a
+/// file upload) or `name=<file` (the file's content as a text field), each with optional
+/// `;type=MIME` and `;filename=NAME`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FormField {
     /// Field name.
     pub name: String,
     /// File name, for a file part.
     pub filename: Option<String>,
-    /// Content type, when given.
+    /// Content type: given, else guessed as curl does; none for a plain text field.
     pub content_type: Option<String>,
     /// The part's bytes.
     pub data: Bytes,
 }
 
+/// The content types curl guesses from a file name's extension; anything else is
+/// `application/octet-stream` for an upload and nothing for a text field.
+const GUESSED_TYPES: [(&str, &str); 10] = [
+    ("gif", "image/gif"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("png", "image/png"),
+    ("svg", "image/svg+xml"),
+    ("txt", "text/plain"),
+    ("htm", "text/html"),
+    ("html", "text/html"),
+    ("pdf", "application/pdf"),
+    ("xml", "application/xml"),
+];
+
+fn guess_type(name: &str) -> Option<&'static str> {
+    let ext = Path::new(name).extension()?.to_str()?;
+    GUESSED_TYPES.iter().find(|(e, _)| e.eq_ignore_ascii_case(ext)).map(|(_, t)| *t)
+}
+
+/// Splits curl's trailing `;type=` and `;filename=` modifiers off a field's content. They
+/// are taken only from the end, so a JSON value or a path may contain ';'.
+fn modifiers(mut rest: &str) -> Result<(&str, Option<String>, Option<String>), String> {
+    let (mut content_type, mut filename) = (None, None);
+    while let Some((before, modifier)) = rest.rsplit_once(';') {
+        let (key, value) = modifier.split_once('=').unwrap_or((modifier, ""));
+        let slot = match key.trim() {
+            "type" if value.contains(|c: char| c.is_ascii_control()) => return Err("bad ;type=".into()),
+            "type" if !value.contains('"') => &mut content_type,
+            "filename" => &mut filename,
+            "headers" | "encoder" => return Err(format!("curl's ;{} is not supported", key.trim())),
+            _ => break,
+        };
+        if slot.is_some() {
+            return Err(format!(";{} given twice", key.trim()));
+        }
+        *slot = Some(value.trim().trim_matches('"').to_string());
+        rest = before;
+    }
+    Ok((rest, content_type, filename))
+}
+
+/// A file name as HTML5 and curl put it in a Content-Disposition: quotes and line breaks
+/// percent-encoded, so it cannot end the header or the parameter.
+fn quoted_name(name: &str) -> String {
+    name.replace('"', "%22").replace('\r', "%0D").replace('\n', "%0A")
+}
+
 impl FormField {
-    /// Parses curl's `-F` syntax; `@file` is read now.
+    /// Parses curl's `-F` syntax; a file is read now, bounded by [`MAX_BODY`].
     pub fn parse(spec: &str) -> Result<FormField, String> {
         let bad = |why: String| {
-            format!("invalid --form '{spec}': {why}; expected name=value or name=@file, with optional ;type=MIME")
+            format!("invalid --form '{spec}': {why}; expected name=value, name=@file or name=<file, with optional ;type=MIME and ;filename=NAME")
         };
         let (name, rest) = spec.split_once('=').ok_or_else(|| bad("no '='".into()))?;
         if name.is_empty() || name.contains(['"', '\r', '\n']) {
             return Err(bad("bad field name".into()));
         }
-        // `;type=` is an option only at the end, so JSON values may contain ';'.
-        let (value, content_type) = match rest.rsplit_once(";type=") {
-            Some((v, t)) if !t.contains([';', '"']) => (v, Some(t.trim().to_string())),
-            _ => (rest, None),
+        let (value, content_type, filename) = modifiers(rest).map_err(bad)?;
+        let file = |path: &str| read_body_file(Path::new(path)).map_err(&bad);
+        let (data, filename, guess_from) = if let Some(path) = value.strip_prefix('@') {
+            // An upload: named after the file unless ;filename= says otherwise.
+            let base = Path::new(path).file_name().map(|f| f.to_string_lossy().into_owned());
+            let filename = filename.or(base);
+            let guess = filename.as_deref().and_then(guess_type).unwrap_or("application/octet-stream");
+            (file(path)?, filename, Some(guess))
+        } else if let Some(path) = value.strip_prefix('<') {
+            // The file's content as a text field: no file name (unless given), and a type only
+            // if the name tells one, as curl.
+            let guess = filename.as_deref().or(Some(path)).and_then(guess_type);
+            (file(path)?, filename, guess)
+        } else {
+            let guess = filename.as_deref().and_then(guess_type);
+            (Bytes::copy_from_slice(value.as_bytes()), filename, guess)
         };
-        let (filename, data) = match value.strip_prefix('@') {
-            Some(path) => {
-                let data = std::fs::read(path).map_err(|e| bad(format!("cannot read {path}: {e}")))?;
-                let file = std::path::Path::new(path).file_name().map(|f| f.to_string_lossy().replace('"', "_"));
-                (file, Bytes::from(data))
-            }
-            None => (None, Bytes::copy_from_slice(value.as_bytes())),
-        };
-        Ok(FormField { name: name.to_string(), filename, content_type, data })
+        let content_type = content_type.or(guess_from.map(str::to_string));
+        Ok(FormField { name: name.to_string(), filename: filename.as_deref().map(quoted_name), content_type, data })
     }
 }
 
-/// A `multipart/form-data` body (RFC 7578) and its Content-Type header value.
-pub fn multipart(fields: &[FormField]) -> (Bytes, String) {
+/// A `multipart/form-data` body (RFC 7578) and its Content-Type header value; a form over
+/// [`MAX_BODY`] in all is refused.
+pub fn multipart(fields: &[FormField]) -> Result<(Bytes, String), String> {
+    let total: u64 = fields.iter().map(|f| f.data.len() as u64).sum();
+    if total > MAX_BODY {
+        return Err("the --form fields are over the 1 GiB limit of a body".into());
+    }
     // A boundary that cannot occur in the parts: long enough, and checked.
     let mut boundary = String::from("barrage-boundary-7f3a9c2e5b");
     while fields.iter().any(|f| contains(&f.data, boundary.as_bytes())) {
@@ -106,15 +190,15 @@ pub fn multipart(fields: &[FormField]) -> (Bytes, String) {
             out.extend_from_slice(format!("; filename=\"{file}\"").as_bytes());
         }
         out.extend_from_slice(b"\r\n");
-        let default_type = if f.filename.is_some() { "application/octet-stream" } else { "text/plain" };
-        out.extend_from_slice(
-            format!("Content-Type: {}\r\n\r\n", f.content_type.as_deref().unwrap_or(default_type)).as_bytes(),
-        );
+        if let Some(content_type) = &f.content_type {
+            out.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&f.data);
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (Bytes::from(out), format!("multipart/form-data; boundary={boundary}"))
+    Ok((Bytes::from(out), format!("multipart/form-data; boundary={boundary}")))
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -149,15 +233,70 @@ mod tests {
         assert_eq!((json.name.as_str(), json.content_type.as_deref()), ("profile", Some("application/json")));
         assert_eq!(&json.data[..], br#"{"artist":"x";"n":1}"#);
         let file = FormField::parse(&format!("image=@{}", img.display())).unwrap();
-        assert_eq!(file.filename.as_deref(), Some("cover.jpg"));
-        let (body, ctype) = multipart(&[json, file]);
+        assert_eq!((file.filename.as_deref(), file.content_type.as_deref()), (Some("cover.jpg"), Some("image/jpeg")));
+        let plain = FormField::parse("note=hello").unwrap();
+        let (body, ctype) = multipart(&[json, file, plain]).unwrap();
         let boundary = ctype.strip_prefix("multipart/form-data; boundary=").unwrap();
         let text = String::from_utf8_lossy(&body);
         assert!(text.starts_with(&format!("--{boundary}\r\nContent-Disposition: form-data; name=\"profile\"")));
-        assert!(text.contains("filename=\"cover.jpg\"\r\nContent-Type: application/octet-stream\r\n\r\n"));
+        assert!(text.contains("filename=\"cover.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n"));
+        // A text field has no Content-Type of its own, as curl sends it.
+        assert!(text.contains("name=\"note\"\r\n\r\nhello\r\n"), "{text}");
         assert!(text.ends_with(&format!("--{boundary}--\r\n")));
-        for bad in ["novalue", "=x", "f=@/nonexistent/file"] {
+    }
+
+    #[test]
+    fn form_fields_from_files_as_curl() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, b"a;b\n").unwrap();
+            p.display().to_string()
+        };
+        let (txt, bin, semi) = (path("notes.txt"), path("data.bin"), path("odd;name.bin"));
+        // (spec, file name, content type)
+        let table = [
+            (format!("f=<{bin}"), None, None),
+            (format!("f=<{txt}"), None, Some("text/plain")),
+            (format!("f=<{bin};type=text/csv"), None, Some("text/csv")),
+            (format!("f=@{bin}"), Some("data.bin"), Some("application/octet-stream")),
+            (format!("f=@{bin};filename=r.pdf"), Some("r.pdf"), Some("application/pdf")),
+            (format!("f=@{bin};type=text/csv;filename=r.csv"), Some("r.csv"), Some("text/csv")),
+            (format!("f=@{bin};filename=r.csv;type=text/csv"), Some("r.csv"), Some("text/csv")),
+            (format!("f=@{semi}"), Some("odd;name.bin"), Some("application/octet-stream")),
+            (format!("f=@{bin};filename=a\"b\r\n.bin"), Some("a%22b%0D%0A.bin"), Some("application/octet-stream")),
+        ];
+        for (spec, filename, content_type) in table {
+            let f = FormField::parse(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert_eq!((f.filename.as_deref(), f.content_type.as_deref()), (filename, content_type), "{spec}");
+            assert_eq!(&f.data[..], b"a;b\n", "{spec}");
+        }
+    }
+
+    #[test]
+    fn bad_form_fields_say_what_is_valid() {
+        let table = [
+            "novalue",
+            "=x",
+            "f=@/nonexistent/file",
+            "f=</nonexistent/file",
+            "f=x;headers=X-A: 1",
+            "f=x;type=a;type=b",
+            "f=x;type=a\r\nX-Injected: 1",
+        ];
+        for bad in table {
             assert!(FormField::parse(bad).unwrap_err().contains("expected name=value"), "{bad}");
         }
+    }
+
+    #[test]
+    fn body_files_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.bin");
+        // Sparse: refused from its size, never read.
+        std::fs::File::create(&big).unwrap().set_len(MAX_BODY + 1).unwrap();
+        assert!(read_body_file(&big).unwrap_err().contains("over the 1 GiB limit"));
+        std::fs::File::create(&big).unwrap().set_len(3).unwrap();
+        assert_eq!(read_body_file(&big).unwrap().len(), 3);
     }
 }

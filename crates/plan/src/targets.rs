@@ -108,8 +108,7 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
             Some(t) => {
                 if let Some(body) = line.strip_prefix('@') {
                     let path = base.join(body);
-                    let bytes = std::fs::read(&path).map_err(|e| err(format!("body file {}: {e}", path.display())))?;
-                    t.body = Bytes::from(bytes);
+                    t.body = crate::body::read_body_file(&path).map_err(|e| err(format!("body file: {e}")))?;
                 } else {
                     let (k, v) = header(line).map_err(err)?;
                     t.headers.append(k, v);
