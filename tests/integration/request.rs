@@ -1,6 +1,6 @@
 //! What is sent: method, headers, body, Host under --resolve, round-robin over URLs.
 
-use crate::util::{barrage, closed, origin, plan, raw_get, run, CaptureServer};
+use crate::util::{barrage, closed, origin, plan, raw_get, run, CaptureServer, ServeProcess};
 use barrage_server::ServeConfig;
 
 #[test]
@@ -126,4 +126,82 @@ fn object_catalog_bounds_and_sizes_from_a_file() {
     }
     let bad = "file:/nonexistent/sizes.txt".parse::<barrage_server::SizeDist>().unwrap_err();
     assert!(bad.to_string().contains("object size file"), "{bad}");
+}
+
+/// A streamed GET over a raw socket: time to the first byte and to the end, the response
+/// head, the body's length, and the CRC-32 of the body bytes in `range`.
+struct Streamed {
+    first_byte: std::time::Duration,
+    total: std::time::Duration,
+    head: String,
+    len: u64,
+    crc: u32,
+}
+
+fn stream_get(addr: std::net::SocketAddr, path: &str, extra: &str, range: std::ops::Range<u64>) -> Streamed {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let started = std::time::Instant::now();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n").unwrap();
+    let mut buf = vec![0u8; 256 << 10];
+    let (mut first_byte, mut head, mut raw_head) = (None, None, Vec::new());
+    let (mut len, mut crc) = (0u64, crc32fast::Hasher::new());
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        first_byte.get_or_insert_with(|| started.elapsed());
+        let mut body = &buf[..n];
+        if head.is_none() {
+            raw_head.extend_from_slice(body);
+            let Some(end) = raw_head.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+            head = Some(String::from_utf8_lossy(&raw_head[..end]).into_owned());
+            let already = raw_head.len() - (end + 4);
+            body = &buf[n - already..n];
+        }
+        let (from, to) = (len, len + body.len() as u64);
+        let (a, b) = (range.start.clamp(from, to), range.end.clamp(from, to));
+        crc.update(&body[(a - from) as usize..(b - from) as usize]);
+        len = to;
+    }
+    Streamed {
+        first_byte: first_byte.unwrap(),
+        total: started.elapsed(),
+        head: head.unwrap(),
+        len,
+        crc: crc.finalize(),
+    }
+}
+
+#[test]
+fn large_bodies_stream_from_the_origin() {
+    // The origin in its own process, so its peak memory is the kernel's figure for it alone.
+    let o = ServeProcess::start(&["--object-size", "64m"]);
+    const MIB: u64 = 1 << 20;
+    // A small body sent whole, first: it also makes the pattern, once per process.
+    let small = stream_get(o.addr, "/bytes/1m", "", 0..MIB);
+    let peak_before = o.vm_hwm_kib();
+    // The largest body the origin makes: a fixed cost such as a scheduling delay on a busy
+    // machine is small beside its transfer.
+    let big = stream_get(o.addr, "/bytes/1g", "", 1023 * MIB..1024 * MIB);
+    let grown_kib = o.vm_hwm_kib() - peak_before;
+    assert!(big.head.starts_with("HTTP/1.1 200"), "{}", big.head);
+    assert_eq!(big.len, 1024 * MIB);
+    // Streamed: the origin holds a few frames at a time, not the body (before: 1 GiB more).
+    assert!(grown_kib < 64 * 1024, "the origin's peak memory grew by {grown_kib} KiB");
+    // The head leaves before the body is made: the first byte comes at the start of the
+    // transfer, not at its end (before: two thirds of the way through).
+    assert!(big.first_byte * 10 < big.total, "first byte after {:?} of {:?}", big.first_byte, big.total);
+    // The same bytes as the small body: the pattern repeats every MiB.
+    assert_eq!((small.len, big.crc), (MIB, small.crc));
+    // A range of a large object is that slice of the whole object.
+    let range = 40_000_000..41_000_000;
+    let whole = stream_get(o.addr, "/obj/3", "", range.clone());
+    let part =
+        stream_get(o.addr, "/obj/3", &format!("Range: bytes={}-{}\r\n", range.start, range.end - 1), 0..u64::MAX);
+    assert_eq!(whole.len, 64 * MIB);
+    assert!(part.head.starts_with("HTTP/1.1 206"), "{}", part.head);
+    assert_eq!((part.len, part.crc), (range.end - range.start, whole.crc));
 }

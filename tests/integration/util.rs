@@ -261,3 +261,41 @@ pub fn raw_get(addr: SocketAddr, path: &str, extra: &str) -> (String, Vec<u8>) {
     let end = data.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
     (String::from_utf8_lossy(&data[..end]).into_owned(), data[end + 4..].to_vec())
 }
+
+/// `barrage serve` as its own process (one thread, a free port, and `args`), so the kernel's
+/// counters for it are the origin's alone; killed when dropped.
+pub struct ServeProcess {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl ServeProcess {
+    pub fn start(args: &[&str]) -> ServeProcess {
+        use std::io::BufRead;
+        let mut child = barrage()
+            .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("{line}"));
+        ServeProcess { addr: addr.parse().unwrap(), child }
+    }
+
+    /// The peak resident memory the kernel reports for the process, KiB.
+    pub fn vm_hwm_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

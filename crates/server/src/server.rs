@@ -179,8 +179,11 @@ fn thread_count(asked: usize) -> usize {
 
 fn http_builder() -> HttpBuilder {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    // Pipelined requests are answered in one write instead of one per response.
-    builder.http1().keep_alive(true).pipeline_flush(true);
+    // No `pipeline_flush`: with it hyper buffers without limit and copies every frame into
+    // one buffer (its "flatten" strategy), so `/bytes/1g` sat whole in memory, head
+    // included, before its first write. Without it a response leaves as it is made, a few
+    // frames of the shared pattern queued at a time; pipelined answers cost a write each.
+    builder.http1().keep_alive(true);
     // Load generators multiplex many requests per connection; hyper's default of 200
     // concurrent streams would cap their concurrency below what they ask for.
     builder.http2().max_concurrent_streams(1024);
