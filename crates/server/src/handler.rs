@@ -2,18 +2,20 @@
 //!
 //! This is the server's hot path. It allocates nothing of its own on `/`, `/bytes/{n}`
 //! and `/status/{code}` (bodies are static or slices of the pattern buffer, headers are
-//! prebuilt), takes no lock unless the store is in use, and logs nothing. With
+//! prebuilt), takes no lock unless the store is in use or a latency delay was applied
+//! (then one short lock to record it, beside a sleep of milliseconds), and logs nothing. With
 //! [`ServeConfig::max_concurrency`] every request but [`STATS_PATH`] also takes a permit
 //! from one semaphore shared by all threads (an atomic operation while permits are free).
 
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use barrage_metrics::units::parse_size;
 use bytes::Bytes;
+use hdrhistogram::Histogram;
 use http::header::{
     HeaderName, HeaderValue, ACCEPT_RANGES, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ETAG,
     IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, RANGE,
@@ -50,6 +52,9 @@ pub(crate) struct Shared {
     /// Requests received, except those to [`STATS_PATH`].
     pub(crate) requests: AtomicU64,
     latency: Option<LatencyDist>,
+    /// With a latency: the delays applied, as this origin's clock measured them (µs; the
+    /// client's histogram bounds and precision, so the two compare exactly).
+    delays: Option<Mutex<Histogram<u64>>>,
     error_rate: f64,
     served_by: Option<HeaderValue>,
     cache_control: Option<HeaderValue>,
@@ -86,6 +91,7 @@ impl Shared {
         Ok(Shared {
             requests: AtomicU64::new(0),
             latency: config.latency,
+            delays: config.latency.map(|_| Mutex::new(barrage_metrics::recorder::new_histogram())),
             error_rate: config.error_rate,
             served_by: header_value("name", config.name.as_deref())?,
             cache_control: header_value("cache_control", config.cache_control.as_deref())?,
@@ -159,7 +165,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resul
     if let Some(latency) = &shared.latency {
         let delay = with_rng(|rng| latency.sample(rng));
         if !delay.is_zero() {
+            // Timed here, not assumed: a timer wakes late (tokio's by up to a millisecond,
+            // any by the scheduler's delay on a busy machine), and that lateness is the
+            // origin's, which `/_barrage/stats` reports.
+            let asleep = Instant::now();
             tokio::time::sleep(delay).await;
+            shared.record_delay(asleep.elapsed());
         }
     }
     let head = req.method() == Method::HEAD;
@@ -188,6 +199,30 @@ impl Shared {
     async fn permit(&self) -> Option<SemaphorePermit<'_>> {
         // The semaphore is never closed, so acquiring fails only if it were.
         self.limit.as_ref()?.acquire().await.ok()
+    }
+
+    fn record_delay(&self, took: Duration) {
+        if let Some(delays) = &self.delays {
+            let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            // A poisoned lock only means a panic elsewhere mid-record; the counts stand.
+            delays.lock().unwrap_or_else(|e| e.into_inner()).saturating_record(us);
+        }
+    }
+
+    /// `/_barrage/stats`: the request count and, with a latency, the delays applied.
+    fn stats_json(&self) -> String {
+        let requests = self.requests.load(Ordering::Relaxed);
+        let Some(delays) = &self.delays else { return format!("{{\"requests\": {requests}}}\n") };
+        let h = delays.lock().unwrap_or_else(|e| e.into_inner());
+        let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+        format!(
+            "{{\"requests\": {requests}, \"delay_us\": {{\"count\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
+            h.len(),
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(1.0)
+        )
     }
 
     fn add_headers(&self, headers: &mut HeaderMap) {
@@ -480,9 +515,7 @@ fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
     if !matches!(*method, Method::GET | Method::HEAD) {
         return method_not_allowed("GET, HEAD");
     }
-    let requests = shared.requests.load(Ordering::Relaxed);
-    let json = format!("{{\"requests\": {requests}}}\n");
-    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(Bytes::from(json)));
+    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(Bytes::from(shared.stats_json())));
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if *method == Method::HEAD {
         strip_body(&mut resp);

@@ -16,7 +16,7 @@
 //! | `/delay/{ms}` | `ok` after `ms` milliseconds |
 //! | `/status/{code}` | that status (200..=599) |
 //! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
-//! | `/_barrage/stats` | `{"requests": N}` (not counted, never queued by [`ServeConfig::max_concurrency`]) |
+//! | `/_barrage/stats` | `{"requests": N}`, with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
 //! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
 //!
 //! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,

@@ -141,7 +141,16 @@ fn configured_headers_latency_and_errors() {
         let client = client();
         let started = Instant::now();
         let resp = get(&client, format!("{}/bytes/10", server.url())).await;
-        assert!(started.elapsed() >= Duration::from_millis(20), "{:?}", started.elapsed());
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(20), "{took:?}");
+        // The origin reports the delay it applied, by its own clock: within what the client
+        // saw (give or take a histogram bucket, 16-32 µs here).
+        let stats: serde_json::Value =
+            serde_json::from_slice(get(&client, format!("{}/_barrage/stats", server.url())).await.body()).unwrap();
+        let delay = &stats["delay_us"];
+        assert_eq!(delay["count"], 1, "{stats}");
+        let p50 = delay["p50"].as_u64().unwrap();
+        assert!(p50 >= 20_000 && p50 <= took.as_micros() as u64 + 100, "{stats} within {took:?}");
         assert_eq!(header(&resp, "x-served-by"), Some("origin-1"));
         assert_eq!(header(&resp, "cache-control"), Some("max-age=60"));
 
