@@ -104,3 +104,58 @@ fn ctrl_c_stops_and_prints_the_partial_report() {
 fn has_interval(path: &std::path::Path) -> bool {
     barrage_metrics::file::ResultsReader::open(path).is_ok_and(|mut r| r.next_interval().is_some())
 }
+
+/// A rate over fewer than ten requests is not one: `-n 1` lasts one response, so its
+/// "requests per second" would be one over a latency. Every output says so instead.
+#[test]
+fn one_request_is_not_a_rate() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (path, page, tables) = (dir.path().join("one.brg"), dir.path().join("one.html"), dir.path().join("tables"));
+    let out = barrage()
+        .args(["run", "-n", "1", "--rate", "100", "-o"])
+        .arg(&path)
+        .arg("--html")
+        .arg(&page)
+        .arg("--csv-dir")
+        .arg(&tables)
+        .arg(o.url())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(o.requests(), 1, "the origin saw one request");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |label: &str| text.lines().find(|l| l.contains(label)).unwrap_or_else(|| panic!("{label}: {text}"));
+    assert!(line("offered rate").ends_with("offered rate  n/a (1 request)"), "{text}");
+    assert!(line("throughput").ends_with("throughput    n/a (1 request)"), "{text}");
+    for bytes in ["  in ", "  out "] {
+        assert!(line(bytes).ends_with("n/a (1 request)"), "{}", line(bytes));
+    }
+    // JSON: null, the count beside it.
+    let json = barrage().args(["report", "--format", "json"]).arg(&path).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!((v["requests"]["sent"].as_u64(), v["requests"]["total"].as_u64()), (Some(1), Some(1)));
+    for rate in
+        [&v["rate_per_sec"], &v["throughput_per_sec"], &v["bytes"]["in_per_sec"], &v["steps"][0]["rate_per_sec"]]
+    {
+        assert!(rate.is_null(), "{v}");
+    }
+    // CSV: an empty field.
+    let summary = std::fs::read_to_string(tables.join("summary.csv")).unwrap();
+    for metric in ["rate_per_sec", "throughput_per_sec"] {
+        assert!(summary.lines().any(|l| l == format!("{metric},")), "{summary}");
+    }
+    // HTML: the key figures.
+    let html = std::fs::read_to_string(&page).unwrap();
+    for figure in ["offered rate", "throughput"] {
+        let at = html.find(&format!(r#"<span class="label">{figure}</span>"#)).expect(figure);
+        assert!(html[at..]
+            .starts_with(&format!(r#"<span class="label">{figure}</span><span class="value">n/a (1 request)</span>"#)));
+    }
+
+    // Ten requests make a rate.
+    let out = barrage().args(["run", "-n", "10", "-c", "1", "--format", "json", &o.url()]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["rate_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+    assert!(v["throughput_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+}

@@ -32,7 +32,8 @@ fn a_sweep_in_process_derives_levels_from_a_base_plan_and_counts_match_the_serve
     let table = sweep.run(&mut Runner::new("sweep", Default::default(), &mut Quiet)).unwrap();
     assert_eq!(table.rows.len(), 2);
     assert!(!table.partial);
-    let ratio = table.rows[1].runs[0].throughput_per_sec / table.rows[0].runs[0].throughput_per_sec;
+    let throughput = |r: usize| table.rows[r].runs[0].throughput_per_sec.expect("a rate");
+    let ratio = throughput(1) / throughput(0);
     assert!((3.0..5.0).contains(&ratio), "four workers against 5 ms: {ratio}");
     // Ground truth outside barrage: the origin counted every request of both levels.
     let sent: u64 = table.rows.iter().map(|r| r.runs[0].requests.total).sum();

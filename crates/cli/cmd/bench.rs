@@ -51,7 +51,9 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
         // Each front its own new objects: the HTTPS misses row must not hit what HTTP cached.
         job.plan.seed = barrage_plan::derive_seed(job.plan.seed, &[i as u64]);
         let Some(done) = runner.run(&job)? else { break };
-        runner.note(&format!("{label}: {:.0}/s ok", done.summary.throughput_per_sec));
+        let ok =
+            done.summary.throughput_per_sec.map_or_else(|| "n/a (too few requests)".into(), |t| format!("{t:.0}/s"));
+        runner.note(&format!("{label}: {ok} ok"));
         table.rows.push(StudyRow::new(vec![label], vec![done.summary]));
         if done.interrupted {
             break;

@@ -21,6 +21,11 @@ const CPU_SATURATED: f64 = 0.90;
 /// Schedule lag p99 above this (µs) means sends fell behind the schedule.
 const LAG_LIMIT_US: u64 = 5_000;
 
+/// Fewest requests a rate is taken over. Below it the window is set by the requests
+/// themselves (`-n 1` lasts one response), so "requests per second" would be one over a
+/// latency, not a rate: the rate is `None` and reports show the count instead.
+pub const MIN_RATE_REQUESTS: u64 = 10;
+
 /// Latency figures of one histogram, in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
@@ -123,10 +128,10 @@ pub struct Bytes {
     pub in_mean: f64,
     /// Sent per finished request.
     pub out_mean: f64,
-    /// Received per second of the run.
-    pub in_per_sec: f64,
-    /// Sent per second of the run.
-    pub out_per_sec: f64,
+    /// Received per second of the run; `None` under [`MIN_RATE_REQUESTS`] finished requests.
+    pub in_per_sec: Option<f64>,
+    /// Sent per second of the run; `None` under [`MIN_RATE_REQUESTS`] finished requests.
+    pub out_per_sec: Option<f64>,
 }
 
 /// One error kind seen in the run.
@@ -180,10 +185,10 @@ pub struct StepSummary {
     pub ok: u64,
     /// Failed requests (errors and 4xx/5xx).
     pub failed: u64,
-    /// Requests sent per second.
-    pub rate_per_sec: f64,
-    /// Successes per second.
-    pub throughput_per_sec: f64,
+    /// Requests sent per second; `None` under [`MIN_RATE_REQUESTS`] sent in the step.
+    pub rate_per_sec: Option<f64>,
+    /// Successes per second; `None` under [`MIN_RATE_REQUESTS`] finished in the step.
+    pub throughput_per_sec: Option<f64>,
     /// Latencies of the step.
     pub latency: Latencies,
 }
@@ -269,8 +274,9 @@ pub struct GroupSummary {
     pub failed: u64,
     /// Successful share.
     pub success_ratio: f64,
-    /// Successes per second of the run.
-    pub throughput_per_sec: f64,
+    /// Successes per second of the run; `None` when the run finished fewer than
+    /// [`MIN_RATE_REQUESTS`] requests.
+    pub throughput_per_sec: Option<f64>,
     /// Corrected latency.
     pub latency: LatencyStats,
 }
@@ -349,10 +355,12 @@ pub struct RunSummary {
     pub requests: RequestCounts,
     /// Durations.
     pub duration: Durations,
-    /// Requests sent per second of attack (offered rate).
-    pub rate_per_sec: f64,
-    /// Successes per second of the whole run.
-    pub throughput_per_sec: f64,
+    /// Requests sent per second of attack (offered rate); `None` when fewer than
+    /// [`MIN_RATE_REQUESTS`] were sent.
+    pub rate_per_sec: Option<f64>,
+    /// Successes per second of the whole run; `None` when fewer than [`MIN_RATE_REQUESTS`]
+    /// finished.
+    pub throughput_per_sec: Option<f64>,
     /// ok / total.
     pub success_ratio: f64,
     /// Latency, both measures.
@@ -655,6 +663,7 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
     }
 }
 
+/// The window of a group's rate is the whole run's, so the run's count says whether it is one.
 fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSummary> {
     let mut out: Vec<GroupSummary> = keyed
         .iter()
@@ -664,7 +673,7 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
             share: ratio(k.requests as f64, all as f64),
             failed: k.failed,
             success_ratio: ratio((k.requests - k.failed) as f64, k.requests as f64),
-            throughput_per_sec: ratio((k.requests - k.failed) as f64, run_s),
+            throughput_per_sec: per_sec(k.requests - k.failed, all, run_s),
             latency: LatencyStats::of(&k.latency),
         })
         .collect();
@@ -766,6 +775,12 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `n` per second of `secs`, a window that held `requests` requests; `None` when they are
+/// fewer than [`MIN_RATE_REQUESTS`].
+fn per_sec(n: u64, requests: u64, secs: f64) -> Option<f64> {
+    (requests >= MIN_RATE_REQUESTS).then(|| ratio(n as f64, secs))
+}
+
 fn build(
     readers: &[ResultsReader],
     total: Recorder,
@@ -794,8 +809,8 @@ fn build(
     s.requests = counts(&total);
     let attack = s.duration.attack_s;
     let run = s.duration.total_s;
-    s.rate_per_sec = ratio(total.counts.sent as f64, attack);
-    s.throughput_per_sec = ratio(total.counts.ok as f64, run);
+    s.rate_per_sec = per_sec(total.counts.sent, total.counts.sent, attack);
+    s.throughput_per_sec = per_sec(total.counts.ok, total.counts.completed, run);
     s.success_ratio = ratio(total.counts.ok as f64, total.counts.completed as f64);
     s.latency = Latencies { corrected: LatencyStats::of(&total.corrected), service: LatencyStats::of(&total.service) };
     s.latency_spectrum = Spectrum::of(&total.corrected, &total.service);
@@ -817,8 +832,8 @@ fn build(
         out_total: total.counts.bytes_out,
         in_mean: ratio(total.counts.bytes_in as f64, done),
         out_mean: ratio(total.counts.bytes_out as f64, done),
-        in_per_sec: ratio(total.counts.bytes_in as f64, run),
-        out_per_sec: ratio(total.counts.bytes_out as f64, run),
+        in_per_sec: per_sec(total.counts.bytes_in, total.counts.completed, run),
+        out_per_sec: per_sec(total.counts.bytes_out, total.counts.completed, run),
     };
     s.status_codes = total.status_counts().into_iter().map(|(c, n)| (c.to_string(), n)).collect();
     s.errors = ErrorKind::ALL
@@ -910,14 +925,15 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64
                 None => interval_secs,
             };
             let failed = r.counts.completed.saturating_sub(r.counts.ok);
+            let c = &r.counts;
             StepSummary {
                 label: infos.get(i).map(|s| s.label.clone()).unwrap_or_else(|| format!("step {i}")),
                 duration_s: secs,
                 requests: r.counts.completed,
                 ok: r.counts.ok,
                 failed,
-                rate_per_sec: ratio(r.counts.sent as f64, secs),
-                throughput_per_sec: ratio(r.counts.ok as f64, secs),
+                rate_per_sec: per_sec(c.sent, c.sent, secs),
+                throughput_per_sec: per_sec(c.ok, c.completed, secs),
                 latency: Latencies { corrected: LatencyStats::of(&r.corrected), service: LatencyStats::of(&r.service) },
             }
         })
@@ -959,4 +975,17 @@ fn self_check(s: &RunSummary) -> Vec<String> {
         w.push("TLS certificate verification was off (--insecure)".into());
     }
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_needs_enough_requests_in_its_window() {
+        assert_eq!(per_sec(1, 1, 0.002), None, "-n 1 is one over a latency, not a rate");
+        assert_eq!(per_sec(9, MIN_RATE_REQUESTS - 1, 10.0), None);
+        assert_eq!(per_sec(5, MIN_RATE_REQUESTS, 2.0), Some(2.5));
+        assert_eq!(per_sec(0, 100, 1.0), Some(0.0), "nothing succeeded is a rate of 0");
+    }
 }

@@ -278,7 +278,8 @@ pub fn pool(repeats: Vec<RunSummary>) -> RunSummary {
     let n = repeats.len().max(1) as f64;
     let mean = |f: fn(&RunSummary) -> f64| repeats.iter().map(f).sum::<f64>() / n;
     let mut s = repeats.first().cloned().unwrap_or_default();
-    s.throughput_per_sec = mean(|r| r.throughput_per_sec);
+    // A rate only when every repeat had one (see `MIN_RATE_REQUESTS`).
+    s.throughput_per_sec = repeats.iter().map(|r| r.throughput_per_sec).sum::<Option<f64>>().map(|t| t / n);
     s.success_ratio = mean(|r| r.success_ratio);
     let l = &mut s.latency.corrected;
     l.mean_us = mean(|r| r.latency.corrected.mean_us);
@@ -531,7 +532,7 @@ mod tests {
     }
 
     fn run(p50_ms: f64, throughput: f64, seconds: u64) -> RunSummary {
-        let mut s = RunSummary { throughput_per_sec: throughput, success_ratio: 1.0, ..Default::default() };
+        let mut s = RunSummary { throughput_per_sec: Some(throughput), success_ratio: 1.0, ..Default::default() };
         s.requests.total = 100;
         s.requests.ok = 100;
         s.latency.corrected.p50_us = (p50_ms * 1000.0) as u64;

@@ -96,10 +96,10 @@ impl Figure {
     }
 
     /// Its value in `s`: per second, a fraction, a count or µs; `None` for a hit ratio when
-    /// no response was classified.
+    /// no response was classified, and for a throughput over too few requests to be a rate.
     pub fn of(self, s: &RunSummary) -> Option<f64> {
         match self {
-            Figure::Throughput => Some(s.throughput_per_sec),
+            Figure::Throughput => s.throughput_per_sec,
             Figure::Success => Some(s.success_ratio),
             Figure::Errors => Some(s.requests.total.saturating_sub(s.requests.ok) as f64),
             Figure::HitRatio => s.cache.as_ref().map(|c| c.hit_ratio),
@@ -240,7 +240,7 @@ mod tests {
         let mut s = RunSummary::default();
         s.requests.total = 10;
         s.requests.ok = 7;
-        s.throughput_per_sec = 70.0;
+        s.throughput_per_sec = Some(70.0);
         s.success_ratio = 0.7;
         s.latency.corrected.p99_us = 900;
         assert_eq!(Figure::Errors.of(&s), Some(3.0));

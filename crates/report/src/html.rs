@@ -46,6 +46,7 @@
 //! ```
 
 use crate::export::{Cell, Sheet};
+use crate::sections::{rate_or_count, thousands};
 use crate::text::utc;
 use barrage_metrics::events::EventSummary;
 use barrage_metrics::recorder::RequestPoint;
@@ -362,21 +363,6 @@ fn esc(s: &str) -> String {
     out
 }
 
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let first = match digits.len() % 3 {
-        0 => 3.min(digits.len()),
-        r => r,
-    };
-    let mut out = digits[..first].to_string();
-    for group in digits.as_bytes()[first..].chunks(3) {
-        out.push(',');
-        out.push_str(std::str::from_utf8(group).expect("digits are ASCII"));
-    }
-    out
-}
-
 fn rate(per_sec: f64) -> String {
     if per_sec >= 100.0 {
         format!("{}/s", thousands(per_sec.round() as u64))
@@ -460,7 +446,7 @@ fn run_body(s: &RunSummary) -> String {
     let failed = r.total.saturating_sub(r.ok);
     let mut items = vec![
         ("requests", thousands(r.total), false),
-        ("throughput", rate(s.throughput_per_sec), false),
+        ("throughput", rate_or_count(s.throughput_per_sec, r.total, rate), false),
         ("success", percent(s.success_ratio), failed > 0),
         ("failed", thousands(failed), failed > 0),
         ("p50", fmt_us(l.p50_us as f64), false),
@@ -468,7 +454,7 @@ fn run_body(s: &RunSummary) -> String {
         ("max", fmt_us(l.max_us as f64), false),
     ];
     if s.mode == "open" {
-        items.insert(1, ("offered rate", rate(s.rate_per_sec), false));
+        items.insert(1, ("offered rate", rate_or_count(s.rate_per_sec, r.sent, rate), false));
     }
     out.push_str(&figures(&items));
     out.push_str(&warnings(&s.warnings));

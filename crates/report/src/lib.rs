@@ -37,6 +37,7 @@ pub mod figure;
 mod hdr;
 pub mod html;
 pub mod reports;
+mod sections;
 pub mod slo;
 pub mod study;
 mod text;

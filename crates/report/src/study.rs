@@ -117,7 +117,7 @@ impl StudyRow {
     }
 
     fn background_throughput(&self) -> Option<Spread> {
-        Spread::of(&self.background.iter().map(|s| s.throughput_per_sec).collect::<Vec<_>>())
+        Spread::of(&self.background.iter().filter_map(|s| s.throughput_per_sec).collect::<Vec<_>>())
     }
 }
 
@@ -407,7 +407,7 @@ mod tests {
         s.requests.total = total;
         s.requests.ok = ok;
         s.success_ratio = if total > 0 { ok as f64 / total as f64 } else { 0.0 };
-        s.throughput_per_sec = ok as f64 / 10.0;
+        s.throughput_per_sec = Some(ok as f64 / 10.0);
         s.latency.corrected.p99_us = p99_us;
         s.processes = vec![
             ProcessSummary { name: "nginx".into(), cpu_mean_percent: 40.0, rss_max_kib: 2048, ..Default::default() },

@@ -1,6 +1,7 @@
 //! The human report: sections of aligned columns, in the spirit of `vegeta report`, with both
 //! latency measures side by side and barrage's check of itself.
 
+use crate::sections::rate_or_count;
 use barrage_metrics::sample::Phase;
 use barrage_metrics::summary::{LatencyStats, RunSummary};
 use barrage_metrics::units::{fmt_bytes, fmt_us};
@@ -31,8 +32,8 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         latency(s),
         latency_by_class(s),
         phases(s),
-        groups("By name", &s.by_name, 1),
-        groups("By method", &s.by_method, 2),
+        groups("By name", s, &s.by_name, 1),
+        groups("By method", s, &s.by_method, 2),
         retries(s),
         cache(s),
         backends(s),
@@ -234,8 +235,8 @@ fn requests(s: &RunSummary) -> String {
     let mut t = Table::new(&[Left, Right, Left, Right]);
     t.row(["Requests", "", "", ""]);
     let pairs = [
-        ("total", r.total.to_string(), "offered rate", rate(s.rate_per_sec)),
-        ("sent", r.sent.to_string(), "throughput", rate(s.throughput_per_sec)),
+        ("total", r.total.to_string(), "offered rate", rate_or_count(s.rate_per_sec, r.sent, rate)),
+        ("sent", r.sent.to_string(), "throughput", rate_or_count(s.throughput_per_sec, r.total, rate)),
         ("ok", r.ok.to_string(), "success", percent(s.success_ratio)),
         ("4xx/5xx", r.http_errors.to_string(), "late", r.late.to_string()),
         ("errors", r.errors.to_string(), "unfinished", r.unfinished.to_string()),
@@ -356,7 +357,7 @@ fn cache(s: &RunSummary) -> String {
 }
 
 /// Requests per name or method; shown once there are at least `min` groups.
-fn groups(title: &str, groups: &[barrage_metrics::summary::GroupSummary], min: usize) -> String {
+fn groups(title: &str, s: &RunSummary, groups: &[barrage_metrics::summary::GroupSummary], min: usize) -> String {
     if groups.len() < min {
         return String::new();
     }
@@ -368,7 +369,8 @@ fn groups(title: &str, groups: &[barrage_metrics::summary::GroupSummary], min: u
             g.requests.to_string(),
             percent(g.share),
             percent(g.success_ratio),
-            rate(g.throughput_per_sec),
+            // Over the run's window: the run's count says whether it is a rate.
+            rate_or_count(g.throughput_per_sec, s.requests.total, rate),
             fmt_us(g.latency.mean_us),
             us(g.latency.p50_us),
             us(g.latency.p99_us),
@@ -442,20 +444,11 @@ fn backends(s: &RunSummary) -> String {
 
 fn bytes(s: &RunSummary) -> String {
     let b = &s.bytes;
+    let per_sec = |v: Option<f64>| rate_or_count(v, s.requests.total, |v| format!("{}/s", fmt_bytes(v)));
     let mut t = Table::new(&[Left, Right, Right, Right]);
     t.row(["Bytes", "total", "mean/request", "per second"]);
-    t.row([
-        "  in".into(),
-        fmt_bytes(b.in_total as f64),
-        fmt_bytes(b.in_mean),
-        format!("{}/s", fmt_bytes(b.in_per_sec)),
-    ]);
-    t.row([
-        "  out".into(),
-        fmt_bytes(b.out_total as f64),
-        fmt_bytes(b.out_mean),
-        format!("{}/s", fmt_bytes(b.out_per_sec)),
-    ]);
+    t.row(["  in".into(), fmt_bytes(b.in_total as f64), fmt_bytes(b.in_mean), per_sec(b.in_per_sec)]);
+    t.row(["  out".into(), fmt_bytes(b.out_total as f64), fmt_bytes(b.out_mean), per_sec(b.out_per_sec)]);
     t.render(Paint { on: false })
 }
 
@@ -497,8 +490,8 @@ fn steps(s: &RunSummary) -> String {
             format!("  {}", st.label),
             secs(st.duration_s),
             st.requests.to_string(),
-            rate(st.rate_per_sec),
-            rate(st.throughput_per_sec),
+            rate_or_count(st.rate_per_sec, st.requests, rate),
+            rate_or_count(st.throughput_per_sec, st.requests, rate),
             percent(ratio(st.ok, st.requests)),
             us(st.latency.corrected.p50_us),
             us(st.latency.corrected.p99_us),

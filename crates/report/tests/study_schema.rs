@@ -76,8 +76,8 @@ fn run(rate: f64, success: f64, p50_us: u64, seconds: u64) -> RunSummary {
         version: 1,
         mode: "open".into(),
         urls: vec!["http://127.0.0.1:8080/".into()],
-        rate_per_sec: rate,
-        throughput_per_sec: ok as f64 / seconds as f64,
+        rate_per_sec: Some(rate),
+        throughput_per_sec: Some(ok as f64 / seconds as f64),
         success_ratio: if total > 0 { ok as f64 / total as f64 } else { 0.0 },
         ..Default::default()
     };

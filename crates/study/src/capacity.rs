@@ -233,7 +233,7 @@ fn met(r: &StudyRow) -> bool {
 /// The target gave up: fewer than half the offered requests succeeded.
 fn collapsed(r: &StudyRow) -> bool {
     let s = &r.runs[0];
-    s.throughput_per_sec < 0.5 * s.rate_per_sec || s.success_ratio < 0.5
+    s.throughput_per_sec.unwrap_or(0.0) < 0.5 * s.rate_per_sec.unwrap_or(0.0) || s.success_ratio < 0.5
 }
 
 /// The knee: the lowest probed rate whose p99 is more than twice the p99 at the lowest rate.
