@@ -159,3 +159,33 @@ fn one_request_is_not_a_rate() {
     assert!(v["rate_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{v}");
     assert!(v["throughput_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{v}");
 }
+
+/// A targets file of thousands of entries: the header lists the first few and counts the
+/// rest, in the text and on the page.
+#[test]
+fn long_target_lists_are_cut() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let targets = dir.path().join("targets.txt");
+    let lines: String = (0..2000).map(|i| format!("GET {}/bytes/{i}\n\n", o.url())).collect();
+    std::fs::write(&targets, lines).unwrap();
+    let page = dir.path().join("t.html");
+    let out = barrage()
+        .args(["run", "-n", "20", "-c", "2", "--targets"])
+        .arg(&targets)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(o.requests(), 20);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let header: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+    let shown: Vec<&str> = header.iter().filter(|l| l.contains("/bytes/")).copied().collect();
+    assert_eq!(shown.len(), 5, "{header:#?}");
+    assert!(shown[0].ends_with("/bytes/0") && shown[4].ends_with("/bytes/4"), "{header:#?}");
+    assert_eq!(header.last().unwrap().trim(), "… and 1,995 more (2,000 targets)", "{header:#?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<p class=\"meta\"><code>").count(), 5);
+    assert!(html.contains("<p class=\"meta\">… and 1,995 more (2,000 targets)</p>"));
+}

@@ -309,3 +309,38 @@ fn html_report_draws_every_chart() {
         &[("exp-throughput_per_sec", 1), ("exp-p50_ms", 1), ("exp-p99_ms", 1)],
     );
 }
+
+/// Where the charts start on the page, in CSS pixels from its top, as Chromium lays it out.
+fn charts_top(chromium: &Path, dir: &Path, page: &str) -> f64 {
+    const MEASURE: &str = r#"<script>
+setTimeout(function () {
+  const top = document.getElementById("charts").getBoundingClientRect().top + window.scrollY;
+  document.getElementById("barrage-selfcheck").textContent = JSON.stringify({ top: top });
+}, 200);
+</script>
+"#;
+    let path = dir.join("layout.html");
+    let at = page.rfind("</body>").expect("the page ends");
+    std::fs::write(&path, format!("{}{MEASURE}{}", &page[..at], &page[at..])).unwrap();
+    let dom = headless(chromium, dir, &path, &["--dump-dom", "--window-size=1400,900"]);
+    selfcheck(&dom)["top"].as_f64().expect("the top of the charts")
+}
+
+/// A targets file of 2,000 entries: the page lists five and counts the rest, so the charts
+/// start within the first screen (they started 44,819 px down when every URL was listed).
+#[test]
+fn a_long_target_list_leaves_the_charts_on_the_first_screen() {
+    let Some(chromium) = chromium() else {
+        require("chromium", false);
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = RunSummary { version: 1, mode: "closed".into(), ..Default::default() };
+    s.urls = (0..2000).map(|i| format!("http://127.0.0.1:8080/bytes/{i}")).collect();
+    let page = html(&Page::Run(&s));
+    assert_eq!(page.matches("<p class=\"meta\"><code>").count(), 5);
+    assert!(page.contains("… and 1,995 more (2,000 targets)"));
+    let top = charts_top(&chromium, dir.path(), &page);
+    eprintln!("the charts start {top} px down");
+    assert!(top < 900.0, "the charts start {top} px down the page");
+}

@@ -46,7 +46,7 @@
 //! ```
 
 use crate::export::{Cell, Sheet};
-use crate::sections::{rate_or_count, thousands};
+use crate::sections::{self, rate_or_count, thousands};
 use crate::text::utc;
 use barrage_metrics::events::EventSummary;
 use barrage_metrics::recorder::RequestPoint;
@@ -433,8 +433,12 @@ fn run_body(s: &RunSummary) -> String {
         meta.push("stopped early (Ctrl-C or q)".into());
     }
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
-    for url in &s.urls {
+    let (shown, more) = sections::urls(&s.urls);
+    for url in shown {
         let _ = writeln!(out, "<p class=\"meta\"><code>{}</code></p>", esc(url));
+    }
+    if let Some(more) = more {
+        let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&more));
     }
     if s.files.len() > 1 || s.hosts.len() > 1 {
         let _ =

@@ -1,5 +1,24 @@
 //! The parts of a run's report that the text and the HTML report both show, built once here
-//! so that both say the same thing in the same words: for now, a rate that is not one.
+//! so that both say the same thing in the same words: the targets of the header, and a rate
+//! that is not one.
+
+/// URLs a report's header lists; the others are counted. A targets file of thousands of
+/// entries would otherwise push everything else pages down.
+pub(crate) const URLS_SHOWN: usize = 5;
+
+/// The URLs a header lists, and the line counting the others ("… and 1,995 more (2,000
+/// targets)") when there are more than [`URLS_SHOWN`].
+pub(crate) fn urls(urls: &[String]) -> (&[String], Option<String>) {
+    if urls.len() <= URLS_SHOWN {
+        return (urls, None);
+    }
+    let more = format!(
+        "… and {} more ({} targets)",
+        thousands((urls.len() - URLS_SHOWN) as u64),
+        thousands(urls.len() as u64)
+    );
+    (&urls[..URLS_SHOWN], Some(more))
+}
 
 /// A rate as `show` writes it, or, when there is none (fewer than
 /// [`MIN_RATE_REQUESTS`] in its window), the count it would have been taken over:
@@ -40,6 +59,16 @@ pub(crate) fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_url_lists_are_cut() {
+        let list: Vec<String> = (0..2000).map(|i| format!("http://h/{i}")).collect();
+        let (shown, more) = urls(&list);
+        assert_eq!(shown.len(), URLS_SHOWN);
+        assert_eq!(more.as_deref(), Some("… and 1,995 more (2,000 targets)"));
+        let (shown, more) = urls(&list[..5]);
+        assert_eq!((shown.len(), more), (5, None));
+    }
 
     #[test]
     fn a_rate_or_its_count() {

@@ -1,7 +1,7 @@
 //! The human report: sections of aligned columns, in the spirit of `vegeta report`, with both
 //! latency measures side by side and barrage's check of itself.
 
-use crate::sections::rate_or_count;
+use crate::sections::{self, rate_or_count};
 use barrage_metrics::sample::Phase;
 use barrage_metrics::summary::{LatencyStats, RunSummary};
 use barrage_metrics::units::{fmt_bytes, fmt_us};
@@ -215,8 +215,12 @@ fn header(s: &RunSummary) -> String {
         t.row(["  started".to_string(), utc(s.started_unix_ms)]);
     }
     let url_label = if s.urls.len() > 1 { "  urls" } else { "  url" };
-    for (k, url) in s.urls.iter().enumerate() {
+    let (shown, more) = sections::urls(&s.urls);
+    for (k, url) in shown.iter().enumerate() {
         t.row([if k == 0 { url_label } else { "" }, url.as_str()]);
+    }
+    if let Some(more) = more {
+        t.row(["", more.as_str()]);
     }
     // Hosts and files only matter when several runs were merged.
     if s.files.len() > 1 || s.hosts.len() > 1 {
