@@ -218,7 +218,8 @@ fn html_report_draws_every_chart() {
         ("distribution", 2),
         ("throughput", 4),
         ("phases", 1),
-        ("phases-run", 1),
+        // Per request beside the mean where it happened.
+        ("phases-run", 2),
         ("status", 3),
         ("cache-ratio", 1),
         ("cache-latency", 2),

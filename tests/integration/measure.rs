@@ -1,6 +1,6 @@
 //! Each measurement method against a known answer: a known rate, a known delay, a known stall.
 
-use crate::util::{closed, http_get, open, origin, plan, run};
+use crate::util::{closed, errors_of, http_get, open, origin, plan, run};
 use barrage_engine::{Load, Pacer};
 use barrage_server::{LatencyDist, ServeConfig, Stall};
 use std::time::Duration;
@@ -118,6 +118,103 @@ fn keepalive_times_connect_only_on_new_connections() {
     }
     assert_eq!(s.phases["send"].count, 40);
     assert_eq!(s.phases["receive"].count, 40);
+}
+
+/// The rows of the text report's Phases section, by phase.
+fn phase_lines(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("Phases"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  ") && !l.starts_with("  ("))
+        .map(|l| {
+            let (name, rest) = l.trim_start().split_once(' ').unwrap();
+            (name.to_string(), rest.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn phases_per_request_spread_each_total_over_every_request() {
+    // Keep-alive over TLS to a 20 ms origin: DNS, connect and TLS once per connection (two
+    // workers: one or two), send, wait and receive on every request.
+    let o = origin(ServeConfig {
+        tls: true,
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(20))),
+        ..Default::default()
+    });
+    let url = o.url().replace("127.0.0.1", "localhost");
+    let mut p = plan(&format!("{url}/bytes/100"), closed(2));
+    p.requests = Some(40);
+    p.tls.cacert = o.ca_path().map(Into::into);
+    let s = run(p);
+    assert_eq!(s.requests.ok, 40, "{:?}", s.errors);
+    assert_eq!(o.requests(), 40, "the origin saw every request");
+    let (n, conns) = (s.requests.total as f64, s.requests.connections);
+    assert!((1..=2).contains(&conns), "{conns} connections");
+    for (name, ph) in &s.phases {
+        assert_eq!(ph.per_request_us, ph.total_us / n, "{name}: the total over every finished request");
+        let from_mean = ph.mean_us * ph.count as f64;
+        assert!((ph.total_us - from_mean).abs() <= 1e-9 * from_mean.max(1.0), "{name}: {ph:?}");
+    }
+    for name in ["dns", "connect", "tls"] {
+        let ph = &s.phases[name];
+        assert_eq!(ph.count, conns, "{name} happened once per connection");
+        let spread = ph.mean_us * conns as f64 / n;
+        assert!((ph.per_request_us - spread).abs() <= 1e-9 * spread, "{name}: {} µs, not {spread}", ph.per_request_us);
+        assert!(ph.per_request_us * 10.0 < ph.mean_us, "{name}: {ph:?}");
+    }
+    // The known delay is spent waiting, on every request.
+    let wait = &s.phases["wait"];
+    assert_eq!(wait.count, 40);
+    assert!((20_000.0..=25_000.0).contains(&wait.per_request_us), "wait per request {} µs", wait.per_request_us);
+
+    // The text report labels both figures and says what each is over.
+    let text = barrage_report::text(&s, false);
+    let head = text.lines().find(|l| l.starts_with("Phases")).unwrap();
+    assert!(head.contains("count") && head.contains("mean") && head.contains("per request"), "{head}");
+    assert!(text.contains("per request: the phase's total time divided by all 40 finished requests"), "{text}");
+    let tls = &phase_lines(&text).into_iter().find(|(name, _)| name == "tls").unwrap().1;
+    let cells: Vec<&str> = tls.split_whitespace().collect();
+    assert_eq!(cells[0], conns.to_string(), "{tls}");
+    let shown_us = match cells[2].strip_suffix("ms") {
+        Some(ms) => ms.parse::<f64>().unwrap() * 1e3,
+        None => cells[2].strip_suffix("µs").unwrap().parse::<f64>().unwrap(),
+    };
+    let per_request = s.phases["tls"].per_request_us;
+    assert!((shown_us - per_request).abs() <= 0.5 + per_request * 0.005, "{tls}: {per_request} µs");
+    // So does the HTML page, in the same table.
+    let page = barrage_report::html(&barrage_report::Page::Run(&s));
+    assert!(page.contains(r#"<section id="table-phases"><h2>Phases</h2>"#), "no phases table");
+    assert!(page.contains(r#"<th scope="col">per request</th>"#));
+}
+
+#[test]
+fn unmeasured_phases_say_why() {
+    // An https origin whose certificate is not trusted: every handshake fails.
+    let o = origin(ServeConfig { tls: true, ..Default::default() });
+    let mut p = plan(&o.url(), closed(1));
+    p.requests = Some(5);
+    let s = run(p);
+    assert_eq!(errors_of(&s, "tls"), 5, "{:?}", s.errors);
+    assert_eq!((o.requests(), s.requests.connections), (0, 0), "no request got through");
+    let phases: std::collections::BTreeMap<String, String> =
+        phase_lines(&barrage_report::text(&s, false)).into_iter().collect();
+    assert_eq!(phases["dns"], "not measured: IP literal (no DNS)");
+    assert!(phases["connect"].starts_with("5 "), "TCP connected before TLS failed: {}", phases["connect"]);
+    for phase in ["tls", "send", "wait", "receive"] {
+        assert_eq!(phases[phase], "not measured: every connection failed (tls: 5)", "{phase}");
+    }
+
+    // Over cleartext there is no TLS to measure.
+    let plain = origin(ServeConfig::default());
+    let mut p = plan(&plain.url(), closed(1));
+    p.requests = Some(5);
+    let s = run(p);
+    assert_eq!(plain.requests(), 5);
+    let phases: std::collections::BTreeMap<String, String> =
+        phase_lines(&barrage_report::text(&s, false)).into_iter().collect();
+    assert_eq!(phases["tls"], "not measured: no TLS (http)");
+    assert!(phases["wait"].starts_with("5 "), "{}", phases["wait"]);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //!
 //! The page has three parts:
 //! - text rendered here: the key figures, warnings, events and tables, readable without
-//!   JavaScript;
+//!   JavaScript (a run's phases are the table of the text report, with the same cells);
 //! - the data, as JSON in `<script type="application/json" id="barrage-data">` (every `<`
 //!   written `\u003c`, so no string in it can end the element);
 //! - `assets/report.js`, which turns that data into uPlot charts (hover for values, drag to
@@ -15,9 +15,10 @@
 //! # The data of a run
 //! `{"page": "run", "summary", "series", "spectrum", "scatter"}`: `summary` is the
 //! [`RunSummary`] as in the JSON report, floats rounded to 6 significant digits, without
-//! what the page draws from the other keys or does not show (`intervals`, `latency_spectrum`,
-//! `by_name`, `by_method`). `series` holds the intervals column by column (`t` their start in
-//! seconds, `length_s`, `sent`, `ok`, `errors`, latencies in ms with 3 decimals: `p50_ms`,
+//! what the page draws from the other keys or does not show (`intervals`,
+//! `latency_spectrum`, `by_name`, `by_method`). `series` holds the intervals column by
+//! column (`t` their start in seconds, `length_s`, `sent`, `ok`, `errors`, latencies in ms
+//! with 3 decimals: `p50_ms`,
 //! `p90_ms`, `p99_ms`, `max_ms`, `service_p50_ms`, `service_p99_ms`; `hit_ratio` and
 //! `byte_hit_ratio` (null when unknown); `host_cpu_percent`; and maps of columns by name:
 //! `phase_mean_ms`, `backends` (responses), `cpu_percent`, `rss_kib`). `spectrum` is
@@ -46,8 +47,8 @@
 //! ```
 
 use crate::export::{Cell, Sheet};
-use crate::sections::{self, rate_or_count, thousands};
-use crate::text::utc;
+use crate::sections::{self, rate_or_count, thousands, Section};
+use crate::text::{utc, Align};
 use barrage_metrics::events::EventSummary;
 use barrage_metrics::recorder::RequestPoint;
 use barrage_metrics::summary::{IntervalRow, RunSummary};
@@ -115,7 +116,7 @@ pub enum Page<'a> {
 /// The page as one self-contained HTML document.
 pub fn html(page: &Page) -> String {
     let (title, (before, after), data) = match page {
-        Page::Run(s) => ("barrage run".to_string(), (run_body(s), String::new()), run_data(s)),
+        Page::Run(s) => ("barrage run".to_string(), (run_body(s), run_tables(s)), run_data(s)),
         Page::Curve { title, sheet, x, slo_ms, knee, capacity } => {
             let data = json!({
                 "page": "curve",
@@ -514,32 +515,103 @@ fn events(events: &[EventSummary]) -> String {
 
 /// A table of `sheet`, with a heading.
 fn table(heading: &str, sheet: &Sheet) -> String {
-    let mut out = format!("<section><h2>{}</h2>\n", esc(heading));
-    if sheet.rows.is_empty() {
+    let rows: Vec<Vec<Td>> = sheet
+        .rows
+        .iter()
+        .map(|row| {
+            (0..row.len().max(sheet.header.len()))
+                .map(|i| match row.get(i) {
+                    Some(Cell::Number(n)) => Td::Number(cell_text(*n)),
+                    Some(Cell::Text(t)) => Td::Text(t.clone()),
+                    Some(Cell::Empty) | None => Td::Text(String::new()),
+                })
+                .collect()
+        })
+        .collect();
+    data_table(heading, None, &sheet.header, &rows, &[])
+}
+
+/// The tables of a run the text report shows too, after the charts: the phases.
+fn run_tables(s: &RunSummary) -> String {
+    sections::phases(s).map(|t| section_table(&t)).unwrap_or_default()
+}
+
+/// A [`Section`] as an HTML table, with the same cells as in the text report; its id is
+/// `table-` and its title in lower case, dashed (`table-by-name`).
+fn section_table(section: &Section) -> String {
+    let mut rows = section.table.rows();
+    let head: Vec<String> = rows.next().map(|(cells, _)| cells.to_vec()).unwrap_or_default();
+    let align = section.table.alignment();
+    let rows: Vec<Vec<Td>> = rows
+        .map(|(cells, note)| {
+            if note {
+                return vec![Td::Text(cells[0].clone()), Td::Rest(cells[1..].join(" "))];
+            }
+            cells
+                .iter()
+                .zip(align)
+                .map(|(c, a)| match a {
+                    Align::Right => Td::Number(c.clone()),
+                    Align::Left => Td::Text(c.clone()),
+                })
+                .collect()
+        })
+        .collect();
+    let id = format!("table-{}", section.title.to_lowercase().replace(' ', "-"));
+    data_table(section.title, Some(&id), &head, &rows, &section.notes)
+}
+
+/// A cell of an HTML table.
+enum Td {
+    Text(String),
+    /// Right-aligned.
+    Number(String),
+    /// Text spanning the rest of the row.
+    Rest(String),
+}
+
+/// A table with a heading and notes under it; an empty one says so.
+fn data_table(heading: &str, id: Option<&str>, head: &[String], rows: &[Vec<Td>], notes: &[String]) -> String {
+    let id = id.map(|id| format!(" id=\"{}\"", esc(id))).unwrap_or_default();
+    let mut out = format!("<section{id}><h2>{}</h2>\n", esc(heading));
+    if rows.is_empty() {
         out.push_str("<p class=\"hint\">No rows.</p></section>\n");
         return out;
     }
     out.push_str("<div class=\"table-wrap\"><table class=\"data\">\n<thead><tr>");
-    for h in &sheet.header {
+    for h in head {
         let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
-    for row in &sheet.rows {
+    for row in rows {
         out.push_str("<tr>");
-        for i in 0..row.len().max(sheet.header.len()) {
-            match row.get(i) {
-                Some(Cell::Number(n)) => {
-                    let _ = write!(out, "<td class=\"num\">{}</td>", esc(&cell_text(*n)));
-                }
-                Some(Cell::Text(t)) => {
+        let mut columns = 0;
+        for cell in row {
+            match cell {
+                Td::Text(t) => {
                     let _ = write!(out, "<td>{}</td>", esc(t));
                 }
-                Some(Cell::Empty) | None => out.push_str("<td></td>"),
+                Td::Number(t) => {
+                    let _ = write!(out, "<td class=\"num\">{}</td>", esc(t));
+                }
+                Td::Rest(t) => {
+                    let span = head.len().saturating_sub(columns).max(1);
+                    let _ = write!(out, "<td colspan=\"{span}\">{}</td>", esc(t));
+                    columns += span - 1;
+                }
             }
+            columns += 1;
+        }
+        for _ in columns..head.len() {
+            out.push_str("<td></td>");
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table></div></section>\n");
+    out.push_str("</tbody>\n</table></div>");
+    for note in notes {
+        let _ = write!(out, "<p class=\"hint\">{}</p>", esc(note));
+    }
+    out.push_str("</section>\n");
     out
 }
 

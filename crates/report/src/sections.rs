@@ -1,6 +1,12 @@
 //! The parts of a run's report that the text and the HTML report both show, built once here
-//! so that both say the same thing in the same words: the targets of the header, and a rate
-//! that is not one.
+//! so that both say the same thing in the same words: the targets of the header, the phases
+//! (as a [`Section`]: a [`Table`] of formatted cells, rendered by `text.rs` as aligned
+//! columns and by `html.rs` as an HTML table), and a rate that is not one.
+
+use crate::text::{us, Align, Table};
+use barrage_metrics::summary::RunSummary;
+use barrage_metrics::units::fmt_us;
+use barrage_metrics::Phase;
 
 /// URLs a report's header lists; the others are counted. A targets file of thousands of
 /// entries would otherwise push everything else pages down.
@@ -56,9 +62,116 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
+/// A titled table and the lines under it. The table's first row holds the column heads,
+/// the first of which names the rows ("phase"); the others hold plain labels.
+pub(crate) struct Section {
+    /// "Phases".
+    pub title: &'static str,
+    /// Heads, then rows.
+    pub table: Table,
+    /// Lines under the table: what the columns mean.
+    pub notes: Vec<String>,
+}
+
+/// Every phase in the order a request goes through them (then any name this build does not
+/// know): count, mean, p50 and p99 over the requests where it happened, and its total time
+/// per finished request; for a phase that never happened, why not.
+pub(crate) fn phases(s: &RunSummary) -> Option<Section> {
+    if s.phases.is_empty() {
+        return None;
+    }
+    let known: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+    let mut names: Vec<&str> = known.iter().copied().filter(|n| s.phases.contains_key(*n)).collect();
+    names.extend(s.phases.keys().map(String::as_str).filter(|n| !known.contains(n)));
+    let mut table = Table::new(&[Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right]);
+    table.row(["phase", "count", "mean", "per request", "p50", "p99"]);
+    for name in names {
+        let p = &s.phases[name];
+        if p.count == 0 {
+            table.note(name, &format!("not measured: {}", not_measured(s, name)));
+        } else {
+            table.row([
+                name.to_string(),
+                thousands(p.count),
+                fmt_us(p.mean_us),
+                small_us(p.per_request_us),
+                us(p.p50_us),
+                us(p.p99_us),
+            ]);
+        }
+    }
+    let finished = match s.requests.total {
+        1 => "the 1 finished request".to_string(),
+        n => format!("all {} finished requests", thousands(n)),
+    };
+    let notes = vec![format!(
+        "(count: requests in which the phase happened; mean, p50 and p99: over those; per request: the phase's total time divided by {finished})"
+    )];
+    Some(Section { title: "Phases", table, notes })
+}
+
+/// µs as `fmt_us` writes them, with two decimals below 10 µs: a phase spread over many
+/// requests costs each a fraction of a microsecond, which is not 0.
+fn small_us(v: f64) -> String {
+    if v > 0.0 && v < 10.0 {
+        format!("{v:.2}µs")
+    } else {
+        fmt_us(v)
+    }
+}
+
+/// Why a phase has no measurement in `s`, from what the summary knows: the targets'
+/// schemes and hosts, the connections opened and the errors.
+pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
+    if s.requests.total == 0 {
+        return "no request finished".into();
+    }
+    let hosts: Vec<&str> = s.urls.iter().filter_map(|u| host(u)).collect();
+    if phase == Phase::Tls.name() && !s.urls.iter().any(|u| u.starts_with("https://")) {
+        return "no TLS (http)".into();
+    }
+    if phase == Phase::Dns.name() && !hosts.is_empty() && hosts.iter().all(|h| is_ip_literal(h)) {
+        return "IP literal (no DNS)".into();
+    }
+    let failed = error_counts(s);
+    match (s.requests.connections, failed.is_empty()) {
+        (0, false) => return format!("every connection failed ({failed})"),
+        (0, true) => return "no new connection was opened".into(),
+        _ => {}
+    }
+    match phase {
+        "dns" => "host names pinned by --resolve (no DNS)".into(),
+        "tls" if s.errors.iter().any(|e| e.kind == "tls") => format!("every TLS handshake failed ({failed})"),
+        "connect" | "tls" => "no new connection was timed".into(),
+        _ if failed.is_empty() => "no request got this far".into(),
+        _ => format!("no request got this far ({failed})"),
+    }
+}
+
+/// `tls: 4`, `refused: 3, tls: 1`: the run's errors by kind.
+fn error_counts(s: &RunSummary) -> String {
+    s.errors.iter().map(|e| format!("{}: {}", e.kind, thousands(e.count))).collect::<Vec<_>>().join(", ")
+}
+
+/// The host of an absolute URL, without user info, port or IPv6 brackets.
+fn host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next(),
+        None => authority.split(':').next(),
+    }
+}
+
+fn is_ip_literal(host: &str) -> bool {
+    host.parse::<std::net::IpAddr>().is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use barrage_metrics::summary::{ErrorStat, PhaseStats};
 
     #[test]
     fn long_url_lists_are_cut() {
@@ -79,5 +192,80 @@ mod tests {
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(0), "0");
+    }
+
+    #[test]
+    fn hosts_of_urls() {
+        let cases = [
+            ("http://127.0.0.1:8080/a", Some("127.0.0.1")),
+            ("https://user:pw@example.com/x?y", Some("example.com")),
+            ("http://[::1]:80/", Some("::1")),
+            ("http://localhost", Some("localhost")),
+            ("not a url", None),
+        ];
+        for (url, want) in cases {
+            assert_eq!(host(url), want, "{url}");
+        }
+    }
+
+    /// Each reason from what the summary says.
+    #[test]
+    fn reasons_for_an_unmeasured_phase() {
+        let base = |url: &str, connections: u64, errors: &[(&str, u64)]| {
+            let mut s = RunSummary { urls: vec![url.into()], ..Default::default() };
+            s.requests.total = 10;
+            s.requests.connections = connections;
+            s.errors = errors
+                .iter()
+                .map(|(k, n)| ErrorStat { kind: k.to_string(), count: *n, example: String::new() })
+                .collect();
+            s
+        };
+        let cases = [
+            (base("http://127.0.0.1/", 2, &[]), "tls", "no TLS (http)"),
+            (base("https://127.0.0.1/", 2, &[]), "dns", "IP literal (no DNS)"),
+            (base("https://127.0.0.1/", 0, &[("tls", 10)]), "tls", "every connection failed (tls: 10)"),
+            (base("https://127.0.0.1/", 0, &[("tls", 10)]), "wait", "every connection failed (tls: 10)"),
+            (
+                base("http://h.test/", 0, &[("dns", 4), ("refused", 6)]),
+                "connect",
+                "every connection failed (dns: 4, refused: 6)",
+            ),
+            (base("http://h.test/", 3, &[]), "dns", "host names pinned by --resolve (no DNS)"),
+            (
+                base("http://h.test/", 3, &[("request_timeout", 10)]),
+                "wait",
+                "no request got this far (request_timeout: 10)",
+            ),
+            (base("http://h.test/", 0, &[]), "connect", "no new connection was opened"),
+            (RunSummary::default(), "wait", "no request finished"),
+        ];
+        for (s, phase, want) in cases {
+            assert_eq!(not_measured(&s, phase), want, "{phase} of {:?}", s.urls);
+        }
+    }
+
+    #[test]
+    fn phases_show_per_request_beside_the_mean() {
+        let mut s = RunSummary { urls: vec!["https://127.0.0.1/".into()], ..Default::default() };
+        s.requests.total = 4_080;
+        s.requests.connections = 4;
+        let tls = PhaseStats {
+            count: 4,
+            mean_us: 20_000.0,
+            total_us: 80_000.0,
+            per_request_us: 80_000.0 / 4_080.0,
+            ..Default::default()
+        };
+        s.phases.insert("tls".into(), tls);
+        s.phases.insert("dns".into(), PhaseStats::default());
+        let section = phases(&s).unwrap();
+        let text = section.table.to_text();
+        let tls = text.lines().find(|l| l.starts_with("tls")).unwrap();
+        assert!(tls.contains("20.00ms") && tls.contains("20µs"), "{tls}");
+        assert_eq!(small_us(0.049), "0.05µs");
+        let dns = text.lines().find(|l| l.starts_with("dns")).unwrap();
+        assert!(dns.ends_with("not measured: IP literal (no DNS)"), "{text}");
+        assert!(section.notes[0].contains("divided by all 4,080 finished requests"), "{:?}", section.notes);
     }
 }

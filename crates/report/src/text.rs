@@ -1,8 +1,7 @@
 //! The human report: sections of aligned columns, in the spirit of `vegeta report`, with both
 //! latency measures side by side and barrage's check of itself.
 
-use crate::sections::{self, rate_or_count};
-use barrage_metrics::sample::Phase;
+use crate::sections::{self, rate_or_count, Section};
 use barrage_metrics::summary::{LatencyStats, RunSummary};
 use barrage_metrics::units::{fmt_bytes, fmt_us};
 use std::fmt::Write;
@@ -12,9 +11,6 @@ const LATENCY_NOTE: &str =
     "corrected latency counts the time a request waited for its turn when the server or barrage \
 fell behind the schedule; service time starts when it was actually sent — a large gap means queueing \
 (coordinated omission) that service time alone would hide.";
-
-/// Shown instead of zeros for a phase that never happened.
-const NOT_MEASURED: &str = "not measured (reused connections / no TLS / IP literal)";
 
 /// Renders the report. `color` adds ANSI colour to warnings and errors only; the caller
 /// decides it (from `NO_COLOR` and whether the output is a terminal).
@@ -31,7 +27,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         duration(s),
         latency(s),
         latency_by_class(s),
-        phases(s),
+        section(sections::phases(s)),
         groups("By name", s, &s.by_name, 1),
         groups("By method", s, &s.by_method, 2),
         retries(s),
@@ -118,13 +114,24 @@ impl Table {
         self.rows.last_mut().expect("just pushed")
     }
 
-    fn note(&mut self, first: &str, text: &str) {
+    /// Adds a row of its first cell and free text running past the other columns.
+    pub(crate) fn note(&mut self, first: &str, text: &str) {
         self.rows.push(Row { cells: vec![first.into(), text.into()], note: true, red: false });
     }
 
     /// The table as plain text, one line per row.
     pub fn to_text(&self) -> String {
         self.render(Paint { on: false })
+    }
+
+    /// How each column lines up.
+    pub(crate) fn alignment(&self) -> &[Align] {
+        &self.align
+    }
+
+    /// Each row's cells, and whether its second cell is free text running past the columns.
+    pub(crate) fn rows(&self) -> impl Iterator<Item = (&[String], bool)> {
+        self.rows.iter().map(|r| (&r.cells[..], r.note))
     }
 
     fn render(&self, paint: Paint) -> String {
@@ -174,7 +181,7 @@ fn pad(out: &mut String, cell: &str, width: usize, align: Align) {
     }
 }
 
-fn us(v: u64) -> String {
+pub(crate) fn us(v: u64) -> String {
     fmt_us(v as f64)
 }
 
@@ -305,26 +312,18 @@ fn latency_by_class(s: &RunSummary) -> String {
     t.render(Paint { on: false })
 }
 
-fn phases(s: &RunSummary) -> String {
-    if s.phases.is_empty() {
-        return String::new();
+/// A section shared with the HTML report: its title heads the label column, the rows are
+/// indented under it, and its notes follow.
+fn section(shared: Option<Section>) -> String {
+    let Some(Section { title, mut table, notes }) = shared else { return String::new() };
+    for (k, row) in table.rows.iter_mut().enumerate() {
+        row.cells[0] = if k == 0 { title.to_string() } else { format!("  {}", row.cells[0]) };
     }
-    // In the order a request goes through them, then any name this build does not know.
-    let known: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
-    let mut names: Vec<&str> = known.iter().copied().filter(|n| s.phases.contains_key(*n)).collect();
-    names.extend(s.phases.keys().map(String::as_str).filter(|n| !known.contains(n)));
-    let mut t = Table::new(&[Left, Right, Right, Right, Right]);
-    t.row(["Phases", "count", "mean", "p50", "p99"]);
-    for name in names {
-        let p = &s.phases[name];
-        let label = format!("  {name}");
-        if p.count == 0 {
-            t.note(&label, NOT_MEASURED);
-        } else {
-            t.row([label, p.count.to_string(), fmt_us(p.mean_us), us(p.p50_us), us(p.p99_us)]);
-        }
+    let mut out = table.render(Paint { on: false });
+    for note in notes {
+        writeln!(out, "  {note}").expect("writing to a String cannot fail");
     }
-    t.render(Paint { on: false })
+    out
 }
 
 /// Hit ratio, byte hit ratio, statuses and the hit/miss latency split; one line when no
@@ -663,7 +662,10 @@ mod tests {
         s.latency.corrected = lat(2_000);
         s.latency.service = lat(1_000);
         s.phases.insert("dns".into(), PhaseStats::default());
-        s.phases.insert("wait".into(), PhaseStats { count: 10, mean_us: 500.0, p50_us: 400, p99_us: 900 });
+        s.phases.insert(
+            "wait".into(),
+            PhaseStats { count: 10, mean_us: 500.0, p50_us: 400, p99_us: 900, ..Default::default() },
+        );
         s
     }
 
@@ -692,7 +694,7 @@ mod tests {
     fn unmeasured_phase_is_not_zero() {
         let t = text(&summary("open"), false);
         let dns = t.lines().find(|l| l.trim_start().starts_with("dns")).unwrap();
-        assert!(dns.contains(NOT_MEASURED), "{dns}");
+        assert!(dns.contains("not measured: no new connection was opened"), "{dns}");
         // Phases in request order, not alphabetical.
         assert!(t.find("\n  dns ").unwrap() < t.find("\n  wait ").unwrap());
     }

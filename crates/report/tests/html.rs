@@ -254,7 +254,19 @@ fn hour() -> RunSummary {
         .collect();
     s.phases = ["connect", "send", "wait", "receive"]
         .iter()
-        .map(|p| (p.to_string(), PhaseStats { count: 3_600_000, mean_us: 123.456, p50_us: 100, p99_us: 900 }))
+        .map(|p| {
+            (
+                p.to_string(),
+                PhaseStats {
+                    count: 3_600_000,
+                    mean_us: 123.456,
+                    p50_us: 100,
+                    p99_us: 900,
+                    total_us: 123.456 * 3_600_000.0,
+                    per_request_us: 123.456,
+                },
+            )
+        })
         .collect();
     s
 }

@@ -98,7 +98,14 @@ fn run(rate: f64, success: f64, p50_us: u64, seconds: u64) -> RunSummary {
         max_us: p50_us * 20,
     };
     s.latency.service = s.latency.corrected.clone();
-    let phase = |count, mean_us: f64| PhaseStats { count, mean_us, p50_us: mean_us as u64, p99_us: 3 * mean_us as u64 };
+    let phase = |count, mean_us: f64| PhaseStats {
+        count,
+        mean_us,
+        p50_us: mean_us as u64,
+        p99_us: 3 * mean_us as u64,
+        total_us: mean_us * count as f64,
+        per_request_us: mean_us * count as f64 / total.max(1) as f64,
+    };
     s.phases.insert("dns".into(), phase(0, 0.0));
     s.phases.insert("connect".into(), phase(16, 310.5));
     s.phases.insert("tls".into(), phase(16, 1_250.0));
