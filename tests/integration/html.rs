@@ -147,8 +147,9 @@ setTimeout(async function () {
 "#;
 
 /// Opens `page` (written into `dir` as `name`, with [`INTERACT`] added) and checks that each
-/// of `expected` (chart id, fewest series) drew data, and that no script error happened.
-fn check_page(chromium: &Path, dir: &Path, name: &str, page: &str, expected: &[(&str, u64)]) -> PathBuf {
+/// of `expected` (chart id, fewest series) drew data, and that no script error happened;
+/// returns the self-check.
+fn check_page(chromium: &Path, dir: &Path, name: &str, page: &str, expected: &[(&str, u64)]) -> Value {
     let path = dir.join(name);
     let at = page.rfind("</body>").expect("the page ends");
     std::fs::write(&path, format!("{}{INTERACT}{}", &page[..at], &page[at..])).unwrap();
@@ -163,7 +164,7 @@ fn check_page(chromium: &Path, dir: &Path, name: &str, page: &str, expected: &[(
         assert!(chart["points"].as_u64().unwrap() > 0, "{name}: {id} has no data: {chart}");
         assert!(chart["drawn"].as_u64().unwrap() >= 2, "{name}: {id} was not drawn, then redrawn: {chart}");
     }
-    path
+    check
 }
 
 /// Where test artifacts go: the target directory.
@@ -344,4 +345,86 @@ fn a_long_target_list_leaves_the_charts_on_the_first_screen() {
     let top = charts_top(&chromium, dir.path(), &page);
     eprintln!("the charts start {top} px down");
     assert!(top < 900.0, "the charts start {top} px down the page");
+}
+
+/// The cells of the text report's section `title`: the rows under its heading line, split
+/// on runs of two spaces.
+fn text_rows(text: &str, title: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(title))
+        .skip(1)
+        .take_while(|l| l.starts_with("  ") && !l.starts_with("  ("))
+        .map(|l| l.trim().split("  ").map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect())
+        .collect()
+}
+
+/// The cells of the page's table `id` (`table-steps`), the heads left out.
+fn html_rows(page: &str, id: &str) -> Vec<Vec<String>> {
+    let start = page.find(&format!("<section id=\"{id}\">")).unwrap_or_else(|| panic!("no {id}"));
+    let body = &page[start..];
+    let body = &body[body.find("<tbody>").unwrap()..body.find("</tbody>").unwrap()];
+    body.split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| {
+                    let text = &cell[cell.find('>').unwrap() + 1..cell.find("</td>").unwrap()];
+                    text.replace("&gt;", ">").replace("&lt;", "<").replace("&amp;", "&")
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A stepped run of named PUT and GET targets: the page has the text report's steps, by-name
+/// and by-method tables, cell for cell, and marks each step's start on the time charts.
+#[test]
+fn a_stepped_run_of_named_targets_has_the_text_reports_tables() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("body.bin"), b"hello").unwrap();
+    let targets = dir.path().join("named.txt");
+    let url = o.url();
+    std::fs::write(
+        &targets,
+        format!("# name: put-object\nPUT {url}/store/a\n@body.bin\n\n# name: get-object\nGET {url}/store/a\n"),
+    )
+    .unwrap();
+    let page_path = dir.path().join("stepped.html");
+    let out = barrage()
+        .args(["run", "--rate", "20,40", "--step", "1s", "--targets"])
+        .arg(&targets)
+        .arg("--html")
+        .arg(&page_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let page = std::fs::read_to_string(&page_path).unwrap();
+
+    // The schedule's answer: 20 then 40 requests, half of them PUT; the origin saw them all.
+    let steps = text_rows(&text, "Steps");
+    assert_eq!(steps.len(), 2, "{text}");
+    let requests: Vec<u64> = steps.iter().map(|r| r[3].parse().unwrap()).collect();
+    assert!((18..=22).contains(&requests[0]) && (38..=42).contains(&requests[1]), "{steps:?}");
+    let methods = text_rows(&text, "By method");
+    let total: u64 = methods.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
+    assert_eq!(o.requests(), total);
+    assert_eq!(methods.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["GET", "PUT"], "{methods:?}");
+
+    // The page's tables are the text report's, cell for cell.
+    for (title, id) in [("Steps", "table-steps"), ("By name", "table-by-name"), ("By method", "table-by-method")] {
+        assert_eq!(html_rows(&page, id), text_rows(&text, title), "{title}");
+    }
+
+    let Some(chromium) = chromium() else {
+        require("chromium", false);
+        return;
+    };
+    let check = check_page(&chromium, dir.path(), "stepped.html", &page, &[("latency", 6), ("throughput", 4)]);
+    // Every time chart marks both steps' starts.
+    for id in ["latency", "throughput", "scatter"] {
+        assert_eq!(check["charts"][id]["markers"], 2, "{id}: {check}");
+    }
 }

@@ -196,6 +196,8 @@ pub struct StepSummary {
     pub rate_per_sec: Option<f64>,
     /// Successes per second; `None` under [`MIN_RATE_REQUESTS`] finished in the step.
     pub throughput_per_sec: Option<f64>,
+    /// Start, seconds since the start of the run.
+    pub start_s: f64,
     /// Latencies of the step.
     pub latency: Latencies,
 }
@@ -959,6 +961,7 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64
                 failed,
                 rate_per_sec: per_sec(c.sent, c.sent, secs),
                 throughput_per_sec: per_sec(c.ok, c.completed, secs),
+                start_s: start_s(i).unwrap_or(0.0),
                 latency: Latencies { corrected: LatencyStats::of(&r.corrected), service: LatencyStats::of(&r.service) },
             }
         })

@@ -2,7 +2,8 @@
    crates/report/src/html.rs) turned into uPlot options and data arrays. Every chart is uPlot;
    this file draws nothing itself but event markers and reference lines (a uPlot plugin).
    After drawing it writes a self-check (#barrage-selfcheck) that tests read:
-   {"charts": {id: {"series": n, "points": non-null values, "drawn": draws}}, "errors": [...]};
+   {"charts": {id: {"series": n, "points": non-null values, "drawn": draws, "markers": vertical
+   markers drawn in the last draw}}, "errors": [...]};
    window.__barrageFlush() rewrites it, and window.barrageCharts holds the uPlot instances. */
 (function () {
   "use strict";
@@ -47,7 +48,7 @@
           if (v != null && Number.isFinite(v)) points++;
         }
       }
-      out.charts[id] = { series: c.u.series.length - 1, points: points, drawn: c.drawn };
+      out.charts[id] = { series: c.u.series.length - 1, points: points, drawn: c.drawn, markers: c.u.__markers || 0 };
     }
     const pre = document.getElementById("barrage-selfcheck");
     if (pre) pre.textContent = JSON.stringify(out);
@@ -162,11 +163,13 @@
             ctx.lineWidth = 1.5 * r;
             ctx.font = 11 * r + "px system-ui, sans-serif";
             ctx.textAlign = "left";
-            ctx.setLineDash([6 * r, 4 * r]);
+            let drawn = 0;
             (xs || []).forEach((m, i) => {
               if (!finite(m.at)) return;
               const x = Math.round(u.valToPos(m.at, "x", true));
               if (x < left - 1 || x > left + width + 1) return;
+              drawn++;
+              ctx.setLineDash((m.dash || [6, 4]).map((d) => d * r));
               ctx.strokeStyle = ctx.fillStyle = m.colour || OI.purple;
               ctx.beginPath();
               ctx.moveTo(x, top);
@@ -179,6 +182,8 @@
               const ty = top + (2 + 14 * (i % 4)) * r;
               label(ctx, text, tx, ty, w, r, m.colour || OI.purple);
             });
+            u.__markers = drawn;
+            ctx.setLineDash([6 * r, 4 * r]);
             (ys || []).forEach((m) => {
               if (!finite(m.at)) return;
               const y = Math.round(u.valToPos(m.at, m.scale || "y", true));
@@ -381,8 +386,16 @@
     if (d.scatter && d.scatter.length) ends.push(d.scatter[d.scatter.length - 1][0]);
     timeSpan = [0, Math.max(...ends.filter(finite))];
     const events = (S.events || []).map((e, i) => ({ at: e.at_s, label: i + 1 + ": " + e.command }));
-    const markers = () => [linesPlugin(events, [])];
-    const eventNote = events.length ? "Dashed lines: the events (numbered as in the list above)." : null;
+    // A stepped run marks where each step starts, as in the steps table below the charts.
+    const steps = (S.steps || []).length >= 2
+      ? S.steps.map((st, i) => ({ at: st.start_s, label: "step " + (i + 1) + ": " + st.label, colour: OI.grey, dash: [2, 3] }))
+      : [];
+    const markers = () => [linesPlugin(events.concat(steps), [])];
+    const eventNote =
+      [
+        events.length ? "Dashed lines: the events (numbered as in the list above)." : "",
+        steps.length ? "Dotted grey lines: the start of each step (see the steps table)." : "",
+      ].join(" ").trim() || null;
     const done = n ? T.ok.map((ok, i) => ok + T.errors[i]) : [];
     const whenDone = (col) => (col || []).map((v, i) => (done[i] > 0 ? v : null));
 

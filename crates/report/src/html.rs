@@ -4,18 +4,19 @@
 //!
 //! The page has three parts:
 //! - text rendered here: the key figures, warnings, events and tables, readable without
-//!   JavaScript (a run's phases are the table of the text report, with the same cells);
+//!   JavaScript (a run's phases, steps, and requests by name and by method are the tables
+//!   of the text report, with the same cells);
 //! - the data, as JSON in `<script type="application/json" id="barrage-data">` (every `<`
 //!   written `\u003c`, so no string in it can end the element);
 //! - `assets/report.js`, which turns that data into uPlot charts (hover for values, drag to
 //!   zoom the time axis, click the legend to hide a series) and then writes a self-check,
-//!   `{"charts": {id: {"series", "points", "drawn"}}, "errors": [...]}`, into
+//!   `{"charts": {id: {"series", "points", "drawn", "markers"}}, "errors": [...]}`, into
 //!   `<pre id="barrage-selfcheck" hidden>` for tests run in a headless browser.
 //!
 //! # The data of a run
 //! `{"page": "run", "summary", "series", "spectrum", "scatter"}`: `summary` is the
 //! [`RunSummary`] as in the JSON report, floats rounded to 6 significant digits, without
-//! what the page draws from the other keys or does not show (`intervals`,
+//! what the page draws from the other keys or shows only as tables (`intervals`,
 //! `latency_spectrum`, `by_name`, `by_method`). `series` holds the intervals column by
 //! column (`t` their start in seconds, `length_s`, `sent`, `ok`, `errors`, latencies in ms
 //! with 3 decimals: `p50_ms`,
@@ -29,7 +30,9 @@
 //! Charts of a run, by self-check id: `latency`, `scatter`, `distribution`, `throughput`,
 //! `phases`, `phases-run`, `status`, `cache-ratio`, `cache-latency`, `backends` (two
 //! backends or more), `cpu` and `memory` (with host samples). A chart without data is left
-//! out. A curve has `curve-latency`, `curve-throughput`, `curve-errors`; a comparison
+//! out. Time charts mark the events (dashed) and, in a stepped run, the start of each step
+//! (dotted grey); `markers` counts those drawn. A curve has `curve-latency`,
+//! `curve-throughput`, `curve-errors`; a comparison
 //! `compare-distribution`, `compare-p99`, `compare-throughput`; an experiment
 //! `exp-throughput_per_sec`, `exp-p50_ms`, `exp-p99_ms`.
 //!
@@ -531,9 +534,15 @@ fn table(heading: &str, sheet: &Sheet) -> String {
     data_table(heading, None, &sheet.header, &rows, &[])
 }
 
-/// The tables of a run the text report shows too, after the charts: the phases.
+/// The tables of a run the text report shows too, after the charts: phases, steps, by name
+/// and by method, each when it has something to say.
 fn run_tables(s: &RunSummary) -> String {
-    sections::phases(s).map(|t| section_table(&t)).unwrap_or_default()
+    let [by_name, by_method] = sections::by_name_and_method(s);
+    [sections::phases(s), sections::steps(s), by_name, by_method]
+        .into_iter()
+        .flatten()
+        .map(|t| section_table(&t))
+        .collect()
 }
 
 /// A [`Section`] as an HTML table, with the same cells as in the text report; its id is

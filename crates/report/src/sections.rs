@@ -1,10 +1,11 @@
 //! The parts of a run's report that the text and the HTML report both show, built once here
-//! so that both say the same thing in the same words: the targets of the header, the phases
-//! (as a [`Section`]: a [`Table`] of formatted cells, rendered by `text.rs` as aligned
-//! columns and by `html.rs` as an HTML table), and a rate that is not one.
+//! so that both say the same thing in the same words: the targets of the header, the phases,
+//! the steps and the requests by name and by method (as [`Section`]s: a [`Table`] of
+//! formatted cells, rendered by `text.rs` as aligned columns and by `html.rs` as an HTML
+//! table), and a rate that is not one.
 
-use crate::text::{us, Align, Table};
-use barrage_metrics::summary::RunSummary;
+use crate::text::{percent, rate, secs, us, Align, Table};
+use barrage_metrics::summary::{GroupSummary, RunSummary};
 use barrage_metrics::units::fmt_us;
 use barrage_metrics::Phase;
 
@@ -65,7 +66,7 @@ pub(crate) fn thousands(n: u64) -> String {
 /// A titled table and the lines under it. The table's first row holds the column heads,
 /// the first of which names the rows ("phase"); the others hold plain labels.
 pub(crate) struct Section {
-    /// "Phases".
+    /// "Phases", "Steps", "By name", "By method".
     pub title: &'static str,
     /// Heads, then rows.
     pub table: Table,
@@ -166,6 +167,77 @@ fn host(url: &str) -> Option<&str> {
 
 fn is_ip_literal(host: &str) -> bool {
     host.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// Each step of a stepped run (two or more): when it started, how long, requests, rate,
+/// throughput, success and corrected latency.
+pub(crate) fn steps(s: &RunSummary) -> Option<Section> {
+    if s.steps.len() < 2 {
+        return None;
+    }
+    let mut align = vec![Align::Right; 9];
+    align[0] = Align::Left;
+    let mut table = Table::new(&align);
+    table.row(["step", "start", "duration", "requests", "rate", "throughput", "success", "p50", "p99"]);
+    for st in &s.steps {
+        table.row([
+            st.label.clone(),
+            format!("{:.2}s", st.start_s),
+            secs(st.duration_s),
+            st.requests.to_string(),
+            rate_or_count(st.rate_per_sec, st.requests, rate),
+            rate_or_count(st.throughput_per_sec, st.requests, rate),
+            percent(ratio(st.ok, st.requests)),
+            us(st.latency.corrected.p50_us),
+            us(st.latency.corrected.p99_us),
+        ]);
+    }
+    Some(Section { title: "Steps", table, notes: vec!["(p50 and p99 are corrected latency)".into()] })
+}
+
+/// Requests per name or method, shown once there are at least `min` groups; `head` names
+/// the rows ("name", "method").
+pub(crate) fn groups(
+    title: &'static str,
+    head: &str,
+    s: &RunSummary,
+    groups: &[GroupSummary],
+    min: usize,
+) -> Option<Section> {
+    if groups.is_empty() || groups.len() < min {
+        return None;
+    }
+    let mut align = vec![Align::Right; 8];
+    align[0] = Align::Left;
+    let mut table = Table::new(&align);
+    table.row([head, "requests", "share", "success", "ok/s", "mean", "p50", "p99"]);
+    for g in groups {
+        table.row([
+            g.name.clone(),
+            g.requests.to_string(),
+            percent(g.share),
+            percent(g.success_ratio),
+            // Over the run's window: the run's count says whether it is a rate.
+            rate_or_count(g.throughput_per_sec, s.requests.total, rate),
+            fmt_us(g.latency.mean_us),
+            us(g.latency.p50_us),
+            us(g.latency.p99_us),
+        ]);
+    }
+    Some(Section { title, table, notes: vec!["(latency is corrected latency)".into()] })
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The requests of `s` by name (when any target was named) and by method (two or more).
+pub(crate) fn by_name_and_method(s: &RunSummary) -> [Option<Section>; 2] {
+    [groups("By name", "name", s, &s.by_name, 1), groups("By method", "method", s, &s.by_method, 2)]
 }
 
 #[cfg(test)]

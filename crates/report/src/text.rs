@@ -28,15 +28,14 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         latency(s),
         latency_by_class(s),
         section(sections::phases(s)),
-        groups("By name", s, &s.by_name, 1),
-        groups("By method", s, &s.by_method, 2),
+        by_name_and_method(s),
         retries(s),
         cache(s),
         backends(s),
         bytes(s),
         status_codes(s),
         errors(s, paint),
-        steps(s),
+        section(sections::steps(s)),
         servers(s),
         events(s),
         generator(s),
@@ -185,15 +184,15 @@ pub(crate) fn us(v: u64) -> String {
     fmt_us(v as f64)
 }
 
-fn secs(s: f64) -> String {
+pub(crate) fn secs(s: f64) -> String {
     fmt_us(s * 1e6)
 }
 
-fn rate(per_sec: f64) -> String {
+pub(crate) fn rate(per_sec: f64) -> String {
     format!("{per_sec:.2}/s")
 }
 
-fn percent(ratio: f64) -> String {
+pub(crate) fn percent(ratio: f64) -> String {
     format!("{:.2}%", ratio * 100.0)
 }
 
@@ -359,27 +358,11 @@ fn cache(s: &RunSummary) -> String {
     out
 }
 
-/// Requests per name or method; shown once there are at least `min` groups.
-fn groups(title: &str, s: &RunSummary, groups: &[barrage_metrics::summary::GroupSummary], min: usize) -> String {
-    if groups.len() < min {
-        return String::new();
-    }
-    let mut t = Table::new(&[Left, Right, Right, Right, Right, Right, Right, Right]);
-    t.row([title, "requests", "share", "success", "ok/s", "mean", "p50", "p99"]);
-    for g in groups {
-        t.row([
-            format!("  {}", g.name),
-            g.requests.to_string(),
-            percent(g.share),
-            percent(g.success_ratio),
-            // Over the run's window: the run's count says whether it is a rate.
-            rate_or_count(g.throughput_per_sec, s.requests.total, rate),
-            fmt_us(g.latency.mean_us),
-            us(g.latency.p50_us),
-            us(g.latency.p99_us),
-        ]);
-    }
-    t.render(Paint { on: false })
+/// Requests by name and by method, each shown when it has something to say.
+fn by_name_and_method(s: &RunSummary) -> String {
+    let [name, method] = sections::by_name_and_method(s);
+    let parts: Vec<String> = [section(name), section(method)].into_iter().filter(|t| !t.is_empty()).collect();
+    parts.join("\n")
 }
 
 /// Requests as the client saw them when failed attempts were retried.
@@ -478,31 +461,6 @@ fn errors(s: &RunSummary, paint: Paint) -> String {
         t.row([format!("  {}", e.kind), e.count.to_string(), e.example.clone()]).red = true;
     }
     t.render(paint)
-}
-
-fn steps(s: &RunSummary) -> String {
-    if s.steps.len() < 2 {
-        return String::new();
-    }
-    let mut align = vec![Right; 8];
-    align[0] = Left;
-    let mut t = Table::new(&align);
-    t.row(["Steps", "duration", "requests", "rate", "throughput", "success", "p50", "p99"]);
-    for st in &s.steps {
-        t.row([
-            format!("  {}", st.label),
-            secs(st.duration_s),
-            st.requests.to_string(),
-            rate_or_count(st.rate_per_sec, st.requests, rate),
-            rate_or_count(st.throughput_per_sec, st.requests, rate),
-            percent(ratio(st.ok, st.requests)),
-            us(st.latency.corrected.p50_us),
-            us(st.latency.corrected.p99_us),
-        ]);
-    }
-    let mut out = t.render(Paint { on: false });
-    out.push_str("  (p50 and p99 are corrected latency)\n");
-    out
 }
 
 fn generator(s: &RunSummary) -> String {
