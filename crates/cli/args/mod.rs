@@ -193,7 +193,7 @@ pub struct TestbedDirArgs {
 /// `barrage testbed up`.
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
-    /// direct, varnish, squid, nginx-lb, haproxy-lb or all.
+    /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb or all.
     #[arg(value_name = "TOPOLOGY")]
     pub topology: barrage_testbed::Topology,
     /// Origins. [default: 2; 1 for varnish and squid]
@@ -343,6 +343,7 @@ pub struct RunArgs {
 /// What to send to: URLs, a target file or a URL list.
 #[derive(Args, Debug, Clone)]
 pub struct TargetArgs {
+    /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
     /// may be a template such as http://host/obj/{id}, with --objects N.
     #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file"])]
     pub urls: Vec<String>,
@@ -351,15 +352,18 @@ pub struct TargetArgs {
 /// How much load and for how long (`--help` heading: Load).
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
+    /// Open loop: requests per second on a fixed schedule (1000, 1000/s, 60/m), a ramp over
     /// the duration (100:2000), or steps (10,50,100 with --step).
     #[arg(long, value_name = "RATE", conflicts_with_all = ["concurrency", "think_time"], help_heading = "Load")]
     pub rate: Option<RateSpec>,
     /// Length of each step of a stepped --rate (`sweep`: of each level).
     #[arg(long, value_name = "DURATION", help_heading = "Load")]
     pub step: Option<PositiveDur>,
+    /// Open loop: most requests outstanding at once; a request due while all are busy is
     /// counted late, and its wait is part of its latency. [default: --connections]
     #[arg(long, value_name = "N", requires = "rate", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
+    /// Closed loop: workers, each sending its next request when the last one finished.
     /// [default: 50 when --rate is not given] (`sweep`: a list 8,16,32 or a range 8..96/8)
     #[arg(short = 'c', long, value_name = "N", help_heading = "Load")]
     pub concurrency: Option<units::Levels>,
@@ -380,6 +384,7 @@ pub struct LoadArgs {
 /// How connections are made (heading: Connections).
 #[derive(Args, Debug, Clone)]
 pub struct ConnectionArgs {
+    /// Connections (one request at a time each). Open loop: the in-flight bound
     /// [default: 256]; closed loop: one per worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Connections")]
     pub connections: Option<u32>,
@@ -423,9 +428,12 @@ pub struct RequestArgs {
     /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
     pub objects: Option<u64>,
+    /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
     /// client (thread or worker) requested before; the rest go to new ones.
     #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, help_heading = "Request")]
     pub hit_ratio: Option<f64>,
+    /// Run the same request stream once per phase and report each on its own, e.g.
+    /// fill,measure: the first fills a cache, the second measures it. With -o run.brg the
     /// files are run.fill.brg, run.measure.brg.
     #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', help_heading = "Request")]
     pub phases: Vec<String>,
@@ -460,9 +468,11 @@ pub struct RequestArgs {
 /// How responses are read (heading: Measure).
 #[derive(Args, Debug, Clone)]
 pub struct MeasureArgs {
+    /// Read a response's cache status from a header: HEADER~REGEX=STATUS (hit, miss, pass,
     /// expired, stale), before the built-in rules (repeatable), e.g. 'X-Edge~^TCP_HIT=hit'.
     #[arg(long = "cache-rule", value_name = "RULE", help_heading = "Measure")]
     pub cache_rules: Vec<barrage_plan::CacheRule>,
+    /// The header naming the backend that answered (repeatable; tried in order).
     /// [default: X-Served-By, X-Backend, X-Upstream-Address, X-Upstream, Server]
     #[arg(long = "backend-header", value_name = "NAME", value_parser = parse_header_name, help_heading = "Measure")]
     pub backend_headers: Vec<http::HeaderName>,
@@ -471,12 +481,16 @@ pub struct MeasureArgs {
 /// What is watched and done beside the load (heading: Watch).
 #[derive(Args, Debug, Clone)]
 pub struct WatchArgs {
+    /// Watch a server process each second: a PID, a process name (nginx: the master and its
+    /// workers), or a testbed server's name (repeatable). Servers of a testbed the URLs point
     /// at are watched without it.
     #[arg(long = "monitor", value_name = "PID|NAME", help_heading = "Watch")]
     pub monitor: Vec<String>,
+    /// Run a shell command at this offset of the run, recorded as an event (repeatable):
     /// --at 10s 'barrage testbed stop origin-2'.
     #[arg(long = "at", num_args = 2, value_names = ["OFFSET", "COMMAND"], action = clap::ArgAction::Append, help_heading = "Watch")]
     pub at: Vec<String>,
+    /// The testbed whose servers --monitor names and which is watched by itself.
     /// [default: as `barrage testbed`]
     #[arg(long, value_name = "DIR", help_heading = "Watch")]
     pub testbed: Option<PathBuf>,
@@ -485,6 +499,8 @@ pub struct WatchArgs {
 /// Objectives checked at the end (heading: Gates).
 #[derive(Args, Debug, Clone)]
 pub struct GateArgs {
+    /// A service-level objective checked at the end (repeatable): p99<250ms, p50<20ms,
+    /// success>=99.5%, throughput>=1000/s, errors<10; NAME:p99<100ms for requests of one
     /// name. Any missed one makes the exit code 1.
     #[arg(long, value_name = "EXPR", help_heading = "Gates")]
     pub slo: Vec<barrage_report::Slo>,
@@ -496,12 +512,14 @@ pub struct GateArgs {
 /// Retries of failed requests (heading: Retries).
 #[derive(Args, Debug, Clone)]
 pub struct RetryArgs {
+    /// Retry a failed request up to N times (each attempt is recorded; the report adds
     /// first-try and final success).
     #[arg(long, value_name = "N", help_heading = "Retries")]
     pub retries: Option<u32>,
     /// Backoff before retry 1, doubling per retry up to MAX, with jitter.
     #[arg(long, value_name = "MIN..MAX", default_value = "10ms..1s", requires = "retries", help_heading = "Retries")]
     pub backoff: barrage_plan::Backoff,
+    /// What is retried: 5xx, 4xx, status codes (503), error (any transport error), or error
     /// kinds (timeout, reset, refused, connect_timeout, tls, protocol, dns).
     #[arg(long, value_name = "LIST", default_value = "error,5xx", requires = "retries", help_heading = "Retries")]
     pub retry_on: barrage_plan::RetryOn,
@@ -513,6 +531,7 @@ pub struct OutputArgs {
     /// Stream the results to this file as the run goes (re-render with `barrage report`).
     #[arg(short = 'o', long, value_name = "FILE", help_heading = "Output")]
     pub output: Option<PathBuf>,
+    /// A log of every request: CSV, or JSON lines for a .jsonl file. Streamed; reports are
     /// made from the results file, not from it.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub log: Option<PathBuf>,
@@ -527,9 +546,11 @@ pub struct OutputArgs {
 /// Live views while the load runs (heading: Output).
 #[derive(Args, Debug, Clone)]
 pub struct LiveArgs {
+    /// Show a live terminal view (rates, latency, status codes, errors, cache, backends)
     /// instead of the progress line; q stops the run and prints the report.
     #[arg(long, help_heading = "Output")]
     pub tui: bool,
+    /// Serve the run's counters and latency histograms for Prometheus at
     /// http://ADDR/metrics while it runs (port 0: a free one, printed on stderr).
     #[arg(long, value_name = "ADDR", help_heading = "Output")]
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -663,4 +684,29 @@ pub struct DemoArgs {
     /// Workers of the closed-loop run.
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub concurrency: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every flag's help is a sentence: a doc comment that lost its first line in a move
+    /// reads "(repeatable)" or "the duration (100:2000), …" in `--help`.
+    #[test]
+    fn every_help_starts_a_sentence() {
+        fn check(cmd: &clap::Command, path: &str, bad: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let Some(help) = arg.get_help().map(ToString::to_string) else { continue };
+                if help.chars().next().is_some_and(|c| c.is_lowercase() || c == '(') {
+                    bad.push(format!("{path} --{}: {help}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                check(sub, &format!("{path} {}", sub.get_name()), bad);
+            }
+        }
+        let mut bad = Vec::new();
+        check(&super::Cli::command(), "barrage", &mut bad);
+        assert!(bad.is_empty(), "help that does not start a sentence:\n{}", bad.join("\n"));
+    }
 }
