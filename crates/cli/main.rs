@@ -1,6 +1,8 @@
 //! The `barrage` binary: parses the command line, installs signal handling once, dispatches
-//! to a subcommand, and decides the exit code in one place: 0 ok, 1 a run or check failed,
-//! 2 bad usage, config or I/O, 130/143 stopped by SIGINT/SIGTERM (partial results kept).
+//! to a subcommand, and decides the exit code in one place: 0 ok, 1 an objective or check
+//! failed, 2 bad usage, config or I/O, 3 a run the result depends on is built on failure
+//! (under half of its requests succeeded), 130/143 stopped by SIGINT/SIGTERM (partial
+//! results kept).
 
 mod args;
 mod cmd;
@@ -16,7 +18,16 @@ pub enum Outcome {
     Ok,
     /// A threshold or comparison failed.
     Failed,
+    /// A run, level, probe or case the result depends on is built on failure
+    /// (`barrage_report::study::failure_of`): its figures are not a result, whatever the
+    /// objectives say. Why, in one line.
+    NotAResult(String),
 }
+
+/// Exit code of [`Outcome::NotAResult`]: apart from 1, so that a script or CI job can tell
+/// "the service missed an objective" from "nothing worked: the test itself is broken"
+/// (an untrusted certificate, a refused port).
+const NOT_A_RESULT: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -33,6 +44,10 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::NotAResult(why)) => {
+            eprintln!("barrage: FAILED: {why}");
+            ExitCode::from(NOT_A_RESULT)
+        }
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("barrage: error: {e:#}");

@@ -329,3 +329,84 @@ fn new_objects_are_new_for_another_seed() {
     // sent beyond its share of the first run: -n is shared by workers as they finish).
     assert!(hit_ratio(5) >= 0.95, "the same seed asks for the same ones again");
 }
+
+/// `barrage ARGS`: (exit code, stderr).
+fn exit_and_stderr(args: &[&str]) -> (Option<i32>, String) {
+    let out = barrage().args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Its last line: the one that says why the command exits as it does.
+fn last_line(err: &str) -> &str {
+    err.trim_end().lines().last().unwrap_or("")
+}
+
+#[test]
+fn a_result_built_on_failure_exits_3_from_every_command() {
+    let refused = crate::util::refused_url();
+    let healthy = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = |n: &str| dir.path().join(n).display().to_string();
+    let (bad, good) = (file("bad.brg"), file("good.brg"));
+    assert_eq!(exit_and_stderr(&["run", "-n", "20", "-c", "2", &healthy.url(), "-o", &good]).0, Some(0));
+    let (code, err) = exit_and_stderr(&["run", "-n", "20", "-c", "2", &refused, "-o", &bad]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(
+        last_line(&err),
+        "barrage: FAILED: the run is not a result: all 20 requests failed (mostly refused: Connection refused (os error 111))"
+    );
+    // The same verdict from the files, alone or compared.
+    let (code, err) = exit_and_stderr(&["report", &bad, "--format", "json"]);
+    assert_eq!((code, last_line(&err)), (Some(3), "barrage: FAILED: the run is not a result: all 20 requests failed (mostly refused: Connection refused (os error 111))"));
+    assert_eq!(exit_and_stderr(&["report", &good]).0, Some(0));
+    let (code, err) = exit_and_stderr(&["compare", &good, &bad]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(last_line(&err).starts_with("barrage: FAILED: 1 of 2 compared runs are not a result: bad.brg: all 20"), "{err}");
+    assert_eq!(exit_and_stderr(&["compare", &good, &good]).0, Some(0));
+    // A sweep whose levels all failed, and a capacity search whose lowest probe did (each
+    // probe shown FAILED, none met).
+    let (code, err) = exit_and_stderr(&["sweep", "-c", "1,2", "--step", "1s", &refused, "--format", "json"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(last_line(&err).starts_with("barrage: FAILED: 2 of 2 runs are not a result: 1 workers: all "), "{err}");
+    let out = barrage()
+        .args(["capacity", &refused, "--slo", "p99<1s", "--step", "1s", "--max-time", "3s", "--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(last_line(&err).starts_with("barrage: FAILED: the lowest probe is not a result: "), "{err}");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let probes = json["probes"].as_array().unwrap();
+    assert!(!probes.is_empty() && json["capacity_per_sec"].is_null(), "{json}");
+    assert!(probes.iter().all(|p| p["verdict"].as_str().unwrap().starts_with("FAILED: all ")), "{json}");
+}
+
+#[test]
+fn an_experiment_against_an_untrusted_certificate_exits_3_and_a_trusted_one_0() {
+    let plain = origin(ServeConfig::default());
+    let tls = origin(ServeConfig { tls: true, ..Default::default() });
+    let https = tls.url().replace("http://", "https://");
+    let ca = tls.ca_path().unwrap().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = |trust: &str| {
+        let file = dir.path().join(format!("e{}.toml", trust.len()));
+        let text = format!(
+            "duration = \"1s\"\n[base]\nconcurrency = 1\n[factors.protocol]\nhttp = {{ url = \"{}\" }}\nhttps = {{ url = \"{https}\"{trust} }}\n",
+            plain.url()
+        );
+        std::fs::write(&file, text).unwrap();
+        barrage().arg("experiment").arg(&file).arg("-o").arg(file.with_extension("results")).output().unwrap()
+    };
+    let out = experiment("");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let line = last_line(&err);
+    assert!(
+        line.starts_with("barrage: FAILED: 1 of 2 cases are not a result: TC1 https: all ") && line.contains("UnknownIssuer"),
+        "{err}"
+    );
+    // The table says so too.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("WARNING: TC1 https: all "));
+    let out = experiment(&format!(", cacert = \"{ca}\""));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

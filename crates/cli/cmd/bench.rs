@@ -2,7 +2,7 @@
 //! same load runs against each front in turn (direct, nginx, haproxy, varnish and squid
 //! with hits and with misses, then each again over HTTPS), and one table compares them.
 
-use super::emit::emit;
+use super::emit::{emit, outcome};
 use super::live::Views;
 use crate::args::{BalanceArg, LiveArgs, TestbedBenchArgs};
 use crate::Outcome;
@@ -62,12 +62,13 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
     table.partial = runner.stopped();
     drop(runner);
     views.finish();
-    emit(&Report::Bench(&table), &a.emit)?;
+    let report = Report::Bench(&table);
+    emit(&report, &a.emit)?;
     let note = if a.no_tls { "(HTTPS rows skipped: --no-tls)" } else { "(varnish has no TLS: no HTTPS row for it)" };
     if a.emit.format == crate::args::Format::Text {
         println!("{note}");
     }
-    Ok(Outcome::Ok)
+    Ok(outcome(&report, table.rows.len(), "front", true))
 }
 
 /// (label, URL, every request a new object) in table order: every front over HTTP, then

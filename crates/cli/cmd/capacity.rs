@@ -1,14 +1,14 @@
 //! `barrage capacity`: the highest open-loop rate that meets every `--slo`, found by
 //! barrage-study's search with real probes.
 
-use super::emit::{emit, gates};
+use super::emit::{emit, gates, not_a_result};
 use super::live::Views;
 use crate::args::CapacityArgs;
 use crate::Outcome;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
 use barrage_plan::units::RateSpec;
-use barrage_report::{CapacityReport, Report, Slo};
+use barrage_report::{CapacityReport, Report, Slo, StudyTable};
 use barrage_study::capacity::{generator_limited, knee, Bounds, Capacity};
 use barrage_study::Runner;
 use std::time::Duration;
@@ -52,9 +52,22 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
         slo_ms: run.gates.slo.iter().filter_map(Slo::latency_bound_ms).collect(),
         table: found.table,
     };
+    let no_rate = report.capacity.is_none().then(|| lowest_failed(&report.table)).flatten();
     let report = Report::Capacity(&report);
     emit(&report, &run.emit)?;
     let junit = run.gates.junit.as_deref();
     gates(&report.slo_results(), run.emit.format, junit, "barrage capacity", report.duration_s())?;
-    Ok(if found.outcome.capacity.is_some() { Outcome::Ok } else { Outcome::Failed })
+    // Probes above the capacity may collapse: that is the finding. Without a capacity, it
+    // depends on the lowest probe: built on failure, nothing was measured at all.
+    Ok(match no_rate {
+        Some(line) => not_a_result(&[line], 1, "lowest probe").expect("a failure"),
+        None if found.outcome.capacity.is_some() => Outcome::Ok,
+        None => Outcome::Failed,
+    })
+}
+
+/// The lowest-rate probe, as `label: reason`, when it is built on failure.
+fn lowest_failed(table: &StudyTable) -> Option<String> {
+    let lowest = table.rows.iter().min_by(|a, b| a.offered.unwrap_or(0.0).total_cmp(&b.offered.unwrap_or(0.0)))?;
+    lowest.failure().map(|why| format!("{}: {why}", lowest.labels.join(" ")))
 }

@@ -1,7 +1,7 @@
 //! `barrage compare A B [C …]`: runs side by side against the first, with significance,
 //! and `--fail-if` bounds for CI; experiment directories case by case.
 
-use super::emit::{emit, print};
+use super::emit::{emit, not_a_result, outcome, print};
 use crate::args::{CompareArgs, Format};
 use crate::Outcome;
 use anyhow::{bail, Context};
@@ -21,8 +21,11 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<Outcome> {
     }
     let runs = a.runs.iter().map(|p| load(p)).collect::<anyhow::Result<Vec<_>>>()?;
     let c = compare_runs(&runs, a.noise);
-    emit(&Report::Comparison { runs: &runs, comparison: &c }, &a.emit)?;
-    Ok(if crossed(&a, &c, "") { Outcome::Failed } else { Outcome::Ok })
+    let report = Report::Comparison { runs: &runs, comparison: &c };
+    emit(&report, &a.emit)?;
+    // A run built on failure makes the comparison meaningless, whatever the bounds say.
+    let passed = !crossed(&a, &c, "");
+    Ok(outcome(&report, runs.len(), "compared run", passed))
 }
 
 /// Prints the runs whose change crosses a --fail-if bound; true if any did.
@@ -45,6 +48,7 @@ fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
     let dirs = a.runs.iter().map(|p| StudyDir::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mut failed = false;
     let (mut sheets, mut json_cases) = (Vec::new(), Vec::new());
+    let (mut failures, mut compared) = (Vec::new(), 0);
     for case in &dirs[0].manifest.cases {
         for phase in dirs[0].phases(&case.id) {
             let runs =
@@ -59,6 +63,8 @@ fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
                 print(&format!("== {name} {}\n{}", serde_json::json!(case.levels), report.text(false)))?;
             }
             json_cases.push(serde_json::json!({ "case": case.id, "phase": phase, "comparison": barrage_report::reports::comparison_json(&c) }));
+            failures.extend(report.failures().into_iter().map(|line| format!("{name} of {line}")));
+            compared += runs.len();
             let mut sheet = report.sheets().remove(0);
             sheet.name = name;
             sheets.push(sheet);
@@ -71,7 +77,7 @@ fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
         _ => {}
     }
     super::emit::sheets(&sheets, &a.emit)?;
-    Ok(if failed { Outcome::Failed } else { Outcome::Ok })
+    Ok(not_a_result(&failures, compared, "compared run").unwrap_or(if failed { Outcome::Failed } else { Outcome::Ok }))
 }
 
 /// A case of an experiment directory: its repeats pooled, labelled by the directory.

@@ -3,6 +3,7 @@
 //! lines and `--junit`.
 
 use crate::args::{EmitArgs, Format};
+use crate::Outcome;
 use anyhow::{bail, Context};
 use barrage_report::{Report, SloResult};
 use std::io::Write;
@@ -83,6 +84,26 @@ pub fn gates(
             .with_context(|| format!("--junit {}", path.display()))?;
     }
     Ok(results.iter().all(|r| r.pass))
+}
+
+/// What a command's report says for its exit code: built on failure when any of its runs
+/// or rows is (`report.failures()`; `of` of them, each a `what`), else whether every
+/// objective `passed`.
+pub fn outcome(report: &Report, of: usize, what: &str, passed: bool) -> Outcome {
+    not_a_result(&report.failures(), of, what).unwrap_or(if passed { Outcome::Ok } else { Outcome::Failed })
+}
+
+/// [`Outcome::NotAResult`] for these failures (`label: reason` lines, or a lone run's
+/// reason), in one line; `None` without any.
+pub fn not_a_result(failures: &[String], of: usize, what: &str) -> Option<Outcome> {
+    let (first, rest) = failures.split_first()?;
+    let head = if of <= 1 {
+        format!("the {what} is not a result")
+    } else {
+        format!("{} of {of} {what}s are not a result", failures.len())
+    };
+    let more = if rest.is_empty() { String::new() } else { format!("; and {} more", rest.len()) };
+    Some(Outcome::NotAResult(format!("{head}: {first}{more}")))
 }
 
 /// Writes to stdout, ending with a newline.

@@ -1,7 +1,7 @@
 //! `barrage experiment FILE`: a case's settings are `run` flags, read with `run`'s parser;
 //! barrage-study runs the cases into their directory and tabulates them.
 
-use super::emit::{emit, files, gates};
+use super::emit::{emit, files, gates, outcome};
 use super::live::Views;
 use crate::args::{EmitArgs, ExperimentArgs, Format, RunArgs};
 use crate::Outcome;
@@ -84,7 +84,8 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     emit(&report, &a.emit)?;
     let suite = format!("barrage experiment {}", e.name);
     let passed = gates(&report.slo_results(), a.emit.format, a.junit.as_deref(), &suite, report.duration_s())?;
-    Ok(if passed { Outcome::Ok } else { Outcome::Failed })
+    let rows = report.table().map_or(0, |t| t.rows.len());
+    Ok(outcome(&report, rows, "case", passed))
 }
 
 /// The case's settings as `run` flags, parsed and checked like `run`'s own.

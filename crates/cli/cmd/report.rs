@@ -1,6 +1,6 @@
 //! `barrage report`: render and merge results files, in any format and as any file.
 
-use super::emit::emit;
+use super::emit::{emit, outcome};
 use crate::args::{Format, ReportArgs};
 use crate::Outcome;
 use anyhow::Context;
@@ -15,9 +15,9 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Outcome> {
         out.flush()?;
         let summary = barrage_metrics::summary::summarize(&a.files)?;
         super::emit::files(&Report::Run(&summary), &a.emit)?;
-        return Ok(Outcome::Ok);
+        return Ok(outcome(&Report::Run(&summary), 1, "run", true));
     }
     let summary = barrage_metrics::summary::summarize(&a.files)?;
     emit(&Report::Run(&summary), &a.emit)?;
-    Ok(Outcome::Ok)
+    Ok(outcome(&Report::Run(&summary), 1, "run", true))
 }

@@ -1,7 +1,7 @@
 //! `barrage run`: one run, or with `--phases` the same run once per phase (a sweep of one
 //! level), each reported on its own and then side by side.
 
-use super::emit::{emit, gates};
+use super::emit::{emit, gates, not_a_result};
 use super::live::Views;
 use crate::args::{EmitArgs, Format, RunArgs};
 use crate::Outcome;
@@ -53,7 +53,12 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     if table.rows.is_empty() {
         anyhow::bail!("stopped before the run started: nothing was sent");
     }
-    Ok(if passed { Outcome::Ok } else { Outcome::Failed })
+    // Each phase is a run the result depends on.
+    let (failures, what) = match phases {
+        0 => (Report::Run(&table.rows[0].runs[0]).failures(), "run"),
+        _ => (table.failures(), "phase"),
+    };
+    Ok(not_a_result(&failures, table.rows.len(), what).unwrap_or(if passed { Outcome::Ok } else { Outcome::Failed }))
 }
 
 /// `--html run.html` becomes `run.fill.html` in phase `fill`.

@@ -1,7 +1,7 @@
 //! `barrage sweep`: one run per load level (rates or worker counts) and phase, one row each.
 //! The classic "latency and errors vs number of clients" and "report per rate" tables.
 
-use super::emit::{emit, gates};
+use super::emit::{emit, gates, outcome};
 use super::live::Views;
 use crate::args::RunArgs;
 use crate::Outcome;
@@ -51,7 +51,7 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
     }
     let passed =
         gates(&report.slo_results(), a.emit.format, a.gates.junit.as_deref(), "barrage sweep", report.duration_s())?;
-    Ok(if passed { Outcome::Ok } else { Outcome::Failed })
+    Ok(outcome(&report, table.rows.len(), "run", passed))
 }
 
 /// The levels of `--rate 10,50,100` or `-c 8..96/8`.

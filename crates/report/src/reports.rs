@@ -11,7 +11,7 @@ use crate::compare::{
 use crate::export::Sheet;
 use crate::html::{html, Page};
 use crate::slo::SloResult;
-use crate::study::StudyTable;
+use crate::study::{failure_of, StudyTable};
 use barrage_metrics::RunSummary;
 use serde_json::{json, Value};
 
@@ -212,6 +212,19 @@ impl Report<'_> {
             (Report::Run(s), _) => s.duration.total_s,
             (_, Some(t)) => t.rows.iter().flat_map(|r| &r.runs).map(|s| s.duration.total_s).sum(),
             _ => 0.0,
+        }
+    }
+
+    /// The runs or rows built on failure ([`crate::study::failure_of`], the one definition):
+    /// a run's reason alone; a table's and a comparison's each as `label: reason`.
+    pub fn failures(&self) -> Vec<String> {
+        match self {
+            Report::Run(s) => failure_of(std::slice::from_ref(*s)).into_iter().collect(),
+            Report::Comparison { runs, .. } => runs
+                .iter()
+                .filter_map(|(label, s)| failure_of(std::slice::from_ref(s)).map(|why| format!("{label}: {why}")))
+                .collect(),
+            _ => self.table().map(StudyTable::failures).unwrap_or_default(),
         }
     }
 

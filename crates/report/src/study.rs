@@ -72,30 +72,25 @@ impl StudyRow {
         self.slos.iter().all(|r| r.pass)
     }
 
-    /// Why the row must not be read as a plain result: no run, no success at all, or fewer
-    /// than [`FAILED_BELOW`] of the requests succeeded in some run; `None` when it stands.
+    /// Why the row must not be read as a plain result ([`failure_of`] its runs); `None`
+    /// when it stands.
     pub fn failure(&self) -> Option<String> {
-        if self.runs.is_empty() {
-            return Some("no run finished".into());
-        }
-        let total: u64 = self.runs.iter().map(|s| s.requests.total).sum();
-        let ok: u64 = self.runs.iter().map(|s| s.requests.ok).sum();
-        if total == 0 {
-            return Some("no request completed".into());
-        }
-        if ok == 0 {
-            return Some(format!("all {total} requests failed{}", top_error(&self.runs)));
-        }
-        let worst = self.runs.iter().map(|s| s.success_ratio).fold(f64::INFINITY, f64::min);
-        (worst < FAILED_BELOW).then(|| format!("only {:.1}% succeeded{}", worst * 100.0, top_error(&self.runs)))
+        failure_of(&self.runs)
     }
 
-    /// `ok`, `FAILED: ...`, `SLO missed`.
+    /// `ok`, `FAILED: ...`, or `SLO missed: ...` naming the first objective missed and what
+    /// the run achieved, as the SLO lines do.
     pub fn verdict(&self) -> String {
-        match (self.failure(), self.passed()) {
-            (Some(why), _) => format!("FAILED: {why}"),
-            (None, false) => "SLO missed".into(),
-            (None, true) => "ok".into(),
+        if let Some(why) = self.failure() {
+            return format!("FAILED: {why}");
+        }
+        let missed: Vec<&SloResult> = self.slos.iter().filter(|r| !r.pass).collect();
+        match missed.as_slice() {
+            [] => "ok".into(),
+            [first, rest @ ..] => {
+                let more = if rest.is_empty() { String::new() } else { format!(" and {} more", rest.len()) };
+                format!("SLO missed: {} (actual {}){more}", first.slo, first.actual)
+            }
         }
     }
 
@@ -119,6 +114,26 @@ impl StudyRow {
     fn background_throughput(&self) -> Option<Spread> {
         Spread::of(&self.background.iter().filter_map(|s| s.throughput_per_sec).collect::<Vec<_>>())
     }
+}
+
+/// Why `runs` (one run, a case's repeats) are built on failure and not a result: no run, no
+/// request completed, no success at all, or fewer than [`FAILED_BELOW`] of the requests
+/// succeeded in some run; `None` when they stand. The one definition of a failed run, for
+/// every table, report and exit code.
+pub fn failure_of(runs: &[RunSummary]) -> Option<String> {
+    if runs.is_empty() {
+        return Some("no run finished".into());
+    }
+    let total: u64 = runs.iter().map(|s| s.requests.total).sum();
+    let ok: u64 = runs.iter().map(|s| s.requests.ok).sum();
+    if total == 0 {
+        return Some("no request completed".into());
+    }
+    if ok == 0 {
+        return Some(format!("all {total} requests failed{}", top_error(runs)));
+    }
+    let worst = runs.iter().map(|s| s.success_ratio).fold(f64::INFINITY, f64::min);
+    (worst < FAILED_BELOW).then(|| format!("only {:.1}% succeeded{}", worst * 100.0, top_error(runs)))
 }
 
 /// The most frequent error kind over `runs`, as ` (mostly tls: UnknownIssuer)`.
@@ -444,6 +459,20 @@ mod tests {
         assert_eq!(json[1]["labels"]["level"], "200/s");
         assert_eq!(json[0]["verdict"], "ok");
         assert_eq!(json[1]["failed"], "all 500 requests failed (mostly tls: UnknownIssuer)");
+    }
+
+    #[test]
+    fn a_missed_objective_is_named_in_the_verdict() {
+        let slo = |text: &str, pass: bool| SloResult { slo: text.into(), actual: "180ms".into(), pass };
+        let mut r = StudyRow::new(vec!["400/s".into()], vec![run(100, 100, 180_000)]);
+        r.slos = vec![slo("p50<1s", true), slo("p99<100ms", false)];
+        assert_eq!(r.verdict(), "SLO missed: p99<100ms (actual 180ms)");
+        r.slos.push(slo("max<150ms", false));
+        assert_eq!(r.verdict(), "SLO missed: p99<100ms (actual 180ms) and 1 more");
+        // Built on failure comes first: the objectives of such a row mean nothing.
+        r.runs = vec![run(10, 100, 1)];
+        assert!(r.verdict().starts_with("FAILED: only 10.0% succeeded"), "{}", r.verdict());
+        assert_eq!(failure_of(&r.runs), r.failure());
     }
 
     #[test]
