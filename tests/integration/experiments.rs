@@ -112,6 +112,54 @@ fn capacity_finds_the_known_capacity_in_bounded_time() {
 }
 
 #[test]
+fn capacity_passes_only_rates_the_target_delivered() {
+    // Four requests at a time, 40 ms each (tokio's timer and a busy machine only make it
+    // longer): never more than 100 req/s. The capacity is known from above whatever the
+    // machine does; a long delay keeps the scheduling noise of a busy machine small beside it.
+    const MOST: f64 = 100.0;
+    let server = origin(ServeConfig {
+        max_concurrency: Some(4),
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(40))),
+        ..Default::default()
+    });
+    // And measured: 16 workers keep every slot busy; the answers per second after the
+    // first (start-up) second and before the end.
+    let saturated =
+        ok(&barrage().args(["run", "-d", "3s", "-c", "16", &server.url(), "--format", "json"]).output().unwrap());
+    let saturated: Value = serde_json::from_str(&saturated).unwrap();
+    let steady: Vec<f64> =
+        saturated["intervals"].as_array().unwrap()[1..3].iter().map(|i| i["ok"].as_f64().unwrap()).collect();
+    let known = steady.iter().sum::<f64>() / steady.len() as f64;
+    assert!(known <= MOST, "4 slots of 40 ms: {known}");
+    // Only a success objective: every request of an overloaded probe still succeeds (the
+    // origin queues it), so the rate delivered is what tells.
+    let out = barrage()
+        .args(["capacity", &server.url(), "--slo", "success>=99%", "--step", "2s", "--start-rate", "30"])
+        .args(["--precision", "10%", "--max-time", "40s", "--format", "json"])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let found = json["capacity_per_sec"].as_f64().unwrap();
+    eprintln!("capacity found {found}/s, measured {known:.1}/s, at most {MOST}/s");
+    assert!(found <= MOST && found >= 0.6 * known, "found {found}/s, measured {known:.1}/s: {json}");
+    let probes = json["probes"].as_array().unwrap();
+    let verdict = |p: &Value| p["verdict"].as_str().unwrap().to_string();
+    // Well below: delivered and met. Above what the origin can do: not delivered, and
+    // said so with the rate delivered.
+    assert!(
+        probes.iter().filter(|p| p["offered"].as_f64().unwrap() <= 0.5 * known).all(|p| verdict(p) == "ok"),
+        "{json}"
+    );
+    let above: Vec<&Value> = probes.iter().filter(|p| p["offered"].as_f64().unwrap() > MOST).collect();
+    assert!(!above.is_empty(), "the ramp went past the capacity: {json}");
+    for p in above {
+        let v = verdict(p);
+        assert!(v.starts_with("SLO missed: delivered>=99% (actual ") && v.contains("/s of "), "{v}");
+        assert_eq!(p["slos"][0]["pass"], false, "{p}");
+    }
+}
+
+#[test]
 fn sweep_gives_a_row_per_level_with_slos() {
     let server = delayed(5);
     let dir = tempfile::tempdir().unwrap();

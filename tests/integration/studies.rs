@@ -361,7 +361,10 @@ fn a_result_built_on_failure_exits_3_from_every_command() {
     assert_eq!(exit_and_stderr(&["report", &good]).0, Some(0));
     let (code, err) = exit_and_stderr(&["compare", &good, &bad]);
     assert_eq!(code, Some(3), "{err}");
-    assert!(last_line(&err).starts_with("barrage: FAILED: 1 of 2 compared runs are not a result: bad.brg: all 20"), "{err}");
+    assert!(
+        last_line(&err).starts_with("barrage: FAILED: 1 of 2 compared runs are not a result: bad.brg: all 20"),
+        "{err}"
+    );
     assert_eq!(exit_and_stderr(&["compare", &good, &good]).0, Some(0));
     // A sweep whose levels all failed, and a capacity search whose lowest probe did (each
     // probe shown FAILED, none met).
@@ -402,7 +405,8 @@ fn an_experiment_against_an_untrusted_certificate_exits_3_and_a_trusted_one_0() 
     assert_eq!(out.status.code(), Some(3), "{err}");
     let line = last_line(&err);
     assert!(
-        line.starts_with("barrage: FAILED: 1 of 2 cases are not a result: TC1 https: all ") && line.contains("UnknownIssuer"),
+        line.starts_with("barrage: FAILED: 1 of 2 cases are not a result: TC1 https: all ")
+            && line.contains("UnknownIssuer"),
         "{err}"
     );
     // The table says so too.

@@ -242,7 +242,7 @@ impl Report<'_> {
 fn capacity_text(c: &CapacityReport) -> String {
     let mut out = String::new();
     match c.capacity {
-        Some(r) => out.push_str(&format!("Capacity: {r:.0} req/s meets every objective")),
+        Some(r) => out.push_str(&format!("Capacity: {r:.0} req/s delivered and meets every objective")),
         None => out.push_str("Capacity: none of the probed rates met every objective"),
     }
     match c.failed_at {

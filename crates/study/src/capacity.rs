@@ -1,14 +1,16 @@
-//! The capacity search: the highest open-loop rate that meets every objective. An
-//! exponential ramp brackets it, a bisection narrows the bracket to a precision, within a
-//! bound on the total time; a collapse of the target ends the ramp at once.
+//! The capacity search: the highest open-loop rate that meets every objective and that the
+//! target delivered ([`Delivery`]). An exponential ramp brackets it, a bisection narrows
+//! the bracket to a precision, within a bound on the total time; a collapse of the target
+//! ends the ramp at once.
 //!
 //! [`search`] is a pure function over a probe callback and a clock, tested with tables like
-//! the pacer; [`Capacity::run`] gives it real probes.
+//! the pacer, and so is [`Delivery::of`]; [`Capacity::run`] gives the search real probes.
 
 use crate::series::{Job, Runner};
 use crate::sweep::{row_note, suffixed, Level};
 use crate::StudyError;
-use barrage_report::{Slo, StudyRow, StudyTable};
+use barrage_metrics::RunSummary;
+use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -70,7 +72,7 @@ impl Outcome {
     /// Why it stopped, for people.
     pub fn stop_text(&self, b: &Bounds) -> String {
         let collapse = self.collapsed_at.map_or(String::new(), |r| {
-            format!("the target collapsed at {r:.0}/s (under half the offered rate succeeded); ")
+            format!("the target collapsed at {r:.0}/s (under half the offered rate delivered); ")
         });
         let why = match self.stop {
             Stop::MaxRateMet => format!("--max-rate {} met every objective: the capacity is at least that", b.max_rate),
@@ -143,6 +145,128 @@ pub fn search(
     out
 }
 
+/// A probe delivered its offered rate when at least this share of the requests its schedule
+/// had due was served, successfully and within the probe.
+pub const DELIVERED_AT_LEAST: f64 = 0.99;
+
+/// How much of its offered rate a probe delivered, counted in requests rather than as a
+/// rate over some window: the requests the schedule had due against those the target
+/// served within the probe. Every request a healthy target can serve counts, however close
+/// to the end it was sent, so short probes do not fail at their edges; what a target that
+/// fell behind still owed at the end does not.
+///
+/// `due = delivered + queued + dropped + failed`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delivery {
+    /// The offered rate, per second.
+    pub rate: f64,
+    /// Requests the schedule had due during the probe: those sent and those dropped.
+    pub due: u64,
+    /// Successes served within the probe.
+    pub delivered: u64,
+    /// Requests the target still owed at the end of the probe beyond what it has in flight
+    /// when it keeps up: the queue it built by falling behind, answered only after.
+    pub queued: u64,
+    /// Due but never sent: every in-flight slot stayed busy until the end.
+    pub dropped: u64,
+    /// Failed, or started and never finished.
+    pub failed: u64,
+    /// Started late because every in-flight slot was busy (served or not, they are among
+    /// the others; a late request counts as delivered only if it was served within the
+    /// probe).
+    pub late: u64,
+}
+
+impl Delivery {
+    /// What probe `s` at `rate` delivered.
+    ///
+    /// The queue is the growth of what the target owed (requests sent and not yet
+    /// answered) from the end of the first second to the end of the probe. A target that
+    /// keeps up owes about the same at both moments: the requests of one latency, sent in
+    /// the moments before (Little's law); they are answered just after the end and count
+    /// as delivered. One that fell behind owes more at the end by the queue it built,
+    /// answered only after the probe. The one-second intervals give both (sends by send
+    /// time, answers by completion time; an interval across the end is split by time), so
+    /// no window edge and no latency figure enters. Without intervals, or in a probe of a
+    /// second or less, there is no estimate of the queue.
+    ///
+    /// A target that paused just before the end (a busy machine) owes more then too, but
+    /// answers it all faster than the offered rate once it resumes; one short of capacity
+    /// answers it at its capacity, slower than the rate. So what was owed at the end counts
+    /// as a queue only when the wait after the attack answered it slower than the rate.
+    pub fn of(s: &RunSummary, rate: f64) -> Delivery {
+        let r = &s.requests;
+        let attack = s.duration.attack_s;
+        let answered_by = |t: f64| -> f64 {
+            let part = |i: &barrage_metrics::summary::IntervalRow| ((t - i.second as f64) / i.length_s).clamp(0.0, 1.0);
+            s.intervals.iter().filter(|i| i.length_s > 0.0).map(|i| (i.ok + i.errors) as f64 * part(i)).sum()
+        };
+        let queued = match s.intervals.first() {
+            Some(first) if attack > first.length_s => {
+                let owed_after_first = first.sent as f64 - answered_by(first.length_s);
+                let owed_at_end = r.total as f64 - answered_by(attack);
+                let kept_up = owed_at_end >= rate * s.duration.wait_s;
+                // One request of slack: a send and an answer either side of a boundary.
+                let growth = ((owed_at_end - owed_after_first.max(0.0)).round() as u64).saturating_sub(1);
+                if kept_up {
+                    0
+                } else {
+                    growth.min(r.ok)
+                }
+            }
+            _ => 0,
+        };
+        Delivery {
+            rate,
+            due: r.sent + r.dropped,
+            delivered: r.ok - queued,
+            queued,
+            dropped: r.dropped,
+            failed: r.sent.saturating_sub(r.ok),
+            late: r.late,
+        }
+    }
+
+    /// Delivered over due (0 when nothing was due).
+    pub fn share(&self) -> f64 {
+        if self.due == 0 {
+            0.0
+        } else {
+            self.delivered as f64 / self.due as f64
+        }
+    }
+
+    /// At least [`DELIVERED_AT_LEAST`] of what was due.
+    pub fn met(&self) -> bool {
+        self.due > 0 && self.share() >= DELIVERED_AT_LEAST
+    }
+
+    /// `715.8/s of 725/s (-1.3%: 60 queued at the end, 32 dropped)`.
+    pub fn text(&self) -> String {
+        let mut why: Vec<String> =
+            [(self.queued, "queued at the end"), (self.dropped, "dropped"), (self.failed, "failed")]
+                .into_iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+        if self.late > 0 {
+            why.push(format!("{} started late", self.late));
+        }
+        let why = if why.is_empty() { String::new() } else { format!(": {}", why.join(", ")) };
+        format!("{:.1}/s of {:.0}/s ({:+.1}%{why})", self.rate * self.share(), self.rate, (self.share() - 1.0) * 100.0)
+    }
+
+    /// As an objective every probe has, beside the `--slo`s: in the SLO lines, JUnit, the
+    /// verdict.
+    pub fn result(&self) -> SloResult {
+        SloResult {
+            slo: format!("delivered>={:.0}%", DELIVERED_AT_LEAST * 100.0),
+            actual: self.text(),
+            pass: self.met(),
+        }
+    }
+}
+
 /// A capacity search against a base job.
 #[derive(Clone, Debug)]
 pub struct Capacity {
@@ -180,9 +304,8 @@ impl Capacity {
             rate,
             table.rows.len(),
         ) {
-            Ok(Some(row)) => {
+            Ok(Some((row, verdict))) => {
                 let stopped = row.runs[0].interrupted;
-                let verdict = Verdict { met: met(&row), collapsed: collapsed(&row) };
                 table.rows.push(row);
                 (!stopped).then_some(verdict)
             }
@@ -200,7 +323,7 @@ impl Capacity {
         Ok(Found { outcome, table })
     }
 
-    fn probe(&self, runner: &mut Runner, rate: f64, index: usize) -> Result<Option<StudyRow>, StudyError> {
+    fn probe(&self, runner: &mut Runner, rate: f64, index: usize) -> Result<Option<(StudyRow, Verdict)>, StudyError> {
         let level = Level::Rate(rate);
         let name = format!("probe-{:02}-{}", index + 1, level.file_label());
         let mut job = self.base.clone();
@@ -216,24 +339,24 @@ impl Capacity {
             l
         });
         let Some(done) = runner.run(&job)? else { return Ok(None) };
-        let slos = self.slos.iter().map(|s| s.check(&done.summary)).collect();
+        // Delivering the rate first: the objectives of a rate not delivered say little.
+        let delivery = Delivery::of(&done.summary, rate);
+        let slos = std::iter::once(delivery.result()).chain(self.slos.iter().map(|s| s.check(&done.summary))).collect();
         let labels = vec![(index + 1).to_string(), format!("{rate:.0}/s")];
         let row = StudyRow { labels, offered: Some(rate), runs: vec![done.summary], slos, ..Default::default() };
         runner.note(&format!("probe {}: {rate:.0}/s → {}", index + 1, row_note(&row)));
-        Ok(Some(row))
+        let verdict = verdict(&row, &delivery);
+        Ok(Some((row, verdict)))
     }
 }
 
-/// A probe meets the objectives only if it is a result at all: a probe built on failure
-/// meets nothing, whatever its objectives say.
-fn met(r: &StudyRow) -> bool {
-    r.passed() && r.failure().is_none()
-}
-
-/// The target gave up: fewer than half the offered requests succeeded.
-fn collapsed(r: &StudyRow) -> bool {
-    let s = &r.runs[0];
-    s.throughput_per_sec.unwrap_or(0.0) < 0.5 * s.rate_per_sec.unwrap_or(0.0) || s.success_ratio < 0.5
+/// A probe meets the objectives only if it delivered the rate (an objective of its row)
+/// and is a result at all: a probe built on failure meets nothing, whatever its objectives
+/// say. The target collapsed when the probe is built on failure or under half of the rate
+/// was delivered.
+fn verdict(r: &StudyRow, delivery: &Delivery) -> Verdict {
+    let failed = r.failure().is_some();
+    Verdict { met: r.passed() && !failed, collapsed: failed || delivery.share() < 0.5 }
 }
 
 /// The knee: the lowest probed rate whose p99 is more than twice the p99 at the lowest rate.
@@ -338,6 +461,108 @@ mod tests {
 
         let o = against(&bounds(), 1000.0, f64::INFINITY, 2);
         assert_eq!((o.stop, o.capacity, o.probed.len()), (Stop::Interrupted, Some(200.0), 3));
+    }
+
+    /// A probe at `rate` for 2 s: `(sent, ok, dropped, late)`, and per second the requests
+    /// sent and answered (the last second is the wait after the attack, 0.3 s).
+    fn probe(rate: f64, counts: (u64, u64, u64, u64), seconds: &[(u64, u64)]) -> RunSummary {
+        let mut s = RunSummary::default();
+        let (sent, ok, dropped, late) = counts;
+        s.requests =
+            barrage_metrics::summary::RequestCounts { total: sent, sent, ok, dropped, late, ..Default::default() };
+        s.duration.attack_s = 2.0;
+        s.duration.wait_s = 0.3;
+        s.rate_per_sec = rate;
+        s.success_ratio = if sent > 0 { ok as f64 / sent as f64 } else { 0.0 };
+        s.intervals = seconds
+            .iter()
+            .enumerate()
+            .map(|(i, &(sent, answered))| barrage_metrics::summary::IntervalRow {
+                second: i as u64,
+                length_s: if i < 2 { 1.0 } else { 0.3 },
+                sent,
+                ok: answered,
+                ..Default::default()
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn delivery_counts_what_was_served_within_the_probe() {
+        let table = [
+            // A target that keeps up owes 2 requests at every moment: the last 2 are answered
+            // after the attack, as any request sent in its last moments is. Delivered,
+            // however short the probe.
+            (probe(100.0, (200, 200, 0, 0), &[(100, 98), (100, 100), (0, 2)]), true, "100.0/s of 100/s (+0.0%)"),
+            // 90/s of service at 100/s: it owed 10 after the first second and 20 at the
+            // end; the growth, less a request of slack, was queued.
+            (
+                probe(100.0, (200, 200, 0, 0), &[(100, 90), (100, 90), (0, 20)]),
+                false,
+                "95.5/s of 100/s (-4.5%: 9 queued at the end)",
+            ),
+            // The same 20 owed at the end, after a pause of the target just before it: all
+            // answered within 10 ms (faster than 100/s), so the target kept up.
+            (
+                {
+                    let mut s = probe(100.0, (200, 200, 0, 0), &[(100, 98), (100, 82), (0, 20)]);
+                    s.duration.wait_s = 0.01;
+                    s
+                },
+                true,
+                "100.0/s of 100/s (+0.0%)",
+            ),
+            // Every slot busy: requests started late and some never started.
+            (
+                probe(1000.0, (1900, 1900, 100, 400), &[(1000, 900), (900, 900), (0, 100)]),
+                false,
+                "950.0/s of 1000/s (-5.0%: 100 dropped, 400 started late)",
+            ),
+            // Failures are not delivered: 3 of 300 is just within 1%, 4 is not.
+            (
+                probe(150.0, (300, 297, 0, 0), &[(150, 150), (150, 150), (0, 0)]),
+                true,
+                "148.5/s of 150/s (-1.0%: 3 failed)",
+            ),
+            (
+                probe(150.0, (300, 296, 0, 0), &[(150, 150), (150, 150), (0, 0)]),
+                false,
+                "148.0/s of 150/s (-1.3%: 4 failed)",
+            ),
+            // No intervals (an old file): no estimate of the queue.
+            (probe(100.0, (200, 200, 0, 0), &[]), true, "100.0/s of 100/s (+0.0%)"),
+            // Nothing due: nothing delivered.
+            (probe(100.0, (0, 0, 0, 0), &[]), false, "0.0/s of 100/s (-100.0%)"),
+        ];
+        for (s, met, text) in table {
+            let d = Delivery::of(&s, s.rate_per_sec);
+            assert_eq!((d.met(), d.text().as_str()), (met, text), "{d:?}");
+            assert_eq!(d.due, d.delivered + d.queued + d.dropped + d.failed, "{d:?}");
+            let r = d.result();
+            assert_eq!((r.slo.as_str(), r.pass, r.actual), ("delivered>=99%", met, d.text()));
+        }
+        // A step that is not whole seconds: the last interval, from 2 s to the last answer
+        // 20 ms after the end, is split by time.
+        let mut s = probe(100.0, (250, 250, 0, 0), &[(100, 98), (100, 100), (50, 52)]);
+        s.duration.attack_s = 2.5;
+        s.intervals[2].length_s = 0.52;
+        assert_eq!(Delivery::of(&s, 100.0).queued, 0, "half of the third second was the probe's");
+    }
+
+    #[test]
+    fn a_probe_meets_its_objectives_only_if_it_delivered_the_rate() {
+        let s = probe(100.0, (200, 200, 0, 0), &[(100, 90), (100, 90), (0, 20)]);
+        let d = Delivery::of(&s, 100.0);
+        let row = StudyRow { slos: vec![d.result()], runs: vec![s], ..Default::default() };
+        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: false });
+        assert_eq!(row.verdict(), "SLO missed: delivered>=99% (actual 95.5/s of 100/s (-4.5%: 9 queued at the end))");
+        // Under half delivered (most never sent: every slot stayed busy): the target
+        // collapsed.
+        let s = probe(100.0, (80, 80, 120, 60), &[(60, 40), (20, 40), (0, 0)]);
+        let d = Delivery::of(&s, 100.0);
+        let row = StudyRow { slos: vec![d.result()], runs: vec![s], ..Default::default() };
+        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: true });
     }
 
     #[test]
