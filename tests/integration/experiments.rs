@@ -366,3 +366,85 @@ busy = {{ background = {{ rate = 250, no-keepalive = false }} }}
     let cases: Vec<&str> = json.as_array().unwrap().iter().map(|c| c["case"].as_str().unwrap()).collect();
     assert_eq!(cases, ["TC0", "TC1"]);
 }
+
+/// Requests an origin has served, by its own count.
+fn served(server: &RunningServer) -> u64 {
+    let body = crate::util::http_get(server.addr(), "/_barrage/stats");
+    serde_json::from_str::<Value>(&body).unwrap()["requests"].as_u64().unwrap()
+}
+
+#[test]
+fn factors_compose_a_url_and_each_case_reaches_its_server() {
+    let a = origin(ServeConfig { name: Some("origin-a".into()), ..Default::default() });
+    let b = origin(ServeConfig { name: Some("origin-b".into()), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("matrix.toml");
+    // object × server: the object sets the path, the server the port and how many
+    // requests, so each origin's count says which cases reached it.
+    let text = format!(
+        r#"[base]
+url = "http://127.0.0.1:{{port}}/bytes/{{size}}"
+concurrency = 1
+
+[factors.object]
+small = {{ vars = {{ size = "1k" }} }}
+large = {{ vars = {{ size = "4k" }} }}
+
+[factors.server]
+a = {{ vars = {{ port = {} }}, requests = 10 }}
+b = {{ vars = {{ port = {} }}, requests = 20 }}
+"#,
+        a.addr().port(),
+        b.addr().port()
+    );
+    std::fs::write(&file, text).unwrap();
+    let listing = ok(&barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap());
+    let want = format!(
+        "TC3  object=large, server=b\n    run --concurrency 1 --requests 20 http://127.0.0.1:{}/bytes/4k",
+        b.addr().port()
+    );
+    assert!(listing.contains(&want), "{listing}");
+    let results = dir.path().join("results");
+    ok(&barrage().arg("experiment").arg(&file).arg("-o").arg(&results).output().unwrap());
+    // Ground truth: each origin served its two cases, and nothing else.
+    assert_eq!((served(&a), served(&b)), (2 * 10, 2 * 20));
+    // Each case's responses came from its server, with its object's size.
+    for (case, server, size) in
+        [("TC0", "origin-a", 1024), ("TC1", "origin-b", 1024), ("TC2", "origin-a", 4096), ("TC3", "origin-b", 4096)]
+    {
+        let out = barrage()
+            .arg("report")
+            .arg(results.join(format!("{case}.r1.brg")))
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        let s: Value = serde_json::from_str(&ok(&out)).unwrap();
+        assert_eq!(s["backends"][0]["name"], server, "{case}: {}", s["backends"]);
+        let body = s["bytes"]["in_mean"].as_f64().unwrap();
+        assert!(body > size as f64 && body < size as f64 + 400.0, "{case}: {body} bytes a response");
+    }
+}
+
+#[test]
+fn factors_that_set_one_key_or_a_placeholder_without_a_value_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[factors.protocol]\nhttp = { url = \"http://127.0.0.1:1/\" }\n\n[factors.server]\ncache = { url = \"http://127.0.0.1:2/\" }\n",
+            "'url' is set by two levels, protocol=http (line 2) and server=cache (line 5)",
+        ),
+        (
+            "[base]\nurl = \"{scheme}://127.0.0.1:1/\"\n[factors.server]\ncache = { vars = { host = \"x\" } }\n",
+            "placeholder {scheme} in '{scheme}://127.0.0.1:1/' has no value",
+        ),
+    ];
+    for (text, want) in cases {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(want) && err.contains("bad.toml") && err.contains("case TC0"), "{err}");
+    }
+}

@@ -125,7 +125,8 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
 /// The case's runs against its testbed: the flags filled with the servers' URLs.
 fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
     let job = |flags: &[String], what: &str| -> Result<barrage_study::Job, String> {
-        let args = std::iter::once("run".to_string()).chain(fill(flags, &bed.servers));
+        let args =
+            std::iter::once("run".to_string()).chain(fill(flags, &bed.servers).map_err(|m| format!("{what}{m}"))?);
         let mut run = RunOnly::try_parse_from(args).map(|r| r.run).map_err(|e| {
             let text = e.render().to_string();
             let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid settings").to_string();

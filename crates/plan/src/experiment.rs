@@ -16,9 +16,15 @@
 //! [base]                    # settings every case starts from: `run` flags without dashes
 //! concurrency = 8
 //!
+//! url = "{scheme}://{host}/a"  # parts set by the levels below
+//!
 //! [factors.protocol]        # factors and levels in file order
-//! http = { url = "http://127.0.0.1:8080/a" }
-//! https = { url = "https://127.0.0.1:8443/a", cacert = "ca.pem" }
+//! http = { vars = { scheme = "http" } }
+//! https = { vars = { scheme = "https" }, cacert = "ca.pem" }
+//!
+//! [factors.server]
+//! cache = { vars = { host = "cache.example.net" } }
+//! backend = { vars = { host = "origin.example.net:8080" } }
 //!
 //! [factors.load]
 //! without = {}
@@ -28,9 +34,12 @@
 //! ```
 //!
 //! Settings are the flags of `barrage run` as keys (`rate`, `concurrency`, `header`,
-//! `http2`, `no-keepalive`…), `url` (one or a list) for the targets, and `background`: a
-//! heavy load sent at the same time as the case's own run, which then measures what one
-//! client sees under it. Later settings win: base, then each factor's level in file order.
+//! `http2`, `no-keepalive`…), `url` (one or a list) for the targets, `background`: a heavy
+//! load sent at the same time as the case's own run, which then measures what one client
+//! sees under it, and `vars`: values for `{name}` placeholders in the other settings. A
+//! level's settings replace the base's; two levels of one case setting the same key (or
+//! the same key of `background` or `vars`) is an error naming both, since neither could
+//! be said to win: factors compose through `vars` instead.
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -118,6 +127,9 @@ pub struct Case {
     pub settings: Settings,
     /// Lines of the levels, for messages about their settings.
     pub lines: Vec<usize>,
+    /// Two of its levels set the same key: which, and which levels (an error of the case,
+    /// raised by [`Experiment::case_flags`]; an excluded combination may have one).
+    pub conflict: Option<String>,
 }
 
 impl Case {
@@ -225,13 +237,18 @@ impl Experiment {
         let mut settings = self.base.clone();
         let mut levels = Vec::new();
         let mut lines = Vec::new();
+        let mut owners = Owners::new();
+        let mut conflict = None;
         for (f, &l) in self.factors.iter().zip(choice) {
             let level = &f.levels[l];
-            merge(&mut settings, &level.settings);
+            let name = format!("{}={} (line {})", f.name, level.name, level.line);
+            if let Err(m) = merge(&mut settings, &level.settings, &name, &mut owners) {
+                conflict = conflict.or(Some(m));
+            }
             levels.push((f.name.clone(), level.name.clone()));
             lines.push(level.line);
         }
-        Case { id: String::new(), levels, settings, lines }
+        Case { id: String::new(), levels, settings, lines, conflict }
     }
 
     fn excluded(&self, case: &Case) -> bool {
@@ -239,7 +256,6 @@ impl Experiment {
     }
 }
 
-/// Later settings win; `background` tables merge key by key.
 /// Case settings that are the experiment's own outputs, not a case's.
 const NOT_CASE_SETTINGS: [&str; 11] =
     ["slo", "junit", "log", "hdr-log", "html", "tui", "metrics-addr", "xlsx", "csv-dir", "format", "output"];
@@ -260,7 +276,12 @@ pub struct CaseFlags {
 impl Experiment {
     /// A case's settings as what runs; an error says which setting is wrong and why.
     pub fn case_flags(&self, case: &Case) -> Result<CaseFlags, String> {
+        if let Some(conflict) = &case.conflict {
+            return Err(conflict.clone());
+        }
         let mut settings = case.settings.clone();
+        let vars = take_vars(&mut settings)?;
+        substitute(&mut settings, &vars);
         let background = settings.remove("background");
         let testbed = take_testbed(&mut settings)?;
         let phases = take_phases(&mut settings)?;
@@ -357,19 +378,132 @@ fn take_phases(settings: &mut Settings) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-fn merge(into: &mut Settings, from: &Settings) {
+/// Which level set each key of a case (`background.rate`, `vars.scheme` for the keys of
+/// those tables).
+type Owners = BTreeMap<String, String>;
+
+/// The settings of `level` (named so for messages) over `into`: a level's setting replaces
+/// the base's; `background` and `vars` tables merge key by key. A key another level of the
+/// case already set is an error naming both levels and the key (the later level's
+/// settings are merged all the same, so the case is whole for a listing).
+fn merge(into: &mut Settings, from: &Settings, level: &str, owners: &mut Owners) -> Result<(), String> {
+    let mut conflict = None;
+    let mut own = |key: String| {
+        if let Some(first) = owners.insert(key.clone(), level.to_string()) {
+            conflict = conflict.take().or(Some(format!(
+                "'{key}' is set by two levels, {first} and {level}: neither can win; set it in one factor, or compose it from parts each level sets, e.g. url = \"{{scheme}}://{{host}}/\" in [base] and vars = {{ scheme = \"https\" }} in a level"
+            )));
+        }
+    };
     for (k, v) in from {
         match (into.get_mut(k), v) {
             (Some(toml::Value::Table(mine)), toml::Value::Table(theirs)) => {
                 for (k2, v2) in theirs {
+                    own(format!("{k}.{k2}"));
                     mine.insert(k2.clone(), v2.clone());
                 }
             }
+            (_, toml::Value::Table(theirs)) => {
+                theirs.keys().for_each(|k2| own(format!("{k}.{k2}")));
+                into.insert(k.clone(), v.clone());
+            }
             _ => {
+                own(k.clone());
                 into.insert(k.clone(), v.clone());
             }
         }
     }
+    conflict.map_or(Ok(()), Err)
+}
+
+/// Takes `vars` out of a case's settings: placeholder names and their text.
+fn take_vars(settings: &mut Settings) -> Result<BTreeMap<String, String>, String> {
+    let Some(vars) = settings.remove("vars") else { return Ok(BTreeMap::new()) };
+    let toml::Value::Table(vars) = vars else {
+        return Err(format!(
+            "vars = {vars}: expected a table of names and values, e.g. vars = {{ scheme = \"https\" }}"
+        ));
+    };
+    vars.into_iter()
+        .map(|(name, v)| {
+            if !is_name(&name) {
+                return Err(format!("vars.{name}: a name starts with a letter and has letters, digits, '-' and '_'"));
+            }
+            let text = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                other => return Err(format!("vars.{name} = {other}: expected text or a number")),
+            };
+            Ok((name, text))
+        })
+        .collect()
+}
+
+/// A placeholder name: a letter, then letters, digits, `-` and `_`.
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Every `{name}` of `vars` in the text settings (lists and tables such as `background`
+/// included) replaced by its value. Other placeholders stay: `{id}` and a testbed's
+/// servers are filled later, and anything else is then an error naming it.
+fn substitute(settings: &mut Settings, vars: &BTreeMap<String, String>) {
+    fn value(v: &mut toml::Value, vars: &BTreeMap<String, String>) {
+        match v {
+            toml::Value::String(s) => *s = fill_vars(s, vars),
+            toml::Value::Array(items) => items.iter_mut().for_each(|i| value(i, vars)),
+            toml::Value::Table(t) => t.iter_mut().for_each(|(_, i)| value(i, vars)),
+            _ => {}
+        }
+    }
+    if !vars.is_empty() {
+        settings.values_mut().for_each(|v| value(v, vars));
+    }
+}
+
+/// `text` with each `{name}` of `vars` replaced, in one pass (a value is not scanned
+/// again), so `{{server}:{scheme}}` with `server = "varnish"` becomes `{varnish:https}`.
+fn fill_vars(text: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after.find('}').and_then(|close| vars.get(&after[..close]).map(|v| (close, v)));
+        match value {
+            Some((close, v)) => {
+                out.push_str(v);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The `{name}` and `{name:word}` placeholders in `text` (not `${name}`, a shell's).
+pub fn placeholders(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for (open, _) in text.match_indices('{') {
+        if text[..open].ends_with('$') {
+            continue;
+        }
+        let after = &text[open + 1..];
+        let Some(close) = after.find('}') else { continue };
+        let inside = &after[..close];
+        let name = inside.split_once(':').map_or(inside, |(n, _)| n);
+        if is_name(name) && inside[name.len()..].chars().all(|c| c == ':' || c.is_ascii_alphabetic()) {
+            found.push(inside);
+        }
+    }
+    found
 }
 
 fn names(factors: &[Factor]) -> String {
@@ -527,6 +661,81 @@ busy = { background = { rate = 100 } }
         // The same file gives the same cases.
         assert_eq!(Experiment::parse(STUDY, "study").unwrap().cases(), cases);
         assert_eq!(e.factors[3].levels[2].line, 25, "levels know their line");
+    }
+
+    /// svLoad's protocol × server: each factor sets its part of the URL.
+    const MATRIX: &str = r#"
+[base]
+url = "{scheme}://{host}/obj/{id}"
+header = ["X-Case: {scheme}-{host}"]
+
+[factors.protocol]
+http = { vars = { scheme = "http" } }
+https = { vars = { scheme = "https" }, cacert = "ca.pem" }
+
+[factors.server]
+cache = { vars = { host = "cache:8080" } }
+backend = { vars = { host = "origin:9090" }, background = { rate = 10 } }
+"#;
+
+    #[test]
+    fn levels_compose_a_url_from_the_parts_each_sets() {
+        let e = Experiment::parse(MATRIX, "m").unwrap();
+        let urls: Vec<String> =
+            e.cases().iter().map(|c| e.case_flags(c).unwrap().flags.last().unwrap().clone()).collect();
+        assert_eq!(
+            urls,
+            [
+                "http://cache:8080/obj/{id}",
+                "http://origin:9090/obj/{id}",
+                "https://cache:8080/obj/{id}",
+                "https://origin:9090/obj/{id}"
+            ],
+            "{{id}} is the engine's, left as it is"
+        );
+        let c = e.case_flags(&e.cases()[3]).unwrap();
+        assert_eq!(c.flags[..4], ["--cacert", "ca.pem", "--header", "X-Case: https-origin:9090"]);
+        assert_eq!(c.background.unwrap().last().unwrap(), "https://origin:9090/obj/{id}", "the background's too");
+        // A value is not scanned again, so parts can make a testbed placeholder.
+        let vars = [("server", "varnish"), ("scheme", "https")].map(|(k, v)| (k.to_string(), v.to_string())).into();
+        assert_eq!(fill_vars("{{server}:{scheme}}/a?{x}", &vars), "{varnish:https}/a?{x}");
+        assert_eq!(
+            placeholders("{varnish:https}/{id}?a={x}&j={\"k\":1}&h=${HOME}&r={2,3}"),
+            ["varnish:https", "id", "x"]
+        );
+    }
+
+    #[test]
+    fn two_levels_setting_one_key_is_an_error_naming_both() {
+        let table = [
+            // (the levels, the key named)
+            ("a = { url = \"http://a/\" }\n[factors.g]\nb = { url = \"http://b/\" }", "'url'"),
+            ("a = { vars = { x = 1 } }\n[factors.g]\nb = { vars = { x = 2 } }", "'vars.x'"),
+            ("a = { background = { rate = 1 } }\n[factors.g]\nb = { background = { rate = 2 } }", "'background.rate'"),
+        ];
+        for (levels, key) in table {
+            let text = format!("[base]\nurl = \"http://base/\"\n[factors.f]\n{levels}\n");
+            let e = Experiment::parse(&text, "t").unwrap();
+            let err = e.case_flags(&e.cases()[0]).unwrap_err();
+            assert!(err.starts_with(&format!("{key} is set by two levels, f=a (line 4) and g=b (line 6)")), "{err}");
+        }
+        // The base is what levels replace; distinct keys of one table merge; an excluded
+        // combination may set one key twice.
+        let text = "exclude = [\"a & b\"]\n[base]\nurl = \"http://base/\"\n[factors.f]\na = { url = \"http://a/\", background = { rate = 1 } }\nc = {}\n[factors.g]\nb = { url = \"http://b/\", background = { connections = 2 } }\nd = { background = { connections = 2 } }\n";
+        let e = Experiment::parse(text, "t").unwrap();
+        let cases = e.cases();
+        assert_eq!(cases.len(), 3);
+        assert!(cases.iter().all(|c| e.case_flags(c).is_ok()), "{cases:?}");
+        assert_eq!(cases[0].settings["background"].as_table().unwrap().len(), 2);
+        for (bad, want) in [
+            ("[base]\nvars = 3\n[factors.f]\nx = {}", "vars = 3: expected a table"),
+            ("[base]\nvars = { on = true }\n[factors.f]\nx = {}", "vars.on = true: expected text or a number"),
+            ("[base]\nvars = { 9x = \"a\" }\n[factors.f]\nx = {}", "vars.9x: a name starts with a letter"),
+        ] {
+            let e = Experiment::parse(bad, "t").unwrap();
+            let err = e.case_flags(&e.cases()[0]).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
     }
 
     #[test]

@@ -57,22 +57,44 @@ pub fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<Server> {
     specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url())).collect()
 }
 
-/// `{NAME}` and `{NAME:https}` of every server replaced by its URL (without the trailing
-/// slash, so `{varnish}/bytes/1k` reads naturally).
-pub fn fill(flags: &[String], servers: &[Server]) -> Vec<String> {
+/// `{NAME}` (or `{NAME:http}`) and `{NAME:https}` of every server replaced by its URL
+/// (without the trailing slash, so `{varnish}/bytes/1k` reads naturally). A placeholder
+/// left after that, but `{id}` (the engine's object id), has no value: an error naming it.
+/// The experiment's `vars` were filled before.
+pub fn fill(flags: &[String], servers: &[Server]) -> Result<Vec<String>, String> {
     flags
         .iter()
         .map(|f| {
             let mut f = f.clone();
             for (name, url, tls_url) in servers {
-                f = f.replace(&format!("{{{name}}}"), url.trim_end_matches('/'));
+                let url = url.trim_end_matches('/');
+                f = f.replace(&format!("{{{name}}}"), url).replace(&format!("{{{name}:http}}"), url);
                 if let Some(t) = tls_url {
                     f = f.replace(&format!("{{{name}:https}}"), t.trim_end_matches('/'));
                 }
             }
-            f
+            match barrage_plan::experiment::placeholders(&f).into_iter().find(|p| *p != "id") {
+                Some(p) => Err(unknown_placeholder(p, &f, servers)),
+                None => Ok(f),
+            }
         })
         .collect()
+}
+
+/// `{p}` in `flag` has no value: what could have given it one.
+fn unknown_placeholder(p: &str, flag: &str, servers: &[Server]) -> String {
+    let name = p.split(':').next().unwrap_or(p);
+    let testbed = match servers.iter().find(|(n, ..)| n == name) {
+        Some(_) => format!("its testbed's {name} has no such form (only {{{name}}}, and {{{name}:https}} with TLS)"),
+        None if servers.is_empty() => "the case has no testbed".to_string(),
+        None => {
+            let names: Vec<&str> = servers.iter().map(|(n, ..)| n.as_str()).collect();
+            format!("its testbed's servers are {}", names.join(", "))
+        }
+    };
+    format!(
+        "placeholder {{{p}}} in '{flag}' has no value: neither [base] nor a level of the case sets vars = {{ {name} = ... }}, and {testbed}"
+    )
 }
 
 /// A case, ready to run.
@@ -502,6 +524,33 @@ impl Drop for Testbeds {
             if let Err(e) = barrage_testbed::down(dir) {
                 eprintln!("barrage: taking the testbed in {} down: {e}", dir.display());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_gives_servers_their_urls_and_names_a_placeholder_without_a_value() {
+        let servers: Vec<Server> = vec![
+            ("varnish".into(), "http://127.0.0.1:1/".into(), None),
+            ("origin-1".into(), "http://127.0.0.1:2/".into(), Some("https://127.0.0.1:3/".into())),
+        ];
+        let flags = ["--header", "X: ${HOME}", "{origin-1:https}/obj/{id}", "{varnish:http}/a", "{origin-1}/b"]
+            .map(String::from);
+        assert_eq!(
+            fill(&flags, &servers).unwrap(),
+            ["--header", "X: ${HOME}", "https://127.0.0.1:3/obj/{id}", "http://127.0.0.1:1/a", "http://127.0.0.1:2/b"]
+        );
+        for (flag, servers, want) in [
+            ("{scheme}://a/", &servers[..], "placeholder {scheme} in '{scheme}://a/' has no value: neither [base] nor a level of the case sets vars = { scheme = ... }, and its testbed's servers are varnish, origin-1"),
+            ("http://{host}/", &[][..], "placeholder {host} in 'http://{host}/' has no value: neither [base] nor a level of the case sets vars = { host = ... }, and the case has no testbed"),
+            ("{varnish:https}/", &servers[..], "its testbed's varnish has no such form"),
+        ] {
+            let err = fill(&[flag.to_string()], servers).unwrap_err();
+            assert!(err.contains(want), "{err}");
         }
     }
 }
