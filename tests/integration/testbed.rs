@@ -445,3 +445,74 @@ cache = { url = "{varnish}/bytes/1k" }
     let s: Value = serde_json::from_slice(&report.stdout).unwrap();
     assert!(s["processes"].as_array().unwrap().iter().any(|p| p["name"] == "varnish"), "{}", s["processes"]);
 }
+
+/// varnish's own counters of the testbed's cache: (client requests, hits, misses).
+fn varnish_counters(bed: &Testbed) -> (u64, u64, u64) {
+    let dir = &bed.state.server("varnish").expect("a varnish").spec.dir;
+    let out = std::process::Command::new("varnishstat").arg("-n").arg(dir).arg("-j").output().unwrap();
+    assert!(out.status.success(), "varnishstat: {}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // varnishstat 6 nests the counters under "counters"; older ones do not.
+    let counters = json.get("counters").unwrap_or(&json);
+    let n = |name: &str| counters[name]["value"].as_u64().unwrap_or_else(|| panic!("{name}: {json}"));
+    (n("MAIN.client_req"), n("MAIN.cache_hit"), n("MAIN.cache_miss"))
+}
+
+#[test]
+fn a_cache_miss_case_misses_in_varnish_after_its_warmup_and_in_every_repeat() {
+    if !require("varnishstat", program_path("varnishstat").is_some()) {
+        return;
+    }
+    let Some(bed) = Testbed::up("varnish", &[]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("miss.toml");
+    // Two repeats of a case that asks for new objects only, each after a warm-up: if they
+    // drew one request stream, a repeat would ask varnish for what a warm-up or the other
+    // repeat cached.
+    let text = format!(
+        r#"duration = "1s"
+warmup = "1s"
+repeats = 2
+
+[base]
+url = "{}obj/{{id}}"
+rate = 300
+objects = 1000000000
+
+[factors.server]
+cache-miss = {{ hit-ratio = 0 }}
+"#,
+        bed.url("varnish")
+    );
+    std::fs::write(&file, text).unwrap();
+    let (sent_before, hits_before, misses_before) = varnish_counters(&bed);
+    let origin_before = bed.origin_requests("origin-1");
+    let out = barrage()
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(dir.path().join("results"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (sent, hits, misses) = varnish_counters(&bed);
+    let (sent, hits, misses) = (sent - sent_before, hits - hits_before, misses - misses_before);
+    let fetched = bed.origin_requests("origin-1") - origin_before;
+    let case = &json["matrix"][0];
+    let measured = case["requests"].as_u64().unwrap();
+    eprintln!("varnish: {sent} requests, {hits} hits, {misses} misses; origin: {fetched}; barrage: {measured} measured, hit ratio {}", case["hit_ratio"]);
+    // Ground truth from varnish and the origin: every request of the case, its warm-ups'
+    // included, was a miss that reached the origin.
+    assert!(
+        sent >= measured + 2 * 250 && sent <= measured + 2 * 350,
+        "a warm-up of about 300 before each repeat, besides the {measured} measured: {sent}"
+    );
+    assert!(hits * 100 <= sent, "varnish served {hits} of {sent} requests from its cache ({misses} misses)");
+    assert!(misses * 100 >= 99 * sent, "varnish missed only {misses} of {sent}");
+    assert!(fetched * 100 >= 99 * sent, "the origin served {fetched} of the {sent} requests");
+    // And barrage's figure agrees: about no hits in either repeat.
+    assert_eq!(case["runs"], 2, "{case}");
+    assert!(f(&case["hit_ratio"]) <= 0.01, "{case}");
+}
