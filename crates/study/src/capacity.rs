@@ -472,7 +472,7 @@ mod tests {
             barrage_metrics::summary::RequestCounts { total: sent, sent, ok, dropped, late, ..Default::default() };
         s.duration.attack_s = 2.0;
         s.duration.wait_s = 0.3;
-        s.rate_per_sec = rate;
+        s.rate_per_sec = Some(rate);
         s.success_ratio = if sent > 0 { ok as f64 / sent as f64 } else { 0.0 };
         s.intervals = seconds
             .iter()
@@ -536,7 +536,7 @@ mod tests {
             (probe(100.0, (0, 0, 0, 0), &[]), false, "0.0/s of 100/s (-100.0%)"),
         ];
         for (s, met, text) in table {
-            let d = Delivery::of(&s, s.rate_per_sec);
+            let d = Delivery::of(&s, s.rate_per_sec.unwrap());
             assert_eq!((d.met(), d.text().as_str()), (met, text), "{d:?}");
             assert_eq!(d.due, d.delivered + d.queued + d.dropped + d.failed, "{d:?}");
             let r = d.result();
