@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use thread::{Msg, Worker, INTERVAL};
+use thread::{Msg, ThreadCpu, Worker, INTERVAL};
 
 /// Errors that stop a run before or while it runs (failed requests are data, not errors).
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +125,7 @@ pub fn run(
             log: log.as_ref().map(|l| RefCell::new(l.handle())),
             tx: tx.clone(),
             interval: Cell::new(0),
+            cpu_at_start: Cell::new(ThreadCpu::default()),
         };
         let h =
             std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(worker))?;
@@ -196,16 +197,29 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// An interval being gathered from the threads.
+struct Pending {
+    recorder: Recorder,
+    /// The latest end any thread gave it.
+    end: Duration,
+    /// The engine threads' CPU over it, % of one core (user, system).
+    cpu_percent: (f64, f64),
+}
+
 /// Gathers the threads' interval recorders; an interval is written once every thread has
 /// handed it over or finished.
 struct Collector {
     threads: usize,
     next: Vec<u32>,
     done: Vec<bool>,
-    pending: BTreeMap<u32, (Recorder, Duration)>,
+    /// Each thread's CPU as of its last interval.
+    cpu_seen: Vec<ThreadCpu>,
+    pending: BTreeMap<u32, Pending>,
     started_unix_ms: u64,
     attack_end: Duration,
     end: Duration,
+    /// The engine threads' CPU time over the run (user, system); the collector's own thread
+    /// (sampling /proc, writing the file) and the rest of the process are not counted.
     cpu: (Duration, Duration),
     bound_reached: bool,
     pacer: Option<Pacer>,
@@ -223,6 +237,7 @@ impl Collector {
             threads,
             next: vec![0; threads],
             done: vec![false; threads],
+            cpu_seen: vec![ThreadCpu::default(); threads],
             pending: BTreeMap::new(),
             started_unix_ms,
             attack_end: Duration::ZERO,
@@ -247,18 +262,32 @@ impl Collector {
                 writer.write_event(&event)?;
             }
             match msg {
-                Msg::Interval { index, end, recorder } => {
+                Msg::Interval { index, end, recorder, cpu } => {
                     self.next[thread] = index + 1;
-                    let slot = self.pending.entry(index).or_insert_with(|| (Recorder::new(), Duration::ZERO));
-                    slot.0.add(&recorder);
-                    slot.1 = slot.1.max(end);
+                    let slot = self.pending.entry(index).or_insert_with(|| Pending {
+                        recorder: Recorder::new(),
+                        end: Duration::ZERO,
+                        cpu_percent: (0.0, 0.0),
+                    });
+                    slot.recorder.add(&recorder);
+                    slot.end = slot.end.max(end);
+                    // The thread's CPU over the time since its last reading, as a share of
+                    // that time: never more than 100% for one thread.
+                    let seen = std::mem::replace(&mut self.cpu_seen[thread], cpu);
+                    let span = cpu.at.saturating_sub(seen.at).as_secs_f64();
+                    if span > 0.0 {
+                        let percent =
+                            |now: Duration, then: Duration| now.saturating_sub(then).as_secs_f64() / span * 100.0;
+                        slot.cpu_percent.0 += percent(cpu.user, seen.user);
+                        slot.cpu_percent.1 += percent(cpu.system, seen.system);
+                    }
                 }
                 Msg::Done { attack_end, end, cpu, bound_reached } => {
                     self.done[thread] = true;
                     self.attack_end = self.attack_end.max(attack_end);
                     self.end = self.end.max(end);
-                    self.cpu.0 += cpu.0;
-                    self.cpu.1 += cpu.1;
+                    self.cpu.0 += cpu.user;
+                    self.cpu.1 += cpu.system;
                     self.bound_reached |= bound_reached;
                 }
             }
@@ -278,7 +307,7 @@ impl Collector {
             if *entry.key() >= complete {
                 break;
             }
-            let (index, (recorder, end)) = entry.remove_entry();
+            let (index, Pending { recorder, end, cpu_percent }) = entry.remove_entry();
             let begin = INTERVAL * index;
             let step = self.pacer.as_ref().map_or(0, |p| p.step_at(begin)) as u32;
             let record = IntervalRecord {
@@ -288,7 +317,7 @@ impl Collector {
                 step,
                 recorder,
                 // Sampled as the interval is written, a few ms after it closed.
-                watch: Some(self.watcher.sample()),
+                watch: Some(self.watcher.sample(cpu_percent)),
             };
             writer.write_interval(&record)?;
             on_interval(&record);
@@ -297,14 +326,13 @@ impl Collector {
     }
 
     fn footer(&self, started_unix_ms: u64) -> RunFooter {
-        let (user, sys) = thread::thread_cpu();
         let attack = self.attack_end.min(self.end);
         RunFooter {
             ended_unix_ms: started_unix_ms + self.end.as_millis() as u64,
             attack_us: attack.as_micros() as u64,
             wait_us: (self.end - attack).as_micros() as u64,
-            cpu_user_us: (self.cpu.0 + user).as_micros() as u64,
-            cpu_system_us: (self.cpu.1 + sys).as_micros() as u64,
+            cpu_user_us: self.cpu.0.as_micros() as u64,
+            cpu_system_us: self.cpu.1.as_micros() as u64,
             interrupted: self.interrupted,
             bound_reached: self.bound_reached,
             log_chunks_dropped: 0,

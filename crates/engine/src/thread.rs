@@ -31,6 +31,8 @@ pub enum Msg {
         end: Duration,
         /// Its samples.
         recorder: Box<Recorder>,
+        /// The thread's CPU time since the run's start, as the interval was handed over.
+        cpu: ThreadCpu,
     },
     /// The thread has finished; no more intervals follow from it.
     Done {
@@ -38,8 +40,8 @@ pub enum Msg {
         attack_end: Duration,
         /// When its last request finished.
         end: Duration,
-        /// The thread's CPU time (user, system).
-        cpu: (Duration, Duration),
+        /// The thread's CPU time from the run's start to `end`.
+        cpu: ThreadCpu,
         /// Every slot was busy at least once when a request was due.
         bound_reached: bool,
     },
@@ -78,15 +80,43 @@ pub struct Worker {
     pub tx: Sender<(usize, Msg)>,
     /// Index of the current interval.
     pub interval: Cell<u32>,
+    /// The thread's CPU time when the run started (after the runtime was built and the
+    /// common start waited for): what came before is not the run's.
+    pub cpu_at_start: Cell<ThreadCpu>,
+}
+
+/// An engine thread's CPU time since the run's start, and when it was read: barrage's own
+/// CPU is its engine threads' (not an origin's, a study's or the collector's in the same
+/// process), counted over the run only, so it can never exceed 100% per thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadCpu {
+    /// When it was read, from the run's start.
+    pub at: Duration,
+    /// User CPU time.
+    pub user: Duration,
+    /// System CPU time.
+    pub system: Duration,
 }
 
 impl Worker {
     /// Hands the current interval, which ends at `end`, to the collector and starts the next.
     fn hand_over(&self, end: Duration) {
+        let cpu = self.cpu();
         let recorder = Box::new(std::mem::take(&mut *self.recorder.borrow_mut()));
         let index = self.interval.get();
-        let _ = self.tx.send((self.index, Msg::Interval { index, end, recorder }));
+        let _ = self.tx.send((self.index, Msg::Interval { index, end, recorder, cpu }));
         self.interval.set(index + 1);
+    }
+
+    /// This thread's CPU time since the run's start, read now.
+    fn cpu(&self) -> ThreadCpu {
+        let (user, system) = thread_cpu();
+        let base = self.cpu_at_start.get();
+        ThreadCpu {
+            at: self.start.elapsed(),
+            user: user.saturating_sub(base.user),
+            system: system.saturating_sub(base.system),
+        }
     }
 
     /// This thread's part of `n` (slots, workers, requests) split evenly over the threads.
@@ -116,6 +146,8 @@ pub fn run(worker: Worker) -> std::io::Result<()> {
 async fn body(worker: Worker) {
     // Every time in a sample is an offset from the common start: nothing may begin before it.
     PreciseTimer::new().sleep_until(worker.start).await;
+    let (user, system) = thread_cpu();
+    worker.cpu_at_start.set(ThreadCpu { at: Duration::ZERO, user, system });
     let w = Rc::new(worker);
     let start = TokioInstant::from_std(w.start);
     let ticker = async {
@@ -135,10 +167,11 @@ async fn body(worker: Worker) {
         o = load => o,
         _ = ticker => unreachable!("the ticker never ends"),
     };
+    // Read before `end`, so the thread's CPU is never counted over more time than it had.
+    let cpu = w.cpu();
     let end = w.start.elapsed();
     w.hand_over(end);
-    let done =
-        Msg::Done { attack_end: outcome.attack_end, end, cpu: thread_cpu(), bound_reached: outcome.bound_reached };
+    let done = Msg::Done { attack_end: outcome.attack_end, end, cpu, bound_reached: outcome.bound_reached };
     let _ = w.tx.send((w.index, done));
 }
 
@@ -357,7 +390,7 @@ pub(crate) fn peak_rss_kib() -> u64 {
 }
 
 /// CPU time of the calling thread.
-pub(crate) fn thread_cpu() -> (Duration, Duration) {
+fn thread_cpu() -> (Duration, Duration) {
     // SAFETY: getrusage writes into the struct we pass and reads nothing else.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };

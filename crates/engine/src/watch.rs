@@ -6,6 +6,10 @@
 //! do; varnishd's manager forks the cache child. A process that exits between two samples
 //! is simply no longer counted, and one that appears (a restarted origin) counts from its
 //! start.
+//!
+//! barrage's own CPU is not read here: it is its engine threads', which they report
+//! themselves ([`Watcher::sample`] takes it); the rest of barrage's sample (memory,
+//! descriptors) is the process's.
 
 use barrage_metrics::{HostSample, ProcSample, WatchSample};
 use procfs::process::Process;
@@ -87,12 +91,13 @@ impl Watcher {
             ticks_per_sec: procfs::ticks_per_second() as f64,
             page_kib: procfs::page_size() / 1024,
         };
-        w.sample();
+        w.sample((0.0, 0.0));
         w
     }
 
-    /// What happened since the last sample.
-    pub(crate) fn sample(&mut self) -> WatchSample {
+    /// What happened since the last sample; `engine_cpu` is the engine threads' CPU over
+    /// the interval (user, system, % of one core), barrage's CPU.
+    pub(crate) fn sample(&mut self, engine_cpu: (f64, f64)) -> WatchSample {
         let now = Instant::now();
         let secs = now.duration_since(self.last).as_secs_f64().max(1e-3);
         self.last = now;
@@ -108,7 +113,8 @@ impl Watcher {
             .collect();
         let me = std::process::id() as i32;
         let mine: HashMap<i32, ProcInfo> = read_proc(me).map(|p| (me, p)).into_iter().collect();
-        let generator = self.proc_sample("barrage", &[me], &mine, secs, &mut seen);
+        let mut generator = self.proc_sample("barrage", &[me], &mine, secs, &mut seen);
+        (generator.cpu_user_percent, generator.cpu_system_percent) = (engine_cpu.0 as f32, engine_cpu.1 as f32);
         self.seen = seen;
         WatchSample { host: self.host_sample(), generator, processes }
     }
@@ -266,7 +272,7 @@ mod tests {
         while (busy_ticks(&w) as f64) < 0.3 * w.ticks_per_sec && start.elapsed().as_secs() < 5 {
             std::thread::yield_now();
         }
-        let s = w.sample();
+        let s = w.sample((1.0, 2.0));
         let _ = sh.kill();
         let _ = sh.wait();
         let p = &s.processes[0];
@@ -275,6 +281,8 @@ mod tests {
         assert!(p.cpu_percent() > 10.0, "a spinning child shows up: {p:?}");
         assert!(p.rss_kib > 0 && p.threads >= 2 && p.fds >= 1, "{p:?}");
         assert!(s.generator.rss_kib > 0, "{:?}", s.generator);
+        // barrage's CPU is what the engine threads reported, not the process's.
+        assert_eq!((s.generator.cpu_user_percent, s.generator.cpu_system_percent), (1.0, 2.0));
         assert!(s.host.mem_total_kib > s.host.mem_used_kib && s.host.mem_used_kib > 0, "{:?}", s.host);
         assert!(s.host.cpu_percent > 0.0, "the spinning child keeps the machine busy: {:?}", s.host);
     }

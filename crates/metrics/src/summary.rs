@@ -4,7 +4,7 @@
 //! printed at the end of a run and one re-rendered later from its file are the same.
 
 use crate::events::EventSummary;
-use crate::file::{FileError, MergedIntervals, Mode, ResultsReader};
+use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
 use crate::sample::{CacheStatus, ErrorKind, Phase};
 use crate::watch::{HostSummary, HostTally, ProcessSummary, ProcessTally, WatchSample};
@@ -165,9 +165,11 @@ pub struct Latencies {
 /// barrage checking itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Generator {
-    /// barrage's CPU time over the run's wall time, in % of one core.
+    /// barrage's CPU: its engine threads' CPU time from the run's start to its end (not an
+    /// in-process origin's, a study's or the collector's), over the run's duration, in % of
+    /// one core. Merged runs add up, as their threads do.
     pub cpu_percent: f64,
-    /// Engine threads (the most barrage could use is `threads` × 100 %).
+    /// Engine threads of every merged run (the most barrage could use is `threads` × 100 %).
     pub threads: u32,
     /// How far sends lagged behind their schedule, p99 (open loop), µs.
     pub lag_p99_us: u64,
@@ -525,7 +527,15 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let mut s = build(merged.readers(), total, steps, intervals);
     add_fairness(&mut s, &seen);
     (s.processes, s.host) = watched.finish();
-    s.generator.cpu_max_percent = s.processes.iter().find(|p| p.name == GENERATOR).map_or(0.0, |p| p.cpu_max_percent);
+    if let Some(me) = s.processes.iter_mut().find(|p| p.name == GENERATOR) {
+        s.generator.cpu_max_percent = me.cpu_max_percent;
+        // The run's CPU over its whole duration, exact, is the one figure of barrage's CPU;
+        // the per-second samples only draw its course.
+        if let Some((user, system)) = generator_cpu(merged.readers(), s.duration.total_s) {
+            (me.cpu_user_mean_percent, me.cpu_system_mean_percent) = (user, system);
+            me.cpu_mean_percent = user + system;
+        }
+    }
     // Runs merged from different start times end where the last interval ends.
     let end_s = s.intervals.last().map_or(0.0, |r| r.second as f64 + r.length_s).max(s.duration.total_s);
     s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, end_s);
@@ -602,12 +612,13 @@ impl Watched {
 /// Warnings from the samples: barrage near its ceiling in some second, the machine full.
 fn watch_check(s: &RunSummary) -> Vec<String> {
     let mut w = Vec::new();
-    let threads = f64::from(s.generator.threads) / s.hosts.len().max(1) as f64;
+    let threads = f64::from(s.generator.threads);
     let already = s.warnings.iter().any(|w| w.contains("generator was saturated"));
     let peak = s.generator.cpu_max_percent;
     if !already && threads > 0.0 && peak >= CPU_SATURATED * 100.0 * threads && s.duration.total_s >= 2.0 {
         w.push(format!(
-            "barrage's own CPU peaked at {peak:.0}% of its {threads} thread(s): the generator was near saturation for part of the run, so those seconds may describe barrage rather than the server"
+            "barrage's own CPU peaked at {peak:.0}% of its {threads} engine thread(s) (at most {:.0}%): the generator was near saturation for part of the run, so those seconds may describe barrage rather than the server",
+            threads * 100.0
         ));
     }
     if let Some(h) = &s.host {
@@ -924,12 +935,21 @@ fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mu
     Durations { total_s: seconds, attack_s: seconds, wait_s: 0.0 }
 }
 
+/// barrage's CPU (user, system) over `run_s`, % of one core: the CPU time of the engine
+/// threads of every run (the files' footers), so merged runs add up as their threads do.
+/// `None` when no file has a footer.
+fn generator_cpu(readers: &[ResultsReader], run_s: f64) -> Option<(f64, f64)> {
+    let footers: Vec<&RunFooter> = readers.iter().filter_map(|r| r.footer()).collect();
+    (!footers.is_empty()).then(|| {
+        let percent = |us: u64| ratio(us as f64 / 1e4, run_s);
+        (percent(footers.iter().map(|f| f.cpu_user_us).sum()), percent(footers.iter().map(|f| f.cpu_system_us).sum()))
+    })
+}
+
 fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode) -> Generator {
-    let cpu_us: u64 = readers.iter().filter_map(|r| r.footer()).map(|f| f.cpu_user_us + f.cpu_system_us).sum();
     let threads = readers.iter().map(|r| r.header().threads).sum();
     Generator {
-        // Several runs merged ran on several machines: average per machine.
-        cpu_percent: ratio(cpu_us as f64 / 1e4, run_s) / readers.len() as f64,
+        cpu_percent: generator_cpu(readers, run_s).map_or(0.0, |(user, system)| user + system),
         threads,
         lag_p99_us: if mode == Mode::Open { quantile(&total.lag, 0.99) } else { 0 },
         bound_reached: readers.iter().any(|r| r.footer().is_some_and(|f| f.bound_reached)),
@@ -972,13 +992,14 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64
 fn self_check(s: &RunSummary) -> Vec<String> {
     let mut w = Vec::new();
     let g = &s.generator;
-    let per_machine_threads = f64::from(g.threads) / s.hosts.len().max(1) as f64;
     // Below a second, start-up costs dominate the CPU share: no verdict then.
     let long_enough = s.duration.total_s >= 1.0;
-    if long_enough && g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * per_machine_threads {
+    if long_enough && g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * f64::from(g.threads) {
         w.push(format!(
-            "barrage used {:.0}% CPU of its {} thread(s): the generator was saturated, so these figures describe barrage, not the server",
-            g.cpu_percent, per_machine_threads
+            "barrage used {:.0}% CPU of its {} engine thread(s) (at most {}%): the generator was saturated, so these figures describe barrage, not the server",
+            g.cpu_percent,
+            g.threads,
+            u64::from(g.threads) * 100
         ));
     }
     if s.mode == "open" && g.lag_p99_us > LAG_LIMIT_US {

@@ -55,7 +55,9 @@ pub struct HostSample {
 pub struct WatchSample {
     /// The machine barrage runs on.
     pub host: HostSample,
-    /// barrage itself.
+    /// barrage itself: CPU is that of the run's engine threads (what sends the load, not an
+    /// origin or a study running in the same process); memory, threads, descriptors and
+    /// context switches are the whole process's.
     pub generator: ProcSample,
     /// The processes of `--monitor` (and of a testbed), in the order given.
     pub processes: Vec<ProcSample>,

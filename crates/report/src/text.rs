@@ -486,14 +486,16 @@ fn generator(s: &RunSummary) -> String {
     t.render(Paint { on: false })
 }
 
-/// The watched processes (mean and peak per second), barrage, and the machine.
+/// The watched processes (mean and peak per second) and the machine; barrage's own CPU
+/// and memory are the Generator section's, shown there only.
 fn servers(s: &RunSummary) -> String {
     let Some(h) = &s.host else { return String::new() };
     let mut align = vec![Right; 8];
     align[0] = Left;
     let mut t = Table::new(&align);
     t.row(["Servers", "cpu mean", "cpu max", "user/sys", "memory max", "threads", "fds", "switches/s"]);
-    for p in &s.processes {
+    let watched: Vec<_> = s.processes.iter().filter(|p| p.name != barrage_metrics::summary::GENERATOR).collect();
+    for p in &watched {
         let name = match p.down_samples {
             0 => format!("  {}", p.name),
             n => format!("  {} (down {n} s)", p.name),
@@ -509,7 +511,8 @@ fn servers(s: &RunSummary) -> String {
             format!("{:.0}", p.context_switches_per_sec),
         ]);
     }
-    let mut out = t.render(Paint { on: false });
+    // Without a watched process, the machine alone.
+    let mut out = if watched.is_empty() { "Machine\n".to_string() } else { t.render(Paint { on: false }) };
     out.push_str(&format!(
         "  machine: {} CPUs {:.0}% busy on average ({:.0}% peak), memory {} of {} at most, network {}/s in, {}/s out\n",
         h.cpus,
@@ -520,9 +523,11 @@ fn servers(s: &RunSummary) -> String {
         fmt_bytes(h.net_rx_per_sec),
         fmt_bytes(h.net_tx_per_sec),
     ));
-    out.push_str(
-        "  (cpu is % of one core, a process counted with its children; memory is resident, shared pages in each)\n",
-    );
+    if !watched.is_empty() {
+        out.push_str(
+            "  (cpu is % of one core, a process counted with its children; memory is resident, shared pages in each)\n",
+        );
+    }
     out
 }
 
