@@ -1,6 +1,6 @@
 //! Results files: merged exactly, readable after a kill, and readable by HdrHistogram's tools.
 
-use crate::util::{barrage, open, origin, plan, require, run_in};
+use crate::util::{barrage, http_get, open, origin, plan, require, run_in};
 use barrage_metrics::file::ResultsReader;
 use barrage_metrics::summary::{summarize, LatencyStats};
 use barrage_metrics::Recorder;
@@ -192,4 +192,38 @@ print(acc.get_total_count(), acc.get_value_at_percentile(50), acc.get_value_at_p
     assert!(close(v[1], s.latency.corrected.p50_us), "p50 {} vs {}", v[1], s.latency.corrected.p50_us);
     assert!(close(v[2], s.latency.corrected.p99_us), "p99 {} vs {}", v[2], s.latency.corrected.p99_us);
     assert!(v[3] >= 2, "{} intervals", v[3]);
+}
+
+/// Issue 12, item 5: a run that ends 2 ms after a whole second ends with a sliver of an
+/// interval; folded into the second before, no row rates its few requests over its few ms.
+/// The rows still cover the whole run and add up to what the origin served.
+#[test]
+fn the_last_sliver_of_a_run_makes_no_spike() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan(&o.url(), open(100.0));
+    p.duration = Some(Duration::from_millis(2002));
+    let (_, s) = run_in(dir.path(), "sliver", p);
+    let stats: serde_json::Value = serde_json::from_str(&http_get(o.addr(), "/_barrage/stats")).unwrap();
+    let served = stats["requests"].as_u64().unwrap();
+    assert_eq!(s.intervals.iter().map(|i| i.ok).sum::<u64>(), served);
+    assert_eq!(s.intervals.iter().map(|i| i.sent).sum::<u64>(), served);
+    let covered: f64 = s.intervals.iter().map(|i| i.length_s).sum();
+    assert!((covered - s.duration.total_s).abs() < 0.01, "rows cover {covered} s of {} s", s.duration.total_s);
+    for i in &s.intervals {
+        assert!(i.length_s >= 0.5, "a {} s interval: {:?}", i.length_s, s.intervals);
+        assert!(i.throughput_per_sec <= 150.0 && i.sent as f64 / i.length_s <= 150.0, "{i:?}");
+        assert!(i.cpu_percent["barrage"] <= 100.0, "{i:?}");
+    }
+    // The CSV is the same rows.
+    let csv = barrage_report::csv(&s);
+    for line in csv.lines().skip(1) {
+        let throughput: f64 = line.split(',').nth(5).unwrap().parse().unwrap();
+        assert!(throughput <= 150.0, "{line}");
+    }
+    assert!(
+        !s.warnings.iter().any(|w| w.contains("barrage used") || w.contains("barrage's own CPU")),
+        "{:?}",
+        s.warnings
+    );
 }

@@ -55,6 +55,7 @@ mod tui;
 
 pub use hdr_log::HdrLog;
 
+use barrage_metrics::file::SliverFold;
 use barrage_metrics::IntervalRecord;
 use metrics::MetricsEndpoint;
 use progress::Progress;
@@ -119,6 +120,9 @@ pub enum LiveError {
 pub struct Live {
     view: View,
     metrics: Option<MetricsEndpoint>,
+    /// The current run's intervals as per-second figures are computed over them: the last,
+    /// when a sliver, folded into the one before, as in the report.
+    fold: SliverFold,
 }
 
 /// How the runs show themselves on the terminal.
@@ -141,7 +145,7 @@ impl Live {
         // The endpoint first: a busy port fails before the terminal is taken over.
         let metrics = opts.metrics_addr.map(MetricsEndpoint::start).transpose()?;
         let view = if opts.tui { View::Tui(Tui::start(stop)?) } else { View::Line(Progress::new()) };
-        Ok(Live { view, metrics })
+        Ok(Live { view, metrics, fold: SliverFold::default() })
     }
 
     /// The address the endpoint is bound to (the port picked when 0 was asked for); `None`
@@ -154,6 +158,7 @@ impl Live {
     /// title; the progress line prefixes the label; the endpoint counts the run and exposes
     /// its label (its counters keep growing across runs).
     pub fn begin(&mut self, info: RunInfo) {
+        self.fold = SliverFold::default();
         if let Some(m) = &self.metrics {
             m.begin(info.label.as_deref());
         }
@@ -163,14 +168,18 @@ impl Live {
         }
     }
 
-    /// One closed interval of the current run.
+    /// One closed interval of the current run. Counts and histograms take it as it is;
+    /// per-second figures (rates, CPU) are over it, or, for the sliver that ends a run, over
+    /// it and the interval before ([`SliverFold`]), so no view shows a spike made of a few
+    /// milliseconds.
     pub fn interval(&mut self, i: &IntervalRecord) {
+        let rated = self.fold.rated(i);
         match &mut self.view {
-            View::Line(p) => p.show(i),
-            View::Tui(t) => t.update(i),
+            View::Line(p) => p.show(&rated),
+            View::Tui(t) => t.update(i, &rated),
         }
         if let Some(m) = &self.metrics {
-            m.update(i);
+            m.update(i, &rated);
         }
     }
 

@@ -27,12 +27,12 @@
 //! | `barrage_backend_responses_total` | counter | `backend`: as the backend header named it (at most 64, then `(other)`) | Finished requests by backend |
 //! | `barrage_request_latency_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the intended start (corrected for coordinated omission) |
 //! | `barrage_service_time_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the actual start (service time) |
-//! | `barrage_ok_responses_per_second` | gauge | | Throughput: ok responses per second over the last interval |
+//! | `barrage_ok_responses_per_second` | gauge | | Throughput: ok responses per second over the last interval (a run's last interval, when shorter than half a second, together with the one before) |
 //! | `barrage_interval_index` | gauge | | Index of the current run's last closed interval (0, 1, 2, ...) |
 //! | `barrage_elapsed_seconds` | gauge | | From the start of the current run's first interval to the end of its last |
 //! | `barrage_runs_started_total` | counter | | Runs begun (a study runs several, one after another) |
 //! | `barrage_current_run` | gauge | `run`: the run's label, as [`RunInfo::label`](crate::RunInfo::label) gave it | 1 for the current run of a study; no series for an unlabelled run |
-//! | `barrage_process_cpu_percent` | gauge | | barrage's own CPU (user and system) over the last interval, % of one core |
+//! | `barrage_process_cpu_percent` | gauge | | barrage's own CPU (user and system: its engine threads') over the last interval, % of one core |
 //! | `barrage_process_resident_memory_bytes` | gauge | | barrage's own resident memory |
 //! | `barrage_monitor_cpu_percent` | gauge | `process`: as `--monitor` or the testbed named it | A watched process and its descendants: CPU over the last interval, % of one core |
 //! | `barrage_monitor_resident_memory_bytes` | gauge | `process` | A watched process and its descendants: resident memory |
@@ -128,12 +128,13 @@ impl MetricsEndpoint {
         self.metrics.begin(label, &mut span);
     }
 
-    /// Adds a closed interval: counters grow, histograms take the interval's latencies.
-    pub(crate) fn update(&self, i: &IntervalRecord) {
+    /// Adds a closed interval: counters grow, histograms take the interval's latencies; the
+    /// gauges are of `rated`, the interval per-second figures are computed over.
+    pub(crate) fn update(&self, i: &IntervalRecord, rated: &IntervalRecord) {
         // Held for writing so that a scrape (which holds it for reading) never sees half an
         // interval: `sent` grown but not `completed`, a histogram's buckets but not its count.
         let mut span = self.shared.snapshot.write().unwrap_or_else(PoisonError::into_inner);
-        self.metrics.add(i, &mut span);
+        self.metrics.add(i, rated, &mut span);
     }
 
     /// Stops serving (the thread ends; the port is released).
@@ -340,7 +341,7 @@ impl Metrics {
         self.elapsed.set(0.0);
     }
 
-    fn add(&self, i: &IntervalRecord, span: &mut Span) {
+    fn add(&self, i: &IntervalRecord, rated: &IntervalRecord, span: &mut Span) {
         let r = &i.recorder;
         let c = &r.counts;
         self.sent.inc_by(c.sent);
@@ -374,13 +375,14 @@ impl Metrics {
             }));
         }
 
-        let secs = f64::from(i.length_ms) / 1000.0;
-        self.ok_rate.set(if secs > 0.0 { c.ok as f64 / secs } else { 0.0 });
+        let secs = f64::from(rated.length_ms) / 1000.0;
+        let ok = rated.recorder.counts.ok;
+        self.ok_rate.set(if secs > 0.0 { ok as f64 / secs } else { 0.0 });
         self.interval.set(i64::from(i.index));
         let first = *span.first_start_ms.get_or_insert(i.start_unix_ms);
         let end = i.start_unix_ms + u64::from(i.length_ms);
         self.elapsed.set(end.saturating_sub(first) as f64 / 1000.0);
-        if let Some(w) = &i.watch {
+        if let Some(w) = &rated.watch {
             self.cpu.set(widen(w.generator.cpu_percent()));
             self.rss.set(kib_to_bytes(w.generator.rss_kib));
             for p in &w.processes {
@@ -709,7 +711,8 @@ mod tests {
         assert_eq!(value(&s, "barrage_errors_total", &[("kind", "reset")]), 0.0);
         assert_eq!(value(&s, "barrage_request_latency_seconds_count", &[]), 0.0);
 
-        endpoint.update(&first());
+        let i = first();
+        endpoint.update(&i, &i);
         let (s, body) = scrape(addr);
         counter_types(&body);
         assert!(body.contains("# TYPE barrage_request_latency_seconds histogram\n"), "{body}");
@@ -755,7 +758,8 @@ mod tests {
         assert_eq!(value(&s, "barrage_monitor_resident_memory_bytes", &[("process", "nginx")]), 1000.0 * 1024.0);
 
         // A second interval: the counters grow, the histograms take its latencies.
-        endpoint.update(&second());
+        let i = second();
+        endpoint.update(&i, &i);
         let (s, _) = scrape(addr);
         assert_eq!(value(&s, "barrage_requests_sent_total", &[]), 10.0);
         assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", "ok")]), 6.0);
@@ -812,7 +816,7 @@ mod tests {
         let mut i = second();
         let s = sample(1, 0, Outcome::Status(200), CacheStatus::Unknown);
         i.recorder.backends.record(b"a\"b\\c\nd", &s);
-        endpoint.update(&i);
+        endpoint.update(&i, &i);
         let (_, _, body) = get(endpoint.local_addr(), "/metrics");
         assert!(body.contains(r#"barrage_backend_responses_total{backend="a\"b\\c\nd"} 1"#), "{body}");
         endpoint.finish();
@@ -829,7 +833,7 @@ mod tests {
             r.record(&sample(1 + k % 40, 0, Outcome::Status(200), CacheStatus::Unknown));
         }
         i.recorder = r;
-        endpoint.update(&i);
+        endpoint.update(&i, &i);
         let (s, _) = scrape(endpoint.local_addr());
         assert_eq!(value(&s, "barrage_request_latency_seconds_count", &[]), 1e6);
         let b = buckets(&s, "barrage_request_latency_seconds");
@@ -845,7 +849,8 @@ mod tests {
     async fn starts_and_finishes_inside_a_runtime() {
         let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = endpoint.local_addr();
-        endpoint.update(&first());
+        let i = first();
+        endpoint.update(&i, &i);
         let (status, _, _) = tokio::task::spawn_blocking(move || get(addr, "/metrics")).await.unwrap();
         assert_eq!(status, 200);
         endpoint.finish();

@@ -82,9 +82,10 @@ impl Tui {
         self.redraw();
     }
 
-    /// Adds a closed interval to the state and redraws.
-    pub(crate) fn update(&mut self, i: &IntervalRecord) {
-        self.view.add(i);
+    /// Adds a closed interval to the state and redraws; `rated` is the interval its
+    /// per-second figures are computed over ([`barrage_metrics::file::SliverFold`]).
+    pub(crate) fn update(&mut self, i: &IntervalRecord, rated: &IntervalRecord) {
+        self.view.add(i, rated);
         self.redraw();
     }
 
@@ -246,6 +247,8 @@ struct View {
     run: Option<Latency>,
     /// p99 of each interval, µs, oldest first, at most [`HISTORY`].
     p99_history: VecDeque<u64>,
+    /// Index of the interval the last figures were of.
+    shown: Option<u32>,
     /// Every interval so far added up: counts, status codes, cache, backends.
     total: Recorder,
     /// barrage's own CPU in the last interval, % of one core.
@@ -264,6 +267,7 @@ impl View {
             last: None,
             run: None,
             p99_history: VecDeque::with_capacity(HISTORY),
+            shown: None,
             total: Recorder::new(),
             cpu_percent: None,
             stopping: false,
@@ -275,22 +279,28 @@ impl View {
         *self = View::new(info);
     }
 
-    fn add(&mut self, i: &IntervalRecord) {
-        let r = &i.recorder;
-        let end_ms = u64::from(i.index) * INTERVAL_MS + u64::from(i.length_ms);
+    /// Adds interval `i` to the run's totals; the last interval's figures are `rated`'s,
+    /// which is `i` or, for a sliver, the interval before with `i` folded in (it then
+    /// replaces that interval's figures instead of adding a spike).
+    fn add(&mut self, i: &IntervalRecord, rated: &IntervalRecord) {
+        let end_ms = u64::from(rated.index) * INTERVAL_MS + u64::from(rated.length_ms);
         self.elapsed = self.elapsed.max(Duration::from_millis(end_ms));
-        let secs = f64::from(i.length_ms.max(1)) / 1e3;
+        let r = &rated.recorder;
+        let secs = f64::from(rated.length_ms.max(1)) / 1e3;
         self.rate = r.counts.sent as f64 / secs;
         self.ok_rate = r.counts.ok as f64 / secs;
         self.last = Latency::of(r);
-        if self.p99_history.len() == HISTORY {
+        if self.shown == Some(rated.index) {
+            self.p99_history.pop_back();
+        } else if self.p99_history.len() == HISTORY {
             self.p99_history.pop_front();
         }
         self.p99_history.push_back(self.last.map_or(0, |l| l.p99));
-        self.total.add(r);
+        self.shown = Some(rated.index);
+        self.total.add(&i.recorder);
         forget_timeline(&mut self.total);
         self.run = Latency::of(&self.total);
-        self.cpu_percent = i.watch.as_ref().map(|w| w.generator.cpu_percent());
+        self.cpu_percent = rated.watch.as_ref().map(|w| w.generator.cpu_percent());
     }
 
     /// Responses per status code, whole run (code 0: outside 100..=599).
@@ -647,7 +657,8 @@ mod tests {
     fn view_of(info: RunInfo, intervals: u32) -> View {
         let mut view = View::new(info);
         for i in 0..intervals {
-            view.add(&interval(i));
+            let i = interval(i);
+            view.add(&i, &i);
         }
         view
     }
@@ -672,6 +683,21 @@ mod tests {
     fn line_with<'a>(screen: &'a [String], needle: &str) -> &'a str {
         let found = screen.iter().find(|l| l.contains(needle));
         found.unwrap_or_else(|| panic!("no line with {needle:?} in:\n{}", screen.join("\n")))
+    }
+
+    /// The sliver that ends a run (10 requests in 4 ms) is shown folded into the second
+    /// before, as the report does: no 2,500/s spike, no extra point in the p99 history.
+    #[test]
+    fn the_last_sliver_is_folded_into_the_second_before() {
+        let mut view = View::new(open_info());
+        let mut fold = barrage_metrics::file::SliverFold::default();
+        for i in [interval(0), interval(1), IntervalRecord { length_ms: 4, ..interval(2) }] {
+            view.add(&i, &fold.rated(&i));
+        }
+        assert!((view.rate - 20.0 / 1.004).abs() < 1e-9, "{}", view.rate);
+        assert_eq!(view.p99_history.len(), 2);
+        assert_eq!(view.elapsed, Duration::from_millis(2004));
+        assert_eq!(view.total.counts.completed, 30);
     }
 
     #[test]
@@ -707,7 +733,8 @@ mod tests {
         let mut view = View::new(open_info());
         let one = interval(0);
         for index in 0..130 {
-            view.add(&IntervalRecord { index, ..one.clone() });
+            let i = IntervalRecord { index, ..one.clone() };
+            view.add(&i, &i);
         }
         assert_eq!(view.p99_history.len(), HISTORY);
         assert_eq!(view.total.counts.completed, 1300);
@@ -750,7 +777,8 @@ mod tests {
         view.begin(RunInfo { label: Some(label.into()), concurrency: Some(16), ..RunInfo::default() });
         assert_eq!((view.elapsed, view.total.counts.completed, view.p99_history.len()), (Duration::ZERO, 0, 0));
         assert_eq!((view.last, view.run, view.cpu_percent), (None, None, None));
-        view.add(&interval(0));
+        let i = interval(0);
+        view.add(&i, &i);
         let screen = render(&view, 100, 30);
         let text = screen.join("\n");
         assert!(screen[0].contains(&format!(" barrage run · {label} ")), "{text}");

@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
 pub const FORMAT_VERSION: u16 = 3;
+/// The length of an interval the engine closes; only the last of a run is shorter.
+pub const INTERVAL_MS: u32 = 1000;
 /// Largest record accepted when reading; anything bigger is corruption.
 const MAX_RECORD: u32 = 64 << 20;
 
@@ -121,6 +123,59 @@ pub struct IntervalRecord {
     pub recorder: Recorder,
     /// The machine, barrage and the watched processes over the interval.
     pub watch: Option<WatchSample>,
+}
+
+impl IntervalRecord {
+    /// Whether this is a sliver: an interval shorter than half of [`INTERVAL_MS`]. Only the
+    /// last interval of a run can be one (the few ms between the last whole second and the
+    /// last response). A per-second figure computed over it (a rate, a CPU share, a backend
+    /// share) is a spike made of a handful of requests or clock ticks, so every consumer
+    /// folds it into the interval before it ([`IntervalRecord::absorb`]).
+    pub fn is_sliver(&self) -> bool {
+        self.length_ms < INTERVAL_MS / 2
+    }
+
+    /// Folds `later`, the interval that follows this one, into this one: samples added,
+    /// the length grown to cover both, watch samples weighted by their lengths.
+    pub fn absorb(&mut self, later: &IntervalRecord) {
+        self.recorder.add(&later.recorder);
+        let (secs, later_secs) = (f64::from(self.length_ms) / 1e3, f64::from(later.length_ms) / 1e3);
+        let end_ms = later.start_unix_ms + u64::from(later.length_ms);
+        self.length_ms = u32::try_from(end_ms.saturating_sub(self.start_unix_ms))
+            .unwrap_or(u32::MAX)
+            .max(self.length_ms + later.length_ms);
+        match (&mut self.watch, &later.watch) {
+            (Some(mine), Some(theirs)) => mine.absorb(theirs, secs, later_secs),
+            (None, Some(theirs)) => self.watch = Some(theirs.clone()),
+            _ => {}
+        }
+    }
+}
+
+/// The intervals a per-second figure is computed over, as they arrive one by one (the live
+/// views): each interval itself, except that a sliver is folded into the one before it
+/// ([`IntervalRecord::is_sliver`]), the same rule the summary applies.
+#[derive(Default)]
+pub struct SliverFold {
+    last: Option<IntervalRecord>,
+}
+
+impl SliverFold {
+    /// The interval to rate `i` over: `i` itself, or the previous interval with the sliver
+    /// `i` folded in (the same index as the one shown before, so a view replaces it).
+    pub fn rated(&mut self, i: &IntervalRecord) -> IntervalRecord {
+        match self.last.take() {
+            Some(mut previous) if i.is_sliver() && previous.index + 1 == i.index => {
+                previous.absorb(i);
+                self.last = Some(previous.clone());
+                previous
+            }
+            _ => {
+                self.last = Some(i.clone());
+                i.clone()
+            }
+        }
+    }
 }
 
 /// How a run ended: written last. A file without one comes from a run that was killed.
@@ -365,10 +420,16 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> usize {
 }
 
 /// The intervals of several results files merged by wall-clock second, in time order, one
-/// merged interval at a time (memory stays flat however long the runs were).
+/// merged interval at a time (memory stays flat however long the runs were). Each file's
+/// last interval, when it is a sliver, is first folded into the one before it
+/// ([`IntervalRecord::is_sliver`]), so every figure of the summary is over at least half a
+/// second; [`MergedIntervals::unfolded`] keeps the intervals as recorded.
 pub struct MergedIntervals {
     readers: Vec<ResultsReader>,
+    fold: bool,
     heads: Vec<Option<IntervalRecord>>,
+    /// The interval read after each head, not yet known not to be a sliver.
+    next: Vec<Option<IntervalRecord>>,
     origin_ms: u64,
 }
 
@@ -389,16 +450,43 @@ pub struct MergedInterval {
 }
 
 impl MergedIntervals {
-    /// Merges the intervals of `readers` (opened, header read).
-    pub fn new(mut readers: Vec<ResultsReader>) -> Self {
+    /// Merges the intervals of `readers` (opened, header read), slivers folded.
+    pub fn new(readers: Vec<ResultsReader>) -> Self {
+        Self::start(readers, true)
+    }
+
+    /// Merges the intervals of `readers` as they were recorded, slivers kept: for the
+    /// HdrHistogram log, whose every line carries its true length and no rate, and which
+    /// must equal the log the run wrote as it went.
+    pub fn unfolded(readers: Vec<ResultsReader>) -> Self {
+        Self::start(readers, false)
+    }
+
+    fn start(readers: Vec<ResultsReader>, fold: bool) -> Self {
         let origin_ms = readers.iter().map(|r| r.header.started_unix_ms).min().unwrap_or(0);
-        let heads = readers.iter_mut().map(|r| r.next_interval()).collect();
-        MergedIntervals { readers, heads, origin_ms }
+        let n = readers.len();
+        let mut m = MergedIntervals { readers, fold, heads: vec![None; n], next: vec![None; n], origin_ms };
+        for k in 0..n {
+            m.next[k] = m.readers[k].next_interval();
+            m.heads[k] = m.pull(k);
+        }
+        m
     }
 
     /// The readers, to look at headers, footers and warnings (complete once iteration ended).
     pub fn readers(&self) -> &[ResultsReader] {
         &self.readers
+    }
+
+    /// File `k`'s next interval, with the sliver that follows it, if any, folded in.
+    fn pull(&mut self, k: usize) -> Option<IntervalRecord> {
+        let mut i = self.next[k].take()?;
+        self.next[k] = self.readers[k].next_interval();
+        while let Some(sliver) = self.next[k].take_if(|n| self.fold && n.is_sliver()) {
+            i.absorb(&sliver);
+            self.next[k] = self.readers[k].next_interval();
+        }
+        Some(i)
     }
 
     fn second_of(&self, i: &IntervalRecord) -> u64 {
@@ -416,7 +504,7 @@ impl Iterator for MergedIntervals {
         for k in 0..self.heads.len() {
             while self.heads[k].as_ref().is_some_and(|i| self.second_of(i) == second) {
                 let mut i = self.heads[k].take().expect("checked above");
-                self.heads[k] = self.readers[k].next_interval();
+                self.heads[k] = self.pull(k);
                 // Ticks count from each run's own start: line them up on the earliest.
                 let late_ms = self.readers[k].header.started_unix_ms - self.origin_ms;
                 i.recorder.timeline.shift((late_ms / TICK.as_millis() as u64) as u32);
@@ -568,6 +656,41 @@ mod tests {
                 while r.next_interval().is_some() {}
             }
         }
+    }
+
+    /// The last interval, when shorter than half a second, is folded into the one before for
+    /// the summary; the HdrHistogram log keeps it.
+    #[test]
+    fn a_sliver_is_folded_into_the_interval_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        let mut w = ResultsWriter::create(&p, &header(0)).unwrap();
+        w.write_interval(&interval(0, 0, 10)).unwrap();
+        w.write_interval(&interval(1, 0, 10)).unwrap();
+        w.write_interval(&IntervalRecord { length_ms: 4, ..interval(2, 0, 3) }).unwrap();
+        w.finish(&RunFooter::default()).unwrap();
+        let folded: Vec<_> = MergedIntervals::new(vec![ResultsReader::open(&p).unwrap()])
+            .map(|m| (m.second, m.length_ms, m.recorder.counts.completed))
+            .collect();
+        assert_eq!(folded, [(0, 1000, 10), (1, 1004, 13)]);
+        let kept: Vec<_> =
+            MergedIntervals::unfolded(vec![ResultsReader::open(&p).unwrap()]).map(|m| m.length_ms).collect();
+        assert_eq!(kept, [1000, 1000, 4]);
+    }
+
+    /// Live views fold the same way, interval by interval.
+    #[test]
+    fn live_views_fold_the_sliver_the_same_way() {
+        let mut fold = SliverFold::default();
+        let rated: Vec<_> =
+            [interval(0, 0, 10), interval(1, 0, 10), IntervalRecord { length_ms: 4, ..interval(2, 0, 3) }]
+                .iter()
+                .map(|i| {
+                    let r = fold.rated(i);
+                    (r.index, r.length_ms, r.recorder.counts.completed)
+                })
+                .collect();
+        assert_eq!(rated, [(0, 1000, 10), (1, 1000, 10), (1, 1004, 13)]);
     }
 
     #[test]

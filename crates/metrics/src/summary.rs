@@ -209,7 +209,8 @@ pub struct StepSummary {
 pub struct IntervalRow {
     /// Seconds since the start of the (earliest) run.
     pub second: u64,
-    /// Length in seconds.
+    /// Length in seconds: normally 1; the last interval of a run, when shorter than half a
+    /// second, is folded into the one before ([`crate::IntervalRecord::is_sliver`]).
     pub length_s: f64,
     /// Requests started.
     pub sent: u64,

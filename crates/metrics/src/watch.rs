@@ -31,6 +31,26 @@ impl ProcSample {
     pub fn cpu_percent(&self) -> f32 {
         self.cpu_user_percent + self.cpu_system_percent
     }
+
+    /// Folds `later`, the sample of the `later_secs` that followed this one's `secs`, into
+    /// one sample of both: CPU weighted by time, counters summed, gauges as at the end.
+    fn absorb(&mut self, later: &ProcSample, secs: f64, later_secs: f64) {
+        let total = secs + later_secs;
+        let weigh = |a: f32, b: f32| {
+            if total > 0.0 {
+                ((f64::from(a) * secs + f64::from(b) * later_secs) / total) as f32
+            } else {
+                b
+            }
+        };
+        self.cpu_user_percent = weigh(self.cpu_user_percent, later.cpu_user_percent);
+        self.cpu_system_percent = weigh(self.cpu_system_percent, later.cpu_system_percent);
+        self.context_switches += later.context_switches;
+        self.processes = later.processes;
+        self.rss_kib = later.rss_kib;
+        self.threads = later.threads;
+        self.fds = later.fds;
+    }
 }
 
 /// The whole machine over one interval.
@@ -61,6 +81,36 @@ pub struct WatchSample {
     pub generator: ProcSample,
     /// The processes of `--monitor` (and of a testbed), in the order given.
     pub processes: Vec<ProcSample>,
+}
+
+impl WatchSample {
+    /// Folds `later`, the sample of the `later_secs` that followed this one's `secs`, into
+    /// one sample of both (see [`crate::file::IntervalRecord::absorb`]).
+    pub(crate) fn absorb(&mut self, later: &WatchSample, secs: f64, later_secs: f64) {
+        self.host.absorb(&later.host, secs, later_secs);
+        self.generator.absorb(&later.generator, secs, later_secs);
+        for p in &later.processes {
+            match self.processes.iter_mut().find(|mine| mine.name == p.name) {
+                Some(mine) => mine.absorb(p, secs, later_secs),
+                None => self.processes.push(p.clone()),
+            }
+        }
+    }
+}
+
+impl HostSample {
+    fn absorb(&mut self, later: &HostSample, secs: f64, later_secs: f64) {
+        let total = secs + later_secs;
+        if total > 0.0 {
+            self.cpu_percent =
+                ((f64::from(self.cpu_percent) * secs + f64::from(later.cpu_percent) * later_secs) / total) as f32;
+        }
+        self.cpus = self.cpus.max(later.cpus);
+        self.mem_used_kib = later.mem_used_kib;
+        self.mem_total_kib = later.mem_total_kib;
+        self.net_rx_bytes += later.net_rx_bytes;
+        self.net_tx_bytes += later.net_tx_bytes;
+    }
 }
 
 /// A command run at an offset of the run (`--at 10s 'COMMAND'`): one record when it

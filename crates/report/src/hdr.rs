@@ -126,7 +126,7 @@ pub fn write_hdr_log(paths: &[PathBuf], out: &mut impl Write) -> Result<(), Repo
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let start_ms = readers.iter().map(|r| r.header().started_unix_ms).min().ok_or(ReportError::NoResults)?;
     let mut log = HdrLogWriter::new(out, start_ms)?;
-    let mut merged = MergedIntervals::new(readers);
+    let mut merged = MergedIntervals::unfolded(readers);
     for m in merged.by_ref() {
         let offset = Duration::from_millis(m.start_unix_ms.saturating_sub(start_ms));
         log.write_interval(offset, Duration::from_millis(m.length_ms.into()), &m.recorder)?;
