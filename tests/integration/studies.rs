@@ -211,7 +211,7 @@ fn report_writes_merged_files_to_every_output() {
 }
 
 /// `barrage serve` as its own process, to be watched.
-struct Served(std::process::Child, String);
+pub(crate) struct Served(pub(crate) std::process::Child, pub(crate) String);
 
 impl Drop for Served {
     fn drop(&mut self) {
@@ -220,7 +220,7 @@ impl Drop for Served {
     }
 }
 
-fn served() -> Served {
+pub(crate) fn served() -> Served {
     let mut child = barrage()
         .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
         .stdout(Stdio::piped())
@@ -235,7 +235,7 @@ fn served() -> Served {
 }
 
 /// The peak resident memory the kernel reports for `pid`, KiB.
-fn vm_hwm(pid: u32) -> u64 {
+pub(crate) fn vm_hwm(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()

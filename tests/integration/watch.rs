@@ -1,8 +1,13 @@
 //! `--monitor` and `--at` on a plain run against the built-in origin.
 
+use crate::studies::{served, vm_hwm};
 use crate::util::{barrage, open, origin, plan, run_in};
+use barrage_metrics::file::{ResultsReader, ResultsWriter, RunHeader};
 use barrage_server::ServeConfig;
 use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -71,6 +76,123 @@ fn monitor_and_at_usage_errors_are_one_line_with_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// CPU time (user and system, clock ticks) the kernel counts for `pid` and its waited-for
+/// children: the ground truth of a watched server's CPU.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime), counted from field 3 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+fn report_json(files: &[PathBuf]) -> Value {
+    let out = barrage().arg("report").args(files).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A watched process's figure in each interval row, by second.
+fn per_second(s: &Value, figure: &str, name: &str) -> BTreeMap<u64, f64> {
+    let rows = s["intervals"].as_array().unwrap();
+    rows.iter().filter_map(|r| Some((r["second"].as_u64()?, r[figure][name].as_f64()?))).collect()
+}
+
+/// Copies a results file as if another machine had written it: same PIDs and start times
+/// in its samples, another host in its header.
+fn as_if_from(host: &str, from: &Path, to: &Path) {
+    let mut r = ResultsReader::open(from).unwrap();
+    let header = RunHeader { host: host.into(), ..r.header().clone() };
+    let mut w = ResultsWriter::create(to, &header).unwrap();
+    while let Some(i) = r.next_interval() {
+        w.write_interval(&i).unwrap();
+    }
+    w.finish(r.footer().unwrap()).unwrap();
+}
+
+/// Issue 12, item 4: four clients watching the same server, merged, count it once (its
+/// memory at most what the kernel says its peak was, its CPU what the kernel counted), and
+/// the merged header describes the four runs together. A copy of one file claiming another
+/// machine is another process.
+#[test]
+fn four_runs_watching_one_server_count_it_once() {
+    let server = served();
+    let pid = server.0.id();
+    let name = pid.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..4).map(|k| dir.path().join(format!("client{k}.brg"))).collect();
+    let ticks_before = cpu_ticks(pid);
+    let clock = Instant::now();
+    let clients: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(k, file)| {
+            let url = format!("{}/bytes/{}", server.1, 100 * (k + 1));
+            barrage()
+                .args(["run", "--rate", "500", "-d", "3s", "--monitor", &name, "--threads", "1", &url, "-o"])
+                .arg(file)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in clients {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (ticks, secs) = (cpu_ticks(pid) - ticks_before, clock.elapsed().as_secs_f64());
+    // SAFETY: sysconf only reads a constant of the system.
+    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let truth_cpu = ticks as f64 / per_sec / secs * 100.0;
+    let hwm = vm_hwm(pid) as f64;
+
+    let merged = report_json(&files);
+    let single = report_json(&files[..1]);
+    let (rss, cpu) = (per_second(&merged, "rss_kib", &name), per_second(&merged, "cpu_percent", &name));
+    assert!(rss.len() >= 3, "{:?}", merged["intervals"]);
+    for (second, kib) in &rss {
+        assert!(*kib <= hwm, "second {second}: {kib} KiB, more than the server's peak {hwm} KiB");
+    }
+    let p = merged["processes"].as_array().unwrap().iter().find(|p| p["name"] == name.as_str()).unwrap();
+    let peak = p["rss_max_kib"].as_f64().unwrap();
+    assert!(peak <= hwm && peak >= hwm / 2.0, "peak {peak} KiB, kernel's {hwm} KiB");
+    // CPU: what the kernel counted over the four runs (and their start-up), not four times it.
+    let mean = p["cpu_mean_percent"].as_f64().unwrap();
+    let rows_mean = cpu.values().sum::<f64>() / cpu.len() as f64;
+    for figure in [mean, rows_mean] {
+        assert!(figure <= 1.5 * truth_cpu + 5.0 && figure >= truth_cpu / 2.0 - 2.0, "{figure}% vs {truth_cpu:.1}%");
+    }
+    let single_mean = single["processes"][0]["cpu_mean_percent"].as_f64().unwrap();
+    assert!((mean - single_mean).abs() <= 0.5 * single_mean + 3.0, "merged {mean}%, one run {single_mean}%");
+    // The header of the merged run: the four runs' rate and threads added, every URL.
+    let rates: f64 = files.iter().map(|f| report_json(std::slice::from_ref(f))["rate_per_sec"].as_f64().unwrap()).sum();
+    let rate = merged["rate_per_sec"].as_f64().unwrap();
+    assert!((rate - rates).abs() <= 0.02 * rates, "merged {rate}/s, the files' {rates}/s");
+    assert_eq!(merged["steps"][0]["label"], "2000 req/s");
+    assert_eq!(merged["generator"]["threads"], 4 * single["generator"]["threads"].as_u64().unwrap());
+    assert_eq!(merged["urls"].as_array().unwrap().len(), 4, "{}", merged["urls"]);
+    let text = barrage().arg("report").args(&files).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.lines().next().unwrap().ends_with("2000 req/s, merged from 4 files on 1 host"), "{text}");
+    // The CSV shows the same rows.
+    let csv = barrage().arg("report").args(&files).args(["--format", "csv"]).output().unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == format!("{name}_rss_kib")).unwrap();
+    for line in csv.lines().skip(1) {
+        let kib: f64 = line.split(',').nth(col).unwrap().parse().unwrap();
+        assert!(kib <= hwm, "{line}");
+    }
+    // Another machine's file naming the same PID and start time: another process, added.
+    let elsewhere = dir.path().join("elsewhere.brg");
+    as_if_from("another-machine", &files[0], &elsewhere);
+    let five = report_json(&[files.clone(), vec![elsewhere]].concat());
+    let first = per_second(&single, "rss_kib", &name);
+    for (second, kib) in per_second(&five, "rss_kib", &name) {
+        assert_eq!(kib, rss[&second] + first[&second], "second {second}");
     }
 }
 

@@ -182,6 +182,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
         started_unix_ms,
         host: hostname(),
+        boot_id: watch::boot_id(),
         mode,
         urls: plan.targets.iter().map(|t| t.url.to_string()).collect(),
         settings_json: spec.settings_json.clone(),

@@ -5,12 +5,14 @@
 //! A watched process counts with its descendants: nginx's master does no work, its workers
 //! do; varnishd's manager forks the cache child. A process that exits between two samples
 //! is simply no longer counted, and one that appears (a restarted origin) counts from its
-//! start.
+//! start. Each sample names the roots of its tree (PID and start time), so results files
+//! merged later can tell one process watched by several runs from several processes.
 //!
 //! barrage's own CPU is not read here: it is its engine threads', which they report
 //! themselves ([`Watcher::sample`] takes it); the rest of barrage's sample (memory,
 //! descriptors) is the process's.
 
+use barrage_metrics::watch::ProcRoot;
 use barrage_metrics::{HostSample, ProcSample, WatchSample};
 use procfs::process::Process;
 use procfs::{Current, CurrentSI};
@@ -56,6 +58,8 @@ pub struct Watch {
 struct ProcInfo {
     ppid: i32,
     comm: String,
+    /// Clock ticks from boot to the process's start.
+    start_ticks: u64,
     user_ticks: u64,
     system_ticks: u64,
     rss_pages: u64,
@@ -107,8 +111,10 @@ impl Watcher {
             .watches
             .iter()
             .map(|w| {
-                let pids = tree(&table, &roots(&table, &w.target));
-                self.proc_sample(&w.label, &pids, &table, secs, &mut seen)
+                let roots = roots(&table, &w.target);
+                let mut s = self.proc_sample(&w.label, &tree(&table, &roots), &table, secs, &mut seen);
+                s.roots = identify(&table, &roots);
+                s
             })
             .collect();
         let me = std::process::id() as i32;
@@ -194,11 +200,27 @@ fn read_proc(pid: i32) -> Option<ProcInfo> {
     Some(ProcInfo {
         ppid: stat.ppid,
         comm: stat.comm,
+        start_ticks: stat.starttime,
         user_ticks: stat.utime,
         system_ticks: stat.stime,
         rss_pages: stat.rss,
         threads: stat.num_threads,
     })
+}
+
+/// The running roots of a watched tree, as PID and start time, sorted.
+fn identify(table: &HashMap<i32, ProcInfo>, roots: &[i32]) -> Vec<ProcRoot> {
+    let mut ids: Vec<ProcRoot> = roots
+        .iter()
+        .filter_map(|pid| table.get(pid).map(|p| ProcRoot { pid: *pid as u32, start_ticks: p.start_ticks }))
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// This boot of this machine (`/proc/sys/kernel/random/boot_id`); empty when unreadable.
+pub(crate) fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 /// Context switches of all the process's threads (its own status shows the main thread's).
@@ -257,6 +279,9 @@ mod tests {
             .stdout(Stdio::null())
             .spawn()
             .expect("sh runs");
+        // Field 22 of its stat: clock ticks from boot to its start.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", sh.id())).unwrap();
+        let started_ticks: u64 = stat.rsplit(')').next().unwrap().split_whitespace().nth(19).unwrap().parse().unwrap();
         let watch = Watch { label: "busy".into(), target: WatchTarget::Pid(sh.id()) };
         let mut w = Watcher::new(vec![watch]);
         // Wait (bounded) until the spinning child has used 0.3 s of CPU since the baseline.
@@ -281,8 +306,11 @@ mod tests {
         assert!(p.cpu_percent() > 10.0, "a spinning child shows up: {p:?}");
         assert!(p.rss_kib > 0 && p.threads >= 2 && p.fds >= 1, "{p:?}");
         assert!(s.generator.rss_kib > 0, "{:?}", s.generator);
+        // Named by its PID and start time, as the machine knows it.
+        assert_eq!(p.roots, [ProcRoot { pid: sh.id(), start_ticks: started_ticks }]);
         // barrage's CPU is what the engine threads reported, not the process's.
         assert_eq!((s.generator.cpu_user_percent, s.generator.cpu_system_percent), (1.0, 2.0));
+        assert!(s.generator.roots.is_empty(), "{:?}", s.generator.roots);
         assert!(s.host.mem_total_kib > s.host.mem_used_kib && s.host.mem_used_kib > 0, "{:?}", s.host);
         assert!(s.host.cpu_percent > 0.0, "the spinning child keeps the machine busy: {:?}", s.host);
     }
@@ -293,6 +321,7 @@ mod tests {
         let info = |ppid, comm: &str| ProcInfo {
             ppid,
             comm: comm.into(),
+            start_ticks: 0,
             user_ticks: 0,
             system_ticks: 0,
             rss_pages: 0,

@@ -13,6 +13,11 @@
 //! flushed as it is written (at least once per second), so a run killed with SIGKILL leaves
 //! a file that reads back up to its last complete record; the reader stops at a truncated or
 //! corrupt tail with a warning instead of failing.
+//!
+//! Version 4 added the machine's boot ID to the header and the roots of each watched
+//! process tree (PID and start time) to its samples, so merged files can tell one process
+//! watched by several runs from several processes. Version 3 files are still read (module
+//! `v3`): their samples carry no roots.
 
 use crate::recorder::{Recorder, TICK};
 use crate::watch::{EventRecord, WatchSample};
@@ -24,7 +29,9 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
+/// The oldest encoding version this build still reads.
+pub const OLDEST_READ_VERSION: u16 = 3;
 /// The length of an interval the engine closes; only the last of a run is shorter.
 pub const INTERVAL_MS: u32 = 1000;
 /// Largest record accepted when reading; anything bigger is corruption.
@@ -49,7 +56,7 @@ pub enum FileError {
         path: PathBuf,
     },
     /// Written by a barrage whose format this build does not know.
-    #[error("{path}: results format version {found} is not supported (this barrage reads version {FORMAT_VERSION})")]
+    #[error("{path}: results format version {found} is not supported (this barrage reads versions {OLDEST_READ_VERSION} to {FORMAT_VERSION})")]
     Version {
         /// The file.
         path: PathBuf,
@@ -94,6 +101,10 @@ pub struct RunHeader {
     pub started_unix_ms: u64,
     /// Host name of the machine that ran it.
     pub host: String,
+    /// The machine's boot ID (`/proc/sys/kernel/random/boot_id`): with the host name, which
+    /// machine, and since which boot, the PIDs of its watched processes belong to. Empty in
+    /// version 3 files and where it cannot be read.
+    pub boot_id: String,
     /// Open or closed loop.
     pub mode: Mode,
     /// Target URLs.
@@ -282,6 +293,7 @@ enum RecordRef<'a> {
 pub struct ResultsReader {
     input: BufReader<File>,
     path: PathBuf,
+    version: u16,
     header: RunHeader,
     footer: Option<RunFooter>,
     events: Vec<EventRecord>,
@@ -301,11 +313,11 @@ impl ResultsReader {
         let mut version = [0u8; 2];
         input.read_exact(&mut version).map_err(|_| FileError::NotResults { path: path.to_path_buf() })?;
         let found = u16::from_le_bytes(version);
-        if found != FORMAT_VERSION {
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&found) {
             return Err(FileError::Version { path: path.to_path_buf(), found });
         }
         let no_header = |reason: String| FileError::NoHeader { path: path.to_path_buf(), reason };
-        let header = match read_record(&mut input) {
+        let header = match read_record(&mut input, found) {
             Ok(Some(Record::Header(h))) => h,
             Ok(Some(_)) => return Err(no_header("the first record is not a header".into())),
             Ok(None) => return Err(no_header("the file ends before it".into())),
@@ -314,6 +326,7 @@ impl ResultsReader {
         Ok(ResultsReader {
             input,
             path: path.to_path_buf(),
+            version: found,
             header,
             footer: None,
             events: Vec::new(),
@@ -353,7 +366,7 @@ impl ResultsReader {
             return None;
         }
         loop {
-            match read_record(&mut self.input) {
+            match read_record(&mut self.input, self.version) {
                 Ok(Some(Record::Interval(i))) => {
                     self.intervals += 1;
                     return Some(i);
@@ -382,8 +395,9 @@ impl ResultsReader {
     }
 }
 
-/// Reads one record; `Ok(None)` at a clean end of file, `Err` for a truncated or corrupt one.
-fn read_record(input: &mut impl Read) -> Result<Option<Record>, String> {
+/// Reads one record of a file of `version`; `Ok(None)` at a clean end of file, `Err` for a
+/// truncated or corrupt one.
+fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, String> {
     let mut frame = [0u8; 8];
     match read_full(input, &mut frame) {
         0 => return Ok(None),
@@ -402,7 +416,119 @@ fn read_record(input: &mut impl Read) -> Result<Option<Record>, String> {
     if crc32fast::hash(&payload) != crc {
         return Err("a record fails its checksum: corrupt".into());
     }
-    postcard::from_bytes(&payload).map(Some).map_err(|e| format!("a record does not decode: {e}"))
+    let record = match version {
+        3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
+        _ => postcard::from_bytes(&payload),
+    };
+    record.map(Some).map_err(|e| format!("a record does not decode: {e}"))
+}
+
+/// The records of format version 3, as they were, read into today's: the header without a
+/// boot ID, process samples without roots.
+mod v3 {
+    use crate::recorder::Recorder;
+    use crate::watch::{EventRecord, HostSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct RunHeader {
+        pub barrage_version: String,
+        pub started_unix_ms: u64,
+        pub host: String,
+        pub mode: super::Mode,
+        pub urls: Vec<String>,
+        pub settings_json: String,
+        pub steps: Vec<super::StepInfo>,
+        pub threads: u32,
+        pub insecure: bool,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct ProcSample {
+        pub name: String,
+        pub processes: u32,
+        pub cpu_user_percent: f32,
+        pub cpu_system_percent: f32,
+        pub rss_kib: u64,
+        pub threads: u32,
+        pub fds: u32,
+        pub context_switches: u64,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct WatchSample {
+        pub host: HostSample,
+        pub generator: ProcSample,
+        pub processes: Vec<ProcSample>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<ProcSample> for crate::watch::ProcSample {
+        fn from(p: ProcSample) -> Self {
+            crate::watch::ProcSample {
+                name: p.name,
+                roots: Vec::new(),
+                processes: p.processes,
+                cpu_user_percent: p.cpu_user_percent,
+                cpu_system_percent: p.cpu_system_percent,
+                rss_kib: p.rss_kib,
+                threads: p.threads,
+                fds: p.fds,
+                context_switches: p.context_switches,
+            }
+        }
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(super::RunHeader {
+                    barrage_version: h.barrage_version,
+                    started_unix_ms: h.started_unix_ms,
+                    host: h.host,
+                    boot_id: String::new(),
+                    mode: h.mode,
+                    urls: h.urls,
+                    settings_json: h.settings_json,
+                    steps: h.steps,
+                    threads: h.threads,
+                    insecure: h.insecure,
+                }),
+                Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
+                    index: i.index,
+                    start_unix_ms: i.start_unix_ms,
+                    length_ms: i.length_ms,
+                    step: i.step,
+                    recorder: i.recorder,
+                    watch: i.watch.map(|w| crate::watch::WatchSample {
+                        host: w.host,
+                        generator: w.generator.into(),
+                        processes: w.processes.into_iter().map(Into::into).collect(),
+                    }),
+                }),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.
@@ -445,8 +571,8 @@ pub struct MergedInterval {
     pub step: u32,
     /// The samples of every file in that second.
     pub recorder: Recorder,
-    /// What each file watched in that second.
-    pub watch: Vec<WatchSample>,
+    /// What each file watched in that second, with the file's index in the readers.
+    pub watch: Vec<(usize, WatchSample)>,
 }
 
 impl MergedIntervals {
@@ -511,7 +637,7 @@ impl Iterator for MergedIntervals {
                 for p in &mut i.recorder.samples {
                     p.ended_ms = p.ended_ms.saturating_add(late_ms as u32);
                 }
-                let watch = i.watch.take();
+                let watch = i.watch.take().map(|w| (k, w));
                 match merged.as_mut() {
                     None => {
                         merged = Some(MergedInterval {
@@ -547,6 +673,7 @@ mod tests {
             barrage_version: "test".into(),
             started_unix_ms: start,
             host: "h".into(),
+            boot_id: "b".into(),
             mode: Mode::Open,
             urls: vec!["http://127.0.0.1:1/".into()],
             settings_json: "{}".into(),
@@ -656,6 +783,65 @@ mod tests {
                 while r.next_interval().is_some() {}
             }
         }
+    }
+
+    /// A file written by the barrage before format version 4 reads back: no boot ID, no
+    /// process roots, everything else as written.
+    #[test]
+    fn version_3_files_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("old.brg");
+        let h = header(5_000);
+        let old_header = v3::RunHeader {
+            barrage_version: h.barrage_version.clone(),
+            started_unix_ms: h.started_unix_ms,
+            host: h.host.clone(),
+            mode: h.mode,
+            urls: h.urls.clone(),
+            settings_json: h.settings_json.clone(),
+            steps: h.steps.clone(),
+            threads: h.threads,
+            insecure: h.insecure,
+        };
+        let proc = |name: &str, processes| v3::ProcSample {
+            name: name.into(),
+            processes,
+            cpu_user_percent: 12.5,
+            cpu_system_percent: 2.5,
+            rss_kib: 4096,
+            threads: 2,
+            fds: 9,
+            context_switches: 77,
+        };
+        let (me, nginx) = (proc("barrage", 1), proc("nginx", 2));
+        let i = interval(0, 5_000, 3);
+        let old_interval = v3::IntervalRecord {
+            index: 0,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: 0,
+            recorder: i.recorder.clone(),
+            watch: Some(v3::WatchSample { host: Default::default(), generator: me, processes: vec![nginx] }),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&3u16.to_le_bytes());
+        for record in [v3::Record::Header(old_header), v3::Record::Interval(old_interval)] {
+            let payload = postcard::to_stdvec(&record).unwrap();
+            bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            bytes.extend_from_slice(&payload);
+        }
+        std::fs::write(&p, bytes).unwrap();
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &RunHeader { boot_id: String::new(), ..h });
+        let got = r.next_interval().unwrap();
+        assert_eq!(got.recorder, i.recorder);
+        let w = got.watch.unwrap();
+        assert_eq!((w.generator.name.as_str(), w.generator.processes), ("barrage", 1));
+        let p = &w.processes[0];
+        assert_eq!((p.name.as_str(), p.processes, p.rss_kib, p.context_switches), ("nginx", 2, 4096, 77));
+        assert!(p.roots.is_empty());
+        assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
     }
 
     /// The last interval, when shorter than half a second, is folded into the one before for

@@ -7,7 +7,7 @@ use crate::events::EventSummary;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
 use crate::sample::{CacheStatus, ErrorKind, Phase};
-use crate::watch::{HostSummary, HostTally, ProcessSummary, ProcessTally, WatchSample};
+use crate::watch::{combine, HostSummary, HostTally, ProcKey, ProcSample, ProcessSummary, ProcessTally, WatchSample};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -506,7 +506,7 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let mut steps: BTreeMap<u32, (Recorder, f64)> = BTreeMap::new();
     let mut intervals = Vec::new();
     let mut seen: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let mut watched = Watched::default();
+    let mut watched = Watched::new(merged.readers());
     let mut scatter = Scatter::default();
     for mut m in merged.by_ref() {
         // Sampled requests go to the scatter alone, thinned as they come: memory stays flat.
@@ -527,6 +527,7 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let timeline = total.timeline.clone();
     let mut s = build(merged.readers(), total, steps, intervals);
     add_fairness(&mut s, &seen);
+    let unproven = watched.unproven.clone();
     (s.processes, s.host) = watched.finish();
     if let Some(me) = s.processes.iter_mut().find(|p| p.name == GENERATOR) {
         s.generator.cpu_max_percent = me.cpu_max_percent;
@@ -537,6 +538,11 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
             me.cpu_mean_percent = user + system;
         }
     }
+    s.warnings.extend(unproven.into_iter().map(|name| {
+        format!(
+            "{name} was watched by several results files without process identity (written by a barrage before format version 4): its samples were added up as different processes; if they watched the same process, its CPU and memory are overstated"
+        )
+    }));
     // Runs merged from different start times end where the last interval ends.
     let end_s = s.intervals.last().map_or(0.0, |r| r.second as f64 + r.length_s).max(s.duration.total_s);
     s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, end_s);
@@ -565,38 +571,84 @@ fn events(readers: &[ResultsReader]) -> Vec<crate::watch::EventRecord> {
 }
 
 /// Per-process tallies over the run, in order of first appearance, barrage last.
-#[derive(Default)]
+///
+/// Each second, the samples of every merged file are first combined into one per name:
+/// samples of the same process (same machine, same PIDs started at the same times) watched
+/// by several runs are averaged, never added; different processes of one name (each
+/// machine's own nginx) add up. So the rows (CSV, charts) and the tallies (the summary)
+/// count each process once. barrage's sample of each run is that run's engine threads: one
+/// per run, always added.
 struct Watched {
+    /// Per file: the machine its PIDs belong to (host name, boot ID).
+    machines: Vec<(String, String)>,
     processes: Vec<ProcessTally>,
     names: Vec<String>,
     generator: ProcessTally,
     host: HostTally,
+    /// Names that several files watched without process identity (version 3 files).
+    unproven: std::collections::BTreeSet<String>,
 }
 
 impl Watched {
+    fn new(readers: &[ResultsReader]) -> Self {
+        Watched {
+            machines: readers.iter().map(|r| (r.header().host.clone(), r.header().boot_id.clone())).collect(),
+            processes: Vec::new(),
+            names: Vec::new(),
+            generator: ProcessTally::default(),
+            host: HostTally::default(),
+            unproven: Default::default(),
+        }
+    }
+
+    /// Which process `p`, watched by file `file`, is (see [`ProcKey`]).
+    fn key<'a>(&'a self, file: usize, p: &'a ProcSample) -> ProcKey<'a> {
+        let (host, boot) = &self.machines[file];
+        (!p.roots.is_empty()).then_some((host.as_str(), boot.as_str(), p.roots.as_slice()))
+    }
+
     /// Adds one interval's samples (one per merged file) to the tallies and to its row.
-    fn add(&mut self, row: &mut IntervalRow, samples: &[WatchSample], secs: f64) {
-        for w in samples {
-            for p in &w.processes {
-                let i = match self.names.iter().position(|n| *n == p.name) {
-                    Some(i) => i,
-                    None => {
-                        self.names.push(p.name.clone());
-                        self.processes.push(ProcessTally::default());
-                        self.names.len() - 1
-                    }
-                };
-                self.processes[i].add(p, secs);
-                *row.cpu_percent.entry(p.name.clone()).or_default() += f64::from(p.cpu_percent());
-                *row.rss_kib.entry(p.name.clone()).or_default() += p.rss_kib;
-            }
-            let mut me = w.generator.clone();
+    fn add(&mut self, row: &mut IntervalRow, samples: &[(usize, WatchSample)], secs: f64) {
+        let watched = combine(samples.iter().flat_map(|(f, w)| w.processes.iter().map(|p| (self.key(*f, p), p))));
+        self.note_unproven(samples);
+        for p in &watched {
+            let i = match self.names.iter().position(|n| *n == p.name) {
+                Some(i) => i,
+                None => {
+                    self.names.push(p.name.clone());
+                    self.processes.push(ProcessTally::default());
+                    self.names.len() - 1
+                }
+            };
+            self.processes[i].add(p, secs);
+            row.cpu_percent.insert(p.name.clone(), f64::from(p.cpu_percent()));
+            row.rss_kib.insert(p.name.clone(), p.rss_kib);
+        }
+        let runs = combine(samples.iter().map(|(_, w)| (None, &w.generator)));
+        if let Some(mut me) = runs.into_iter().next() {
             me.name = GENERATOR.into();
             self.generator.add(&me, secs);
-            *row.cpu_percent.entry(GENERATOR.into()).or_default() += f64::from(me.cpu_percent());
-            *row.rss_kib.entry(GENERATOR.into()).or_default() += me.rss_kib;
+            row.cpu_percent.insert(GENERATOR.into(), f64::from(me.cpu_percent()));
+            row.rss_kib.insert(GENERATOR.into(), me.rss_kib);
+        }
+        for (_, w) in samples {
             self.host.add(&w.host, secs);
             row.host_cpu_percent = Some(f64::from(w.host.cpu_percent));
+        }
+    }
+
+    /// Remembers the names that more than one file watched, running, without identity.
+    fn note_unproven(&mut self, samples: &[(usize, WatchSample)]) {
+        let mut files: BTreeMap<&str, std::collections::BTreeSet<usize>> = BTreeMap::new();
+        for (f, w) in samples {
+            for p in w.processes.iter().filter(|p| p.roots.is_empty() && p.processes > 0) {
+                files.entry(p.name.as_str()).or_default().insert(*f);
+            }
+        }
+        for (name, f) in files {
+            if f.len() > 1 && !self.unproven.contains(name) {
+                self.unproven.insert(name.to_string());
+            }
         }
     }
 
@@ -834,13 +886,13 @@ fn build(
             Mode::Open => "open".into(),
             Mode::Closed => "closed".into(),
         },
-        urls: first.urls.clone(),
+        urls: distinct(readers.iter().flat_map(|r| r.header().urls.iter())),
         settings: serde_json::from_str(&first.settings_json).unwrap_or(serde_json::Value::Null),
         insecure: readers.iter().any(|r| r.header().insecure),
         interrupted: readers.iter().any(|r| r.footer().is_some_and(|f| f.interrupted)),
         ..Default::default()
     };
-    s.hosts.dedup();
+    s.hosts = distinct(s.hosts.iter());
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
     let attack = s.duration.attack_s;
@@ -962,7 +1014,7 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
 /// A step lasts from its start to the next step's start, or to the end of the attack:
 /// the wait for the last responses is not part of any step's rate.
 fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64)>, attack_s: f64) -> Vec<StepSummary> {
-    let infos = &readers[0].header().steps;
+    let infos = &merged_steps(readers);
     let start_s = |i: usize| infos.get(i).map(|s| s.start_ms as f64 / 1e3);
     steps
         .into_iter()
@@ -987,6 +1039,80 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64
             }
         })
         .collect()
+}
+
+/// Each value once, in order of first appearance.
+fn distinct<'a>(values: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        if !out.contains(v) {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+/// The steps of runs merged side by side: the first file's, each labelled with what all
+/// the runs offered together ([`sum_labels`]): four runs of "100 req/s" are "400 req/s".
+fn merged_steps(readers: &[ResultsReader]) -> Vec<crate::file::StepInfo> {
+    let mut steps = readers[0].header().steps.clone();
+    for (i, step) in steps.iter_mut().enumerate() {
+        let labels: Vec<&str> =
+            readers.iter().filter_map(|r| r.header().steps.get(i)).map(|st| st.label.as_str()).collect();
+        step.label = sum_labels(&labels);
+    }
+    steps
+}
+
+/// One label for steps of several runs at once. Labels of one shape ("100 req/s",
+/// "100 → 2000 req/s", "50 workers") add up number by number; labels of different shapes
+/// are listed, each once, joined by " + ".
+fn sum_labels(labels: &[&str]) -> String {
+    let numeric = |c: char| c.is_ascii_digit() || c == '.';
+    // The label with each number replaced by '#'.
+    let shape = |l: &str| {
+        let mut out = String::new();
+        for (k, c) in l.char_indices() {
+            if !numeric(c) {
+                out.push(c);
+            } else if !l[..k].ends_with(numeric) {
+                out.push('#');
+            }
+        }
+        out
+    };
+    let numbers = |l: &str| -> Vec<f64> { l.split(|c: char| !numeric(c)).filter_map(|n| n.parse().ok()).collect() };
+    let Some(first) = labels.first() else { return String::new() };
+    if labels.len() == 1 || labels.iter().any(|l| shape(l) != shape(first)) {
+        let mut kinds: Vec<&str> = Vec::new();
+        for l in labels {
+            if !kinds.contains(l) {
+                kinds.push(l);
+            }
+        }
+        return kinds.join(" + ");
+    }
+    let mut sums = numbers(first);
+    for l in &labels[1..] {
+        for (sum, n) in sums.iter_mut().zip(numbers(l)) {
+            *sum += n;
+        }
+    }
+    // Put the sums back between the label's words.
+    let mut out = String::new();
+    let mut sums = sums.into_iter();
+    let mut in_number = false;
+    for c in first.chars() {
+        let digit = numeric(c);
+        if digit && !in_number {
+            let n = sums.next().unwrap_or(0.0);
+            out.push_str(&if n.fract() == 0.0 { format!("{n:.0}") } else { format!("{n:.2}") });
+        } else if !digit {
+            out.push(c);
+        }
+        in_number = digit;
+    }
+    out
 }
 
 /// Warnings when barrage itself, not the server, set the figures.

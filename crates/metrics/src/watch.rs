@@ -4,12 +4,27 @@
 
 use serde::{Deserialize, Serialize};
 
+/// One process at the root of a watched tree, as the machine knows it: a PID is reused,
+/// a PID with its start time is not (until the machine reboots).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProcRoot {
+    /// The process ID.
+    pub pid: u32,
+    /// When it started, in clock ticks since the machine booted (`/proc/PID/stat` field 22).
+    pub start_ticks: u64,
+}
+
 /// A watched process and its descendants (nginx's workers, varnishd's child) over one
 /// interval. CPU is a share of one core, so 200% is two cores busy.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcSample {
     /// What the user called it: a testbed name, a process name or a PID.
     pub name: String,
+    /// Which processes were watched: the roots of the tree, sorted. With the machine (the
+    /// run header's host and boot ID) they say whether two results files watched the same
+    /// process. Empty when none was running, for barrage itself (its sample is the run's
+    /// engine threads, never shared with another run), and in files of format version 3.
+    pub roots: Vec<ProcRoot>,
     /// Processes counted (the watched ones and their descendants); 0 when none was running.
     pub processes: u32,
     /// User CPU over the interval, % of one core.
@@ -46,11 +61,72 @@ impl ProcSample {
         self.cpu_user_percent = weigh(self.cpu_user_percent, later.cpu_user_percent);
         self.cpu_system_percent = weigh(self.cpu_system_percent, later.cpu_system_percent);
         self.context_switches += later.context_switches;
+        self.roots.clone_from(&later.roots);
         self.processes = later.processes;
         self.rss_kib = later.rss_kib;
         self.threads = later.threads;
         self.fds = later.fds;
     }
+
+    /// One sample from several samples of the same process taken by different runs over
+    /// the same second: each measured all of it, so they are averaged (CPU, switches) or the
+    /// largest kept (gauges), never added.
+    fn same_process(samples: &[&ProcSample]) -> ProcSample {
+        let n = samples.len().max(1) as f64;
+        let mean = |f: &dyn Fn(&ProcSample) -> f64| samples.iter().map(|p| f(p)).sum::<f64>() / n;
+        let mut s = samples.first().map(|p| (*p).clone()).unwrap_or_default();
+        s.cpu_user_percent = mean(&|p| f64::from(p.cpu_user_percent)) as f32;
+        s.cpu_system_percent = mean(&|p| f64::from(p.cpu_system_percent)) as f32;
+        s.context_switches = mean(&|p| p.context_switches as f64).round() as u64;
+        for p in samples {
+            s.processes = s.processes.max(p.processes);
+            s.rss_kib = s.rss_kib.max(p.rss_kib);
+            s.threads = s.threads.max(p.threads);
+            s.fds = s.fds.max(p.fds);
+        }
+        s
+    }
+
+    /// Adds a different process of the same name (another machine's nginx): everything sums.
+    fn add_distinct(&mut self, other: &ProcSample) {
+        self.processes += other.processes;
+        self.cpu_user_percent += other.cpu_user_percent;
+        self.cpu_system_percent += other.cpu_system_percent;
+        self.rss_kib += other.rss_kib;
+        self.threads += other.threads;
+        self.fds += other.fds;
+        self.context_switches += other.context_switches;
+        self.roots.clear();
+    }
+}
+
+/// Which process a sample measured, across results files: the machine (host name and boot
+/// ID, from the file's header) and the roots of the watched tree. `None` when the sample
+/// cannot say (no roots: an old file, nothing running, barrage's own engine threads), and
+/// such a sample is a process of its own.
+pub(crate) type ProcKey<'a> = Option<(&'a str, &'a str, &'a [ProcRoot])>;
+
+/// The samples of one second, from every merged file, one per name: samples of the same
+/// process (equal keys) are averaged, different processes of one name added up. Names keep
+/// the order in which they come.
+pub(crate) fn combine<'a>(samples: impl IntoIterator<Item = (ProcKey<'a>, &'a ProcSample)>) -> Vec<ProcSample> {
+    // The samples of each process: its name, its key, the samples.
+    let mut groups: Vec<(&str, ProcKey<'a>, Vec<&ProcSample>)> = Vec::new();
+    for (key, p) in samples {
+        match groups.iter_mut().find(|(name, k, _)| *name == p.name && key.is_some() && *k == key) {
+            Some((_, _, same)) => same.push(p),
+            None => groups.push((&p.name, key, vec![p])),
+        }
+    }
+    let mut out: Vec<ProcSample> = Vec::new();
+    for (name, _, same) in groups {
+        let one = ProcSample::same_process(&same);
+        match out.iter_mut().find(|o| o.name == name) {
+            Some(sum) => sum.add_distinct(&one),
+            None => out.push(one),
+        }
+    }
+    out
 }
 
 /// The whole machine over one interval.

@@ -445,8 +445,8 @@ fn run_body(s: &RunSummary) -> String {
         let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&more));
     }
     if s.files.len() > 1 || s.hosts.len() > 1 {
-        let _ =
-            writeln!(out, "<p class=\"meta\">{} files merged, from {}</p>", s.files.len(), esc(&s.hosts.join(", ")));
+        let from = crate::text::merged_from(s);
+        let _ = writeln!(out, "<p class=\"meta\">{}: {}</p>", esc(&from), esc(&s.hosts.join(", ")));
     }
     out.push_str("</header>\n");
     let r = &s.requests;

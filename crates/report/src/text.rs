@@ -212,10 +212,16 @@ fn header(s: &RunSummary) -> String {
     let loop_kind = if is_open(s) { "open loop" } else { "closed loop" };
     let labels: Vec<&str> = s.steps.iter().map(|st| st.label.as_str()).collect();
     let mut out = match labels.len() {
-        0 => format!("barrage run: {loop_kind}\n"),
-        1 => format!("barrage run: {loop_kind}, {}\n", labels[0]),
-        n => format!("barrage run: {loop_kind}, {n} steps: {}\n", labels.join(", ")),
+        0 => format!("barrage run: {loop_kind}"),
+        1 => format!("barrage run: {loop_kind}, {}", labels[0]),
+        n => format!("barrage run: {loop_kind}, {n} steps: {}", labels.join(", ")),
     };
+    // Hosts and files only matter when several runs were merged.
+    let merged = s.files.len() > 1 || s.hosts.len() > 1;
+    if merged {
+        out.push_str(&format!(", {}", merged_from(s)));
+    }
+    out.push('\n');
     let mut t = Table::new(&[Left, Left]);
     if s.started_unix_ms > 0 {
         t.row(["  started".to_string(), utc(s.started_unix_ms)]);
@@ -228,8 +234,7 @@ fn header(s: &RunSummary) -> String {
     if let Some(more) = more {
         t.row(["", more.as_str()]);
     }
-    // Hosts and files only matter when several runs were merged.
-    if s.files.len() > 1 || s.hosts.len() > 1 {
+    if merged {
         t.row(["  hosts".to_string(), s.hosts.join(", ")]);
         t.row(["  files".to_string(), s.files.join(", ")]);
     }
@@ -484,6 +489,12 @@ fn generator(s: &RunSummary) -> String {
         t.row(["  cpu peak (1 s)".to_string(), format!("{:.1}% of one core", g.cpu_max_percent)]);
     }
     t.render(Paint { on: false })
+}
+
+/// `merged from 4 files on 1 host`.
+pub(crate) fn merged_from(s: &RunSummary) -> String {
+    let plural = |n: usize, one: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {one}s") };
+    format!("merged from {} on {}", plural(s.files.len(), "file"), plural(s.hosts.len(), "host"))
 }
 
 /// The watched processes (mean and peak per second) and the machine; barrage's own CPU

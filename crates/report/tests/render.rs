@@ -70,6 +70,7 @@ fn json_matches_schema() {
         barrage_version: "golden".into(),
         started_unix_ms: START_MS,
         host: "golden".into(),
+        boot_id: "golden-boot".into(),
         mode: Mode::Closed,
         urls: vec![],
         settings_json: "not json".into(),

@@ -123,6 +123,7 @@ pub fn watch(i: u64) -> WatchSample {
     let f = i as f32;
     let proc = |name: &str, cpu: f32, up: bool| ProcSample {
         name: name.into(),
+        roots: Vec::new(),
         processes: if up { 2 } else { 0 },
         cpu_user_percent: if up { cpu * 0.75 } else { 0.0 },
         cpu_system_percent: if up { cpu * 0.25 } else { 0.0 },
@@ -164,6 +165,7 @@ pub fn write_results(path: &Path) {
         barrage_version: "golden".into(),
         started_unix_ms: START_MS,
         host: "golden".into(),
+        boot_id: "golden-boot".into(),
         mode: Mode::Open,
         urls: vec!["http://golden.test/api".into(), "http://golden.test/static/logo.png".into()],
         // Keys in sorted order, so the JSON is the same whether serde_json preserves order or not.
