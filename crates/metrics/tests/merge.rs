@@ -163,7 +163,8 @@ fn one_server_watched_by_four_runs_counts_once() {
     // The merged run's header: the four runs' rates added, every URL once, one host.
     assert_eq!(s.steps.len(), 1);
     assert_eq!(s.steps[0].label, "400 req/s");
-    assert!((s.rate_per_sec - 400.0).abs() < 1e-9, "{}", s.rate_per_sec);
+    let rate = s.rate_per_sec.expect("a rate");
+    assert!((rate - 400.0).abs() < 1e-9, "{rate}");
     assert_eq!(s.urls, ["http://a/1", "http://a/2", "http://a/3"]);
     assert_eq!((s.files.len(), s.hosts.as_slice()), (4, ["client-1".to_string()].as_slice()));
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
