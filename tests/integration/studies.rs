@@ -359,6 +359,22 @@ fn a_result_built_on_failure_exits_3_from_every_command() {
     let (code, err) = exit_and_stderr(&["report", &bad, "--format", "json"]);
     assert_eq!((code, last_line(&err)), (Some(3), "barrage: FAILED: the run is not a result: all 20 requests failed (mostly refused: Connection refused (os error 111))"));
     assert_eq!(exit_and_stderr(&["report", &good]).0, Some(0));
+    // Every output of the run says so: the text before any figure, the JSON and CSV verdict,
+    // the HTML among its warnings; the healthy run says ok.
+    let (html, csv) = (file("bad.html"), file("csv"));
+    let out = barrage().args(["report", &bad, "--html", &html, "--csv-dir", &csv]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let failed = text.find("FAILED: all 20 requests failed").unwrap_or_else(|| panic!("{text}"));
+    assert!(failed < text.find("Latency").unwrap(), "FAILED comes before the figures: {text}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("FAILED: all 20 requests failed"));
+    let summary = std::fs::read_to_string(dir.path().join("csv/summary.csv")).unwrap();
+    assert!(summary.lines().any(|l| l.starts_with("verdict,FAILED: all 20 requests failed")), "{summary}");
+    let verdict = |f: &str| {
+        let out = barrage().args(["report", f, "--format", "json"]).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["verdict"].as_str().unwrap().to_string()
+    };
+    assert!(verdict(&bad).starts_with("FAILED: all 20 requests failed"));
+    assert_eq!(verdict(&good), "ok");
     let (code, err) = exit_and_stderr(&["compare", &good, &bad]);
     assert_eq!(code, Some(3), "{err}");
     assert!(

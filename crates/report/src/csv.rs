@@ -87,6 +87,7 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     put("rate_per_sec", Cell::from(s.rate_per_sec));
     put("throughput_per_sec", Cell::from(s.throughput_per_sec));
     put("success_ratio", Cell::from(s.success_ratio));
+    put("verdict", Cell::from(crate::study::run_verdict(s)));
     for (which, l) in [("corrected", &s.latency.corrected), ("service", &s.latency.service)] {
         let figures =
             [("mean", l.mean_us), ("p50", l.p50_us as f64), ("p90", l.p90_us as f64), ("p99", l.p99_us as f64)];

@@ -465,7 +465,10 @@ fn run_body(s: &RunSummary) -> String {
         items.insert(1, ("offered rate", rate_or_count(s.rate_per_sec, r.sent, rate), false));
     }
     out.push_str(&figures(&items));
-    out.push_str(&warnings(&s.warnings));
+    // A run built on failure says so first, among the warnings.
+    let failed = crate::study::failure_of(std::slice::from_ref(s))
+        .map(|why| format!("FAILED: {why}: these figures are not a result"));
+    out.push_str(&warnings(&failed.into_iter().chain(s.warnings.iter().cloned()).collect::<Vec<_>>()));
     out.push_str(&events(&s.events));
     if !s.events.is_empty() || !s.intervals.is_empty() {
         out.push_str(

@@ -95,7 +95,16 @@ impl From<IntervalLogWriterError<V2DeflateSerializeError>> for ReportError {
 /// The summary as pretty-printed JSON, ending in a newline: every field of [`RunSummary`], described by
 /// `schema/summary.schema.json` (its `version` is [`barrage_metrics::summary::SUMMARY_VERSION`]).
 pub fn json(s: &RunSummary) -> String {
-    let mut out = serde_json::to_string_pretty(s).expect("a RunSummary always serialises: its map keys are strings");
+    /// The summary and, last, its verdict as the study tables say it: `ok` or `FAILED: WHY`.
+    #[derive(serde::Serialize)]
+    struct WithVerdict<'a> {
+        #[serde(flatten)]
+        summary: &'a RunSummary,
+        verdict: String,
+    }
+    let with = WithVerdict { summary: s, verdict: study::run_verdict(s) };
+    let mut out =
+        serde_json::to_string_pretty(&with).expect("a RunSummary always serialises: its map keys are strings");
     out.push('\n');
     out
 }

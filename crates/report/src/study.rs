@@ -136,6 +136,11 @@ pub fn failure_of(runs: &[RunSummary]) -> Option<String> {
     (worst < FAILED_BELOW).then(|| format!("only {:.1}% succeeded{}", worst * 100.0, top_error(runs)))
 }
 
+/// The verdict of one run: `ok`, or `FAILED: WHY`, as the study tables say it.
+pub fn run_verdict(s: &RunSummary) -> String {
+    failure_of(std::slice::from_ref(s)).map_or_else(|| "ok".to_string(), |why| format!("FAILED: {why}"))
+}
+
 /// The most frequent error kind over `runs`, as ` (mostly tls: UnknownIssuer)`.
 fn top_error(runs: &[RunSummary]) -> String {
     let top = runs.iter().flat_map(|s| &s.errors).max_by_key(|e| e.count);

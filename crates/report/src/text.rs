@@ -23,6 +23,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
     let paint = Paint { on: color };
     let sections = [
         header(s),
+        failed(s, paint),
         requests(s),
         duration(s),
         latency(s),
@@ -49,6 +50,14 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         out.push_str(section);
     }
     out
+}
+
+/// A run built on failure says so before any figure, which would otherwise read as a result.
+fn failed(s: &RunSummary, paint: Paint) -> String {
+    match crate::study::failure_of(std::slice::from_ref(s)) {
+        Some(why) => paint.red(&format!("FAILED: {why}: the figures below are not a result\n")),
+        None => String::new(),
+    }
 }
 
 /// ANSI colours, or none.
@@ -633,6 +642,8 @@ mod tests {
         let mut s = RunSummary { version: 1, mode: mode.into(), ..Default::default() };
         s.urls = vec!["http://a.test/".into()];
         s.requests.total = 10;
+        s.requests.ok = 10;
+        s.success_ratio = 1.0;
         s.latency.corrected = lat(2_000);
         s.latency.service = lat(1_000);
         s.phases.insert("dns".into(), PhaseStats::default());
@@ -694,6 +705,12 @@ mod tests {
             assert!(line.contains("warning: careful") || line.contains("reset"), "{line}");
         }
         assert_eq!(t.lines().filter(|l| l.contains('\x1b')).count(), 2, "{t}");
+        // A run built on failure is flagged in red before its figures.
+        s.requests.ok = 0;
+        s.success_ratio = 0.0;
+        let t = text(&s, true);
+        let first = t.lines().find(|l| l.contains('\x1b')).unwrap();
+        assert!(first.contains("FAILED: all 10 requests failed (mostly reset: connection reset)"), "{t}");
     }
 
     #[test]
