@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 pub const GRACE: Duration = Duration::from_secs(5);
 /// How often a running command is checked for its end.
 const POLL: Duration = Duration::from_millis(10);
+/// How long an ended command's output may take to be read to its end.
+const OUTPUT_WAIT: Duration = Duration::from_millis(500);
 
 /// A command to run at an offset of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,16 +115,21 @@ fn run_one(index: u32, command: String, start: Instant, tx: &Sender<EventRecord>
         }
     };
     let _ = tx.send(at(EventKind::Started));
-    let output = collect_output(&mut child);
+    let (output, eof) = collect_output(&mut child);
     let (exit, problem) = wait(&mut child, over);
+    // The reader may not have drained the pipe yet when the exit is seen: give it until the
+    // end of the output, but no longer than OUTPUT_WAIT if a background process holds it.
+    let _ = eof.recv_timeout(OUTPUT_WAIT);
     let output = last_line(&output.lock().map(|o| o.clone()).unwrap_or_default());
     let _ = tx.send(at(EventKind::Ended { exit, problem, output }));
 }
 
 /// Reads the command's output on a thread of its own: a command that leaves a background
-/// process holding the pipe must not keep its event open.
-fn collect_output(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
+/// process holding the pipe must not keep its event open. The receiver hears (or sees
+/// hung up) once the output has ended.
+fn collect_output(child: &mut Child) -> (Arc<Mutex<Vec<u8>>>, Receiver<()>) {
     let out = Arc::new(Mutex::new(Vec::new()));
+    let (done, eof) = mpsc::channel();
     if let Some(mut pipe) = child.stdout.take() {
         let out = out.clone();
         std::thread::spawn(move || {
@@ -132,9 +139,10 @@ fn collect_output(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
                     o.extend_from_slice(&buf[..n]);
                 }
             }
+            let _ = done.send(());
         });
     }
-    out
+    (out, eof)
 }
 
 /// Waits for the end; kills the command [`GRACE`] after the run is over.
