@@ -200,10 +200,24 @@ fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
     // Started again, it is checked up and gets its share back.
     let back = f(&up["after"]["backends"]["origin-2"]);
     assert!(back > 0.3, "origin-2 takes traffic again: {up}");
+    // Its answers stop while the stop command runs and resume only after the start: one
+    // long gap, placed by the commands' own times to within a tenth of a second.
+    let backend2 = s["backends"].as_array().unwrap().iter().find(|b| b["name"] == "origin-2").unwrap();
+    let long: Vec<&Value> = backend2["gaps"].as_array().unwrap().iter().filter(|g| f(&g["length_s"]) > 1.0).collect();
+    assert_eq!(long.len(), 1, "{backend2}");
+    let (from, to) = (f(&long[0]["from_s"]), f(&long[0]["to_s"]));
+    assert!(from >= f(&down["at_s"]) - 0.1 && from <= f(&down["ended_s"]) + 0.1, "gap from {from}: {down}");
+    // (`to_s` starts the tenth of a second of its first answer again.)
+    assert!(to + 0.1 >= f(&up["at_s"]), "gap to {to}: {up}");
     // The testbed's servers were watched without --monitor, origin-2 down for a while.
     let procs = s["processes"].as_array().unwrap();
     let origin2 = procs.iter().find(|p| p["name"] == "origin-2").expect("origin-2 watched");
     assert!(origin2["down_samples"].as_u64().unwrap() >= 1, "{origin2}");
+    // Its downtime, bounded by the once-a-second samples, holds the outage the commands
+    // bound: stopped while the stop ran, started while the start ran.
+    let (shortest, longest) = (f(&up["at_s"]) - f(&down["ended_s"]), f(&up["ended_s"]) - f(&down["at_s"]));
+    let (min, max) = (f(&origin2["down_min_s"]), f(&origin2["down_max_s"]));
+    assert!(min <= longest && max >= shortest, "down {min}–{max} s, outage {shortest:.2}–{longest:.2} s");
     assert!(procs.iter().any(|p| p["name"] == "haproxy-lb"), "{procs:?}");
 }
 

@@ -272,3 +272,58 @@ fn a_20ms_run_never_reports_more_than_its_threads() {
         s.warnings
     );
 }
+
+/// Ground truth by construction: one URL in 300 of a round-robin list is an object the
+/// second `--at` command deletes, so from then on exactly 1/300 of the requests fail (404)
+/// and before it none did. That is one failure per 0.2 s at 1500/s, too thin for any tenth
+/// of a second to look disturbed, yet a real change in the error rate: the event must say
+/// so, not "no visible effect". The first command changes nothing: it must not claim a
+/// change in errors.
+#[test]
+fn an_error_rate_that_changes_after_an_event_is_reported_and_one_that_does_not_is_not() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (url, object) = (format!("{}/", server.url()), format!("{}/obj", server.url()));
+    let put = barrage().args(["run", "-n", "1", "-X", "PUT", "--body", "ok", &object]).output().unwrap();
+    assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
+    let urls = dir.path().join("urls.txt");
+    let mut list = vec![url.as_str(); 299];
+    list.push(&object);
+    std::fs::write(&urls, list.join("\n")).unwrap();
+    let delete = format!("{} run -n 1 -X DELETE {object} --format json", env!("CARGO_BIN_EXE_barrage"));
+    let file = dir.path().join("run.brg");
+    let out = barrage()
+        .args(["run", "--rate", "1500", "-d", "6s", "--urls"])
+        .arg(&urls)
+        .args(["--at", "1s", "true", "--at", "3s", &delete, "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = barrage().arg("report").arg(&file).args(["--format", "json"]).output().unwrap();
+    let s: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let failed = s["requests"]["total"].as_u64().unwrap() - s["requests"]["ok"].as_u64().unwrap();
+    assert_eq!(
+        s["status_codes"]["404"].as_u64(),
+        Some(failed),
+        "only the deleted object failed: {}",
+        s["status_codes"]
+    );
+    let events = s["events"].as_array().unwrap();
+    let changed = |e: &Value, figure: &str| -> Option<Value> {
+        e["changes"].as_array().and_then(|c| c.iter().find(|c| c["figure"] == figure).cloned())
+    };
+    // The null event: no errors before or after, so no change in errors.
+    assert_eq!(changed(&events[0], "error_ratio"), None, "{}", events[0]);
+    // The real one: from none to one in 300.
+    let errors = changed(&events[1], "error_ratio").unwrap_or_else(|| panic!("no change in errors: {}", events[1]));
+    assert_eq!(errors["before"].as_f64(), Some(0.0), "{errors}");
+    let after = errors["after"].as_f64().unwrap();
+    assert!((after - 1.0 / 300.0).abs() < 0.0015, "{errors}");
+    assert!(errors["p_value"].as_f64().unwrap() < 0.01, "{errors}");
+    let text = barrage().arg("report").arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let block = &text[text.find("DELETE").unwrap_or_else(|| panic!("{text}"))..];
+    assert!(!block.contains("no visible effect"), "{text}");
+    assert!(block.contains("errors 0.00% → 0.3"), "{text}");
+}

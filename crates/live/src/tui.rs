@@ -356,6 +356,7 @@ impl View {
 /// the run (the view draws none of it), so memory stays flat however long the run.
 fn forget_timeline(r: &mut Recorder) {
     r.timeline = Default::default();
+    r.backends.forget_timelines();
     r.samples.clear();
 }
 

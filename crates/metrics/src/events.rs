@@ -1,5 +1,6 @@
 //! What changed around each event of a run (`--at`): the error burst, the time until the
-//! run recovered, and the throughput, latency and backend spread before and after.
+//! burst ended, the throughput, latency and backend spread before and after, and which of
+//! those figures changed beyond the noise.
 //!
 //! # Method
 //! - **Before** is the stretch of up to [`BEFORE`] before the event (after any earlier event).
@@ -11,14 +12,23 @@
 //! - The **burst** starts at the first disturbed tick, at most [`ONSET_S`] after the command
 //!   ended, and goes on while disturbed ticks follow each other less than [`BRIDGE_S`] apart.
 //! - **Recovery** is the end of the burst, from the event's start; `None` when the burst
-//!   lasts until the next event or the end of the run. No burst means no visible effect.
-//! - **After** is from the end of the burst to the next event or the end of the run.
+//!   lasts until the next event or the end of the run; 0 without a burst.
+//! - **After** is from the end of the burst (without one, from the end of the command) to
+//!   the next event or the end of the run.
+//! - **Changes**: after is compared with before figure by figure, with the tests of
+//!   [`crate::stats`], each held to [`ALPHA`] divided by the number of figures tested: the
+//!   error ratio and each backend's share of the answers by Fisher's exact test; the
+//!   successes and the slowest request per tenth of a second by the Mann-Whitney U test,
+//!   counted only when they also moved by at least [`NOISE`]. A burst ending is not the
+//!   run coming back to its figures: a change after it says what stayed different. "No
+//!   visible effect" means no burst and no change.
 
-use crate::recorder::{Tick, TICK};
+use crate::recorder::{Keyed, Tick, TICK};
+use crate::stats::{fisher_exact, mann_whitney, ALPHA, NOISE};
 use crate::summary::IntervalRow;
 use crate::watch::{EventKind, EventRecord};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The longest stretch before an event that sets its baseline.
 pub const BEFORE_S: f64 = 5.0;
@@ -41,8 +51,26 @@ pub struct Window {
     /// Median of the per-second corrected p99 over the whole seconds inside, µs; `None`
     /// when no whole second fits.
     pub p99_us: Option<u64>,
-    /// Share of responses per backend over the whole seconds inside.
+    /// Share of the attributed responses per backend.
     pub backends: BTreeMap<String, f64>,
+}
+
+/// A figure that differs after an event from before it beyond the noise.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Which: `error_ratio` (failed share), `throughput_per_sec` (successes per second),
+    /// `slowest_us` (the slowest request of each tenth of a second, median, corrected µs)
+    /// or `backend_share` (a backend's share of the attributed responses).
+    pub figure: String,
+    /// The backend, for `backend_share`.
+    pub backend: Option<String>,
+    /// The figure before.
+    pub before: f64,
+    /// The figure after.
+    pub after: f64,
+    /// Two-sided p-value of the test (Fisher's exact test for the error ratio and shares,
+    /// Mann-Whitney U over tenths of a second otherwise).
+    pub p_value: f64,
 }
 
 /// One `--at` command and what changed around it.
@@ -66,12 +94,13 @@ pub struct EventSummary {
     pub burst_errors: u64,
     /// Start and end of the burst, seconds after the event; `None` without one.
     pub burst_s: Option<(f64, f64)>,
-    /// Seconds from the event until the run was back to its figures from before; `Some(0)`
-    /// when nothing changed visibly, `None` when it had not recovered by the next event or
-    /// the end.
+    /// Seconds from the event to the end of the burst; `Some(0)` without a burst, `None`
+    /// when it had not ended by the next event or the end.
     pub recovery_s: Option<f64>,
     /// The stretch after the burst.
     pub after: Window,
+    /// The figures of after that differ from before beyond the noise.
+    pub changes: Vec<Change>,
 }
 
 /// Seconds of one tick.
@@ -79,19 +108,38 @@ fn tick_s() -> f64 {
     TICK.as_secs_f64()
 }
 
+/// Finished requests per tick: (successes, failures, slowest µs).
+type Ticks = BTreeMap<u32, (u64, u64, u32)>;
+/// Answers per tick of each backend.
+pub(crate) type BackendTicks = BTreeMap<String, BTreeMap<u32, u64>>;
+
+/// Each backend's answers per tick, from the run's merged per-backend timelines.
+pub(crate) fn backend_ticks(backends: &Keyed) -> BackendTicks {
+    backends
+        .iter()
+        .map(|b| (b.name.clone(), b.timeline.iter().map(|t| (t.tick, u64::from(t.ok + t.failed))).collect()))
+        .collect()
+}
+
 /// Events from their start and end records (offsets in ms from the run's start), analysed
-/// against the run's ticks and per-second rows.
-pub(crate) fn analyse(records: &[EventRecord], ticks: &[Tick], rows: &[IntervalRow], end_s: f64) -> Vec<EventSummary> {
+/// against the run's ticks, each backend's ticks and the per-second rows.
+pub(crate) fn analyse(
+    records: &[EventRecord],
+    ticks: &[Tick],
+    backends: &BackendTicks,
+    rows: &[IntervalRow],
+    end_s: f64,
+) -> Vec<EventSummary> {
     let mut events: Vec<EventSummary> = starts(records);
     events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
-    let ticks: BTreeMap<u32, (u64, u64, u32)> =
-        ticks.iter().map(|t| (t.tick, (u64::from(t.ok), u64::from(t.failed), t.max_us))).collect();
+    let ticks: Ticks = ticks.iter().map(|t| (t.tick, (u64::from(t.ok), u64::from(t.failed), t.max_us))).collect();
+    let window = |from_s: f64, to_s: f64| window(&ticks, backends, rows, from_s, to_s);
     let starts: Vec<f64> = events.iter().map(|e| e.at_s).collect();
     // Where the previous event's effect ended: a baseline must not include it.
     let mut settled = 0.0_f64;
     for (i, e) in events.iter_mut().enumerate() {
         let next = starts.get(i + 1).copied().unwrap_or(end_s).min(end_s);
-        e.before = window(&ticks, rows, (e.at_s - BEFORE_S).max(settled.min(e.at_s)), e.at_s);
+        e.before = window((e.at_s - BEFORE_S).max(settled.min(e.at_s)), e.at_s);
         let onset_end = e.ended_s.unwrap_or(e.at_s) + ONSET_S;
         let burst = burst(&ticks, &e.before, e.at_s, onset_end.min(next), next);
         let after_from = match burst {
@@ -111,10 +159,14 @@ pub(crate) fn analyse(records: &[EventRecord], ticks: &[Tick], rows: &[IntervalR
             }
             None => {
                 e.recovery_s = Some(0.0);
-                e.at_s
+                // From the first whole tick after the command ended: while it ran, its
+                // effect (a server going away) may have been half done.
+                let ended = e.ended_s.unwrap_or(e.at_s).max(e.at_s);
+                (ended / tick_s() - 1e-6).ceil() * tick_s()
             }
         };
-        e.after = window(&ticks, rows, after_from.min(next), next);
+        e.after = window(after_from.min(next), next);
+        e.changes = changes(&ticks, backends, &e.before, &e.after);
         settled = if e.recovery_s.is_some() { after_from } else { next };
     }
     events
@@ -143,13 +195,7 @@ fn starts(records: &[EventRecord]) -> Vec<EventSummary> {
 }
 
 /// The first and last tick of the burst after `at_s`, if there is one.
-fn burst(
-    ticks: &BTreeMap<u32, (u64, u64, u32)>,
-    before: &Window,
-    at_s: f64,
-    onset_end_s: f64,
-    end_s: f64,
-) -> Option<(u32, u32)> {
+fn burst(ticks: &Ticks, before: &Window, at_s: f64, onset_end_s: f64, end_s: f64) -> Option<(u32, u32)> {
     let error_limit = before.error_ratio * 1.1 + 0.01;
     let (from_t, to_t) = ((before.from_s / tick_s()).round() as u32, (before.to_s / tick_s()).round() as u32);
     let worst_before = ticks.range(from_t..to_t.max(from_t)).map(|(_, c)| c.2).max();
@@ -189,30 +235,104 @@ fn whole_seconds(rows: &[IntervalRow], from_s: f64, to_s: f64) -> impl Iterator<
     rows.iter().filter(move |r| r.second as f64 >= from_s - slack && (r.second + 1) as f64 <= to_s + slack)
 }
 
+/// The ticks that count for `[from_s, to_s)`: those starting inside it (an event starts a
+/// few ms into its tick).
+fn tick_range(from_s: f64, to_s: f64) -> std::ops::Range<u32> {
+    let (from, to) = ((from_s / tick_s()).round() as u32, (to_s / tick_s()).round() as u32);
+    from..to.max(from)
+}
+
+/// Answers of each backend in `[from_s, to_s)`.
+fn backend_counts(backends: &BackendTicks, from_s: f64, to_s: f64) -> BTreeMap<&str, u64> {
+    let range = tick_range(from_s, to_s);
+    backends
+        .iter()
+        .map(|(name, ticks)| (name.as_str(), ticks.range(range.clone()).map(|(_, n)| n).sum()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// (successes, failures) in `[from_s, to_s)`.
+fn counts(ticks: &Ticks, from_s: f64, to_s: f64) -> (u64, u64) {
+    ticks.range(tick_range(from_s, to_s)).fold((0, 0), |(o, f), (_, c)| (o + c.0, f + c.1))
+}
+
 /// The figures of `[from_s, to_s)`.
-fn window(ticks: &BTreeMap<u32, (u64, u64, u32)>, rows: &[IntervalRow], from_s: f64, to_s: f64) -> Window {
-    let (from_t, to_t) = ((from_s / tick_s()).round() as u32, (to_s / tick_s()).round() as u32);
-    let (ok, failed) = ticks.range(from_t..to_t.max(from_t)).fold((0, 0), |(o, f), (_, c)| (o + c.0, f + c.1));
+fn window(ticks: &Ticks, backends: &BackendTicks, rows: &[IntervalRow], from_s: f64, to_s: f64) -> Window {
+    let (ok, failed) = counts(ticks, from_s, to_s);
     let secs = to_s - from_s;
-    let inside: Vec<&IntervalRow> = whole_seconds(rows, from_s, to_s).collect();
-    let mut p99s: Vec<u64> = inside.iter().filter(|r| measured(r)).map(|r| r.p99_us).collect();
+    let mut p99s: Vec<u64> = whole_seconds(rows, from_s, to_s).filter(|r| measured(r)).map(|r| r.p99_us).collect();
     p99s.sort_unstable();
-    let mut backends: BTreeMap<String, f64> = BTreeMap::new();
-    for r in &inside {
-        for (name, n) in &r.backends {
-            *backends.entry(name.clone()).or_default() += *n as f64;
-        }
-    }
-    let attributed: f64 = backends.values().sum();
-    backends.values_mut().for_each(|v| *v /= attributed);
+    let answers = backend_counts(backends, from_s, to_s);
+    let attributed: u64 = answers.values().sum();
     Window {
         from_s,
         to_s,
         throughput_per_sec: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
         error_ratio: if ok + failed > 0 { failed as f64 / (ok + failed) as f64 } else { 0.0 },
         p99_us: p99s.get(p99s.len() / 2).copied(),
-        backends,
+        backends: answers.into_iter().map(|(name, n)| (name.to_string(), n as f64 / attributed as f64)).collect(),
     }
+}
+
+/// `pick` of every whole tick inside `w` (`None` drops a tick): the samples per tenth of a
+/// second the Mann-Whitney test compares. A tick without requests counts as zeros.
+fn per_tick(ticks: &Ticks, w: &Window, pick: impl Fn((u64, u64, u32)) -> Option<f64>) -> Vec<f64> {
+    // A hair of slack: 1.0 / 0.1 is not exactly 10 in floating point.
+    let from = (w.from_s / tick_s() - 1e-6).ceil() as u32;
+    let to = (w.to_s / tick_s() + 1e-6).floor() as u32;
+    (from..to).filter_map(|t| pick(ticks.get(&t).copied().unwrap_or_default())).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The figures of `after` that differ from `before` beyond the noise (see the module's
+/// method).
+fn changes(ticks: &Ticks, backends: &BackendTicks, before: &Window, after: &Window) -> Vec<Change> {
+    let change = |figure: &str, before: f64, after: f64, p_value: f64| Change {
+        figure: figure.into(),
+        backend: None,
+        before,
+        after,
+        p_value,
+    };
+    let moved = |b: f64, a: f64| (a - b).abs() >= NOISE * b.abs().max(f64::MIN_POSITIVE);
+    // Each test, and whether its change is large enough to count if significant.
+    let mut tested: Vec<(Change, bool)> = Vec::new();
+    let ((b_ok, b_failed), (a_ok, a_failed)) =
+        (counts(ticks, before.from_s, before.to_s), counts(ticks, after.from_s, after.to_s));
+    if b_ok + b_failed > 0 && a_ok + a_failed > 0 {
+        let p = fisher_exact(b_failed, b_ok, a_failed, a_ok);
+        tested.push((change("error_ratio", before.error_ratio, after.error_ratio, p), true));
+    }
+    let successes = |c: (u64, u64, u32)| Some(c.0 as f64 / tick_s());
+    if let Some(p) = mann_whitney(&per_tick(ticks, before, successes), &per_tick(ticks, after, successes)) {
+        let (b, a) = (before.throughput_per_sec, after.throughput_per_sec);
+        tested.push((change("throughput_per_sec", b, a, p), moved(b, a)));
+    }
+    let slowest = |c: (u64, u64, u32)| (c.0 + c.1 > 0).then_some(f64::from(c.2));
+    let (b, a) = (per_tick(ticks, before, slowest), per_tick(ticks, after, slowest));
+    if let Some(p) = mann_whitney(&b, &a) {
+        let (b, a) = (median(b), median(a));
+        tested.push((change("slowest_us", b, a, p), moved(b, a)));
+    }
+    let (b, a) =
+        (backend_counts(backends, before.from_s, before.to_s), backend_counts(backends, after.from_s, after.to_s));
+    let (b_all, a_all): (u64, u64) = (b.values().sum(), a.values().sum());
+    if b_all > 0 && a_all > 0 {
+        for name in b.keys().chain(a.keys()).collect::<BTreeSet<_>>() {
+            let (nb, na) = (b.get(name).copied().unwrap_or(0), a.get(name).copied().unwrap_or(0));
+            let p = fisher_exact(nb, b_all - nb, na, a_all - na);
+            let mut c = change("backend_share", nb as f64 / b_all as f64, na as f64 / a_all as f64, p);
+            c.backend = Some(name.to_string());
+            tested.push((c, true));
+        }
+    }
+    let level = ALPHA / tested.len().max(1) as f64;
+    tested.into_iter().filter(|(c, big)| *big && c.p_value < level).map(|(c, _)| c).collect()
 }
 
 #[cfg(test)]
@@ -232,70 +352,121 @@ mod tests {
         }
     }
 
-    /// 100 requests per tick for `secs` seconds; `failed(tick)` of them fail.
-    fn run(secs: u32, failed: impl Fn(u32) -> u32) -> (Vec<Tick>, Vec<IntervalRow>) {
+    /// 200 requests per tick (2 ms each at most) for `secs` seconds; `failed(tick)` of
+    /// them fail. Backends a and b share the successes.
+    struct Run {
+        ticks: Vec<Tick>,
+        backends: BackendTicks,
+        rows: Vec<IntervalRow>,
+    }
+
+    fn run(secs: u32, failed: impl Fn(u32) -> u32) -> Run {
         let ticks: Vec<Tick> =
-            (0..secs * 10).map(|t| Tick { tick: t, ok: 100 - failed(t), failed: failed(t), max_us: 2000 }).collect();
+            (0..secs * 10).map(|t| Tick { tick: t, ok: 200 - failed(t), failed: failed(t), max_us: 2000 }).collect();
+        let mut backends = BackendTicks::new();
+        for t in &ticks {
+            let b = u64::from(t.ok / 2);
+            backends.entry("a".into()).or_default().insert(t.tick, u64::from(t.ok) - b);
+            backends.entry("b".into()).or_default().insert(t.tick, b);
+        }
         let rows = (0..secs)
             .map(|s| {
                 let failed: u32 = (s * 10..s * 10 + 10).map(&failed).sum();
-                let mut backends = BTreeMap::new();
-                backends.insert("a".to_string(), u64::from(500 - failed / 2));
-                if s < 5 {
-                    backends.insert("b".to_string(), u64::from(500 - failed / 2));
-                }
                 IntervalRow {
                     second: u64::from(s),
-                    ok: u64::from(1000 - failed),
+                    ok: u64::from(2000 - failed),
                     errors: u64::from(failed),
                     p99_us: 2000,
                     length_s: 1.0,
-                    backends,
                     ..Default::default()
                 }
             })
             .collect();
-        (ticks, rows)
+        Run { ticks, backends, rows }
+    }
+
+    impl Run {
+        fn analyse(&self, records: &[EventRecord]) -> Vec<EventSummary> {
+            let end_s = self.ticks.len() as f64 * tick_s();
+            analyse(records, &self.ticks, &self.backends, &self.rows, end_s)
+        }
+    }
+
+    fn figures(e: &EventSummary) -> Vec<(&str, Option<&str>)> {
+        e.changes.iter().map(|c| (c.figure.as_str(), c.backend.as_deref())).collect()
     }
 
     #[test]
     fn a_burst_of_errors_after_the_event_sets_the_recovery_time() {
-        // Event at 5.0 s; ticks 50..=52 (5.0–5.3 s) fail half their requests.
-        let (ticks, rows) = run(10, |t| if (50..=52).contains(&t) { 50 } else { 0 });
-        let e = &analyse(&[started(0, 5000), ended(0, 5050)], &ticks, &rows, 10.0)[0];
+        // Event at 5.0 s; ticks 50..=52 (5.0–5.3 s) fail half their requests, and from
+        // then on a answers alone.
+        let mut r = run(10, |t| if (50..=52).contains(&t) { 100 } else { 0 });
+        let gone: BTreeMap<u32, u64> = r.backends.get_mut("b").unwrap().split_off(&50);
+        for (t, n) in gone {
+            *r.backends.get_mut("a").unwrap().get_mut(&t).unwrap() += n;
+        }
+        let e = &r.analyse(&[started(0, 5000), ended(0, 5050)])[0];
         assert_eq!((e.command.as_str(), e.at_s, e.ended_s, e.exit), ("cmd 0", 5.0, Some(5.05), Some(0)));
-        assert_eq!(e.burst_errors, 150);
+        assert_eq!(e.burst_errors, 300);
         let (from, to) = e.burst_s.unwrap();
         assert!(from.abs() < 1e-9 && (to - 0.3).abs() < 1e-9, "{:?}", e.burst_s);
         assert!((e.recovery_s.unwrap() - 0.3).abs() < 1e-9, "{:?}", e.recovery_s);
         assert_eq!(e.before.error_ratio, 0.0);
-        assert!((e.before.throughput_per_sec - 1000.0).abs() < 1e-6);
+        assert!((e.before.throughput_per_sec - 2000.0).abs() < 1e-6);
         assert_eq!(e.before.backends.len(), 2, "both backends answered before: {:?}", e.before.backends);
         assert_eq!(e.after.backends.keys().collect::<Vec<_>>(), ["a"], "only a after");
         assert_eq!(e.after.error_ratio, 0.0);
+        // After the burst the errors are back to none, but the backends moved for good.
+        assert_eq!(figures(e), [("backend_share", Some("a")), ("backend_share", Some("b"))]);
+        assert_eq!((e.changes[1].before, e.changes[1].after), (0.5, 0.0));
     }
 
     #[test]
-    fn no_burst_means_no_visible_effect_and_a_lasting_one_no_recovery() {
-        let (ticks, rows) = run(10, |_| 0);
-        let e = &analyse(&[started(0, 3000), ended(0, 3100)], &ticks, &rows, 10.0)[0];
+    fn no_burst_and_no_change_means_no_visible_effect_and_a_lasting_burst_no_recovery() {
+        let r = run(10, |_| 0);
+        let e = &r.analyse(&[started(0, 2000), ended(0, 2100), started(1, 6000), ended(1, 6010)])[1];
         assert_eq!((e.recovery_s, e.burst_s, e.burst_errors), (Some(0.0), None, 0));
+        assert!(e.changes.is_empty(), "{:?}", e.changes);
         // Errors from 6 s to the end of the run: no recovery.
-        let (ticks, rows) = run(10, |t| if t >= 60 { 30 } else { 0 });
-        let e = &analyse(&[started(0, 6000), ended(0, 6010)], &ticks, &rows, 10.0)[0];
+        let r = run(10, |t| if t >= 60 { 30 } else { 0 });
+        let e = &r.analyse(&[started(0, 6000), ended(0, 6010)])[0];
         assert_eq!(e.recovery_s, None);
         assert_eq!(e.burst_errors, 40 * 30);
     }
 
     #[test]
+    fn an_error_rate_too_thin_for_a_burst_is_still_a_change_and_an_unchanged_one_is_not() {
+        // From 6 s, one request in 400 fails: no tenth of a second is disturbed (0.5% against
+        // the 1-point floor), but 19 failures after none in 7 800 is no accident.
+        let r = run(10, |t| u32::from(t >= 60 && t % 2 == 0));
+        let e = &r.analyse(&[started(0, 6000), ended(0, 6010)])[0];
+        assert_eq!((e.burst_s, e.recovery_s), (None, Some(0.0)));
+        assert_eq!(figures(e), [("error_ratio", None)]);
+        let c = &e.changes[0];
+        // After: from the first tick after the command ended (6.1 s), 19 failures.
+        assert_eq!((c.before, c.after), (0.0, 19.0 / 7800.0));
+        assert!(c.p_value < 1e-4, "{c:?}");
+        // The same rate throughout: not a change.
+        let r = run(10, |t| u32::from(t % 2 == 0));
+        let e = &r.analyse(&[started(0, 6000), ended(0, 6010)])[0];
+        assert!(e.changes.is_empty(), "{:?}", e.changes);
+        // A throughput that drops by a fifth after the event is one too.
+        let mut r = run(10, |_| 0);
+        r.ticks.iter_mut().filter(|t| t.tick >= 60).for_each(|t| t.ok = 160 + t.tick % 3);
+        r.ticks.iter_mut().filter(|t| t.tick < 60).for_each(|t| t.ok = 200 + t.tick % 3);
+        let e = &r.analyse(&[started(0, 6000), ended(0, 6010)])[0];
+        assert_eq!(figures(e), [("throughput_per_sec", None)], "{:?}", e.changes);
+    }
+
+    #[test]
     fn a_slow_tick_is_a_disturbance_and_later_events_bound_earlier_ones() {
-        let (mut ticks, rows) = run(10, |_| 0);
+        let mut r = run(10, |_| 0);
         // 4.2 s to 4.5 s: requests up to 50 ms against 2 ms before.
-        for t in &mut ticks[42..45] {
+        for t in &mut r.ticks[42..45] {
             t.max_us = 50_000;
         }
         let records = [started(0, 4000), ended(0, 4010), started(1, 7000), ended(1, 7010)];
-        let events = analyse(&records, &ticks, &rows, 10.0);
+        let events = r.analyse(&records);
         assert_eq!(events.len(), 2);
         assert!((events[0].recovery_s.unwrap() - 0.5).abs() < 1e-9, "{:?}", events[0]);
         assert!((events[0].after.to_s - 7.0).abs() < 1e-9, "the next event ends the after window");

@@ -16,8 +16,9 @@
 //!
 //! Version 4 added the machine's boot ID to the header and the roots of each watched
 //! process tree (PID and start time) to its samples, so merged files can tell one process
-//! watched by several runs from several processes. Version 3 files are still read (module
-//! `v3`): their samples carry no roots.
+//! watched by several runs from several processes, and each backend's answers per tenth of
+//! a second, for the gaps in them. Version 3 files are still read (module `v3`): their
+//! samples carry no roots and their backends no timeline.
 
 use crate::recorder::{Recorder, TICK};
 use crate::watch::{EventRecord, WatchSample};
@@ -426,7 +427,7 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
 /// The records of format version 3, as they were, read into today's: the header without a
 /// boot ID, process samples without roots.
 mod v3 {
-    use crate::recorder::Recorder;
+    use crate::recorder::RecorderV3 as Recorder;
     use crate::watch::{EventRecord, HostSample};
     use serde::{Deserialize, Serialize};
 
@@ -517,7 +518,7 @@ mod v3 {
                     start_unix_ms: i.start_unix_ms,
                     length_ms: i.length_ms,
                     step: i.step,
-                    recorder: i.recorder,
+                    recorder: i.recorder.0,
                     watch: i.watch.map(|w| crate::watch::WatchSample {
                         host: w.host,
                         generator: w.generator.into(),
@@ -633,7 +634,9 @@ impl Iterator for MergedIntervals {
                 self.heads[k] = self.pull(k);
                 // Ticks count from each run's own start: line them up on the earliest.
                 let late_ms = self.readers[k].header.started_unix_ms - self.origin_ms;
-                i.recorder.timeline.shift((late_ms / TICK.as_millis() as u64) as u32);
+                let late_ticks = (late_ms / TICK.as_millis() as u64) as u32;
+                i.recorder.timeline.shift(late_ticks);
+                i.recorder.backends.shift(late_ticks);
                 for p in &mut i.recorder.samples {
                     p.ended_ms = p.ended_ms.saturating_add(late_ms as u32);
                 }
@@ -820,7 +823,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: 0,
-            recorder: i.recorder.clone(),
+            recorder: crate::recorder::RecorderV3(i.recorder.clone()),
             watch: Some(v3::WatchSample { host: Default::default(), generator: me, processes: vec![nginx] }),
         };
         let mut bytes = MAGIC.to_vec();

@@ -27,8 +27,10 @@
 
 pub mod events;
 pub mod file;
+pub mod gaps;
 pub mod recorder;
 pub mod sample;
+pub mod stats;
 pub mod summary;
 pub mod units;
 pub mod watch;

@@ -82,64 +82,164 @@ pub struct KeyedStats {
     pub failed: u64,
     /// Their corrected latency.
     pub latency: Histogram<u64>,
+    /// When they finished, per tenth of a second; kept for backends only (see
+    /// [`Keyed::timed`]), to find the gaps in a backend's answers.
+    pub timeline: Timeline,
 }
 
 /// Requests broken down by a key, in order of first appearance, at most [`MAX_KEYS`].
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Keyed(Vec<KeyedStats>);
+pub struct Keyed {
+    stats: Vec<KeyedStats>,
+    /// Each key keeps its own [`Timeline`].
+    timed: bool,
+}
 
 impl std::ops::Deref for Keyed {
     type Target = [KeyedStats];
     fn deref(&self) -> &[KeyedStats] {
-        &self.0
+        &self.stats
     }
 }
 
 impl Keyed {
-    /// Counts a finished request under `key`. Allocates only the first time a key appears.
+    /// Keys that also keep when their requests finished, per tenth of a second: backends,
+    /// so an outage shorter than an interval, or one that straddles two, shows at its length.
+    pub fn timed() -> Self {
+        Keyed { stats: Vec::new(), timed: true }
+    }
+
+    /// Counts a finished request under `key`. Allocates only the first time a key appears
+    /// (and, when timed, once per tenth of a second).
     pub fn record(&mut self, key: &[u8], s: &Sample) {
-        let i = match self.0.iter().position(|b| b.name.as_bytes() == key) {
+        let i = match self.stats.iter().position(|b| b.name.as_bytes() == key) {
             Some(i) => i,
             None => self.slot(&String::from_utf8_lossy(key)),
         };
-        let b = &mut self.0[i];
+        let b = &mut self.stats[i];
         b.requests += 1;
         b.failed += u64::from(!s.outcome.is_success());
-        b.latency.saturating_record(us(s.corrected()));
+        let corrected = us(s.corrected());
+        b.latency.saturating_record(corrected);
+        if self.timed {
+            b.timeline.record(s.ended, s.outcome.is_success(), corrected);
+        }
+    }
+
+    /// Moves every key's timeline `by` ticks later (see [`Timeline::shift`]).
+    pub fn shift(&mut self, by: u32) {
+        self.stats.iter_mut().for_each(|b| b.timeline.shift(by));
+    }
+
+    /// Drops the timelines, for a cumulative recorder that draws none of them.
+    pub fn forget_timelines(&mut self) {
+        self.stats.iter_mut().for_each(|b| b.timeline = Timeline::default());
     }
 
     /// The index of `key`'s stats, created if there is still room, else `(other)`'s.
     fn slot(&mut self, key: &str) -> usize {
-        if let Some(i) = self.0.iter().position(|b| b.name == key) {
+        if let Some(i) = self.stats.iter().position(|b| b.name == key) {
             return i;
         }
-        let key = if self.0.len() < MAX_KEYS - 1 { key } else { OTHER_KEY };
-        if let Some(i) = self.0.iter().position(|b| b.name == key) {
+        let key = if self.stats.len() < MAX_KEYS - 1 { key } else { OTHER_KEY };
+        if let Some(i) = self.stats.iter().position(|b| b.name == key) {
             return i;
         }
-        self.0.push(KeyedStats { name: key.to_string(), requests: 0, failed: 0, latency: new_histogram() });
-        self.0.len() - 1
+        self.stats.push(KeyedStats {
+            name: key.to_string(),
+            requests: 0,
+            failed: 0,
+            latency: new_histogram(),
+            timeline: Timeline::default(),
+        });
+        self.stats.len() - 1
     }
 
     fn add(&mut self, other: &Keyed) {
-        for b in &other.0 {
+        for b in &other.stats {
             let i = self.slot(&b.name);
-            let mine = &mut self.0[i];
+            let mine = &mut self.stats[i];
             mine.requests += b.requests;
             mine.failed += b.failed;
             mine.latency.add(&b.latency).expect("histograms share bounds");
+            mine.timeline.add(&b.timeline);
         }
     }
 
-    fn encode(&self) -> Vec<(String, u64, u64, Vec<u8>)> {
-        self.0.iter().map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency))).collect()
+    fn encode(&self) -> Vec<KeyedWire> {
+        self.stats
+            .iter()
+            .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency), b.timeline.0.clone()))
+            .collect()
     }
 
-    fn decode(wire: Vec<(String, u64, u64, Vec<u8>)>) -> Result<Keyed, String> {
-        let stats = wire.into_iter().map(|(name, requests, failed, latency)| {
-            Ok(KeyedStats { name, requests, failed, latency: decode(&latency)? })
+    fn decode(wire: Vec<KeyedWire>, timed: bool) -> Result<Keyed, String> {
+        let stats = wire.into_iter().map(|(name, requests, failed, latency, ticks)| {
+            Ok(KeyedStats { name, requests, failed, latency: decode(&latency)?, timeline: Timeline(ticks) })
         });
-        stats.collect::<Result<_, String>>().map(Keyed)
+        Ok(Keyed { stats: stats.collect::<Result<_, String>>()?, timed })
+    }
+}
+
+/// One key in the results file: name, requests, failed, latency, timeline (empty untimed).
+type KeyedWire = (String, u64, u64, Vec<u8>, Vec<Tick>);
+
+/// One key in a file of format version 3: no timeline.
+type KeyedWireV3 = (String, u64, u64, Vec<u8>);
+
+/// A recorder as format version 3 wrote it (keys without timelines), read into today's.
+pub struct RecorderV3(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV3 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWireV3>::deserialize(d)?;
+        let timed = |keys: Vec<KeyedWireV3>| keys.into_iter().map(|(n, r, f, l)| (n, r, f, l, Vec::new())).collect();
+        let w = Wire {
+            corrected: w.corrected,
+            service: w.service,
+            lag: w.lag,
+            phases: w.phases,
+            by_class: w.by_class,
+            counts: w.counts,
+            status: w.status,
+            examples: w.examples,
+            hit: w.hit,
+            miss: w.miss,
+            backends: timed(w.backends),
+            whole: w.whole,
+            names: timed(w.names),
+            methods: timed(w.methods),
+            timeline: w.timeline,
+            samples: w.samples,
+        };
+        from_wire(w).map(RecorderV3).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for RecorderV3 {
+    /// Only so that the version 3 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let w = self.0.wire();
+        let untimed = |keys: Vec<KeyedWire>| keys.into_iter().map(|(n, r, f, l, _)| (n, r, f, l)).collect();
+        Wire::<KeyedWireV3> {
+            corrected: w.corrected,
+            service: w.service,
+            lag: w.lag,
+            phases: w.phases,
+            by_class: w.by_class,
+            counts: w.counts,
+            status: w.status,
+            examples: w.examples,
+            hit: w.hit,
+            miss: w.miss,
+            backends: untimed(w.backends),
+            whole: w.whole,
+            names: untimed(w.names),
+            methods: untimed(w.methods),
+            timeline: w.timeline,
+            samples: w.samples,
+        }
+        .serialize(s)
     }
 }
 
@@ -232,7 +332,7 @@ impl Recorder {
             counts: Counts::default(),
             hit: None,
             miss: None,
-            backends: Keyed::default(),
+            backends: Keyed::timed(),
             names: Keyed::default(),
             methods: Keyed::default(),
             whole: None,
@@ -525,9 +625,10 @@ impl Timeline {
 }
 
 /// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
-/// sparse. Used by the results file.
+/// sparse. Used by the results file; `K` is how a key is written ([`KeyedWire`], or
+/// [`KeyedWireV3`] in files of format version 3).
 #[derive(Serialize, Deserialize)]
-struct Wire {
+struct Wire<K = KeyedWire> {
     corrected: Vec<u8>,
     service: Vec<u8>,
     lag: Vec<u8>,
@@ -538,10 +639,10 @@ struct Wire {
     examples: Vec<(u8, String)>,
     hit: Option<Vec<Vec<u8>>>,
     miss: Option<Vec<Vec<u8>>>,
-    backends: Vec<(String, u64, u64, Vec<u8>)>,
+    backends: Vec<K>,
     whole: Option<Vec<u8>>,
-    names: Vec<(String, u64, u64, Vec<u8>)>,
-    methods: Vec<(String, u64, u64, Vec<u8>)>,
+    names: Vec<K>,
+    methods: Vec<K>,
     timeline: Vec<Tick>,
     samples: Vec<RequestPoint>,
 }
@@ -583,8 +684,9 @@ fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
     Ok(h)
 }
 
-impl Serialize for Recorder {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Recorder {
+    /// The serialised form.
+    fn wire(&self) -> Wire {
         Wire {
             corrected: encode(&self.corrected),
             service: encode(&self.service),
@@ -608,45 +710,53 @@ impl Serialize for Recorder {
             timeline: self.timeline.0.clone(),
             samples: self.samples.clone(),
         }
-        .serialize(s)
+    }
+}
+
+impl Serialize for Recorder {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.wire().serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for Recorder {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let w = Wire::deserialize(d)?;
-        let hist = |b: &[u8]| decode(b).map_err(D::Error::custom);
-        let array = |v: &[Vec<u8>]| -> Result<Vec<Histogram<u64>>, D::Error> { v.iter().map(|b| hist(b)).collect() };
-        let mut r = Recorder::new();
-        r.corrected = hist(&w.corrected)?;
-        r.service = hist(&w.service)?;
-        r.lag = hist(&w.lag)?;
-        for (slot, h) in r.phases.iter_mut().zip(array(&w.phases)?) {
-            *slot = h;
-        }
-        for (slot, h) in r.by_class.iter_mut().zip(array(&w.by_class)?) {
-            *slot = h;
-        }
-        r.counts = w.counts;
-        r.timeline = Timeline(w.timeline);
-        r.samples = w.samples;
-        r.hit = w.hit.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
-        r.miss = w.miss.as_deref().map(decode_set).transpose().map_err(D::Error::custom)?.map(Box::new);
-        r.whole = w.whole.as_deref().map(hist).transpose()?.map(Box::new);
-        r.backends = Keyed::decode(w.backends).map_err(D::Error::custom)?;
-        r.names = Keyed::decode(w.names).map_err(D::Error::custom)?;
-        r.methods = Keyed::decode(w.methods).map_err(D::Error::custom)?;
-        for (code, n) in w.status {
-            r.status[status_slot(code)] += n;
-        }
-        for (i, m) in w.examples {
-            if let Some(slot) = r.examples.get_mut(usize::from(i)) {
-                *slot = Some(m);
-            }
-        }
-        Ok(r)
+        from_wire(Wire::deserialize(d)?).map_err(serde::de::Error::custom)
     }
+}
+
+/// A recorder from its serialised form.
+fn from_wire(w: Wire) -> Result<Recorder, String> {
+    let hist = |b: &[u8]| decode(b);
+    let array = |v: &[Vec<u8>]| -> Result<Vec<Histogram<u64>>, String> { v.iter().map(|b| hist(b)).collect() };
+    let mut r = Recorder::new();
+    r.corrected = hist(&w.corrected)?;
+    r.service = hist(&w.service)?;
+    r.lag = hist(&w.lag)?;
+    for (slot, h) in r.phases.iter_mut().zip(array(&w.phases)?) {
+        *slot = h;
+    }
+    for (slot, h) in r.by_class.iter_mut().zip(array(&w.by_class)?) {
+        *slot = h;
+    }
+    r.counts = w.counts;
+    r.timeline = Timeline(w.timeline);
+    r.samples = w.samples;
+    r.hit = w.hit.as_deref().map(decode_set).transpose()?.map(Box::new);
+    r.miss = w.miss.as_deref().map(decode_set).transpose()?.map(Box::new);
+    r.whole = w.whole.as_deref().map(hist).transpose()?.map(Box::new);
+    r.backends = Keyed::decode(w.backends, true)?;
+    r.names = Keyed::decode(w.names, false)?;
+    r.methods = Keyed::decode(w.methods, false)?;
+    for (code, n) in w.status {
+        r.status[status_slot(code)] += n;
+    }
+    for (i, m) in w.examples {
+        if let Some(slot) = r.examples.get_mut(usize::from(i)) {
+            *slot = Some(m);
+        }
+    }
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -708,6 +818,10 @@ mod tests {
         }
         assert_eq!(r.backends.len(), MAX_KEYS);
         assert_eq!(r.backends.last().unwrap().name, "(other)");
+        // Backends keep when they answered (the samples end at 5 ms: tick 0); names do not.
+        assert_eq!(r.backends[0].timeline.iter().map(|t| (t.tick, t.ok)).collect::<Vec<_>>(), [(0, 2)]);
+        r.names.record(b"get", &ok);
+        assert!(r.names[0].timeline.is_empty());
         let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
         assert_eq!(back, r);
         let mut sum = Recorder::new();

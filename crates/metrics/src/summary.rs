@@ -312,6 +312,9 @@ pub struct BackendSummary {
     pub first_second: u64,
     /// Last second in which it answered.
     pub last_second: u64,
+    /// Stretches in which it answered nothing while other requests finished, in time order
+    /// (see [`crate::gaps`]).
+    pub gaps: Vec<crate::gaps::Gap>,
 }
 
 /// Latency and phases of one side of the cache split.
@@ -525,6 +528,9 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         intervals.push(row);
     }
     let timeline = total.timeline.clone();
+    // Each backend's answers per tick, for its gaps and the events' backend shares.
+    let backends = total.backends.clone();
+    let completed = total.counts.completed;
     let mut s = build(merged.readers(), total, steps, intervals);
     add_fairness(&mut s, &seen);
     let unproven = watched.unproven.clone();
@@ -545,7 +551,12 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     }));
     // Runs merged from different start times end where the last interval ends.
     let end_s = s.intervals.last().map_or(0.0, |r| r.second as f64 + r.length_s).max(s.duration.total_s);
-    s.events = crate::events::analyse(&events(merged.readers()), &timeline, &s.intervals, end_s);
+    let mut gaps = crate::gaps::find(&timeline, completed, &backends, end_s);
+    for b in &mut s.backends {
+        b.gaps = gaps.remove(&b.name).unwrap_or_default();
+    }
+    let backend_ticks = crate::events::backend_ticks(&backends);
+    s.events = crate::events::analyse(&events(merged.readers()), &timeline, &backend_ticks, &s.intervals, end_s);
     s.warnings.extend(watch_check(&s));
     s.scatter = thin(scatter.points);
     Ok(s)
@@ -780,6 +791,7 @@ fn backend_summaries(total: &Recorder) -> Vec<BackendSummary> {
             p99_us: quantile(&b.latency, 0.99),
             first_second: 0,
             last_second: 0,
+            gaps: Vec::new(),
         })
         .collect();
     out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.name.cmp(&b.name)));

@@ -228,6 +228,12 @@ pub struct ProcessSummary {
     pub samples: u64,
     /// Intervals in which no process of it was running (stopped, crashed, not yet started).
     pub down_samples: u64,
+    /// Least time it can have been down: samples are taken once per interval, at its end,
+    /// so an outage seen by consecutive samples lasted at least from the first to the last.
+    pub down_min_s: f64,
+    /// Most time it can have been down: from the last sample that found it running before
+    /// each outage to the first after (or the run's start or end).
+    pub down_max_s: f64,
     /// Mean CPU (user and system), % of one core.
     pub cpu_mean_percent: f64,
     /// Highest CPU of one interval, % of one core.
@@ -277,6 +283,8 @@ const MIN_MAX_SECS: f64 = 0.5;
 #[derive(Default)]
 pub(crate) struct ProcessTally {
     s: ProcessSummary,
+    /// The previous sample found it down.
+    was_down: bool,
     cpu: f64,
     user: f64,
     system: f64,
@@ -290,7 +298,17 @@ impl ProcessTally {
         let s = &mut self.s;
         s.name.clone_from(&p.name);
         s.samples += 1;
-        s.down_samples += u64::from(p.processes == 0);
+        let down = p.processes == 0;
+        s.down_samples += u64::from(down);
+        // This interval (up to this sample) may have been down in part if either end was;
+        // wholly if both were.
+        if down || self.was_down {
+            s.down_max_s += secs;
+        }
+        if down && self.was_down {
+            s.down_min_s += secs;
+        }
+        self.was_down = down;
         if secs >= MIN_MAX_SECS {
             s.cpu_max_percent = s.cpu_max_percent.max(f64::from(p.cpu_percent()));
         }
@@ -385,5 +403,27 @@ mod tests {
         let host = h.finish().unwrap();
         assert!((host.cpu_mean_percent - 11.0 / 1.01).abs() < 1e-4, "{}", host.cpu_mean_percent);
         assert_eq!(host.cpu_max_percent, 10.0);
+    }
+
+    /// Samples at the end of each one-second interval see an outage from 3.3 s to 5.3 s at
+    /// 4 s and 5 s only: two samples, yet anywhere from 1 s to 3 s of outage fits them,
+    /// and the bounds say so rather than "down 2 s" (or "down 1 s" for one from 3.9 s to
+    /// 5.1 s, which the 5 s sample alone sees).
+    #[test]
+    fn down_time_is_bounded_by_the_samples_around_it() {
+        let tally = |up: &[bool]| {
+            let mut t = ProcessTally::default();
+            for u in up {
+                t.add(&ProcSample { name: "origin".into(), processes: u32::from(*u), ..Default::default() }, 1.0);
+            }
+            let s = t.finish();
+            (s.down_samples, s.down_min_s, s.down_max_s)
+        };
+        // Samples at 1..=7 s.
+        assert_eq!(tally(&[true, true, true, false, false, true, true]), (2, 1.0, 3.0));
+        assert_eq!(tally(&[true, true, true, true, false, true, true]), (1, 0.0, 2.0));
+        // Down at the last sample: up to the end of the run, no further.
+        assert_eq!(tally(&[true, false, false]), (2, 1.0, 2.0));
+        assert_eq!(tally(&[true; 3]), (0, 0.0, 0.0));
     }
 }

@@ -17,15 +17,13 @@
 
 use crate::export::{Cell, Sheet};
 use crate::figure::Figure;
-use crate::text::{Align, Table};
+use crate::text::{p_text, Align, Table};
 use barrage_metrics::summary::RunSummary;
-use statrs::distribution::{ContinuousCDF, Normal};
 use std::str::FromStr;
 
-/// Significance level of the test.
-pub const ALPHA: f64 = 0.05;
+pub use barrage_metrics::stats::{mann_whitney, ALPHA};
 /// Fewest full intervals a run needs for the test.
-pub const MIN_INTERVALS: usize = 5;
+pub const MIN_INTERVALS: usize = barrage_metrics::stats::MIN_SAMPLES;
 
 /// The figures a comparison shows, in table order.
 pub const COMPARED: [Figure; 8] = [
@@ -178,44 +176,6 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
         })
         .collect();
     Comparison { labels: runs.iter().map(|(l, _)| l.clone()).collect(), rows, resources: resources(runs), noise }
-}
-
-/// Two-sided p-value of the Mann-Whitney U test of `a` against `b`, by the normal
-/// approximation with a tie correction; `None` with fewer than [`MIN_INTERVALS`] samples in
-/// either, or when every sample is the same value.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (n1, n2) = (a.len(), b.len());
-    if n1 < MIN_INTERVALS || n2 < MIN_INTERVALS {
-        return None;
-    }
-    let mut all: Vec<(f64, usize)> = a.iter().map(|x| (*x, 0)).chain(b.iter().map(|x| (*x, 1))).collect();
-    all.sort_by(|x, y| x.0.total_cmp(&y.0));
-    // Mid-ranks for ties, and the tie term of the variance.
-    let n = all.len();
-    let (mut rank_sum_a, mut ties) = (0.0, 0.0);
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && all[j + 1].0 == all[i].0 {
-            j += 1;
-        }
-        let rank = (i + j) as f64 / 2.0 + 1.0;
-        let t = (j - i + 1) as f64;
-        ties += t * t * t - t;
-        rank_sum_a += all[i..=j].iter().filter(|x| x.1 == 0).count() as f64 * rank;
-        i = j + 1;
-    }
-    let (n1, n2, nf) = (n1 as f64, n2 as f64, n as f64);
-    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
-    let mean = n1 * n2 / 2.0;
-    let variance = n1 * n2 / 12.0 * ((nf + 1.0) - ties / (nf * (nf - 1.0)));
-    if variance <= 0.0 {
-        return None;
-    }
-    // Continuity correction: half a step toward the mean.
-    let z = ((u - mean).abs() - 0.5).max(0.0) / variance.sqrt();
-    let normal = Normal::new(0.0, 1.0).expect("the standard normal is valid");
-    Some((2.0 * (1.0 - normal.cdf(z))).min(1.0))
 }
 
 /// `--fail-if 'p99>+10%'`: a bound on the % change of a metric against the baseline.
@@ -470,14 +430,6 @@ pub fn comparison_text(c: &Comparison) -> String {
     out
 }
 
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "<0.001".into()
-    } else {
-        format!("{p:.3}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,26 +461,6 @@ mod tests {
         assert!(text.contains("2.00 MiB"), "{text}");
         let sheet = comparison_sheet(&c);
         assert!(sheet.rows.iter().any(|r| r[0] == Cell::from("nginx_peak_rss_kib")));
-    }
-
-    #[test]
-    fn mann_whitney_matches_known_answers() {
-        // Fully separated samples of 8: U = 0; the normal approximation gives p ≈ 0.0009.
-        let a: Vec<f64> = (1..=8).map(f64::from).collect();
-        let b: Vec<f64> = (11..=18).map(f64::from).collect();
-        let p = mann_whitney(&a, &b).unwrap();
-        assert!((p - 0.00093).abs() < 0.0002, "{p}");
-        // Interleaved samples: no difference.
-        let c: Vec<f64> = (0..8).map(|i| f64::from(2 * i)).collect();
-        let d: Vec<f64> = (0..8).map(|i| f64::from(2 * i + 1)).collect();
-        assert!(mann_whitney(&c, &d).unwrap() > 0.5);
-        // Too few, or all the same: no test.
-        assert_eq!(mann_whitney(&a[..4], &b), None);
-        assert_eq!(mann_whitney(&[5.0; 6], &[5.0; 6]), None);
-        // Ties get mid-ranks: symmetric inputs give the same p either way round.
-        let e = [1.0, 2.0, 2.0, 3.0, 3.0, 3.0];
-        let f = [2.0, 3.0, 4.0, 4.0, 5.0, 5.0];
-        assert!((mann_whitney(&e, &f).unwrap() - mann_whitney(&f, &e).unwrap()).abs() < 1e-12);
     }
 
     fn run(p50_ms: f64, throughput: f64, seconds: u64) -> RunSummary {

@@ -491,18 +491,10 @@ fn events(events: &[EventSummary]) -> String {
             (Some(t), Some(code), None) => format!("ended at {t:.2} s, exit {code}"),
             (Some(t), None, None) => format!("ended at {t:.2} s"),
         };
-        let effect = match (e.burst_s, e.recovery_s) {
-            (None, _) => "no visible effect on errors or latency".to_string(),
-            (Some((from, to)), Some(r)) => format!(
-                "{} failed request(s) from +{from:.1} s to +{to:.1} s; recovered {r:.1} s after the event",
-                e.burst_errors
-            ),
-            (Some((from, _)), None) => {
-                format!(
-                    "{} failed request(s) from +{from:.1} s on; not recovered by the next event or the end",
-                    e.burst_errors
-                )
-            }
+        let (effect, changed) = crate::text::event_effect(e);
+        let effect = match changed {
+            Some(changed) => format!("{effect}; changed: {changed}"),
+            None => effect,
         };
         let said = if e.output.is_empty() { String::new() } else { format!(": {}", e.output) };
         let _ = writeln!(

@@ -2,6 +2,7 @@
 //! latency measures side by side and barrage's check of itself.
 
 use crate::sections::{self, rate_or_count, Section};
+use barrage_metrics::events::{Change, EventSummary};
 use barrage_metrics::summary::{LatencyStats, RunSummary};
 use barrage_metrics::units::{fmt_bytes, fmt_us};
 use std::fmt::Write;
@@ -403,7 +404,7 @@ fn retries(s: &RunSummary) -> String {
 }
 
 /// Per backend: share, failures, latency, when it answered; fairness over the run and its
-/// worst second. Shown once two or more backends answered.
+/// worst second; the gaps in its answers. Shown once two or more backends answered.
 fn backends(s: &RunSummary) -> String {
     if s.backends.len() < 2 {
         return String::new();
@@ -418,7 +419,7 @@ fn backends(s: &RunSummary) -> String {
             b.failed.to_string(),
             us(b.p50_us),
             us(b.p99_us),
-            format!("{}s–{}s", b.first_second, b.last_second + 1),
+            answered(b, end_s(s)),
         ]);
     }
     let mut out = t.render(Paint { on: false });
@@ -432,14 +433,54 @@ fn backends(s: &RunSummary) -> String {
             None => out.push_str(&format!("  fairness (Jain's index, 1 = even): {f:.3} over the run\n")),
         }
     }
-    let end = s.intervals.last().map_or(0, |i| i.second);
-    for b in s.backends.iter().filter(|b| b.last_second + 1 < end) {
-        out.push_str(&format!("  {} stopped answering after second {}\n", b.name, b.last_second));
-    }
-    for b in s.backends.iter().filter(|b| b.first_second > 1) {
-        out.push_str(&format!("  {} first answered in second {}\n", b.name, b.first_second));
+    for b in &s.backends {
+        for g in b.gaps.iter().take(MAX_GAPS_SHOWN) {
+            let from = if g.from_s == 0.0 { "the start".to_string() } else { format!("{:.1}s", g.from_s) };
+            let to = g.to_s.map_or("the end".to_string(), |t| format!("{t:.1}s"));
+            out.push_str(&format!(
+                "  {} answered nothing from {from} to {to}: {:.1}s ± 0.1s, while {} other request(s) finished\n",
+                b.name, g.length_s, g.finished
+            ));
+        }
+        if b.gaps.len() > MAX_GAPS_SHOWN {
+            out.push_str(&format!(
+                "  … and {} more gaps of {} (all in the JSON)\n",
+                b.gaps.len() - MAX_GAPS_SHOWN,
+                b.name
+            ));
+        }
     }
     out
+}
+
+/// Gaps listed per backend; the JSON has them all.
+const MAX_GAPS_SHOWN: usize = 5;
+
+/// Where the run ended, s from its start (runs merged from different starts end with the
+/// last interval).
+fn end_s(s: &RunSummary) -> f64 {
+    s.intervals.last().map_or(0.0, |r| r.second as f64 + r.length_s).max(s.duration.total_s)
+}
+
+/// When a backend answered: the stretches between its gaps, `0.0–3.0s, 5.1–7.0s`, or the
+/// first to the last and how many stretches when there are more than three.
+fn answered(b: &barrage_metrics::summary::BackendSummary, end_s: f64) -> String {
+    let mut spans = Vec::new();
+    let mut from = 0.0;
+    for g in &b.gaps {
+        if g.from_s > from {
+            spans.push((from, g.from_s));
+        }
+        from = g.to_s.unwrap_or(end_s);
+    }
+    if from < end_s {
+        spans.push((from, end_s));
+    }
+    match spans.as_slice() {
+        [] => "-".into(),
+        [first, .., last] if spans.len() > 3 => format!("{:.1}–{:.1}s in {} stretches", first.0, last.1, spans.len()),
+        _ => spans.iter().map(|(a, b)| format!("{a:.1}–{b:.1}s")).collect::<Vec<_>>().join(", "),
+    }
 }
 
 fn bytes(s: &RunSummary) -> String {
@@ -518,7 +559,7 @@ fn servers(s: &RunSummary) -> String {
     for p in &watched {
         let name = match p.down_samples {
             0 => format!("  {}", p.name),
-            n => format!("  {} (down {n} s)", p.name),
+            _ => format!("  {} (down {:.1}–{:.1}s)", p.name, p.down_min_s, p.down_max_s),
         };
         t.row([
             name,
@@ -548,6 +589,9 @@ fn servers(s: &RunSummary) -> String {
             "  (cpu is % of one core, a process counted with its children; memory is resident, shared pages in each)\n",
         );
     }
+    if watched.iter().any(|p| p.down_samples > 0) {
+        out.push_str("  (down: the least and most time stopped that the once-a-second samples allow)\n");
+    }
     out
 }
 
@@ -567,23 +611,65 @@ fn events(s: &RunSummary) -> String {
         let said = if e.output.is_empty() { String::new() } else { format!(": {}", e.output) };
         out.push_str(&format!("  +{:.2}s  {}  ({ended}{said})\n", e.at_s, e.command));
         out.push_str(&format!("    before  {}\n", window(&e.before)));
-        let effect = match (e.burst_s, e.recovery_s) {
-            (None, _) => "no visible effect on errors or latency".to_string(),
-            (Some((from, to)), Some(r)) => format!(
-                "{} failed request(s) from +{from:.1}s to +{to:.1}s; recovered {r:.1}s after the event",
-                e.burst_errors
-            ),
-            (Some((from, _)), None) => {
-                format!(
-                    "{} failed request(s) from +{from:.1}s on; not recovered by the next event or the end",
-                    e.burst_errors
-                )
-            }
-        };
+        let (effect, changed) = event_effect(e);
         out.push_str(&format!("    effect  {effect}\n"));
+        if let Some(changed) = changed {
+            out.push_str(&format!("    changed {changed}\n"));
+        }
         out.push_str(&format!("    after   {}\n", window(&e.after)));
     }
     out
+}
+
+/// What an event did, in words, for the text and HTML reports alike: its burst (or none),
+/// and the figures of after that differ from before beyond the noise (`None` when none do).
+/// "No visible effect" only when there is neither; "recovered" only when nothing but the
+/// backends' shares stayed different.
+pub(crate) fn event_effect(e: &EventSummary) -> (String, Option<String>) {
+    let stayed = e.changes.iter().any(|c| c.figure != "backend_share");
+    let effect = match (e.burst_s, e.recovery_s) {
+        (None, _) if e.changes.is_empty() => {
+            "no visible effect: no burst of errors or slow requests, and no figure changed beyond the noise".to_string()
+        }
+        (None, _) => "no burst of errors or slow requests".to_string(),
+        (Some((from, to)), Some(r)) => format!(
+            "{} failed request(s) from +{from:.1}s to +{to:.1}s; {} {r:.1}s after the event",
+            e.burst_errors,
+            if stayed { "the burst was over" } else { "recovered" }
+        ),
+        (Some((from, _)), None) => format!(
+            "{} failed request(s) from +{from:.1}s on; not recovered by the next event or the end",
+            e.burst_errors
+        ),
+    };
+    let changed = (!e.changes.is_empty()).then(|| e.changes.iter().map(change).collect::<Vec<_>>().join(", "));
+    (effect, changed)
+}
+
+/// `errors 0.00% → 0.31% (p=<0.001)`.
+fn change(c: &Change) -> String {
+    let show = |v: f64| match c.figure.as_str() {
+        "error_ratio" | "backend_share" => percent(v),
+        "throughput_per_sec" => rate(v),
+        _ => us(v as u64),
+    };
+    let what = match (c.figure.as_str(), &c.backend) {
+        ("error_ratio", _) => "errors".to_string(),
+        ("throughput_per_sec", _) => "throughput".to_string(),
+        ("slowest_us", _) => "slowest per 0.1s".to_string(),
+        (_, Some(backend)) => format!("{backend}'s share"),
+        (figure, None) => figure.to_string(),
+    };
+    format!("{what} {} → {} (p={})", show(c.before), show(c.after), p_text(c.p_value))
+}
+
+/// A p-value as the reports print it: three decimals, `<0.001` below that.
+pub(crate) fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
 }
 
 /// `95.0/s, errors 2.0%, p99 45.1ms, backends web-1 50%, web-2 50%`.
