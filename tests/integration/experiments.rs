@@ -450,4 +450,115 @@ fn factors_that_set_one_key_or_a_placeholder_without_a_value_are_refused() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains(want) && err.contains("bad.toml") && err.contains("case TC0"), "{err}");
     }
+
+/// Two one-second runs are too short for the significance test: every output says "no
+/// test", none says "not significant" or prints the test's footnote as if it had run.
+#[test]
+fn compare_of_runs_too_short_to_test_says_no_test_in_text_csv_and_json() {
+    let server = delayed(1);
+    let dir = tempfile::tempdir().unwrap();
+    let f = |n: &str| dir.path().join(n);
+    for name in ["a.brg", "b.brg"] {
+        let out =
+            barrage().args(["run", "--rate", "50", "-d", "1s", &server.url(), "-o"]).arg(f(name)).output().unwrap();
+        ok(&out);
+    }
+    let compare = |format: &str| {
+        ok(&barrage().arg("compare").arg(f("a.brg")).arg(f("b.brg")).args(["--format", format]).output().unwrap())
+    };
+    let text = compare("text");
+    let p50 = text.lines().find(|l| l.starts_with("p50")).unwrap_or_else(|| panic!("{text}"));
+    assert!(p50.ends_with("no test: fewer than 5 full intervals"), "{text}");
+    assert!(!text.contains("not significant") && !text.contains("Mann-Whitney"), "{text}");
+    let csv = compare("csv");
+    let row = csv.lines().find(|l| l.starts_with("p50,")).unwrap_or_else(|| panic!("{csv}"));
+    assert!(row.ends_with(",no test: fewer than 5 full intervals"), "{csv}");
+    let json: Value = serde_json::from_str(&compare("json")).unwrap();
+    for m in json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| ["throughput", "p50", "p90", "p99"].contains(&m["metric"].as_str().unwrap()))
+    {
+        let change = &m["runs"][0];
+        assert_eq!(change["test"], "no test: fewer than 5 full intervals", "{m}");
+        assert!(change["p_value"].is_null() && change["significant"] == false, "{m}");
+    }
+}
+
+/// A results file of `p50s_ms.len()` one-second intervals, each of 100 requests that all
+/// took that interval's latency: the test's own known samples.
+fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
+    use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader};
+    use barrage_metrics::{CacheStatus, Outcome, Recorder, Sample};
+    let start_ms = 1_700_000_000_000;
+    let header = RunHeader {
+        barrage_version: "test".into(),
+        started_unix_ms: start_ms,
+        host: "test".into(),
+        mode: Mode::Open,
+        urls: vec!["http://test/".into()],
+        settings_json: "{}".into(),
+        steps: Vec::new(),
+        threads: 1,
+        insecure: false,
+    };
+    let mut w = ResultsWriter::create(path, &header).unwrap();
+    for (i, ms) in p50s_ms.iter().enumerate() {
+        let mut r = Recorder::new();
+        for k in 0..100u64 {
+            let intended = Duration::from_millis(i as u64 * 1000 + k * 10);
+            let ended = intended + Duration::from_millis(*ms);
+            let (phases, cache) = ([None; 6], CacheStatus::Unknown);
+            r.record_sent();
+            r.record(&Sample {
+                intended,
+                started: intended,
+                ended,
+                phases,
+                outcome: Outcome::Status(200),
+                bytes_in: 100,
+                bytes_out: 10,
+                late: false,
+                cache,
+            });
+        }
+        let (index, start_unix_ms) = (i as u32, start_ms + i as u64 * 1000);
+        w.write_interval(&IntervalRecord { index, start_unix_ms, length_ms: 1000, step: 0, recorder: r, watch: None })
+            .unwrap();
+    }
+    let attack_us = p50s_ms.len() as u64 * 1_000_000;
+    w.finish(&RunFooter {
+        ended_unix_ms: start_ms + attack_us / 1000,
+        attack_us,
+        wait_us: 0,
+        cpu_user_us: 0,
+        cpu_system_us: 0,
+        interrupted: false,
+        bound_reached: false,
+        log_chunks_dropped: 0,
+        peak_rss_kib: 0,
+    })
+    .unwrap();
+}
+
+/// A bound trips on a change's size, and the FAIL line says so beside what the test made
+/// of it: here p50 doubles (half the baseline's requests took 10 ms, two thirds of the
+/// other run's took 20 ms) while the seconds' p50s overlap too much to call it significant.
+#[test]
+fn a_fail_if_on_a_change_not_significant_says_how_it_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.brg"), dir.path().join("b.brg"));
+    synthetic_run(&a, &[10, 20, 10, 20, 10, 20]);
+    synthetic_run(&b, &[10, 20, 10, 20, 20, 20]);
+    let out = barrage().arg("compare").arg(&a).arg(&b).args(["--fail-if", "p50>+10%"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let p50 = text.lines().find(|l| l.starts_with("p50")).unwrap_or_else(|| panic!("{text}"));
+    assert!(p50.contains("+100.0%") && p50.contains("not significant (p="), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("FAIL  p50>+10%: b.brg changed +100.0%, decided on the size of the change alone; the test found it not significant (p="),
+        "{err}"
+    );
 }

@@ -28,12 +28,13 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<Outcome> {
     Ok(outcome(&report, runs.len(), "compared run", passed))
 }
 
-/// Prints the runs whose change crosses a --fail-if bound; true if any did.
+/// Prints the runs whose change crosses a --fail-if bound, and how that was decided; true
+/// if any did.
 fn crossed(a: &CompareArgs, c: &Comparison, case: &str) -> bool {
     let mut failed = false;
     for bound in &a.fail_if {
         for (label, change) in bound.crossed(c) {
-            eprintln!("FAIL  {}: {label}{case} changed {change:+.1}%", bound.text());
+            eprintln!("{}", bound.failure(&format!("{label}{case}"), change));
             failed = true;
         }
     }

@@ -13,7 +13,13 @@
 //! change is **significant** when its p-value is under that level *and* the change is larger
 //! than the noise threshold (default 5%), so that a difference too small to matter is not
 //! flagged however many intervals there are. With fewer than [`MIN_INTERVALS`] full
-//! intervals in a run there is no test.
+//! intervals in a run there is no test, and every output says so ([`NoTest`]) rather than
+//! "not significant".
+//!
+//! # Bounds
+//! A [`FailIf`] bound trips on the size of the change alone, tested or not: a CI gate must
+//! also hold on runs too short to test. What the test made of the change is printed with
+//! it ([`FailIf::failure`]).
 
 use crate::export::{Cell, Sheet};
 use crate::figure::Figure;
@@ -52,6 +58,28 @@ fn show(f: Figure, v: f64) -> String {
     }
 }
 
+/// Why a change has no p-value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoTest {
+    /// The metric has no per-interval sample (mean, max, success, errors).
+    NoSamples,
+    /// A run had fewer than [`MIN_INTERVALS`] full intervals.
+    TooFewIntervals,
+    /// Every interval of both runs had the same value.
+    AllEqual,
+}
+
+impl NoTest {
+    /// `no test: fewer than 5 full intervals`, as every output says it.
+    pub fn text(self) -> String {
+        match self {
+            NoTest::NoSamples => "no test: no per-interval sample".into(),
+            NoTest::TooFewIntervals => format!("no test: fewer than {MIN_INTERVALS} full intervals"),
+            NoTest::AllEqual => "no test: every interval the same".into(),
+        }
+    }
+}
+
 /// One run's value of a metric against the baseline's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
@@ -61,8 +89,38 @@ pub struct Change {
     pub percent: Option<f64>,
     /// Two-sided p-value of the Mann-Whitney test; `None` without a test.
     pub p_value: Option<f64>,
+    /// Why there is no test, when there is none.
+    pub untested: Option<NoTest>,
     /// Significant: p under ALPHA over the metrics tested, and beyond the noise threshold.
     pub significant: bool,
+}
+
+impl Change {
+    /// The verdict in words: `significant (p=0.002)`, `not significant (p=0.394)`, or why
+    /// there was no test.
+    pub fn verdict(&self) -> String {
+        match (self.p_value, self.untested) {
+            (Some(p), _) if self.significant => format!("significant (p={})", p_text(p)),
+            (Some(p), _) => format!("not significant (p={})", p_text(p)),
+            (None, why) => why.unwrap_or(NoTest::NoSamples).text(),
+        }
+    }
+
+    /// The test in the JSON: `Mann-Whitney U`, or why there was none.
+    pub fn test(&self) -> String {
+        match self.untested {
+            None => "Mann-Whitney U".into(),
+            Some(why) => why.text(),
+        }
+    }
+
+    /// The significance cell of the sheets: `yes`, `no`, or why there was no test.
+    fn significance_cell(&self) -> Cell {
+        match self.untested {
+            None => Cell::from(if self.significant { "yes" } else { "no" }),
+            Some(why) => Cell::from(why.text()),
+        }
+    }
 }
 
 /// One metric over all runs.
@@ -167,15 +225,37 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
                 .map(|(_, s)| {
                     let value = value(metric, s);
                     let percent = (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0);
-                    let p_value = base_samples.as_ref().zip(metric.samples(s)).and_then(|(a, b)| mann_whitney(a, &b));
+                    let (p_value, untested) = test(base_samples.as_deref(), metric.samples(s).as_deref());
                     let big = percent.is_some_and(|p| p.abs() >= noise * 100.0);
-                    Change { value, percent, p_value, significant: big && p_value.is_some_and(|p| p < level) }
+                    Change { value, percent, p_value, untested, significant: big && p_value.is_some_and(|p| p < level) }
                 })
                 .collect();
             MetricRow { metric, baseline, changes }
         })
         .collect();
     Comparison { labels: runs.iter().map(|(l, _)| l.clone()).collect(), rows, resources: resources(runs), noise }
+}
+
+/// The p-value of two runs' samples of a metric, or why there is none.
+fn test(a: Option<&[f64]>, b: Option<&[f64]>) -> (Option<f64>, Option<NoTest>) {
+    let (Some(a), Some(b)) = (a, b) else { return (None, Some(NoTest::NoSamples)) };
+    if a.len().min(b.len()) < MIN_INTERVALS {
+        return (None, Some(NoTest::TooFewIntervals));
+    }
+    match mann_whitney(a, b) {
+        Some(p) => (Some(p), None),
+        None => (None, Some(NoTest::AllEqual)),
+    }
+}
+
+/// Fewest full intervals of the runs, when some run has too few to test: `a.brg 1, b.brg 1`.
+fn too_short(runs: &[(String, RunSummary)]) -> Option<String> {
+    let counts: Vec<(String, usize)> =
+        runs.iter().map(|(l, s)| (l.clone(), Figure::P50.samples(s).map_or(0, |v| v.len()))).collect();
+    counts
+        .iter()
+        .any(|(_, n)| *n < MIN_INTERVALS)
+        .then(|| counts.iter().map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "))
 }
 
 /// `--fail-if 'p99>+10%'`: a bound on the % change of a metric against the baseline.
@@ -211,18 +291,35 @@ impl FromStr for FailIf {
 }
 
 impl FailIf {
-    /// The runs (by label) whose change crosses the bound, with the change.
-    pub fn crossed(&self, c: &Comparison) -> Vec<(String, f64)> {
+    /// The runs (by label) whose change crosses the bound, with the change. The size of the
+    /// change decides, whatever its significance (see the module's doc).
+    pub fn crossed<'c>(&self, c: &'c Comparison) -> Vec<(&'c str, &'c Change)> {
         let Some(row) = c.rows.iter().find(|r| r.metric == self.metric) else { return Vec::new() };
         row.changes
             .iter()
             .zip(&c.labels[1..])
-            .filter_map(|(ch, label)| {
-                let p = ch.percent?;
-                let crossed = if self.above { p > self.percent } else { p < self.percent };
-                crossed.then(|| (label.clone(), p))
-            })
+            .filter(|(ch, _)| ch.percent.is_some_and(|p| if self.above { p > self.percent } else { p < self.percent }))
+            .map(|(ch, label)| (label.as_str(), ch))
             .collect()
+    }
+
+    /// The line saying a run crossed the bound and how that was decided: `FAIL  p50>+10%:
+    /// b.brg changed +100.0%, decided on the size of the change alone; the test found it not
+    /// significant (p=0.394)`.
+    pub fn failure(&self, label: &str, change: &Change) -> String {
+        let test = match (change.p_value, change.untested) {
+            (Some(p), _) => format!(
+                "the test found it {}significant (p={})",
+                if change.significant { "" } else { "not " },
+                p_text(p)
+            ),
+            (None, why) => why.unwrap_or(NoTest::NoSamples).text(),
+        };
+        format!(
+            "FAIL  {}: {label} changed {:+.1}%, decided on the size of the change alone; {test}",
+            self.text,
+            change.percent.unwrap_or(0.0)
+        )
     }
 
     /// The bound as given.
@@ -313,7 +410,7 @@ pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
             let ch = case_change(c, f);
             cells.push(Cell::from(ch.and_then(|x| x.percent)));
             cells.push(Cell::from(ch.and_then(|x| x.p_value)));
-            cells.push(Cell::from(if ch.is_some_and(|x| x.significant) { "yes" } else { "no" }));
+            cells.push(ch.map_or(Cell::Empty, Change::significance_cell));
         }
         sheet.push(cells);
     }
@@ -373,7 +470,7 @@ pub fn comparison_sheet(c: &Comparison) -> Sheet {
                 Cell::from(ch.value),
                 Cell::from(ch.percent),
                 Cell::from(ch.p_value),
-                Cell::from(if ch.significant { "yes" } else { "no" }),
+                ch.significance_cell(),
             ]);
         }
         sheet.push(cells);
@@ -388,8 +485,9 @@ pub fn comparison_sheet(c: &Comparison) -> Sheet {
     sheet
 }
 
-/// The comparison for people.
-pub fn comparison_text(c: &Comparison) -> String {
+/// The comparison for people. `runs` give the interval counts of a comparison too short
+/// to test.
+pub fn comparison_text(c: &Comparison, runs: &[(String, RunSummary)]) -> String {
     use crate::text::{Align, Table};
     let mut align = vec![Align::Left, Align::Right];
     align.extend(std::iter::repeat_n([Align::Right, Align::Right, Align::Left], c.labels.len() - 1).flatten());
@@ -403,11 +501,8 @@ pub fn comparison_text(c: &Comparison) -> String {
         let mut cells = vec![row.metric.name().to_string(), show(row.metric, row.baseline)];
         for ch in &row.changes {
             let change = ch.percent.map_or("-".to_string(), |p| format!("{p:+.1}%"));
-            let verdict = match (ch.p_value, ch.significant) {
-                (Some(p), true) => format!("significant (p={})", p_text(p)),
-                (Some(p), false) => format!("not significant (p={})", p_text(p)),
-                (None, _) => String::new(),
-            };
+            // Figures without per-interval samples are never tested: the note says so.
+            let verdict = if ch.untested == Some(NoTest::NoSamples) { String::new() } else { ch.verdict() };
             cells.extend([show(row.metric, ch.value), change, verdict]);
         }
         t.row(cells);
@@ -423,10 +518,20 @@ pub fn comparison_text(c: &Comparison) -> String {
     }
     let mut out = format!("Comparison against {} (the baseline)\n", c.labels[0]);
     out.push_str(&t.to_text());
-    out.push_str(&format!(
-        "(significant: Mann-Whitney U over one-second intervals, p < {ALPHA} over all metrics tested (Bonferroni), and a change of at least {:.0}%; latency is corrected; cpu is the mean % of one core, not tested)\n",
-        c.noise * 100.0
-    ));
+    let tested = c.rows.iter().flat_map(|r| &r.changes).any(|ch| ch.p_value.is_some());
+    if tested {
+        out.push_str(&format!(
+            "(significant: Mann-Whitney U over one-second intervals, p < {ALPHA} over all metrics tested (Bonferroni), and a change of at least {:.0}%; success, errors, mean and max are not tested; latency is corrected; cpu is the mean % of one core, not tested)\n",
+            c.noise * 100.0
+        ));
+    } else {
+        out.push_str("(nothing was tested for significance; latency is corrected; cpu is the mean % of one core)\n");
+    }
+    if let Some(counts) = too_short(runs) {
+        out.push_str(&format!(
+            "(no test: fewer than {MIN_INTERVALS} full one-second intervals in a run ({counts}); run longer to test the changes)\n"
+        ));
+    }
     out
 }
 
@@ -456,7 +561,7 @@ mod tests {
         assert_eq!(c.resources.len(), 2);
         assert_eq!(c.resources[0].values, [Some(40.0), Some(60.0), None]);
         assert_eq!(c.resources[1].change(1), Some(100.0));
-        let text = comparison_text(&c);
+        let text = comparison_text(&c, &runs);
         assert!(text.contains("nginx cpu") && text.contains("+50.0%") && text.contains("nginx peak mem"), "{text}");
         assert!(text.contains("2.00 MiB"), "{text}");
         let sheet = comparison_sheet(&c);
@@ -489,7 +594,8 @@ mod tests {
 
     #[test]
     fn a_doubled_latency_is_significant_and_crosses_a_bound() {
-        let c = compare(&[("a".into(), run(20.0, 1000.0, 8)), ("b".into(), run(40.0, 1000.0, 8))], 0.02);
+        let runs = [("a".into(), run(20.0, 1000.0, 8)), ("b".into(), run(40.0, 1000.0, 8))];
+        let c = compare(&runs, 0.02);
         let p99 = c.rows.iter().find(|r| r.metric == Metric::P99).unwrap();
         assert_eq!(p99.baseline, 40_000.0);
         assert!((p99.changes[0].percent.unwrap() - 100.0).abs() < 1e-9);
@@ -497,13 +603,45 @@ mod tests {
         let tput = c.rows.iter().find(|r| r.metric == Metric::Throughput).unwrap();
         assert!(!tput.changes[0].significant, "same throughput: {tput:?}");
         let bound: FailIf = "p99>+10%".parse().unwrap();
-        assert_eq!(bound.crossed(&c), [("b".to_string(), 100.0)]);
+        let crossed = bound.crossed(&c);
+        assert_eq!(crossed.iter().map(|(l, ch)| (*l, ch.percent)).collect::<Vec<_>>(), [("b", Some(100.0))]);
+        let line = bound.failure(crossed[0].0, crossed[0].1);
+        assert!(
+            line.starts_with(
+                "FAIL  p99>+10%: b changed +100.0%, decided on the size of the change alone; the test found it significant (p="
+            ),
+            "{line}"
+        );
         assert!("throughput<-5%".parse::<FailIf>().unwrap().crossed(&c).is_empty());
-        let text = comparison_text(&c);
+        let text = comparison_text(&c, &runs);
         assert!(text.contains("+100.0%") && text.contains("significant (p="), "{text}");
+        assert!(!text.contains("no test"), "{text}");
         let sheet = comparison_sheet(&c);
         assert_eq!(sheet.header, ["metric", "a", "b", "b change %", "b p-value", "b significant"]);
         assert_eq!(sheet.rows.len(), COMPARED.len());
+    }
+
+    #[test]
+    fn runs_too_short_to_test_say_so_everywhere_and_a_bound_says_how_it_decided() {
+        let runs = [("a".into(), run(20.0, 1000.0, 1)), ("b".into(), run(30.0, 1000.0, 2))];
+        let c = compare(&runs, 0.05);
+        let p50 = &c.rows.iter().find(|r| r.metric == Metric::P50).unwrap().changes[0];
+        assert_eq!((p50.p_value, p50.untested, p50.significant), (None, Some(NoTest::TooFewIntervals), false));
+        assert_eq!(p50.verdict(), "no test: fewer than 5 full intervals");
+        let mean = &c.rows.iter().find(|r| r.metric == Metric::Mean).unwrap().changes[0];
+        assert_eq!(mean.untested, Some(NoTest::NoSamples));
+        let text = comparison_text(&c, &runs);
+        assert!(text.contains("no test: fewer than 5 full intervals") && text.contains("(a 1, b 2)"), "{text}");
+        assert!(!text.contains("Mann-Whitney") && !text.contains("not significant"), "{text}");
+        let sheet = comparison_sheet(&c);
+        let p50_row = sheet.rows.iter().find(|r| r[0] == Cell::from("p50")).unwrap();
+        assert_eq!(p50_row[5], Cell::from("no test: fewer than 5 full intervals"));
+        let bound: FailIf = "p50>+10%".parse().unwrap();
+        let (label, change) = bound.crossed(&c)[0];
+        assert_eq!(
+            bound.failure(label, change),
+            "FAIL  p50>+10%: b changed +50.0%, decided on the size of the change alone; no test: fewer than 5 full intervals"
+        );
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl Report<'_> {
                 out.push_str(&case_comparisons_text(&e.compare, &e.comparisons));
                 out
             }
-            Report::Comparison { comparison, .. } => comparison_text(comparison),
+            Report::Comparison { runs, comparison } => comparison_text(comparison, runs),
         }
     }
 
@@ -287,7 +287,7 @@ pub fn comparison_json(c: &Comparison) -> Value {
                 .map(|(ch, label)| {
                     json!({
                         "run": label, "value": ch.value, "change_percent": ch.percent,
-                        "p_value": ch.p_value, "significant": ch.significant,
+                        "p_value": ch.p_value, "test": ch.test(), "significant": ch.significant,
                     })
                 })
                 .collect();

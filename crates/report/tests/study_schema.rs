@@ -617,7 +617,7 @@ fn comparison_json_matches_the_schema() {
     let changes: Vec<&Value> =
         v["metrics"].as_array().unwrap().iter().flat_map(|m| m["runs"].as_array().unwrap()).collect();
     assert!(changes.iter().any(|c| c["significant"] == true));
-    assert!(changes.iter().any(|c| c["p_value"].is_null()));
+    assert!(changes.iter().any(|c| c["p_value"].is_null() && c["test"] == "no test: no per-interval sample"));
     assert!(changes.iter().any(|c| c["change_percent"].is_null()), "errors from a baseline of 0");
 
     // `compare` of experiment directories: a comparison per case and phase, built as the
@@ -657,6 +657,12 @@ fn comparison_schema_rejects_what_it_should() {
                 changes.into_iter().find(|c| c["p_value"].is_null()).unwrap()["significant"] = true.into();
             }),
             ("a single run", |v| v["runs"] = json!(["before.brg"])),
+            ("a test of another name", |v| v["metrics"][0]["runs"][0]["test"] = "t-test".into()),
+            ("a p-value beside no test", |v| {
+                let changes =
+                    v["metrics"].as_array_mut().unwrap().iter_mut().flat_map(|m| m["runs"].as_array_mut().unwrap());
+                changes.into_iter().find(|c| c["p_value"].is_null()).unwrap()["p_value"] = 0.5.into();
+            }),
         ],
     );
     let cases = json!([{ "case": "TC0", "phase": "measure", "comparison": good }]);
