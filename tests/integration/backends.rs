@@ -115,7 +115,7 @@ fn a_backend_stopped_and_restarted_shows_a_gap_as_long_as_its_outage() {
     let (a, b) = (named("a"), named("b"));
     let b_addr = b.addr();
     let dir = tempfile::tempdir().unwrap();
-    let mut p = plan(&a.url(), open(400.0));
+    let mut p = plan(&a.url(), open(200.0));
     p.targets.push(plan(&b.url(), open(1.0)).targets.remove(0));
     p.duration = Some(Duration::from_secs(7));
     p.timeout = Duration::from_secs(1);

@@ -450,6 +450,7 @@ fn factors_that_set_one_key_or_a_placeholder_without_a_value_are_refused() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains(want) && err.contains("bad.toml") && err.contains("case TC0"), "{err}");
     }
+}
 
 /// Two one-second runs are too short for the significance test: every output says "no
 /// test", none says "not significant" or prints the test's footnote as if it had run.

@@ -13,8 +13,8 @@
 //!   ended, and goes on while disturbed ticks follow each other less than [`BRIDGE_S`] apart.
 //! - **Recovery** is the end of the burst, from the event's start; `None` when the burst
 //!   lasts until the next event or the end of the run; 0 without a burst.
-//! - **After** is from the end of the burst (without one, from the end of the command) to
-//!   the next event or the end of the run.
+//! - **After** is from the end of the burst (without one, from the end of the command, or
+//!   its start if it ran past the next event) to the next event or the end of the run.
 //! - **Changes**: after is compared with before figure by figure, with the tests of
 //!   [`crate::stats`], each held to [`ALPHA`] divided by the number of figures tested: the
 //!   error ratio and each backend's share of the answers by Fisher's exact test; the
@@ -44,6 +44,8 @@ pub struct Window {
     pub from_s: f64,
     /// End, seconds from the run's start.
     pub to_s: f64,
+    /// Requests that finished inside.
+    pub requests: u64,
     /// Successful responses per second.
     pub throughput_per_sec: f64,
     /// Failed share of the finished requests.
@@ -160,8 +162,10 @@ pub(crate) fn analyse(
             None => {
                 e.recovery_s = Some(0.0);
                 // From the first whole tick after the command ended: while it ran, its
-                // effect (a server going away) may have been half done.
-                let ended = e.ended_s.unwrap_or(e.at_s).max(e.at_s);
+                // effect (a server going away) may have been half done. A command still
+                // running at the next event (a server started in the foreground) acts
+                // while it runs: then from its start.
+                let ended = e.ended_s.filter(|t| *t < next).unwrap_or(e.at_s).max(e.at_s);
                 (ended / tick_s() - 1e-6).ceil() * tick_s()
             }
         };
@@ -268,6 +272,7 @@ fn window(ticks: &Ticks, backends: &BackendTicks, rows: &[IntervalRow], from_s: 
     Window {
         from_s,
         to_s,
+        requests: ok + failed,
         throughput_per_sec: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
         error_ratio: if ok + failed > 0 { failed as f64 / (ok + failed) as f64 } else { 0.0 },
         p99_us: p99s.get(p99s.len() / 2).copied(),
@@ -456,6 +461,17 @@ mod tests {
         r.ticks.iter_mut().filter(|t| t.tick < 60).for_each(|t| t.ok = 200 + t.tick % 3);
         let e = &r.analyse(&[started(0, 6000), ended(0, 6010)])[0];
         assert_eq!(figures(e), [("throughput_per_sec", None)], "{:?}", e.changes);
+    }
+
+    #[test]
+    fn after_starts_when_the_command_ended_or_at_its_start_if_it_never_did() {
+        let r = run(10, |_| 0);
+        let e = &r.analyse(&[started(0, 3000), ended(0, 3420)])[0];
+        assert!((e.after.from_s - 3.5).abs() < 1e-9, "{:?}", e.after);
+        // A server started in the foreground runs past the end: it acts while it runs.
+        let e = &r.analyse(&[started(0, 3000), ended(0, 12_000)])[0];
+        assert!((e.after.from_s - 3.0).abs() < 1e-9, "{:?}", e.after);
+        assert_eq!(e.after.requests, 7 * 2000);
     }
 
     #[test]

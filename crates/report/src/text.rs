@@ -623,11 +623,16 @@ fn events(s: &RunSummary) -> String {
 
 /// What an event did, in words, for the text and HTML reports alike: its burst (or none),
 /// and the figures of after that differ from before beyond the noise (`None` when none do).
-/// "No visible effect" only when there is neither; "recovered" only when nothing but the
-/// backends' shares stayed different.
+/// "No visible effect" only when there is neither and both sides had requests to compare;
+/// "recovered" only when nothing but the backends' shares stayed different.
 pub(crate) fn event_effect(e: &EventSummary) -> (String, Option<String>) {
     let stayed = e.changes.iter().any(|c| c.figure != "backend_share");
     let effect = match (e.burst_s, e.recovery_s) {
+        // Nothing to compare: no claim either way.
+        (None, _) if e.before.requests == 0 || e.after.requests == 0 => format!(
+            "no burst, and nothing to compare: no request finished {}",
+            if e.before.requests == 0 { "before it (since the previous event's effect)" } else { "after it" }
+        ),
         (None, _) if e.changes.is_empty() => {
             "no visible effect: no burst of errors or slow requests, and no figure changed beyond the noise".to_string()
         }
@@ -831,5 +836,34 @@ mod tests {
         ] {
             assert_eq!(utc(ms), want);
         }
+    }
+
+    /// "No visible effect" is a claim about two sides: it needs both, and no change.
+    #[test]
+    fn an_event_says_no_visible_effect_only_with_both_sides_and_no_change() {
+        use barrage_metrics::events::Window;
+        let side = |requests| Window { requests, ..Default::default() };
+        let mut e = EventSummary { before: side(100), after: side(100), ..Default::default() };
+        assert!(event_effect(&e).0.starts_with("no visible effect"));
+        e.before = side(0);
+        let (effect, changed) = event_effect(&e);
+        assert_eq!(
+            effect,
+            "no burst, and nothing to compare: no request finished before it (since the previous event's effect)"
+        );
+        assert_eq!(changed, None);
+        e.before = side(100);
+        e.changes.push(Change {
+            figure: "error_ratio".into(),
+            before: 0.0,
+            after: 0.0024,
+            p_value: 0.0004,
+            ..Default::default()
+        });
+        let (effect, changed) = event_effect(&e);
+        assert_eq!(
+            (effect.as_str(), changed.as_deref()),
+            ("no burst of errors or slow requests", Some("errors 0.00% → 0.24% (p=<0.001)"))
+        );
     }
 }
