@@ -75,7 +75,8 @@ pub(crate) fn find(all: &Timeline, completed: u64, backends: &Keyed, end_s: f64)
 fn silences_of(answered: &[Tick], end_tick: u32) -> Vec<(u32, Option<u32>)> {
     let mut out = Vec::new();
     let mut next_quiet = 0;
-    for t in answered.iter().filter(|t| t.ok + t.failed > 0) {
+    // A tick past the end (runs merged from different starts) cannot bound a silence.
+    for t in answered.iter().filter(|t| t.ok + t.failed > 0 && t.tick < end_tick) {
         if t.tick > next_quiet {
             out.push((next_quiet, Some(t.tick)));
         }
@@ -153,6 +154,13 @@ mod tests {
         assert_eq!((b[0].from_s, b[0].to_s), (0.0, Some(1.0)));
         assert_eq!((b[1].from_s, b[1].to_s), (4.0, None));
         assert!((b[1].length_s - 2.05).abs() < 1e-9, "{b:?}");
+    }
+
+    #[test]
+    fn answers_past_the_end_are_ignored() {
+        // b refuses from 3 s on; the run is cut at 5 s though answers run to 8 s.
+        let gaps = gaps_of(&run(8, |ms| (3000..6000).contains(&ms)), 5.0);
+        assert_eq!((gaps["b"][0].from_s, gaps["b"][0].to_s), (3.0, None));
     }
 
     #[test]
