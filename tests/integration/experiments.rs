@@ -497,6 +497,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         barrage_version: "test".into(),
         started_unix_ms: start_ms,
         host: "test".into(),
+        boot_id: String::new(),
         mode: Mode::Open,
         urls: vec!["http://test/".into()],
         settings_json: "{}".into(),
