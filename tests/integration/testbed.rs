@@ -6,6 +6,7 @@
 use crate::util::{barrage, require};
 use barrage_testbed::{program_path, State};
 use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -245,6 +246,12 @@ fn https_through(topology: &str) {
     assert_eq!(s["phases"]["tls"]["count"].as_u64(), Some(20));
     assert!(s["phases"]["tls"]["p50_us"].as_u64().unwrap() > 0);
     assert_eq!(s["backends"].as_array().unwrap().len(), 2, "both origins behind the TLS front");
+    // The private keys are the user's alone; the certificates are public.
+    for (file, want) in [("key.pem", 0o600), ("combined.pem", 0o600), ("cert.pem", 0o644), ("ca.pem", 0o644)] {
+        let path = bed.dir().join(file);
+        let mode = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode();
+        assert_eq!(mode & 0o777, want, "{file}: {:o}", mode & 0o777);
+    }
 }
 
 #[test]
@@ -529,4 +536,103 @@ cache-miss = {{ hit-ratio = 0 }}
     // And barrage's figure agrees: about no hits in either repeat.
     assert_eq!(case["runs"], 2, "{case}");
     assert!(f(&case["hit_ratio"]) <= 0.01, "{case}");
+}
+
+/// A process the test owns, that a planted state file names; killed when dropped.
+struct Victim(std::process::Child);
+
+impl Victim {
+    fn spawn() -> Victim {
+        Victim(std::process::Command::new("sleep").arg("60").spawn().expect("sleep runs"))
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A state file, as a dead supervisor would have left it in `dir`, naming `victim` as its
+/// one server (program `sleep`, so that a check of the command line would pass), with
+/// `started` as the start time it recorded.
+fn plant_state(dir: &Path, victim: u32, started: Option<u64>) {
+    let options = barrage_testbed::Options {
+        topology: barrage_testbed::Topology::Direct,
+        backends: 1,
+        tls: false,
+        balance: barrage_testbed::Balance::RoundRobin,
+        barrage: "sleep".into(),
+    };
+    let mut spec = barrage_testbed::plan(&options, dir).unwrap().remove(0);
+    spec.program = "sleep".into();
+    let server =
+        barrage_testbed::ServerState { spec, pid: Some(victim), started, status: barrage_testbed::Status::Running };
+    let state = State { options, dir: dir.into(), supervisor_pid: u32::MAX, ca: None, servers: vec![server] };
+    std::fs::write(dir.join("testbed.json"), serde_json::to_vec(&state).unwrap()).unwrap();
+}
+
+#[test]
+fn down_never_kills_a_process_the_supervisor_did_not_start() {
+    // The PID was reused: the state file's start time is not the process's.
+    let dir = tempfile::tempdir().unwrap();
+    let mut victim = Victim::spawn();
+    plant_state(dir.path(), victim.pid(), Some(1));
+    let out = barrage().args(["testbed", "down", "--dir"]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(victim.alive(), "down killed a process it did not start");
+    assert!(!dir.path().exists(), "down removed the dead testbed's directory");
+    // No start time recorded (a file from an older barrage, or forged): nothing is killed.
+    let dir = tempfile::tempdir().unwrap();
+    plant_state(dir.path(), victim.pid(), None);
+    let out = barrage().args(["testbed", "down", "--dir"]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(victim.alive(), "down killed a process it did not start");
+}
+
+#[test]
+fn a_state_directory_others_can_write_is_refused() {
+    let victim_start = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit(')').next().unwrap().split_whitespace().nth(19).unwrap().parse::<u64>().unwrap()
+    };
+    let mut victim = Victim::spawn();
+    let started = Some(victim_start(victim.pid()));
+    // Writable by everyone: whoever planted this file even knew the start time.
+    let open = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    plant_state(open.path(), victim.pid(), started);
+    // A link to a directory elsewhere.
+    let links = tempfile::tempdir().unwrap();
+    let link = links.path().join("bed");
+    std::os::unix::fs::symlink(open.path(), &link).unwrap();
+    let mut cases = vec![(open.path().to_path_buf(), "writable by other users"), (link, "symbolic link")];
+    // Owned by another user (only root can make one).
+    let foreign = tempfile::tempdir().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        plant_state(foreign.path(), victim.pid(), started);
+        std::os::unix::fs::chown(foreign.path(), Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(foreign.path().join("testbed.json"), Some(65534), Some(65534)).unwrap();
+        cases.push((foreign.path().to_path_buf(), "belongs to user 65534"));
+    }
+    for (dir, why) in cases {
+        for verb in [&["down"][..], &["status"], &["stop", "origin-1"], &["up", "direct"]] {
+            let out = barrage().arg("testbed").args(verb).arg("--dir").arg(&dir).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{verb:?} {}: {err}", dir.display());
+            assert!(err.contains(why) && err.contains("refusing"), "{verb:?} {}: {err}", dir.display());
+            assert!(victim.alive(), "{verb:?} {} killed the planted PID", dir.display());
+        }
+        assert!(dir.join("testbed.json").exists(), "{} was left alone", dir.display());
+    }
 }

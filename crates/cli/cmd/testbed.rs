@@ -96,6 +96,7 @@ fn silence_stdout() {
 }
 
 fn status(dir: &Path) -> anyhow::Result<Outcome> {
+    barrage_testbed::check_dir(dir)?;
     let Some(state) = State::load(dir) else { return Err(TestbedError::NotUp(dir.display().to_string()).into()) };
     if !barrage_testbed::is_up(dir) {
         anyhow::bail!(

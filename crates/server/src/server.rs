@@ -150,14 +150,32 @@ fn setup_tls(
     // With the caller's certificate, the caller has the CA too.
     let Some(ca_pem) = &tls.ca_pem else { return Ok((Some(TlsAcceptor::from(tls.config)), None, false)) };
     let (path, ours) = match &config.ca_out {
-        Some(path) => (path.clone(), false),
-        None => {
-            let name = format!("barrage-serve-ca-{}-{}.pem", std::process::id(), addr.port());
-            (std::env::temp_dir().join(name), true)
+        Some(path) => {
+            std::fs::write(path, ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
+            (path.clone(), false)
         }
+        None => (write_temporary_ca(ca_pem, addr.port())?, true),
     };
-    std::fs::write(&path, ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
     Ok((Some(TlsAcceptor::from(tls.config)), Some(path), ours))
+}
+
+/// Writes the CA to a new file of the temporary directory under a name nobody can guess
+/// beforehand, created exclusively: a link planted there by another user is never followed.
+fn write_temporary_ca(ca_pem: &str, port: u16) -> Result<PathBuf, ServeError> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir();
+    let failed = |source| ServeError::CaWrite { path: dir.clone(), source };
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!("barrage-serve-ca-{port}-"))
+        .suffix(".pem")
+        .tempfile_in(&dir)
+        .map_err(failed)?;
+    file.write_all(ca_pem.as_bytes()).map_err(failed)?;
+    // A certificate is public: clients run by other users may read it.
+    file.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(failed)?;
+    let (_, path) = file.keep().map_err(|e| failed(e.error))?;
+    Ok(path)
 }
 
 fn url_for(addr: SocketAddr, tls: bool) -> String {

@@ -201,6 +201,13 @@ fn tls_negotiates_h2_with_the_written_ca() {
     let server = start(ServeConfig { tls: true, ..Default::default() });
     let ca_path = server.ca_path().expect("TLS servers report their CA").to_path_buf();
     assert!(server.url().starts_with("https://127.0.0.1:"), "{}", server.url());
+    // Not a name another user could have guessed and planted a link at (PID and port alone),
+    // and a file of its own.
+    let port = server.url().rsplit(':').next().unwrap().to_string();
+    let guessable = format!("barrage-serve-ca-{}-{port}.pem", std::process::id());
+    assert_ne!(ca_path.file_name().unwrap().to_string_lossy(), guessable);
+    let meta = std::fs::symlink_metadata(&ca_path).unwrap();
+    assert!(meta.is_file(), "{}", ca_path.display());
     bounded(async {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(CertificateDer::from_pem_file(&ca_path).unwrap()).unwrap();

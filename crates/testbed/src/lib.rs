@@ -9,13 +9,14 @@
 #![warn(missing_docs)]
 
 mod layout;
+mod process;
 pub mod servers;
 mod state;
 mod supervisor;
 
 pub use layout::{plan, Kind, Options, ServerSpec, Topology};
 pub use servers::Balance;
-pub use state::{default_dir, ServerState, State, Status};
+pub use state::{check_dir, create_dir, default_dir, ServerState, State, Status};
 pub use supervisor::{answers_http, program_path, supervise, READY_DEADLINE, STOP_DEADLINE};
 
 use std::io::{BufRead, BufReader, Write};
@@ -65,6 +66,14 @@ pub enum TestbedError {
     /// The supervisor said something unexpected, or was asked something it does not know.
     #[error("testbed supervisor: {0}")]
     Protocol(String),
+    /// The state directory is not one this user can trust.
+    #[error("testbed directory {dir} {why}: refusing to use it (give a --dir of your own)")]
+    Untrusted {
+        /// The directory.
+        dir: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Files or sockets failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -89,7 +98,7 @@ pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
     let dir = &std::path::absolute(dir)?;
     prepare(options, dir)?;
     let json = serde_json::to_string(options).map_err(|e| TestbedError::Protocol(e.to_string()))?;
-    std::fs::create_dir_all(dir)?;
+    create_dir(dir)?;
     let log = std::fs::File::create(dir.join("supervisor.log"))?;
     let mut cmd = Command::new(&options.barrage);
     cmd.args(["testbed", "supervise", "--dir"]).arg(dir).arg("--options").arg(json);
@@ -123,6 +132,7 @@ pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
 /// Refuses a directory where a testbed runs, clears a dead one's leftovers, and checks
 /// the programs.
 pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
+    check_dir(dir)?;
     if State::load(dir).is_some() {
         if is_up(dir) {
             return Err(TestbedError::Busy(dir.display().to_string()));
@@ -145,6 +155,7 @@ pub fn is_up(dir: &Path) -> bool {
 /// Sends one command (`stop NAME`, `start NAME`, `down`) to the supervisor in `dir` and
 /// waits for it to be done.
 pub fn control(dir: &Path, command: &str) -> Result<(), TestbedError> {
+    check_dir(dir)?;
     let not_up = || TestbedError::NotUp(dir.display().to_string());
     let mut conn = UnixStream::connect(State::socket(dir)).map_err(|_| not_up())?;
     // Bounded: a stop takes at most STOP_DEADLINE per server, a start READY_DEADLINE.
@@ -162,6 +173,7 @@ pub fn control(dir: &Path, command: &str) -> Result<(), TestbedError> {
 /// Takes the testbed in `dir` down: through its supervisor, or, when the supervisor is
 /// gone, by killing the servers its state lists. Afterwards `dir` is gone.
 pub fn down(dir: &Path) -> Result<(), TestbedError> {
+    check_dir(dir)?;
     if is_up(dir) {
         return control(dir, "down");
     }
@@ -172,16 +184,22 @@ pub fn down(dir: &Path) -> Result<(), TestbedError> {
 }
 
 /// Kills what a dead supervisor left running, waits (bounded) until it is gone, and
-/// removes `dir`.
+/// removes `dir`. Only processes the supervisor started are signalled: a server whose PID
+/// and start time both match the state file, and the members of its process group, each
+/// by its own PID (a process group read from a file is never signalled as such).
 fn clean_up(dir: &Path) -> Result<(), TestbedError> {
     if let Some(state) = State::load(dir) {
         let mut killed = Vec::new();
         for s in state.servers.iter().rev() {
-            if let Some(pid) = s.pid.filter(|pid| runs(*pid, &s.spec.program)) {
-                // SAFETY: kill only sends a signal.
-                unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                killed.push(pid);
+            let (Some(pid), Some(started)) = (s.pid, s.started) else { continue };
+            if pid <= 1 || process::start_time(pid) != Some(started) {
+                continue;
+            }
+            // The leader first, so it forks no more; then what is left of its group.
+            for member in std::iter::once(pid).chain(process::group_members(pid, started)) {
+                // SAFETY: kill only sends a signal, to one PID checked above.
+                unsafe { libc::kill(member as i32, libc::SIGKILL) };
+                killed.push(member);
             }
         }
         // SIGKILL is delivered asynchronously: return once the processes have died (orphans of
@@ -197,14 +215,5 @@ fn clean_up(dir: &Path) -> Result<(), TestbedError> {
 
 /// Whether `pid` exists and is not a zombie.
 fn living(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
-}
-
-/// Whether `pid` still runs `program` (not a PID reused by something else since). The whole
-/// command line is searched: nginx and squid rewrite theirs ("nginx: master process …").
-fn runs(pid: u32, program: &str) -> bool {
-    let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    !name.is_empty()
-        && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&name))
+    process::stat(pid).is_some_and(|s| s.state != 'Z')
 }

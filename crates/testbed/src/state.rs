@@ -9,8 +9,14 @@
 //! ```
 
 use crate::layout::{Options, ServerSpec};
+use crate::TestbedError;
 use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+/// The largest state file read: a testbed of a dozen servers writes a few KB.
+const MAX_STATE_BYTES: u64 = 1 << 20;
 
 /// Where a server stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +46,10 @@ pub struct ServerState {
     pub spec: ServerSpec,
     /// Its PID while it runs.
     pub pid: Option<u32>,
+    /// When that process started (field 22 of `/proc/PID/stat`, clock ticks since boot):
+    /// with the PID, what identifies it. A PID alone may since belong to anything.
+    #[serde(default)]
+    pub started: Option<u64>,
     /// Where it stands.
     pub status: Status,
 }
@@ -82,9 +92,16 @@ impl State {
         dir.join("control.sock")
     }
 
-    /// Reads the state of the testbed in `dir`; `None` when there is none.
+    /// Reads the state of the testbed in `dir`; `None` when there is none, or when the file
+    /// is not one this user's supervisor wrote (a link, someone else's, or oversized).
     pub fn load(dir: &Path) -> Option<State> {
-        let text = std::fs::read_to_string(State::file(dir)).ok()?;
+        let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(State::file(dir)).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.uid() != euid() || meta.mode() & 0o022 != 0 {
+            return None;
+        }
+        let mut text = String::new();
+        file.take(MAX_STATE_BYTES).read_to_string(&mut text).ok()?;
         serde_json::from_str(&text).ok()
     }
 
@@ -104,6 +121,48 @@ impl State {
     pub fn names(&self) -> String {
         self.servers.iter().map(|s| s.spec.name.as_str()).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// Refuses a state directory this user cannot trust: a symbolic link, not a directory,
+/// owned by another user, or writable by group or others. Whoever can write there could
+/// plant a state file naming processes for `down` to kill. A directory that does not exist
+/// yet is fine: [`create_dir`] makes it.
+pub fn check_dir(dir: &Path) -> Result<(), TestbedError> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+        Ok(meta) => meta,
+    };
+    let why = if meta.file_type().is_symlink() {
+        "is a symbolic link".to_string()
+    } else if !meta.is_dir() {
+        "is not a directory".to_string()
+    } else if meta.uid() != euid() {
+        format!("belongs to user {}, not to you ({})", meta.uid(), euid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!("is writable by other users (mode {:o})", meta.mode() & 0o777)
+    } else {
+        return Ok(());
+    };
+    Err(TestbedError::Untrusted { dir: dir.display().to_string(), why })
+}
+
+/// Creates the state directory, readable and writable by this user alone, unless it
+/// exists; then checks it as [`check_dir`] does.
+pub fn create_dir(dir: &Path) -> Result<(), TestbedError> {
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
+        _ => {}
+    }
+    check_dir(dir)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// The state directory when `--dir` is not given: `$BARRAGE_TESTBED_DIR`, else

@@ -89,10 +89,13 @@ fn become_subreaper() {
 impl Supervisor {
     /// Writes the certificate and starts every server, origins first.
     fn up(options: Options, dir: &Path) -> Result<Supervisor, TestbedError> {
-        std::fs::create_dir_all(dir)?;
+        crate::state::create_dir(dir)?;
         let ca = if options.tls { Some(write_certificate(dir)?) } else { None };
         let specs = plan(&options, dir)?;
-        let servers = specs.into_iter().map(|spec| ServerState { spec, pid: None, status: Status::Stopped }).collect();
+        let servers = specs
+            .into_iter()
+            .map(|spec| ServerState { spec, pid: None, started: None, status: Status::Stopped })
+            .collect();
         let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), ca, servers };
         let mut sup = Supervisor { state, exits: HashMap::new() };
         for i in 0..sup.state.servers.len() {
@@ -147,6 +150,8 @@ impl Supervisor {
         let pid = spawn(&self.state.servers[i])?;
         let server = &mut self.state.servers[i];
         server.pid = Some(pid);
+        // Not yet reaped, so the PID is still this child's: its start time is its own.
+        server.started = crate::process::start_time(pid);
         server.status = Status::Running;
         std::fs::write(server.pid_file(), format!("{pid}\n"))?;
         self.state.save()?;
@@ -194,6 +199,7 @@ impl Supervisor {
         }
         let server = &mut self.state.servers[i];
         server.pid = None;
+        server.started = None;
         server.status = Status::Stopped;
         let _ = std::fs::remove_file(server.pid_file());
         remove_leftovers(&server.spec);
@@ -251,13 +257,20 @@ fn write_certificate(dir: &Path) -> Result<std::path::PathBuf, TestbedError> {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, &pki.ca_pem)?;
     std::fs::write(&files.cert, &pki.chain_pem)?;
-    std::fs::write(&files.key, &pki.key_pem)?;
-    std::fs::write(&files.combined, format!("{}{}", pki.chain_pem, pki.key_pem))?;
-    // Squid reads them after dropping to its user.
-    for f in [&files.cert, &files.key, &files.combined, &ca] {
+    // Private keys for this user alone, from their creation: every server reads its
+    // certificate before it drops to its own user (squid to `proxy`).
+    write_private(&files.key, pki.key_pem.as_bytes())?;
+    write_private(&files.combined, format!("{}{}", pki.chain_pem, pki.key_pem).as_bytes())?;
+    for f in [&files.cert, &ca] {
         set_mode(f, 0o644)?;
     }
     Ok(ca)
+}
+
+/// Writes a new file only this user can read.
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?.write_all(contents)
 }
 
 fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
