@@ -193,25 +193,7 @@ pub struct RecorderV3(pub Recorder);
 impl<'de> Deserialize<'de> for RecorderV3 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<KeyedWireV3>::deserialize(d)?;
-        let timed = |keys: Vec<KeyedWireV3>| keys.into_iter().map(|(n, r, f, l)| (n, r, f, l, Vec::new())).collect();
-        let w = Wire {
-            corrected: w.corrected,
-            service: w.service,
-            lag: w.lag,
-            phases: w.phases,
-            by_class: w.by_class,
-            counts: w.counts,
-            status: w.status,
-            examples: w.examples,
-            hit: w.hit,
-            miss: w.miss,
-            backends: timed(w.backends),
-            whole: w.whole,
-            names: timed(w.names),
-            methods: timed(w.methods),
-            timeline: w.timeline,
-            samples: w.samples,
-        };
+        let w = w.map_keys(|(name, requests, failed, latency)| (name, requests, failed, latency, Vec::new()));
         from_wire(w).map(RecorderV3).map_err(serde::de::Error::custom)
     }
 }
@@ -219,27 +201,33 @@ impl<'de> Deserialize<'de> for RecorderV3 {
 impl Serialize for RecorderV3 {
     /// Only so that the version 3 record types derive both ways (tests write old files).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let w = self.0.wire();
-        let untimed = |keys: Vec<KeyedWire>| keys.into_iter().map(|(n, r, f, l, _)| (n, r, f, l)).collect();
-        Wire::<KeyedWireV3> {
-            corrected: w.corrected,
-            service: w.service,
-            lag: w.lag,
-            phases: w.phases,
-            by_class: w.by_class,
-            counts: w.counts,
-            status: w.status,
-            examples: w.examples,
-            hit: w.hit,
-            miss: w.miss,
-            backends: untimed(w.backends),
-            whole: w.whole,
-            names: untimed(w.names),
-            methods: untimed(w.methods),
-            timeline: w.timeline,
-            samples: w.samples,
+        let w = self.0.wire().map_keys(|(name, requests, failed, latency, _)| (name, requests, failed, latency));
+        w.serialize(s)
+    }
+}
+
+impl<K> Wire<K> {
+    /// The same recorder with its keys written another way.
+    fn map_keys<J>(self, f: impl Fn(K) -> J) -> Wire<J> {
+        let keys = |v: Vec<K>| v.into_iter().map(&f).collect();
+        Wire {
+            corrected: self.corrected,
+            service: self.service,
+            lag: self.lag,
+            phases: self.phases,
+            by_class: self.by_class,
+            counts: self.counts,
+            status: self.status,
+            examples: self.examples,
+            hit: self.hit,
+            miss: self.miss,
+            backends: keys(self.backends),
+            whole: self.whole,
+            names: keys(self.names),
+            methods: keys(self.methods),
+            timeline: self.timeline,
+            samples: self.samples,
         }
-        .serialize(s)
     }
 }
 

@@ -132,8 +132,15 @@ pub fn failure_of(runs: &[RunSummary]) -> Option<String> {
     if ok == 0 {
         return Some(format!("all {total} requests failed{}", top_error(runs)));
     }
-    let worst = runs.iter().map(|s| s.success_ratio).fold(f64::INFINITY, f64::min);
+    let worst = runs.iter().map(succeeded).fold(f64::INFINITY, f64::min);
     (worst < FAILED_BELOW).then(|| format!("only {:.1}% succeeded{}", worst * 100.0, top_error(runs)))
+}
+
+/// The share of requests that succeeded: in the end, with `--retries` (the run's own success
+/// ratio counts each attempt, and a retried request that succeeded is a success), else the
+/// run's.
+fn succeeded(s: &RunSummary) -> f64 {
+    s.retries.as_ref().map_or(s.success_ratio, |r| r.final_success_ratio)
 }
 
 /// The verdict of one run: `ok`, or `FAILED: WHY`, as the study tables say it.
@@ -478,6 +485,16 @@ mod tests {
         r.runs = vec![run(10, 100, 1)];
         assert!(r.verdict().starts_with("FAILED: only 10.0% succeeded"), "{}", r.verdict());
         assert_eq!(failure_of(&r.runs), r.failure());
+    }
+
+    #[test]
+    fn with_retries_a_run_is_judged_by_its_final_success() {
+        // 40% of the attempts succeeded, but 90% of the requests did in the end.
+        let mut s = run(40, 100, 1);
+        s.retries = Some(barrage_metrics::summary::RetrySummary { final_success_ratio: 0.9, ..Default::default() });
+        assert_eq!(failure_of(std::slice::from_ref(&s)), None);
+        s.retries.as_mut().unwrap().final_success_ratio = 0.3;
+        assert!(failure_of(&[s]).unwrap().starts_with("only 30.0% succeeded"));
     }
 
     #[test]
