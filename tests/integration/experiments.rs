@@ -71,19 +71,27 @@ fn compare_flags_a_slower_origin_and_not_a_repeat() {
     assert!(text.contains("significant (p=") && text.contains("Comparison against a.brg"), "{text}");
 }
 
+/// An origin of a known capacity, `slots` requests at once of `delay` each, and the JSON
+/// summary of `workers` workers keeping every slot busy for `duration`.
+fn slots_of(slots: usize, delay: Duration, workers: &str, duration: &str) -> (RunningServer, Value) {
+    let server = origin(ServeConfig {
+        max_concurrency: Some(slots),
+        latency: Some(LatencyDist::Fixed(delay)),
+        ..Default::default()
+    });
+    let out =
+        barrage().args(["run", "-c", workers, "-d", duration, &server.url(), "--format", "json"]).output().unwrap();
+    let saturated = serde_json::from_str(&ok(&out)).unwrap();
+    (server, saturated)
+}
+
 #[test]
 fn capacity_finds_the_known_capacity_in_bounded_time() {
     // At most 10 requests at once, 10 ms each (tokio's timer makes it about 11 ms): the
-    // origin serves about 900 req/s and queues the rest.
-    let server = origin(ServeConfig {
-        max_concurrency: Some(10),
-        latency: Some(LatencyDist::Fixed(Duration::from_millis(10))),
-        ..Default::default()
-    });
-    // The known answer, measured: 30 workers keep every slot busy.
-    let saturated =
-        ok(&barrage().args(["run", "-c", "30", "-d", "2s", &server.url(), "--format", "json"]).output().unwrap());
-    let capacity_ref = serde_json::from_str::<Value>(&saturated).unwrap()["throughput_per_sec"].as_f64().unwrap();
+    // origin serves about 900 req/s and queues the rest. The known answer, measured: 30
+    // workers keep every slot busy.
+    let (server, saturated) = slots_of(10, Duration::from_millis(10), "30", "2s");
+    let capacity_ref = saturated["throughput_per_sec"].as_f64().unwrap();
     assert!((700.0..1000.0).contains(&capacity_ref), "10 slots of 10 ms: {capacity_ref}");
     let started = Instant::now();
     let out = barrage()
@@ -117,17 +125,10 @@ fn capacity_passes_only_rates_the_target_delivered() {
     // longer): never more than 100 req/s. The capacity is known from above whatever the
     // machine does; a long delay keeps the scheduling noise of a busy machine small beside it.
     const MOST: f64 = 100.0;
-    let server = origin(ServeConfig {
-        max_concurrency: Some(4),
-        latency: Some(LatencyDist::Fixed(Duration::from_millis(40))),
-        ..Default::default()
-    });
     // And measured: 16 workers keep every slot busy; the answers per second after the
     // first (start-up) second (the last interval holds the end's wait too: its rate is over
     // its true length).
-    let saturated =
-        ok(&barrage().args(["run", "-d", "3s", "-c", "16", &server.url(), "--format", "json"]).output().unwrap());
-    let saturated: Value = serde_json::from_str(&saturated).unwrap();
+    let (server, saturated) = slots_of(4, Duration::from_millis(40), "16", "3s");
     let steady: Vec<f64> = saturated["intervals"].as_array().unwrap()[1..3]
         .iter()
         .map(|i| i["throughput_per_sec"].as_f64().unwrap())

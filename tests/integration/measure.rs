@@ -102,15 +102,24 @@ fn new_connection_per_request_times_connect_and_tls() {
     assert_eq!(s.phases["wait"].count, 40);
 }
 
-#[test]
-fn keepalive_times_connect_only_on_new_connections() {
-    let o = origin(ServeConfig { tls: true, ..Default::default() });
+/// 40 requests of two workers, kept alive over TLS to an origin named `localhost` (so DNS
+/// happens) with `latency`: the origin and the summary, all of them succeeded.
+fn forty_over_tls_keepalive(
+    latency: Option<LatencyDist>,
+) -> (barrage_server::RunningServer, barrage_metrics::summary::RunSummary) {
+    let o = origin(ServeConfig { tls: true, latency, ..Default::default() });
     let url = o.url().replace("127.0.0.1", "localhost");
     let mut p = plan(&format!("{url}/bytes/100"), closed(2));
     p.requests = Some(40);
     p.tls.cacert = o.ca_path().map(Into::into);
     let s = run(p);
     assert_eq!(s.requests.ok, 40, "{:?}", s.errors);
+    (o, s)
+}
+
+#[test]
+fn keepalive_times_connect_only_on_new_connections() {
+    let (_origin, s) = forty_over_tls_keepalive(None);
     let conns = s.requests.connections;
     assert!((1..=2).contains(&conns), "{conns} connections");
     for phase in ["dns", "connect", "tls"] {
@@ -137,17 +146,7 @@ fn phase_lines(text: &str) -> Vec<(String, String)> {
 fn phases_per_request_spread_each_total_over_every_request() {
     // Keep-alive over TLS to a 20 ms origin: DNS, connect and TLS once per connection (two
     // workers: one or two), send, wait and receive on every request.
-    let o = origin(ServeConfig {
-        tls: true,
-        latency: Some(LatencyDist::Fixed(Duration::from_millis(20))),
-        ..Default::default()
-    });
-    let url = o.url().replace("127.0.0.1", "localhost");
-    let mut p = plan(&format!("{url}/bytes/100"), closed(2));
-    p.requests = Some(40);
-    p.tls.cacert = o.ca_path().map(Into::into);
-    let s = run(p);
-    assert_eq!(s.requests.ok, 40, "{:?}", s.errors);
+    let (o, s) = forty_over_tls_keepalive(Some(LatencyDist::Fixed(Duration::from_millis(20))));
     assert_eq!(o.requests(), 40, "the origin saw every request");
     let (n, conns) = (s.requests.total as f64, s.requests.connections);
     assert!((1..=2).contains(&conns), "{conns} connections");
