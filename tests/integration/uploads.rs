@@ -1,6 +1,6 @@
 //! Uploads: generated bodies, unique per request or not, and multipart forms.
 
-use crate::util::{barrage, http_get, origin, CaptureServer};
+use crate::util::{barrage, http_get, origin, CaptureServer, Fault, FaultServer};
 use barrage_server::ServeConfig;
 
 #[test]
@@ -211,5 +211,51 @@ fn body_files_are_bounded() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("1 GiB") && err.contains("big.bin"), "{args:?}: {err}");
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "{args:?} read the file");
+    }
+}
+
+/// Runs barrage with `args` to its end, sampling the kernel's peak resident memory of the
+/// process (VmHWM) as it runs: the largest figure read, KiB, and the JSON report.
+fn peak_rss_of_run(args: &[&str]) -> (u64, serde_json::Value) {
+    let mut child = barrage().args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        // VmHWM only grows, so the last figure read before exit is within one sampling
+        // period of the peak; the pause paces the sampling, it synchronises nothing.
+        let status = std::fs::read_to_string(&status_file).unwrap_or_default();
+        let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next());
+        peak = peak.max(hwm.and_then(|v| v.parse().ok()).unwrap_or(0));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    (peak, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn large_bodies_are_shared_by_every_request_in_flight() {
+    // A server that accepts and never reads: every request stays in flight, its body queued
+    // on its connection, until --timeout. 10 MiB at 200/s puts hundreds of them in flight at
+    // once; one shared body means memory stays under 64 MiB plus that body, unique or not.
+    let stalled = FaultServer::start(Fault::Silent);
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("run.brg");
+    let body = 10 << 20;
+    for unique in [false, true] {
+        let mut args = vec!["run", "--rate", "200", "-d", "2s", "--timeout", "2s", "--body-size", "10m"];
+        args.extend(["--format", "json", "-o", output.to_str().unwrap()]);
+        if unique {
+            args.push("--body-unique");
+        }
+        let url = stalled.url();
+        args.push(&url);
+        let (peak_kib, v) = peak_rss_of_run(&args);
+        let r = &v["requests"];
+        eprintln!("--body-unique {unique}: peak RSS {peak_kib} KiB, requests {r}");
+        // Hundreds were sent and waited on the server together (256 in flight at most).
+        assert!(r["sent"].as_u64().unwrap() >= 200, "{v}");
+        assert_eq!(r["errors"], r["total"], "{v}");
+        assert!(peak_kib < (64 << 10) + body / 1024, "--body-unique {unique}: peak RSS {peak_kib} KiB");
     }
 }

@@ -71,6 +71,10 @@ pub struct Endpoint {
     pub tls: bool,
     /// Address from `--resolve`, or the IP literal: no DNS lookup then.
     pub fixed_addr: Option<SocketAddr>,
+    /// No request to this endpoint carries a body: HTTP/1.1 writes each request from one flat
+    /// buffer. With bodies, the head and the shared body are written together (writev), so a
+    /// body is never copied, however many requests are in flight.
+    pub flat_writes: bool,
 }
 
 impl Endpoint {
@@ -81,7 +85,7 @@ impl Endpoint {
         let port = url.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let literal = host.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port));
         let fixed_addr = plan.resolve.get(&(host.clone(), port)).copied().or(literal);
-        Endpoint { host, port, tls, fixed_addr }
+        Endpoint { host, port, tls, fixed_addr, flat_writes: true }
     }
 }
 
@@ -148,7 +152,7 @@ impl Connector {
             _ => (Stream::Left(tcp), self.http2),
         };
         let io = TokioIo::new(TimedIo { inner: stream, clock: clock.clone() });
-        Conn::handshake(io, h2, clock).await
+        Conn::handshake(io, h2, ep.flat_writes, clock).await
     }
 
     async fn handshake(
@@ -409,15 +413,17 @@ pub struct Conn {
 }
 
 impl Conn {
-    async fn handshake(io: Io, h2: bool, clock: Arc<IoClock>) -> Result<Conn, Failure> {
+    async fn handshake(io: Io, h2: bool, flat_writes: bool, clock: Arc<IoClock>) -> Result<Conn, Failure> {
         let (sender, driver) = if h2 {
             let mut b = http2::Builder::new(TokioExecutor::new());
             b.timer(hyper_util::rt::TokioTimer::new());
             let (s, d) = b.handshake(io).await.map_err(classify)?;
             (Sender::H2(s), Driver::H2(Box::pin(d)))
         } else {
-            // One flat write per request costs fewer syscall cycles than writev for small requests.
-            let (s, d) = http1::Builder::new().writev(false).handshake(io).await.map_err(classify)?;
+            // One flat write per request costs fewer syscall cycles than writev for small
+            // requests; but flattening copies the body into the connection's buffer (a copy
+            // per request in flight, kept as the buffer's size), so bodies go out by writev.
+            let (s, d) = http1::Builder::new().writev(!flat_writes).handshake(io).await.map_err(classify)?;
             (Sender::H1(s), Driver::H1(Box::pin(d)))
         };
         Ok(Conn { sender, driver, alive: true, clock })

@@ -58,6 +58,7 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
                     endpoints.push(ep);
                     endpoints.len() - 1
                 });
+            endpoints[endpoint].flat_writes &= t.body.is_empty();
             let mut headers = t.headers.clone();
             if !headers.contains_key(HOST) {
                 if let Some(auth) = t.url.authority() {
@@ -339,5 +340,23 @@ impl Slot {
         w.recorder.borrow_mut().record_connection();
         self.conn = Some((endpoint, conn));
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_plan::{Load, Target};
+
+    #[test]
+    fn only_endpoints_without_bodies_flatten_writes() {
+        let get = Target::new(Method::GET, "http://127.0.0.1:1/a").unwrap();
+        let mut post = Target::new(Method::POST, "http://127.0.0.1:2/b").unwrap();
+        post.body = Bytes::from_static(b"x");
+        let get_same_endpoint = Target::new(Method::GET, "http://127.0.0.1:2/c").unwrap();
+        let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let (_, endpoints) = prepare(&Plan::new(vec![get, post, get_same_endpoint], load));
+        let flat: Vec<(u16, bool)> = endpoints.iter().map(|e| (e.port, e.flat_writes)).collect();
+        assert_eq!(flat, [(1, true), (2, false)]);
     }
 }
