@@ -520,7 +520,7 @@ pub struct RetryArgs {
     #[arg(long, value_name = "MIN..MAX", default_value = "10ms..1s", requires = "retries", help_heading = "Retries")]
     pub backoff: barrage_plan::Backoff,
     /// What is retried: 5xx, 4xx, status codes (503), error (any transport error), or error
-    /// kinds (timeout, reset, refused, connect_timeout, tls, protocol, dns).
+    /// kinds (timeout, reset, refused, unreachable, connect_timeout, tls, protocol, dns).
     #[arg(long, value_name = "LIST", default_value = "error,5xx", requires = "retries", help_heading = "Retries")]
     pub retry_on: barrage_plan::RetryOn,
 }

@@ -19,7 +19,7 @@
 //! | `barrage_requests_sent_total` | counter | | Requests started |
 //! | `barrage_requests_completed_total` | counter | `outcome`: `ok` (2xx, 3xx), `http_error` (any other status), `error` (no complete response) | Requests finished |
 //! | `barrage_responses_total` | counter | `code`: the status code (`200`, `503`, ...; `other` outside 100..=599) | Complete responses by status code |
-//! | `barrage_errors_total` | counter | `kind`: `refused`, `connect_timeout`, `request_timeout`, `reset`, `tls`, `protocol`, `dns`, `other` | Requests without a complete response, by cause |
+//! | `barrage_errors_total` | counter | `kind`: `refused`, `unreachable`, `connect_timeout`, `request_timeout`, `reset`, `tls`, `protocol`, `dns`, `other` | Requests without a complete response, by cause |
 //! | `barrage_received_bytes_total` | counter | | HTTP bytes received (headers and body) |
 //! | `barrage_sent_bytes_total` | counter | | HTTP bytes sent (headers and body) |
 //! | `barrage_connections_opened_total` | counter | | New connections opened |

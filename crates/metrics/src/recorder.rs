@@ -64,6 +64,93 @@ pub struct Counts {
     pub final_ok: u64,
     /// Attempts they took.
     pub attempts: u64,
+    /// Requests sent once more on a new connection because the server had closed their
+    /// kept-alive one before answering anything (idempotent methods, or nothing written yet).
+    /// Each is still one request in the other figures, its latency from the first try.
+    pub stale_retries: u64,
+}
+
+/// [`Counts`] as version 3 of the results file wrote them: before
+/// [`ErrorKind::Unreachable`] and stale connection retries.
+#[derive(Serialize, Deserialize)]
+struct CountsV3 {
+    sent: u64,
+    completed: u64,
+    ok: u64,
+    late: u64,
+    dropped: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    connections: u64,
+    errors: [u64; 8],
+    cache: [u64; CACHE_STATUS_COUNT],
+    cache_bytes: [u64; CACHE_STATUS_COUNT],
+    logical: u64,
+    first_ok: u64,
+    final_ok: u64,
+    attempts: u64,
+}
+
+/// The error kinds of version 3, in its order.
+const KINDS_V3: [ErrorKind; 8] = [
+    ErrorKind::Refused,
+    ErrorKind::ConnectTimeout,
+    ErrorKind::RequestTimeout,
+    ErrorKind::Reset,
+    ErrorKind::Tls,
+    ErrorKind::Protocol,
+    ErrorKind::Dns,
+    ErrorKind::Other,
+];
+
+impl From<CountsV3> for Counts {
+    fn from(c: CountsV3) -> Counts {
+        let mut errors = [0; ERROR_KIND_COUNT];
+        for (kind, n) in KINDS_V3.iter().zip(c.errors) {
+            errors[*kind as usize] = n;
+        }
+        Counts {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: 0,
+        }
+    }
+}
+
+impl From<Counts> for CountsV3 {
+    /// Only for tests that write version 3 files: kinds version 3 did not have are dropped.
+    fn from(c: Counts) -> CountsV3 {
+        CountsV3 {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: KINDS_V3.map(|kind| c.errors[kind as usize]),
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+        }
+    }
 }
 
 /// Most distinct keys (backends, names, methods) one recorder keeps apart; later ones are
@@ -187,13 +274,18 @@ type KeyedWire = (String, u64, u64, Vec<u8>, Vec<Tick>);
 /// One key in a file of format version 3: no timeline.
 type KeyedWireV3 = (String, u64, u64, Vec<u8>);
 
-/// A recorder as format version 3 wrote it (keys without timelines), read into today's.
+/// A recorder as format version 3 wrote it, read into today's: keys without timelines,
+/// counters and example indices moved to today's error kinds, stale connection retries 0.
 pub struct RecorderV3(pub Recorder);
 
 impl<'de> Deserialize<'de> for RecorderV3 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV3>::deserialize(d)?;
-        let w = w.map_keys(|(name, requests, failed, latency)| (name, requests, failed, latency, Vec::new()));
+        let w = Wire::<KeyedWireV3, CountsV3>::deserialize(d)?;
+        let w = w.map(
+            |(name, requests, failed, latency)| (name, requests, failed, latency, Vec::new()),
+            Counts::from,
+            |i| KINDS_V3.get(usize::from(i)).map(|k| *k as u8),
+        );
         from_wire(w).map(RecorderV3).map_err(serde::de::Error::custom)
     }
 }
@@ -201,24 +293,29 @@ impl<'de> Deserialize<'de> for RecorderV3 {
 impl Serialize for RecorderV3 {
     /// Only so that the version 3 record types derive both ways (tests write old files).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let w = self.0.wire().map_keys(|(name, requests, failed, latency, _)| (name, requests, failed, latency));
+        let w = self.0.wire().map(
+            |(name, requests, failed, latency, _)| (name, requests, failed, latency),
+            CountsV3::from,
+            |i| KINDS_V3.iter().position(|k| *k as u8 == i).map(|p| p as u8),
+        );
         w.serialize(s)
     }
 }
 
-impl<K> Wire<K> {
-    /// The same recorder with its keys written another way.
-    fn map_keys<J>(self, f: impl Fn(K) -> J) -> Wire<J> {
-        let keys = |v: Vec<K>| v.into_iter().map(&f).collect();
+impl<K, C> Wire<K, C> {
+    /// The same recorder written another way: its keys, its counters, and the error kind
+    /// index of each example (dropped when `example` says `None`).
+    fn map<J, D>(self, key: impl Fn(K) -> J, counts: impl FnOnce(C) -> D, example: impl Fn(u8) -> Option<u8>) -> Wire<J, D> {
+        let keys = |v: Vec<K>| v.into_iter().map(&key).collect();
         Wire {
             corrected: self.corrected,
             service: self.service,
             lag: self.lag,
             phases: self.phases,
             by_class: self.by_class,
-            counts: self.counts,
+            counts: counts(self.counts),
             status: self.status,
-            examples: self.examples,
+            examples: self.examples.into_iter().filter_map(|(i, m)| Some((example(i)?, m))).collect(),
             hit: self.hit,
             miss: self.miss,
             backends: keys(self.backends),
@@ -344,6 +441,12 @@ impl Recorder {
     /// Counts a new connection.
     pub fn record_connection(&mut self) {
         self.counts.connections += 1;
+    }
+
+    /// Counts a request sent once more because the server had closed its kept-alive
+    /// connection before answering anything.
+    pub fn record_stale_retry(&mut self) {
+        self.counts.stale_retries += 1;
     }
 
     /// Records a finished request. Allocation-free: this is the hot path.
@@ -481,6 +584,7 @@ impl Recorder {
         c.first_ok += o.first_ok;
         c.final_ok += o.final_ok;
         c.attempts += o.attempts;
+        c.stale_retries += o.stale_retries;
         if let Some(theirs) = &other.whole {
             match &mut self.whole {
                 Some(mine) => mine.add(&**theirs).expect("histograms share bounds"),
@@ -613,16 +717,16 @@ impl Timeline {
 }
 
 /// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
-/// sparse. Used by the results file; `K` is how a key is written ([`KeyedWire`], or
-/// [`KeyedWireV3`] in files of format version 3).
+/// sparse. Used by the results file; `K` is how a key is written and `C` the counters' layout
+/// ([`KeyedWire`] and [`Counts`], or [`KeyedWireV3`] and [`CountsV3`] in files of version 3).
 #[derive(Serialize, Deserialize)]
-struct Wire<K = KeyedWire> {
+struct Wire<K = KeyedWire, C = Counts> {
     corrected: Vec<u8>,
     service: Vec<u8>,
     lag: Vec<u8>,
     phases: Vec<Vec<u8>>,
     by_class: Vec<Vec<u8>>,
-    counts: Counts,
+    counts: C,
     status: Vec<(u16, u64)>,
     examples: Vec<(u8, String)>,
     hit: Option<Vec<Vec<u8>>>,
@@ -840,10 +944,16 @@ mod tests {
     fn round_trips_through_postcard() {
         let mut r = Recorder::new();
         r.record(&sample(7, Outcome::Status(204)));
+        r.record(&sample(7, Outcome::Error(ErrorKind::Unreachable)));
+        r.record_stale_retry();
         r.set_example(ErrorKind::Tls, "bad cert".into());
+        r.set_example(ErrorKind::Unreachable, "Network is unreachable (os error 101)".into());
         let bytes = postcard::to_stdvec(&r).unwrap();
         let back: Recorder = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(back, r);
+        let mut sum = back.clone();
+        sum.add(&back);
+        assert_eq!((sum.counts.stale_retries, sum.counts.errors[ErrorKind::Unreachable as usize]), (2, 2));
     }
 
     #[test]

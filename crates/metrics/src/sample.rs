@@ -50,6 +50,8 @@ impl Phase {
 pub enum ErrorKind {
     /// The connection was refused (nothing listening).
     Refused,
+    /// No route to the network or the host (ENETUNREACH, EHOSTUNREACH).
+    Unreachable,
     /// TCP connect (or TLS handshake) did not finish within `--connect-timeout`.
     ConnectTimeout,
     /// The response did not complete within `--timeout`.
@@ -67,12 +69,13 @@ pub enum ErrorKind {
 }
 
 /// Number of [`ErrorKind`]s.
-pub const ERROR_KIND_COUNT: usize = 8;
+pub const ERROR_KIND_COUNT: usize = 9;
 
 impl ErrorKind {
     /// All kinds, in report order.
     pub const ALL: [ErrorKind; ERROR_KIND_COUNT] = [
         ErrorKind::Refused,
+        ErrorKind::Unreachable,
         ErrorKind::ConnectTimeout,
         ErrorKind::RequestTimeout,
         ErrorKind::Reset,
@@ -86,6 +89,7 @@ impl ErrorKind {
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::Refused => "refused",
+            ErrorKind::Unreachable => "unreachable",
             ErrorKind::ConnectTimeout => "connect_timeout",
             ErrorKind::RequestTimeout => "request_timeout",
             ErrorKind::Reset => "reset",

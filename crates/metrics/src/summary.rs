@@ -111,6 +111,10 @@ pub struct RequestCounts {
     pub unfinished: u64,
     /// New connections opened.
     pub connections: u64,
+    /// Requests sent once more on a new connection because the server had closed their
+    /// kept-alive one before answering anything; counted once above, latency from the first try.
+    #[serde(default)]
+    pub stale_retries: u64,
 }
 
 /// Durations of the run, seconds.
@@ -975,6 +979,7 @@ fn counts(total: &Recorder) -> RequestCounts {
         dropped: c.dropped,
         unfinished: c.sent.saturating_sub(c.completed),
         connections: c.connections,
+        stale_retries: c.stale_retries,
     }
 }
 

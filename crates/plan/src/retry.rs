@@ -38,7 +38,7 @@ impl FromStr for RetryOn {
         let mut on = RetryOn::default();
         for word in s.split(',').map(str::trim) {
             let bad = || {
-                format!("invalid --retry-on '{word}': expected a list of 4xx, 5xx, a status code (503), error (any transport error) or an error kind (timeout, reset, refused, connect_timeout, tls, protocol, dns)")
+                format!("invalid --retry-on '{word}': expected a list of 4xx, 5xx, a status code (503), error (any transport error) or an error kind (timeout, reset, refused, unreachable, connect_timeout, tls, protocol, dns)")
             };
             match word {
                 "4xx" => on.classes.push(4),

@@ -84,6 +84,7 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     put("ok", Cell::from(s.requests.ok));
     put("http_errors", Cell::from(s.requests.http_errors));
     put("errors", Cell::from(s.requests.errors));
+    put("stale_connection_retries", Cell::from(s.requests.stale_retries));
     put("rate_per_sec", Cell::from(s.rate_per_sec));
     put("throughput_per_sec", Cell::from(s.throughput_per_sec));
     put("success_ratio", Cell::from(s.success_ratio));

@@ -464,6 +464,9 @@ fn run_body(s: &RunSummary) -> String {
     if s.mode == "open" {
         items.insert(1, ("offered rate", rate_or_count(s.rate_per_sec, r.sent, rate), false));
     }
+    if r.stale_retries > 0 {
+        items.push(("stale connection retries", thousands(r.stale_retries), false));
+    }
     out.push_str(&figures(&items));
     // A run built on failure says so first, among the warnings.
     let failed = crate::study::failure_of(std::slice::from_ref(s))

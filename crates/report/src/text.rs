@@ -270,6 +270,9 @@ fn requests(s: &RunSummary) -> String {
         t.row([format!("  {a}"), x, format!("  {b}"), y]);
     }
     t.row(["  dropped".to_string(), r.dropped.to_string(), "  connections".into(), r.connections.to_string()]);
+    if r.stale_retries > 0 {
+        t.row(["  stale connection retries".to_string(), r.stale_retries.to_string(), String::new(), String::new()]);
+    }
     t.render(Paint { on: false })
 }
 

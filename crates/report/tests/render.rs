@@ -49,6 +49,21 @@ fn fixture_exercises_the_report() {
     assert!(s.warnings.len() >= 2, "{:?}", s.warnings);
 }
 
+#[test]
+fn stale_connection_retries_are_shown_when_there_were_any() {
+    let (_dir, _, mut s) = fixture();
+    let line = |text: &str| text.lines().find(|l| l.contains("stale connection retries")).map(str::to_string);
+    assert_eq!(line(&barrage_report::text(&s, false)), None);
+    s.requests.stale_retries = 7;
+    let text = line(&barrage_report::text(&s, false)).expect("a line in the text report");
+    assert_eq!(text.split_whitespace().collect::<Vec<_>>(), ["stale", "connection", "retries", "7"]);
+    let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    assert_eq!(json["requests"]["stale_retries"], 7);
+    assert!(barrage_report::html(&barrage_report::Page::Run(&s)).contains("stale connection retries"));
+    let sheet = format!("{:?}", barrage_report::summary_sheet(&s));
+    assert!(sheet.contains("stale_connection_retries"), "{sheet}");
+}
+
 fn schema() -> serde_json::Value {
     let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/summary.schema.json"));
     serde_json::from_str(text).expect("the schema is JSON")
