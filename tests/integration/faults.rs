@@ -1,6 +1,6 @@
 //! Targets that refuse, reset, stall or answer garbage: counted and classified, never a hang.
 
-use crate::util::{closed, errors_of, origin, plan, refused_url, run, Fault, FaultServer};
+use crate::util::{barrage, closed, errors_of, origin, plan, refused_url, run, Fault, FaultServer};
 use barrage_engine::{Load, Pacer};
 use barrage_server::ServeConfig;
 use std::time::{Duration, Instant};
@@ -12,6 +12,22 @@ fn refused_connections() {
     let s = run(p);
     assert_eq!(errors_of(&s, "refused"), 5, "{:?}", s.errors);
     assert!(s.errors[0].example.to_lowercase().contains("refused"), "{:?}", s.errors);
+}
+
+#[test]
+fn unreachable_networks_are_their_own_kind() {
+    // Linux refuses a TCP connect to the limited broadcast address with ENETUNREACH before
+    // sending anything, with or without a default route: the network is unreachable
+    // without a packet leaving the machine.
+    let url = "http://255.255.255.255:9/";
+    let mut p = plan(url, closed(1));
+    p.requests = Some(3);
+    let s = run(p);
+    assert_eq!(errors_of(&s, "unreachable"), 3, "{:?}", s.errors);
+    assert!(s.errors[0].example.contains("unreachable"), "{:?}", s.errors);
+    let out = barrage().args(["run", "-n", "1", url]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.trim_start().starts_with("unreachable")), "{text}");
 }
 
 #[test]

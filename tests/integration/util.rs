@@ -134,7 +134,7 @@ fn misbehave(fault: Fault, mut s: TcpStream) -> Option<TcpStream> {
 }
 
 /// SO_LINGER 0 makes close() send RST instead of FIN.
-fn set_linger_zero(s: &TcpStream) {
+pub fn set_linger_zero(s: &TcpStream) {
     use std::os::fd::AsRawFd;
     let linger = libc::linger { l_onoff: 1, l_linger: 0 };
     // SAFETY: a valid socket fd and a correctly sized option value.

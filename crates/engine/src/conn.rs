@@ -37,11 +37,21 @@ pub struct Failure {
     pub cause: Box<dyn std::error::Error + Send + Sync>,
     /// The connection ended before any of the request was written: safe to send again.
     pub unsent: bool,
+    /// Nothing of the response had arrived when the request failed.
+    pub unanswered: bool,
 }
 
 impl Failure {
     pub(crate) fn new(kind: ErrorKind, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Failure { kind, cause: cause.into(), unsent: false }
+        Failure { kind, cause: cause.into(), unsent: false, unanswered: false }
+    }
+
+    /// The server closed (or reset) the connection before answering anything: on a
+    /// kept-alive connection, the request may go once more on a new one if nothing of it
+    /// was written, or if sending it twice is harmless (`idempotent`), as browsers and
+    /// hyper's pool do.
+    pub fn stale(&self, idempotent: bool) -> bool {
+        self.kind == ErrorKind::Reset && (self.unsent || (idempotent && self.unanswered))
     }
 
     /// One line: the cause and its sources.
@@ -185,6 +195,7 @@ async fn resolve(ep: &Endpoint) -> Result<SocketAddr, Failure> {
 fn connect_failure(e: io::Error) -> Failure {
     let kind = match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,
         io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
         io::ErrorKind::ConnectionReset => ErrorKind::Reset,
         _ => ErrorKind::Other,
@@ -213,6 +224,7 @@ fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
                 | io::ErrorKind::ConnectionAborted
                 | io::ErrorKind::BrokenPipe
                 | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+                io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,
                 io::ErrorKind::InvalidData => ErrorKind::Tls,
                 _ => ErrorKind::Other,
             });
@@ -453,20 +465,20 @@ impl Conn {
         res.map_err(closed)?.map_err(classify)
     }
 
-    /// Sends a request; resolves when the response head has arrived.
+    /// Sends a request; resolves when the response head has arrived. A failure tells
+    /// whether any of the request went out and any of the response came in.
     pub async fn send(&mut self, req: http::Request<Body>) -> Result<http::Response<hyper::body::Incoming>, Failure> {
-        let written_before = self.clock.bytes_out();
+        let (written_before, read_before) = (self.clock.bytes_out(), self.clock.bytes_in());
         let Conn { sender, driver, alive, clock } = self;
         let res = match sender {
             Sender::H1(s) => drive(driver, alive, s.send_request(req)).await,
             Sender::H2(s) => drive(driver, alive, s.send_request(req)).await,
         };
-        res.map_err(|end| {
-            let mut f = closed(end);
+        res.map_err(closed).and_then(|r| r.map_err(classify)).map_err(|mut f| {
             f.unsent = clock.bytes_out() == written_before;
+            f.unanswered = clock.bytes_in() == read_before;
             f
-        })?
-        .map_err(classify)
+        })
     }
 
     /// Runs `fut` (reading a body) while driving the connection.
@@ -516,4 +528,45 @@ async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> Resu
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unreachable_networks_and_hosts_are_their_own_kind() {
+        let table = [
+            (io::Error::from(io::ErrorKind::NetworkUnreachable), ErrorKind::Unreachable),
+            (io::Error::from(io::ErrorKind::HostUnreachable), ErrorKind::Unreachable),
+            (io::Error::from_raw_os_error(libc::ENETUNREACH), ErrorKind::Unreachable),
+            (io::Error::from_raw_os_error(libc::EHOSTUNREACH), ErrorKind::Unreachable),
+            (io::Error::from_raw_os_error(libc::ECONNREFUSED), ErrorKind::Refused),
+            (io::Error::from_raw_os_error(libc::ETIMEDOUT), ErrorKind::ConnectTimeout),
+            (io::Error::from_raw_os_error(libc::EMFILE), ErrorKind::Other),
+        ];
+        for (e, kind) in table {
+            let text = e.to_string();
+            assert_eq!(connect_failure(e).kind, kind, "{text}");
+        }
+        assert_eq!(io_kind(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)), Some(ErrorKind::Unreachable));
+    }
+
+    #[test]
+    fn only_unanswered_closes_of_idempotent_requests_or_unsent_ones_are_stale() {
+        let closed = |unsent, unanswered, kind| Failure { unsent, unanswered, ..Failure::new(kind, "x") };
+        // (failure, idempotent, stale)
+        let table = [
+            (closed(false, true, ErrorKind::Reset), true, true),
+            (closed(false, true, ErrorKind::Reset), false, false),
+            (closed(true, true, ErrorKind::Reset), false, true),
+            (closed(true, true, ErrorKind::Protocol), true, false),
+            (closed(false, false, ErrorKind::Reset), true, false),
+            (closed(false, true, ErrorKind::Protocol), true, false),
+            (closed(false, true, ErrorKind::RequestTimeout), true, false),
+        ];
+        for (i, (f, idempotent, stale)) in table.into_iter().enumerate() {
+            assert_eq!(f.stale(idempotent), stale, "row {i}");
+        }
+    }
 }

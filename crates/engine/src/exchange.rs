@@ -285,16 +285,29 @@ impl Slot {
 
     async fn attempt(&mut self, w: &Worker, t: &Prepared, id: u64, phases: &mut Phases) -> Result<Done, Failure> {
         let fresh = self.connect_if_needed(w, t.endpoint, phases).await?;
+        let written_before = self.bytes_out();
         match self.exchange_on_conn(w, t, id, phases).await {
-            // A kept-alive connection the server closed while it was idle: nothing of the
-            // request went out, so it goes once more on a new connection, as browsers do.
-            Err(f) if f.unsent && !fresh => {
+            // A kept-alive connection the server had closed before answering anything (while
+            // idle, or on reading this request): the request goes once more on a new
+            // connection, as browsers and hyper's pool do, if nothing of it went out or its
+            // method is idempotent. Once only: the new connection is fresh. Counted, so it is
+            // never hidden; its latency runs from the first try.
+            Err(f) if !fresh && f.stale(t.method.is_idempotent()) => {
+                w.recorder.borrow_mut().record_stale_retry();
+                let written = self.bytes_out() - written_before;
                 self.conn = None;
                 self.connect_if_needed(w, t.endpoint, phases).await?;
-                self.exchange_on_conn(w, t, id, phases).await
+                let mut done = self.exchange_on_conn(w, t, id, phases).await?;
+                done.bytes_out += written;
+                Ok(done)
             }
             other => other,
         }
+    }
+
+    /// Bytes written so far on the slot's connection.
+    fn bytes_out(&self) -> u64 {
+        self.conn.as_ref().map_or(0, |(_, c)| c.clock.bytes_out())
     }
 
     async fn exchange_on_conn(
