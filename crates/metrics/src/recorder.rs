@@ -305,7 +305,12 @@ impl Serialize for RecorderV3 {
 impl<K, C> Wire<K, C> {
     /// The same recorder written another way: its keys, its counters, and the error kind
     /// index of each example (dropped when `example` says `None`).
-    fn map<J, D>(self, key: impl Fn(K) -> J, counts: impl FnOnce(C) -> D, example: impl Fn(u8) -> Option<u8>) -> Wire<J, D> {
+    fn map<J, D>(
+        self,
+        key: impl Fn(K) -> J,
+        counts: impl FnOnce(C) -> D,
+        example: impl Fn(u8) -> Option<u8>,
+    ) -> Wire<J, D> {
         let keys = |v: Vec<K>| v.into_iter().map(&key).collect();
         Wire {
             corrected: self.corrected,
