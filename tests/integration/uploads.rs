@@ -215,8 +215,9 @@ fn body_files_are_bounded() {
 }
 
 /// Runs barrage with `args` to its end, sampling the kernel's peak resident memory of the
-/// process (VmHWM) as it runs: the largest figure read, KiB, and the JSON report.
-fn peak_rss_of_run(args: &[&str]) -> (u64, serde_json::Value) {
+/// process (VmHWM) as it runs: the largest figure read, KiB, and the JSON report. The run
+/// must exit with `code`.
+fn peak_rss_of_run(args: &[&str], code: i32) -> (u64, serde_json::Value) {
     let mut child = barrage().args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak = 0;
@@ -229,7 +230,7 @@ fn peak_rss_of_run(args: &[&str]) -> (u64, serde_json::Value) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{args:?}");
+    assert_eq!(out.status.code(), Some(code), "{args:?}");
     (peak, serde_json::from_slice(&out.stdout).unwrap())
 }
 
@@ -250,7 +251,8 @@ fn large_bodies_are_shared_by_every_request_in_flight() {
         }
         let url = stalled.url();
         args.push(&url);
-        let (peak_kib, v) = peak_rss_of_run(&args);
+        // Every request times out, so the run is a failure (exit 3) by design.
+        let (peak_kib, v) = peak_rss_of_run(&args, 3);
         let r = &v["requests"];
         eprintln!("--body-unique {unique}: peak RSS {peak_kib} KiB, requests {r}");
         // Hundreds were sent and waited on the server together (256 in flight at most).
