@@ -236,10 +236,13 @@ pub struct ResultsWriter {
 }
 
 impl ResultsWriter {
-    /// Creates `path` and writes the magic, the version and the header, flushed.
+    /// Creates `path`, readable by its owner alone, and writes the magic, the version and
+    /// the header, flushed.
     pub fn create(path: &Path, header: &RunHeader) -> Result<Self, FileError> {
         let io_err = |source| FileError::Io { path: path.to_path_buf(), source };
-        let file = File::create(path).map_err(io_err)?;
+        // Private: it holds the run's URLs, error messages and `--at` commands (redacted,
+        // unless `--no-redact`), and the machine's process names.
+        let file = crate::secrets::create(path, true).map_err(io_err)?;
         let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new() };
         w.out.write_all(MAGIC).map_err(io_err)?;
         w.out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io_err)?;

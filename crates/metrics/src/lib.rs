@@ -30,6 +30,7 @@ pub mod file;
 pub mod gaps;
 pub mod recorder;
 pub mod sample;
+pub mod secrets;
 pub mod stats;
 pub mod summary;
 pub mod units;

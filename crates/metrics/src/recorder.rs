@@ -538,6 +538,15 @@ impl Recorder {
         self.examples[kind as usize].as_deref()
     }
 
+    /// The example messages as they may be written: an error may quote a URL.
+    pub fn redact_examples(&mut self, r: &crate::secrets::Redaction) {
+        for example in self.examples.iter_mut().flatten() {
+            if let std::borrow::Cow::Owned(shown) = r.text(example) {
+                *example = shown;
+            }
+        }
+    }
+
     /// Responses per status code, sparse, in code order. Code 0 means "outside 100..=599".
     pub fn status_counts(&self) -> BTreeMap<u16, u64> {
         self.status
@@ -959,6 +968,19 @@ mod tests {
         let mut sum = back.clone();
         sum.add(&back);
         assert_eq!((sum.counts.stale_retries, sum.counts.errors[ErrorKind::Unreachable as usize]), (2, 2));
+    }
+
+    #[test]
+    fn examples_are_written_without_the_secrets_they_quote() {
+        let mut r = Recorder::new();
+        r.set_example(ErrorKind::Other, "error sending request for url (http://u:S3CRET@h/?token=S3CRET)".into());
+        r.set_example(ErrorKind::Tls, "bad cert".into());
+        r.redact_examples(&crate::secrets::Redaction::default());
+        assert_eq!(
+            r.example(ErrorKind::Other),
+            Some("error sending request for url (http://u:<redacted>@h/?token=<redacted>)")
+        );
+        assert_eq!(r.example(ErrorKind::Tls), Some("bad cert"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::events::EventSummary;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
 use crate::sample::{CacheStatus, ErrorKind, Phase};
+use crate::secrets::Redaction;
 use crate::watch::{combine, HostSummary, HostTally, ProcKey, ProcSample, ProcessSummary, ProcessTally, WatchSample};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -368,6 +369,9 @@ pub struct RunSummary {
     pub settings: serde_json::Value,
     /// TLS verification was off.
     pub insecure: bool,
+    /// Written with `--no-redact`: URLs, settings and error examples may hold secrets
+    /// (otherwise they are redacted, here even for files written before redaction existed).
+    pub unredacted: bool,
     /// Stopped early by Ctrl-C.
     pub interrupted: bool,
     /// Request counts.
@@ -569,9 +573,11 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
 /// The name barrage's own samples are reported under.
 pub const GENERATOR: &str = "barrage";
 
-/// The events of every file, their offsets moved onto the earliest run's start.
+/// The events of every file, their offsets moved onto the earliest run's start, their
+/// commands and output redacted.
 fn events(readers: &[ResultsReader]) -> Vec<crate::watch::EventRecord> {
     let origin = readers.iter().map(|r| r.header().started_unix_ms).min().unwrap_or(0);
+    let redaction = redaction_of(readers);
     let mut out = Vec::new();
     for (file, r) in readers.iter().enumerate() {
         let late = r.header().started_unix_ms - origin;
@@ -579,10 +585,22 @@ fn events(readers: &[ResultsReader]) -> Vec<crate::watch::EventRecord> {
             e.offset_ms += late;
             // Keep the commands of different files apart.
             e.index += (file as u32) << 16;
+            e.redact(&redaction);
             e
         }));
     }
     out
+}
+
+/// How the summary of these files keeps secrets out: as their settings say (redacted unless
+/// every file was written with `--no-redact`). A file written by this barrage is redacted
+/// already; an older one, or one made by hand, is redacted here.
+fn redaction_of(readers: &[ResultsReader]) -> Redaction {
+    let each: Vec<Redaction> = readers
+        .iter()
+        .map(|r| Redaction::of_settings(&serde_json::from_str(&r.header().settings_json).unwrap_or_default()))
+        .collect();
+    Redaction::strictest(&each)
 }
 
 /// Per-process tallies over the run, in order of first appearance, barrage last.
@@ -892,6 +910,9 @@ fn build(
     intervals: Vec<IntervalRow>,
 ) -> RunSummary {
     let first = readers[0].header();
+    let redaction = redaction_of(readers);
+    let mut settings = serde_json::from_str(&first.settings_json).unwrap_or(serde_json::Value::Null);
+    redaction.json(&mut settings);
     let mut s = RunSummary {
         version: SUMMARY_VERSION,
         barrage_version: first.barrage_version.clone(),
@@ -903,12 +924,14 @@ fn build(
             Mode::Closed => "closed".into(),
         },
         urls: distinct(readers.iter().flat_map(|r| r.header().urls.iter())),
-        settings: serde_json::from_str(&first.settings_json).unwrap_or(serde_json::Value::Null),
+        settings,
         insecure: readers.iter().any(|r| r.header().insecure),
+        unredacted: !redaction.enabled,
         interrupted: readers.iter().any(|r| r.footer().is_some_and(|f| f.interrupted)),
         ..Default::default()
     };
     s.hosts = distinct(s.hosts.iter());
+    s.urls = s.urls.iter().map(|u| redaction.url(u).into_owned()).collect();
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
     let attack = s.duration.attack_s;
@@ -949,7 +972,7 @@ fn build(
         .map(|&k| ErrorStat {
             kind: k.name().into(),
             count: total.counts.errors[k as usize],
-            example: total.example(k).unwrap_or_default().to_string(),
+            example: redaction.text(total.example(k).unwrap_or_default()).into_owned(),
         })
         .collect();
     s.generator = generator(readers, &total, run, first.mode);
@@ -1166,6 +1189,12 @@ fn self_check(s: &RunSummary) -> Vec<String> {
     }
     if s.insecure {
         w.push("TLS certificate verification was off (--insecure)".into());
+    }
+    if s.unredacted {
+        w.push(
+            "secrets were not redacted (--no-redact): this report may hold credentials from request headers and URLs"
+                .into(),
+        );
     }
     w
 }

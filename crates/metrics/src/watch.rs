@@ -203,6 +203,20 @@ pub struct EventRecord {
     pub kind: EventKind,
 }
 
+impl EventRecord {
+    /// The command, its problem and its output as they may be shown: a command line or
+    /// what it printed may carry a credential (`curl -H 'Authorization: …'`).
+    pub fn redact(&mut self, r: &crate::secrets::Redaction) {
+        self.command = r.text(&self.command).into_owned();
+        if let EventKind::Ended { problem, output, .. } = &mut self.kind {
+            *output = r.text(output).into_owned();
+            if let Some(p) = problem {
+                *p = r.text(p).into_owned();
+            }
+        }
+    }
+}
+
 /// The two ends of an event.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum EventKind {

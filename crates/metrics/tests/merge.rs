@@ -249,3 +249,63 @@ fn steps_of_merged_runs_add_up() {
         assert_eq!(summarize(&paths).unwrap().steps[0].label, *want);
     }
 }
+
+/// A file as a barrage before redaction (or a hand) wrote it: a URL with a password and a
+/// token, an error example quoting it, an `--at` command with a header; `settings` its
+/// settings JSON.
+fn with_secrets(dir: &Path, name: &str, settings: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.brg"));
+    let url = "http://u:S3CRET@127.0.0.1:1/?token=S3CRET&x=1";
+    let header = RunHeader {
+        barrage_version: "old".into(),
+        started_unix_ms: START_MS,
+        host: "client-1".into(),
+        boot_id: String::new(),
+        mode: Mode::Closed,
+        urls: vec![url.into()],
+        settings_json: settings.into(),
+        steps: vec![StepInfo { label: "1 workers".into(), start_ms: 0 }],
+        threads: 1,
+        insecure: false,
+    };
+    let mut w = ResultsWriter::create(&path, &header).unwrap();
+    let mut rec = recorder(0, 10);
+    rec.record(&Sample { outcome: Outcome::Error(barrage_metrics::ErrorKind::Other), ..sample(500) });
+    rec.set_example(barrage_metrics::ErrorKind::Other, format!("error sending request for url ({url})"));
+    let interval =
+        IntervalRecord { index: 0, start_unix_ms: START_MS, length_ms: 1000, step: 0, recorder: rec, watch: None };
+    w.write_interval(&interval).unwrap();
+    let command = "curl -H 'Authorization: Bearer S3CRET' http://127.0.0.1:1/".to_string();
+    w.write_event(&barrage_metrics::EventRecord {
+        index: 0,
+        offset_ms: 100,
+        command,
+        kind: barrage_metrics::EventKind::Started,
+    })
+    .unwrap();
+    w.finish(&RunFooter { ended_unix_ms: START_MS + 1000, attack_us: 1_000_000, ..RunFooter::default() }).unwrap();
+    path
+}
+
+#[test]
+fn a_file_holding_secrets_is_reported_redacted_unless_every_file_says_no_redact() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = with_secrets(dir.path(), "old", r#"{"plan":{"targets":[{"url":"http://u:S3CRET@h/"}]}}"#);
+    let off = r#"{"redaction":{"enabled":false,"names":[]}}"#;
+    let unredacted = with_secrets(dir.path(), "unredacted", off);
+    let s = summarize(std::slice::from_ref(&old)).unwrap();
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(!json.contains("S3CRET"), "{json}");
+    assert_eq!(s.urls, ["http://u:<redacted>@127.0.0.1:1/?token=<redacted>&x=1"]);
+    assert_eq!(s.errors[0].example, "error sending request for url (http://u:<redacted>@127.0.0.1:1/?token=<redacted>&x=1)");
+    assert_eq!(s.events[0].command, "curl -H 'Authorization: Bearer <redacted>' http://127.0.0.1:1/");
+    assert_eq!(s.settings["plan"]["targets"][0]["url"], "http://u:<redacted>@h/");
+    assert!(!s.unredacted && !s.warnings.iter().any(|w| w.contains("--no-redact")));
+    // Written with --no-redact: shown as written, and said so.
+    let s = summarize(std::slice::from_ref(&unredacted)).unwrap();
+    assert!(s.unredacted && s.urls[0].contains("S3CRET") && s.events[0].command.contains("S3CRET"));
+    assert!(s.warnings.iter().any(|w| w.starts_with("secrets were not redacted (--no-redact)")), "{:?}", s.warnings);
+    // Merged with a redacted file: redacted.
+    let s = summarize(&[unredacted, old]).unwrap();
+    assert!(!s.unredacted && !serde_json::to_string(&s).unwrap().contains("S3CRET"));
+}

@@ -1,0 +1,500 @@
+//! Secrets kept out of everything barrage writes and prints. [`Redaction`] is the one place
+//! that takes them out of header values, URLs, `run` flags and free text (error messages,
+//! `--at` commands); [`create`] and [`write`] the one way a file that may hold request data
+//! is kept from other users. The requests sent are never touched: redaction applies to the
+//! copies made for output, where the run's descriptive data is built (the results file's
+//! header and examples, the request log's URLs, the summary every report renders from, an
+//! experiment's manifest and listing, the live views' run info, error messages).
+//!
+//! # What is secret
+//! - a header whose name contains one of [`SECRET_WORDS`] (ASCII case ignored):
+//!   `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-Api-Key`,
+//!   `X-Auth-Token`, `X-Session-Id`…; and a name `--redact-header` adds (exactly);
+//! - a query (or fragment) parameter named likewise: `?token=`, `?api_key=`, `?sessionid=`;
+//! - the password of a URL's user info (`user:password@`; the user name stays).
+//!
+//! The value becomes [`REDACTED`] and the name stays, so a reader still knows what was sent.
+//! A value that starts with a registered HTTP authentication scheme keeps that word
+//! (`Bearer <redacted>`, `Basic <redacted>`): the scheme says how requests authenticated,
+//! which changes the server's work per request, and it is a fixed word of the IANA registry,
+//! never part of a credential. Any other first word goes with the rest.
+//!
+//! ```
+//! use barrage_metrics::secrets::Redaction;
+//!
+//! let r = Redaction::default();
+//! assert_eq!(r.header_value("Authorization", "Bearer abc"), "Bearer <redacted>");
+//! assert_eq!(r.header_value("Accept", "text/html"), "text/html");
+//! assert_eq!(r.url("http://u:pw@host/a?token=x&page=2"), "http://u:<redacted>@host/a?token=<redacted>&page=2");
+//! assert_eq!(Redaction::off().url("http://u:pw@host/"), "http://u:pw@host/");
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// What a secret value is replaced with.
+pub const REDACTED: &str = "<redacted>";
+
+/// A header or parameter whose name contains one of these words (ASCII case ignored) has a
+/// secret value. `auth` covers `Authorization` and `Proxy-Authorization`; `cookie` covers
+/// `Cookie` and `Set-Cookie`.
+pub const SECRET_WORDS: [&str; 10] =
+    ["auth", "cookie", "token", "secret", "key", "password", "passwd", "session", "credential", "signature"];
+
+/// Authentication schemes of the IANA registry (and two common others) kept in front of a
+/// redacted credential.
+const AUTH_SCHEMES: [&str; 16] = [
+    "Basic",
+    "Bearer",
+    "Concealed",
+    "Digest",
+    "DPoP",
+    "GNAP",
+    "HOBA",
+    "Mutual",
+    "Negotiate",
+    "OAuth",
+    "PrivateToken",
+    "SCRAM-SHA-1",
+    "SCRAM-SHA-256",
+    "vapid",
+    "AWS4-HMAC-SHA256",
+    "NTLM",
+];
+
+/// How secrets are kept out of a run's outputs: on by default; `--no-redact` turns it off,
+/// `--redact-header NAME` adds names. Recorded in the results file's settings, so a report
+/// of the file knows (and says) whether it may hold secrets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Redaction {
+    /// Whether secrets are redacted (`false`: `--no-redact`).
+    pub enabled: bool,
+    /// Header and parameter names redacted besides those with [`SECRET_WORDS`], lowercase.
+    pub names: Vec<String>,
+}
+
+impl Default for Redaction {
+    fn default() -> Self {
+        Redaction { enabled: true, names: Vec::new() }
+    }
+}
+
+impl Redaction {
+    /// Redaction by the built-in rules and these extra names.
+    pub fn with_names<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Redaction {
+        let names = names.into_iter().map(|n| n.as_ref().trim().to_ascii_lowercase()).collect();
+        Redaction { enabled: true, names }
+    }
+
+    /// No redaction (`--no-redact`): outputs hold secrets as given.
+    pub fn off() -> Redaction {
+        Redaction { enabled: false, names: Vec::new() }
+    }
+
+    /// The policy of several runs shown as one (merged files): redacted unless every one
+    /// was written without, with every run's extra names.
+    pub fn strictest<'a>(all: impl IntoIterator<Item = &'a Redaction>) -> Redaction {
+        let mut all = all.into_iter().peekable();
+        if all.peek().is_none() {
+            return Redaction::default();
+        }
+        let mut merged = Redaction::off();
+        for r in all.filter(|r| r.enabled) {
+            merged.enabled = true;
+            for n in &r.names {
+                if !merged.names.contains(n) {
+                    merged.names.push(n.clone());
+                }
+            }
+        }
+        merged
+    }
+
+    /// The policy a run's settings JSON records under `redaction`; the default (on) when
+    /// it records none, as files written before redaction existed.
+    pub fn of_settings(settings: &serde_json::Value) -> Redaction {
+        settings.get("redaction").and_then(|r| serde_json::from_value(r.clone()).ok()).unwrap_or_default()
+    }
+
+    /// Whether a header or query parameter of this name has a secret value.
+    pub fn is_secret(&self, name: &str) -> bool {
+        let name = name.trim();
+        SECRET_WORDS.iter().any(|w| contains_ignore_case(name, w))
+            || self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+    }
+
+    /// A header's value as it may be shown.
+    pub fn header_value<'a>(&self, name: &str, value: &'a str) -> Cow<'a, str> {
+        if !self.enabled || value.trim().is_empty() || !self.is_secret(name) {
+            return Cow::Borrowed(value);
+        }
+        let scheme = value.trim_start().split_once(' ').map(|(s, _)| s);
+        match scheme.filter(|s| AUTH_SCHEMES.iter().any(|a| a.eq_ignore_ascii_case(s))) {
+            Some(scheme) => Cow::Owned(format!("{scheme} {REDACTED}")),
+            None => Cow::Owned(REDACTED.into()),
+        }
+    }
+
+    /// A `Name: value` header line as it may be shown; a line without `:` as it is.
+    pub fn header_line<'a>(&self, line: &'a str) -> Cow<'a, str> {
+        let Some((name, value)) = line.split_once(':') else { return Cow::Borrowed(line) };
+        let rest = value.trim_start();
+        match self.header_value(name, rest) {
+            Cow::Borrowed(_) => Cow::Borrowed(line),
+            Cow::Owned(v) => Cow::Owned(format!("{name}:{}{v}", &value[..value.len() - rest.len()])),
+        }
+    }
+
+    /// A URL as it may be shown: the user info's password and secret query (and fragment)
+    /// parameters redacted; the rest as written.
+    pub fn url<'a>(&self, url: &'a str) -> Cow<'a, str> {
+        if !self.enabled {
+            return Cow::Borrowed(url);
+        }
+        let after_scheme = url.find("://").map_or(0, |i| i + 3);
+        let authority_end = match after_scheme {
+            0 => 0,
+            a => url[a..].find(['/', '?', '#']).map_or(url.len(), |i| i + a),
+        };
+        let mut out = String::with_capacity(url.len() + REDACTED.len());
+        out.push_str(&url[..after_scheme]);
+        let authority = &url[after_scheme..authority_end];
+        match authority.rsplit_once('@').and_then(|(info, host)| Some((info.split_once(':')?, host))) {
+            Some(((user, password), host)) if !password.is_empty() => {
+                out.extend([user, ":", REDACTED, "@", host]);
+            }
+            _ => out.push_str(authority),
+        }
+        let rest = &url[authority_end..];
+        let (before_fragment, fragment) = rest.split_once('#').map_or((rest, None), |(b, f)| (b, Some(f)));
+        match before_fragment.split_once('?') {
+            Some((path, query)) => {
+                out.extend([path, "?"]);
+                self.params(query, &mut out);
+            }
+            None => out.push_str(before_fragment),
+        }
+        if let Some(fragment) = fragment {
+            out.push('#');
+            self.params(fragment, &mut out);
+        }
+        if out == url {
+            Cow::Borrowed(url)
+        } else {
+            Cow::Owned(out)
+        }
+    }
+
+    /// `a=1&token=x` with secret parameters' values redacted, onto `out`.
+    fn params(&self, query: &str, out: &mut String) {
+        for (i, param) in query.split('&').enumerate() {
+            if i > 0 {
+                out.push('&');
+            }
+            match param.split_once('=') {
+                Some((name, value)) if !value.is_empty() && self.is_secret(name) => out.extend([name, "=", REDACTED]),
+                _ => out.push_str(param),
+            }
+        }
+    }
+
+    /// Free text (an error message, a command line, a command's output) as it may be shown:
+    /// every URL in it as [`Redaction::url`] shows it, and every `Name: value` header whose
+    /// name starts a line or follows a space or a quote as [`Redaction::header_value`] shows
+    /// it (the value runs to the closing quote, or to the end of the line).
+    pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.enabled {
+            return Cow::Borrowed(text);
+        }
+        match self.urls_in(text) {
+            Cow::Borrowed(_) => self.headers_in(text),
+            Cow::Owned(urls) => Cow::Owned(self.headers_in(&urls).into_owned()),
+        }
+    }
+
+    /// `run` flags (an experiment case's) as they may be shown: a header flag's value as a
+    /// header line, anything else as text (URLs).
+    pub fn args(&self, args: &[String]) -> Vec<String> {
+        let mut header_next = false;
+        args.iter()
+            .map(|a| {
+                let shown = if header_next {
+                    self.header_line(a).into_owned()
+                } else if let Some(h) = a.strip_prefix("--header=") {
+                    format!("--header={}", self.header_line(h))
+                } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
+                    format!("-H{}", self.header_line(h))
+                } else {
+                    self.text(a).into_owned()
+                };
+                header_next = a == "-H" || a == "--header";
+                shown
+            })
+            .collect()
+    }
+
+    /// Every string in `value` as [`Redaction::text`] shows it.
+    pub fn json(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(t) = self.text(s) {
+                    *s = t;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.json(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.json(v)),
+            _ => {}
+        }
+    }
+
+    /// Each `scheme://…` in `text` through [`Redaction::url`]; a URL ends at white space,
+    /// a control character, a quote or an angle bracket, without the punctuation of the
+    /// sentence around it (`(URL):`).
+    fn urls_in<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let bytes = text.as_bytes();
+        let mut out = String::new();
+        let (mut copied, mut from) = (0, 0);
+        while let Some(at) = text[from..].find("://").map(|i| i + from) {
+            let mut start = at;
+            while start > copied && (bytes[start - 1].is_ascii_alphanumeric() || b"+-.".contains(&bytes[start - 1])) {
+                start -= 1;
+            }
+            let end = text[at..]
+                .find(|c: char| c.is_whitespace() || c.is_control() || "\"'`<>".contains(c))
+                .map_or(text.len(), |i| i + at);
+            let end = at + text[at..end].trim_end_matches([')', ']', ',', '.', ';', ':']).len();
+            from = end.max(at + 3);
+            if start == at {
+                continue;
+            }
+            if let Cow::Owned(url) = self.url(&text[start..end]) {
+                out.push_str(&text[copied..start]);
+                out.push_str(&url);
+                copied = end;
+            }
+        }
+        if copied == 0 {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+
+    /// Each secret `Name: value` in `text` through [`Redaction::header_value`].
+    fn headers_in<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let bytes = text.as_bytes();
+        let token = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        let mut out = String::new();
+        let (mut copied, mut i) = (0, 0);
+        while i < bytes.len() {
+            let before = (i > 0).then(|| bytes[i - 1]);
+            let starts = before.is_none_or(|b| b.is_ascii_whitespace() || b == b'\'' || b == b'"');
+            if !starts || !token(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let name_end = (i..bytes.len()).find(|&j| !token(bytes[j])).unwrap_or(bytes.len());
+            let is_header = text[name_end..].starts_with(": ") || text[name_end..].starts_with(":\t");
+            if !is_header || !self.is_secret(&text[i..name_end]) {
+                i = name_end.max(i + 1);
+                continue;
+            }
+            let value_start = name_end + 1 + (text[name_end + 1..].len() - text[name_end + 1..].trim_start().len());
+            let value_end = match before {
+                Some(q @ (b'\'' | b'"')) => text[value_start..].find(q as char),
+                _ => text[value_start..].find(['\n', '\r']),
+            }
+            .map_or(text.len(), |j| j + value_start);
+            let name = &text[i..name_end];
+            if let Cow::Owned(v) = self.header_value(name, &text[value_start..value_end]) {
+                out.push_str(&text[copied..value_start]);
+                out.push_str(&v);
+                copied = value_end;
+            }
+            i = value_end.max(i + 1);
+        }
+        if copied == 0 {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+}
+
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// Creates (or truncates) a file barrage writes. A `private` one (it may hold request data
+/// or secrets) is the user's alone, 0600, even when it existed before with a wider mode;
+/// any other is created 0644 (as the umask allows) and an existing one keeps its mode. Only
+/// a regular file's mode is changed: `-o /dev/null` or a FIFO is written as it is.
+pub fn create(path: &Path, private: bool) -> io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(if private { 0o600 } else { 0o644 })
+        .open(path)?;
+    if private && file.metadata()?.is_file() {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
+/// Writes `contents` to a file made by [`create`].
+pub fn write(path: &Path, contents: impl AsRef<[u8]>, private: bool) -> io::Result<()> {
+    create(path, private)?.write_all(contents.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_named_as_secrets_lose_their_values() {
+        let r = Redaction::with_names(["X-Custom"]);
+        for (name, value, shown) in [
+            ("Authorization", "Bearer S3CRET", "Bearer <redacted>"),
+            ("authorization", "basic dXNlcjpwdw==", "basic <redacted>"),
+            ("Authorization", "S3CRET", "<redacted>"),
+            ("Authorization", "S3CRET more", "<redacted>"),
+            ("Proxy-Authorization", "Digest username=\"u\", response=\"x\"", "Digest <redacted>"),
+            ("Cookie", "sid=S3CRET; theme=dark", "<redacted>"),
+            ("Set-Cookie", "sid=S3CRET", "<redacted>"),
+            ("X-Api-Key", "S3CRET", "<redacted>"),
+            ("X-AUTH-TOKEN", "S3CRET", "<redacted>"),
+            ("X-Session-Id", "S3CRET", "<redacted>"),
+            ("X-Client-Secret", "S3CRET", "<redacted>"),
+            ("X-Password", "S3CRET", "<redacted>"),
+            ("x-custom", "S3CRET", "<redacted>"),
+            ("Accept", "text/html", "text/html"),
+            ("X-Customer", "42", "42"),
+            ("Authorization", "", ""),
+        ] {
+            assert_eq!(r.header_value(name, value), shown, "{name}: {value}");
+        }
+        assert_eq!(r.header_line("Cookie:  sid=1"), "Cookie:  <redacted>");
+        assert_eq!(r.header_line("Accept: */*"), "Accept: */*");
+        assert_eq!(r.header_line("no colon"), "no colon");
+        assert_eq!(Redaction::off().header_value("Authorization", "Bearer x"), "Bearer x");
+    }
+
+    #[test]
+    fn urls_keep_all_but_passwords_and_secret_parameters() {
+        let r = Redaction::with_names(["sig"]);
+        for (url, shown) in [
+            (
+                "http://user:S3CRET@127.0.0.1:8080/path?token=S3CRET&x=1",
+                "http://user:<redacted>@127.0.0.1:8080/path?token=<redacted>&x=1",
+            ),
+            (
+                "https://host/a?api_key=S3CRET&Session=S3CRET&page=2",
+                "https://host/a?api_key=<redacted>&Session=<redacted>&page=2",
+            ),
+            ("https://host/cb#access_token=S3CRET&state=1", "https://host/cb#access_token=<redacted>&state=1"),
+            ("http://host/p?sig=S3CRET&token=", "http://host/p?sig=<redacted>&token="),
+            ("http://user@host/", "http://user@host/"),
+            ("http://user:@host/", "http://user:@host/"),
+            ("http://host/obj/{id}?v=1", "http://host/obj/{id}?v=1"),
+            ("http://host/users/@me?flag", "http://host/users/@me?flag"),
+            ("/path?password=S3CRET", "/path?password=<redacted>"),
+        ] {
+            assert_eq!(r.url(url), shown, "{url}");
+        }
+        let shown = r.url("http://u:S3CRET@h/?token=S3CRET").into_owned();
+        assert_eq!(r.url(&shown), shown, "redacting twice changes nothing");
+    }
+
+    #[test]
+    fn free_text_loses_urls_and_header_values() {
+        let r = Redaction::default();
+        for (text, shown) in [
+            (
+                "error sending request for url (http://u:S3CRET@h:1/?token=S3CRET): connection refused",
+                "error sending request for url (http://u:<redacted>@h:1/?token=<redacted>): connection refused",
+            ),
+            ("invalid URL 'http://u:S3CRET@/x': no host", "invalid URL 'http://u:<redacted>@/x': no host"),
+            (
+                "invalid value 'X-Api-Key: S3CRET\u{1}' for '--header <'NAME: VALUE'>': bad value",
+                "invalid value 'X-Api-Key: <redacted>' for '--header <'NAME: VALUE'>': bad value",
+            ),
+            ("> Authorization: Bearer S3CRET\n< HTTP/1.1 200", "> Authorization: Bearer <redacted>\n< HTTP/1.1 200"),
+            ("curl -H \"Cookie: a=S3CRET\" x", "curl -H \"Cookie: <redacted>\" x"),
+            ("Authorization: S3CRET", "Authorization: <redacted>"),
+            ("connecting to host:443 took longer than 2s", "connecting to host:443 took longer than 2s"),
+            ("x-api-key:no-space stays (not a header line)", "x-api-key:no-space stays (not a header line)"),
+        ] {
+            assert_eq!(r.text(text), shown, "{text}");
+        }
+        assert!(matches!(r.text("plain words"), Cow::Borrowed(_)));
+        assert_eq!(Redaction::off().text("http://u:p@h/"), "http://u:p@h/");
+    }
+
+    #[test]
+    fn flags_lose_header_values_and_url_secrets() {
+        let r = Redaction::default();
+        let flags = [
+            "--header",
+            "Authorization: Bearer S3CRET",
+            "-H",
+            "Accept: */*",
+            "--header=Cookie: S3CRET",
+            "-HX-Api-Key: S3CRET",
+            "--rate",
+            "10",
+            "http://u:S3CRET@h/?token=S3CRET",
+        ]
+        .map(String::from);
+        assert_eq!(
+            r.args(&flags),
+            [
+                "--header",
+                "Authorization: Bearer <redacted>",
+                "-H",
+                "Accept: */*",
+                "--header=Cookie: <redacted>",
+                "-HX-Api-Key: <redacted>",
+                "--rate",
+                "10",
+                "http://u:<redacted>@h/?token=<redacted>",
+            ]
+        );
+    }
+
+    #[test]
+    fn merged_runs_are_redacted_unless_none_was() {
+        let (on, off, named) = (Redaction::default(), Redaction::off(), Redaction::with_names(["X-A"]));
+        assert_eq!(Redaction::strictest([&off, &off]), off);
+        assert_eq!(Redaction::strictest([&off, &named]), named);
+        assert_eq!(Redaction::strictest([&on, &named]), named);
+        assert_eq!(Redaction::strictest([]), on);
+        let settings = serde_json::json!({ "redaction": { "enabled": false, "names": [] } });
+        assert_eq!(Redaction::of_settings(&settings), off);
+        assert_eq!(Redaction::of_settings(&serde_json::json!({})), on, "older files: redacted when shown");
+    }
+
+    #[test]
+    fn private_files_are_the_users_alone_even_when_they_existed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write(&p, b"new", true).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&p), std::fs::read(&p).unwrap()), (0o600, b"new".to_vec()));
+        let shared = dir.path().join("g");
+        write(&shared, b"x", false).unwrap();
+        assert_eq!(mode(&shared) & 0o600, 0o600);
+        assert_eq!(mode(&shared) & 0o133, 0, "never more than 0644");
+        write(Path::new("/dev/null"), b"x", true).unwrap();
+        assert_eq!(mode(Path::new("/dev/null")), 0o666, "a device keeps its mode");
+    }
+}
