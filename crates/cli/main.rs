@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     let result = dispatch(cli.command);
     if let Some(code) = signals::exit_code() {
         if let Err(e) = &result {
-            eprintln!("barrage: error: {e:#}");
+            say(&format!("error: {e:#}"));
         }
         return ExitCode::from(code);
     }
@@ -45,15 +45,22 @@ fn main() -> ExitCode {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
         Ok(Outcome::NotAResult(why)) => {
-            eprintln!("barrage: FAILED: {why}");
+            say(&format!("FAILED: {why}"));
             ExitCode::from(NOT_A_RESULT)
         }
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("barrage: error: {e:#}");
+            say(&format!("error: {e:#}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// Prints barrage's last word on stderr, secrets redacted by the built-in rules whatever
+/// `--no-redact` says: an error may quote a URL or a header as given, and stderr ends up
+/// in CI logs.
+fn say(line: &str) {
+    eprintln!("barrage: {}", barrage_metrics::secrets::Redaction::default().text(line));
 }
 
 /// Commands that send load get the signal handler; `serve` and the testbed's own commands
@@ -99,7 +106,7 @@ fn usage(e: clap::Error) -> ExitCode {
         .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
         .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
         .collect();
-    eprintln!("barrage: {} (see --help)", message.join(" "));
+    say(&format!("{} (see --help)", message.join(" ")));
     ExitCode::from(2)
 }
 

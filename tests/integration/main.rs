@@ -14,6 +14,7 @@ mod pick;
 mod reqlog;
 mod request;
 mod retries;
+mod secrets;
 mod signals;
 mod studies;
 mod testbed;

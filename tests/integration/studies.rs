@@ -85,6 +85,7 @@ fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
             phases: vec!["fill".into(), "measure".into()],
             flags: Vec::new(),
             background: None,
+            redaction: Default::default(),
         })
         .collect();
     let url = format!("{}/obj/{{id}}", server.url());

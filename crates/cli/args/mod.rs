@@ -541,6 +541,15 @@ pub struct OutputArgs {
     /// Also write the latency intervals as an HdrHistogram interval log.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub hdr_log: Option<PathBuf>,
+    /// Also redact the value of this header, and of a query parameter of this name, in
+    /// every output (repeatable); Authorization, Cookie and names with token, secret, key,
+    /// password or session always are.
+    #[arg(long = "redact-header", value_name = "NAME", help_heading = "Output")]
+    pub redact_headers: Vec<String>,
+    /// Write header values and URL credentials as given, not redacted, whatever
+    /// --redact-header says (the report says so; its files are their owner's alone).
+    #[arg(long, help_heading = "Output")]
+    pub no_redact: bool,
 }
 
 /// Live views while the load runs (heading: Output).

@@ -56,7 +56,7 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     let report = Report::Capacity(&report);
     emit(&report, &run.emit)?;
     let junit = run.gates.junit.as_deref();
-    gates(&report.slo_results(), run.emit.format, junit, "barrage capacity", report.duration_s())?;
+    gates(&report.slo_results(), run.emit.format, junit, "barrage capacity", report.duration_s(), report.unredacted())?;
     // Probes above the capacity may collapse: that is the finding. Without a capacity, it
     // depends on the lowest probe: built on failure, nothing was measured at all.
     Ok(match no_rate {

@@ -77,7 +77,8 @@ fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
         Format::Csv => sheets.iter().try_for_each(|s| print(&barrage_report::to_csv(s)))?,
         _ => {}
     }
-    super::emit::sheets(&sheets, &a.emit)?;
+    // A comparison's tables hold figures and file names, never request data.
+    super::emit::sheets(&sheets, &a.emit, false)?;
     Ok(not_a_result(&failures, compared, "compared run").unwrap_or(if failed { Outcome::Failed } else { Outcome::Ok }))
 }
 

@@ -26,28 +26,35 @@ pub fn emit(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `--html`, `--xlsx` and `--csv-dir`.
+/// Writes `--html`, `--xlsx` and `--csv-dir`: readable by others as usual, or by their
+/// owner alone when the report was not redacted (`--no-redact`).
 pub fn files(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
+    let private = report.unredacted();
     if let Some(path) = &e.html {
-        std::fs::write(path, report.html()).with_context(|| format!("--html {}", path.display()))?;
+        write(path, report.html(), private).with_context(|| format!("--html {}", path.display()))?;
     }
-    sheets(&report.sheets(), e)
+    sheets(&report.sheets(), e, private)
 }
 
-/// Writes `--xlsx` and `--csv-dir` of these tables.
-pub fn sheets(sheets: &[barrage_report::Sheet], e: &EmitArgs) -> anyhow::Result<()> {
+/// Writes `--xlsx` and `--csv-dir` of these tables, for their owner alone when `private`.
+pub fn sheets(sheets: &[barrage_report::Sheet], e: &EmitArgs, private: bool) -> anyhow::Result<()> {
     if let Some(path) = &e.xlsx {
-        barrage_report::write_xlsx(path, sheets)?;
+        barrage_report::write_xlsx(path, sheets, private)?;
     }
     if let Some(dir) = &e.csv_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("--csv-dir {}", dir.display()))?;
         for sheet in sheets {
             let path = dir.join(format!("{}.csv", sheet.name));
-            std::fs::write(&path, barrage_report::to_csv(sheet))
+            write(&path, barrage_report::to_csv(sheet), private)
                 .with_context(|| format!("--csv-dir {}", path.display()))?;
         }
     }
     Ok(())
+}
+
+/// Writes a report's file: 0644, or 0600 when `private` ([`barrage_metrics::secrets::create`]).
+pub fn write(path: &Path, contents: impl AsRef<[u8]>, private: bool) -> std::io::Result<()> {
+    barrage_metrics::secrets::write(path, contents, private)
 }
 
 /// A partial table or a failed row is said on stderr too when stdout carries data.
@@ -61,14 +68,16 @@ fn warn_partial(report: &Report, format: Format) {
     }
 }
 
-/// Prints the SLO verdicts (on stderr when stdout carries data) and writes `junit`; false
-/// when any objective was missed.
+/// Prints the SLO verdicts (on stderr when stdout carries data) and writes `junit` (for its
+/// owner alone when `private`: the suite of a run not redacted names its URLs); false when
+/// any objective was missed.
 pub fn gates(
     results: &[SloResult],
     format: Format,
     junit: Option<&Path>,
     suite: &str,
     time_s: f64,
+    private: bool,
 ) -> anyhow::Result<bool> {
     if results.is_empty() {
         return Ok(true);
@@ -80,7 +89,7 @@ pub fn gates(
         eprint!("{lines}");
     }
     if let Some(path) = junit {
-        std::fs::write(path, barrage_report::junit(suite, results, time_s))
+        write(path, barrage_report::junit(suite, results, time_s), private)
             .with_context(|| format!("--junit {}", path.display()))?;
     }
     Ok(results.iter().all(|r| r.pass))

@@ -73,7 +73,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     };
     let report = Report::Experiment(&report);
     // The tables and the page go beside the results, whatever the flags say.
-    std::fs::write(path.join("summary.txt"), report.text(false))?;
+    super::emit::write(&path.join("summary.txt"), report.text(false), report.unredacted())?;
     let beside = EmitArgs {
         format: Format::Text,
         html: Some(path.join("report.html")),
@@ -83,7 +83,14 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     files(&report, &beside)?;
     emit(&report, &a.emit)?;
     let suite = format!("barrage experiment {}", e.name);
-    let passed = gates(&report.slo_results(), a.emit.format, a.junit.as_deref(), &suite, report.duration_s())?;
+    let passed = gates(
+        &report.slo_results(),
+        a.emit.format,
+        a.junit.as_deref(),
+        &suite,
+        report.duration_s(),
+        report.unredacted(),
+    )?;
     let rows = report.table().map_or(0, |t| t.rows.len());
     Ok(outcome(&report, rows, "case", passed))
 }
@@ -110,15 +117,17 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
         },
         ..Default::default()
     };
-    let spec = CaseSpec {
+    let mut spec = CaseSpec {
         id: case.id.clone(),
         levels: case.levels.clone(),
         testbed,
         phases: c.phases,
         flags: c.flags,
         background: c.background,
+        redaction: Default::default(),
     };
-    build(&spec, &stand_in).map_err(|m| at(&m))?;
+    // The case's flags are shown (listing, manifest) as its own runs redact.
+    spec.redaction = build(&spec, &stand_in).map_err(|m| at(&m))?.main.redaction;
     Ok(spec)
 }
 

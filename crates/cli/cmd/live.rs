@@ -91,10 +91,26 @@ fn info(job: &Job, label: Option<String>) -> RunInfo {
     };
     RunInfo {
         label,
-        urls: plan.targets.iter().map(|t| t.url.to_string()).collect(),
+        urls: plan.targets.iter().map(|t| job.redaction.url(&t.url.to_string()).into_owned()).collect(),
         target_rate,
         concurrency,
         total: plan.attack_limit(),
         requests: plan.requests,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use barrage_engine::{Load, Plan, Target};
+    use barrage_study::Job;
+
+    /// The TUI's header and every view show the URLs as the run's outputs do.
+    #[test]
+    fn the_live_views_show_urls_redacted() {
+        let t = Target::new(http::Method::GET, "http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1").unwrap();
+        let mut job = Job::new(Plan::new(vec![t], Load::Closed { concurrency: 1, think_time: Default::default() }));
+        assert_eq!(super::info(&job, None).urls, ["http://u:<redacted>@127.0.0.1/?token=<redacted>&x=1"]);
+        job.redaction = barrage_metrics::secrets::Redaction::off();
+        assert_eq!(super::info(&job, None).urls, ["http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1"]);
     }
 }

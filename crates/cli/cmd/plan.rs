@@ -19,7 +19,18 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
     job.output = a.output.output.clone();
     job.log = a.output.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: a.output.log_sample });
     job.hdr_log = a.output.hdr_log.clone();
+    job.redaction = redaction(&a.output);
     Ok(job)
+}
+
+/// How `--no-redact` and `--redact-header` keep secrets out of the run's outputs.
+pub fn redaction(o: &crate::args::OutputArgs) -> barrage_metrics::secrets::Redaction {
+    use barrage_metrics::secrets::Redaction;
+    if o.no_redact {
+        Redaction::off()
+    } else {
+        Redaction::with_names(&o.redact_headers)
+    }
 }
 
 /// Builds and validates the plan from the flags.

@@ -41,7 +41,7 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
         let junit = a.gates.junit.as_deref().map(|j| per(j, phase));
         let suite = format!("barrage run {}", row.runs[0].urls.join(" "));
         let time = row.runs[0].duration.total_s;
-        passed &= gates(&row.slos, a.emit.format, junit.as_deref(), &suite, time)?;
+        passed &= gates(&row.slos, a.emit.format, junit.as_deref(), &suite, time, row.runs[0].unredacted)?;
         if i + 1 < table.rows.len() && a.emit.format == Format::Text {
             println!();
         }

@@ -49,8 +49,14 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
             eprintln!("{line}");
         }
     }
-    let passed =
-        gates(&report.slo_results(), a.emit.format, a.gates.junit.as_deref(), "barrage sweep", report.duration_s())?;
+    let passed = gates(
+        &report.slo_results(),
+        a.emit.format,
+        a.gates.junit.as_deref(),
+        "barrage sweep",
+        report.duration_s(),
+        report.unredacted(),
+    )?;
     Ok(outcome(&report, table.rows.len(), "run", passed))
 }
 

@@ -37,14 +37,15 @@ pub struct Prepared {
     template: Option<IdTemplate>,
     /// The name, for the request log.
     name: Option<String>,
-    /// The URL as given (a template keeps `{id}`), for the request log.
+    /// The URL as given (a template keeps `{id}`), redacted, for the request log.
     url_text: String,
     /// Index into the run's endpoints.
     pub endpoint: usize,
 }
 
-/// Prepares the plan's targets; returns them and the distinct endpoints they use.
-pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
+/// Prepares the plan's targets; returns them and the distinct endpoints they use. The
+/// request log shows each URL as `redaction` allows.
+pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> (Vec<Prepared>, Vec<Endpoint>) {
     let mut endpoints: Vec<Endpoint> = Vec::new();
     let prepared = plan
         .targets
@@ -82,7 +83,7 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
                 body: barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len },
                 sent: std::sync::atomic::AtomicU64::new(0),
                 name: t.name.clone(),
-                url_text: url_text(t),
+                url_text: redaction.url(&t.url_text()).into_owned(),
                 template: t.id_template.clone().map(|mut tpl| {
                     if !tpl.prefix.starts_with('/') {
                         tpl.prefix.insert(0, '/');
@@ -94,16 +95,6 @@ pub fn prepare(plan: &Plan) -> (Vec<Prepared>, Vec<Endpoint>) {
         })
         .collect();
     (prepared, endpoints)
-}
-
-/// The URL as the user wrote it: a template shows `{id}` again.
-fn url_text(t: &barrage_plan::Target) -> String {
-    match (&t.id_template, t.url.scheme_str(), t.url.authority()) {
-        (Some(tpl), Some(scheme), Some(auth)) => {
-            format!("{scheme}://{auth}{}{}{}", tpl.prefix, barrage_plan::plan::ID, tpl.suffix)
-        }
-        _ => t.url.to_string(),
-    }
 }
 
 impl Prepared {
@@ -368,7 +359,7 @@ mod tests {
         post.body = Bytes::from_static(b"x");
         let get_same_endpoint = Target::new(Method::GET, "http://127.0.0.1:2/c").unwrap();
         let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let (_, endpoints) = prepare(&Plan::new(vec![get, post, get_same_endpoint], load));
+        let (_, endpoints) = prepare(&Plan::new(vec![get, post, get_same_endpoint], load), &Default::default());
         let flat: Vec<(u16, bool)> = endpoints.iter().map(|e| (e.port, e.flat_writes)).collect();
         assert_eq!(flat, [(1, true), (2, false)]);
     }

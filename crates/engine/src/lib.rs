@@ -37,6 +37,7 @@ pub use barrage_plan::{
 pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::secrets::Redaction;
 use barrage_metrics::Recorder;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -80,6 +81,9 @@ pub struct RunSpec {
     pub watch: Vec<Watch>,
     /// `--at`: commands run at offsets of the run, recorded as events.
     pub at: Vec<ScheduledCommand>,
+    /// How secrets are kept out of the results file and the request log (URLs, error
+    /// examples, `--at` commands); `settings_json` is the caller's, redacted by it.
+    pub redaction: Redaction,
 }
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
@@ -93,7 +97,7 @@ pub fn run(
 ) -> Result<RunFooter, EngineError> {
     let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
-    let (targets, endpoints) = exchange::prepare(&plan);
+    let (targets, endpoints) = exchange::prepare(&plan, &spec.redaction);
     let threads = plan.thread_count();
     // Threads start at a common instant slightly ahead, so none begins behind schedule.
     let start = Instant::now() + Duration::from_millis(20);
@@ -134,6 +138,7 @@ pub fn run(
     drop(tx);
     let events = events::EventRunner::start(spec.at.clone(), start)?;
     let mut collector = Collector::new(threads, started_unix_ms, &plan, watch::Watcher::new(spec.watch.clone()));
+    collector.redaction = spec.redaction.clone();
     let result = collector.collect(rx, &mut writer, &events, on_interval);
     if result.is_err() {
         // The results cannot be kept: stop sending load nobody will see.
@@ -143,7 +148,8 @@ pub fn run(
         h.join().expect("engine threads do not panic")?;
     }
     result?;
-    for event in events.finish() {
+    for mut event in events.finish() {
+        event.redact(&spec.redaction);
         writer.write_event(&event)?;
     }
     collector.interrupted = stop.is_cancelled();
@@ -184,7 +190,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         host: hostname(),
         boot_id: watch::boot_id(),
         mode,
-        urls: plan.targets.iter().map(|t| t.url.to_string()).collect(),
+        urls: plan.targets.iter().map(|t| spec.redaction.url(&t.url.to_string()).into_owned()).collect(),
         settings_json: spec.settings_json.clone(),
         steps,
         threads: threads as u32,
@@ -226,6 +232,8 @@ struct Collector {
     pacer: Option<Pacer>,
     interrupted: bool,
     watcher: watch::Watcher,
+    /// Applied to the error examples and events before they are written or shown.
+    redaction: Redaction,
 }
 
 impl Collector {
@@ -248,6 +256,7 @@ impl Collector {
             pacer,
             interrupted: false,
             watcher,
+            redaction: Redaction::default(),
         }
     }
 
@@ -259,7 +268,8 @@ impl Collector {
         on_interval: &mut dyn FnMut(&IntervalRecord),
     ) -> Result<(), FileError> {
         for (thread, msg) in rx {
-            for event in events.poll() {
+            for mut event in events.poll() {
+                event.redact(&self.redaction);
                 writer.write_event(&event)?;
             }
             match msg {
@@ -308,7 +318,9 @@ impl Collector {
             if *entry.key() >= complete {
                 break;
             }
-            let (index, Pending { recorder, end, cpu_percent }) = entry.remove_entry();
+            let (index, Pending { mut recorder, end, cpu_percent }) = entry.remove_entry();
+            // Once per interval, off the hot path: what the workers kept as they failed.
+            recorder.redact_examples(&self.redaction);
             let begin = INTERVAL * index;
             let step = self.pacer.as_ref().map_or(0, |p| p.step_at(begin)) as u32;
             let record = IntervalRecord {

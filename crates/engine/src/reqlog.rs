@@ -56,10 +56,11 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
-    /// Creates the file (with the CSV header) and starts the writer.
+    /// Creates the file (with the CSV header) and starts the writer. The file is its
+    /// owner's alone: it holds every request's URL.
     pub fn create(spec: &LogSpec) -> std::io::Result<RequestLog> {
         let format = spec.format();
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&spec.path)?);
+        let mut file = std::io::BufWriter::new(barrage_metrics::secrets::create(&spec.path, true)?);
         if format == LogFormat::Csv {
             writeln!(file, "{COLUMNS}")?;
             file.flush()?;

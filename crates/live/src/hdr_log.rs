@@ -22,11 +22,13 @@ pub struct HdrLog {
 }
 
 impl HdrLog {
-    /// Creates (truncates) the file at `path`; with `None`, a log that writes nothing, so
-    /// the caller feeds it whether or not a log was asked for.
+    /// Creates (truncates) the file at `path`, 0644: latencies only, no request data; with
+    /// `None`, a log that writes nothing, so the caller feeds it whether or not a log was
+    /// asked for.
     pub fn create(path: Option<PathBuf>) -> Result<HdrLog, LiveError> {
+        let create = |p: &PathBuf| barrage_metrics::secrets::create(p, false);
         let file = match &path {
-            Some(p) => Some(File::create(p).map_err(|e| LiveError::HdrLog(p.clone(), e.to_string()))?),
+            Some(p) => Some(create(p).map_err(|e| LiveError::HdrLog(p.clone(), e.to_string()))?),
             None => None,
         };
         Ok(HdrLog { path, file, writer: None, error: None })

@@ -79,6 +79,16 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The URL as the user wrote it: a template shows `{id}` again.
+    pub fn url_text(&self) -> String {
+        match (&self.id_template, self.url.scheme_str(), self.url.authority()) {
+            (Some(tpl), Some(scheme), Some(auth)) => format!("{scheme}://{auth}{}{ID}{}", tpl.prefix, tpl.suffix),
+            _ => self.url.to_string(),
+        }
+    }
+}
+
 /// How load is generated.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Load {

@@ -161,7 +161,10 @@ const MAX_NUMBER_CHARS: usize = 11;
 ///
 /// [`ReportError::Xlsx`] if a table exceeds Excel's limits (1,048,576 rows, 16,384 columns, 32,767
 /// characters in a cell) or if the file cannot be written.
-pub fn write_xlsx(path: &Path, sheets: &[Sheet]) -> Result<(), ReportError> {
+///
+/// A `private` workbook (its runs were not redacted) is its owner's alone
+/// ([`barrage_metrics::secrets::create`]).
+pub fn write_xlsx(path: &Path, sheets: &[Sheet], private: bool) -> Result<(), ReportError> {
     let error = |message: String| ReportError::Xlsx { path: path.to_path_buf(), message };
     let mut workbook = Workbook::new();
     let bold = Format::new().set_bold();
@@ -169,7 +172,8 @@ pub fn write_xlsx(path: &Path, sheets: &[Sheet]) -> Result<(), ReportError> {
         let worksheet = workbook.add_worksheet();
         fill(worksheet, &name, sheet, &bold).map_err(|e| error(format!("sheet {name:?}: {e}")))?;
     }
-    workbook.save(path).map_err(|e| error(e.to_string()))
+    let bytes = workbook.save_to_buffer().map_err(|e| error(e.to_string()))?;
+    barrage_metrics::secrets::write(path, bytes, private).map_err(|e| error(e.to_string()))
 }
 
 /// Writes `sheet` into `worksheet`, named `name` (already valid and unique).
@@ -403,7 +407,7 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("report.xlsx");
-        write_xlsx(&path, &[latency, clash]).unwrap();
+        write_xlsx(&path, &[latency, clash], false).unwrap();
 
         let mut book = open_workbook_auto(&path).unwrap();
         assert_eq!(book.sheet_names(), ["Latency_ p50_p99 _ms_ by endpoi", "Latency_ p50_p99 _ms_ by en (2)"]);
@@ -432,7 +436,7 @@ mod tests {
     fn workbook_without_tables_has_one_empty_sheet() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("empty.xlsx");
-        write_xlsx(&path, &[]).unwrap();
+        write_xlsx(&path, &[], false).unwrap();
         let mut book = open_workbook_auto(&path).unwrap();
         assert_eq!(book.sheet_names(), ["Sheet1"]);
         assert!(book.worksheet_range("Sheet1").unwrap().is_empty());
@@ -442,13 +446,13 @@ mod tests {
     fn write_errors_name_the_file_and_the_sheet() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing").join("report.xlsx");
-        let err = write_xlsx(&path, &[Sheet::new("t", &["a"])]).unwrap_err();
+        let err = write_xlsx(&path, &[Sheet::new("t", &["a"])], false).unwrap_err();
         assert!(matches!(&err, ReportError::Xlsx { path: p, .. } if *p == path), "{err:?}");
         assert!(err.to_string().starts_with(&path.display().to_string()), "{err}");
 
         let mut t = Sheet::new("big cell", &["a"]);
         t.push(vec!["x".repeat(32_768).into()]);
-        let err = write_xlsx(&dir.path().join("big.xlsx"), &[t]).unwrap_err();
+        let err = write_xlsx(&dir.path().join("big.xlsx"), &[t], false).unwrap_err();
         assert!(err.to_string().contains("sheet \"big cell\": "), "{err}");
     }
 }

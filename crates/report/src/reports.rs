@@ -228,6 +228,18 @@ impl Report<'_> {
         }
     }
 
+    /// Whether any of its runs was written with `--no-redact`: its files may hold secrets,
+    /// so they are written for their owner alone.
+    pub fn unredacted(&self) -> bool {
+        match self {
+            Report::Run(s) => s.unredacted,
+            Report::Comparison { runs, .. } => runs.iter().any(|(_, s)| s.unredacted),
+            _ => self
+                .table()
+                .is_some_and(|t| t.rows.iter().flat_map(|r| r.runs.iter().chain(&r.background)).any(|s| s.unredacted)),
+        }
+    }
+
     /// The study's table, for the modes that have one.
     pub fn table(&self) -> Option<&StudyTable> {
         match self {

@@ -78,6 +78,10 @@ pub struct Manifest {
     /// Objectives of every case.
     #[serde(default)]
     pub slo: Vec<String>,
+    /// A case runs with `--no-redact`: its flags here, its results and the reports beside
+    /// them may hold secrets (and are their owner's alone).
+    #[serde(default)]
+    pub unredacted: bool,
     /// The cases.
     #[serde(default)]
     pub cases: Vec<ManifestCase>,
@@ -133,7 +137,7 @@ impl StudyDir {
             }
         }
         let text = serde_json::to_string_pretty(&manifest).expect("a manifest serialises");
-        std::fs::write(path.join(MANIFEST), text).map_err(io)?;
+        barrage_metrics::secrets::write(&path.join(MANIFEST), text, manifest.unredacted).map_err(io)?;
         Ok(StudyDir { path: path.to_path_buf(), manifest })
     }
 

@@ -9,6 +9,7 @@
 use crate::dir::{Role, StudyDir};
 use crate::series::{measure, Done, Job, Runner};
 use crate::StudyError;
+use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_report::compare::{compare, pool, CaseComparison};
 use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
@@ -113,18 +114,33 @@ pub struct CaseSpec {
     pub flags: Vec<String>,
     /// The background load's flags.
     pub background: Option<Vec<String>>,
+    /// How its flags are shown (its runs' own `no-redact` and `redact-header`).
+    pub redaction: Redaction,
+}
+
+impl CaseSpec {
+    /// The measured run's flags as the manifest and the listing show them.
+    fn shown_flags(&self) -> Vec<String> {
+        self.redaction.args(&self.flags)
+    }
+
+    /// The background load's flags as shown.
+    fn shown_background(&self) -> Option<Vec<String>> {
+        self.background.as_ref().map(|b| self.redaction.args(b))
+    }
 }
 
 /// The manifest of an experiment's directory: the file's settings and every case as it
-/// runs.
+/// runs, its flags redacted.
 pub fn manifest(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> crate::dir::Manifest {
+    let unredacted = cases.iter().any(|c| !c.redaction.enabled);
     let cases = cases
         .iter()
         .map(|c| crate::dir::ManifestCase {
             id: c.id.clone(),
             levels: c.levels.iter().cloned().collect(),
-            run: c.flags.clone(),
-            background: c.background.clone(),
+            run: c.shown_flags(),
+            background: c.shown_background(),
             testbed: c.testbed.map(Environment::name),
             phases: c.phases.clone(),
         })
@@ -138,6 +154,7 @@ pub fn manifest(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) ->
         seed: e.seed,
         compare: e.compare.clone(),
         slo: e.slo.clone(),
+        unredacted,
         cases,
         ..Default::default()
     }
@@ -154,7 +171,7 @@ fn order_name(e: &barrage_plan::experiment::Experiment) -> &'static str {
 pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> String {
     let mut out = format!("{}: {} case(s) × {} repeat(s), {} order\n", e.name, cases.len(), e.repeats, order_name(e));
     for c in cases {
-        out.push_str(&format!("{}  {}\n    run {}\n", c.id, levels_text(c), shell_words(&c.flags)));
+        out.push_str(&format!("{}  {}\n    run {}\n", c.id, levels_text(c), shell_words(&c.shown_flags())));
         if let Some(env) = c.testbed {
             let tls = if env.tls { " with HTTPS" } else { "" };
             out.push_str(&format!("    against a testbed: {}{tls}\n", env.topology.name()));
@@ -162,7 +179,7 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
         if !c.phases.is_empty() {
             out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
         }
-        if let Some(flags) = &c.background {
+        if let Some(flags) = &c.shown_background() {
             out.push_str(&format!("    background {}\n", shell_words(flags)));
         }
     }
@@ -172,7 +189,8 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
 /// Flags as a shell would need them quoted.
 fn shell_words(flags: &[String]) -> String {
     let quote = |f: &String| {
-        if f.contains([' ', '\'', '"', '{', '}', '&', ';']) {
+        // `<` and `>` too: a redacted value reads `<redacted>`.
+        if f.contains([' ', '\'', '"', '{', '}', '&', ';', '<', '>']) {
             format!("'{}'", f.replace('\'', "'\\''"))
         } else {
             f.clone()

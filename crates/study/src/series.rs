@@ -11,6 +11,7 @@
 use crate::StudyError;
 use barrage_engine::reqlog::LogSpec;
 use barrage_engine::{CancellationToken, Plan, RunSpec, ScheduledCommand, Watch};
+use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_metrics::IntervalRecord;
 use std::path::PathBuf;
@@ -34,12 +35,23 @@ pub struct Job {
     pub watch: Vec<Watch>,
     /// Commands run at offsets of the run.
     pub at: Vec<ScheduledCommand>,
+    /// How secrets are kept out of its outputs (`--no-redact`, `--redact-header`).
+    pub redaction: Redaction,
 }
 
 impl Job {
     /// A job for `plan` with no labels, no files and nothing watched.
     pub fn new(plan: Plan) -> Job {
-        Job { plan, labels: Vec::new(), output: None, log: None, hdr_log: None, watch: Vec::new(), at: Vec::new() }
+        Job {
+            plan,
+            labels: Vec::new(),
+            output: None,
+            log: None,
+            hdr_log: None,
+            watch: Vec::new(),
+            at: Vec::new(),
+            redaction: Redaction::default(),
+        }
     }
 
     /// The job with one more label.
@@ -53,11 +65,13 @@ impl Job {
         self.labels.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
     }
 
-    /// What the results file's header says was run: the mode, the labels and the plan.
+    /// What the results file's header says was run: the mode, the labels, the plan (its
+    /// secrets redacted) and how secrets were kept out, for the reports of the file.
     pub fn settings_json(&self, mode: &str) -> String {
         let labels: serde_json::Map<String, serde_json::Value> =
             self.labels.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect();
-        serde_json::json!({ "mode": mode, "labels": labels, "plan": crate::view::plan_view(&self.plan) }).to_string()
+        let plan = crate::view::plan_view(&self.plan, &self.redaction);
+        serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction }).to_string()
     }
 }
 
@@ -181,6 +195,7 @@ pub fn measure(
         log: job.log.clone(),
         watch: job.watch.clone(),
         at: job.at.clone(),
+        redaction: job.redaction.clone(),
     };
     barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval)?;
     let summary = summarize(std::slice::from_ref(&path))?;

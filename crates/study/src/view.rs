@@ -1,16 +1,18 @@
 //! What a results file says was run: a serializable view of the [`Plan`] that ran, in one
 //! shape for every mode (the header's `settings.plan`).
 //!
-//! Header values and URL credentials are left out: a results file is shared, and a header
-//! may carry a credential. Header names are kept, so the file still says what was sent.
+//! Header values are left out: a results file is shared, and a header may carry a
+//! credential that no rule names. Header names are kept, so the file still says what was
+//! sent; URLs are shown as the run's [`Redaction`] allows.
 
 use barrage_engine::{Load, Pacer, Plan, Target};
+use barrage_metrics::secrets::Redaction;
 use serde_json::{json, Value};
 
 /// The plan as JSON: targets, load, limits, connection and request options.
-pub fn plan_view(p: &Plan) -> Value {
+pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
     json!({
-        "targets": p.targets.iter().map(target_view).collect::<Vec<_>>(),
+        "targets": p.targets.iter().map(|t| target_view(t, redaction)).collect::<Vec<_>>(),
         "load": load_view(&p.load),
         "duration_s": p.duration.map(|d| d.as_secs_f64()),
         "requests": p.requests,
@@ -35,33 +37,15 @@ pub fn plan_view(p: &Plan) -> Value {
     })
 }
 
-fn target_view(t: &Target) -> Value {
-    let url = match &t.id_template {
-        // The template as given, not with {id} filled by 0.
-        Some(tpl) => {
-            let authority = t.url.authority().map_or("", |a| a.as_str());
-            let host = authority.rsplit('@').next().unwrap_or(authority);
-            format!("{}://{host}{}{{id}}{}", t.url.scheme_str().unwrap_or("http"), tpl.prefix, tpl.suffix)
-        }
-        None => without_userinfo(&t.url),
-    };
+fn target_view(t: &Target, redaction: &Redaction) -> Value {
     json!({
         "method": t.method.as_str(),
-        "url": url,
+        "url": redaction.url(&t.url_text()),
         "name": t.name,
         "headers": t.headers.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
         "body_bytes": t.body.len(),
         "body_unique_bytes": t.body_unique_len,
     })
-}
-
-/// The URL without `user:password@`.
-fn without_userinfo(url: &http::Uri) -> String {
-    let text = url.to_string();
-    match url.authority().map(|a| a.as_str()) {
-        Some(a) if a.contains('@') => text.replacen(a, a.rsplit('@').next().unwrap_or(a), 1),
-        _ => text,
-    }
 }
 
 fn load_view(load: &Load) -> Value {
@@ -86,17 +70,18 @@ mod tests {
 
     #[test]
     fn the_view_names_the_load_and_leaves_secrets_out() {
-        let mut t = Target::new(http::Method::GET, "http://user:secret@127.0.0.1:8080/obj/{id}?v=1").unwrap();
+        let mut t =
+            Target::new(http::Method::GET, "http://user:hunter1@127.0.0.1:8080/obj/{id}?token=hunter3").unwrap();
         t.headers.insert(http::header::AUTHORIZATION, http::HeaderValue::from_static("Bearer hunter2"));
         let mut p = Plan::new(vec![t], Load::Closed { concurrency: 8, think_time: Default::default() });
         p.objects = Some(10);
-        let v = plan_view(&p);
+        let v = plan_view(&p, &Redaction::default());
         let text = v.to_string();
-        assert!(!text.contains("secret") && !text.contains("hunter2"), "{text}");
-        assert_eq!(v["targets"][0]["url"], "http://127.0.0.1:8080/obj/{id}?v=1");
+        assert!(!text.contains("hunter"), "{text}");
+        assert_eq!(v["targets"][0]["url"], "http://user:<redacted>@127.0.0.1:8080/obj/{id}?token=<redacted>");
         assert_eq!(v["targets"][0]["headers"][0], "authorization");
         assert_eq!(v["load"]["closed"]["workers"], 8);
-        let t = Target::new(http::Method::GET, "http://u:p@127.0.0.1:8080/a").unwrap();
-        assert_eq!(without_userinfo(&t.url), "http://127.0.0.1:8080/a");
+        let v = plan_view(&p, &Redaction::off());
+        assert_eq!(v["targets"][0]["url"], "http://user:hunter1@127.0.0.1:8080/obj/{id}?token=hunter3");
     }
 }
