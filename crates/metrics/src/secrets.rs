@@ -1,6 +1,6 @@
 //! Secrets kept out of everything barrage writes and prints. [`Redaction`] is the one place
 //! that takes them out of header values, URLs, `run` flags and free text (error messages,
-//! `--at` commands); [`create`] and [`write`] the one way a file that may hold request data
+//! `--at` commands); [`create()`] and [`write()`] the one way a file that may hold request data
 //! is kept from other users. The requests sent are never touched: redaction applies to the
 //! copies made for output, where the run's descriptive data is built (the results file's
 //! header and examples, the request log's URLs, the summary every report renders from, an
@@ -348,7 +348,7 @@ pub fn create(path: &Path, private: bool) -> io::Result<File> {
     Ok(file)
 }
 
-/// Writes `contents` to a file made by [`create`].
+/// Writes `contents` to a file made by [`create()`].
 pub fn write(path: &Path, contents: impl AsRef<[u8]>, private: bool) -> io::Result<()> {
     create(path, private)?.write_all(contents.as_ref())
 }

@@ -297,7 +297,10 @@ fn a_file_holding_secrets_is_reported_redacted_unless_every_file_says_no_redact(
     let json = serde_json::to_string(&s).unwrap();
     assert!(!json.contains("S3CRET"), "{json}");
     assert_eq!(s.urls, ["http://u:<redacted>@127.0.0.1:1/?token=<redacted>&x=1"]);
-    assert_eq!(s.errors[0].example, "error sending request for url (http://u:<redacted>@127.0.0.1:1/?token=<redacted>&x=1)");
+    assert_eq!(
+        s.errors[0].example,
+        "error sending request for url (http://u:<redacted>@127.0.0.1:1/?token=<redacted>&x=1)"
+    );
     assert_eq!(s.events[0].command, "curl -H 'Authorization: Bearer <redacted>' http://127.0.0.1:1/");
     assert_eq!(s.settings["plan"]["targets"][0]["url"], "http://u:<redacted>@h/");
     assert!(!s.unredacted && !s.warnings.iter().any(|w| w.contains("--no-redact")));
