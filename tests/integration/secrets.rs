@@ -92,7 +92,8 @@ fn holding(dir: &Path, what: &str) -> Vec<String> {
 
 /// The requests the origin received since the last call: each must carry every credential
 /// as given (the Bearer token, the API key, the cookie, the query token); the URL's
-/// password never goes out (barrage does not turn user info into a header).
+/// password never goes out (an Authorization header given takes the place of the URL's
+/// user info, as in curl).
 fn authorized(server: &CaptureServer) -> usize {
     let requests: Vec<String> = server.requests.try_iter().map(|r| String::from_utf8_lossy(&r).into_owned()).collect();
     for r in &requests {
@@ -327,4 +328,27 @@ fn redact_header_adds_names_for_headers_and_query_parameters() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(!stdout.contains(MARK) && stdout.contains("sig=<redacted>&page=2"), "{stdout}");
     assert!(!String::from_utf8_lossy(&readable(&brg)).contains(MARK));
+}
+
+#[test]
+fn a_url_password_authenticates_by_basic_and_is_never_written() {
+    // As curl and Go's net/http: user info becomes `Authorization: Basic`, percent-decoded,
+    // and stays out of the Host header.
+    let server = CaptureServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let brg = tmp.path().join("run.brg");
+    let url = format!("http://al%40ice:S3CRET-P%3Aw@{}/p", server.addr);
+    let o = cmd().args(["run", "-n", "2", "-c", "1", "--format", "json", "-o"]).arg(&brg).arg(&url).output().unwrap();
+    ok(&o);
+    let basic = "YWxAaWNlOlMzQ1JFVC1QOnc="; // base64 of `al@ice:S3CRET-P:w`
+    let requests: Vec<String> = server.requests.try_iter().map(|r| String::from_utf8_lossy(&r).into_owned()).collect();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert!(r.contains(&format!("authorization: Basic {basic}\r\n")), "{r}");
+        assert!(r.contains(&format!("host: {}\r\n", server.addr)), "{r}");
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(!stdout.contains(MARK) && !stdout.contains(basic) && stdout.contains("al%40ice:<redacted>@"), "{stdout}");
+    let file = String::from_utf8_lossy(&readable(&brg)).into_owned();
+    assert!(!file.contains(MARK) && !file.contains(basic));
 }

@@ -6,7 +6,7 @@ use crate::thread::Worker;
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
-use http::header::{HeaderValue, CONNECTION, HOST};
+use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use http_body_util::{BodyExt, Full};
 use std::time::Duration;
@@ -61,12 +61,16 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
                 });
             endpoints[endpoint].flat_writes &= t.body.is_empty();
             let mut headers = t.headers.clone();
+            let (full_uri, user_info) = split_user_info(&t.url);
             if !headers.contains_key(HOST) {
-                if let Some(auth) = t.url.authority() {
-                    // Never send userinfo (user:password@) in the Host header.
-                    let host = auth.as_str().rsplit('@').next().unwrap_or_default();
-                    headers.insert(HOST, HeaderValue::from_str(host).expect("an authority is a valid header"));
+                if let Some(auth) = full_uri.authority() {
+                    headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
                 }
+            }
+            if let (Some(credentials), false) = (user_info, headers.contains_key(AUTHORIZATION)) {
+                // As curl and Go's net/http (so Vegeta) do: the URL's user and password
+                // authenticate by Basic unless an Authorization header says otherwise.
+                headers.insert(AUTHORIZATION, basic_auth(credentials));
             }
             if !plan.keepalive && !plan.http2 {
                 // Let the server close first so TIME_WAIT piles up on its side, not ours.
@@ -78,7 +82,7 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
             Prepared {
                 method: t.method.clone(),
                 path_uri: path.parse().expect("a path of a valid URI is valid"),
-                full_uri: t.url.clone(),
+                full_uri,
                 headers,
                 body: barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len },
                 sent: std::sync::atomic::AtomicU64::new(0),
@@ -95,6 +99,31 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
         })
         .collect();
     (prepared, endpoints)
+}
+
+/// `url` without its user info (never sent in `Host` or HTTP/2's `:authority`), and that
+/// user info (`user:password`, still percent-encoded) when there is one.
+fn split_user_info(url: &Uri) -> (Uri, Option<&str>) {
+    let Some((user_info, host)) = url.authority().and_then(|a| a.as_str().rsplit_once('@')) else {
+        return (url.clone(), None);
+    };
+    let mut parts = url.clone().into_parts();
+    parts.authority = Some(host.parse().expect("the host part of a valid authority is valid"));
+    (Uri::from_parts(parts).expect("valid parts"), Some(user_info))
+}
+
+/// `Authorization: Basic …` for a URL's `user:password` (percent-decoded, as curl does).
+fn basic_auth(user_info: &str) -> HeaderValue {
+    use base64::Engine;
+    let (user, password) = user_info.split_once(':').unwrap_or((user_info, ""));
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut credentials = decode(user);
+    credentials.push(b':');
+    credentials.extend(decode(password));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).expect("base64 is a valid header value");
+    value.set_sensitive(true);
+    value
 }
 
 impl Prepared {
