@@ -36,8 +36,6 @@ pub const FORMAT_VERSION: u16 = 4;
 pub const OLDEST_READ_VERSION: u16 = 3;
 /// The length of an interval the engine closes; only the last of a run is shorter.
 pub const INTERVAL_MS: u32 = 1000;
-/// Largest record accepted when reading; anything bigger is corruption.
-const MAX_RECORD: u32 = 64 << 20;
 
 /// Errors of reading or writing a results file.
 #[derive(Debug, thiserror::Error)]
@@ -411,7 +409,7 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
     }
     let len = u32::from_le_bytes(frame[..4].try_into().unwrap());
     let crc = u32::from_le_bytes(frame[4..].try_into().unwrap());
-    if len > MAX_RECORD {
+    if len > crate::limits::MAX_RECORD_BYTES {
         return Err(format!("a record claims {len} bytes: corrupt"));
     }
     let mut payload = vec![0u8; len as usize];

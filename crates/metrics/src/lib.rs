@@ -28,6 +28,7 @@
 pub mod events;
 pub mod file;
 pub mod gaps;
+pub mod limits;
 pub mod recorder;
 pub mod sample;
 pub mod secrets;

@@ -6,6 +6,7 @@
 use crate::sample::{
     CacheStatus, ErrorKind, Outcome, Phase, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PHASE_COUNT,
 };
+use crate::limits::{fmt_limit, MAX_HISTOGRAM_BYTES, MAX_HISTOGRAM_COUNTERS};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -776,9 +777,25 @@ fn encode(h: &Histogram<u64>) -> Vec<u8> {
     out
 }
 
+/// HdrHistogram's V2 encoding: a cookie, then the payload's length, a normalising offset,
+/// the significant digits, the lowest and highest trackable values and an integer-to-double
+/// ratio (40 bytes in all, big-endian), then the counts. The deflate form is a cookie, the
+/// compressed length and the zlib stream of the V2 encoding.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+const V2_HEADER: usize = 40;
+
+/// A histogram of a results file. Bounded whatever the file says: hdrhistogram's own
+/// deflate decoder allocates the payload length the header declares (a 5.9 KB file made
+/// it allocate 4 GiB) and a histogram as wide as its declared bounds. So the stream is
+/// inflated here to at most [`MAX_HISTOGRAM_BYTES`], the declared length must be what is
+/// there, the bounds at most [`MAX_HISTOGRAM_COUNTERS`] counters; only then does
+/// hdrhistogram read the plain V2 form.
 fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    let plain = inflate(bytes)?;
+    check_v2_header(&plain)?;
     let mut h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut &bytes[..])
+        .deserialize(&mut &plain[..])
         .map_err(|e| format!("bad histogram: {e:?}"))?;
     // Deserialised histograms carry the writer's bounds; re-home them into ours so that
     // additions never fail.
@@ -788,6 +805,71 @@ fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
         h = ours;
     }
     Ok(h)
+}
+
+/// The plain V2 encoding of a histogram: inflated, at most [`MAX_HISTOGRAM_BYTES`].
+fn inflate(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    use std::io::Read;
+    let word = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")));
+    match word(0) {
+        Some(V2_COOKIE) => Ok(std::borrow::Cow::Borrowed(bytes)),
+        Some(V2_DEFLATE_COOKIE) => {
+            let len = word(4).ok_or("bad histogram: cut off")? as usize;
+            let stream = &bytes[8..bytes.len().min(8usize.saturating_add(len))];
+            let mut plain = Vec::new();
+            flate2::read::ZlibDecoder::new(stream)
+                .take(MAX_HISTOGRAM_BYTES as u64 + 1)
+                .read_to_end(&mut plain)
+                .map_err(|e| format!("bad histogram: {e}"))?;
+            if plain.len() > MAX_HISTOGRAM_BYTES {
+                return Err(format!("bad histogram: inflates past the {} limit", fmt_limit(MAX_HISTOGRAM_BYTES as u64)));
+            }
+            Ok(std::borrow::Cow::Owned(plain))
+        }
+        _ => Err("bad histogram: not an HdrHistogram V2 encoding".into()),
+    }
+}
+
+/// The header of a plain V2 histogram promises no more than is there: its payload length
+/// at most the bytes that follow, its bounds at most [`MAX_HISTOGRAM_COUNTERS`] counters.
+fn check_v2_header(plain: &[u8]) -> Result<(), String> {
+    let header = plain.get(..V2_HEADER).ok_or("bad histogram: cut off inside its header")?;
+    let u32_at = |at: usize| u32::from_be_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    let u64_at = |at: usize| u64::from_be_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+    let (len, digits, low, high) = (u32_at(4) as usize, u32_at(12), u64_at(16), u64_at(24));
+    if u32_at(0) != V2_COOKIE || len > plain.len() - V2_HEADER {
+        return Err(format!("bad histogram: declares {len} bytes of counts, holds {}", plain.len() - V2_HEADER));
+    }
+    match counters(low, high, digits) {
+        Some(n) if n <= MAX_HISTOGRAM_COUNTERS => Ok(()),
+        _ => Err(format!("bad histogram: bounds {low}..{high} at {digits} digits are out of range")),
+    }
+}
+
+/// How many counters HdrHistogram allocates for these bounds (as its `new_with_bounds`
+/// computes them), or `None` for bounds it refuses.
+fn counters(low: u64, high: u64, digits: u32) -> Option<u64> {
+    if low == 0 || digits > 5 || high / 2 < low {
+        return None;
+    }
+    let largest = 2 * 10u64.pow(digits);
+    let unit_magnitude = 63 - low.leading_zeros();
+    let sub_bucket_magnitude = 64 - (largest - 1).leading_zeros();
+    if unit_magnitude + sub_bucket_magnitude > 63 {
+        return None;
+    }
+    // Buckets to cover `high`, each twice as wide as the one before.
+    let mut untrackable = 1u64 << (sub_bucket_magnitude + unit_magnitude);
+    let mut buckets = 1u64;
+    while untrackable <= high {
+        if untrackable > u64::MAX / 2 {
+            buckets += 1;
+            break;
+        }
+        untrackable <<= 1;
+        buckets += 1;
+    }
+    Some((buckets + 1) << (sub_bucket_magnitude - 1))
 }
 
 impl Recorder {
@@ -833,6 +915,15 @@ impl<'de> Deserialize<'de> for Recorder {
 
 /// A recorder from its serialised form.
 fn from_wire(w: Wire) -> Result<Recorder, String> {
+    // No more histograms than a recorder holds, counted before any is decoded.
+    let keys = [&w.backends, &w.names, &w.methods].map(Vec::len);
+    if w.phases.len() > PHASE_COUNT || w.by_class.len() > CLASS_COUNT || keys.iter().any(|n| *n > MAX_KEYS) {
+        return Err(format!(
+            "a recorder holds {} phase, {} class and {keys:?} keyed histograms: more than a recorder has",
+            w.phases.len(),
+            w.by_class.len()
+        ));
+    }
     let hist = |b: &[u8]| decode(b);
     let array = |v: &[Vec<u8>]| -> Result<Vec<Histogram<u64>>, String> { v.iter().map(|b| hist(b)).collect() };
     let mut r = Recorder::new();
@@ -952,6 +1043,63 @@ mod tests {
         assert_eq!(r.phase(Phase::Dns).len(), 0);
         assert_eq!(r.phase(Phase::Connect).len(), 3);
         assert_eq!(r.corrected.max(), r.corrected.highest_equivalent(6_000));
+    }
+
+    /// A V2 header (and no counts) declaring `len` bytes of counts, deflated as a results
+    /// file holds it.
+    fn crafted(len: u32, low: u64, high: u64, digits: u32) -> Vec<u8> {
+        use std::io::Write;
+        let mut plain = Vec::new();
+        for word in [V2_COOKIE, len, 0, digits] {
+            plain.extend_from_slice(&word.to_be_bytes());
+        }
+        for word in [low, high, 1f64.to_bits()] {
+            plain.extend_from_slice(&word.to_be_bytes());
+        }
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&plain).unwrap();
+        let stream = z.finish().unwrap();
+        let mut out = V2_DEFLATE_COOKIE.to_be_bytes().to_vec();
+        out.extend_from_slice(&(stream.len() as u32).to_be_bytes());
+        out.extend_from_slice(&stream);
+        out
+    }
+
+    #[test]
+    fn histograms_decode_within_bounds_whatever_their_header_claims() {
+        // A crafted header claiming 4 GiB of counts: hdrhistogram's deflate decoder would
+        // allocate them before finding the stream ends.
+        let err = decode(&crafted(0xFFFF_FF00, 1, HIGHEST_US, 3)).unwrap_err();
+        assert!(err.contains("declares 4294967040 bytes of counts, holds 0"), "{err}");
+        // Bounds as wide as HdrHistogram allows: 6 million counters allocated up front.
+        let err = decode(&crafted(0, 1, u64::MAX, 5)).unwrap_err();
+        assert!(err.contains("out of range"), "{err}");
+        // A stream that inflates past the limit (a zip bomb) stops at it.
+        let mut bomb = crafted(0, 1, HIGHEST_US, 3);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut z, &vec![0u8; MAX_HISTOGRAM_BYTES + 100]).unwrap();
+        let stream = z.finish().unwrap();
+        bomb.truncate(4);
+        bomb.extend_from_slice(&(stream.len() as u32).to_be_bytes());
+        bomb.extend_from_slice(&stream);
+        assert!(decode(&bomb).unwrap_err().contains("inflates past the 1 MiB limit"));
+        assert!(decode(b"nonsense").unwrap_err().contains("not an HdrHistogram"));
+        // What barrage writes still reads, with its counts, and our bounds have 23,552
+        // counters.
+        let mut h = new_histogram();
+        h.record(1234).unwrap();
+        h.record(HIGHEST_US).unwrap();
+        let back = decode(&encode(&h)).unwrap();
+        assert_eq!((back.len(), back.max(), back.high()), (2, h.max(), HIGHEST_US));
+        assert_eq!(counters(1, HIGHEST_US, 3), Some(23_552));
+        assert_eq!(counters(1, HIGHEST_US, 3).unwrap() as usize, h.distinct_values());
+    }
+
+    #[test]
+    fn a_recorder_holds_no_more_histograms_than_it_has() {
+        let mut w = Recorder::new().wire();
+        w.phases.push(encode(&new_histogram()));
+        assert!(from_wire(w).unwrap_err().contains("more than a recorder has"));
     }
 
     #[test]

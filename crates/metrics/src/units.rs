@@ -18,11 +18,12 @@ pub struct UnitError {
     pub expected: &'static str,
 }
 
-const DURATION_FORM: &str = "a number with a unit: us, ms, s, m or h (e.g. 250ms, 30s, 1.5m)";
+const DURATION_FORM: &str = "a number with a unit: us, ms, s, m or h, at most 8760h (a year; e.g. 250ms, 30s, 1.5m)";
 const SIZE_FORM: &str = "a byte count with an optional k, m or g suffix (e.g. 512, 1k, 1m)";
 
-/// Parses `250ms`, `30s`, `1.5m`, `2h`, `100us`. A bare number is rejected: the unit is
-/// never guessed, since `10` could mean ten seconds or ten milliseconds.
+/// Parses `250ms`, `30s`, `1.5m`, `2h`, `100us`, up to [`MAX_DURATION`](crate::limits::MAX_DURATION).
+/// A bare number is rejected: the unit is never guessed, since `10` could mean ten seconds
+/// or ten milliseconds.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let err = || UnitError { what: "duration", input: input.to_string(), expected: DURATION_FORM };
     let s = input.trim();
@@ -41,7 +42,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         "h" => value * 3600.0,
         _ => return Err(err()),
     };
-    Duration::try_from_secs_f64(secs).map_err(|_| err())
+    Duration::try_from_secs_f64(secs).ok().filter(|d| *d <= crate::limits::MAX_DURATION).ok_or_else(err)
 }
 
 /// Parses a byte size: `512`, `1k` (1024), `1m`, `1g`, also `1KiB`/`1MB` spellings
@@ -118,7 +119,8 @@ mod tests {
         for (text, want) in table {
             assert_eq!(parse_duration(text).unwrap(), want, "{text}");
         }
-        for bad in ["", "10", "ms", "-1s", "1x", "1.2.3s", "nan s"] {
+        assert_eq!(parse_duration("8760h").unwrap(), crate::limits::MAX_DURATION);
+        for bad in ["", "10", "ms", "-1s", "1x", "1.2.3s", "nan s", "8761h", "10000000000000000000s", "inf s"] {
             assert!(parse_duration(bad).is_err(), "{bad} should fail");
         }
     }
