@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive; doc comments are the help text).
 
-use barrage_plan::units::{self, Dur, Header, PositiveDur, RateSpec, Resolve};
+use barrage_plan::limits::{MAX_RETRIES, MAX_THREADS, MAX_WORKERS};
+use barrage_plan::units::{self, Dur, Header, PositiveDur, Rate, RateSpec, Resolve};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -60,13 +61,13 @@ Each probe is a run of --step (default 10s) at one rate; all flags of `run` appl
 #[derive(Args, Debug)]
 pub struct CapacityArgs {
     /// The rate of the first probe; the ramp doubles it until an objective is missed.
-    #[arg(long, value_name = "RATE", default_value_t = 100.0)]
-    pub start_rate: f64,
-    /// The highest rate probed.
-    #[arg(long, value_name = "RATE", default_value_t = 500_000.0)]
-    pub max_rate: f64,
+    #[arg(long, value_name = "RATE", default_value = "100")]
+    pub start_rate: Rate,
+    /// The highest rate probed (at most 10000000/s).
+    #[arg(long, value_name = "RATE", default_value = "500000")]
+    pub max_rate: Rate,
     /// Stop when the bracket is this narrow, relative to its top.
-    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_positive_percent)]
     pub precision: f64,
     /// Bound on the whole search; the capacity found so far is reported when it runs out.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
@@ -137,12 +138,20 @@ pub struct CompareArgs {
     pub emit: EmitArgs,
 }
 
+/// A percentage above zero: a bracket of 0% is never narrow enough.
+fn parse_positive_percent(s: &str) -> Result<f64, String> {
+    match parse_percent(s)? {
+        p if p > 0.0 => Ok(p),
+        _ => Err(format!("invalid percentage '{s}': expected above 0% up to 100%, e.g. 2%")),
+    }
+}
+
 fn parse_percent(s: &str) -> Result<f64, String> {
     s.strip_suffix('%')
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|p| (0.0..=100.0).contains(p))
         .map(|p| p / 100.0)
-        .ok_or_else(|| format!("invalid percentage '{s}': expected e.g. 2%"))
+        .ok_or_else(|| format!("invalid percentage '{s}': expected 0% to 100%, e.g. 2%"))
 }
 
 const TESTBED_EXAMPLES: &str = "Examples:
@@ -237,17 +246,17 @@ pub struct TestbedNameArgs {
 /// `barrage testbed bench`.
 #[derive(Args, Debug)]
 pub struct TestbedBenchArgs {
-    /// Open loop at this rate against each front.
+    /// Open loop at this rate against each front (at most 10000000/s).
     #[arg(long, value_name = "RATE", conflicts_with = "concurrency")]
-    pub rate: Option<f64>,
+    pub rate: Option<Rate>,
     /// Closed loop with this many workers against each front. [default: 16]
-    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'c', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64))]
     pub concurrency: Option<u32>,
     /// Length of each run.
     #[arg(short = 'd', long, default_value = "5s", value_name = "DURATION")]
     pub duration: PositiveDur,
-    /// Response size of the origins (/bytes/SIZE).
-    #[arg(long, default_value = "1k", value_name = "SIZE")]
+    /// Response size of the origins (/bytes/SIZE), at most 1g.
+    #[arg(long, default_value = "1k", value_name = "SIZE", value_parser = parse_response_size)]
     pub size: String,
     /// Origins behind the balancers.
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
@@ -361,7 +370,7 @@ pub struct LoadArgs {
     pub step: Option<PositiveDur>,
     /// Open loop: most requests outstanding at once; a request due while all are busy is
     /// counted late, and its wait is part of its latency. [default: --connections]
-    #[arg(long, value_name = "N", requires = "rate", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Load")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
     /// Closed loop: workers, each sending its next request when the last one finished.
     /// [default: 50 when --rate is not given] (`sweep`: a list 8,16,32 or a range 8..96/8)
@@ -377,7 +386,7 @@ pub struct LoadArgs {
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Load")]
     pub requests: Option<u64>,
     /// Engine threads. [default: one per CPU barrage may run on]
-    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, help_heading = "Load")]
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true, value_parser = parse_threads, help_heading = "Load")]
     pub threads: usize,
 }
 
@@ -386,7 +395,7 @@ pub struct LoadArgs {
 pub struct ConnectionArgs {
     /// Connections (one request at a time each). Open loop: the in-flight bound
     /// [default: 256]; closed loop: one per worker.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Connections")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64), help_heading = "Connections")]
     pub connections: Option<u32>,
     /// Open a new TCP (and TLS) connection for every request, like curl in a loop.
     #[arg(long, help_heading = "Connections")]
@@ -514,7 +523,7 @@ pub struct GateArgs {
 pub struct RetryArgs {
     /// Retry a failed request up to N times (each attempt is recorded; the report adds
     /// first-try and final success).
-    #[arg(long, value_name = "N", help_heading = "Retries")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=MAX_RETRIES as i64), help_heading = "Retries")]
     pub retries: Option<u32>,
     /// Backoff before retry 1, doubling per retry up to MAX, with jitter.
     #[arg(long, value_name = "MIN..MAX", default_value = "10ms..1s", requires = "retries", help_heading = "Retries")]
@@ -604,7 +613,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub instances: u16,
     /// Serving threads. [default: one per CPU]
-    #[arg(long, default_value_t = 0, hide_default_value = true, value_name = "N")]
+    #[arg(long, default_value_t = 0, hide_default_value = true, value_name = "N", value_parser = parse_threads)]
     pub threads: usize,
     /// Serve HTTPS with a generated self-signed certificate.
     #[arg(long)]
@@ -661,10 +670,27 @@ fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
 /// A size up to the largest body (it is held in memory once).
 fn parse_size(s: &str) -> Result<u64, String> {
     let n = barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())?;
-    if n > barrage_plan::body::MAX_BODY {
+    if n > barrage_plan::limits::MAX_BODY {
         return Err(format!("'{s}' is over the 1 GiB limit of a generated body"));
     }
     Ok(n)
+}
+
+/// An origin's response size, as `/bytes/SIZE` takes it: at most the origin's 1 GiB.
+fn parse_response_size(s: &str) -> Result<String, String> {
+    let n = barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())?;
+    if n > barrage_server::MAX_BODY {
+        return Err(format!("'{s}' is over the 1 GiB limit of a response"));
+    }
+    Ok(s.trim().to_string())
+}
+
+/// Engine or serving threads: 0 (one per CPU) to [`MAX_THREADS`].
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n <= MAX_THREADS as usize => Ok(n),
+        _ => Err(format!("invalid thread count '{s}': expected 0 (one per CPU) to {MAX_THREADS}")),
+    }
 }
 
 fn parse_positive_fraction(s: &str) -> Result<f64, String> {
@@ -691,7 +717,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "2000", value_name = "RATE")]
     pub rate: RateSpec,
     /// Workers of the closed-loop run.
-    #[arg(long, default_value_t = 32, value_name = "N")]
+    #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64))]
     pub concurrency: u32,
 }
 

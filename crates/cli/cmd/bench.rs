@@ -33,6 +33,14 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
     let dir =
         a.dir.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("barrage-bench-{}", std::process::id())));
     let options = super::testbed::options(Topology::All, Some(a.backends), !a.no_tls, BalanceArg::Roundrobin)?;
+    // Checked before the servers come up: a bad output is not worth a testbed.
+    super::emit::check_outputs(&a.emit, None)?;
+    if let Some(out) = &a.output_dir {
+        super::emit::check_dir(out, "--output-dir")?;
+    }
+    if a.rate.is_none() {
+        super::plan::check_open_files(a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize, "-c")?;
+    }
     eprintln!("bringing up nginx, haproxy, varnish and squid over {} origins…", a.backends);
     crate::signals::down_on_exit(&dir);
     let state = barrage_testbed::up(&options, &dir)?;
@@ -100,7 +108,10 @@ fn cases(state: &State, size: &str, tls: bool) -> Vec<(String, String, bool)> {
 fn job(label: &str, url: &str, unique: bool, a: &TestbedBenchArgs, state: &State) -> anyhow::Result<Job> {
     let target = Target::new(http::Method::GET, url).map_err(anyhow::Error::msg)?;
     let load = match a.rate {
-        Some(rate) => Load::Open { pacer: Pacer::Constant { rate }, max_in_flight: 256 },
+        Some(rate) => Load::Open {
+            pacer: Pacer::Constant { rate: rate.0 },
+            max_in_flight: barrage_plan::units::DEFAULT_OPEN_CONNECTIONS as usize,
+        },
         None => Load::Closed {
             concurrency: a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize,
             think_time: Duration::ZERO,

@@ -31,13 +31,22 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     if run.load.rate.is_some() || run.load.concurrency.is_some() {
         bail!("capacity chooses the rates itself: drop --rate and -c (use --start-rate and --max-rate)");
     }
+    let (start_rate, max_rate) = (a.start_rate.0, a.max_rate.0);
+    if start_rate > max_rate {
+        bail!(
+            "--start-rate {start_rate} is above --max-rate {max_rate}: the search goes from the first up to the second"
+        );
+    }
+    super::emit::check_outputs(&run.emit, run.gates.junit.as_deref())?;
+    if let Some(dir) = &run.output.output {
+        super::emit::check_dir(dir, "-o")?;
+    }
     let step = run.load.step.take().map_or(DEFAULT_STEP, |s| s.0);
-    run.load.rate = Some(RateSpec::Constant(a.start_rate));
+    run.load.rate = Some(RateSpec::Constant(start_rate));
     run.load.duration = Some(barrage_plan::units::PositiveDur(step));
     let mut base = super::plan::job(run)?;
     let dir = base.output.take();
-    let bounds =
-        Bounds { start_rate: a.start_rate, max_rate: a.max_rate, precision: a.precision, step, max_time: a.max_time.0 };
+    let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };
     let mut views = Views::start(&run.live, &stop, true)?;
     let found = search.run(&mut Runner::new("capacity", stop, &mut views));

@@ -26,6 +26,59 @@ pub fn emit(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks, before anything runs, that the files `e` asks for and `--junit` can be written:
+/// they are written at the end, after a run of any length.
+pub fn check_outputs(e: &EmitArgs, junit: Option<&Path>) -> anyhow::Result<()> {
+    for (flag, path) in [("--html", e.html.as_deref()), ("--xlsx", e.xlsx.as_deref()), ("--junit", junit)] {
+        if let Some(path) = path {
+            check_file(path, flag)?;
+        }
+    }
+    if let Some(dir) = &e.csv_dir {
+        check_dir(dir, "--csv-dir")?;
+    }
+    Ok(())
+}
+
+/// A file can be written at `path`: a writable file there, or a directory it can be created
+/// in. Nothing is left behind: a new file is tried as a temporary one beside it.
+pub fn check_file(path: &Path, flag: &str) -> anyhow::Result<()> {
+    let cannot = |why: String| anyhow::anyhow!("{flag} {}: cannot be written: {why}", path.display());
+    if path.is_dir() {
+        return Err(cannot("it is a directory".into()));
+    }
+    if path.exists() {
+        // Opened for appending, so nothing of it is lost if the run fails later.
+        return std::fs::OpenOptions::new().append(true).open(path).map(drop).map_err(|e| cannot(e.to_string()));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(cannot(format!("no directory {}", parent.display())));
+    }
+    writable_dir(parent).map_err(cannot)
+}
+
+/// A directory can be written at `dir`: a writable one there, or one that can be created in
+/// its nearest existing parent.
+pub fn check_dir(dir: &Path, flag: &str) -> anyhow::Result<()> {
+    let cannot = |why: String| anyhow::anyhow!("{flag} {}: cannot be written: {why}", dir.display());
+    let existing = dir.ancestors().find(|a| a.as_os_str().is_empty() || a.exists()).unwrap_or(Path::new("."));
+    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+    if !existing.is_dir() {
+        return Err(cannot(format!("{} is not a directory", existing.display())));
+    }
+    writable_dir(existing).map_err(cannot)
+}
+
+/// Whether a file can be created in `dir`, by creating one (permissions, a read-only file
+/// system, quotas and root all answer alike).
+fn writable_dir(dir: &Path) -> Result<(), String> {
+    tempfile::Builder::new().prefix(".barrage-check-").tempfile_in(dir).map(drop).map_err(|e| {
+        // tempfile's error names a random file: say what was tried.
+        format!("cannot create a file in {}: {}", dir.display(), e.kind())
+    })
+}
+
 /// Writes `--html`, `--xlsx` and `--csv-dir`: readable by others as usual, or by their
 /// owner alone when the report was not redacted (`--no-redact`).
 pub fn files(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {

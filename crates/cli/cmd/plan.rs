@@ -109,7 +109,41 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         }),
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    let (connections, flag) = match &plan.load {
+        Load::Closed { concurrency, .. } => (*concurrency, "-c"),
+        Load::Open { max_in_flight, .. } if l.max_in_flight.is_some() => (*max_in_flight, "--max-in-flight"),
+        Load::Open { max_in_flight, .. } => (*max_in_flight, "--connections"),
+    };
+    check_open_files(connections, flag)?;
     Ok(plan)
+}
+
+/// Open files a run needs besides its connections: its results file and log, each engine
+/// thread's runtime and timer, the watcher's reads of /proc, standard streams.
+const RESERVED_FILES: u64 = 128;
+
+/// A run of `connections` connections (given by `flag`) fits in the process's open-file
+/// limit. The soft limit is raised up to the hard one when needed (as Go does for every
+/// program); past the hard limit the run is refused, instead of counting "too many open
+/// files" as errors of the server.
+pub fn check_open_files(connections: usize, flag: &str) -> anyhow::Result<()> {
+    let needed = connections as u64 + RESERVED_FILES;
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given, nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || needed <= limit.rlim_cur {
+        return Ok(());
+    }
+    let raised = libc::rlimit { rlim_cur: needed, rlim_max: limit.rlim_max };
+    // SAFETY: setrlimit reads the struct it is given; raising the soft limit up to the hard
+    // one needs no privilege.
+    if needed <= limit.rlim_max && unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{flag} {connections} needs {needed} open files (one per connection, {RESERVED_FILES} for barrage itself), over this process's limit of {} (ulimit -n): at most {flag} {} fits; raise the limit for more",
+        limit.rlim_max,
+        limit.rlim_max.saturating_sub(RESERVED_FILES)
+    )
 }
 
 /// The targets from the command line, `--targets` or `--urls`.

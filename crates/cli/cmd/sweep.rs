@@ -21,6 +21,21 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
         bail!("-n/--requests is for `barrage run`; `barrage sweep` runs each level for --step");
     }
     let levels = levels(&a)?;
+    super::emit::check_outputs(&a.emit, a.gates.junit.as_deref())?;
+    if let Some(dir) = &a.output.output {
+        super::emit::check_dir(dir, "-o")?;
+    }
+    // Every level within the open-file limit, not only the first the base plan is built at.
+    if let Some(most) = levels
+        .iter()
+        .filter_map(|l| match l {
+            Level::Workers(n) => Some(*n),
+            Level::Rate(_) => None,
+        })
+        .max()
+    {
+        super::plan::check_open_files(most as usize, "-c")?;
+    }
     let step = a.load.step.map(|s| s.0).or(a.load.duration.map(|d| d.0)).unwrap_or(DEFAULT_STEP);
     // The base plan at the first level for one step (so `--at` is checked against a
     // level's length); each level replaces the load.

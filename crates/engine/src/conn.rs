@@ -255,7 +255,8 @@ fn roots(opts: &TlsOptions) -> Result<rustls::RootCertStore, crate::EngineError>
     let mut roots = rustls::RootCertStore::empty();
     match &opts.cacert {
         Some(path) => {
-            let pem = std::fs::read(path).map_err(|e| crate::EngineError::CaCert(path.clone(), e.to_string()))?;
+            let pem = barrage_metrics::limits::read_capped(path, barrage_plan::limits::MAX_CA_FILE)
+                .map_err(|e| crate::EngineError::CaCert(path.clone(), e.to_string()))?;
             let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
                 .collect::<Result<_, _>>()
                 .map_err(|e| crate::EngineError::CaCert(path.clone(), e.to_string()))?;

@@ -222,7 +222,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
     let mut timer = PreciseTimer::new();
     let end_of_attack = async {
         match w.attack_limit {
-            Some(l) => tokio::time::sleep_until(TokioInstant::from_std(w.start + l)).await,
+            Some(l) => tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, l))).await,
             None => std::future::pending().await,
         }
     };
@@ -237,7 +237,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
                 Decision::Due { intended, .. } => (intended, false),
                 Decision::Late { intended, .. } => (intended, true),
                 Decision::Wait { until } => {
-                    timer.sleep_until(w.start + until).await;
+                    timer.sleep_until(instant_at(w.start, until)).await;
                     continue;
                 }
                 Decision::Bound => {
@@ -313,8 +313,8 @@ async fn closed_loop(w: &Rc<Worker>, workers: usize, think: Duration) -> LoadOut
                 slot.request(&w, job).await;
                 if !think.is_zero() && !last {
                     // Thinking never carries a worker past the end of the attack.
-                    let wake = w.start + (w.start.elapsed() + think).min(deadline.unwrap_or(Duration::MAX));
-                    tokio::time::sleep_until(TokioInstant::from_std(wake)).await;
+                    let wake = w.start.elapsed().saturating_add(think).min(deadline.unwrap_or(Duration::MAX));
+                    tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, wake))).await;
                 }
                 // A failure that returns at once (a refused connect on loopback, EMFILE)
                 // awaits nothing: yield now and then so the thread's other tasks and the
@@ -342,6 +342,16 @@ async fn join_or_abort(handles: Vec<tokio::task::JoinHandle<()>>, stop: &Cancell
         _ = join => {}
         _ = stop.cancelled() => aborts.iter().for_each(|a| a.abort()),
     }
+}
+
+/// Far enough to be never, near enough to add to any clock reading.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// `start + offset`, or a far future when that cannot be represented: an offset from the
+/// schedule of a slow `-n` run, or a think time, must not overflow the clock (a panic in
+/// an engine thread).
+pub(crate) fn instant_at(start: Instant, offset: Duration) -> Instant {
+    start.checked_add(offset).or_else(|| start.checked_add(FAR_FUTURE)).unwrap_or(start)
 }
 
 /// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole
@@ -399,4 +409,17 @@ fn thread_cpu() -> (Duration, Duration) {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_past_any_clock_saturate() {
+        let now = Instant::now();
+        assert_eq!(instant_at(now, Duration::from_secs(1)), now + Duration::from_secs(1));
+        assert_eq!(instant_at(now, Duration::MAX), now + FAR_FUTURE);
+        assert_eq!(instant_at(now, Duration::from_secs(9_300_000_000_000_000_000)), now + FAR_FUTURE);
+    }
 }

@@ -49,30 +49,29 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 }
 
 /// [`read_capped`] of a reader (standard input), with its size when known.
-pub fn read_capped_from(input: impl Read, size: Option<u64>, cap: u64) -> io::Result<Vec<u8>> {
+pub fn read_capped_from(mut input: impl Read, size: Option<u64>, cap: u64) -> io::Result<Vec<u8>> {
     if size.is_some_and(|s| s > cap) {
         return Err(over(cap));
     }
-    let mut input = input.take(cap.saturating_add(1));
     let mut data: Vec<u8> = Vec::new();
-    // Growth by doubling, but never past the cap: `read_to_end` would double a buffer of
-    // `cap` bytes to `2 × cap` for the one byte that proves the input too long.
+    // Growth by doubling, but never past the cap: `read_to_end` alone would double a
+    // buffer of `cap` bytes to `2 × cap` for the one byte that proves the input too long.
     // A file of known size is read into one buffer of its size and a byte (the byte shows
     // whether it grew meanwhile).
     let mut chunk = size.map_or(64 << 10, |s| s.saturating_add(1)).max(1);
-    let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
+    let limit = cap.saturating_add(1);
     loop {
-        let room = limit - data.len();
+        let room = limit - data.len() as u64;
         if room == 0 {
             return Err(over(cap));
         }
-        let want = usize::try_from(chunk).unwrap_or(usize::MAX).min(room);
-        data.try_reserve_exact(want).map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, "out of memory"))?;
-        let start = data.len();
-        data.resize(start + want, 0);
-        let read = read_some(&mut input, &mut data[start..]);
-        data.truncate(start + read.as_ref().map_or(0, |n| *n));
-        if read? < want {
+        let want = chunk.min(room);
+        data.try_reserve_exact(usize::try_from(want).unwrap_or(usize::MAX))
+            .map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, "out of memory"))?;
+        // Exactly the room reserved: std reads into it without zeroing it first, and never
+        // grows the buffer.
+        let read = (&mut input).take(want).read_to_end(&mut data)?;
+        if (read as u64) < want {
             // Short: the input ended.
             break;
         }
@@ -82,20 +81,6 @@ pub fn read_capped_from(input: impl Read, size: Option<u64>, cap: u64) -> io::Re
         return Err(over(cap));
     }
     Ok(data)
-}
-
-/// Fills `buf` as far as the input goes; 0 only at its end.
-fn read_some(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match input.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 fn over(cap: u64) -> io::Error {

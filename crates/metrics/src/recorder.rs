@@ -3,10 +3,10 @@
 //! Each engine thread records into its own recorder (no lock, no allocation per request) and
 //! hands it over once per interval; whole-run figures are the sum of the intervals.
 
+use crate::limits::{fmt_limit, MAX_HISTOGRAM_BYTES, MAX_HISTOGRAM_COUNTERS};
 use crate::sample::{
     CacheStatus, ErrorKind, Outcome, Phase, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PHASE_COUNT,
 };
-use crate::limits::{fmt_limit, MAX_HISTOGRAM_BYTES, MAX_HISTOGRAM_COUNTERS};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -822,7 +822,10 @@ fn inflate(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
                 .read_to_end(&mut plain)
                 .map_err(|e| format!("bad histogram: {e}"))?;
             if plain.len() > MAX_HISTOGRAM_BYTES {
-                return Err(format!("bad histogram: inflates past the {} limit", fmt_limit(MAX_HISTOGRAM_BYTES as u64)));
+                return Err(format!(
+                    "bad histogram: inflates past the {} limit",
+                    fmt_limit(MAX_HISTOGRAM_BYTES as u64)
+                ));
             }
             Ok(std::borrow::Cow::Owned(plain))
         }

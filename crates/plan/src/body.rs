@@ -2,9 +2,9 @@
 //! same for every request or a different one each time) and `multipart/form-data` from
 //! `--form` fields (curl's `-F` syntax).
 
+use crate::limits::MAX_BODY;
 use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
-use std::io::Read;
 use std::path::Path;
 
 /// How many different bodies `--body-unique` rotates through: windows of one buffer, so no
@@ -52,26 +52,10 @@ impl BodySource {
     }
 }
 
-/// The largest body barrage sends: a generated body, a body file, a form file or a whole
-/// form. Bodies are held in memory once per run, so this bounds what a file (or a device
-/// such as /dev/zero) can make barrage allocate.
-pub const MAX_BODY: u64 = 1 << 30;
-
 /// Reads a body file, refusing one over [`MAX_BODY`]: a regular file from its size, before
 /// reading; a pipe or device after reading at most one byte past the limit.
 pub fn read_body_file(path: &Path) -> Result<Bytes, String> {
-    let too_big = || format!("{} is over the 1 GiB limit of a body", path.display());
-    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > MAX_BODY) {
-        return Err(too_big());
-    }
-    let mut data = Vec::new();
-    file.take(MAX_BODY + 1).read_to_end(&mut data).map_err(cannot)?;
-    if data.len() as u64 > MAX_BODY {
-        return Err(too_big());
-    }
-    Ok(Bytes::from(data))
+    crate::limits::read_file(path, MAX_BODY).map(Bytes::from)
 }
 
 /// One `--form` field, in curl's `-F` syntax: `name=value` (a text field), `name=@file` (a
@@ -131,10 +115,20 @@ fn modifiers(mut rest: &str) -> Result<(&str, Option<String>, Option<String>), S
     Ok((rest, content_type, filename))
 }
 
-/// A file name as HTML5 and curl put it in a Content-Disposition: quotes and line breaks
-/// percent-encoded, so it cannot end the header or the parameter.
+/// A file name as HTML5 and curl put it in a Content-Disposition: quotes percent-encoded,
+/// so it cannot end the parameter. (Control characters are refused before: a line break
+/// would end the part's header.)
 fn quoted_name(name: &str) -> String {
-    name.replace('"', "%22").replace('\r', "%0D").replace('\n', "%0A")
+    name.replace('"', "%22")
+}
+
+/// Part headers carry no control characters: a CR or LF would end the header and start
+/// one of the value's choosing.
+fn no_controls(what: &str, value: &str) -> Result<(), String> {
+    match value.contains(|c: char| c.is_control()) {
+        true => Err(format!("{what} has a control character (such as a line break)")),
+        false => Ok(()),
+    }
 }
 
 impl FormField {
@@ -144,9 +138,10 @@ impl FormField {
             format!("invalid --form '{spec}': {why}; expected name=value, name=@file or name=<file, with optional ;type=MIME and ;filename=NAME")
         };
         let (name, rest) = spec.split_once('=').ok_or_else(|| bad("no '='".into()))?;
-        if name.is_empty() || name.contains(['"', '\r', '\n']) {
+        if name.is_empty() || name.contains('"') {
             return Err(bad("bad field name".into()));
         }
+        no_controls("the field name", name).map_err(bad)?;
         let (value, content_type, filename) = modifiers(rest).map_err(bad)?;
         let file = |path: &str| read_body_file(Path::new(path)).map_err(&bad);
         let (data, filename, guess_from) = if let Some(path) = value.strip_prefix('@') {
@@ -165,6 +160,7 @@ impl FormField {
             (Bytes::copy_from_slice(value.as_bytes()), filename, guess)
         };
         let content_type = content_type.or(guess_from.map(str::to_string));
+        no_controls("the file name", filename.as_deref().unwrap_or_default()).map_err(bad)?;
         Ok(FormField { name: name.to_string(), filename: filename.as_deref().map(quoted_name), content_type, data })
     }
 }
@@ -264,7 +260,7 @@ mod tests {
             (format!("f=@{bin};type=text/csv;filename=r.csv"), Some("r.csv"), Some("text/csv")),
             (format!("f=@{bin};filename=r.csv;type=text/csv"), Some("r.csv"), Some("text/csv")),
             (format!("f=@{semi}"), Some("odd;name.bin"), Some("application/octet-stream")),
-            (format!("f=@{bin};filename=a\"b\r\n.bin"), Some("a%22b%0D%0A.bin"), Some("application/octet-stream")),
+            (format!("f=@{bin};filename=a\"b.bin"), Some("a%22b.bin"), Some("application/octet-stream")),
         ];
         for (spec, filename, content_type) in table {
             let f = FormField::parse(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
@@ -283,6 +279,9 @@ mod tests {
             "f=x;headers=X-A: 1",
             "f=x;type=a;type=b",
             "f=x;type=a\r\nX-Injected: 1",
+            "f=x;filename=a\r\nX-Injected: 1",
+            "f=@/dev/null;filename=a\nb",
+            "f\r\nX-Injected: 1=x",
         ];
         for bad in table {
             assert!(FormField::parse(bad).unwrap_err().contains("expected name=value"), "{bad}");
@@ -295,7 +294,7 @@ mod tests {
         let big = dir.path().join("big.bin");
         // Sparse: refused from its size, never read.
         std::fs::File::create(&big).unwrap().set_len(MAX_BODY + 1).unwrap();
-        assert!(read_body_file(&big).unwrap_err().contains("over the 1 GiB limit"));
+        assert!(read_body_file(&big).unwrap_err().ends_with("big.bin: over the 1 GiB limit"));
         std::fs::File::create(&big).unwrap().set_len(3).unwrap();
         assert_eq!(read_body_file(&big).unwrap().len(), 3);
     }

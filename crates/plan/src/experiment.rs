@@ -41,6 +41,7 @@
 //! the same key of `background` or `vars`) is an error naming both, since neither could
 //! be said to win: factors compose through `vars` instead.
 
+use crate::limits::{MAX_CASES, MAX_EXPERIMENT_FILE, MAX_REPEATS, MAX_RUNS};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -171,8 +172,10 @@ pub struct Experiment {
 impl Experiment {
     /// Reads and checks an experiment file.
     pub fn read(path: &Path) -> Result<Experiment, ExperimentError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ExperimentError { path: path.display().to_string(), message: e.to_string() })?;
+        let failed = |message: String| ExperimentError { path: path.display().to_string(), message };
+        let bytes =
+            barrage_metrics::limits::read_capped(path, MAX_EXPERIMENT_FILE).map_err(|e| failed(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))?;
         let stem = path.file_stem().map_or_else(|| "experiment".into(), |s| s.to_string_lossy().into_owned());
         Experiment::parse(&text, &stem).map_err(|message| ExperimentError { path: path.display().to_string(), message })
     }
@@ -193,8 +196,27 @@ impl Experiment {
             }
         }
         let repeats = file.repeats.unwrap_or(1);
-        if repeats == 0 {
-            return Err("repeats must be at least 1".into());
+        if !(1..=MAX_REPEATS).contains(&repeats) {
+            return Err(format!("repeats = {repeats}: expected 1 to {MAX_REPEATS}"));
+        }
+        // Counted from the level counts, before any case is built: nine factors of ten
+        // levels are a billion cases.
+        let combinations = factors.iter().fold(1u64, |n, f| n.saturating_mul(f.levels.len() as u64));
+        if combinations > MAX_CASES {
+            return Err(format!(
+                "the factors make {} combinations of levels: over the limit of {MAX_CASES} cases",
+                if combinations == u64::MAX { "over 2^64".into() } else { combinations.to_string() }
+            ));
+        }
+        if combinations * u64::from(repeats) > MAX_RUNS {
+            return Err(format!(
+                "{combinations} combinations × repeats = {repeats} are over the limit of {MAX_RUNS} runs"
+            ));
+        }
+        for (key, value) in [("duration", &file.duration), ("warmup", &file.warmup), ("pause", &file.pause)] {
+            if let Some(v) = value {
+                barrage_metrics::units::parse_duration(v).map_err(|e| format!("{key} = {v:?}: {e}"))?;
+            }
         }
         Ok(Experiment {
             name: file.name.unwrap_or_else(|| stem.to_string()),
@@ -748,6 +770,11 @@ backend = { vars = { host = "origin:9090" }, background = { rate = 10 } }
             ("unknown = 1\n", "unknown field `unknown`"),
             ("compare = [\"b\"]\n[factors.a]\nx = {}\n", "no factor of that name"),
             ("[factors.a]\nx = {}\n[factors.b]\nx = {}\n", ""),
+            ("warmup = \"-1s\"\n", "warmup = \"-1s\": invalid duration '-1s'"),
+            ("pause = \"soon\"\n", "pause = \"soon\": invalid duration"),
+            ("duration = \"10000000000000000000s\"\n", "at most 8760h"),
+            ("repeats = 4294967295\n", "repeats = 4294967295: expected 1 to 10000"),
+            ("repeats = 0\n", "expected 1 to 10000"),
         ];
         for (text, want) in table {
             match Experiment::parse(text, "t") {
@@ -755,6 +782,18 @@ backend = { vars = { host = "origin:9090" }, background = { rate = 10 } }
                 Ok(_) => assert!(want.is_empty(), "{text:?} should fail with {want}"),
             }
         }
+        // Nine factors of ten levels: refused from the counts, at once.
+        let mut nine = String::new();
+        for f in 0..9 {
+            nine.push_str(&format!("[factors.f{f}]\n"));
+            (0..10).for_each(|l| nine.push_str(&format!("l{l} = {{}}\n")));
+        }
+        let started = std::time::Instant::now();
+        let e = Experiment::parse(&nine, "t").unwrap_err();
+        assert!(e.contains("1000000000 combinations of levels: over the limit of 100000 cases"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        let e = Experiment::parse(&format!("repeats = 100\n{}", &nine[..nine.find("[factors.f5]").unwrap()]), "t");
+        assert!(e.unwrap_err().contains("over the limit of 1000000 runs"));
         let both = Experiment::parse("exclude = [\"x\"]\n[factors.a]\nx = {}\n[factors.b]\nx = {}\n", "t").unwrap_err();
         assert!(both.contains("write factor=level"), "{both}");
     }

@@ -18,6 +18,7 @@
 pub mod body;
 pub mod cache;
 pub mod experiment;
+pub mod limits;
 pub mod pacer;
 pub mod pick;
 pub mod plan;

@@ -67,6 +67,13 @@ impl Target {
         if parsed.host().is_none_or(str::is_empty) {
             return Err(bad("no host"));
         }
+        // The http crate keeps a port it cannot read (`:99999`) and reports none, which
+        // would send to port 80.
+        if let Some(port) = port_text(parsed.authority().map_or("", |a| a.as_str())) {
+            if !port.parse::<u16>().is_ok_and(|p| p > 0) {
+                return Err(bad(&format!("port {port} is not in 1..=65535")));
+            }
+        }
         Ok(Target {
             method,
             url: parsed,
@@ -87,6 +94,17 @@ impl Target {
             _ => self.url.to_string(),
         }
     }
+}
+
+/// The port of a URL's authority as written (`host:PORT`, `[::1]:PORT`, after any
+/// user-info), if one is written.
+fn port_text(authority: &str) -> Option<&str> {
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let after_host = match host_port.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or("", |(_, after)| after),
+        None => host_port.find(':').map_or("", |at| &host_port[at..]),
+    };
+    after_host.strip_prefix(':').filter(|p| !p.is_empty())
 }
 
 /// How load is generated.
@@ -242,6 +260,26 @@ impl Plan {
         match (self.duration, natural) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_with_a_port_no_socket_has_are_refused() {
+        for ok in
+            ["http://h/", "http://h:8080/", "https://u:p@h:443/x", "http://[::1]:1/", "http://[::1]/", "http://h:/"]
+        {
+            assert!(Target::new(Method::GET, ok).is_ok(), "{ok}");
+        }
+        for (bad, port) in
+            [("http://127.0.0.1:99999/", "99999"), ("http://h:0/", "0"), ("http://[::1]:65536/", "65536")]
+        {
+            let e = Target::new(Method::GET, bad).unwrap_err();
+            assert!(e.contains(&format!("port {port} is not in 1..=65535")), "{bad}: {e}");
         }
     }
 }

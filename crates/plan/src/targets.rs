@@ -14,7 +14,9 @@
 //! for stdin). JSON lines follow Vegeta's JSON format, `body` in base64:
 //! `{"method":"GET","url":"http://h/p","header":{"Accept":["*/*"]},"body":"aGk=","name":"get"}`.
 
+use crate::limits::{MAX_BODY, MAX_TARGETS, MAX_TARGETS_FILE};
 use crate::plan::Target;
+use barrage_metrics::limits::fmt_limit;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::path::{Path, PathBuf};
@@ -57,7 +59,7 @@ pub fn read_urls(path: &str, method: &Method) -> Result<Vec<Target>, TargetError
             continue;
         }
         let err = |message| TargetError { file: path.into(), line: i + 1, message };
-        out.push(Target::new(method.clone(), line).map_err(err)?);
+        push(&mut out, Target::new(method.clone(), line).map_err(err)?).map_err(err)?;
     }
     if out.is_empty() {
         return Err(TargetError { file: path.into(), line: 0, message: "no URLs in the file".into() });
@@ -65,15 +67,35 @@ pub fn read_urls(path: &str, method: &Method) -> Result<Vec<Target>, TargetError
     Ok(out)
 }
 
+/// The text of a target file or URL list, at most [`MAX_TARGETS_FILE`] bytes.
 fn read(path: &str) -> Result<(String, PathBuf), TargetError> {
-    let err = |e: std::io::Error| TargetError { file: path.into(), line: 0, message: format!("cannot read: {e}") };
-    if path == "-" {
-        let text = std::io::read_to_string(std::io::stdin()).map_err(err)?;
-        return Ok((text, PathBuf::from(".")));
-    }
-    let text = std::fs::read_to_string(path).map_err(err)?;
-    let base = Path::new(path).parent().map(Path::to_path_buf).unwrap_or_default();
+    use barrage_metrics::limits::{read_capped, read_capped_from};
+    let err = |e: std::io::Error| {
+        let message = match e.kind() {
+            std::io::ErrorKind::FileTooLarge => e.to_string(),
+            _ => format!("cannot read: {e}"),
+        };
+        TargetError { file: path.into(), line: 0, message }
+    };
+    let (bytes, base) = match path {
+        "-" => (read_capped_from(std::io::stdin(), None, MAX_TARGETS_FILE), PathBuf::from(".")),
+        _ => (
+            read_capped(Path::new(path), MAX_TARGETS_FILE),
+            Path::new(path).parent().map(Path::to_path_buf).unwrap_or_default(),
+        ),
+    };
+    let text = String::from_utf8(bytes.map_err(err)?)
+        .map_err(|_| err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")))?;
     Ok((text, base))
+}
+
+/// Adds a target to those of a file, at most [`MAX_TARGETS`] of them.
+fn push(out: &mut Vec<Target>, t: Target) -> Result<(), String> {
+    if out.len() >= MAX_TARGETS {
+        return Err(format!("more than {MAX_TARGETS} targets, the limit of a file"));
+    }
+    out.push(t);
+    Ok(())
 }
 
 /// Parses Vegeta's text format.
@@ -81,11 +103,15 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
     let mut out = Vec::new();
     let mut current: Option<Target> = None;
     let mut name: Option<String> = None;
+    // The bodies of all targets, held at once, are bounded together.
+    let mut bodies = 0u64;
     for (i, raw) in text.lines().enumerate() {
         let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
         let line = raw.trim();
         if line.is_empty() {
-            out.extend(current.take());
+            if let Some(t) = current.take() {
+                push(&mut out, t).map_err(err)?;
+            }
             continue;
         }
         if let Some(comment) = line.strip_prefix('#') {
@@ -109,6 +135,10 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
                 if let Some(body) = line.strip_prefix('@') {
                     let path = base.join(body);
                     t.body = crate::body::read_body_file(&path).map_err(|e| err(format!("body file: {e}")))?;
+                    bodies += t.body.len() as u64;
+                    if bodies > MAX_BODY {
+                        return Err(err(format!("the body files are over {} in all", fmt_limit(MAX_BODY))));
+                    }
                 } else {
                     let (k, v) = header(line).map_err(err)?;
                     t.headers.append(k, v);
@@ -116,7 +146,9 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
             }
         }
     }
-    out.extend(current);
+    if let Some(t) = current {
+        push(&mut out, t).map_err(|message| TargetError { file: file.into(), line: text.lines().count(), message })?;
+    }
     Ok(out)
 }
 
@@ -140,7 +172,7 @@ pub fn parse_json_lines(text: &str, file: &str) -> Result<Vec<Target>, TargetErr
         }
         let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
-        out.push(json_target(&v).map_err(err)?);
+        push(&mut out, json_target(&v).map_err(err)?).map_err(err)?;
     }
     Ok(out)
 }
@@ -207,6 +239,15 @@ mod tests {
             let e = parse_text(text, "t.txt", Path::new("/nonexistent")).unwrap_err().to_string();
             assert!(e.starts_with(want), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn files_and_their_targets_are_bounded() {
+        let many = "GET http://h/\n\n".repeat(MAX_TARGETS + 1);
+        let e = parse_text(&many, "t.txt", Path::new(".")).unwrap_err().to_string();
+        assert!(e.contains(&format!("more than {MAX_TARGETS} targets")), "{e}");
+        let e = read_targets("/dev/zero").unwrap_err().to_string();
+        assert_eq!(e, "/dev/zero:0: over the 256 MiB limit");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `FromStr` newtypes for the values flags and files write: rates (constant, ramp, steps),
 //! levels, durations, headers, `--resolve`. The binary parses its flags with them.
 
+use crate::limits::{MAX_LEVELS, MAX_RATE, MAX_WORKERS};
 use crate::{Load, Pacer};
+use barrage_metrics::limits::MAX_DURATION;
 use barrage_metrics::units;
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -44,7 +46,8 @@ pub enum RateSpec {
     Steps(Vec<f64>),
 }
 
-const RATE_FORM: &str = "a positive rate: 1000, 1000/s, 60/m; a ramp 100:2000; or steps 10,50,100";
+const RATE_FORM: &str =
+    "a rate from 1/day to 10000000/s: 1000, 1000/s, 60/m; a ramp 100:2000; or up to 1000 steps 10,50,100";
 
 /// Parses one rate: `1000`, `1000/s`, `60/m`, `5/ms`, `2k`.
 fn parse_one_rate(s: &str) -> Result<f64, String> {
@@ -68,11 +71,24 @@ fn parse_one_rate(s: &str) -> Result<f64, String> {
     };
     let n: f64 = digits.parse().map_err(|_| bad())?;
     let rate = n * mult / per;
-    // Below one request a day, nothing meaningful is measured.
-    if !rate.is_finite() || rate < 1.0 / 86_400.0 || per <= 0.0 {
+    // Below one request a day, nothing meaningful is measured; above MAX_RATE every
+    // request would be due at once.
+    if !rate.is_finite() || !(1.0 / 86_400.0..=MAX_RATE).contains(&rate) || per <= 0.0 {
         return Err(bad());
     }
     Ok(rate)
+}
+
+/// One rate (`--start-rate`, `testbed bench --rate`): `1000`, `1000/s`, `60/m`, `2k`, from
+/// one a day to [`MAX_RATE`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate(pub f64);
+
+impl FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_one_rate(s).map(Rate)
+    }
 }
 
 impl FromStr for RateSpec {
@@ -82,6 +98,10 @@ impl FromStr for RateSpec {
             return Ok(RateSpec::Ramp(parse_one_rate(a)?, parse_one_rate(b)?));
         }
         if s.contains(',') {
+            let steps = s.split(',').count();
+            if steps > MAX_LEVELS {
+                return Err(format!("invalid rate: {steps} steps; expected {RATE_FORM}"));
+            }
             return s.split(',').map(parse_one_rate).collect::<Result<_, _>>().map(RateSpec::Steps);
         }
         parse_one_rate(s).map(RateSpec::Constant)
@@ -148,6 +168,15 @@ mod tests {
         let table = [
             (LoadFlags { step: Some(secs(1)), ..Default::default() }, "--step goes with stepped rates"),
             (LoadFlags { connections: Some(4), ..Default::default() }, "--connections is for open loop"),
+            (LoadFlags { max_in_flight: Some(4), ..Default::default() }, "--max-in-flight is for open loop"),
+            (
+                LoadFlags {
+                    rate: Some("1,2".parse().unwrap()),
+                    step: Some(Duration::from_secs(200 * 86_400)),
+                    ..Default::default()
+                },
+                "lasts over a year",
+            ),
             (LoadFlags { concurrency: Some("1,2".parse().unwrap()), ..Default::default() }, "use `barrage sweep`"),
             (LoadFlags { rate: Some("1:10".parse().unwrap()), ..Default::default() }, "give --duration too"),
             (
@@ -183,7 +212,10 @@ mod tests {
         for (text, want) in table {
             assert_eq!(text.parse::<RateSpec>().unwrap(), want, "{text}");
         }
-        for bad in ["0", "-5", "abc", "10/x", "", "1,,2", "0:10", "1e-20"] {
+        assert_eq!("1e7".parse::<RateSpec>().unwrap(), RateSpec::Constant(MAX_RATE));
+        assert_eq!("10000k".parse::<Rate>().unwrap(), Rate(MAX_RATE));
+        let many = vec!["1"; MAX_LEVELS + 1].join(",");
+        for bad in ["0", "-5", "abc", "10/x", "", "1,,2", "0:10", "1e-20", "1e10", "1,1e8", "inf", "NaN", &many] {
             let err = bad.parse::<RateSpec>().unwrap_err();
             assert!(err.contains("expected"), "{bad}: {err}");
         }
@@ -205,28 +237,29 @@ mod tests {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Levels(pub Vec<u32>);
 
-const LEVELS_FORM: &str = "a worker count such as 50, a list 8,16,32, or a range 8..96/8";
+const LEVELS_FORM: &str =
+    "a worker count from 1 to 1000000 such as 50, a list 8,16,32, or a range 8..96/8 of at most 1000 levels";
 
 impl FromStr for Levels {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || format!("invalid worker count '{s}': expected {LEVELS_FORM}");
-        let count = |t: &str| t.trim().parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad);
+        let count = |t: &str| t.trim().parse::<u32>().ok().filter(|n| (1..=MAX_WORKERS).contains(n)).ok_or_else(bad);
         let levels = if let Some((from, rest)) = s.split_once("..") {
             let (to, step) = rest.split_once('/').map_or((rest, "1"), |(t, st)| (t, st));
             let (from, to, step) = (count(from)?, count(to)?, count(step)?);
             if from > to {
                 return Err(bad());
             }
-            if (to - from) / step >= 1000 {
-                return Err(format!("invalid worker count '{s}': more than 1,000 levels"));
+            if (to - from) / step >= MAX_LEVELS as u32 {
+                return Err(format!("invalid worker count '{s}': more than {MAX_LEVELS} levels"));
             }
             (from..=to).step_by(step as usize).collect()
         } else {
             s.split(',').map(count).collect::<Result<Vec<u32>, String>>()?
         };
-        if levels.len() > 1000 {
-            return Err(format!("invalid worker count '{s}': more than 1,000 levels"));
+        if levels.len() > MAX_LEVELS {
+            return Err(format!("invalid worker count '{s}': more than {MAX_LEVELS} levels"));
         }
         Ok(Levels(levels))
     }
@@ -242,7 +275,8 @@ mod level_tests {
         assert_eq!("8,16,32".parse::<Levels>().unwrap().0, [8, 16, 32]);
         assert_eq!("8..32/8".parse::<Levels>().unwrap().0, [8, 16, 24, 32]);
         assert_eq!("1..3".parse::<Levels>().unwrap().0, [1, 2, 3]);
-        for bad in ["0", "a", "8..4", "8..96/0", "1,,2", "1..100000"] {
+        assert_eq!("1000000".parse::<Levels>().unwrap().0, [MAX_WORKERS]);
+        for bad in ["0", "a", "8..4", "8..96/0", "1,,2", "1..100000", "4294967295", "1000001", "1,2000000"] {
             assert!(bad.parse::<Levels>().is_err(), "{bad}");
         }
     }
@@ -301,6 +335,13 @@ impl LoadFlags {
                         "--step {step:?}: steps must last whole seconds (1s, 10s, 1m), so each is reported on its own"
                     ));
                 }
+                // A run ends within a year, however many steps it takes.
+                if step.checked_mul(rates.len() as u32).is_none_or(|all| all > MAX_DURATION) {
+                    return Err(format!(
+                        "--rate with {} steps of --step {step:?} lasts over a year, the longest run (8760h)",
+                        rates.len()
+                    ));
+                }
                 Pacer::Steps { rates: rates.clone(), step }
             }
         };
@@ -320,6 +361,9 @@ impl LoadFlags {
                 "--connections is for open loop (--rate); in closed loop each of the -c workers has its own connection"
                     .into(),
             );
+        }
+        if self.max_in_flight.is_some() {
+            return Err("--max-in-flight is for open loop (--rate); in closed loop -c workers are in flight".into());
         }
         let concurrency = match self.concurrency.as_ref().map(|l| &l.0[..]) {
             None => DEFAULT_CONCURRENCY,

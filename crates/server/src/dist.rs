@@ -11,6 +11,10 @@ use rand::{Rng, RngCore};
 /// The largest body the origin will produce (`/bytes/{n}`, `/obj/{id}`): 1 GiB.
 pub const MAX_BODY: u64 = 1 << 30;
 
+/// The largest file of object sizes (`--object-size file:PATH`): a million sizes take a
+/// few MiB.
+pub const MAX_SIZES_FILE: u64 = 64 << 20;
+
 /// A flag value that is not a valid distribution or stall; the message names the valid forms.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {what} '{input}': expected {expected}")]
@@ -26,9 +30,11 @@ impl ParseError {
     }
 }
 
-const LATENCY_FORMS: &str = "a duration (20ms), a uniform range (10ms..50ms) or an exponential mean (exp:20ms)";
+const LATENCY_FORMS: &str =
+    "a duration (20ms), a uniform range (10ms..50ms) or an exponential mean (exp:20ms), each at most 8760h (a year)";
 const SIZE_FORMS: &str = "a size (1k), a uniform range (1k..64k), a log-normal median and sigma (lognormal:4k,1.0) or file:PATH of sizes, one per line";
-const STALL_FORM: &str = "REQUESTS+DURATION, a request count of at least 1 and a duration (1000+500ms)";
+const STALL_FORM: &str =
+    "REQUESTS+DURATION, a request count of at least 1 and a duration of at most 8760h (1000+500ms)";
 
 /// How long the origin waits before answering each request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -172,8 +178,9 @@ impl FromStr for SizeDist {
 
 /// Reads one size per line (blank lines and `#` comments skipped); a bad line is named.
 fn sizes_file(path: &str, input: &str) -> Result<SizeDist, ParseError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|_| ParseError::new("object size file", input, "a readable file of sizes"))?;
+    let bytes = barrage_metrics::limits::read_capped(std::path::Path::new(path), MAX_SIZES_FILE)
+        .map_err(|_| ParseError::new("object size file", input, "a readable file of sizes of at most 64 MiB"))?;
+    let text = String::from_utf8(bytes).map_err(|_| ParseError::new("object size file", input, "text"))?;
     let mut sizes = Vec::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         sizes.push(
@@ -286,7 +293,9 @@ mod tests {
 
     #[test]
     fn latency_rejects() {
-        for bad in ["", "20", "fast", "50ms..10ms", "10ms..", "exp:", "exp:x", "uniform:1ms"] {
+        // Past a year: they overflowed the clock (a panic per request) or emptied the range.
+        let huge = ["5000000h..5200000h", "exp:4000000000000000h", "8761h", "1ms..9000h"];
+        for bad in ["", "20", "fast", "50ms..10ms", "10ms..", "exp:", "exp:x", "uniform:1ms"].into_iter().chain(huge) {
             let err = bad.parse::<LatencyDist>().unwrap_err().to_string();
             assert!(err.contains("10ms..50ms") && err.contains("exp:20ms"), "{bad}: {err}");
         }
@@ -322,7 +331,7 @@ mod tests {
         let stall: Stall = "1000+500ms".parse().unwrap();
         assert_eq!(stall, Stall { after_requests: 1000, duration: MS(500) });
         assert_eq!(stall.to_string().parse::<Stall>().unwrap(), stall);
-        for bad in ["", "1000", "+500ms", "0+500ms", "x+500ms", "1000+500", "1000+"] {
+        for bad in ["", "1000", "+500ms", "0+500ms", "x+500ms", "1000+500", "1000+", "1+4000000000000000h"] {
             let err = bad.parse::<Stall>().unwrap_err().to_string();
             assert!(err.contains("1000+500ms"), "{bad}: {err}");
         }

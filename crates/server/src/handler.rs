@@ -129,7 +129,9 @@ impl StallState {
     fn trigger(&self, request_number: u64) {
         if request_number == self.stall.after_requests {
             // Only one request has this number, so the pause starts once.
-            let _ = self.until.set(Instant::now() + self.stall.duration);
+            // The duration is at most a year (its parser's limit): the sum cannot overflow.
+            let now = Instant::now();
+            let _ = self.until.set(now.checked_add(self.stall.duration).unwrap_or(now));
         }
     }
 

@@ -153,8 +153,9 @@ impl StudyDir {
                 MAX_MANIFEST_BYTES >> 20
             )));
         }
-        let text = std::fs::read_to_string(&file).map_err(io)?;
-        let manifest: Manifest = serde_json::from_str(&text)
+        // Read through the cap too: the size of a pipe or device says nothing.
+        let text = barrage_metrics::limits::read_capped(&file, MAX_MANIFEST_BYTES).map_err(io)?;
+        let manifest: Manifest = serde_json::from_slice(&text)
             .map_err(|e| StudyError::Dir(format!("{}: not an experiment manifest: {e}", file.display())))?;
         if manifest.version > DIR_VERSION {
             return Err(StudyError::Dir(format!(
