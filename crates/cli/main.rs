@@ -6,6 +6,7 @@
 
 mod args;
 mod cmd;
+mod message;
 mod signals;
 
 use args::{Cli, Command, TestbedCommand};
@@ -56,11 +57,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Prints barrage's last word on stderr, secrets redacted by the built-in rules whatever
+/// Prints barrage's last word on stderr, on one line, secrets redacted by the built-in rules whatever
 /// `--no-redact` says: an error may quote a URL or a header as given, and stderr ends up
 /// in CI logs.
 fn say(line: &str) {
-    eprintln!("barrage: {}", barrage_metrics::secrets::Redaction::default().text(line));
+    eprintln!("barrage: {}", message::one_line(&barrage_metrics::secrets::Redaction::default().text(line)));
 }
 
 /// Commands that send load get the signal handler; `serve` and the testbed's own commands
@@ -100,13 +101,13 @@ fn usage(e: clap::Error) -> ExitCode {
     // clap spreads some errors over lines ("...not provided:\n  <URL>..."); keep what comes
     // before the usage and tips, on one line.
     let text = e.render().to_string();
-    let message: Vec<&str> = text
+    let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
         .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
         .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
         .collect();
-    say(&format!("{} (see --help)", message.join(" ")));
+    say(&format!("{} (see --help)", lines.join(" ")));
     ExitCode::from(2)
 }
 

@@ -31,16 +31,24 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     if cases.is_empty() {
         bail!("{}: every combination is excluded: no case to run", a.file.display());
     }
+    // Everything that can be checked is, before the listing: a dry run that passes runs.
+    let mut slos: Vec<Slo> = e
+        .slo
+        .iter()
+        .map(|s| s.parse().map_err(|m: String| anyhow::anyhow!("{}: slo = [{s:?}]: {m}", a.file.display())))
+        .collect::<anyhow::Result<_>>()?;
+    slos.extend(a.slo.iter().cloned());
+    let warmup = e.warmup.as_deref().map(|w| duration(w, "warmup", &a.file)).transpose()?;
+    let pause = e.pause.as_deref().map(|p| duration(p, "pause", &a.file)).transpose()?;
+    // cache-study.toml → cache-study.results
+    let path = a.output.clone().unwrap_or_else(|| a.file.with_extension("results"));
+    super::emit::check_dir(&path, "-o")?;
+    super::emit::check_outputs(&a.emit, a.junit.as_deref())?;
     if a.dry_run {
         print!("{}", listing(&e, &cases));
         return Ok(Outcome::Ok);
     }
-    // cache-study.toml → cache-study.results
-    let path = a.output.clone().unwrap_or_else(|| a.file.with_extension("results"));
     let dir = StudyDir::create(&path, manifest(&e, &cases), a.resume)?;
-    let mut slos: Vec<Slo> =
-        e.slo.iter().map(|s| s.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
-    slos.extend(a.slo.iter().cloned());
     let study = Study {
         name: e.name.clone(),
         dir: &dir,
@@ -53,8 +61,8 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         compare: e.compare.clone(),
         repeats: e.repeats,
         shuffle: (e.order == Order::Random).then_some(e.seed),
-        warmup: e.warmup.as_deref().map(duration).transpose()?,
-        pause: e.pause.as_deref().map(duration).transpose()?,
+        warmup,
+        pause,
         barrage: std::env::current_exe().context("finding the barrage binary to run testbed origins")?,
         slos,
         noise: a.noise,
@@ -153,6 +161,7 @@ fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
     Ok(Built { main, background })
 }
 
-fn duration(s: &str) -> anyhow::Result<std::time::Duration> {
-    barrage_metrics::units::parse_duration(s).map_err(|e| anyhow::anyhow!("'{s}': {e}"))
+/// The file's `key = "s"` as a duration.
+fn duration(s: &str, key: &str, file: &Path) -> anyhow::Result<std::time::Duration> {
+    barrage_metrics::units::parse_duration(s).map_err(|e| anyhow::anyhow!("{}: {key} = {s:?}: {e}", file.display()))
 }

@@ -28,6 +28,7 @@ impl Views {
             })?;
         if let Some(addr) = live.metrics_addr() {
             eprintln!("metrics on http://{addr}/metrics");
+            super::serve::warn_if_exposed("--metrics-addr", addr);
         }
         Ok(Views { live: Some(live), hdr: None, notes })
     }

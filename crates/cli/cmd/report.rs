@@ -9,6 +9,7 @@ use std::io::Write;
 
 /// Renders the files (merged) as the flags ask.
 pub fn report(a: ReportArgs) -> anyhow::Result<Outcome> {
+    super::emit::check_outputs(&a.emit, None)?;
     if a.emit.format == Format::HdrLog {
         let mut out = std::io::stdout().lock();
         barrage_report::write_hdr_log(&a.files, &mut out).context("writing the HdrHistogram log")?;

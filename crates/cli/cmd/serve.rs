@@ -23,7 +23,13 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     }
     let mut out = std::io::stdout().lock();
     for s in &servers {
-        writeln!(out, "listening on {}", s.url())?;
+        // The address bound, as it is: a wildcard is not shown as loopback.
+        let scheme = if s.url().starts_with("https") { "https" } else { "http" };
+        writeln!(out, "listening on {scheme}://{}", s.addr())?;
+        warn_if_exposed(
+            if s.url().starts_with("https") && a.tls_listen.is_some() { "--tls-listen" } else { "--listen" },
+            s.addr(),
+        );
     }
     if let Some(ca) = servers.iter().find_map(RunningServer::ca_path) {
         writeln!(out, "CA certificate: {} (use --cacert {})", ca.display(), ca.display())?;
@@ -36,6 +42,17 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     eprintln!("served {served} requests");
     servers.into_iter().for_each(RunningServer::shutdown);
     Ok(Outcome::Ok)
+}
+
+/// A warning on stderr when `addr` (bound for `flag`) is not a loopback address: other
+/// machines can reach it, which a test origin or a run's metrics rarely should be.
+pub fn warn_if_exposed(flag: &str, addr: std::net::SocketAddr) {
+    if !addr.ip().is_loopback() {
+        let whom = if addr.ip().is_unspecified() { "every interface" } else { "a non-loopback interface" };
+        eprintln!(
+            "barrage: warning: {flag} bound {addr}, {whom}: other machines can reach it (127.0.0.1 keeps it local)"
+        );
+    }
 }
 
 /// Instance `i` of `n`: its own port (the next one after a fixed port, a free one for port

@@ -286,6 +286,10 @@ impl FromStr for FailIf {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|p| p.is_finite())
             .ok_or_else(|| bad(format!("'{value}' is not a signed percentage")))?;
+        // No figure falls by more than all of it: a bound at or below -100% could never trip.
+        if percent <= -100.0 {
+            return Err(bad(format!("'{value}' is a change no figure can make: the bound must be above -100%")));
+        }
         Ok(FailIf { text: text.to_string(), metric, above, percent })
     }
 }
@@ -646,9 +650,13 @@ mod tests {
 
     #[test]
     fn bad_bounds_name_the_token() {
-        for (text, want) in
-            [("p99", "no < or >"), ("p98>+10%", "unknown metric 'p98'"), ("p99>10", "'10' is not a signed")]
-        {
+        for (text, want) in [
+            ("p99", "no < or >"),
+            ("p98>+10%", "unknown metric 'p98'"),
+            ("p99>10", "'10' is not a signed"),
+            ("throughput<-101%", "the bound must be above -100%"),
+            ("p99<-100%", "above -100%"),
+        ] {
             let e = text.parse::<FailIf>().unwrap_err();
             assert!(e.contains(want) && e.starts_with(&format!("invalid --fail-if '{text}'")), "{e}");
         }
