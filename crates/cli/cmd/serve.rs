@@ -23,13 +23,11 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     }
     let mut out = std::io::stdout().lock();
     for s in &servers {
+        let tls = s.url().starts_with("https");
+        // Before the address: whoever reads that line has had the warning too.
+        warn_if_exposed(if tls && a.tls_listen.is_some() { "--tls-listen" } else { "--listen" }, s.addr());
         // The address bound, as it is: a wildcard is not shown as loopback.
-        let scheme = if s.url().starts_with("https") { "https" } else { "http" };
-        writeln!(out, "listening on {scheme}://{}", s.addr())?;
-        warn_if_exposed(
-            if s.url().starts_with("https") && a.tls_listen.is_some() { "--tls-listen" } else { "--listen" },
-            s.addr(),
-        );
+        writeln!(out, "listening on {}://{}", if tls { "https" } else { "http" }, s.addr())?;
     }
     if let Some(ca) = servers.iter().find_map(RunningServer::ca_path) {
         writeln!(out, "CA certificate: {} (use --cacert {})", ca.display(), ca.display())?;

@@ -197,7 +197,7 @@ impl Experiment {
         }
         let repeats = file.repeats.unwrap_or(1);
         if !(1..=MAX_REPEATS).contains(&repeats) {
-            return Err(format!("repeats = {repeats}: expected 1 to {MAX_REPEATS}"));
+            return Err(format!("repeats = {repeats}: repeats must be at least 1 and at most {MAX_REPEATS}"));
         }
         // Counted from the level counts, before any case is built: nine factors of ten
         // levels are a billion cases.
@@ -773,8 +773,8 @@ backend = { vars = { host = "origin:9090" }, background = { rate = 10 } }
             ("warmup = \"-1s\"\n", "warmup = \"-1s\": invalid duration '-1s'"),
             ("pause = \"soon\"\n", "pause = \"soon\": invalid duration"),
             ("duration = \"10000000000000000000s\"\n", "at most 8760h"),
-            ("repeats = 4294967295\n", "repeats = 4294967295: expected 1 to 10000"),
-            ("repeats = 0\n", "expected 1 to 10000"),
+            ("repeats = 4294967295\n", "repeats = 4294967295: repeats must be at least 1 and at most 10000"),
+            ("repeats = 0\n", "at least 1 and at most 10000"),
         ];
         for (text, want) in table {
             match Experiment::parse(text, "t") {
