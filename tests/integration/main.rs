@@ -1,12 +1,14 @@
 //! barrage's integration tests: one binary, real servers on 127.0.0.1:0, every run bounded.
 
 mod backends;
+mod bounds;
 mod cache;
 mod cli;
 mod experiments;
 mod faults;
 mod files;
 mod gates;
+mod hostile;
 mod html;
 mod live;
 mod measure;
