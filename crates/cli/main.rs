@@ -1,8 +1,8 @@
 //! The `barrage` binary: parses the command line, installs signal handling once, dispatches
 //! to a subcommand, and decides the exit code in one place: 0 ok, 1 an objective or check
 //! failed, 2 bad usage, config or I/O, 3 a run the result depends on is built on failure
-//! (under half of its requests succeeded), 130/143 stopped by SIGINT/SIGTERM (partial
-//! results kept).
+//! (under half of its requests succeeded), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP
+//! (partial results kept).
 
 mod args;
 mod cmd;
@@ -65,7 +65,7 @@ fn say(line: &str) {
 }
 
 /// Commands that send load get the signal handler; `serve` and the testbed's own commands
-/// handle signals their way.
+/// handle signals their way (each ends cleanly on SIGINT, SIGTERM and SIGHUP).
 fn dispatch(command: Command) -> anyhow::Result<Outcome> {
     let stop = || signals::install();
     match command {

@@ -1,12 +1,17 @@
-//! The process's signal handling, installed once: the first SIGINT or SIGTERM cancels the
-//! study's token (the run in progress stops, what finished is kept, the partial report is
-//! printed, and the exit code is 130 or 143); the second takes down the testbeds the
-//! process brought up and exits at once.
+//! The process's signal handling, installed once: the first SIGINT, SIGTERM or SIGHUP
+//! cancels the study's token (the run in progress stops, what finished is kept, the partial
+//! report is printed, temporary files are removed, and the exit code is 130, 143 or 129);
+//! the second takes down the testbeds the process brought up and exits at once.
+//!
+//! SIGTERM is what `timeout`, docker, systemd and CI send, SIGHUP what a closed terminal or
+//! SSH session sends: left at their default, either would kill the process mid-run, losing
+//! the report, the last second of the results file and leaving the temporary one behind.
 
 use barrage_engine::CancellationToken;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// The first signal received (0: none).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
@@ -26,17 +31,16 @@ pub fn install() -> anyhow::Result<CancellationToken> {
             return;
         };
         rt.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+            let Ok(mut streams) = listen() else {
                 let _ = ready_tx.send(false);
                 return;
             };
             let _ = ready_tx.send(true);
-            let first = tokio::select! { _ = int.recv() => libc::SIGINT, _ = term.recv() => libc::SIGTERM };
+            let first = next(&mut streams).await;
             RECEIVED.store(first, Ordering::SeqCst);
             eprintln!("\nbarrage: stopping; what finished is kept (again to quit at once)");
             stop.cancel();
-            let second = tokio::select! { _ = int.recv() => libc::SIGINT, _ = term.recv() => libc::SIGTERM };
+            let second = next(&mut streams).await;
             for dir in TESTBEDS.lock().map(|d| d.clone()).unwrap_or_default() {
                 let _ = barrage_testbed::down(&dir);
             }
@@ -49,7 +53,23 @@ pub fn install() -> anyhow::Result<CancellationToken> {
     Ok(token)
 }
 
-/// 130 after SIGINT, 143 after SIGTERM; `None` when no signal stopped the work.
+/// SIGINT, SIGTERM and SIGHUP taken from their default action (ending the process), for
+/// [`next`]. Call inside a tokio runtime.
+pub fn listen() -> std::io::Result<[Signal; 3]> {
+    Ok([signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::hangup())?])
+}
+
+/// The next of SIGINT, SIGTERM and SIGHUP to arrive.
+pub async fn next(streams: &mut [Signal; 3]) -> i32 {
+    let [int, term, hup] = streams;
+    tokio::select! {
+        _ = int.recv() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+        _ = hup.recv() => libc::SIGHUP,
+    }
+}
+
+/// 130 after SIGINT, 143 after SIGTERM, 129 after SIGHUP; `None` when no signal stopped the work.
 pub fn exit_code() -> Option<u8> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,

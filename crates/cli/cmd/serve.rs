@@ -1,4 +1,4 @@
-//! `barrage serve`: the built-in origin in the foreground until Ctrl-C or SIGTERM.
+//! `barrage serve`: the built-in origin in the foreground until Ctrl-C, SIGTERM or SIGHUP.
 
 use crate::args::ServeArgs;
 use crate::Outcome;
@@ -11,6 +11,8 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     if a.cert.is_some() && !a.tls && a.tls_listen.is_none() {
         anyhow::bail!("--cert is for HTTPS: add --tls or --tls-listen ADDR");
     }
+    // Before any address is printed: a script may signal as soon as it reads one.
+    let stop = Stop::install()?;
     let instances = usize::from(a.instances.max(1));
     let mut servers = Vec::with_capacity(instances);
     for i in 0..instances {
@@ -35,7 +37,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     // Scripts read the addresses as soon as they are printed.
     out.flush()?;
     drop(out);
-    wait_for_signal()?;
+    stop.wait();
     let served: u64 = servers.iter().map(RunningServer::requests).sum();
     eprintln!("served {served} requests");
     servers.into_iter().for_each(RunningServer::shutdown);
@@ -90,16 +92,21 @@ fn next_port(mut addr: std::net::SocketAddr, i: usize) -> anyhow::Result<std::ne
     Ok(addr)
 }
 
-/// Ctrl-C or SIGTERM (as `kill`, a supervisor or a test sends).
-fn wait_for_signal() -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r,
-            _ = term.recv() => Ok(()),
-        }
-    })?;
-    Ok(())
+/// Ctrl-C, SIGTERM (as `kill`, a supervisor or a test sends) or SIGHUP (a closed terminal):
+/// each shuts the origin down cleanly, removing the CA file it generated.
+struct Stop {
+    rt: tokio::runtime::Runtime,
+    signals: [tokio::signal::unix::Signal; 3],
+}
+
+impl Stop {
+    fn install() -> anyhow::Result<Stop> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let signals = rt.block_on(async { crate::signals::listen() })?;
+        Ok(Stop { rt, signals })
+    }
+
+    fn wait(mut self) {
+        self.rt.block_on(crate::signals::next(&mut self.signals));
+    }
 }

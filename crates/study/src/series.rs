@@ -2,9 +2,10 @@
 //! the same results files, the same live views and the same interruption policy.
 //!
 //! # Interruption
-//! The study's [`CancellationToken`] is cancelled by the binary on the first SIGINT or
-//! SIGTERM (or by `q` in the TUI). The run in progress then stops sending, waits for its
-//! requests in flight and closes its results file, which is kept and marked interrupted;
+//! The study's [`CancellationToken`] is cancelled by the binary on the first SIGINT, SIGTERM
+//! or SIGHUP (or by `q` in the TUI). The run in progress then stops sending, counts its
+//! requests in flight as unfinished and closes its results file, which is kept (a temporary
+//! one is removed once read) and marked interrupted;
 //! every finished run is kept as it was; the runner starts no further run. The mode renders
 //! its table from what finished, marked partial, and the binary exits 130 or 143.
 
