@@ -2,7 +2,7 @@
 //! to a subcommand, and decides the exit code in one place: 0 ok, 1 an objective or check
 //! failed, 2 bad usage, config or I/O, 3 a run the result depends on is built on failure
 //! (under half of its requests succeeded), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP
-//! (partial results kept).
+//! (partial results kept), 101 an internal error (a panic in any thread: a bug).
 
 mod args;
 mod cmd;
@@ -11,6 +11,7 @@ mod signals;
 
 use args::{Cli, Command, TestbedCommand};
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 /// What a subcommand reports back.
@@ -30,7 +31,12 @@ pub enum Outcome {
 /// (an untrusted certificate, a refused port).
 const NOT_A_RESULT: u8 = 3;
 
+/// Exit code of a panic in any thread, Rust's own for a panicking main thread.
+const INTERNAL_ERROR: i32 = 101;
+
 fn main() -> ExitCode {
+    install_panic_hook();
+    test_panic();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage(e),
@@ -113,4 +119,54 @@ fn usage(e: clap::Error) -> ExitCode {
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// A panic anywhere is a bug, never a result: one line saying so and exit 101 at once, from
+/// whichever thread panicked. Without this a panic in an engine, server or tokio worker
+/// thread is caught by its runtime or join and the process goes on, exiting 0 with an empty
+/// or partial report. With `RUST_BACKTRACE` set, Rust's own message and backtrace come first.
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            default(info);
+        }
+        let payload = info.payload();
+        let message = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
+        // One line: a multi-line assertion message is joined, control characters dropped.
+        let message: String = message
+            .unwrap_or("(no message)")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
+        let at = info.location().map(|l| format!(" at {l}")).unwrap_or_default();
+        // Not eprintln!, which would panic again (and abort) on a closed stderr.
+        let _ = writeln!(std::io::stderr(), "barrage: internal error: {message}{at}; this is a bug, please report it");
+        signals::quit(INTERNAL_ERROR);
+    }));
+}
+
+/// `BARRAGE_TEST_PANIC=main|worker`: a panic on purpose, for the tests of the panic hook
+/// only (undocumented). `worker` panics in a task of a tokio runtime on its own thread and
+/// swallows the task's error, as the engine's threads do with their request tasks.
+fn test_panic() {
+    match std::env::var("BARRAGE_TEST_PANIC").as_deref() {
+        Ok("main") => panic!("BARRAGE_TEST_PANIC=main"),
+        Ok("worker") => {
+            let worker = std::thread::spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&rt, async {
+                    let _ = tokio::task::spawn_local(async { panic!("BARRAGE_TEST_PANIC=worker") }).await;
+                });
+            });
+            let _ = worker.join();
+        }
+        _ => {}
+    }
 }

@@ -1,7 +1,8 @@
 //! The process's signal handling, installed once: the first SIGINT, SIGTERM or SIGHUP
 //! cancels the study's token (the run in progress stops, what finished is kept, the partial
 //! report is printed, temporary files are removed, and the exit code is 130, 143 or 129);
-//! the second takes down the testbeds the process brought up and exits at once.
+//! the second takes down the testbeds the process brought up and exits at once, as a panic
+//! does (see `main`).
 //!
 //! SIGTERM is what `timeout`, docker, systemd and CI send, SIGHUP what a closed terminal or
 //! SSH session sends: left at their default, either would kill the process mid-run, losing
@@ -41,10 +42,7 @@ pub fn install() -> anyhow::Result<CancellationToken> {
             eprintln!("\nbarrage: stopping; what finished is kept (again to quit at once)");
             stop.cancel();
             let second = next(&mut streams).await;
-            for dir in TESTBEDS.lock().map(|d| d.clone()).unwrap_or_default() {
-                let _ = barrage_testbed::down(&dir);
-            }
-            std::process::exit(128 + second);
+            quit(128 + second);
         });
     })?;
     if !ready_rx.recv().unwrap_or(false) {
@@ -77,7 +75,18 @@ pub fn exit_code() -> Option<u8> {
     }
 }
 
-/// Takes the testbed in `dir` down even if a second signal ends the process.
+/// Ends the process at once with `code`, taking down the testbeds it brought up first: the
+/// second signal, or a panic.
+pub fn quit(code: i32) -> ! {
+    // try_lock: a panic while the list is held must not wait for itself.
+    let dirs = TESTBEDS.try_lock().map(|d| d.clone()).unwrap_or_default();
+    for dir in dirs {
+        let _ = barrage_testbed::down(&dir);
+    }
+    std::process::exit(code)
+}
+
+/// Takes the testbed in `dir` down even if a second signal or a panic ends the process.
 pub fn down_on_exit(dir: &Path) {
     if let Ok(mut d) = TESTBEDS.lock() {
         d.push(dir.to_path_buf());

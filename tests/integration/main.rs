@@ -12,6 +12,7 @@ mod hostile;
 mod html;
 mod live;
 mod measure;
+mod panics;
 mod pick;
 mod reqlog;
 mod request;
