@@ -263,6 +263,11 @@ impl Keyed {
 
     fn decode(wire: Vec<KeyedWire>, timed: bool) -> Result<Keyed, String> {
         let stats = wire.into_iter().map(|(name, requests, failed, latency, ticks)| {
+            // No recorder writes more failures than requests under a key: the file is corrupt
+            // (and the summary's `requests - failed` would underflow).
+            if failed > requests {
+                return Err(format!("a key counts {failed} failed of {requests} requests"));
+            }
             Ok(KeyedStats { name, requests, failed, latency: decode(&latency)?, timeline: Timeline(ticks) })
         });
         Ok(Keyed { stats: stats.collect::<Result<_, String>>()?, timed })
@@ -1103,6 +1108,16 @@ mod tests {
         let mut w = Recorder::new().wire();
         w.phases.push(encode(&new_histogram()));
         assert!(from_wire(w).unwrap_err().contains("more than a recorder has"));
+    }
+
+    /// Found by the fuzz harness: a results file whose key counted more failures than
+    /// requests made the summary underflow. It is refused as corrupt where it is read.
+    #[test]
+    fn a_key_with_more_failures_than_requests_does_not_decode() {
+        let key = |failed| vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new())];
+        assert!(Keyed::decode(key(1), false).is_ok());
+        let err = Keyed::decode(key(2), false).err().unwrap();
+        assert_eq!(err, "a key counts 2 failed of 1 requests");
     }
 
     #[test]
