@@ -6,6 +6,8 @@
 
 mod args;
 mod cmd;
+#[cfg(test)]
+mod fuzz;
 mod message;
 mod signals;
 
