@@ -113,18 +113,9 @@ fn plan(a: &RunArgs) {
 
 /// A few draws from `serve`'s latency and object size distributions, as each request makes.
 fn draw(a: &ServeArgs) {
-    // A latency above a year overflows in the draw: issue 13 item 4 caps every duration at
-    // parse time (and `--stall`'s, used only against the clock of a running server).
-    let a_year = std::time::Duration::from_secs(365 * 24 * 3600);
-    let too_long = match a.latency {
-        Some(barrage_server::LatencyDist::Fixed(d)) => d > a_year,
-        Some(barrage_server::LatencyDist::Uniform(_, hi)) => hi > a_year,
-        Some(barrage_server::LatencyDist::Exponential { mean }) => mean > a_year,
-        None => false,
-    };
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     for _ in 0..8 {
-        if let Some(latency) = a.latency.filter(|_| !too_long) {
+        if let Some(latency) = a.latency {
             latency.sample(&mut rng);
         }
         a.object_size.sample(&mut rng);

@@ -41,8 +41,8 @@ fn text_target() -> impl Strategy<Value = String> {
     let extra = prop_oneof![
         4 => Just(String::new()),
         1 => words::value().prop_map(|n| format!("# name: {n}\n")),
-        // Body files by relative name only (none exist): reading a device such as
-        // /dev/zero through a size cap is issue 13 item 4's.
+        // Body files by relative name only (none exist): a device such as /dev/zero is read
+        // up to the 1 GiB cap, a second per case, so the hostile corpus holds that one.
         1 => "[a-z.]{0,8}".prop_map(|f| format!("@{f}\n")),
         1 => words::value().prop_map(|l| format!("{l}\n")),
     ];

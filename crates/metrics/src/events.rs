@@ -36,6 +36,10 @@ pub const BEFORE_S: f64 = 5.0;
 pub const ONSET_S: f64 = 2.0;
 /// Disturbed ticks less than this apart belong to one burst.
 pub const BRIDGE_S: f64 = 1.0;
+/// The longest stretch after an event that its burst and after figures cover: the work is
+/// per tenth of a second, and a results file states the run's length (a corrupt one claimed
+/// decades, and the analysis ran for minutes).
+pub const AFTER_MAX_S: f64 = 3600.0;
 
 /// Figures of a stretch of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -140,7 +144,7 @@ pub(crate) fn analyse(
     // Where the previous event's effect ended: a baseline must not include it.
     let mut settled = 0.0_f64;
     for (i, e) in events.iter_mut().enumerate() {
-        let next = starts.get(i + 1).copied().unwrap_or(end_s).min(end_s);
+        let next = starts.get(i + 1).copied().unwrap_or(end_s).min(end_s).min(e.at_s + AFTER_MAX_S);
         e.before = window((e.at_s - BEFORE_S).max(settled.min(e.at_s)), e.at_s);
         let onset_end = e.ended_s.unwrap_or(e.at_s) + ONSET_S;
         let burst = burst(&ticks, &e.before, e.at_s, onset_end.min(next), next);
@@ -395,6 +399,18 @@ mod tests {
             let end_s = self.ticks.len() as f64 * tick_s();
             analyse(records, &self.ticks, &self.backends, &self.rows, end_s)
         }
+    }
+
+    /// Found by the fuzz harness: a results file claiming a run of decades made the analysis
+    /// walk every tenth of a second after the event (19 s for one event in a debug build).
+    #[test]
+    fn an_event_in_a_run_claiming_decades_is_analysed_over_an_hour_at_most() {
+        let r = run(10, |_| 0);
+        let start = std::time::Instant::now();
+        let e = &analyse(&[started(0, 5000), ended(0, 5050)], &r.ticks, &r.backends, &r.rows, 1.2e9)[0];
+        assert!(start.elapsed() < std::time::Duration::from_secs(1), "{:?}", start.elapsed());
+        assert_eq!(e.after.to_s, 5.0 + AFTER_MAX_S);
+        assert_eq!(e.before.throughput_per_sec, 2000.0);
     }
 
     fn figures(e: &EventSummary) -> Vec<(&str, Option<&str>)> {
