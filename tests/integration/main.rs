@@ -1,5 +1,6 @@
 //! barrage's integration tests: one binary, real servers on 127.0.0.1:0, every run bounded.
 
+mod albums;
 mod backends;
 mod bounds;
 mod cache;

@@ -304,7 +304,9 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --listen 127.0.0.1:8080
   barrage serve --latency 20ms --name origin-1
   barrage serve --tls --ca-out ca.pem --listen 127.0.0.1:8443
+  barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
 Routes: /bytes/{n} (n bytes, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
+POST /albums (multipart: JSON profile, image) answers {\"albumID\", \"imageSize\"}, GET /albums/{id} the profile;
 PUT/POST store a body under the path, GET returns it.";
 
 /// Output formats of reports.
@@ -661,6 +663,11 @@ pub struct ServeArgs {
     /// known answer.
     #[arg(long, value_name = "STYLE")]
     pub cache_headers: Option<barrage_server::CacheStyle>,
+    /// Keep albums (POST /albums, GET /albums/{id}) in this directory, one file each,
+    /// instead of in memory: every origin started with the same DIR (--instances, other
+    /// processes) sees every album. Created for this user alone if missing.
+    #[arg(long, value_name = "DIR")]
+    pub album_store: Option<PathBuf>,
 }
 
 fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {

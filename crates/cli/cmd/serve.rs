@@ -80,6 +80,8 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         cache_headers: a.cache_headers,
         tls_cert: a.cert.clone().zip(a.key.clone()),
         max_concurrency: a.max_concurrency,
+        // One directory for all instances: an album posted to one is found on every other.
+        album_store: a.album_store.clone(),
     })
 }
 

@@ -7,6 +7,7 @@
 //! [`ServeConfig::max_concurrency`] every request but [`STATS_PATH`] also takes a permit
 //! from one semaphore shared by all threads (an atomic operation while permits are free).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +28,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use crate::album::{self, Albums};
 use crate::body::ResponseBody;
 use crate::dist::{LatencyDist, SizeDist, SplitMix64, Stall, MAX_BODY};
 use crate::store::{Store, STORE_CAP};
@@ -66,6 +68,8 @@ pub(crate) struct Shared {
     /// order (tokio's semaphore is fair), shared by every thread.
     limit: Option<Semaphore>,
     store: Store,
+    /// `/albums`: in `store`, or in the shared directory of [`ServeConfig::album_store`].
+    albums: Albums,
     cache_sim: Option<crate::cachesim::CacheSim>,
 }
 
@@ -100,6 +104,7 @@ impl Shared {
             stall: config.stall.map(|stall| StallState { stall, until: OnceLock::new() }),
             limit,
             store: Store::default(),
+            albums: Albums::open(config.album_store.as_deref())?,
             cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
         })
     }
@@ -211,14 +216,18 @@ impl Shared {
         }
     }
 
-    /// `/_barrage/stats`: the request count and, with a latency, the delays applied.
+    /// `/_barrage/stats`: the request count, the album counts and, with a latency, the
+    /// delays applied.
     fn stats_json(&self) -> String {
         let requests = self.requests.load(Ordering::Relaxed);
-        let Some(delays) = &self.delays else { return format!("{{\"requests\": {requests}}}\n") };
+        let albums = self.albums.counts.json();
+        let Some(delays) = &self.delays else {
+            return format!("{{\"requests\": {requests}, \"albums\": {albums}}}\n");
+        };
         let h = delays.lock().unwrap_or_else(|e| e.into_inner());
         let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
         format!(
-            "{{\"requests\": {requests}, \"delay_us\": {{\"count\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
+            "{{\"requests\": {requests}, \"albums\": {albums}, \"delay_us\": {{\"count\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
             h.len(),
             q(0.5),
             q(0.9),
@@ -250,9 +259,14 @@ fn strip_body(resp: &mut Response<ResponseBody>) {
 const MULTIPART_PATH: &str = "/_barrage/multipart";
 const MULTIPART_LAST: &str = "/_barrage/multipart/last";
 
+/// `POST /albums` creates an album; `/albums/{id}` reads one (see [`album`]).
+const ALBUMS_PATH: &str = "/albums";
+
 /// The built-in routes; everything else is the store.
 enum Route<'a> {
     Multipart,
+    Albums,
+    Album(&'a str),
     Bytes(&'a str),
     Delay(&'a str),
     Status(&'a str),
@@ -264,6 +278,10 @@ fn classify(path: &str) -> Route<'_> {
     let prefixed = |prefix: &str| path.strip_prefix(prefix);
     if path == MULTIPART_PATH {
         Route::Multipart
+    } else if path == ALBUMS_PATH {
+        Route::Albums
+    } else if let Some(id) = path.strip_prefix(ALBUMS_PATH).and_then(|rest| rest.strip_prefix('/')) {
+        Route::Album(id)
     } else if let Some(n) = prefixed("/bytes/") {
         Route::Bytes(n)
     } else if let Some(ms) = prefixed("/delay/") {
@@ -283,6 +301,8 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody
         Route::Store => store_route(shared, req).await,
         Route::Multipart if req.method() == Method::POST => multipart_route(shared, req).await,
         Route::Multipart => method_not_allowed("POST"),
+        Route::Albums => album::create_route(&shared.albums, &shared.store, req).await,
+        Route::Album(id) => album::read_route(&shared.albums, &shared.store, id, req.method()),
         _ if !read_only => method_not_allowed("GET, HEAD"),
         Route::Bytes(n) => bytes_route(n),
         Route::Delay(ms) => delay_route(ms).await,
@@ -291,7 +311,7 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody
     }
 }
 
-fn respond(status: StatusCode, body: ResponseBody) -> Response<ResponseBody> {
+pub(crate) fn respond(status: StatusCode, body: ResponseBody) -> Response<ResponseBody> {
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
     resp
@@ -310,7 +330,7 @@ fn bad_request(why: &'static str) -> Response<ResponseBody> {
     respond(StatusCode::BAD_REQUEST, ResponseBody::text(why))
 }
 
-fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
+pub(crate) fn method_not_allowed(allow: &'static str) -> Response<ResponseBody> {
     let mut resp = status_response(StatusCode::METHOD_NOT_ALLOWED);
     resp.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
     resp
@@ -473,17 +493,10 @@ async fn store_put(shared: &Shared, req: Request<Incoming>, ok: StatusCode) -> R
 /// content type, length and CRC-32, so a client can check what arrived intact. The answer
 /// is also kept at [`MULTIPART_LAST`].
 async fn multipart_route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
-    let Some(boundary) =
-        req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok())
-    else {
-        return bad_request("expected Content-Type: multipart/form-data; boundary=...\n");
+    let mut parts = match multipart_form(req, STORE_CAP as u64) {
+        Ok(parts) => parts,
+        Err(refusal) => return refusal.into(),
     };
-    let body = match Limited::new(req.into_body(), STORE_CAP).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => return bad_request("the request body could not be read\n"),
-    };
-    let stream = futures_util::stream::once(async move { Ok::<Bytes, std::convert::Infallible>(body) });
-    let mut parts = multer::Multipart::new(stream, boundary);
     let mut out = Vec::new();
     loop {
         match parts.next_field().await {
@@ -500,10 +513,7 @@ async fn multipart_route(shared: &Shared, req: Request<Incoming>) -> Response<Re
                 }));
             }
             Ok(None) => break,
-            Err(e) => {
-                let why = Bytes::from(format!("not valid multipart/form-data: {e}\n"));
-                return respond(StatusCode::BAD_REQUEST, ResponseBody::bytes(why));
-            }
+            Err(e) => return form_error(e).into(),
         }
     }
     let json = Bytes::from(serde_json::Value::Array(out).to_string());
@@ -511,6 +521,59 @@ async fn multipart_route(shared: &Shared, req: Request<Incoming>) -> Response<Re
     let mut resp = respond(StatusCode::OK, ResponseBody::bytes(json));
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
+}
+
+/// A request refused: its status and a one-line reason (small, unlike a response, so it
+/// travels in a `Result` cheaply).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) why: Cow<'static, str>,
+}
+
+impl From<Refusal> for Response<ResponseBody> {
+    fn from(r: Refusal) -> Self {
+        let body = match r.why {
+            Cow::Borrowed(why) => ResponseBody::text(why),
+            Cow::Owned(why) => ResponseBody::bytes(Bytes::from(why)),
+        };
+        respond(r.status, body)
+    }
+}
+
+/// A request's multipart/form-data body as parts read as they arrive (an upload is never
+/// held whole), at most `max_body` bytes in all: a larger declared length is refused at
+/// once, a longer body fails the read with [`multer::Error::StreamSizeExceeded`].
+pub(crate) fn multipart_form(req: Request<Incoming>, max_body: u64) -> Result<multer::Multipart<'static>, Refusal> {
+    let headers = req.headers();
+    let Some(boundary) =
+        headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok())
+    else {
+        let why = "expected Content-Type: multipart/form-data; boundary=...\n";
+        return Err(Refusal { status: StatusCode::BAD_REQUEST, why: why.into() });
+    };
+    let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max_body) {
+        return Err(body_too_large(max_body));
+    }
+    let limit = multer::Constraints::new().size_limit(multer::SizeLimit::new().whole_stream(max_body));
+    Ok(multer::Multipart::with_constraints(req.into_body().into_data_stream(), boundary, limit))
+}
+
+/// Why a multipart body could not be parsed: 413 when it was too long, else 400 with the
+/// parser's reason.
+pub(crate) fn form_error(e: multer::Error) -> Refusal {
+    match e {
+        multer::Error::StreamSizeExceeded { limit } => body_too_large(limit),
+        e => Refusal { status: StatusCode::BAD_REQUEST, why: format!("not valid multipart/form-data: {e}\n").into() },
+    }
+}
+
+fn body_too_large(limit: u64) -> Refusal {
+    Refusal {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        why: format!("the request body is over {} MiB\n", limit >> 20).into(),
+    }
 }
 
 fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
@@ -566,6 +629,10 @@ mod tests {
         assert!(matches!(classify("/status/503"), Route::Status("503")));
         assert!(matches!(classify("/obj/7"), Route::Object("7")));
         assert!(matches!(classify("/bytes"), Route::Store));
+        assert!(matches!(classify("/albums"), Route::Albums));
+        assert!(matches!(classify("/albums/..%2Fx"), Route::Album("..%2Fx")));
+        assert!(matches!(classify("/albums/"), Route::Album("")));
+        assert!(matches!(classify("/albumsx"), Route::Store));
         assert!(matches!(classify("/"), Route::Store));
     }
 

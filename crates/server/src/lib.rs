@@ -16,7 +16,9 @@
 //! | `/delay/{ms}` | `ok` after `ms` milliseconds |
 //! | `/status/{code}` | that status (200..=599) |
 //! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
-//! | `/_barrage/stats` | `{"requests": N}`, with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
+//! | `POST /albums` | a multipart form with a JSON `profile` part and an `image` part stored as an album: `{"albumID": ID, "imageSize": N}` (see [`ServeConfig::album_store`]) |
+//! | `/albums/{id}` | the album's profile; 404 for an unknown id, 400 for one that is not 32 lowercase hex digits |
+//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
 //! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
 //!
 //! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,
@@ -43,6 +45,7 @@
 
 #![warn(missing_docs)]
 
+mod album;
 mod body;
 mod cachesim;
 mod dist;
@@ -54,6 +57,7 @@ mod tls;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
+pub use album::{MAX_ALBUMS, MAX_ALBUM_IMAGE, MAX_ALBUM_PROFILE, MAX_ALBUM_REQUEST};
 pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
 pub use server::RunningServer;
@@ -104,6 +108,12 @@ pub struct ServeConfig {
     /// (the client's timeout bounds them) and count in [`RunningServer::requests`] from
     /// arrival. `/_barrage/stats` never queues. Must be at least 1.
     pub max_concurrency: Option<usize>,
+    /// Keep `/albums` in this directory (created for this user alone if missing), one file
+    /// per album, instead of in memory: every origin, in this process or another, started
+    /// with the same directory sees every album, so a GET behind a balancer finds an album
+    /// whichever origin took its POST. Albums are capped at [`MAX_ALBUMS`] and 256 MiB of
+    /// profiles per origin, counting what the directory held when it started.
+    pub album_store: Option<PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -123,6 +133,7 @@ impl Default for ServeConfig {
             objects: None,
             tls_cert: None,
             max_concurrency: None,
+            album_store: None,
         }
     }
 }
@@ -159,6 +170,15 @@ pub enum ServeError {
         field: &'static str,
         /// What is wrong and what would be valid.
         reason: String,
+    },
+    /// The album directory could not be created or read.
+    #[error("cannot use the album store {}", path.display())]
+    AlbumStore {
+        /// The directory.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
     },
     /// Any other I/O failure while starting (runtime, threads, socket options).
     #[error(transparent)]

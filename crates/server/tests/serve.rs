@@ -74,7 +74,7 @@ fn bytes_status_and_counting() {
 
         assert_eq!(server.requests(), 7);
         let stats = get(&client, format!("{url}/_barrage/stats")).await;
-        assert_eq!(stats.body(), "{\"requests\": 7}\n");
+        assert_eq!(stats.body(), "{\"requests\": 7, \"albums\": {\"created\": 0, \"read\": 0, \"not_found\": 0, \"rejected\": 0, \"failed\": 0}}\n");
         assert_eq!(server.requests(), 7, "stats requests are not counted");
     });
 }
@@ -366,7 +366,7 @@ fn stats_do_not_queue_behind_max_concurrency() {
         assert!(answered_in < Duration::from_millis(300), "stats waited: {answered_in:?}");
         assert_eq!(stats.status(), StatusCode::OK);
         // The queued request is counted on arrival; the probe is not counted.
-        assert_eq!(stats.body(), "{\"requests\": 3}\n");
+        assert_eq!(stats.body(), "{\"requests\": 3, \"albums\": {\"created\": 0, \"read\": 0, \"not_found\": 0, \"rejected\": 0, \"failed\": 0}}\n");
 
         assert_eq!(queued.await.unwrap(), StatusCode::OK);
         assert!(slow_sent.elapsed() >= slow, "the queued request waited for a turn: {:?}", slow_sent.elapsed());
