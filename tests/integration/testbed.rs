@@ -636,3 +636,56 @@ fn a_state_directory_others_can_write_is_refused() {
         assert!(dir.join("testbed.json").exists(), "{} was left alone", dir.display());
     }
 }
+
+/// The study behind a balancer: each album POSTed through it is found by a GET through it,
+/// whichever origin takes each (round robin sends the GET to the other one), because all
+/// origins of a testbed share one album directory in its state directory. The origins'
+/// counts add up to what was sent, also under load from `barrage run --form`.
+fn albums_are_found_through(topology: &str) {
+    use crate::albums::{album_counts, post_album, send, IMAGE_LEN, PROFILE};
+    let Some(bed) = Testbed::up(topology, &[]) else { return };
+    let front = bed.state.server(topology).unwrap().spec.listen;
+    let mut across = 0;
+    for i in 0..20 {
+        let profile = format!(r#"{{"artist": "Rock Pistols", "title": "{topology} {i}", "year": "1977"}}"#);
+        let (id, posted) = post_album(front, &profile);
+        let got = send(front, "GET", &format!("/albums/{id}"), None);
+        assert_eq!((got.status, got.text()), (200, profile), "album {i}");
+        across += usize::from(got.header("x-served-by") != posted.header("x-served-by"));
+    }
+    assert!(across > 0, "no GET went to another origin than its POST");
+    let image = bed.dir().join("nmtb.png");
+    std::fs::write(&image, crate::albums::image(IMAGE_LEN)).unwrap();
+    let s = run_json(&[
+        "-X",
+        "POST",
+        "-n",
+        "50",
+        "-c",
+        "4",
+        "--form",
+        &format!("profile={PROFILE};type=application/json"),
+        "--form",
+        &format!("image=@{}", image.display()),
+        &format!("{}albums", bed.url(topology)),
+    ]);
+    assert_eq!(s["status_codes"]["200"].as_u64(), Some(50), "{}", s["status_codes"]);
+    let origins = ["origin-1", "origin-2"].map(|name| album_counts(bed.state.server(name).unwrap().spec.listen));
+    let sum = |key: &str| origins.iter().map(|c| c[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("created"), sum("read"), sum("not_found")), (70, 20, 0), "{origins:?}");
+    assert!(origins.iter().all(|c| c["created"].as_u64().unwrap() > 0), "both origins stored albums: {origins:?}");
+    // One directory inside the state directory (`down` removes it), private to the user.
+    let albums = barrage_testbed::album_dir(bed.dir());
+    assert_eq!(std::fs::read_dir(&albums).unwrap().count(), 70);
+    assert_eq!(std::fs::metadata(&albums).unwrap().permissions().mode() & 0o777, 0o700);
+}
+
+#[test]
+fn albums_posted_through_haproxy_are_found_whichever_origin_answers() {
+    albums_are_found_through("haproxy-lb");
+}
+
+#[test]
+fn albums_posted_through_nginx_are_found_whichever_origin_answers() {
+    albums_are_found_through("nginx-lb");
+}

@@ -176,10 +176,11 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
         .map(|i| Ok(Origin { name: format!("origin-{i}"), addr: ports.next()? }))
         .collect::<std::io::Result<_>>()?;
     let mut specs = Vec::new();
+    let albums = album_dir(dir);
     for origin in &origins {
         // Origins serve HTTPS too, for the direct comparison; fronts reach them over HTTP.
         let tls_listen = if o.tls { Some(ports.next()?) } else { None };
-        specs.push(origin_spec(o, origin, &dir.join(&origin.name), tls_listen, &tls));
+        specs.push(origin_spec(o, origin, &dir.join(&origin.name), tls_listen, &tls, &albums));
     }
     for &kind in o.topology.fronts() {
         let name = kind.front_name();
@@ -216,8 +217,22 @@ fn balancer_role(program: &str, o: &Options, origins: usize) -> String {
     format!("balancer ({program}, {balance} over {origins} origins)")
 }
 
+/// The album directory every origin of a testbed in `dir` shares (`serve --album-store`),
+/// so that a GET through a balancer finds an album whichever origin stored it. Inside the
+/// state directory: private to this user, and removed by `down`.
+pub fn album_dir(dir: &Path) -> PathBuf {
+    dir.join("albums")
+}
+
 /// An origin: this very barrage binary, `serve`.
-fn origin_spec(o: &Options, origin: &Origin, dir: &Path, tls_listen: Option<SocketAddr>, tls: &TlsFiles) -> ServerSpec {
+fn origin_spec(
+    o: &Options,
+    origin: &Origin,
+    dir: &Path,
+    tls_listen: Option<SocketAddr>,
+    tls: &TlsFiles,
+    albums: &Path,
+) -> ServerSpec {
     let mut args: Vec<String> = vec![
         "serve".into(),
         "--listen".into(),
@@ -229,6 +244,8 @@ fn origin_spec(o: &Options, origin: &Origin, dir: &Path, tls_listen: Option<Sock
         "public, max-age=300".into(),
         "--threads".into(),
         "1".into(),
+        "--album-store".into(),
+        albums.display().to_string(),
     ];
     if let Some(addr) = tls_listen {
         args.extend(["--tls-listen".into(), addr.to_string()]);
@@ -292,6 +309,9 @@ mod tests {
         let origin = &specs[0];
         assert_eq!(origin.program, "/bin/barrage");
         assert!(origin.args.windows(2).any(|w| w == ["--name", "origin-1"]), "{:?}", origin.args);
+        for origin in &specs[..3] {
+            assert!(origin.args.windows(2).any(|w| w == ["--album-store", "/tmp/bed/albums"]), "{:?}", origin.args);
+        }
         let balancer = specs.iter().find(|s| s.name == "haproxy-lb").unwrap();
         assert_eq!(balancer.role, "balancer (haproxy, roundrobin over 3 origins)");
     }

@@ -14,7 +14,7 @@ pub mod servers;
 mod state;
 mod supervisor;
 
-pub use layout::{plan, Kind, Options, ServerSpec, Topology};
+pub use layout::{album_dir, plan, Kind, Options, ServerSpec, Topology};
 pub use servers::Balance;
 pub use state::{check_dir, create_dir, default_dir, ServerState, State, Status};
 pub use supervisor::{answers_http, program_path, supervise, READY_DEADLINE, STOP_DEADLINE};

@@ -5,6 +5,7 @@
 //! DIR/control.sock    the supervisor's socket (stop, start, down)
 //! DIR/supervisor.log  the supervisor's own messages
 //! DIR/ca.pem …        the certificate files, with --tls
+//! DIR/albums/        the origins' shared album store (`serve --album-store`)
 //! DIR/NAME/           one per server: configs, output.log, pid (while it runs)
 //! ```
 
