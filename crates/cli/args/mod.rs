@@ -305,7 +305,7 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --latency 20ms --name origin-1
   barrage serve --tls --ca-out ca.pem --listen 127.0.0.1:8443
   barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
-Routes: /bytes/{n} (n bytes, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
+Routes: /bytes/{size} (1024, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
 POST /albums (multipart: JSON profile, image) answers {\"albumID\", \"imageSize\"}, GET /albums/{id} the profile;
 PUT/POST store a body under the path, GET returns it.";
 
