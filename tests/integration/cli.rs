@@ -40,6 +40,9 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?} printed more than one line:\n{err}");
         assert!(err.to_lowercase().contains(&want.to_lowercase()), "{args:?}: '{err}' does not name '{want}'");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        // A cause is said once, not again by the error chain.
+        let causes = ["No such file or directory", "not a barrage results file"];
+        assert!(causes.iter().all(|c| err.matches(c).count() <= 1), "{args:?} repeats itself: {err}");
     }
 }
 

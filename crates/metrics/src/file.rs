@@ -42,12 +42,13 @@ pub const INTERVAL_MS: u32 = 1000;
 #[non_exhaustive]
 pub enum FileError {
     /// The file could not be opened, read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The cause.
-        source: io::Error,
+        /// The cause, in the message and not a `source` as well: an error chain printed
+        /// whole (`{:#}`) would say it twice.
+        cause: io::Error,
     },
     /// Not a barrage results file.
     #[error("{path}: not a barrage results file (bad magic bytes)")]
@@ -237,7 +238,7 @@ impl ResultsWriter {
     /// Creates `path`, readable by its owner alone, and writes the magic, the version and
     /// the header, flushed.
     pub fn create(path: &Path, header: &RunHeader) -> Result<Self, FileError> {
-        let io_err = |source| FileError::Io { path: path.to_path_buf(), source };
+        let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
         // Private: it holds the run's URLs, error messages and `--at` commands (redacted,
         // unless `--no-redact`), and the machine's process names.
         let file = crate::secrets::create(path, true).map_err(io_err)?;
@@ -280,7 +281,7 @@ impl ResultsWriter {
             self.out.write_all(&self.buf)?;
             self.out.flush()
         })();
-        res.map_err(|source| FileError::Io { path: self.path.clone(), source })
+        res.map_err(|cause| FileError::Io { path: self.path.clone(), cause })
     }
 }
 
@@ -307,7 +308,7 @@ pub struct ResultsReader {
 impl ResultsReader {
     /// Opens `path`, checks magic and version, and reads the header.
     pub fn open(path: &Path) -> Result<Self, FileError> {
-        let io_err = |source| FileError::Io { path: path.to_path_buf(), source };
+        let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
         let mut input = BufReader::new(File::open(path).map_err(io_err)?);
         let mut magic = [0u8; 8];
         if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
