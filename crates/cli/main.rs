@@ -65,9 +65,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Prints barrage's last word on stderr, on one line, secrets redacted by the built-in rules whatever
-/// `--no-redact` says: an error may quote a URL or a header as given, and stderr ends up
-/// in CI logs.
+/// Prints barrage's last word on stderr, on one line, secrets redacted by the built-in
+/// rules whatever `--no-redact` says: an error may quote a URL or a header as given, and
+/// stderr ends up in CI logs.
 fn say(line: &str) {
     eprintln!("barrage: {}", message::one_line(&barrage_metrics::secrets::Redaction::default().text(line)));
 }
