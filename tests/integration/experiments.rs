@@ -301,6 +301,19 @@ fn an_experiment_runs_its_cases_compares_them_and_resumes_after_a_kill() {
     assert_eq!(text.matches("SLO pass").count(), 3, "{text}");
 }
 
+/// `experiment --dry-run` of `text` (as `bad.toml` in `dir`) exits 2 with one line naming
+/// the file: that line.
+fn dry_run_refuses(dir: &std::path::Path, text: &str) -> String {
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("bad.toml"), "{text}: {err}");
+    err
+}
+
 #[test]
 fn malformed_experiments_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -310,13 +323,8 @@ fn malformed_experiments_name_the_line() {
         ("[factors.a\n", "line 1"),
     ];
     for (text, want) in cases {
-        let file = dir.path().join("bad.toml");
-        std::fs::write(&file, text).unwrap();
-        let out = barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains(want) && err.contains("bad.toml"), "{text}: {err}");
+        let err = dry_run_refuses(dir.path(), text);
+        assert!(err.contains(want), "{text}: {err}");
     }
 }
 
@@ -443,13 +451,8 @@ fn factors_that_set_one_key_or_a_placeholder_without_a_value_are_refused() {
         ),
     ];
     for (text, want) in cases {
-        let file = dir.path().join("bad.toml");
-        std::fs::write(&file, text).unwrap();
-        let out = barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains(want) && err.contains("bad.toml") && err.contains("case TC0"), "{err}");
+        let err = dry_run_refuses(dir.path(), text);
+        assert!(err.contains(want) && err.contains("case TC0"), "{err}");
     }
 }
 
