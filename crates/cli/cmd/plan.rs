@@ -107,6 +107,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             backoff_max: a.retry.backoff.1,
             on: a.retry.retry_on.clone(),
         }),
+        scenario: None,
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     let (connections, flag) = match &plan.load {

@@ -18,6 +18,7 @@
 pub mod body;
 pub mod cache;
 pub mod experiment;
+pub mod flow;
 pub mod limits;
 pub mod pacer;
 pub mod pick;

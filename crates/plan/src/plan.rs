@@ -175,6 +175,10 @@ pub struct Plan {
     pub backend_headers: Vec<http::HeaderName>,
     /// Retries of failed requests; `None` sends each request once.
     pub retry: Option<crate::retry::RetryPolicy>,
+    /// Flows run by groups (`--scenario`): each step's request is one of `targets`, and the
+    /// groups' loads replace `load`, which then only sums them up (see
+    /// [`crate::scenario::overall_load`]).
+    pub scenario: Option<std::sync::Arc<crate::flow::Scenario>>,
 }
 
 /// Headers that name the backend, tried in order when `--backend-header` is not given.
@@ -210,6 +214,7 @@ impl Plan {
             cache_rules: CacheRules::default(),
             backend_headers: default_backend_headers(),
             retry: None,
+            scenario: None,
         }
     }
 
