@@ -19,6 +19,10 @@
 //! watched by several runs from several processes, and each backend's answers per tenth of
 //! a second, for the gaps in them. Version 3 files are still read (module `v3`): their
 //! samples carry no roots and their backends no timeline.
+//!
+//! Version 5 added flows: each recorder's figures per scenario group, and each key's flow
+//! counts (checks and captures failed, steps skipped, arrivals dropped). Version 4 files
+//! read with none (module `v4`).
 
 use crate::recorder::{Recorder, TICK};
 use crate::watch::{EventRecord, WatchSample};
@@ -30,7 +34,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 4;
+pub const FORMAT_VERSION: u16 = 5;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -422,9 +426,55 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
     }
     let record = match version {
         3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
+        4 => postcard::from_bytes::<v4::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     };
     record.map(Some).map_err(|e| format!("a record does not decode: {e}"))
+}
+
+/// The records of format version 4, as they were, read into today's: recorders without
+/// flows.
+mod v4 {
+    use crate::recorder::RecorderV4 as Recorder;
+    use crate::watch::{EventRecord, WatchSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(super::RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h),
+                Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
+                    index: i.index,
+                    start_unix_ms: i.start_unix_ms,
+                    length_ms: i.length_ms,
+                    step: i.step,
+                    recorder: i.recorder.0,
+                    watch: i.watch,
+                }),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
 }
 
 /// The records of format version 3, as they were, read into today's: the header without a
@@ -870,6 +920,38 @@ mod tests {
         let p = &w.processes[0];
         assert_eq!((p.name.as_str(), p.processes, p.rss_kib, p.context_switches), ("nginx", 2, 4096, 77));
         assert!(p.roots.is_empty());
+        assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
+    }
+
+    /// A file written before flows (format version 4) reads back whole, with no flows.
+    #[test]
+    fn version_4_files_read_with_no_flows() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v4.brg");
+        let h = header(5_000);
+        let i = interval(0, 5_000, 3);
+        let old_interval = v4::IntervalRecord {
+            index: 0,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: 0,
+            recorder: crate::recorder::RecorderV4(i.recorder.clone()),
+            watch: None,
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&4u16.to_le_bytes());
+        for record in [v4::Record::Header(h.clone()), v4::Record::Interval(old_interval)] {
+            let payload = postcard::to_stdvec(&record).unwrap();
+            bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            bytes.extend_from_slice(&payload);
+        }
+        std::fs::write(&p, bytes).unwrap();
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &h);
+        let got = r.next_interval().unwrap();
+        assert_eq!(got.recorder, i.recorder);
+        assert!(got.recorder.flows.is_empty());
         assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
     }
 

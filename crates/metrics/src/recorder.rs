@@ -173,6 +173,35 @@ pub struct KeyedStats {
     /// When they finished, per tenth of a second; kept for backends only (see
     /// [`Keyed::timed`]), to find the gaps in a backend's answers.
     pub timeline: Timeline,
+    /// How the flows of a step or group ended (zero outside scenarios).
+    pub flow: FlowCounts,
+}
+
+/// What flows add to a key's figures: of a step (its name), how many of its requests failed
+/// a check or a capture and how many times it was skipped; of a group (a flow's key), how
+/// many of its flows ended by a failed check or capture, how many steps they skipped and
+/// how many arrivals were dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowCounts {
+    /// A check was false.
+    pub check_failed: u64,
+    /// A capture found nothing.
+    pub capture_failed: u64,
+    /// Steps not sent because an earlier step of their flow failed.
+    pub skipped: u64,
+    /// Open loop: flows due that never started (every slot stayed busy to the end).
+    pub dropped: u64,
+}
+
+/// How a step or a flow failed besides its requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowFailure {
+    /// A check was false.
+    Check,
+    /// A capture found nothing.
+    Capture,
+    /// A request failed (no response, or a status no check allowed).
+    Request,
 }
 
 /// Requests broken down by a key, in order of first appearance, at most [`MAX_KEYS`].
@@ -200,18 +229,60 @@ impl Keyed {
     /// Counts a finished request under `key`. Allocates only the first time a key appears
     /// (and, when timed, once per tenth of a second).
     pub fn record(&mut self, key: &[u8], s: &Sample) {
-        let i = match self.stats.iter().position(|b| b.name.as_bytes() == key) {
-            Some(i) => i,
-            None => self.slot(&String::from_utf8_lossy(key)),
-        };
-        let b = &mut self.stats[i];
+        let timed = self.timed;
+        let b = self.entry(key);
         b.requests += 1;
         b.failed += u64::from(!s.outcome.is_success());
         let corrected = us(s.corrected());
         b.latency.saturating_record(corrected);
-        if self.timed {
+        if timed {
             b.timeline.record(s.ended, s.outcome.is_success(), corrected);
         }
+    }
+
+    /// Marks the last request recorded under `key` as failed by a check or a capture (it
+    /// counted as failed already unless its status was a success).
+    pub fn mark(&mut self, key: &[u8], failure: FlowFailure, status_ok: bool) {
+        let b = self.entry(key);
+        match failure {
+            FlowFailure::Check => b.flow.check_failed += 1,
+            FlowFailure::Capture => b.flow.capture_failed += 1,
+            FlowFailure::Request => return,
+        }
+        b.failed += u64::from(status_ok);
+    }
+
+    /// Counts a step of `key` as skipped: never sent, in no latency.
+    pub fn skip(&mut self, key: &[u8]) {
+        self.entry(key).flow.skipped += 1;
+    }
+
+    /// Counts a finished flow under its group's `key`: its latency from its intended start
+    /// to its last step's end, how it failed if it did, and the steps it skipped.
+    pub fn record_flow(&mut self, key: &[u8], failure: Option<FlowFailure>, latency: Duration, skipped: u64) {
+        let b = self.entry(key);
+        b.requests += 1;
+        b.failed += u64::from(failure.is_some());
+        b.latency.saturating_record(us(latency));
+        match failure {
+            Some(FlowFailure::Check) => b.flow.check_failed += 1,
+            Some(FlowFailure::Capture) => b.flow.capture_failed += 1,
+            _ => {}
+        }
+        b.flow.skipped += skipped;
+    }
+
+    /// Counts flows of `key` that were due but never started.
+    pub fn record_dropped(&mut self, key: &[u8], n: u64) {
+        self.entry(key).flow.dropped += n;
+    }
+
+    fn entry(&mut self, key: &[u8]) -> &mut KeyedStats {
+        let i = match self.stats.iter().position(|b| b.name.as_bytes() == key) {
+            Some(i) => i,
+            None => self.slot(&String::from_utf8_lossy(key)),
+        };
+        &mut self.stats[i]
     }
 
     /// Moves every key's timeline `by` ticks later (see [`Timeline::shift`]).
@@ -239,6 +310,7 @@ impl Keyed {
             failed: 0,
             latency: new_histogram(),
             timeline: Timeline::default(),
+            flow: FlowCounts::default(),
         });
         self.stats.len() - 1
     }
@@ -251,31 +323,40 @@ impl Keyed {
             mine.failed += b.failed;
             mine.latency.add(&b.latency).expect("histograms share bounds");
             mine.timeline.add(&b.timeline);
+            let (m, t) = (&mut mine.flow, &b.flow);
+            m.check_failed += t.check_failed;
+            m.capture_failed += t.capture_failed;
+            m.skipped += t.skipped;
+            m.dropped += t.dropped;
         }
     }
 
     fn encode(&self) -> Vec<KeyedWire> {
         self.stats
             .iter()
-            .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency), b.timeline.0.clone()))
+            .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency), b.timeline.0.clone(), b.flow))
             .collect()
     }
 
     fn decode(wire: Vec<KeyedWire>, timed: bool) -> Result<Keyed, String> {
-        let stats = wire.into_iter().map(|(name, requests, failed, latency, ticks)| {
+        let stats = wire.into_iter().map(|(name, requests, failed, latency, ticks, flow)| {
             // No recorder writes more failures than requests under a key: the file is corrupt
             // (and the summary's `requests - failed` would underflow).
             if failed > requests {
                 return Err(format!("a key counts {failed} failed of {requests} requests"));
             }
-            Ok(KeyedStats { name, requests, failed, latency: decode(&latency)?, timeline: Timeline(ticks) })
+            Ok(KeyedStats { name, requests, failed, latency: decode(&latency)?, timeline: Timeline(ticks), flow })
         });
         Ok(Keyed { stats: stats.collect::<Result<_, String>>()?, timed })
     }
 }
 
-/// One key in the results file: name, requests, failed, latency, timeline (empty untimed).
-type KeyedWire = (String, u64, u64, Vec<u8>, Vec<Tick>);
+/// One key in the results file: name, requests, failed, latency, timeline (empty untimed),
+/// flow counts.
+type KeyedWire = (String, u64, u64, Vec<u8>, Vec<Tick>, FlowCounts);
+
+/// One key in a file of format version 4: no flow counts.
+type KeyedWireV4 = (String, u64, u64, Vec<u8>, Vec<Tick>);
 
 /// One key in a file of format version 3: no timeline.
 type KeyedWireV3 = (String, u64, u64, Vec<u8>);
@@ -286,11 +367,12 @@ pub struct RecorderV3(pub Recorder);
 
 impl<'de> Deserialize<'de> for RecorderV3 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV3, CountsV3>::deserialize(d)?;
+        let w = Wire::<KeyedWireV3, CountsV3, ()>::deserialize(d)?;
         let w = w.map(
-            |(name, requests, failed, latency)| (name, requests, failed, latency, Vec::new()),
+            |(name, requests, failed, latency)| (name, requests, failed, latency, Vec::new(), FlowCounts::default()),
             Counts::from,
             |i| KINDS_V3.get(usize::from(i)).map(|k| *k as u8),
+            |()| Vec::new(),
         );
         from_wire(w).map(RecorderV3).map_err(serde::de::Error::custom)
     }
@@ -300,23 +382,55 @@ impl Serialize for RecorderV3 {
     /// Only so that the version 3 record types derive both ways (tests write old files).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let w = self.0.wire().map(
-            |(name, requests, failed, latency, _)| (name, requests, failed, latency),
+            |(name, requests, failed, latency, _, _)| (name, requests, failed, latency),
             CountsV3::from,
             |i| KINDS_V3.iter().position(|k| *k as u8 == i).map(|p| p as u8),
+            |_| (),
         );
         w.serialize(s)
     }
 }
 
-impl<K, C> Wire<K, C> {
-    /// The same recorder written another way: its keys, its counters, and the error kind
-    /// index of each example (dropped when `example` says `None`).
-    fn map<J, D>(
+/// A recorder as format version 4 wrote it, read into today's: no flows, keys without flow
+/// counts.
+pub struct RecorderV4(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV4 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWireV4, Counts, ()>::deserialize(d)?;
+        let w = w.map(
+            |(name, requests, failed, latency, ticks)| (name, requests, failed, latency, ticks, FlowCounts::default()),
+            |c| c,
+            Some,
+            |()| Vec::new(),
+        );
+        from_wire(w).map(RecorderV4).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for RecorderV4 {
+    /// Only so that the version 4 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let w = self.0.wire().map(
+            |(name, requests, failed, latency, ticks, _)| (name, requests, failed, latency, ticks),
+            |c| c,
+            Some,
+            |_| (),
+        );
+        w.serialize(s)
+    }
+}
+
+impl<K, C, F> Wire<K, C, F> {
+    /// The same recorder written another way: its keys, its counters, the error kind
+    /// index of each example (dropped when `example` says `None`) and its flows.
+    fn map<J, D, G>(
         self,
         key: impl Fn(K) -> J,
         counts: impl FnOnce(C) -> D,
         example: impl Fn(u8) -> Option<u8>,
-    ) -> Wire<J, D> {
+        flows: impl FnOnce(F) -> G,
+    ) -> Wire<J, D, G> {
         let keys = |v: Vec<K>| v.into_iter().map(&key).collect();
         Wire {
             corrected: self.corrected,
@@ -335,6 +449,7 @@ impl<K, C> Wire<K, C> {
             methods: keys(self.methods),
             timeline: self.timeline,
             samples: self.samples,
+            flows: flows(self.flows),
         }
     }
 }
@@ -395,6 +510,9 @@ pub struct Recorder {
     pub names: Keyed,
     /// Per method.
     pub methods: Keyed,
+    /// Per group of a scenario: its flows, each counted as one "request" whose latency runs
+    /// from the flow's intended start to its last step's end.
+    pub flows: Keyed,
     /// With retries: latency of whole requests, from the first attempt's intended start to
     /// the last attempt's end; allocated on the first one.
     pub whole: Option<Box<Histogram<u64>>>,
@@ -431,6 +549,7 @@ impl Recorder {
             backends: Keyed::timed(),
             names: Keyed::default(),
             methods: Keyed::default(),
+            flows: Keyed::default(),
             whole: None,
             timeline: Timeline::default(),
             samples: Vec::new(),
@@ -616,6 +735,7 @@ impl Recorder {
         self.backends.add(&other.backends);
         self.names.add(&other.names);
         self.methods.add(&other.methods);
+        self.flows.add(&other.flows);
         for (mine, theirs) in [(&mut self.hit, &other.hit), (&mut self.miss, &other.miss)] {
             if let Some(theirs) = theirs {
                 match mine {
@@ -737,10 +857,12 @@ impl Timeline {
 }
 
 /// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
-/// sparse. Used by the results file; `K` is how a key is written and `C` the counters' layout
-/// ([`KeyedWire`] and [`Counts`], or [`KeyedWireV3`] and [`CountsV3`] in files of version 3).
+/// sparse. Used by the results file; `K` is how a key is written, `C` the counters' layout
+/// and `F` the flows ([`KeyedWire`], [`Counts`] and a list of keys; in files of version 3
+/// [`KeyedWireV3`], [`CountsV3`] and nothing, `()`, which postcard writes as no bytes; in
+/// version 4 [`KeyedWireV4`], [`Counts`] and nothing).
 #[derive(Serialize, Deserialize)]
-struct Wire<K = KeyedWire, C = Counts> {
+struct Wire<K = KeyedWire, C = Counts, F = Vec<KeyedWire>> {
     corrected: Vec<u8>,
     service: Vec<u8>,
     lag: Vec<u8>,
@@ -757,6 +879,7 @@ struct Wire<K = KeyedWire, C = Counts> {
     methods: Vec<K>,
     timeline: Vec<Tick>,
     samples: Vec<RequestPoint>,
+    flows: F,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -905,6 +1028,7 @@ impl Recorder {
             methods: self.methods.encode(),
             timeline: self.timeline.0.clone(),
             samples: self.samples.clone(),
+            flows: self.flows.encode(),
         }
     }
 }
@@ -924,7 +1048,7 @@ impl<'de> Deserialize<'de> for Recorder {
 /// A recorder from its serialised form.
 fn from_wire(w: Wire) -> Result<Recorder, String> {
     // No more histograms than a recorder holds, counted before any is decoded.
-    let keys = [&w.backends, &w.names, &w.methods].map(Vec::len);
+    let keys = [&w.backends, &w.names, &w.methods, &w.flows].map(Vec::len);
     if w.phases.len() > PHASE_COUNT || w.by_class.len() > CLASS_COUNT || keys.iter().any(|n| *n > MAX_KEYS) {
         return Err(format!(
             "a recorder holds {} phase, {} class and {keys:?} keyed histograms: more than a recorder has",
@@ -953,6 +1077,7 @@ fn from_wire(w: Wire) -> Result<Recorder, String> {
     r.backends = Keyed::decode(w.backends, true)?;
     r.names = Keyed::decode(w.names, false)?;
     r.methods = Keyed::decode(w.methods, false)?;
+    r.flows = Keyed::decode(w.flows, false)?;
     for (code, n) in w.status {
         r.status[status_slot(code)] += n;
     }
@@ -1114,7 +1239,7 @@ mod tests {
     /// requests made the summary underflow. It is refused as corrupt where it is read.
     #[test]
     fn a_key_with_more_failures_than_requests_does_not_decode() {
-        let key = |failed| vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new())];
+        let key = |failed| vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new(), FlowCounts::default())];
         assert!(Keyed::decode(key(1), false).is_ok());
         let err = Keyed::decode(key(2), false).err().unwrap();
         assert_eq!(err, "a key counts 2 failed of 1 requests");
@@ -1196,5 +1321,31 @@ mod tests {
                 last = x;
             }
         }
+    }
+
+    /// Steps and flows are counted apart, survive the results file and add up exactly.
+    #[test]
+    fn flow_figures_round_trip_and_merge() {
+        let mut r = Recorder::new();
+        r.names.record(b"post", &sample(5, Outcome::Status(200)));
+        r.names.mark(b"post", FlowFailure::Capture, true);
+        r.names.record(b"get", &sample(5, Outcome::Status(404)));
+        r.names.mark(b"get", FlowFailure::Check, false);
+        r.names.skip(b"get");
+        r.flows.record_flow(b"writers", Some(FlowFailure::Capture), Duration::from_millis(30), 1);
+        r.flows.record_flow(b"writers", None, Duration::from_millis(10), 0);
+        r.flows.record_dropped(b"writers", 3);
+        let post = &r.names[0];
+        assert_eq!((post.requests, post.failed, post.flow.capture_failed), (1, 1, 1));
+        let get = &r.names[1];
+        // The 404 failed already: the check does not count it twice.
+        assert_eq!((get.requests, get.failed, get.flow.check_failed, get.flow.skipped), (1, 1, 1, 1));
+        let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let mut sum = back.clone();
+        sum.add(&r);
+        let w = &sum.flows[0];
+        assert_eq!((w.requests, w.failed, w.latency.len()), (4, 2, 4));
+        assert_eq!(w.flow, FlowCounts { check_failed: 0, capture_failed: 2, skipped: 2, dropped: 6 });
     }
 }
