@@ -508,6 +508,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         steps: Vec::new(),
         threads: 1,
         insecure: false,
+        groups: Vec::new(),
     };
     let mut w = ResultsWriter::create(path, &header).unwrap();
     for (i, ms) in p50s_ms.iter().enumerate() {

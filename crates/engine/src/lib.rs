@@ -195,7 +195,44 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         steps,
         threads: threads as u32,
         insecure: plan.tls.insecure,
+        groups: plan.scenario.as_deref().map(group_infos).unwrap_or_default(),
     }
+}
+
+/// What each group of a scenario was asked to do, for the header.
+fn group_infos(s: &barrage_plan::flow::Scenario) -> Vec<barrage_metrics::GroupInfo> {
+    s.groups
+        .iter()
+        .map(|g| {
+            let flow = &s.flows[g.flow];
+            let mut once = Vec::new();
+            for &i in &flow.order {
+                if !once.contains(&flow.steps[i].name) {
+                    once.push(flow.steps[i].name.clone());
+                }
+            }
+            let (load, rate, workers) = match &g.load {
+                Load::Open { pacer, .. } => {
+                    let rate = match pacer {
+                        Pacer::Constant { rate } => Some(*rate),
+                        _ => None,
+                    };
+                    (pacer.step_labels().join(", ").replace("req/s", "flows/s"), rate, None)
+                }
+                Load::Closed { concurrency, .. } => (format!("{concurrency} workers"), None, Some(*concurrency as u32)),
+            };
+            barrage_metrics::GroupInfo {
+                name: g.name.clone(),
+                flow: flow.name.clone(),
+                steps: once,
+                load,
+                rate,
+                workers,
+                start_ms: g.start.as_millis() as u64,
+                end_ms: g.duration.map(|d| (g.start + d).as_millis() as u64),
+            }
+        })
+        .collect()
 }
 
 fn hostname() -> String {

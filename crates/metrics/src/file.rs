@@ -122,6 +122,29 @@ pub struct RunHeader {
     pub threads: u32,
     /// TLS certificate verification was off (`--insecure`).
     pub insecure: bool,
+    /// The groups of a scenario (`--scenario`): what each was asked to do, and when.
+    pub groups: Vec<GroupInfo>,
+}
+
+/// A group of a scenario as it was asked to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// Its name: the key of its flows' figures.
+    pub name: String,
+    /// The flow it runs.
+    pub flow: String,
+    /// Its steps' names in the order they run once (a repeated block once).
+    pub steps: Vec<String>,
+    /// Its load as asked: `10 workers`, `50 flows/s`.
+    pub load: String,
+    /// Open loop: flows asked per second (constant rate); `None` for workers or a ramp.
+    pub rate: Option<f64>,
+    /// Closed loop: workers.
+    pub workers: Option<u32>,
+    /// When it starts, ms from the run's start.
+    pub start_ms: u64,
+    /// When it ends, ms from the run's start; `None`: with the run.
+    pub end_ms: Option<u64>,
 }
 
 /// One closed interval (normally one second) of samples, by completion time.
@@ -449,10 +472,42 @@ mod v4 {
         pub watch: Option<WatchSample>,
     }
 
+    #[derive(Clone, Serialize, Deserialize)]
+    pub(super) struct RunHeader {
+        pub barrage_version: String,
+        pub started_unix_ms: u64,
+        pub host: String,
+        pub boot_id: String,
+        pub mode: super::Mode,
+        pub urls: Vec<String>,
+        pub settings_json: String,
+        pub steps: Vec<super::StepInfo>,
+        pub threads: u32,
+        pub insecure: bool,
+    }
+
+    impl From<RunHeader> for super::RunHeader {
+        fn from(h: RunHeader) -> Self {
+            super::RunHeader {
+                barrage_version: h.barrage_version,
+                started_unix_ms: h.started_unix_ms,
+                host: h.host,
+                boot_id: h.boot_id,
+                mode: h.mode,
+                urls: h.urls,
+                settings_json: h.settings_json,
+                steps: h.steps,
+                threads: h.threads,
+                insecure: h.insecure,
+                groups: Vec::new(),
+            }
+        }
+    }
+
     #[derive(Serialize, Deserialize)]
     #[allow(clippy::large_enum_variant)]
     pub(super) enum Record {
-        Header(super::RunHeader),
+        Header(RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
         Footer(super::RunFooter),
@@ -461,7 +516,7 @@ mod v4 {
     impl From<Record> for super::Record {
         fn from(r: Record) -> Self {
             match r {
-                Record::Header(h) => super::Record::Header(h),
+                Record::Header(h) => super::Record::Header(h.into()),
                 Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
                     index: i.index,
                     start_unix_ms: i.start_unix_ms,
@@ -565,6 +620,7 @@ mod v3 {
                     steps: h.steps,
                     threads: h.threads,
                     insecure: h.insecure,
+                    groups: Vec::new(),
                 }),
                 Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
                     index: i.index,
@@ -736,6 +792,7 @@ mod tests {
             steps: vec![StepInfo { label: "10/s".into(), start_ms: 0 }],
             threads: 1,
             insecure: false,
+            groups: Vec::new(),
         }
     }
 
@@ -929,6 +986,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v4.brg");
         let h = header(5_000);
+        let old_header = v4::RunHeader {
+            barrage_version: h.barrage_version.clone(),
+            started_unix_ms: h.started_unix_ms,
+            host: h.host.clone(),
+            boot_id: h.boot_id.clone(),
+            mode: h.mode,
+            urls: h.urls.clone(),
+            settings_json: h.settings_json.clone(),
+            steps: h.steps.clone(),
+            threads: h.threads,
+            insecure: h.insecure,
+        };
         let i = interval(0, 5_000, 3);
         let old_interval = v4::IntervalRecord {
             index: 0,
@@ -940,7 +1009,7 @@ mod tests {
         };
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&4u16.to_le_bytes());
-        for record in [v4::Record::Header(h.clone()), v4::Record::Interval(old_interval)] {
+        for record in [v4::Record::Header(old_header), v4::Record::Interval(old_interval)] {
             let payload = postcard::to_stdvec(&record).unwrap();
             bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
             bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());

@@ -37,7 +37,7 @@ pub mod summary;
 pub mod units;
 pub mod watch;
 
-pub use file::{IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
+pub use file::{GroupInfo, IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
 pub use recorder::Recorder;
 pub use sample::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
 pub use summary::RunSummary;

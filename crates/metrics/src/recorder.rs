@@ -1239,7 +1239,8 @@ mod tests {
     /// requests made the summary underflow. It is refused as corrupt where it is read.
     #[test]
     fn a_key_with_more_failures_than_requests_does_not_decode() {
-        let key = |failed| vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new(), FlowCounts::default())];
+        let key =
+            |failed| vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new(), FlowCounts::default())];
         assert!(Keyed::decode(key(1), false).is_ok());
         let err = Keyed::decode(key(2), false).err().unwrap();
         assert_eq!(err, "a key counts 2 failed of 1 requests");

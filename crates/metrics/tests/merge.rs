@@ -104,6 +104,7 @@ fn write(dir: &Path, name: &str, run: &Run) -> PathBuf {
         steps: vec![StepInfo { label: run.step.into(), start_ms: 0 }],
         threads: 1,
         insecure: false,
+        groups: Vec::new(),
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut start = 0u64;
@@ -267,6 +268,7 @@ fn with_secrets(dir: &Path, name: &str, settings: &str) -> PathBuf {
         steps: vec![StepInfo { label: "1 workers".into(), start_ms: 0 }],
         threads: 1,
         insecure: false,
+        groups: Vec::new(),
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut rec = recorder(0, 10);

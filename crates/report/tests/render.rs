@@ -92,6 +92,7 @@ fn json_matches_schema() {
         steps: vec![],
         threads: 1,
         insecure: true,
+        groups: Vec::new(),
     };
     ResultsWriter::create(&path, &header).unwrap().finish(&RunFooter::default()).unwrap();
     let empty = summarize(&[path]).unwrap();

@@ -173,6 +173,7 @@ pub fn write_results(path: &Path) {
         steps: vec![StepInfo { label: "50/s".into(), start_ms: 0 }, StepInfo { label: "100/s".into(), start_ms: 2000 }],
         threads: 2,
         insecure: false,
+        groups: Vec::new(),
     };
     let mut w = ResultsWriter::create(path, &header).unwrap();
     for i in 0..INTERVALS {
