@@ -356,7 +356,7 @@ pub struct RunArgs {
 pub struct TargetArgs {
     /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
     /// may be a template such as http://host/obj/{id}, with --objects N.
-    #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file"])]
+    #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file", "scenario"])]
     pub urls: Vec<String>,
 }
 
@@ -439,6 +439,19 @@ pub struct RequestArgs {
     /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
     pub objects: Option<u64>,
+    /// A scenario file: flows of requests with captures, checks and think times, run by
+    /// groups each with its own load (README, "Flows"). Without groups, its one flow runs
+    /// under this run's --rate or -c.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["targets", "urls_file", "urls", "body", "body_size", "form", "objects", "hit_ratio"],
+        help_heading = "Request"
+    )]
+    pub scenario: Option<std::path::PathBuf>,
+    /// A value for {{NAME}} in the scenario file, over its [vars] (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE", requires = "scenario", value_parser = parse_var, help_heading = "Request")]
+    pub vars: Vec<(String, String)>,
     /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
     /// client (thread or worker) requested before; the rest go to new ones.
     #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, help_heading = "Request")]
@@ -704,6 +717,13 @@ fn parse_positive_fraction(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
         _ => Err(format!("invalid fraction '{s}': expected a number above 0 and at most 1, e.g. 0.01")),
+    }
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.to_string())),
+        _ => Err(format!("invalid --var '{s}': expected NAME=VALUE, e.g. host=127.0.0.1:8080")),
     }
 }
 

@@ -42,7 +42,28 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     for h in &r.headers {
         headers.append(h.0.clone(), h.1.clone());
     }
-    let mut targets = targets(a, &method)?;
+    let l = &a.load;
+    let duration = l.duration.map(|d| d.0);
+    let flags = barrage_plan::units::LoadFlags {
+        rate: l.rate.clone(),
+        step: l.step.map(|s| s.0),
+        concurrency: l.concurrency.clone(),
+        think_time: l.think_time.map(|t| t.0),
+        connections: a.conn.connections,
+        max_in_flight: l.max_in_flight,
+        duration,
+    };
+    let mut load = flags.load().map_err(anyhow::Error::msg)?;
+    let (mut targets, scenario) = match &r.scenario {
+        Some(path) => {
+            let (s, targets) =
+                barrage_plan::scenario::read(path, &r.vars, &load).map_err(|e| anyhow::anyhow!("--scenario {e}"))?;
+            // The groups' loads replace the flags'; the plan's load only sums them up.
+            load = barrage_plan::scenario::overall_load(&s);
+            (targets, Some(std::sync::Arc::new(s)))
+        }
+        None => (targets(a, &method)?, None),
+    };
     // A target file gives each target its method: the flags' body goes only where a body
     // belongs (see `takes_body`), and must go somewhere.
     let from_file = r.targets.is_some();
@@ -63,20 +84,14 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             body.flag
         );
     }
-    let l = &a.load;
-    let duration = l.duration.map(|d| d.0);
-    let flags = barrage_plan::units::LoadFlags {
-        rate: l.rate.clone(),
-        step: l.step.map(|s| s.0),
-        concurrency: l.concurrency.clone(),
-        think_time: l.think_time.map(|t| t.0),
-        connections: a.conn.connections,
-        max_in_flight: l.max_in_flight,
-        duration,
-    };
-    let load = flags.load().map_err(anyhow::Error::msg)?;
     let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
-    let duration = duration.or(if l.requests.is_none() && !natural_end { Some(DEFAULT_DURATION) } else { None });
+    // A scenario whose groups all end by themselves lasts until the last one ends.
+    let span = scenario.as_deref().and_then(barrage_plan::scenario::span);
+    let duration =
+        duration.or(span).or(if l.requests.is_none() && !natural_end { Some(DEFAULT_DURATION) } else { None });
+    if scenario.is_some() && l.requests.is_some() {
+        anyhow::bail!("-n counts requests; a --scenario runs flows for a duration: give -d (or group durations)");
+    }
     let c = &a.conn;
     let m = &a.measure;
     let plan = Plan {
@@ -107,7 +122,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             backoff_max: a.retry.backoff.1,
             on: a.retry.retry_on.clone(),
         }),
-        scenario: None,
+        scenario,
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     let (connections, flag) = match &plan.load {

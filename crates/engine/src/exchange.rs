@@ -3,7 +3,9 @@
 
 use crate::conn::{classify, Conn, Endpoint, Failure};
 use crate::thread::Worker;
+use barrage_metrics::recorder::FlowFailure;
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
+use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS, MAX_JUDGED_BODY};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
@@ -41,6 +43,63 @@ pub struct Prepared {
     url_text: String,
     /// Index into the run's endpoints.
     pub endpoint: usize,
+}
+
+/// The keys a group's figures go under: its own (flows) and each of its flow's steps'
+/// (by step index), made once per run so no request formats one.
+pub struct GroupKeys {
+    /// The group's name.
+    pub group: Box<[u8]>,
+    /// Its steps' keys: the step's name, or `group/step` when there are several groups.
+    pub steps: Vec<Box<[u8]>>,
+}
+
+/// The keys of every group of the plan's scenario (none without one).
+pub fn group_keys(plan: &Plan) -> Vec<GroupKeys> {
+    let Some(s) = &plan.scenario else { return Vec::new() };
+    let keys = |g: usize| GroupKeys {
+        group: s.groups[g].name.as_bytes().into(),
+        steps: s.flows[s.groups[g].flow].steps.iter().map(|step| s.step_key(g, step).into_bytes().into()).collect(),
+    };
+    (0..s.groups.len()).map(keys).collect()
+}
+
+/// A flow's step being sent: what fills its request, where its figures go, and what its
+/// response said (kept only as far as its captures and checks read it).
+struct StepIo<'a> {
+    step: &'a Step,
+    state: &'a mut FlowState,
+    key: &'a [u8],
+    /// The flow instance and the step's place in it, for the request log.
+    flow_id: u64,
+    index: usize,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    verdict: Verdict,
+    /// The path as filled, when variables filled it (for the request log).
+    path: Option<String>,
+}
+
+impl StepIo<'_> {
+    /// Judges the attempt that ended with `outcome`, capturing into the flow's state.
+    fn judge(&mut self, outcome: Outcome) {
+        let status = match outcome {
+            Outcome::Status(code) => Some(code),
+            Outcome::Error(_) => None,
+        };
+        let response = Response { status, headers: &self.headers, body: &self.body };
+        self.verdict = self.step.judge(&response, self.state);
+    }
+
+    /// The verdict as the request log shows it.
+    fn outcome_text(&self) -> String {
+        match self.verdict {
+            Verdict::Ok => "ok".into(),
+            Verdict::RequestFailed => "request_failed".into(),
+            Verdict::CheckFailed(kind) => format!("check_failed:{}", CHECK_KINDS[kind]),
+            Verdict::CaptureFailed(i) => format!("capture_failed:{}", self.step.captures[i].name),
+        }
+    }
 }
 
 /// Prepares the plan's targets; returns them and the distinct endpoints they use. The
@@ -145,6 +204,33 @@ impl Prepared {
         req
     }
 
+    /// The request of a flow's step: the target's, with what the flow's variables fill.
+    fn flow_request(&self, h2: bool, io: &mut StepIo<'_>) -> Result<http::Request<Full<Bytes>>, Failure> {
+        let (step, st) = (io.step, &mut *io.state);
+        let mut req = self.request(h2, 0);
+        let bad = |what: &str| Failure::new(ErrorKind::Other, format!("step {}: {what}", step.name));
+        if let Some(path) = &step.path {
+            let path = encode_path(&path.fill_string(st));
+            io.path = Some(path.clone());
+            let mut parts = if h2 { self.full_uri.clone().into_parts() } else { http::uri::Parts::default() };
+            parts.path_and_query = Some(path.parse().map_err(|_| bad("the filled URL is not valid"))?);
+            *req.uri_mut() = Uri::from_parts(parts).map_err(|_| bad("the filled URL is not valid"))?;
+        }
+        for (name, value) in &step.headers {
+            let mut bytes = Vec::new();
+            value.fill(st, &mut bytes);
+            let value = HeaderValue::from_bytes(&bytes)
+                .map_err(|_| bad(&format!("the filled header {name} is not a valid header value")))?;
+            req.headers_mut().append(name.clone(), value);
+        }
+        if let Some(body) = &step.body {
+            let mut bytes = Vec::with_capacity(self.body.bytes.len() + 256);
+            body.fill(st, &mut bytes);
+            *req.body_mut() = Full::new(Bytes::from(bytes));
+        }
+        Ok(req)
+    }
+
     /// The request URI: origin-form for HTTP/1.1, absolute for HTTP/2, with a template's id
     /// filled in (the one allocation per request, and only for templates).
     fn uri(&self, h2: bool, id: u64) -> Uri {
@@ -158,6 +244,15 @@ impl Prepared {
     }
 }
 
+/// A filled path with what may not stand in a URI (spaces, quotes, non-ASCII from a
+/// captured value) percent-encoded, and `%`, `/`, `?`, `&`, `=` left as they are.
+fn encode_path(path: &str) -> String {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+    const NOT_IN_URI: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`').add(b'{').add(b'}');
+    const MORE: &AsciiSet = &NOT_IN_URI.add(b'|').add(b'\\').add(b'^');
+    utf8_percent_encode(path, MORE).to_string()
+}
+
 /// What one finished request yields besides its times.
 struct Done {
     outcome: Outcome,
@@ -166,6 +261,43 @@ struct Done {
     cache: CacheStatus,
     /// The backend header's value (a reference-counted clone, no copy).
     backend: Option<HeaderValue>,
+}
+
+/// What a request log row says of the request, besides its sample.
+struct Logged<'a> {
+    target: &'a Prepared,
+    id: u64,
+    attempt: u32,
+    backend: Option<&'a HeaderValue>,
+    /// A flow's step.
+    flow: Option<FlowLog<'a>>,
+}
+
+/// What a request log row says of a flow's step.
+struct FlowLog<'a> {
+    /// The flow instance.
+    id: u64,
+    /// The step's place in the flow's run order.
+    index: usize,
+    /// `ok`, `check_failed:status`, ...
+    outcome: String,
+    /// The path as filled, when variables filled it.
+    path: Option<String>,
+    /// The step's key (its name, or `group/step`).
+    key: &'a [u8],
+}
+
+/// How a step's verdict fails its flow, counted under the step's `key`.
+/// `status_ok`: the step's last response was a success (else it counted as failed already).
+fn step_failure(w: &Worker, key: &[u8], verdict: Verdict, status_ok: bool) -> Option<FlowFailure> {
+    let failure = match verdict {
+        Verdict::Ok => return None,
+        Verdict::RequestFailed => return Some(FlowFailure::Request),
+        Verdict::CheckFailed(_) => FlowFailure::Check,
+        Verdict::CaptureFailed(_) => FlowFailure::Capture,
+    };
+    w.recorder.borrow_mut().names.mark(key, failure, status_ok);
+    Some(failure)
 }
 
 /// A slot: at most one request at a time, on its own connection.
@@ -197,14 +329,19 @@ impl Slot {
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
     /// sample (what the server saw); with a policy, the request as the client saw it is
     /// recorded once more, with its attempts and whole latency.
-    pub async fn request(&mut self, w: &Worker, mut job: Job) {
+    pub async fn request(&mut self, w: &Worker, job: Job) {
+        self.send(w, job, None).await;
+    }
+
+    /// [`Slot::request`], for a plain request or a flow's step; returns the last attempt's
+    /// outcome.
+    async fn send(&mut self, w: &Worker, mut job: Job, mut io: Option<&mut StepIo<'_>>) -> Outcome {
         let Some(policy) = &w.plan.retry else {
-            self.exchange(w, job).await;
-            return;
+            return self.exchange(w, job, io).await;
         };
         let first_intended = job.intended;
         let mut attempt = 1;
-        let mut outcome = self.exchange(w, job).await;
+        let mut outcome = self.exchange(w, job, io.as_deref_mut()).await;
         let first_ok = outcome.is_success();
         while attempt <= policy.max_retries && policy.on.matches(outcome) {
             let pause = policy.backoff(attempt, rand::random::<f64>());
@@ -215,22 +352,29 @@ impl Slot {
             tokio::time::sleep(pause).await;
             attempt += 1;
             job = Job { intended: w.start.elapsed(), late: false, attempt, ..job };
-            outcome = self.exchange(w, job).await;
+            outcome = self.exchange(w, job, io.as_deref_mut()).await;
         }
         let whole = w.start.elapsed().saturating_sub(first_intended);
         w.recorder.borrow_mut().record_logical(first_ok, outcome.is_success(), attempt, whole);
+        outcome
     }
 
-    /// Sends one attempt and records it.
-    async fn exchange(&mut self, w: &Worker, job: Job) -> Outcome {
+    /// Sends one attempt and records it; a flow's step is judged too.
+    async fn exchange(&mut self, w: &Worker, job: Job, mut io: Option<&mut StepIo<'_>>) -> Outcome {
         let started = w.start.elapsed();
         w.recorder.borrow_mut().record_sent();
         let mut phases = Phases::default();
-        let (target, id) = match &w.targets[..] {
-            [t] if t.template.is_some() => (t, job.target),
-            all => (&all[job.target as usize], 0),
+        let (target, id) = match (&w.targets[..], &io) {
+            (all, Some(io)) => (&all[io.step.target], 0),
+            ([t], None) if t.template.is_some() => (t, job.target),
+            (all, None) => (&all[job.target as usize], 0),
         };
-        let res = tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases)).await;
+        if let Some(io) = io.as_deref_mut() {
+            io.headers.clear();
+            io.body.clear();
+        }
+        let res =
+            tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await;
         let ended = w.start.elapsed();
         let Done { outcome, bytes_in, bytes_out, cache, backend } = match res {
             Ok(Ok(done)) => done,
@@ -251,46 +395,143 @@ impl Slot {
             late: job.late,
             cache,
         };
+        if let Some(io) = io.as_deref_mut() {
+            io.judge(outcome);
+        }
         let mut rec = w.recorder.borrow_mut();
         rec.record(&sample);
         rec.methods.record(target.method.as_str().as_bytes(), &sample);
-        if let Some(name) = &target.name {
-            rec.names.record(name.as_bytes(), &sample);
+        match (&io, &target.name) {
+            (Some(io), _) => rec.names.record(io.key, &sample),
+            (None, Some(name)) => rec.names.record(name.as_bytes(), &sample),
+            (None, None) => {}
         }
         if let Some(name) = &backend {
             rec.backends.record(name.as_bytes(), &sample);
         }
+        drop(rec);
         if let Some(log) = &w.log {
-            self.log(&mut log.borrow_mut(), w, target, id, job.attempt, backend.as_ref(), &sample);
+            let flow = io.as_deref().map(|io| FlowLog {
+                id: io.flow_id,
+                index: io.index,
+                outcome: io.outcome_text(),
+                path: io.path.clone(),
+                key: io.key,
+            });
+            let what = Logged { target, id, attempt: job.attempt, backend: backend.as_ref(), flow };
+            self.log(&mut log.borrow_mut(), w, &what, &sample);
         }
         outcome
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn log(
-        &self,
-        log: &mut crate::reqlog::LogHandle,
-        w: &Worker,
-        target: &Prepared,
-        id: u64,
-        attempt: u32,
-        backend: Option<&HeaderValue>,
-        sample: &Sample,
-    ) {
+    /// Runs one flow instance of group `g` that arrived at `job.intended`, its
+    /// `iteration`th on this slot: each step after the last (and its think time), the rest
+    /// skipped once one fails. The flow's latency runs from its intended start to its last
+    /// step's end; each step's own from when it was due (the end of the step before, plus
+    /// the think time). Returns false when the group's feeder stops and has run out.
+    pub async fn flow(&mut self, w: &Worker, g: usize, job: Job, iteration: u64) -> bool {
+        let scenario: &Scenario = w.plan.scenario.as_deref().expect("a scenario run");
+        let flow = &scenario.flows[scenario.groups[g].flow];
+        let keys = &w.keys[g];
+        let Some(mut state) = scenario.start_flow(g, self.worker as u64, iteration, w.plan.seed) else {
+            return false;
+        };
+        let flow_id = state.id;
+        let mut failure: Option<FlowFailure> = None;
+        let (mut intended, mut skipped) = (job.intended, 0);
+        for (index, &s) in flow.order.iter().enumerate() {
+            let step = &flow.steps[s];
+            if failure.is_some() {
+                skipped += 1;
+                w.recorder.borrow_mut().names.skip(&keys.steps[s]);
+                if let Some(log) = &w.log {
+                    self.log_skipped(
+                        &mut log.borrow_mut(),
+                        w,
+                        &w.targets[step.target],
+                        &keys.steps[s],
+                        (flow_id, index),
+                    );
+                }
+                continue;
+            }
+            let step_job = Job { intended, target: step.target as u64, late: job.late && index == 0, attempt: 1 };
+            let mut io = StepIo {
+                step,
+                state: &mut state,
+                key: &keys.steps[s],
+                flow_id,
+                index,
+                headers: HeaderMap::new(),
+                body: Vec::new(),
+                verdict: Verdict::Ok,
+                path: None,
+            };
+            let outcome = self.send(w, step_job, Some(&mut io)).await;
+            failure = step_failure(w, &keys.steps[s], io.verdict, outcome.is_success());
+            intended = w.start.elapsed();
+            if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
+                intended += Scenario::think(&mut state, think);
+                tokio::time::sleep_until(tokio::time::Instant::from_std(crate::thread::instant_at(w.start, intended)))
+                    .await;
+            }
+        }
+        let latency = w.start.elapsed().saturating_sub(job.intended);
+        w.recorder.borrow_mut().flows.record_flow(&keys.group, failure, latency, skipped);
+        true
+    }
+
+    fn log(&self, log: &mut crate::reqlog::LogHandle, w: &Worker, what: &Logged<'_>, sample: &Sample) {
         if !log.wants() {
             return;
         }
+        let t = what.target;
+        // A filled path is shown as sent, redacted as the run's URLs are.
+        let filled = what.flow.as_ref().and_then(|f| f.path.as_ref()).map(|path| {
+            let base = t
+                .full_uri
+                .authority()
+                .map_or(String::new(), |a| format!("{}://{a}", t.full_uri.scheme_str().unwrap_or("http")));
+            w.redaction.url(&format!("{base}{path}")).into_owned()
+        });
         let row = crate::reqlog::Row {
             run_start_unix_us: w.start_unix_us,
             worker: self.worker,
-            name: target.name.as_deref(),
-            method: target.method.as_str(),
-            url: &target.url_text,
-            id: target.template.as_ref().map(|_| id),
-            attempt,
-            backend: backend.map(HeaderValue::as_bytes),
+            name: match &what.flow {
+                Some(f) => std::str::from_utf8(f.key).ok(),
+                None => t.name.as_deref(),
+            },
+            method: t.method.as_str(),
+            url: filled.as_deref().unwrap_or(&t.url_text),
+            id: t.template.as_ref().map(|_| what.id),
+            attempt: what.attempt,
+            backend: what.backend.map(HeaderValue::as_bytes),
+            flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),
         };
         log.row(&row, sample);
+    }
+
+    /// A step that was not sent: a row without times, so no step vanishes from the log.
+    fn log_skipped(
+        &self,
+        log: &mut crate::reqlog::LogHandle,
+        w: &Worker,
+        t: &Prepared,
+        key: &[u8],
+        (id, step): (u64, usize),
+    ) {
+        let row = crate::reqlog::Row {
+            run_start_unix_us: w.start_unix_us,
+            worker: self.worker,
+            name: Some(std::str::from_utf8(key).unwrap_or("")),
+            method: t.method.as_str(),
+            url: &t.url_text,
+            id: None,
+            attempt: 0,
+            backend: None,
+            flow: Some(crate::reqlog::FlowCols { id, step, outcome: "skipped" }),
+        };
+        log.skipped(&row, w.start.elapsed());
     }
 
     fn failed(&mut self, w: &Worker, f: Failure) -> Done {
@@ -303,10 +544,17 @@ impl Slot {
         Done { outcome: Outcome::Error(f.kind), bytes_in: 0, bytes_out: 0, cache: CacheStatus::Unknown, backend: None }
     }
 
-    async fn attempt(&mut self, w: &Worker, t: &Prepared, id: u64, phases: &mut Phases) -> Result<Done, Failure> {
+    async fn attempt(
+        &mut self,
+        w: &Worker,
+        t: &Prepared,
+        id: u64,
+        phases: &mut Phases,
+        mut io: Option<&mut StepIo<'_>>,
+    ) -> Result<Done, Failure> {
         let fresh = self.connect_if_needed(w, t.endpoint, phases).await?;
         let written_before = self.bytes_out();
-        match self.exchange_on_conn(w, t, id, phases).await {
+        match self.exchange_on_conn(w, t, id, phases, io.as_deref_mut()).await {
             // A kept-alive connection the server had closed before answering anything (while
             // idle, or on reading this request): the request goes once more on a new
             // connection, as browsers and hyper's pool do, if nothing of it went out or its
@@ -317,7 +565,11 @@ impl Slot {
                 let written = self.bytes_out() - written_before;
                 self.conn = None;
                 self.connect_if_needed(w, t.endpoint, phases).await?;
-                let mut done = self.exchange_on_conn(w, t, id, phases).await?;
+                if let Some(io) = io.as_deref_mut() {
+                    io.headers.clear();
+                    io.body.clear();
+                }
+                let mut done = self.exchange_on_conn(w, t, id, phases, io).await?;
                 done.bytes_out += written;
                 Ok(done)
             }
@@ -336,11 +588,16 @@ impl Slot {
         t: &Prepared,
         id: u64,
         phases: &mut Phases,
+        mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
+        let request = match io.as_deref_mut() {
+            None => t.request(conn.is_h2(), id),
+            Some(io) => t.flow_request(conn.is_h2(), io)?,
+        };
         let sent_at = w.start.elapsed();
-        let resp = conn.send(t.request(conn.is_h2(), id)).await?;
+        let resp = conn.send(request).await?;
         let head_at = w.start.elapsed();
         // The last write before the head arrived ends the send phase.
         let written = conn.clock.last_write().clamp(sent_at, head_at);
@@ -349,9 +606,21 @@ impl Slot {
         let status = resp.status().as_u16();
         let cache = w.plan.cache_rules.classify(resp.headers());
         let backend = w.plan.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned();
+        // A step whose captures or checks read the response keeps what they read.
+        let (keep_headers, keep_body) =
+            io.as_deref().map_or((false, false), |io| (io.step.reads_headers(), io.step.reads_body()));
+        if keep_headers {
+            if let Some(io) = io.as_deref_mut() {
+                io.headers = resp.headers().clone();
+            }
+        }
         let mut body = resp.into_body();
         while let Some(frame) = conn.with(body.frame()).await? {
-            frame.map_err(classify)?;
+            let frame = frame.map_err(classify)?;
+            if let (true, Some(io), Some(data)) = (keep_body, io.as_deref_mut(), frame.data_ref()) {
+                let room = MAX_JUDGED_BODY.saturating_sub(io.body.len());
+                io.body.extend_from_slice(&data[..data.len().min(room)]);
+            }
         }
         phases.set(Phase::Receive, w.start.elapsed() - head_at);
         let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);

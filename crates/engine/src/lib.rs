@@ -110,6 +110,7 @@ pub fn run(
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let attack_limit = plan.attack_limit();
+    let keys: Arc<[exchange::GroupKeys]> = exchange::group_keys(&plan).into();
     let plan = Arc::new(plan);
     let (targets, endpoints): (Arc<[_]>, Arc<[_]>) = (targets.into(), endpoints.into());
     let mut handles = Vec::with_capacity(threads);
@@ -119,6 +120,8 @@ pub fn run(
             threads,
             plan: plan.clone(),
             targets: targets.clone(),
+            keys: keys.clone(),
+            redaction: spec.redaction.clone(),
             endpoints: endpoints.clone(),
             connector: connector.clone(),
             start,

@@ -44,7 +44,7 @@ impl LogSpec {
     }
 }
 
-const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us";
+const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome";
 
 /// The writer thread and what the engine threads share with it.
 pub struct RequestLog {
@@ -134,6 +134,18 @@ pub struct Row<'a> {
     pub attempt: u32,
     /// Backend header value.
     pub backend: Option<&'a [u8]>,
+    /// A flow's step.
+    pub flow: Option<FlowCols<'a>>,
+}
+
+/// What a row of a flow's step says: `name` is the step's key.
+pub struct FlowCols<'a> {
+    /// The flow instance, unique in the run.
+    pub id: u64,
+    /// The step's place in the flow's run order, from 0.
+    pub step: usize,
+    /// `ok`, `request_failed`, `check_failed:KIND`, `capture_failed:NAME` or `skipped`.
+    pub outcome: &'a str,
 }
 
 impl LogHandle {
@@ -147,6 +159,39 @@ impl LogHandle {
         match self.format {
             LogFormat::Csv => csv_row(&mut self.buf, row, s),
             LogFormat::JsonLines => json_row(&mut self.buf, row, s),
+        }
+        if self.buf.len() >= CHUNK {
+            self.hand_over();
+        }
+    }
+
+    /// Appends the row of a step that was not sent (its flow failed before it): no times,
+    /// no status; `at` is when it was skipped, from the run's start.
+    pub fn skipped(&mut self, row: &Row<'_>, at: std::time::Duration) {
+        if !self.wants() {
+            return;
+        }
+        let start = row.run_start_unix_us + at.as_micros() as u64;
+        let flow = row.flow.as_ref().expect("a skipped row is a flow's");
+        match self.format {
+            LogFormat::Csv => {
+                let _ = write!(self.buf, "{start},{},", row.worker);
+                csv_field(&mut self.buf, row.name.unwrap_or(""));
+                self.buf.push(b',');
+                csv_field(&mut self.buf, row.method);
+                self.buf.push(b',');
+                csv_field(&mut self.buf, row.url);
+                // Attempt 0; status to corrected_us (14 fields) empty.
+                let _ = writeln!(self.buf, ",0{},{},{},{}", ",".repeat(14), flow.id, flow.step, flow.outcome);
+            }
+            LogFormat::JsonLines => {
+                let text = serde_json::json!({
+                    "start_unix_us": start, "worker": row.worker, "name": row.name, "method": row.method,
+                    "url": row.url, "attempt": 0, "status": null, "flow_id": flow.id, "step_index": flow.step,
+                    "outcome": flow.outcome,
+                });
+                let _ = writeln!(self.buf, "{text}");
+            }
         }
         if self.buf.len() >= CHUNK {
             self.hand_over();
@@ -214,7 +259,13 @@ fn csv_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
             None => out.push(b','),
         }
     }
-    let _ = writeln!(out, ",{},{}", s.service().as_micros(), s.corrected().as_micros());
+    let _ = write!(out, ",{},{}", s.service().as_micros(), s.corrected().as_micros());
+    match &row.flow {
+        Some(f) => {
+            let _ = writeln!(out, ",{},{},{}", f.id, f.step, f.outcome);
+        }
+        None => out.extend_from_slice(b",,,\n"),
+    }
 }
 
 fn json_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
@@ -254,6 +305,10 @@ fn json_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
             }
         }
     }
-    let _ =
-        writeln!(out, ",\"service_us\":{},\"corrected_us\":{}}}", s.service().as_micros(), s.corrected().as_micros());
+    let _ = write!(out, ",\"service_us\":{},\"corrected_us\":{}", s.service().as_micros(), s.corrected().as_micros());
+    if let Some(f) = &row.flow {
+        let _ = write!(out, ",\"flow_id\":{},\"step_index\":{},\"outcome\":", f.id, f.step);
+        string(out, f.outcome);
+    }
+    out.extend_from_slice(b"}\n");
 }

@@ -4,7 +4,7 @@
 //! tasks share is in its one [`Worker`].
 
 use crate::conn::{Connector, Endpoint};
-use crate::exchange::{Job, Prepared, Slot};
+use crate::exchange::{GroupKeys, Job, Prepared, Slot};
 use crate::reqlog::LogHandle;
 use crate::schedule::{Decision, Schedule};
 use barrage_metrics::Recorder;
@@ -60,6 +60,10 @@ pub struct Worker {
     pub plan: Arc<Plan>,
     /// The run's targets, ready to send.
     pub targets: Arc<[Prepared]>,
+    /// A scenario's keys of figures, per group.
+    pub keys: Arc<[GroupKeys]>,
+    /// How URLs are shown in the request log.
+    pub redaction: barrage_metrics::secrets::Redaction,
     /// Their distinct endpoints, by index.
     pub endpoints: Arc<[Endpoint]>,
     /// Opens connections.
@@ -158,9 +162,12 @@ async fn body(worker: Worker) {
         }
     };
     let load = async {
-        match &w.plan.load {
-            Load::Open { pacer, max_in_flight } => open_loop(&w, pacer, w.share(*max_in_flight)).await,
-            Load::Closed { concurrency, think_time } => closed_loop(&w, w.share(*concurrency), *think_time).await,
+        match &w.plan.scenario {
+            Some(_) => groups(&w).await,
+            None => {
+                let whole = Window { start: Duration::ZERO, end: w.attack_limit };
+                run_load(&w, &w.plan.load, whole, Work::Requests).await
+            }
         }
     };
     let outcome = tokio::select! {
@@ -180,6 +187,59 @@ struct LoadOutcome {
     bound_reached: bool,
 }
 
+/// What a load loop runs: the run's requests, or the flows of one group of a scenario.
+#[derive(Clone, Copy, Debug)]
+enum Work {
+    Requests,
+    Flows(usize),
+}
+
+/// When a load loop sends: from `start` to `end` (offsets from the run's start).
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    start: Duration,
+    end: Option<Duration>,
+}
+
+/// One load loop: open or closed.
+async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> LoadOutcome {
+    match load {
+        Load::Open { pacer, max_in_flight } => open_loop(w, pacer, w.share(*max_in_flight), window, work).await,
+        Load::Closed { concurrency, think_time } => {
+            closed_loop(w, (w.share(*concurrency), *concurrency), *think_time, window, work).await
+        }
+    }
+}
+
+/// A scenario: every group's load loop at once, each in its own window.
+async fn groups(w: &Rc<Worker>) -> LoadOutcome {
+    let scenario = w.plan.scenario.clone().expect("a scenario run");
+    let loops = scenario.groups.iter().enumerate().map(|(g, group)| {
+        let end = group.duration.map(|d| group.start.saturating_add(d));
+        let end = match (end, w.attack_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let window = Window { start: group.start, end };
+        let w = w.clone();
+        let scenario = scenario.clone();
+        tokio::task::spawn_local(async move { run_load(&w, &scenario.groups[g].load, window, Work::Flows(g)).await })
+    });
+    let handles: Vec<_> = loops.collect();
+    let mut all = LoadOutcome { attack_end: Duration::ZERO, bound_reached: false };
+    for h in handles {
+        // A group's loop ends by itself (its window) or on Ctrl-C; it does not panic.
+        if let Ok(o) = h.await {
+            all.attack_end = all.attack_end.max(o.attack_end);
+            all.bound_reached |= o.bound_reached;
+        }
+    }
+    if w.stop.is_cancelled() {
+        all.attack_end = all.attack_end.max(w.start.elapsed());
+    }
+    all
+}
+
 /// A slot's mailbox: the scheduler puts a job in and wakes it.
 struct Mailbox {
     job: Cell<Option<Job>>,
@@ -189,7 +249,7 @@ struct Mailbox {
 /// Open loop: this thread sends requests `index`, `index + threads`, ... of the global
 /// schedule, so the threads together follow it exactly and round-robin over targets stays
 /// exact too. The [`Schedule`] decides; this only carries its decisions out.
-async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
+async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, work: Work) -> LoadOutcome {
     let slots = slots.max(1);
     let idle: Rc<RefCell<Vec<Rc<Mailbox>>>> = Rc::new(RefCell::new(Vec::with_capacity(slots)));
     let freed = Rc::new(Notify::new());
@@ -202,12 +262,19 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
         let (w, idle, freed, closed) = (w.clone(), idle.clone(), freed.clone(), closed.clone());
         handles.push(tokio::task::spawn_local(async move {
             let mut slot = Slot::new(number);
+            let mut iteration = 0;
             loop {
                 mb.wake.notified().await;
                 let Some(job) = mb.job.take() else { return };
                 // Ctrl-C does not race each request (that would register a waiter per
                 // request); it aborts the slot tasks instead ([`join_or_abort`]).
-                slot.request(&w, job).await;
+                match work {
+                    Work::Requests => slot.request(&w, job).await,
+                    Work::Flows(g) => {
+                        slot.flow(&w, g, job, iteration).await;
+                        iteration += 1;
+                    }
+                }
                 if closed.get() {
                     return;
                 }
@@ -218,10 +285,18 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
             }
         }));
     }
-    let mut schedule = Schedule::new(pacer, w.index, w.threads, slots, w.attack_limit, w.plan.requests);
+    // The schedule counts from the window's start; so do its decisions' times.
+    let base = window.start;
+    let count = match work {
+        Work::Requests => w.plan.requests,
+        Work::Flows(_) => None,
+    };
+    let limit = window.end.map(|e| e.saturating_sub(base));
+    let mut schedule = Schedule::new(pacer, w.index, w.threads, slots, limit, count);
     let mut timer = PreciseTimer::new();
+    timer.sleep_until(instant_at(w.start, base)).await;
     let end_of_attack = async {
-        match w.attack_limit {
+        match window.end {
             Some(l) => tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, l))).await,
             None => std::future::pending().await,
         }
@@ -233,11 +308,11 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
     let run = async {
         loop {
             let in_flight = slots - idle.borrow().len();
-            let (intended, late) = match schedule.next(w.start.elapsed(), in_flight) {
-                Decision::Due { intended, .. } => (intended, false),
-                Decision::Late { intended, .. } => (intended, true),
+            let (intended, late) = match schedule.next(w.start.elapsed().saturating_sub(base), in_flight) {
+                Decision::Due { intended, .. } => (base + intended, false),
+                Decision::Late { intended, .. } => (base + intended, true),
                 Decision::Wait { until } => {
-                    timer.sleep_until(instant_at(w.start, until)).await;
+                    timer.sleep_until(instant_at(w.start, base + until)).await;
                     continue;
                 }
                 Decision::Bound => {
@@ -249,10 +324,14 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
                     continue;
                 }
                 Decision::Dropped { count } => {
-                    w.recorder.borrow_mut().record_dropped(count);
+                    let mut rec = w.recorder.borrow_mut();
+                    match work {
+                        Work::Requests => rec.record_dropped(count),
+                        Work::Flows(g) => rec.flows.record_dropped(&w.keys[g].group, count),
+                    }
                     continue;
                 }
-                Decision::Done { attack_end } => break attack_end,
+                Decision::Done { attack_end } => break base + attack_end,
             };
             let mb = idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
             mb.job.set(Some(Job { intended, target: picker.next_index(), late, attempt: 1 }));
@@ -274,23 +353,39 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize) -> LoadOutcome {
     LoadOutcome { attack_end, bound_reached: schedule.bound_reached() }
 }
 
-/// Closed loop: each worker sends its next request when the last one finished.
-async fn closed_loop(w: &Rc<Worker>, workers: usize, think: Duration) -> LoadOutcome {
-    let quota = w.plan.requests.map(|n| Rc::new(Cell::new(w.share(n as usize) as u64)));
-    let deadline = w.attack_limit;
+/// Closed loop: each worker sends its next request (or runs its next flow) when the last
+/// one finished. `workers`: this thread's and the whole loop's. A group's workers start
+/// evenly over its ramp.
+async fn closed_loop(
+    w: &Rc<Worker>,
+    (workers, all_workers): (usize, usize),
+    think: Duration,
+    window: Window,
+    work: Work,
+) -> LoadOutcome {
+    let quota = match work {
+        Work::Requests => w.plan.requests.map(|n| Rc::new(Cell::new(w.share(n as usize) as u64))),
+        Work::Flows(_) => None,
+    };
+    let deadline = window.end;
+    let ramp = match work {
+        Work::Flows(g) => w.plan.scenario.as_ref().map_or(Duration::ZERO, |s| s.groups[g].ramp),
+        Work::Requests => Duration::ZERO,
+    };
     let attack_end = Rc::new(Cell::new(Duration::ZERO));
     let mut handles = Vec::with_capacity(workers);
-    let all_workers = match &w.plan.load {
-        Load::Closed { concurrency, .. } => *concurrency,
-        Load::Open { .. } => workers,
-    };
     for i in 0..workers {
         let (w, quota, attack_end) = (w.clone(), quota.clone(), attack_end.clone());
         // Every worker is a client with its own stream (global number: thread + i × threads).
         let number = w.index + i * w.threads;
         let mut picker = w.picker(number, all_workers);
+        let first = window.start + ramp.mul_f64(number as f64 / all_workers.max(1) as f64);
         handles.push(tokio::task::spawn_local(async move {
             let mut slot = Slot::new(number);
+            let mut iteration = 0;
+            if !first.is_zero() {
+                PreciseTimer::new().sleep_until(instant_at(w.start, first)).await;
+            }
             loop {
                 let now = w.start.elapsed();
                 if w.stop.is_cancelled() || deadline.is_some_and(|d| now >= d) {
@@ -309,8 +404,20 @@ async fn closed_loop(w: &Rc<Worker>, workers: usize, think: Duration) -> LoadOut
                     // The quota's last request: the attack ends as it is sent.
                     attack_end.set(attack_end.get().max(now));
                 }
-                let job = Job { intended: now, target: picker.next_index(), late: false, attempt: 1 };
-                slot.request(&w, job).await;
+                match work {
+                    Work::Requests => {
+                        let job = Job { intended: now, target: picker.next_index(), late: false, attempt: 1 };
+                        slot.request(&w, job).await;
+                    }
+                    Work::Flows(g) => {
+                        let job = Job { intended: now, target: 0, late: false, attempt: 1 };
+                        if !slot.flow(&w, g, job, iteration).await {
+                            // Its feeder ran out and stops: so does the worker.
+                            return;
+                        }
+                        iteration += 1;
+                    }
+                }
                 if !think.is_zero() && !last {
                     // Thinking never carries a worker past the end of the attack.
                     let wake = w.start.elapsed().saturating_add(think).min(deadline.unwrap_or(Duration::MAX));
