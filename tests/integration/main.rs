@@ -8,6 +8,7 @@ mod cli;
 mod experiments;
 mod faults;
 mod files;
+mod flows;
 mod gates;
 mod hostile;
 mod html;

@@ -413,6 +413,7 @@ async fn closed_loop(
                         let job = Job { intended: now, target: 0, late: false, attempt: 1 };
                         if !slot.flow(&w, g, job, iteration).await {
                             // Its feeder ran out and stops: so does the worker.
+                            attack_end.set(attack_end.get().max(now));
                             return;
                         }
                         iteration += 1;

@@ -1,0 +1,305 @@
+//! Scenario flows against real servers: the album study's POST → capture → GET at 10
+//! workers with every GET checked by content and the origin's own counts; failed captures
+//! and checks counted and the rest of the flow skipped; two thread groups at their own
+//! rates and offsets; flow latency against a known delay and a stall; a feeder's rows each
+//! used once per pass. The balancer case is in `testbed.rs`.
+
+use crate::albums::{album_counts, image, IMAGE_LEN};
+use crate::util::{barrage, ServeProcess};
+use barrage_metrics::{Recorder, ResultsReader};
+use std::path::Path;
+
+/// Every interval of a results file added up, and its header.
+fn totals(path: &Path) -> (barrage_metrics::RunHeader, Recorder) {
+    let mut r = ResultsReader::open(path).unwrap();
+    let header = r.header().clone();
+    let mut total = Recorder::new();
+    while let Some(i) = r.next_interval() {
+        total.add(&i.recorder);
+    }
+    assert!(r.warning().is_none(), "{:?}", r.warning());
+    (header, total)
+}
+
+/// Runs `barrage run --scenario FILE ARGS -o DIR/run.brg`, which must succeed.
+fn run_scenario(dir: &Path, scenario: &str, args: &[&str]) -> (barrage_metrics::RunHeader, Recorder) {
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let out = dir.join("run.brg");
+    let result = barrage()
+        .args(["run", "--scenario", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--timeout", "5s"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    totals(&out)
+}
+
+fn key<'r>(keyed: &'r barrage_metrics::recorder::Keyed, name: &str) -> &'r barrage_metrics::recorder::KeyedStats {
+    keyed.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("no key {name} in {:?}", names(keyed)))
+}
+
+fn names(keyed: &barrage_metrics::recorder::Keyed) -> Vec<&str> {
+    keyed.iter().map(|k| k.name.as_str()).collect()
+}
+
+/// The album study's flow; `capture` and `status` let a test break it.
+fn album_scenario(addr: &str, image: &Path, capture: &str, status: u16) -> String {
+    format!(
+        r#"
+[vars]
+host = "{addr}"
+
+[[flow.album.step]]
+name = "post-album"
+method = "POST"
+url = "http://{{{{host}}}}/albums"
+form.profile = {{ json = {{ artist = "Rock Pistols", title = "Album {{{{flow.id}}}}", year = "1977" }} }}
+form.image = {{ file = "{image}", type = "image/png" }}
+check.status = [{status}]
+capture.albumID = {{ json-path = "{capture}" }}
+
+[[flow.album.step]]
+name = "get-album"
+url = "http://{{{{host}}}}/albums/{{{{albumID}}}}"
+check.status = [200]
+check.json = [{{ path = "$.title", equals = "Album {{{{flow.id}}}}" }}]
+"#,
+        image = image.display()
+    )
+}
+
+fn album_origin(dir: &Path) -> (ServeProcess, std::path::PathBuf) {
+    let store = dir.join("albums");
+    let origin = ServeProcess::start(&["--album-store", store.to_str().unwrap(), "--latency", "1ms"]);
+    let img = dir.join("nmtb.png");
+    std::fs::write(&img, image(IMAGE_LEN)).unwrap();
+    (origin, img)
+}
+
+#[test]
+fn the_album_flow_reads_back_every_album_it_posted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin, img) = album_origin(dir.path());
+    let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumID", 200);
+    let log = dir.path().join("log.csv");
+    let (header, total) =
+        run_scenario(dir.path(), &scenario, &["-c", "10", "-d", "2s", "--log", log.to_str().unwrap()]);
+    assert_eq!(header.groups.len(), 1);
+    assert_eq!((header.groups[0].name.as_str(), header.groups[0].steps.len()), ("album", 2));
+    let flows = key(&total.flows, "album");
+    let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
+    assert!(flows.requests >= 50, "only {} flows", flows.requests);
+    // Every flow succeeded: each GET found the album just posted, with its own title.
+    assert_eq!((flows.failed, post.failed, get.failed), (0, 0, 0));
+    assert_eq!((get.flow.check_failed, get.flow.skipped), (0, 0));
+    // The origin's own counts: as many albums created and read as barrage counted per step,
+    // none unknown (an interrupted last flow may have posted without reading back).
+    let counts = album_counts(origin.addr);
+    assert_eq!(counts["created"].as_u64(), Some(post.requests), "{counts}");
+    assert_eq!(counts["read"].as_u64(), Some(get.requests), "{counts}");
+    assert_eq!(counts["not_found"].as_u64(), Some(0), "{counts}");
+    assert!(post.requests - flows.requests <= 10 && get.requests == flows.requests, "{counts}");
+    // The request log: each flow's POST then its GET of the id the POST returned.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines = text.lines();
+    let columns: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| columns.iter().position(|c| *c == name).unwrap();
+    let (flow_id, step, outcome, url, name) =
+        (col("flow_id"), col("step_index"), col("outcome"), col("url"), col("name"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let gets: Vec<&Vec<&str>> = rows.iter().filter(|r| r[name] == "get-album").collect();
+    assert_eq!(gets.len() as u64, get.requests);
+    for g in gets {
+        assert_eq!((g[step], g[outcome]), ("1", "ok"));
+        let id = g[url].rsplit('/').next().unwrap();
+        assert!(id.len() == 32 && std::fs::metadata(dir.path().join("albums").join(id)).is_ok(), "{}", g[url]);
+        assert!(rows.iter().any(|r| r[flow_id] == g[flow_id] && r[name] == "post-album" && r[step] == "0"));
+    }
+}
+
+#[test]
+fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin, img) = album_origin(dir.path());
+    let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumId", 200);
+    let (_, total) = run_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"]);
+    let flows = key(&total.flows, "album");
+    let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
+    assert!(flows.requests > 5);
+    assert_eq!((flows.failed, flows.flow.capture_failed, flows.flow.check_failed), (flows.requests, flows.requests, 0));
+    // Every POST was answered 200 but failed its capture; no GET was sent, each skipped.
+    assert_eq!((post.failed, post.flow.capture_failed), (post.requests, post.requests));
+    assert_eq!((get.requests, get.flow.skipped), (0, flows.requests));
+    assert_eq!(total.counts.ok, post.requests, "the requests themselves succeeded");
+    assert_eq!(album_counts(origin.addr)["read"].as_u64(), Some(0));
+}
+
+#[test]
+fn a_status_check_that_does_not_hold_fails_the_flow_as_check_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin, img) = album_origin(dir.path());
+    let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumID", 201);
+    let (_, total) = run_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"]);
+    let flows = key(&total.flows, "album");
+    let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
+    assert!(flows.requests > 5);
+    assert_eq!((flows.flow.check_failed, flows.flow.capture_failed), (flows.requests, 0));
+    assert_eq!((post.flow.check_failed, post.failed), (post.requests, post.requests));
+    assert_eq!((get.requests, get.flow.skipped), (0, flows.requests));
+}
+
+#[test]
+fn two_groups_run_at_their_own_rates_from_their_own_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    let scenario = format!(
+        r#"
+[[flow.front.step]]
+name = "page"
+url = "http://{addr}/front"
+
+[[flow.back.step]]
+name = "api"
+url = "http://{addr}/api"
+
+[group.steady]
+flow = "front"
+rate = 40
+duration = "3s"
+
+[group.late]
+flow = "back"
+rate = 20
+start = "1s"
+duration = "2s"
+"#,
+        addr = origin.addr
+    );
+    let log = dir.path().join("log.csv");
+    let (header, total) = run_scenario(dir.path(), &scenario, &["--log", log.to_str().unwrap()]);
+    // An open-loop schedule is exact: 40/s for 3 s and 20/s for 2 s.
+    let (steady, late) = (key(&total.flows, "steady"), key(&total.flows, "late"));
+    assert_eq!((steady.requests, steady.failed, steady.flow.dropped), (120, 0, 0));
+    assert_eq!((late.requests, late.failed, late.flow.dropped), (40, 0, 0));
+    assert_eq!(key(&total.names, "steady/page").requests, 120);
+    assert_eq!(key(&total.names, "late/api").requests, 40);
+    assert_eq!(header.groups[1].start_ms, 1000);
+    assert_eq!(header.groups[1].end_ms, Some(3000));
+    // The late group sent nothing before its start, and everything within its window.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let start_us = header.started_unix_ms * 1000;
+    let offsets: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(2) == Some("late/api"))
+        .map(|l| l.split(',').next().unwrap().parse::<u64>().unwrap() - start_us)
+        .collect();
+    assert_eq!(offsets.len(), 40);
+    assert!(offsets.iter().all(|o| (1_000_000..3_000_000).contains(o)), "{offsets:?}");
+}
+
+#[test]
+fn flow_latency_is_the_sum_of_its_steps_and_shows_a_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&["--latency", "40ms"]);
+    let flow = |think: &str| {
+        format!(
+            r#"
+[[flow.three.step]]
+name = "one"
+url = "http://{addr}/1"
+think = "{think}"
+
+[[flow.three.step]]
+name = "two"
+url = "http://{addr}/2"
+think = "{think}"
+
+[[flow.three.step]]
+name = "three"
+url = "http://{addr}/3"
+"#,
+            addr = origin.addr
+        )
+    };
+    // 3 steps of 40 ms and 2 pauses of 20 ms: 160 ms a flow, at 4 flows a second, each on
+    // its own slot.
+    let (_, total) = run_scenario(dir.path(), &flow("20ms"), &["--rate", "4", "-d", "2s"]);
+    let flows = key(&total.flows, "three");
+    assert_eq!((flows.requests, flows.failed), (8, 0));
+    let (p50, max) = (flows.latency.value_at_quantile(0.5), flows.latency.max());
+    assert!((160_000..230_000).contains(&p50), "flow p50 {p50} µs, expected 160 ms and a little");
+    assert!(max < 300_000, "flow max {max} µs");
+    for step in ["one", "two", "three"] {
+        let p50 = key(&total.names, step).latency.value_at_quantile(0.5);
+        assert!((40_000..70_000).contains(&p50), "{step} p50 {p50} µs");
+    }
+    // One slot, flows due every 100 ms, each taking 160 ms: they queue, and the wait shows
+    // in the flow latency (from each flow's intended start), not in any step's.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, total) = run_scenario(dir.path(), &flow("20ms"), &["--rate", "10", "--max-in-flight", "1", "-d", "2s"]);
+    let flows = key(&total.flows, "three");
+    assert!(flows.latency.max() >= 500_000, "flow max {} µs: the backlog is missing", flows.latency.max());
+    assert!(flows.flow.dropped > 0, "flows due and never started are counted");
+    // The first step was due when the flow was, as a plain request would be; the later
+    // steps were due when the step before ended (and its pause), so they carry no wait.
+    let first = key(&total.names, "one").latency.value_at_quantile(0.99);
+    assert!(first >= 400_000, "step one p99 {first} µs");
+    for step in ["two", "three"] {
+        let p99 = key(&total.names, step).latency.value_at_quantile(0.99);
+        assert!(p99 < 120_000, "{step} p99 {p99} µs: a later step does not carry the flow's wait");
+    }
+}
+
+#[test]
+fn a_sequential_feeder_hands_each_row_out_once_per_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    let rows: String = (0..1000).map(|i| format!("user-{i},{}\n", i * 7)).collect();
+    std::fs::write(dir.path().join("users.csv"), format!("user,score\n{rows}")).unwrap();
+    let scenario = |on_end: &str| {
+        format!(
+            r#"
+[feeder.users]
+file = "users.csv"
+on-end = "{on_end}"
+
+[flow.lookup]
+feeder = "users"
+
+[[flow.lookup.step]]
+name = "user"
+url = "http://{addr}/users/{{{{row.user}}}}?score={{{{row.score}}}}"
+"#,
+            addr = origin.addr
+        )
+    };
+    let used = |dir: &Path| -> std::collections::BTreeMap<String, u64> {
+        let text = std::fs::read_to_string(dir.join("log.csv")).unwrap();
+        let mut used = std::collections::BTreeMap::new();
+        for line in text.lines().skip(1) {
+            let url = line.split(',').nth(4).unwrap();
+            *used.entry(url.rsplit('/').next().unwrap().to_string()).or_insert(0) += 1;
+        }
+        used
+    };
+    // "stop": the run ends when the rows run out, each used exactly once.
+    let log = dir.path().join("log.csv");
+    let (_, total) =
+        run_scenario(dir.path(), &scenario("stop"), &["-c", "4", "-d", "20s", "--log", log.to_str().unwrap()]);
+    assert_eq!(key(&total.flows, "lookup").requests, 1000);
+    let once = used(dir.path());
+    assert_eq!(once.len(), 1000);
+    assert!(once.iter().all(|(u, n)| *n == 1 && u.contains("?score=")), "{once:?}");
+    assert!(once.contains_key(&format!("user-999?score={}", 999 * 7)));
+    // "recycle": over more than one pass, every row is used as often as any other, give or
+    // take the one pass in progress.
+    let (_, total) =
+        run_scenario(dir.path(), &scenario("recycle"), &["-c", "4", "-d", "1s", "--log", log.to_str().unwrap()]);
+    let n = key(&total.flows, "lookup").requests;
+    let counts = used(dir.path());
+    let (lo, hi) = (counts.values().min().unwrap(), counts.values().max().unwrap());
+    assert!(hi - lo <= 1 && counts.values().sum::<u64>() == n, "{lo}..{hi} over {n} flows");
+    assert!(n > 1000 || counts.len() as u64 == n, "n {n}");
+}
