@@ -45,6 +45,7 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     run.load.rate = Some(RateSpec::Constant(start_rate));
     run.load.duration = Some(barrage_plan::units::PositiveDur(step));
     let mut base = super::plan::job(run)?;
+    super::plan::one_group(&base.plan, "capacity")?;
     let dir = base.output.take();
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };

@@ -134,6 +134,18 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
+/// A study that sets the load itself (`sweep`, `capacity`) can run a scenario of one group,
+/// whose load it replaces, but not one of several groups with loads of their own.
+pub fn one_group(plan: &Plan, mode: &str) -> anyhow::Result<()> {
+    match plan.scenario.as_deref() {
+        Some(s) if s.groups.len() > 1 => anyhow::bail!(
+            "{mode} sets the load of each run; --scenario has {} groups with loads of their own: give it one group (or none, to use the flags' load)",
+            s.groups.len()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Open files a run needs besides its connections: its results file and log, each engine
 /// thread's runtime and timer, the watcher's reads of /proc, standard streams.
 const RESERVED_FILES: u64 = 128;

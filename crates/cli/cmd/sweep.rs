@@ -45,6 +45,7 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
         Level::Workers(n) => (None, Some(Levels(vec![n])), None),
     };
     let mut base = super::plan::job(&a)?;
+    super::plan::one_group(&base.plan, "sweep")?;
     // -o names a directory of level files.
     let dir = base.output.take();
     let sweep = Sweep { base, levels, step, phases: a.request.phases.clone(), dir, slos: a.gates.slo.clone() };

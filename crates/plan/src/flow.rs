@@ -483,6 +483,11 @@ impl Feeder {
         Feeder { name, columns, rows, order, on_end, next: AtomicU64::new(0) }
     }
 
+    /// The same rows, handed out from the first again (for another run of a study).
+    fn restarted(&self) -> Feeder {
+        Feeder::new(self.name.clone(), self.columns.clone(), self.rows.clone(), self.order, self.on_end)
+    }
+
     /// The row for a flow of `worker`; `None` when a feeder that stops has run out.
     pub fn row(&self, worker: u64, rng: &mut SmallRng) -> Option<Arc<[String]>> {
         let n = self.rows.len() as u64;
@@ -540,6 +545,22 @@ impl Scenario {
     /// A scenario of these parts.
     pub fn new(name: String, flows: Vec<Flow>, feeders: Vec<Feeder>, groups: Vec<Group>) -> Self {
         Scenario { name, flows, feeders, groups, seq: Arc::new(AtomicU64::new(0)), ids: AtomicU64::new(0) }
+    }
+
+    /// The same scenario with its one group under `load`: a level of a sweep or a probe of
+    /// a capacity search. `None` when it has several groups, each with its own load. Feeders
+    /// start from their first row again; `{{seq}}` goes on counting, so ids made from it
+    /// stay new across the runs of a study.
+    pub fn with_load(&self, load: Load) -> Option<Scenario> {
+        let [group] = &self.groups[..] else { return None };
+        Some(Scenario {
+            name: self.name.clone(),
+            flows: self.flows.clone(),
+            feeders: self.feeders.iter().map(Feeder::restarted).collect(),
+            groups: vec![Group { load, ..group.clone() }],
+            seq: self.seq.clone(),
+            ids: AtomicU64::new(0),
+        })
     }
 
     /// The key of a step's figures: its name, or `group/name` when there are several groups.

@@ -65,6 +65,11 @@ impl Level {
         };
         plan.duration = Some(step);
         plan.requests = None;
+        // A one-group scenario runs its flows at the level's load (the CLI refuses a sweep or
+        // a capacity search of several groups, whose loads are their own).
+        if let Some(s) = base.scenario.as_deref().and_then(|s| s.with_load(plan.load.clone())) {
+            plan.scenario = Some(std::sync::Arc::new(s));
+        }
         plan
     }
 }
