@@ -138,6 +138,11 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
 /// whose load it replaces, but not one of several groups with loads of their own.
 pub fn one_group(plan: &Plan, mode: &str) -> anyhow::Result<()> {
     match plan.scenario.as_deref() {
+        // Capacity judges delivery in requests per second against the rate it asked; a
+        // flow rate asks for several requests per arrival, so its verdict would be wrong.
+        Some(_) if mode == "capacity" => anyhow::bail!(
+            "capacity searches a request rate; a --scenario's rate is of flows: sweep --rate over the scenario instead"
+        ),
         Some(s) if s.groups.len() > 1 => anyhow::bail!(
             "{mode} sets the load of each run; --scenario has {} groups with loads of their own: give it one group (or none, to use the flags' load)",
             s.groups.len()
