@@ -22,7 +22,7 @@ fn totals(path: &Path) -> (barrage_metrics::RunHeader, Recorder) {
 }
 
 /// Runs `barrage run --scenario FILE ARGS -o DIR/run.brg`, which must succeed.
-fn run_scenario(dir: &Path, scenario: &str, args: &[&str]) -> (barrage_metrics::RunHeader, Recorder) {
+pub fn run_scenario(dir: &Path, scenario: &str, args: &[&str]) -> (barrage_metrics::RunHeader, Recorder) {
     let file = dir.join("scenario.toml");
     std::fs::write(&file, scenario).unwrap();
     let out = dir.join("run.brg");
@@ -35,7 +35,7 @@ fn run_scenario(dir: &Path, scenario: &str, args: &[&str]) -> (barrage_metrics::
     totals(&out)
 }
 
-fn key<'r>(keyed: &'r barrage_metrics::recorder::Keyed, name: &str) -> &'r barrage_metrics::recorder::KeyedStats {
+pub fn key<'r>(keyed: &'r barrage_metrics::recorder::Keyed, name: &str) -> &'r barrage_metrics::recorder::KeyedStats {
     keyed.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("no key {name} in {:?}", names(keyed)))
 }
 
@@ -44,7 +44,7 @@ fn names(keyed: &barrage_metrics::recorder::Keyed) -> Vec<&str> {
 }
 
 /// The album study's flow; `capture` and `status` let a test break it.
-fn album_scenario(addr: &str, image: &Path, capture: &str, status: u16) -> String {
+pub fn album_scenario(addr: &str, image: &Path, capture: &str, status: u16) -> String {
     format!(
         r#"
 [vars]

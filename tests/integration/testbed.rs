@@ -689,3 +689,39 @@ fn albums_posted_through_haproxy_are_found_whichever_origin_answers() {
 fn albums_posted_through_nginx_are_found_whichever_origin_answers() {
     albums_are_found_through("nginx-lb");
 }
+
+/// The album study's flow through haproxy and two origins at 10 workers: every GET of an
+/// album the flow just posted finds it (the check compares its content) though round robin
+/// sends many GETs to the other origin, and the origins' own counts add up to barrage's.
+#[test]
+fn the_album_flow_succeeds_through_haproxy_whichever_origin_answers() {
+    use crate::albums::album_counts;
+    use crate::flows::{album_scenario, key, run_scenario};
+    let Some(bed) = Testbed::up("haproxy-lb", &["--backends", "2"]) else { return };
+    let front = bed.state.server("haproxy-lb").unwrap().spec.listen;
+    let image = bed.dir().join("nmtb.png");
+    std::fs::write(&image, crate::albums::image(crate::albums::IMAGE_LEN)).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let log = work.path().join("log.csv");
+    let scenario = album_scenario(&front.to_string(), &image, "$.albumID", 200);
+    let (_, total) = run_scenario(work.path(), &scenario, &["-c", "10", "-d", "2s", "--log", log.to_str().unwrap()]);
+    let flows = key(&total.flows, "album");
+    let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
+    assert!(flows.requests >= 20, "only {} flows", flows.requests);
+    assert_eq!((flows.failed, get.failed), (0, 0));
+    let origins = ["origin-1", "origin-2"].map(|name| album_counts(bed.state.server(name).unwrap().spec.listen));
+    let sum = |k: &str| origins.iter().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("created"), sum("read"), sum("not_found")), (post.requests, get.requests, 0), "{origins:?}");
+    assert!(origins.iter().all(|c| c["read"].as_u64().unwrap() > 0), "both origins answered GETs: {origins:?}");
+    // Flows whose GET reached another origin than their POST: the shared store at work.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines = text.lines();
+    let columns: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| columns.iter().position(|c| *c == name).unwrap();
+    let (flow, step, backend) = (col("flow_id"), col("step_index"), col("backend"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let backend_of = |id: &str, s: &str| rows.iter().find(|r| r[flow] == id && r[step] == s).map(|r| r[backend]);
+    let across =
+        rows.iter().filter(|r| r[step] == "1").filter(|r| backend_of(r[flow], "0") != Some(r[backend])).count();
+    assert!(across > 0, "no GET went to another origin than its POST");
+}
