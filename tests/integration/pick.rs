@@ -63,6 +63,36 @@ fn targets_file_sends_each_target_with_its_method_and_body() {
     assert_eq!(methods, ["GET", "PUT"]);
 }
 
+/// `{id}` in a target file: the targets go round robin, each request drawing its id from
+/// `--objects` as `--pick` says (here round robin too), and the log shows the ids sent.
+#[test]
+fn ids_fill_every_template_of_a_target_file() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("targets.txt");
+    std::fs::write(&file, format!("# name: a\nGET {u}/a/{{id}}\n\n# name: b\nGET {u}/b/{{id}}?v=1\n", u = o.url()))
+        .unwrap();
+    let log = dir.path().join("log.csv");
+    let out = barrage()
+        .args(["run", "-c", "1", "-n", "12", "--objects", "5", "--targets", file.to_str().unwrap()])
+        .args(["--log", log.to_str().unwrap(), "-o", dir.path().join("r.brg").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(o.requests(), 12);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let sent: Vec<String> =
+        text.lines().skip(1).map(|l| l.split(',').nth(4).unwrap().rsplit_once(":").unwrap().1.to_string()).collect();
+    let port = o.url().rsplit_once(':').unwrap().1.trim_end_matches('/').to_string();
+    let want: Vec<String> = (0..12)
+        .map(|k| match k % 2 {
+            0 => format!("{port}/a/{}", k % 5),
+            _ => format!("{port}/b/{}?v=1", k % 5),
+        })
+        .collect();
+    assert_eq!(sent, want);
+}
+
 #[test]
 fn url_list_file_and_pick_same() {
     let (a, b) = (origin(ServeConfig::default()), origin(ServeConfig::default()));

@@ -112,7 +112,11 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
     };
     let c = e.case_flags(&case).map_err(|m| at(&m))?;
     let testbed = match c.testbed {
-        Some((name, tls)) => Some(Environment { topology: name.parse().map_err(|m: String| at(&m))?, tls }),
+        Some(t) => Some(Environment {
+            topology: t.topology.parse().map_err(|m: String| at(&m))?,
+            tls: t.tls,
+            backends: t.backends,
+        }),
         None => None,
     };
     // Checked now with stand-in addresses for the testbed's servers, which start later.

@@ -312,8 +312,10 @@ pub struct Slot {
 pub struct Job {
     /// Intended start offset.
     pub intended: Duration,
-    /// Index into the pick space: a target, or a template's id.
+    /// Index into the run's targets.
     pub target: u64,
+    /// A template's id.
+    pub id: u64,
     /// Could not start on time because every slot was busy.
     pub late: bool,
     /// Attempt number: 1, then 2, 3… for retries.
@@ -366,8 +368,7 @@ impl Slot {
         let mut phases = Phases::default();
         let (target, id) = match (&w.targets[..], &io) {
             (all, Some(io)) => (&all[io.step.target], 0),
-            ([t], None) if t.template.is_some() => (t, job.target),
-            (all, None) => (&all[job.target as usize], 0),
+            (all, None) => (&all[job.target as usize], job.id),
         };
         if let Some(io) = io.as_deref_mut() {
             io.headers.clear();
@@ -455,7 +456,8 @@ impl Slot {
                 }
                 continue;
             }
-            let step_job = Job { intended, target: step.target as u64, late: job.late && index == 0, attempt: 1 };
+            let step_job =
+                Job { intended, target: step.target as u64, id: 0, late: job.late && index == 0, attempt: 1 };
             let mut io = StepIo {
                 step,
                 state: &mut state,

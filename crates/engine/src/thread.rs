@@ -308,9 +308,9 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     let run = async {
         loop {
             let in_flight = slots - idle.borrow().len();
-            let (intended, late) = match schedule.next(w.start.elapsed().saturating_sub(base), in_flight) {
-                Decision::Due { intended, .. } => (base + intended, false),
-                Decision::Late { intended, .. } => (base + intended, true),
+            let (k, intended, late) = match schedule.next(w.start.elapsed().saturating_sub(base), in_flight) {
+                Decision::Due { index, intended } => (index, base + intended, false),
+                Decision::Late { index, intended, .. } => (index, base + intended, true),
                 Decision::Wait { until } => {
                     timer.sleep_until(instant_at(w.start, base + until)).await;
                     continue;
@@ -334,7 +334,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Done { attack_end } => break base + attack_end,
             };
             let mb = idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
-            mb.job.set(Some(Job { intended, target: picker.next_index(), late, attempt: 1 }));
+            let (target, id) = w.plan.request_of(k, picker.next_index());
+            mb.job.set(Some(Job { intended, target, id, late, attempt: 1 }));
             mb.wake.notify_one();
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
             tokio::task::consume_budget().await;
@@ -382,7 +383,7 @@ async fn closed_loop(
         let first = window.start + ramp.mul_f64(number as f64 / all_workers.max(1) as f64);
         handles.push(tokio::task::spawn_local(async move {
             let mut slot = Slot::new(number);
-            let mut iteration = 0;
+            let (mut iteration, mut turn) = (0, 0u64);
             if !first.is_zero() {
                 PreciseTimer::new().sleep_until(instant_at(w.start, first)).await;
             }
@@ -406,11 +407,14 @@ async fn closed_loop(
                 }
                 match work {
                     Work::Requests => {
-                        let job = Job { intended: now, target: picker.next_index(), late: false, attempt: 1 };
+                        // Each worker starts its round of the targets at its own number.
+                        let (target, id) = w.plan.request_of(number as u64 + turn, picker.next_index());
+                        turn += 1;
+                        let job = Job { intended: now, target, id, late: false, attempt: 1 };
                         slot.request(&w, job).await;
                     }
                     Work::Flows(g) => {
-                        let job = Job { intended: now, target: 0, late: false, attempt: 1 };
+                        let job = Job { intended: now, target: 0, id: 0, late: false, attempt: 1 };
                         if !slot.flow(&w, g, job, iteration).await {
                             // Its feeder ran out and stops: so does the worker.
                             attack_end.set(attack_end.get().max(now));

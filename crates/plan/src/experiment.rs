@@ -289,8 +289,8 @@ pub struct CaseFlags {
     pub flags: Vec<String>,
     /// The background load beside it: the case's target and duration, its own keys winning.
     pub background: Option<Vec<String>>,
-    /// The testbed it runs against: (topology, HTTPS).
-    pub testbed: Option<(String, bool)>,
+    /// The testbed it runs against.
+    pub testbed: Option<TestbedSetting>,
     /// Its phases (fill, measure).
     pub phases: Vec<String>,
 }
@@ -370,15 +370,34 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
 
 /// Takes `testbed` and `testbed-tls` out of a case's settings: the topology's name and
 /// whether it serves HTTPS.
-fn take_testbed(settings: &mut Settings) -> Result<Option<(String, bool)>, String> {
+/// A case's testbed: `testbed = "haproxy-lb"`, `testbed-tls = true`, `testbed-backends = 3`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestbedSetting {
+    /// The topology's name.
+    pub topology: String,
+    /// HTTPS at the fronts and origins.
+    pub tls: bool,
+    /// Origins (1..=32); `None`: the topology's default.
+    pub backends: Option<u32>,
+}
+
+fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, String> {
     let tls = match settings.remove("testbed-tls") {
         None | Some(toml::Value::Boolean(false)) => false,
         Some(toml::Value::Boolean(true)) => true,
         Some(v) => return Err(format!("testbed-tls = {v}: expected true or false")),
     };
+    let backends = match settings.remove("testbed-backends") {
+        None => None,
+        Some(toml::Value::Integer(n)) if (1..=32).contains(&n) => Some(n as u32),
+        Some(v) => return Err(format!("testbed-backends = {v}: expected a number of origins from 1 to 32")),
+    };
     match settings.remove("testbed") {
+        None if backends.is_some() || tls => {
+            Err("testbed-backends and testbed-tls go with testbed = \"TOPOLOGY\"".into())
+        }
         None => Ok(None),
-        Some(toml::Value::String(t)) => Ok(Some((t, tls))),
+        Some(toml::Value::String(topology)) => Ok(Some(TestbedSetting { topology, tls, backends })),
         Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
     }
 }
@@ -646,7 +665,7 @@ busy = { background = { rate = 100 } }
         let c = e.case_flags(&e.cases()[0]).unwrap();
         assert_eq!(c.flags, ["--concurrency", "4", "--duration", "2s", "{varnish}/obj/{id}"]);
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
-        assert_eq!(c.testbed, Some(("varnish".into(), true)));
+        assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, backends: None }));
         assert_eq!(c.phases, ["fill", "measure"]);
         for (bad, want) in [
             ("[base]\nphases = \"fill,a b\"\n[factors.f]\nx = {}", "names are words"),

@@ -230,22 +230,37 @@ impl Plan {
         wanted.clamp(1, work.max(1))
     }
 
-    /// How many targets picks choose from: a template's ids, or the target list.
+    /// How many targets picks choose from: the ids of `--objects` when a target is a
+    /// template, or the target list.
     pub fn pick_space(&self) -> u64 {
-        match (&self.targets[..], self.objects) {
-            ([t], Some(n)) if t.id_template.is_some() => n,
+        match self.objects {
+            Some(n) if self.templated() => n,
             _ => self.targets.len() as u64,
         }
     }
 
-    /// Checks what the types cannot: a template goes alone and with `--objects`.
+    /// Whether a target holds `{id}`: picks then choose ids, and the targets go round robin
+    /// (a target file's `PUT /obj/{id}` and `GET /obj/{id}` each get an id of their own).
+    pub fn templated(&self) -> bool {
+        self.targets.iter().any(|t| t.id_template.is_some())
+    }
+
+    /// The request of a client's `k`th turn, whose pick drew `draw`: (target, id).
+    pub fn request_of(&self, k: u64, draw: u64) -> (u64, u64) {
+        match self.templated() {
+            true => (k % self.targets.len() as u64, draw),
+            false => (draw, 0),
+        }
+    }
+
+    /// Checks what the types cannot: a template needs `--objects`.
     pub fn validate(&self) -> Result<(), String> {
         if self.targets.is_empty() {
             return Err("no targets".into());
         }
         let templates = self.targets.iter().filter(|t| t.id_template.is_some()).count();
-        if templates > 0 && (self.targets.len() > 1 || self.objects.is_none()) {
-            return Err("a URL with {id} must be the only target and needs --objects N (ids 0..N)".into());
+        if templates > 0 && self.objects.is_none() {
+            return Err("a URL with {id} needs --objects N (ids 0..N)".into());
         }
         if self.objects.is_some() && templates == 0 {
             return Err("--objects needs a URL with {id}, e.g. http://host/obj/{id}".into());

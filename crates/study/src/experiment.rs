@@ -25,6 +25,8 @@ pub struct Environment {
     pub topology: Topology,
     /// HTTPS at the fronts and origins.
     pub tls: bool,
+    /// Origins; `None`: the topology's default.
+    pub backends: Option<u32>,
 }
 
 impl Environment {
@@ -32,21 +34,23 @@ impl Environment {
     pub fn options(self, barrage: &Path) -> Options {
         Options {
             topology: self.topology,
-            backends: self.topology.default_backends(),
+            backends: self.backends.unwrap_or(self.topology.default_backends()),
             tls: self.tls,
             balance: Balance::RoundRobin,
             barrage: barrage.to_path_buf(),
         }
     }
 
-    /// `varnish` or `nginx-lb (tls)`.
+    /// `varnish`, `nginx-lb (tls)` or `haproxy-lb ×3`.
     pub fn name(self) -> String {
-        format!("{}{}", self.topology.name(), if self.tls { " (tls)" } else { "" })
+        let backends = self.backends.map_or(String::new(), |n| format!(" ×{n}"));
+        format!("{}{}{backends}", self.topology.name(), if self.tls { " (tls)" } else { "" })
     }
 
     /// Its directory inside the experiment's.
     pub fn dir(self, results: &Path) -> PathBuf {
-        results.join(format!("testbed-{}{}", self.topology.name(), if self.tls { "-tls" } else { "" }))
+        let backends = self.backends.map_or(String::new(), |n| format!("-{n}"));
+        results.join(format!("testbed-{}{}{backends}", self.topology.name(), if self.tls { "-tls" } else { "" }))
     }
 }
 
@@ -174,7 +178,8 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
         out.push_str(&format!("{}  {}\n    run {}\n", c.id, levels_text(c), shell_words(&c.shown_flags())));
         if let Some(env) = c.testbed {
             let tls = if env.tls { " with HTTPS" } else { "" };
-            out.push_str(&format!("    against a testbed: {}{tls}\n", env.topology.name()));
+            let backends = env.backends.map_or(String::new(), |n| format!(", {n} origins"));
+            out.push_str(&format!("    against a testbed: {}{tls}{backends}\n", env.topology.name()));
         }
         if !c.phases.is_empty() {
             out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
