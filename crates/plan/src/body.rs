@@ -88,7 +88,7 @@ const GUESSED_TYPES: [(&str, &str); 10] = [
     ("xml", "application/xml"),
 ];
 
-fn guess_type(name: &str) -> Option<&'static str> {
+pub(crate) fn guess_type(name: &str) -> Option<&'static str> {
     let ext = Path::new(name).extension()?.to_str()?;
     GUESSED_TYPES.iter().find(|(e, _)| e.eq_ignore_ascii_case(ext)).map(|(_, t)| *t)
 }
@@ -118,13 +118,13 @@ fn modifiers(mut rest: &str) -> Result<(&str, Option<String>, Option<String>), S
 /// A file name as HTML5 and curl put it in a Content-Disposition: quotes percent-encoded,
 /// so it cannot end the parameter. (Control characters are refused before: a line break
 /// would end the part's header.)
-fn quoted_name(name: &str) -> String {
+pub(crate) fn quoted_name(name: &str) -> String {
     name.replace('"', "%22")
 }
 
 /// Part headers carry no control characters: a CR or LF would end the header and start
 /// one of the value's choosing.
-fn no_controls(what: &str, value: &str) -> Result<(), String> {
+pub(crate) fn no_controls(what: &str, value: &str) -> Result<(), String> {
     match value.contains(|c: char| c.is_control()) {
         true => Err(format!("{what} has a control character (such as a line break)")),
         false => Ok(()),
@@ -172,29 +172,50 @@ pub fn multipart(fields: &[FormField]) -> Result<(Bytes, String), String> {
     if total > MAX_BODY {
         return Err("the --form fields are over the 1 GiB limit of a body".into());
     }
-    // A boundary that cannot occur in the parts: long enough, and checked.
-    let mut boundary = String::from("barrage-boundary-7f3a9c2e5b");
-    while fields.iter().any(|f| contains(&f.data, boundary.as_bytes())) {
-        boundary.push('x');
-    }
+    let boundary = boundary(fields.iter().map(|f| &f.data[..]));
     let mut out = Vec::new();
     for f in fields {
         out.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"", f.name).as_bytes(),
+            part_head(&boundary, &f.name, f.filename.as_deref(), f.content_type.as_deref()).as_bytes(),
         );
-        if let Some(file) = &f.filename {
-            out.extend_from_slice(format!("; filename=\"{file}\"").as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
-        if let Some(content_type) = &f.content_type {
-            out.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&f.data);
         out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    Ok((Bytes::from(out), format!("multipart/form-data; boundary={boundary}")))
+    out.extend_from_slice(multipart_end(&boundary).as_bytes());
+    Ok((Bytes::from(out), multipart_type(&boundary)))
+}
+
+/// A boundary that cannot occur in the parts: long enough, and checked.
+pub(crate) fn boundary<'a>(parts: impl Iterator<Item = &'a [u8]> + Clone) -> String {
+    let mut boundary = String::from("barrage-boundary-7f3a9c2e5b");
+    while parts.clone().any(|p| contains(p, boundary.as_bytes())) {
+        boundary.push('x');
+    }
+    boundary
+}
+
+/// What goes before a part's bytes: the boundary and the part's headers.
+pub(crate) fn part_head(boundary: &str, name: &str, filename: Option<&str>, content_type: Option<&str>) -> String {
+    let mut head = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"");
+    if let Some(file) = filename {
+        head.push_str(&format!("; filename=\"{file}\""));
+    }
+    head.push_str("\r\n");
+    if let Some(content_type) = content_type {
+        head.push_str(&format!("Content-Type: {content_type}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+/// What ends a form after its last part.
+pub(crate) fn multipart_end(boundary: &str) -> String {
+    format!("--{boundary}--\r\n")
+}
+
+/// The Content-Type of a form.
+pub(crate) fn multipart_type(boundary: &str) -> String {
+    format!("multipart/form-data; boundary={boundary}")
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
