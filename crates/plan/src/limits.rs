@@ -59,3 +59,13 @@ pub fn read_file(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, String> {
         _ => format!("cannot read {}: {e}", path.display()),
     })
 }
+
+/// The most steps a flow of a scenario runs, its repeats expanded (and the most times a
+/// repeat may run its steps).
+pub const MAX_FLOW_STEPS: usize = 1000;
+
+/// The most flows of a scenario file.
+pub const MAX_FLOWS: usize = 64;
+
+/// The most groups of a scenario file: each is reported on its own.
+pub const MAX_GROUPS: usize = 64;
