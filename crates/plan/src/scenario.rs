@@ -454,8 +454,17 @@ fn hint<'a>(name: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> Str
         Some(k) => format!(" (did you mean {k}?)"),
         None => match known.into_iter().collect::<Vec<_>>() {
             none if none.is_empty() => " (there are none)".into(),
-            all => format!(" ({})", all.join(", ")),
+            all => format!(" ({})", list(&all)),
         },
+    }
+}
+
+/// Names for a message: the first few, so a feeder of a thousand columns keeps it short.
+fn list(names: &[&str]) -> String {
+    const SHOWN: usize = 20;
+    match names.len() > SHOWN {
+        true => format!("{}, and {} more", names[..SHOWN].join(", "), names.len() - SHOWN),
+        false => names.join(", "),
     }
 }
 
@@ -661,7 +670,7 @@ impl Scope<'_> {
                     .collect();
                 match closest(name, known.iter().copied()) {
                     Some(k) => format!("{head} (did you mean {k}?)"),
-                    None => format!("{head}, nor is it a [vars] name or a built-in (known here: {})", known.join(", ")),
+                    None => format!("{head}, nor is it a [vars] name or a built-in (known here: {})", list(&known)),
                 }
             }
         }
@@ -1303,7 +1312,7 @@ fn group(doc: &Doc, name: &str, raw: &Spanned<RawGroup>, flows: &[Flow], default
         None => {
             let what = format!(
                 "several flows: say which this group runs with flow = \"NAME\" ({})",
-                flow_names().collect::<Vec<_>>().join(", ")
+                list(&flow_names().collect::<Vec<_>>())
             );
             return Err(doc.fail(raw.span(), &format!("group.{name}"), what));
         }
@@ -1698,6 +1707,11 @@ duration = "30s"
             let e = parse_in(dir.path(), text).unwrap_err().to_string();
             assert!(e.starts_with(&want), "{:?}\nwant: {want}\ngot:  {e}", String::from_utf8_lossy(rows));
         }
+        // A long list of what there is is cut short.
+        let wide: Vec<String> = (0..30).map(|i| format!("col{i}")).collect();
+        std::fs::write(&csv, format!("{}\n{}\n", wide.join(","), wide.join(","))).unwrap();
+        let e = parse_in(dir.path(), text).unwrap_err().to_string();
+        assert!(e.ends_with("has no column user (col0, col1, col2, col3, col4, col5, col6, col7, col8, col9, col10, col11, col12, col13, col14, col15, col16, col17, col18, col19, and 10 more)"), "{e}");
         std::fs::remove_file(&csv).unwrap();
         let e = parse_in(dir.path(), text).unwrap_err().to_string();
         assert!(e.starts_with("s.toml:2: file: cannot read "), "{e}");
