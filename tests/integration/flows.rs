@@ -157,11 +157,11 @@ fn two_groups_run_at_their_own_rates_from_their_own_offsets() {
         r#"
 [[flow.front.step]]
 name = "page"
-url = "http://{addr}/front"
+url = "http://{addr}/bytes/1"
 
 [[flow.back.step]]
 name = "api"
-url = "http://{addr}/api"
+url = "http://{addr}/bytes/2"
 
 [group.steady]
 flow = "front"
@@ -208,17 +208,17 @@ fn flow_latency_is_the_sum_of_its_steps_and_shows_a_stall() {
             r#"
 [[flow.three.step]]
 name = "one"
-url = "http://{addr}/1"
+url = "http://{addr}/bytes/1"
 think = "{think}"
 
 [[flow.three.step]]
 name = "two"
-url = "http://{addr}/2"
+url = "http://{addr}/bytes/2"
 think = "{think}"
 
 [[flow.three.step]]
 name = "three"
-url = "http://{addr}/3"
+url = "http://{addr}/bytes/3"
 "#,
             addr = origin.addr
         )
@@ -270,7 +270,7 @@ feeder = "users"
 
 [[flow.lookup.step]]
 name = "user"
-url = "http://{addr}/users/{{{{row.user}}}}?score={{{{row.score}}}}"
+url = "http://{addr}/bytes/16?user={{{{row.user}}}}&score={{{{row.score}}}}"
 "#,
             addr = origin.addr
         )
@@ -291,8 +291,8 @@ url = "http://{addr}/users/{{{{row.user}}}}?score={{{{row.score}}}}"
     assert_eq!(key(&total.flows, "lookup").requests, 1000);
     let once = used(dir.path());
     assert_eq!(once.len(), 1000);
-    assert!(once.iter().all(|(u, n)| *n == 1 && u.contains("?score=")), "{once:?}");
-    assert!(once.contains_key(&format!("user-999?score={}", 999 * 7)));
+    assert!(once.iter().all(|(u, n)| *n == 1 && u.contains("&score=")), "{once:?}");
+    assert!(once.contains_key(&format!("16?user=user-999&score={}", 999 * 7)));
     // "recycle": over more than one pass, every row is used as often as any other, give or
     // take the one pass in progress.
     let (_, total) =

@@ -70,7 +70,7 @@ fn ids_fill_every_template_of_a_target_file() {
     let o = origin(ServeConfig::default());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("targets.txt");
-    std::fs::write(&file, format!("# name: a\nGET {u}/a/{{id}}\n\n# name: b\nGET {u}/b/{{id}}?v=1\n", u = o.url()))
+    std::fs::write(&file, format!("# name: a\nGET {u}/obj/{{id}}\n\n# name: b\nGET {u}/bytes/{{id}}?v=1\n", u = o.url()))
         .unwrap();
     let log = dir.path().join("log.csv");
     let out = barrage()
@@ -86,8 +86,8 @@ fn ids_fill_every_template_of_a_target_file() {
     let port = o.url().rsplit_once(':').unwrap().1.trim_end_matches('/').to_string();
     let want: Vec<String> = (0..12)
         .map(|k| match k % 2 {
-            0 => format!("{port}/a/{}", k % 5),
-            _ => format!("{port}/b/{}?v=1", k % 5),
+            0 => format!("{port}/obj/{}", k % 5),
+            _ => format!("{port}/bytes/{}?v=1", k % 5),
         })
         .collect();
     assert_eq!(sent, want);
