@@ -70,8 +70,11 @@ fn ids_fill_every_template_of_a_target_file() {
     let o = origin(ServeConfig::default());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("targets.txt");
-    std::fs::write(&file, format!("# name: a\nGET {u}/obj/{{id}}\n\n# name: b\nGET {u}/bytes/{{id}}?v=1\n", u = o.url()))
-        .unwrap();
+    std::fs::write(
+        &file,
+        format!("# name: a\nGET {u}/obj/{{id}}\n\n# name: b\nGET {u}/bytes/{{id}}?v=1\n", u = o.url()),
+    )
+    .unwrap();
     let log = dir.path().join("log.csv");
     let out = barrage()
         .args(["run", "-c", "1", "-n", "12", "--objects", "5", "--targets", file.to_str().unwrap()])

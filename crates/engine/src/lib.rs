@@ -193,12 +193,21 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         host: hostname(),
         boot_id: watch::boot_id(),
         mode,
-        urls: plan.targets.iter().map(|t| spec.redaction.url(&t.url.to_string()).into_owned()).collect(),
+        urls: urls(plan).iter().map(|u| spec.redaction.url(u).into_owned()).collect(),
         settings_json: spec.settings_json.clone(),
         steps,
         threads: threads as u32,
         insecure: plan.tls.insecure,
         groups: plan.scenario.as_deref().map(group_infos).unwrap_or_default(),
+    }
+}
+
+/// The run's URLs as the header lists them: a scenario's steps as written (`{{albumID}}`
+/// where a variable fills the path), in flow order.
+fn urls(plan: &Plan) -> Vec<String> {
+    match plan.scenario.as_deref() {
+        Some(s) => s.flows.iter().flat_map(|f| f.steps.iter().map(|step| step.url_text.clone())).collect(),
+        None => plan.targets.iter().map(|t| t.url.to_string()).collect(),
     }
 }
 

@@ -385,7 +385,8 @@ async fn closed_loop(
             let mut slot = Slot::new(number);
             let (mut iteration, mut turn) = (0, 0u64);
             if !first.is_zero() {
-                PreciseTimer::new().sleep_until(instant_at(w.start, first)).await;
+                // A worker whose turn in the ramp comes after the end never starts.
+                PreciseTimer::new().sleep_until(instant_at(w.start, first.min(deadline.unwrap_or(first)))).await;
             }
             loop {
                 let now = w.start.elapsed();

@@ -345,6 +345,8 @@ pub struct Step {
     pub name: String,
     /// Its request: an index into the plan's targets (method, URL, fixed headers and body).
     pub target: usize,
+    /// Its URL as shown: constants filled, run-time variables as written (`{{albumID}}`).
+    pub url_text: String,
     /// The path and query, when variables fill them (starting with `/`).
     pub path: Option<Template>,
     /// Headers whose values variables fill.

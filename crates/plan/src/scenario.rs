@@ -860,13 +860,14 @@ fn step(doc: &Doc, raw: &Spanned<RawStep>, scope: &Scope, out: &mut Targets) -> 
             doc.fail(m.span(), "method", format!("'{}' is not a method: e.g. GET, POST, PUT", m.get_ref()))
         })?,
     };
-    let (mut target, path) = url(doc, &r.url, method, scope)?;
+    let (mut target, path, url_text) = url(doc, &r.url, method, scope)?;
     target.name = Some(scope.step.to_string());
     let headers = headers(doc, r, scope, &mut target)?;
     let body = body(doc, raw, scope, &mut target, &mut out.bodies)?;
     let step = Step {
         name: scope.step.to_string(),
         target: out.targets.len(),
+        url_text,
         path,
         headers,
         body,
@@ -902,7 +903,9 @@ const FIXED_ORIGIN: &str = "the scheme, host and port must be known when the fil
 
 /// A step's target (its URL checked with `0` for each run-time variable) and the template
 /// of its path when variables fill it.
-fn url(doc: &Doc, raw: &Spanned<String>, method: Method, scope: &Scope) -> Res<(Target, Option<Template>)> {
+/// A step's URL: its target (run-time variables as `0`), the path's template when variables
+/// fill it, and the URL as shown (constants filled, the others as written).
+fn url(doc: &Doc, raw: &Spanned<String>, method: Method, scope: &Scope) -> Res<(Target, Option<Template>, String)> {
     let fail = |what: String| doc.fail(raw.span(), "url", what);
     let text = raw.get_ref();
     let split = path_start(text, true).unwrap_or(text.len());
@@ -930,7 +933,7 @@ fn url(doc: &Doc, raw: &Spanned<String>, method: Method, scope: &Scope) -> Res<(
         Some(_) => None,
         None => Some(path.tpl),
     };
-    Ok((target, path))
+    Ok((target, path, format!("{origin}{}", &text[split..])))
 }
 
 /// Puts a step's constant headers on its target; returns those variables fill.
