@@ -303,3 +303,31 @@ url = "http://{addr}/bytes/16?user={{{{row.user}}}}&score={{{{row.score}}}}"
     assert!(hi - lo <= 1 && counts.values().sum::<u64>() == n, "{lo}..{hi} over {n} flows");
     assert!(n > 1000 || counts.len() as u64 == n, "n {n}");
 }
+
+/// The end of a group's window stops a flow between steps: no step or pause starts after
+/// it, so the run ends on time, and the flow is counted as unfinished, not as finished.
+#[test]
+fn a_flow_cut_by_the_end_of_its_window_is_unfinished_and_the_run_ends_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    let scenario = format!(
+        r#"
+[[flow.slow.step]]
+name = "one"
+url = "http://{addr}/bytes/1"
+think = "5s"
+
+[[flow.slow.step]]
+name = "two"
+url = "http://{addr}/bytes/2"
+"#,
+        addr = origin.addr
+    );
+    let started = std::time::Instant::now();
+    let (_, total) = run_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"]);
+    assert!(started.elapsed() < std::time::Duration::from_millis(3500), "took {:?}", started.elapsed());
+    let flows = key(&total.flows, "slow");
+    assert_eq!((flows.requests, flows.flow.unfinished, flows.flow.skipped), (0, 2, 0));
+    assert_eq!(key(&total.names, "one").requests, 2);
+    assert!(total.names.iter().all(|k| k.name != "two"), "step two was never sent");
+}

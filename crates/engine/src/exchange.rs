@@ -288,6 +288,16 @@ struct FlowLog<'a> {
 }
 
 /// How a step's verdict fails its flow, counted under the step's `key`.
+/// When group `g`'s window ends: its own end or the attack's, whichever comes first.
+pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
+    let group = &w.plan.scenario.as_deref()?.groups[g];
+    let own = group.duration.map(|d| group.start.saturating_add(d));
+    match (own, w.attack_limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// `status_ok`: the step's last response was a success (else it counted as failed already).
 fn step_failure(w: &Worker, key: &[u8], verdict: Verdict, status_ok: bool) -> Option<FlowFailure> {
     let failure = match verdict {
@@ -438,10 +448,17 @@ impl Slot {
             return false;
         };
         let flow_id = state.id;
+        let end = group_end(w, g);
         let mut failure: Option<FlowFailure> = None;
         let (mut intended, mut skipped) = (job.intended, 0);
         for (index, &s) in flow.order.iter().enumerate() {
             let step = &flow.steps[s];
+            if index > 0 && end.is_some_and(|end| intended >= end) {
+                // The window ended: no step starts after it (nor a pause), so the run ends
+                // on time. The flow did not finish; it is counted as such.
+                w.recorder.borrow_mut().flows.record_unfinished(&keys.group);
+                return true;
+            }
             if failure.is_some() {
                 skipped += 1;
                 w.recorder.borrow_mut().names.skip(&keys.steps[s]);
@@ -474,7 +491,8 @@ impl Slot {
             intended = w.start.elapsed();
             if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
                 intended += Scenario::think(&mut state, think);
-                tokio::time::sleep_until(tokio::time::Instant::from_std(crate::thread::instant_at(w.start, intended)))
+                let wake = end.map_or(intended, |end| intended.min(end));
+                tokio::time::sleep_until(tokio::time::Instant::from_std(crate::thread::instant_at(w.start, wake)))
                     .await;
             }
         }

@@ -215,12 +215,7 @@ async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> Lo
 async fn groups(w: &Rc<Worker>) -> LoadOutcome {
     let scenario = w.plan.scenario.clone().expect("a scenario run");
     let loops = scenario.groups.iter().enumerate().map(|(g, group)| {
-        let end = group.duration.map(|d| group.start.saturating_add(d));
-        let end = match (end, w.attack_limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let window = Window { start: group.start, end };
+        let window = Window { start: group.start, end: crate::exchange::group_end(w, g) };
         let w = w.clone();
         let scenario = scenario.clone();
         tokio::task::spawn_local(async move { run_load(&w, &scenario.groups[g].load, window, Work::Flows(g)).await })

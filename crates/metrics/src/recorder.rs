@@ -191,6 +191,9 @@ pub struct FlowCounts {
     pub skipped: u64,
     /// Open loop: flows due that never started (every slot stayed busy to the end).
     pub dropped: u64,
+    /// Flows the end of their group's window stopped before their last step: not counted
+    /// as finished (their steps sent so far are), as a request in flight at the end is not.
+    pub unfinished: u64,
 }
 
 /// How a step or a flow failed besides its requests.
@@ -272,6 +275,11 @@ impl Keyed {
         b.flow.skipped += skipped;
     }
 
+    /// Counts a flow of `key` that the end of its window stopped before its last step.
+    pub fn record_unfinished(&mut self, key: &[u8]) {
+        self.entry(key).flow.unfinished += 1;
+    }
+
     /// Counts flows of `key` that were due but never started.
     pub fn record_dropped(&mut self, key: &[u8], n: u64) {
         self.entry(key).flow.dropped += n;
@@ -328,6 +336,7 @@ impl Keyed {
             m.capture_failed += t.capture_failed;
             m.skipped += t.skipped;
             m.dropped += t.dropped;
+            m.unfinished += t.unfinished;
         }
     }
 
@@ -1336,6 +1345,7 @@ mod tests {
         r.flows.record_flow(b"writers", Some(FlowFailure::Capture), Duration::from_millis(30), 1);
         r.flows.record_flow(b"writers", None, Duration::from_millis(10), 0);
         r.flows.record_dropped(b"writers", 3);
+        r.flows.record_unfinished(b"writers");
         let post = &r.names[0];
         assert_eq!((post.requests, post.failed, post.flow.capture_failed), (1, 1, 1));
         let get = &r.names[1];
@@ -1347,6 +1357,6 @@ mod tests {
         sum.add(&r);
         let w = &sum.flows[0];
         assert_eq!((w.requests, w.failed, w.latency.len()), (4, 2, 4));
-        assert_eq!(w.flow, FlowCounts { check_failed: 0, capture_failed: 2, skipped: 2, dropped: 6 });
+        assert_eq!(w.flow, FlowCounts { check_failed: 0, capture_failed: 2, skipped: 2, dropped: 6, unfinished: 2 });
     }
 }
