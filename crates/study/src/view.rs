@@ -34,6 +34,38 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
             "on": format!("{:?}", r.on),
         })),
         "backend_headers": p.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
+        "scenario": p.scenario.as_deref().map(|s| scenario_view(s, redaction)),
+    })
+}
+
+/// A scenario as it ran: its flows' steps (what they capture and check, not the values) and
+/// its groups' loads and windows.
+fn scenario_view(s: &barrage_plan::flow::Scenario, redaction: &Redaction) -> Value {
+    let step = |st: &barrage_plan::flow::Step| {
+        json!({
+            "name": st.name,
+            "url": redaction.url(&st.url_text),
+            "captures": st.captures.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            "checks": st.checks.iter().map(|c| barrage_plan::flow::CHECK_KINDS[c.kind()]).collect::<Vec<_>>(),
+            "think_s": st.think.map(|(lo, hi)| [lo.as_secs_f64(), hi.as_secs_f64()]),
+        })
+    };
+    json!({
+        "name": s.name,
+        "flows": s.flows.iter().map(|f| json!({
+            "name": f.name,
+            "steps": f.steps.iter().map(step).collect::<Vec<_>>(),
+            "order": f.order,
+            "feeder": f.feeder.map(|i| s.feeders[i].name.as_str()),
+        })).collect::<Vec<_>>(),
+        "groups": s.groups.iter().map(|g| json!({
+            "name": g.name,
+            "flow": s.flows[g.flow].name,
+            "load": load_view(&g.load),
+            "start_s": g.start.as_secs_f64(),
+            "duration_s": g.duration.map(|d| d.as_secs_f64()),
+            "ramp_s": g.ramp.as_secs_f64(),
+        })).collect::<Vec<_>>(),
     })
 }
 
