@@ -296,6 +296,60 @@ pub struct GroupSummary {
     pub throughput_per_sec: Option<f64>,
     /// Corrected latency.
     pub latency: LatencyStats,
+    /// Of a step of a flow: requests that failed a check (counted in `failed` too).
+    #[serde(default)]
+    pub check_failed: u64,
+    /// Of a step of a flow: requests whose capture found nothing (counted in `failed` too).
+    #[serde(default)]
+    pub capture_failed: u64,
+    /// Of a step of a flow: times it was skipped, never sent, because an earlier step of its
+    /// flow failed (not in `requests`).
+    #[serde(default)]
+    pub skipped: u64,
+}
+
+/// The flows of one group of a scenario (or of every group, [`RunSummary::flows_total`]):
+/// what it was asked to do, how many flows finished and how they ended, and their latency,
+/// from each flow's intended start to its last step's end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowSummary {
+    /// The group's name (`all` for every group together).
+    pub name: String,
+    /// The flow it runs (the flows, joined by `, `, for every group together).
+    pub flow: String,
+    /// Its steps' names in the order they run once (empty for every group together).
+    pub steps: Vec<String>,
+    /// Its load as asked: `10 workers`, `50 flows/s` (merged runs' loads added up).
+    pub load: String,
+    /// When it started, seconds since the start of the (earliest) run.
+    pub start_s: f64,
+    /// How long it ran: from its start to its end, or to the end of the attack.
+    pub duration_s: f64,
+    /// Flows finished.
+    pub flows: u64,
+    /// Flows whose every step succeeded.
+    pub ok: u64,
+    /// Flows that failed: `check_failed` + `capture_failed` + `request_failed`.
+    pub failed: u64,
+    /// ok / flows.
+    pub success_ratio: f64,
+    /// Flows that ended on a check that was false.
+    pub check_failed: u64,
+    /// Flows that ended on a capture that found nothing.
+    pub capture_failed: u64,
+    /// Flows that ended on a failed request: no response, or a status no check allowed.
+    pub request_failed: u64,
+    /// Steps the failed flows skipped (never sent).
+    pub skipped_steps: u64,
+    /// Open loop: flow arrivals due that never started (every slot stayed busy).
+    pub dropped: u64,
+    /// Flows finished per second of `duration_s`; `None` under [`MIN_RATE_REQUESTS`] flows.
+    pub flows_per_sec: Option<f64>,
+    /// Open loop at a constant rate: flows asked per second; `None` otherwise (and for every
+    /// group together).
+    pub asked_per_sec: Option<f64>,
+    /// Flow latency, corrected: from the flow's intended start to its last step's end.
+    pub latency: LatencyStats,
 }
 
 /// What one backend answered over the run.
@@ -406,6 +460,13 @@ pub struct RunSummary {
     pub by_name: Vec<GroupSummary>,
     /// Per method, by requests.
     pub by_method: Vec<GroupSummary>,
+    /// Per group of a scenario (`--scenario`), in the order of the results file's header;
+    /// empty without one.
+    #[serde(default)]
+    pub flows: Vec<FlowSummary>,
+    /// Every group's flows together; `None` without a scenario.
+    #[serde(default)]
+    pub flows_total: Option<FlowSummary>,
     /// Per backend, by requests, from the backend header of each response.
     pub backends: Vec<BackendSummary>,
     /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
@@ -781,6 +842,9 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
             success_ratio: ratio((k.requests - k.failed) as f64, k.requests as f64),
             throughput_per_sec: per_sec(k.requests - k.failed, all, run_s),
             latency: LatencyStats::of(&k.latency),
+            check_failed: k.flow.check_failed,
+            capture_failed: k.flow.capture_failed,
+            skipped: k.flow.skipped,
         })
         .collect();
     out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.name.cmp(&b.name)));
@@ -977,6 +1041,7 @@ fn build(
         .collect();
     s.generator = generator(readers, &total, run, first.mode);
     s.steps = step_summaries(readers, steps, s.duration.attack_s);
+    (s.flows, s.flows_total) = flow_summaries(readers, &total, s.duration.attack_s);
     s.intervals = intervals;
     s.warnings.extend(readers.iter().filter_map(|r| r.warning().map(str::to_string)));
     let log_dropped: u64 = readers.iter().filter_map(|r| r.footer()).map(|f| f.log_chunks_dropped).sum();
@@ -985,8 +1050,174 @@ fn build(
             "the request log lost {log_dropped} chunk(s) of rows because the disk fell behind (the load was not slowed down for it; the results file is complete)"
         ));
     }
+    s.warnings.extend(flow_check(&s));
     s.warnings.extend(self_check(&s));
     s
+}
+
+/// A group of a scenario as the merged files asked it, united by name.
+struct AskedGroup<'a> {
+    name: &'a str,
+    flow: &'a str,
+    steps: &'a [String],
+    /// Each file's load label, added up by [`sum_labels`].
+    loads: Vec<&'a str>,
+    /// Flows per second asked by every file together; `None` unless every file asked a rate.
+    rate: Option<f64>,
+    /// Its span, ms since the start of the earliest run.
+    start_ms: u64,
+    end_ms: u64,
+}
+
+/// Each group's flows, in the order of the headers (groups of merged files united by name,
+/// their counts and histograms added, so a merge stays exact), and every group's together.
+fn flow_summaries(
+    readers: &[ResultsReader],
+    total: &Recorder,
+    attack_s: f64,
+) -> (Vec<FlowSummary>, Option<FlowSummary>) {
+    let origin = readers.iter().map(|r| r.header().started_unix_ms).min().unwrap_or(0);
+    let attack_ms = (attack_s * 1e3) as u64;
+    let mut asked: Vec<AskedGroup> = Vec::new();
+    for r in readers {
+        let offset = r.header().started_unix_ms - origin;
+        // A group without an end runs to the end of its run's attack, and none runs past it
+        // (a run stopped early); a killed run's attack is what its intervals cover.
+        let run_end = r.footer().map_or(attack_ms, |f| f.attack_us / 1000);
+        for g in &r.header().groups {
+            let end = g.end_ms.unwrap_or(run_end).min(run_end).max(g.start_ms);
+            let (start_ms, end_ms) = (offset + g.start_ms, offset + end);
+            match asked.iter_mut().find(|a| a.name == g.name) {
+                Some(a) => {
+                    a.loads.push(&g.load);
+                    a.rate = a.rate.zip(g.rate).map(|(x, y)| x + y);
+                    a.start_ms = a.start_ms.min(start_ms);
+                    a.end_ms = a.end_ms.max(end_ms);
+                }
+                None => asked.push(AskedGroup {
+                    name: &g.name,
+                    flow: &g.flow,
+                    steps: &g.steps,
+                    loads: vec![&g.load],
+                    rate: g.rate,
+                    start_ms,
+                    end_ms,
+                }),
+            }
+        }
+    }
+    // Flows of a group no header names (a file made by hand) still count, over the attack.
+    for k in total.flows.iter() {
+        if !asked.iter().any(|a| a.name == k.name) {
+            let a = AskedGroup {
+                name: &k.name,
+                flow: "",
+                steps: &[],
+                loads: Vec::new(),
+                rate: None,
+                start_ms: 0,
+                end_ms: attack_ms,
+            };
+            asked.push(a);
+        }
+    }
+    if asked.is_empty() {
+        return (Vec::new(), None);
+    }
+    let none = crate::recorder::KeyedStats {
+        name: String::new(),
+        requests: 0,
+        failed: 0,
+        latency: crate::recorder::new_histogram(),
+        timeline: Default::default(),
+        flow: Default::default(),
+    };
+    let groups: Vec<FlowSummary> = asked
+        .iter()
+        .map(|a| {
+            let stats = total.flows.iter().find(|k| k.name == a.name).unwrap_or(&none);
+            let mut f = flow_summary(stats, a.start_ms, a.end_ms, a.rate);
+            (f.name, f.flow, f.steps) = (a.name.to_string(), a.flow.to_string(), a.steps.to_vec());
+            f.load = sum_labels(&a.loads);
+            f
+        })
+        .collect();
+    // Every group together: their sums, their histograms added, from the first start to
+    // the last end.
+    let mut all = none.clone();
+    for k in total.flows.iter() {
+        all.requests += k.requests;
+        all.failed += k.failed;
+        all.latency.add(&k.latency).expect("histograms share bounds");
+        let (m, t) = (&mut all.flow, &k.flow);
+        m.check_failed += t.check_failed;
+        m.capture_failed += t.capture_failed;
+        m.skipped += t.skipped;
+        m.dropped += t.dropped;
+    }
+    let start = asked.iter().map(|a| a.start_ms).min().unwrap_or(0);
+    let end = asked.iter().map(|a| a.end_ms).max().unwrap_or(0);
+    let mut total = flow_summary(&all, start, end, None);
+    total.name = "all".into();
+    total.flow = distinct(asked.iter().map(|a| a.flow).filter(|f| !f.is_empty())).join(", ");
+    total.load = groups.iter().map(|g| g.load.as_str()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" + ");
+    (groups, Some(total))
+}
+
+/// The figures of a group's flows over its span (ms since the start of the earliest run).
+fn flow_summary(k: &crate::recorder::KeyedStats, start_ms: u64, end_ms: u64, rate: Option<f64>) -> FlowSummary {
+    let c = &k.flow;
+    let duration_s = end_ms.saturating_sub(start_ms) as f64 / 1e3;
+    FlowSummary {
+        start_s: start_ms as f64 / 1e3,
+        duration_s,
+        flows: k.requests,
+        ok: k.requests - k.failed,
+        failed: k.failed,
+        success_ratio: ratio((k.requests - k.failed) as f64, k.requests as f64),
+        check_failed: c.check_failed,
+        capture_failed: c.capture_failed,
+        request_failed: k.failed.saturating_sub(c.check_failed + c.capture_failed),
+        skipped_steps: c.skipped,
+        dropped: c.dropped,
+        flows_per_sec: per_sec(k.requests, k.requests, duration_s),
+        asked_per_sec: rate,
+        latency: LatencyStats::of(&k.latency),
+        ..Default::default()
+    }
+}
+
+/// Below this share of the flow rate asked, a group fell short of its load.
+const FLOW_RATE_SHORT: f64 = 0.99;
+
+/// Warnings from the flows: flows that failed and the steps they skipped, and groups that
+/// ran fewer flows than asked. Figures built on failed flows must not read as a result.
+fn flow_check(s: &RunSummary) -> Vec<String> {
+    let mut w = Vec::new();
+    for g in &s.flows {
+        if g.failed > 0 {
+            w.push(format!(
+                "group {}: {} of {} flow(s) failed ({} check failed, {} capture failed, {} request failed), skipping {} later step(s) that were never sent",
+                g.name, g.failed, g.flows, g.check_failed, g.capture_failed, g.request_failed, g.skipped_steps
+            ));
+        } else if g.skipped_steps > 0 {
+            w.push(format!("group {}: {} step(s) were skipped, never sent", g.name, g.skipped_steps));
+        }
+        let dropped = match g.dropped {
+            0 => String::new(),
+            n => format!("; {n} flow arrival(s) were due but never started (every slot stayed busy)"),
+        };
+        match (g.flows_per_sec, g.asked_per_sec) {
+            (Some(ran), Some(asked)) if asked > 0.0 && ran < FLOW_RATE_SHORT * asked => w.push(format!(
+                "group {}: {ran:.2} flows/s finished of the {asked:.2} flows/s asked ({:.1}%){dropped}: the group did not run the load it was asked",
+                g.name,
+                ran / asked * 100.0,
+            )),
+            _ if g.dropped > 0 => w.push(format!("group {}: {}", g.name, &dropped[2..])),
+            _ => {}
+        }
+    }
+    w
 }
 
 fn counts(total: &Recorder) -> RequestCounts {
@@ -1082,11 +1313,11 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64
 }
 
 /// Each value once, in order of first appearance.
-fn distinct<'a>(values: impl Iterator<Item = &'a String>) -> Vec<String> {
+fn distinct<S: AsRef<str>>(values: impl Iterator<Item = S>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for v in values {
-        if !out.contains(v) {
-            out.push(v.clone());
+        if !out.iter().any(|o| o == v.as_ref()) {
+            out.push(v.as_ref().to_string());
         }
     }
     out

@@ -17,9 +17,9 @@
 //! `{"page": "run", "summary", "series", "spectrum", "scatter"}`: `summary` is the
 //! [`RunSummary`] as in the JSON report, floats rounded to 6 significant digits, without
 //! what the page draws from the other keys or shows only as tables (`intervals`,
-//! `latency_spectrum`, `by_name`, `by_method`). `series` holds the intervals column by
-//! column (`t` their start in seconds, `length_s`, `sent`, `ok`, `errors`, latencies in ms
-//! with 3 decimals: `p50_ms`,
+//! `latency_spectrum`, `by_name`, `by_method`, `flows`, `flows_total`). `series` holds the
+//! intervals column by column (`t` their start in seconds, `length_s`, `sent`, `ok`,
+//! `errors`, latencies in ms with 3 decimals: `p50_ms`,
 //! `p90_ms`, `p99_ms`, `max_ms`, `service_p50_ms`, `service_p99_ms`; `hit_ratio` and
 //! `byte_hit_ratio` (null when unknown); `host_cpu_percent`; and maps of columns by name:
 //! `phase_mean_ms`, `backends` (responses), `cpu_percent`, `rss_kib`). `spectrum` is
@@ -235,7 +235,7 @@ fn round_floats(v: &mut Value) {
 fn run_data(s: &RunSummary) -> Value {
     let mut summary = serde_json::to_value(s).expect("a RunSummary always serialises: its map keys are strings");
     if let Value::Object(m) = &mut summary {
-        for drawn_or_unused in ["intervals", "latency_spectrum", "by_name", "by_method"] {
+        for drawn_or_unused in ["intervals", "latency_spectrum", "by_name", "by_method", "flows", "flows_total"] {
             m.remove(drawn_or_unused);
         }
     }
