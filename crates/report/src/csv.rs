@@ -1,6 +1,7 @@
 //! The time series as CSV, one row per interval, for spreadsheets and plotting tools.
 
 use crate::export::{to_csv, Cell, Sheet};
+use barrage_metrics::summary::{FlowSummary, GroupSummary, LatencyStats};
 use barrage_metrics::RunSummary;
 
 /// The CSV header line (without its newline).
@@ -96,6 +97,13 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
             put(&format!("{which}_{name}_ms"), Cell::from(us / 1e3));
         }
     }
+    if let Some(f) = &s.flows_total {
+        put("flows", Cell::from(f.flows));
+        put("flows_failed", Cell::from(f.failed));
+        put("flow_success_ratio", Cell::from(f.success_ratio));
+        put("flow_p50_ms", Cell::from(f.latency.p50_us as f64 / 1e3));
+        put("flow_p99_ms", Cell::from(f.latency.p99_us as f64 / 1e3));
+    }
     put("bytes_in", Cell::from(s.bytes.in_total));
     put("bytes_out", Cell::from(s.bytes.out_total));
     put("hit_ratio", Cell::from(s.cache.as_ref().map(|c| c.hit_ratio)));
@@ -106,6 +114,102 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     }
     for e in &s.errors {
         put(&format!("error_{}", e.kind), Cell::from(e.count));
+    }
+    sheet
+}
+
+/// Latency columns of the by-name and flows tables, corrected, in ms.
+const LATENCY_COLUMNS: [&str; 6] = ["mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms"];
+
+fn latency_cells(l: &LatencyStats) -> impl Iterator<Item = Cell> {
+    let us = [l.mean_us, l.min_us as f64, l.p50_us as f64, l.p90_us as f64, l.p99_us as f64, l.max_us as f64];
+    us.into_iter().map(|v| Cell::from(v / 1e3))
+}
+
+/// The requests by name (a scenario's steps), one row each as the report's "By name"
+/// table: counts, success, successes per second of the run, how many failed a check or a
+/// capture and were skipped, and corrected latency.
+pub fn names_sheet(s: &RunSummary) -> Sheet {
+    let mut header = vec![
+        "name",
+        "requests",
+        "share",
+        "failed",
+        "success_ratio",
+        "throughput_per_sec",
+        "check_failed",
+        "capture_failed",
+        "skipped",
+    ];
+    header.extend(LATENCY_COLUMNS);
+    let mut sheet = Sheet::new("by_name", &header);
+    for g in &s.by_name {
+        let GroupSummary { requests, share, failed, success_ratio, throughput_per_sec, .. } = *g;
+        let mut row = vec![
+            Cell::from(g.name.as_str()),
+            Cell::from(requests),
+            Cell::from(share),
+            Cell::from(failed),
+            Cell::from(success_ratio),
+            Cell::from(throughput_per_sec),
+            Cell::from(g.check_failed),
+            Cell::from(g.capture_failed),
+            Cell::from(g.skipped),
+        ];
+        row.extend(latency_cells(&g.latency));
+        sheet.push(row);
+    }
+    sheet
+}
+
+/// The flows of a scenario, one row per group as the report's "Flows" table (`all`, every
+/// group together, last when there are two or more); steps joined by ` > `.
+pub fn flows_sheet(s: &RunSummary) -> Sheet {
+    let mut header = vec![
+        "group",
+        "flow",
+        "steps",
+        "load",
+        "start_s",
+        "duration_s",
+        "flows",
+        "ok",
+        "failed",
+        "success_ratio",
+        "check_failed",
+        "capture_failed",
+        "request_failed",
+        "skipped_steps",
+        "dropped",
+        "flows_per_sec",
+        "asked_per_sec",
+    ];
+    header.extend(LATENCY_COLUMNS);
+    let mut sheet = Sheet::new("flows", &header);
+    let total = s.flows_total.as_ref().filter(|_| s.flows.len() > 1);
+    for f in s.flows.iter().chain(total) {
+        let FlowSummary { start_s, duration_s, flows, ok, failed, success_ratio, .. } = *f;
+        let mut row = vec![
+            Cell::from(f.name.as_str()),
+            Cell::from(f.flow.as_str()),
+            Cell::from(f.steps.join(" > ")),
+            Cell::from(f.load.as_str()),
+            Cell::from(start_s),
+            Cell::from(duration_s),
+            Cell::from(flows),
+            Cell::from(ok),
+            Cell::from(failed),
+            Cell::from(success_ratio),
+            Cell::from(f.check_failed),
+            Cell::from(f.capture_failed),
+            Cell::from(f.request_failed),
+            Cell::from(f.skipped_steps),
+            Cell::from(f.dropped),
+            Cell::from(f.flows_per_sec),
+            Cell::from(f.asked_per_sec),
+        ];
+        row.extend(latency_cells(&f.latency));
+        sheet.push(row);
     }
     sheet
 }

@@ -467,6 +467,11 @@ fn run_body(s: &RunSummary) -> String {
     if r.stale_retries > 0 {
         items.push(("stale connection retries", thousands(r.stale_retries), false));
     }
+    if let Some(f) = &s.flows_total {
+        items.push(("flows", thousands(f.flows), false));
+        items.push(("flow success", percent(f.success_ratio), f.failed > 0));
+        items.push(("flow p99", fmt_us(f.latency.p99_us as f64), false));
+    }
     out.push_str(&figures(&items));
     // A run built on failure says so first, among the warnings.
     let failed = crate::study::failure_of(std::slice::from_ref(s))
@@ -532,11 +537,11 @@ fn table(heading: &str, sheet: &Sheet) -> String {
     data_table(heading, None, &sheet.header, &rows, &[])
 }
 
-/// The tables of a run the text report shows too, after the charts: phases, steps, by name
-/// and by method, each when it has something to say.
+/// The tables of a run the text report shows too, after the charts: flows, phases, steps, by
+/// name and by method, each when it has something to say.
 fn run_tables(s: &RunSummary) -> String {
     let [by_name, by_method] = sections::by_name_and_method(s);
-    [sections::phases(s), sections::steps(s), by_name, by_method]
+    [sections::flows(s), sections::phases(s), sections::steps(s), by_name, by_method]
         .into_iter()
         .flatten()
         .map(|t| section_table(&t))

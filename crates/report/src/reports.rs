@@ -137,7 +137,17 @@ impl Report<'_> {
     /// Its tables, for `--xlsx` (a sheet each) and `--csv-dir` (a file each).
     pub fn sheets(&self) -> Vec<Sheet> {
         match self {
-            Report::Run(s) => vec![crate::summary_sheet(s), crate::intervals_sheet(s)],
+            Report::Run(s) => {
+                let mut sheets = vec![crate::summary_sheet(s), crate::intervals_sheet(s)];
+                // A run's breakdowns, when it has them: by name, and a scenario's flows.
+                if !s.by_name.is_empty() {
+                    sheets.push(crate::csv::names_sheet(s));
+                }
+                if !s.flows.is_empty() {
+                    sheets.push(crate::csv::flows_sheet(s));
+                }
+                sheets
+            }
             Report::Sweep { table, .. } | Report::Bench(table) => vec![table.sheet()],
             Report::Capacity(c) => vec![c.table.sheet()],
             Report::Experiment(e) => vec![e.table.sheet(), case_comparisons_sheet(&e.comparisons)],

@@ -5,7 +5,7 @@
 //! table), and a rate that is not one.
 
 use crate::text::{percent, rate, secs, us, Align, Table};
-use barrage_metrics::summary::{GroupSummary, RunSummary};
+use barrage_metrics::summary::{FlowSummary, GroupSummary, RunSummary};
 use barrage_metrics::units::fmt_us;
 use barrage_metrics::Phase;
 
@@ -207,12 +207,18 @@ pub(crate) fn groups(
     if groups.is_empty() || groups.len() < min {
         return None;
     }
-    let mut align = vec![Align::Right; 8];
+    // The steps of flows: how many failed a check or a capture, and were skipped.
+    let flows = groups.iter().any(|g| g.check_failed + g.capture_failed + g.skipped > 0);
+    let mut heads = vec![head, "requests", "share", "success", "ok/s", "mean", "p50", "p99"];
+    if flows {
+        heads.extend(["checks failed", "captures failed", "skipped"]);
+    }
+    let mut align = vec![Align::Right; heads.len()];
     align[0] = Align::Left;
     let mut table = Table::new(&align);
-    table.row([head, "requests", "share", "success", "ok/s", "mean", "p50", "p99"]);
+    table.row(heads);
     for g in groups {
-        table.row([
+        let mut cells = vec![
             g.name.clone(),
             g.requests.to_string(),
             percent(g.share),
@@ -222,9 +228,79 @@ pub(crate) fn groups(
             fmt_us(g.latency.mean_us),
             us(g.latency.p50_us),
             us(g.latency.p99_us),
-        ]);
+        ];
+        if flows {
+            cells.extend([g.check_failed, g.capture_failed, g.skipped].map(thousands));
+        }
+        table.row(cells);
     }
-    Some(Section { title, table, notes: vec!["(latency is corrected latency)".into()] })
+    let mut notes = vec!["(latency is corrected latency)".to_string()];
+    if flows {
+        notes.push("(a request that failed a check or a capture counts as failed; a skipped step was never sent, after an earlier step of its flow failed)".into());
+    }
+    Some(Section { title, table, notes })
+}
+
+/// Each group of a scenario: its flow and the load it was asked, then the flows it
+/// finished, how they ended, and their latency; with two groups or more, all of them
+/// together last.
+pub(crate) fn flows(s: &RunSummary) -> Option<Section> {
+    let total = s.flows_total.as_ref().filter(|_| s.flows.len() > 1);
+    if s.flows.is_empty() {
+        return None;
+    }
+    let heads = [
+        "group",
+        "flow",
+        "asked",
+        "flows",
+        "flows/s",
+        "success",
+        "check failed",
+        "capture failed",
+        "request failed",
+        "steps skipped",
+        "dropped",
+        "mean",
+        "p50",
+        "p99",
+        "max",
+    ];
+    let mut align = vec![Align::Right; heads.len()];
+    align[..3].fill(Align::Left);
+    let mut table = Table::new(&align);
+    table.row(heads);
+    for f in s.flows.iter().chain(total) {
+        table.row(flow_cells(f));
+    }
+    let notes = vec![
+        "(flow latency is corrected: from each flow's intended start to its last step's end; flows/s: flows finished per second of the group's own duration; request failed: a request had no response, or a status no check allowed; steps skipped: never sent after an earlier step failed; dropped: arrivals due that never started)".into(),
+    ];
+    Some(Section { title: "Flows", table, notes })
+}
+
+fn flow_cells(f: &FlowSummary) -> Vec<String> {
+    vec![
+        f.name.clone(),
+        f.flow.clone(),
+        f.load.clone(),
+        thousands(f.flows),
+        match f.flows_per_sec {
+            Some(r) => rate(r),
+            None if f.flows == 1 => "n/a (1 flow)".into(),
+            None => format!("n/a ({} flows)", thousands(f.flows)),
+        },
+        percent(f.success_ratio),
+        thousands(f.check_failed),
+        thousands(f.capture_failed),
+        thousands(f.request_failed),
+        thousands(f.skipped_steps),
+        thousands(f.dropped),
+        fmt_us(f.latency.mean_us),
+        us(f.latency.p50_us),
+        us(f.latency.p99_us),
+        us(f.latency.max_us),
+    ]
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

@@ -118,8 +118,9 @@ impl StudyRow {
 
 /// Why `runs` (one run, a case's repeats) are built on failure and not a result: no run, no
 /// request completed, no success at all, or fewer than [`FAILED_BELOW`] of the requests
-/// succeeded in some run; `None` when they stand. The one definition of a failed run, for
-/// every table, report and exit code.
+/// succeeded in some run; with a scenario's flows, the same of the flows (a flow fails on a
+/// check or a capture even when each of its requests got a 2xx); `None` when they stand.
+/// The one definition of a failed run, for every table, report and exit code.
 pub fn failure_of(runs: &[RunSummary]) -> Option<String> {
     if runs.is_empty() {
         return Some("no run finished".into());
@@ -133,7 +134,40 @@ pub fn failure_of(runs: &[RunSummary]) -> Option<String> {
         return Some(format!("all {total} requests failed{}", top_error(runs)));
     }
     let worst = runs.iter().map(succeeded).fold(f64::INFINITY, f64::min);
-    (worst < FAILED_BELOW).then(|| format!("only {:.1}% succeeded{}", worst * 100.0, top_error(runs)))
+    if worst < FAILED_BELOW {
+        return Some(format!("only {:.1}% succeeded{}", worst * 100.0, top_error(runs)));
+    }
+    flow_failure(runs)
+}
+
+/// Why the flows of `runs` are built on failure: none finished, none succeeded, or fewer
+/// than [`FAILED_BELOW`] of them in some run, with the most frequent way they failed.
+fn flow_failure(runs: &[RunSummary]) -> Option<String> {
+    let flows: Vec<_> = runs.iter().filter_map(|s| s.flows_total.as_ref()).collect();
+    if flows.is_empty() {
+        return None;
+    }
+    let total: u64 = flows.iter().map(|f| f.flows).sum();
+    let ok: u64 = flows.iter().map(|f| f.ok).sum();
+    let sum = |pick: fn(&barrage_metrics::summary::FlowSummary) -> u64| flows.iter().map(|f| pick(f)).sum::<u64>();
+    let kinds = [
+        ("check failed", sum(|f| f.check_failed)),
+        ("capture failed", sum(|f| f.capture_failed)),
+        ("request failed", sum(|f| f.request_failed)),
+    ];
+    let mostly = kinds
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .max_by_key(|(_, n)| *n)
+        .map_or(String::new(), |(k, _)| format!(" (mostly {k})"));
+    if total == 0 {
+        return Some("no flow finished".into());
+    }
+    if ok == 0 {
+        return Some(format!("all {total} flows failed{mostly}"));
+    }
+    let worst = flows.iter().map(|f| f.success_ratio).fold(f64::INFINITY, f64::min);
+    (worst < FAILED_BELOW).then(|| format!("only {:.1}% of flows succeeded{mostly}", worst * 100.0))
 }
 
 /// The share of requests that succeeded: in the end, with `--retries` (the run's own success

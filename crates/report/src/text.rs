@@ -18,7 +18,7 @@ fell behind the schedule; service time starts when it was actually sent — a la
 ///
 /// Sections, each present only when it has something to say: header, requests, duration,
 /// latency (corrected and service rows in open loop, with a line on the difference), latency by
-/// status class, phases, bytes, status codes, errors, steps, servers (watched processes and
+/// status class, the flows of a scenario's groups, phases, bytes, status codes, errors, steps, servers (watched processes and
 /// the machine), events, generator, warnings.
 pub fn text(s: &RunSummary, color: bool) -> String {
     let paint = Paint { on: color };
@@ -29,6 +29,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         duration(s),
         latency(s),
         latency_by_class(s),
+        section(sections::flows(s)),
         section(sections::phases(s)),
         by_name_and_method(s),
         retries(s),
