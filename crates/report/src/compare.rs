@@ -46,6 +46,13 @@ pub const COMPARED: [Figure; 8] = [
 /// A comparison's metric: one of the headline [`Figure`]s.
 pub type Metric = Figure;
 
+/// The figures compared between `runs`: [`COMPARED`], then the flows' ([`Figure::FLOWS`],
+/// which have no per-interval sample) when a run had a scenario's flows.
+pub fn compared(runs: &[(String, RunSummary)]) -> Vec<Figure> {
+    let flows = runs.iter().any(|(_, s)| s.flows_total.is_some());
+    COMPARED.into_iter().chain(Figure::FLOWS.into_iter().filter(|_| flows)).collect()
+}
+
 fn value(f: Figure, s: &RunSummary) -> f64 {
     f.of(s).unwrap_or(0.0)
 }
@@ -215,7 +222,7 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
     let (_, base) = &runs[0];
     let tested = COMPARED.iter().filter(|m| m.samples(base).is_some()).count().max(1);
     let level = ALPHA / tested as f64;
-    let rows = COMPARED
+    let rows = compared(runs)
         .into_iter()
         .map(|metric| {
             let baseline = value(metric, base);
@@ -275,8 +282,8 @@ impl FromStr for FailIf {
             |why: String| format!("invalid --fail-if '{text}': {why}; expected e.g. 'p99>+10%' or 'throughput<-5%'");
         let at = text.find(['<', '>']).ok_or_else(|| bad("no < or >".into()))?;
         let metric = text[..at].trim().parse::<Metric>().map_err(bad)?;
-        if !COMPARED.contains(&metric) {
-            let names: Vec<&str> = COMPARED.iter().map(|m| m.name()).collect();
+        if !COMPARED.contains(&metric) && !metric.is_flow() {
+            let names: Vec<&str> = COMPARED.iter().chain(&Figure::FLOWS).map(|m| m.name()).collect();
             return Err(bad(format!("'{}' is not compared; compared are {}", metric.name(), names.join(", "))));
         }
         let above = text[at..].starts_with('>');
@@ -350,8 +357,30 @@ pub fn pool(repeats: Vec<RunSummary>) -> RunSummary {
     l.max_us = repeats.iter().map(|r| r.latency.corrected.max_us).max().unwrap_or(0);
     s.requests.total = repeats.iter().map(|r| r.requests.total).sum();
     s.requests.ok = repeats.iter().map(|r| r.requests.ok).sum();
+    s.flows_total = pool_flows(&repeats);
     s.intervals = repeats.into_iter().flat_map(|r| r.intervals).collect();
     s
+}
+
+/// The flows of sequential repeats as one: flows and successes summed, the success ratio,
+/// rate and latency percentiles their means (a rate only when every repeat had one), the
+/// slowest their max; `None` when no repeat had flows.
+fn pool_flows(repeats: &[RunSummary]) -> Option<barrage_metrics::summary::FlowSummary> {
+    let flows: Vec<_> = repeats.iter().filter_map(|r| r.flows_total.as_ref()).collect();
+    let mut f = (*flows.first()?).clone();
+    let n = flows.len() as f64;
+    let mean = |pick: fn(&barrage_metrics::summary::FlowSummary) -> f64| flows.iter().map(|f| pick(f)).sum::<f64>() / n;
+    f.flows = flows.iter().map(|f| f.flows).sum();
+    f.ok = flows.iter().map(|f| f.ok).sum();
+    f.failed = flows.iter().map(|f| f.failed).sum();
+    f.success_ratio = mean(|f| f.success_ratio);
+    f.flows_per_sec = flows.iter().map(|f| f.flows_per_sec).sum::<Option<f64>>().map(|t| t / n);
+    let l = &mut f.latency;
+    l.mean_us = mean(|f| f.latency.mean_us);
+    l.p50_us = mean(|f| f.latency.p50_us as f64) as u64;
+    l.p99_us = mean(|f| f.latency.p99_us as f64) as u64;
+    l.max_us = flows.iter().map(|f| f.latency.max_us).max().unwrap_or(0);
+    Some(f)
 }
 
 /// Two cases of an experiment that differ only in one factor, compared as two runs.
@@ -390,12 +419,20 @@ fn case_change(c: &CaseComparison, f: Figure) -> Option<&Change> {
     c.comparison.rows.iter().find(|r| r.metric == f).and_then(|r| r.changes.first())
 }
 
+/// The figures the comparisons of an experiment show: [`CASE_FIGURES`], then the flows'
+/// when its cases ran a scenario's flows.
+fn case_figures(rows: &[CaseComparison]) -> Vec<Figure> {
+    let flows = rows.iter().any(|c| c.comparison.rows.iter().any(|r| r.metric.is_flow()));
+    CASE_FIGURES.into_iter().chain(Figure::FLOWS.into_iter().filter(|_| flows)).collect()
+}
+
 /// The comparisons of an experiment as one sheet: a row per pair, per figure its change,
 /// p-value and significance.
 pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
+    let figures = case_figures(rows);
     let mut header: Vec<String> =
         ["factor", "from", "to", "other levels", "from case", "to case", "phase"].map(String::from).to_vec();
-    for f in CASE_FIGURES {
+    for f in &figures {
         header.extend([
             format!("{}_change_percent", f.name()),
             format!("{}_p_value", f.name()),
@@ -410,7 +447,7 @@ pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
             .map(|t| Cell::from(t.as_str()))
             .collect();
         cells.push(Cell::from(c.phase.clone().unwrap_or_default()));
-        for f in CASE_FIGURES {
+        for &f in &figures {
             let ch = case_change(c, f);
             cells.push(Cell::from(ch.and_then(|x| x.percent)));
             cells.push(Cell::from(ch.and_then(|x| x.p_value)));
@@ -425,18 +462,19 @@ pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
 /// marks a significant change).
 pub fn case_comparisons_text(factors: &[String], rows: &[CaseComparison]) -> String {
     let mut out = String::new();
+    let figures = case_figures(rows);
     for factor in factors {
         let mut align = vec![Align::Left, Align::Left];
-        align.extend(std::iter::repeat_n(Align::Right, CASE_FIGURES.len()));
+        align.extend(std::iter::repeat_n(Align::Right, figures.len()));
         let mut t = Table::new(&align);
         let mut head = vec!["".to_string(), "other levels".to_string()];
-        head.extend(CASE_FIGURES.iter().map(|f| f.name().to_string()));
+        head.extend(figures.iter().map(|f| f.name().to_string()));
         t.row(head);
         for c in rows.iter().filter(|c| &c.factor == factor) {
             let phase = c.phase.as_ref().map_or(String::new(), |p| format!(", {p}"));
             let mut cells =
                 vec![format!("{} → {} ({} → {}{phase})", c.from, c.to, c.from_case, c.to_case), c.others.clone()];
-            cells.extend(CASE_FIGURES.iter().map(|f| case_change(c, *f).map_or("-".into(), starred)));
+            cells.extend(figures.iter().map(|f| case_change(c, *f).map_or("-".into(), starred)));
             t.row(cells);
         }
         out.push_str(&format!(

@@ -38,11 +38,19 @@ pub enum Figure {
     Max,
     /// Share of classified responses served by a cache (hit or stale), a fraction.
     HitRatio,
+    /// Flows of a scenario finished per second (every group's together).
+    FlowRate,
+    /// Share of flows whose every step succeeded, a fraction.
+    FlowSuccess,
+    /// Median flow latency (intended start of its first step to the end of its last).
+    FlowP50,
+    /// 99th percentile of flow latency.
+    FlowP99,
 }
 
 impl Figure {
     /// Every figure, in table order.
-    pub const ALL: [Figure; 11] = [
+    pub const ALL: [Figure; 15] = [
         Figure::Throughput,
         Figure::Success,
         Figure::Errors,
@@ -54,7 +62,15 @@ impl Figure {
         Figure::P999,
         Figure::Max,
         Figure::HitRatio,
+        Figure::FlowRate,
+        Figure::FlowSuccess,
+        Figure::FlowP50,
+        Figure::FlowP99,
     ];
+
+    /// The figures of a scenario's flows, in table order: shown, compared and checked beside
+    /// the headline once a run has flows.
+    pub const FLOWS: [Figure; 4] = [Figure::FlowRate, Figure::FlowSuccess, Figure::FlowP50, Figure::FlowP99];
 
     /// Its name in flags, tables and JSON keys' stems.
     pub fn name(self) -> &'static str {
@@ -70,25 +86,43 @@ impl Figure {
             Figure::P999 => "p999",
             Figure::Max => "max",
             Figure::HitRatio => "hit_ratio",
+            Figure::FlowRate => "flows",
+            Figure::FlowSuccess => "flow_success",
+            Figure::FlowP50 => "flow_p50",
+            Figure::FlowP99 => "flow_p99",
         }
     }
 
-    /// Whether it is a corrected-latency figure (µs).
+    /// Whether it is a corrected-latency figure (µs), of requests or of flows.
     pub fn is_latency(self) -> bool {
         matches!(
             self,
-            Figure::Mean | Figure::P50 | Figure::P90 | Figure::P95 | Figure::P99 | Figure::P999 | Figure::Max
+            Figure::Mean
+                | Figure::P50
+                | Figure::P90
+                | Figure::P95
+                | Figure::P99
+                | Figure::P999
+                | Figure::Max
+                | Figure::FlowP50
+                | Figure::FlowP99
         )
     }
 
-    /// The figure of a latency distribution, for latency figures.
+    /// Whether it is a figure of flows, read off [`RunSummary::flows_total`].
+    pub fn is_flow(self) -> bool {
+        Figure::FLOWS.contains(&self)
+    }
+
+    /// The figure of a latency distribution, for latency figures (a flow's of a flow
+    /// latency's).
     pub fn of_latency(self, l: &LatencyStats) -> Option<f64> {
         Some(match self {
             Figure::Mean => l.mean_us,
-            Figure::P50 => l.p50_us as f64,
+            Figure::P50 | Figure::FlowP50 => l.p50_us as f64,
             Figure::P90 => l.p90_us as f64,
             Figure::P95 => l.p95_us as f64,
-            Figure::P99 => l.p99_us as f64,
+            Figure::P99 | Figure::FlowP99 => l.p99_us as f64,
             Figure::P999 => l.p999_us as f64,
             Figure::Max => l.max_us as f64,
             _ => return None,
@@ -96,13 +130,18 @@ impl Figure {
     }
 
     /// Its value in `s`: per second, a fraction, a count or µs; `None` for a hit ratio when
-    /// no response was classified, and for a throughput over too few requests to be a rate.
+    /// no response was classified, for a throughput over too few requests to be a rate, and
+    /// for a flow figure of a run without flows (or, for a rate and a latency, none finished).
     pub fn of(self, s: &RunSummary) -> Option<f64> {
+        let flows = || s.flows_total.as_ref();
         match self {
             Figure::Throughput => s.throughput_per_sec,
             Figure::Success => Some(s.success_ratio),
             Figure::Errors => Some(s.requests.total.saturating_sub(s.requests.ok) as f64),
             Figure::HitRatio => s.cache.as_ref().map(|c| c.hit_ratio),
+            Figure::FlowRate => flows()?.flows_per_sec,
+            Figure::FlowSuccess => flows().map(|f| f.success_ratio),
+            Figure::FlowP50 | Figure::FlowP99 => self.of_latency(&flows().filter(|f| f.flows > 0)?.latency),
             latency => latency.of_latency(&s.latency.corrected),
         }
     }
@@ -124,8 +163,8 @@ impl Figure {
     /// For people: `12.3/s`, `99.50%`, `5`, `1.20ms`.
     pub fn show(self, v: f64) -> String {
         match self {
-            Figure::Throughput => format!("{v:.1}/s"),
-            Figure::Success => format!("{:.2}%", v * 100.0),
+            Figure::Throughput | Figure::FlowRate => format!("{v:.1}/s"),
+            Figure::Success | Figure::FlowSuccess => format!("{:.2}%", v * 100.0),
             Figure::HitRatio => format!("{:.1}%", v * 100.0),
             Figure::Errors => format!("{v:.0}"),
             _ => fmt_us(v),
@@ -139,6 +178,8 @@ impl Figure {
             Figure::Success => "success_percent".into(),
             Figure::HitRatio => "hit_ratio_percent".into(),
             Figure::Errors => "errors".into(),
+            Figure::FlowRate => "flows_per_sec".into(),
+            Figure::FlowSuccess => "flow_success_percent".into(),
             latency => format!("{}_ms", latency.name()),
         }
     }
@@ -146,7 +187,7 @@ impl Figure {
     /// A value in the unit of [`Figure::column`].
     pub fn in_column_unit(self, v: f64) -> f64 {
         match self {
-            Figure::Success | Figure::HitRatio => v * 100.0,
+            Figure::Success | Figure::HitRatio | Figure::FlowSuccess => v * 100.0,
             f if f.is_latency() => v / 1e3,
             _ => v,
         }
@@ -159,6 +200,8 @@ impl Figure {
             Figure::Success => "success_ratio".into(),
             Figure::HitRatio => "hit_ratio".into(),
             Figure::Errors => "errors".into(),
+            Figure::FlowRate => "flows_per_sec".into(),
+            Figure::FlowSuccess => "flow_success_ratio".into(),
             latency => format!("{}_us", latency.name()),
         }
     }

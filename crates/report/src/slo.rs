@@ -3,16 +3,26 @@
 //!
 //! # Grammar
 //! ```text
-//! slo     = [NAME ":"] metric op value
+//! slo     = [scope ":"] metric op value
+//! scope   = NAME | "flow:" GROUP
 //! metric  = p50 | p90 | p95 | p99 | p999 | max | mean      corrected latency, value a duration
 //!         | success                                        share of successful requests, value in %
 //!         | throughput                                     successes per second, value a rate (1000 or 1000/s)
 //!         | errors                                         failed requests (errors and 4xx/5xx), value a count
 //!         | hit_ratio                                      share served by a cache, value in %
+//!         | flow_p50 | flow_p99                            flow latency of every group, value a duration
+//!         | flow_success                                   share of flows that succeeded, value in %
+//!         | flows                                          flows finished per second, value a rate
+//!                                                          (with flow:GROUP:, that group's)
 //! op      = < | <= | > | >=
 //! ```
-//! `NAME:` restricts the objective to the requests of that name (`# name:` in a target file).
-//! The metrics are the [`Figure`]s every table, `compare` and `--fail-if` use.
+//! `NAME:` restricts the objective to the requests of that name (`# name:` in a target file,
+//! a step of a scenario). `flow:GROUP:` checks the flows of one group of a scenario instead of
+//! requests: latency is flow latency (from the flow's intended start to its last step's end),
+//! `success` the share of its flows that succeeded, `throughput` its successful flows per
+//! second of the group's duration, `errors` its failed flows (`flow:writers:p99<2s`,
+//! `flow:writers:success>=99%`). The metrics are the [`Figure`]s every table, `compare` and
+//! `--fail-if` use.
 
 use crate::figure::Figure;
 use barrage_metrics::summary::RunSummary;
@@ -40,11 +50,22 @@ impl Op {
     }
 }
 
+/// What an objective is checked on.
+#[derive(Clone, Debug, PartialEq)]
+enum Scope {
+    /// Every request of the run (and, for flow figures, every flow).
+    Run,
+    /// The requests of one name.
+    Name(String),
+    /// The flows of one group of a scenario.
+    Flow(String),
+}
+
 /// One objective, as given and as understood.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slo {
     text: String,
-    name: Option<String>,
+    scope: Scope,
     metric: Figure,
     op: Op,
     /// µs for latency, a fraction for success, per second for throughput, a count for errors.
@@ -57,10 +78,7 @@ impl FromStr for Slo {
     fn from_str(s: &str) -> Result<Self, String> {
         let text = s.trim();
         let bad = |why: String| format!("invalid --slo '{text}': {why}");
-        let (name, rest) = match text.split_once(':') {
-            Some((n, r)) if !n.trim().is_empty() => (Some(n.trim().to_string()), r.trim()),
-            _ => (None, text),
-        };
+        let (scope, rest) = scope(text).map_err(bad)?;
         let at = rest.find(['<', '>']).ok_or_else(|| bad("no comparison: expected <, <=, > or >=".into()))?;
         let (metric_text, after) = rest.split_at(at);
         let (op, value) = match after {
@@ -74,10 +92,46 @@ impl FromStr for Slo {
             return Err(bad(format!("unexpected '{}' after the comparison", &value[..1])));
         }
         let metric = metric(metric_text).ok_or_else(|| {
-            bad(format!("unknown metric '{metric_text}': expected p50, p90, p95, p99, p999, max, mean, success, throughput, errors or hit_ratio"))
+            let names: Vec<&str> = Figure::ALL.iter().map(|f| f.name()).collect();
+            bad(format!("unknown metric '{metric_text}': expected one of {}", names.join(", ")))
         })?;
+        match (&scope, metric) {
+            // A group's own flows per second are `flow:GROUP:flows`.
+            (Scope::Flow(_), Figure::FlowRate) | (Scope::Run, _) => {}
+            (Scope::Name(name), m) if m.is_flow() => {
+                return Err(bad(format!("{} is a figure of flows, not of the requests named '{name}'", m.name())))
+            }
+            (Scope::Flow(_), m) if m.is_flow() => {
+                let plain = m.name().trim_start_matches("flow_");
+                return Err(bad(format!("in flow:GROUP: write {plain}, not {}", m.name())));
+            }
+            (Scope::Flow(_), Figure::HitRatio) => return Err(bad("the hit ratio is not kept per flow group".into())),
+            _ => {}
+        }
         let bound = bound(metric, value).map_err(bad)?;
-        Ok(Slo { text: text.to_string(), name, metric, op, bound })
+        Ok(Slo { text: text.to_string(), scope, metric, op, bound })
+    }
+}
+
+/// The scope of an objective and the rest of its text. `flow:GROUP:` needs a second colon
+/// before the comparison: `flow:p99<1s` is an objective on the requests named `flow`.
+fn scope(text: &str) -> Result<(Scope, &str), String> {
+    let Some((first, rest)) = text.split_once(':') else { return Ok((Scope::Run, text)) };
+    let first = first.trim();
+    if first.is_empty() {
+        return Ok((Scope::Run, text));
+    }
+    let before_op = &rest[..rest.find(['<', '>']).unwrap_or(rest.len())];
+    match (first, before_op.split_once(':')) {
+        ("flow", Some((group, _))) => {
+            let group = group.trim();
+            if group.is_empty() {
+                return Err("no group after 'flow:': expected flow:GROUP:METRIC".into());
+            }
+            let rest = rest.split_once(':').map_or(rest, |(_, r)| r);
+            Ok((Scope::Flow(group.to_string()), rest.trim()))
+        }
+        _ => Ok((Scope::Name(first.to_string()), rest.trim())),
     }
 }
 
@@ -92,13 +146,13 @@ fn bound(metric: Figure, value: &str) -> Result<f64, String> {
         m if m.is_latency() => parse_duration(value)
             .map(|d| d.as_secs_f64() * 1e6)
             .map_err(|_| format!("'{value}' is not a duration such as 250ms or 1.5s")),
-        Figure::Success | Figure::HitRatio => value
+        Figure::Success | Figure::HitRatio | Figure::FlowSuccess => value
             .strip_suffix('%')
             .and_then(number)
             .filter(|p| *p <= 100.0)
             .map(|p| p / 100.0)
             .ok_or_else(|| format!("'{value}' is not a percentage such as 99.5%")),
-        Figure::Throughput => number(value.strip_suffix("/s").unwrap_or(value))
+        Figure::Throughput | Figure::FlowRate => number(value.strip_suffix("/s").unwrap_or(value))
             .ok_or_else(|| format!("'{value}' is not a rate such as 1000/s")),
         _ => number(value).filter(|n| n.fract() == 0.0).ok_or_else(|| format!("'{value}' is not a count such as 10")),
     }
@@ -119,26 +173,31 @@ pub struct SloResult {
 impl Slo {
     /// For a latency objective on all requests: its text and bound in ms, to draw on a curve.
     pub fn latency_bound_ms(&self) -> Option<(String, f64)> {
-        match (self.metric, &self.name) {
-            (m, None) if m.is_latency() => Some((self.text.clone(), self.bound / 1e3)),
+        match (self.metric, &self.scope) {
+            (m, Scope::Run) if m.is_latency() && !m.is_flow() => Some((self.text.clone(), self.bound / 1e3)),
             _ => None,
         }
     }
 
-    /// Checks the objective against `s`. A name that matched no request fails.
+    /// Checks the objective against `s`. A name or group that matched nothing fails.
     pub fn check(&self, s: &RunSummary) -> SloResult {
-        let (latency, ok, total, secs) = match &self.name {
-            None => (&s.latency.corrected, s.requests.ok, s.requests.total, s.duration.total_s),
-            Some(name) => match s.by_name.iter().find(|g| &g.name == name) {
+        let missing = |actual: String| SloResult { slo: self.text.clone(), actual, pass: false };
+        // The latency, successes, count and seconds the objective is checked on.
+        let (latency, ok, total, secs) = match (&self.scope, s.flows_total.as_ref()) {
+            (Scope::Run, Some(f)) if self.metric.is_flow() => (&f.latency, f.ok, f.flows, f.duration_s),
+            (Scope::Run, None) if self.metric.is_flow() => return missing("no flows in this run".into()),
+            (Scope::Run, _) => (&s.latency.corrected, s.requests.ok, s.requests.total, s.duration.total_s),
+            (Scope::Name(name), _) => match s.by_name.iter().find(|g| &g.name == name) {
                 Some(g) => (&g.latency, g.requests - g.failed, g.requests, s.duration.total_s),
-                None => {
-                    let actual = format!("no requests named '{name}'");
-                    return SloResult { slo: self.text.clone(), actual, pass: false };
-                }
+                None => return missing(format!("no requests named '{name}'")),
+            },
+            (Scope::Flow(group), _) => match s.flows.iter().find(|g| &g.name == group) {
+                Some(g) => (&g.latency, g.ok, g.flows, g.duration_s),
+                None => return missing(format!("no flow group named '{group}'")),
             },
         };
         let (value, shown) = match self.metric {
-            Figure::Success => {
+            Figure::Success | Figure::FlowSuccess => {
                 let r = if total > 0 { ok as f64 / total as f64 } else { 0.0 };
                 (r, format!("{:.3}%", r * 100.0))
             }
@@ -146,24 +205,23 @@ impl Slo {
                 let t = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
                 (t, format!("{t:.1}/s"))
             }
+            // Flows finished per second, as the Flows section and the tables show it.
+            Figure::FlowRate => {
+                let t = if secs > 0.0 { total as f64 / secs } else { 0.0 };
+                (t, format!("{t:.1}/s"))
+            }
             Figure::Errors => ((total - ok) as f64, (total - ok).to_string()),
-            Figure::HitRatio => match (&self.name, s.cache.as_ref()) {
-                (None, Some(c)) => (c.hit_ratio, Figure::HitRatio.show(c.hit_ratio)),
-                (None, None) => {
-                    let actual = "no response carried a cache status".to_string();
-                    return SloResult { slo: self.text.clone(), actual, pass: false };
-                }
-                (Some(_), _) => {
-                    let actual = "the hit ratio is not kept per name".to_string();
-                    return SloResult { slo: self.text.clone(), actual, pass: false };
-                }
+            Figure::HitRatio => match (&self.scope, s.cache.as_ref()) {
+                (Scope::Run, Some(c)) => (c.hit_ratio, Figure::HitRatio.show(c.hit_ratio)),
+                (Scope::Run, None) => return missing("no response carried a cache status".into()),
+                _ => return missing("the hit ratio is not kept per name".into()),
             },
             f => {
                 let v = f.of_latency(latency).unwrap_or(0.0);
                 (v, fmt_us(v))
             }
         };
-        // A run without requests meets no objective, whatever the numbers say.
+        // A run without requests (or flows) meets no objective, whatever the numbers say.
         let pass = total > 0 && self.op.holds(value, self.bound);
         SloResult { slo: self.text.clone(), actual: shown, pass }
     }

@@ -4,7 +4,8 @@
 //!
 //! A row is one run, or an experiment case over its repeats (mean ± standard deviation).
 //! Every table has the same headline [`Figure`]s, the cache's hit ratios when a cache
-//! answered, the phases when some were measured, the CPU and peak memory of every watched
+//! answered, the flow figures ([`Figure::FLOWS`]) when a run had a scenario's flows, the
+//! phases when some were measured, the CPU and peak memory of every watched
 //! process and of barrage, and a verdict that says when a row is built on failure or missed
 //! an objective, so that no such row looks like a plain result.
 //!
@@ -216,6 +217,7 @@ pub struct StudyTable {
 /// What columns a table has beside the headline figures, decided once from its rows.
 struct Columns {
     cache: bool,
+    flows: bool,
     background: bool,
     phases: Vec<&'static str>,
     processes: Vec<String>,
@@ -247,6 +249,7 @@ impl StudyTable {
         }
         Columns {
             cache: runs().any(|s| s.cache.is_some()),
+            flows: runs().any(|s| s.flows_total.is_some()),
             background: self.rows.iter().any(|r| !r.background.is_empty()),
             phases: PHASES.into_iter().filter(|p| self.rows.iter().any(|r| r.phase_mean_us(p).is_some())).collect(),
             processes,
@@ -277,6 +280,9 @@ impl StudyTable {
         head.extend(HEADLINE.iter().map(|f| f.name().to_string()));
         if c.cache {
             head.extend(["hit ratio".into(), "byte hit".into()]);
+        }
+        if c.flows {
+            head.extend(["flows/s", "flow success", "flow p50", "flow p99"].map(String::from));
         }
         if c.background {
             head.push("background".into());
@@ -316,14 +322,20 @@ impl StudyTable {
     fn text_row(&self, r: &StudyRow, c: &Columns) -> Vec<String> {
         let dash = || "-".to_string();
         let mut cells = r.labels.clone();
-        cells.extend(HEADLINE.iter().map(|f| match r.figure(*f) {
-            Some(s) if self.spread && *f != Figure::Success && *f != Figure::Errors => s.show(|v| f.show(v)),
+        let show = |f: &Figure| match r.figure(*f) {
+            Some(s) if self.spread && !matches!(f, Figure::Success | Figure::Errors | Figure::FlowSuccess) => {
+                s.show(|v| f.show(v))
+            }
             Some(s) => f.show(s.mean),
             None => dash(),
-        }));
+        };
+        cells.extend(HEADLINE.iter().map(show));
         if c.cache {
             cells.push(r.figure(Figure::HitRatio).map_or_else(dash, |s| Figure::HitRatio.show(s.mean)));
             cells.push(r.byte_hit_ratio().map_or_else(dash, |v| Figure::HitRatio.show(v)));
+        }
+        if c.flows {
+            cells.extend(Figure::FLOWS.iter().map(show));
         }
         if c.background {
             cells.push(r.background_throughput().map_or_else(dash, |s| format!("{:.0}/s", s.mean)));
@@ -355,6 +367,14 @@ impl StudyTable {
         if c.cache {
             head.extend(["hit_ratio_percent".into(), "byte_hit_ratio_percent".into()]);
         }
+        if c.flows {
+            for f in Figure::FLOWS {
+                head.push(f.column());
+                if self.spread {
+                    head.push(format!("{}_sd", f.column()));
+                }
+            }
+        }
         if c.background {
             head.push("background_throughput_per_sec".into());
         }
@@ -381,16 +401,22 @@ impl StudyTable {
         if self.offered_column.is_some() {
             cells.push(Cell::from(r.offered));
         }
-        for f in HEADLINE {
-            let s = r.figure(f);
-            cells.push(Cell::from(s.map(|s| f.in_column_unit(s.mean))));
-            if self.spread {
-                cells.push(Cell::from(s.map(|s| f.in_column_unit(s.sd))));
+        let figures = |figures: &[Figure], cells: &mut Vec<Cell>| {
+            for &f in figures {
+                let s = r.figure(f);
+                cells.push(Cell::from(s.map(|s| f.in_column_unit(s.mean))));
+                if self.spread {
+                    cells.push(Cell::from(s.map(|s| f.in_column_unit(s.sd))));
+                }
             }
-        }
+        };
+        figures(&HEADLINE, &mut cells);
         if c.cache {
             cells.push(Cell::from(r.figure(Figure::HitRatio).map(|s| s.mean * 100.0)));
             cells.push(Cell::from(r.byte_hit_ratio().map(|v| v * 100.0)));
+        }
+        if c.flows {
+            figures(&Figure::FLOWS, &mut cells);
         }
         if c.background {
             cells.push(Cell::from(r.background_throughput().map(|s| s.mean)));
@@ -423,7 +449,7 @@ impl StudyTable {
             o.insert("offered".into(), json!(r.offered));
         }
         let mut sd = Map::new();
-        for f in HEADLINE.into_iter().chain([Figure::HitRatio]) {
+        for f in HEADLINE.into_iter().chain([Figure::HitRatio]).chain(Figure::FLOWS) {
             let s = r.figure(f);
             o.insert(f.json_key(), json!(s.map(|s| s.mean)));
             if let Some(s) = s.filter(|s| s.n > 1) {

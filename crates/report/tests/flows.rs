@@ -8,7 +8,7 @@ use barrage_metrics::file::{GroupInfo, IntervalRecord, Mode, ResultsWriter, RunF
 use barrage_metrics::recorder::{new_histogram, FlowFailure};
 use barrage_metrics::summary::{summarize, FlowSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
-use barrage_report::{Cell, Report};
+use barrage_report::{Cell, Figure, Report, Slo, StudyRow, StudyTable};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -491,4 +491,127 @@ fn a_run_whose_flows_mostly_failed_is_not_a_result() {
     (all.ok, all.success_ratio) = (0, 0.0);
     assert_eq!(barrage_report::study::run_verdict(&s), "FAILED: all 50 flows failed (mostly check failed)");
     assert!(barrage_report::text(&s, false).contains("\nFAILED: all 50 flows failed"));
+}
+
+#[test]
+fn flow_objectives_pass_and_fail_on_known_values() {
+    let (_dir, s) = summary(&[FAILING]);
+    let w = writer_histogram(FAILING);
+    let p99 = w.value_at_quantile(0.99);
+    let above = format!("flow:writers:p99<{}us", p99 + 1);
+    let at = format!("flow:writers:p99<{p99}us");
+    let table = [
+        (above.as_str(), true, us(p99)),
+        (at.as_str(), false, us(p99)),
+        ("flow:writers:success>=99%", false, "92.500%".into()),
+        ("flow:writers:success>=92.5%", true, "92.500%".into()),
+        ("flow:readers:success>=99%", true, "100.000%".into()),
+        ("flow:readers:p50<6ms", true, us(reader_histogram().value_at_quantile(0.5))),
+        ("flow:readers:throughput>=5/s", true, "5.0/s".into()),
+        ("flow:writers:throughput>=10/s", false, format!("{:.1}/s", 37.0 / 4.0)),
+        ("flow:writers:flows>=10/s", true, "10.0/s".into()),
+        ("flow:writers:errors<=3", true, "3".into()),
+        ("flow:nobody:p99<1s", false, "no flow group named 'nobody'".into()),
+        ("flow_success>=94%", true, "94.000%".into()),
+        ("flow_p99<1s", true, us(p99)),
+        // Steps are requests by name, as before.
+        ("writers/get:errors<2", false, "2".into()),
+    ];
+    for (text, pass, actual) in table {
+        let r = text.parse::<Slo>().unwrap_or_else(|e| panic!("{e}")).check(&s);
+        assert_eq!((r.pass, r.actual.as_str()), (pass, actual.as_str()), "{text}");
+    }
+    let mut plain = s.clone();
+    (plain.flows, plain.flows_total) = (Vec::new(), None);
+    let r = "flow_p99<1s".parse::<Slo>().unwrap().check(&plain);
+    assert_eq!((r.pass, r.actual.as_str()), (false, "no flows in this run"));
+    // `flow:` with a single colon is still a name: requests named "flow".
+    let r = "flow:p99<1s".parse::<Slo>().unwrap().check(&s);
+    assert_eq!(r.actual, "no requests named 'flow'");
+}
+
+#[test]
+fn malformed_flow_objectives_name_the_problem() {
+    let table = [
+        ("flow::p99<1s", "no group after 'flow:'"),
+        ("flow:writers:hit_ratio>50%", "the hit ratio is not kept per flow group"),
+        ("flow:writers:flow_p99<1s", "in flow:GROUP: write p99, not flow_p99"),
+        ("get:flow_success>99%", "flow_success is a figure of flows, not of the requests named 'get'"),
+        ("flow:writers:p98<1s", "unknown metric 'p98'"),
+        ("flow:writers:success>=99", "'99' is not a percentage"),
+    ];
+    for (text, want) in table {
+        let e = text.parse::<Slo>().unwrap_err();
+        assert!(e.starts_with(&format!("invalid --slo '{text}'")) && e.contains(want), "{text}: {e}");
+    }
+}
+
+/// An experiment over scenario runs: its table shows the flow figures, its comparisons
+/// compare them, and both match their schemas.
+#[test]
+fn study_tables_and_comparisons_carry_the_flow_figures() {
+    let (_a, failing) = summary(&[FAILING]);
+    let (_b, clean) = summary(&[CLEAN]);
+    let mut t = StudyTable::new("matrix", &["case", "workers"]);
+    t.spread = true;
+    t.rows.push(StudyRow::new(vec!["TC0".into(), "10/s".into()], vec![failing.clone(), failing.clone()]));
+    t.rows.push(StudyRow::new(vec!["TC1".into(), "6/s".into()], vec![clean.clone()]));
+    t.planned = 2;
+    let text = t.to_text();
+    let heads = row(&text, "case");
+    assert!(heads.windows(2).any(|w| w == ["flow", "p99"]) && heads.contains(&"flows/s"), "{text}");
+    let tc0 = row(&text, "TC0");
+    assert!(tc0.contains(&"94.00%") && tc0.contains(&"12.5/s"), "{text}");
+    let all = |s: &RunSummary| s.flows_total.clone().unwrap();
+    let sheet = t.sheet();
+    let tc1 = cells(&sheet, "TC1");
+    assert_eq!(tc1["flow_success_percent"], Cell::Number(100.0));
+    assert_eq!(tc1["flow_p99_ms"], Cell::Number(all(&clean).latency.p99_us as f64 / 1e3));
+    assert_eq!(tc1["flows_per_sec"], Cell::Number(all(&clean).flows_per_sec.unwrap()));
+    assert_eq!(Figure::FlowP50.of(&failing), Some(all(&failing).latency.p50_us as f64));
+
+    let pooled = |runs: Vec<RunSummary>| barrage_report::compare::pool(runs);
+    let runs = [
+        ("TC0".to_string(), pooled(vec![failing.clone(), failing.clone()])),
+        ("TC1".to_string(), pooled(vec![clean.clone()])),
+    ];
+    let comparison = barrage_report::compare::compare(&runs, 0.05);
+    let flow_success = comparison.rows.iter().find(|r| r.metric == Figure::FlowSuccess).expect("flow rows");
+    assert_eq!((flow_success.baseline, flow_success.changes[0].value), (0.94, 1.0));
+    let e = barrage_report::ExperimentReport {
+        name: "albums".into(),
+        repeats: 2,
+        compare: vec!["workers".into()],
+        table: t,
+        comparisons: vec![barrage_report::compare::CaseComparison {
+            factor: "workers".into(),
+            from: "10/s".into(),
+            to: "6/s".into(),
+            others: String::new(),
+            from_case: "TC0".into(),
+            to_case: "TC1".into(),
+            phase: None,
+            comparison,
+        }],
+    };
+    let report = Report::Experiment(&e);
+    let text = report.text(false);
+    assert!(text.contains("flow_success") && text.contains("flow_p99"), "the comparisons compare the flows: {text}");
+    let sheets = report.sheets();
+    assert!(sheets[1].header.contains(&"flow_p99_change_percent".to_string()), "{:?}", sheets[1].header);
+    let json: Value = serde_json::from_str(&report.json()).unwrap();
+    assert_valid(&validator("study.schema.json"), &json);
+    assert_valid(&validator("comparison.schema.json"), &json["comparisons"][0]["comparison"]);
+    let matrix = &json["matrix"];
+    assert_eq!(matrix[1]["flow_success_ratio"], 1.0);
+    assert_eq!(matrix[0]["flow_p99_us"].as_f64(), Some(all(&failing).latency.p99_us as f64));
+    // A study without flows has null flow figures and no flow columns.
+    let mut plain = StudyTable::new("sweep", &["level"]);
+    let mut s = clean.clone();
+    (s.flows, s.flows_total) = (Vec::new(), None);
+    plain.rows.push(StudyRow::new(vec!["1".into()], vec![s]));
+    assert!(!plain.to_text().contains("flow"));
+    assert!(plain.json_rows()[0]["flow_p99_us"].is_null());
+    // `--fail-if` takes the flow figures too.
+    assert!("flow_p99>+10%".parse::<barrage_report::compare::FailIf>().is_ok());
 }
