@@ -23,6 +23,21 @@ fn totals(path: &Path) -> (barrage_metrics::RunHeader, Recorder) {
 
 /// Runs `barrage run --scenario FILE ARGS -o DIR/run.brg`, which must succeed.
 pub fn run_scenario(dir: &Path, scenario: &str, args: &[&str]) -> (barrage_metrics::RunHeader, Recorder) {
+    run_scenario_ending(dir, scenario, args, None)
+}
+
+/// [`run_scenario`] of a run built on failed flows: it must end with exit code 3 and say
+/// why (`want`) in one line, its results kept.
+fn run_failing_scenario(dir: &Path, scenario: &str, args: &[&str], want: &str) -> Recorder {
+    run_scenario_ending(dir, scenario, args, Some(want)).1
+}
+
+fn run_scenario_ending(
+    dir: &Path,
+    scenario: &str,
+    args: &[&str],
+    failure: Option<&str>,
+) -> (barrage_metrics::RunHeader, Recorder) {
     let file = dir.join("scenario.toml");
     std::fs::write(&file, scenario).unwrap();
     let out = dir.join("run.brg");
@@ -31,7 +46,14 @@ pub fn run_scenario(dir: &Path, scenario: &str, args: &[&str]) -> (barrage_metri
         .args(args)
         .output()
         .unwrap();
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    match failure {
+        None => assert!(result.status.success(), "{stderr}"),
+        Some(want) => {
+            assert_eq!(result.status.code(), Some(3), "{stderr}");
+            assert!(stderr.contains("not a result") && stderr.contains(want), "{stderr}");
+        }
+    }
     totals(&out)
 }
 
@@ -123,7 +145,8 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let (origin, img) = album_origin(dir.path());
     let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumId", 200);
-    let (_, total) = run_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"]);
+    let want = "flows failed (mostly capture failed)";
+    let total = run_failing_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"], want);
     let flows = key(&total.flows, "album");
     let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
     assert!(flows.requests > 5);
@@ -140,7 +163,8 @@ fn a_status_check_that_does_not_hold_fails_the_flow_as_check_failed() {
     let dir = tempfile::tempdir().unwrap();
     let (origin, img) = album_origin(dir.path());
     let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumID", 201);
-    let (_, total) = run_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"]);
+    let want = "flows failed (mostly check failed)";
+    let total = run_failing_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"], want);
     let flows = key(&total.flows, "album");
     let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
     assert!(flows.requests > 5);
@@ -186,6 +210,15 @@ duration = "2s"
     assert_eq!(key(&total.names, "late/api").requests, 40);
     assert_eq!(header.groups[1].start_ms, 1000);
     assert_eq!(header.groups[1].end_ms, Some(3000));
+    // The report gives each group's rate over its own window, against what it was asked.
+    let summary = barrage_metrics::summary::summarize(&[dir.path().join("run.brg")]).unwrap();
+    for (group, asked) in [("steady", 40.0), ("late", 20.0)] {
+        let g = summary.flows.iter().find(|f| f.name == group).unwrap();
+        let ran = g.flows_per_sec.unwrap();
+        assert_eq!(g.asked_per_sec, Some(asked));
+        assert!((ran - asked).abs() <= asked * 0.01, "{group}: {ran}/s of {asked}/s over {} s", g.duration_s);
+    }
+    assert!(summary.warnings.iter().all(|w| !w.contains("group")), "{:?}", summary.warnings);
     // The late group sent nothing before its start, and everything within its window.
     let text = std::fs::read_to_string(&log).unwrap();
     let start_us = header.started_unix_ms * 1000;
@@ -324,7 +357,7 @@ url = "http://{addr}/bytes/2"
         addr = origin.addr
     );
     let started = std::time::Instant::now();
-    let (_, total) = run_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"]);
+    let total = run_failing_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"], "no flow finished");
     assert!(started.elapsed() < std::time::Duration::from_millis(3500), "took {:?}", started.elapsed());
     let flows = key(&total.flows, "slow");
     assert_eq!((flows.requests, flows.flow.unfinished, flows.flow.skipped), (0, 2, 0));

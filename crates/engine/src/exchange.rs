@@ -290,12 +290,7 @@ struct FlowLog<'a> {
 /// How a step's verdict fails its flow, counted under the step's `key`.
 /// When group `g`'s window ends: its own end or the attack's, whichever comes first.
 pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
-    let group = &w.plan.scenario.as_deref()?.groups[g];
-    let own = group.duration.map(|d| group.start.saturating_add(d));
-    match (own, w.attack_limit) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    crate::own_end(&w.plan.scenario.as_deref()?.groups[g], w.attack_limit)
 }
 
 /// `status_ok`: the step's last response was a success (else it counted as failed already).

@@ -198,7 +198,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         steps,
         threads: threads as u32,
         insecure: plan.tls.insecure,
-        groups: plan.scenario.as_deref().map(group_infos).unwrap_or_default(),
+        groups: plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default(),
     }
 }
 
@@ -211,8 +211,17 @@ fn urls(plan: &Plan) -> Vec<String> {
     }
 }
 
+/// When a group's window ends: its own end or the run's, whichever comes first.
+pub(crate) fn own_end(g: &barrage_plan::flow::Group, run: Option<Duration>) -> Option<Duration> {
+    let own = g.duration.map(|d| g.start.saturating_add(d));
+    match (own, run) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// What each group of a scenario was asked to do, for the header.
-fn group_infos(s: &barrage_plan::flow::Scenario) -> Vec<barrage_metrics::GroupInfo> {
+fn group_infos(s: &barrage_plan::flow::Scenario, run_end: Option<Duration>) -> Vec<barrage_metrics::GroupInfo> {
     s.groups
         .iter()
         .map(|g| {
@@ -241,7 +250,7 @@ fn group_infos(s: &barrage_plan::flow::Scenario) -> Vec<barrage_metrics::GroupIn
                 rate,
                 workers,
                 start_ms: g.start.as_millis() as u64,
-                end_ms: g.duration.map(|d| (g.start + d).as_millis() as u64),
+                end_ms: own_end(g, run_end).map(|d| d.as_millis() as u64),
             }
         })
         .collect()

@@ -343,6 +343,9 @@ pub struct FlowSummary {
     pub skipped_steps: u64,
     /// Open loop: flow arrivals due that never started (every slot stayed busy).
     pub dropped: u64,
+    /// Flows the end of the group's window stopped before their last step (not finished).
+    #[serde(default)]
+    pub unfinished: u64,
     /// Flows finished per second of `duration_s`; `None` under [`MIN_RATE_REQUESTS`] flows.
     pub flows_per_sec: Option<f64>,
     /// Open loop at a constant rate: flows asked per second; `None` otherwise (and for every
@@ -1081,11 +1084,20 @@ fn flow_summaries(
     let mut asked: Vec<AskedGroup> = Vec::new();
     for r in readers {
         let offset = r.header().started_unix_ms - origin;
-        // A group without an end runs to the end of its run's attack, and none runs past it
-        // (a run stopped early); a killed run's attack is what its intervals cover.
-        let run_end = r.footer().map_or(attack_ms, |f| f.attack_us / 1000);
+        // A group without an end runs to the end of its run's attack. A group with one ran
+        // to it (the attack ends with its last send, up to one arrival before the window's
+        // end), unless the run was stopped early: then to where the attack stopped; a killed
+        // run's attack is what its intervals cover.
+        let (run_end, stopped) = match r.footer() {
+            Some(f) => (f.attack_us / 1000, f.interrupted),
+            None => (attack_ms, true),
+        };
         for g in &r.header().groups {
-            let end = g.end_ms.unwrap_or(run_end).min(run_end).max(g.start_ms);
+            let end = match (g.end_ms, stopped) {
+                (Some(end), false) => end,
+                (end, _) => end.unwrap_or(run_end).min(run_end),
+            };
+            let end = end.max(g.start_ms);
             let (start_ms, end_ms) = (offset + g.start_ms, offset + end);
             match asked.iter_mut().find(|a| a.name == g.name) {
                 Some(a) => {
@@ -1154,6 +1166,7 @@ fn flow_summaries(
         m.capture_failed += t.capture_failed;
         m.skipped += t.skipped;
         m.dropped += t.dropped;
+        m.unfinished += t.unfinished;
     }
     let start = asked.iter().map(|a| a.start_ms).min().unwrap_or(0);
     let end = asked.iter().map(|a| a.end_ms).max().unwrap_or(0);
@@ -1180,6 +1193,7 @@ fn flow_summary(k: &crate::recorder::KeyedStats, start_ms: u64, end_ms: u64, rat
         request_failed: k.failed.saturating_sub(c.check_failed + c.capture_failed),
         skipped_steps: c.skipped,
         dropped: c.dropped,
+        unfinished: c.unfinished,
         flows_per_sec: per_sec(k.requests, k.requests, duration_s),
         asked_per_sec: rate,
         latency: LatencyStats::of(&k.latency),
@@ -1215,6 +1229,12 @@ fn flow_check(s: &RunSummary) -> Vec<String> {
             )),
             _ if g.dropped > 0 => w.push(format!("group {}: {}", g.name, &dropped[2..])),
             _ => {}
+        }
+        if g.unfinished > 0 {
+            w.push(format!(
+                "group {}: {} flow(s) were still running when the group's window ended and are not counted as finished",
+                g.name, g.unfinished
+            ));
         }
     }
     w

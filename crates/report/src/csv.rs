@@ -181,6 +181,7 @@ pub fn flows_sheet(s: &RunSummary) -> Sheet {
         "request_failed",
         "skipped_steps",
         "dropped",
+        "unfinished",
         "flows_per_sec",
         "asked_per_sec",
     ];
@@ -205,6 +206,7 @@ pub fn flows_sheet(s: &RunSummary) -> Sheet {
             Cell::from(f.request_failed),
             Cell::from(f.skipped_steps),
             Cell::from(f.dropped),
+            Cell::from(f.unfinished),
             Cell::from(f.flows_per_sec),
             Cell::from(f.asked_per_sec),
         ];

@@ -261,6 +261,7 @@ pub(crate) fn flows(s: &RunSummary) -> Option<Section> {
         "request failed",
         "steps skipped",
         "dropped",
+        "unfinished",
         "mean",
         "p50",
         "p99",
@@ -274,7 +275,7 @@ pub(crate) fn flows(s: &RunSummary) -> Option<Section> {
         table.row(flow_cells(f));
     }
     let notes = vec![
-        "(flow latency is corrected: from each flow's intended start to its last step's end; flows/s: flows finished per second of the group's own duration; request failed: a request had no response, or a status no check allowed; steps skipped: never sent after an earlier step failed; dropped: arrivals due that never started)".into(),
+        "(flow latency is corrected: from each flow's intended start to its last step's end; flows/s: flows finished per second of the group's own duration; request failed: a request had no response, or a status no check allowed; steps skipped: never sent after an earlier step failed; dropped: arrivals due that never started; unfinished: stopped by the end of the group's window before their last step)".into(),
     ];
     Some(Section { title: "Flows", table, notes })
 }
@@ -296,6 +297,7 @@ fn flow_cells(f: &FlowSummary) -> Vec<String> {
         thousands(f.request_failed),
         thousands(f.skipped_steps),
         thousands(f.dropped),
+        thousands(f.unfinished),
         fmt_us(f.latency.mean_us),
         us(f.latency.p50_us),
         us(f.latency.p99_us),

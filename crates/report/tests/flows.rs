@@ -257,7 +257,7 @@ fn the_text_and_html_reports_show_the_flows_and_the_step_columns() {
     let heads = row(&text, "Flows");
     assert_eq!(heads[..4], ["Flows", "flow", "asked", "flows"], "{text}");
     let writers = row(&text, "writers ");
-    let want = ["writers", "album", "10", "flows/s", "40", "10.00/s", "92.50%", "1", "1", "1", "1", "2"];
+    let want = ["writers", "album", "10", "flows/s", "40", "10.00/s", "92.50%", "1", "1", "1", "1", "2", "0"];
     assert_eq!(writers[..want.len()], want, "{text}");
     assert_eq!(writers[want.len()..], [mean.as_str(), &p50, &p99, &max], "{text}");
     let readers = row(&text, "readers ");
@@ -349,7 +349,7 @@ fn csv_and_xlsx_carry_the_flows_and_the_step_columns() {
     // --csv-dir writes each sheet as it is.
     let csv = barrage_report::to_csv(&flows);
     let line = csv.lines().find(|l| l.starts_with("writers,")).unwrap();
-    assert!(line.starts_with("writers,album,post > get,10 flows/s,0,4,40,37,3,0.925,1,1,1,1,2,10,10,"), "{line}");
+    assert!(line.starts_with("writers,album,post > get,10 flows/s,0,4,40,37,3,0.925,1,1,1,1,2,0,10,10,"), "{line}");
 
     // The workbook holds the same cells.
     use calamine::{open_workbook_auto, Data, Reader};
