@@ -287,13 +287,13 @@ struct FlowLog<'a> {
     key: &'a [u8],
 }
 
-/// How a step's verdict fails its flow, counted under the step's `key`.
 /// When group `g`'s window ends: its own end or the attack's, whichever comes first.
 pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
     crate::own_end(&w.plan.scenario.as_deref()?.groups[g], w.attack_limit)
 }
 
-/// `status_ok`: the step's last response was a success (else it counted as failed already).
+/// How a step's verdict fails its flow, counted under the step's `key`. `status_ok`: the
+/// step's last response was a success (else it counted as failed already).
 fn step_failure(w: &Worker, key: &[u8], verdict: Verdict, status_ok: bool) -> Option<FlowFailure> {
     let failure = match verdict {
         Verdict::Ok => return None,
@@ -456,16 +456,7 @@ impl Slot {
             }
             if failure.is_some() {
                 skipped += 1;
-                w.recorder.borrow_mut().names.skip(&keys.steps[s]);
-                if let Some(log) = &w.log {
-                    self.log_skipped(
-                        &mut log.borrow_mut(),
-                        w,
-                        &w.targets[step.target],
-                        &keys.steps[s],
-                        (flow_id, index),
-                    );
-                }
+                self.skip(w, &keys.steps[s], step, (flow_id, index));
                 continue;
             }
             let step_job =
@@ -526,27 +517,26 @@ impl Slot {
         log.row(&row, sample);
     }
 
-    /// A step that was not sent: a row without times, so no step vanishes from the log.
-    fn log_skipped(
-        &self,
-        log: &mut crate::reqlog::LogHandle,
-        w: &Worker,
-        t: &Prepared,
-        key: &[u8],
-        (id, step): (u64, usize),
-    ) {
+    /// Counts a step not sent because its flow failed before it, under its `key`, and logs
+    /// it as the `index`th step of flow `id`: a row without times, so no step vanishes from
+    /// the log.
+    fn skip(&self, w: &Worker, key: &[u8], step: &Step, (id, index): (u64, usize)) {
+        w.recorder.borrow_mut().names.skip(key);
+        let Some(log) = &w.log else { return };
+        // Never filled: the URL as written, `{{albumID}}` and all.
+        let url = w.redaction.url(&step.url_text);
         let row = crate::reqlog::Row {
             run_start_unix_us: w.start_unix_us,
             worker: self.worker,
             name: Some(std::str::from_utf8(key).unwrap_or("")),
-            method: t.method.as_str(),
-            url: &t.url_text,
+            method: w.targets[step.target].method.as_str(),
+            url: &url,
             id: None,
             attempt: 0,
             backend: None,
-            flow: Some(crate::reqlog::FlowCols { id, step, outcome: "skipped" }),
+            flow: Some(crate::reqlog::FlowCols { id, step: index, outcome: "skipped" }),
         };
-        log.skipped(&row, w.start.elapsed());
+        log.borrow_mut().skipped(&row, w.start.elapsed());
     }
 
     fn failed(&mut self, w: &Worker, f: Failure) -> Done {
