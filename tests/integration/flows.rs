@@ -146,7 +146,9 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     let (origin, img) = album_origin(dir.path());
     let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumId", 200);
     let want = "flows failed (mostly capture failed)";
-    let total = run_failing_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"], want);
+    let log = dir.path().join("log.jsonl");
+    let args = ["-c", "2", "-d", "1s", "--log", log.to_str().unwrap()];
+    let total = run_failing_scenario(dir.path(), &scenario, &args, want);
     let flows = key(&total.flows, "album");
     let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
     assert!(flows.requests > 5);
@@ -156,6 +158,21 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     assert_eq!((get.requests, get.flow.skipped), (0, flows.requests));
     assert_eq!(total.counts.ok, post.requests, "the requests themselves succeeded");
     assert_eq!(album_counts(origin.addr)["read"].as_u64(), Some(0));
+    // The log says why each flow failed, and shows every skipped step with no status.
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let outcome =
+        |name: &str| rows.iter().filter(|r| r["name"] == name).map(|r| r["outcome"].clone()).collect::<Vec<_>>();
+    assert!(outcome("post-album").iter().all(|o| o == "capture_failed:albumID"));
+    let skipped: Vec<_> = rows.iter().filter(|r| r["name"] == "get-album").collect();
+    assert_eq!(skipped.len() as u64, flows.requests);
+    for r in skipped {
+        assert_eq!(
+            (&r["outcome"], &r["status"], &r["step_index"]),
+            (&"skipped".into(), &serde_json::Value::Null, &1.into())
+        );
+        assert!(r["url"].as_str().unwrap().ends_with("/albums/{{albumID}}"), "{r}");
+    }
 }
 
 #[test]
