@@ -381,3 +381,49 @@ url = "http://{addr}/bytes/2"
     assert_eq!(key(&total.names, "one").requests, 2);
     assert!(total.names.iter().all(|k| k.name != "two"), "step two was never sent");
 }
+
+/// A group whose window would open after the run's end never runs: the run still ends on
+/// time (an open-loop group waiting for its start once held it, deaf to Ctrl-C), says so
+/// on stderr and in the report, and the flows of all groups are counted over the time the
+/// groups that ran had.
+#[test]
+fn a_group_that_starts_after_the_end_never_runs_and_the_report_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    let scenario = format!(
+        r#"
+[[flow.f.step]]
+name = "get"
+url = "http://{addr}/bytes/1"
+
+[group.now]
+flow = "f"
+rate = 20
+
+[group.later]
+flow = "f"
+rate = 50
+start = "100h"
+"#,
+        addr = origin.addr
+    );
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let out_file = dir.path().join("run.brg");
+    let started = std::time::Instant::now();
+    let out = barrage()
+        .args(["run", "--scenario", file.to_str().unwrap(), "-d", "1s", "-o", out_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(
+        stderr.contains("group later of --scenario starts at 360000s") && stderr.contains("it will not run"),
+        "{stderr}"
+    );
+    let s = barrage_metrics::summary::summarize(&[out_file]).unwrap();
+    assert!(s.warnings.iter().any(|w| w.starts_with("group later: never ran")), "{:?}", s.warnings);
+    let all = s.flows_total.as_ref().unwrap();
+    assert_eq!((all.flows, all.duration_s), (20, 1.0));
+}

@@ -12,6 +12,7 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// The job of `a`: its plan, watches, `--at` commands and logs; results to `-o`.
 pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
     let plan = plan(a)?;
+    slo_scopes(&a.gates.slo, &plan)?;
     let mut job = Job::new(plan);
     job.watch = barrage_study::watch::watches(&a.watch.monitor, a.watch.testbed.as_deref(), &job.plan)
         .map_err(anyhow::Error::msg)?;
@@ -21,6 +22,37 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
     job.hdr_log = a.output.hdr_log.clone();
     job.redaction = redaction(&a.output);
     Ok(job)
+}
+
+/// An objective on a scenario's group or step that does not exist is refused before the
+/// run, not found missing after it.
+fn slo_scopes(slos: &[barrage_report::Slo], plan: &Plan) -> anyhow::Result<()> {
+    let Some(s) = plan.scenario.as_deref() else {
+        if let Some(slo) = slos.iter().find(|slo| matches!(slo.scope(), Some((true, _)))) {
+            anyhow::bail!("--slo '{}': flow objectives need a --scenario", slo.text());
+        }
+        return Ok(());
+    };
+    let groups: Vec<&str> = s.groups.iter().map(|g| g.name.as_str()).collect();
+    let steps: Vec<String> = (0..s.groups.len())
+        .flat_map(|g| s.flows[s.groups[g].flow].steps.iter().map(move |st| s.step_key(g, st)))
+        .collect();
+    for slo in slos {
+        let (known, what): (Vec<&str>, &str) = match slo.scope() {
+            None => continue,
+            Some((true, _)) => (groups.clone(), "group"),
+            Some((false, _)) => (steps.iter().map(String::as_str).collect(), "step"),
+        };
+        let name = slo.scope().map_or("", |(_, n)| n);
+        if !known.contains(&name) {
+            anyhow::bail!(
+                "--slo '{}': the scenario has no {what} {name} (its {what}s: {})",
+                slo.text(),
+                known.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// How `--no-redact` and `--redact-header` keep secrets out of the run's outputs.
@@ -58,6 +90,13 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         Some(path) => {
             let (s, targets) =
                 barrage_plan::scenario::read(path, &r.vars, &load).map_err(|e| anyhow::anyhow!("--scenario {e}"))?;
+            if (l.rate.is_some() || l.concurrency.is_some()) && s.groups.iter().all(|g| g.own_load) {
+                anyhow::bail!(
+                    "{}: every group of --scenario {} has its own rate or concurrency: the flags' load would apply to none",
+                    if l.rate.is_some() { "--rate" } else { "-c" },
+                    path.display()
+                );
+            }
             // The groups' loads replace the flags'; the plan's load only sums them up.
             load = barrage_plan::scenario::overall_load(&s);
             (targets, Some(std::sync::Arc::new(s)))
@@ -125,6 +164,14 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         scenario,
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    if let (Some(s), Some(end)) = (plan.scenario.as_deref(), plan.attack_limit()) {
+        for g in s.groups.iter().filter(|g| g.start >= end) {
+            eprintln!(
+                "barrage: warning: group {} of --scenario starts at {:?}, when the run has ended ({:?}): it will not run",
+                g.name, g.start, end
+            );
+        }
+    }
     let (connections, flag) = match &plan.load {
         Load::Closed { concurrency, .. } => (*concurrency, "-c"),
         Load::Open { max_in_flight, .. } if l.max_in_flight.is_some() => (*max_in_flight, "--max-in-flight"),

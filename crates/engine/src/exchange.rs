@@ -308,6 +308,9 @@ fn step_failure(w: &Worker, key: &[u8], verdict: Verdict, status_ok: bool) -> Op
 /// A slot: at most one request at a time, on its own connection.
 pub struct Slot {
     conn: Option<(usize, Conn)>,
+    /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
+    /// so a millisecond timer's oversleep would count in its latency. Made at the first.
+    timer: Option<crate::thread::PreciseTimer>,
     /// Worker (closed loop) or slot (open loop) number within the run, for the log.
     worker: usize,
 }
@@ -330,7 +333,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, worker }
+        Slot { conn: None, timer: None, worker }
     }
 
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
@@ -478,8 +481,8 @@ impl Slot {
             if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
                 intended += Scenario::think(&mut state, think);
                 let wake = end.map_or(intended, |end| intended.min(end));
-                tokio::time::sleep_until(tokio::time::Instant::from_std(crate::thread::instant_at(w.start, wake)))
-                    .await;
+                let timer = self.timer.get_or_insert_with(crate::thread::PreciseTimer::new);
+                timer.sleep_until(crate::thread::instant_at(w.start, wake)).await;
             }
         }
         let latency = w.start.elapsed().saturating_sub(job.intended);

@@ -169,7 +169,8 @@ fn unix_ms(t: SystemTime) -> u64 {
 }
 
 fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> RunHeader {
-    let (mode, steps) = match &plan.load {
+    let groups = plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default();
+    let (mode, mut steps) = match &plan.load {
         Load::Open { pacer, .. } => {
             let step_len = match pacer {
                 Pacer::Steps { step, .. } => *step,
@@ -187,6 +188,11 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
             (Mode::Closed, vec![StepInfo { label: format!("{concurrency} workers"), start_ms: 0 }])
         }
     };
+    if !groups.is_empty() {
+        // The plan's load only sums the groups up: say what each was asked.
+        let each: Vec<String> = groups.iter().map(|g| format!("{} {}", g.name, g.load)).collect();
+        steps = vec![StepInfo { label: format!("scenario: {}", each.join(", ")), start_ms: 0 }];
+    }
     RunHeader {
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
         started_unix_ms,
@@ -198,7 +204,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         steps,
         threads: threads as u32,
         insecure: plan.tls.insecure,
-        groups: plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default(),
+        groups,
     }
 }
 

@@ -214,11 +214,17 @@ async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> Lo
 /// A scenario: every group's load loop at once, each in its own window.
 async fn groups(w: &Rc<Worker>) -> LoadOutcome {
     let scenario = w.plan.scenario.clone().expect("a scenario run");
-    let loops = scenario.groups.iter().enumerate().map(|(g, group)| {
+    let loops = scenario.groups.iter().enumerate().filter_map(|(g, group)| {
         let window = Window { start: group.start, end: crate::exchange::group_end(w, g) };
+        // A group that would start after the run's end never runs (the report says so).
+        if window.end.is_some_and(|end| end <= window.start) {
+            return None;
+        }
         let w = w.clone();
         let scenario = scenario.clone();
-        tokio::task::spawn_local(async move { run_load(&w, &scenario.groups[g].load, window, Work::Flows(g)).await })
+        Some(tokio::task::spawn_local(
+            async move { run_load(&w, &scenario.groups[g].load, window, Work::Flows(g)).await },
+        ))
     });
     let handles: Vec<_> = loops.collect();
     let mut all = LoadOutcome { attack_end: Duration::ZERO, bound_reached: false };
@@ -289,7 +295,6 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     let limit = window.end.map(|e| e.saturating_sub(base));
     let mut schedule = Schedule::new(pacer, w.index, w.threads, slots, limit, count);
     let mut timer = PreciseTimer::new();
-    timer.sleep_until(instant_at(w.start, base)).await;
     let end_of_attack = async {
         match window.end {
             Some(l) => tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, l))).await,
@@ -301,6 +306,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     // exactly (thread i takes targets i, i+T, ...), like the schedule itself.
     let mut picker = w.picker(w.index, w.threads).interleaved(w.threads as u64);
     let run = async {
+        // A group's window opens later: waited for here, where Ctrl-C is raced.
+        timer.sleep_until(instant_at(w.start, base)).await;
         loop {
             let in_flight = slots - idle.borrow().len();
             let (k, intended, late) = match schedule.next(w.start.elapsed().saturating_sub(base), in_flight) {
@@ -465,12 +472,12 @@ pub(crate) fn instant_at(start: Instant, offset: Duration) -> Instant {
 /// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole
 /// milliseconds, which would add up to a millisecond of schedule lag to every paced request;
 /// a timerfd wakes the runtime when the deadline passes, without blocking the thread.
-struct PreciseTimer {
+pub(crate) struct PreciseTimer {
     fd: Option<tokio::io::unix::AsyncFd<timerfd::TimerFd>>,
 }
 
 impl PreciseTimer {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let fd = timerfd::TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|t| {
             // SAFETY: the TimerFd owns its descriptor and keeps it open, unchanged, until it
             // is dropped together with the AsyncFd that owns it.
@@ -479,7 +486,7 @@ impl PreciseTimer {
         PreciseTimer { fd }
     }
 
-    async fn sleep_until(&mut self, at: Instant) {
+    pub(crate) async fn sleep_until(&mut self, at: Instant) {
         let now = Instant::now();
         if at <= now {
             return;

@@ -1168,8 +1168,10 @@ fn flow_summaries(
         m.dropped += t.dropped;
         m.unfinished += t.unfinished;
     }
-    let start = asked.iter().map(|a| a.start_ms).min().unwrap_or(0);
-    let end = asked.iter().map(|a| a.end_ms).max().unwrap_or(0);
+    // Over the groups that ran: one whose window opened after the run's end adds no time.
+    let ran = || asked.iter().filter(|a| a.end_ms > a.start_ms);
+    let start = ran().map(|a| a.start_ms).min().unwrap_or(0);
+    let end = ran().map(|a| a.end_ms).max().unwrap_or(0);
     let mut total = flow_summary(&all, start, end, None);
     total.name = "all".into();
     total.flow = distinct(asked.iter().map(|a| a.flow).filter(|f| !f.is_empty())).join(", ");
@@ -1209,6 +1211,13 @@ const FLOW_RATE_SHORT: f64 = 0.99;
 fn flow_check(s: &RunSummary) -> Vec<String> {
     let mut w = Vec::new();
     for g in &s.flows {
+        if g.duration_s == 0.0 && g.flows == 0 {
+            w.push(format!(
+                "group {}: never ran: it starts at {} s, when the run had ended; its figures are empty",
+                g.name, g.start_s
+            ));
+            continue;
+        }
         if g.failed > 0 {
             w.push(format!(
                 "group {}: {} of {} flow(s) failed ({} check failed, {} capture failed, {} request failed), skipping {} later step(s) that were never sent",

@@ -524,6 +524,8 @@ pub struct Group {
     pub duration: Option<Duration>,
     /// Closed loop: the workers start evenly over this long.
     pub ramp: Duration,
+    /// Its load is its own (`rate` or `concurrency`), not the run's flags'.
+    pub own_load: bool,
 }
 
 /// Flows, feeders and the groups that run them.

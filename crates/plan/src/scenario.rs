@@ -127,7 +127,9 @@ pub fn parse(
 ) -> Res<(Scenario, Vec<Target>)> {
     let doc = Doc { file, text, base: base_dir };
     let raw: RawFile = toml::from_str(text).map_err(|e| doc.serde_error(&e))?;
-    let vars = constants(&doc, &raw.vars, vars)?;
+    let given = vars;
+    let vars = constants(&doc, &raw.vars, given)?;
+    unused_vars(&doc, &raw.vars, given)?;
     let feeders = raw.feeder.iter().map(|(name, f)| feeder(&doc, name, f)).collect::<Res<Vec<_>>>()?;
     if raw.flow.is_empty() {
         return Err(doc.whole("no flows: a scenario needs a [[flow.NAME.step]] table with at least a name and a url"));
@@ -474,6 +476,22 @@ fn list(names: &[&str]) -> String {
 /// Names `{{...}}` gives another meaning.
 fn reserved(name: &str) -> bool {
     matches!(name, "seq" | "uuid") || name.starts_with("row.") || name.starts_with("flow.")
+}
+
+/// A `--var` that neither names a `[vars]` entry nor stands in any `{{...}}` of the file
+/// would change nothing: a typo, refused with the names that would do something.
+fn unused_vars(doc: &Doc, declared: &IndexMap<String, Spanned<toml::Value>>, given: &[(String, String)]) -> Res<()> {
+    let used = names_in(doc.text);
+    for (name, _) in given {
+        if !declared.contains_key(name) && !used.contains(&name.as_str()) {
+            let known = declared.keys().map(String::as_str).chain(used.iter().copied().filter(|n| !reserved(n)));
+            let mut known: Vec<&str> = known.collect();
+            known.sort_unstable();
+            known.dedup();
+            return Err(doc.whole(format!("--var {name}: the scenario has no {{{{{name}}}}}{}", hint(name, known))));
+        }
+    }
+    Ok(())
 }
 
 /// `[vars]` with `--var` over them.
@@ -1294,6 +1312,7 @@ fn groups(doc: &Doc, raw: &RawFile, flows: &[Flow], default_load: &Load) -> Res<
             start: Duration::ZERO,
             duration: None,
             ramp: Duration::ZERO,
+            own_load: false,
         }]);
     }
     if let Some((name, g)) = raw.group.get_index(MAX_GROUPS) {
@@ -1334,7 +1353,8 @@ fn group(doc: &Doc, name: &str, raw: &Spanned<RawGroup>, flows: &[Flow], default
             an open-loop group ramps its rate: rate = \"10:100\"";
         return Err(doc.fail(r.span(), &key("ramp"), what));
     }
-    Ok(Group { name: name.to_string(), flow, load, start, duration, ramp: ramp.unwrap_or_default() })
+    let own_load = g.rate.is_some() || g.concurrency.is_some();
+    Ok(Group { name: name.to_string(), flow, load, start, duration, ramp: ramp.unwrap_or_default(), own_load })
 }
 
 /// A group's load: closed loop with `concurrency`, open loop with `rate`, else the run's
@@ -1385,8 +1405,8 @@ fn group_load(
     }
 }
 
-const BOTH_LOADS: &str = "and rate given together: a group is closed loop (concurrency = workers) \
-    or open loop (rate = flows started per second)";
+const BOTH_LOADS: &str = "concurrency and rate given together: a group is closed loop (concurrency = \
+    workers) or open loop (rate = flows started per second)";
 const OPEN_ONLY: &str = "is for open loop (rate); in closed loop the workers are what is in flight";
 const CLOSED_ONLY: &str = "is for closed loop (concurrency): an open-loop group's flows start on its schedule";
 
@@ -1663,7 +1683,7 @@ duration = "30s"
             (with("[group.g]\nflow = \"albums\"\n"), "s.toml:15: group.g.flow: no flow albums (did you mean album?)"),
             (with("[[flow.other.step]]\nname = \"x\"\nurl = \"http://h:1/\"\n"), "s.toml:14: flow.other: several flows and no [group.NAME]"),
             (with("[[flow.other.step]]\nname = \"x\"\nurl = \"http://h:1/\"\n[group.g]\nrate = 5\n"), "s.toml:17: group.g: several flows: say which this group runs with flow = \"NAME\" (album, other)"),
-            (with("[group.g]\nrate = 5\nconcurrency = 2\n"), "s.toml:16: group.g.concurrency: and rate given together"),
+            (with("[group.g]\nrate = 5\nconcurrency = 2\n"), "s.toml:16: group.g.concurrency: concurrency and rate given together"),
             (with("[group.g]\nrate = 5\nramp = \"1s\"\n"), "s.toml:16: group.g.ramp: ramp starts workers over time"),
             (with("[group.g]\nrate = 5\nthink-time = \"1s\"\n"), "s.toml:16: group.g.think-time: is for closed loop"),
             (with("[group.g]\nconcurrency = 5\nmax-in-flight = 9\n"), "s.toml:16: group.g.max-in-flight: is for open loop"),

@@ -171,6 +171,21 @@ pub struct SloResult {
 }
 
 impl Slo {
+    /// The request name (`NAME:`) or flow group (`flow:GROUP:`) it is checked on, if any:
+    /// `(true, group)` for a group. A run can check these before it starts.
+    pub fn scope(&self) -> Option<(bool, &str)> {
+        match &self.scope {
+            Scope::Run => None,
+            Scope::Name(n) => Some((false, n)),
+            Scope::Flow(g) => Some((true, g)),
+        }
+    }
+
+    /// The objective as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// For a latency objective on all requests: its text and bound in ms, to draw on a curve.
     pub fn latency_bound_ms(&self) -> Option<(String, f64)> {
         match (self.metric, &self.scope) {
