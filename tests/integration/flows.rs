@@ -158,6 +158,10 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     assert_eq!((get.requests, get.flow.skipped), (0, flows.requests));
     assert_eq!(total.counts.ok, post.requests, "the requests themselves succeeded");
     assert_eq!(album_counts(origin.addr)["read"].as_u64(), Some(0));
+    // The report says why: what the capture saw.
+    let s = barrage_metrics::summary::summarize(&[dir.path().join("run.brg")]).unwrap();
+    let why = s.warnings.iter().find(|w| w.starts_with("step post-album: ")).expect("an example");
+    assert!(why.contains("capture albumID found nothing in a 200 answer of") && why.contains("imageSize"), "{why}");
     // The log says why each flow failed, and shows every skipped step with no status.
     let rows: Vec<serde_json::Value> =
         std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -187,6 +191,12 @@ fn a_status_check_that_does_not_hold_fails_the_flow_as_check_failed() {
     assert!(flows.requests > 5);
     assert_eq!((flows.flow.check_failed, flows.flow.capture_failed), (flows.requests, 0));
     assert_eq!((post.flow.check_failed, post.failed), (post.requests, post.requests));
+    let s = barrage_metrics::summary::summarize(&[dir.path().join("run.brg")]).unwrap();
+    assert!(
+        s.warnings.iter().any(|w| w.starts_with("step post-album: check status failed on a 200 answer")),
+        "{:?}",
+        s.warnings
+    );
     assert_eq!((get.requests, get.flow.skipped), (0, flows.requests));
 }
 

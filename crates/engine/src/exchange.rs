@@ -294,15 +294,41 @@ pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
 
 /// How a step's verdict fails its flow, counted under the step's `key`. `status_ok`: the
 /// step's last response was a success (else it counted as failed already).
-fn step_failure(w: &Worker, key: &[u8], verdict: Verdict, status_ok: bool) -> Option<FlowFailure> {
-    let failure = match verdict {
+fn step_failure(w: &Worker, io: &StepIo<'_>, outcome: Outcome) -> Option<FlowFailure> {
+    let failure = match io.verdict {
         Verdict::Ok => return None,
         Verdict::RequestFailed => return Some(FlowFailure::Request),
         Verdict::CheckFailed(_) => FlowFailure::Check,
         Verdict::CaptureFailed(_) => FlowFailure::Capture,
     };
-    w.recorder.borrow_mut().names.mark(key, failure, status_ok);
+    let example = || failure_example(io, outcome, &w.redaction);
+    w.recorder.borrow_mut().names.mark(io.key, failure, outcome.is_success(), example);
     Some(failure)
+}
+
+/// Most characters of a body quoted in a failure's example.
+const EXAMPLE_BODY: usize = 120;
+
+/// What a failed check or capture saw, to tell why: `capture albumID found nothing in a 200
+/// answer of 0 bytes: ""`. Made once per step and interval, redacted like error examples.
+fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metrics::secrets::Redaction) -> String {
+    let what = match io.verdict {
+        Verdict::CheckFailed(kind) => format!("check {} failed on", CHECK_KINDS[kind]),
+        Verdict::CaptureFailed(i) => format!("capture {} found nothing in", io.step.captures[i].name),
+        Verdict::Ok | Verdict::RequestFailed => String::new(),
+    };
+    let status = match outcome {
+        Outcome::Status(code) => code.to_string(),
+        Outcome::Error(kind) => ErrorKind::name(kind).to_string(),
+    };
+    if !io.step.reads_body() {
+        return format!("{what} a {status} answer");
+    }
+    let text = String::from_utf8_lossy(&io.body);
+    let head: String = text.chars().take(EXAMPLE_BODY).collect();
+    let more = if text.chars().count() > EXAMPLE_BODY { "…" } else { "" };
+    let quoted = format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head);
+    redaction.text(&quoted).into_owned()
 }
 
 /// A slot: at most one request at a time, on its own connection.
@@ -451,7 +477,7 @@ impl Slot {
         let (mut intended, mut skipped) = (job.intended, 0);
         for (index, &s) in flow.order.iter().enumerate() {
             let step = &flow.steps[s];
-            if index > 0 && end.is_some_and(|end| intended >= end) {
+            if failure.is_none() && index > 0 && end.is_some_and(|end| intended >= end) {
                 // The window ended: no step starts after it (nor a pause), so the run ends
                 // on time. The flow did not finish; it is counted as such.
                 w.recorder.borrow_mut().flows.record_unfinished(&keys.group);
@@ -476,7 +502,7 @@ impl Slot {
                 path: None,
             };
             let outcome = self.send(w, step_job, Some(&mut io)).await;
-            failure = step_failure(w, &keys.steps[s], io.verdict, outcome.is_success());
+            failure = step_failure(w, &io, outcome);
             intended = w.start.elapsed();
             if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
                 intended += Scenario::think(&mut state, think);

@@ -175,6 +175,8 @@ pub struct KeyedStats {
     pub timeline: Timeline,
     /// How the flows of a step or group ended (zero outside scenarios).
     pub flow: FlowCounts,
+    /// Of a step: what its first failed check or capture saw, to tell why.
+    pub example: Option<String>,
 }
 
 /// What flows add to a key's figures: of a step (its name), how many of its requests failed
@@ -244,9 +246,13 @@ impl Keyed {
     }
 
     /// Marks the last request recorded under `key` as failed by a check or a capture (it
-    /// counted as failed already unless its status was a success).
-    pub fn mark(&mut self, key: &[u8], failure: FlowFailure, status_ok: bool) {
+    /// counted as failed already unless its status was a success); `example` says what it
+    /// saw, made only while the key has none.
+    pub fn mark(&mut self, key: &[u8], failure: FlowFailure, status_ok: bool, example: impl FnOnce() -> String) {
         let b = self.entry(key);
+        if b.example.is_none() && failure != FlowFailure::Request {
+            b.example = Some(example());
+        }
         match failure {
             FlowFailure::Check => b.flow.check_failed += 1,
             FlowFailure::Capture => b.flow.capture_failed += 1,
@@ -319,6 +325,7 @@ impl Keyed {
             latency: new_histogram(),
             timeline: Timeline::default(),
             flow: FlowCounts::default(),
+            example: None,
         });
         self.stats.len() - 1
     }
@@ -337,32 +344,46 @@ impl Keyed {
             m.skipped += t.skipped;
             m.dropped += t.dropped;
             m.unfinished += t.unfinished;
+            if mine.example.is_none() {
+                mine.example.clone_from(&b.example);
+            }
         }
     }
 
     fn encode(&self) -> Vec<KeyedWire> {
         self.stats
             .iter()
-            .map(|b| (b.name.clone(), b.requests, b.failed, encode(&b.latency), b.timeline.0.clone(), b.flow))
+            .map(|b| {
+                let (flow, example) = (b.flow, b.example.clone());
+                (b.name.clone(), b.requests, b.failed, encode(&b.latency), b.timeline.0.clone(), flow, example)
+            })
             .collect()
     }
 
     fn decode(wire: Vec<KeyedWire>, timed: bool) -> Result<Keyed, String> {
-        let stats = wire.into_iter().map(|(name, requests, failed, latency, ticks, flow)| {
+        let stats = wire.into_iter().map(|(name, requests, failed, latency, ticks, flow, example)| {
             // No recorder writes more failures than requests under a key: the file is corrupt
             // (and the summary's `requests - failed` would underflow).
             if failed > requests {
                 return Err(format!("a key counts {failed} failed of {requests} requests"));
             }
-            Ok(KeyedStats { name, requests, failed, latency: decode(&latency)?, timeline: Timeline(ticks), flow })
+            Ok(KeyedStats {
+                name,
+                requests,
+                failed,
+                latency: decode(&latency)?,
+                timeline: Timeline(ticks),
+                flow,
+                example,
+            })
         });
         Ok(Keyed { stats: stats.collect::<Result<_, String>>()?, timed })
     }
 }
 
 /// One key in the results file: name, requests, failed, latency, timeline (empty untimed),
-/// flow counts.
-type KeyedWire = (String, u64, u64, Vec<u8>, Vec<Tick>, FlowCounts);
+/// flow counts, an example of a failed check or capture.
+type KeyedWire = (String, u64, u64, Vec<u8>, Vec<Tick>, FlowCounts, Option<String>);
 
 /// One key in a file of format version 4: no flow counts.
 type KeyedWireV4 = (String, u64, u64, Vec<u8>, Vec<Tick>);
@@ -378,7 +399,9 @@ impl<'de> Deserialize<'de> for RecorderV3 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<KeyedWireV3, CountsV3, ()>::deserialize(d)?;
         let w = w.map(
-            |(name, requests, failed, latency)| (name, requests, failed, latency, Vec::new(), FlowCounts::default()),
+            |(name, requests, failed, latency)| {
+                (name, requests, failed, latency, Vec::new(), FlowCounts::default(), None)
+            },
             Counts::from,
             |i| KINDS_V3.get(usize::from(i)).map(|k| *k as u8),
             |()| Vec::new(),
@@ -391,7 +414,7 @@ impl Serialize for RecorderV3 {
     /// Only so that the version 3 record types derive both ways (tests write old files).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let w = self.0.wire().map(
-            |(name, requests, failed, latency, _, _)| (name, requests, failed, latency),
+            |(name, requests, failed, latency, ..)| (name, requests, failed, latency),
             CountsV3::from,
             |i| KINDS_V3.iter().position(|k| *k as u8 == i).map(|p| p as u8),
             |_| (),
@@ -408,7 +431,9 @@ impl<'de> Deserialize<'de> for RecorderV4 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<KeyedWireV4, Counts, ()>::deserialize(d)?;
         let w = w.map(
-            |(name, requests, failed, latency, ticks)| (name, requests, failed, latency, ticks, FlowCounts::default()),
+            |(name, requests, failed, latency, ticks)| {
+                (name, requests, failed, latency, ticks, FlowCounts::default(), None)
+            },
             |c| c,
             Some,
             |()| Vec::new(),
@@ -421,7 +446,7 @@ impl Serialize for RecorderV4 {
     /// Only so that the version 4 record types derive both ways (tests write old files).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let w = self.0.wire().map(
-            |(name, requests, failed, latency, ticks, _)| (name, requests, failed, latency, ticks),
+            |(name, requests, failed, latency, ticks, ..)| (name, requests, failed, latency, ticks),
             |c| c,
             Some,
             |_| (),
@@ -1248,8 +1273,9 @@ mod tests {
     /// requests made the summary underflow. It is refused as corrupt where it is read.
     #[test]
     fn a_key_with_more_failures_than_requests_does_not_decode() {
-        let key =
-            |failed| vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new(), FlowCounts::default())];
+        let key = |failed| {
+            vec![("GET".to_string(), 1, failed, encode(&new_histogram()), Vec::new(), FlowCounts::default(), None)]
+        };
         assert!(Keyed::decode(key(1), false).is_ok());
         let err = Keyed::decode(key(2), false).err().unwrap();
         assert_eq!(err, "a key counts 2 failed of 1 requests");
@@ -1338,9 +1364,9 @@ mod tests {
     fn flow_figures_round_trip_and_merge() {
         let mut r = Recorder::new();
         r.names.record(b"post", &sample(5, Outcome::Status(200)));
-        r.names.mark(b"post", FlowFailure::Capture, true);
+        r.names.mark(b"post", FlowFailure::Capture, true, || "capture albumID found nothing".into());
         r.names.record(b"get", &sample(5, Outcome::Status(404)));
-        r.names.mark(b"get", FlowFailure::Check, false);
+        r.names.mark(b"get", FlowFailure::Check, false, || "check status".into());
         r.names.skip(b"get");
         r.flows.record_flow(b"writers", Some(FlowFailure::Capture), Duration::from_millis(30), 1);
         r.flows.record_flow(b"writers", None, Duration::from_millis(10), 0);

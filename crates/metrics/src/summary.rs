@@ -306,6 +306,10 @@ pub struct GroupSummary {
     /// flow failed (not in `requests`).
     #[serde(default)]
     pub skipped: u64,
+    /// Of a step of a flow: what its first failed check or capture saw (status, size, the
+    /// start of the body), to tell why.
+    #[serde(default)]
+    pub example: Option<String>,
 }
 
 /// The flows of one group of a scenario (or of every group, [`RunSummary::flows_total`]):
@@ -848,6 +852,7 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
             check_failed: k.flow.check_failed,
             capture_failed: k.flow.capture_failed,
             skipped: k.flow.skipped,
+            example: k.example.clone(),
         })
         .collect();
     out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.name.cmp(&b.name)));
@@ -1143,6 +1148,7 @@ fn flow_summaries(
         latency: crate::recorder::new_histogram(),
         timeline: Default::default(),
         flow: Default::default(),
+        example: None,
     };
     let groups: Vec<FlowSummary> = asked
         .iter()
@@ -1223,6 +1229,14 @@ fn flow_check(s: &RunSummary) -> Vec<String> {
                 "group {}: {} of {} flow(s) failed ({} check failed, {} capture failed, {} request failed), skipping {} later step(s) that were never sent",
                 g.name, g.failed, g.flows, g.check_failed, g.capture_failed, g.request_failed, g.skipped_steps
             ));
+            // Why, step by step: what the first failed check or capture of each saw.
+            let prefix = format!("{}/", g.name);
+            let own = |name: &str| s.flows.len() == 1 || name.starts_with(&prefix);
+            for step in s.by_name.iter().filter(|n| own(&n.name)) {
+                if let Some(example) = &step.example {
+                    w.push(format!("step {}: {example}", step.name));
+                }
+            }
         } else if g.skipped_steps > 0 {
             w.push(format!("group {}: {} step(s) were skipped, never sent", g.name, g.skipped_steps));
         }

@@ -75,7 +75,7 @@ fn interval(i: u64, plan: Plan) -> IntervalRecord {
         let post = sample(at, latency / 2, 201);
         request(&mut r, b"writers/post", b"POST", &post);
         let failure = if (i, k) == (1, 9) {
-            r.names.mark(b"writers/post", FlowFailure::Capture, true);
+            r.names.mark(b"writers/post", FlowFailure::Capture, true, || "capture id found nothing".into());
             r.names.skip(b"writers/get");
             Some(FlowFailure::Capture)
         } else {
@@ -84,7 +84,7 @@ fn interval(i: u64, plan: Plan) -> IntervalRecord {
             request(&mut r, b"writers/get", b"GET", &get);
             match (i, k) {
                 (2, 8) => {
-                    r.names.mark(b"writers/get", FlowFailure::Check, true);
+                    r.names.mark(b"writers/get", FlowFailure::Check, true, || "check json failed".into());
                     Some(FlowFailure::Check)
                 }
                 (3, 7) => Some(FlowFailure::Request),
