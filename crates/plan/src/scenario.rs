@@ -964,6 +964,7 @@ fn headers(doc: &Doc, r: &RawStep, scope: &Scope, target: &mut Target) -> Res<Ve
         let built = scope.compile(value.get_ref(), false).map_err(fail)?;
         let checked = HeaderValue::from_bytes(&built.sample)
             .map_err(|_| fail("not a header value: it holds a control character such as a line break".into()))?;
+        header_columns(scope, &built.tpl).map_err(fail)?;
         match built.tpl.as_literal() {
             Some(_) => {
                 target.headers.append(header, checked);
@@ -972,6 +973,25 @@ fn headers(doc: &Doc, r: &RawStep, scope: &Scope, target: &mut Target) -> Res<Ve
         }
     }
     Ok(filled)
+}
+
+/// The feeder values a header template reads are valid in a header: a line break in a CSV
+/// cell would otherwise fail every flow that draws its row, or inject a header.
+fn header_columns(scope: &Scope, tpl: &Template) -> Result<(), String> {
+    let Some(feeder) = scope.feeder else { return Ok(()) };
+    for var in tpl.vars() {
+        let Var::Column(c) = var else { continue };
+        let bad = feeder.rows.iter().position(|row| row[*c].bytes().any(|b| b.is_ascii_control() && b != b'\t'));
+        if let Some(i) = bad {
+            return Err(format!(
+                "{{{{row.{}}}}} of feeder {} holds a control character (a line break?) in its row {}: a header cannot carry it",
+                feeder.columns[*c],
+                feeder.name,
+                i + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn has_header(r: &RawStep, name: &str) -> bool {
@@ -1730,6 +1750,15 @@ duration = "30s"
             let e = parse_in(dir.path(), text).unwrap_err().to_string();
             assert!(e.starts_with(&want), "{:?}\nwant: {want}\ngot:  {e}", String::from_utf8_lossy(rows));
         }
+        // A line break in a cell a header reads is refused when the file is read.
+        std::fs::write(&csv, "user\nann\n\"evil\r\nX-Injected: 1\"\n").unwrap();
+        let in_header = text.replace(
+            "url = \"http://h:1/{{row.user}}\"",
+            "url = \"http://h:1/\"\nheaders = { X-User = \"{{row.user}}\" }",
+        );
+        let e = parse_in(dir.path(), &in_header).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml:8: headers.X-User: {{row.user}} of feeder users holds a control character (a line break?) in its row 2"), "{e}");
+        assert!(parse_in(dir.path(), text).is_ok(), "in a path it is percent-encoded");
         // A long list of what there is is cut short.
         let wide: Vec<String> = (0..30).map(|i| format!("col{i}")).collect();
         std::fs::write(&csv, format!("{}\n{}\n", wide.join(","), wide.join(","))).unwrap();

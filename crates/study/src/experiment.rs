@@ -178,7 +178,8 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
         out.push_str(&format!("{}  {}\n    run {}\n", c.id, levels_text(c), shell_words(&c.shown_flags())));
         if let Some(env) = c.testbed {
             let tls = if env.tls { " with HTTPS" } else { "" };
-            let backends = env.backends.map_or(String::new(), |n| format!(", {n} origins"));
+            let backends =
+                env.backends.map_or(String::new(), |n| format!(", {n} origin{}", if n == 1 { "" } else { "s" }));
             out.push_str(&format!("    against a testbed: {}{tls}{backends}\n", env.topology.name()));
         }
         if !c.phases.is_empty() {
