@@ -5,20 +5,17 @@
 # Cases: small, large (closed loop), rate, rate20k (open loop: one flow per arrival).
 tool_bflow() {
     local op="$1"; shift
-    local b="${BARRAGE_BIN:-$(cd "$HERE/.." && pwd)/target/release/barrage}"
     case "$op" in
-    bin) [ -x "$b" ] && echo "$b" ;;
-    version) "$b" --version 2>/dev/null | head -1 ;;
+    bin|version|parse) tool_barrage "$op" "$@" ;;
     cmd)
         local c="$1" url="$2" pfx="$3"
         local scenario="$pfx.scenario.toml"
         printf '[[flow.one.step]]\nname = "get"\nurl = "{{url}}"\n' > "$scenario"
-        local base=("$b" run --scenario "$scenario" --var "url=$url" --duration "${DUR}s" --timeout 10s --format json)
+        local base=("$(tool_barrage bin)" run --scenario "$scenario" --var "url=$url" --duration "${DUR}s" --timeout 10s --format json)
         case "$c" in
         small|large) CMD=("${base[@]}" --concurrency "$CONNS") ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         *) REASON="unknown case"; return 3 ;;
         esac ;;
-    parse) tool_barrage parse "$@" ;;
     esac
 }

@@ -81,6 +81,12 @@ struct StepIo<'a> {
 }
 
 impl StepIo<'_> {
+    /// Forgets what an earlier attempt's response said.
+    fn reset(&mut self) {
+        self.headers.clear();
+        self.body.clear();
+    }
+
     /// Judges the attempt that ended with `outcome`, capturing into the flow's state.
     fn judge(&mut self, outcome: Outcome) {
         let status = match outcome {
@@ -405,8 +411,7 @@ impl Slot {
             (all, None) => (&all[job.target as usize], job.id),
         };
         if let Some(io) = io.as_deref_mut() {
-            io.headers.clear();
-            io.body.clear();
+            io.reset();
         }
         let res =
             tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await;
@@ -600,8 +605,7 @@ impl Slot {
                 self.conn = None;
                 self.connect_if_needed(w, t.endpoint, phases).await?;
                 if let Some(io) = io.as_deref_mut() {
-                    io.headers.clear();
-                    io.body.clear();
+                    io.reset();
                 }
                 let mut done = self.exchange_on_conn(w, t, id, phases, io).await?;
                 done.bytes_out += written;

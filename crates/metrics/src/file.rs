@@ -959,15 +959,7 @@ mod tests {
             recorder: crate::recorder::RecorderV3(i.recorder.clone()),
             watch: Some(v3::WatchSample { host: Default::default(), generator: me, processes: vec![nginx] }),
         };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&3u16.to_le_bytes());
-        for record in [v3::Record::Header(old_header), v3::Record::Interval(old_interval)] {
-            let payload = postcard::to_stdvec(&record).unwrap();
-            bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-            bytes.extend_from_slice(&payload);
-        }
-        std::fs::write(&p, bytes).unwrap();
+        write_old(&p, 3, &[v3::Record::Header(old_header), v3::Record::Interval(old_interval)]);
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &RunHeader { boot_id: String::new(), ..h });
         let got = r.next_interval().unwrap();
@@ -978,6 +970,19 @@ mod tests {
         assert_eq!((p.name.as_str(), p.processes, p.rss_kib, p.context_switches), ("nginx", 2, 4096, 77));
         assert!(p.roots.is_empty());
         assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
+    }
+
+    /// Writes `records` as a file of an older format `version` did.
+    fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&version.to_le_bytes());
+        for record in records {
+            let payload = postcard::to_stdvec(record).unwrap();
+            bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            bytes.extend_from_slice(&payload);
+        }
+        std::fs::write(path, bytes).unwrap();
     }
 
     /// A file written before flows (format version 4) reads back whole, with no flows.
@@ -1007,15 +1012,7 @@ mod tests {
             recorder: crate::recorder::RecorderV4(i.recorder.clone()),
             watch: None,
         };
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&4u16.to_le_bytes());
-        for record in [v4::Record::Header(old_header), v4::Record::Interval(old_interval)] {
-            let payload = postcard::to_stdvec(&record).unwrap();
-            bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-            bytes.extend_from_slice(&payload);
-        }
-        std::fs::write(&p, bytes).unwrap();
+        write_old(&p, 4, &[v4::Record::Header(old_header), v4::Record::Interval(old_interval)]);
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &h);
         let got = r.next_interval().unwrap();

@@ -198,6 +198,16 @@ pub struct FlowCounts {
     pub unfinished: u64,
 }
 
+impl std::ops::AddAssign<&FlowCounts> for FlowCounts {
+    fn add_assign(&mut self, o: &FlowCounts) {
+        self.check_failed += o.check_failed;
+        self.capture_failed += o.capture_failed;
+        self.skipped += o.skipped;
+        self.dropped += o.dropped;
+        self.unfinished += o.unfinished;
+    }
+}
+
 /// How a step or a flow failed besides its requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlowFailure {
@@ -338,12 +348,7 @@ impl Keyed {
             mine.failed += b.failed;
             mine.latency.add(&b.latency).expect("histograms share bounds");
             mine.timeline.add(&b.timeline);
-            let (m, t) = (&mut mine.flow, &b.flow);
-            m.check_failed += t.check_failed;
-            m.capture_failed += t.capture_failed;
-            m.skipped += t.skipped;
-            m.dropped += t.dropped;
-            m.unfinished += t.unfinished;
+            mine.flow += &b.flow;
             if mine.example.is_none() {
                 mine.example.clone_from(&b.example);
             }

@@ -1167,12 +1167,7 @@ fn flow_summaries(
         all.requests += k.requests;
         all.failed += k.failed;
         all.latency.add(&k.latency).expect("histograms share bounds");
-        let (m, t) = (&mut all.flow, &k.flow);
-        m.check_failed += t.check_failed;
-        m.capture_failed += t.capture_failed;
-        m.skipped += t.skipped;
-        m.dropped += t.dropped;
-        m.unfinished += t.unfinished;
+        all.flow += &k.flow;
     }
     // Over the groups that ran: one whose window opened after the run's end adds no time.
     let ran = || asked.iter().filter(|a| a.end_ms > a.start_ms);
