@@ -219,22 +219,36 @@ impl Redaction {
     /// `run` flags (an experiment case's) as they may be shown: a header flag's value as a
     /// header line, anything else as text (URLs).
     pub fn args(&self, args: &[String]) -> Vec<String> {
-        let mut header_next = false;
+        let (mut header_next, mut var_next) = (false, false);
         args.iter()
             .map(|a| {
                 let shown = if header_next {
                     self.header_line(a).into_owned()
+                } else if var_next {
+                    self.var(a)
                 } else if let Some(h) = a.strip_prefix("--header=") {
                     format!("--header={}", self.header_line(h))
                 } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
                     format!("-H{}", self.header_line(h))
+                } else if let Some(v) = a.strip_prefix("--var=") {
+                    format!("--var={}", self.var(v))
                 } else {
                     self.text(a).into_owned()
                 };
                 header_next = a == "-H" || a == "--header";
+                var_next = a == "--var";
                 shown
             })
             .collect()
+    }
+
+    /// A scenario's `--var NAME=VALUE` as shown: the value of a secret-named variable
+    /// (`api-token`) redacted, as a header of that name would be.
+    fn var(&self, assignment: &str) -> String {
+        match assignment.split_once('=') {
+            Some((name, _)) if self.enabled && self.is_secret(name) => format!("{name}={REDACTED}"),
+            _ => self.text(assignment).into_owned(),
+        }
     }
 
     /// Every string in `value` as [`Redaction::text`] shows it.
@@ -449,6 +463,9 @@ mod tests {
             "-HX-Api-Key: S3CRET",
             "--rate",
             "10",
+            "--var",
+            "api-token=S3CRET",
+            "--var=base=http://h:1",
             "http://u:S3CRET@h/?token=S3CRET",
         ]
         .map(String::from);
@@ -463,6 +480,9 @@ mod tests {
                 "-HX-Api-Key: <redacted>",
                 "--rate",
                 "10",
+                "--var",
+                "api-token=<redacted>",
+                "--var=base=http://h:1",
                 "http://u:<redacted>@h/?token=<redacted>",
             ]
         );

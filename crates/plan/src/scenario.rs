@@ -488,7 +488,9 @@ fn unused_vars(doc: &Doc, declared: &IndexMap<String, Spanned<toml::Value>>, giv
             let mut known: Vec<&str> = known.collect();
             known.sort_unstable();
             known.dedup();
-            return Err(doc.whole(format!("--var {name}: the scenario has no {{{{{name}}}}}{}", hint(name, known))));
+            // Not `--var NAME: …`: a secret-like NAME would redact the rest of the line.
+            let what = format!("--var {name} is read by no {{{{{name}}}}} of the scenario{}", hint(name, known));
+            return Err(doc.whole(what));
         }
     }
     Ok(())
