@@ -24,6 +24,7 @@ pub mod pacer;
 pub mod pick;
 pub mod plan;
 pub mod retry;
+pub mod ring;
 pub mod scenario;
 pub mod targets;
 pub mod units;
