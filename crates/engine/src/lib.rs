@@ -23,6 +23,7 @@
 mod conn;
 mod events;
 mod exchange;
+pub mod kv;
 pub mod reqlog;
 mod schedule;
 mod thread;
