@@ -24,6 +24,8 @@ fn programs(topology: &str) -> &'static [&'static str] {
         "nginx-lb" => &["nginx"],
         "haproxy-lb" => &["haproxy"],
         "all" => &["nginx", "haproxy", "varnishd", "squid"],
+        "redis" => &["redis-server"],
+        "memcached" => &["memcached"],
         _ => &[],
     }
 }
@@ -724,4 +726,57 @@ fn the_album_flow_succeeds_through_haproxy_whichever_origin_answers() {
     let across =
         rows.iter().filter(|r| r[step] == "1").filter(|r| backend_of(r[flow], "0") != Some(r[backend])).count();
     assert!(across > 0, "no GET went to another origin than its POST");
+}
+
+/// Whether `addr` answers `ping` with `pong` at once, over a plain std TcpStream.
+fn kv_answers(addr: std::net::SocketAddr, ping: &[u8], pong: &[u8]) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut conn) = std::net::TcpStream::connect(addr) else { return false };
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+    let mut reply = vec![0u8; pong.len()];
+    conn.write_all(ping).is_ok() && conn.read_exact(&mut reply).is_ok() && reply == pong
+}
+
+/// `up TOPOLOGY --backends N`: every instance answers its ping and `status` lists its URL;
+/// `stop VICTIM` refuses connections there while the others answer; `start VICTIM` answers
+/// on the same port again; `down` leaves none of the processes the state listed.
+fn key_value_instances_stop_start_and_go_down(topology: &str, n: usize, victim: &str, ping: &[u8], pong: &[u8]) {
+    let Some(bed) = Testbed::up(topology, &["--backends", &n.to_string()]) else { return };
+    let names: Vec<String> = (1..=n).map(|i| format!("{topology}-{i}")).collect();
+    let listed: Vec<&str> = bed.state.servers.iter().map(|s| s.spec.name.as_str()).collect();
+    assert_eq!(listed, names, "{n} instances and nothing else");
+    let addr = |name: &str| bed.state.server(name).unwrap().spec.listen;
+    let status = String::from_utf8(bed.command(&["status"]).stdout).unwrap();
+    for name in &names {
+        assert!(kv_answers(addr(name), ping, pong), "{name} answers");
+        let scheme = if topology == "redis" { "redis" } else { "memcache" };
+        let line = status.lines().find(|l| l.starts_with(name.as_str())).unwrap_or_else(|| panic!("{status}"));
+        assert!(line.contains(&format!("{scheme}://{}", addr(name))) && line.ends_with("running"), "{status}");
+    }
+    let out = bed.command(&["stop", victim]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let refused = std::net::TcpStream::connect(addr(victim)).map_err(|e| e.kind());
+    assert_eq!(refused.err(), Some(std::io::ErrorKind::ConnectionRefused), "{victim} is stopped");
+    assert!(names.iter().filter(|n| *n != victim).all(|n| kv_answers(addr(n), ping, pong)), "the others answer");
+    let out = bed.command(&["start", victim]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(kv_answers(addr(victim), ping, pong), "{victim} answers on the same port again");
+    let pids = bed.pids();
+    assert_eq!(pids.len(), n, "{pids:?}");
+    let dir = bed.dir().to_path_buf();
+    drop(bed);
+    for pid in pids {
+        assert!(!alive(pid), "server {pid} still runs after down");
+    }
+    assert!(!dir.exists(), "state removed: {}", dir.display());
+}
+
+#[test]
+fn redis_instances_answer_ping_stop_start_by_name_and_go_down() {
+    key_value_instances_stop_start_and_go_down("redis", 2, "redis-2", b"PING\r\n", b"+PONG\r\n");
+}
+
+#[test]
+fn memcached_instances_answer_version_stop_start_by_name_and_go_down() {
+    key_value_instances_stop_start_and_go_down("memcached", 3, "memcached-2", b"version\r\n", b"VERSION ");
 }

@@ -173,7 +173,8 @@ pub struct TestbedArgs {
 /// Testbed subcommands.
 #[derive(Subcommand, Debug)]
 pub enum TestbedCommand {
-    /// Start the servers of a topology (direct, varnish, squid, nginx-lb, haproxy-lb, all).
+    /// Start the servers of a topology (direct, varnish, squid, nginx-lb, haproxy-lb, all,
+    /// redis, memcached).
     Up(TestbedUpArgs),
     /// Show the servers, their URLs and PIDs.
     Status(TestbedDirArgs),
@@ -202,10 +203,11 @@ pub struct TestbedDirArgs {
 /// `barrage testbed up`.
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
-    /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb or all.
+    /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb, all, redis or memcached.
     #[arg(value_name = "TOPOLOGY")]
     pub topology: barrage_testbed::Topology,
-    /// Origins. [default: 2; 1 for varnish and squid]
+    /// Origins; redis-server or memcached instances for redis and memcached. [default: 2; 1
+    /// for varnish, squid, redis and memcached]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub backends: Option<u32>,
     /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS) with a
@@ -236,7 +238,7 @@ pub enum BalanceArg {
 /// `barrage testbed stop|start NAME`.
 #[derive(Args, Debug)]
 pub struct TestbedNameArgs {
-    /// The server, as `testbed status` names it (origin-2, nginx-lb…).
+    /// The server, as `testbed status` names it (origin-2, nginx-lb, redis-1…).
     #[arg(value_name = "NAME")]
     pub name: String,
     #[command(flatten)]

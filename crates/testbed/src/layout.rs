@@ -1,6 +1,6 @@
 //! From a topology to the servers to start: names, roles, free ports, configs.
 
-use crate::servers::{self, Balance, Front, Launch, Origin, TlsFiles};
+use crate::servers::{self, Balance, Front, Launch, Origin, Store, TlsFiles};
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -20,33 +20,48 @@ pub enum Topology {
     HaproxyLb,
     /// Every front at once, sharing the origins.
     All,
+    /// redis-server instances, no origins.
+    Redis,
+    /// memcached instances, no origins.
+    Memcached,
 }
 
 impl Topology {
     /// Every topology, as named on the command line.
-    pub const NAMES: [&'static str; 6] = ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all"];
+    pub const NAMES: [&'static str; 8] =
+        ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all", "redis", "memcached"];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
     }
 
-    /// Origins when `--backends` is not given: two to balance over, one behind a cache.
+    /// Origins (or key-value servers) when `--backends` is not given: two to balance over,
+    /// one behind a cache, one key-value server.
     pub fn default_backends(self) -> u32 {
         match self {
-            Topology::Varnish | Topology::Squid => 1,
+            Topology::Varnish | Topology::Squid | Topology::Redis | Topology::Memcached => 1,
             _ => 2,
         }
     }
 
     fn fronts(self) -> &'static [Kind] {
         match self {
-            Topology::Direct => &[],
+            Topology::Direct | Topology::Redis | Topology::Memcached => &[],
             Topology::Varnish => &[Kind::Varnish],
             Topology::Squid => &[Kind::Squid],
             Topology::NginxLb => &[Kind::Nginx],
             Topology::HaproxyLb => &[Kind::Haproxy],
             Topology::All => &[Kind::Nginx, Kind::Haproxy, Kind::Varnish, Kind::Squid],
+        }
+    }
+
+    /// The key-value server a `redis` or `memcached` testbed runs instead of origins.
+    fn store(self) -> Option<Kind> {
+        match self {
+            Topology::Redis => Some(Kind::Redis),
+            Topology::Memcached => Some(Kind::Memcached),
+            _ => None,
         }
     }
 }
@@ -55,7 +70,7 @@ impl std::str::FromStr for Topology {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         use Topology::*;
-        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All];
+        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All, Redis, Memcached];
         all.into_iter()
             .find(|t| t.name() == s)
             .ok_or_else(|| format!("unknown topology '{s}': expected one of {}", Self::NAMES.join(", ")))
@@ -75,6 +90,10 @@ pub enum Kind {
     Varnish,
     /// squid as a reverse-proxy cache.
     Squid,
+    /// redis-server, a key-value store.
+    Redis,
+    /// memcached, a key-value cache.
+    Memcached,
 }
 
 impl Kind {
@@ -86,6 +105,8 @@ impl Kind {
             Kind::Haproxy => "haproxy-lb",
             Kind::Varnish => "varnish",
             Kind::Squid => "squid",
+            Kind::Redis => "redis",
+            Kind::Memcached => "memcached",
         }
     }
 }
@@ -135,9 +156,14 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
-    /// `http://127.0.0.1:PORT/`.
+    /// `http://127.0.0.1:PORT/`; `redis://127.0.0.1:PORT` or `memcache://127.0.0.1:PORT`
+    /// for the key-value servers.
     pub fn url(&self) -> String {
-        format!("http://{}/", self.listen)
+        match self.kind {
+            Kind::Redis => format!("redis://{}", self.listen),
+            Kind::Memcached => format!("memcache://{}", self.listen),
+            _ => format!("http://{}/", self.listen),
+        }
     }
 
     /// `https://127.0.0.1:PORT/` when it serves HTTPS.
@@ -146,13 +172,25 @@ impl ServerSpec {
     }
 
     fn front(name: &str, kind: Kind, role: String, f: &Front, l: Launch) -> Self {
+        Self::launched(name, kind, role, f.dir, f.listen, f.tls.map(|t| t.0), l)
+    }
+
+    fn launched(
+        name: &str,
+        kind: Kind,
+        role: String,
+        dir: &Path,
+        listen: SocketAddr,
+        tls_listen: Option<SocketAddr>,
+        l: Launch,
+    ) -> Self {
         ServerSpec {
             name: name.to_string(),
             kind,
             role,
-            dir: f.dir.to_path_buf(),
-            listen: f.listen,
-            tls_listen: f.tls.map(|t| t.0),
+            dir: dir.to_path_buf(),
+            listen,
+            tls_listen,
             program: l.program.to_string(),
             args: l.args,
             files: l.files,
@@ -171,6 +209,9 @@ pub fn tls_files(dir: &Path) -> TlsFiles {
 /// The servers of a testbed in `dir`, origins first, on free loopback ports.
 pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
     let mut ports = Ports::default();
+    if let Some(kind) = o.topology.store() {
+        return (1..=o.backends.max(1)).map(|i| Ok(store_spec(kind, i, dir, ports.next()?))).collect();
+    }
     let tls = tls_files(dir);
     let origins: Vec<Origin> = (1..=o.backends.max(1))
         .map(|i| Ok(Origin { name: format!("origin-{i}"), addr: ports.next()? }))
@@ -201,11 +242,25 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
             Kind::Haproxy => (servers::haproxy(&front), balancer_role("haproxy", o, origins.len())),
             Kind::Varnish => (servers::varnish(&front), format!("cache (varnish) of {}", origins[0].name)),
             Kind::Squid => (servers::squid(&front), format!("cache (squid) of {}", origins[0].name)),
-            Kind::Origin => unreachable!("origins are not fronts"),
+            Kind::Origin | Kind::Redis | Kind::Memcached => unreachable!("{kind:?} is not a front"),
         };
         specs.push(ServerSpec::front(name, kind, role, &front, launch));
     }
     Ok(specs)
+}
+
+/// Key-value server number `i` (`redis-2`, `memcached-3`), plain only: `--tls` does not
+/// apply to them (yet).
+fn store_spec(kind: Kind, i: u32, dir: &Path, listen: SocketAddr) -> ServerSpec {
+    let name = format!("{}-{i}", kind.front_name());
+    let dir = dir.join(&name);
+    let store = Store { name: &name, dir: &dir, listen };
+    let (launch, role) = match kind {
+        Kind::Redis => (servers::redis(&store), "key-value store (redis-server)"),
+        Kind::Memcached => (servers::memcached(&store), "key-value cache (memcached)"),
+        _ => unreachable!("{kind:?} is not a key-value server"),
+    };
+    ServerSpec::launched(&name, kind, role.to_string(), &dir, listen, None, launch)
 }
 
 fn balancer_role(program: &str, o: &Options, origins: usize) -> String {
@@ -326,6 +381,25 @@ mod tests {
         let direct = plan(&options(Topology::Direct, false), Path::new("/tmp/d")).unwrap();
         assert_eq!(direct.len(), 3);
         assert!(direct.iter().all(|s| s.tls_listen.is_none()));
+    }
+
+    #[test]
+    fn key_value_topologies_run_n_instances_and_no_origins() {
+        for (topology, program, scheme) in
+            [(Topology::Redis, "redis-server", "redis"), (Topology::Memcached, "memcached", "memcache")]
+        {
+            assert_eq!(topology.default_backends(), 1);
+            let specs = plan(&options(topology, true), Path::new("/tmp/kv")).unwrap();
+            let name = topology.name();
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, [format!("{name}-1"), format!("{name}-2"), format!("{name}-3")]);
+            for s in &specs {
+                assert_eq!((s.program.as_str(), s.package.as_str()), (program, program));
+                assert_eq!(s.url(), format!("{scheme}://{}", s.listen));
+                assert!(s.tls_listen.is_none() && s.listen.ip().is_loopback(), "no TLS yet");
+                assert_eq!(s.dir, Path::new("/tmp/kv").join(&s.name));
+            }
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd, squid) on
-//! loopback, started from generated configs and owned by a small supervisor process.
+//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd, squid;
+//! redis-server, memcached) on loopback, started from generated configs and owned by a
+//! small supervisor process.
 //!
 //! [`up`] starts the supervisor in the background (`barrage testbed supervise`, a session
-//! of its own) and returns once every server answers HTTP; [`control`] sends it `stop NAME`,
+//! of its own) and returns once every server answers (HTTP, or a key-value ping); [`control`] sends it `stop NAME`,
 //! `start NAME` or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
 //! itself, also used in the foreground by `testbed up --foreground`.
 
@@ -17,7 +18,7 @@ mod supervisor;
 pub use layout::{album_dir, plan, Kind, Options, ServerSpec, Topology};
 pub use servers::Balance;
 pub use state::{check_dir, create_dir, default_dir, ServerState, State, Status};
-pub use supervisor::{answers_http, program_path, supervise, READY_DEADLINE, STOP_DEADLINE};
+pub use supervisor::{answers, answers_http, program_path, supervise, READY_DEADLINE, STOP_DEADLINE};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

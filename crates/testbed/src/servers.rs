@@ -614,6 +614,72 @@ access_log none
 }
 
 // ---------------------------------------------------------------------------------------
+// Key-value servers
+
+/// What one key-value server (redis-server, memcached) is asked to be.
+#[derive(Clone, Debug)]
+pub struct Store<'a> {
+    /// Testbed name of this process (`redis-1`, `memcached-2`).
+    pub name: &'a str,
+    /// A directory of its own (absolute): its config and working files.
+    pub dir: &'a Path,
+    /// Where it listens (plain TCP).
+    pub listen: SocketAddr,
+}
+
+/// redis-server in the foreground with its config in `DIR/redis.conf`: loopback only, no
+/// persistence (`save ""`, `appendonly no`, so a restarted instance starts empty and a stop
+/// writes nothing), logging to stdout, and `DEBUG` allowed from loopback clients
+/// (`enable-debug-command local`, refused by default since Redis 7) so that tests can
+/// inject a known server-side delay with `DEBUG SLEEP`. SIGTERM shuts it down at once.
+pub fn redis(s: &Store) -> Launch {
+    let conf = s.dir.join("redis.conf");
+    let text = format!(
+        "\
+# redis-server for the barrage testbed: {name}, a key-value store.
+bind {ip}
+port {port}
+# Foreground: the supervisor owns the process (and writes its pid file).
+daemonize no
+# No persistence: nothing is written on a schedule or at shutdown; a restart starts empty.
+save \"\"
+appendonly no
+# Where a dump would go, inside the testbed directory rather than the current one.
+dir {dir}
+# The log goes to stdout, the server's output.log.
+logfile \"\"
+# DEBUG SLEEP from loopback clients: a known server-side delay for tests.
+enable-debug-command local
+",
+        name = s.name,
+        ip = s.listen.ip(),
+        port = s.listen.port(),
+        dir = quoted(s.dir),
+    );
+    Launch {
+        program: "redis-server",
+        args: vec![conf.display().to_string()],
+        files: vec![(conf, text)],
+        package: "redis-server",
+        owner: None,
+        leftovers: Vec::new(),
+    }
+}
+
+/// memcached in the foreground: `memcached -U 0 -l IP -p PORT -u nobody`, TCP only (`-U 0`:
+/// no UDP port), default memory (64 MB) and connection limit (1024).
+///
+/// memcached refuses to run as root without `-u`: `-u nobody` makes it drop to `nobody`
+/// (it writes no files, so it needs nothing in `dir`); when not started as root, memcached
+/// ignores `-u`. SIGTERM stops it at once.
+pub fn memcached(s: &Store) -> Launch {
+    let args = ["-U", "0", "-l", &s.listen.ip().to_string(), "-p", &s.listen.port().to_string(), "-u", "nobody"]
+        .map(String::from)
+        .to_vec();
+    Launch { program: "memcached", args, files: Vec::new(), package: "memcached", owner: None, leftovers: Vec::new() }
+}
+
+// ---------------------------------------------------------------------------------------
 // Helpers
 
 /// 16 hex digits unique to `dir` (64-bit FNV-1a of the path), for names a server makes
@@ -1006,6 +1072,41 @@ mod tests {
              tls-cert=/tmp/tb-1/tls/cert.pem tls-key=/tmp/tb-1/tls/key.pem",
         );
         position(text, "acl front myportname front_http front_https");
+    }
+
+    // Key-value servers -------------------------------------------------------------------
+
+    fn store() -> Store<'static> {
+        Store { name: "redis-1", dir: Path::new(DIR), listen: "127.0.0.1:6400".parse().unwrap() }
+    }
+
+    #[test]
+    fn redis_runs_in_the_foreground_on_loopback_without_persistence() {
+        let launch = redis(&store());
+        assert_eq!((launch.program, launch.package, launch.owner), ("redis-server", "redis-server", None));
+        let conf = format!("{DIR}/redis.conf");
+        assert_eq!(args(&launch), [conf.as_str()]);
+        let text = text(&launch, "redis.conf");
+        for line in [
+            "bind 127.0.0.1",
+            "port 6400",
+            "daemonize no",
+            "save \"\"",
+            "appendonly no",
+            &format!("dir \"{DIR}\""),
+            "logfile \"\"",
+            "enable-debug-command local",
+        ] {
+            position(text, line);
+        }
+    }
+
+    #[test]
+    fn memcached_is_tcp_only_on_loopback_and_drops_root() {
+        let launch = memcached(&Store { name: "memcached-1", ..store() });
+        assert_eq!((launch.program, launch.package, launch.owner), ("memcached", "memcached", None));
+        assert!(launch.files.is_empty() && launch.leftovers.is_empty());
+        assert_eq!(args(&launch), ["-U", "0", "-l", "127.0.0.1", "-p", "6400", "-u", "nobody"]);
     }
 
     // Helpers -----------------------------------------------------------------------------

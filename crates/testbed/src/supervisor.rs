@@ -3,9 +3,9 @@
 //!
 //! The protocol is one line per connection: `stop NAME`, `start NAME` or `down`; the reply is
 //! one line, `ok` or `error: WHY`, sent once the work is done (a stopped server has exited
-//! and been reaped, a started one answers HTTP).
+//! and been reaped, a started one answers: HTTP, or a key-value server's ping).
 
-use crate::layout::{plan, tls_files, Options, ServerSpec};
+use crate::layout::{plan, tls_files, Kind, Options, ServerSpec};
 use crate::state::{ServerState, State, Status};
 use crate::TestbedError;
 use std::collections::HashMap;
@@ -142,7 +142,7 @@ impl Supervisor {
         self.state.servers.iter().position(|s| s.spec.name == name)
     }
 
-    /// Starts server `i` (a no-op if it runs) and waits until it answers HTTP.
+    /// Starts server `i` (a no-op if it runs) and waits until it answers (see [`answers`]).
     fn start(&mut self, i: usize) -> Result<(), TestbedError> {
         if self.state.servers[i].status == Status::Running {
             return Ok(());
@@ -155,7 +155,7 @@ impl Supervisor {
         server.status = Status::Running;
         std::fs::write(server.pid_file(), format!("{pid}\n"))?;
         self.state.save()?;
-        let listen = self.state.servers[i].spec.listen;
+        let (kind, listen) = (self.state.servers[i].spec.kind, self.state.servers[i].spec.listen);
         let deadline = Instant::now() + READY_DEADLINE;
         loop {
             self.reap();
@@ -163,13 +163,13 @@ impl Supervisor {
                 let tail = log_tail(&self.state.servers[i].log());
                 return Err(self.failed(i, format!("exited ({how}) while starting: {tail}")));
             }
-            if answers_http(listen) {
+            if answers(kind, listen) {
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 let _ = self.stop(i);
                 let tail = log_tail(&self.state.servers[i].log());
-                return Err(self.failed(i, format!("no HTTP answer on {listen} within {READY_DEADLINE:?}: {tail}")));
+                return Err(self.failed(i, format!("no answer on {listen} within {READY_DEADLINE:?}: {tail}")));
             }
             std::thread::sleep(TICK);
         }
@@ -365,6 +365,24 @@ fn describe(status: i32) -> String {
     } else {
         format!("status {status}")
     }
+}
+
+/// Whether a server of `kind` at `addr` answers its protocol: `GET /` for the HTTP
+/// servers, `PING` (`+PONG`) for redis-server, `version` (`VERSION …`) for memcached.
+pub fn answers(kind: Kind, addr: SocketAddr) -> bool {
+    match kind {
+        Kind::Redis => answers_ping(addr, b"PING\r\n", b"+PONG\r\n"),
+        Kind::Memcached => answers_ping(addr, b"version\r\n", b"VERSION "),
+        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid => answers_http(addr),
+    }
+}
+
+/// Whether `addr` answers `ping` with a reply starting with `pong`.
+fn answers_ping(addr: SocketAddr, ping: &[u8], pong: &[u8]) -> bool {
+    let Ok(mut conn) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return false };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut reply = vec![0u8; pong.len()];
+    conn.write_all(ping).is_ok() && conn.read_exact(&mut reply).is_ok() && reply == pong
 }
 
 /// Whether `addr` answers `GET /` with any HTTP status (a TCP connect is not enough:
