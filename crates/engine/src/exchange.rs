@@ -330,11 +330,11 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     if !io.step.reads_body() {
         return format!("{what} a {status} answer");
     }
-    let text = String::from_utf8_lossy(&io.body);
+    // Redacted whole, before it is cut: a login answer's token must not show in part.
+    let text = redaction.body(&String::from_utf8_lossy(&io.body));
     let head: String = text.chars().take(EXAMPLE_BODY).collect();
     let more = if text.chars().count() > EXAMPLE_BODY { "…" } else { "" };
-    let quoted = format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head);
-    redaction.text(&quoted).into_owned()
+    format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head)
 }
 
 /// A slot: at most one request at a time, on its own connection.

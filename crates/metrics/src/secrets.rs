@@ -251,6 +251,34 @@ impl Redaction {
         }
     }
 
+    /// A response body as it may be quoted (a failed check's example): a JSON body with the
+    /// value of each secret-named field (`"token"`, `"session_id"`) redacted and its
+    /// strings as [`Redaction::text`] shows them; any other body as text.
+    pub fn body(&self, body: &str) -> String {
+        if !self.enabled {
+            return body.to_string();
+        }
+        match serde_json::from_str::<serde_json::Value>(body) {
+            Ok(mut value) => {
+                self.json_fields(&mut value);
+                value.to_string()
+            }
+            Err(_) => self.text(body).into_owned(),
+        }
+    }
+
+    fn json_fields(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => map.iter_mut().for_each(|(k, v)| match self.is_secret(k) {
+                true => *v = Value::String(REDACTED.into()),
+                false => self.json_fields(v),
+            }),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.json_fields(v)),
+            other => self.json(other),
+        }
+    }
+
     /// Every string in `value` as [`Redaction::text`] shows it.
     pub fn json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
@@ -449,6 +477,17 @@ mod tests {
         }
         assert!(matches!(r.text("plain words"), Cow::Borrowed(_)));
         assert_eq!(Redaction::off().text("http://u:p@h/"), "http://u:p@h/");
+    }
+
+    #[test]
+    fn bodies_lose_secret_fields_and_url_secrets() {
+        let r = Redaction::default();
+        let body = r#"{"user":"ann","access_token":"S3CRET","nested":[{"Session-Id":7}],"next":"http://u:S3CRET@h/"}"#;
+        let shown = r.body(body);
+        assert!(!shown.contains("S3CRET") && !shown.contains(":7"), "{shown}");
+        assert!(shown.contains(r#""user":"ann""#) && shown.contains(r#""access_token":"<redacted>""#), "{shown}");
+        assert_eq!(r.body("not json: http://u:S3CRET@h/"), "not json: http://u:<redacted>@h/");
+        assert_eq!(Redaction::off().body(body), body);
     }
 
     #[test]
