@@ -305,6 +305,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     // Each thread is one client of the pick stream; round robin interleaves the threads
     // exactly (thread i takes targets i, i+T, ...), like the schedule itself.
     let mut picker = w.picker(w.index, w.threads).interleaved(w.threads as u64);
+    let request_of = w.plan.request_of();
     let run = async {
         // A group's window opens later: waited for here, where Ctrl-C is raced.
         timer.sleep_until(instant_at(w.start, base)).await;
@@ -336,7 +337,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Done { attack_end } => break base + attack_end,
             };
             let mb = idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
-            let (target, id) = w.plan.request_of(k, picker.next_index());
+            let (target, id) = request_of(k, picker.next_index());
             mb.job.set(Some(Job { intended, target, id, late, attempt: 1 }));
             mb.wake.notify_one();
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
@@ -377,6 +378,7 @@ async fn closed_loop(
     };
     let attack_end = Rc::new(Cell::new(Duration::ZERO));
     let mut handles = Vec::with_capacity(workers);
+    let request_of = w.plan.request_of();
     for i in 0..workers {
         let (w, quota, attack_end) = (w.clone(), quota.clone(), attack_end.clone());
         // Every worker is a client with its own stream (global number: thread + i × threads).
@@ -411,7 +413,7 @@ async fn closed_loop(
                 match work {
                     Work::Requests => {
                         // Each worker starts its round of the targets at its own number.
-                        let (target, id) = w.plan.request_of(number as u64 + turn, picker.next_index());
+                        let (target, id) = request_of(number as u64 + turn, picker.next_index());
                         turn += 1;
                         let job = Job { intended: now, target, id, late: false, attempt: 1 };
                         slot.request(&w, job).await;

@@ -245,12 +245,11 @@ impl Plan {
         self.targets.iter().any(|t| t.id_template.is_some())
     }
 
-    /// The request of a client's `k`th turn, whose pick drew `draw`: (target, id).
-    pub fn request_of(&self, k: u64, draw: u64) -> (u64, u64) {
-        match self.templated() {
-            true => (k % self.targets.len() as u64, draw),
-            false => (draw, 0),
-        }
+    /// How a client's `k`th turn, whose pick drew `draw`, becomes (target, id). Made once
+    /// per client, not asked per request: [`Plan::templated`] reads every target.
+    pub fn request_of(&self) -> impl Fn(u64, u64) -> (u64, u64) + Copy {
+        let (templated, targets) = (self.templated(), self.targets.len() as u64);
+        move |k, draw| if templated { (k % targets, draw) } else { (draw, 0) }
     }
 
     /// Checks what the types cannot: a template needs `--objects`.
