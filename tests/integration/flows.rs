@@ -437,3 +437,29 @@ start = "100h"
     let all = s.flows_total.as_ref().unwrap();
     assert_eq!((all.flows, all.duration_s), (20, 1.0));
 }
+
+/// A sweep runs a one-group scenario at each level's rate: every level's flows are what its
+/// rate asks, in its own file, and the origin counts all of them.
+#[test]
+fn a_sweep_runs_a_scenario_at_each_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, format!("[[flow.f.step]]\nname = \"get\"\nurl = \"http://{}/bytes/1\"\n", origin.addr))
+        .unwrap();
+    let out = dir.path().join("sweep");
+    let result = barrage()
+        .args(["sweep", "--scenario", file.to_str().unwrap(), "--rate", "10,20", "--step", "2s"])
+        .args(["-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    for (level, want) in [("level-01-10rps.brg", 20), ("level-02-20rps.brg", 40)] {
+        let (_, total) = totals(&out.join(level));
+        let f = key(&total.flows, "f");
+        assert_eq!((f.requests, f.failed), (want, 0), "{level}");
+    }
+    let stats: serde_json::Value =
+        serde_json::from_slice(&crate::albums::send(origin.addr, "GET", "/_barrage/stats", None).body).unwrap();
+    assert_eq!(stats["requests"].as_u64(), Some(60), "{stats}");
+}
