@@ -339,6 +339,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
+    pub kv: KvArgs,
+    #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]
     pub watch: WatchArgs,
@@ -424,6 +426,70 @@ pub struct ConnectionArgs {
     pub connect_timeout: PositiveDur,
 }
 
+/// Redis and memcached runs, in memtier_benchmark's words (heading: Key-value).
+#[derive(Args, Debug, Clone)]
+pub struct KvArgs {
+    /// More servers of a redis:// or memcache:// run (comma-separated URLs); keys are spread
+    /// over all of them by --distribution.
+    #[arg(long, value_name = "URL,URL", value_delimiter = ',', help_heading = "Key-value")]
+    pub servers: Vec<String>,
+    /// Wire protocol: resp2, resp3 (HELLO 3), memcache-text or memcache-meta [default: resp2
+    /// for redis://, memcache-text for memcache://].
+    #[arg(long, value_name = "PROTOCOL", value_parser = |s: &str| s.parse::<barrage_plan::kv::Protocol>(), help_heading = "Key-value")]
+    pub protocol: Option<barrage_plan::kv::Protocol>,
+    /// SETs to GETs in each round, as memtier's --ratio (1:10; 1:0 sets only, 0:1 gets only).
+    #[arg(long, value_name = "SET:GET", default_value = "1:10", value_parser = barrage_plan::kv::parse_ratio, conflicts_with = "commands", help_heading = "Key-value")]
+    pub ratio: (u32, u32),
+    /// Keys are this prefix and a number.
+    #[arg(long, value_name = "TEXT", default_value = "memtier-", help_heading = "Key-value")]
+    pub key_prefix: String,
+    /// The smallest key number.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Key-value")]
+    pub key_minimum: u64,
+    /// The largest key number [default: 9999999, memtier's 10 million keys].
+    #[arg(long, value_name = "N", conflicts_with = "objects", help_heading = "Key-value")]
+    pub key_maximum: Option<u64>,
+    /// How keys are drawn, in memtier's letters: R random, S sequential, G Gaussian
+    /// (the same for SETs and GETs: R:R); --pick says the same in barrage's words.
+    #[arg(long, value_name = "R|S|G", conflicts_with = "pick", value_parser = parse_key_pattern, help_heading = "Key-value")]
+    pub key_pattern: Option<barrage_plan::Pick>,
+    /// Value size of SETs in bytes [default: 32].
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["data_size_range", "data_size_list"], help_heading = "Key-value")]
+    pub data_size: Option<String>,
+    /// Value sizes drawn uniformly from MIN-MAX.
+    #[arg(long, value_name = "MIN-MAX", conflicts_with = "data_size_list", help_heading = "Key-value")]
+    pub data_size_range: Option<String>,
+    /// Value sizes with weights: SIZE:WEIGHT,SIZE:WEIGHT.
+    #[arg(long, value_name = "SIZE:W,...", help_heading = "Key-value")]
+    pub data_size_list: Option<String>,
+    /// Commands in flight per connection.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Key-value")]
+    pub pipeline: u32,
+    /// A Redis command instead of SET/GET, e.g. 'HSET h:{id} f {value}' ({id} the key number,
+    /// __key__ the prefixed key, {value} or __data__ a value); repeat for several, sent in turn.
+    #[arg(long = "command", value_name = "'CMD ARGS'", help_heading = "Key-value")]
+    pub commands: Vec<String>,
+    /// How keys are spread over several servers: ketama (consistent hashing, as
+    /// libmemcached) or modulo.
+    #[arg(long, value_name = "HOW", default_value = "ketama", value_parser = ["ketama", "modulo"], help_heading = "Key-value")]
+    pub distribution: String,
+}
+
+/// memtier's `--key-pattern`: `R`, `S` or `G`, optionally written twice (`R:R`).
+fn parse_key_pattern(s: &str) -> Result<barrage_plan::Pick, String> {
+    let bad = || format!("invalid --key-pattern '{s}': expected R (random), S (sequential) or G (Gaussian), the same for SETs and GETs (R:R)");
+    let (set, get) = s.split_once(':').unwrap_or((s, s));
+    if set != get {
+        return Err(format!("{}; barrage draws SET and GET keys from one stream", bad()));
+    }
+    match set {
+        "R" => Ok(barrage_plan::Pick::Random),
+        "S" => Ok(barrage_plan::Pick::RoundRobin),
+        "G" => "gauss".parse(),
+        _ => Err(bad()),
+    }
+}
+
 /// What each request is (heading: Request).
 #[derive(Args, Debug, Clone)]
 pub struct RequestArgs {
@@ -436,8 +502,8 @@ pub struct RequestArgs {
     #[arg(long = "urls", value_name = "FILE", conflicts_with = "urls", help_heading = "Request")]
     pub urls_file: Option<String>,
     /// How the next target is chosen: same, round-robin, random, zipf:EXPONENT.
-    #[arg(long, value_name = "HOW", default_value = "round-robin", help_heading = "Request")]
-    pub pick: barrage_plan::Pick,
+    #[arg(long, value_name = "HOW", help_heading = "Request")]
+    pub pick: Option<barrage_plan::Pick>,
     /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
     pub objects: Option<u64>,

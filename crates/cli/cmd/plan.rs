@@ -101,8 +101,14 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             load = barrage_plan::scenario::overall_load(&s);
             (targets, Some(std::sync::Arc::new(s)))
         }
-        None => (targets(a, &method)?, None),
+        None => (Vec::new(), None),
     };
+    let kv = kv_plan(a)?;
+    match &kv {
+        Some((kv_targets, _, _)) => targets = kv_targets.clone(),
+        None if scenario.is_none() => targets = self::targets(a, &method)?,
+        None => {}
+    }
     // A target file gives each target its method: the flags' body goes only where a body
     // belongs (see `takes_body`), and must go somewhere.
     let from_file = r.targets.is_some();
@@ -145,9 +151,14 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         timeout: c.timeout.0,
         connect_timeout: c.connect_timeout.0.min(c.timeout.0),
         threads: l.threads,
-        pick: r.pick.clone(),
+        pick: match (&kv, &a.kv.key_pattern, &r.pick) {
+            (_, Some(p), _) | (_, None, Some(p)) => p.clone(),
+            // memtier's default key pattern is random (R:R).
+            (Some(_), None, None) => barrage_plan::Pick::Random,
+            (None, None, None) => barrage_plan::Pick::RoundRobin,
+        },
         hit_ratio: r.hit_ratio,
-        objects: r.objects,
+        objects: kv.as_ref().map_or(r.objects, |(_, _, keys)| Some(*keys)),
         seed: r.seed,
         cache_rules: barrage_plan::CacheRules::new(m.cache_rules.clone()),
         backend_headers: if m.backend_headers.is_empty() {
@@ -162,6 +173,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             on: a.retry.retry_on.clone(),
         }),
         scenario,
+        kv: kv.map(|(_, kv, _)| std::sync::Arc::new(kv)),
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     if let (Some(s), Some(end)) = (plan.scenario.as_deref(), plan.attack_limit()) {
@@ -224,6 +236,95 @@ pub fn check_open_files(connections: usize, flag: &str) -> anyhow::Result<()> {
         limit.rlim_max,
         limit.rlim_max.saturating_sub(RESERVED_FILES)
     )
+}
+
+/// A Redis or memcached run's targets (one per command of a round, named after it), its
+/// [`KvPlan`](barrage_plan::kv::KvPlan) and its number of keys; `None` for HTTP.
+fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv::KvPlan, u64)>> {
+    use barrage_plan::kv::{KvCommand, KvPlan, KvServer, ValueSizes};
+    let k = &a.kv;
+    let is_kv = |u: &String| ["redis://", "rediss://", "memcache://", "memcached://"].iter().any(|s| u.starts_with(s));
+    let urls: Vec<&String> = a.target.urls.iter().chain(&k.servers).collect();
+    if !urls.iter().any(|u| is_kv(u)) {
+        if !k.servers.is_empty() || !k.commands.is_empty() || k.protocol.is_some() {
+            anyhow::bail!("--servers, --command and --protocol are for redis:// and memcache:// targets");
+        }
+        return Ok(None);
+    }
+    if let Some(http) = urls.iter().find(|u| !is_kv(u)) {
+        anyhow::bail!("'{http}' is not a key-value server: a run is either HTTP or redis:// / memcache://, not both");
+    }
+    let r = &a.request;
+    let http_only = [
+        (r.targets.is_some(), "--targets"),
+        (r.urls_file.is_some(), "--urls"),
+        (r.body.is_some() || r.body_size.is_some() || !r.form.is_empty(), "--body"),
+        (r.hit_ratio.is_some(), "--hit-ratio"),
+        (!r.headers.is_empty(), "-H"),
+        (r.method.is_some(), "-X"),
+        (a.conn.no_keepalive, "--no-keepalive"),
+    ];
+    if let Some((_, flag)) = http_only.iter().find(|(set, _)| *set) {
+        anyhow::bail!("{flag} is for HTTP targets; a redis:// or memcache:// run takes --ratio, --command and --data-size");
+    }
+    let servers = urls.iter().map(|u| KvServer::parse(u)).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
+    let implied = servers[0].protocol;
+    if let Some(s) = servers.iter().find(|s| s.protocol.is_redis() != implied.is_redis()) {
+        anyhow::bail!("the servers mix Redis and memcached ({}:{}): a run speaks one protocol", s.host, s.port);
+    }
+    let protocol = k.protocol.unwrap_or(implied);
+    if protocol.is_redis() != implied.is_redis() {
+        anyhow::bail!("--protocol {protocol:?} does not fit a {} URL", if implied.is_redis() { "redis://" } else { "memcache://" });
+    }
+    let values = match (&k.data_size, &k.data_size_range, &k.data_size_list) {
+        (Some(s), _, _) | (_, Some(s), _) | (_, _, Some(s)) => ValueSizes::parse(s).map_err(anyhow::Error::msg)?,
+        _ => ValueSizes::Fixed(32),
+    };
+    let commands: Vec<KvCommand> = if k.commands.is_empty() {
+        let (set, get) = k.ratio;
+        std::iter::repeat_n(KvCommand::Set, set as usize).chain(std::iter::repeat_n(KvCommand::Get, get as usize)).collect()
+    } else {
+        k.commands
+            .iter()
+            .map(|c| barrage_plan::kv::parse_command(c, &k.key_prefix).map(KvCommand::Custom))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?
+    };
+    let keys = match (r.objects, k.key_maximum) {
+        (Some(n), _) => n,
+        (None, max) => {
+            let max = max.unwrap_or(9_999_999);
+            if max < k.key_minimum {
+                anyhow::bail!("--key-maximum {max} is below --key-minimum {}", k.key_minimum);
+            }
+            max - k.key_minimum + 1
+        }
+    };
+    let distribution = match (servers.len(), k.distribution.as_str()) {
+        (1, _) => None,
+        (_, "modulo") => Some(barrage_plan::ring::Distribution::Modulo(servers.len())),
+        _ => {
+            let hosts: Vec<(&str, u16)> = servers.iter().map(|s| (s.host.as_str(), s.port)).collect();
+            Some(barrage_plan::ring::Distribution::Ketama(barrage_plan::ring::Ring::ketama(&hosts)))
+        }
+    };
+    let targets = commands
+        .iter()
+        .map(|c| Target::kv(&c.name(), urls[0]))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let plan = KvPlan {
+        protocol,
+        servers,
+        distribution,
+        pipeline: k.pipeline as usize,
+        key_prefix: bytes::Bytes::from(k.key_prefix.clone()),
+        key_min: k.key_minimum,
+        values,
+        commands,
+    };
+    plan.validate().map_err(anyhow::Error::msg)?;
+    Ok(Some((targets, plan, keys)))
 }
 
 /// The targets from the command line, `--targets` or `--urls`.

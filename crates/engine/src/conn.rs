@@ -109,7 +109,13 @@ pub struct Connector {
 impl Connector {
     /// Builds the TLS configuration when any target is HTTPS.
     pub fn new(plan: &Plan, needs_tls: bool) -> Result<Connector, crate::EngineError> {
-        let tls = if needs_tls { Some(Arc::new(tls_config(&plan.tls, plan.http2)?)) } else { None };
+        // Redis and memcached negotiate no application protocol: they get no ALPN.
+        let alpn: &[&[u8]] = match (plan.kv.is_some(), plan.http2) {
+            (true, _) => &[],
+            (false, true) => &[b"h2", b"http/1.1"],
+            (false, false) => &[b"http/1.1"],
+        };
+        let tls = if needs_tls { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
         Ok(Connector { tls, http2: plan.http2, connect_timeout: plan.connect_timeout })
     }
 
@@ -135,6 +141,23 @@ impl Connector {
         base: Instant,
         phases: &mut crate::exchange::Phases,
     ) -> Result<Conn, Failure> {
+        let (stream, clock) = self.open(ep, base, phases).await?;
+        let h2 = match &stream {
+            Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+            Stream::Left(_) => self.http2,
+        };
+        let io = TokioIo::new(TimedIo { inner: stream, clock: clock.clone() });
+        Conn::handshake(io, h2, ep.flat_writes, clock).await
+    }
+
+    /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
+    /// connect and TLS into `phases`, without the connect timeout (the caller's bound).
+    pub(crate) async fn open(
+        &self,
+        ep: &Endpoint,
+        base: Instant,
+        phases: &mut crate::exchange::Phases,
+    ) -> Result<(Stream, Arc<IoClock>), Failure> {
         use barrage_metrics::Phase;
         let addr = match ep.fixed_addr {
             Some(a) => a,
@@ -150,19 +173,21 @@ impl Connector {
         phases.set(Phase::Connect, t.elapsed());
         // Requests are small and latency is what we measure: never wait for Nagle.
         let _ = tcp.set_nodelay(true);
-        let clock = Arc::new(IoClock::new(base));
-        let (stream, h2) = match (&self.tls, ep.tls) {
+        let stream = match (&self.tls, ep.tls) {
             (Some(cfg), true) => {
                 let t = Instant::now();
                 let tls = self.handshake(cfg, ep, tcp).await?;
                 phases.set(Phase::Tls, t.elapsed());
-                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                (Stream::Right(Box::new(tls)), h2)
+                Stream::Right(Box::new(tls))
             }
-            _ => (Stream::Left(tcp), self.http2),
+            _ => Stream::Left(tcp),
         };
-        let io = TokioIo::new(TimedIo { inner: stream, clock: clock.clone() });
-        Conn::handshake(io, h2, ep.flat_writes, clock).await
+        Ok((stream, Arc::new(IoClock::new(base))))
+    }
+
+    /// The bound on opening a connection.
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
     }
 
     async fn handshake(
@@ -234,7 +259,7 @@ fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     None
 }
 
-fn tls_config(opts: &TlsOptions, http2: bool) -> Result<rustls::ClientConfig, crate::EngineError> {
+fn tls_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, crate::EngineError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -244,7 +269,7 @@ fn tls_config(opts: &TlsOptions, http2: bool) -> Result<rustls::ClientConfig, cr
     } else {
         builder.with_root_certificates(roots(opts)?).with_no_client_auth()
     };
-    cfg.alpn_protocols = if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     // Every new connection pays a full handshake, like curl in a loop, so the TLS phase
     // measures what a new client costs the server.
     cfg.resumption = rustls::client::Resumption::disabled();
@@ -342,8 +367,8 @@ pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>
 
 /// Wraps the stream to count bytes and note the time of writes.
 pub struct TimedIo {
-    inner: Stream,
-    clock: Arc<IoClock>,
+    pub(crate) inner: Stream,
+    pub(crate) clock: Arc<IoClock>,
 }
 
 impl AsyncRead for TimedIo {

@@ -260,13 +260,16 @@ fn encode_path(path: &str) -> String {
 }
 
 /// What one finished request yields besides its times.
-struct Done {
-    outcome: Outcome,
-    bytes_in: u64,
-    bytes_out: u64,
-    cache: CacheStatus,
-    /// The backend header's value (a reference-counted clone, no copy).
-    backend: Option<HeaderValue>,
+pub(crate) struct Done {
+    pub outcome: Outcome,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub cache: CacheStatus,
+    /// The backend header's value (a reference-counted clone, no copy), or the key-value
+    /// server that answered.
+    pub backend: Option<HeaderValue>,
+    /// A key-value server's error reply: its class and message.
+    pub reply: Option<(crate::kv::ErrorClass, Box<str>)>,
 }
 
 /// What a request log row says of the request, besides its sample.
@@ -345,6 +348,8 @@ pub struct Slot {
     timer: Option<crate::thread::PreciseTimer>,
     /// Worker (closed loop) or slot (open loop) number within the run, for the log.
     worker: usize,
+    /// A key-value run's side of the slot: its group's connections.
+    kv: Option<crate::kv::SlotKv>,
 }
 
 /// One request to make.
@@ -365,7 +370,13 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, timer: None, worker }
+        Slot { conn: None, timer: None, worker, kv: None }
+    }
+
+    /// The slot of a key-value run, sending on its group's connections.
+    pub(crate) fn with_kv(mut self, kv: crate::kv::SlotKv) -> Self {
+        self.kv = Some(kv);
+        self
     }
 
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
@@ -413,10 +424,15 @@ impl Slot {
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
-        let res =
-            tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await;
+        let res = match (&mut self.kv, &w.kv) {
+            (Some(k), Some(run)) => {
+                let attempt = crate::kv::attempt(k, w, run, job.target as usize, id, &mut phases);
+                tokio::time::timeout(w.plan.timeout, attempt).await
+            }
+            _ => tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await,
+        };
         let ended = w.start.elapsed();
-        let Done { outcome, bytes_in, bytes_out, cache, backend } = match res {
+        let Done { outcome, bytes_in, bytes_out, cache, backend, reply } = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
             Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
@@ -448,6 +464,9 @@ impl Slot {
         }
         if let Some(name) = &backend {
             rec.backends.record(name.as_bytes(), &sample);
+        }
+        if let Some((class, message)) = &reply {
+            let _ = (class, message); // XXX-REPLIES rec.replies.record_example(class.name().as_bytes(), &sample, || message.to_string());
         }
         drop(rec);
         if let Some(log) = &w.log {
@@ -543,7 +562,7 @@ impl Slot {
             },
             method: t.method.as_str(),
             url: filled.as_deref().unwrap_or(&t.url_text),
-            id: t.template.as_ref().map(|_| what.id),
+            id: (t.template.is_some() || w.kv.is_some()).then_some(what.id),
             attempt: what.attempt,
             backend: what.backend.map(HeaderValue::as_bytes),
             flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),
@@ -580,7 +599,14 @@ impl Slot {
         if rec.wants_example(f.kind) {
             rec.set_example(f.kind, f.message());
         }
-        Done { outcome: Outcome::Error(f.kind), bytes_in: 0, bytes_out: 0, cache: CacheStatus::Unknown, backend: None }
+        Done {
+            outcome: Outcome::Error(f.kind),
+            bytes_in: 0,
+            bytes_out: 0,
+            cache: CacheStatus::Unknown,
+            backend: None,
+            reply: None,
+        }
     }
 
     async fn attempt(
@@ -662,7 +688,7 @@ impl Slot {
         }
         phases.set(Phase::Receive, w.start.elapsed() - head_at);
         let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);
-        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend })
+        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend, reply: None })
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was

@@ -96,7 +96,9 @@ pub fn run(
     stop: CancellationToken,
     on_interval: &mut dyn FnMut(&IntervalRecord),
 ) -> Result<RunFooter, EngineError> {
-    let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"));
+    let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
+        || plan.kv.as_ref().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
+    let kv = plan.kv.clone().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
     let (targets, endpoints) = exchange::prepare(&plan, &spec.redaction);
     let threads = plan.thread_count();
@@ -124,6 +126,7 @@ pub fn run(
             keys: keys.clone(),
             redaction: spec.redaction.clone(),
             endpoints: endpoints.clone(),
+            kv: kv.clone(),
             connector: connector.clone(),
             start,
             start_unix_us: started_unix_ms * 1000,

@@ -64,6 +64,8 @@ pub struct Worker {
     pub keys: Arc<[GroupKeys]>,
     /// How URLs are shown in the request log.
     pub redaction: barrage_metrics::secrets::Redaction,
+    /// A key-value run's servers and commands.
+    pub kv: Option<Arc<crate::kv::KvRun>>,
     /// Their distinct endpoints, by index.
     pub endpoints: Arc<[Endpoint]>,
     /// Opens connections.
@@ -202,12 +204,32 @@ struct Window {
 }
 
 /// One load loop: open or closed.
+/// A key-value run counts connections where HTTP counts slots or workers: each of a
+/// thread's connections carries `--pipeline` of them, so no connection spans two threads.
 async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> LoadOutcome {
+    let per_conn = w.kv.as_ref().map_or(1, |kv| kv.pipeline());
     match load {
-        Load::Open { pacer, max_in_flight } => open_loop(w, pacer, w.share(*max_in_flight), window, work).await,
-        Load::Closed { concurrency, think_time } => {
-            closed_loop(w, (w.share(*concurrency), *concurrency), *think_time, window, work).await
+        Load::Open { pacer, max_in_flight } => {
+            open_loop(w, pacer, w.share(*max_in_flight) * per_conn, window, work).await
         }
+        Load::Closed { concurrency, think_time } => {
+            let workers = (w.share(*concurrency) * per_conn, *concurrency * per_conn);
+            closed_loop(w, workers, *think_time, window, work).await
+        }
+    }
+}
+
+/// A load loop's key-value groups, when the run is one.
+fn kv_groups(w: &Worker) -> Option<crate::kv::Groups> {
+    w.kv.as_ref().map(|run| crate::kv::Groups::new(run.clone()))
+}
+
+/// The `i`th slot of a load loop, numbered `number` in the run.
+fn new_slot(w: &Worker, groups: &mut Option<crate::kv::Groups>, i: usize, number: usize) -> Slot {
+    let slot = Slot::new(number);
+    match groups {
+        Some(g) => slot.with_kv(g.slot(i, w.plan.seed ^ number as u64)),
+        None => slot,
     }
 }
 
@@ -256,13 +278,14 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     let freed = Rc::new(Notify::new());
     let closed = Rc::new(Cell::new(false));
     let mut handles = Vec::with_capacity(slots);
+    let mut groups = kv_groups(w);
     for i in 0..slots {
         let number = w.index + i * w.threads;
         let mb = Rc::new(Mailbox { job: Cell::new(None), wake: Notify::new() });
         idle.borrow_mut().push(mb.clone());
+        let mut slot = new_slot(w, &mut groups, i, number);
         let (w, idle, freed, closed) = (w.clone(), idle.clone(), freed.clone(), closed.clone());
         handles.push(tokio::task::spawn_local(async move {
-            let mut slot = Slot::new(number);
             let mut iteration = 0;
             loop {
                 mb.wake.notified().await;
@@ -379,14 +402,15 @@ async fn closed_loop(
     let attack_end = Rc::new(Cell::new(Duration::ZERO));
     let mut handles = Vec::with_capacity(workers);
     let request_of = w.plan.request_of();
+    let mut groups = kv_groups(w);
     for i in 0..workers {
-        let (w, quota, attack_end) = (w.clone(), quota.clone(), attack_end.clone());
         // Every worker is a client with its own stream (global number: thread + i × threads).
         let number = w.index + i * w.threads;
+        let mut slot = new_slot(w, &mut groups, i, number);
+        let (w, quota, attack_end) = (w.clone(), quota.clone(), attack_end.clone());
         let mut picker = w.picker(number, all_workers);
         let first = window.start + ramp.mul_f64(number as f64 / all_workers.max(1) as f64);
         handles.push(tokio::task::spawn_local(async move {
-            let mut slot = Slot::new(number);
             let (mut iteration, mut turn) = (0, 0u64);
             if !first.is_zero() {
                 // A worker whose turn in the ramp comes after the end never starts.

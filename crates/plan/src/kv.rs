@@ -171,6 +171,27 @@ impl ValueSizes {
         }
     }
 
+    /// The size drawn by the random number `r` (uniform over u64): fixed, uniform over the
+    /// range, or by weight from the list. A pure function, so each slot draws from its own
+    /// seeded stream and runs repeat.
+    pub fn size(&self, r: u64) -> u32 {
+        match self {
+            ValueSizes::Fixed(n) => *n,
+            ValueSizes::Range(lo, hi) => lo + (r % (u64::from(hi - lo) + 1)) as u32,
+            ValueSizes::List(l) => {
+                let total: u64 = l.iter().map(|(_, w)| u64::from(*w)).sum();
+                let mut at = r % total.max(1);
+                for (size, weight) in l {
+                    match at.checked_sub(u64::from(*weight)) {
+                        Some(rest) => at = rest,
+                        None => return *size,
+                    }
+                }
+                l.last().map_or(0, |(s, _)| *s)
+            }
+        }
+    }
+
     /// The largest size it can draw.
     pub fn max(&self) -> u32 {
         match self {
@@ -198,9 +219,10 @@ pub enum Arg {
 }
 
 /// A command as `--command 'HSET h:{id} f {value}'` gives it: words split on spaces, `{id}`
-/// (or `__key__`, the key prefix then the id) and `{value}` (or `__data__`) filled per
-/// request. At most one key per argument; the first word is the command's name.
-pub fn parse_command(s: &str) -> Result<Vec<Arg>, String> {
+/// (the key's number), `__key__` (memtier's: `key_prefix` then the number) and `{value}` (or
+/// `__data__`) filled per request. At most one key per argument; the first word is the
+/// command's name.
+pub fn parse_command(s: &str, key_prefix: &str) -> Result<Vec<Arg>, String> {
     let bad = |why: &str| format!("invalid --command '{s}': {why}; e.g. 'HSET h:{{id}} f {{value}}'");
     let words: Vec<&str> = s.split_whitespace().collect();
     if words.is_empty() {
@@ -212,7 +234,7 @@ pub fn parse_command(s: &str) -> Result<Vec<Arg>, String> {
     words
         .iter()
         .map(|w| {
-            let w = w.replace("__key__", "{id}");
+            let w = w.replace("__key__", &format!("{key_prefix}{{id}}"));
             match (w.as_str(), w.matches("{id}").count()) {
                 ("{value}" | "__data__", _) => Ok(Arg::Value),
                 (_, 0) => Ok(Arg::Lit(Bytes::from(w))),
@@ -224,6 +246,90 @@ pub fn parse_command(s: &str) -> Result<Vec<Arg>, String> {
             }
         })
         .collect()
+}
+
+/// One command of a key-value run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KvCommand {
+    /// Read the key: Redis `GET`, memcached `get` or `mg <key> v`. A nil, `END` or `EN` is a
+    /// miss, a value a hit.
+    Get,
+    /// Store a value of the run's sizes under the key: Redis `SET`, memcached `set` or `ms`.
+    Set,
+    /// `--command`: anything else, Redis only. A nil reply is a miss, a value a hit, any
+    /// other reply (an integer, `OK`, an array) counts as neither.
+    Custom(Vec<Arg>),
+}
+
+impl KvCommand {
+    /// The name it is counted under (`SET`, `GET`, or the command's first word in capitals).
+    pub fn name(&self) -> String {
+        match self {
+            KvCommand::Get => "GET".into(),
+            KvCommand::Set => "SET".into(),
+            KvCommand::Custom(args) => match args.first() {
+                Some(Arg::Lit(w)) => String::from_utf8_lossy(w).to_ascii_uppercase(),
+                _ => "COMMAND".into(),
+            },
+        }
+    }
+}
+
+/// The longest key barrage builds (memcached's limit).
+pub const MAX_KEY: usize = 250;
+
+/// What a key-value run sends where: the engine's side of `Plan::kv`. Its `commands` are
+/// indexed like the plan's targets (one target per command of a ratio's round, each named
+/// after its command), so the schedule, picks, retries and every figure work as for HTTP.
+#[derive(Clone, Debug)]
+pub struct KvPlan {
+    /// The wire protocol.
+    pub protocol: Protocol,
+    /// The servers keys are spread over.
+    pub servers: Vec<KvServer>,
+    /// How keys are spread (`None` with one server).
+    pub distribution: Option<crate::ring::Distribution>,
+    /// Commands in flight per connection (`--pipeline`): each of the load's connections
+    /// carries this many slots.
+    pub pipeline: usize,
+    /// Before each key's number (`--key-prefix`, memtier's `memtier-` by default).
+    pub key_prefix: Bytes,
+    /// The first key's number (`--key-minimum`); picks draw offsets from it.
+    pub key_min: u64,
+    /// Sizes of the values SET.
+    pub values: ValueSizes,
+    /// The commands, indexed like the plan's targets.
+    pub commands: Vec<KvCommand>,
+}
+
+impl KvPlan {
+    /// The server of `key`.
+    pub fn server(&self, key: &[u8]) -> usize {
+        self.distribution.as_ref().map_or(0, |d| d.server(key))
+    }
+
+    /// Checks what the types cannot: keys memcached would refuse, arbitrary commands on
+    /// memcached, a pipeline of 0.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.servers.is_empty() {
+            return Err("a key-value run needs a server (redis://host:port or memcache://host:port)".into());
+        }
+        if !(1..=1024).contains(&self.pipeline) {
+            return Err(format!("invalid --pipeline {}: expected 1..=1024", self.pipeline));
+        }
+        if self.key_prefix.len() + 20 > MAX_KEY || self.key_prefix.iter().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+            return Err(format!(
+                "invalid --key-prefix '{}': at most {} bytes, without spaces or control characters (keys go on memcached's text lines)",
+                String::from_utf8_lossy(&self.key_prefix),
+                MAX_KEY - 20
+            ));
+        }
+        let custom = self.commands.iter().any(|c| matches!(c, KvCommand::Custom(_)));
+        if custom && !self.protocol.is_redis() {
+            return Err("--command sends Redis commands; memcached runs take --ratio SET:GET".into());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -280,15 +386,26 @@ mod tests {
     }
 
     #[test]
+    fn sizes_are_drawn_as_asked() {
+        assert_eq!(ValueSizes::Fixed(32).size(12345), 32);
+        let range = ValueSizes::Range(10, 12);
+        let drawn: std::collections::BTreeSet<u32> = (0..30).map(|r| range.size(r)).collect();
+        assert_eq!(drawn.into_iter().collect::<Vec<_>>(), [10, 11, 12]);
+        let list = ValueSizes::List(vec![(32, 1), (1024, 3)]);
+        let big = (0..4000u64).filter(|r| list.size(*r) == 1024).count();
+        assert_eq!(big, 3000);
+    }
+
+    #[test]
     fn commands_with_keys_and_values() {
         let lit = |s: &'static str| Arg::Lit(Bytes::from_static(s.as_bytes()));
         let key = |p: &'static str, s: &'static str| Arg::Key {
             prefix: Bytes::from_static(p.as_bytes()),
             suffix: Bytes::from_static(s.as_bytes()),
         };
-        assert_eq!(parse_command("HSET h:{id} f {value}").unwrap(), [lit("HSET"), key("h:", ""), lit("f"), Arg::Value]);
-        assert_eq!(parse_command("SET __key__ __data__").unwrap(), [lit("SET"), key("", ""), Arg::Value]);
-        assert!(parse_command("  ").unwrap_err().contains("no command"));
-        assert!(parse_command("GET {id}{id}").unwrap_err().contains("at most once"));
+        assert_eq!(parse_command("HSET h:{id} f {value}", "memtier-").unwrap(), [lit("HSET"), key("h:", ""), lit("f"), Arg::Value]);
+        assert_eq!(parse_command("SET __key__ __data__", "memtier-").unwrap(), [lit("SET"), key("memtier-", ""), Arg::Value]);
+        assert!(parse_command("  ", "").unwrap_err().contains("no command"));
+        assert!(parse_command("GET {id}{id}", "").unwrap_err().contains("at most once"));
     }
 }

@@ -87,6 +87,33 @@ impl Target {
 }
 
 impl Target {
+    /// A key-value run's target: the command `name` (`SET`, `GET`, `HSET`) to the server at
+    /// `url` (`redis://`, `rediss://`, `memcache://`; checked by [`crate::kv::KvServer::parse`]).
+    /// What it sends is the plan's [`crate::kv::KvPlan`]'s; the target carries the name and
+    /// method its figures go under.
+    pub fn kv(name: &str, url: &str) -> Result<Target, String> {
+        let method = Method::from_bytes(name.as_bytes()).map_err(|_| format!("invalid command name '{name}'"))?;
+        let server = crate::kv::KvServer::parse(url)?;
+        let host = if server.host.contains(':') { format!("[{}]", server.host) } else { server.host.clone() };
+        let scheme = url.split_once("://").map_or("redis", |(s, _)| s);
+        // The user and password stay in the URL as given: every output redacts them.
+        let user_info = url.split_once("://").and_then(|(_, rest)| rest.split('/').next()?.rsplit_once('@'));
+        let auth = match user_info {
+            Some((info, _)) => format!("{info}@{host}:{}", server.port),
+            None => format!("{host}:{}", server.port),
+        };
+        let url: Uri = format!("{scheme}://{auth}/").parse().map_err(|_| format!("invalid server '{url}'"))?;
+        Ok(Target {
+            method,
+            url,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            body_unique_len: None,
+            name: Some(name.to_string()),
+            id_template: None,
+        })
+    }
+
     /// The URL as the user wrote it: a template shows `{id}` again.
     pub fn url_text(&self) -> String {
         match (&self.id_template, self.url.scheme_str(), self.url.authority()) {
@@ -179,6 +206,9 @@ pub struct Plan {
     /// groups' loads replace `load`, which then only sums them up (see
     /// [`crate::scenario::overall_load`]).
     pub scenario: Option<std::sync::Arc<crate::flow::Scenario>>,
+    /// A key-value run (Redis, memcached): what each target's command sends and where.
+    /// Ids are keys' numbers then: picks choose them over `objects`, targets go round robin.
+    pub kv: Option<std::sync::Arc<crate::kv::KvPlan>>,
 }
 
 /// Headers that name the backend, tried in order when `--backend-header` is not given.
@@ -215,6 +245,7 @@ impl Plan {
             backend_headers: default_backend_headers(),
             retry: None,
             scenario: None,
+            kv: None,
         }
     }
 
@@ -242,7 +273,7 @@ impl Plan {
     /// Whether a target holds `{id}`: picks then choose ids, and the targets go round robin
     /// (a target file's `PUT /obj/{id}` and `GET /obj/{id}` each get an id of their own).
     pub fn templated(&self) -> bool {
-        self.targets.iter().any(|t| t.id_template.is_some())
+        self.kv.is_some() || self.targets.iter().any(|t| t.id_template.is_some())
     }
 
     /// How a client's `k`th turn, whose pick drew `draw`, becomes (target, id). Made once
@@ -257,6 +288,9 @@ impl Plan {
         if self.targets.is_empty() {
             return Err("no targets".into());
         }
+        if let Some(kv) = &self.kv {
+            return self.validate_kv(kv);
+        }
         let templates = self.targets.iter().filter(|t| t.id_template.is_some()).count();
         if templates > 0 && self.objects.is_none() {
             return Err("a URL with {id} needs --objects N (ids 0..N)".into());
@@ -266,6 +300,25 @@ impl Plan {
         }
         if self.objects == Some(0) {
             return Err("--objects must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// A key-value plan: its commands match its targets, its key space is given, and it is
+    /// not mixed with what only HTTP has.
+    fn validate_kv(&self, kv: &crate::kv::KvPlan) -> Result<(), String> {
+        kv.validate()?;
+        if kv.commands.len() != self.targets.len() {
+            return Err("a key-value plan needs one command per target".into());
+        }
+        if self.objects.is_none_or(|n| n == 0) {
+            return Err("a key-value run needs a key space (--key-maximum)".into());
+        }
+        if self.scenario.is_some() {
+            return Err("--scenario runs HTTP flows; Redis and memcached runs take --ratio or --command".into());
+        }
+        if self.http2 {
+            return Err("--http2 is for HTTP targets, not redis:// or memcache://".into());
         }
         Ok(())
     }

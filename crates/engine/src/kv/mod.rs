@@ -1,4 +1,5 @@
-//! Wire codecs for the coming Redis and memcached load (issue 15): pure functions, no I/O.
+//! Redis and memcached load: the wire codecs (pure functions, no I/O), a pipelined
+//! connection ([`conn`]) and what a slot does with them ([`run`]).
 //!
 //! Each protocol has encoders that append one command to an output buffer, and a parser that
 //! reads the first reply at the start of a read buffer. A parser returns
@@ -16,8 +17,13 @@
 //! every length the server declares is bounded ([`MAX_VALUE`], [`MAX_LINE`]) before it is
 //! trusted, so a broken or hostile server cannot make the client reserve gigabytes.
 
+pub(crate) mod conn;
 pub mod memcache;
 pub mod resp;
+mod run;
+
+pub use run::KvRun;
+pub(crate) use run::{attempt, Groups, SlotKv};
 
 use std::ops::Range;
 

@@ -1,0 +1,447 @@
+//! Key-value load on the engine's slots: what a slot does instead of an HTTP exchange when
+//! the plan is a Redis or memcached run.
+//!
+//! Slots come in groups of `--pipeline` P: a group shares one connection per server, so a
+//! run of C connections (`-c`, or `--connections` in open loop) has C × P slots and at most P
+//! commands in flight on each connection, as memtier's `--pipeline` does. Connections open
+//! lazily, by the first slot that needs one (its DNS, connect, TLS and HELLO/AUTH/SELECT
+//! time is that command's), and again after one ends.
+//!
+//! A command's latency is its own, from when it was due to when its reply was complete:
+//! with pipelining it includes the wait behind the commands ahead of it on the connection
+//! (that is what a client sees), unlike redis-benchmark, which times a whole batch once.
+
+use super::conn::{Answer, Got, KvConn, Parse, ReplyCell};
+use super::{memcache, resp, ErrorClass};
+use crate::conn::{Connector, Endpoint, Failure, TimedIo};
+use crate::exchange::{Done, Phases};
+use crate::thread::Worker;
+use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase};
+use barrage_plan::kv::{Arg, KvCommand, KvPlan, Protocol};
+use barrage_plan::Plan;
+use bytes::{Bytes, BytesMut};
+use http::HeaderValue;
+use std::cell::RefCell;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
+
+/// What every thread's key-value slots share: the plan's commands and servers, made ready.
+pub struct KvRun {
+    plan: Arc<KvPlan>,
+    endpoints: Vec<Endpoint>,
+    /// `host:port` of each server: the backend its figures go under.
+    labels: Vec<HeaderValue>,
+    /// What each new connection to a server sends first, and how many replies it awaits.
+    hellos: Vec<(Bytes, usize)>,
+    /// The bytes values are cut from (as long as the largest value).
+    value: Bytes,
+}
+
+impl KvRun {
+    /// The run of `plan`'s key-value part.
+    pub fn new(plan: &Plan, kv: Arc<KvPlan>) -> KvRun {
+        let endpoints = kv
+            .servers
+            .iter()
+            .map(|s| {
+                let literal = s.host.parse::<std::net::IpAddr>().ok().map(|ip| std::net::SocketAddr::new(ip, s.port));
+                let fixed_addr = plan.resolve.get(&(s.host.clone(), s.port)).copied().or(literal);
+                Endpoint { host: s.host.clone(), port: s.port, tls: s.tls, fixed_addr, flat_writes: true }
+            })
+            .collect();
+        let labels = kv
+            .servers
+            .iter()
+            .map(|s| {
+                let host = if s.host.contains(':') { format!("[{}]", s.host) } else { s.host.clone() };
+                HeaderValue::from_str(&format!("{host}:{}", s.port)).expect("a host and port are a valid header value")
+            })
+            .collect();
+        let hellos = kv.servers.iter().map(|s| hello(kv.protocol, s)).collect();
+        // Values are bytes of a seeded stream, as memtier's random data: not one repeated
+        // byte a compressing store would shrink.
+        let mut state = plan.seed;
+        let value = (0..kv.values.max())
+            .map(|_| {
+                state = barrage_plan::pick::splitmix64(state);
+                b'a' + (state % 26) as u8
+            })
+            .collect::<Vec<u8>>()
+            .into();
+        KvRun { plan: kv, endpoints, labels, hellos, value }
+    }
+
+    /// Commands in flight per connection.
+    pub fn pipeline(&self) -> usize {
+        self.plan.pipeline
+    }
+}
+
+/// What a new connection says first: `HELLO 3` (with `AUTH` in it) for RESP3, `AUTH` for a
+/// password, `SELECT` for a database; nothing for memcached.
+fn hello(protocol: Protocol, s: &barrage_plan::kv::KvServer) -> (Bytes, usize) {
+    let mut out = BytesMut::new();
+    let mut replies = 0;
+    let password = s.password.as_deref().map(str::as_bytes);
+    let user = s.user.as_deref().unwrap_or("default").as_bytes();
+    match (protocol, password) {
+        (Protocol::Resp3, Some(p)) => resp::encode_command(&mut out, &[b"HELLO", b"3", b"AUTH", user, p]),
+        (Protocol::Resp3, None) => resp::encode_command(&mut out, &[b"HELLO", b"3"]),
+        (Protocol::Resp2, Some(p)) if s.user.is_some() => resp::encode_command(&mut out, &[b"AUTH", user, p]),
+        (Protocol::Resp2, Some(p)) => resp::encode_command(&mut out, &[b"AUTH", p]),
+        _ => {}
+    }
+    replies += usize::from(!out.is_empty());
+    if let Some(db) = s.db {
+        resp::encode_command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+        replies += 1;
+    }
+    (out.freeze(), replies)
+}
+
+/// The connection to one server of a group.
+#[derive(Default)]
+enum Link {
+    #[default]
+    Down,
+    /// A slot is opening it; the others wait for this.
+    Opening(Rc<Notify>),
+    Up(Rc<KvConn>),
+}
+
+/// P slots sharing a connection per server.
+pub(crate) struct Group {
+    links: Box<[RefCell<Link>]>,
+}
+
+/// The groups of one load loop of one thread.
+pub(crate) struct Groups {
+    run: Arc<KvRun>,
+    groups: Vec<Rc<Group>>,
+}
+
+impl Groups {
+    pub(crate) fn new(run: Arc<KvRun>) -> Groups {
+        Groups { run, groups: Vec::new() }
+    }
+
+    /// The key-value side of the loop's `i`th slot: in group `i / P`.
+    pub(crate) fn slot(&mut self, i: usize, seed: u64) -> SlotKv {
+        let g = i / self.run.pipeline();
+        while self.groups.len() <= g {
+            let links = (0..self.run.endpoints.len()).map(|_| RefCell::new(Link::Down)).collect();
+            self.groups.push(Rc::new(Group { links }));
+        }
+        SlotKv {
+            group: self.groups[g].clone(),
+            cell: Rc::new(ReplyCell::default()),
+            rng: barrage_plan::pick::splitmix64(seed ^ i as u64),
+            keys: Vec::with_capacity(64),
+            ranges: Vec::with_capacity(4),
+        }
+    }
+}
+
+/// A slot's key-value state, made once and reused for each command.
+pub(crate) struct SlotKv {
+    group: Rc<Group>,
+    cell: Rc<ReplyCell>,
+    /// Draws value sizes.
+    rng: u64,
+    /// The command's keys, written one after the other, and where each is.
+    keys: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl SlotKv {
+    fn random(&mut self) -> u64 {
+        self.rng = barrage_plan::pick::splitmix64(self.rng);
+        self.rng
+    }
+}
+
+/// Most arguments of a command (`--command` refuses more).
+const MAX_ARGS: usize = 64;
+
+/// Sends target `target`'s command for key number `id` and waits for its reply.
+pub(crate) async fn attempt(
+    k: &mut SlotKv,
+    w: &Worker,
+    run: &KvRun,
+    target: usize,
+    id: u64,
+    phases: &mut Phases,
+) -> Result<Done, Failure> {
+    let plan = &run.plan;
+    let cmd = &plan.commands[target];
+    let number = plan.key_min + id;
+    fill_keys(&mut k.keys, &mut k.ranges, plan, cmd, number);
+    let route = k.ranges.first().map_or(&[][..], |r| &k.keys[r.clone()]);
+    let server = plan.server(route);
+    let conn = link(&k.group.links[server], w, run, server, phases).await?;
+    let size = match cmd {
+        KvCommand::Get => 0,
+        _ => plan.values.size(k.random()) as usize,
+    };
+    let value = &run.value[..size];
+    let (keys, ranges) = (&k.keys, &k.ranges);
+    let parse = parse_of(plan.protocol, cmd);
+    let submitted = w.start.elapsed();
+    let bytes_out = conn.submit(&k.cell, parse, |out| encode(out, plan.protocol, cmd, keys, ranges, value))?;
+    let answer = k.cell.wait().await?;
+    Ok(done(answer, submitted, bytes_out, run.labels[server].clone(), phases))
+}
+
+/// A command's reply as the engine records it: a value is a hit, a nil a miss (both 200),
+/// a server error its class's status (see [`ErrorClass::status`]).
+fn done(a: Answer, submitted: std::time::Duration, bytes_out: u64, backend: HeaderValue, phases: &mut Phases) -> Done {
+    let written = a.written.max(submitted);
+    phases.set(Phase::Send, written - submitted);
+    phases.set(Phase::Wait, a.first_byte.saturating_sub(written));
+    phases.set(Phase::Receive, a.done.saturating_sub(a.first_byte.max(written)));
+    let (status, cache, reply) = match a.got {
+        Got::Value => (200, CacheStatus::Hit, None),
+        Got::Miss => (200, CacheStatus::Miss, None),
+        Got::Done => (200, CacheStatus::Unknown, None),
+        Got::Error(class, message) => (class.status(), CacheStatus::Unknown, Some((class, message))),
+    };
+    Done { outcome: Outcome::Status(status), bytes_in: a.bytes_in, bytes_out, cache, backend: Some(backend), reply }
+}
+
+/// Writes the command's keys one after the other into `keys`, and where each is into
+/// `ranges` (both cleared first, their capacity kept). Built-in commands have one key: the
+/// prefix and the number.
+fn fill_keys(keys: &mut Vec<u8>, ranges: &mut Vec<Range<usize>>, plan: &KvPlan, cmd: &KvCommand, number: u64) {
+    keys.clear();
+    ranges.clear();
+    let (digits, from) = decimal(number);
+    let mut put = |prefix: &[u8], suffix: &[u8]| {
+        let start = keys.len();
+        keys.extend_from_slice(prefix);
+        keys.extend_from_slice(&digits[from..]);
+        keys.extend_from_slice(suffix);
+        ranges.push(start..keys.len());
+    };
+    match cmd {
+        KvCommand::Get | KvCommand::Set => put(&plan.key_prefix, b""),
+        KvCommand::Custom(args) => {
+            for a in args {
+                if let Arg::Key { prefix, suffix } = a {
+                    put(prefix, suffix);
+                }
+            }
+        }
+    }
+}
+
+/// The decimal digits of `n` on the stack: `digits[from..]`.
+fn decimal(mut n: u64) -> ([u8; 20], usize) {
+    let (mut digits, mut from) = ([0u8; 20], 20);
+    loop {
+        from -= 1;
+        digits[from] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return (digits, from);
+        }
+    }
+}
+
+/// How a command's reply is read.
+fn parse_of(protocol: Protocol, cmd: &KvCommand) -> Parse {
+    match (protocol, cmd) {
+        (Protocol::Resp2, _) => Parse::Resp2,
+        (Protocol::Resp3, _) => Parse::Resp3,
+        (Protocol::MemcacheText, KvCommand::Get) => Parse::Text(memcache::TextKind::Get),
+        (Protocol::MemcacheText, _) => Parse::Text(memcache::TextKind::Storage),
+        (Protocol::MemcacheMeta, _) => Parse::Meta,
+    }
+}
+
+/// Encodes the command into `out`.
+fn encode(
+    out: &mut BytesMut,
+    protocol: Protocol,
+    cmd: &KvCommand,
+    keys: &[u8],
+    ranges: &[Range<usize>],
+    value: &[u8],
+) {
+    let key = ranges.first().map_or(&[][..], |r| &keys[r.clone()]);
+    match (protocol, cmd) {
+        (Protocol::MemcacheText, KvCommand::Get) => memcache::encode_get(out, key),
+        (Protocol::MemcacheText, _) => memcache::encode_set(out, key, value, 0),
+        (Protocol::MemcacheMeta, KvCommand::Get) => memcache::encode_mg(out, key),
+        (Protocol::MemcacheMeta, _) => memcache::encode_ms(out, key, value),
+        (_, KvCommand::Get) => resp::encode_command(out, &[b"GET", key]),
+        (_, KvCommand::Set) => resp::encode_command(out, &[b"SET", key, value]),
+        (_, KvCommand::Custom(args)) => {
+            let mut parts: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
+            let mut next_key = 0;
+            for (part, arg) in parts.iter_mut().zip(args) {
+                *part = match arg {
+                    Arg::Lit(b) => b,
+                    Arg::Value => value,
+                    Arg::Key { .. } => {
+                        let r = &ranges[next_key];
+                        next_key += 1;
+                        &keys[r.clone()]
+                    }
+                };
+            }
+            resp::encode_command(out, &parts[..args.len().min(MAX_ARGS)]);
+        }
+    }
+}
+
+/// The group's connection to `server`, opened if it is not up. While one slot opens it the
+/// others wait for that, so a group never holds two connections to one server.
+async fn link(
+    cell: &RefCell<Link>,
+    w: &Worker,
+    run: &KvRun,
+    server: usize,
+    phases: &mut Phases,
+) -> Result<Rc<KvConn>, Failure> {
+    loop {
+        let waiting = match &*cell.borrow() {
+            Link::Up(c) if c.alive() => return Ok(c.clone()),
+            Link::Opening(n) => Some(n.clone()),
+            _ => None,
+        };
+        match waiting {
+            Some(n) => {
+                let notified = n.notified();
+                // Opened or failed while this slot looked: look again.
+                if !matches!(&*cell.borrow(), Link::Opening(_)) {
+                    continue;
+                }
+                notified.await;
+            }
+            None => return open(cell, w, run, server, phases).await,
+        }
+    }
+}
+
+/// Opens the connection of `cell` and starts its driver. If the slot gives up meanwhile
+/// (its timeout), the link goes back to down and the waiting slots try themselves.
+async fn open(
+    cell: &RefCell<Link>,
+    w: &Worker,
+    run: &KvRun,
+    server: usize,
+    phases: &mut Phases,
+) -> Result<Rc<KvConn>, Failure> {
+    struct Opening<'a>(&'a RefCell<Link>, Rc<Notify>);
+    impl Drop for Opening<'_> {
+        fn drop(&mut self) {
+            if matches!(&*self.0.borrow(), Link::Opening(_)) {
+                *self.0.borrow_mut() = Link::Down;
+            }
+            self.1.notify_waiters();
+        }
+    }
+    let notify = Rc::new(Notify::new());
+    *cell.borrow_mut() = Link::Opening(notify.clone());
+    let guard = Opening(cell, notify);
+    let opened = connect(&w.connector, run, server, w.start, phases).await;
+    if let Ok(conn) = &opened {
+        *cell.borrow_mut() = Link::Up(conn.clone());
+        w.recorder.borrow_mut().record_connection();
+    }
+    drop(guard);
+    opened
+}
+
+/// Connects to `server`, says hello, and spawns the connection's driver.
+async fn connect(
+    connector: &Connector,
+    run: &KvRun,
+    server: usize,
+    base: Instant,
+    phases: &mut Phases,
+) -> Result<Rc<KvConn>, Failure> {
+    let ep = &run.endpoints[server];
+    let opening = async {
+        let (stream, clock) = connector.open(ep, base, phases).await?;
+        let mut io = TimedIo { inner: stream, clock };
+        let t = Instant::now();
+        greet(&mut io, &run.hellos[server], run.plan.protocol, ep).await?;
+        if run.hellos[server].1 > 0 {
+            // HELLO, AUTH and SELECT are part of opening the connection, as TLS is.
+            let connect = phases.0[Phase::Connect as usize].unwrap_or_default();
+            phases.set(Phase::Connect, connect + t.elapsed());
+        }
+        Ok::<_, Failure>(io)
+    };
+    let io = match tokio::time::timeout(connector.connect_timeout(), opening).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(Failure::new(
+                ErrorKind::ConnectTimeout,
+                format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, connector.connect_timeout()),
+            ))
+        }
+    };
+    let conn = Rc::new(KvConn::new(base, run.pipeline()));
+    tokio::task::spawn_local(conn.clone().drive(io));
+    Ok(conn)
+}
+
+/// Sends a new connection's `HELLO`/`AUTH`/`SELECT` and checks their replies.
+async fn greet(io: &mut TimedIo, (hello, replies): &(Bytes, usize), protocol: Protocol, ep: &Endpoint) -> Result<(), Failure> {
+    if *replies == 0 {
+        return Ok(());
+    }
+    let failed = |e: std::io::Error| Failure::new(ErrorKind::Reset, format!("greeting {}:{}: {e}", ep.host, ep.port));
+    io.write_all(hello).await.map_err(failed)?;
+    let parse = if protocol == Protocol::Resp3 { Parse::Resp3 } else { Parse::Resp2 };
+    let mut buf = BytesMut::with_capacity(1024);
+    for _ in 0..*replies {
+        loop {
+            if let Some((reply, used)) = parse.reply(&buf).map_err(|e| Failure::new(ErrorKind::Protocol, e))? {
+                if let super::Reply::Error { message, .. } = reply {
+                    let text = String::from_utf8_lossy(&buf[message]);
+                    return Err(Failure::new(ErrorKind::Other, format!("{}:{} refused the connection's greeting: {text}", ep.host, ep.port)));
+                }
+                bytes::Buf::advance(&mut buf, used);
+                break;
+            }
+            if buf.len() > 1 << 20 {
+                return Err(Failure::new(ErrorKind::Protocol, "the greeting's reply is over 1 MiB"));
+            }
+            if io.read_buf(&mut buf).await.map_err(failed)? == 0 {
+                return Err(Failure::new(ErrorKind::Reset, format!("{}:{} closed the connection on its greeting", ep.host, ep.port)));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl ErrorClass {
+    /// The HTTP status a class is counted under, so successes, retries (`--retry-on 5xx`),
+    /// SLOs and the by-class figures work as for HTTP; the report names the class itself
+    /// in its "Server replies" table.
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorClass::WrongType | ErrorClass::ClientError => 400,
+            ErrorClass::NoAuth | ErrorClass::WrongPass => 401,
+            ErrorClass::NoPerm => 403,
+            ErrorClass::NotStored | ErrorClass::Exists => 409,
+            ErrorClass::Moved | ErrorClass::Ask => 421,
+            ErrorClass::McError => 501,
+            ErrorClass::Loading
+            | ErrorClass::Busy
+            | ErrorClass::ReadOnly
+            | ErrorClass::MasterDown
+            | ErrorClass::TryAgain
+            | ErrorClass::ClusterDown => 503,
+            ErrorClass::Oom => 507,
+            ErrorClass::Err | ErrorClass::OtherRedis | ErrorClass::ServerError => 500,
+        }
+    }
+}
