@@ -432,11 +432,14 @@ impl Slot {
             _ => tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await,
         };
         let ended = w.start.elapsed();
-        let Done { outcome, bytes_in, bytes_out, cache, backend, reply } = match res {
+        let Done { outcome, bytes_in, bytes_out, cache, mut backend, reply } = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
             Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
+        if let (Some(k), Some(run), None) = (&self.kv, &w.kv, &backend) {
+            backend = Some(k.server(run));
+        }
         if !w.plan.keepalive {
             self.conn = None;
         }

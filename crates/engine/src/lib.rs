@@ -213,8 +213,11 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
 }
 
 /// The run's URLs as the header lists them: a scenario's steps as written (`{{albumID}}`
-/// where a variable fills the path), in flow order.
+/// where a variable fills the path), in flow order; a key-value run's servers, once each.
 fn urls(plan: &Plan) -> Vec<String> {
+    if let Some(kv) = &plan.kv {
+        return kv.servers.iter().map(barrage_plan::kv::KvServer::url).collect();
+    }
     match plan.scenario.as_deref() {
         Some(s) => s.flows.iter().flat_map(|f| f.steps.iter().map(|step| step.url_text.clone())).collect(),
         None => plan.targets.iter().map(|t| t.url.to_string()).collect(),

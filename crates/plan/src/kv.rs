@@ -96,6 +96,20 @@ impl KvServer {
     }
 }
 
+impl KvServer {
+    /// Its URL without credentials: `redis://127.0.0.1:6379/2`, `memcache://[::1]:11211`.
+    pub fn url(&self) -> String {
+        let scheme = match (self.protocol.is_redis(), self.tls) {
+            (true, true) => "rediss",
+            (true, false) => "redis",
+            (false, _) => "memcache",
+        };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let db = self.db.map_or(String::new(), |db| format!("/{db}"));
+        format!("{scheme}://{host}:{}{db}", self.port)
+    }
+}
+
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
 fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
     let (host, port) = match s.strip_prefix('[') {

@@ -128,8 +128,9 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
         return "no request finished".into();
     }
     let hosts: Vec<&str> = s.urls.iter().filter_map(|u| host(u)).collect();
-    if phase == Phase::Tls.name() && !s.urls.iter().any(|u| u.starts_with("https://")) {
-        return "no TLS (http)".into();
+    if phase == Phase::Tls.name() && !s.urls.iter().any(|u| u.starts_with("https://") || u.starts_with("rediss://")) {
+        let scheme = s.urls.first().and_then(|u| u.split_once("://")).map_or("http", |(scheme, _)| scheme);
+        return format!("no TLS ({scheme})");
     }
     if phase == Phase::Dns.name() && !hosts.is_empty() && hosts.iter().all(|h| is_ip_literal(h)) {
         return "IP literal (no DNS)".into();

@@ -142,6 +142,7 @@ impl Groups {
             rng: barrage_plan::pick::splitmix64(seed ^ i as u64),
             keys: Vec::with_capacity(64),
             ranges: Vec::with_capacity(4),
+            server: 0,
         }
     }
 }
@@ -155,9 +156,17 @@ pub(crate) struct SlotKv {
     /// The command's keys, written one after the other, and where each is.
     keys: Vec<u8>,
     ranges: Vec<Range<usize>>,
+    /// The server of the last command.
+    server: usize,
 }
 
 impl SlotKv {
+    /// The server the last command went to, as its figures name it: a failure (refused,
+    /// reset, timed out) counts against the server it was meant for.
+    pub(crate) fn server(&self, run: &KvRun) -> HeaderValue {
+        run.labels[self.server].clone()
+    }
+
     fn random(&mut self) -> u64 {
         self.rng = barrage_plan::pick::splitmix64(self.rng);
         self.rng
@@ -182,6 +191,7 @@ pub(crate) async fn attempt(
     fill_keys(&mut k.keys, &mut k.ranges, plan, cmd, number);
     let route = k.ranges.first().map_or(&[][..], |r| &k.keys[r.clone()]);
     let server = plan.server(route);
+    k.server = server;
     let conn = link(&k.group.links[server], w, run, server, phases).await?;
     let size = match cmd {
         KvCommand::Get => 0,
