@@ -12,6 +12,7 @@ mod flows;
 mod gates;
 mod hostile;
 mod html;
+mod kv;
 mod live;
 mod measure;
 mod panics;

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// A testbed of the test's own; `down` when dropped, also while a failing test unwinds.
-struct Testbed {
+pub(crate) struct Testbed {
     dir: tempfile::TempDir,
-    state: State,
+    pub(crate) state: State,
 }
 
 /// The programs a topology needs, with the names `require` reports.
@@ -33,7 +33,7 @@ fn programs(topology: &str) -> &'static [&'static str] {
 impl Testbed {
     /// `barrage testbed up TOPOLOGY ARGS`; `None` (the test is skipped) when a server
     /// program is not installed.
-    fn up(topology: &str, args: &[&str]) -> Option<Testbed> {
+    pub(crate) fn up(topology: &str, args: &[&str]) -> Option<Testbed> {
         for program in programs(topology) {
             if !require(program, program_path(program).is_some()) {
                 return None;
@@ -53,12 +53,17 @@ impl Testbed {
         Some(bed)
     }
 
-    fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 
-    fn url(&self, name: &str) -> String {
+    pub(crate) fn url(&self, name: &str) -> String {
         self.state.server(name).unwrap_or_else(|| panic!("no {name}")).spec.url()
+    }
+
+    /// Where server `name` listens (plain TCP).
+    pub(crate) fn addr(&self, name: &str) -> std::net::SocketAddr {
+        self.state.server(name).unwrap_or_else(|| panic!("no {name}")).spec.listen
     }
 
     fn tls_url(&self, name: &str) -> String {

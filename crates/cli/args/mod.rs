@@ -360,7 +360,7 @@ pub struct RunArgs {
 pub struct TargetArgs {
     /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
     /// may be a template such as http://host/obj/{id}, with --objects N.
-    #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file", "scenario"])]
+    #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file", "scenario", "servers"])]
     pub urls: Vec<String>,
 }
 
@@ -477,7 +477,9 @@ pub struct KvArgs {
 
 /// memtier's `--key-pattern`: `R`, `S` or `G`, optionally written twice (`R:R`).
 fn parse_key_pattern(s: &str) -> Result<barrage_plan::Pick, String> {
-    let bad = || format!("invalid --key-pattern '{s}': expected R (random), S (sequential) or G (Gaussian), the same for SETs and GETs (R:R)");
+    let bad = || {
+        format!("invalid --key-pattern '{s}': expected R (random), S (sequential) or G (Gaussian), the same for SETs and GETs (R:R)")
+    };
     let (set, get) = s.split_once(':').unwrap_or((s, s));
     if set != get {
         return Err(format!("{}; barrage draws SET and GET keys from one stream", bad()));

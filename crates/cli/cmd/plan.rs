@@ -265,7 +265,9 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
         (a.conn.no_keepalive, "--no-keepalive"),
     ];
     if let Some((_, flag)) = http_only.iter().find(|(set, _)| *set) {
-        anyhow::bail!("{flag} is for HTTP targets; a redis:// or memcache:// run takes --ratio, --command and --data-size");
+        anyhow::bail!(
+            "{flag} is for HTTP targets; a redis:// or memcache:// run takes --ratio, --command and --data-size"
+        );
     }
     let servers = urls.iter().map(|u| KvServer::parse(u)).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
     let implied = servers[0].protocol;
@@ -274,7 +276,10 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
     }
     let protocol = k.protocol.unwrap_or(implied);
     if protocol.is_redis() != implied.is_redis() {
-        anyhow::bail!("--protocol {protocol:?} does not fit a {} URL", if implied.is_redis() { "redis://" } else { "memcache://" });
+        anyhow::bail!(
+            "--protocol {protocol:?} does not fit a {} URL",
+            if implied.is_redis() { "redis://" } else { "memcache://" }
+        );
     }
     let values = match (&k.data_size, &k.data_size_range, &k.data_size_list) {
         (Some(s), _, _) | (_, Some(s), _) | (_, _, Some(s)) => ValueSizes::parse(s).map_err(anyhow::Error::msg)?,
@@ -282,7 +287,9 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
     };
     let commands: Vec<KvCommand> = if k.commands.is_empty() {
         let (set, get) = k.ratio;
-        std::iter::repeat_n(KvCommand::Set, set as usize).chain(std::iter::repeat_n(KvCommand::Get, get as usize)).collect()
+        std::iter::repeat_n(KvCommand::Set, set as usize)
+            .chain(std::iter::repeat_n(KvCommand::Get, get as usize))
+            .collect()
     } else {
         k.commands
             .iter()

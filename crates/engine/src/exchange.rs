@@ -429,17 +429,16 @@ impl Slot {
                 let attempt = crate::kv::attempt(k, w, run, job.target as usize, id, &mut phases);
                 tokio::time::timeout(w.plan.timeout, attempt).await
             }
-            _ => tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await,
+            _ => {
+                tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await
+            }
         };
         let ended = w.start.elapsed();
-        let Done { outcome, bytes_in, bytes_out, cache, mut backend, reply } = match res {
+        let Done { outcome, bytes_in, bytes_out, cache, backend, reply } = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
             Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
-        if let (Some(k), Some(run), None) = (&self.kv, &w.kv, &backend) {
-            backend = Some(k.server(run));
-        }
         if !w.plan.keepalive {
             self.conn = None;
         }
@@ -480,7 +479,13 @@ impl Slot {
                 path: io.path.clone(),
                 key: io.key,
             });
-            let what = Logged { target, id, attempt: job.attempt, backend: backend.as_ref(), flow };
+            // A key-value command that failed is logged against the server it was meant for
+            // (the backend figures count answers only).
+            let meant = match (&self.kv, &w.kv, &backend) {
+                (Some(k), Some(run), None) => Some(k.server(run)),
+                _ => None,
+            };
+            let what = Logged { target, id, attempt: job.attempt, backend: backend.as_ref().or(meant.as_ref()), flow };
             self.log(&mut log.borrow_mut(), w, &what, &sample);
         }
         outcome

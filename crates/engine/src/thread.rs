@@ -402,16 +402,19 @@ async fn closed_loop(
     let attack_end = Rc::new(Cell::new(Duration::ZERO));
     let mut handles = Vec::with_capacity(workers);
     let request_of = w.plan.request_of();
+    let turn = Rc::new(Cell::new(0u64));
+    let by_turn = w.plan.pick == barrage_plan::Pick::RoundRobin && w.plan.hit_ratio.is_none();
+    let space = w.plan.pick_space().max(1);
     let mut groups = kv_groups(w);
     for i in 0..workers {
         // Every worker is a client with its own stream (global number: thread + i × threads).
         let number = w.index + i * w.threads;
         let mut slot = new_slot(w, &mut groups, i, number);
-        let (w, quota, attack_end) = (w.clone(), quota.clone(), attack_end.clone());
+        let (w, quota, attack_end, turn) = (w.clone(), quota.clone(), attack_end.clone(), turn.clone());
         let mut picker = w.picker(number, all_workers);
         let first = window.start + ramp.mul_f64(number as f64 / all_workers.max(1) as f64);
         handles.push(tokio::task::spawn_local(async move {
-            let (mut iteration, mut turn) = (0, 0u64);
+            let mut iteration = 0;
             if !first.is_zero() {
                 // A worker whose turn in the ramp comes after the end never starts.
                 PreciseTimer::new().sleep_until(instant_at(w.start, first.min(deadline.unwrap_or(first)))).await;
@@ -436,9 +439,16 @@ async fn closed_loop(
                 }
                 match work {
                     Work::Requests => {
-                        // Each worker starts its round of the targets at its own number.
-                        let (target, id) = request_of(number as u64 + turn, picker.next_index());
-                        turn += 1;
+                        // The thread's requests take turns k = thread + j × threads in the
+                        // order they start, so the threads' turns together are 0, 1, 2, …
+                        // and rounds are exact over the run, whichever worker is free first
+                        // (with `-n 5500`, exactly 500 SETs of `--ratio 1:10`).
+                        let k = w.index as u64 + turn.get() * w.threads as u64;
+                        turn.set(turn.get() + 1);
+                        // Round robin goes round by the same turns: together the workers
+                        // visit every target (or key) once per round.
+                        let draw = if by_turn { k % space } else { picker.next_index() };
+                        let (target, id) = request_of(k, draw);
                         let job = Job { intended: now, target, id, late: false, attempt: 1 };
                         slot.request(&w, job).await;
                     }

@@ -331,7 +331,9 @@ impl KvPlan {
         if !(1..=1024).contains(&self.pipeline) {
             return Err(format!("invalid --pipeline {}: expected 1..=1024", self.pipeline));
         }
-        if self.key_prefix.len() + 20 > MAX_KEY || self.key_prefix.iter().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+        if self.key_prefix.len() + 20 > MAX_KEY
+            || self.key_prefix.iter().any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
             return Err(format!(
                 "invalid --key-prefix '{}': at most {} bytes, without spaces or control characters (keys go on memcached's text lines)",
                 String::from_utf8_lossy(&self.key_prefix),
@@ -417,8 +419,14 @@ mod tests {
             prefix: Bytes::from_static(p.as_bytes()),
             suffix: Bytes::from_static(s.as_bytes()),
         };
-        assert_eq!(parse_command("HSET h:{id} f {value}", "memtier-").unwrap(), [lit("HSET"), key("h:", ""), lit("f"), Arg::Value]);
-        assert_eq!(parse_command("SET __key__ __data__", "memtier-").unwrap(), [lit("SET"), key("memtier-", ""), Arg::Value]);
+        assert_eq!(
+            parse_command("HSET h:{id} f {value}", "memtier-").unwrap(),
+            [lit("HSET"), key("h:", ""), lit("f"), Arg::Value]
+        );
+        assert_eq!(
+            parse_command("SET __key__ __data__", "memtier-").unwrap(),
+            [lit("SET"), key("memtier-", ""), Arg::Value]
+        );
         assert!(parse_command("  ", "").unwrap_err().contains("no command"));
         assert!(parse_command("GET {id}{id}", "").unwrap_err().contains("at most once"));
     }

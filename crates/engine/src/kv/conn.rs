@@ -176,7 +176,8 @@ impl KvConn {
         parse: Parse,
         encode: impl FnOnce(&mut BytesMut),
     ) -> Result<u64, Failure> {
-        let unsent = |why: &str| Failure { unsent: true, unanswered: true, ..Failure::new(ErrorKind::Reset, why.to_string()) };
+        let unsent =
+            |why: &str| Failure { unsent: true, unanswered: true, ..Failure::new(ErrorKind::Reset, why.to_string()) };
         if !self.alive.get() {
             return Err(unsent("the connection had closed"));
         }

@@ -161,8 +161,8 @@ pub(crate) struct SlotKv {
 }
 
 impl SlotKv {
-    /// The server the last command went to, as its figures name it: a failure (refused,
-    /// reset, timed out) counts against the server it was meant for.
+    /// The server the last command went to, as its figures name it: the request log shows
+    /// a failure (refused, reset, timed out) against the server it was meant for.
     pub(crate) fn server(&self, run: &KvRun) -> HeaderValue {
         run.labels[self.server].clone()
     }
@@ -273,14 +273,7 @@ fn parse_of(protocol: Protocol, cmd: &KvCommand) -> Parse {
 }
 
 /// Encodes the command into `out`.
-fn encode(
-    out: &mut BytesMut,
-    protocol: Protocol,
-    cmd: &KvCommand,
-    keys: &[u8],
-    ranges: &[Range<usize>],
-    value: &[u8],
-) {
+fn encode(out: &mut BytesMut, protocol: Protocol, cmd: &KvCommand, keys: &[u8], ranges: &[Range<usize>], value: &[u8]) {
     let key = ranges.first().map_or(&[][..], |r| &keys[r.clone()]);
     match (protocol, cmd) {
         (Protocol::MemcacheText, KvCommand::Get) => memcache::encode_get(out, key),
@@ -403,7 +396,12 @@ async fn connect(
 }
 
 /// Sends a new connection's `HELLO`/`AUTH`/`SELECT` and checks their replies.
-async fn greet(io: &mut TimedIo, (hello, replies): &(Bytes, usize), protocol: Protocol, ep: &Endpoint) -> Result<(), Failure> {
+async fn greet(
+    io: &mut TimedIo,
+    (hello, replies): &(Bytes, usize),
+    protocol: Protocol,
+    ep: &Endpoint,
+) -> Result<(), Failure> {
     if *replies == 0 {
         return Ok(());
     }
@@ -416,7 +414,10 @@ async fn greet(io: &mut TimedIo, (hello, replies): &(Bytes, usize), protocol: Pr
             if let Some((reply, used)) = parse.reply(&buf).map_err(|e| Failure::new(ErrorKind::Protocol, e))? {
                 if let super::Reply::Error { message, .. } = reply {
                     let text = String::from_utf8_lossy(&buf[message]);
-                    return Err(Failure::new(ErrorKind::Other, format!("{}:{} refused the connection's greeting: {text}", ep.host, ep.port)));
+                    return Err(Failure::new(
+                        ErrorKind::Other,
+                        format!("{}:{} refused the connection's greeting: {text}", ep.host, ep.port),
+                    ));
                 }
                 bytes::Buf::advance(&mut buf, used);
                 break;
@@ -425,7 +426,10 @@ async fn greet(io: &mut TimedIo, (hello, replies): &(Bytes, usize), protocol: Pr
                 return Err(Failure::new(ErrorKind::Protocol, "the greeting's reply is over 1 MiB"));
             }
             if io.read_buf(&mut buf).await.map_err(failed)? == 0 {
-                return Err(Failure::new(ErrorKind::Reset, format!("{}:{} closed the connection on its greeting", ep.host, ep.port)));
+                return Err(Failure::new(
+                    ErrorKind::Reset,
+                    format!("{}:{} closed the connection on its greeting", ep.host, ep.port),
+                ));
             }
         }
     }

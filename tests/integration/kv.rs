@@ -1,0 +1,266 @@
+//! Redis and memcached load against the real servers of the testbed, each figure checked
+//! against the server's own counters (`INFO commandstats`, `INFO stats`, memcached `stats`):
+//! SET and GET counts, hits and misses, in both Redis protocols and both memcached ones; a
+//! known server-side pause seen in corrected latency and not in service time; pipelining;
+//! three memcached with ketama, one stopped and started mid-run.
+
+use crate::testbed::Testbed;
+use crate::util::barrage;
+use barrage_metrics::summary::{summarize, GroupSummary, RunSummary};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+/// `barrage run ARGS -o DIR/NAME.brg`, which must succeed; its summary.
+fn run_kv(dir: &Path, name: &str, args: &[&str]) -> RunSummary {
+    let out = dir.join(format!("{name}.brg"));
+    let result = barrage().args(["run", "-o", out.to_str().unwrap(), "--timeout", "5s"]).args(args).output().unwrap();
+    assert!(result.status.success(), "{args:?}: {}", String::from_utf8_lossy(&result.stderr));
+    summarize(&[out]).unwrap()
+}
+
+fn by_name<'s>(s: &'s RunSummary, name: &str) -> &'s GroupSummary {
+    s.by_name.iter().find(|g| g.name == name).unwrap_or_else(|| panic!("no {name} in {:?}", s.by_name))
+}
+
+fn cache(s: &RunSummary, status: &str) -> u64 {
+    s.cache.as_ref().and_then(|c| c.statuses.get(status).copied()).unwrap_or(0)
+}
+
+/// One Redis command over a plain socket; the reply's text (a bulk string's content).
+fn redis(addr: SocketAddr, args: &[&str]) -> String {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut cmd = format!("*{}\r\n", args.len());
+    for a in args {
+        cmd += &format!("${}\r\n{a}\r\n", a.len());
+    }
+    conn.write_all(cmd.as_bytes()).unwrap();
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "redis closed the connection");
+        reply.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&reply);
+        let Some((head, rest)) = text.split_once("\r\n") else { continue };
+        match head.strip_prefix('$') {
+            Some(len) if rest.len() >= len.parse::<usize>().unwrap() => return rest[..len.parse().unwrap()].into(),
+            Some(_) => continue,
+            None => return head.into(),
+        }
+    }
+}
+
+/// A number from `INFO`: `cmdstat_get` → its `calls`, `keyspace_hits` → its value.
+fn info_number(info: &str, field: &str) -> u64 {
+    let line = info.lines().find(|l| l.starts_with(&format!("{field}:"))).unwrap_or_else(|| panic!("no {field}"));
+    let value = line.split_once(':').unwrap().1;
+    let value = value.strip_prefix("calls=").map_or(value, |v| v.split(',').next().unwrap());
+    value.trim().parse().unwrap()
+}
+
+/// `stats reset` and `flush_all`, or `stats`: memcached's counters by name.
+fn memcached(addr: SocketAddr, command: &str) -> HashMap<String, u64> {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(format!("{command}\r\n").as_bytes()).unwrap();
+    let end = if command == "stats" { "END\r\n" } else { "\r\n" };
+    let mut text = String::new();
+    let mut buf = [0u8; 65536];
+    while !text.ends_with(end) {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "memcached closed the connection");
+        text += &String::from_utf8_lossy(&buf[..n]);
+    }
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("STAT ")?.split(' ');
+            Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// SET:GET 1:10 over 500 keys, 5,500 commands: barrage's SETs, GETs, hits and misses are
+/// Redis's own `cmdstat_set`, `cmdstat_get`, `keyspace_hits` and `keyspace_misses`, in RESP2
+/// and in RESP3 (where a missing key is `_`, not `$-1`).
+#[test]
+fn redis_counts_equal_the_servers_own_in_resp2_and_resp3() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    for protocol in ["resp2", "resp3"] {
+        assert_eq!(redis(addr, &["FLUSHALL"]), "+OK");
+        assert_eq!(redis(addr, &["CONFIG", "RESETSTAT"]), "+OK");
+        let args = [url.as_str(), "--protocol", protocol, "-n", "5500", "-c", "4", "--key-maximum", "499"];
+        let s = run_kv(bed.dir(), protocol, &args);
+        let info = redis(addr, &["INFO", "all"]);
+        assert_eq!((s.requests.total, s.requests.ok), (5500, 5500), "{protocol}");
+        assert_eq!(by_name(&s, "SET").requests, info_number(&info, "cmdstat_set"), "{protocol}");
+        assert_eq!(by_name(&s, "GET").requests, info_number(&info, "cmdstat_get"), "{protocol}");
+        assert_eq!(by_name(&s, "SET").requests, 500, "{protocol}");
+        let (hits, misses) = (cache(&s, "hit"), cache(&s, "miss"));
+        assert_eq!((hits, misses), (info_number(&info, "keyspace_hits"), info_number(&info, "keyspace_misses")));
+        assert!(hits > 100 && misses > 100, "{protocol}: both paths measured: {hits} hits, {misses} misses");
+        let ratio = s.cache.as_ref().unwrap().hit_ratio;
+        assert!((ratio - hits as f64 / (hits + misses) as f64).abs() < 1e-9, "{protocol}: {ratio}");
+        assert_eq!(s.requests.connections, 4, "{protocol}: one connection per -c");
+    }
+}
+
+/// The same against memcached, in the text protocol (`get`/`set`) and the meta protocol
+/// (`mg`/`ms`): `cmd_set`, `cmd_get`, `get_hits` and `get_misses` after `stats reset`.
+#[test]
+fn memcached_counts_equal_the_servers_own_in_text_and_meta() {
+    let Some(bed) = Testbed::up("memcached", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("memcached-1"), bed.addr("memcached-1"));
+    for protocol in ["memcache-text", "memcache-meta"] {
+        memcached(addr, "flush_all");
+        memcached(addr, "stats reset");
+        let args = [url.as_str(), "--protocol", protocol, "-n", "5500", "-c", "4", "--key-maximum", "499"];
+        let s = run_kv(bed.dir(), protocol, &args);
+        let stats = memcached(addr, "stats");
+        assert_eq!((s.requests.total, s.requests.ok), (5500, 5500), "{protocol}");
+        assert_eq!(by_name(&s, "SET").requests, stats["cmd_set"], "{protocol}");
+        assert_eq!(by_name(&s, "GET").requests, stats["cmd_get"], "{protocol}");
+        let (hits, misses) = (cache(&s, "hit"), cache(&s, "miss"));
+        assert_eq!((hits, misses), (stats["get_hits"], stats["get_misses"]), "{protocol}");
+        assert!(hits > 100 && misses > 100, "{protocol}: {hits} hits, {misses} misses");
+    }
+}
+
+/// Sends SIGCONT to a server on drop, so a failing test never leaves it stopped.
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        // SAFETY: kill sends a signal; the pid is the test's own testbed server.
+        unsafe { libc::kill(self.0 as i32, libc::SIGCONT) };
+    }
+}
+
+/// A server that stops answering for 500 ms at 1 s (Redis `CLIENT PAUSE 500 ALL`, memcached
+/// SIGSTOP then SIGCONT): at 1,000 commands a second, the ~500 due in the pause wait for it,
+/// which corrected latency shows (p99 ≥ 300 ms, max ≥ 450 ms) and service time, timed from
+/// when each was sent, does not (p50 < 20 ms): the HTTP stall test's proof, for key-value.
+#[test]
+fn a_paused_server_shows_in_corrected_latency_not_in_service_time() {
+    let assert_stall = |s: &RunSummary, what: &str| {
+        let (c, sv) = (&s.latency.corrected, &s.latency.service);
+        assert!(c.p99_us >= 300_000 && c.max_us >= 450_000 && c.max_us < 3_000_000, "{what}: corrected {c:?}");
+        assert!(sv.p50_us < 20_000, "{what}: service {sv:?}");
+        assert!(s.requests.late > 100, "{what}: the commands due in the pause were late: {:?}", s.requests);
+        assert_eq!(s.requests.ok, s.requests.total, "{what}: a pause is not an error");
+    };
+    let open = ["--rate", "1000", "-d", "3s", "--connections", "4", "--key-maximum", "99"];
+    if crate::util::require("redis-cli", barrage_testbed::program_path("redis-cli").is_some()) {
+        let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+        let pause = format!("redis-cli -p {} client pause 500 ALL", bed.addr("redis-1").port());
+        let url = bed.url("redis-1");
+        let mut args = vec![url.as_str(), "--at", "1s", &pause];
+        args.extend(open);
+        assert_stall(&run_kv(bed.dir(), "redis", &args), "redis");
+    }
+    let Some(bed) = Testbed::up("memcached", &["--backends", "1"]) else { return };
+    let pid = bed.state.server("memcached-1").and_then(|s| s.pid).expect("running");
+    let _resume = Resume(pid);
+    let (stop, resume) = (format!("kill -STOP {pid}"), format!("kill -CONT {pid}"));
+    let url = bed.url("memcached-1");
+    let mut args = vec![url.as_str(), "--at", "1s", &stop, "--at", "1.5s", &resume];
+    args.extend(open);
+    assert_stall(&run_kv(bed.dir(), "memcached", &args), "memcached");
+}
+
+/// 16 commands in flight per connection carry more than 1 on the same server and
+/// connections; every command is timed on its own (one latency per command, the counts
+/// exact against the server's).
+#[test]
+fn pipelining_sixteen_carries_more_than_one_and_times_each_command() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    let mut rates = Vec::new();
+    for pipeline in ["1", "16"] {
+        assert_eq!(redis(addr, &["CONFIG", "RESETSTAT"]), "+OK");
+        let args =
+            [url.as_str(), "--pipeline", pipeline, "-c", "4", "-n", "64000", "--key-maximum", "999", "--threads", "1"];
+        let s = run_kv(bed.dir(), &format!("p{pipeline}"), &args);
+        let info = redis(addr, &["INFO", "commandstats"]);
+        let commands = info_number(&info, "cmdstat_get") + info_number(&info, "cmdstat_set");
+        assert_eq!((s.requests.ok, commands), (64000, 64000), "--pipeline {pipeline}");
+        assert_eq!(s.latency.corrected.count, 64000, "one latency per command");
+        assert_eq!(s.requests.connections, 4, "--pipeline {pipeline} keeps -c connections");
+        rates.push(s.throughput_per_sec.unwrap());
+    }
+    assert!(rates[1] > 1.3 * rates[0], "pipelining 16 carries more: {rates:?}");
+}
+
+/// Three memcached with ketama. A SET pass over keys 0..2999 puts on each server the keys
+/// the ring gives it: barrage's per-server counts equal each server's `cmd_set` and
+/// `curr_items`, and are libmemcached's shares (not a third each). Then GETs at 300/s for
+/// 8 s with memcached-2 stopped at 3 s and started at 6 s (by `barrage testbed` from the
+/// run's `--at`): failures only for memcached-2's keys and only in the outage; after it,
+/// misses for exactly its keys (it came back empty), hits for the others; memcached-2's gap
+/// is reported, about 3 s long.
+#[test]
+fn three_memcached_with_ketama_and_one_stopped_mid_run() {
+    let Some(bed) = Testbed::up("memcached", &["--backends", "3"]) else { return };
+    let names = ["memcached-1", "memcached-2", "memcached-3"];
+    let servers = names.map(|n| bed.url(n)).join(",");
+    let keys = ["--key-maximum", "2999", "--pick", "round-robin"];
+    let mut args = vec!["--servers", &servers, "--ratio", "1:0", "-n", "3000", "-c", "4"];
+    args.extend(keys);
+    let s = run_kv(bed.dir(), "fill", &args);
+    let ring: Vec<(String, u16)> = names.iter().map(|n| ("127.0.0.1".to_string(), bed.addr(n).port())).collect();
+    let hosts: Vec<(&str, u16)> = ring.iter().map(|(h, p)| (h.as_str(), *p)).collect();
+    let ring = barrage_plan::ring::Ring::ketama(&hosts);
+    for n in names {
+        let label = bed.addr(n).to_string();
+        let stats = memcached(bed.addr(n), "stats");
+        let backend =
+            s.backends.iter().find(|b| b.name == label).unwrap_or_else(|| panic!("{label}: {:?}", s.backends));
+        let expected =
+            (0..3000).filter(|k| hosts[ring.server(format!("memtier-{k}").as_bytes())].1 == bed.addr(n).port()).count();
+        assert_eq!(
+            (backend.requests, stats["cmd_set"], stats["curr_items"]),
+            (expected as u64, expected as u64, expected as u64),
+            "{n}"
+        );
+        assert!((600..1400).contains(&expected), "{n}: {expected} keys");
+    }
+    let bin = env!("CARGO_BIN_EXE_barrage");
+    let dir = bed.dir().to_str().unwrap();
+    let stop = format!("{bin} testbed stop memcached-2 --dir {dir}");
+    let start = format!("{bin} testbed start memcached-2 --dir {dir}");
+    let log = bed.dir().join("outage.csv");
+    let mut args = vec!["--servers", &servers, "--ratio", "0:1", "--rate", "300", "-d", "8s", "--connections", "4"];
+    args.extend(["--at", "3s", &stop, "--at", "6s", &start, "--log", log.to_str().unwrap()]);
+    args.extend(keys);
+    let s = run_kv(bed.dir(), "outage", &args);
+    let victim = bed.addr("memcached-2").to_string();
+    let mut csv = csv::Reader::from_path(&log).unwrap();
+    let head = csv.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (start_us, error, cache_col, backend) = (col("start_unix_us"), col("error"), col("cache"), col("backend"));
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    let t0: u64 = rows.iter().map(|r| r[start_us].parse::<u64>().unwrap()).min().unwrap();
+    let at = |r: &csv::StringRecord| (r[start_us].parse::<u64>().unwrap() - t0) as f64 / 1e6;
+    let failed: Vec<&csv::StringRecord> = rows.iter().filter(|r| !r[error].is_empty()).collect();
+    assert!(failed.len() > 100, "the outage failed memcached-2's GETs: {}", failed.len());
+    for r in &failed {
+        assert_eq!((&r[backend], &r[error]), (victim.as_str(), "refused"), "only memcached-2's keys fail: {r:?}");
+        assert!((2.9..6.6).contains(&at(r)), "failures only in the outage: {r:?} at {}", at(r));
+    }
+    let after: Vec<&csv::StringRecord> = rows.iter().filter(|r| at(r) > 7.0).collect();
+    for r in &after {
+        let expected = if &r[backend] == victim { "miss" } else { "hit" };
+        assert_eq!(&r[cache_col], expected, "after the outage: {r:?}");
+    }
+    assert!(after.iter().filter(|r| &r[backend] == victim).count() > 50, "memcached-2 answered after it came back");
+    let gap = s.backends.iter().find(|b| b.name == victim).and_then(|b| b.gaps.first()).expect("memcached-2's gap");
+    assert!((2.5..=4.0).contains(&gap.length_s) && gap.to_s.is_some(), "recovery reported: {gap:?}");
+    // The events say so too: errors burst after the stop, none after the start.
+    let (stopped, started) = (&s.events[0], &s.events[1]);
+    assert_eq!(stopped.burst_errors, failed.len() as u64, "{stopped:?}");
+    assert!(started.recovery_s.is_some_and(|r| r < 1.0) && started.after.error_ratio == 0.0, "{started:?}");
+}
