@@ -264,3 +264,141 @@ fn three_memcached_with_ketama_and_one_stopped_mid_run() {
     assert_eq!(stopped.burst_errors, failed.len() as u64, "{stopped:?}");
     assert!(started.recovery_s.is_some_and(|r| r < 1.0) && started.after.error_ratio == 0.0, "{started:?}");
 }
+
+/// A server that sends what is not the protocol, resets, or never answers: every command is
+/// an error of its kind (protocol, reset, request timeout), counted, with no hang, and the
+/// run says it is not a result (exit 3) with its file kept.
+#[test]
+fn garbage_resets_and_silence_are_classified_never_a_hang() {
+    use crate::util::{errors_of, Fault, FaultServer};
+    for (fault, kind, n) in
+        [(Fault::Garbage, "protocol", "10"), (Fault::Reset, "reset", "10"), (Fault::Silent, "request_timeout", "4")]
+    {
+        let server = FaultServer::start(fault);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run.brg");
+        let url = format!("redis://{}", server.addr);
+        let started = std::time::Instant::now();
+        let result = barrage()
+            .args(["run", &url, "-n", n, "-c", "1", "--timeout", "500ms", "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(result.status.code(), Some(3), "{kind}: {}", String::from_utf8_lossy(&result.stderr));
+        assert!(started.elapsed() < Duration::from_secs(15), "{kind}: bounded");
+        let s = summarize(&[out]).unwrap();
+        assert_eq!(errors_of(&s, kind), n.parse::<u64>().unwrap(), "{kind}: {:?}", s.errors);
+    }
+}
+
+/// Commands that outlive `--timeout` while memcached is stopped stay queued on their
+/// connection and their late replies are dropped: the commands after them get their own
+/// (with SET and GET interleaved in the text protocol, a reply out of step would be a
+/// protocol error), and the server's counts are every command barrage sent.
+#[test]
+fn a_timed_out_command_does_not_put_its_connection_out_of_step() {
+    use crate::util::errors_of;
+    let Some(bed) = Testbed::up("memcached", &["--backends", "1"]) else { return };
+    let addr = bed.addr("memcached-1");
+    memcached(addr, "stats reset");
+    let pid = bed.state.server("memcached-1").and_then(|s| s.pid).expect("running");
+    let _resume = Resume(pid);
+    let (stop, resume) = (format!("kill -STOP {pid}"), format!("kill -CONT {pid}"));
+    let url = bed.url("memcached-1");
+    let args = [
+        url.as_str(),
+        "--ratio",
+        "1:1",
+        "--rate",
+        "400",
+        "-d",
+        "3s",
+        "--connections",
+        "2",
+        "--pipeline",
+        "4",
+        "--timeout",
+        "300ms",
+        "--key-maximum",
+        "99",
+        "--at",
+        "1s",
+        &stop,
+        "--at",
+        "1.8s",
+        &resume,
+    ];
+    let out = bed.dir().join("run.brg");
+    let result = barrage().args(["run", "-o", out.to_str().unwrap()]).args(args).output().unwrap();
+    let s = summarize(&[out]).unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(errors_of(&s, "request_timeout") >= 8, "commands timed out in the stop: {:?} {stderr}", s.errors);
+    assert_eq!(errors_of(&s, "protocol"), 0, "no reply out of step: {:?}", s.errors);
+    assert_eq!(s.requests.errors, errors_of(&s, "request_timeout"), "{:?}", s.errors);
+    let after = s.intervals.iter().filter(|i| i.second >= 2).map(|i| i.ok).sum::<u64>();
+    assert!(after > 300, "the connections carry on after the stop: {after} ok after 2 s");
+    let stats = memcached(addr, "stats");
+    assert_eq!(stats["cmd_get"] + stats["cmd_set"], s.requests.total, "every command sent reached memcached");
+}
+
+/// `redis://:PASSWORD@host/2`: barrage authenticates and selects database 2 on each
+/// connection (the keys land there, per Redis's own `INFO keyspace`), and the password is
+/// in no file or report barrage writes.
+#[test]
+fn redis_auth_and_database_and_the_password_is_never_written() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let addr = bed.addr("redis-1");
+    assert_eq!(redis(addr, &["CONFIG", "SET", "requirepass", "s3cr3t-pw"]), "+OK");
+    let url = format!("redis://:s3cr3t-pw@{addr}/2");
+    let log = bed.dir().join("log.csv");
+    let html = bed.dir().join("run.html");
+    let args = [&url, "--ratio", "1:0", "-n", "300", "-c", "3", "--key-maximum", "99", "--key-pattern", "S"];
+    let out = bed.dir().join("run.brg");
+    let result = barrage()
+        .args(["run", "-o", out.to_str().unwrap(), "--log", log.to_str().unwrap(), "--html", html.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let mut auth = TcpStream::connect(addr).unwrap();
+    auth.write_all(b"*2\r\n$4\r\nAUTH\r\n$9\r\ns3cr3t-pw\r\n*2\r\n$4\r\nINFO\r\n$8\r\nkeyspace\r\n").unwrap();
+    auth.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut text = String::new();
+    while !text.contains("db2:keys=") {
+        let mut buf = [0u8; 4096];
+        let n = auth.read(&mut buf).unwrap();
+        assert!(n > 0, "{text}");
+        text += &String::from_utf8_lossy(&buf[..n]);
+    }
+    assert!(text.contains("db2:keys=100,") && !text.contains("db0:"), "{text}");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    for (what, content) in [
+        ("stdout", stdout.to_string()),
+        ("log", std::fs::read_to_string(&log).unwrap()),
+        ("html", std::fs::read_to_string(&html).unwrap()),
+        ("results", String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned()),
+    ] {
+        assert!(!content.contains("s3cr3t-pw"), "the password is in the {what}");
+    }
+    assert!(stdout.contains(&format!("redis://{addr}/2")), "{stdout}");
+}
+
+/// Flags a key-value run cannot take are refused before it starts, in one line, exit 2.
+#[test]
+fn bad_key_value_flags_are_one_line_errors() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["redis://127.0.0.1:1", "--ratio", "1"], "expected SET:GET"),
+        (&["redis://127.0.0.1:1", "--protocol", "memcache-text"], "does not fit a redis:// URL"),
+        (&["redis://127.0.0.1:1", "http://127.0.0.1:1/"], "not a key-value server"),
+        (&["memcache://127.0.0.1:1", "--command", "INCR {id}"], "--command sends Redis commands"),
+        (&["redis://127.0.0.1:1", "--key-prefix", "a b"], "invalid --key-prefix"),
+        (&["redis://127.0.0.1:1", "--pipeline", "0"], "--pipeline"),
+        (&["redis://127.0.0.1:1", "-H", "X-A: b"], "-H is for HTTP targets"),
+        (&["redis://127.0.0.1:1", "--servers", "memcache://127.0.0.1:2"], "mix Redis and memcached"),
+    ];
+    for (args, want) in cases {
+        let out = barrage().arg("run").args(args).args(["-n", "1"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want) && stderr.trim().lines().count() == 1, "{args:?}: {stderr}");
+    }
+}

@@ -459,3 +459,95 @@ impl ErrorClass {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_plan::kv::{parse_command, ValueSizes};
+
+    fn plan(commands: Vec<KvCommand>, protocol: Protocol) -> KvPlan {
+        KvPlan {
+            protocol,
+            servers: vec![barrage_plan::kv::KvServer::parse("redis://127.0.0.1:1").unwrap()],
+            distribution: None,
+            pipeline: 1,
+            key_prefix: Bytes::from_static(b"memtier-"),
+            key_min: 100,
+            values: ValueSizes::Fixed(3),
+            commands,
+        }
+    }
+
+    /// The bytes a command goes out as, for key number `number`.
+    fn wire(p: &KvPlan, cmd: usize, number: u64) -> String {
+        let (mut keys, mut ranges, mut out) = (Vec::new(), Vec::new(), BytesMut::new());
+        fill_keys(&mut keys, &mut ranges, p, &p.commands[cmd], number);
+        encode(&mut out, p.protocol, &p.commands[cmd], &keys, &ranges, b"abc");
+        String::from_utf8(out.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn built_in_commands_in_each_protocol() {
+        let cmds = vec![KvCommand::Set, KvCommand::Get];
+        let p = plan(cmds.clone(), Protocol::Resp2);
+        assert_eq!(wire(&p, 0, 7), "*3\r\n$3\r\nSET\r\n$9\r\nmemtier-7\r\n$3\r\nabc\r\n");
+        assert_eq!(wire(&p, 1, 7), "*2\r\n$3\r\nGET\r\n$9\r\nmemtier-7\r\n");
+        let p = plan(cmds.clone(), Protocol::MemcacheText);
+        assert_eq!(
+            (wire(&p, 0, 7), wire(&p, 1, 7)),
+            ("set memtier-7 0 0 3\r\nabc\r\n".into(), "get memtier-7\r\n".into())
+        );
+        let p = plan(cmds, Protocol::MemcacheMeta);
+        assert_eq!(
+            (wire(&p, 0, 7), wire(&p, 1, 7)),
+            ("ms memtier-7 3 T0\r\nabc\r\n".into(), "mg memtier-7 v\r\n".into())
+        );
+    }
+
+    #[test]
+    fn custom_commands_fill_every_key_and_value() {
+        let cmd = KvCommand::Custom(parse_command("HSET h:{id}:x __key__ {value}", "memtier-").unwrap());
+        let p = plan(vec![cmd], Protocol::Resp3);
+        assert_eq!(wire(&p, 0, 1234), "*4\r\n$4\r\nHSET\r\n$8\r\nh:1234:x\r\n$12\r\nmemtier-1234\r\n$3\r\nabc\r\n");
+        // The first key routes the command.
+        let (mut keys, mut ranges) = (Vec::new(), Vec::new());
+        fill_keys(&mut keys, &mut ranges, &p, &p.commands[0], 0);
+        assert_eq!(&keys[ranges[0].clone()], b"h:0:x");
+        assert_eq!(decimal(u64::MAX).0[decimal(u64::MAX).1..], *u64::MAX.to_string().as_bytes());
+    }
+
+    #[test]
+    fn hellos_authenticate_and_select() {
+        let s = |url| barrage_plan::kv::KvServer::parse(url).unwrap();
+        let text = |(b, n): (Bytes, usize)| (String::from_utf8(b.to_vec()).unwrap(), n);
+        assert_eq!(text(hello(Protocol::Resp2, &s("redis://h"))), (String::new(), 0));
+        assert_eq!(text(hello(Protocol::Resp3, &s("redis://h"))), ("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n".into(), 1));
+        let (wire, n) = text(hello(Protocol::Resp2, &s("redis://u:pw@h/2")));
+        assert_eq!(
+            (wire.as_str(), n),
+            ("*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$2\r\npw\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n", 2)
+        );
+        let (wire, n) = text(hello(Protocol::Resp3, &s("redis://:pw@h")));
+        assert!(
+            wire.starts_with("*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n") && n == 1,
+            "{wire}"
+        );
+    }
+
+    #[test]
+    fn error_classes_count_under_their_kind_of_status() {
+        let table = [
+            (ErrorClass::Err, 500),
+            (ErrorClass::WrongType, 400),
+            (ErrorClass::NoAuth, 401),
+            (ErrorClass::Moved, 421),
+            (ErrorClass::Loading, 503),
+            (ErrorClass::Oom, 507),
+            (ErrorClass::ServerError, 500),
+            (ErrorClass::NotStored, 409),
+        ];
+        for (class, status) in table {
+            assert_eq!(class.status(), status, "{class:?}");
+        }
+    }
+}
