@@ -78,6 +78,7 @@ pub fn fill(flags: &[String], servers: &[Server]) -> Result<Vec<String>, String>
                     f = f.replace(&format!("{{{name}:https}}"), t.trim_end_matches('/'));
                 }
             }
+            f = fill_all(&f, servers);
             match barrage_plan::experiment::placeholders(&f).into_iter().find(|p| *p != "id") {
                 Some(p) => Err(unknown_placeholder(p, &f, servers)),
                 None => Ok(f),
@@ -86,11 +87,32 @@ pub fn fill(flags: &[String], servers: &[Server]) -> Result<Vec<String>, String>
         .collect()
 }
 
+/// `{KIND:all}`: the URLs of every server named `KIND` or `KIND-N`, comma-separated, so
+/// that `servers = "{memcached:all}"` names all of a case's memcached instances however many
+/// `testbed-backends` it has.
+fn fill_all(flag: &str, servers: &[Server]) -> String {
+    let mut f = flag.to_string();
+    for p in barrage_plan::experiment::placeholders(flag) {
+        let Some(kind) = p.strip_suffix(":all") else { continue };
+        let urls: Vec<&str> = servers
+            .iter()
+            .filter(|(n, ..)| n == kind || n.strip_prefix(kind).is_some_and(|rest| rest.starts_with('-')))
+            .map(|(_, url, _)| url.trim_end_matches('/'))
+            .collect();
+        if !urls.is_empty() {
+            f = f.replace(&format!("{{{p}}}"), &urls.join(","));
+        }
+    }
+    f
+}
+
 /// `{p}` in `flag` has no value: what could have given it one.
 fn unknown_placeholder(p: &str, flag: &str, servers: &[Server]) -> String {
     let name = p.split(':').next().unwrap_or(p);
     let testbed = match servers.iter().find(|(n, ..)| n == name) {
-        Some(_) => format!("its testbed's {name} has no such form (only {{{name}}}, and {{{name}:https}} with TLS)"),
+        Some(_) => format!(
+            "its testbed's {name} has no such form (only {{{name}}}, {{{name}:all}}, and {{{name}:https}} with TLS)"
+        ),
         None if servers.is_empty() => "the case has no testbed".to_string(),
         None => {
             let names: Vec<&str> = servers.iter().map(|(n, ..)| n.as_str()).collect();
@@ -576,5 +598,19 @@ mod tests {
             let err = fill(&[flag.to_string()], servers).unwrap_err();
             assert!(err.contains(want), "{err}");
         }
+    }
+
+    #[test]
+    fn all_names_every_instance_of_a_kind() {
+        let servers: Vec<Server> = ["memcached-1", "memcached-2", "memcached-10", "memcachedx-1", "redis-1"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), format!("memcache://127.0.0.1:{i}"), None))
+            .collect();
+        assert_eq!(
+            fill(&["{memcached:all}".to_string()], &servers).unwrap(),
+            ["memcache://127.0.0.1:0,memcache://127.0.0.1:1,memcache://127.0.0.1:2"]
+        );
+        assert!(fill(&["{nginx:all}".to_string()], &servers).unwrap_err().contains("placeholder {nginx:all}"));
     }
 }
