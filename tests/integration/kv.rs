@@ -402,3 +402,34 @@ fn bad_key_value_flags_are_one_line_errors() {
         assert!(stderr.contains(want) && stderr.trim().lines().count() == 1, "{args:?}: {stderr}");
     }
 }
+
+/// `examples/kv/study.toml`, cut to 1 and 3 servers and one level of the other factors:
+/// each case runs against its own memcached testbed, `{memcached:all}` names all of its
+/// instances, and the case with 3 servers spreads its keys over 3 backends.
+#[test]
+fn the_example_study_runs_against_one_and_three_memcached() {
+    if !crate::util::require("memcached", barrage_testbed::program_path("memcached").is_some()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/kv/study.toml")).unwrap();
+    let cut = text
+        .replace("duration = \"10s\"", "duration = \"1s\"")
+        .replace("warmup = \"2s\"", "warmup = \"0s\"")
+        .replace("\"2\" = { testbed-backends = 2 }\n", "")
+        .replace("\"32\" = { concurrency = 32 }\n", "")
+        .replace("modulo = { distribution = \"modulo\" }\n", "");
+    assert_ne!(cut, text);
+    let file = dir.path().join("study.toml");
+    std::fs::write(&file, cut).unwrap();
+    let results = dir.path().join("study.results");
+    let out = barrage().args(["experiment", file.to_str().unwrap(), "-o", results.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (case, servers) in [("TC0", 1), ("TC1", 3)] {
+        let s = summarize(&[results.join(format!("{case}.r1.brg"))]).unwrap();
+        assert_eq!(s.backends.len(), servers, "{case}: {:?}", s.backends);
+        assert!(s.requests.total > 100 && s.requests.ok == s.requests.total, "{case}: {:?}", s.requests);
+        let (set, get) = (by_name(&s, "SET").requests, by_name(&s, "GET").requests);
+        assert!(get.abs_diff(4 * set) <= 4 * 8, "{case}: ratio 1:4 over 8 clients: {set} SETs, {get} GETs");
+    }
+}
