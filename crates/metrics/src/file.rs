@@ -23,6 +23,10 @@
 //! Version 5 added flows: each recorder's figures per scenario group, and each key's flow
 //! counts (checks and captures failed, steps skipped, arrivals dropped). Version 4 files
 //! read with none (module `v4`).
+//!
+//! Version 6 added the server error replies of key-value stores: each recorder's replies
+//! per class (`ERR`, `MOVED`, `SERVER_ERROR`, ...) with an example each. Version 5 files
+//! read with none (module `v5`).
 
 use crate::recorder::{Recorder, TICK};
 use crate::watch::{EventRecord, WatchSample};
@@ -34,7 +38,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 5;
+pub const FORMAT_VERSION: u16 = 6;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -450,9 +454,55 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
     let record = match version {
         3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
         4 => postcard::from_bytes::<v4::Record>(&payload).map(Record::from),
+        5 => postcard::from_bytes::<v5::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     };
     record.map(Some).map_err(|e| format!("a record does not decode: {e}"))
+}
+
+/// The records of format version 5, as they were, read into today's: recorders without
+/// server replies.
+mod v5 {
+    use crate::recorder::RecorderV5 as Recorder;
+    use crate::watch::{EventRecord, WatchSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(super::RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h),
+                Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
+                    index: i.index,
+                    start_unix_ms: i.start_unix_ms,
+                    length_ms: i.length_ms,
+                    step: i.step,
+                    recorder: i.recorder.0,
+                    watch: i.watch,
+                }),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
 }
 
 /// The records of format version 4, as they were, read into today's: recorders without
@@ -1019,6 +1069,132 @@ mod tests {
         assert_eq!(got.recorder, i.recorder);
         assert!(got.recorder.flows.is_empty());
         assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
+    }
+
+    /// An interval of `n` requests of which the last two were server error replies, `ERR`
+    /// then `MOVED`, as the key-value engine records them.
+    fn interval_with_replies(index: u32, start: u64, n: u64) -> IntervalRecord {
+        let mut i = interval(index, start, n);
+        for (class, status, text) in [(&b"ERR"[..], 500, "ERR unknown command"), (b"MOVED", 421, "MOVED 1 h:1")] {
+            let s = Sample { outcome: Outcome::Status(status), ..sample_at(5) };
+            i.recorder.record(&s);
+            i.recorder.replies.record_example(class, &s, || text.into());
+        }
+        i
+    }
+
+    fn sample_at(ms: u64) -> Sample {
+        Sample {
+            intended: Duration::ZERO,
+            started: Duration::ZERO,
+            ended: Duration::from_millis(ms),
+            phases: [None; 6],
+            outcome: Outcome::Status(200),
+            bytes_in: 1,
+            bytes_out: 1,
+            late: false,
+            cache: crate::CacheStatus::Unknown,
+        }
+    }
+
+    /// Server replies are written in today's format and read back as they were.
+    #[test]
+    fn replies_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("kv.brg");
+        let mut w = ResultsWriter::create(&p, &header(0)).unwrap();
+        w.write_interval(&interval_with_replies(0, 0, 3)).unwrap();
+        w.finish(&RunFooter::default()).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 6, "format version 6");
+        let mut r = ResultsReader::open(&p).unwrap();
+        let got = r.next_interval().unwrap();
+        assert_eq!(got, interval_with_replies(0, 0, 3));
+        let classes: Vec<_> =
+            got.recorder.replies.iter().map(|k| (k.name.as_str(), k.requests, k.example.as_deref())).collect();
+        assert_eq!(classes, [("ERR", 1, Some("ERR unknown command")), ("MOVED", 1, Some("MOVED 1 h:1"))]);
+    }
+
+    /// A file written before server replies (format version 5) reads back whole, flows
+    /// included, with no replies.
+    #[test]
+    fn version_5_files_read_with_no_replies() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v5.brg");
+        let h = RunHeader {
+            groups: vec![GroupInfo { name: "writers".into(), flow: "album".into(), ..Default::default() }],
+            ..header(5_000)
+        };
+        let mut i = interval(0, 5_000, 3);
+        i.recorder.flows.record_flow(b"writers", None, Duration::from_millis(3), 0);
+        i.recorder.names.record(b"writers/post", &sample_at(2));
+        let old_interval = v5::IntervalRecord {
+            index: 0,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: 0,
+            recorder: crate::recorder::RecorderV5(i.recorder.clone()),
+            watch: None,
+        };
+        let footer = RunFooter { attack_us: 7, ..Default::default() };
+        write_old(
+            &p,
+            5,
+            &[v5::Record::Header(h.clone()), v5::Record::Interval(old_interval), v5::Record::Footer(footer.clone())],
+        );
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &h);
+        let got = r.next_interval().unwrap();
+        assert_eq!(got.recorder, i.recorder);
+        assert_eq!((got.recorder.flows.len(), got.recorder.names.len()), (1, 1));
+        assert!(got.recorder.replies.is_empty());
+        assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
+        assert_eq!(r.footer(), Some(&footer));
+    }
+
+    /// A crafted file whose interval holds more reply classes than a recorder keeps reads up
+    /// to that interval, with a warning, as one with too many names does.
+    #[test]
+    fn a_file_with_too_many_reply_classes_stops_with_a_warning() {
+        use crate::recorder::{WideReplies, MAX_KEYS};
+        /// [`Record`] as written, with a recorder of `n` reply classes.
+        #[derive(Serialize)]
+        enum Crafted {
+            Header(RunHeader),
+            Interval {
+                index: u32,
+                start_unix_ms: u64,
+                length_ms: u32,
+                step: u32,
+                recorder: WideReplies,
+                watch: Option<WatchSample>,
+            },
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let interval = |index, n| Crafted::Interval {
+            index,
+            start_unix_ms: u64::from(index) * 1000,
+            length_ms: 1000,
+            step: 0,
+            recorder: WideReplies(n),
+            watch: None,
+        };
+        let read = |records: &[Crafted]| {
+            let p = dir.path().join("crafted.brg");
+            write_old(&p, FORMAT_VERSION, records);
+            let mut r = ResultsReader::open(&p).unwrap();
+            let read: Vec<usize> = std::iter::from_fn(|| r.next_interval()).map(|i| i.recorder.replies.len()).collect();
+            (read, r.warning().map(str::to_string))
+        };
+        // As many as a recorder keeps read; one more does not.
+        assert_eq!(read(&[Crafted::Header(header(0)), interval(0, MAX_KEYS)]), (vec![MAX_KEYS], None));
+        let (got, warning) = read(&[Crafted::Header(header(0)), interval(0, 2), interval(1, MAX_KEYS + 1)]);
+        let warning = warning.expect("the crafted interval is refused");
+        assert_eq!(got.len(), 1, "{warning}");
+        // postcard keeps no message of its own decoders' (from_wire says "more than a
+        // recorder has"; the recorder's unit tests check it).
+        assert!(warning.contains("a record does not decode"), "{warning}");
+        assert!(warning.contains("read the first 1 interval(s)"), "{warning}");
     }
 
     /// The last interval, when shorter than half a second, is folded into the one before for

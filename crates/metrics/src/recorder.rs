@@ -154,7 +154,7 @@ impl From<Counts> for CountsV3 {
     }
 }
 
-/// Most distinct keys (backends, names, methods) one recorder keeps apart; later ones are
+/// Most distinct keys (backends, names, methods, reply classes) one recorder keeps apart; later ones are
 /// counted as `(other)`, so a header carrying a request id cannot make memory grow per request.
 pub const MAX_KEYS: usize = 64;
 const OTHER_KEY: &str = "(other)";
@@ -244,6 +244,21 @@ impl Keyed {
     /// Counts a finished request under `key`. Allocates only the first time a key appears
     /// (and, when timed, once per tenth of a second).
     pub fn record(&mut self, key: &[u8], s: &Sample) {
+        self.record_entry(key, s);
+    }
+
+    /// Counts a finished request under `key` as [`Keyed::record`] does, and keeps `example`
+    /// as the key's example while it has none: the closure runs once per key and
+    /// recorder, so a reply is formatted once per class and interval, not once per request.
+    pub fn record_example(&mut self, key: &[u8], s: &Sample, example: impl FnOnce() -> String) {
+        let b = self.record_entry(key, s);
+        if b.example.is_none() {
+            b.example = Some(example());
+        }
+    }
+
+    /// [`Keyed::record`], returning the key's stats.
+    fn record_entry(&mut self, key: &[u8], s: &Sample) -> &mut KeyedStats {
         let timed = self.timed;
         let b = self.entry(key);
         b.requests += 1;
@@ -253,6 +268,7 @@ impl Keyed {
         if timed {
             b.timeline.record(s.ended, s.outcome.is_success(), corrected);
         }
+        b
     }
 
     /// Marks the last request recorded under `key` as failed by a check or a capture (it
@@ -317,6 +333,16 @@ impl Keyed {
     /// Drops the timelines, for a cumulative recorder that draws none of them.
     pub fn forget_timelines(&mut self) {
         self.stats.iter_mut().for_each(|b| b.timeline = Timeline::default());
+    }
+
+    /// The keys' examples as they may be written: a server's reply may quote what it was
+    /// sent.
+    pub fn redact_examples(&mut self, r: &crate::secrets::Redaction) {
+        for example in self.stats.iter_mut().filter_map(|b| b.example.as_mut()) {
+            if let std::borrow::Cow::Owned(shown) = r.text(example) {
+                *example = shown;
+            }
+        }
     }
 
     /// The index of `key`'s stats, created if there is still room, else `(other)`'s.
@@ -402,13 +428,14 @@ pub struct RecorderV3(pub Recorder);
 
 impl<'de> Deserialize<'de> for RecorderV3 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV3, CountsV3, ()>::deserialize(d)?;
+        let w = Wire::<KeyedWireV3, CountsV3, (), ()>::deserialize(d)?;
         let w = w.map(
             |(name, requests, failed, latency)| {
                 (name, requests, failed, latency, Vec::new(), FlowCounts::default(), None)
             },
             Counts::from,
             |i| KINDS_V3.get(usize::from(i)).map(|k| *k as u8),
+            |()| Vec::new(),
             |()| Vec::new(),
         );
         from_wire(w).map(RecorderV3).map_err(serde::de::Error::custom)
@@ -423,6 +450,7 @@ impl Serialize for RecorderV3 {
             CountsV3::from,
             |i| KINDS_V3.iter().position(|k| *k as u8 == i).map(|p| p as u8),
             |_| (),
+            |_| (),
         );
         w.serialize(s)
     }
@@ -434,13 +462,14 @@ pub struct RecorderV4(pub Recorder);
 
 impl<'de> Deserialize<'de> for RecorderV4 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV4, Counts, ()>::deserialize(d)?;
+        let w = Wire::<KeyedWireV4, Counts, (), ()>::deserialize(d)?;
         let w = w.map(
             |(name, requests, failed, latency, ticks)| {
                 (name, requests, failed, latency, ticks, FlowCounts::default(), None)
             },
             |c| c,
             Some,
+            |()| Vec::new(),
             |()| Vec::new(),
         );
         from_wire(w).map(RecorderV4).map_err(serde::de::Error::custom)
@@ -455,21 +484,62 @@ impl Serialize for RecorderV4 {
             |c| c,
             Some,
             |_| (),
+            |_| (),
         );
         w.serialize(s)
     }
 }
 
-impl<K, C, F> Wire<K, C, F> {
+/// A recorder as format version 5 wrote it, read into today's: no server replies.
+pub struct RecorderV5(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV5 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWire, Counts, Vec<KeyedWire>, ()>::deserialize(d)?;
+        let w = w.map(|k| k, |c| c, Some, |f| f, |()| Vec::new());
+        from_wire(w).map(RecorderV5).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for RecorderV5 {
+    /// Only so that the version 5 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.wire().map(|k| k, |c| c, Some, |f| f, |_| ()).serialize(s)
+    }
+}
+
+/// Test files only: a recorder whose replies hold `n` classes, written as today's, so that
+/// a file can hold more classes than a recorder keeps (a crafted one).
+#[cfg(test)]
+pub(crate) struct WideReplies(pub usize);
+
+#[cfg(test)]
+impl Serialize for WideReplies {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Recorder::new().wire();
+        w.replies = (0..self.0).map(crafted_key).collect();
+        w.serialize(s)
+    }
+}
+
+/// Key `i` of a crafted recorder: `E<i>`, one failed request.
+#[cfg(test)]
+fn crafted_key(i: usize) -> KeyedWire {
+    (format!("E{i}"), 1, 1, encode(&new_histogram()), Vec::new(), FlowCounts::default(), None)
+}
+
+impl<K, C, F, R> Wire<K, C, F, R> {
     /// The same recorder written another way: its keys, its counters, the error kind
-    /// index of each example (dropped when `example` says `None`) and its flows.
-    fn map<J, D, G>(
+    /// index of each example (dropped when `example` says `None`), its flows and its
+    /// server replies.
+    fn map<J, D, G, S>(
         self,
         key: impl Fn(K) -> J,
         counts: impl FnOnce(C) -> D,
         example: impl Fn(u8) -> Option<u8>,
         flows: impl FnOnce(F) -> G,
-    ) -> Wire<J, D, G> {
+        replies: impl FnOnce(R) -> S,
+    ) -> Wire<J, D, G, S> {
         let keys = |v: Vec<K>| v.into_iter().map(&key).collect();
         Wire {
             corrected: self.corrected,
@@ -489,6 +559,7 @@ impl<K, C, F> Wire<K, C, F> {
             timeline: self.timeline,
             samples: self.samples,
             flows: flows(self.flows),
+            replies: replies(self.replies),
         }
     }
 }
@@ -552,6 +623,10 @@ pub struct Recorder {
     /// Per group of a scenario: its flows, each counted as one "request" whose latency runs
     /// from the flow's intended start to its last step's end.
     pub flows: Keyed,
+    /// Per class of server error reply of a key-value store (`ERR`, `WRONGTYPE`, `MOVED`,
+    /// `LOADING`, `SERVER_ERROR`, `CLIENT_ERROR`, `NOT_STORED`, ...), an example reply each
+    /// ([`Keyed::record_example`]); empty for HTTP.
+    pub replies: Keyed,
     /// With retries: latency of whole requests, from the first attempt's intended start to
     /// the last attempt's end; allocated on the first one.
     pub whole: Option<Box<Histogram<u64>>>,
@@ -589,6 +664,7 @@ impl Recorder {
             names: Keyed::default(),
             methods: Keyed::default(),
             flows: Keyed::default(),
+            replies: Keyed::default(),
             whole: None,
             timeline: Timeline::default(),
             samples: Vec::new(),
@@ -702,13 +778,15 @@ impl Recorder {
         self.examples[kind as usize].as_deref()
     }
 
-    /// The example messages as they may be written: an error may quote a URL.
+    /// The example messages as they may be written: an error may quote a URL, a server's
+    /// reply what it was sent.
     pub fn redact_examples(&mut self, r: &crate::secrets::Redaction) {
         for example in self.examples.iter_mut().flatten() {
             if let std::borrow::Cow::Owned(shown) = r.text(example) {
                 *example = shown;
             }
         }
+        self.replies.redact_examples(r);
     }
 
     /// Responses per status code, sparse, in code order. Code 0 means "outside 100..=599".
@@ -775,6 +853,7 @@ impl Recorder {
         self.names.add(&other.names);
         self.methods.add(&other.methods);
         self.flows.add(&other.flows);
+        self.replies.add(&other.replies);
         for (mine, theirs) in [(&mut self.hit, &other.hit), (&mut self.miss, &other.miss)] {
             if let Some(theirs) = theirs {
                 match mine {
@@ -896,12 +975,13 @@ impl Timeline {
 }
 
 /// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
-/// sparse. Used by the results file; `K` is how a key is written, `C` the counters' layout
-/// and `F` the flows ([`KeyedWire`], [`Counts`] and a list of keys; in files of version 3
-/// [`KeyedWireV3`], [`CountsV3`] and nothing, `()`, which postcard writes as no bytes; in
-/// version 4 [`KeyedWireV4`], [`Counts`] and nothing).
+/// sparse. Used by the results file; `K` is how a key is written, `C` the counters' layout,
+/// `F` the flows and `R` the server replies ([`KeyedWire`], [`Counts`] and two lists of
+/// keys; in files of version 3 [`KeyedWireV3`], [`CountsV3`] and nothing twice, `()`,
+/// which postcard writes as no bytes; in version 4 [`KeyedWireV4`], [`Counts`] and nothing
+/// twice; in version 5 no replies).
 #[derive(Serialize, Deserialize)]
-struct Wire<K = KeyedWire, C = Counts, F = Vec<KeyedWire>> {
+struct Wire<K = KeyedWire, C = Counts, F = Vec<KeyedWire>, R = Vec<KeyedWire>> {
     corrected: Vec<u8>,
     service: Vec<u8>,
     lag: Vec<u8>,
@@ -919,6 +999,7 @@ struct Wire<K = KeyedWire, C = Counts, F = Vec<KeyedWire>> {
     timeline: Vec<Tick>,
     samples: Vec<RequestPoint>,
     flows: F,
+    replies: R,
 }
 
 fn encode_set(set: &PhaseSet) -> Vec<Vec<u8>> {
@@ -1068,6 +1149,7 @@ impl Recorder {
             timeline: self.timeline.0.clone(),
             samples: self.samples.clone(),
             flows: self.flows.encode(),
+            replies: self.replies.encode(),
         }
     }
 }
@@ -1087,7 +1169,7 @@ impl<'de> Deserialize<'de> for Recorder {
 /// A recorder from its serialised form.
 fn from_wire(w: Wire) -> Result<Recorder, String> {
     // No more histograms than a recorder holds, counted before any is decoded.
-    let keys = [&w.backends, &w.names, &w.methods, &w.flows].map(Vec::len);
+    let keys = [&w.backends, &w.names, &w.methods, &w.flows, &w.replies].map(Vec::len);
     if w.phases.len() > PHASE_COUNT || w.by_class.len() > CLASS_COUNT || keys.iter().any(|n| *n > MAX_KEYS) {
         return Err(format!(
             "a recorder holds {} phase, {} class and {keys:?} keyed histograms: more than a recorder has",
@@ -1117,6 +1199,7 @@ fn from_wire(w: Wire) -> Result<Recorder, String> {
     r.names = Keyed::decode(w.names, false)?;
     r.methods = Keyed::decode(w.methods, false)?;
     r.flows = Keyed::decode(w.flows, false)?;
+    r.replies = Keyed::decode(w.replies, false)?;
     for (code, n) in w.status {
         r.status[status_slot(code)] += n;
     }
@@ -1362,6 +1445,122 @@ mod tests {
                 last = x;
             }
         }
+    }
+
+    /// A server error reply: a 500 (`ERR`) or a 421 (`MOVED`), as the key-value engine
+    /// maps them.
+    fn reply(latency_ms: u64, status: u16) -> Sample {
+        sample(latency_ms, Outcome::Status(status))
+    }
+
+    /// Replies are counted per class with their latency; the example of each is made once,
+    /// by the first reply of its class, and survives the file and a merge (the first kept).
+    #[test]
+    fn replies_count_per_class_with_one_example_each() {
+        let mut r = Recorder::new();
+        let mut made = 0;
+        for (class, status, latency, text) in [
+            (&b"ERR"[..], 500, 2, "ERR wrong number of arguments for 'set' command"),
+            (b"MOVED", 421, 4, "MOVED 3999 127.0.0.1:6381"),
+            (b"ERR", 500, 6, "ERR unknown command 'FOO'"),
+            (b"ERR", 500, 8, "ERR again"),
+        ] {
+            r.replies.record_example(class, &reply(latency, status), || {
+                made += 1;
+                text.to_string()
+            });
+        }
+        assert_eq!(made, 2, "one example made per class, none for the later replies");
+        let rows: Vec<_> =
+            r.replies.iter().map(|k| (k.name.as_str(), k.requests, k.failed, k.example.as_deref())).collect();
+        assert_eq!(
+            rows,
+            [
+                ("ERR", 3, 3, Some("ERR wrong number of arguments for 'set' command")),
+                ("MOVED", 1, 1, Some("MOVED 3999 127.0.0.1:6381")),
+            ]
+        );
+        // Latency from the intended start: 1 ms late start + 2, 6 and 8 ms.
+        let err = &r.replies[0].latency;
+        assert_eq!((err.len(), err.min(), err.max()), (3, 3_000, err.highest_equivalent(9_000)));
+        assert!(r.replies.iter().all(|k| k.timeline.is_empty()), "replies keep no timeline");
+        let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+
+        let mut other = Recorder::new();
+        other.replies.record_example(b"ERR", &reply(10, 500), || "ERR from the other run".into());
+        other.replies.record_example(b"LOADING", &reply(1, 503), || "LOADING Redis is loading".into());
+        let mut sum = r.clone();
+        sum.add(&other);
+        let rows: Vec<_> =
+            sum.replies.iter().map(|k| (k.name.as_str(), k.requests, k.latency.len(), k.example.as_deref())).collect();
+        assert_eq!(
+            rows,
+            [
+                ("ERR", 4, 4, Some("ERR wrong number of arguments for 'set' command")),
+                ("MOVED", 1, 1, Some("MOVED 3999 127.0.0.1:6381")),
+                ("LOADING", 1, 1, Some("LOADING Redis is loading")),
+            ]
+        );
+        // A recorder without an example of its own takes the other's.
+        let mut empty = Recorder::new();
+        empty.add(&other);
+        assert_eq!(empty.replies[0].example.as_deref(), Some("ERR from the other run"));
+    }
+
+    /// A server sending a new class name per reply cannot grow memory: classes past the
+    /// bound count as `(other)`, with the first of their examples.
+    #[test]
+    fn reply_classes_are_bounded_like_the_other_keys() {
+        let mut r = Recorder::new();
+        for i in 0..500 {
+            let class = format!("E{i}");
+            r.replies.record_example(class.as_bytes(), &reply(1, 500), || format!("{class} said"));
+        }
+        assert_eq!(r.replies.len(), MAX_KEYS);
+        let other = r.replies.last().unwrap();
+        assert_eq!((other.name.as_str(), other.requests), ("(other)", 500 - (MAX_KEYS as u64 - 1)));
+        assert_eq!(other.example.as_deref(), Some("E63 said"));
+        let mut sum = r.clone();
+        sum.add(&r);
+        assert_eq!((sum.replies.len(), sum.replies.iter().map(|k| k.requests).sum::<u64>()), (MAX_KEYS, 1000));
+    }
+
+    /// A results file holding more reply classes than a recorder keeps is refused where it
+    /// is read, as one with too many names is.
+    #[test]
+    fn a_recorder_holds_no_more_reply_classes_than_it_keeps() {
+        let key = crafted_key;
+        let mut w = Recorder::new().wire();
+        w.replies = (0..MAX_KEYS).map(key).collect();
+        assert_eq!(from_wire(w).unwrap().replies.len(), MAX_KEYS);
+        for field in [0, 1] {
+            let mut w = Recorder::new().wire();
+            let keys = (0..=MAX_KEYS).map(key).collect();
+            if field == 0 {
+                w.replies = keys;
+            } else {
+                w.names = keys;
+            }
+            let err = from_wire(w).unwrap_err();
+            assert!(err.contains("more than a recorder has") && err.contains("65"), "{err}");
+        }
+        // A length that claims billions of keys ends with the bytes, allocating nothing for
+        // them: the replies are the last field, so the claim is the record's last bytes.
+        let mut bytes = postcard::to_stdvec(&Recorder::new()).unwrap();
+        assert_eq!(bytes.pop(), Some(0), "an empty list of replies ends the record");
+        bytes.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(postcard::from_bytes::<Recorder>(&bytes).is_err());
+    }
+
+    #[test]
+    fn reply_examples_are_written_without_the_secrets_they_quote() {
+        let mut r = Recorder::new();
+        r.replies.record_example(b"ERR", &reply(1, 500), || "ERR bad URL http://u:S3CRET@h/?token=S3CRET".into());
+        r.replies.record_example(b"MOVED", &reply(1, 421), || "MOVED 3999 127.0.0.1:6381".into());
+        r.redact_examples(&crate::secrets::Redaction::default());
+        assert_eq!(r.replies[0].example.as_deref(), Some("ERR bad URL http://u:<redacted>@h/?token=<redacted>"));
+        assert_eq!(r.replies[1].example.as_deref(), Some("MOVED 3999 127.0.0.1:6381"));
     }
 
     /// Steps and flows are counted apart, survive the results file and add up exactly.
