@@ -278,10 +278,11 @@ pub struct RetrySummary {
     pub latency: LatencyStats,
 }
 
-/// The requests of one name or method over the run.
+/// The requests of one name or method over the run, or the replies of one class of server
+/// error ([`RunSummary::replies`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {
-    /// The name or method.
+    /// The name, method or reply class.
     pub name: String,
     /// Finished requests.
     pub requests: u64,
@@ -307,7 +308,7 @@ pub struct GroupSummary {
     #[serde(default)]
     pub skipped: u64,
     /// Of a step of a flow: what its first failed check or capture saw (status, size, the
-    /// start of the body), to tell why.
+    /// start of the body), to tell why; of a reply class, the first such reply, redacted.
     #[serde(default)]
     pub example: Option<String>,
 }
@@ -474,6 +475,11 @@ pub struct RunSummary {
     /// Every group's flows together; `None` without a scenario.
     #[serde(default)]
     pub flows_total: Option<FlowSummary>,
+    /// Server error replies of a key-value store per class (`ERR`, `MOVED`, `LOADING`,
+    /// `SERVER_ERROR`, ...), by count: the replies in `requests`, their share of all
+    /// finished requests, their corrected latency and an example reply; empty for HTTP.
+    #[serde(default)]
+    pub replies: Vec<GroupSummary>,
     /// Per backend, by requests, from the backend header of each response.
     pub backends: Vec<BackendSummary>,
     /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
@@ -1028,6 +1034,11 @@ fn build(
     s.retries = retry_summary(&total);
     s.by_name = groups(&total.names, total.counts.completed, s.duration.total_s);
     s.by_method = groups(&total.methods, total.counts.completed, s.duration.total_s);
+    s.replies = groups(&total.replies, total.counts.completed, s.duration.total_s);
+    // Written redacted by this barrage; an older file, or one made by hand, is redacted here.
+    for example in s.replies.iter_mut().filter_map(|r| r.example.as_mut()) {
+        *example = redaction.text(example).into_owned();
+    }
     let done = total.counts.completed as f64;
     s.bytes = Bytes {
         in_total: total.counts.bytes_in,
@@ -1059,6 +1070,7 @@ fn build(
         ));
     }
     s.warnings.extend(flow_check(&s));
+    s.warnings.extend(reply_check(&s));
     s.warnings.extend(self_check(&s));
     s
 }
@@ -1256,6 +1268,14 @@ fn flow_check(s: &RunSummary) -> Vec<String> {
         }
     }
     w
+}
+
+/// A warning when the server answered with errors: figures built on them must say so.
+fn reply_check(s: &RunSummary) -> Option<String> {
+    let n: u64 = s.replies.iter().map(|r| r.requests).sum();
+    let classes: Vec<String> = s.replies.iter().map(|r| format!("{}: {}", r.name, r.requests)).collect();
+    let noun = if n == 1 { "reply" } else { "replies" };
+    (n > 0).then(|| format!("{n} server error {noun} ({}): see Server replies", classes.join(", ")))
 }
 
 fn counts(total: &Recorder) -> RequestCounts {
@@ -1478,6 +1498,17 @@ mod tests {
         assert_eq!(per_sec(9, MIN_RATE_REQUESTS - 1, 10.0), None);
         assert_eq!(per_sec(5, MIN_RATE_REQUESTS, 2.0), Some(2.5));
         assert_eq!(per_sec(0, 100, 1.0), Some(0.0), "nothing succeeded is a rate of 0");
+    }
+
+    #[test]
+    fn server_error_replies_are_warned_about_by_class() {
+        let class = |name: &str, requests| GroupSummary { name: name.into(), requests, ..Default::default() };
+        let mut s = RunSummary::default();
+        assert_eq!(reply_check(&s), None);
+        s.replies = vec![class("ERR", 1)];
+        assert_eq!(reply_check(&s).as_deref(), Some("1 server error reply (ERR: 1): see Server replies"));
+        s.replies = vec![class("ERR", 12), class("MOVED", 3)];
+        assert_eq!(reply_check(&s).as_deref(), Some("15 server error replies (ERR: 12, MOVED: 3): see Server replies"));
     }
 
     #[test]
