@@ -115,10 +115,13 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     for e in &s.errors {
         put(&format!("error_{}", e.kind), Cell::from(e.count));
     }
+    for r in &s.replies {
+        put(&format!("reply_{}", r.name), Cell::from(r.requests));
+    }
     sheet
 }
 
-/// Latency columns of the by-name and flows tables, corrected, in ms.
+/// Latency columns of the by-name, flows and replies tables, corrected, in ms.
 const LATENCY_COLUMNS: [&str; 6] = ["mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms"];
 
 fn latency_cells(l: &LatencyStats) -> impl Iterator<Item = Cell> {
@@ -211,6 +214,23 @@ pub fn flows_sheet(s: &RunSummary) -> Sheet {
             Cell::from(f.asked_per_sec),
         ];
         row.extend(latency_cells(&f.latency));
+        sheet.push(row);
+    }
+    sheet
+}
+
+/// A key-value store's server error replies, one row per class as the report's "Server
+/// replies" table: how many, their share of all finished requests, their corrected latency
+/// and the first reply of the class.
+pub fn replies_sheet(s: &RunSummary) -> Sheet {
+    let mut header = vec!["class", "count", "share"];
+    header.extend(LATENCY_COLUMNS);
+    header.push("example");
+    let mut sheet = Sheet::new("replies", &header);
+    for r in &s.replies {
+        let mut row = vec![Cell::from(r.name.as_str()), Cell::from(r.requests), Cell::from(r.share)];
+        row.extend(latency_cells(&r.latency));
+        row.push(r.example.as_deref().map_or(Cell::Empty, Cell::from));
         sheet.push(row);
     }
     sheet

@@ -4,8 +4,8 @@
 //!
 //! The page has three parts:
 //! - text rendered here: the key figures, warnings, events and tables, readable without
-//!   JavaScript (a run's phases, steps, and requests by name and by method are the tables
-//!   of the text report, with the same cells);
+//!   JavaScript (a run's flows, server replies, phases, steps, and requests by name and by
+//!   method are the tables of the text report, with the same cells);
 //! - the data, as JSON in `<script type="application/json" id="barrage-data">` (every `<`
 //!   written `\u003c`, so no string in it can end the element);
 //! - `assets/report.js`, which turns that data into uPlot charts (hover for values, drag to
@@ -17,7 +17,7 @@
 //! `{"page": "run", "summary", "series", "spectrum", "scatter"}`: `summary` is the
 //! [`RunSummary`] as in the JSON report, floats rounded to 6 significant digits, without
 //! what the page draws from the other keys or shows only as tables (`intervals`,
-//! `latency_spectrum`, `by_name`, `by_method`, `flows`, `flows_total`). `series` holds the
+//! `latency_spectrum`, `by_name`, `by_method`, `flows`, `flows_total`, `replies`). `series` holds the
 //! intervals column by column (`t` their start in seconds, `length_s`, `sent`, `ok`,
 //! `errors`, latencies in ms with 3 decimals: `p50_ms`,
 //! `p90_ms`, `p99_ms`, `max_ms`, `service_p50_ms`, `service_p99_ms`; `hit_ratio` and
@@ -235,7 +235,9 @@ fn round_floats(v: &mut Value) {
 fn run_data(s: &RunSummary) -> Value {
     let mut summary = serde_json::to_value(s).expect("a RunSummary always serialises: its map keys are strings");
     if let Value::Object(m) = &mut summary {
-        for drawn_or_unused in ["intervals", "latency_spectrum", "by_name", "by_method", "flows", "flows_total"] {
+        for drawn_or_unused in
+            ["intervals", "latency_spectrum", "by_name", "by_method", "flows", "flows_total", "replies"]
+        {
             m.remove(drawn_or_unused);
         }
     }
@@ -537,11 +539,11 @@ fn table(heading: &str, sheet: &Sheet) -> String {
     data_table(heading, None, &sheet.header, &rows, &[])
 }
 
-/// The tables of a run the text report shows too, after the charts: flows, phases, steps, by
-/// name and by method, each when it has something to say.
+/// The tables of a run the text report shows too, after the charts: flows, server replies,
+/// phases, steps, by name and by method, each when it has something to say.
 fn run_tables(s: &RunSummary) -> String {
     let [by_name, by_method] = sections::by_name_and_method(s);
-    [sections::flows(s), sections::phases(s), sections::steps(s), by_name, by_method]
+    [sections::flows(s), sections::replies(s), sections::phases(s), sections::steps(s), by_name, by_method]
         .into_iter()
         .flatten()
         .map(|t| section_table(&t))

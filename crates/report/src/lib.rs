@@ -42,7 +42,7 @@ pub mod slo;
 pub mod study;
 mod text;
 
-pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, summary_sheet};
+pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, replies_sheet, summary_sheet};
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
 pub use crate::figure::{Figure, Spread};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};

@@ -139,12 +139,16 @@ impl Report<'_> {
         match self {
             Report::Run(s) => {
                 let mut sheets = vec![crate::summary_sheet(s), crate::intervals_sheet(s)];
-                // A run's breakdowns, when it has them: by name, and a scenario's flows.
+                // A run's breakdowns, when it has them: by name, a scenario's flows, and a
+                // key-value store's server error replies.
                 if !s.by_name.is_empty() {
                     sheets.push(crate::csv::names_sheet(s));
                 }
                 if !s.flows.is_empty() {
                     sheets.push(crate::csv::flows_sheet(s));
+                }
+                if !s.replies.is_empty() {
+                    sheets.push(crate::csv::replies_sheet(s));
                 }
                 sheets
             }

@@ -1,6 +1,7 @@
 //! The parts of a run's report that the text and the HTML report both show, built once here
 //! so that both say the same thing in the same words: the targets of the header, the phases,
-//! the steps and the requests by name and by method (as [`Section`]s: a [`Table`] of
+//! the steps, the requests by name and by method and a key-value store's server error
+//! replies (as [`Section`]s: a [`Table`] of
 //! formatted cells, rendered by `text.rs` as aligned columns and by `html.rs` as an HTML
 //! table), and a rate that is not one.
 
@@ -66,7 +67,7 @@ pub(crate) fn thousands(n: u64) -> String {
 /// A titled table and the lines under it. The table's first row holds the column heads,
 /// the first of which names the rows ("phase"); the others hold plain labels.
 pub(crate) struct Section {
-    /// "Phases", "Steps", "By name", "By method".
+    /// "Phases", "Steps", "By name", "By method", "Flows", "Server replies".
     pub title: &'static str,
     /// Heads, then rows.
     pub table: Table,
@@ -304,6 +305,30 @@ fn flow_cells(f: &FlowSummary) -> Vec<String> {
         us(f.latency.p99_us),
         us(f.latency.max_us),
     ]
+}
+
+/// A key-value store's server error replies, one row per class by count: how many, their
+/// share of all finished requests, their corrected latency and the first reply of each.
+pub(crate) fn replies(s: &RunSummary) -> Option<Section> {
+    if s.replies.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Left]);
+    table.row(["class", "count", "share", "p50", "p99", "example"]);
+    for r in &s.replies {
+        table.row([
+            r.name.clone(),
+            thousands(r.requests),
+            percent(r.share),
+            us(r.latency.p50_us),
+            us(r.latency.p99_us),
+            r.example.clone().unwrap_or_default(),
+        ]);
+    }
+    let notes = vec![
+        "(count: requests the server answered with an error of this class; share: of all finished requests; p50 and p99 are corrected latency; example: the first such reply)".into(),
+    ];
+    Some(Section { title: "Server replies", table, notes })
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

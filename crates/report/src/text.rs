@@ -18,8 +18,8 @@ fell behind the schedule; service time starts when it was actually sent — a la
 ///
 /// Sections, each present only when it has something to say: header, requests, duration,
 /// latency (corrected and service rows in open loop, with a line on the difference), latency by
-/// status class, the flows of a scenario's groups, phases, bytes, status codes, errors, steps, servers (watched processes and
-/// the machine), events, generator, warnings.
+/// status class, the flows of a scenario's groups, phases, bytes, status codes, errors, a key-value store's server
+/// error replies, steps, servers (watched processes and the machine), events, generator, warnings.
 pub fn text(s: &RunSummary, color: bool) -> String {
     let paint = Paint { on: color };
     let sections = [
@@ -38,6 +38,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         bytes(s),
         status_codes(s),
         errors(s, paint),
+        section(sections::replies(s)),
         section(sections::steps(s)),
         servers(s),
         events(s),
