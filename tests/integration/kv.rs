@@ -54,11 +54,13 @@ fn redis(addr: SocketAddr, args: &[&str]) -> String {
     }
 }
 
-/// A number from `INFO`: `cmdstat_get` → its `calls`, `keyspace_hits` → its value.
+/// A number from `INFO`: `cmdstat_get` → its `calls`, `errorstat_ERR` → its `count`,
+/// `keyspace_hits` → its value.
 fn info_number(info: &str, field: &str) -> u64 {
     let line = info.lines().find(|l| l.starts_with(&format!("{field}:"))).unwrap_or_else(|| panic!("no {field}"));
     let value = line.split_once(':').unwrap().1;
-    let value = value.strip_prefix("calls=").map_or(value, |v| v.split(',').next().unwrap());
+    let value =
+        value.strip_prefix("calls=").or(value.strip_prefix("count=")).map_or(value, |v| v.split(',').next().unwrap());
     value.trim().parse().unwrap()
 }
 
@@ -432,4 +434,39 @@ fn the_example_study_runs_against_one_and_three_memcached() {
         let (set, get) = (by_name(&s, "SET").requests, by_name(&s, "GET").requests);
         assert!(get.abs_diff(4 * set) <= 4 * 8, "{case}: ratio 1:4 over 8 clients: {set} SETs, {get} GETs");
     }
+}
+
+/// Server error replies are classified, with an example, and counted as failed requests
+/// under their class's status: Redis's `-ERR` of an INCR on a text value (as many as Redis's
+/// own `errorstat_ERR`), and memcached's `SERVER_ERROR` for a value over its item size; the
+/// report warns of them.
+#[test]
+fn server_error_replies_are_classified_with_an_example() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    assert_eq!(redis(addr, &["CONFIG", "RESETSTAT"]), "+OK");
+    let args = [url.as_str(), "--command", "SET k:{id} abc", "--command", "INCR k:{id}", "-n", "200", "-c", "2"];
+    let s = run_kv(bed.dir(), "err", &[&args[..], &["--key-maximum", "9"]].concat());
+    let info = redis(addr, &["INFO", "errorstats"]);
+    let err = s.replies.iter().find(|r| r.name == "ERR").unwrap_or_else(|| panic!("{:?}", s.replies));
+    // An INCR of a key no SET reached yet succeeds: most fail, as many as Redis counts.
+    let errors = info_number(&info, "errorstat_ERR");
+    assert!(errors > 50, "{info}");
+    assert_eq!(err.requests, errors, "{info}");
+    assert_eq!(err.example.as_deref(), Some("ERR value is not an integer or out of range"));
+    assert_eq!((by_name(&s, "INCR").failed, by_name(&s, "SET").failed), (errors, 0));
+    assert_eq!(s.status_codes.get("500"), Some(&errors), "{:?}", s.status_codes);
+    let warning = format!("{errors} server error replies (ERR: {errors})");
+    assert!(s.warnings.iter().any(|w| w.contains(&warning)), "{:?}", s.warnings);
+
+    let Some(bed) = Testbed::up("memcached", &["--backends", "1"]) else { return };
+    let url = bed.url("memcached-1");
+    let args = [url.as_str(), "--ratio", "1:0", "--data-size", "2m", "-n", "10", "-c", "1", "--key-maximum", "9"];
+    let out = bed.dir().join("big.brg");
+    let result = barrage().args(["run", "-o", out.to_str().unwrap()]).args(args).output().unwrap();
+    assert_eq!(result.status.code(), Some(3), "every SET refused: {}", String::from_utf8_lossy(&result.stderr));
+    let s = summarize(&[out]).unwrap();
+    let refused = s.replies.iter().find(|r| r.name == "SERVER_ERROR").unwrap_or_else(|| panic!("{:?}", s.replies));
+    assert_eq!(refused.requests, 10);
+    assert!(refused.example.as_deref().is_some_and(|e| e.contains("object too large")), "{refused:?}");
 }

@@ -468,7 +468,7 @@ impl Slot {
             rec.backends.record(name.as_bytes(), &sample);
         }
         if let Some((class, message)) = &reply {
-            let _ = (class, message); // XXX-REPLIES rec.replies.record_example(class.name().as_bytes(), &sample, || message.to_string());
+            rec.replies.record_example(class.name().as_bytes(), &sample, || message.to_string());
         }
         drop(rec);
         if let Some(log) = &w.log {
