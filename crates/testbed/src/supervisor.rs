@@ -3,7 +3,8 @@
 //!
 //! The protocol is one line per connection: `stop NAME`, `start NAME` or `down`; the reply is
 //! one line, `ok` or `error: WHY`, sent once the work is done (a stopped server has exited
-//! and been reaped, a started one answers: HTTP, or a key-value server's ping).
+//! and been reaped, a started one answers: HTTP, or a key-value server's ping, on its plain
+//! port and over TLS on its TLS port).
 
 use crate::layout::{plan, tls_files, Kind, Options, ServerSpec};
 use crate::state::{ServerState, State, Status};
@@ -26,10 +27,12 @@ pub const STOP_DEADLINE: Duration = Duration::from_secs(5);
 /// How often the supervisor looks for exited children, commands and signals.
 const TICK: Duration = Duration::from_millis(10);
 
-/// A running testbed: its state and the exits reaped but not yet matched to a server.
+/// A running testbed: its state, the exits reaped but not yet matched to a server, and
+/// with TLS a client trusting the testbed's CA, to check the TLS ports.
 struct Supervisor {
     state: State,
     exits: HashMap<u32, String>,
+    trust: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// Sets up the testbed in `dir` and supervises it until `down` or SIGTERM/SIGINT. `ready`
@@ -91,13 +94,17 @@ impl Supervisor {
     fn up(options: Options, dir: &Path) -> Result<Supervisor, TestbedError> {
         crate::state::create_dir(dir)?;
         let ca = if options.tls { Some(write_certificate(dir)?) } else { None };
+        let trust = match &ca {
+            Some(path) => Some(trusting(&std::fs::read(path)?)?),
+            None => None,
+        };
         let specs = plan(&options, dir)?;
         let servers = specs
             .into_iter()
             .map(|spec| ServerState { spec, pid: None, started: None, status: Status::Stopped })
             .collect();
         let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), ca, servers };
-        let mut sup = Supervisor { state, exits: HashMap::new() };
+        let mut sup = Supervisor { state, exits: HashMap::new(), trust };
         for i in 0..sup.state.servers.len() {
             if let Err(e) = sup.start(i) {
                 sup.down();
@@ -142,7 +149,8 @@ impl Supervisor {
         self.state.servers.iter().position(|s| s.spec.name == name)
     }
 
-    /// Starts server `i` (a no-op if it runs) and waits until it answers (see [`answers`]).
+    /// Starts server `i` (a no-op if it runs) and waits until it answers (see [`answers`]),
+    /// on its TLS port too.
     fn start(&mut self, i: usize) -> Result<(), TestbedError> {
         if self.state.servers[i].status == Status::Running {
             return Ok(());
@@ -155,7 +163,6 @@ impl Supervisor {
         server.status = Status::Running;
         std::fs::write(server.pid_file(), format!("{pid}\n"))?;
         self.state.save()?;
-        let (kind, listen) = (self.state.servers[i].spec.kind, self.state.servers[i].spec.listen);
         let deadline = Instant::now() + READY_DEADLINE;
         loop {
             self.reap();
@@ -163,16 +170,28 @@ impl Supervisor {
                 let tail = log_tail(&self.state.servers[i].log());
                 return Err(self.failed(i, format!("exited ({how}) while starting: {tail}")));
             }
-            if answers(kind, listen) {
-                return Ok(());
-            }
+            let Some(silent) = self.silent(i) else { return Ok(()) };
             if Instant::now() >= deadline {
                 let _ = self.stop(i);
                 let tail = log_tail(&self.state.servers[i].log());
-                return Err(self.failed(i, format!("no answer on {listen} within {READY_DEADLINE:?}: {tail}")));
+                return Err(self.failed(i, format!("no answer on {silent} within {READY_DEADLINE:?}: {tail}")));
             }
             std::thread::sleep(TICK);
         }
+    }
+
+    /// The first of server `i`'s listeners that does not answer yet (`127.0.0.1:P`, or
+    /// `127.0.0.1:P (TLS)`), or `None` once all do. The TLS port is asked over TLS, trusting
+    /// the testbed's CA: a port that merely accepts could still fail every handshake (a
+    /// certificate the server cannot read, Redis asking for client certificates).
+    fn silent(&self, i: usize) -> Option<String> {
+        let spec = &self.state.servers[i].spec;
+        if !answers(spec.kind, spec.listen) {
+            return Some(spec.listen.to_string());
+        }
+        let tls = spec.tls_listen?;
+        let answered = self.trust.as_ref().is_some_and(|trust| answers_tls(spec.kind, tls, trust));
+        (!answered).then(|| format!("{tls} (TLS)"))
     }
 
     fn failed(&self, i: usize, reason: String) -> TestbedError {
@@ -265,6 +284,24 @@ fn write_certificate(dir: &Path) -> Result<std::path::PathBuf, TestbedError> {
         set_mode(f, 0o644)?;
     }
     Ok(ca)
+}
+
+/// A TLS client trusting the CA certificates in `ca_pem` alone, for [`answers_tls`].
+fn trusting(ca_pem: &[u8]) -> Result<Arc<rustls::ClientConfig>, TestbedError> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let failed = |why: String| TestbedError::Start { name: "certificate".into(), reason: why };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem) {
+        roots.add(cert.map_err(|e| failed(format!("the CA: {e}")))?).map_err(|e| failed(format!("the CA: {e}")))?;
+    }
+    // ring, as everywhere in barrage: the process-wide default provider is not relied on.
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| failed(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// Writes a new file only this user can read.
@@ -370,32 +407,52 @@ fn describe(status: i32) -> String {
 /// Whether a server of `kind` at `addr` answers its protocol: `GET /` for the HTTP
 /// servers, `PING` (`+PONG`) for redis-server, `version` (`VERSION …`) for memcached.
 pub fn answers(kind: Kind, addr: SocketAddr) -> bool {
-    match kind {
-        Kind::Redis => answers_ping(addr, b"PING\r\n", b"+PONG\r\n"),
-        Kind::Memcached => answers_ping(addr, b"version\r\n", b"VERSION "),
-        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid => answers_http(addr),
-    }
+    connect(addr).is_some_and(|mut conn| probe(kind, addr, &mut conn))
 }
 
-/// Whether `addr` answers `ping` with a reply starting with `pong`.
-fn answers_ping(addr: SocketAddr, ping: &[u8], pong: &[u8]) -> bool {
-    let Ok(mut conn) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return false };
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut reply = vec![0u8; pong.len()];
-    conn.write_all(ping).is_ok() && conn.read_exact(&mut reply).is_ok() && reply == pong
+/// [`answers`] over TLS, the server's certificate checked by `trust` for `addr`'s IP.
+fn answers_tls(kind: Kind, addr: SocketAddr, trust: &Arc<rustls::ClientConfig>) -> bool {
+    let Some(conn) = connect(addr) else { return false };
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let Ok(session) = rustls::ClientConnection::new(trust.clone(), name) else { return false };
+    // The handshake happens on the first write or read, under the socket's timeouts.
+    probe(kind, addr, &mut rustls::StreamOwned::new(session, conn))
 }
 
 /// Whether `addr` answers `GET /` with any HTTP status (a TCP connect is not enough:
 /// varnishd accepts before it serves).
 pub fn answers_http(addr: SocketAddr) -> bool {
-    let Ok(mut conn) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return false };
+    answers(Kind::Origin, addr)
+}
+
+/// A connection to `addr` with bounded waits, or `None` when it is refused or slow.
+fn connect(addr: SocketAddr) -> Option<TcpStream> {
+    let conn = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    if conn.write_all(request.as_bytes()).is_err() {
-        return false;
+    let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+    Some(conn)
+}
+
+/// Asks a server of `kind` at `addr` its protocol's question on `conn`.
+fn probe(kind: Kind, addr: SocketAddr, conn: &mut (impl Read + Write)) -> bool {
+    match kind {
+        Kind::Redis => ping(conn, b"PING\r\n", b"+PONG\r\n"),
+        Kind::Memcached => ping(conn, b"version\r\n", b"VERSION "),
+        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid => {
+            let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+            let mut start = [0u8; 12];
+            conn.write_all(request.as_bytes()).is_ok()
+                && conn.read_exact(&mut start).is_ok()
+                && start.starts_with(b"HTTP/1.")
+                && start[9].is_ascii_digit()
+        }
     }
-    let mut start = [0u8; 12];
-    conn.read_exact(&mut start).is_ok() && start.starts_with(b"HTTP/1.") && start[9].is_ascii_digit()
+}
+
+/// Whether `conn` answers `ping` with a reply starting with `pong`.
+fn ping(conn: &mut (impl Read + Write), ping: &[u8], pong: &[u8]) -> bool {
+    let mut reply = vec![0u8; pong.len()];
+    conn.write_all(ping).is_ok() && conn.read_exact(&mut reply).is_ok() && reply == pong
 }
 
 /// The last lines of a server's output, on one line, for an error message.
@@ -407,5 +464,72 @@ fn log_tail(path: &Path) -> String {
         format!("no output (see {})", path.display())
     } else {
         format!("{tail} (see {})", path.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_server::Pki;
+    use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+
+    fn pki() -> Pki {
+        barrage_server::generate_pki(std::net::Ipv4Addr::LOCALHOST.into()).unwrap()
+    }
+
+    /// A server answering `+PONG\r\n` to what the first `connections` connections send,
+    /// over TLS with `pki`'s certificate when given, else in plain text.
+    fn pong_server(pki: Option<&Pki>, connections: usize) -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let tls = pki.map(|pki| {
+            let chain =
+                CertificateDer::pem_slice_iter(pki.chain_pem.as_bytes()).collect::<Result<Vec<_>, _>>().unwrap();
+            let key = PrivateKeyDer::from_pem_slice(pki.key_pem.as_bytes()).unwrap();
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .unwrap();
+            Arc::new(config)
+        });
+        std::thread::spawn(move || {
+            for conn in listener.incoming().take(connections) {
+                let mut conn = conn.unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                match &tls {
+                    Some(config) => {
+                        let session = rustls::ServerConnection::new(config.clone()).unwrap();
+                        pong(&mut rustls::StreamOwned::new(session, conn));
+                    }
+                    None => pong(&mut conn),
+                }
+            }
+        });
+        addr
+    }
+
+    /// Answers what arrives first with `+PONG`; a failed handshake or read gets nothing.
+    fn pong(conn: &mut (impl Read + Write)) {
+        let mut buf = [0u8; 64];
+        if conn.read(&mut buf).is_ok_and(|n| n > 0) {
+            let _ = conn.write_all(b"+PONG\r\n").and_then(|()| conn.flush());
+        }
+    }
+
+    #[test]
+    fn a_tls_port_answers_only_over_tls_with_a_trusted_certificate() {
+        let pki = pki();
+        let trust = trusting(pki.ca_pem.as_bytes()).unwrap();
+        let tls = pong_server(Some(&pki), 2);
+        assert!(answers_tls(Kind::Redis, tls, &trust), "the testbed's CA");
+        // Another CA: the handshake fails on the certificate.
+        assert!(!answers_tls(Kind::Redis, tls, &trusting(self::pki().ca_pem.as_bytes()).unwrap()));
+        // A port that accepts and answers PING in plain text is not a TLS port.
+        let plain = pong_server(None, 2);
+        assert!(answers(Kind::Redis, plain), "plain PING");
+        assert!(!answers_tls(Kind::Redis, plain, &trust));
     }
 }
