@@ -10,7 +10,7 @@ use barrage_metrics::{Recorder, ResultsReader};
 use std::path::Path;
 
 /// Every interval of a results file added up, and its header.
-fn totals(path: &Path) -> (barrage_metrics::RunHeader, Recorder) {
+pub fn totals(path: &Path) -> (barrage_metrics::RunHeader, Recorder) {
     let mut r = ResultsReader::open(path).unwrap();
     let header = r.header().clone();
     let mut total = Recorder::new();

@@ -157,6 +157,7 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 const TESTBED_EXAMPLES: &str = "Examples:
   barrage testbed up haproxy-lb --backends 3            three origins behind haproxy
   barrage testbed up all --tls                          every front, HTTPS at the balancers and squid
+  barrage testbed up redis --tls                        redis-server on redis:// and rediss://
   barrage testbed status
   barrage run -c 20 -d 20s http://127.0.0.1:PORT/ --at 5s 'barrage testbed stop origin-2' --at 12s 'barrage testbed start origin-2'
   barrage testbed down
@@ -210,8 +211,9 @@ pub struct TestbedUpArgs {
     /// for varnish, squid, redis and memcached]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub backends: Option<u32>,
-    /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS) with a
-    /// generated certificate; its CA is printed for --cacert.
+    /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS), and
+    /// rediss:// beside redis:// at redis (memcached refuses it), with a generated
+    /// certificate; its CA is printed for --cacert.
     #[arg(long)]
     pub tls: bool,
     /// How the balancers spread requests.

@@ -126,6 +126,20 @@ pub struct Options {
     pub barrage: PathBuf,
 }
 
+impl Options {
+    /// Refuses what no testbed can be: `--tls` with memcached. memcached 1.6 could serve
+    /// TLS (`-Z`), but barrage has no memcache-over-TLS target, so nothing could load it.
+    pub fn check(&self) -> Result<(), crate::TestbedError> {
+        if self.tls && self.topology == Topology::Memcached {
+            return Err(crate::TestbedError::NoTls {
+                topology: self.topology.name(),
+                why: "barrage has no memcache-over-TLS target (memcache:// is plain TCP) to load it with",
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One server of the testbed, ready to start.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ServerSpec {
@@ -166,9 +180,13 @@ impl ServerSpec {
         }
     }
 
-    /// `https://127.0.0.1:PORT/` when it serves HTTPS.
+    /// `https://127.0.0.1:PORT/` when it serves HTTPS; `rediss://127.0.0.1:PORT` for a
+    /// redis-server serving TLS.
     pub fn tls_url(&self) -> Option<String> {
-        self.tls_listen.map(|a| format!("https://{a}/"))
+        self.tls_listen.map(|a| match self.kind {
+            Kind::Redis => format!("rediss://{a}"),
+            _ => format!("https://{a}/"),
+        })
     }
 
     fn front(name: &str, kind: Kind, role: String, f: &Front, l: Launch) -> Self {
@@ -209,10 +227,17 @@ pub fn tls_files(dir: &Path) -> TlsFiles {
 /// The servers of a testbed in `dir`, origins first, on free loopback ports.
 pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
     let mut ports = Ports::default();
-    if let Some(kind) = o.topology.store() {
-        return (1..=o.backends.max(1)).map(|i| Ok(store_spec(kind, i, dir, ports.next()?))).collect();
-    }
     let tls = tls_files(dir);
+    if let Some(kind) = o.topology.store() {
+        return (1..=o.backends.max(1))
+            .map(|i| {
+                let listen = ports.next()?;
+                // memcached has no TLS here (see `Options::check`).
+                let tls_listen = if o.tls && kind == Kind::Redis { Some(ports.next()?) } else { None };
+                Ok(store_spec(kind, i, dir, listen, tls_listen.map(|a| (a, &tls))))
+            })
+            .collect();
+    }
     let origins: Vec<Origin> = (1..=o.backends.max(1))
         .map(|i| Ok(Origin { name: format!("origin-{i}"), addr: ports.next()? }))
         .collect::<std::io::Result<_>>()?;
@@ -249,18 +274,18 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
     Ok(specs)
 }
 
-/// Key-value server number `i` (`redis-2`, `memcached-3`), plain only: `--tls` does not
-/// apply to them (yet).
-fn store_spec(kind: Kind, i: u32, dir: &Path, listen: SocketAddr) -> ServerSpec {
+/// Key-value server number `i` (`redis-2`, `memcached-3`), with TLS too when `tls` says
+/// where.
+fn store_spec(kind: Kind, i: u32, dir: &Path, listen: SocketAddr, tls: Option<(SocketAddr, &TlsFiles)>) -> ServerSpec {
     let name = format!("{}-{i}", kind.front_name());
     let dir = dir.join(&name);
-    let store = Store { name: &name, dir: &dir, listen };
+    let store = Store { name: &name, dir: &dir, listen, tls };
     let (launch, role) = match kind {
         Kind::Redis => (servers::redis(&store), "key-value store (redis-server)"),
         Kind::Memcached => (servers::memcached(&store), "key-value cache (memcached)"),
         _ => unreachable!("{kind:?} is not a key-value server"),
     };
-    ServerSpec::launched(&name, kind, role.to_string(), &dir, listen, None, launch)
+    ServerSpec::launched(&name, kind, role.to_string(), &dir, listen, tls.map(|t| t.0), launch)
 }
 
 fn balancer_role(program: &str, o: &Options, origins: usize) -> String {
@@ -389,17 +414,50 @@ mod tests {
             [(Topology::Redis, "redis-server", "redis"), (Topology::Memcached, "memcached", "memcache")]
         {
             assert_eq!(topology.default_backends(), 1);
-            let specs = plan(&options(topology, true), Path::new("/tmp/kv")).unwrap();
+            let specs = plan(&options(topology, false), Path::new("/tmp/kv")).unwrap();
             let name = topology.name();
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
             assert_eq!(names, [format!("{name}-1"), format!("{name}-2"), format!("{name}-3")]);
             for s in &specs {
                 assert_eq!((s.program.as_str(), s.package.as_str()), (program, program));
                 assert_eq!(s.url(), format!("{scheme}://{}", s.listen));
-                assert!(s.tls_listen.is_none() && s.listen.ip().is_loopback(), "no TLS yet");
+                assert!(s.tls_listen.is_none() && s.tls_url().is_none() && s.listen.ip().is_loopback());
                 assert_eq!(s.dir, Path::new("/tmp/kv").join(&s.name));
             }
         }
+    }
+
+    #[test]
+    fn redis_with_tls_has_a_rediss_port_of_its_own_per_instance() {
+        let dir = Path::new("/tmp/kv");
+        let specs = plan(&options(Topology::Redis, true), dir).unwrap();
+        assert_eq!(specs.len(), 3);
+        let mut ports = Vec::new();
+        for s in &specs {
+            let tls = s.tls_listen.expect("a TLS port");
+            assert!(tls.ip().is_loopback() && tls.ip() == s.listen.ip());
+            assert_eq!(s.tls_url(), Some(format!("rediss://{tls}")));
+            let conf = &s.files[0].1;
+            assert!(conf.lines().any(|l| l == format!("tls-port {}", tls.port())), "{conf}");
+            let cert = format!("tls-cert-file \"{}\"", dir.join("cert.pem").display());
+            assert!(conf.lines().any(|l| l == cert), "the testbed's certificate: {conf}");
+            ports.extend([s.listen.port(), tls.port()]);
+        }
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 6, "no port twice");
+    }
+
+    #[test]
+    fn memcached_refuses_tls_and_says_why() {
+        assert!(options(Topology::Memcached, false).check().is_ok());
+        assert!(options(Topology::Redis, true).check().is_ok());
+        let e = options(Topology::Memcached, true).check().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the memcached testbed has no TLS: barrage has no memcache-over-TLS target (memcache:// is plain TCP) \
+             to load it with; leave out --tls (testbed-tls in an experiment)"
+        );
     }
 
     #[test]

@@ -45,6 +45,14 @@ pub enum TestbedError {
     /// The directory holds other files: `down` would remove them.
     #[error("--dir {0} is not empty and holds no testbed: give a new or empty directory (down removes it)")]
     NotEmpty(String),
+    /// The topology cannot serve TLS.
+    #[error("the {topology} testbed has no TLS: {why}; leave out --tls (testbed-tls in an experiment)")]
+    NoTls {
+        /// The topology's name.
+        topology: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
     /// No testbed runs in the directory.
     #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
     NotUp(String),
@@ -130,9 +138,10 @@ pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
     State::load(dir).ok_or_else(|| TestbedError::NotUp(dir.display().to_string()))
 }
 
-/// Refuses a directory where a testbed runs, clears a dead one's leftovers, and checks
-/// the programs.
+/// Refuses options no testbed serves ([`Options::check`]) and a directory where a testbed
+/// runs, clears a dead one's leftovers, and checks the programs.
 pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
+    options.check()?;
     check_dir(dir)?;
     if State::load(dir).is_some() {
         if is_up(dir) {

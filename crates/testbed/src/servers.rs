@@ -625,6 +625,8 @@ pub struct Store<'a> {
     pub dir: &'a Path,
     /// Where it listens (plain TCP).
     pub listen: SocketAddr,
+    /// TLS listen address and certificate, when it also serves TLS (redis-server only).
+    pub tls: Option<(SocketAddr, &'a TlsFiles)>,
 }
 
 /// redis-server in the foreground with its config in `DIR/redis.conf`: loopback only, no
@@ -632,9 +634,13 @@ pub struct Store<'a> {
 /// writes nothing), logging to stdout, and `DEBUG` allowed from loopback clients
 /// (`enable-debug-command local`, refused by default since Redis 7) so that tests can
 /// inject a known server-side delay with `DEBUG SLEEP`. SIGTERM shuts it down at once.
+///
+/// With `s.tls` it also serves TLS on a second port (`tls-port`) with the testbed
+/// certificate, the same commands and data as the plain port, and asks clients for no
+/// certificate of their own (`tls-auth-clients no`: Redis requires one by default).
 pub fn redis(s: &Store) -> Launch {
     let conf = s.dir.join("redis.conf");
-    let text = format!(
+    let mut text = format!(
         "\
 # redis-server for the barrage testbed: {name}, a key-value store.
 bind {ip}
@@ -656,6 +662,9 @@ enable-debug-command local
         port = s.listen.port(),
         dir = quoted(s.dir),
     );
+    if let Some((addr, files)) = s.tls {
+        text += &redis_tls(addr, files);
+    }
     Launch {
         program: "redis-server",
         args: vec![conf.display().to_string()],
@@ -666,12 +675,35 @@ enable-debug-command local
     }
 }
 
+/// The TLS lines of `redis.conf`: a second port on the plain one's address.
+fn redis_tls(addr: SocketAddr, files: &TlsFiles) -> String {
+    format!(
+        "\
+# TLS on a second port, the same server behind it. Redis binds every port to the `bind`
+# addresses: the TLS listener's address is the plain one's.
+tls-port {port}
+# The leaf then the CA (Redis loads the file as a chain), and the leaf's key.
+tls-cert-file {cert}
+tls-key-file {key}
+# No client certificates: Redis asks for one by default, and would then also need
+# tls-ca-cert-file to check them.
+tls-auth-clients no
+",
+        port = addr.port(),
+        cert = quoted(&files.cert),
+        key = quoted(&files.key),
+    )
+}
+
 /// memcached in the foreground: `memcached -U 0 -l IP -p PORT -u nobody`, TCP only (`-U 0`:
 /// no UDP port), default memory (64 MB) and connection limit (1024).
 ///
 /// memcached refuses to run as root without `-u`: `-u nobody` makes it drop to `nobody`
 /// (it writes no files, so it needs nothing in `dir`); when not started as root, memcached
 /// ignores `-u`. SIGTERM stops it at once.
+///
+/// No TLS: memcached could serve it (`-Z`), but barrage has no memcache-over-TLS target to
+/// load it with, so [`crate::Options::check`] refuses `--tls` and `s.tls` is ignored.
 pub fn memcached(s: &Store) -> Launch {
     let args = ["-U", "0", "-l", &s.listen.ip().to_string(), "-p", &s.listen.port().to_string(), "-u", "nobody"]
         .map(String::from)
@@ -695,7 +727,7 @@ fn dir_id(dir: &Path) -> String {
     format!("{hash:016x}")
 }
 
-/// A path in double quotes, for nginx and HAProxy (which accept spaces inside them).
+/// A path in double quotes, for nginx, HAProxy and Redis (which accept spaces inside them).
 fn quoted(path: &Path) -> String {
     format!("\"{}\"", path.display())
 }
@@ -1077,7 +1109,7 @@ mod tests {
     // Key-value servers -------------------------------------------------------------------
 
     fn store() -> Store<'static> {
-        Store { name: "redis-1", dir: Path::new(DIR), listen: "127.0.0.1:6400".parse().unwrap() }
+        Store { name: "redis-1", dir: Path::new(DIR), listen: "127.0.0.1:6400".parse().unwrap(), tls: None }
     }
 
     #[test]
@@ -1099,6 +1131,24 @@ mod tests {
         ] {
             position(text, line);
         }
+    }
+
+    #[test]
+    fn redis_serves_tls_on_a_second_port_without_client_certificates() {
+        let plain = text(&redis(&store()), "redis.conf").to_string();
+        assert!(!plain.contains("tls"), "{plain}");
+        let files = tls_files();
+        let launch = redis(&Store { tls: Some(("127.0.0.1:6443".parse().unwrap(), &files)), ..store() });
+        let text = text(&launch, "redis.conf");
+        // The plain port stays, and the TLS lines only add to the plain config.
+        assert!(text.starts_with(&plain), "{text}");
+        let port = position(text, "port 6400");
+        let tls = position(text, "tls-port 6443");
+        assert!(port < tls);
+        assert_eq!(position(text, "tls-cert-file \"/tmp/tb-1/tls/cert.pem\""), tls + 1);
+        assert_eq!(position(text, "tls-key-file \"/tmp/tb-1/tls/key.pem\""), tls + 2);
+        assert_eq!(position(text, "tls-auth-clients no"), tls + 3);
+        assert_eq!(directives(text).len(), tls + 4, "nothing after the TLS lines");
     }
 
     #[test]
