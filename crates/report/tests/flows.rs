@@ -4,11 +4,13 @@
 //! The expected figures are counted by hand from the fixture below, and the latencies come
 //! from a histogram of the same values recorded here: never from the code under test.
 
+mod common;
 use barrage_metrics::file::{GroupInfo, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::recorder::{new_histogram, FlowFailure};
 use barrage_metrics::summary::{summarize, FlowSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Figure, Report, Slo, StudyRow, StudyTable};
+use common::{row, us};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -190,17 +192,6 @@ fn summary(plans: &[Plan]) -> (tempfile::TempDir, RunSummary) {
 
 fn group<'a>(s: &'a RunSummary, name: &str) -> &'a FlowSummary {
     s.flows.iter().find(|g| g.name == name).unwrap_or_else(|| panic!("no group {name}: {:?}", s.flows))
-}
-
-/// The words of the line of `text` that starts (after indentation) with `first`.
-fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
-    let line =
-        text.lines().find(|l| l.trim_start().starts_with(first)).unwrap_or_else(|| panic!("no {first} in\n{text}"));
-    line.split_whitespace().collect()
-}
-
-fn us(v: u64) -> String {
-    barrage_metrics::units::fmt_us(v as f64)
 }
 
 #[test]

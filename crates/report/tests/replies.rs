@@ -5,11 +5,13 @@
 //! fixture below, and the latencies come from histograms of the same values recorded here:
 //! never from the code under test.
 
+mod common;
 use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::recorder::new_histogram;
 use barrage_metrics::summary::{summarize, GroupSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Page, Report};
+use common::{row, us};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -140,17 +142,6 @@ fn summary(runs: &[Run]) -> (tempfile::TempDir, RunSummary) {
 
 fn class<'a>(s: &'a RunSummary, name: &str) -> &'a GroupSummary {
     s.replies.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no class {name}: {:?}", s.replies))
-}
-
-/// The words of the line of `text` that starts (after indentation) with `first`.
-fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
-    let line =
-        text.lines().find(|l| l.trim_start().starts_with(first)).unwrap_or_else(|| panic!("no {first} in\n{text}"));
-    line.split_whitespace().collect()
-}
-
-fn us(v: u64) -> String {
-    barrage_metrics::units::fmt_us(v as f64)
 }
 
 #[test]

@@ -227,3 +227,15 @@ pub fn golden(name: &str, actual: &str) {
         );
     }
 }
+
+/// The words of the line of `text` that starts (after indentation) with `first`.
+pub fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
+    let line =
+        text.lines().find(|l| l.trim_start().starts_with(first)).unwrap_or_else(|| panic!("no {first} in\n{text}"));
+    line.split_whitespace().collect()
+}
+
+/// Microseconds as the reports print them.
+pub fn us(v: u64) -> String {
+    barrage_metrics::units::fmt_us(v as f64)
+}
