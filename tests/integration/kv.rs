@@ -255,10 +255,10 @@ fn three_memcached_with_ketama_and_one_stopped_mid_run() {
     }
     let after: Vec<&csv::StringRecord> = rows.iter().filter(|r| at(r) > 7.0).collect();
     for r in &after {
-        let expected = if &r[backend] == victim { "miss" } else { "hit" };
+        let expected = if r[backend] == victim { "miss" } else { "hit" };
         assert_eq!(&r[cache_col], expected, "after the outage: {r:?}");
     }
-    assert!(after.iter().filter(|r| &r[backend] == victim).count() > 50, "memcached-2 answered after it came back");
+    assert!(after.iter().filter(|r| r[backend] == victim).count() > 50, "memcached-2 answered after it came back");
     let gap = s.backends.iter().find(|b| b.name == victim).and_then(|b| b.gaps.first()).expect("memcached-2's gap");
     assert!((2.5..=4.0).contains(&gap.length_s) && gap.to_s.is_some(), "recovery reported: {gap:?}");
     // The events say so too: errors burst after the stop, none after the start.
