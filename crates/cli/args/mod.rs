@@ -505,7 +505,10 @@ pub struct RequestArgs {
     /// One URL per line (blank lines and # comments skipped).
     #[arg(long = "urls", value_name = "FILE", conflicts_with = "urls", help_heading = "Request")]
     pub urls_file: Option<String>,
-    /// How the next target is chosen: same, round-robin, random, zipf:EXPONENT.
+    /// How the next target is chosen: same, round-robin, random, zipf:EXPONENT, or
+    /// gauss[:STDDEV[:MEDIAN]] (memtier's Gaussian: ids around MEDIAN, default the middle,
+    /// spread STDDEV, default a sixth of the ids) [default: round-robin; random for
+    /// redis:// and memcache://, as memtier].
     #[arg(long, value_name = "HOW", help_heading = "Request")]
     pub pick: Option<barrage_plan::Pick>,
     /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).

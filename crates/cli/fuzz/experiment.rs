@@ -83,7 +83,7 @@ fn value_for(key: &'static str) -> BoxedStrategy<Value> {
             "https://[::1]:1/",
         ]),
         "header" => text(&["X-A: b", "Authorization: Bearer t", "no colon", "X: {p}"]),
-        "pick" => text(&["random", "zipf:1.1", "same", "round-robin", "zipf:-1"]),
+        "pick" => text(&["random", "zipf:1.1", "same", "round-robin", "zipf:-1", "gauss", "gauss:1:1e9"]),
         "phases" => text(&["fill,measure", "a/b", ""]),
         "testbed" => text(&["varnish", "nginx", "direct", "haproxy", "nope"]),
         "vars" => {

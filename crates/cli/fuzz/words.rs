@@ -143,7 +143,7 @@ pub fn plausible(value_name: &str) -> &'static [&'static str] {
         "MIN..MAX" => &["10ms..1s", "1s..10ms", "0s..0s", "1e19s..1e20s"],
         "METHOD" => &["GET", "POST", "PURGE", "G ET"],
         "LIST" => &["error,5xx", "timeout", "429,503", "bogus"],
-        "HOW" => &["round-robin", "random", "same", "zipf:1.1", "zipf:-1"],
+        "HOW" => &["round-robin", "random", "same", "zipf:1.1", "zipf:-1", "gauss:10:5", "gauss:0"],
         "HOST:PORT:ADDR" => &["h:80:127.0.0.1", "h:99999:127.0.0.1", "h:80:nope"],
         "FIELD" => &["f=x", "f=@nonexistent", "f=<nonexistent", "f=x;type=text/plain", "f=x;filename=a\r\nb"],
         "BOUND" => &["throughput<-5%", "p99>+10%", "throughput<-101%", "p99>10ms"],

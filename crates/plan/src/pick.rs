@@ -7,7 +7,7 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Zipf};
+use rand_distr::{Distribution, Normal, Zipf};
 use std::str::FromStr;
 
 /// How the next target is chosen.
@@ -21,26 +21,83 @@ pub enum Pick {
     Random,
     /// By popularity: rank r (from 1) is drawn with probability ∝ 1 / r^s.
     Zipf(f64),
+    /// memtier's Gaussian key pattern (`--key-pattern G`): ids around `median` with spread
+    /// `stddev`, in id units; draws outside the id space are drawn again. `None` takes
+    /// memtier's defaults (`--key-median`, `--key-stddev`): the middle of the space, and a
+    /// sixth of its size.
+    Gaussian { stddev: Option<f64>, median: Option<f64> },
 }
 
 impl FromStr for Pick {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            || format!("invalid --pick '{s}': expected same, round-robin, random or zipf:EXPONENT (e.g. zipf:1.0)");
+        let bad = || {
+            format!(
+                "invalid --pick '{s}': expected same, round-robin, random, zipf:EXPONENT (e.g. zipf:1.0) \
+                 or gauss[:STDDEV[:MEDIAN]] (e.g. gauss:1000:5000)"
+            )
+        };
         match s {
             "same" => Ok(Pick::Same),
             "round-robin" | "rr" => Ok(Pick::RoundRobin),
             "random" => Ok(Pick::Random),
-            _ => {
-                let exp: f64 = s.strip_prefix("zipf:").ok_or_else(bad)?.parse().map_err(|_| bad())?;
+            _ if s.starts_with("zipf:") => {
+                let exp: f64 = s["zipf:".len()..].parse().map_err(|_| bad())?;
                 if exp.is_finite() && exp > 0.0 {
                     Ok(Pick::Zipf(exp))
                 } else {
                     Err(bad())
                 }
             }
+            _ => parse_gaussian(s).ok_or_else(bad),
         }
+    }
+}
+
+/// `gauss`, `gauss:STDDEV` or `gauss:STDDEV:MEDIAN`; an empty STDDEV before a median
+/// (`gauss::MEDIAN`) keeps the default spread. The stddev must be positive, the median not
+/// negative; whether the median lies among the ids is checked by [`crate::Plan::validate`],
+/// which knows them.
+fn parse_gaussian(s: &str) -> Option<Pick> {
+    let mut parts = s.split(':');
+    if parts.next()? != "gauss" || s.ends_with(':') {
+        return None;
+    }
+    let number = |text: Option<&str>, ok: fn(f64) -> bool| -> Option<Option<f64>> {
+        match text {
+            None | Some("") => Some(None),
+            Some(t) => t.parse().ok().filter(|v: &f64| v.is_finite() && ok(*v)).map(Some),
+        }
+    };
+    let stddev = number(parts.next(), |v| v > 0.0)?;
+    let median = number(parts.next(), |v| v >= 0.0)?;
+    parts.next().is_none().then_some(Pick::Gaussian { stddev, median })
+}
+
+impl Pick {
+    /// A Gaussian pick's (stddev, median) over ids `0..size`, memtier's defaults filled in:
+    /// the ids span the real interval [0, size), so the middle is size / 2 and the spread a
+    /// sixth of size (memtier's `(max − min) / 6` over its inclusive range, to one id).
+    fn gaussian_over(stddev: Option<f64>, median: Option<f64>, size: u64) -> (f64, f64) {
+        let size = size as f64;
+        (stddev.unwrap_or(size / 6.0), median.unwrap_or(size / 2.0))
+    }
+
+    /// Why this pick cannot draw from ids `0..size`, if it cannot: a Gaussian whose median
+    /// lies outside them, or whose spread is so wide that almost every draw would be
+    /// redrawn (it would be `random`, slowly).
+    pub fn check_space(&self, size: u64) -> Result<(), String> {
+        let Pick::Gaussian { stddev, median } = *self else { return Ok(()) };
+        let (sd, m) = Pick::gaussian_over(stddev, median, size);
+        if m >= size as f64 {
+            return Err(format!("--pick gauss: the median {m} lies outside the ids 0..{size}"));
+        }
+        if sd > size as f64 {
+            return Err(format!(
+                "--pick gauss: a stddev of {sd} is wider than the {size} ids; use --pick random for a flat spread"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -83,6 +140,7 @@ pub struct Picker {
     size: u64,
     rng: SmallRng,
     zipf: Option<Zipf<f64>>,
+    gaussian: Option<Normal<f64>>,
     /// Round robin: this client's next index, and how far each step moves.
     next: u64,
     stride: u64,
@@ -101,6 +159,13 @@ impl Picker {
             Pick::Zipf(s) => Some(Zipf::new(size, *s).expect("size ≥ 1 and a positive exponent")),
             _ => None,
         };
+        let gaussian = match *pick {
+            Pick::Gaussian { stddev, median } => {
+                let (sd, m) = Pick::gaussian_over(stddev, median, size);
+                Some(Normal::new(m, sd).expect("a finite, non-negative stddev"))
+            }
+            _ => None,
+        };
         // New targets start at a place that depends on the seed: two runs with different
         // seeds (two levels, cases or repeats of a study) ask for different new objects, so
         // the second does not hit what the first one cached. The start is a multiple of
@@ -113,7 +178,7 @@ impl Picker {
             next_new: first + client,
             stride: clients,
         });
-        Picker { pick: pick.clone(), size, rng, zipf, next: client % size, stride: 1, repeats }
+        Picker { pick: pick.clone(), size, rng, zipf, gaussian, next: client % size, stride: 1, repeats }
     }
 
     /// Round robin steps by `clients` instead of 1, so that clients started at 0, 1, …
@@ -139,6 +204,22 @@ impl Picker {
             Pick::Zipf(_) => {
                 let rank = self.zipf.as_ref().expect("set for zipf").sample(&mut self.rng);
                 (rank as u64).clamp(1, self.size) - 1
+            }
+            Pick::Gaussian { .. } => self.gaussian_index(),
+        }
+    }
+
+    /// A normal draw over the real interval [0, size), redrawn while it falls outside (as
+    /// memtier does), cut down to its id. [`Pick::check_space`] keeps the median inside and
+    /// the spread at most the space, so at least a third of draws land.
+    fn gaussian_index(&mut self) -> u64 {
+        let normal = self.gaussian.as_ref().expect("set for gauss");
+        let end = self.size as f64;
+        loop {
+            let x = normal.sample(&mut self.rng);
+            if (0.0..end).contains(&x) {
+                // `as` floors; `min` guards a space too large for f64 to hold exactly.
+                return (x as u64).min(self.size - 1);
             }
         }
     }
@@ -171,9 +252,104 @@ mod tests {
         assert_eq!("same".parse::<Pick>().unwrap(), Pick::Same);
         assert_eq!("round-robin".parse::<Pick>().unwrap(), Pick::RoundRobin);
         assert_eq!("zipf:0.8".parse::<Pick>().unwrap(), Pick::Zipf(0.8));
-        for bad in ["zipf", "zipf:0", "zipf:x", "often"] {
-            assert!(bad.parse::<Pick>().unwrap_err().contains("expected"), "{bad}");
+        let gauss = |stddev, median| Pick::Gaussian { stddev, median };
+        assert_eq!("gauss".parse::<Pick>().unwrap(), gauss(None, None));
+        assert_eq!("gauss:250".parse::<Pick>().unwrap(), gauss(Some(250.0), None));
+        assert_eq!("gauss:2.5:100".parse::<Pick>().unwrap(), gauss(Some(2.5), Some(100.0)));
+        assert_eq!("gauss::0".parse::<Pick>().unwrap(), gauss(None, Some(0.0)));
+        for bad in [
+            "zipf",
+            "zipf:0",
+            "zipf:x",
+            "often",
+            "gauss:",
+            "gauss:0",
+            "gauss:-1",
+            "gauss:x",
+            "gauss:1:-1",
+            "gauss:1:inf",
+            "gauss:NaN",
+            "gauss:1:2:3",
+            "gaussian",
+            "gauss1",
+        ] {
+            let err = bad.parse::<Pick>().unwrap_err();
+            assert!(err.contains(&format!("'{bad}'")) && err.contains("gauss[:STDDEV[:MEDIAN]]"), "{bad}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
         }
+    }
+
+    /// Mean and standard deviation of `n` Gaussian draws over `size` ids; every id in range.
+    fn gaussian_moments(pick: &Pick, size: u64, seed: u64, n: usize) -> (f64, f64) {
+        let mut p = Picker::new(pick, size, seed, 0, 1, None);
+        let ids: Vec<u64> = (0..n).map(|_| p.next_index()).collect();
+        assert!(ids.iter().all(|i| *i < size), "{pick:?} over {size} left the space");
+        let mean = ids.iter().map(|i| *i as f64).sum::<f64>() / n as f64;
+        let var = ids.iter().map(|i| (*i as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+        (mean, var.sqrt())
+    }
+
+    /// Far from the edges the draws are the asked normal: over 100,000 draws the sample mean
+    /// is within 1 % of the stddev of the median (about 3 standard errors) and the sample
+    /// stddev within 1 % of the asked one. The id is the floor of the real draw, so the mean
+    /// sits half an id below the median.
+    #[test]
+    fn gaussian_draws_have_the_asked_median_and_stddev() {
+        for (size, sd, m) in [(1_000_000u64, 10_000.0, 300_000.0), (10_000, 500.0, 5_000.0), (100_000, 50.0, 300.0)] {
+            let pick = Pick::Gaussian { stddev: Some(sd), median: Some(m) };
+            let (mean, stddev) = gaussian_moments(&pick, size, 9, 100_000);
+            assert!((mean + 0.5 - m).abs() < 0.01 * sd, "{pick:?}: mean {mean}");
+            assert!((stddev / sd - 1.0).abs() < 0.01, "{pick:?}: stddev {stddev}");
+        }
+    }
+
+    /// memtier's defaults: the middle of the space, a sixth of it as spread. Cut at ±3σ the
+    /// normal's stddev shrinks to 0.9866σ; the sample's must be that, not the uncut σ.
+    #[test]
+    fn gaussian_defaults_are_memtiers() {
+        let size = 600_000;
+        let (mean, stddev) = gaussian_moments(&Pick::Gaussian { stddev: None, median: None }, size, 4, 100_000);
+        assert!((mean - 300_000.0).abs() < 1_000.0, "mean {mean}");
+        let truncated = 100_000.0 * 0.9866;
+        assert!((stddev / truncated - 1.0).abs() < 0.01, "stddev {stddev}, want {truncated}");
+    }
+
+    /// A median at the edge: half the mass falls outside and is redrawn, never clamped onto
+    /// id 0 (a clamp would put about half the draws there).
+    #[test]
+    fn gaussian_redraws_what_falls_outside() {
+        let mut p = Picker::new(&Pick::Gaussian { stddev: Some(100.0), median: Some(0.0) }, 1_000, 2, 0, 1, None);
+        let ids: Vec<u64> = (0..100_000).map(|_| p.next_index()).collect();
+        assert!(ids.iter().all(|i| *i < 1_000));
+        let zeros = ids.iter().filter(|i| **i == 0).count();
+        // P(0 ≤ X < 1 | X ≥ 0) for σ = 100 is about 0.008: 800 of 100,000.
+        assert!((500..1_100).contains(&zeros), "{zeros} draws of id 0");
+        let mut q = Picker::new(&Pick::Gaussian { stddev: Some(0.2), median: Some(0.5) }, 1, 2, 0, 1, None);
+        assert!((0..1_000).all(|_| q.next_index() == 0), "a one-id space");
+    }
+
+    #[test]
+    fn gaussian_is_seeded() {
+        let pick = Pick::Gaussian { stddev: None, median: None };
+        let draw = |seed, client| {
+            let mut p = Picker::new(&pick, 1_000_000, seed, client, 2, None);
+            (0..100).map(|_| p.next_index()).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7, 0), draw(7, 0));
+        assert_ne!(draw(7, 0), draw(8, 0));
+        assert_ne!(draw(7, 0), draw(7, 1), "clients draw their own streams");
+    }
+
+    #[test]
+    fn gaussian_space_is_checked() {
+        let gauss = |stddev, median| Pick::Gaussian { stddev, median };
+        assert!(gauss(None, None).check_space(1).is_ok());
+        assert!(gauss(Some(100.0), Some(99.0)).check_space(100).is_ok());
+        let err = gauss(None, Some(100.0)).check_space(100).unwrap_err();
+        assert_eq!(err, "--pick gauss: the median 100 lies outside the ids 0..100");
+        let err = gauss(Some(101.0), None).check_space(100).unwrap_err();
+        assert!(err.starts_with("--pick gauss: a stddev of 101 is wider than the 100 ids"), "{err}");
+        assert!(Pick::Zipf(1.0).check_space(1).is_ok());
     }
 
     #[test]

@@ -283,7 +283,8 @@ impl Plan {
         move |k, draw| if templated { (k % targets, draw) } else { (draw, 0) }
     }
 
-    /// Checks what the types cannot: a template needs `--objects`.
+    /// Checks what the types cannot: a template needs `--objects`, a Gaussian pick's median
+    /// lies among the ids it picks from.
     pub fn validate(&self) -> Result<(), String> {
         if self.targets.is_empty() {
             return Err("no targets".into());
@@ -301,7 +302,7 @@ impl Plan {
         if self.objects == Some(0) {
             return Err("--objects must be at least 1".into());
         }
-        Ok(())
+        self.pick.check_space(self.pick_space())
     }
 
     /// A key-value plan: its commands match its targets, its key space is given, and it is
