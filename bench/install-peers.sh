@@ -6,15 +6,17 @@
 #   SKIP_K6=1 bench/install-peers.sh  # skip k6 (the slowest build)
 #   ONLY="oha hey" bench/install-peers.sh
 #
-# Sources: Debian's packages (nginx, wrk, apache2-utils = ab, helpers), the Go module
+# Sources: Debian's packages (nginx, wrk, apache2-utils = ab, redis-server and redis-tools =
+# redis-benchmark, helpers), the Go module
 # proxy (`go install`: vegeta, hey, k6) and crates.io (`cargo install --locked`: oha).
 # Needs Go and Rust already on the machine (they are on the project's machines); nothing
 # else is downloaded. Pinned versions, overridable via env.
 #
 # Builds run under `nice -n 19` (NICE) so they do not starve other work on a small
 # machine; oha builds in CARGO_TARGET_DIR (default /tmp/oha-target, kept for re-runs).
-# The nginx package's own service is never started (policy-rc.d during the install) and
-# is stopped and disabled if it runs: the benchmark starts its own nginx (bench/nginx.sh).
+# The nginx and redis-server packages' own services are never started (policy-rc.d during
+# the install) and are stopped and disabled if they run: the benchmark starts its own
+# (bench/nginx.sh, bench/redis.sh).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib/env.sh
@@ -39,12 +41,12 @@ if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null && SUDO=(sudo) || log "not root and no sudo: apt steps will fail"
 fi
 
-# --- apt: nginx (target), wrk, ab, helpers ---------------------------------------
+# --- apt: nginx and redis-server (targets), wrk, ab, redis-benchmark, helpers ------------
 # time: /usr/bin/time -v; bc; curl (readiness checks); util-linux: taskset; procps: pgrep;
 # python3: result parsing; gcc/libc6-dev/pkg-config: linker for `cargo install oha`.
 if want apt; then
-    PKGS=(nginx wrk apache2-utils time bc curl jq util-linux procps python3 ca-certificates
-          gcc libc6-dev pkg-config)
+    PKGS=(nginx wrk apache2-utils redis-server redis-tools time bc curl jq util-linux procps python3
+          ca-certificates gcc libc6-dev pkg-config)
     MISSING=()
     for p in "${PKGS[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || MISSING+=("$p")
@@ -84,6 +86,21 @@ if want apt; then
                 "${SUDO[@]}" /usr/sbin/nginx -s quit >/dev/null 2>&1 || true
             fi
             command -v update-rc.d >/dev/null && "${SUDO[@]}" update-rc.d nginx disable >/dev/null 2>&1 || true
+        fi
+    fi
+    # Same for the package's redis-server (it would listen on :6379 on a shared core).
+    if dpkg-query -W -f='${Status}' redis-server 2>/dev/null | grep -q 'install ok installed'; then
+        if [ -d /run/systemd/system ]; then
+            if systemctl is-enabled --quiet redis-server 2>/dev/null || systemctl is-active --quiet redis-server 2>/dev/null; then
+                log "stopping and disabling the system redis-server service"
+                "${SUDO[@]}" systemctl disable --now redis-server >/dev/null 2>&1 || true
+            fi
+        else
+            if [ -s /run/redis/redis-server.pid ] && kill -0 "$(cat /run/redis/redis-server.pid)" 2>/dev/null; then
+                log "stopping the system redis-server (pid $(cat /run/redis/redis-server.pid))"
+                "${SUDO[@]}" kill -TERM "$(cat /run/redis/redis-server.pid)" 2>/dev/null || true
+            fi
+            command -v update-rc.d >/dev/null && "${SUDO[@]}" update-rc.d redis-server disable >/dev/null 2>&1 || true
         fi
     fi
 fi
@@ -160,6 +177,7 @@ fi
     for t in vegeta hey k6; do
         [ -x "$GO_BIN_DIR/$t" ] && echo "$t: $(gomodver "$GO_BIN_DIR/$t") ($(go version "$GO_BIN_DIR/$t" | awk '{print $2}'))"
     done
+    command -v redis-benchmark >/dev/null && echo "redis-benchmark: $(redis-benchmark --version | awk '{print $2}') (redis-tools deb $(dpkg-query -W -f='${Version}' redis-tools 2>/dev/null))"
     command -v oha >/dev/null && echo "oha: $(oha --version | awk '{print $2}') (cargo install --locked, $(rustc --version | awk '{print $1" "$2}'))"
 } | tee "$LOGDIR/versions.txt"
 

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Benchmark of HTTP load generators (barrage and its peers) against a local server
-# (127.0.0.1 only). bench/run.sh is the usual entry point (installs, builds, then this).
+# Benchmark of HTTP load generators (barrage and its peers) against a local server, and of
+# Redis load generators against a local redis-server (127.0.0.1 only). bench/run.sh is the
+# usual entry point (installs, builds, then this).
 #
 #   bench/peers.sh                      # peers + barrage, all cases, 10 s each, vs nginx
 #   TOOLS="wrk oha" CASES="small" DURATION=5 bench/peers.sh
 #   SERVER="nginx barrage" bench/peers.sh   # also wrk against `barrage serve`, interleaved
+#   SERVER=redis REPEAT=3 bench/peers.sh    # redis-benchmark and barrage vs redis-server only
 #
 # Env knobs: TOOLS, CASES (small large rate rate20k noka), DURATION (s, default 10),
 #   CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), GEN_CPU (1), SRV_CPU (0),
 #   COOLDOWN (s between runs, 2), REPEAT (1; >1 repeats each case with rotated tool order,
 #   report = medians), LABEL (suffix for the result file names),
-#   SERVER (targets, any of "nginx barrage"; default nginx),
+#   SERVER (targets, any of "nginx barrage redis"; default nginx),
 #   SERVE_TOOLS (generators run against `barrage serve`; default wrk),
-#   SERVE_CASES (cases run against `barrage serve`; default "small large noka").
+#   SERVE_CASES (cases run against `barrage serve`; default "small large noka"),
+#   REDIS_TOOLS (generators run against redis-server; default "redis_benchmark barrage"),
+#   REDIS_CASES (default "set-p1 set-p16 get-p1 get-p16": OP-pDEPTH, SET or GET with DEPTH
+#   commands pipelined per connection, CONNS connections), REDIS_REQUESTS (commands per run,
+#   2000000), REDIS_KEYS (ids 0..N-1, 1000000), REDIS_DATA (value bytes, 32),
+#   REDIS_BOUND (s, hard limit of one Redis run, 300).
 # Each tool is a function tool_<name> in tools.d/<name>.sh (see tools.d/TEMPLATE.sh.example).
 # Every generator run is: /usr/bin/time -v timeout <bound> taskset -c GEN_CPU <cmd>.
 # Output: results/<date>[-LABEL].json and .md; raw tool output in results/raw/<date>/.
@@ -36,12 +43,16 @@ CASES="${CASES:-small large rate rate20k noka}"
 SERVER="${SERVER:-nginx}"
 SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
 SERVE_CASES="${SERVE_CASES:-small large noka}"
+REDIS_TOOLS="${REDIS_TOOLS:-redis_benchmark barrage}"
+REDIS_CASES="${REDIS_CASES:-set-p1 set-p16 get-p1 get-p16}"
+export REDIS_REQUESTS="${REDIS_REQUESTS:-2000000}" REDIS_KEYS="${REDIS_KEYS:-1000000}" REDIS_DATA="${REDIS_DATA:-32}"
+REDIS_BOUND="${REDIS_BOUND:-300}"
 export BARRAGE_BIN="${BARRAGE_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/barrage}"
 HOST=127.0.0.1          # loopback only, by design; not configurable
-BOUND=$(( DUR + 30 ))   # hard wall-clock limit per generator run (s)
+BOUND=$(( DUR + 30 ))   # hard wall-clock limit per generator run (s); REDIS_BOUND for Redis runs
 
 for s in $SERVER; do
-    case "$s" in nginx|barrage) ;; *) echo "unknown SERVER '$s' (nginx, barrage)" >&2; exit 2 ;; esac
+    case "$s" in nginx|barrage|redis) ;; *) echo "unknown SERVER '$s' (nginx, barrage, redis)" >&2; exit 2 ;; esac
 done
 
 STAMP="$(date +%Y-%m-%d_%H%M%S)"
@@ -68,42 +79,73 @@ case_rate() {
 }
 is_rate_case() { [ "$(case_rate "$1")" != 0 ]; }
 
+# Redis cases are OP-pDEPTH: SET or GET, DEPTH commands pipelined on each connection
+# (tools call these from their cmd).
+redis_case() { [[ "$1" =~ ^(set|get)-p[1-9][0-9]*$ ]]; }
+redis_op() { echo "${1%%-p*}"; }
+redis_pipeline() { echo "${1##*-p}"; }
+
 # --- targets ----------------------------------------------------------------
 # nginx: bench/nginx.sh, :18080, /small (1 KiB) and /large (1 MiB), 1 worker on SRV_CPU.
 # barrage: bench/bserve.sh, `barrage serve --threads 1` on :18081, /bytes/1k and /bytes/1m
 #   (BSERVE_LARGE_PATH), on SRV_CPU.
+# redis: bench/redis.sh, one redis-server without persistence on a free port
+#   (REDIS_PREFIX/port), on SRV_CPU; its keyspace prefilled before the first run (GETs hit).
 NGINX_PREFIX="${NGINX_PREFIX:-/tmp/bench-nginx}"
 BSERVE_PREFIX="${BSERVE_PREFIX:-/tmp/bench-bserve}"
-export NGINX_PREFIX NGINX_CPU="$SRV_CPU" BSERVE_PREFIX BSERVE_CPU="$SRV_CPU"
+REDIS_PREFIX="${REDIS_PREFIX:-/tmp/bench-redis}"
+export NGINX_PREFIX NGINX_CPU="$SRV_CPU" BSERVE_PREFIX BSERVE_CPU="$SRV_CPU" REDIS_PREFIX REDIS_CPU="$SRV_CPU"
 declare -A STARTED=()
 cleanup() {
     [ -n "${STARTED[nginx]:-}" ] && "$HERE/nginx.sh" stop >/dev/null 2>&1
     [ -n "${STARTED[barrage]:-}" ] && "$HERE/bserve.sh" stop >/dev/null 2>&1
+    [ -n "${STARTED[redis]:-}" ] && "$HERE/redis.sh" stop >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-server_port() { case "$1" in nginx) echo 18080 ;; barrage) echo 18081 ;; esac; }
-server_probe() {
+server_port() { case "$1" in nginx) echo 18080 ;; barrage) echo 18081 ;; redis) "$HERE/redis.sh" port ;; esac; }
+server_up() {
     case "$1" in
-    nginx) echo "http://$HOST:18080/health" ;;
-    barrage) echo "http://$HOST:18081/bytes/1k" ;;
+    nginx) curl -fsS --max-time 2 -o /dev/null "http://$HOST:18080/health" >/dev/null 2>&1 ;;
+    barrage) curl -fsS --max-time 2 -o /dev/null "http://$HOST:18081/bytes/1k" >/dev/null 2>&1 ;;
+    redis) "$HERE/redis.sh" status >/dev/null 2>&1 &&
+           [ "$(redis-cli -h "$HOST" -p "$(server_port redis)" ping 2>/dev/null)" = PONG ] ;;
     esac
 }
-server_script() { case "$1" in nginx) echo "$HERE/nginx.sh" ;; barrage) echo "$HERE/bserve.sh" ;; esac; }
+server_script() {
+    case "$1" in nginx) echo "$HERE/nginx.sh" ;; barrage) echo "$HERE/bserve.sh" ;; redis) echo "$HERE/redis.sh" ;; esac
+}
 server_pids() {   # the processes whose CPU time counts as the server's
     local master
     case "$1" in
     nginx) master="$(cat "$NGINX_PREFIX/nginx.pid" 2>/dev/null)" || return 0
            echo "$master" $(pgrep -P "$master") ;;
     barrage) cat "$BSERVE_PREFIX/bserve.pid" 2>/dev/null ;;
+    redis) cat "$REDIS_PREFIX/redis.pid" 2>/dev/null ;;
     esac
 }
 ensure_server() {
-    if ! curl -fsS --max-time 2 -o /dev/null "$(server_probe "$1")" >/dev/null 2>&1; then
+    if ! server_up "$1"; then
         "$(server_script "$1")" start >&2 || { log "cannot start $1 server"; exit 1; }
         STARTED[$1]=1
+        [ "$1" = redis ] && PREFILLED=""
     fi
+    # Every key either Redis generator reads, set once per server start (a no-op when a
+    # running server already has them).
+    if [ "$1" = redis ] && [ -z "$PREFILLED" ] && [[ " $REDIS_CASES " == *" get-"* ]]; then
+        "$HERE/redis.sh" prefill >&2 || { log "cannot prefill redis-server"; exit 1; }
+        PREFILLED=1
+    fi
+}
+PREFILLED=""
+# The server's own counts of what it was asked (Redis: SET and GET calls, GET hits and
+# misses), one "name value" a line; the run's record gets the differences as srv_<name>.
+srv_counters() {
+    [ "$1" = redis ] || return 0
+    local cli=(redis-cli -h "$HOST" -p "$(server_port redis)")
+    { "${cli[@]}" info commandstats; "${cli[@]}" info stats; } | tr -d '\r' |
+        sed -n 's/^cmdstat_\(set\|get\):calls=\([0-9]*\),.*/\1_calls \2/p; s/^\(keyspace_hits\|keyspace_misses\):\([0-9]*\)$/\1 \2/p'
 }
 srv_ticks() {   # utime+stime (clock ticks) of all server processes (all threads included)
     local total=0 p
@@ -133,8 +175,10 @@ case_url() {   # case_url SERVER CASE
     nginx:*) echo "http://$HOST:$port/small" ;;
     barrage:large) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
     barrage:*) echo "http://$HOST:$port/bytes/1k" ;;
+    redis:*) echo "redis://$HOST:$port" ;;
     esac
 }
+run_bound() { if [ "$1" = redis ]; then echo "$REDIS_BOUND"; else echo "$BOUND"; fi; }
 
 # --- one measurement ----------------------------------------------------------
 emit() { "$PY" "$HERE/lib/merge.py" --server "$srv" --tool "$t" --case "$c" "$@" "${extra[@]}" >> "$RAW/results.jsonl"; }
@@ -162,25 +206,29 @@ run_one() {
         log "$srv/$t/$c: unsupported ($REASON)"
         return
     fi
-    case "$url" in "http://127.0.0.1:"*) ;; *) log "refusing non-loopback URL $url"; exit 1 ;; esac
+    case "$url" in "http://127.0.0.1:"*|"redis://127.0.0.1:"*) ;; *) log "refusing non-loopback URL $url"; exit 1 ;; esac
     printf '%q ' "${CMD[@]}" > "$pfx.cmd"
     ensure_server "$srv"
     log "$srv/$t/$c#$rep: $(cat "$pfx.cmd")"
+    local bound; bound="$(run_bound "$srv")"
+    srv_counters "$srv" > "$pfx.srv0"
     cpu_snap "$pfx.stat0"; s0=$(srv_ticks "$srv"); w0=$(date +%s.%N)
     /usr/bin/time -v -o "$pfx.time" \
-        timeout -k 5 "$BOUND" taskset -c "$GEN_CPU" "${CMD[@]}" > "$pfx.out" 2> "$pfx.err"
+        timeout -k 5 "$bound" taskset -c "$GEN_CPU" "${CMD[@]}" > "$pfx.out" 2> "$pfx.err"
     rc=$?
     w1=$(date +%s.%N); s1=$(srv_ticks "$srv"); cpu_snap "$pfx.stat1"
+    srv_counters "$srv" > "$pfx.srv1"
     status=ok
     if ! tool_"$t" parse "$c" "$pfx" > "$pfx.parsed.json" 2> "$pfx.parse.err"; then
         status=failed; reason="parse failed (tool rc=$rc): $(tail -c 300 "$pfx.parse.err" "$pfx.err" | tr '\n' ' ')"
         : > "$pfx.parsed.json"
     fi
-    { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && { status=failed; reason="killed after ${BOUND}s bound"; }
+    { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && { status=failed; reason="killed after ${bound}s bound"; }
     emit --status "$status" --reason "$reason" \
         --rc "$rc" --time "$pfx.time" --parsed "$pfx.parsed.json" \
         --wall "$(echo "$w1 - $w0" | bc)" --srv-ticks "$(( s1 - s0 ))" --srv-hwm-kb "$(srv_hwm_kb "$srv")" \
         --cmd-file "$pfx.cmd" --stat0 "$pfx.stat0" --stat1 "$pfx.stat1" \
+        --srv-counts0 "$pfx.srv0" --srv-counts1 "$pfx.srv1" \
         --gen-cpu "$GEN_CPU" --srv-cpu "$SRV_CPU"
     log "$srv/$t/$c#$rep: $(tail -1 "$RAW/results.jsonl" | "$PY" -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], "rps=%s" % (round(r["rps"]) if r.get("rps") else None), "us/req=%s" % r.get("cpu_us_per_req"), "srv%%=%s" % r.get("srv_cpu_pct"), "steal%%=%s/%s" % (r.get("gen_steal_pct"), r.get("srv_steal_pct")), r.get("reason",""))')"
     sleep "$COOLDOWN"
@@ -191,31 +239,28 @@ command -v bc >/dev/null || { echo "need bc (bench/install-peers.sh)" >&2; exit 
 [ -x /usr/bin/time ] || { echo "need /usr/bin/time (bench/install-peers.sh)" >&2; exit 1; }
 for s in $SERVER; do ensure_server "$s"; done
 LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
-log "run $NAME: servers=[$SERVER] tools=[$TOOLS] cases=[$CASES] repeat=$REPEAT dur=${DUR}s conns=$CONNS rate=$RATE rate2=$RATE2 gen_cpu=$GEN_CPU srv_cpu=$SRV_CPU"
-[ "${SERVER/barrage/}" != "$SERVER" ] && log "barrage serve: tools=[$SERVE_TOOLS] cases=[$SERVE_CASES]"
+log "run $NAME: servers=[$SERVER] repeat=$REPEAT conns=$CONNS gen_cpu=$GEN_CPU srv_cpu=$SRV_CPU"
+[[ " $SERVER " == *" nginx "* ]] && log "nginx: tools=[$TOOLS] cases=[$CASES] dur=${DUR}s rate=$RATE rate2=$RATE2"
+[[ " $SERVER " == *" barrage "* ]] && log "barrage serve: tools=[$SERVE_TOOLS] cases=[$SERVE_CASES]"
+[[ " $SERVER " == *" redis "* ]] && log "redis-server: tools=[$REDIS_TOOLS] cases=[$REDIS_CASES] requests=$REDIS_REQUESTS keys=$REDIS_KEYS data=${REDIS_DATA}B bound=${REDIS_BOUND}s"
 
 # Case-major order: all tools (and servers) measure a case close together in time (fairer
 # under noise). With REPEAT>1 each case is repeated, rotating the tool order every
 # repetition; the report shows medians (and the req/s range) over the repetitions.
+# Each target has its own generators and cases.
+server_tools() { case "$1" in nginx) echo "$TOOLS" ;; barrage) echo "$SERVE_TOOLS" ;; redis) echo "$REDIS_TOOLS" ;; esac; }
+server_cases() { case "$1" in nginx) echo "$CASES" ;; barrage) echo "$SERVE_CASES" ;; redis) echo "$REDIS_CASES" ;; esac; }
 ALL_TOOLS=()
+ALL_CASES=""
 for s in $SERVER; do
-    if [ "$s" = nginx ]; then list="$TOOLS"; else list="$SERVE_TOOLS"; fi
-    for t in $list; do [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || ALL_TOOLS+=("$t"); done
-done
-ALL_CASES="$CASES"
-for c in $SERVE_CASES; do
-    [[ " $SERVER " == *" barrage "* ]] && [[ " $ALL_CASES " != *" $c "* ]] && ALL_CASES+=" $c"
+    for t in $(server_tools "$s"); do [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || ALL_TOOLS+=("$t"); done
+    for c in $(server_cases "$s"); do [[ " $ALL_CASES " == *" $c "* ]] || ALL_CASES+=" $c"; done
 done
 for c in $ALL_CASES; do
     for (( rep = 1; rep <= REPEAT; rep++ )); do
         for s in $SERVER; do
-            if [ "$s" = nginx ]; then
-                [[ " $CASES " == *" $c "* ]] || continue
-                read -r -a TOOL_ARR <<< "$TOOLS"
-            else
-                [[ " $SERVE_CASES " == *" $c "* ]] || continue
-                read -r -a TOOL_ARR <<< "$SERVE_TOOLS"
-            fi
+            [[ " $(server_cases "$s") " == *" $c "* ]] || continue
+            read -r -a TOOL_ARR <<< "$(server_tools "$s")"
             n=${#TOOL_ARR[@]}
             for (( i = 0; i < n; i++ )); do
                 run_one "$s" "${TOOL_ARR[$(( (i + rep - 1) % n ))]}" "$c" "$rep"
@@ -233,6 +278,8 @@ jstr() { "$PY" -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))'
 {
     echo "{"
     printf '"nginx": %s' "$(nginx -v 2>&1 | sed 's/^nginx version: //' | jstr)"
+    [[ " $SERVER " == *" redis "* ]] &&
+        printf ',\n"redis-server": %s' "$(redis-server --version | awk '{print $3}' | sed 's/^v=//' | jstr)"
     VTOOLS=("${ALL_TOOLS[@]}")
     [[ " $SERVER " == *" barrage "* ]] && [[ " ${ALL_TOOLS[*]} " != *" barrage "* ]] && VTOOLS+=(barrage)
     for t in "${VTOOLS[@]}"; do
@@ -244,7 +291,7 @@ jstr() { "$PY" -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))'
 } > "$RAW/versions.json"
 
 export NAME STAMP RAW DUR CONNS RATE RATE2 GEN_CPU SRV_CPU COOLDOWN BOUND REPEAT TOOLS CASES \
-    SERVER SERVE_TOOLS SERVE_CASES HOST LOAD0 LOAD1 T_START T_END
+    SERVER SERVE_TOOLS SERVE_CASES REDIS_TOOLS REDIS_CASES REDIS_BOUND HOST LOAD0 LOAD1 T_START T_END
 "$PY" - "$RAW/meta.json" <<'PY'
 import json, os, platform, subprocess, sys
 e = os.environ
@@ -295,8 +342,12 @@ meta = {
                "tools": e["TOOLS"].split(), "cases": e["CASES"].split(),
                "servers": e["SERVER"].split(), "serve_tools": e["SERVE_TOOLS"].split(),
                "serve_cases": e["SERVE_CASES"].split(),
+               "redis_tools": e["REDIS_TOOLS"].split(), "redis_cases": e["REDIS_CASES"].split(),
+               "redis_requests": int(e["REDIS_REQUESTS"]), "redis_keys": int(e["REDIS_KEYS"]),
+               "redis_data": int(e["REDIS_DATA"]), "redis_bound_s": int(e["REDIS_BOUND"]),
                "targets": {"nginx": "http://%s:18080 (/small, /large)" % e["HOST"],
-                           "barrage": "http://%s:18081 (/bytes/1k)" % e["HOST"]}},
+                           "barrage": "http://%s:18081 (/bytes/1k)" % e["HOST"],
+                           "redis": "redis://%s (free port, no persistence, keyspace prefilled)" % e["HOST"]}},
   "loadavg_before": e["LOAD0"], "loadavg_after": e["LOAD1"],
   "harness_wall_s": round(float(e["T_END"]) - float(e["T_START"]), 1),
   "git_rev": git_rev(),

@@ -4,7 +4,8 @@
 #   2. builds barrage in release (`cargo build --release` in the repository root),
 #   3. runs bench/peers.sh: every tool and case against nginx (pinned to CPU 0), and, with
 #      SERVER including "barrage", wrk against `barrage serve --threads 1` (also CPU 0),
-#      interleaved case by case with the nginx runs.
+#      interleaved case by case with the nginx runs, and with SERVER including "redis",
+#      redis-benchmark and barrage against a redis-server (also CPU 0).
 # Results: bench/results/<date>.md and .json (raw outputs in bench/results/raw/<date>/).
 #
 #   bench/run.sh                                  # full run (~8 min + build)
@@ -12,11 +13,14 @@
 #   TOOLS=wrk CASES="small large noka" bench/run.sh   # servers only: wrk vs nginx and barrage serve
 #   TOOLS="wrk oha barrage" CASES="small rate" DURATION=5 bench/run.sh
 #   REPEAT=3 bench/run.sh                         # medians of 3, for close calls
+#   SERVER=redis REPEAT=3 bench/run.sh            # the Redis cases only (~10 min + build)
+#   SERVER=redis REDIS_REQUESTS=100000 bench/run.sh   # a quick Redis run
 #
 # Env: SKIP_INSTALL=1 (never run install-peers.sh), SKIP_BUILD=1 (use the existing binary),
 #   BARRAGE_BIN (default <repo>/target/release/barrage; if set, nothing is built), and all
 #   of peers.sh's knobs (TOOLS, CASES, DURATION, CONNS, RATE, RATE2, REPEAT, SERVER,
-#   SERVE_TOOLS, SERVE_CASES, GEN_CPU, SRV_CPU, COOLDOWN, LABEL).
+#   SERVE_TOOLS, SERVE_CASES, REDIS_TOOLS, REDIS_CASES, REDIS_REQUESTS, REDIS_KEYS, REDIS_DATA,
+#   REDIS_BOUND, GEN_CPU, SRV_CPU, COOLDOWN, LABEL).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -27,14 +31,17 @@ log() { printf '[run] %s\n' "$*" >&2; }
 export TOOLS="${TOOLS-wrk ab hey vegeta oha k6 barrage}"
 export SERVER="${SERVER:-nginx barrage}"
 export SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
+export REDIS_TOOLS="${REDIS_TOOLS:-redis_benchmark barrage}"
 BUILD=1
 if [ -n "${BARRAGE_BIN:-}" ] || [ -n "${SKIP_BUILD:-}" ]; then BUILD=0; fi
 export BARRAGE_BIN="${BARRAGE_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/barrage}"
 
-# Only SERVER's own tools are run against barrage serve, so TOOLS may be empty.
-if [[ " $SERVER " != *" nginx "* ]]; then TOOLS_USED="$SERVE_TOOLS"
-elif [[ " $SERVER " == *" barrage "* ]]; then TOOLS_USED="$TOOLS $SERVE_TOOLS"
-else TOOLS_USED="$TOOLS"; fi
+# Each target runs its own tools (nginx: TOOLS, barrage serve: SERVE_TOOLS, redis-server:
+# REDIS_TOOLS), so TOOLS may be empty when nginx is not among them.
+TOOLS_USED=""
+[[ " $SERVER " == *" nginx "* ]] && TOOLS_USED+=" $TOOLS"
+[[ " $SERVER " == *" barrage "* ]] && TOOLS_USED+=" $SERVE_TOOLS"
+[[ " $SERVER " == *" redis "* ]] && TOOLS_USED+=" $REDIS_TOOLS"
 NEED_BARRAGE=0
 [[ " $TOOLS_USED " == *" barrage "* || " $SERVER " == *" barrage "* ]] && NEED_BARRAGE=1
 if [[ " $SERVER " == *" nginx "* ]] && [ -z "$(echo "$TOOLS" | tr -d ' ')" ]; then
@@ -54,6 +61,9 @@ for t in $TOOLS_USED; do
     [ -n "$(tool_"$t" bin 2>/dev/null)" ] || missing+=("$t")
 done
 [[ " $SERVER " == *" nginx "* ]] && ! command -v nginx >/dev/null && missing+=(nginx)
+if [[ " $SERVER " == *" redis "* ]]; then
+    for c in redis-server redis-cli; do command -v "$c" >/dev/null || missing+=("$c"); done
+fi
 for c in bc curl taskset pgrep python3; do command -v "$c" >/dev/null || missing+=("$c"); done
 [ -x /usr/bin/time ] || missing+=(time)
 if [ ${#missing[@]} -gt 0 ]; then

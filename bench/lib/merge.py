@@ -51,6 +51,27 @@ def cpu_deltas(f0, f1):
     return out
 
 
+def counts(path):
+    """A server's counters, "name value" a line (peers.sh srv_counters); {} if none."""
+    try:
+        return {k: int(v) for k, v in (line.split() for line in open(path) if line.strip())}
+    except (OSError, ValueError):
+        return {}
+
+
+def server_counts(f0, f1):
+    """What the server itself counted during the run: srv_<name> = after - before, and for
+    Redis srv_cmds (SET + GET calls) and srv_hit_pct (keyspace hits over GETs answered)."""
+    a, b = counts(f0), counts(f1)
+    out = {f"srv_{k}": v - a.get(k, 0) for k, v in b.items()}
+    if "srv_set_calls" in out or "srv_get_calls" in out:
+        out["srv_cmds"] = out.get("srv_set_calls", 0) + out.get("srv_get_calls", 0)
+    looked = out.get("srv_keyspace_hits", 0) + out.get("srv_keyspace_misses", 0)
+    if looked:
+        out["srv_hit_pct"] = round(100 * out["srv_keyspace_hits"] / looked, 3)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default="nginx")
@@ -69,6 +90,8 @@ def main():
     ap.add_argument("--rep", type=int, default=1)
     ap.add_argument("--stat0")
     ap.add_argument("--stat1")
+    ap.add_argument("--srv-counts0")
+    ap.add_argument("--srv-counts1")
     ap.add_argument("--gen-cpu")
     ap.add_argument("--srv-cpu")
     a = ap.parse_args()
@@ -113,8 +136,10 @@ def main():
             rec["srv_cpu_us_per_req"] = round(a.srv_ticks / hz * 1e6 / rec["requests"], 2)
     if a.srv_hwm_kb:
         rec["srv_hwm_kb"] = a.srv_hwm_kb
-    if rec.get("ok") is not None and rec.get("duration_s"):
-        rec["mib_s"] = round(rec["ok"] * BODY.get(a.case, 1024) / rec["duration_s"] / 2**20, 1)
+    if rec.get("ok") is not None and rec.get("duration_s") and a.case in BODY:
+        rec["mib_s"] = round(rec["ok"] * BODY[a.case] / rec["duration_s"] / 2**20, 1)
+    if a.srv_counts0 and a.srv_counts1:
+        rec.update(server_counts(a.srv_counts0, a.srv_counts1))
     if a.stat0 and a.stat1 and os.path.exists(a.stat0) and os.path.exists(a.stat1):
         d = cpu_deltas(a.stat0, a.stat1)
         for role, cpu in (("gen", a.gen_cpu), ("srv", a.srv_cpu)):

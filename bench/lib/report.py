@@ -6,8 +6,8 @@
   report.py combine RUN1.json RUN2.json ...   # side-by-side markdown to stdout
 
 Ratios are always within one run: every tool against wrk (req/s, CPU µs/req, peak RSS),
-rate cases against vegeta and oha (achieved rate, p99), and `barrage serve` against nginx
-with the same generator.
+rate cases against vegeta and oha (achieved rate, p99), `barrage serve` against nginx
+with the same generator, and the Redis cases against redis-benchmark.
 """
 import json
 import statistics
@@ -24,7 +24,8 @@ RATE_CASES = ("rate", "rate20k")
 REF = "wrk"                      # reference generator for the max-throughput cases
 RATE_REFS = ("vegeta", "oha")    # references for the open-loop cases
 SUBJECT = "barrage"              # the tool under test (gets the summary section)
-SERVER_NAME = {"nginx": "nginx", "barrage": "barrage serve"}
+SERVER_NAME = {"nginx": "nginx", "barrage": "barrage serve", "redis": "redis-server"}
+REDIS_REF = "redis_benchmark"    # reference generator for the Redis cases
 
 
 def is_rate(case):
@@ -84,6 +85,9 @@ def notes(r):
         n.append(f"send lag p99 {lat(r['lag_p99_ms'])} ms")
     if r.get("unfinished"):
         n.append(f"{r['unfinished']:,.0f} unfinished")
+    if r.get("hit_pct") is not None and r.get("srv_hit_pct") is not None \
+            and abs(r["hit_pct"] - r["srv_hit_pct"]) > 0.01:
+        n.append(f"tool's own hit ratio {r['hit_pct']:.2f} %")
     if r.get("note"):
         n.append(r["note"])
     return "; ".join(n)
@@ -300,6 +304,60 @@ def server_section(rows, s):
     return out
 
 
+def redis_case_title(case):
+    """set-p16 -> "SET, pipeline 16"."""
+    op, _, depth = case.partition("-p")
+    return f"{op.upper()}, pipeline {depth}"
+
+
+def redis_section(rows, s):
+    """The Redis cases: every generator against one redis-server, ratios to redis-benchmark."""
+    out = []
+    if "redis" not in s.get("servers", []):
+        return out
+    out.append(f"## Redis: SET and GET against one redis-server ({s['conns']} connections, "
+               f"{s['redis_requests']:,} commands a run, {s['redis_data']}-byte values, "
+               f"{s['redis_keys']:,} keys)")
+    out.append("")
+    out.append(
+        "redis-server pinned to CPU %s without persistence (`--save '' --appendonly no`); before "
+        "the first run its keyspace was prefilled with every key either generator reads (ids "
+        "0..%s as redis-benchmark's `key:%%012d` and as barrage's `memtier-%%d`), so GETs hit. "
+        "Both tools draw ids uniformly at random. *server cmds* = SET + GET calls redis counted "
+        "during the run (`INFO commandstats`), to set beside the tool's own *requests*; *GET hit %%* "
+        "= redis's keyspace_hits ÷ (hits + misses) during the run. redis CPU %% near 100 means "
+        "the server was the limit: compare CPU µs/req there. p99 is as each tool reports it: "
+        "barrage's is per command and corrected (from when the command was due to the end of its "
+        "own reply); redis-benchmark's, pipelined, is per batch (from writing the batch to the "
+        "first bytes of its first reply, given to every command of the batch), so it leaves out "
+        "the wait behind the commands ahead."
+        % (s["srv_cpu"], f"{s['redis_keys'] - 1:,}"))
+    out.append("")
+    out.append("| case | tool | req/s | ÷ redis-benchmark | CPU µs/req | ÷ redis-benchmark | gen CPU % "
+               "| redis CPU % | p50 ms | p99 ms | requests | server cmds | GET hit % | errors | notes "
+               "| steal % g/s |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for case in s.get("redis_cases", []):
+        ref = pick(rows, "redis", case, REDIS_REF)
+        for r in rows:
+            if r.get("server") != "redis" or r["case"] != case:
+                continue
+            title = redis_case_title(case)
+            if r["status"] != "ok":
+                out.append(f"| {title} | {r['tool']} | *{r['status']}*: {r.get('reason', '')} |")
+                continue
+            hit = fmt(r.get("srv_hit_pct"), 1) if case.startswith("get") else "—"
+            out.append(
+                f"| {title} | {r['tool']} | {rps_cell(r)} | {rfmt(ratio(r.get('rps'), ref and ref.get('rps')))} "
+                f"| {fmt(r.get('cpu_us_per_req'), 2)} "
+                f"| {rfmt(ratio(r.get('cpu_us_per_req'), ref and ref.get('cpu_us_per_req')))} "
+                f"| {fmt(r.get('gen_cpu_pct'))} | {fmt(r.get('srv_cpu_pct'))} "
+                f"| {lat(r.get('p50_ms'))} | {lat(r.get('p99_ms'))} | {fmt(r.get('requests'))} "
+                f"| {fmt(r.get('srv_cmds'))} | {hit} | {fmt(r.get('errors'))} | {notes(r)} | {steal(r)} |")
+    out.append("")
+    return out
+
+
 def render_run(run):
     m = run["meta"]
     s = m["settings"]
@@ -316,9 +374,15 @@ def render_run(run):
         out.append(f"**Warning: load average {load1} when the run started: something else was using "
                    "the CPUs (a build?), so these numbers are noisy even as ratios.**")
         out.append("")
+    servers = s.get("servers", ["nginx"])
+    targets = []
+    if "nginx" in servers:
+        targets.append(f"nginx ({m['versions'].get('nginx', '?')}, 1 worker) on 127.0.0.1:18080")
+    if "redis" in servers:
+        targets.append(f"redis-server ({m['versions'].get('redis-server', '?')}) on a free port")
     out.append(
-        f"Generator pinned to CPU {s['gen_cpu']}; nginx ({m['versions'].get('nginx', '?')}, 1 worker) "
-        f"pinned to CPU {s['srv_cpu']}, 127.0.0.1:18080. Harness wall time {m.get('harness_wall_s', '?')} s"
+        f"Generator pinned to CPU {s['gen_cpu']}; " + (" and ".join(targets) or "the server")
+        + f" pinned to CPU {s['srv_cpu']}. Harness wall time {m.get('harness_wall_s', '?')} s"
         + (f"; git {m['git_rev']}" if m.get("git_rev") else "") + ".")
     out.append("")
     out.append("CPU µs/req = generator (user+sys) CPU seconds / completed requests (whole process, "
@@ -332,11 +396,12 @@ def render_run(run):
         out.append(f"Each case repeated {rep}× (tool order rotated); cells are medians, "
                    "req/s shows (min–max).")
         out.append("")
-    rows = summarize(run["results"], s["tools"] + s.get("serve_tools", []))
+    rows = summarize(run["results"], s["tools"] + s.get("serve_tools", []) + s.get("redis_tools", []))
     out += summary_section(rows, s)
     for case in s["cases"]:
         out += case_table(rows, case, s)
     out += server_section(rows, s)
+    out += redis_section(rows, s)
     out.append("## Versions")
     out.append("")
     for k, v in sorted(m["versions"].items()):
@@ -346,7 +411,12 @@ def render_run(run):
     out.append("")
     raw = m.get("raw_dir")
     if raw:
-        out.append(f"(RAW = {raw}; runs are wrapped as `/usr/bin/time -v timeout {s.get('bound_s')} "
+        bound, servers = s.get("bound_s"), s.get("servers", [])
+        if servers == ["redis"]:
+            bound = s.get("redis_bound_s")
+        elif "redis" in servers:
+            bound = f"{bound} (Redis runs {s.get('redis_bound_s')})"
+        out.append(f"(RAW = {raw}; runs are wrapped as `/usr/bin/time -v timeout {bound} "
                    f"taskset -c {s['gen_cpu']} CMD`)")
         out.append("")
     seen = set()
@@ -443,7 +513,7 @@ def main():
         results = [json.loads(l) for l in open(a.results) if l.strip()]
         run = {"meta": meta, "results": results}
         s = meta["settings"]
-        run["summary"] = summarize(results, s["tools"] + s.get("serve_tools", []))
+        run["summary"] = summarize(results, s["tools"] + s.get("serve_tools", []) + s.get("redis_tools", []))
         with open(a.json, "w") as f:
             json.dump(run, f, indent=1)
         with open(a.md, "w") as f:

@@ -4,6 +4,10 @@
 # as tokio does.
 # Cases: small, large (--concurrency CONNS: closed loop, one keep-alive connection per
 # worker), rate, rate20k (--rate: open loop), noka (--concurrency CONNS --no-keepalive).
+# Redis cases (set-p1 … get-p16, against redis://127.0.0.1:PORT): barrage_redis_args below,
+# the same workload as redis-benchmark's: CONNS connections each with DEPTH commands in
+# flight, REDIS_REQUESTS commands, REDIS_DATA-byte values, ids 0..REDIS_KEYS-1 drawn at
+# random (keys memtier-<id>, which redis.sh prefill set, so GETs hit).
 # Report: `--format json` on stdout (RunSummary, crates/metrics/src/summary.rs); fields
 # read exactly (a missing one fails the parse):
 #   requests.{total,ok,errors}, duration.{total_s,attack_s,wait_s}, throughput_per_sec, rate_per_sec,
@@ -24,6 +28,7 @@ tool_barrage() {
         small|large) CMD=("${base[@]}" --concurrency "$CONNS") ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         noka) CMD=("${base[@]}" --concurrency "$CONNS" --no-keepalive) ;;
+        set-p*|get-p*) barrage_redis_args "$c" "$url" "$pfx"; CMD=("$b" "${BARRAGE_REDIS_ARGS[@]}") ;;
         *) REASON="unknown case"; return 3 ;;
         esac ;;
     parse)
@@ -48,6 +53,9 @@ out = {
     "p50_ms": ms(cor["p50_us"]), "p99_ms": ms(cor["p99_us"]),
     "service_p50_ms": ms(svc["p50_us"]), "service_p99_ms": ms(svc["p99_us"]),
 }
+# Key-value runs: the GET hit ratio (cache table), checked against redis's keyspace_hits.
+if (d.get("cache") or {}).get("hit_ratio") is not None:
+    out["hit_pct"] = 100 * d["cache"]["hit_ratio"]
 # Open-loop diagnostics, shown in the report's notes when present.
 for k, v in (("late", req.get("late")), ("unfinished", req.get("unfinished")),
              ("connections", req.get("connections")), ("gen_threads", gen.get("threads")),
@@ -59,4 +67,18 @@ print(json.dumps(out))
 PY
         ;;
     esac
+}
+
+# barrage's command line for a Redis case, in one place to adjust: memtier's flags (README,
+# "Redis and memcached"). --ratio 1:0 sends SETs only, 0:1 GETs only; -c CONNS connections
+# each keep --pipeline DEPTH commands in flight (a closed loop of CONNS × DEPTH); -n counts
+# commands; --key-maximum is the last id (ids 0..REDIS_KEYS-1, like redis-benchmark's -r);
+# --threads 1 as the generator has one CPU; -o keeps the results file in the raw directory
+# (`barrage report RAW/redis.barrage.get-p16.brg` shows the full report afterwards).
+barrage_redis_args() {
+    local c="$1" url="$2" pfx="$3" ratio
+    case "$(redis_op "$c")" in set) ratio=1:0 ;; get) ratio=0:1 ;; esac
+    BARRAGE_REDIS_ARGS=(run "$url" --ratio "$ratio" -c "$CONNS" --pipeline "$(redis_pipeline "$c")"
+        -n "$REDIS_REQUESTS" --data-size "$REDIS_DATA" --key-maximum "$(( REDIS_KEYS - 1 ))"
+        --pick random --threads 1 --timeout 10s -o "$pfx.brg" --format json)
 }
