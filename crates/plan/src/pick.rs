@@ -88,6 +88,9 @@ impl Pick {
     /// redrawn (it would be `random`, slowly).
     pub fn check_space(&self, size: u64) -> Result<(), String> {
         let Pick::Gaussian { stddev, median } = *self else { return Ok(()) };
+        if size == 0 {
+            return Ok(()); // no targets: refused for that by the plan
+        }
         let (sd, m) = Pick::gaussian_over(stddev, median, size);
         if m >= size as f64 {
             return Err(format!("--pick gauss: the median {m} lies outside the ids 0..{size}"));

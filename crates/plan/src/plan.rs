@@ -286,6 +286,11 @@ impl Plan {
     /// Checks what the types cannot: a template needs `--objects`, a Gaussian pick's median
     /// lies among the ids it picks from.
     pub fn validate(&self) -> Result<(), String> {
+        // First, before any check returns early, so that every kind of plan is held to it;
+        // a template without its id count is refused below, not measured against 1 id.
+        if self.objects.is_some() || !self.templated() {
+            self.pick.check_space(self.pick_space())?;
+        }
         if self.targets.is_empty() {
             return Err("no targets".into());
         }
@@ -302,7 +307,7 @@ impl Plan {
         if self.objects == Some(0) {
             return Err("--objects must be at least 1".into());
         }
-        self.pick.check_space(self.pick_space())
+        Ok(())
     }
 
     /// A key-value plan: its commands match its targets, its key space is given, and it is
@@ -354,5 +359,23 @@ mod tests {
             let e = Target::new(Method::GET, bad).unwrap_err();
             assert!(e.contains(&format!("port {port} is not in 1..=65535")), "{bad}: {e}");
         }
+    }
+
+    /// A Gaussian median outside the ids is refused, whether the ids are a template's
+    /// `--objects` or a URL list; a template without `--objects` gets that error first.
+    #[test]
+    fn gaussian_median_must_lie_among_the_ids() {
+        let closed = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let plan = |url: &str, objects, median| {
+            let mut p = Plan::new(vec![Target::new(Method::GET, url).unwrap()], closed.clone());
+            p.objects = objects;
+            p.pick = Pick::Gaussian { stddev: Some(1.0), median: Some(median) };
+            p.validate()
+        };
+        assert_eq!(plan("http://h/obj/{id}", Some(1000), 999.0), Ok(()));
+        let err = plan("http://h/obj/{id}", Some(1000), 1000.0).unwrap_err();
+        assert_eq!(err, "--pick gauss: the median 1000 lies outside the ids 0..1000");
+        assert!(plan("http://h/", None, 1.0).unwrap_err().contains("the median 1 lies outside the ids 0..1"));
+        assert!(plan("http://h/obj/{id}", None, 5000.0).unwrap_err().contains("needs --objects"));
     }
 }
