@@ -270,6 +270,9 @@ pub(crate) struct Done {
     pub backend: Option<HeaderValue>,
     /// A key-value server's error reply: its class and message.
     pub reply: Option<(crate::kv::ErrorClass, Box<str>)>,
+    /// When the answer was complete, if the attempt knows (a key-value reply's parse): else
+    /// when the slot saw it.
+    pub ended: Option<Duration>,
 }
 
 /// What a request log row says of the request, besides its sample.
@@ -425,20 +428,20 @@ impl Slot {
             io.reset();
         }
         let res = match (&mut self.kv, &w.kv) {
+            // Its connection keeps the timeout (one timer per connection, not per command).
             (Some(k), Some(run)) => {
-                let attempt = crate::kv::attempt(k, w, run, job.target as usize, id, &mut phases);
-                tokio::time::timeout(w.plan.timeout, attempt).await
+                Ok(crate::kv::attempt(k, w, run, (job.target as usize, id), started, &mut phases).await)
             }
             _ => {
                 tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await
             }
         };
-        let ended = w.start.elapsed();
-        let Done { outcome, bytes_in, bytes_out, cache, backend, reply } = match res {
+        let Done { outcome, bytes_in, bytes_out, cache, backend, reply, ended } = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
             Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
+        let ended = ended.unwrap_or_else(|| w.start.elapsed());
         if !w.plan.keepalive {
             self.conn = None;
         }
@@ -458,7 +461,10 @@ impl Slot {
         }
         let mut rec = w.recorder.borrow_mut();
         rec.record(&sample);
-        rec.methods.record(target.method.as_str().as_bytes(), &sample);
+        if w.kv.is_none() {
+            // A key-value command's method is its name: "By name" has it already.
+            rec.methods.record(target.method.as_str().as_bytes(), &sample);
+        }
         match (&io, &target.name) {
             (Some(io), _) => rec.names.record(io.key, &sample),
             (None, Some(name)) => rec.names.record(name.as_bytes(), &sample),
@@ -614,6 +620,7 @@ impl Slot {
             cache: CacheStatus::Unknown,
             backend: None,
             reply: None,
+            ended: None,
         }
     }
 
@@ -696,7 +703,7 @@ impl Slot {
         }
         phases.set(Phase::Receive, w.start.elapsed() - head_at);
         let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);
-        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend, reply: None })
+        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend, reply: None, ended: None })
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was
