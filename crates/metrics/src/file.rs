@@ -28,6 +28,8 @@
 //! per class (`ERR`, `MOVED`, `SERVER_ERROR`, ...) with an example each. Version 5 files
 //! read with none (module `v5`).
 
+use crate::bounded::{self, limit};
+use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
 use crate::recorder::{Recorder, TICK};
 use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
@@ -117,18 +119,26 @@ pub struct RunHeader {
     /// Open or closed loop.
     pub mode: Mode,
     /// Target URLs.
+    #[serde(deserialize_with = "bounded::vec::<UrlLimit, _, _>")]
     pub urls: Vec<String>,
     /// The run's settings as JSON (as `barrage run` resolved them).
     pub settings_json: String,
     /// Steps of the load profile.
+    #[serde(deserialize_with = "bounded::vec::<StepLimit, _, _>")]
     pub steps: Vec<StepInfo>,
     /// Engine threads.
     pub threads: u32,
     /// TLS certificate verification was off (`--insecure`).
     pub insecure: bool,
     /// The groups of a scenario (`--scenario`): what each was asked to do, and when.
+    #[serde(deserialize_with = "bounded::vec::<GroupLimit, _, _>")]
     pub groups: Vec<GroupInfo>,
 }
+
+limit!(UrlLimit = MAX_RUN_URLS, "URLs");
+limit!(StepLimit = MAX_RUN_STEPS, "steps");
+limit!(GroupLimit = MAX_RUN_GROUPS, "scenario groups");
+limit!(GroupStepLimit = MAX_GROUP_STEPS, "steps of a scenario group");
 
 /// A group of a scenario as it was asked to run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -138,6 +148,7 @@ pub struct GroupInfo {
     /// The flow it runs.
     pub flow: String,
     /// Its steps' names in the order they run once (a repeated block once).
+    #[serde(deserialize_with = "bounded::vec::<GroupStepLimit, _, _>")]
     pub steps: Vec<String>,
     /// Its load as asked: `10 workers`, `50 flows/s`.
     pub load: String,
@@ -451,13 +462,13 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
     if crc32fast::hash(&payload) != crc {
         return Err("a record fails its checksum: corrupt".into());
     }
-    let record = match version {
+    let record = bounded::decoding(|| match version {
         3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
         4 => postcard::from_bytes::<v4::Record>(&payload).map(Record::from),
         5 => postcard::from_bytes::<v5::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
-    };
-    record.map(Some).map_err(|e| format!("a record does not decode: {e}"))
+    });
+    record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
 }
 
 /// The records of format version 5, as they were, read into today's: recorders without
@@ -508,6 +519,7 @@ mod v5 {
 /// The records of format version 4, as they were, read into today's: recorders without
 /// flows.
 mod v4 {
+    use crate::bounded;
     use crate::recorder::RecorderV4 as Recorder;
     use crate::watch::{EventRecord, WatchSample};
     use serde::{Deserialize, Serialize};
@@ -529,8 +541,10 @@ mod v4 {
         pub host: String,
         pub boot_id: String,
         pub mode: super::Mode,
+        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
         pub urls: Vec<String>,
         pub settings_json: String,
+        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
         pub steps: Vec<super::StepInfo>,
         pub threads: u32,
         pub insecure: bool,
@@ -585,6 +599,7 @@ mod v4 {
 /// The records of format version 3, as they were, read into today's: the header without a
 /// boot ID, process samples without roots.
 mod v3 {
+    use crate::bounded;
     use crate::recorder::RecorderV3 as Recorder;
     use crate::watch::{EventRecord, HostSample};
     use serde::{Deserialize, Serialize};
@@ -595,8 +610,10 @@ mod v3 {
         pub started_unix_ms: u64,
         pub host: String,
         pub mode: super::Mode,
+        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
         pub urls: Vec<String>,
         pub settings_json: String,
+        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
         pub steps: Vec<super::StepInfo>,
         pub threads: u32,
         pub insecure: bool,
@@ -618,6 +635,7 @@ mod v3 {
     pub(super) struct WatchSample {
         pub host: HostSample,
         pub generator: ProcSample,
+        #[serde(deserialize_with = "bounded::vec::<crate::watch::ProcessLimit, _, _>")]
         pub processes: Vec<ProcSample>,
     }
 
@@ -1191,10 +1209,117 @@ mod tests {
         let (got, warning) = read(&[Crafted::Header(header(0)), interval(0, 2), interval(1, MAX_KEYS + 1)]);
         let warning = warning.expect("the crafted interval is refused");
         assert_eq!(got.len(), 1, "{warning}");
-        // postcard keeps no message of its own decoders' (from_wire says "more than a
-        // recorder has"; the recorder's unit tests check it).
-        assert!(warning.contains("a record does not decode"), "{warning}");
+        assert!(
+            warning.contains("a record does not decode: 65 server reply classes, over the limit of 64"),
+            "{warning}"
+        );
         assert!(warning.contains("read the first 1 interval(s)"), "{warning}");
+    }
+
+    /// `i` as a record of format `version` (without its watch sample before version 4).
+    fn interval_payload(version: u16, i: &IntervalRecord) -> Vec<u8> {
+        let (index, start_unix_ms, length_ms, step) = (i.index, i.start_unix_ms, i.length_ms, i.step);
+        let r = i.recorder.clone();
+        match version {
+            3 => postcard::to_stdvec(&v3::Record::Interval(v3::IntervalRecord {
+                index,
+                start_unix_ms,
+                length_ms,
+                step,
+                recorder: crate::recorder::RecorderV3(r),
+                watch: None,
+            })),
+            4 => postcard::to_stdvec(&v4::Record::Interval(v4::IntervalRecord {
+                index,
+                start_unix_ms,
+                length_ms,
+                step,
+                recorder: crate::recorder::RecorderV4(r),
+                watch: i.watch.clone(),
+            })),
+            5 => postcard::to_stdvec(&v5::Record::Interval(v5::IntervalRecord {
+                index,
+                start_unix_ms,
+                length_ms,
+                step,
+                recorder: crate::recorder::RecorderV5(r),
+                watch: i.watch.clone(),
+            })),
+            _ => postcard::to_stdvec(&Record::Interval(i.clone())),
+        }
+        .unwrap()
+    }
+
+    /// The header of [`header`] as a record of format `version`.
+    fn header_payload(version: u16) -> Vec<u8> {
+        let h = header(0);
+        let (barrage_version, host, boot_id, settings_json) = (h.barrage_version, h.host, h.boot_id, h.settings_json);
+        let (started_unix_ms, mode, urls, steps, threads, insecure) =
+            (h.started_unix_ms, h.mode, h.urls, h.steps, h.threads, h.insecure);
+        match version {
+            3 => postcard::to_stdvec(&v3::Record::Header(v3::RunHeader {
+                barrage_version,
+                started_unix_ms,
+                host,
+                mode,
+                urls,
+                settings_json,
+                steps,
+                threads,
+                insecure,
+            })),
+            4 => postcard::to_stdvec(&v4::Record::Header(v4::RunHeader {
+                barrage_version,
+                started_unix_ms,
+                host,
+                boot_id,
+                mode,
+                urls,
+                settings_json,
+                steps,
+                threads,
+                insecure,
+            })),
+            _ => postcard::to_stdvec(&Record::Header(header(0))),
+        }
+        .unwrap()
+    }
+
+    /// Files of every format version refuse a list longer than its limit from its length,
+    /// before its entries are decoded: a crafted interval of a million empty request names
+    /// reads up to there, with a warning that says so.
+    #[test]
+    fn every_version_refuses_a_list_over_its_limit_from_its_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("crafted.brg");
+        let n = 1_000_000;
+        // An empty key of each version: no name, no requests or failures, an empty
+        // histogram; since version 4 no ticks, since version 5 no flow counts nor example.
+        for (version, key) in [(3, 4), (4, 5), (5, 11), (FORMAT_VERSION, 11)] {
+            let empty = interval_payload(version, &interval(1, 0, 3));
+            let mut one = interval(1, 0, 3);
+            one.recorder.names.record(b"x", &sample_at(1200));
+            let one = interval_payload(version, &one);
+            let at = empty.iter().zip(&one).position(|(a, b)| a != b).unwrap();
+            assert_eq!((empty[at], one[at]), (0, 1), "version {version}: the length of the names");
+            // 1,000,000 as a varint, then the empty keys.
+            let crafted = [&empty[..at], &[0xc0, 0x84, 0x3d], &vec![0; key * n], &empty[at + 1..]].concat();
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&version.to_le_bytes());
+            for payload in [header_payload(version), interval_payload(version, &interval(0, 0, 3)), crafted] {
+                bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+                bytes.extend_from_slice(&payload);
+            }
+            std::fs::write(&p, bytes).unwrap();
+            let mut r = ResultsReader::open(&p).unwrap();
+            assert_eq!(std::iter::from_fn(|| r.next_interval()).count(), 1, "version {version}");
+            let warning = r.warning().unwrap();
+            assert!(
+                warning.contains("a record does not decode: 1000000 request names, over the limit of 64"),
+                "{warning}"
+            );
+        }
     }
 
     /// The last interval, when shorter than half a second, is folded into the one before for

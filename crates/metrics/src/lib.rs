@@ -25,6 +25,7 @@
 //! assert!(r.service.value_at_quantile(0.5) < 10_100); // µs, from the actual start
 //! ```
 
+mod bounded;
 pub mod events;
 pub mod file;
 pub mod gaps;

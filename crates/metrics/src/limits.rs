@@ -38,6 +38,51 @@ pub const MAX_HISTOGRAM_BYTES: usize = 1 << 20;
 /// 23,552): a histogram is allocated from its header before its counts are read.
 pub const MAX_HISTOGRAM_COUNTERS: u64 = 1 << 20;
 
+// The most entries a list of a results file may hold. Each is refused from its length
+// before it is decoded: an entry decodes to many times its bytes (an empty URL of one byte
+// to 24, an empty key of 11 to 150), so only the record's size would otherwise bound it.
+// The lists of a recorder that construction bounds (its keys, `MAX_KEYS`; its phases,
+// classes, status codes and error examples) keep those bounds.
+
+/// The most ticks of an interval's timeline, and of each backend's: an interval spans a
+/// second, ten ticks ([`TICK`](crate::recorder::TICK)); a thread that hands its interval
+/// over late adds the few it ran past the end. A hundred times that, 1,000, keeps all the
+/// timelines of a record (the interval's and 320 keys') under 5 MiB decoded. A recorder
+/// writes no more than this.
+pub const MAX_INTERVAL_TICKS: usize = 100 * TICKS_PER_INTERVAL;
+
+/// Ticks in an interval of [`INTERVAL_MS`](crate::file::INTERVAL_MS).
+const TICKS_PER_INTERVAL: usize = crate::file::INTERVAL_MS as usize / crate::recorder::TICK.as_millis() as usize;
+
+/// The most request samples of an interval, for the scatter plot: [`SAMPLES_PER_TICK`]
+/// per tick and engine thread are 102,400 a second at the most threads a run has (1,024,
+/// `barrage_plan::limits::MAX_THREADS`); ten times that, rounded to 2^20 (12 MiB decoded).
+/// A recorder writes no more than this.
+///
+/// [`SAMPLES_PER_TICK`]: crate::recorder::SAMPLES_PER_TICK
+pub const MAX_INTERVAL_SAMPLES: usize = 1 << 20;
+
+/// The most URLs of a run's header: a run's targets (`barrage_plan::limits::MAX_TARGETS`),
+/// a scenario's steps or a key-value run's servers.
+pub const MAX_RUN_URLS: usize = 1_000_000;
+
+/// The most steps of a run's header: the steps of `--rate` (`barrage_plan::limits::MAX_LEVELS`).
+pub const MAX_RUN_STEPS: usize = 1000;
+
+/// The most groups of a scenario in a run's header (`barrage_plan::limits::MAX_GROUPS`).
+pub const MAX_RUN_GROUPS: usize = 64;
+
+/// The most steps a group of the header lists: its flow's, each once
+/// (`barrage_plan::limits::MAX_FLOW_STEPS`).
+pub const MAX_GROUP_STEPS: usize = 1000;
+
+/// The most processes one interval watches (`--monitor`, a testbed's servers).
+pub const MAX_WATCHED: usize = 1024;
+
+/// The most roots a watched process names (every process of the name `--monitor` gives
+/// that is not the child of one: a handful in practice); a sample names the first of them.
+pub const MAX_ROOTS: usize = 1024;
+
 /// Reads the file at `path` whole, refusing one over `cap` bytes: a regular file from its
 /// size, before reading; a pipe or a device (`/dev/zero`, `/dev/stdin`) once one byte past
 /// the cap has been read. Memory never goes past `cap + 1` bytes, however the input lies.

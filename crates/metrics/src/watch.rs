@@ -2,6 +2,8 @@
 //! machine ([`WatchSample`], one per interval), and commands run on the timeline
 //! ([`EventRecord`], `--at`).
 
+use crate::bounded::{self, limit};
+use crate::limits::{MAX_ROOTS, MAX_WATCHED};
 use serde::{Deserialize, Serialize};
 
 /// One process at the root of a watched tree, as the machine knows it: a PID is reused,
@@ -24,6 +26,7 @@ pub struct ProcSample {
     /// run header's host and boot ID) they say whether two results files watched the same
     /// process. Empty when none was running, for barrage itself (its sample is the run's
     /// engine threads, never shared with another run), and in files of format version 3.
+    #[serde(deserialize_with = "bounded::vec::<RootLimit, _, _>")]
     pub roots: Vec<ProcRoot>,
     /// Processes counted (the watched ones and their descendants); 0 when none was running.
     pub processes: u32,
@@ -156,8 +159,12 @@ pub struct WatchSample {
     /// context switches are the whole process's.
     pub generator: ProcSample,
     /// The processes of `--monitor` (and of a testbed), in the order given.
+    #[serde(deserialize_with = "bounded::vec::<ProcessLimit, _, _>")]
     pub processes: Vec<ProcSample>,
 }
+
+limit!(ProcessLimit = MAX_WATCHED, "watched processes");
+limit!(RootLimit = MAX_ROOTS, "roots of a watched process");
 
 impl WatchSample {
     /// Folds `later`, the sample of the `later_secs` that followed this one's `secs`, into

@@ -69,3 +69,15 @@ pub const MAX_FLOWS: usize = 64;
 
 /// The most groups of a scenario file: each is reported on its own.
 pub const MAX_GROUPS: usize = 64;
+
+// A results file holds whatever a run may ask for: its reader refuses longer lists, and a
+// run must never write a file that does not read back. Checked as the crate builds.
+const _: () = {
+    use barrage_metrics::limits as file;
+    assert!(MAX_TARGETS <= file::MAX_RUN_URLS && MAX_FLOWS * MAX_FLOW_STEPS <= file::MAX_RUN_URLS);
+    assert!(MAX_LEVELS <= file::MAX_RUN_STEPS);
+    assert!(MAX_GROUPS <= file::MAX_RUN_GROUPS && MAX_FLOW_STEPS <= file::MAX_GROUP_STEPS);
+    // The samples of a second, ten times over: ten a tick, ten ticks, per engine thread.
+    let per_second = MAX_THREADS as usize * barrage_metrics::recorder::SAMPLES_PER_TICK as usize * 10;
+    assert!(per_second * 10 <= file::MAX_INTERVAL_SAMPLES);
+};
