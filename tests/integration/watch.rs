@@ -70,7 +70,10 @@ fn monitor_and_at_usage_errors_are_one_line_with_exit_2() {
         (&["--at", "1s", " "], "the command is empty"),
         (&["--at", "1s"], "--at"),
     ];
-    for (args, want) in cases {
+    // More processes than a results file holds, refused before any is looked up.
+    let many: Vec<&str> = ["--monitor", "1"].repeat(1025);
+    let cases = [cases, &[(&many[..], "--monitor: 1025 processes to watch, more than 1024")]].concat();
+    for (args, want) in &cases {
         let out = barrage().args(["run", "-d", "2s", &url]).args(*args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");

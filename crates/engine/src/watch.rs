@@ -12,6 +12,7 @@
 //! themselves ([`Watcher::sample`] takes it); the rest of barrage's sample (memory,
 //! descriptors) is the process's.
 
+use barrage_metrics::limits::MAX_ROOTS;
 use barrage_metrics::watch::ProcRoot;
 use barrage_metrics::{HostSample, ProcSample, WatchSample};
 use procfs::process::Process;
@@ -208,13 +209,15 @@ fn read_proc(pid: i32) -> Option<ProcInfo> {
     })
 }
 
-/// The running roots of a watched tree, as PID and start time, sorted.
+/// The running roots of a watched tree, as PID and start time, sorted: the first
+/// [`MAX_ROOTS`], the most a results file holds (enough to tell one tree from another).
 fn identify(table: &HashMap<i32, ProcInfo>, roots: &[i32]) -> Vec<ProcRoot> {
     let mut ids: Vec<ProcRoot> = roots
         .iter()
         .filter_map(|pid| table.get(pid).map(|p| ProcRoot { pid: *pid as u32, start_ticks: p.start_ticks }))
         .collect();
     ids.sort_unstable();
+    ids.truncate(MAX_ROOTS);
     ids
 }
 

@@ -3,14 +3,18 @@
 //! at, and `--at OFFSET COMMAND` pairs checked against the run's length.
 
 use barrage_engine::{Plan, ScheduledCommand, Watch, WatchTarget};
+use barrage_metrics::limits::MAX_WATCHED;
 use barrage_plan::units::Dur;
 use barrage_testbed::State;
 use std::path::Path;
 use std::time::Duration;
 
 /// The processes to watch: each of `monitor`, then every server of the testbed in
-/// `testbed` (or the default one) when the plan's URLs point at it.
+/// `testbed` (or the default one) when the plan's URLs point at it; at most [`MAX_WATCHED`],
+/// the most a results file holds.
 pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Result<Vec<Watch>, String> {
+    // Checked before each name is looked up (each reads the process table).
+    too_many(monitor.len())?;
     let dir = testbed.map_or_else(barrage_testbed::default_dir, Path::to_path_buf);
     let state = State::load(&dir).filter(|_| barrage_testbed::is_up(&dir));
     let mut out = Vec::new();
@@ -32,7 +36,15 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Resul
             }
         }
     }
+    too_many(out.len())?;
     Ok(out)
+}
+
+fn too_many(watched: usize) -> Result<(), String> {
+    match watched {
+        n if n > MAX_WATCHED => Err(format!("--monitor: {n} processes to watch, more than {MAX_WATCHED}")),
+        _ => Ok(()),
+    }
 }
 
 /// Whether any target URL is one of the testbed's.
