@@ -141,6 +141,104 @@ fn a_crafted_results_file_reads_in_bounded_memory() {
     assert!(warnings.contains("a record does not decode"), "{warnings}");
 }
 
+/// A record of the 64 MiB a record may take, holding five million empty server reply
+/// classes (11 bytes each): decoded before anything counted them, they took over a GiB.
+/// Refused from the list's length, the report costs the record's bytes and what it always
+/// does, and says why it stopped there.
+#[test]
+fn a_crafted_record_of_millions_of_tiny_entries_reads_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("replies.brg");
+    let n = 5_000_000;
+    let len = crafted_replies(&path, n);
+    let run = bounded(&["report", "--format", "json", path.to_str().unwrap()], None);
+    // What a report costs anyway, a debug build: some 20 MiB.
+    let bound = (len as u64 >> 10) + (64 << 10);
+    eprintln!("a record of {len} bytes: peak RSS {} KiB (bound {bound} KiB)", run.max_rss_kib);
+    let err = run.stderr();
+    assert_eq!(run.output.status.code(), Some(0), "{:?} {err}", run.output.status);
+    assert!(!err.contains("panicked"), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&run.output.stdout).unwrap();
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains("a record does not decode: 5000000 server reply classes, over the limit of 64"),
+        "{warnings}"
+    );
+    assert_eq!(json["requests"]["total"], 3, "the interval before it reads");
+    assert!(run.max_rss_kib < bound, "peak RSS {} KiB", run.max_rss_kib);
+}
+
+/// Writes a results file whose second interval holds `n` empty server reply classes;
+/// returns that record's length. The replies are an interval's last list, followed only by
+/// its watch sample (none: one byte), so the list's length is the record's next to last byte.
+fn crafted_replies(path: &std::path::Path, n: u64) -> usize {
+    use barrage_metrics::file::{ResultsWriter, MAGIC};
+    use barrage_metrics::{IntervalRecord, Mode, Outcome, Recorder, RunHeader, Sample, StepInfo};
+    let header = RunHeader {
+        barrage_version: "test".into(),
+        started_unix_ms: 0,
+        host: "h".into(),
+        boot_id: "b".into(),
+        mode: Mode::Open,
+        urls: vec!["http://127.0.0.1:1/".into()],
+        settings_json: "{}".into(),
+        steps: vec![StepInfo { label: "10/s".into(), start_ms: 0 }],
+        threads: 1,
+        insecure: false,
+        groups: Vec::new(),
+    };
+    let interval = |index: u32| {
+        let mut recorder = Recorder::new();
+        for ms in [5, 150, 420] {
+            recorder.record(&Sample {
+                intended: Duration::ZERO,
+                started: Duration::ZERO,
+                ended: Duration::from_millis(u64::from(index) * 1000 + ms),
+                phases: [None; 6],
+                outcome: Outcome::Status(200),
+                bytes_in: 1,
+                bytes_out: 1,
+                late: false,
+                cache: barrage_metrics::CacheStatus::Unknown,
+            });
+        }
+        let start_unix_ms = u64::from(index) * 1000;
+        IntervalRecord { index, start_unix_ms, length_ms: 1000, step: 0, recorder, watch: None }
+    };
+    let mut w = ResultsWriter::create(path, &header).unwrap();
+    w.write_interval(&interval(0)).unwrap();
+    w.write_interval(&interval(1)).unwrap();
+    drop(w);
+    let mut bytes = std::fs::read(path).unwrap();
+    // The last record: the second interval.
+    let mut at = MAGIC.len() + 2;
+    let last = loop {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        if at + 8 + len == bytes.len() {
+            break at;
+        }
+        at += 8 + len;
+    };
+    let mut payload = bytes.split_off(last + 8);
+    assert_eq!(payload.split_off(payload.len() - 2), [0, 0], "no replies, no watch sample");
+    let mut v = n;
+    while v >= 0x80 {
+        payload.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    payload.push(v as u8);
+    // An empty class: no name, no requests or failures, an empty histogram, no ticks, five
+    // flow counts at 0, no example.
+    payload.resize(payload.len() + 11 * n as usize, 0);
+    payload.push(0);
+    bytes.truncate(last);
+    bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    std::fs::write(path, bytes).unwrap();
+    payload.len()
+}
+
 #[test]
 fn error_messages_are_one_line_with_inputs_escaped_and_cut() {
     let long = format!("http://{}/", "a".repeat(100_000));

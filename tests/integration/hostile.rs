@@ -22,10 +22,12 @@ pub const MEMORY_LIMIT: u64 = 2 << 30;
 /// The longest any input may take, on a busy machine, in a debug build.
 pub const TIME_LIMIT: Duration = Duration::from_secs(20);
 
-/// What a bounded run gave: its output and how long it took.
+/// What a bounded run gave: its output, how long it took and the most memory it held.
 pub struct Bounded {
     pub output: Output,
     pub took: Duration,
+    /// Its peak resident memory (`ru_maxrss`), KiB.
+    pub max_rss_kib: u64,
 }
 
 impl Bounded {
@@ -48,6 +50,8 @@ pub fn run_bounded(mut cmd: Command, open_files: Option<u64>) -> Option<Bounded>
         });
     }
     let started = Instant::now();
+    // Reaped by `wait4`, for its peak memory, which `Child::wait` does not give.
+    #[allow(clippy::zombie_processes)]
     let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     // Read both pipes on threads so a chatty child never blocks on a full pipe.
     let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
@@ -59,21 +63,38 @@ pub fn run_bounded(mut cmd: Command, open_files: Option<u64>) -> Option<Bounded>
         })
     };
     let (out, err) = (read(Box::new(out)), read(Box::new(err)));
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
+    let (status, usage) = loop {
+        if let Some(done) = wait4(child.id(), libc::WNOHANG) {
+            break done;
         }
         if started.elapsed() > TIME_LIMIT {
             let _ = child.kill();
-            let _ = child.wait();
-            break None;
+            let _ = wait4(child.id(), 0);
+            return None;
         }
         // Polls the child's exit; synchronises nothing.
         std::thread::sleep(Duration::from_millis(20));
     };
     let took = started.elapsed();
-    let output = Output { status: status?, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
-    Some(Bounded { output, took })
+    let output = Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
+    Some(Bounded { output, took, max_rss_kib: usage.ru_maxrss as u64 })
+}
+
+/// Reaps child `pid` (`flags` 0: waiting for it), with its resource usage; `None` while it
+/// still runs.
+fn wait4(pid: u32, flags: i32) -> Option<(std::process::ExitStatus, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pointers to the locals above, alive for the call.
+    loop {
+        match unsafe { libc::wait4(pid as i32, &mut status, flags, &mut usage) } {
+            0 => return None,
+            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            -1 => panic!("wait4: {}", std::io::Error::last_os_error()),
+            _ => return Some((std::os::unix::process::ExitStatusExt::from_raw(status), usage)),
+        }
+    }
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, n: u64) -> std::io::Result<()> {
