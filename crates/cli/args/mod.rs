@@ -361,7 +361,9 @@ pub struct RunArgs {
 #[derive(Args, Debug, Clone)]
 pub struct TargetArgs {
     /// Target URLs (http or https), picked as --pick says (round robin by default). One URL
-    /// may be a template such as http://host/obj/{id}, with --objects N.
+    /// may be a template such as http://host/obj/{id}, with --objects N. Or a key-value
+    /// server: redis://host:port[/db], rediss://… (TLS) or memcache://host:port (see
+    /// Key-value below).
     #[arg(value_name = "URL", required_unless_present_any = ["targets", "urls_file", "scenario", "servers"])]
     pub urls: Vec<String>,
 }
