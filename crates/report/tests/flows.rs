@@ -5,12 +5,12 @@
 //! from a histogram of the same values recorded here: never from the code under test.
 
 mod common;
-use barrage_metrics::file::{GroupInfo, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::file::{GroupInfo, IntervalRecord, Mode, RunHeader, StepInfo};
 use barrage_metrics::recorder::{new_histogram, FlowFailure};
-use barrage_metrics::summary::{summarize, FlowSummary, LatencyStats};
+use barrage_metrics::summary::{FlowSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Figure, Report, Slo, StudyRow, StudyTable};
-use common::{row, us};
+use common::{row, summary_of, us, write_run};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -167,27 +167,12 @@ fn write(dir: &Path, name: &str, plan: Plan) -> PathBuf {
             },
         ],
     };
-    let mut w = ResultsWriter::create(&path, &header).unwrap();
-    for i in 0..SECONDS {
-        w.write_interval(&interval(i, plan)).unwrap();
-    }
-    w.finish(&RunFooter {
-        ended_unix_ms: START_MS + SECONDS * 1000 + 50,
-        attack_us: SECONDS * 1_000_000,
-        wait_us: 50_000,
-        ..Default::default()
-    })
-    .unwrap();
-    path
+    write_run(&path, &header, (0..SECONDS).map(|i| interval(i, plan)), 50_000)
 }
 
 /// The summary of one run of `plan` (or of several merged).
 fn summary(plans: &[Plan]) -> (tempfile::TempDir, RunSummary) {
-    let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> =
-        plans.iter().enumerate().map(|(n, p)| write(dir.path(), &format!("run{n}.brg"), *p)).collect();
-    let s = summarize(&paths).unwrap();
-    (dir, s)
+    summary_of(plans, write)
 }
 
 fn group<'a>(s: &'a RunSummary, name: &str) -> &'a FlowSummary {

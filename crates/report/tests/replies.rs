@@ -6,12 +6,12 @@
 //! never from the code under test.
 
 mod common;
-use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::file::{IntervalRecord, Mode, RunHeader, StepInfo};
 use barrage_metrics::recorder::new_histogram;
-use barrage_metrics::summary::{summarize, GroupSummary, LatencyStats};
+use barrage_metrics::summary::{GroupSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Page, Report};
-use common::{row, us};
+use common::{row, summary_of, us, write_run};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -117,27 +117,12 @@ fn write(dir: &Path, name: &str, run: Run) -> PathBuf {
         insecure: false,
         groups: Vec::new(),
     };
-    let mut w = ResultsWriter::create(&path, &header).unwrap();
-    for i in 0..SECONDS {
-        w.write_interval(&interval(run, i)).unwrap();
-    }
-    w.finish(&RunFooter {
-        ended_unix_ms: START_MS + SECONDS * 1000 + 20,
-        attack_us: SECONDS * 1_000_000,
-        wait_us: 20_000,
-        ..Default::default()
-    })
-    .unwrap();
-    path
+    write_run(&path, &header, (0..SECONDS).map(|i| interval(run, i)), 20_000)
 }
 
 /// The summary of `runs` merged (one run alone when there is one).
 fn summary(runs: &[Run]) -> (tempfile::TempDir, RunSummary) {
-    let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<PathBuf> =
-        runs.iter().enumerate().map(|(n, r)| write(dir.path(), &format!("run{n}.brg"), *r)).collect();
-    let s = summarize(&paths).unwrap();
-    (dir, s)
+    summary_of(runs, write)
 }
 
 fn class<'a>(s: &'a RunSummary, name: &str) -> &'a GroupSummary {

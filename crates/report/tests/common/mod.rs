@@ -239,3 +239,37 @@ pub fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
 pub fn us(v: u64) -> String {
     barrage_metrics::units::fmt_us(v as f64)
 }
+
+/// Writes the results file `path` of `header` and `intervals` (one a second, from the header's
+/// start), ending `wait_us` after the last.
+pub fn write_run(
+    path: &Path,
+    header: &RunHeader,
+    intervals: impl IntoIterator<Item = IntervalRecord>,
+    wait_us: u64,
+) -> PathBuf {
+    let mut w = ResultsWriter::create(path, header).unwrap();
+    let mut seconds = 0;
+    for interval in intervals {
+        w.write_interval(&interval).unwrap();
+        seconds += 1;
+    }
+    w.finish(&RunFooter {
+        ended_unix_ms: header.started_unix_ms + seconds * 1000 + wait_us / 1000,
+        attack_us: seconds * 1_000_000,
+        wait_us,
+        ..Default::default()
+    })
+    .unwrap();
+    path.to_path_buf()
+}
+
+/// The summary of one results file per run, each written by `write(dir, file name, run)`,
+/// merged; and the directory that holds them.
+pub fn summary_of<T: Copy>(runs: &[T], write: impl Fn(&Path, &str, T) -> PathBuf) -> (tempfile::TempDir, RunSummary) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> =
+        runs.iter().enumerate().map(|(n, r)| write(dir.path(), &format!("run{n}.brg"), *r)).collect();
+    let s = summarize(&paths).unwrap();
+    (dir, s)
+}
