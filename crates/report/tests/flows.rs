@@ -10,7 +10,7 @@ use barrage_metrics::recorder::{new_histogram, FlowFailure};
 use barrage_metrics::summary::{FlowSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Figure, Report, Slo, StudyRow, StudyTable};
-use common::{row, summary_of, us, write_run};
+use common::{cells, row, sheet, summary_of, us, write_run};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -276,17 +276,6 @@ fn the_step_columns_stay_out_of_a_run_without_flows() {
         Report::Run(&s).sheets().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         ["summary", "intervals", "by_name"]
     );
-}
-
-/// The sheet named `name` of a run's report.
-fn sheet(s: &RunSummary, name: &str) -> barrage_report::Sheet {
-    Report::Run(s).sheets().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no sheet {name}"))
-}
-
-/// `sheet`'s row whose first cell is `first`, by column title.
-fn cells(sheet: &barrage_report::Sheet, first: &str) -> std::collections::BTreeMap<String, Cell> {
-    let row = sheet.rows.iter().find(|r| r[0] == Cell::from(first)).unwrap_or_else(|| panic!("no row {first}"));
-    sheet.header.iter().cloned().zip(row.iter().cloned()).collect()
 }
 
 #[test]

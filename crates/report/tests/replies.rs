@@ -11,7 +11,7 @@ use barrage_metrics::recorder::new_histogram;
 use barrage_metrics::summary::{GroupSummary, LatencyStats};
 use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Page, Report};
-use common::{row, summary_of, us, write_run};
+use common::{cells, row, sheet, summary_of, us, write_run};
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -205,17 +205,6 @@ fn server_error_replies_are_warned_about_and_only_then() {
         Report::Run(&s).sheets().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         ["summary", "intervals", "by_name"]
     );
-}
-
-/// The sheet named `name` of a run's report.
-fn sheet(s: &RunSummary, name: &str) -> barrage_report::Sheet {
-    Report::Run(s).sheets().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no sheet {name}"))
-}
-
-/// `sheet`'s row whose first cell is `first`, by column title.
-fn cells(sheet: &barrage_report::Sheet, first: &str) -> std::collections::BTreeMap<String, Cell> {
-    let row = sheet.rows.iter().find(|r| r[0] == Cell::from(first)).unwrap_or_else(|| panic!("no row {first}"));
-    sheet.header.iter().cloned().zip(row.iter().cloned()).collect()
 }
 
 #[test]

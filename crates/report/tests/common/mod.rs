@@ -273,3 +273,16 @@ pub fn summary_of<T: Copy>(runs: &[T], write: impl Fn(&Path, &str, T) -> PathBuf
     let s = summarize(&paths).unwrap();
     (dir, s)
 }
+
+/// The sheet named `name` of a run's report.
+pub fn sheet(s: &RunSummary, name: &str) -> barrage_report::Sheet {
+    use barrage_report::Report;
+    Report::Run(s).sheets().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no sheet {name}"))
+}
+
+/// `sheet`'s row whose first cell is `first`, by column title.
+pub fn cells(sheet: &barrage_report::Sheet, first: &str) -> std::collections::BTreeMap<String, barrage_report::Cell> {
+    use barrage_report::Cell;
+    let row = sheet.rows.iter().find(|r| r[0] == Cell::from(first)).unwrap_or_else(|| panic!("no row {first}"));
+    sheet.header.iter().cloned().zip(row.iter().cloned()).collect()
+}
