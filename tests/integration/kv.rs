@@ -538,3 +538,21 @@ fn key_value_figures_agree_across_sweep_merge_compare_slo_and_retries() {
     assert_eq!((by_name(&s, "INCR").requests, by_name(&s, "INCR").failed), (60, 60));
     assert_eq!((retries.requests, retries.attempts), (40, 80), "{retries:?}");
 }
+
+/// `--bind` holds for key-value connections too: Redis lists barrage's clients at the
+/// address given (`CLIENT LIST`, asked mid-run).
+#[test]
+fn bind_makes_redis_connections_from_the_given_address() {
+    if !crate::util::require("redis-cli", barrage_testbed::program_path("redis-cli").is_some()) {
+        return;
+    }
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    let list = bed.dir().join("clients.txt");
+    let ask = format!("redis-cli -p {} client list > {}", addr.port(), list.display());
+    let args = [url.as_str(), "--bind", "127.0.0.3", "-c", "2", "-d", "1s", "--at", "500ms", &ask];
+    run_kv(bed.dir(), "bound", &[&args[..], &["--key-maximum", "9"]].concat());
+    let clients = std::fs::read_to_string(&list).unwrap();
+    let from: Vec<&str> = clients.lines().filter_map(|l| l.split(" addr=").nth(1)?.split(':').next()).collect();
+    assert_eq!(from.iter().filter(|a| **a == "127.0.0.3").count(), 2, "{clients}");
+}

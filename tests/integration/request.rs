@@ -206,3 +206,50 @@ fn large_bodies_stream_from_the_origin() {
     assert!(part.head.starts_with("HTTP/1.1 206"), "{}", part.head);
     assert_eq!((part.len, part.crc), (range.end - range.start, whole.crc));
 }
+
+/// `--bind 127.0.0.2`: every connection comes from that address (the server sees it as the
+/// peer); an address this machine does not have is refused
+/// before the run, exit 2.
+#[test]
+fn bind_makes_every_connection_from_the_given_address() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = peers.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            seen.lock().unwrap().push(conn.peer_addr().unwrap().ip());
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut chunk) {
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        if conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let url = format!("http://{addr}/");
+    let out =
+        crate::util::barrage().args(["run", &url, "--bind", "127.0.0.2", "-n", "20", "-c", "3"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let peers = peers.lock().unwrap().clone();
+    assert_eq!(peers.len(), 3, "one connection per worker: {peers:?}");
+    assert!(peers.iter().all(|p| p.to_string() == "127.0.0.2"), "{peers:?}");
+    for (bind, want) in [("192.0.2.1", "not a local address"), ("nonsense", "invalid --bind")] {
+        let out = crate::util::barrage().args(["run", &url, "--bind", bind, "-n", "1"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bind}: {stderr}");
+        assert!(stderr.contains(want) && stderr.trim().lines().count() == 1, "{bind}: {stderr}");
+    }
+}

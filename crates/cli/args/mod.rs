@@ -422,6 +422,11 @@ pub struct ConnectionArgs {
     /// Connect to ADDR for HOST:PORT, keeping the name for Host and SNI (as curl).
     #[arg(long, value_name = "HOST:PORT:ADDR", help_heading = "Connections")]
     pub resolve: Vec<Resolve>,
+    /// Make every connection from this local address (an interface of a multi-homed load
+    /// machine, or 127.0.0.N for one of several generators on one host), as curl's
+    /// --interface.
+    #[arg(long, value_name = "ADDR", value_parser = parse_bind, help_heading = "Connections")]
+    pub bind: Option<std::net::IpAddr>,
     /// Bound on one request, connecting included.
     #[arg(long, value_name = "DURATION", default_value = "30s", help_heading = "Connections")]
     pub timeout: PositiveDur,
@@ -477,6 +482,14 @@ pub struct KvArgs {
     /// libmemcached) or modulo.
     #[arg(long, value_name = "HOW", default_value = "ketama", value_parser = ["ketama", "modulo"], help_heading = "Key-value")]
     pub distribution: String,
+}
+
+/// `--bind`: an IP address (no port: each connection gets its own).
+fn parse_bind(s: &str) -> Result<std::net::IpAddr, String> {
+    s.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| format!("invalid --bind '{s}': expected a local IP address such as 127.0.0.2 or ::1"))
 }
 
 /// memtier's `--key-pattern`: `R`, `S` or `G`, optionally written twice (`R:R`).

@@ -148,6 +148,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         http2: c.http2,
         tls: TlsOptions { cacert: c.cacert.clone(), insecure: c.insecure },
         resolve: c.resolve.iter().map(|r| ((r.host.clone(), r.port), r.addr)).collect(),
+        bind: c.bind,
         timeout: c.timeout.0,
         connect_timeout: c.connect_timeout.0.min(c.timeout.0),
         threads: l.threads,
@@ -176,6 +177,11 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         kv: kv.map(|(_, kv, _)| std::sync::Arc::new(kv)),
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(local) = plan.bind {
+        // Refused now, not as every request's error: an address this machine does not have.
+        std::net::TcpListener::bind((local, 0))
+            .map_err(|e| anyhow::anyhow!("--bind {local}: not a local address of this machine ({e})"))?;
+    }
     if let (Some(s), Some(end)) = (plan.scenario.as_deref(), plan.attack_limit()) {
         for g in s.groups.iter().filter(|g| g.start >= end) {
             eprintln!(

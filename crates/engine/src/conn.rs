@@ -104,6 +104,8 @@ pub struct Connector {
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: bool,
     connect_timeout: Duration,
+    /// `--bind`: the local address connections are made from.
+    bind: Option<std::net::IpAddr>,
 }
 
 impl Connector {
@@ -116,7 +118,7 @@ impl Connector {
             (false, false) => &[b"http/1.1"],
         };
         let tls = if needs_tls { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
-        Ok(Connector { tls, http2: plan.http2, connect_timeout: plan.connect_timeout })
+        Ok(Connector { tls, http2: plan.http2, connect_timeout: plan.connect_timeout, bind: plan.bind })
     }
 
     /// Opens a connection, recording DNS, connect and TLS durations into `phases`.
@@ -169,7 +171,11 @@ impl Connector {
             }
         };
         let t = Instant::now();
-        let tcp = TcpStream::connect(addr).await.map_err(connect_failure)?;
+        let tcp = match self.bind {
+            None => TcpStream::connect(addr).await,
+            Some(local) => connect_from(local, addr).await,
+        }
+        .map_err(connect_failure)?;
         phases.set(Phase::Connect, t.elapsed());
         // Requests are small and latency is what we measure: never wait for Nagle.
         let _ = tcp.set_nodelay(true);
@@ -208,6 +214,20 @@ impl Connector {
             Failure::new(kind, e)
         })
     }
+}
+
+/// Connects to `addr` from `local` (any free port of it). A target of the other address
+/// family cannot be reached from it: refused as unreachable, with both addresses said.
+async fn connect_from(local: std::net::IpAddr, addr: SocketAddr) -> io::Result<TcpStream> {
+    if local.is_ipv4() != addr.is_ipv4() {
+        return Err(io::Error::new(
+            io::ErrorKind::NetworkUnreachable,
+            format!("{addr} cannot be reached from --bind {local} (another address family)"),
+        ));
+    }
+    let socket = if local.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.bind(SocketAddr::new(local, 0))?;
+    socket.connect(addr).await
 }
 
 async fn resolve(ep: &Endpoint) -> Result<SocketAddr, Failure> {

@@ -181,6 +181,10 @@ pub struct Plan {
     pub tls: TlsOptions,
     /// `--resolve host:port:addr` overrides, keyed by (host, port).
     pub resolve: HashMap<(String, u16), SocketAddr>,
+    /// `--bind ADDR`: the local address every connection is made from (a multi-homed load
+    /// machine's interface, or one loopback address per load generator); the system's
+    /// choice when `None`.
+    pub bind: Option<std::net::IpAddr>,
     /// Bound on one request, from its start to its last byte (connecting included).
     pub timeout: Duration,
     /// Bound on DNS + TCP connect + TLS handshake.
@@ -234,6 +238,7 @@ impl Plan {
             http2: false,
             tls: TlsOptions::default(),
             resolve: HashMap::new(),
+            bind: None,
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             threads: 0,

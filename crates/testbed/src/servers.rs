@@ -656,6 +656,9 @@ dir {dir}
 logfile \"\"
 # DEBUG SLEEP from loopback clients: a known server-side delay for tests.
 enable-debug-command local
+# It listens on loopback only; protected mode would also refuse clients from 127.0.0.N other
+# than 127.0.0.1 (load generators bound to their own loopback address with --bind).
+protected-mode no
 ",
         name = s.name,
         ip = s.listen.ip(),
