@@ -15,6 +15,7 @@ use rand::SeedableRng;
 /// (files that do not exist: only the flags are under test).
 const COMMANDS: &[(&[&str], &[&str])] = &[
     (&["run"], &["http://127.0.0.1:1/"]),
+    (&["run"], &["redis://127.0.0.1:1"]),
     (&["sweep"], &["http://127.0.0.1:1/"]),
     (&["capacity"], &["http://127.0.0.1:1/"]),
     (&["serve"], &[]),

@@ -64,6 +64,8 @@ const WORDS: &[&str] = &[
     "http://127.0.0.1:1/",
     "https://[::1]:8443/a?b=c",
     "http://h/obj/{id}",
+    "redis://127.0.0.1:1/2",
+    "memcache://127.0.0.1:1",
     "{id}",
     "zipf",
     "random",
@@ -129,7 +131,7 @@ pub fn plausible(value_name: &str) -> &'static [&'static str] {
         "PERCENT" => &["5%", "0%", "200%", "-1%"],
         "NAME" => &["x", "varnish", "X-Served-By", "origin-1", "Bad Name"],
         "FRACTION" => &["0.5", "0", "1", "1.5", "-0.1", "nan"],
-        "ADDR" => &["127.0.0.1:0", "[::1]:0", "0.0.0.0:0", "127.0.0.1:99999", "localhost:0"],
+        "ADDR" => &["127.0.0.1:0", "[::1]:0", "0.0.0.0:0", "127.0.0.1:99999", "localhost:0", "127.0.0.2", "::1"],
         "SIZE" => &["1k", "0", "64k", "1m", "1.5k", "2g"],
         "EXPR" => &["p99<100ms", "success>=99.9%", "throughput>1000", "errors<1%", "p99<", "p101<1s"],
         "DIST" => {
@@ -149,6 +151,14 @@ pub fn plausible(value_name: &str) -> &'static [&'static str] {
         "BOUND" => &["throughput<-5%", "p99>+10%", "throughput<-101%", "p99>10ms"],
         "'NAME: VALUE'" => &["X-A: b", "Authorization: Bearer t", "no-colon", "X-A: \r\nb"],
         "TEXT|@FILE" => &["hello", "@nonexistent", ""],
+        "URL,URL" => &["redis://127.0.0.1:2,redis://127.0.0.1:3", "memcache://h:1", "rediss://u:p@h/99x", ""],
+        "PROTOCOL" => &["resp2", "resp3", "memcache-text", "memcache-meta", "resp4"],
+        "SET:GET" => &["1:10", "0:1", "1:0", "0:0", "set:get=2:3", "1001:1"],
+        "TEXT" => &["memtier-", "a b", "", "k\r\n"],
+        "R|S|G" => &["R", "S:S", "G", "R:S", "Z"],
+        "SIZE:W,..." => &["32:1,1k:4", "32:0", "1g:1", "x"],
+        "MIN-MAX" => &["32-1k", "1k-32", "0-0", "1-99g"],
+        "'CMD ARGS'" => &["HSET h:{id} f {value}", "GET {id}{id}", "", "SET __key__ __data__"],
         _ => &[],
     }
 }
