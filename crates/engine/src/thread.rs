@@ -361,7 +361,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
             };
             let mb = idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
             let (target, id) = request_of(k, picker.next_index());
-            mb.job.set(Some(Job { intended, target, id, late, attempt: 1 }));
+            mb.job.set(Some(Job { intended, target, id, late, attempt: 1, starts_now: false }));
             mb.wake.notify_one();
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
             tokio::task::consume_budget().await;
@@ -449,11 +449,11 @@ async fn closed_loop(
                         // visit every target (or key) once per round.
                         let draw = if by_turn { k % space } else { picker.next_index() };
                         let (target, id) = request_of(k, draw);
-                        let job = Job { intended: now, target, id, late: false, attempt: 1 };
+                        let job = Job { intended: now, target, id, late: false, attempt: 1, starts_now: true };
                         slot.request(&w, job).await;
                     }
                     Work::Flows(g) => {
-                        let job = Job { intended: now, target: 0, id: 0, late: false, attempt: 1 };
+                        let job = Job { intended: now, target: 0, id: 0, late: false, attempt: 1, starts_now: false };
                         if !slot.flow(&w, g, job, iteration).await {
                             // Its feeder ran out and stops: so does the worker.
                             attack_end.set(attack_end.get().max(now));
