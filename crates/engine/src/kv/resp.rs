@@ -87,7 +87,14 @@ fn precheck(buf: &[u8], resp3: bool) -> Result<Option<Option<(Reply, usize)>>, P
     let Some((&kind, rest)) = head.split_first() else {
         return Err(ProtocolError::Unexpected("a RESP type byte"));
     };
-    if kind == b'*' && rest == b"-1" {
+    // A GET's nil: the commonest reply of a cold cache, told without the crate.
+    let nil = match kind {
+        b'*' | b'$' if !resp3 => rest == b"-1",
+        b'*' => rest == b"-1",
+        b'_' => resp3 && rest.is_empty(),
+        _ => false,
+    };
+    if nil {
         return Ok(Some(Some((Reply::Miss, head.len() + 2))));
     }
     if aggregate(kind, resp3).is_some() {
@@ -95,9 +102,14 @@ fn precheck(buf: &[u8], resp3: bool) -> Result<Option<Option<(Reply, usize)>>, P
     }
     if is_blob(kind, resp3) && rest != b"-1" {
         // The crate takes the two bytes after the data without looking at them.
-        let end = head.len() + 2 + length(rest)?;
+        let len = length(rest)?;
+        let end = head.len() + 2 + len;
         if buf.len() >= end + 2 && &buf[end..end + 2] != b"\r\n" {
             return Err(ProtocolError::Unexpected("CRLF after a bulk string"));
+        }
+        // A GET's value, whole: its length is all a slot counts (the crate would say the same).
+        if kind == b'$' && buf.len() >= end + 2 {
+            return Ok(Some(Some((Reply::Value { len }, end + 2))));
         }
     }
     Ok(None)
@@ -325,6 +337,26 @@ mod tests {
             let mut theirs = vec![0u8; frame.encode_len(false)];
             resp2::encode::encode_borrowed(&mut theirs, &frame, false).unwrap();
             prop_assert_eq!(&out[..], &theirs[..]);
+        }
+
+        #[test]
+        fn values_and_nils_parse_as_the_crate_does(data in proptest::collection::vec(any::<u8>(), 0..40), tail in proptest::collection::vec(any::<u8>(), 0..8)) {
+            // What the fast path tells without the crate: a whole bulk string and a nil, with
+            // whatever the next reply's bytes are after them.
+            let mut value = format!("${}\r\n", data.len()).into_bytes();
+            value.extend(&data);
+            value.extend(b"\r\n");
+            let used = value.len();
+            value.extend(&tail);
+            let Some((resp2::types::RangeFrame::BulkString(range), theirs)) = resp2::decode::decode_range(&value).unwrap() else {
+                panic!("the crate reads a bulk string");
+            };
+            prop_assert_eq!(parse_resp2(&value).unwrap(), Some((Reply::Value { len: range.1 - range.0 }, theirs)));
+            prop_assert_eq!(parse_resp3(&value).unwrap(), Some((Reply::Value { len: data.len() }, used)));
+            for (nil, parse) in [(&b"$-1\r\n"[..], parse_resp2 as Parser), (b"*-1\r\n", parse_resp2), (b"_\r\n", parse_resp3)] {
+                let wire = [nil, &tail[..]].concat();
+                prop_assert_eq!(parse(&wire).unwrap(), Some((Reply::Miss, nil.len())));
+            }
         }
 
         #[test]
