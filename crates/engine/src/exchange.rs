@@ -11,6 +11,7 @@ use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use http_body_util::{BodyExt, Full};
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Phase durations of one request, `None` where the phase did not happen.
@@ -260,14 +261,14 @@ fn encode_path(path: &str) -> String {
 }
 
 /// What one finished request yields besides its times.
-pub(crate) struct Done {
+pub(crate) struct Done<'a> {
     pub outcome: Outcome,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub cache: CacheStatus,
     /// The backend header's value (a reference-counted clone, no copy), or the key-value
     /// server that answered.
-    pub backend: Option<HeaderValue>,
+    pub backend: Option<Cow<'a, HeaderValue>>,
     /// A key-value server's error reply: its class and message.
     pub reply: Option<(crate::kv::ErrorClass, Box<str>)>,
     /// When the answer was complete, if the attempt knows (a key-value reply's parse): else
@@ -494,7 +495,7 @@ impl Slot {
                 (Some(k), Some(run), None) => Some(k.server(run)),
                 _ => None,
             };
-            let what = Logged { target, id, attempt: job.attempt, backend: backend.as_ref().or(meant.as_ref()), flow };
+            let what = Logged { target, id, attempt: job.attempt, backend: backend.as_deref().or(meant), flow };
             self.log(&mut log.borrow_mut(), w, &what, &sample);
         }
         outcome
@@ -615,7 +616,7 @@ impl Slot {
         log.borrow_mut().skipped(&row, w.start.elapsed());
     }
 
-    fn failed(&mut self, w: &Worker, f: Failure) -> Done {
+    fn failed(&mut self, w: &Worker, f: Failure) -> Done<'static> {
         // A connection that failed a request is not trusted with the next one.
         self.conn = None;
         let mut rec = w.recorder.borrow_mut();
@@ -640,7 +641,7 @@ impl Slot {
         id: u64,
         phases: &mut Phases,
         mut io: Option<&mut StepIo<'_>>,
-    ) -> Result<Done, Failure> {
+    ) -> Result<Done<'static>, Failure> {
         let fresh = self.connect_if_needed(w, t.endpoint, phases).await?;
         let written_before = self.bytes_out();
         match self.exchange_on_conn(w, t, id, phases, io.as_deref_mut()).await {
@@ -677,7 +678,7 @@ impl Slot {
         id: u64,
         phases: &mut Phases,
         mut io: Option<&mut StepIo<'_>>,
-    ) -> Result<Done, Failure> {
+    ) -> Result<Done<'static>, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
         let request = match io.as_deref_mut() {
@@ -693,7 +694,7 @@ impl Slot {
         phases.set(Phase::Wait, head_at - written);
         let status = resp.status().as_u16();
         let cache = w.plan.cache_rules.classify(resp.headers());
-        let backend = w.plan.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned();
+        let backend = w.plan.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned().map(Cow::Owned);
         // A step whose captures or checks read the response keeps what they read.
         let (keep_headers, keep_body) =
             io.as_deref().map_or((false, false), |io| (io.step.reads_headers(), io.step.reads_body()));

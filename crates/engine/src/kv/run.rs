@@ -163,8 +163,8 @@ pub(crate) struct SlotKv {
 impl SlotKv {
     /// The server the last command went to, as its figures name it: the request log shows
     /// a failure (refused, reset, timed out) against the server it was meant for.
-    pub(crate) fn server(&self, run: &KvRun) -> HeaderValue {
-        run.labels[self.server].clone()
+    pub(crate) fn server<'a>(&self, run: &'a KvRun) -> &'a HeaderValue {
+        &run.labels[self.server]
     }
 
     fn random(&mut self) -> u64 {
@@ -178,14 +178,14 @@ const MAX_ARGS: usize = 64;
 
 /// Sends target `target`'s command for key number `id` and waits for its reply.
 /// `started` is when the attempt began: `--timeout` counts from it, connecting included.
-pub(crate) async fn attempt(
+pub(crate) async fn attempt<'a>(
     k: &mut SlotKv,
     w: &Worker,
-    run: &KvRun,
+    run: &'a KvRun,
     (target, id): (usize, u64),
     started: std::time::Duration,
     phases: &mut Phases,
-) -> Result<Done, Failure> {
+) -> Result<Done<'a>, Failure> {
     let plan = &run.plan;
     let cmd = &plan.commands[target];
     let number = plan.key_min + id;
@@ -208,12 +208,19 @@ pub(crate) async fn attempt(
     let bytes_out =
         conn.submit(&k.cell, parse, deadline, |out| encode(out, plan.protocol, cmd, keys, ranges, value))?;
     let answer = k.cell.wait().await?;
-    Ok(done(answer, submitted, bytes_out, run.labels[server].clone(), phases))
+    // Borrowed: a clone would count a reference up and down per command.
+    Ok(done(answer, submitted, bytes_out, &run.labels[server], phases))
 }
 
 /// A command's reply as the engine records it: a value is a hit, a nil a miss (both 200),
 /// a server error its class's status (see [`ErrorClass::status`]).
-fn done(a: Answer, submitted: std::time::Duration, bytes_out: u64, backend: HeaderValue, phases: &mut Phases) -> Done {
+fn done<'a>(
+    a: Answer,
+    submitted: std::time::Duration,
+    bytes_out: u64,
+    backend: &'a HeaderValue,
+    phases: &mut Phases,
+) -> Done<'a> {
     let written = a.written.max(submitted);
     phases.set(Phase::Send, written - submitted);
     phases.set(Phase::Wait, a.first_byte.saturating_sub(written));
@@ -229,7 +236,7 @@ fn done(a: Answer, submitted: std::time::Duration, bytes_out: u64, backend: Head
         bytes_in: a.bytes_in,
         bytes_out,
         cache,
-        backend: Some(backend),
+        backend: Some(std::borrow::Cow::Borrowed(backend)),
         reply,
         ended: Some(a.done),
     }
