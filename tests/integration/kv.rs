@@ -556,3 +556,27 @@ fn bind_makes_redis_connections_from_the_given_address() {
     let from: Vec<&str> = clients.lines().filter_map(|l| l.split(" addr=").nth(1)?.split(':').next()).collect();
     assert_eq!(from.iter().filter(|a| **a == "127.0.0.3").count(), 2, "{clients}");
 }
+
+/// `capacity` over Redis: each probe delivers its rate, the search stops at `--max-rate`
+/// with every objective met, and the probes' commands are the ones Redis counted.
+#[test]
+fn capacity_over_redis_counts_what_redis_counted() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    assert_eq!(redis(addr, &["CONFIG", "RESETSTAT"]), "+OK");
+    let dir = bed.dir().join("capacity");
+    let out = barrage()
+        .args(["capacity", &url, "--slo", "success>=99%", "--step", "1s", "--start-rate", "500"])
+        .args(["--max-rate", "2000", "--connections", "4", "--key-maximum", "99", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("Capacity: 2000 req/s delivered and meets every objective"), "{stdout}");
+    let probes: Vec<std::path::PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(probes.len(), 3, "500, 1000, 2000/s: {probes:?}");
+    let sent: u64 = probes.iter().map(|p| summarize(std::slice::from_ref(p)).unwrap().requests.total).sum();
+    let info = redis(addr, &["INFO", "commandstats"]);
+    assert_eq!(sent, info_number(&info, "cmdstat_set") + info_number(&info, "cmdstat_get"), "{info}");
+}
