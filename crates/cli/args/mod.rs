@@ -356,6 +356,28 @@ pub struct RunArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// One run split over several load machines (heading: Scale-out).
+#[derive(Args, Debug, Clone, Default)]
+pub struct LaunchArgs {
+    /// Send shard I of N of the run (I from 0, so $JOB_COMPLETION_INDEX/N or
+    /// $SLURM_PROCID/$SLURM_NTASKS plug in): open loop, the arrivals k ≡ I mod N at their
+    /// times in the whole run; closed loop, this shard's part of -c; -n counts the whole
+    /// run. Give every shard the same flags; `barrage report` merges their files.
+    #[arg(long, value_name = "I/N", value_parser = |s: &str| s.parse::<barrage_plan::Shard>(), help_heading = "Scale-out")]
+    pub shard: Option<barrage_plan::Shard>,
+    /// Wait, then start at this time: RFC 3339 (2026-11-23T21:00:00Z) or Unix seconds. The
+    /// schedule counts from it, so shards started together align; refused when more than
+    /// 1s past.
+    #[arg(long, value_name = "TIME", value_parser = |s: &str| s.parse::<barrage_plan::units::StartAt>(), help_heading = "Scale-out")]
+    pub start_at: Option<barrage_plan::units::StartAt>,
+    /// This machine's clock minus the reference clock (+1.5ms, -300us), as the
+    /// orchestrator measured it; recorded with the run.
+    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true, value_parser = |s: &str| s.parse::<barrage_plan::units::ClockOffset>(), help_heading = "Scale-out")]
+    pub clock_offset: Option<barrage_plan::units::ClockOffset>,
 }
 /// What to send to: URLs, a target file or a URL list.
 #[derive(Args, Debug, Clone)]

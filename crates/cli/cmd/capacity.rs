@@ -44,6 +44,7 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     let step = run.load.step.take().map_or(DEFAULT_STEP, |s| s.0);
     run.load.rate = Some(RateSpec::Constant(start_rate));
     run.load.duration = Some(barrage_plan::units::PositiveDur(step));
+    super::plan::one_machine(run, "capacity")?;
     let mut base = super::plan::job(run)?;
     super::plan::one_group(&base.plan, "capacity")?;
     let dir = base.output.take();

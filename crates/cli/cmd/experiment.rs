@@ -158,6 +158,7 @@ fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
         if run.conn.cacert.is_none() && !run.conn.insecure {
             run.conn.cacert = bed.ca.clone();
         }
+        super::plan::one_machine(&run, "an experiment").map_err(|e| format!("{what}{e:#}"))?;
         super::plan::job(&run).map_err(|e| format!("{what}{e:#}"))
     };
     let main = job(&p.flags, "")?;

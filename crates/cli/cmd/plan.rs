@@ -21,7 +21,42 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
     job.log = a.output.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: a.output.log_sample });
     job.hdr_log = a.output.hdr_log.clone();
     job.redaction = redaction(&a.output);
+    if let Some(at) = a.launch.start_at {
+        at.wait_from(std::time::SystemTime::now()).map_err(anyhow::Error::msg)?;
+        job.start_at = Some(at.0);
+    }
+    job.clock_offset_us = a.launch.clock_offset.map(|c| c.0);
     Ok(job)
+}
+
+/// A study of several runs (`mode`) is not split or started at a time: each of its runs
+/// would be. Refused with the way to do it.
+pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
+    if a.launch.shard.is_some() || a.launch.start_at.is_some() {
+        anyhow::bail!(
+            "--shard and --start-at split and start one run; {mode} is a series of runs: split each run with `barrage run --shard`"
+        );
+    }
+    Ok(())
+}
+
+/// This shard's part of the run: refused when it would have nothing to do, or when the run
+/// is of a kind whose stream is not yet a function of the request number alone.
+fn shard(a: &RunArgs, plan: &Plan) -> anyhow::Result<barrage_plan::Shard> {
+    let Some(shard) = a.launch.shard else { return Ok(barrage_plan::Shard::WHOLE) };
+    if plan.scenario.is_some() && shard.is_split() {
+        // Flows draw from per-process counters ({{seq}}, sequential feeders): split, two
+        // shards would send the same users and ids.
+        anyhow::bail!("--shard {shard}: a --scenario cannot be split yet (its {{{{seq}}}} and feeders count per process)");
+    }
+    let (n, flag) = match &plan.load {
+        Load::Closed { concurrency, .. } => (*concurrency, "-c"),
+        Load::Open { max_in_flight, .. } => (*max_in_flight, "--max-in-flight"),
+    };
+    if shard.share(n as u64) == 0 {
+        anyhow::bail!("--shard {shard}: {flag} {n} leaves this shard nothing; give at least {} over {} shards", shard.count, shard.count);
+    }
+    Ok(shard)
 }
 
 /// An objective on a scenario's group or step that does not exist is refused before the
@@ -139,7 +174,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     }
     let c = &a.conn;
     let m = &a.measure;
-    let plan = Plan {
+    let mut plan = Plan {
         targets,
         load,
         duration,
@@ -175,8 +210,10 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         }),
         scenario,
         kv: kv.map(|(_, kv, _)| std::sync::Arc::new(kv)),
+        shard: barrage_plan::Shard::WHOLE,
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    plan.shard = shard(a, &plan)?;
     if let Some(local) = plan.bind {
         // Refused now, not as every request's error: an address this machine does not have.
         std::net::TcpListener::bind((local, 0))

@@ -44,6 +44,7 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
         Level::Rate(r) => (Some(RateSpec::Constant(r)), None, None),
         Level::Workers(n) => (None, Some(Levels(vec![n])), None),
     };
+    super::plan::one_machine(&a, "sweep")?;
     let mut base = super::plan::job(&a)?;
     super::plan::one_group(&base.plan, "sweep")?;
     // -o names a directory of level files.

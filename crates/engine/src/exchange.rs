@@ -34,8 +34,6 @@ pub struct Prepared {
     full_uri: Uri,
     headers: HeaderMap,
     body: barrage_plan::BodySource,
-    /// Requests sent with this target, to move a unique body's window.
-    sent: std::sync::atomic::AtomicU64,
     /// A URL template's path-and-query around `{id}`, filled per request.
     template: Option<IdTemplate>,
     /// The name, for the request log.
@@ -151,7 +149,6 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
                 full_uri,
                 headers,
                 body: barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len },
-                sent: std::sync::atomic::AtomicU64::new(0),
                 name: t.name.clone(),
                 url_text: redaction.url(&t.url_text()).into_owned(),
                 template: t.id_template.clone().map(|mut tpl| {
@@ -193,10 +190,11 @@ fn basic_auth(user_info: &str) -> HeaderValue {
 }
 
 impl Prepared {
-    fn request(&self, h2: bool, id: u64) -> http::Request<Full<Bytes>> {
+    /// The request of `id` (a template's), the stream's request `number`.
+    fn request(&self, h2: bool, id: u64, number: u64) -> http::Request<Full<Bytes>> {
         let body = match self.body.unique_len {
             None => self.body.bytes.clone(),
-            Some(_) => self.body.body(self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+            Some(_) => self.body.body(number),
         };
         let mut req = http::Request::new(Full::new(body));
         *req.method_mut() = self.method.clone();
@@ -214,7 +212,7 @@ impl Prepared {
     /// The request of a flow's step: the target's, with what the flow's variables fill.
     fn flow_request(&self, h2: bool, io: &mut StepIo<'_>) -> Result<http::Request<Full<Bytes>>, Failure> {
         let (step, st) = (io.step, &mut *io.state);
-        let mut req = self.request(h2, 0);
+        let mut req = self.request(h2, 0, 0);
         let bad = |what: &str| Failure::new(ErrorKind::Other, format!("step {}: {what}", step.name));
         if let Some(path) = &step.path {
             let path = encode_path(&path.fill_string(st));
@@ -365,6 +363,10 @@ pub struct Job {
     pub target: u64,
     /// A template's id.
     pub id: u64,
+    /// Its number in the whole run's request stream (`k`, see [`barrage_plan::Picker`]):
+    /// what it sends beyond target and id (a unique body's window, a value's size) is drawn
+    /// from it, so a split run sends what the unsplit one would.
+    pub number: u64,
     /// Could not start on time because every slot was busy.
     pub late: bool,
     /// Attempt number: 1, then 2, 3… for retries.
@@ -428,16 +430,17 @@ impl Slot {
             (all, Some(io)) => (&all[io.step.target], 0),
             (all, None) => (&all[job.target as usize], job.id),
         };
+        let what = (id, job.number);
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
         let res = match (&mut self.kv, &w.kv) {
             // Its connection keeps the timeout (one timer per connection, not per command).
             (Some(k), Some(run)) => {
-                Ok(crate::kv::attempt(k, w, run, (job.target as usize, id), started, &mut phases).await)
+                Ok(crate::kv::attempt(k, w, run, (job.target as usize, what), started, &mut phases).await)
             }
             _ => {
-                tokio::time::timeout(w.plan.timeout, self.attempt(w, target, id, &mut phases, io.as_deref_mut())).await
+                tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await
             }
         };
         let Done { outcome, bytes_in, bytes_out, cache, backend, reply, ended } = match res {
@@ -534,6 +537,7 @@ impl Slot {
                 intended,
                 target: step.target as u64,
                 id: 0,
+                number: job.number,
                 late: job.late && index == 0,
                 attempt: 1,
                 starts_now: false,
@@ -634,17 +638,18 @@ impl Slot {
         }
     }
 
+    /// `what`: the template's id and the request's number in the stream.
     async fn attempt(
         &mut self,
         w: &Worker,
         t: &Prepared,
-        id: u64,
+        what: (u64, u64),
         phases: &mut Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
         let fresh = self.connect_if_needed(w, t.endpoint, phases).await?;
         let written_before = self.bytes_out();
-        match self.exchange_on_conn(w, t, id, phases, io.as_deref_mut()).await {
+        match self.exchange_on_conn(w, t, what, phases, io.as_deref_mut()).await {
             // A kept-alive connection the server had closed before answering anything (while
             // idle, or on reading this request): the request goes once more on a new
             // connection, as browsers and hyper's pool do, if nothing of it went out or its
@@ -658,7 +663,7 @@ impl Slot {
                 if let Some(io) = io.as_deref_mut() {
                     io.reset();
                 }
-                let mut done = self.exchange_on_conn(w, t, id, phases, io).await?;
+                let mut done = self.exchange_on_conn(w, t, what, phases, io).await?;
                 done.bytes_out += written;
                 Ok(done)
             }
@@ -675,14 +680,14 @@ impl Slot {
         &mut self,
         w: &Worker,
         t: &Prepared,
-        id: u64,
+        (id, number): (u64, u64),
         phases: &mut Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
         let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
         let request = match io.as_deref_mut() {
-            None => t.request(conn.is_h2(), id),
+            None => t.request(conn.is_h2(), id, number),
             Some(io) => t.flow_request(conn.is_h2(), io)?,
         };
         let sent_at = w.start.elapsed();

@@ -37,7 +37,7 @@ pub use barrage_plan::{
 };
 pub use tokio_util::sync::CancellationToken;
 
-use barrage_metrics::file::{FileError, IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::file::{FileError, IntervalRecord, Launch, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::secrets::Redaction;
 use barrage_metrics::Recorder;
 use std::cell::{Cell, RefCell};
@@ -85,6 +85,14 @@ pub struct RunSpec {
     /// How secrets are kept out of the results file and the request log (URLs, error
     /// examples, `--at` commands); `settings_json` is the caller's, redacted by it.
     pub redaction: Redaction,
+    /// `--start-at`: the schedule's zero, on the wall clock; the run waits for it (cancelled
+    /// by `stop`). At most a moment past (the caller checks how far): the schedule still
+    /// counts from it, and what is late for it is measured late.
+    pub start_at: Option<SystemTime>,
+    /// `--clock-offset`, µs: recorded.
+    pub clock_offset_us: Option<i64>,
+    /// What the shards of one run must share (see [`barrage_metrics::file::Launch`]).
+    pub plan_digest: String,
 }
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
@@ -102,10 +110,12 @@ pub fn run(
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
     let (targets, endpoints) = exchange::prepare(&plan, &spec.redaction);
     let threads = plan.thread_count();
-    // Threads start at a common instant slightly ahead, so none begins behind schedule.
-    let start = Instant::now() + Duration::from_millis(20);
-    let started_unix_ms = unix_ms(SystemTime::now()) + 20;
-    let header = header(&plan, spec, started_unix_ms, threads);
+    let (start, mut launch) = start(spec, &stop);
+    launch.shard = plan.shard.is_split().then_some((plan.shard.index, plan.shard.count));
+    // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
+    let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
+    let started_unix_ms = start_unix_us / 1000;
+    let header = header(&plan, spec, started_unix_ms, threads, launch);
     let mut writer = ResultsWriter::create(&spec.output, &header)?;
     let log = match &spec.log {
         Some(l) => Some(reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))?),
@@ -129,7 +139,7 @@ pub fn run(
             kv: kv.clone(),
             connector: connector.clone(),
             start,
-            start_unix_us: started_unix_ms * 1000,
+            start_unix_us,
             attack_limit,
             stop: stop.clone(),
             recorder: RefCell::new(Recorder::new()),
@@ -168,11 +178,52 @@ pub fn run(
     Ok(footer)
 }
 
-fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+fn unix_us(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
-fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> RunHeader {
+/// Lead of the common start over the moment it is fixed: the threads are spawned and
+/// waiting by then, so none begins behind schedule.
+const LEAD: Duration = Duration::from_millis(20);
+
+/// When the run starts (every thread's time zero) and how it was launched. With
+/// `--start-at`, waits (in steps, so `stop` ends the wait) until just before it; the start
+/// is then the asked time, on the monotonic clock, even when the process came a moment late.
+fn start(spec: &RunSpec, stop: &CancellationToken) -> (Instant, Launch) {
+    let Some(at) = spec.start_at else {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let launch = Launch {
+            shard: None,
+            plan_digest: spec.plan_digest.clone(),
+            start_at_unix_us: None,
+            ready_unix_us: unix_us(wall + LEAD),
+            clock_offset_us: spec.clock_offset_us,
+        };
+        return (now + LEAD, launch);
+    };
+    while let Ok(ahead) = at.duration_since(SystemTime::now()) {
+        if ahead <= LEAD || stop.is_cancelled() {
+            break;
+        }
+        std::thread::sleep((ahead - LEAD).min(Duration::from_millis(100)));
+    }
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let start = match at.duration_since(wall) {
+        Ok(ahead) => now + ahead,
+        // Come late: the schedule still counts from the asked time.
+        Err(late) => now.checked_sub(late.duration()).unwrap_or(now),
+    };
+    let launch = Launch {
+        shard: None,
+        plan_digest: spec.plan_digest.clone(),
+        start_at_unix_us: Some(unix_us(at)),
+        ready_unix_us: unix_us(wall.max(at)),
+        clock_offset_us: spec.clock_offset_us,
+    };
+    (start, launch)
+}
+
+fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, launch: Launch) -> RunHeader {
     let groups = plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default();
     let (mode, mut steps) = match &plan.load {
         Load::Open { pacer, .. } => {
@@ -209,6 +260,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize) -> 
         threads: threads as u32,
         insecure: plan.tls.insecure,
         groups,
+        launch,
     }
 }
 

@@ -44,7 +44,7 @@ impl LogSpec {
     }
 }
 
-const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome";
+const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome,intended_unix_us";
 
 /// The writer thread and what the engine threads share with it.
 pub struct RequestLog {
@@ -182,7 +182,7 @@ impl LogHandle {
                 self.buf.push(b',');
                 csv_field(&mut self.buf, row.url);
                 // Attempt 0; status to corrected_us (14 fields) empty.
-                let _ = writeln!(self.buf, ",0{},{},{},{}", ",".repeat(14), flow.id, flow.step, flow.outcome);
+                let _ = writeln!(self.buf, ",0{},{},{},{},", ",".repeat(14), flow.id, flow.step, flow.outcome);
             }
             LogFormat::JsonLines => {
                 let text = serde_json::json!({
@@ -262,10 +262,17 @@ fn csv_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
     let _ = write!(out, ",{},{}", s.service().as_micros(), s.corrected().as_micros());
     match &row.flow {
         Some(f) => {
-            let _ = writeln!(out, ",{},{},{}", f.id, f.step, f.outcome);
+            let _ = write!(out, ",{},{},{}", f.id, f.step, f.outcome);
         }
-        None => out.extend_from_slice(b",,,\n"),
+        None => out.extend_from_slice(b",,,"),
     }
+    let _ = writeln!(out, ",{}", intended_unix_us(row, s));
+}
+
+/// When the request was due, on the wall clock: with `--start-at`, the same instant for
+/// request k in whichever shard sent it.
+fn intended_unix_us(row: &Row<'_>, s: &Sample) -> u64 {
+    row.run_start_unix_us + s.intended.as_micros() as u64
 }
 
 fn json_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
@@ -306,6 +313,7 @@ fn json_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
         }
     }
     let _ = write!(out, ",\"service_us\":{},\"corrected_us\":{}", s.service().as_micros(), s.corrected().as_micros());
+    let _ = write!(out, ",\"intended_unix_us\":{}", intended_unix_us(row, s));
     if let Some(f) = &row.flow {
         let _ = write!(out, ",\"flow_id\":{},\"step_index\":{},\"outcome\":", f.id, f.step);
         string(out, f.outcome);

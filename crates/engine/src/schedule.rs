@@ -67,7 +67,7 @@ pub struct Schedule<'p> {
     pacer: &'p Pacer,
     /// The next request of this thread's share.
     next: u64,
-    /// Distance between two requests of this thread (the number of threads).
+    /// Distance between two requests of this thread (the number of lanes: threads × shards).
     step: u64,
     /// Slots: at most this many requests in flight.
     bound: usize,
@@ -84,20 +84,21 @@ pub struct Schedule<'p> {
 }
 
 impl<'p> Schedule<'p> {
-    /// Thread `thread` of `threads` following `pacer`, with `bound` slots (at least one),
-    /// until `limit` or after `total` requests of the whole run, whichever comes first.
+    /// Lane `lane` of `lanes` following `pacer` (requests lane, lane + lanes, ...: a thread
+    /// of a shard), with `bound` slots (at least one), until `limit` or after `total`
+    /// requests of the whole run, whichever comes first.
     pub fn new(
         pacer: &'p Pacer,
-        thread: usize,
-        threads: usize,
+        lane: u64,
+        lanes: u64,
         bound: usize,
         limit: Option<Duration>,
         total: Option<u64>,
     ) -> Self {
         Schedule {
             pacer,
-            next: thread as u64,
-            step: threads.max(1) as u64,
+            next: lane,
+            step: lanes.max(1),
             bound: bound.max(1),
             limit,
             total,

@@ -125,15 +125,25 @@ impl Worker {
         }
     }
 
-    /// This thread's part of `n` (slots, workers, requests) split evenly over the threads.
+    /// This thread's part of `n` (slots, workers, requests) of the whole run: the shard's
+    /// part (`--shard`), split evenly over the threads.
     fn share(&self, n: usize) -> usize {
+        let n = self.plan.shard.share(n as u64) as usize;
         n / self.threads + usize::from(self.index < n % self.threads)
     }
 
-    /// The picker of one client (an open-loop thread, or a closed-loop worker).
-    fn picker(&self, client: usize, clients: usize) -> Picker {
+    /// This thread's lane of the run's request numbers: it owns k = lane + j × lanes. The
+    /// shards' threads interleave, so together they own every number once.
+    fn lane(&self) -> (u64, u64) {
+        let shard = self.plan.shard;
+        let lanes = u64::from(shard.count) * self.threads as u64;
+        (u64::from(shard.index) + u64::from(shard.count) * self.index as u64, lanes)
+    }
+
+    /// What request k asks for: the same in every thread and every shard.
+    fn picker(&self) -> Picker {
         let plan = &self.plan;
-        Picker::new(&plan.pick, plan.pick_space(), plan.seed, client as u64, clients as u64, plan.hit_ratio)
+        Picker::new(&plan.pick, plan.pick_space(), plan.seed, plan.hit_ratio)
     }
 }
 
@@ -213,7 +223,8 @@ async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> Lo
             open_loop(w, pacer, w.share(*max_in_flight) * per_conn, window, work).await
         }
         Load::Closed { concurrency, think_time } => {
-            let workers = (w.share(*concurrency) * per_conn, *concurrency * per_conn);
+            let shard_workers = w.plan.shard.share(*concurrency as u64) as usize;
+            let workers = (w.share(*concurrency) * per_conn, shard_workers * per_conn);
             closed_loop(w, workers, *think_time, window, work).await
         }
     }
@@ -228,7 +239,7 @@ fn kv_groups(w: &Worker) -> Option<crate::kv::Groups> {
 fn new_slot(w: &Worker, groups: &mut Option<crate::kv::Groups>, i: usize, number: usize) -> Slot {
     let slot = Slot::new(number);
     match groups {
-        Some(g) => slot.with_kv(g.slot(i, w.plan.seed ^ number as u64)),
+        Some(g) => slot.with_kv(g.slot(i, w.plan.seed)),
         None => slot,
     }
 }
@@ -269,9 +280,9 @@ struct Mailbox {
     wake: Notify,
 }
 
-/// Open loop: this thread sends requests `index`, `index + threads`, ... of the global
-/// schedule, so the threads together follow it exactly and round-robin over targets stays
-/// exact too. The [`Schedule`] decides; this only carries its decisions out.
+/// Open loop: this thread sends the requests of its lane of the global schedule (`index`,
+/// `index + threads`, ... when the run is not split), so the threads (and shards) together
+/// follow it exactly. The [`Schedule`] decides; this only carries its decisions out.
 async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, work: Work) -> LoadOutcome {
     let slots = slots.max(1);
     let idle: Rc<RefCell<Vec<Rc<Mailbox>>>> = Rc::new(RefCell::new(Vec::with_capacity(slots)));
@@ -316,7 +327,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
         Work::Flows(_) => None,
     };
     let limit = window.end.map(|e| e.saturating_sub(base));
-    let mut schedule = Schedule::new(pacer, w.index, w.threads, slots, limit, count);
+    let (lane, lanes) = w.lane();
+    let mut schedule = Schedule::new(pacer, lane, lanes, slots, limit, count);
     let mut timer = PreciseTimer::new();
     let end_of_attack = async {
         match window.end {
@@ -325,9 +337,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
         }
     };
     let mut end_of_attack = std::pin::pin!(end_of_attack);
-    // Each thread is one client of the pick stream; round robin interleaves the threads
-    // exactly (thread i takes targets i, i+T, ...), like the schedule itself.
-    let mut picker = w.picker(w.index, w.threads).interleaved(w.threads as u64);
+    let picker = w.picker();
     let request_of = w.plan.request_of();
     let run = async {
         // A group's window opens later: waited for here, where Ctrl-C is raced.
@@ -360,8 +370,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Done { attack_end } => break base + attack_end,
             };
             let mb = idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
-            let (target, id) = request_of(k, picker.next_index());
-            mb.job.set(Some(Job { intended, target, id, late, attempt: 1, starts_now: false }));
+            let (target, id) = request_of(k, picker.at(k));
+            mb.job.set(Some(Job { intended, target, id, number: k, late, attempt: 1, starts_now: false }));
             mb.wake.notify_one();
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
             tokio::task::consume_budget().await;
@@ -403,15 +413,14 @@ async fn closed_loop(
     let mut handles = Vec::with_capacity(workers);
     let request_of = w.plan.request_of();
     let turn = Rc::new(Cell::new(0u64));
-    let by_turn = w.plan.pick == barrage_plan::Pick::RoundRobin && w.plan.hit_ratio.is_none();
-    let space = w.plan.pick_space().max(1);
+    let (lane, lanes) = w.lane();
     let mut groups = kv_groups(w);
     for i in 0..workers {
         // Every worker is a client with its own stream (global number: thread + i × threads).
         let number = w.index + i * w.threads;
         let mut slot = new_slot(w, &mut groups, i, number);
         let (w, quota, attack_end, turn) = (w.clone(), quota.clone(), attack_end.clone(), turn.clone());
-        let mut picker = w.picker(number, all_workers);
+        let picker = w.picker();
         let first = window.start + ramp.mul_f64(number as f64 / all_workers.max(1) as f64);
         handles.push(tokio::task::spawn_local(async move {
             let mut iteration = 0;
@@ -439,21 +448,20 @@ async fn closed_loop(
                 }
                 match work {
                     Work::Requests => {
-                        // The thread's requests take turns k = thread + j × threads in the
-                        // order they start, so the threads' turns together are 0, 1, 2, …
-                        // and rounds are exact over the run, whichever worker is free first
-                        // (with `-n 5500`, exactly 500 SETs of `--ratio 1:10`).
-                        let k = w.index as u64 + turn.get() * w.threads as u64;
+                        // The thread's requests take the numbers of its lane in the order
+                        // they start, so the threads' (and shards') numbers together are
+                        // 0, 1, 2, … and rounds are exact over the run, whichever worker is
+                        // free first (with `-n 5500`, exactly 500 SETs of `--ratio 1:10`,
+                        // and round robin visits every target once per round).
+                        let k = lane + turn.get() * lanes;
                         turn.set(turn.get() + 1);
-                        // Round robin goes round by the same turns: together the workers
-                        // visit every target (or key) once per round.
-                        let draw = if by_turn { k % space } else { picker.next_index() };
-                        let (target, id) = request_of(k, draw);
-                        let job = Job { intended: now, target, id, late: false, attempt: 1, starts_now: true };
+                        let (target, id) = request_of(k, picker.at(k));
+                        let job = Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true };
                         slot.request(&w, job).await;
                     }
                     Work::Flows(g) => {
-                        let job = Job { intended: now, target: 0, id: 0, late: false, attempt: 1, starts_now: false };
+                        let job =
+                            Job { intended: now, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false };
                         if !slot.flow(&w, g, job, iteration).await {
                             // Its feeder ran out and stops: so does the worker.
                             attack_end.set(attack_end.get().max(now));

@@ -27,6 +27,11 @@
 //! Version 6 added the server error replies of key-value stores: each recorder's replies
 //! per class (`ERR`, `MOVED`, `SERVER_ERROR`, ...) with an example each. Version 5 files
 //! read with none (module `v5`).
+//!
+//! Version 7 added how a run was launched: its shard of a split run (`--shard`), a digest
+//! of the plan the shards must share, the start asked for (`--start-at`) and the actual
+//! one, and the clock offset an orchestrator measured. Version 6 files read as unsplit runs
+//! started when they say (module `v6`).
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -40,7 +45,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 6;
+pub const FORMAT_VERSION: u16 = 7;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -133,6 +138,29 @@ pub struct RunHeader {
     /// The groups of a scenario (`--scenario`): what each was asked to do, and when.
     #[serde(deserialize_with = "bounded::vec::<GroupLimit, _, _>")]
     pub groups: Vec<GroupInfo>,
+    /// How the run was split and started.
+    pub launch: Launch,
+}
+
+/// How a run was launched: which shard of a split run it is (`--shard i/N`), and when it
+/// was asked to start and did (`--start-at`). Merging shard files checks them against
+/// each other: every shard once, all of one plan.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    /// `--shard i/N`: (i, N); `None` for an unsplit run.
+    pub shard: Option<(u32, u32)>,
+    /// A digest of the plan (the settings without what may differ between shards: the
+    /// shard, the source address, the thread count, the start): shards of one run share it.
+    pub plan_digest: String,
+    /// `--start-at`: the start asked for, µs since the Unix epoch. The schedule counts from
+    /// it, so shards started together align to the microsecond.
+    pub start_at_unix_us: Option<u64>,
+    /// When the engine was ready to send, µs since the Unix epoch: the asked start, or
+    /// later when the process came late to it.
+    pub ready_unix_us: u64,
+    /// `--clock-offset`: this machine's clock minus the reference, µs, as the orchestrator
+    /// measured it.
+    pub clock_offset_us: Option<i64>,
 }
 
 limit!(UrlLimit = MAX_RUN_URLS, "URLs");
@@ -466,9 +494,75 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
         3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
         4 => postcard::from_bytes::<v4::Record>(&payload).map(Record::from),
         5 => postcard::from_bytes::<v5::Record>(&payload).map(Record::from),
+        6 => postcard::from_bytes::<v6::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
     record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
+}
+
+/// The records of format version 6, as they were, read into today's: a header without how
+/// the run was launched.
+mod v6 {
+    use crate::bounded;
+    use crate::watch::EventRecord;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Clone, Serialize, Deserialize)]
+    pub(super) struct RunHeader {
+        pub barrage_version: String,
+        pub started_unix_ms: u64,
+        pub host: String,
+        pub boot_id: String,
+        pub mode: super::Mode,
+        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
+        pub urls: Vec<String>,
+        pub settings_json: String,
+        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
+        pub steps: Vec<super::StepInfo>,
+        pub threads: u32,
+        pub insecure: bool,
+        #[serde(deserialize_with = "bounded::vec::<super::GroupLimit, _, _>")]
+        pub groups: Vec<super::GroupInfo>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(RunHeader),
+        Interval(super::IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<RunHeader> for super::RunHeader {
+        fn from(h: RunHeader) -> Self {
+            super::RunHeader {
+                barrage_version: h.barrage_version,
+                started_unix_ms: h.started_unix_ms,
+                host: h.host,
+                boot_id: h.boot_id,
+                mode: h.mode,
+                urls: h.urls,
+                settings_json: h.settings_json,
+                steps: h.steps,
+                threads: h.threads,
+                insecure: h.insecure,
+                groups: h.groups,
+                launch: super::Launch { ready_unix_us: h.started_unix_ms * 1000, ..Default::default() },
+            }
+        }
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h.into()),
+                Record::Interval(i) => super::Record::Interval(i),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
 }
 
 /// The records of format version 5, as they were, read into today's: recorders without
@@ -491,7 +585,7 @@ mod v5 {
     #[derive(Serialize, Deserialize)]
     #[allow(clippy::large_enum_variant)]
     pub(super) enum Record {
-        Header(super::RunHeader),
+        Header(super::v6::RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
         Footer(super::RunFooter),
@@ -500,7 +594,7 @@ mod v5 {
     impl From<Record> for super::Record {
         fn from(r: Record) -> Self {
             match r {
-                Record::Header(h) => super::Record::Header(h),
+                Record::Header(h) => super::Record::Header(h.into()),
                 Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
                     index: i.index,
                     start_unix_ms: i.start_unix_ms,
@@ -552,7 +646,7 @@ mod v4 {
 
     impl From<RunHeader> for super::RunHeader {
         fn from(h: RunHeader) -> Self {
-            super::RunHeader {
+            super::v6::RunHeader {
                 barrage_version: h.barrage_version,
                 started_unix_ms: h.started_unix_ms,
                 host: h.host,
@@ -565,6 +659,7 @@ mod v4 {
                 insecure: h.insecure,
                 groups: Vec::new(),
             }
+            .into()
         }
     }
 
@@ -677,19 +772,22 @@ mod v3 {
     impl From<Record> for super::Record {
         fn from(r: Record) -> Self {
             match r {
-                Record::Header(h) => super::Record::Header(super::RunHeader {
-                    barrage_version: h.barrage_version,
-                    started_unix_ms: h.started_unix_ms,
-                    host: h.host,
-                    boot_id: String::new(),
-                    mode: h.mode,
-                    urls: h.urls,
-                    settings_json: h.settings_json,
-                    steps: h.steps,
-                    threads: h.threads,
-                    insecure: h.insecure,
-                    groups: Vec::new(),
-                }),
+                Record::Header(h) => super::Record::Header(
+                    super::v6::RunHeader {
+                        barrage_version: h.barrage_version,
+                        started_unix_ms: h.started_unix_ms,
+                        host: h.host,
+                        boot_id: String::new(),
+                        mode: h.mode,
+                        urls: h.urls,
+                        settings_json: h.settings_json,
+                        steps: h.steps,
+                        threads: h.threads,
+                        insecure: h.insecure,
+                        groups: Vec::new(),
+                    }
+                    .into(),
+                ),
                 Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
                     index: i.index,
                     start_unix_ms: i.start_unix_ms,
@@ -861,6 +959,7 @@ mod tests {
             threads: 1,
             insecure: false,
             groups: Vec::new(),
+            launch: Default::default(),
         }
     }
 
@@ -1029,7 +1128,7 @@ mod tests {
         };
         write_old(&p, 3, &[v3::Record::Header(old_header), v3::Record::Interval(old_interval)]);
         let mut r = ResultsReader::open(&p).unwrap();
-        assert_eq!(r.header(), &RunHeader { boot_id: String::new(), ..h });
+        assert_eq!(r.header(), &RunHeader { boot_id: String::new(), launch: unsplit(&h), ..h });
         let got = r.next_interval().unwrap();
         assert_eq!(got.recorder, i.recorder);
         let w = got.watch.unwrap();
@@ -1041,6 +1140,51 @@ mod tests {
     }
 
     /// Writes `records` as a file of an older format `version` did.
+    /// `h` as a version 6 header: without its launch.
+    fn as_v6(h: &RunHeader) -> v6::RunHeader {
+        let h = h.clone();
+        v6::RunHeader {
+            barrage_version: h.barrage_version,
+            started_unix_ms: h.started_unix_ms,
+            host: h.host,
+            boot_id: h.boot_id,
+            mode: h.mode,
+            urls: h.urls,
+            settings_json: h.settings_json,
+            steps: h.steps,
+            threads: h.threads,
+            insecure: h.insecure,
+            groups: h.groups,
+        }
+    }
+
+    /// The launch a file from before version 7 reads with: unsplit, ready when it started.
+    fn unsplit(h: &RunHeader) -> Launch {
+        Launch { ready_unix_us: h.started_unix_ms * 1000, ..Default::default() }
+    }
+
+    /// A file written before launches (format version 6) reads back as an unsplit run,
+    /// ready when it started.
+    #[test]
+    fn version_6_files_read_as_unsplit_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v6.brg");
+        let h = header(6_000);
+        let i = interval(0, 6_000, 3);
+        let footer = RunFooter { attack_us: 9, ..Default::default() };
+        write_old(
+            &p,
+            6,
+            &[v6::Record::Header(as_v6(&h)), v6::Record::Interval(i.clone()), v6::Record::Footer(footer.clone())],
+        );
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &RunHeader { launch: unsplit(&h), ..h });
+        assert_eq!(r.header().launch.shard, None);
+        assert_eq!(r.next_interval().unwrap(), i);
+        assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
+        assert_eq!(r.footer(), Some(&footer));
+    }
+
     fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&version.to_le_bytes());
@@ -1082,7 +1226,7 @@ mod tests {
         };
         write_old(&p, 4, &[v4::Record::Header(old_header), v4::Record::Interval(old_interval)]);
         let mut r = ResultsReader::open(&p).unwrap();
-        assert_eq!(r.header(), &h);
+        assert_eq!(r.header(), &RunHeader { launch: unsplit(&h), ..h });
         let got = r.next_interval().unwrap();
         assert_eq!(got.recorder, i.recorder);
         assert!(got.recorder.flows.is_empty());
@@ -1124,7 +1268,7 @@ mod tests {
         w.write_interval(&interval_with_replies(0, 0, 3)).unwrap();
         w.finish(&RunFooter::default()).unwrap();
         let bytes = std::fs::read(&p).unwrap();
-        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 6, "format version 6");
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), FORMAT_VERSION);
         let mut r = ResultsReader::open(&p).unwrap();
         let got = r.next_interval().unwrap();
         assert_eq!(got, interval_with_replies(0, 0, 3));
@@ -1158,10 +1302,10 @@ mod tests {
         write_old(
             &p,
             5,
-            &[v5::Record::Header(h.clone()), v5::Record::Interval(old_interval), v5::Record::Footer(footer.clone())],
+            &[v5::Record::Header(as_v6(&h)), v5::Record::Interval(old_interval), v5::Record::Footer(footer.clone())],
         );
         let mut r = ResultsReader::open(&p).unwrap();
-        assert_eq!(r.header(), &h);
+        assert_eq!(r.header(), &RunHeader { launch: unsplit(&h), ..h });
         let got = r.next_interval().unwrap();
         assert_eq!(got.recorder, i.recorder);
         assert_eq!((got.recorder.flows.len(), got.recorder.names.len()), (1, 1));

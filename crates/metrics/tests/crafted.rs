@@ -93,6 +93,7 @@ fn header(urls: Vec<String>) -> RunHeader {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     }
 }
 

@@ -105,6 +105,7 @@ fn write(dir: &Path, name: &str, run: &Run) -> PathBuf {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut start = 0u64;
@@ -269,6 +270,7 @@ fn with_secrets(dir: &Path, name: &str, settings: &str) -> PathBuf {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut rec = recorder(0, 10);

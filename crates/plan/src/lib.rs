@@ -1,5 +1,5 @@
 //! What barrage sends: the validated [`Plan`] of a run, the open-loop schedule ([`Pacer`]),
-//! target files ([`targets`]) and how each client picks its next target ([`Picker`]).
+//! target files ([`targets`]) and which target each request of a run goes to ([`Picker`]).
 //!
 //! Pure code, no I/O on the hot path: the engine asks the pacer when to send and the picker
 //! what to send.
@@ -11,8 +11,8 @@
 //! assert_eq!(pacer.due(10).unwrap().as_millis(), 10);
 //! let t = Target::new(http::Method::GET, "http://127.0.0.1:8080/obj/{id}").unwrap();
 //! assert_eq!(t.id_template.unwrap().prefix, "/obj/");
-//! let mut picker = Picker::new(&Pick::Zipf(1.0), 100_000, 42, 0, 1, None);
-//! assert!(picker.next_index() < 100_000);
+//! let picker = Picker::new(&Pick::Zipf(1.0), 100_000, 42, None);
+//! assert!(picker.at(7) < 100_000);
 //! ```
 
 pub mod body;
@@ -34,6 +34,6 @@ pub use body::{BodySource, FormField};
 pub use cache::{CacheRule, CacheRules, CacheStatus};
 pub use pacer::Pacer;
 pub use pick::{derive_seed, Pick, Picker};
-pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};
+pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Shard, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};
 pub use retry::{Backoff, RetryOn, RetryPolicy};
 pub use targets::TargetError;

@@ -198,8 +198,10 @@ pub struct Plan {
     pub hit_ratio: Option<f64>,
     /// Size of a URL template's id space (`--objects`): ids `0..objects`.
     pub objects: Option<u64>,
-    /// Seed of every client's picker.
+    /// Seed of the run's request stream (see [`crate::Picker`]).
     pub seed: u64,
+    /// `--shard i/N`: which part of the run this process sends.
+    pub shard: Shard,
     /// How each response's cache status is read from its headers.
     pub cache_rules: CacheRules,
     /// Headers naming the backend that answered, tried in order.
@@ -213,6 +215,63 @@ pub struct Plan {
     /// A key-value run (Redis, memcached): what each target's command sends and where.
     /// Ids are keys' numbers then: picks choose them over `objects`, targets go round robin.
     pub kv: Option<std::sync::Arc<crate::kv::KvPlan>>,
+}
+
+/// `--shard i/N`: this process sends part `index` (from 0) of `count` of one run's plan.
+///
+/// Open loop: arrival k of the whole run's schedule is this shard's when k ≡ index (mod
+/// count), sent at its intended time in the whole run; closed loop: the shard has its
+/// [`Shard::share`] of the workers (and of `-n`). Since what request k asks for depends on
+/// the seed and k alone ([`crate::Picker`]), the shards together send the unsplit run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, in `0..count`.
+    pub index: u32,
+    /// How many shards the run is split into.
+    pub count: u32,
+}
+
+/// Most shards a run can be split into.
+pub const MAX_SHARDS: u32 = 10_000;
+
+impl Shard {
+    /// The whole run, unsplit.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// This shard's part of `n` workers, connections or requests: an equal split, the
+    /// remainder one each to the first shards (largest remainder), so the parts sum to `n`.
+    pub fn share(&self, n: u64) -> u64 {
+        let count = u64::from(self.count.max(1));
+        n / count + u64::from(u64::from(self.index) < n % count)
+    }
+
+    /// Whether the run is split at all.
+    pub fn is_split(&self) -> bool {
+        self.count > 1
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = |why: &str| format!("invalid --shard '{s}': {why}; expected I/N with 0 ≤ I < N, e.g. 0/3");
+        let (i, n) = s.split_once('/').ok_or_else(|| bad("no '/'"))?;
+        let index: u32 = i.trim().parse().map_err(|_| bad("I is not a whole number"))?;
+        let count: u32 = n.trim().parse().map_err(|_| bad("N is not a whole number"))?;
+        if count == 0 || count > MAX_SHARDS {
+            return Err(bad(&format!("N must be 1 to {MAX_SHARDS}")));
+        }
+        if index >= count {
+            return Err(bad("I counts from 0, so it must be below N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 /// Headers that name the backend, tried in order when `--backend-header` is not given.
@@ -246,6 +305,7 @@ impl Plan {
             hit_ratio: None,
             objects: None,
             seed: 1,
+            shard: Shard::WHOLE,
             cache_rules: CacheRules::default(),
             backend_headers: default_backend_headers(),
             retry: None,
@@ -263,7 +323,7 @@ impl Plan {
             Load::Open { max_in_flight, .. } => *max_in_flight,
             Load::Closed { concurrency, .. } => *concurrency,
         };
-        wanted.clamp(1, work.max(1))
+        wanted.clamp(1, self.shard.share(work as u64).max(1) as usize)
     }
 
     /// How many targets picks choose from: the ids of `--objects` when a target is a
@@ -350,6 +410,23 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_split_by_largest_remainder_and_parse() {
+        let shares = |n, count| (0..count).map(|index| Shard { index, count }.share(n)).collect::<Vec<_>>();
+        assert_eq!(shares(10, 3), [4, 3, 3]);
+        assert_eq!(shares(2, 3), [1, 1, 0]);
+        assert_eq!(shares(9, 1), [9]);
+        for (n, count) in [(1_000_003, 7), (5, 5), (0, 4)] {
+            assert_eq!(shares(n, count).iter().sum::<u64>(), n);
+        }
+        assert_eq!("2/3".parse::<Shard>().unwrap(), Shard { index: 2, count: 3 });
+        assert_eq!("0/1".parse::<Shard>().unwrap(), Shard::WHOLE);
+        for bad in ["3/3", "1", "-1/3", "a/3", "0/0", "0/10001", "1/x"] {
+            let e = bad.parse::<Shard>().unwrap_err();
+            assert!(e.starts_with(&format!("invalid --shard '{bad}'")) && !e.contains('\n'), "{e}");
+        }
+    }
 
     #[test]
     fn urls_with_a_port_no_socket_has_are_refused() {

@@ -7,7 +7,7 @@ use barrage_metrics::limits::MAX_DURATION;
 use barrage_metrics::units;
 use std::net::SocketAddr;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A duration flag value (`30s`, `250ms`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -32,6 +32,89 @@ impl FromStr for PositiveDur {
             return Err(format!("'{s}' must be longer than zero"));
         }
         Ok(PositiveDur(d))
+    }
+}
+
+/// `--start-at`: a wall-clock instant, as RFC 3339 (`2026-11-23T21:00:00Z`, with a
+/// fraction of a second or an offset) or as Unix seconds (`1795467600`, `1795467600.25`),
+/// which `date +%s` and an orchestrator's variables write.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StartAt(pub SystemTime);
+
+/// How far past a `--start-at` may be: a shard started a moment late still joins the
+/// others' schedule (its first requests count as late); later than this, it was not
+/// started together with them.
+pub const START_AT_PAST: Duration = Duration::from_secs(1);
+
+/// How far ahead a `--start-at` may be: further is a typo (a year, milliseconds for
+/// seconds), not a plan to wait.
+pub const START_AT_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
+impl FromStr for StartAt {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("invalid --start-at '{s}': expected RFC 3339 (2026-11-23T21:00:00Z) or Unix seconds (1795467600)");
+        if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s.trim()) {
+            let ns = t.timestamp_nanos_opt().ok_or_else(bad)?;
+            let ns = u64::try_from(ns).map_err(|_| bad())?;
+            return Ok(StartAt(UNIX_EPOCH + Duration::from_nanos(ns)));
+        }
+        let secs: f64 = s.trim().parse().map_err(|_| bad())?;
+        let d = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
+        UNIX_EPOCH.checked_add(d).map(StartAt).ok_or_else(bad)
+    }
+}
+
+impl StartAt {
+    /// How long to wait from `now`: zero when the time is at most [`START_AT_PAST`] past;
+    /// an error (naming the time) when it is further past or more than [`START_AT_AHEAD`]
+    /// away.
+    pub fn wait_from(&self, now: SystemTime) -> Result<Duration, String> {
+        match self.0.duration_since(now) {
+            Ok(ahead) if ahead > START_AT_AHEAD => Err(format!(
+                "--start-at {}: {} from now; at most 24h ahead",
+                self.rfc3339(),
+                units::fmt_duration(ahead)
+            )),
+            Ok(ahead) => Ok(ahead),
+            Err(e) if e.duration() <= START_AT_PAST => Ok(Duration::ZERO),
+            Err(e) => Err(format!(
+                "--start-at {}: {} past already; the shards would not start together (at most 1s late is joined)",
+                self.rfc3339(),
+                units::fmt_duration(e.duration())
+            )),
+        }
+    }
+
+    /// As RFC 3339, in UTC, to the microsecond.
+    pub fn rfc3339(&self) -> String {
+        let t: chrono::DateTime<chrono::Utc> = self.0.into();
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    }
+
+    /// Microseconds since the Unix epoch.
+    pub fn unix_us(&self) -> u64 {
+        self.0.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+    }
+}
+
+/// `--clock-offset`: this machine's clock minus the reference clock, as the orchestrator
+/// measured it (`+1.5ms`, `-300us`, `0`); recorded with the run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockOffset(pub i64);
+
+impl FromStr for ClockOffset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (sign, rest) = match s.trim().strip_prefix('-') {
+            Some(rest) => (-1, rest),
+            None => (1, s.trim().trim_start_matches('+')),
+        };
+        let d = units::parse_duration(rest).map_err(|e| format!("invalid --clock-offset '{s}': {e}"))?;
+        if d > START_AT_AHEAD {
+            return Err(format!("invalid --clock-offset '{s}': more than a day; fix the clock first"));
+        }
+        Ok(ClockOffset(sign * d.as_micros() as i64))
     }
 }
 
@@ -153,6 +236,37 @@ impl FromStr for Resolve {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn start_times_parse_and_are_bounded() {
+        let at = |s: &str| s.parse::<StartAt>().unwrap();
+        assert_eq!(at("1795467600").unix_us(), 1_795_467_600_000_000);
+        assert_eq!(at("1795467600.25").unix_us(), 1_795_467_600_250_000);
+        assert_eq!(at("2026-11-23T21:00:00Z").unix_us(), 1_795_467_600_000_000);
+        assert_eq!(at("2026-11-23T22:00:00.5+01:00").unix_us(), 1_795_467_600_500_000);
+        assert_eq!(at("1795467600.25").rfc3339(), "2026-11-23T21:00:00.250Z");
+        for bad in ["", "soon", "2026-11-23", "-5", "1e300", "2026-13-01T00:00:00Z"] {
+            let e = bad.parse::<StartAt>().unwrap_err();
+            assert!(e.starts_with(&format!("invalid --start-at '{bad}'")), "{e}");
+        }
+        let t = at("1795467600");
+        let now = |secs: f64| UNIX_EPOCH + Duration::from_secs_f64(secs);
+        assert_eq!(t.wait_from(now(1_795_467_590.0)), Ok(Duration::from_secs(10)));
+        assert_eq!(t.wait_from(now(1_795_467_600.9)), Ok(Duration::ZERO), "a moment late joins");
+        let late = t.wait_from(now(1_795_467_602.0)).unwrap_err();
+        assert!(late.starts_with("--start-at 2026-11-23T21:00:00Z: 2.00s past already"), "{late}");
+        let far = t.wait_from(now(1_795_467_600.0 - 90_000.0)).unwrap_err();
+        assert!(far.contains("at most 24h ahead"), "{far}");
+    }
+
+    #[test]
+    fn clock_offsets_parse_with_a_sign() {
+        assert_eq!("+1.5ms".parse::<ClockOffset>().unwrap().0, 1_500);
+        assert_eq!("-300us".parse::<ClockOffset>().unwrap().0, -300);
+        assert_eq!("2s".parse::<ClockOffset>().unwrap().0, 2_000_000);
+        assert!("-x".parse::<ClockOffset>().unwrap_err().starts_with("invalid --clock-offset '-x'"));
+        assert!("2d".parse::<ClockOffset>().is_err());
+    }
 
     #[test]
     fn load_flags_give_the_load_or_say_which_flag_is_wrong() {

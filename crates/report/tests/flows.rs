@@ -166,6 +166,7 @@ fn write(dir: &Path, name: &str, plan: Plan) -> PathBuf {
                 ..info("readers", "browse", &["list"], "2 workers".into())
             },
         ],
+        launch: Default::default(),
     };
     write_run(&path, &header, (0..SECONDS).map(|i| interval(i, plan)), 50_000)
 }

@@ -93,6 +93,7 @@ fn json_matches_schema() {
         threads: 1,
         insecure: true,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     ResultsWriter::create(&path, &header).unwrap().finish(&RunFooter::default()).unwrap();
     let empty = summarize(&[path]).unwrap();

@@ -116,6 +116,7 @@ fn write(dir: &Path, name: &str, run: Run) -> PathBuf {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     write_run(&path, &header, (0..SECONDS).map(|i| interval(run, i)), 20_000)
 }

@@ -38,6 +38,10 @@ pub struct Job {
     pub at: Vec<ScheduledCommand>,
     /// How secrets are kept out of its outputs (`--no-redact`, `--redact-header`).
     pub redaction: Redaction,
+    /// `--start-at`: when its schedule starts, on the wall clock.
+    pub start_at: Option<std::time::SystemTime>,
+    /// `--clock-offset`, µs.
+    pub clock_offset_us: Option<i64>,
 }
 
 impl Job {
@@ -52,6 +56,8 @@ impl Job {
             watch: Vec::new(),
             at: Vec::new(),
             redaction: Redaction::default(),
+            start_at: None,
+            clock_offset_us: None,
         }
     }
 
@@ -73,6 +79,19 @@ impl Job {
             self.labels.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect();
         let plan = crate::view::plan_view(&self.plan, &self.redaction);
         serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction }).to_string()
+    }
+
+    /// A digest of what the shards of one split run must share: the plan as the results
+    /// file shows it, without what may differ from one load machine to the next (the
+    /// thread count; the shard, the source address and the start are not in the view).
+    pub fn plan_digest(&self) -> String {
+        use md5::Digest;
+        let mut plan = crate::view::plan_view(&self.plan, &Redaction::default());
+        if let Some(o) = plan.as_object_mut() {
+            o.remove("threads");
+        }
+        let bytes = md5::Md5::digest(plan.to_string().as_bytes());
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -197,6 +216,9 @@ pub fn measure(
         watch: job.watch.clone(),
         at: job.at.clone(),
         redaction: job.redaction.clone(),
+        start_at: job.start_at,
+        clock_offset_us: job.clock_offset_us,
+        plan_digest: job.plan_digest(),
     };
     barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval)?;
     let summary = summarize(std::slice::from_ref(&path))?;

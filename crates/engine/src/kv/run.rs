@@ -129,7 +129,7 @@ impl Groups {
         Groups { run, groups: Vec::new() }
     }
 
-    /// The key-value side of the loop's `i`th slot: in group `i / P`.
+    /// The key-value side of the loop's `i`th slot: in group `i / P`. `seed`: the run's.
     pub(crate) fn slot(&mut self, i: usize, seed: u64) -> SlotKv {
         let g = i / self.run.pipeline();
         while self.groups.len() <= g {
@@ -139,7 +139,7 @@ impl Groups {
         SlotKv {
             group: self.groups[g].clone(),
             cell: Rc::new(ReplyCell::default()),
-            rng: barrage_plan::pick::splitmix64(seed ^ i as u64),
+            seed,
             keys: Vec::with_capacity(64),
             ranges: Vec::with_capacity(4),
             server: 0,
@@ -151,8 +151,8 @@ impl Groups {
 pub(crate) struct SlotKv {
     group: Rc<Group>,
     cell: Rc<ReplyCell>,
-    /// Draws value sizes.
-    rng: u64,
+    /// The run's seed: a value's size is drawn from it and the command's number.
+    seed: u64,
     /// The command's keys, written one after the other, and where each is.
     keys: Vec<u8>,
     ranges: Vec<Range<usize>>,
@@ -167,36 +167,38 @@ impl SlotKv {
         &run.labels[self.server]
     }
 
-    fn random(&mut self) -> u64 {
-        self.rng = barrage_plan::pick::splitmix64(self.rng);
-        self.rng
+    /// A random number of the stream's command `number`: a split run's shards draw the
+    /// unsplit run's value sizes.
+    fn random(&self, number: u64) -> u64 {
+        barrage_plan::pick::splitmix64(self.seed ^ barrage_plan::pick::splitmix64(number))
     }
 }
 
 /// Most arguments of a command (`--command` refuses more).
 const MAX_ARGS: usize = 64;
 
-/// Sends target `target`'s command for key number `id` and waits for its reply.
+/// Sends target `target`'s command for key number `id`, the stream's command `number`, and
+/// waits for its reply.
 /// `started` is when the attempt began: `--timeout` counts from it, connecting included.
 pub(crate) async fn attempt<'a>(
     k: &mut SlotKv,
     w: &Worker,
     run: &'a KvRun,
-    (target, id): (usize, u64),
+    (target, (id, number)): (usize, (u64, u64)),
     started: std::time::Duration,
     phases: &mut Phases,
 ) -> Result<Done<'a>, Failure> {
     let plan = &run.plan;
     let cmd = &plan.commands[target];
-    let number = plan.key_min + id;
-    fill_keys(&mut k.keys, &mut k.ranges, plan, cmd, number);
+    let key = plan.key_min + id;
+    fill_keys(&mut k.keys, &mut k.ranges, plan, cmd, key);
     let route = k.ranges.first().map_or(&[][..], |r| &k.keys[r.clone()]);
     let server = plan.server(route);
     k.server = server;
     let conn = link(&k.group.links[server], w, run, server, phases).await?;
     let size = match cmd {
         KvCommand::Get => 0,
-        _ => plan.values.size(k.random()) as usize,
+        _ => plan.values.size(k.random(number)) as usize,
     };
     let value = &run.value[..size];
     let (keys, ranges) = (&k.keys, &k.ranges);

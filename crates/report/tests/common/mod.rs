@@ -174,6 +174,7 @@ pub fn write_results(path: &Path) {
         threads: 2,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     let mut w = ResultsWriter::create(path, &header).unwrap();
     for i in 0..INTERVALS {
