@@ -47,14 +47,20 @@ fn shard(a: &RunArgs, plan: &Plan) -> anyhow::Result<barrage_plan::Shard> {
     if plan.scenario.is_some() && shard.is_split() {
         // Flows draw from per-process counters ({{seq}}, sequential feeders): split, two
         // shards would send the same users and ids.
-        anyhow::bail!("--shard {shard}: a --scenario cannot be split yet (its {{{{seq}}}} and feeders count per process)");
+        anyhow::bail!(
+            "--shard {shard}: a --scenario cannot be split yet (its {{{{seq}}}} and feeders count per process)"
+        );
     }
     let (n, flag) = match &plan.load {
         Load::Closed { concurrency, .. } => (*concurrency, "-c"),
         Load::Open { max_in_flight, .. } => (*max_in_flight, "--max-in-flight"),
     };
     if shard.share(n as u64) == 0 {
-        anyhow::bail!("--shard {shard}: {flag} {n} leaves this shard nothing; give at least {} over {} shards", shard.count, shard.count);
+        anyhow::bail!(
+            "--shard {shard}: {flag} {n} leaves this shard nothing; give at least {} over {} shards",
+            shard.count,
+            shard.count
+        );
     }
     Ok(shard)
 }
