@@ -229,3 +229,62 @@ fn bad_scale_out_flags_are_refused() {
         assert!(err.contains(want) && err.trim().lines().count() == 1, "{args:?}: {err}");
     }
 }
+
+/// A scenario split over shards: a sequential feeder's rows are used once over all of
+/// them (each shard stops when its part runs out), and `{{seq}}` never repeats across
+/// shards, so split users and ids stay apart as in the unsplit run.
+#[test]
+fn split_flows_share_the_feeder_and_seq_without_overlap() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..300).map(|i| format!("user-{i}\n")).collect();
+    std::fs::write(dir.path().join("users.csv"), format!("user\n{rows}")).unwrap();
+    let scenario = dir.path().join("flow.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+[feeder.users]
+file = "users.csv"
+on-end = "stop"
+
+[flow.lookup]
+feeder = "users"
+
+[[flow.lookup.step]]
+name = "user"
+url = "{}/bytes/8?user={{{{row.user}}}}&n={{{{seq}}}}"
+"#,
+            o.url()
+        ),
+    )
+    .unwrap();
+    let args: Vec<String> =
+        ["--scenario", scenario.to_str().unwrap(), "-c", "3", "-d", "20s"].iter().map(|s| s.to_string()).collect();
+    let outs = shards(dir.path(), &args, |i| vec!["--shard".into(), format!("{i}/3")]);
+    for out in &outs {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut users = Vec::new();
+    let mut seqs = Vec::new();
+    for i in 0..3 {
+        let text = std::fs::read_to_string(dir.path().join(format!("s{i}.csv"))).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let url = header.iter().position(|h| *h == "url").unwrap();
+        let mut mine = 0;
+        for line in lines {
+            let query = line.split(',').nth(url).unwrap().split_once('?').unwrap().1.to_string();
+            let (user, n) = query.split_once('&').unwrap();
+            users.push(user.to_string());
+            seqs.push(n.to_string());
+            mine += 1;
+        }
+        assert_eq!(mine, 100, "shard {i} used its third of the rows");
+    }
+    users.sort();
+    users.dedup();
+    assert_eq!(users.len(), 300, "every row once over the shards");
+    let distinct: BTreeSet<&String> = seqs.iter().collect();
+    assert_eq!(distinct.len(), 300, "no {{{{seq}}}} twice");
+}
