@@ -186,6 +186,7 @@ fn crafted_replies(path: &std::path::Path, n: u64) -> usize {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     let interval = |index: u32| {
         let mut recorder = Recorder::new();

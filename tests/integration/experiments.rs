@@ -509,6 +509,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
+        launch: Default::default(),
     };
     let mut w = ResultsWriter::create(path, &header).unwrap();
     for (i, ms) in p50s_ms.iter().enumerate() {

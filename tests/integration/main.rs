@@ -21,6 +21,7 @@ mod reqlog;
 mod request;
 mod retries;
 mod secrets;
+mod shard;
 mod signals;
 mod studies;
 mod testbed;

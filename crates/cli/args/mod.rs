@@ -295,12 +295,14 @@ const RUN_EXAMPLES: &str = "Examples:
   barrage run -c 50 -d 10s URL                                         closed loop, 50 workers (wrk -c50 -d10s)
   barrage run -n 1000 -c 50 URL                                        1000 requests by 50 workers (hey)
   barrage run -c 1 --no-keepalive -n 100 https://host/ --cacert ca.pem one new TLS connection per request
-  barrage run --rate 500 -d 1m -o run.brg --format json URL            keep the results file, print JSON";
+  barrage run --rate 500 -d 1m -o run.brg --format json URL            keep the results file, print JSON
+  barrage run --rate 30000 -d 1m --shard 0/3 --start-at 1795467600 -o s0.brg URL   shard 0 of 3 (then 1/3, 2/3)";
 
 const REPORT_EXAMPLES: &str = "Examples:
   barrage report run.brg                      the text report again
   barrage report --format json run.brg        as JSON
   barrage report a.brg b.brg c.brg            merge runs from several machines
+  barrage report s0.brg s1.brg s2.brg         merge the shards of a split run (all must be there)
   barrage report --format hdr-log run.brg     HdrHistogram interval log
   barrage report --xlsx all.xlsx --html all.html --csv-dir tables client*.brg   merged, as a workbook, a page, CSV files";
 
@@ -723,8 +725,13 @@ pub struct EmitArgs {
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Results files; several are merged (histograms added, intervals aligned by clock).
+    /// The shards of a split run (`run --shard`) must all be there, once each, of one plan.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Merge shards even when some are missing, twice or of different plans (the report
+    /// says so).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub emit: EmitArgs,
 }

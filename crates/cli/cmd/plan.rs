@@ -40,21 +40,19 @@ pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// This shard's part of the run: refused when it would have nothing to do, or when the run
-/// is of a kind whose stream is not yet a function of the request number alone.
+/// This shard's part of the run: refused when it would have nothing to do.
 fn shard(a: &RunArgs, plan: &Plan) -> anyhow::Result<barrage_plan::Shard> {
     let Some(shard) = a.launch.shard else { return Ok(barrage_plan::Shard::WHOLE) };
-    if plan.scenario.is_some() && shard.is_split() {
-        // Flows draw from per-process counters ({{seq}}, sequential feeders): split, two
-        // shards would send the same users and ids.
-        anyhow::bail!("--shard {shard}: a --scenario cannot be split yet (its {{{{seq}}}} and feeders count per process)");
-    }
     let (n, flag) = match &plan.load {
         Load::Closed { concurrency, .. } => (*concurrency, "-c"),
         Load::Open { max_in_flight, .. } => (*max_in_flight, "--max-in-flight"),
     };
     if shard.share(n as u64) == 0 {
-        anyhow::bail!("--shard {shard}: {flag} {n} leaves this shard nothing; give at least {} over {} shards", shard.count, shard.count);
+        anyhow::bail!(
+            "--shard {shard}: {flag} {n} leaves this shard nothing; give at least {} over {} shards",
+            shard.count,
+            shard.count
+        );
     }
     Ok(shard)
 }
@@ -134,7 +132,8 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             }
             // The groups' loads replace the flags'; the plan's load only sums them up.
             load = barrage_plan::scenario::overall_load(&s);
-            (targets, Some(std::sync::Arc::new(s)))
+            let shard = a.launch.shard.unwrap_or(barrage_plan::Shard::WHOLE);
+            (targets, Some(std::sync::Arc::new(s.in_shard(shard.index.into(), shard.count.into()))))
         }
         None => (Vec::new(), None),
     };

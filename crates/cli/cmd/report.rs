@@ -10,15 +10,14 @@ use std::io::Write;
 /// Renders the files (merged) as the flags ask.
 pub fn report(a: ReportArgs) -> anyhow::Result<Outcome> {
     super::emit::check_outputs(&a.emit, None)?;
+    let summary = barrage_metrics::summary::summarize_with(&a.files, a.force)?;
     if a.emit.format == Format::HdrLog {
         let mut out = std::io::stdout().lock();
         barrage_report::write_hdr_log(&a.files, &mut out).context("writing the HdrHistogram log")?;
         out.flush()?;
-        let summary = barrage_metrics::summary::summarize(&a.files)?;
         super::emit::files(&Report::Run(&summary), &a.emit)?;
         return Ok(outcome(&Report::Run(&summary), 1, "run", true));
     }
-    let summary = barrage_metrics::summary::summarize(&a.files)?;
     emit(&Report::Run(&summary), &a.emit)?;
     Ok(outcome(&Report::Run(&summary), 1, "run", true))
 }

@@ -440,7 +440,8 @@ impl Slot {
                 Ok(crate::kv::attempt(k, w, run, (job.target as usize, what), started, &mut phases).await)
             }
             _ => {
-                tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await
+                tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut()))
+                    .await
             }
         };
         let Done { outcome, bytes_in, bytes_out, cache, backend, reply, ended } = match res {

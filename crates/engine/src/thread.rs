@@ -456,12 +456,20 @@ async fn closed_loop(
                         let k = lane + turn.get() * lanes;
                         turn.set(turn.get() + 1);
                         let (target, id) = request_of(k, picker.at(k));
-                        let job = Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true };
+                        let job =
+                            Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true };
                         slot.request(&w, job).await;
                     }
                     Work::Flows(g) => {
-                        let job =
-                            Job { intended: now, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false };
+                        let job = Job {
+                            intended: now,
+                            target: 0,
+                            id: 0,
+                            number: 0,
+                            late: false,
+                            attempt: 1,
+                            starts_now: false,
+                        };
                         if !slot.flow(&w, g, job, iteration).await {
                             // Its feeder ran out and stops: so does the worker.
                             attack_end.set(attack_end.get().max(now));

@@ -79,6 +79,9 @@ pub enum FileError {
         /// The version found.
         found: u16,
     },
+    /// Files that are not the shards of one run, each once (see [`crate::shards::check`]).
+    #[error("{0}")]
+    Shards(String),
     /// The header record is missing or unreadable.
     #[error("{path}: no readable run header: {reason}")]
     NoHeader {

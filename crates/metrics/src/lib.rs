@@ -33,6 +33,7 @@ pub mod limits;
 pub mod recorder;
 pub mod sample;
 pub mod secrets;
+pub mod shards;
 pub mod stats;
 pub mod summary;
 pub mod units;

@@ -503,6 +503,9 @@ pub struct RunSummary {
     pub steps: Vec<StepSummary>,
     /// The time series.
     pub intervals: Vec<IntervalRow>,
+    /// The shards of a split run (`--shard`), each from its own file; empty otherwise.
+    #[serde(default)]
+    pub shards: Vec<crate::shards::ShardSummary>,
     /// Plain-language warnings: barrage was the bottleneck, a file was cut short, ...
     pub warnings: Vec<String>,
 }
@@ -583,8 +586,56 @@ fn thin(points: Vec<crate::recorder::RequestPoint>) -> Vec<crate::recorder::Requ
     out
 }
 
-/// Reads and merges results files into one summary.
+/// Reads and merges results files into one summary. Merged, the shards of a split run must
+/// all be there, once each, of one plan ([`crate::shards::check`]); with `force`, what
+/// does not fit is merged anyway and said in a warning. One shard's file alone is that
+/// shard's report, and says so.
+pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, FileError> {
+    let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
+    if let [one] = &readers[..] {
+        let shard = one.header().launch.shard;
+        drop(readers);
+        let mut s = merge(paths)?;
+        if let Some((i, n)) = shard {
+            s.warnings.push(format!(
+                "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
+            ));
+        }
+        return Ok(s);
+    }
+    let files: Vec<_> = readers.iter().map(|r| (r.path(), r.header())).collect();
+    let unfit = crate::shards::check(&files).err();
+    if let (Some(why), false) = (&unfit, force) {
+        return Err(FileError::Shards(why.clone()));
+    }
+    let headers: Vec<_> = readers.iter().map(|r| r.header().clone()).collect();
+    drop(readers);
+    let mut s = merge(paths)?;
+    if let Some(why) = unfit {
+        s.warnings.insert(0, format!("{why}; merged anyway (--force): the totals are not one run's"));
+    }
+    if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
+        for (path, header) in paths.iter().zip(&headers) {
+            let row = crate::shards::row(path, header, &merge(std::slice::from_ref(path))?);
+            if let Some(why) = &row.behind {
+                s.warnings.push(format!(
+                    "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
+                    row.shard, row.host
+                ));
+            }
+            s.shards.push(row);
+        }
+    }
+    Ok(s)
+}
+
+/// [`summarize_with`], refusing an incomplete or mixed set of shards.
 pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
+    summarize_with(paths, false)
+}
+
+/// Reads and merges results files into one summary, as they are.
+fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mut merged = MergedIntervals::new(readers);
     let mut total = Recorder::new();
@@ -1385,6 +1436,10 @@ fn distinct<S: AsRef<str>>(values: impl Iterator<Item = S>) -> Vec<String> {
 /// the runs offered together ([`sum_labels`]): four runs of "100 req/s" are "400 req/s".
 fn merged_steps(readers: &[ResultsReader]) -> Vec<crate::file::StepInfo> {
     let mut steps = readers[0].header().steps.clone();
+    if readers.iter().all(|r| r.header().launch.shard.is_some()) {
+        // The shards of one run each say what the whole run offered.
+        return steps;
+    }
     for (i, step) in steps.iter_mut().enumerate() {
         let labels: Vec<&str> =
             readers.iter().filter_map(|r| r.header().steps.get(i)).map(|st| st.label.as_str()).collect();

@@ -174,6 +174,7 @@ pub struct FlowState {
     pub id: u64,
     rng: SmallRng,
     seq: Arc<AtomicU64>,
+    lane: Lane,
 }
 
 impl FlowState {
@@ -196,7 +197,7 @@ impl FlowState {
             Var::Iteration => write!(out, "{}", self.iteration),
             Var::Worker => write!(out, "{}", self.worker),
             Var::FlowId => write!(out, "{}", self.id),
-            Var::Seq => write!(out, "{}", self.seq.fetch_add(1, Ordering::Relaxed)),
+            Var::Seq => write!(out, "{}", self.lane.at(self.seq.fetch_add(1, Ordering::Relaxed))),
             Var::Random(n) => write!(out, "{}", self.rng.gen_range(0..*n)),
             Var::Uuid => {
                 let b: u128 = self.rng.gen();
@@ -491,11 +492,13 @@ impl Feeder {
     }
 
     /// The row for a flow of `worker`; `None` when a feeder that stops has run out.
-    pub fn row(&self, worker: u64, rng: &mut SmallRng) -> Option<Arc<[String]>> {
+    /// `worker` is the run's (in the shard's lane); a sequential feeder hands out the rows
+    /// of the shard's `lane`.
+    pub fn row(&self, worker: u64, rng: &mut SmallRng, lane: Lane) -> Option<Arc<[String]>> {
         let n = self.rows.len() as u64;
         let i = match self.order {
             FeedOrder::Sequential => {
-                let k = self.next.fetch_add(1, Ordering::Relaxed);
+                let k = lane.at(self.next.fetch_add(1, Ordering::Relaxed));
                 if self.on_end == OnEnd::Stop && k >= n {
                     return None;
                 }
@@ -543,12 +546,39 @@ pub struct Scenario {
     seq: Arc<AtomicU64>,
     /// Flow instances started.
     ids: AtomicU64,
+    /// The shard of a split run (`--shard`): its counters count in its lane.
+    lane: Lane,
+}
+
+/// A shard's lane of a run's counters: its `n`th value is `n × count + index`, so the
+/// shards of a split run never hand out the same `{{seq}}`, flow id, worker or feeder row,
+/// and a sequential feeder's rows are each used once over all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lane {
+    /// The shard.
+    pub index: u64,
+    /// How many shards.
+    pub count: u64,
+}
+
+impl Lane {
+    /// The `n`th value of the lane.
+    pub fn at(&self, n: u64) -> u64 {
+        n.saturating_mul(self.count).saturating_add(self.index)
+    }
 }
 
 impl Scenario {
     /// A scenario of these parts.
     pub fn new(name: String, flows: Vec<Flow>, feeders: Vec<Feeder>, groups: Vec<Group>) -> Self {
-        Scenario { name, flows, feeders, groups, seq: Arc::new(AtomicU64::new(0)), ids: AtomicU64::new(0) }
+        let (seq, ids) = (Arc::new(AtomicU64::new(0)), AtomicU64::new(0));
+        Scenario { name, flows, feeders, groups, seq, ids, lane: Lane { index: 0, count: 1 } }
+    }
+
+    /// The scenario as shard `index` of `count` of a split run.
+    pub fn in_shard(mut self, index: u64, count: u64) -> Scenario {
+        self.lane = Lane { index, count: count.max(1) };
+        self
     }
 
     /// The same scenario with its one group under `load`: a level of a sweep or a probe of
@@ -564,6 +594,7 @@ impl Scenario {
             groups: vec![Group { load, ..group.clone() }],
             seq: self.seq.clone(),
             ids: AtomicU64::new(0),
+            lane: self.lane,
         })
     }
 
@@ -577,11 +608,13 @@ impl Scenario {
 
     /// The state of a new flow instance of `group` on `worker`, its `iteration`th there,
     /// with randomness from `seed`; `None` when its feeder stops and has run out.
+    /// `worker` is the shard's; the flow sees the run's (its lane's).
     pub fn start_flow(&self, group: usize, worker: u64, iteration: u64, seed: u64) -> Option<FlowState> {
+        let worker = self.lane.at(worker);
         let flow = &self.flows[self.groups[group].flow];
         let mut rng = SmallRng::seed_from_u64(crate::pick::derive_seed(seed, &[group as u64, worker, iteration]));
         let row = match flow.feeder {
-            Some(f) => Some(self.feeders[f].row(worker, &mut rng)?),
+            Some(f) => Some(self.feeders[f].row(worker, &mut rng, self.lane)?),
             None => None,
         };
         Some(FlowState {
@@ -589,9 +622,10 @@ impl Scenario {
             row,
             iteration,
             worker,
-            id: self.ids.fetch_add(1, Ordering::Relaxed),
+            id: self.lane.at(self.ids.fetch_add(1, Ordering::Relaxed)),
             rng,
             seq: self.seq.clone(),
+            lane: self.lane,
         })
     }
 

@@ -53,7 +53,9 @@ pub const START_AT_AHEAD: Duration = Duration::from_secs(24 * 3600);
 impl FromStr for StartAt {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("invalid --start-at '{s}': expected RFC 3339 (2026-11-23T21:00:00Z) or Unix seconds (1795467600)");
+        let bad = || {
+            format!("invalid --start-at '{s}': expected RFC 3339 (2026-11-23T21:00:00Z) or Unix seconds (1795467600)")
+        };
         if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s.trim()) {
             let ns = t.timestamp_nanos_opt().ok_or_else(bad)?;
             let ns = u64::try_from(ns).map_err(|_| bad())?;

@@ -236,6 +236,50 @@ pub fn replies_sheet(s: &RunSummary) -> Sheet {
     sheet
 }
 
+/// The shards of a split run, one row each as the report's "Shards" table.
+pub fn shards_sheet(s: &RunSummary) -> Sheet {
+    let header = [
+        "shard",
+        "host",
+        "file",
+        "sent",
+        "due",
+        "late",
+        "dropped",
+        "throughput_per_s",
+        "success",
+        "p50_ms",
+        "p99_ms",
+        "cpu_percent",
+        "lag_p99_ms",
+        "start_delay_ms",
+        "clock_offset_us",
+        "behind",
+    ];
+    let mut sheet = Sheet::new("shards", &header);
+    for r in &s.shards {
+        sheet.push(vec![
+            Cell::from(r.shard.as_str()),
+            Cell::from(r.host.as_str()),
+            Cell::from(r.file.as_str()),
+            Cell::from(r.sent),
+            Cell::from(r.due),
+            Cell::from(r.late),
+            Cell::from(r.dropped),
+            r.throughput_per_sec.map_or(Cell::Empty, Cell::from),
+            Cell::from(r.success_ratio),
+            Cell::from(r.p50_us as f64 / 1e3),
+            Cell::from(r.p99_us as f64 / 1e3),
+            Cell::from(r.cpu_percent),
+            Cell::from(r.lag_p99_us as f64 / 1e3),
+            r.start_delay_ms.map_or(Cell::Empty, Cell::from),
+            r.clock_offset_us.map_or(Cell::Empty, |o| Cell::from(o as f64)),
+            r.behind.as_deref().map_or(Cell::Empty, Cell::from),
+        ]);
+    }
+    sheet
+}
+
 /// A process name as a column name: only letters, digits, `-` and `_`.
 fn field(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()

@@ -543,11 +543,19 @@ fn table(heading: &str, sheet: &Sheet) -> String {
 /// phases, steps, by name and by method, each when it has something to say.
 fn run_tables(s: &RunSummary) -> String {
     let [by_name, by_method] = sections::by_name_and_method(s);
-    [sections::flows(s), sections::replies(s), sections::phases(s), sections::steps(s), by_name, by_method]
-        .into_iter()
-        .flatten()
-        .map(|t| section_table(&t))
-        .collect()
+    [
+        sections::flows(s),
+        sections::replies(s),
+        sections::shards(s),
+        sections::phases(s),
+        sections::steps(s),
+        by_name,
+        by_method,
+    ]
+    .into_iter()
+    .flatten()
+    .map(|t| section_table(&t))
+    .collect()
 }
 
 /// A [`Section`] as an HTML table, with the same cells as in the text report; its id is

@@ -150,6 +150,9 @@ impl Report<'_> {
                 if !s.replies.is_empty() {
                     sheets.push(crate::csv::replies_sheet(s));
                 }
+                if !s.shards.is_empty() {
+                    sheets.push(crate::csv::shards_sheet(s));
+                }
                 sheets
             }
             Report::Sweep { table, .. } | Report::Bench(table) => vec![table.sheet()],

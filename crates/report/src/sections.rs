@@ -331,6 +331,38 @@ pub(crate) fn replies(s: &RunSummary) -> Option<Section> {
     Some(Section { title: "Server replies", table, notes })
 }
 
+/// The shards of a split run, one row each beside the total: what each sent of what was due
+/// to it, its own figures, when it was ready against the asked start, and whether it fell
+/// behind its share (then its row says why, and the warnings repeat it).
+pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
+    if s.shards.is_empty() {
+        return None;
+    }
+    let right = Align::Right;
+    let mut table =
+        Table::new(&[Align::Left, Align::Left, right, right, right, right, right, right, right, right, Align::Left]);
+    table.row(["shard", "host", "sent", "due", "late", "throughput", "success", "p99", "cpu", "start", "verdict"]);
+    for r in &s.shards {
+        table.row([
+            r.shard.clone(),
+            r.host.clone(),
+            thousands(r.sent),
+            thousands(r.due),
+            thousands(r.late),
+            rate_or_count(r.throughput_per_sec, r.sent, rate),
+            percent(r.success_ratio),
+            us(r.p99_us),
+            format!("{:.0}%", r.cpu_percent),
+            r.start_delay_ms.map_or("-".into(), |d| format!("+{}", secs(d / 1e3))),
+            r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
+        ]);
+    }
+    let notes = vec![
+        "(due: the shard's part of the schedule, sent or never sent; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send)".into(),
+    ];
+    Some(Section { title: "Shards", table, notes })
+}
+
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0

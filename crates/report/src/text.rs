@@ -39,6 +39,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         status_codes(s),
         errors(s, paint),
         section(sections::replies(s)),
+        section(sections::shards(s)),
         section(sections::steps(s)),
         servers(s),
         events(s),

@@ -82,13 +82,17 @@ impl Job {
     }
 
     /// A digest of what the shards of one split run must share: the plan as the results
-    /// file shows it, without what may differ from one load machine to the next (the
-    /// thread count; the shard, the source address and the start are not in the view).
+    /// file shows it, without what may differ from one load machine to the next (its
+    /// threads and in-flight bound; the shard, the source address and the start are not in
+    /// the view).
     pub fn plan_digest(&self) -> String {
         use md5::Digest;
         let mut plan = crate::view::plan_view(&self.plan, &Redaction::default());
         if let Some(o) = plan.as_object_mut() {
             o.remove("threads");
+        }
+        if let Some(open) = plan.pointer_mut("/load/open").and_then(|o| o.as_object_mut()) {
+            open.remove("max_in_flight");
         }
         let bytes = md5::Md5::digest(plan.to_string().as_bytes());
         bytes.iter().map(|b| format!("{b:02x}")).collect()

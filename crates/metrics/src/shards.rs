@@ -1,0 +1,155 @@
+//! The shards of a split run (`--shard i/N`), merged: every shard once, all of one plan,
+//! and each shard's own figures beside the total, so that a load machine that fell behind
+//! its share stands out instead of lowering the total unseen.
+
+use crate::file::RunHeader;
+use crate::summary::RunSummary;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A shard that sent on time less than this share of what was due to it fell behind.
+pub const ON_TIME_SHARE: f64 = 0.99;
+
+/// One shard's figures, read from its own file alone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardSummary {
+    /// `i/N`.
+    pub shard: String,
+    /// The machine that ran it.
+    pub host: String,
+    /// Its results file.
+    pub file: String,
+    /// Requests it sent.
+    pub sent: u64,
+    /// Open loop: requests due to it (sent and dropped); closed loop: sent.
+    pub due: u64,
+    /// Sent late because every slot was busy.
+    pub late: u64,
+    /// Due but never sent.
+    pub dropped: u64,
+    /// Its successes per second.
+    pub throughput_per_sec: Option<f64>,
+    /// ok / finished.
+    pub success_ratio: f64,
+    /// Corrected latency p50 and p99, µs.
+    pub p50_us: u64,
+    /// Corrected latency p99, µs.
+    pub p99_us: u64,
+    /// Its generator's CPU, % of one core.
+    pub cpu_percent: f64,
+    /// How far its sends lagged behind the schedule, p99, µs.
+    pub lag_p99_us: u64,
+    /// How long after the asked start (`--start-at`) it was ready to send, ms; `None`
+    /// without one.
+    pub start_delay_ms: Option<f64>,
+    /// The clock offset its orchestrator measured, µs.
+    pub clock_offset_us: Option<i64>,
+    /// Why it fell behind its share, if it did: its figures describe that machine, not
+    /// the server.
+    pub behind: Option<String>,
+}
+
+/// Checks that `headers` (with their files) are the shards of one run, each once: the same
+/// shard count, the same plan, no shard missing or twice. Files of unsplit runs are not
+/// checked (merging runs of several machines by hand stays possible); mixing them with
+/// shards is refused. The error is one line naming the files.
+pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
+    let shards: Vec<_> = files.iter().filter_map(|(p, h)| h.launch.shard.map(|s| (*p, *h, s))).collect();
+    let Some(&(first_path, first, (_, count))) = shards.first() else { return Ok(()) };
+    let name = |p: &Path| p.display().to_string();
+    if shards.len() < files.len() {
+        let plain: Vec<String> = files.iter().filter(|(_, h)| h.launch.shard.is_none()).map(|(p, _)| name(p)).collect();
+        return Err(format!(
+            "the shards of a split run ({}) cannot be merged with other runs ({}): not one run (--force merges anyway)",
+            shards.iter().map(|(p, ..)| name(p)).collect::<Vec<_>>().join(", "),
+            plain.join(", ")
+        ));
+    }
+    if let Some((p, _, (_, n))) = shards.iter().find(|(_, _, (_, n))| *n != count) {
+        return Err(format!(
+            "{} is a shard of {n} but {} of {count}: not one split run (--force merges anyway)",
+            name(p),
+            name(first_path)
+        ));
+    }
+    if let Some((p, ..)) = shards.iter().find(|(_, h, _)| h.launch.plan_digest != first.launch.plan_digest) {
+        return Err(format!(
+            "{} ran a different plan than {} (URLs, load, duration or other flags differ): not shards of one run (--force merges anyway)",
+            name(p),
+            name(first_path)
+        ));
+    }
+    let mut seen: Vec<Option<&Path>> = vec![None; count as usize];
+    for &(p, _, (i, _)) in &shards {
+        match seen.get_mut(i as usize) {
+            Some(Some(other)) => {
+                return Err(format!("shard {i}/{count} twice: {} and {} (--force merges anyway)", name(other), name(p)))
+            }
+            Some(slot) => *slot = Some(p),
+            None => return Err(format!("{}: shard {i} of {count} does not exist", name(p))),
+        }
+    }
+    let missing: Vec<String> = (0..count).filter(|i| seen[*i as usize].is_none()).map(|i| i.to_string()).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "shard(s) {} of {count} missing: the merge would not be the whole run (--force merges what is there)",
+            missing.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the run these headers belong to was split.
+pub fn split(headers: &[&RunHeader]) -> bool {
+    headers.iter().any(|h| h.launch.shard.is_some())
+}
+
+/// A shard's row, from its own summary and header.
+pub fn row(file: &Path, header: &RunHeader, s: &RunSummary) -> ShardSummary {
+    let (i, n) = header.launch.shard.unwrap_or((0, 1));
+    let open = s.mode == "open";
+    let due = if open { s.requests.sent + s.requests.dropped } else { s.requests.sent };
+    let mut row = ShardSummary {
+        shard: format!("{i}/{n}"),
+        host: header.host.clone(),
+        file: file.display().to_string(),
+        sent: s.requests.sent,
+        due,
+        late: s.requests.late,
+        dropped: s.requests.dropped,
+        throughput_per_sec: s.throughput_per_sec,
+        success_ratio: s.success_ratio,
+        p50_us: s.latency.corrected.p50_us,
+        p99_us: s.latency.corrected.p99_us,
+        cpu_percent: s.generator.cpu_percent,
+        lag_p99_us: s.generator.lag_p99_us,
+        start_delay_ms: header
+            .launch
+            .start_at_unix_us
+            .map(|at| header.launch.ready_unix_us.saturating_sub(at) as f64 / 1e3),
+        clock_offset_us: header.launch.clock_offset_us,
+        behind: None,
+    };
+    row.behind = behind(&row, s, open);
+    row
+}
+
+/// Why a shard fell behind its share: it sent on time less than [`ON_TIME_SHARE`] of what
+/// was due to it (open loop), or its own summary says its generator could not keep up.
+fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
+    let on_time = row.sent.saturating_sub(row.late);
+    if open && row.due > 0 && (on_time as f64) < ON_TIME_SHARE * row.due as f64 {
+        return Some(format!(
+            "sent {:.1}% of its {} due requests on time ({} late, {} never sent)",
+            on_time as f64 * 100.0 / row.due as f64,
+            row.due,
+            row.late,
+            row.dropped
+        ));
+    }
+    // The generator checks of its own summary: CPU saturated, sends lagging the schedule.
+    s.warnings.iter().find(|w| w.contains("generator was saturated") || w.contains("sends lagged")).map(|w| {
+        // Its first clause says it.
+        w.split(':').next().unwrap_or(w).to_string()
+    })
+}

@@ -1,0 +1,290 @@
+//! Issue 16: one run split over shards (`--shard i/N`), started together (`--start-at`),
+//! merged by `barrage report`: the shards together are the unsplit run, request for
+//! request; an incomplete set is refused; a shard that fell behind is flagged.
+
+use crate::util::{barrage, http_get, origin};
+use barrage_server::{LatencyDist, ServeConfig};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Requests the origin has served, by its own count.
+fn served(addr: std::net::SocketAddr) -> u64 {
+    serde_json::from_str::<Value>(&http_get(addr, "/_barrage/stats")).unwrap()["requests"].as_u64().unwrap()
+}
+
+/// A start time `lead` from now, as Unix seconds: every shard is spawned well before it.
+fn start_in(lead: Duration) -> String {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + lead;
+    format!("{}.{:06}", t.as_secs(), t.subsec_micros())
+}
+
+/// Runs `barrage run` with `args` plus each shard's own flags, all at once, and waits.
+fn shards(dir: &Path, args: &[String], each: impl Fn(usize) -> Vec<String>) -> Vec<Output> {
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            let out = dir.join(format!("s{i}.brg"));
+            let log = dir.join(format!("s{i}.csv"));
+            barrage()
+                .arg("run")
+                .args(args)
+                .args(each(i))
+                .args(["-o", out.to_str().unwrap(), "--log", log.to_str().unwrap(), "--format", "json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}
+
+/// (intended start from the first request's, URL) of every row of request logs, and every
+/// row's corrected latency.
+fn log_rows(paths: &[std::path::PathBuf]) -> (Vec<(u64, String)>, Vec<u64>) {
+    let mut rows = Vec::new();
+    let mut corrected = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(p).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        for line in lines {
+            let f: Vec<&str> = line.split(',').collect();
+            rows.push((f[col("intended_unix_us")].parse::<u64>().unwrap(), f[col("url")].to_string()));
+            corrected.push(f[col("corrected_us")].parse::<u64>().unwrap());
+        }
+    }
+    let first = rows.iter().map(|r| r.0).min().unwrap();
+    let mut rows: Vec<_> = rows.into_iter().map(|(t, u)| (t - first, u)).collect();
+    rows.sort();
+    corrected.sort();
+    (rows, corrected)
+}
+
+/// The issue's proof: three shards of the same plan with a common start, merged, are the
+/// unsplit run: the same count (the origin's own), the same (intended time, URL) set from
+/// the request logs, percentiles equal to the logs' within histogram precision and to the
+/// origin's known latency distribution.
+#[test]
+fn three_shards_together_are_the_unsplit_run() {
+    let delay = LatencyDist::Uniform(Duration::from_millis(10), Duration::from_millis(50));
+    let o = origin(ServeConfig { latency: Some(delay), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/obj/{{id}}", o.url());
+    let plan: Vec<String> =
+        ["--rate", "300", "-n", "600", "--pick", "zipf:1.0", "--objects", "5000", "--seed", "7", &url]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let whole_log = dir.path().join("whole.csv");
+    let out = barrage()
+        .arg("run")
+        .args(&plan)
+        .args(["--log", whole_log.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let before = served(o.addr());
+    let at = start_in(Duration::from_secs(2));
+    let outs = shards(dir.path(), &plan, |i| {
+        vec![
+            "--shard".into(),
+            format!("{i}/3"),
+            "--start-at".into(),
+            at.clone(),
+            "--bind".into(),
+            format!("127.0.0.{}", i + 2),
+        ]
+    });
+    for out in &outs {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(served(o.addr()) - before, 600, "the origin served the whole run once");
+    // Each shard sent its exact part: 200 of 600.
+    for out in &outs {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["requests"]["sent"], 200, "{v}");
+    }
+    let files: Vec<_> = (0..3).map(|i| dir.path().join(format!("s{i}.brg"))).collect();
+    let merged = barrage().arg("report").args(&files).args(["--format", "json"]).output().unwrap();
+    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
+    let m: Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert_eq!(m["requests"]["total"], 600);
+    assert_eq!(m["shards"].as_array().unwrap().len(), 3);
+    let sent: Vec<u64> = m["shards"].as_array().unwrap().iter().map(|r| r["sent"].as_u64().unwrap()).collect();
+    assert_eq!(sent, [200, 200, 200]);
+    // Request for request: the same intended times (from the common start) and URLs.
+    let (whole, _) = log_rows(&[whole_log]);
+    let logs: Vec<_> = (0..3).map(|i| dir.path().join(format!("s{i}.csv"))).collect();
+    let (split, corrected) = log_rows(&logs);
+    assert_eq!(whole.len(), 600);
+    assert_eq!(whole, split, "the shards' stream is the unsplit run's");
+    let urls: BTreeSet<&String> = split.iter().map(|r| &r.1).collect();
+    assert!(urls.len() > 50, "zipf over 5000 ids picks many ({})", urls.len());
+    // The merged percentiles are the logs' (HdrHistogram keeps 3 significant digits).
+    for (q, key) in [(0.5, "p50_us"), (0.9, "p90_us"), (0.99, "p99_us")] {
+        let exact = corrected[((corrected.len() as f64 * q).ceil() as usize).saturating_sub(1)] as f64;
+        let merged = m["latency"]["corrected"][key].as_f64().unwrap();
+        assert!((merged - exact).abs() <= exact * 0.002 + 1.0, "{key}: merged {merged} µs, logs {exact} µs");
+    }
+    // And the origin's known spread: uniform over 10-50 ms (service time, plus loopback).
+    let service = &m["latency"]["service"];
+    let p50 = service["p50_us"].as_f64().unwrap() / 1e3;
+    let p90 = service["p90_us"].as_f64().unwrap() / 1e3;
+    assert!((29.0..36.0).contains(&p50), "p50 {p50} ms, uniform 10-50 ms has 30");
+    assert!((45.0..52.0).contains(&p90), "p90 {p90} ms, uniform 10-50 ms has 46");
+    // Every shard records when it was asked to start; the merge shows each.
+    let text = barrage().arg("report").args(&files).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Shards") && text.contains("0/3") && text.contains("2/3"), "{text}");
+    assert!(text.contains("open loop, 300 req/s"), "the shards' rate is the run's, not 3 × 300: {text}");
+}
+
+/// A missing or doubled shard, or a shard of another plan, is refused with one line and
+/// exit 2; `--force` merges what is there and says so.
+#[test]
+fn an_incomplete_set_of_shards_is_refused() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let url = o.url();
+    let plan: Vec<String> = ["--rate", "100", "-n", "60", &url].iter().map(|s| s.to_string()).collect();
+    let outs = shards(dir.path(), &plan, |i| vec!["--shard".into(), format!("{i}/3")]);
+    assert!(outs.iter().all(|o| o.status.success()));
+    let other = dir.path().join("other.brg");
+    let out = barrage()
+        .args(["run", "--rate", "100", "-n", "90", "--shard", "1/3", "-o", other.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let f = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for (files, want) in [
+        (vec![f("s0.brg"), f("s2.brg")], "shard(s) 1 of 3 missing"),
+        (vec![f("s0.brg"), f("s1.brg"), f("s1.brg"), f("s2.brg")], "shard 1/3 twice"),
+        (vec![f("s0.brg"), f("other.brg"), f("s2.brg")], "ran a different plan"),
+    ] {
+        let out = barrage().arg("report").args(&files).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{files:?}: {err}");
+        assert!(err.contains(want) && err.trim().lines().count() == 1, "{files:?}: {err}");
+    }
+    let out = barrage().args(["report", "--force", "--format", "json", &f("s0.brg"), &f("s2.brg")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"]["total"], 40);
+    assert!(v["warnings"][0].as_str().unwrap().contains("merged anyway (--force)"), "{v}");
+}
+
+/// A shard whose in-flight bound cannot carry its share (one slot, 50 ms per request, 50
+/// requests a second due) is flagged in the merge, with why; the others are not flagged
+/// for it.
+#[test]
+fn a_shard_that_fell_behind_is_flagged() {
+    let o = origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(50))), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let url = o.url();
+    let plan: Vec<String> = ["--rate", "150", "-d", "2s", &url].iter().map(|s| s.to_string()).collect();
+    let at = start_in(Duration::from_secs(1));
+    let outs = shards(dir.path(), &plan, |i| {
+        let mut each = vec!["--shard".into(), format!("{i}/3"), "--start-at".into(), at.clone()];
+        if i == 1 {
+            // Its share of 3 slots is 1.
+            each.extend(["--max-in-flight".into(), "3".into()]);
+        }
+        each
+    });
+    assert!(outs.iter().all(|o| o.status.success()));
+    let files: Vec<_> = (0..3).map(|i| dir.path().join(format!("s{i}.brg"))).collect();
+    let out = barrage().arg("report").args(&files).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["shards"].as_array().unwrap();
+    let behind = |i: usize| rows[i]["behind"].as_str().unwrap_or("");
+    assert!(behind(1).contains("on time"), "{}", rows[1]);
+    for i in [0, 2] {
+        assert!(!behind(i).contains("on time"), "{}", rows[i]);
+    }
+    let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with("shard 1/3 on "));
+    assert!(warned, "{}", v["warnings"]);
+}
+
+/// Bad scale-out flags are one-line errors with exit 2.
+#[test]
+fn bad_scale_out_flags_are_refused() {
+    let past = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() - 60;
+    let url = "http://127.0.0.1:9/";
+    for (args, want) in [
+        (vec!["run", "--shard", "3/3", url], "invalid --shard '3/3'"),
+        (vec!["run", "--shard", "0/0", url], "invalid --shard '0/0'"),
+        (vec!["run", "--start-at", "yesterday", url], "invalid --start-at 'yesterday'"),
+        (vec!["run", "--start-at", &past.to_string(), url], "past already"),
+        (vec!["run", "-c", "2", "--shard", "2/3", url], "leaves this shard nothing"),
+        (vec!["sweep", "--rate", "10,20", "--shard", "0/2", url], "split each run with `barrage run --shard`"),
+    ] {
+        let out = barrage().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want) && err.trim().lines().count() == 1, "{args:?}: {err}");
+    }
+}
+
+/// A scenario split over shards: a sequential feeder's rows are used once over all of
+/// them (each shard stops when its part runs out), and `{{seq}}` never repeats across
+/// shards, so split users and ids stay apart as in the unsplit run.
+#[test]
+fn split_flows_share_the_feeder_and_seq_without_overlap() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..300).map(|i| format!("user-{i}\n")).collect();
+    std::fs::write(dir.path().join("users.csv"), format!("user\n{rows}")).unwrap();
+    let scenario = dir.path().join("flow.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+[feeder.users]
+file = "users.csv"
+on-end = "stop"
+
+[flow.lookup]
+feeder = "users"
+
+[[flow.lookup.step]]
+name = "user"
+url = "{}/bytes/8?user={{{{row.user}}}}&n={{{{seq}}}}"
+"#,
+            o.url()
+        ),
+    )
+    .unwrap();
+    let args: Vec<String> =
+        ["--scenario", scenario.to_str().unwrap(), "-c", "3", "-d", "20s"].iter().map(|s| s.to_string()).collect();
+    let outs = shards(dir.path(), &args, |i| vec!["--shard".into(), format!("{i}/3")]);
+    for out in &outs {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut users = Vec::new();
+    let mut seqs = Vec::new();
+    for i in 0..3 {
+        let text = std::fs::read_to_string(dir.path().join(format!("s{i}.csv"))).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let url = header.iter().position(|h| *h == "url").unwrap();
+        let mut mine = 0;
+        for line in lines {
+            let query = line.split(',').nth(url).unwrap().split_once('?').unwrap().1.to_string();
+            let (user, n) = query.split_once('&').unwrap();
+            users.push(user.to_string());
+            seqs.push(n.to_string());
+            mine += 1;
+        }
+        assert_eq!(mine, 100, "shard {i} used its third of the rows");
+    }
+    users.sort();
+    users.dedup();
+    assert_eq!(users.len(), 300, "every row once over the shards");
+    let distinct: BTreeSet<&String> = seqs.iter().collect();
+    assert_eq!(distinct.len(), 300, "no {{{{seq}}}} twice");
+}
