@@ -3,7 +3,8 @@
 # environment holds BARRAGE_ANSIBLE_JOB=TOKEN (the playbook sets it on the job it launched;
 # a process's environment is readable only by its own user, so no one else can mark or
 # unmark one). SIGTERM first, so barrage ends its results file cleanly; SIGKILL after 10 s.
-# Prints the pids it stopped, nothing when none was running. Linux (/proc).
+# Prints what it stopped (pid and command name: barrage, or the async job's python after
+# barrage ended), nothing when none was running. Linux (/proc).
 set -u
 mark="BARRAGE_ANSIBLE_JOB=$1"
 me=$(id -u)
@@ -21,7 +22,9 @@ marked() {
 
 pids=$(marked)
 [ -z "$pids" ] && exit 0
-echo "stopping $pids"
+for pid in $pids; do
+    echo "stopping $pid ($(cat "/proc/$pid/comm" 2>/dev/null))"
+done
 kill -TERM $pids 2>/dev/null
 tries=0
 while [ -n "$(marked)" ] && [ "$tries" -lt 10 ]; do
