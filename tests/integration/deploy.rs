@@ -1,0 +1,665 @@
+//! deploy/: the Ansible playbook over three "hosts" on this machine, and the Kubernetes Jobs,
+//! validated offline and run locally as the kubelet would. Every merge is checked against
+//! the count of the origin the shards loaded.
+
+use crate::util::{http_get, origin, require};
+use barrage_server::ServeConfig;
+use barrage_testbed::program_path;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
+
+/// One playbook at a time: each starts three shards and a dozen Python processes, and its
+/// lead time must cover launching them on this 2-core machine.
+static ANSIBLE: Mutex<()> = Mutex::new(());
+
+/// The playbook's bound: copying the debug binary three times, the lead time, the run, the
+/// fetch and the merge.
+const PLAYBOOK_LIMIT: Duration = Duration::from_secs(300);
+
+#[test]
+fn ansible_runs_three_shards_from_their_own_addresses_and_merges_exactly() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let o = origin(ServeConfig::default());
+    let relay = Relay::start(o.addr());
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = playbook(
+        tmp.path(),
+        serde_json::json!({
+            "barrage_targets": [relay.url()],
+            "barrage_concurrency": 3,
+            "barrage_count": 300,
+        }),
+    );
+    // First, so that a failing test leaves nothing running either.
+    assert_nothing_left(tmp.path());
+    assert!(status.success(), "ansible-playbook failed ({status}):\n{out}");
+
+    let run = run_dir(tmp.path());
+    let shards: Vec<PathBuf> = (0..3).map(|i| run.join(format!("shard-{i}.brg"))).collect();
+    for s in &shards {
+        assert!(s.is_file(), "{} not fetched:\n{out}", s.display());
+    }
+    // The merged total is -n exactly, and what the origin itself counted.
+    let served = stats_requests(o.addr());
+    let json: Value = serde_json::from_str(&read(&run.join("report.json"))).unwrap();
+    assert_eq!(json["requests"]["total"], 300, "{}", json["requests"]);
+    assert_eq!(served, 300, "the origin's count");
+    let text = read(&run.join("report.txt"));
+    assert!(out.contains(text.lines().next().unwrap()), "the report is also on the playbook's output");
+    assert!(read(&run.join("report.html")).contains("<html"));
+    assert_eq!(xlsx_requests(&run.join("report.xlsx")), 300.0);
+    assert_three_shards(&json, &text, 100);
+    // Each host's connections came from its own loopback address, and from no other.
+    let sources = relay.sources();
+    let expected: Vec<IpAddr> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"].map(|a| a.parse().unwrap()).to_vec();
+    assert_eq!(sources.keys().copied().collect::<Vec<_>>(), expected, "connections by source: {sources:?}");
+}
+
+#[test]
+fn ansible_stops_a_shard_that_outlives_its_bound_and_fails() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let o = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    // Two minutes of load, a 15 s bound: the controller gives up waiting and stops them.
+    let (out, status) = playbook(
+        tmp.path(),
+        serde_json::json!({
+            "barrage_targets": [o.url()],
+            "barrage_rate": 30,
+            "barrage_duration": "120s",
+            "barrage_run_timeout": 15,
+            "barrage_poll_interval": 1,
+        }),
+    );
+    assert_nothing_left(tmp.path());
+    assert!(!status.success(), "the playbook should fail:\n{out}");
+    assert_eq!(out.matches("\"msg\": \"shard still running after barrage_run_timeout (15 s)").count(), 3, "{out}");
+    let stop = section(&out, "Stop the shard if it is still running");
+    for host in ["shard-a", "shard-b", "shard-c"] {
+        assert!(stop.contains(&format!("changed: [{host}]")), "{host} was not stopped:\n{stop}");
+    }
+    assert!(stats_requests(o.addr()) > 0, "the shards ran before they were stopped");
+}
+
+#[test]
+fn ansible_shards_stop_by_themselves_when_the_controller_dies() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let o = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let vars = serde_json::json!({
+        "barrage_targets": [o.url()],
+        "barrage_rate": 30,
+        "barrage_duration": "120s",
+        "barrage_run_timeout": 10,
+    });
+    let log = tmp.path().join("controller.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut controller = playbook_command(tmp.path(), vars)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Once every shard is launched, the controller dies without a chance to clean up.
+    let started = Instant::now();
+    while !read(&log).contains("TASK [barrage : Wait for the shard to finish]") {
+        if let Some(status) = controller.try_wait().unwrap() {
+            panic!("the playbook ended ({status}) before launching the shards:\n{}", read(&log));
+        }
+        assert!(started.elapsed() < PLAYBOOK_LIMIT, "no shard launched:\n{}", read(&log));
+        // Polls the playbook's output; synchronises nothing.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let launched = Instant::now();
+    // SAFETY: kill(2) on the process group of the child we spawned just above, then on
+    // its workers, which ansible puts in sessions of their own (they name our `root`).
+    unsafe { libc::kill(-(controller.id() as i32), libc::SIGKILL) };
+    controller.wait().unwrap();
+    for (pid, _) in processes_naming(tmp.path()).iter().filter(|(_, c)| c.contains("bin/ansible-playbook ")) {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    // The shards outlive it (the async jobs are daemons; their modules may still be
+    // starting barrage).
+    let shards =
+        || processes_naming(tmp.path()).iter().filter(|(_, c)| c.starts_with(tmp.path().to_str().unwrap())).count();
+    while shards() < 3 && launched.elapsed() < Duration::from_secs(30) {
+        // Polls /proc; synchronises nothing.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(shards(), 3, "{:?}", processes_naming(tmp.path()));
+    // Each shard stops itself barrage_run_timeout + 30 s after its launch (coreutils'
+    // timeout), long before its 120 s run would end.
+    while !processes_naming(tmp.path()).is_empty() && launched.elapsed() < Duration::from_secs(90) {
+        // Polls /proc; synchronises nothing.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_nothing_left(tmp.path());
+    assert!(stats_requests(o.addr()) > 0, "the shards ran without their controller");
+}
+
+/// Runs deploy/ansible/playbook.yml over inventory.local.ini with `vars` and the test's
+/// binary, work directories and output under `root`: its output (stdout and stderr) and
+/// status.
+fn playbook(root: &Path, vars: Value) -> (String, ExitStatus) {
+    run_bounded(playbook_command(root, vars), root, PLAYBOOK_LIMIT)
+}
+
+/// The command running the playbook (see [`playbook`]). Ansible's own temporary and
+/// async-job files go under `root` too, so that every process of the run names `root` on
+/// its command line.
+fn playbook_command(root: &Path, vars: Value) -> Command {
+    let mut vars = vars;
+    let extra = vars.as_object_mut().unwrap();
+    extra.insert("barrage_local_root".into(), root.join("hosts").to_str().unwrap().into());
+    extra.insert("barrage_binary".into(), env!("CARGO_BIN_EXE_barrage").into());
+    extra.insert("barrage_output_dir".into(), root.join("out").to_str().unwrap().into());
+    extra.insert("barrage_lead_time".into(), 12.into());
+    extra.insert("ansible_remote_tmp".into(), root.join("ansible-tmp").to_str().unwrap().into());
+    extra.insert("ansible_async_dir".into(), root.join("ansible-async").to_str().unwrap().into());
+    let mut cmd = Command::new("ansible-playbook");
+    cmd.current_dir(root)
+        .args(["-i", &format!("{DEPLOY}/ansible/inventory.local.ini"), &format!("{DEPLOY}/ansible/playbook.yml")])
+        .arg("-e")
+        .arg(vars.to_string())
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_RETRY_FILES_ENABLED", "0")
+        .env("ANSIBLE_LOCAL_TEMP", root.join("ansible-local"));
+    cmd
+}
+
+/// The run's directory on the controller: the playbook's output dir holds one.
+fn run_dir(root: &Path) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(root.join("out")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+/// The part of the playbook's output under the task named `task`, up to the next task.
+fn section<'a>(out: &'a str, task: &str) -> &'a str {
+    let start = out.find(&format!("{task}] ")).unwrap_or_else(|| panic!("no task '{task}' in:\n{out}"));
+    let rest = &out[start..];
+    &rest[..rest[1..].find("TASK [").map_or(rest.len(), |e| e + 1)]
+}
+
+/// Fails when a process whose command line names `root` is still running, after killing it
+/// (it can only be one this test started: `root` is the test's own temporary directory).
+fn assert_nothing_left(root: &Path) {
+    let left = processes_naming(root);
+    for (pid, _) in &left {
+        // SAFETY: kill(2) with a pid read from /proc just now; no memory is involved.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "still running after the playbook: {left:?}");
+}
+
+/// The processes whose command line contains `root`: pid and command line.
+fn processes_naming(root: &Path) -> Vec<(i32, String)> {
+    let needle = root.to_str().unwrap();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if pid != std::process::id() as i32 && cmdline.contains(needle) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// The origin's own request count.
+fn stats_requests(addr: SocketAddr) -> u64 {
+    let stats: Value = serde_json::from_str(&http_get(addr, "/_barrage/stats")).unwrap();
+    stats["requests"].as_u64().unwrap()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The `requests` figure of an xlsx report's summary sheet.
+fn xlsx_requests(path: &Path) -> f64 {
+    use calamine::{Data, Reader};
+    let mut book = calamine::open_workbook_auto(path).unwrap();
+    let summary = book.worksheet_range("summary").unwrap();
+    let row = summary.rows().find(|r| r[0] == Data::String("requests".into())).expect("a requests row");
+    match row[1] {
+        Data::Float(n) => n,
+        ref other => panic!("requests is {other:?}"),
+    }
+}
+
+/// The merged report shows three shards, each from its own file (`shard-I.brg` holds shard
+/// I/3) and with its exact part of the total, in JSON and in the text's Shards table.
+fn assert_three_shards(json: &Value, text: &str, each: u64) {
+    let rows = json["shards"].as_array().unwrap_or_else(|| panic!("no shards in {json}"));
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["shard"], format!("{i}/3"), "{row}");
+        assert!(row["file"].as_str().unwrap().ends_with(&format!("shard-{i}.brg")), "{row}");
+        assert_eq!(row["sent"], each, "{row}");
+    }
+    let table = &text[text.find("\nShards").unwrap_or_else(|| panic!("no Shards table in:\n{text}"))..];
+    for i in 0..3 {
+        assert!(table.contains(&format!("{i}/3")), "shard {i}/3 not in:\n{table}");
+    }
+}
+
+/// Runs `cmd` in its own process group with stdin closed, stdout and stderr together into a
+/// file under `dir`, killing the group past `limit`: the output and the exit status.
+fn run_bounded(mut cmd: Command, dir: &Path, limit: Duration) -> (String, ExitStatus) {
+    let log = dir.join(format!("output-{}.log", std::process::id()));
+    let file = std::fs::File::create(&log).unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            // SAFETY: kill(2) on the process group of the child we spawned just above.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("{cmd:?} ran over {limit:?}:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        // Polls the child's exit; synchronises nothing.
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (std::fs::read_to_string(&log).unwrap(), status)
+}
+
+/// A TCP relay in front of the origin that notes each connection's source address: the
+/// origin does not record peers, so this is how the test sees where connections came from.
+struct Relay {
+    addr: SocketAddr,
+    sources: Arc<Mutex<BTreeMap<IpAddr, usize>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Relay {
+    fn start(to: SocketAddr) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sources = Arc::new(Mutex::new(BTreeMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (seen, flag) = (sources.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, peer)) => {
+                        *seen.lock().unwrap().entry(peer.ip()).or_insert(0) += 1;
+                        relay(client, to);
+                    }
+                    // Paces the polling of a non-blocking accept; synchronises nothing.
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Relay { addr, sources, stop }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Connections by source address, so far.
+    fn sources(&self) -> BTreeMap<IpAddr, usize> {
+        self.sources.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Copies bytes both ways between `client` and a new connection to `to`, a thread per way;
+/// each side's end of stream is passed on as a write shutdown.
+fn relay(client: TcpStream, to: SocketAddr) {
+    client.set_nonblocking(false).unwrap();
+    let Ok(server) = TcpStream::connect(to) else { return };
+    for (mut from, mut into) in [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)] {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from, &mut into);
+            let _ = into.shutdown(std::net::Shutdown::Write);
+        });
+    }
+}
+
+// ---- Kubernetes ----
+
+/// What envsubst fills in (and nothing else), as the README's one-liner names them.
+const ENVSUBST: [&str; 3] = ["BARRAGE_IMAGE", "BARRAGE_SHARDS", "BARRAGE_START_AT"];
+
+/// The manifests in apply order, rendered as `envsubst '$BARRAGE_IMAGE $BARRAGE_SHARDS
+/// $BARRAGE_START_AT'` would with `values`.
+fn render(values: &[(&str, String)]) -> String {
+    ["pvc", "job", "merge"]
+        .iter()
+        .map(|f| envsubst(&read(&Path::new(DEPLOY).join(format!("k8s/{f}.yaml"))), values))
+        .collect()
+}
+
+/// envsubst with a list of names: `$NAME` and `${NAME}` of the listed names are replaced,
+/// every other `$` is left alone.
+fn envsubst(text: &str, values: &[(&str, String)]) -> String {
+    let mut out = text.to_string();
+    for (name, value) in values {
+        assert!(ENVSUBST.contains(name), "{name} is not one of the README's envsubst names");
+        out = out.replace(&format!("${{{name}}}"), value);
+        let bare = format!("${name}");
+        let mut rest = out.as_str();
+        let mut done = String::new();
+        while let Some(at) = rest.find(&bare) {
+            let after = &rest[at + bare.len()..];
+            let whole = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            done.push_str(&rest[..at]);
+            done.push_str(if whole { value } else { &bare });
+            rest = after;
+        }
+        done.push_str(rest);
+        out = done;
+    }
+    out
+}
+
+/// The YAML documents of `text` as JSON, through PyYAML (the YAML library kubernetes-validate
+/// and ansible-core read manifests with); `None` when python3 has no yaml module.
+fn yaml_documents(text: &str) -> Option<Vec<Value>> {
+    let script = "import json, sys, yaml; json.dump(list(yaml.safe_load_all(sys.stdin)), sys.stdout)";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("No module named 'yaml'"), "the manifests do not parse: {err}");
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// The rendered manifests parsed, or `None` (after `require`) without PyYAML.
+fn manifests(values: &[(&str, String)]) -> Option<Vec<Value>> {
+    let docs = yaml_documents(&render(values));
+    require("python3 module yaml (pip install pyyaml)", docs.is_some()).then(|| docs.unwrap())
+}
+
+fn by_name<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+fn example_values(start_at: u64) -> Vec<(&'static str, String)> {
+    vec![
+        ("BARRAGE_IMAGE", "registry.example.com/barrage:0.1".into()),
+        ("BARRAGE_SHARDS", "3".into()),
+        ("BARRAGE_START_AT", start_at.to_string()),
+    ]
+}
+
+#[test]
+fn k8s_manifests_validate_against_the_kubernetes_schemas() {
+    if !require("kubernetes-validate", program_path("kubernetes-validate").is_some()) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let rendered = tmp.path().join("rendered.yaml");
+    std::fs::write(&rendered, render(&example_values(1_795_467_600))).unwrap();
+    // 1.29 is the first release with backoffLimitPerIndex and podReplacementPolicy on by
+    // default (beta); 1.34 has both generally available.
+    for version in ["1.29.0", "1.34.0"] {
+        let out =
+            Command::new("kubernetes-validate").args(["--strict", "-k", version]).arg(&rendered).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "kubernetes {version}: {text}");
+        assert_eq!(text.matches("passed for resource").count(), 3, "{text}");
+    }
+    // The validator rejects what it should: a misspelt field under --strict.
+    std::fs::write(&rendered, render(&example_values(1_795_467_600)).replace("completionMode", "completionMod"))
+        .unwrap();
+    let out = Command::new("kubernetes-validate").args(["--strict", "-k", "1.34.0"]).arg(&rendered).output().unwrap();
+    assert!(!out.status.success(), "a misspelt field passed");
+}
+
+#[test]
+fn k8s_shard_job_is_indexed_never_retried_and_shares_one_volume_with_the_merge() {
+    let Some(docs) = manifests(&example_values(1_795_467_600)) else { return };
+    let job = &by_name(&docs, "Job", "barrage-shards")["spec"];
+    assert_eq!(job["completionMode"], "Indexed");
+    assert_eq!((&job["completions"], &job["parallelism"]), (&Value::from(3), &Value::from(3)));
+    assert_eq!(job["backoffLimitPerIndex"], 0);
+    assert_eq!(job["podReplacementPolicy"], "Failed");
+    let merge = &by_name(&docs, "Job", "barrage-merge")["spec"];
+    let pvc = by_name(&docs, "PersistentVolumeClaim", "barrage-results");
+    assert_eq!(pvc["spec"]["accessModes"], serde_json::json!(["ReadWriteMany"]));
+    for spec in [job, merge] {
+        assert!(spec["activeDeadlineSeconds"].as_u64().is_some_and(|s| s > 0), "every Job is bounded");
+        let pod = &spec["template"]["spec"];
+        assert_eq!(pod["restartPolicy"], "Never");
+        assert_eq!(pod["volumes"][0]["persistentVolumeClaim"]["claimName"], "barrage-results");
+        assert_eq!(pod["containers"][0]["image"], "registry.example.com/barrage:0.1");
+    }
+    let args = &job["template"]["spec"]["containers"][0]["args"];
+    let args: Vec<&str> = args.as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let after = |flag: &str| args[args.iter().position(|a| *a == flag).unwrap_or_else(|| panic!("no {flag}")) + 1];
+    assert_eq!(after("--shard"), "$(JOB_COMPLETION_INDEX)/$(BARRAGE_SHARDS)");
+    assert_eq!(after("--start-at"), "$(BARRAGE_START_AT)");
+}
+
+#[test]
+fn k8s_jobs_run_locally_as_the_kubelet_would_and_merge_exactly() {
+    let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 5;
+    let Some(docs) = manifests(&example_values(start_at)) else { return };
+    let o = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    // The volume, mounted at the manifests' mount path; each run has its own directory.
+    let volume = tmp.path().join("volume");
+    std::fs::create_dir(&volume).unwrap();
+    let results = volume.join(start_at.to_string());
+    // The image: `barrage` on the PATH.
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_barrage"), bin.join("barrage")).unwrap();
+    // What a user edits: the plan.
+    let edits = [("BARRAGE_URL", o.url()), ("BARRAGE_RATE", "300".to_string()), ("BARRAGE_COUNT", "450".to_string())];
+    let shards = by_name(&docs, "Job", "barrage-shards");
+    let pod = Pod::of(shards, &edits, &bin, &volume);
+    let n = shards["spec"]["completions"].as_u64().unwrap();
+    let children: Vec<_> = (0..n).map(|i| pod.spawn(&[("JOB_COMPLETION_INDEX", i.to_string())], tmp.path())).collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let (out, status) = child.wait(Duration::from_secs(60));
+        assert!(status.success(), "shard {i} ({status}): {out}");
+    }
+    for i in 0..n {
+        assert!(results.join(format!("shard-{i}.brg")).is_file(), "shard {i} published its file");
+    }
+    let merge = Pod::of(by_name(&docs, "Job", "barrage-merge"), &edits, &bin, &volume);
+    let (out, status) = merge.spawn(&[], tmp.path()).wait(Duration::from_secs(60));
+    assert!(status.success(), "merge ({status}): {out}");
+    let json: Value = serde_json::from_str(&read(&results.join("report.json"))).unwrap();
+    assert_eq!(json["requests"]["total"], 450, "{}", json["requests"]);
+    assert_eq!(stats_requests(o.addr()), 450, "the origin's count");
+    let text = read(&results.join("report.txt"));
+    assert!(out.contains(text.lines().next().unwrap()), "the merge Job's log has the report");
+    assert!(read(&results.join("report.html")).contains("<html"));
+    assert_eq!(xlsx_requests(&results.join("report.xlsx")), 450.0);
+    assert_three_shards(&json, &text, 150);
+}
+
+#[test]
+fn kubelet_expansion_follows_kubernetes_rules() {
+    let env = BTreeMap::from([("A".to_string(), "x".to_string()), ("B".to_string(), "$(A)".to_string())]);
+    for (input, expanded) in [
+        ("$(A)/$(A)", "x/x"),
+        ("$(B)", "$(A)"),
+        ("$$(A)", "$(A)"),
+        ("$(MISSING)", "$(MISSING)"),
+        ("$((n + 1))", "$((n + 1))"),
+        ("$1 \"$@\" $?", "$1 \"$@\" $?"),
+        ("$(A", "$(A"),
+        ("a$", "a$"),
+    ] {
+        assert_eq!(kubelet_expand(input, &env), expanded, "{input}");
+    }
+}
+
+/// A Job's pod template, as the kubelet would run its first container here: the command and
+/// args with `$(NAME)` expanded from the container's environment, and the volume's mount
+/// path standing for a local directory.
+struct Pod {
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+    bin: PathBuf,
+}
+
+impl Pod {
+    /// The pod of `job`, with the values of the variables named in `edits` replaced, and
+    /// its volume's mount path in the others' values replaced by `volume`.
+    fn of(job: &Value, edits: &[(&str, String)], bin: &Path, volume: &Path) -> Pod {
+        let container = &job["spec"]["template"]["spec"]["containers"][0];
+        let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+        let local = |value: &str| match value.strip_prefix(mount) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{}{rest}", volume.display()),
+            _ => value.to_string(),
+        };
+        let strings = |v: &Value| -> Vec<String> {
+            v.as_array().map_or(vec![], |a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
+        };
+        let mut command = strings(&container["command"]);
+        command.extend(strings(&container["args"]));
+        let env = container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let name = e["name"].as_str().unwrap().to_string();
+                let edited = edits.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+                let value = edited.unwrap_or_else(|| local(e["value"].as_str().unwrap()));
+                (name, value)
+            })
+            .collect();
+        Pod { command, env, bin: bin.to_path_buf() }
+    }
+
+    /// Starts the pod's container with `extra` variables (the Job controller's), its output
+    /// into a file under `dir`.
+    fn spawn(&self, extra: &[(&str, String)], dir: &Path) -> Running {
+        // The kubelet expands each variable's value with those defined before it, then the
+        // command and args with all of them.
+        let mut env = BTreeMap::new();
+        for (name, value) in extra.iter().map(|(n, v)| (n.to_string(), v.clone())).chain(self.env.iter().cloned()) {
+            let value = kubelet_expand(&value, &env);
+            env.insert(name, value);
+        }
+        let argv: Vec<String> = self.command.iter().map(|a| kubelet_expand(a, &env)).collect();
+        let log = dir.join(format!("pod-{}.log", env.get("JOB_COMPLETION_INDEX").map_or("merge", |s| s.as_str())));
+        let file = std::fs::File::create(&log).unwrap();
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display());
+        let child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .env("PATH", path)
+            .envs(&env)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        Running { child, log }
+    }
+}
+
+/// A container running locally.
+struct Running {
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+impl Running {
+    /// Its output and exit status; its process group is killed past `limit`.
+    fn wait(mut self, limit: Duration) -> (String, ExitStatus) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                // SAFETY: kill(2) on the process group of the child we spawned.
+                unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+                let _ = self.child.wait();
+                panic!("ran over {limit:?}: {}", read(&self.log));
+            }
+            // Polls the child's exit; synchronises nothing.
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut out = String::new();
+        std::fs::File::open(&self.log).unwrap().read_to_string(&mut out).unwrap();
+        (out, status)
+    }
+}
+
+/// Kubernetes' expansion of `$(NAME)` in env values, command and args: a defined name is
+/// replaced by its value, an undefined one left as written, `$$` is a literal `$`, and any
+/// other `$` stays (k8s.io/kubernetes third_party/forked/golang/expansion).
+fn kubelet_expand(input: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = input;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(close) = after.strip_prefix('(').and_then(|r| r.find(')')) {
+            let name = &after[1..=close];
+            match env.get(name) {
+                Some(value) => out.push_str(value),
+                None => out.push_str(&format!("$({name})")),
+            }
+            rest = &after[close + 2..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
