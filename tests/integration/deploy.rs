@@ -7,7 +7,6 @@ use barrage_server::ServeConfig;
 use barrage_testbed::program_path;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -111,15 +110,8 @@ fn ansible_shards_stop_by_themselves_when_the_controller_dies() {
         "barrage_duration": "120s",
         "barrage_run_timeout": 10,
     });
-    let log = tmp.path().join("controller.log");
-    let file = std::fs::File::create(&log).unwrap();
-    let mut controller = playbook_command(tmp.path(), vars)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let log = tmp.path().join("playbook.log");
+    let Running { child: mut controller, .. } = spawn_logged(&mut playbook_command(tmp.path(), vars), log.clone());
     // Once every shard is launched, the controller dies without a chance to clean up.
     let started = Instant::now();
     while !read(&log).contains("TASK [barrage : Wait for the shard to finish]") {
@@ -162,7 +154,7 @@ fn ansible_shards_stop_by_themselves_when_the_controller_dies() {
 /// binary, work directories and output under `root`: its output (stdout and stderr) and
 /// status.
 fn playbook(root: &Path, vars: Value) -> (String, ExitStatus) {
-    run_bounded(playbook_command(root, vars), root, PLAYBOOK_LIMIT)
+    spawn_logged(&mut playbook_command(root, vars), root.join("playbook.log")).wait(PLAYBOOK_LIMIT)
 }
 
 /// The command running the playbook (see [`playbook`]). Ansible's own temporary and
@@ -264,35 +256,6 @@ fn assert_three_shards(json: &Value, text: &str, each: u64) {
     for i in 0..3 {
         assert!(table.contains(&format!("{i}/3")), "shard {i}/3 not in:\n{table}");
     }
-}
-
-/// Runs `cmd` in its own process group with stdin closed, stdout and stderr together into a
-/// file under `dir`, killing the group past `limit`: the output and the exit status.
-fn run_bounded(mut cmd: Command, dir: &Path, limit: Duration) -> (String, ExitStatus) {
-    let log = dir.join(format!("output-{}.log", std::process::id()));
-    let file = std::fs::File::create(&log).unwrap();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            // SAFETY: kill(2) on the process group of the child we spawned just above.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!("{cmd:?} ran over {limit:?}:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
-        }
-        // Polls the child's exit; synchronises nothing.
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    (std::fs::read_to_string(&log).unwrap(), status)
 }
 
 /// A TCP relay in front of the origin that notes each connection's source address: the
@@ -590,27 +553,29 @@ impl Pod {
         }
         let argv: Vec<String> = self.command.iter().map(|a| kubelet_expand(a, &env)).collect();
         let log = dir.join(format!("pod-{}.log", env.get("JOB_COMPLETION_INDEX").map_or("merge", |s| s.as_str())));
-        let file = std::fs::File::create(&log).unwrap();
         let path = format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display());
-        let child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .env_clear()
-            .env("PATH", path)
-            .envs(&env)
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-        Running { child, log }
+        spawn_logged(Command::new(&argv[0]).args(&argv[1..]).env_clear().env("PATH", path).envs(&env), log)
     }
 }
 
-/// A container running locally.
+/// A child process in its own process group, its output (stdout and stderr) going to `log`.
 struct Running {
     child: std::process::Child,
     log: PathBuf,
+}
+
+/// Starts `cmd` with stdin closed, in its own process group (so that it can be killed
+/// with everything it started), its output into `log`.
+fn spawn_logged(cmd: &mut Command, log: PathBuf) -> Running {
+    let file = std::fs::File::create(&log).unwrap();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    Running { child, log }
 }
 
 impl Running {
@@ -630,9 +595,7 @@ impl Running {
             // Polls the child's exit; synchronises nothing.
             std::thread::sleep(Duration::from_millis(50));
         };
-        let mut out = String::new();
-        std::fs::File::open(&self.log).unwrap().read_to_string(&mut out).unwrap();
-        (out, status)
+        (read(&self.log), status)
     }
 }
 
