@@ -147,9 +147,10 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
             row.dropped
         ));
     }
-    // The generator checks of its own summary: CPU saturated, sends lagging the schedule.
-    s.warnings.iter().find(|w| w.contains("generator was saturated") || w.contains("sends lagged")).map(|w| {
-        // Its first clause says it.
-        w.split(':').next().unwrap_or(w).to_string()
-    })
+    // The generator checks of its own summary.
+    if crate::summary::saturated(s) {
+        return Some(format!("its generator was saturated ({:.0}% CPU)", s.generator.cpu_percent));
+    }
+    crate::summary::lagging(s)
+        .then(|| format!("sends lagged behind the schedule (p99 lag {:.1} ms)", s.generator.lag_p99_us as f64 / 1e3))
 }

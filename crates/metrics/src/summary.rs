@@ -1500,12 +1500,22 @@ fn sum_labels(labels: &[&str]) -> String {
 }
 
 /// Warnings when barrage itself, not the server, set the figures.
+/// barrage's engine threads were busy nearly all the run: the figures describe barrage.
+pub(crate) fn saturated(s: &RunSummary) -> bool {
+    let g = &s.generator;
+    // Below a second, start-up costs dominate the CPU share: no verdict then.
+    s.duration.total_s >= 1.0 && g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * f64::from(g.threads)
+}
+
+/// An open loop's sends lagged behind the schedule.
+pub(crate) fn lagging(s: &RunSummary) -> bool {
+    s.mode == "open" && s.generator.lag_p99_us > LAG_LIMIT_US
+}
+
 fn self_check(s: &RunSummary) -> Vec<String> {
     let mut w = Vec::new();
     let g = &s.generator;
-    // Below a second, start-up costs dominate the CPU share: no verdict then.
-    let long_enough = s.duration.total_s >= 1.0;
-    if long_enough && g.threads > 0 && g.cpu_percent >= CPU_SATURATED * 100.0 * f64::from(g.threads) {
+    if saturated(s) {
         w.push(format!(
             "barrage used {:.0}% CPU of its {} engine thread(s) (at most {}%): the generator was saturated, so these figures describe barrage, not the server",
             g.cpu_percent,
@@ -1513,7 +1523,7 @@ fn self_check(s: &RunSummary) -> Vec<String> {
             u64::from(g.threads) * 100
         ));
     }
-    if s.mode == "open" && g.lag_p99_us > LAG_LIMIT_US {
+    if lagging(s) {
         w.push(format!(
             "sends lagged behind the schedule (p99 lag {:.1} ms): barrage could not keep the rate; the corrected latency still counts the delay",
             g.lag_p99_us as f64 / 1e3
