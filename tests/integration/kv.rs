@@ -197,6 +197,32 @@ fn pipelining_sixteen_carries_more_than_one_and_times_each_command() {
     assert!(rates[1] > 1.3 * rates[0], "pipelining 16 carries more: {rates:?}");
 }
 
+/// A closed loop's think time on pipelined connections: each slot waits `--think-time`
+/// after its reply before its next command, so 40 commands on 4 slots last at least the 9
+/// pauses of the busiest slot; the pause is in no command's latency; every command reached
+/// the server. A think longer than the run never carries it past its duration: each slot
+/// sends once, then the run ends.
+#[test]
+fn think_time_spaces_each_slots_commands_and_never_outlasts_the_run() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    assert_eq!(redis(addr, &["CONFIG", "RESETSTAT"]), "+OK");
+    let slots = ["-c", "2", "--pipeline", "2", "--key-maximum", "99"];
+    let s = run_kv(bed.dir(), "think", &[&[url.as_str(), "-n", "40", "--think-time", "60ms"], &slots[..]].concat());
+    let info = redis(addr, &["INFO", "commandstats"]);
+    assert_eq!(info_number(&info, "cmdstat_get") + info_number(&info, "cmdstat_set"), 40, "{info}");
+    assert_eq!(s.requests.ok, 40);
+    assert!(s.duration.attack_s >= 9.0 * 0.060, "a slot's 10th command waited 9 pauses: {:?}", s.duration);
+    assert!(s.latency.corrected.p50_us < 30_000, "the pause is not latency: {:?}", s.latency.corrected);
+    let out = bed.dir().join("long.brg");
+    let mut cmd = barrage();
+    cmd.args(["run", "-o", out.to_str().unwrap(), url.as_str(), "-d", "1s", "--think-time", "1h"]).args(slots);
+    let run = crate::hostile::run_bounded(cmd, None).expect("it ended by itself");
+    assert!(run.output.status.success() && run.took < Duration::from_secs(5), "{:?}: {}", run.took, run.stderr());
+    let s = summarize(&[out]).unwrap();
+    assert_eq!((s.requests.total, s.requests.ok), (4, 4), "each slot sent once");
+}
+
 /// Three memcached with ketama. A SET pass over keys 0..2999 puts on each server the keys
 /// the ring gives it: barrage's per-server counts equal each server's `cmd_set` and
 /// `curr_items`, and are libmemcached's shares (not a third each). Then GETs at 300/s for

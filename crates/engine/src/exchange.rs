@@ -3,7 +3,7 @@
 
 use crate::conn::{classify, Conn, Endpoint, Failure};
 use crate::thread::Worker;
-use barrage_metrics::recorder::FlowFailure;
+use barrage_metrics::recorder::{FlowFailure, SampleKeys};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS, MAX_JUDGED_BODY};
 use barrage_plan::{IdTemplate, Plan};
@@ -36,8 +36,8 @@ pub struct Prepared {
     body: barrage_plan::BodySource,
     /// A URL template's path-and-query around `{id}`, filled per request.
     template: Option<IdTemplate>,
-    /// The name, for the request log.
-    name: Option<String>,
+    /// The name, for the request log and the figures by name.
+    pub(crate) name: Option<String>,
     /// The URL as given (a template keeps `{id}`), redacted, for the request log.
     url_text: String,
     /// Index into the run's endpoints.
@@ -275,17 +275,17 @@ pub(crate) struct Done<'a> {
 }
 
 /// What a request log row says of the request, besides its sample.
-struct Logged<'a> {
-    target: &'a Prepared,
-    id: u64,
-    attempt: u32,
-    backend: Option<&'a HeaderValue>,
+pub(crate) struct Logged<'a> {
+    pub target: &'a Prepared,
+    pub id: u64,
+    pub attempt: u32,
+    pub backend: Option<&'a HeaderValue>,
     /// A flow's step.
-    flow: Option<FlowLog<'a>>,
+    pub flow: Option<FlowLog<'a>>,
 }
 
 /// What a request log row says of a flow's step.
-struct FlowLog<'a> {
+pub(crate) struct FlowLog<'a> {
     /// The flow instance.
     id: u64,
     /// The step's place in the flow's run order.
@@ -350,8 +350,6 @@ pub struct Slot {
     timer: Option<crate::thread::PreciseTimer>,
     /// Worker (closed loop) or slot (open loop) number within the run, for the log.
     worker: usize,
-    /// A key-value run's side of the slot: its group's connections.
-    kv: Option<crate::kv::SlotKv>,
 }
 
 /// One request to make.
@@ -379,13 +377,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, timer: None, worker, kv: None }
-    }
-
-    /// The slot of a key-value run, sending on its group's connections.
-    pub(crate) fn with_kv(mut self, kv: crate::kv::SlotKv) -> Self {
-        self.kv = Some(kv);
-        self
+        Slot { conn: None, timer: None, worker }
     }
 
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
@@ -398,19 +390,14 @@ impl Slot {
     /// [`Slot::request`], for a plain request or a flow's step; returns the last attempt's
     /// outcome.
     async fn send(&mut self, w: &Worker, mut job: Job, mut io: Option<&mut StepIo<'_>>) -> Outcome {
-        let Some(policy) = &w.plan.retry else {
+        if w.plan.retry.is_none() {
             return self.exchange(w, job, io).await;
-        };
+        }
         let first_intended = job.intended;
         let mut attempt = 1;
         let mut outcome = self.exchange(w, job, io.as_deref_mut()).await;
         let first_ok = outcome.is_success();
-        while attempt <= policy.max_retries && policy.on.matches(outcome) {
-            let pause = policy.backoff(attempt, rand::random::<f64>());
-            // A retry never starts after the attack ended: runs stay bounded.
-            if w.attack_limit.is_some_and(|end| w.start.elapsed() + pause >= end) {
-                break;
-            }
+        while let Some(pause) = retry_pause(w, attempt, outcome) {
             tokio::time::sleep(pause).await;
             attempt += 1;
             job = Job { intended: w.start.elapsed(), late: false, attempt, starts_now: true, ..job };
@@ -434,22 +421,14 @@ impl Slot {
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
-        let res = match (&mut self.kv, &w.kv) {
-            // Its connection keeps the timeout (one timer per connection, not per command).
-            (Some(k), Some(run)) => {
-                Ok(crate::kv::attempt(k, w, run, (job.target as usize, what), started, &mut phases).await)
-            }
-            _ => {
-                tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut()))
-                    .await
-            }
-        };
-        let Done { outcome, bytes_in, bytes_out, cache, backend, reply, ended } = match res {
+        let res =
+            tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await;
+        let done = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
             Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
-        let ended = ended.unwrap_or_else(|| w.start.elapsed());
+        let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
         if !w.plan.keepalive {
             self.conn = None;
         }
@@ -458,33 +437,20 @@ impl Slot {
             started,
             ended,
             phases: phases.0,
-            outcome,
-            bytes_in,
-            bytes_out,
+            outcome: done.outcome,
+            bytes_in: done.bytes_in,
+            bytes_out: done.bytes_out,
             late: job.late,
-            cache,
+            cache: done.cache,
         };
         if let Some(io) = io.as_deref_mut() {
-            io.judge(outcome);
+            io.judge(done.outcome);
         }
-        let mut rec = w.recorder.borrow_mut();
-        rec.record(&sample);
-        if w.kv.is_none() {
-            // A key-value command's method is its name: "By name" has it already.
-            rec.methods.record(target.method.as_str().as_bytes(), &sample);
-        }
-        match (&io, &target.name) {
-            (Some(io), _) => rec.names.record(io.key, &sample),
-            (None, Some(name)) => rec.names.record(name.as_bytes(), &sample),
-            (None, None) => {}
-        }
-        if let Some(name) = &backend {
-            rec.backends.record(name.as_bytes(), &sample);
-        }
-        if let Some((class, message)) = &reply {
-            rec.replies.record_example(class.name().as_bytes(), &sample, || message.to_string());
-        }
-        drop(rec);
+        let name = match (&io, &target.name) {
+            (Some(io), _) => Some(io.key),
+            (None, name) => name.as_deref().map(str::as_bytes),
+        };
+        record_done(w, &sample, name, Some(target.method.as_str().as_bytes()), &done);
         if let Some(log) = &w.log {
             let flow = io.as_deref().map(|io| FlowLog {
                 id: io.flow_id,
@@ -493,16 +459,10 @@ impl Slot {
                 path: io.path.clone(),
                 key: io.key,
             });
-            // A key-value command that failed is logged against the server it was meant for
-            // (the backend figures count answers only).
-            let meant = match (&self.kv, &w.kv, &backend) {
-                (Some(k), Some(run), None) => Some(k.server(run)),
-                _ => None,
-            };
-            let what = Logged { target, id, attempt: job.attempt, backend: backend.as_deref().or(meant), flow };
-            self.log(&mut log.borrow_mut(), w, &what, &sample);
+            let what = Logged { target, id, attempt: job.attempt, backend: done.backend.as_deref(), flow };
+            log_row(&mut log.borrow_mut(), w, self.worker, &what, &sample);
         }
-        outcome
+        done.outcome
     }
 
     /// Runs one flow instance of group `g` that arrived at `job.intended`, its
@@ -569,36 +529,6 @@ impl Slot {
         true
     }
 
-    fn log(&self, log: &mut crate::reqlog::LogHandle, w: &Worker, what: &Logged<'_>, sample: &Sample) {
-        if !log.wants() {
-            return;
-        }
-        let t = what.target;
-        // A filled path is shown as sent, redacted as the run's URLs are.
-        let filled = what.flow.as_ref().and_then(|f| f.path.as_ref()).map(|path| {
-            let base = t
-                .full_uri
-                .authority()
-                .map_or(String::new(), |a| format!("{}://{a}", t.full_uri.scheme_str().unwrap_or("http")));
-            w.redaction.url(&format!("{base}{path}")).into_owned()
-        });
-        let row = crate::reqlog::Row {
-            run_start_unix_us: w.start_unix_us,
-            worker: self.worker,
-            name: match &what.flow {
-                Some(f) => std::str::from_utf8(f.key).ok(),
-                None => t.name.as_deref(),
-            },
-            method: t.method.as_str(),
-            url: filled.as_deref().unwrap_or(&t.url_text),
-            id: (t.template.is_some() || w.kv.is_some()).then_some(what.id),
-            attempt: what.attempt,
-            backend: what.backend.map(HeaderValue::as_bytes),
-            flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),
-        };
-        log.row(&row, sample);
-    }
-
     /// Counts a step not sent because its flow failed before it, under its `key`, and logs
     /// it as the `index`th step of flow `id`: a row without times, so no step vanishes from
     /// the log.
@@ -624,19 +554,7 @@ impl Slot {
     fn failed(&mut self, w: &Worker, f: Failure) -> Done<'static> {
         // A connection that failed a request is not trusted with the next one.
         self.conn = None;
-        let mut rec = w.recorder.borrow_mut();
-        if rec.wants_example(f.kind) {
-            rec.set_example(f.kind, f.message());
-        }
-        Done {
-            outcome: Outcome::Error(f.kind),
-            bytes_in: 0,
-            bytes_out: 0,
-            cache: CacheStatus::Unknown,
-            backend: None,
-            reply: None,
-            ended: None,
-        }
+        failure_done(w, f)
     }
 
     /// `what`: the template's id and the request's number in the stream.
@@ -738,6 +656,89 @@ impl Slot {
         self.conn = Some((endpoint, conn));
         Ok(true)
     }
+}
+
+/// What a failed attempt yields: its kind as the outcome, its message kept as the kind's
+/// example while the interval has none (formatted only then).
+pub(crate) fn failure_done(w: &Worker, f: Failure) -> Done<'static> {
+    let mut rec = w.recorder.borrow_mut();
+    if rec.wants_example(f.kind) {
+        rec.set_example(f.kind, f.message());
+    }
+    Done {
+        outcome: Outcome::Error(f.kind),
+        bytes_in: 0,
+        bytes_out: 0,
+        cache: CacheStatus::Unknown,
+        backend: None,
+        reply: None,
+        ended: None,
+    }
+}
+
+/// Records a finished attempt into the thread's recorder: its sample, and under its name,
+/// its method, the backend that answered and the class of a key-value server's error reply
+/// (with the reply as the class's example).
+pub(crate) fn record_done(w: &Worker, sample: &Sample, name: Option<&[u8]>, method: Option<&[u8]>, done: &Done<'_>) {
+    let mut rec = w.recorder.borrow_mut();
+    let backend = done.backend.as_deref().map(HeaderValue::as_bytes);
+    rec.record_keyed(sample, &SampleKeys { name, method, backend });
+    if let Some((class, message)) = &done.reply {
+        rec.replies.record_example(class.name().as_bytes(), sample, || message.to_string());
+    }
+}
+
+/// How long to wait before attempt `attempt + 1`, when the retry policy says the attempt
+/// that ended with `outcome` is to be retried and the retry would start before the attack
+/// ends (runs stay bounded).
+pub(crate) fn retry_pause(w: &Worker, attempt: u32, outcome: Outcome) -> Option<Duration> {
+    let policy = w.plan.retry.as_ref()?;
+    if attempt > policy.max_retries || !policy.on.matches(outcome) {
+        return None;
+    }
+    let pause = policy.backoff(attempt, rand::random::<f64>());
+    match w.attack_limit {
+        Some(end) if w.start.elapsed() + pause >= end => None,
+        _ => Some(pause),
+    }
+}
+
+/// Writes an attempt's row into the request log, when the log wants it; `worker` is the
+/// slot's (or key-value lane's) number.
+pub(crate) fn log_row(
+    log: &mut crate::reqlog::LogHandle,
+    w: &Worker,
+    worker: usize,
+    what: &Logged<'_>,
+    sample: &Sample,
+) {
+    if !log.wants() {
+        return;
+    }
+    let t = what.target;
+    // A filled path is shown as sent, redacted as the run's URLs are.
+    let filled = what.flow.as_ref().and_then(|f| f.path.as_ref()).map(|path| {
+        let base = t
+            .full_uri
+            .authority()
+            .map_or(String::new(), |a| format!("{}://{a}", t.full_uri.scheme_str().unwrap_or("http")));
+        w.redaction.url(&format!("{base}{path}")).into_owned()
+    });
+    let row = crate::reqlog::Row {
+        run_start_unix_us: w.start_unix_us,
+        worker,
+        name: match &what.flow {
+            Some(f) => std::str::from_utf8(f.key).ok(),
+            None => t.name.as_deref(),
+        },
+        method: t.method.as_str(),
+        url: filled.as_deref().unwrap_or(&t.url_text),
+        id: (t.template.is_some() || w.kv.is_some()).then_some(what.id),
+        attempt: what.attempt,
+        backend: what.backend.map(HeaderValue::as_bytes),
+        flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),
+    };
+    log.row(&row, sample);
 }
 
 #[cfg(test)]

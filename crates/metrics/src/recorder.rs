@@ -260,14 +260,18 @@ impl Keyed {
 
     /// [`Keyed::record`], returning the key's stats.
     fn record_entry(&mut self, key: &[u8], s: &Sample) -> &mut KeyedStats {
+        self.record_figures(key, &Figures::of(s, 1))
+    }
+
+    /// Counts `f.n` finished requests, their figures worked out already, under `key`.
+    fn record_figures(&mut self, key: &[u8], f: &Figures) -> &mut KeyedStats {
         let timed = self.timed;
         let b = self.entry(key);
-        b.requests += 1;
-        b.failed += u64::from(!s.outcome.is_success());
-        let corrected = us(s.corrected());
-        b.latency.saturating_record(corrected);
+        b.requests += f.n;
+        b.failed += f.n * u64::from(!f.ok);
+        b.latency.saturating_record_n(f.corrected_us, f.n);
         if timed {
-            b.timeline.record(s.ended, s.outcome.is_success(), corrected);
+            b.timeline.record_n(f.ended, f.ok, f.corrected_us, f.tick_n());
         }
         b
     }
@@ -571,6 +575,45 @@ impl<K, C, F, R> Wire<K, C, F, R> {
     }
 }
 
+/// What `n` alike finished requests put into histograms, worked out once: their corrected
+/// latency goes into five or six of them, each of their phases into two.
+struct Figures {
+    n: u64,
+    corrected_us: u64,
+    phases_us: [Option<u64>; PHASE_COUNT],
+    ok: bool,
+    ended: Duration,
+}
+
+impl Figures {
+    fn of(s: &Sample, n: u64) -> Figures {
+        Figures {
+            n,
+            corrected_us: us(s.corrected()),
+            phases_us: s.phases.map(|p| p.map(us)),
+            ok: s.outcome.is_success(),
+            ended: s.ended,
+        }
+    }
+
+    /// `n` as a tick counts it.
+    fn tick_n(&self) -> u32 {
+        u32::try_from(self.n).unwrap_or(u32::MAX)
+    }
+}
+
+/// The keys a finished request is counted under besides the totals
+/// ([`Recorder::record_keyed`]): its name, its method, the backend that answered.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SampleKeys<'a> {
+    /// Its name ([`Recorder::names`]).
+    pub name: Option<&'a [u8]>,
+    /// Its method ([`Recorder::methods`]).
+    pub method: Option<&'a [u8]>,
+    /// The backend that answered ([`Recorder::backends`]).
+    pub backend: Option<&'a [u8]>,
+}
+
 /// Latency and phases of one side of the cache split.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhaseSet {
@@ -585,11 +628,11 @@ impl PhaseSet {
         PhaseSet { corrected: new_histogram(), phases: std::array::from_fn(|_| new_histogram()) }
     }
 
-    fn record(&mut self, corrected: u64, s: &Sample) {
-        self.corrected.saturating_record(corrected);
-        for (hist, phase) in self.phases.iter_mut().zip(s.phases) {
-            if let Some(d) = phase {
-                hist.saturating_record(us(d));
+    fn record(&mut self, f: &Figures) {
+        self.corrected.saturating_record_n(f.corrected_us, f.n);
+        for (hist, phase) in self.phases.iter_mut().zip(f.phases_us) {
+            if let Some(us) = phase {
+                hist.saturating_record_n(us, f.n);
             }
         }
     }
@@ -703,59 +746,89 @@ impl Recorder {
 
     /// Records a finished request. Allocation-free: this is the hot path.
     pub fn record(&mut self, s: &Sample) {
+        self.record_figures(s, 1);
+    }
+
+    /// Records a finished request as [`Recorder::record`] does, and counts it under each of
+    /// `keys` it has: its figures are worked out once for all the histograms they go into.
+    pub fn record_keyed(&mut self, s: &Sample, keys: &SampleKeys<'_>) {
+        self.record_alike(s, 1, keys);
+    }
+
+    /// Records `n` finished requests alike in every figure but their bytes (their times,
+    /// phases, outcome, cache status and lateness; `s` is one of them, with the bytes of all
+    /// `n`) and counts them under `keys`: the same figures as `n` calls of
+    /// [`Recorder::record_keyed`], in one. Replies parsed from one read of a pipelined
+    /// connection are often alike: their commands were written together, and due together.
+    pub fn record_alike(&mut self, s: &Sample, n: u64, keys: &SampleKeys<'_>) {
+        let f = self.record_figures(s, n);
+        if let Some(name) = keys.name {
+            self.names.record_figures(name, &f);
+        }
+        if let Some(method) = keys.method {
+            self.methods.record_figures(method, &f);
+        }
+        if let Some(backend) = keys.backend {
+            self.backends.record_figures(backend, &f);
+        }
+    }
+
+    fn record_figures(&mut self, s: &Sample, n: u64) -> Figures {
+        let f = Figures::of(s, n);
         let c = &mut self.counts;
-        c.completed += 1;
+        c.completed += n;
         c.bytes_in += s.bytes_in;
         c.bytes_out += s.bytes_out;
-        c.late += u64::from(s.late);
-        let corrected = us(s.corrected());
-        self.corrected.saturating_record(corrected);
-        self.service.saturating_record(us(s.service()));
+        c.late += n * u64::from(s.late);
+        let corrected = f.corrected_us;
+        self.corrected.saturating_record_n(corrected, n);
+        self.service.saturating_record_n(us(s.service()), n);
         // A late request waited for a slot (the in-flight bound, i.e. the server), which is
         // not the generator falling behind: only on-time requests measure the schedule lag.
         if !s.late {
-            self.lag.saturating_record(us(s.lag()));
+            self.lag.saturating_record_n(us(s.lag()), n);
         }
-        for (hist, phase) in self.phases.iter_mut().zip(s.phases) {
-            if let Some(d) = phase {
-                hist.saturating_record(us(d));
+        for (hist, phase) in self.phases.iter_mut().zip(f.phases_us) {
+            if let Some(us) = phase {
+                hist.saturating_record_n(us, n);
             }
         }
         let class = match s.outcome {
             Outcome::Status(code) => {
-                self.status[status_slot(code)] += 1;
-                if s.outcome.is_success() {
-                    c.ok += 1;
-                }
+                self.status[status_slot(code)] += n;
+                c.ok += n * u64::from(f.ok);
                 usize::from(code / 100).clamp(1, 5) - 1
             }
             Outcome::Error(kind) => {
-                c.errors[kind as usize] += 1;
+                c.errors[kind as usize] += n;
                 CLASS_COUNT - 1
             }
         };
-        self.by_class[class].saturating_record(corrected);
-        let in_tick = self.timeline.record(s.ended, s.outcome.is_success(), corrected);
-        if in_tick <= SAMPLES_PER_TICK {
+        self.by_class[class].saturating_record_n(corrected, n);
+        let in_tick = self.timeline.record_n(s.ended, f.ok, corrected, f.tick_n());
+        // The scatter plot keeps the first few requests of each tick: those of these `n`.
+        let before = in_tick.saturating_sub(f.tick_n());
+        for _ in before..in_tick.min(SAMPLES_PER_TICK) {
             self.samples.push(RequestPoint {
                 ended_ms: u32::try_from(s.ended.as_millis()).unwrap_or(u32::MAX),
                 latency_us: u32::try_from(corrected).unwrap_or(u32::MAX),
-                ok: s.outcome.is_success(),
+                ok: f.ok,
             });
         }
-        self.record_cache(corrected, s);
+        self.record_cache(&f, s);
+        f
     }
 
-    fn record_cache(&mut self, corrected: u64, s: &Sample) {
+    fn record_cache(&mut self, f: &Figures, s: &Sample) {
         let c = &mut self.counts;
-        c.cache[s.cache as usize] += 1;
+        c.cache[s.cache as usize] += f.n;
         c.cache_bytes[s.cache as usize] += s.bytes_in;
         let side = match s.cache {
             CacheStatus::Unknown => return,
             status if status.from_cache() => &mut self.hit,
             _ => &mut self.miss,
         };
-        side.get_or_insert_with(|| Box::new(PhaseSet::new())).record(corrected, s);
+        side.get_or_insert_with(|| Box::new(PhaseSet::new())).record(f);
     }
 
     /// Records a request that went through the retry policy, once all its attempts are done
@@ -940,15 +1013,20 @@ impl Timeline {
     /// Counts a request that finished `ended` after the run's start, `latency_us` after its
     /// intended start; returns how many requests its tick now holds.
     pub fn record(&mut self, ended: Duration, ok: bool, latency_us: u64) -> u32 {
+        self.record_n(ended, ok, latency_us, 1)
+    }
+
+    /// Counts `n` requests as [`Timeline::record`] counts one.
+    pub fn record_n(&mut self, ended: Duration, ok: bool, latency_us: u64, n: u32) -> u32 {
         let tick = u32::try_from(ended.as_millis() / TICK.as_millis()).unwrap_or(u32::MAX);
         let t = self.slot(tick);
         if ok {
-            t.ok += 1;
+            t.ok = t.ok.saturating_add(n);
         } else {
-            t.failed += 1;
+            t.failed = t.failed.saturating_add(n);
         }
         t.max_us = t.max_us.max(u32::try_from(latency_us).unwrap_or(u32::MAX));
-        t.ok + t.failed
+        t.ok.saturating_add(t.failed)
     }
 
     fn slot(&mut self, tick: u32) -> &mut Tick {
@@ -1492,6 +1570,50 @@ mod tests {
             prop_assert_eq!(&ab.corrected, &ba.corrected);
             let all: Vec<u64> = a.iter().chain(&b).copied().collect();
             prop_assert_eq!(ab.corrected, fill(&all).corrected);
+        }
+
+        /// Runs of alike requests recorded at once leave the recorder exactly as recording
+        /// them one by one does: histograms, counters, timelines, the scatter plot's points
+        /// (a tick's first ten, across runs), and the figures by name and backend.
+        #[test]
+        fn alike_requests_recorded_at_once_are_recorded_as_one_by_one(
+            runs in proptest::collection::vec((1u64..3_000, 1u64..30, 0u8..4, 0u64..400), 1..40),
+        ) {
+            let (mut once, mut each) = (Recorder::new(), Recorder::new());
+            let total: u64 = runs.iter().map(|r| r.1).sum();
+            for (ms, n, kind, at_ms) in runs {
+                let outcome = match kind {
+                    0 => Outcome::Status(200),
+                    1 => Outcome::Status(503),
+                    _ => Outcome::Error(ErrorKind::Reset),
+                };
+                let cache = if kind == 3 { CacheStatus::Hit } else { CacheStatus::Unknown };
+                let shift = Duration::from_millis(at_ms);
+                let one = Sample {
+                    intended: shift,
+                    started: shift + Duration::from_millis(1),
+                    ended: shift + Duration::from_millis(1 + ms),
+                    late: kind == 1,
+                    cache,
+                    ..sample(ms, outcome)
+                };
+                let backend = [b"a".as_slice(), b"b"][usize::from(kind % 2)];
+                let keys = SampleKeys { name: Some(b"GET"), method: None, backend: Some(backend) };
+                for _ in 0..n {
+                    each.record_keyed(&one, &keys);
+                }
+                let all = Sample { bytes_in: one.bytes_in * n, bytes_out: one.bytes_out * n, ..one };
+                once.record_alike(&all, n, &keys);
+            }
+            prop_assert_eq!(once.counts.completed, total);
+            prop_assert_eq!(once.corrected.len(), total);
+            prop_assert_eq!(once.names[0].latency.len(), total);
+            // The scatter plot has each tick's first ten requests, no more, no fewer.
+            for t in once.timeline.iter() {
+                let points = once.samples.iter().filter(|p| u64::from(p.ended_ms) / 100 == u64::from(t.tick)).count();
+                prop_assert_eq!(points as u32, (t.ok + t.failed).min(SAMPLES_PER_TICK));
+            }
+            prop_assert_eq!(once, each);
         }
 
         #[test]

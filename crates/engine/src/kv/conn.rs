@@ -1,13 +1,15 @@
-//! A pipelined Redis or memcached connection: many slots' commands in flight on one socket,
-//! their replies matched back in order.
+//! A pipelined Redis or memcached connection: the commands of a group's lanes in flight on
+//! one socket, their replies matched back in order.
 //!
-//! Slots [`KvConn::submit`] a command: it is encoded straight into the connection's output
-//! buffer and queued as pending, and the connection's one driver task ([`KvConn::drive`],
-//! spawned when the connection opens) is woken. The driver writes whatever the buffer holds
-//! (so commands submitted in the same tick leave in one write), reads, and parses replies
-//! while the buffer holds a complete one, handing each to the oldest pending command.
+//! The group's task owns the connection (no `Rc`, no `RefCell`, no task of its own): it
+//! [`KvConn::submit`]s a command, which is encoded straight into the output buffer and
+//! queued as pending, and it [`KvConn::poll`]s the connection, which writes whatever the
+//! buffer holds (so the commands submitted in one turn leave in one write), reads, and
+//! parses replies while the buffer holds a complete one, answering the oldest pending
+//! command with each. Answers go into a list the group works through once the socket has
+//! nothing more: one wake-up per read, not one per command.
 //!
-//! One task owns the stream, so there is no split and no lock, and TLS works unchanged.
+//! One owner for the stream, so there is no split and no lock, and TLS works unchanged.
 //!
 //! `--timeout` is kept here too, with one timer per connection rather than one per command
 //! (a timer per command was an eighth of the generator's CPU at `--pipeline 16`): each
@@ -22,12 +24,10 @@ use super::{memcache, resp, ErrorClass, ProtocolError, Reply};
 use crate::conn::{Failure, TimedIo};
 use barrage_metrics::ErrorKind;
 use bytes::{Buf, BytesMut};
-use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Poll, Waker};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -56,7 +56,7 @@ impl Parse {
     }
 }
 
-/// What a reply said, as a slot counts it.
+/// What a reply said, as a lane counts it.
 #[derive(Debug)]
 pub(crate) enum Got {
     /// A value (a hit).
@@ -84,54 +84,13 @@ pub(crate) struct Answer {
     pub done: Duration,
 }
 
-/// Where a slot's answer arrives: made once per slot and reused for every command it sends.
-/// `seq` tells a reply to the command the slot waits for from one it gave up on.
-#[derive(Default)]
-pub(crate) struct ReplyCell {
-    seq: Cell<u64>,
-    answer: RefCell<Option<Result<Answer, Failure>>>,
-    waker: RefCell<Option<Waker>>,
-}
-
-impl ReplyCell {
-    /// Starts waiting for a new command: earlier commands' answers are dropped from now on.
-    fn next(&self) -> u64 {
-        self.answer.borrow_mut().take();
-        self.seq.set(self.seq.get() + 1);
-        self.seq.get()
-    }
-
-    /// Hands command `seq`'s answer over, if the slot still waits for it.
-    fn complete(&self, seq: u64, answer: Result<Answer, Failure>) {
-        if self.seq.get() != seq {
-            return;
-        }
-        *self.answer.borrow_mut() = Some(answer);
-        if let Some(w) = self.waker.borrow_mut().take() {
-            w.wake();
-        }
-    }
-
-    /// The answer to the command last submitted with this cell.
-    pub(crate) async fn wait(&self) -> Result<Answer, Failure> {
-        poll_fn(|cx| match self.answer.borrow_mut().take() {
-            Some(a) => Poll::Ready(a),
-            None => {
-                let mut waker = self.waker.borrow_mut();
-                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *waker = Some(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-        })
-        .await
-    }
-}
+/// What a connection hands its group: the lane a command came from, and how it ended.
+pub(crate) type Answered = (u32, Result<Answer, Failure>);
 
 /// A command written or to be written, waiting for its reply.
 struct Pending {
-    cell: Rc<ReplyCell>,
-    seq: u64,
+    /// The lane that sent it.
+    lane: u32,
     parse: Parse,
     /// The output stream's offsets of the command's first byte and just past its last.
     start: u64,
@@ -140,7 +99,7 @@ struct Pending {
     written: Option<Duration>,
     /// When it times out.
     deadline: Duration,
-    /// It timed out: its slot has moved on, and its reply is dropped.
+    /// It timed out: its lane has moved on, and its reply is dropped.
     timed_out: bool,
 }
 
@@ -148,73 +107,56 @@ struct Pending {
 /// stopped reading must not make the client buffer without bound.
 const MAX_OUT: usize = 64 << 20;
 
-/// One pipelined connection.
+/// One pipelined connection, owned by its group's task.
 pub(crate) struct KvConn {
-    out: RefCell<BytesMut>,
-    pending: RefCell<VecDeque<Pending>>,
+    io: TimedIo,
+    out: BytesMut,
+    pending: VecDeque<Pending>,
     /// The output stream's offset past the last command submitted.
-    submitted: Cell<u64>,
-    driver: RefCell<Option<Waker>>,
-    alive: Cell<bool>,
+    submitted: u64,
+    st: DriveState,
+    /// The oldest pending command's deadline, when armed (see [`KvConn::time_out`]).
+    timer: Pin<Box<tokio::time::Sleep>>,
+    armed: bool,
     base: Instant,
 }
 
 impl KvConn {
-    /// A connection whose times are offsets from `base`.
-    pub(crate) fn new(base: Instant, pipeline: usize) -> KvConn {
+    /// A connection on `io` whose times are offsets from `base`.
+    pub(crate) fn new(io: TimedIo, base: Instant, pipeline: usize) -> KvConn {
         KvConn {
-            out: RefCell::new(BytesMut::with_capacity(4096)),
-            pending: RefCell::new(VecDeque::with_capacity(pipeline)),
-            submitted: Cell::new(0),
-            driver: RefCell::new(None),
-            alive: Cell::new(true),
+            io,
+            out: BytesMut::with_capacity(4096),
+            pending: VecDeque::with_capacity(pipeline),
+            submitted: 0,
+            st: DriveState::default(),
+            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            armed: false,
             base,
         }
     }
 
-    /// Whether it can take commands.
-    pub(crate) fn alive(&self) -> bool {
-        self.alive.get()
-    }
-
-    /// Queues the command `encode` writes, whose reply is read as `parse`, for `cell`;
-    /// returns its length on the wire.
-    /// It times out at `deadline` (an offset from the run's start).
+    /// Queues the command `encode` writes, whose reply is read as `parse`, for `lane`;
+    /// returns its length on the wire. It times out at `deadline` (an offset from the run's
+    /// start). The next [`KvConn::poll`] writes it.
     pub(crate) fn submit(
-        &self,
-        cell: &Rc<ReplyCell>,
+        &mut self,
+        lane: u32,
         parse: Parse,
         deadline: Duration,
         encode: impl FnOnce(&mut BytesMut),
     ) -> Result<u64, Failure> {
-        let unsent =
-            |why: &str| Failure { unsent: true, unanswered: true, ..Failure::new(ErrorKind::Reset, why.to_string()) };
-        if !self.alive.get() {
-            return Err(unsent("the connection had closed"));
+        if self.out.len() > MAX_OUT {
+            let why = "the server has not read 64 MiB of commands";
+            return Err(Failure { unsent: true, unanswered: true, ..Failure::new(ErrorKind::Reset, why) });
         }
-        let mut out = self.out.borrow_mut();
-        if out.len() > MAX_OUT {
-            return Err(unsent("the server has not read 64 MiB of commands"));
-        }
-        let before = out.len();
-        encode(&mut out);
-        let len = (out.len() - before) as u64;
-        drop(out);
-        self.submitted.set(self.submitted.get() + len);
-        let seq = cell.next();
-        self.pending.borrow_mut().push_back(Pending {
-            cell: cell.clone(),
-            seq,
-            parse,
-            start: self.submitted.get() - len,
-            end: self.submitted.get(),
-            written: None,
-            deadline,
-            timed_out: false,
-        });
-        if let Some(w) = self.driver.borrow_mut().take() {
-            w.wake();
-        }
+        let before = self.out.len();
+        encode(&mut self.out);
+        let len = (self.out.len() - before) as u64;
+        let start = self.submitted;
+        self.submitted += len;
+        let p = Pending { lane, parse, start, end: self.submitted, written: None, deadline, timed_out: false };
+        self.pending.push_back(p);
         Ok(len)
     }
 
@@ -222,102 +164,85 @@ impl KvConn {
         self.base.elapsed()
     }
 
-    /// Runs the connection until it ends: writes what is submitted, reads and hands out
-    /// replies. Every command still pending then fails with why it ended.
-    pub(crate) async fn drive(self: Rc<Self>, mut io: TimedIo) {
-        let mut state = DriveState::default();
-        let mut timer = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
-        let mut armed = false;
-        let end = poll_fn(|cx| {
-            {
-                let mut driver = self.driver.borrow_mut();
-                if !driver.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *driver = Some(cx.waker().clone());
-                }
+    /// Writes what is submitted, reads, and times out what passed its deadline: every
+    /// command answered or failed goes into `answered`. `Err` when the connection ended: then
+    /// every command still pending has failed with why, and it must not be used again.
+    pub(crate) fn poll(&mut self, cx: &mut std::task::Context<'_>, answered: &mut Vec<Answered>) -> Result<(), ()> {
+        let ended = self.write(cx).and_then(|()| self.read(cx, answered));
+        if let Err(end) = ended {
+            let why = end.message();
+            for p in self.pending.drain(..).filter(|p| !p.timed_out) {
+                let unsent = p.start >= self.st.written;
+                let f = Failure { unsent, unanswered: true, ..Failure::new(end.kind, why.clone()) };
+                answered.push((p.lane, Err(f)));
             }
-            if let Err(f) = self.write(&mut io, cx, &mut state) {
-                return Poll::Ready(f);
-            }
-            if let Err(f) = self.read(&mut io, cx, &mut state) {
-                return Poll::Ready(f);
-            }
-            self.time_out(cx, timer.as_mut(), &mut armed);
-            Poll::Pending
-        })
-        .await;
-        self.alive.set(false);
-        let why = end.message();
-        for p in self.pending.borrow_mut().drain(..).filter(|p| !p.timed_out) {
-            let unsent = p.start >= state.written;
-            let f = Failure { unsent, unanswered: true, ..Failure::new(end.kind, why.clone()) };
-            p.cell.complete(p.seq, Err(f));
+            return Err(());
         }
+        self.time_out(cx, answered);
+        Ok(())
     }
 
     /// Fails the commands past their deadline, and sets the timer for the oldest one left.
     /// The timer is moved only when it fires or has nothing to wait for: a command answered
     /// in time costs no timer operation (it then fires early, finds nothing due, and moves
     /// on to the next deadline).
-    fn time_out(&self, cx: &mut std::task::Context<'_>, mut timer: Pin<&mut tokio::time::Sleep>, armed: &mut bool) {
+    fn time_out(&mut self, cx: &mut std::task::Context<'_>, answered: &mut Vec<Answered>) {
         loop {
-            if *armed && timer.as_mut().poll(cx).is_pending() {
+            if self.armed && self.timer.as_mut().poll(cx).is_pending() {
                 return;
             }
             let now = self.now();
             let mut next = None;
-            for p in self.pending.borrow_mut().iter_mut().filter(|p| !p.timed_out) {
+            for p in self.pending.iter_mut().filter(|p| !p.timed_out) {
                 if p.deadline > now {
                     next = Some(p.deadline);
                     break;
                 }
                 p.timed_out = true;
                 let f = Failure::new(ErrorKind::RequestTimeout, "no complete reply within --timeout");
-                p.cell.complete(p.seq, Err(f));
+                answered.push((p.lane, Err(f)));
             }
             let Some(next) = next else {
-                // Nothing to wait for: a submit wakes the driver, which arms it again.
-                *armed = false;
+                // Nothing to wait for: the group polls again after a submit, which arms it.
+                self.armed = false;
                 return;
             };
-            timer.as_mut().reset(tokio::time::Instant::from_std(self.base + next));
-            *armed = true;
+            self.timer.as_mut().reset(tokio::time::Instant::from_std(self.base + next));
+            self.armed = true;
         }
     }
 
     /// Writes everything submitted, as far as the socket takes it.
-    fn write(&self, io: &mut TimedIo, cx: &mut std::task::Context<'_>, st: &mut DriveState) -> Result<(), Failure> {
-        loop {
-            let mut out = self.out.borrow_mut();
-            if out.is_empty() {
-                return Ok(());
-            }
-            let n = match Pin::new(&mut *io).poll_write(cx, &out) {
+    fn write(&mut self, cx: &mut std::task::Context<'_>) -> Result<(), Failure> {
+        while !self.out.is_empty() {
+            let n = match Pin::new(&mut self.io).poll_write(cx, &self.out) {
                 Poll::Pending => return Ok(()),
                 Poll::Ready(Ok(0)) => return Err(Failure::new(ErrorKind::Reset, "the server stopped taking commands")),
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return Err(io_failure(e)),
             };
-            out.advance(n);
-            drop(out);
+            self.out.advance(n);
+            let st = &mut self.st;
             st.written += n as u64;
-            let now = self.now();
-            let mut pending = self.pending.borrow_mut();
-            while let Some(p) = pending.get_mut(st.marked).filter(|p| p.end <= st.written) {
+            let now = self.base.elapsed();
+            while let Some(p) = self.pending.get_mut(st.marked).filter(|p| p.end <= st.written) {
                 p.written = Some(now);
                 st.marked += 1;
             }
         }
+        Ok(())
     }
 
-    /// Reads what the socket has and hands out every complete reply.
-    fn read(&self, io: &mut TimedIo, cx: &mut std::task::Context<'_>, st: &mut DriveState) -> Result<(), Failure> {
+    /// Reads what the socket has and answers every complete reply.
+    fn read(&mut self, cx: &mut std::task::Context<'_>, answered: &mut Vec<Answered>) -> Result<(), Failure> {
         loop {
+            let st = &mut self.st;
             if st.buf.capacity() - st.buf.len() < 4096 {
                 st.buf.reserve(16 * 1024);
             }
             let spare = st.buf.spare_capacity_mut();
             let mut rb = ReadBuf::uninit(spare);
-            match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+            match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
                 Poll::Pending => return Ok(()),
                 Poll::Ready(Err(e)) => return Err(io_failure(e)),
                 Poll::Ready(Ok(())) => {}
@@ -329,17 +254,18 @@ impl KvConn {
             // SAFETY: `poll_read` initialised the first `n` bytes of the spare capacity.
             unsafe { st.buf.set_len(st.buf.len() + n) };
             st.read += n as u64;
-            let now = self.now();
+            // One clock read per read: every reply it completes ended then.
+            let now = self.base.elapsed();
             st.reads.push_back((st.read, now));
-            self.replies(st, now)?;
+            self.replies(now, answered)?;
         }
     }
 
-    /// Hands out the complete replies at the start of the read buffer, oldest command first.
-    fn replies(&self, st: &mut DriveState, now: Duration) -> Result<(), Failure> {
+    /// Answers the complete replies at the start of the read buffer, oldest command first.
+    fn replies(&mut self, now: Duration, answered: &mut Vec<Answered>) -> Result<(), Failure> {
+        let st = &mut self.st;
         loop {
-            let mut pending = self.pending.borrow_mut();
-            let Some(front) = pending.front() else {
+            let Some(front) = self.pending.front() else {
                 if st.buf.is_empty() {
                     return Ok(());
                 }
@@ -349,9 +275,8 @@ impl KvConn {
             else {
                 return Ok(());
             };
-            let p = pending.pop_front().expect("there was a front");
+            let p = self.pending.pop_front().expect("there was a front");
             st.marked = st.marked.saturating_sub(1);
-            drop(pending);
             let got = match reply {
                 Reply::Value { .. } => Got::Value,
                 Reply::Miss => Got::Miss,
@@ -372,7 +297,7 @@ impl KvConn {
             }
             let written = p.written.unwrap_or(first_byte).min(first_byte);
             let answer = Answer { got, bytes_in: used as u64, written, first_byte, done: now };
-            p.cell.complete(p.seq, Ok(answer));
+            answered.push((p.lane, Ok(answer)));
         }
     }
 }

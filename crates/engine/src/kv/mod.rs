@@ -1,5 +1,6 @@
 //! Redis and memcached load: the wire codecs (pure functions, no I/O), a pipelined
-//! connection ([`conn`]) and what a slot does with them ([`run`]).
+//! connection ([`conn`]), commands and connections made ready ([`run`]), and the groups of
+//! lanes that send them on the engine's slots ([`group`]).
 //!
 //! Each protocol has encoders that append one command to an output buffer, and a parser that
 //! reads the first reply at the start of a read buffer. A parser returns
@@ -18,12 +19,13 @@
 //! trusted, so a broken or hostile server cannot make the client reserve gigabytes.
 
 pub(crate) mod conn;
+mod group;
 pub mod memcache;
 pub mod resp;
 mod run;
 
+pub(crate) use group::{spawn_groups, Feed, Inbox};
 pub use run::KvRun;
-pub(crate) use run::{attempt, Groups, SlotKv};
 
 use std::ops::Range;
 

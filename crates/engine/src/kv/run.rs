@@ -1,44 +1,35 @@
-//! Key-value load on the engine's slots: what a slot does instead of an HTTP exchange when
-//! the plan is a Redis or memcached run.
-//!
-//! Slots come in groups of `--pipeline` P: a group shares one connection per server, so a
-//! run of C connections (`-c`, or `--connections` in open loop) has C × P slots and at most P
-//! commands in flight on each connection, as memtier's `--pipeline` does. Connections open
-//! lazily, by the first slot that needs one (its DNS, connect, TLS and HELLO/AUTH/SELECT
-//! time is that command's), and again after one ends.
+//! Key-value commands: what a run's servers and commands are made into once ([`KvRun`]),
+//! how a command is encoded and its reply counted, and how a connection is opened.
+//! [`super::group`] runs them on the engine's slots.
 //!
 //! A command's latency is its own, from when it was due to when its reply was complete:
 //! with pipelining it includes the wait behind the commands ahead of it on the connection
 //! (that is what a client sees), unlike redis-benchmark, which times a whole batch once.
 
-use super::conn::{Answer, Got, KvConn, Parse, ReplyCell};
+use super::conn::{Answer, Got, Parse};
 use super::{memcache, resp, ErrorClass};
 use crate::conn::{Connector, Endpoint, Failure, TimedIo};
 use crate::exchange::{Done, Phases};
-use crate::thread::Worker;
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase};
 use barrage_plan::kv::{Arg, KvCommand, KvPlan, Protocol};
 use barrage_plan::Plan;
 use bytes::{Bytes, BytesMut};
 use http::HeaderValue;
-use std::cell::RefCell;
 use std::ops::Range;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Notify;
 
 /// What every thread's key-value slots share: the plan's commands and servers, made ready.
 pub struct KvRun {
-    plan: Arc<KvPlan>,
+    pub(super) plan: Arc<KvPlan>,
     endpoints: Vec<Endpoint>,
     /// `host:port` of each server: the backend its figures go under.
-    labels: Vec<HeaderValue>,
+    pub(super) labels: Vec<HeaderValue>,
     /// What each new connection to a server sends first, and how many replies it awaits.
     hellos: Vec<(Bytes, usize)>,
     /// The bytes values are cut from (as long as the largest value).
-    value: Bytes,
+    pub(super) value: Bytes,
 }
 
 impl KvRun {
@@ -103,120 +94,9 @@ fn hello(protocol: Protocol, s: &barrage_plan::kv::KvServer) -> (Bytes, usize) {
     (out.freeze(), replies)
 }
 
-/// The connection to one server of a group.
-#[derive(Default)]
-enum Link {
-    #[default]
-    Down,
-    /// A slot is opening it; the others wait for this.
-    Opening(Rc<Notify>),
-    Up(Rc<KvConn>),
-}
-
-/// P slots sharing a connection per server.
-pub(crate) struct Group {
-    links: Box<[RefCell<Link>]>,
-}
-
-/// The groups of one load loop of one thread.
-pub(crate) struct Groups {
-    run: Arc<KvRun>,
-    groups: Vec<Rc<Group>>,
-}
-
-impl Groups {
-    pub(crate) fn new(run: Arc<KvRun>) -> Groups {
-        Groups { run, groups: Vec::new() }
-    }
-
-    /// The key-value side of the loop's `i`th slot: in group `i / P`. `seed`: the run's.
-    pub(crate) fn slot(&mut self, i: usize, seed: u64) -> SlotKv {
-        let g = i / self.run.pipeline();
-        while self.groups.len() <= g {
-            let links = (0..self.run.endpoints.len()).map(|_| RefCell::new(Link::Down)).collect();
-            self.groups.push(Rc::new(Group { links }));
-        }
-        SlotKv {
-            group: self.groups[g].clone(),
-            cell: Rc::new(ReplyCell::default()),
-            seed,
-            keys: Vec::with_capacity(64),
-            ranges: Vec::with_capacity(4),
-            server: 0,
-        }
-    }
-}
-
-/// A slot's key-value state, made once and reused for each command.
-pub(crate) struct SlotKv {
-    group: Rc<Group>,
-    cell: Rc<ReplyCell>,
-    /// The run's seed: a value's size is drawn from it and the command's number.
-    seed: u64,
-    /// The command's keys, written one after the other, and where each is.
-    keys: Vec<u8>,
-    ranges: Vec<Range<usize>>,
-    /// The server of the last command.
-    server: usize,
-}
-
-impl SlotKv {
-    /// The server the last command went to, as its figures name it: the request log shows
-    /// a failure (refused, reset, timed out) against the server it was meant for.
-    pub(crate) fn server<'a>(&self, run: &'a KvRun) -> &'a HeaderValue {
-        &run.labels[self.server]
-    }
-
-    /// A random number of the stream's command `number`: a split run's shards draw the
-    /// unsplit run's value sizes.
-    fn random(&self, number: u64) -> u64 {
-        barrage_plan::pick::splitmix64(self.seed ^ barrage_plan::pick::splitmix64(number))
-    }
-}
-
-/// Most arguments of a command (`--command` refuses more).
-const MAX_ARGS: usize = 64;
-
-/// Sends target `target`'s command for key number `id`, the stream's command `number`, and
-/// waits for its reply.
-/// `started` is when the attempt began: `--timeout` counts from it, connecting included.
-pub(crate) async fn attempt<'a>(
-    k: &mut SlotKv,
-    w: &Worker,
-    run: &'a KvRun,
-    (target, (id, number)): (usize, (u64, u64)),
-    started: std::time::Duration,
-    phases: &mut Phases,
-) -> Result<Done<'a>, Failure> {
-    let plan = &run.plan;
-    let cmd = &plan.commands[target];
-    let key = plan.key_min + id;
-    fill_keys(&mut k.keys, &mut k.ranges, plan, cmd, key);
-    let route = k.ranges.first().map_or(&[][..], |r| &k.keys[r.clone()]);
-    let server = plan.server(route);
-    k.server = server;
-    let conn = link(&k.group.links[server], w, run, server, phases).await?;
-    let size = match cmd {
-        KvCommand::Get => 0,
-        _ => plan.values.size(k.random(number)) as usize,
-    };
-    let value = &run.value[..size];
-    let (keys, ranges) = (&k.keys, &k.ranges);
-    let parse = parse_of(plan.protocol, cmd);
-    // A new connection's attempt is sent when it is open; a kept one's when it began (one
-    // clock read fewer per command).
-    let submitted = if phases.0[Phase::Connect as usize].is_some() { w.start.elapsed() } else { started };
-    let deadline = started + w.plan.timeout;
-    let bytes_out =
-        conn.submit(&k.cell, parse, deadline, |out| encode(out, plan.protocol, cmd, keys, ranges, value))?;
-    let answer = k.cell.wait().await?;
-    // Borrowed: a clone would count a reference up and down per command.
-    Ok(done(answer, submitted, bytes_out, &run.labels[server], phases))
-}
-
 /// A command's reply as the engine records it: a value is a hit, a nil a miss (both 200),
 /// a server error its class's status (see [`ErrorClass::status`]).
-fn done<'a>(
+pub(super) fn done<'a>(
     a: Answer,
     submitted: std::time::Duration,
     bytes_out: u64,
@@ -247,7 +127,13 @@ fn done<'a>(
 /// Writes the command's keys one after the other into `keys`, and where each is into
 /// `ranges` (both cleared first, their capacity kept). Built-in commands have one key: the
 /// prefix and the number.
-fn fill_keys(keys: &mut Vec<u8>, ranges: &mut Vec<Range<usize>>, plan: &KvPlan, cmd: &KvCommand, number: u64) {
+pub(super) fn fill_keys(
+    keys: &mut Vec<u8>,
+    ranges: &mut Vec<Range<usize>>,
+    plan: &KvPlan,
+    cmd: &KvCommand,
+    number: u64,
+) {
     keys.clear();
     ranges.clear();
     let (digits, from) = decimal(number);
@@ -284,7 +170,7 @@ fn decimal(mut n: u64) -> ([u8; 20], usize) {
 }
 
 /// How a command's reply is read.
-fn parse_of(protocol: Protocol, cmd: &KvCommand) -> Parse {
+pub(super) fn parse_of(protocol: Protocol, cmd: &KvCommand) -> Parse {
     match (protocol, cmd) {
         (Protocol::Resp2, _) => Parse::Resp2,
         (Protocol::Resp3, _) => Parse::Resp3,
@@ -294,8 +180,18 @@ fn parse_of(protocol: Protocol, cmd: &KvCommand) -> Parse {
     }
 }
 
+/// Most arguments of a command (`--command` refuses more).
+const MAX_ARGS: usize = 64;
+
 /// Encodes the command into `out`.
-fn encode(out: &mut BytesMut, protocol: Protocol, cmd: &KvCommand, keys: &[u8], ranges: &[Range<usize>], value: &[u8]) {
+pub(super) fn encode(
+    out: &mut BytesMut,
+    protocol: Protocol,
+    cmd: &KvCommand,
+    keys: &[u8],
+    ranges: &[Range<usize>],
+    value: &[u8],
+) {
     let key = ranges.first().map_or(&[][..], |r| &keys[r.clone()]);
     match (protocol, cmd) {
         (Protocol::MemcacheText, KvCommand::Get) => memcache::encode_get(out, key),
@@ -323,73 +219,15 @@ fn encode(out: &mut BytesMut, protocol: Protocol, cmd: &KvCommand, keys: &[u8], 
     }
 }
 
-/// The group's connection to `server`, opened if it is not up. While one slot opens it the
-/// others wait for that, so a group never holds two connections to one server.
-async fn link(
-    cell: &RefCell<Link>,
-    w: &Worker,
-    run: &KvRun,
-    server: usize,
-    phases: &mut Phases,
-) -> Result<Rc<KvConn>, Failure> {
-    loop {
-        let waiting = match &*cell.borrow() {
-            Link::Up(c) if c.alive() => return Ok(c.clone()),
-            Link::Opening(n) => Some(n.clone()),
-            _ => None,
-        };
-        match waiting {
-            Some(n) => {
-                let notified = n.notified();
-                // Opened or failed while this slot looked: look again.
-                if !matches!(&*cell.borrow(), Link::Opening(_)) {
-                    continue;
-                }
-                notified.await;
-            }
-            None => return open(cell, w, run, server, phases).await,
-        }
-    }
-}
-
-/// Opens the connection of `cell` and starts its driver. If the slot gives up meanwhile
-/// (its timeout), the link goes back to down and the waiting slots try themselves.
-async fn open(
-    cell: &RefCell<Link>,
-    w: &Worker,
-    run: &KvRun,
-    server: usize,
-    phases: &mut Phases,
-) -> Result<Rc<KvConn>, Failure> {
-    struct Opening<'a>(&'a RefCell<Link>, Rc<Notify>);
-    impl Drop for Opening<'_> {
-        fn drop(&mut self) {
-            if matches!(&*self.0.borrow(), Link::Opening(_)) {
-                *self.0.borrow_mut() = Link::Down;
-            }
-            self.1.notify_waiters();
-        }
-    }
-    let notify = Rc::new(Notify::new());
-    *cell.borrow_mut() = Link::Opening(notify.clone());
-    let guard = Opening(cell, notify);
-    let opened = connect(&w.connector, run, server, w.start, phases).await;
-    if let Ok(conn) = &opened {
-        *cell.borrow_mut() = Link::Up(conn.clone());
-        w.recorder.borrow_mut().record_connection();
-    }
-    drop(guard);
-    opened
-}
-
-/// Connects to `server`, says hello, and spawns the connection's driver.
-async fn connect(
+/// Connects to `server` and says hello: the stream, ready for commands. DNS, connect and
+/// TLS go into `phases` (HELLO, AUTH and SELECT count in connect, as TLS does).
+pub(super) async fn connect(
     connector: &Connector,
     run: &KvRun,
     server: usize,
     base: Instant,
     phases: &mut Phases,
-) -> Result<Rc<KvConn>, Failure> {
+) -> Result<TimedIo, Failure> {
     let ep = &run.endpoints[server];
     let opening = async {
         let (stream, clock) = connector.open(ep, base, phases).await?;
@@ -403,18 +241,13 @@ async fn connect(
         }
         Ok::<_, Failure>(io)
     };
-    let io = match tokio::time::timeout(connector.connect_timeout(), opening).await {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(Failure::new(
-                ErrorKind::ConnectTimeout,
-                format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, connector.connect_timeout()),
-            ))
-        }
-    };
-    let conn = Rc::new(KvConn::new(base, run.pipeline()));
-    tokio::task::spawn_local(conn.clone().drive(io));
-    Ok(conn)
+    match tokio::time::timeout(connector.connect_timeout(), opening).await {
+        Ok(r) => r,
+        Err(_) => Err(Failure::new(
+            ErrorKind::ConnectTimeout,
+            format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, connector.connect_timeout()),
+        )),
+    }
 }
 
 /// Sends a new connection's `HELLO`/`AUTH`/`SELECT` and checks their replies.
