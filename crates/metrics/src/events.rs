@@ -147,7 +147,13 @@ pub(crate) fn analyse(
         let next = starts.get(i + 1).copied().unwrap_or(end_s).min(end_s).min(e.at_s + AFTER_MAX_S);
         e.before = window((e.at_s - BEFORE_S).max(settled.min(e.at_s)), e.at_s);
         let onset_end = e.ended_s.unwrap_or(e.at_s) + ONSET_S;
-        let burst = burst(&ticks, &e.before, e.at_s, onset_end.min(next), next);
+        // The tick the next event starts in is that event's (its burst may start there):
+        // two events' bursts never share a tick, so no failure counts in both.
+        let end_tick = match starts.get(i + 1) {
+            Some(n) if *n <= next => (n / tick_s()).floor() as u32,
+            _ => (next / tick_s()).ceil() as u32,
+        };
+        let burst = burst(&ticks, &e.before, e.at_s, onset_end.min(next), end_tick);
         let after_from = match burst {
             Some((first, last)) => {
                 e.burst_errors = (first..=last).filter_map(|t| ticks.get(&t)).map(|c| c.1).sum();
@@ -202,8 +208,8 @@ fn starts(records: &[EventRecord]) -> Vec<EventSummary> {
     by_index.into_values().filter(|e| !e.command.is_empty()).collect()
 }
 
-/// The first and last tick of the burst after `at_s`, if there is one.
-fn burst(ticks: &Ticks, before: &Window, at_s: f64, onset_end_s: f64, end_s: f64) -> Option<(u32, u32)> {
+/// The first and last tick of the burst after `at_s`, if there is one, before `end_tick`.
+fn burst(ticks: &Ticks, before: &Window, at_s: f64, onset_end_s: f64, end_tick: u32) -> Option<(u32, u32)> {
     let error_limit = before.error_ratio * 1.1 + 0.01;
     let (from_t, to_t) = ((before.from_s / tick_s()).round() as u32, (before.to_s / tick_s()).round() as u32);
     let worst_before = ticks.range(from_t..to_t.max(from_t)).map(|(_, c)| c.2).max();
@@ -215,7 +221,6 @@ fn burst(ticks: &Ticks, before: &Window, at_s: f64, onset_end_s: f64, end_s: f64
     };
     let first_tick = (at_s / tick_s()).floor() as u32;
     let onset_tick = (onset_end_s / tick_s()).ceil() as u32;
-    let end_tick = (end_s / tick_s()).ceil() as u32;
     let first = (first_tick..onset_tick.min(end_tick)).find(|t| disturbed(*t))?;
     let bridge = (BRIDGE_S / tick_s()).round() as u32;
     let mut last = first;
@@ -488,6 +493,20 @@ mod tests {
         let e = &r.analyse(&[started(0, 3000), ended(0, 12_000)])[0];
         assert!((e.after.from_s - 3.0).abs() < 1e-9, "{:?}", e.after);
         assert_eq!(e.after.requests, 7 * 2000);
+    }
+
+    /// Found in the test of a memcached stopped and started mid-run: the failures of the
+    /// tenth of a second holding the start were counted in both events' bursts.
+    #[test]
+    fn two_events_bursts_never_share_a_tick() {
+        // Stopped at 3.0 s, started at 6.05 s (in tick 60), failing until 6.2 s.
+        let r = run(10, |t| if (30..62).contains(&t) { 150 } else { 0 });
+        let events = r.analyse(&[started(0, 3000), ended(0, 3010), started(1, 6050), ended(1, 6100)]);
+        let failed: u64 = r.ticks.iter().map(|t| u64::from(t.failed)).sum();
+        assert_eq!(events[0].burst_errors + events[1].burst_errors, failed, "{events:?}");
+        assert_eq!(events[1].burst_errors, 2 * 150, "ticks 60 and 61 are the start's");
+        assert_eq!(events[0].recovery_s, None, "the outage lasted until the start");
+        assert!((events[1].recovery_s.unwrap() - 0.15).abs() < 1e-9, "{:?}", events[1].recovery_s);
     }
 
     #[test]
