@@ -9,8 +9,8 @@
 # persistence off (`--save '' --appendonly no`) so no fork or disk write lands in a run.
 #
 # prefill: SETs every key both generators will read, so GET cases hit: redis-benchmark's
-# `key:%012d` (its -r key pattern) and barrage's `memtier-%d` (memtier's default prefix),
-# ids 0..REDIS_KEYS-1, values of REDIS_DATA bytes. Done by one server-side Lua script, so it
+# `key:%012d` (its -r key pattern), ids 0..REDIS_KEYS-1, values of REDIS_DATA bytes;
+# barrage reads the same keys (tools.d/barrage.sh). Done by one server-side Lua script, so it
 # is exact (every key, unlike a random `redis-benchmark -t set -r`), takes a few seconds,
 # and costs no generator's CPU. Skipped when the keys are already there.
 set -euo pipefail
@@ -63,7 +63,7 @@ stop() {
 
 prefill() {
     running || { echo "redis-server not running" >&2; return 1; }
-    local want=$(( 2 * KEYS ))
+    local want=$KEYS
     local have; have="$(cli dbsize)"
     if [ "$have" -ge "$want" ]; then echo "keyspace already filled ($have keys)"; return 0; fi
     local start; start=$(date +%s.%N)
@@ -71,10 +71,9 @@ prefill() {
         local value = string.rep("x", tonumber(ARGV[2]))
         for i = 0, tonumber(ARGV[1]) - 1 do
             redis.call("SET", string.format("key:%012d", i), value)
-            redis.call("SET", "memtier-" .. i, value)
         end
         return redis.call("DBSIZE")' 0 "$KEYS" "$DATA" > /dev/null
-    echo "prefilled key:%012d and memtier-%d, ids 0..$(( KEYS - 1 )), $DATA-byte values:" \
+    echo "prefilled key:%012d, ids 0..$(( KEYS - 1 )), $DATA-byte values:" \
         "$(cli dbsize) keys in $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s"
 }
 

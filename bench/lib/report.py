@@ -321,8 +321,8 @@ def redis_section(rows, s):
     out.append("")
     out.append(
         "redis-server pinned to CPU %s without persistence (`--save '' --appendonly no`); before "
-        "the first run its keyspace was prefilled with every key either generator reads (ids "
-        "0..%s as redis-benchmark's `key:%%012d` and as barrage's `memtier-%%d`), so GETs hit. "
+        "the first run its keyspace was prefilled with redis-benchmark's keys (`key:%%012d`, ids "
+        "0..%s; barrage reads those with as many digits as the last, in the same format), so GETs hit. "
         "Both tools draw ids uniformly at random. *server cmds* = SET + GET calls redis counted "
         "during the run (`INFO commandstats`), to set beside the tool's own *requests*; *GET hit %%* "
         "= redis's keyspace_hits ÷ (hits + misses) during the run. redis CPU %% near 100 means "

@@ -7,7 +7,7 @@
 # Redis cases (set-p1 … get-p16, against redis://127.0.0.1:PORT): barrage_redis_args below,
 # the same workload as redis-benchmark's: CONNS connections each with DEPTH commands in
 # flight, REDIS_REQUESTS commands, REDIS_DATA-byte values, ids 0..REDIS_KEYS-1 drawn at
-# random (keys memtier-<id>, which redis.sh prefill set, so GETs hit).
+# random (redis-benchmark's own keys, which redis.sh prefill set, so GETs hit).
 # Report: `--format json` on stdout (RunSummary, crates/metrics/src/summary.rs); fields
 # read exactly (a missing one fails the parse):
 #   requests.{total,ok,errors}, duration.{total_s,attack_s,wait_s}, throughput_per_sec, rate_per_sec,
@@ -72,13 +72,20 @@ PY
 # barrage's command line for a Redis case, in one place to adjust: memtier's flags (README,
 # "Redis and memcached"). --ratio 1:0 sends SETs only, 0:1 GETs only; -c CONNS connections
 # each keep --pipeline DEPTH commands in flight (a closed loop of CONNS × DEPTH); -n counts
-# commands; --key-maximum is the last id (ids 0..REDIS_KEYS-1, like redis-benchmark's -r);
+# commands; the keys are redis-benchmark's `key:%012d` (a key's length and format change
+# redis's CPU per command by a few percent): the ids with as many digits as REDIS_KEYS-1,
+# after a prefix of `key:` and the zeros that make 12 digits (key:000000100000 …
+# key:000000999999 for 1,000,000 keys, 90% of redis-benchmark's -r ids);
 # --threads 1 as the generator has one CPU; -o keeps the results file in the raw directory
 # (`barrage report RAW/redis.barrage.get-p16.brg` shows the full report afterwards).
 barrage_redis_args() {
-    local c="$1" url="$2" pfx="$3" ratio
+    local c="$1" url="$2" pfx="$3" ratio last="$(( REDIS_KEYS - 1 ))"
     case "$(redis_op "$c")" in set) ratio=1:0 ;; get) ratio=0:1 ;; esac
+    local digits="${#last}" first=0
+    [ "$digits" -gt 1 ] && first="1$(printf '%*s' "$(( digits - 1 ))" '' | tr ' ' 0)"
+    local zeros; zeros="$(printf '%*s' "$(( 12 - digits ))" '' | tr ' ' 0)"
     BARRAGE_REDIS_ARGS=(run "$url" --ratio "$ratio" -c "$CONNS" --pipeline "$(redis_pipeline "$c")"
-        -n "$REDIS_REQUESTS" --data-size "$REDIS_DATA" --key-maximum "$(( REDIS_KEYS - 1 ))"
+        -n "$REDIS_REQUESTS" --data-size "$REDIS_DATA"
+        --key-prefix "key:$zeros" --key-minimum "$first" --key-maximum "$last"
         --pick random --threads 1 --timeout 10s -o "$pfx.brg" --format json)
 }
