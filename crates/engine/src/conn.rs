@@ -7,12 +7,7 @@
 
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Plan, TlsOptions};
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -23,9 +18,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
-
-/// Request body type.
-pub type Body = Full<Bytes>;
 
 /// A failed request: its kind for counting, and the cause, formatted only when an example
 /// message is still wanted.
@@ -121,35 +113,28 @@ impl Connector {
         Ok(Connector { tls, http2: plan.http2, connect_timeout: plan.connect_timeout, bind: plan.bind })
     }
 
-    /// Opens a connection, recording DNS, connect and TLS durations into `phases`.
+    /// Opens a stream to `ep` within the connect timeout, recording DNS, connect and TLS
+    /// durations into `phases`; with it, the protocol the server chose by ALPN (HTTP/2 when
+    /// it said `h2`; over cleartext, the run's choice).
     pub async fn connect(
         &self,
         ep: &Endpoint,
         base: Instant,
         phases: &mut crate::exchange::Phases,
-    ) -> Result<Conn, Failure> {
-        match tokio::time::timeout(self.connect_timeout, self.connect_inner(ep, base, phases)).await {
-            Ok(r) => r,
+    ) -> Result<(TimedIo, bool), Failure> {
+        match tokio::time::timeout(self.connect_timeout, self.open(ep, base, phases)).await {
+            Ok(r) => r.map(|(stream, clock)| {
+                let h2 = match &stream {
+                    Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+                    Stream::Left(_) => self.http2,
+                };
+                (TimedIo { inner: stream, clock }, h2)
+            }),
             Err(_) => Err(Failure::new(
                 ErrorKind::ConnectTimeout,
                 format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, self.connect_timeout),
             )),
         }
-    }
-
-    async fn connect_inner(
-        &self,
-        ep: &Endpoint,
-        base: Instant,
-        phases: &mut crate::exchange::Phases,
-    ) -> Result<Conn, Failure> {
-        let (stream, clock) = self.open(ep, base, phases).await?;
-        let h2 = match &stream {
-            Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
-            Stream::Left(_) => self.http2,
-        };
-        let io = TokioIo::new(TimedIo { inner: stream, clock: clock.clone() });
-        Conn::handshake(io, h2, ep.flat_writes, clock).await
     }
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
@@ -446,134 +431,6 @@ impl TimedIo {
         c.bytes_out.store(c.bytes_out.load(Relaxed) + n as u64, Relaxed);
         c.last_write_ns.store(c.base.elapsed().as_nanos() as u64, Relaxed);
     }
-}
-
-type Io = TokioIo<TimedIo>;
-
-enum Sender {
-    H1(http1::SendRequest<Body>),
-    H2(http2::SendRequest<Body>),
-}
-
-enum Driver {
-    H1(Pin<Box<http1::Connection<Io, Body>>>),
-    H2(Pin<Box<http2::Connection<Io, Body, TokioExecutor>>>),
-}
-
-/// An open HTTP connection.
-pub struct Conn {
-    sender: Sender,
-    driver: Driver,
-    /// Still usable: the connection future has not finished.
-    alive: bool,
-    /// Bytes and write times.
-    pub clock: Arc<IoClock>,
-}
-
-impl Conn {
-    async fn handshake(io: Io, h2: bool, flat_writes: bool, clock: Arc<IoClock>) -> Result<Conn, Failure> {
-        let (sender, driver) = if h2 {
-            let mut b = http2::Builder::new(TokioExecutor::new());
-            b.timer(hyper_util::rt::TokioTimer::new());
-            let (s, d) = b.handshake(io).await.map_err(classify)?;
-            (Sender::H2(s), Driver::H2(Box::pin(d)))
-        } else {
-            // One flat write per request costs fewer syscall cycles than writev for small
-            // requests; but flattening copies the body into the connection's buffer (a copy
-            // per request in flight, kept as the buffer's size), so bodies go out by writev.
-            let (s, d) = http1::Builder::new().writev(!flat_writes).handshake(io).await.map_err(classify)?;
-            (Sender::H1(s), Driver::H1(Box::pin(d)))
-        };
-        Ok(Conn { sender, driver, alive: true, clock })
-    }
-
-    /// The HTTP version of the connection (request URIs differ: origin-form for HTTP/1.1).
-    pub fn is_h2(&self) -> bool {
-        matches!(self.sender, Sender::H2(_))
-    }
-
-    /// Whether the connection can take another request.
-    pub fn usable(&self) -> bool {
-        self.alive
-            && match &self.sender {
-                Sender::H1(s) => !s.is_closed(),
-                Sender::H2(s) => !s.is_closed(),
-            }
-    }
-
-    /// Waits until the connection can send, driving it meanwhile.
-    pub async fn ready(&mut self) -> Result<(), Failure> {
-        let Conn { sender, driver, alive, .. } = self;
-        let res = match sender {
-            Sender::H1(s) => drive(driver, alive, s.ready()).await,
-            Sender::H2(s) => drive(driver, alive, s.ready()).await,
-        };
-        res.map_err(closed)?.map_err(classify)
-    }
-
-    /// Sends a request; resolves when the response head has arrived. A failure tells
-    /// whether any of the request went out and any of the response came in.
-    pub async fn send(&mut self, req: http::Request<Body>) -> Result<http::Response<hyper::body::Incoming>, Failure> {
-        let (written_before, read_before) = (self.clock.bytes_out(), self.clock.bytes_in());
-        let Conn { sender, driver, alive, clock } = self;
-        let res = match sender {
-            Sender::H1(s) => drive(driver, alive, s.send_request(req)).await,
-            Sender::H2(s) => drive(driver, alive, s.send_request(req)).await,
-        };
-        res.map_err(closed).and_then(|r| r.map_err(classify)).map_err(|mut f| {
-            f.unsent = clock.bytes_out() == written_before;
-            f.unanswered = clock.bytes_in() == read_before;
-            f
-        })
-    }
-
-    /// Runs `fut` (reading a body) while driving the connection.
-    pub async fn with<F: Future>(&mut self, fut: F) -> Result<F::Output, Failure> {
-        let Conn { driver, alive, .. } = self;
-        drive(driver, alive, fut).await.map_err(closed)
-    }
-}
-
-/// How the connection ended while a request was still waiting on it.
-type Ended = Option<hyper::Error>;
-
-fn closed(end: Ended) -> Failure {
-    match end {
-        Some(e) => classify(e),
-        None => Failure::new(ErrorKind::Reset, "the server closed the connection before the response was complete"),
-    }
-}
-
-/// Polls `fut` and the connection together until `fut` completes. When the connection
-/// finishes first (closed by the peer, or failed) and `fut` is still pending, it never will
-/// be: hyper keeps a request queued on a connection that closed while idle. That is an
-/// `Err` carrying the connection's error, if any. (Polling the connection first was
-/// measured: no faster.)
-async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> Result<F::Output, Ended> {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(out));
-        }
-        if !*alive {
-            return Poll::Ready(Err(None));
-        }
-        let end = match driver {
-            Driver::H1(d) => d.as_mut().poll(cx),
-            Driver::H2(d) => d.as_mut().poll(cx),
-        };
-        match end {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(end) => {
-                *alive = false;
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(out) => Poll::Ready(Ok(out)),
-                    Poll::Pending => Poll::Ready(Err(end.err())),
-                }
-            }
-        }
-    })
-    .await
 }
 
 #[cfg(test)]

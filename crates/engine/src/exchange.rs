@@ -1,16 +1,17 @@
 //! One request on a slot's connection, measured into a [`Sample`]. The hot path: no lock, no
 //! channel, no formatting; the recorder is this thread's own.
 
-use crate::conn::{classify, Conn, Endpoint, Failure};
+use crate::conn::{Endpoint, Failure};
+use crate::http::{Conn, Filled, Outgoing, Reading};
 use crate::thread::Worker;
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
-use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS, MAX_JUDGED_BODY};
+use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -80,6 +81,35 @@ struct StepIo<'a> {
 }
 
 impl StepIo<'_> {
+    /// What the flow's variables fill in the step's request; the filled path is kept for the
+    /// request log.
+    fn fill(&mut self) -> Result<Filled, Failure> {
+        let (step, st) = (self.step, &mut *self.state);
+        let bad = |what: &str| Failure::new(ErrorKind::Other, format!("step {}: {what}", step.name));
+        let mut filled = Filled::default();
+        if let Some(path) = &step.path {
+            let path = encode_path(&path.fill_string(st));
+            if path.parse::<http::uri::PathAndQuery>().is_err() {
+                return Err(bad("the filled URL is not valid"));
+            }
+            self.path = Some(path.clone());
+            filled.path = Some(path);
+        }
+        for (name, value) in &step.headers {
+            let mut bytes = Vec::new();
+            value.fill(st, &mut bytes);
+            let value = HeaderValue::from_bytes(&bytes)
+                .map_err(|_| bad(&format!("the filled header {name} is not a valid header value")))?;
+            filled.headers.push((name.clone(), value));
+        }
+        if let Some(body) = &step.body {
+            let mut bytes = Vec::with_capacity(256);
+            body.fill(st, &mut bytes);
+            filled.body = Some(Bytes::from(bytes));
+        }
+        Ok(filled)
+    }
+
     /// Forgets what an earlier attempt's response said.
     fn reset(&mut self) {
         self.headers.clear();
@@ -190,50 +220,41 @@ fn basic_auth(user_info: &str) -> HeaderValue {
 }
 
 impl Prepared {
-    /// The request of `id` (a template's), the stream's request `number`.
-    fn request(&self, h2: bool, id: u64, number: u64) -> http::Request<Full<Bytes>> {
-        let body = match self.body.unique_len {
-            None => self.body.bytes.clone(),
-            Some(_) => self.body.body(number),
+    /// The request `out` asks for, as an `http::Request`: origin-form URI for HTTP/1.1,
+    /// absolute for HTTP/2 (`:scheme` and `:authority` come from it), with what a flow
+    /// filled in.
+    pub(crate) fn request(&self, h2: bool, out: &Outgoing<'_>) -> http::Request<Full<Bytes>> {
+        let body = match (out.filled.and_then(|f| f.body.clone()), self.body.unique_len) {
+            (Some(filled), _) => filled,
+            (None, None) => self.body.bytes.clone(),
+            (None, Some(_)) => self.body.body(out.number),
         };
         let mut req = http::Request::new(Full::new(body));
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri(h2, id);
+        *req.uri_mut() = match out.filled.and_then(|f| f.path.as_deref()) {
+            Some(path) => self.uri_with_path(h2, path),
+            None => self.uri(h2, out.id),
+        };
         let mut headers = self.headers.clone();
         if h2 {
             // HTTP/2 carries the authority in a pseudo-header and forbids connection headers.
             headers.remove(HOST);
             headers.remove(CONNECTION);
         }
+        if let Some(filled) = out.filled {
+            for (name, value) in &filled.headers {
+                headers.append(name.clone(), value.clone());
+            }
+        }
         *req.headers_mut() = headers;
         req
     }
 
-    /// The request of a flow's step: the target's, with what the flow's variables fill.
-    fn flow_request(&self, h2: bool, io: &mut StepIo<'_>) -> Result<http::Request<Full<Bytes>>, Failure> {
-        let (step, st) = (io.step, &mut *io.state);
-        let mut req = self.request(h2, 0, 0);
-        let bad = |what: &str| Failure::new(ErrorKind::Other, format!("step {}: {what}", step.name));
-        if let Some(path) = &step.path {
-            let path = encode_path(&path.fill_string(st));
-            io.path = Some(path.clone());
-            let mut parts = if h2 { self.full_uri.clone().into_parts() } else { http::uri::Parts::default() };
-            parts.path_and_query = Some(path.parse().map_err(|_| bad("the filled URL is not valid"))?);
-            *req.uri_mut() = Uri::from_parts(parts).map_err(|_| bad("the filled URL is not valid"))?;
-        }
-        for (name, value) in &step.headers {
-            let mut bytes = Vec::new();
-            value.fill(st, &mut bytes);
-            let value = HeaderValue::from_bytes(&bytes)
-                .map_err(|_| bad(&format!("the filled header {name} is not a valid header value")))?;
-            req.headers_mut().append(name.clone(), value);
-        }
-        if let Some(body) = &step.body {
-            let mut bytes = Vec::with_capacity(self.body.bytes.len() + 256);
-            body.fill(st, &mut bytes);
-            *req.body_mut() = Full::new(Bytes::from(bytes));
-        }
-        Ok(req)
+    /// The URI with a filled `path` (checked valid when it was filled).
+    fn uri_with_path(&self, h2: bool, path: &str) -> Uri {
+        let mut parts = if h2 { self.full_uri.clone().into_parts() } else { http::uri::Parts::default() };
+        parts.path_and_query = Some(path.parse().expect("a filled path is checked when filled"));
+        Uri::from_parts(parts).expect("valid parts")
     }
 
     /// The request URI: origin-form for HTTP/1.1, absolute for HTTP/2, with a template's id
@@ -592,66 +613,57 @@ impl Slot {
 
     /// Bytes written so far on the slot's connection.
     fn bytes_out(&self) -> u64 {
-        self.conn.as_ref().map_or(0, |(_, c)| c.clock.bytes_out())
+        self.conn.as_ref().map_or(0, |(_, c)| c.bytes_out())
     }
 
     async fn exchange_on_conn(
         &mut self,
         w: &Worker,
-        t: &Prepared,
+        target: &Prepared,
         (id, number): (u64, u64),
         phases: &mut Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
-        let (in0, out0) = (conn.clock.bytes_in(), conn.clock.bytes_out());
-        let request = match io.as_deref_mut() {
-            None => t.request(conn.is_h2(), id, number),
-            Some(io) => t.flow_request(conn.is_h2(), io)?,
+        let filled = match io.as_deref_mut() {
+            Some(io) => Some(io.fill()?),
+            None => None,
         };
-        let sent_at = w.start.elapsed();
-        let resp = conn.send(request).await?;
-        let head_at = w.start.elapsed();
-        // The last write before the head arrived ends the send phase.
-        let written = conn.clock.last_write().clamp(sent_at, head_at);
-        phases.set(Phase::Send, written - sent_at);
-        phases.set(Phase::Wait, head_at - written);
-        let status = resp.status().as_u16();
-        let cache = w.plan.cache_rules.classify(resp.headers());
-        let backend = w.plan.backend_headers.iter().find_map(|h| resp.headers().get(h)).cloned().map(Cow::Owned);
+        let out = Outgoing { target, id, number, filled: filled.as_ref() };
         // A step whose captures or checks read the response keeps what they read.
         let (keep_headers, keep_body) =
             io.as_deref().map_or((false, false), |io| (io.step.reads_headers(), io.step.reads_body()));
-        if keep_headers {
-            if let Some(io) = io.as_deref_mut() {
-                io.headers = resp.headers().clone();
-            }
-        }
-        let mut body = resp.into_body();
-        while let Some(frame) = conn.with(body.frame()).await? {
-            let frame = frame.map_err(classify)?;
-            if let (true, Some(io), Some(data)) = (keep_body, io.as_deref_mut(), frame.data_ref()) {
-                let room = MAX_JUDGED_BODY.saturating_sub(io.body.len());
-                io.body.extend_from_slice(&data[..data.len().min(room)]);
-            }
-        }
-        phases.set(Phase::Receive, w.start.elapsed() - head_at);
-        let (bytes_in, bytes_out) = (conn.clock.bytes_in() - in0, conn.clock.bytes_out() - out0);
-        Ok(Done { outcome: Outcome::Status(status), bytes_in, bytes_out, cache, backend, reply: None, ended: None })
+        let (headers, body) = match io {
+            Some(io) => (keep_headers.then_some(&mut io.headers), keep_body.then_some(&mut io.body)),
+            None => (None, None),
+        };
+        let mut reading =
+            Reading { rules: &w.plan.cache_rules, backend_headers: &w.plan.backend_headers, headers, body };
+        let answer = conn.exchange(&out, &mut reading, w.start).await?;
+        answer.phases(phases);
+        Ok(Done {
+            outcome: Outcome::Status(answer.status),
+            bytes_in: answer.bytes_in,
+            bytes_out: answer.bytes_out,
+            cache: answer.cache,
+            backend: answer.backend.map(Cow::Owned),
+            reply: None,
+            ended: Some(answer.end),
+        })
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was
     /// opened (its DNS, connect and TLS phases then belong to this request).
     async fn connect_if_needed(&mut self, w: &Worker, endpoint: usize, phases: &mut Phases) -> Result<bool, Failure> {
         let reusable = match &mut self.conn {
-            Some((ep, conn)) => *ep == endpoint && conn.usable() && conn.ready().await.is_ok(),
+            Some((ep, conn)) => *ep == endpoint && conn.reusable().await,
             None => false,
         };
         if reusable {
             return Ok(false);
         }
         self.conn = None;
-        let conn = w.connector.connect(&w.endpoints[endpoint], w.start, phases).await?;
+        let conn = Conn::open(&w.connector, &w.endpoints[endpoint], w.start, phases).await?;
         w.recorder.borrow_mut().record_connection();
         self.conn = Some((endpoint, conn));
         Ok(true)

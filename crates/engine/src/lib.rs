@@ -23,6 +23,7 @@
 mod conn;
 mod events;
 mod exchange;
+mod http;
 pub mod kv;
 pub mod reqlog;
 mod schedule;

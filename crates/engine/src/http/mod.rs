@@ -1,0 +1,153 @@
+//! One HTTP request on an open connection, whatever the protocol: the slot
+//! ([`crate::exchange::Slot`]) hands a connection an [`Outgoing`] request and a [`Reading`]
+//! (what to read off the response, what to keep of it for a flow's step), and gets back an
+//! [`Answer`]: the status, what the headers said, the bytes each way and when the request
+//! was written, its head arrived and its last byte came in. Phases, samples and retries are
+//! the slot's; each protocol module only moves bytes and tells the times.
+
+mod hyper;
+
+use crate::conn::{Connector, Endpoint, Failure};
+use crate::exchange::{Phases, Prepared};
+use barrage_metrics::CacheStatus;
+use barrage_plan::CacheRules;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use std::time::{Duration, Instant};
+
+/// A request to send: a prepared target, with its template's id and its number in the
+/// run's stream, or a flow's step with what its variables filled.
+pub(crate) struct Outgoing<'a> {
+    pub target: &'a Prepared,
+    /// A template's id.
+    pub id: u64,
+    /// The request's number in the run's stream (a unique body's window).
+    pub number: u64,
+    /// A flow's step: its filled path, headers and body.
+    pub filled: Option<&'a Filled>,
+}
+
+/// What a flow's variables filled in a step's request.
+#[derive(Default)]
+pub(crate) struct Filled {
+    /// The path and query, percent-encoded where needed.
+    pub path: Option<String>,
+    /// Headers added to the target's.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body, instead of the target's.
+    pub body: Option<Bytes>,
+}
+
+/// What an exchange reads off the response's head, and what it keeps of the response for
+/// a flow's step whose captures or checks read it.
+pub(crate) struct Reading<'a> {
+    /// How the cache status is read from the headers.
+    pub rules: &'a CacheRules,
+    /// The headers that name the backend, first present wins.
+    pub backend_headers: &'a [HeaderName],
+    /// Kept: every header of the response.
+    pub headers: Option<&'a mut HeaderMap>,
+    /// Kept: the body, up to [`barrage_plan::flow::MAX_JUDGED_BODY`] bytes.
+    pub body: Option<&'a mut Vec<u8>>,
+}
+
+impl Reading<'_> {
+    /// Keeps the start of a body chunk, when the body is kept.
+    pub(crate) fn keep_body(&mut self, chunk: &[u8]) {
+        if let Some(body) = self.body.as_deref_mut() {
+            let room = barrage_plan::flow::MAX_JUDGED_BODY.saturating_sub(body.len());
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+    }
+
+    /// The cache status and backend a head's headers say, keeping them when asked.
+    pub(crate) fn head(&mut self, headers: &HeaderMap) -> (CacheStatus, Option<HeaderValue>) {
+        if let Some(keep) = self.headers.as_deref_mut() {
+            keep.clone_from(headers);
+        }
+        let backend = self.backend_headers.iter().find_map(|h| headers.get(h)).cloned();
+        (self.rules.classify(headers), backend)
+    }
+}
+
+/// How one request went, as the protocol saw it. Times are offsets from the run's start.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub cache: CacheStatus,
+    /// The backend header's value.
+    pub backend: Option<HeaderValue>,
+    /// When the protocol began sending the request.
+    pub sent: Duration,
+    /// When the request's last byte was written, where the protocol can tell (a multiplexed
+    /// connection cannot: its writes are shared by its streams).
+    pub written: Option<Duration>,
+    /// When the response's head had arrived.
+    pub head: Duration,
+    /// When its last byte had.
+    pub end: Duration,
+    /// Bytes each way, headers and body.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl Answer {
+    /// The send, wait and receive phases of the exchange.
+    pub(crate) fn phases(&self, phases: &mut Phases) {
+        use barrage_metrics::Phase;
+        let waited_from = match self.written {
+            Some(written) => {
+                let written = written.clamp(self.sent, self.head);
+                phases.set(Phase::Send, written - self.sent);
+                written
+            }
+            None => self.sent,
+        };
+        phases.set(Phase::Wait, self.head.saturating_sub(waited_from));
+        phases.set(Phase::Receive, self.end.saturating_sub(self.head));
+    }
+}
+
+/// An open connection, of whichever protocol the endpoint and the server chose.
+pub(crate) enum Conn {
+    Hyper(hyper::Conn),
+}
+
+impl Conn {
+    /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`.
+    pub(crate) async fn open(
+        connector: &Connector,
+        ep: &Endpoint,
+        base: Instant,
+        phases: &mut Phases,
+    ) -> Result<Conn, Failure> {
+        let (io, h2) = connector.connect(ep, base, phases).await?;
+        Ok(Conn::Hyper(hyper::Conn::handshake(io, h2, ep.flat_writes).await?))
+    }
+
+    /// Whether the connection can take another request, waiting (and driving it) until it
+    /// can.
+    pub(crate) async fn reusable(&mut self) -> bool {
+        match self {
+            Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
+        }
+    }
+
+    /// Bytes written so far on the connection.
+    pub(crate) fn bytes_out(&self) -> u64 {
+        match self {
+            Conn::Hyper(c) => c.clock.bytes_out(),
+        }
+    }
+
+    /// Sends `out` and reads its response to the end.
+    pub(crate) async fn exchange(
+        &mut self,
+        out: &Outgoing<'_>,
+        reading: &mut Reading<'_>,
+        start: Instant,
+    ) -> Result<Answer, Failure> {
+        match self {
+            Conn::Hyper(c) => c.exchange(out, reading, start).await,
+        }
+    }
+}
