@@ -427,16 +427,23 @@ pub struct LoadArgs {
 /// How connections are made (heading: Connections).
 #[derive(Args, Debug, Clone)]
 pub struct ConnectionArgs {
-    /// Connections (one request at a time each). Open loop: the in-flight bound
-    /// [default: 256]; closed loop: one per worker.
+    /// Connections (one request at a time each, or --streams). Open loop: the in-flight
+    /// bound is connections × streams [default: 256 connections]; closed loop: one per
+    /// worker.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64), help_heading = "Connections")]
     pub connections: Option<u32>,
     /// Open a new TCP (and TLS) connection for every request, like curl in a loop.
     #[arg(long, help_heading = "Connections")]
     pub no_keepalive: bool,
-    /// HTTP/2 (ALPN over TLS, prior knowledge over cleartext).
+    /// HTTP/2 (ALPN over TLS, prior knowledge over cleartext). If the server chooses
+    /// HTTP/1.1 by ALPN, the report says so.
     #[arg(long, help_heading = "Connections")]
     pub http2: bool,
+    /// HTTP/2 streams per connection, as h2load's -m: each connection carries N requests at
+    /// once (implies --http2). -c counts connections: `-c 10 --streams 10` keeps 100
+    /// requests in flight on 10 connections; open loop, --connections × N. [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=barrage_plan::limits::MAX_STREAMS as i64), help_heading = "Connections")]
+    pub streams: Option<u32>,
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE", help_heading = "Connections")]
     pub cacert: Option<PathBuf>,

@@ -43,13 +43,19 @@ pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
 /// This shard's part of the run: refused when it would have nothing to do.
 fn shard(a: &RunArgs, plan: &Plan) -> anyhow::Result<barrage_plan::Shard> {
     let Some(shard) = a.launch.shard else { return Ok(barrage_plan::Shard::WHOLE) };
-    let (n, flag) = match &plan.load {
-        Load::Closed { concurrency, .. } => (*concurrency, "-c"),
-        Load::Open { max_in_flight, .. } => (*max_in_flight, "--max-in-flight"),
+    let flag = match &plan.load {
+        Load::Closed { .. } => "-c",
+        Load::Open { .. } => "--max-in-flight",
     };
+    // Connections are never split between shards.
+    let n = plan.connections();
     if shard.share(n as u64) == 0 {
+        let what = match plan.streams {
+            1 => format!("{flag} {n}"),
+            s => format!("{n} connection(s) of --streams {s}"),
+        };
         anyhow::bail!(
-            "--shard {shard}: {flag} {n} leaves this shard nothing; give at least {} over {} shards",
+            "--shard {shard}: {what} leaves this shard nothing; give at least {} over {} shards",
             shard.count,
             shard.count
         );
@@ -119,6 +125,11 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         duration,
     };
     let mut load = flags.load().map_err(anyhow::Error::msg)?;
+    let streams = a.conn.streams.unwrap_or(1);
+    if let (Load::Open { max_in_flight, .. }, None) = (&mut load, l.max_in_flight) {
+        // --connections counts connections, each carrying --streams requests.
+        *max_in_flight = max_in_flight.saturating_mul(streams as usize);
+    }
     let (mut targets, scenario) = match &r.scenario {
         Some(path) => {
             let (s, targets) =
@@ -179,7 +190,8 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         duration,
         requests: l.requests,
         keepalive: !c.no_keepalive,
-        http2: c.http2,
+        http2: c.http2 || c.streams.is_some(),
+        streams,
         tls: TlsOptions { cacert: c.cacert.clone(), insecure: c.insecure },
         resolve: c.resolve.iter().map(|r| ((r.host.clone(), r.port), r.addr)).collect(),
         bind: c.bind,
@@ -226,12 +238,12 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             );
         }
     }
-    let (connections, flag) = match &plan.load {
-        Load::Closed { concurrency, .. } => (*concurrency, "-c"),
-        Load::Open { max_in_flight, .. } if l.max_in_flight.is_some() => (*max_in_flight, "--max-in-flight"),
-        Load::Open { max_in_flight, .. } => (*max_in_flight, "--connections"),
+    let flag = match &plan.load {
+        Load::Closed { .. } => "-c",
+        Load::Open { .. } if l.max_in_flight.is_some() => "--max-in-flight",
+        Load::Open { .. } => "--connections",
     };
-    check_open_files(connections, flag)?;
+    check_open_files(plan.connections(), flag)?;
     Ok(plan)
 }
 

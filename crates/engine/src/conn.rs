@@ -1,9 +1,6 @@
-//! Connections with every phase timed: DNS, TCP connect, TLS handshake, then HTTP/1.1 or
-//! HTTP/2 over hyper's low-level connection API.
-//!
-//! hyper's `Connection` future is driven in the same task as the request ([`Conn::drive`])
-//! rather than spawned, so a request costs no cross-task wake-up, and the I/O wrapper
-//! ([`TimedIo`]) can note when the request was written and count bytes on the wire.
+//! Connections with every phase timed: DNS, TCP connect, TLS handshake; the I/O wrapper
+//! ([`TimedIo`]) notes when a request was written and counts bytes on the wire. The HTTP
+//! spoken over them is [`crate::http`]'s.
 
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Plan, TlsOptions};
@@ -31,11 +28,14 @@ pub struct Failure {
     pub unsent: bool,
     /// Nothing of the response had arrived when the request failed.
     pub unanswered: bool,
+    /// The server said it did not process the request (HTTP/2: it refused the stream, or
+    /// the stream was above its GOAWAY's last stream id): safe to send again.
+    pub unprocessed: bool,
 }
 
 impl Failure {
     pub(crate) fn new(kind: ErrorKind, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Failure { kind, cause: cause.into(), unsent: false, unanswered: false }
+        Failure { kind, cause: cause.into(), unsent: false, unanswered: false, unprocessed: false }
     }
 
     /// The server closed (or reset) the connection before answering anything: on a
@@ -95,6 +95,9 @@ impl Endpoint {
 pub struct Connector {
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: bool,
+    /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
+    /// for them).
+    streams: u32,
     connect_timeout: Duration,
     /// `--bind`: the local address connections are made from.
     bind: Option<std::net::IpAddr>,
@@ -110,7 +113,23 @@ impl Connector {
             (false, false) => &[b"http/1.1"],
         };
         let tls = if needs_tls { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
-        Ok(Connector { tls, http2: plan.http2, connect_timeout: plan.connect_timeout, bind: plan.bind })
+        Ok(Connector {
+            tls,
+            http2: plan.http2,
+            streams: plan.streams,
+            connect_timeout: plan.connect_timeout,
+            bind: plan.bind,
+        })
+    }
+
+    /// Whether the run asked for HTTP/2.
+    pub(crate) fn http2(&self) -> bool {
+        self.http2
+    }
+
+    /// `--streams`.
+    pub(crate) fn streams(&self) -> u32 {
+        self.streams
     }
 
     /// Opens a stream to `ep` within the connect timeout, recording DNS, connect and TLS
@@ -245,7 +264,7 @@ pub fn classify(e: hyper::Error) -> Failure {
     Failure::new(kind, e)
 }
 
-fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+pub(crate) fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<io::Error>() {

@@ -2,10 +2,10 @@
 //! channel, no formatting; the recorder is this thread's own.
 
 use crate::conn::{Endpoint, Failure};
-use crate::http::{Conn, Filled, Outgoing, Reading};
+use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::thread::Worker;
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
-use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
+use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
@@ -13,6 +13,7 @@ use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use http_body_util::Full;
 use std::borrow::Cow;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// Phase durations of one request, `None` where the phase did not happen.
@@ -224,12 +225,21 @@ impl Prepared {
     /// absolute for HTTP/2 (`:scheme` and `:authority` come from it), with what a flow
     /// filled in.
     pub(crate) fn request(&self, h2: bool, out: &Outgoing<'_>) -> http::Request<Full<Bytes>> {
-        let body = match (out.filled.and_then(|f| f.body.clone()), self.body.unique_len) {
+        self.head(h2, out).map(|()| Full::new(self.body(out)))
+    }
+
+    /// The body `out` sends (a reference-counted slice of the run's, never a copy).
+    pub(crate) fn body(&self, out: &Outgoing<'_>) -> Bytes {
+        match (out.filled.and_then(|f| f.body.clone()), self.body.unique_len) {
             (Some(filled), _) => filled,
             (None, None) => self.body.bytes.clone(),
             (None, Some(_)) => self.body.body(out.number),
-        };
-        let mut req = http::Request::new(Full::new(body));
+        }
+    }
+
+    /// The request `out` asks for, without its body ([`Prepared::request`]).
+    pub(crate) fn head(&self, h2: bool, out: &Outgoing<'_>) -> http::Request<()> {
+        let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = match out.filled.and_then(|f| f.path.as_deref()) {
             Some(path) => self.uri_with_path(h2, path),
@@ -240,6 +250,7 @@ impl Prepared {
             // HTTP/2 carries the authority in a pseudo-header and forbids connection headers.
             headers.remove(HOST);
             headers.remove(CONNECTION);
+            *req.version_mut() = http::Version::HTTP_2;
         }
         if let Some(filled) = out.filled {
             for (name, value) in &filled.headers {
@@ -363,9 +374,13 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head)
 }
 
-/// A slot: at most one request at a time, on its own connection.
+/// A slot: at most one request at a time, on its own connection or, with `--streams`, on
+/// one its group shares.
 pub struct Slot {
     conn: Option<(usize, Conn)>,
+    /// With `--streams` above 1: the connections this slot shares with the others of its
+    /// group (a handle to one is in `conn` while a request uses it).
+    shared: Option<Rc<Shared>>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
     /// so a millisecond timer's oversleep would count in its latency. Made at the first.
     timer: Option<crate::thread::PreciseTimer>,
@@ -398,7 +413,17 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, timer: None, worker }
+        Slot { conn: None, shared: None, timer: None, worker }
+    }
+
+    /// The slot's number within the run.
+    pub(crate) fn number(&self) -> usize {
+        self.worker
+    }
+
+    /// A slot of a group that shares its connections (`--streams`).
+    pub(crate) fn sharing(worker: usize, shared: Rc<Shared>) -> Self {
+        Slot { shared: Some(shared), ..Slot::new(worker) }
     }
 
     /// Sends one request, retrying it as the policy says. Every attempt is recorded as a
@@ -587,19 +612,25 @@ impl Slot {
         phases: &mut Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
-        let fresh = self.connect_if_needed(w, t.endpoint, phases).await?;
+        let fresh = self.connect_if_needed(w, t.endpoint, phases, None).await?;
         let written_before = self.bytes_out();
         match self.exchange_on_conn(w, t, what, phases, io.as_deref_mut()).await {
             // A kept-alive connection the server had closed before answering anything (while
             // idle, or on reading this request): the request goes once more on a new
             // connection, as browsers and hyper's pool do, if nothing of it went out or its
-            // method is idempotent. Once only: the new connection is fresh. Counted, so it is
-            // never hidden; its latency runs from the first try.
-            Err(f) if !fresh && f.stale(t.method.is_idempotent()) => {
-                w.recorder.borrow_mut().record_stale_retry();
+            // method is idempotent. A request the server says it did not process (HTTP/2:
+            // a refused stream, or one above its GOAWAY's last stream id) goes once more
+            // too, whatever its method. Once only. Counted, so it is never hidden; its
+            // latency runs from the first try.
+            Err(f) if f.unprocessed || (!fresh && f.stale(t.method.is_idempotent())) => {
+                if f.unprocessed {
+                    w.recorder.borrow_mut().record_stream_retry();
+                } else {
+                    w.recorder.borrow_mut().record_stale_retry();
+                }
                 let written = self.bytes_out() - written_before;
-                self.conn = None;
-                self.connect_if_needed(w, t.endpoint, phases).await?;
+                let lost = self.conn.take().map(|(_, c)| c);
+                self.connect_if_needed(w, t.endpoint, phases, lost.as_ref()).await?;
                 if let Some(io) = io.as_deref_mut() {
                     io.reset();
                 }
@@ -639,7 +670,11 @@ impl Slot {
         };
         let mut reading =
             Reading { rules: &w.plan.cache_rules, backend_headers: &w.plan.backend_headers, headers, body };
-        let answer = conn.exchange(&out, &mut reading, w.start).await?;
+        let answer = conn.exchange(&out, &mut reading, w.start).await;
+        if let Some(figures) = conn.take_figures() {
+            w.recorder.borrow_mut().record_streams(&figures);
+        }
+        let answer = answer?;
         answer.phases(phases);
         Ok(Done {
             outcome: Outcome::Status(answer.status),
@@ -653,8 +688,24 @@ impl Slot {
     }
 
     /// Makes sure the slot holds a usable connection to `endpoint`; true when a new one was
-    /// opened (its DNS, connect and TLS phases then belong to this request).
-    async fn connect_if_needed(&mut self, w: &Worker, endpoint: usize, phases: &mut Phases) -> Result<bool, Failure> {
+    /// opened (its DNS, connect and TLS phases then belong to this request). `lost`: a
+    /// shared connection the server would not process a request on, not to be used again.
+    async fn connect_if_needed(
+        &mut self,
+        w: &Worker,
+        endpoint: usize,
+        phases: &mut Phases,
+        lost: Option<&Conn>,
+    ) -> Result<bool, Failure> {
+        if let Some(shared) = &self.shared {
+            let ep = (endpoint, &w.endpoints[endpoint]);
+            let (conn, opened) = shared.conn(&w.connector, ep, w.start, phases, lost).await?;
+            if opened {
+                count_connection(w, &conn)?;
+            }
+            self.conn = Some((endpoint, conn));
+            return Ok(opened);
+        }
         let reusable = match &mut self.conn {
             Some((ep, conn)) => *ep == endpoint && conn.reusable().await,
             None => false,
@@ -664,10 +715,25 @@ impl Slot {
         }
         self.conn = None;
         let conn = Conn::open(&w.connector, &w.endpoints[endpoint], w.start, phases).await?;
-        w.recorder.borrow_mut().record_connection();
+        count_connection(w, &conn)?;
         self.conn = Some((endpoint, conn));
         Ok(true)
     }
+}
+
+/// Counts a new connection by the protocol the server agreed to. With `--streams` above 1,
+/// one on which it chose HTTP/1.1 cannot carry the streams: its request fails.
+fn count_connection(w: &Worker, conn: &Conn) -> Result<(), Failure> {
+    let protocol = conn.protocol();
+    let fallback = w.connector.http2() && protocol == Protocol::Http1;
+    w.recorder.borrow_mut().record_http_connection(protocol, fallback);
+    if fallback && w.plan.streams > 1 {
+        return Err(Failure::new(
+            ErrorKind::Protocol,
+            "the server did not agree to HTTP/2 (ALPN chose HTTP/1.1): --streams needs HTTP/2",
+        ));
+    }
+    Ok(())
 }
 
 /// What a failed attempt yields: its kind as the outcome, its message kept as the kind's

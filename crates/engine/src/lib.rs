@@ -241,7 +241,11 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
             (Mode::Open, steps)
         }
         Load::Closed { concurrency, .. } => {
-            (Mode::Closed, vec![StepInfo { label: format!("{concurrency} workers"), start_ms: 0 }])
+            let label = match plan.streams {
+                1 => format!("{concurrency} workers"),
+                n => format!("{concurrency} connections × {n} streams"),
+            };
+            (Mode::Closed, vec![StepInfo { label, start_ms: 0 }])
         }
     };
     if !groups.is_empty() {

@@ -5,6 +5,7 @@
 
 use crate::conn::{Connector, Endpoint};
 use crate::exchange::{GroupKeys, Job, Prepared, Slot};
+use crate::http::Shared;
 use crate::reqlog::LogHandle;
 use crate::schedule::{Decision, Schedule};
 use barrage_metrics::Recorder;
@@ -214,13 +215,16 @@ struct Window {
 }
 
 /// One load loop: open or closed.
-/// A key-value run counts connections where HTTP counts slots or workers: each of a
-/// thread's connections carries `--pipeline` of them, so no connection spans two threads.
+/// Connections are shared out to the threads, never split: each of a thread's connections
+/// carries `--streams` HTTP/2 slots or workers (a key-value run's, `--pipeline` of them).
+/// An open loop's bound counts requests in HTTP (`--streams` to a connection), connections
+/// in a key-value run.
 async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> LoadOutcome {
-    let per_conn = w.kv.as_ref().map_or(1, |kv| kv.pipeline());
+    let per_conn = w.kv.as_ref().map_or(w.plan.streams.max(1) as usize, |kv| kv.pipeline());
     match load {
         Load::Open { pacer, max_in_flight } => {
-            open_loop(w, pacer, w.share(*max_in_flight) * per_conn, window, work).await
+            let conns = if w.kv.is_some() { *max_in_flight } else { max_in_flight.div_ceil(per_conn) };
+            open_loop(w, pacer, w.share(conns) * per_conn, window, work).await
         }
         Load::Closed { concurrency, think_time } => {
             let shard_workers = w.plan.shard.share(*concurrency as u64) as usize;
@@ -403,12 +407,28 @@ impl Closed {
     }
 }
 
-/// The task of an open loop's HTTP slot number `number`: it waits in the pool for a job,
-/// sends it, and gives itself back.
-fn slot_task(w: &Rc<Worker>, pool: &Rc<Pool>, number: usize, work: Work) -> tokio::task::JoinHandle<()> {
+/// This thread's `n` HTTP slots (or closed-loop workers), numbered within the run for the
+/// request log; with `--streams` N, each N in a row share their connections.
+fn new_slots(w: &Worker, n: usize) -> impl Iterator<Item = Slot> + '_ {
+    let per_conn = w.plan.streams.max(1) as usize;
+    let mut shared = Rc::new(Shared::default());
+    (0..n).map(move |i| {
+        let number = w.index + i * w.threads;
+        if per_conn == 1 {
+            return Slot::new(number);
+        }
+        if i % per_conn == 0 {
+            shared = Rc::new(Shared::default());
+        }
+        Slot::sharing(number, shared.clone())
+    })
+}
+
+/// The task of an open loop's HTTP slot: it waits in the pool for a job, sends it, and
+/// gives itself back.
+fn slot_task(w: &Rc<Worker>, pool: &Rc<Pool>, mut slot: Slot, work: Work) -> tokio::task::JoinHandle<()> {
     let mb = Rc::new(Mailbox { job: Cell::new(None), wake: Notify::new() });
     pool.join(Free::Slot(mb.clone()));
-    let mut slot = Slot::new(number);
     let (w, pool) = (w.clone(), pool.clone());
     tokio::task::spawn_local(async move {
         let mut iteration = 0;
@@ -441,7 +461,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
         Rc::new(Pool { idle: RefCell::new(Vec::with_capacity(slots)), freed: Notify::new(), closed: Cell::new(false) });
     let handles = match (&w.kv, work) {
         (Some(run), Work::Requests) => crate::kv::spawn_groups(w, run, slots, crate::kv::Feed::Open(pool.clone())),
-        _ => (0..slots).map(|i| slot_task(w, &pool, w.index + i * w.threads, work)).collect(),
+        _ => new_slots(w, slots).map(|slot| slot_task(w, &pool, slot, work)).collect(),
     };
     // The schedule counts from the window's start; so do its decisions' times.
     let base = window.start;
@@ -527,9 +547,7 @@ async fn closed_loop(
         (Some(run), Work::Requests) => {
             crate::kv::spawn_groups(w, run, workers, crate::kv::Feed::Closed(closed.clone()))
         }
-        _ => (0..workers)
-            .map(|i| worker_task(w, &closed, (w.index + i * w.threads, all_workers), window, work))
-            .collect(),
+        _ => new_slots(w, workers).map(|slot| worker_task(w, &closed, (slot, all_workers), window, work)).collect(),
     };
     join_or_abort(handles, &w.stop).await;
     if w.stop.is_cancelled() {
@@ -538,13 +556,13 @@ async fn closed_loop(
     LoadOutcome { attack_end: closed.attack_end.get(), bound_reached: false }
 }
 
-/// The task of a closed loop's HTTP worker number `number` of `all`: it sends its next
-/// request (or runs its next flow) when the last one finished. A group's workers start
+/// The task of a closed loop's HTTP worker (its slot's number among `all`): it sends its
+/// next request (or runs its next flow) when the last one finished. A group's workers start
 /// evenly over its ramp.
 fn worker_task(
     w: &Rc<Worker>,
     closed: &Rc<Closed>,
-    (number, all): (usize, usize),
+    (mut slot, all): (Slot, usize),
     window: Window,
     work: Work,
 ) -> tokio::task::JoinHandle<()> {
@@ -552,7 +570,7 @@ fn worker_task(
         Work::Flows(g) => w.plan.scenario.as_ref().map_or(Duration::ZERO, |s| s.groups[g].ramp),
         Work::Requests => Duration::ZERO,
     };
-    let mut slot = Slot::new(number);
+    let number = slot.number();
     let (w, closed) = (w.clone(), closed.clone());
     let first = window.start + ramp.mul_f64(number as f64 / all.max(1) as f64);
     let deadline = closed.deadline();

@@ -32,6 +32,12 @@
 //! of the plan the shards must share, the start asked for (`--start-at`) and the actual
 //! one, and the clock offset an orchestrator measured. Version 6 files read as unsplit runs
 //! started when they say (module `v6`).
+//!
+//! Version 8 added what HTTP/2 runs need: connections by the protocol the server agreed
+//! to (and how many fell back to HTTP/1.1), the most streams open at once on one
+//! connection, the server's stream limit when it was below `--streams`, flow-control
+//! stalls each way, and requests sent again because the server had not processed them.
+//! Version 7 and 6 files read with them at 0 (module `v7`).
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -45,7 +51,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 7;
+pub const FORMAT_VERSION: u16 = 8;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -498,13 +504,65 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
         4 => postcard::from_bytes::<v4::Record>(&payload).map(Record::from),
         5 => postcard::from_bytes::<v5::Record>(&payload).map(Record::from),
         6 => postcard::from_bytes::<v6::Record>(&payload).map(Record::from),
+        7 => postcard::from_bytes::<v7::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
     record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
 }
 
+/// The records of format version 7, as they were, read into today's: recorders without
+/// connections by protocol and without the HTTP/2 figures.
+mod v7 {
+    use crate::recorder::RecorderV7 as Recorder;
+    use crate::watch::{EventRecord, WatchSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    impl From<IntervalRecord> for super::IntervalRecord {
+        fn from(i: IntervalRecord) -> Self {
+            super::IntervalRecord {
+                index: i.index,
+                start_unix_ms: i.start_unix_ms,
+                length_ms: i.length_ms,
+                step: i.step,
+                recorder: i.recorder.0,
+                watch: i.watch,
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(super::RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h),
+                Record::Interval(i) => super::Record::Interval(i.into()),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
+}
+
 /// The records of format version 6, as they were, read into today's: a header without how
-/// the run was launched.
+/// the run was launched, recorders as version 7's.
 mod v6 {
     use crate::bounded;
     use crate::watch::EventRecord;
@@ -532,7 +590,7 @@ mod v6 {
     #[allow(clippy::large_enum_variant)]
     pub(super) enum Record {
         Header(RunHeader),
-        Interval(super::IntervalRecord),
+        Interval(super::v7::IntervalRecord),
         Event(EventRecord),
         Footer(super::RunFooter),
     }
@@ -560,7 +618,7 @@ mod v6 {
         fn from(r: Record) -> Self {
             match r {
                 Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(i),
+                Record::Interval(i) => super::Record::Interval(i.into()),
                 Record::Event(e) => super::Record::Event(e),
                 Record::Footer(f) => super::Record::Footer(f),
             }
@@ -1178,7 +1236,7 @@ mod tests {
         write_old(
             &p,
             6,
-            &[v6::Record::Header(as_v6(&h)), v6::Record::Interval(i.clone()), v6::Record::Footer(footer.clone())],
+            &[v6::Record::Header(as_v6(&h)), v6::Record::Interval(as_v7(&i)), v6::Record::Footer(footer.clone())],
         );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &RunHeader { launch: unsplit(&h), ..h });
@@ -1186,6 +1244,52 @@ mod tests {
         assert_eq!(r.next_interval().unwrap(), i);
         assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
         assert_eq!(r.footer(), Some(&footer));
+    }
+
+    /// `i` as a version 7 interval: without the HTTP/2 figures.
+    fn as_v7(i: &IntervalRecord) -> v7::IntervalRecord {
+        v7::IntervalRecord {
+            index: i.index,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: i.step,
+            recorder: crate::recorder::RecorderV7(i.recorder.clone()),
+            watch: i.watch.clone(),
+        }
+    }
+
+    /// A file written before the HTTP/2 figures (format version 7) reads back whole, with
+    /// connections by protocol, streams, stalls and stream retries at 0; a version 8 file
+    /// keeps them.
+    #[test]
+    fn version_7_files_read_with_the_http2_figures_at_0() {
+        use crate::recorder::StreamFigures;
+        let dir = tempfile::tempdir().unwrap();
+        let (h, footer) = (header(7_000), RunFooter { attack_us: 7, ..Default::default() });
+        let mut i = interval(0, 7_000, 3);
+        i.recorder.record_stale_retry();
+        let before = i.recorder.clone();
+        i.recorder.record_http_connection(crate::Protocol::Http2, false);
+        i.recorder.record_http_connection(crate::Protocol::Http1, true);
+        i.recorder.record_stream_retry();
+        i.recorder.record_streams(&StreamFigures { most_open: 10, cap: 5, send_stalls: 2, recv_stalls: 3 });
+        let p = dir.path().join("v7.brg");
+        write_old(&p, 7, &[v7::Record::Header(h.clone()), v7::Record::Interval(as_v7(&i)), v7::Record::Footer(footer)]);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &h);
+        let got = r.next_interval().unwrap().recorder;
+        // The connections count stays: version 7 had it, without the protocols.
+        let mut want = before.counts.clone();
+        want.connections = 2;
+        assert_eq!(got.counts, want);
+        assert!(r.next_interval().is_none() && r.warning().is_none(), "{:?}", r.warning());
+        // Today's file keeps every figure.
+        let p = dir.path().join("v8.brg");
+        write_old(&p, FORMAT_VERSION, &[Record::Header(h), Record::Interval(i.clone())]);
+        let got = ResultsReader::open(&p).unwrap().next_interval().unwrap().recorder.counts;
+        assert_eq!((got.protocols, got.http1_fallbacks, got.stream_retries), ([1, 1], 1, 1));
+        assert_eq!((got.streams_max, got.stream_cap, got.send_stalls, got.recv_stalls), (10, 5, 2, 3));
+        assert_eq!(got, i.recorder.counts);
     }
 
     fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {

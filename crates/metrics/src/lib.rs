@@ -41,6 +41,6 @@ pub mod watch;
 
 pub use file::{GroupInfo, IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
 pub use recorder::Recorder;
-pub use sample::{CacheStatus, ErrorKind, Outcome, Phase, Sample};
+pub use sample::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
 pub use summary::RunSummary;
 pub use watch::{EventKind, EventRecord, HostSample, HostSummary, ProcSample, ProcessSummary, WatchSample};

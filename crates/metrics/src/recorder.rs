@@ -6,7 +6,8 @@
 use crate::bounded::{limit, refuse, Bounded};
 use crate::limits::{fmt_limit, MAX_HISTOGRAM_BYTES, MAX_HISTOGRAM_COUNTERS, MAX_INTERVAL_SAMPLES, MAX_INTERVAL_TICKS};
 use crate::sample::{
-    CacheStatus, ErrorKind, Outcome, Phase, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PHASE_COUNT,
+    CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PHASE_COUNT,
+    PROTOCOL_COUNT,
 };
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -70,6 +71,98 @@ pub struct Counts {
     /// kept-alive one before answering anything (idempotent methods, or nothing written yet).
     /// Each is still one request in the other figures, its latency from the first try.
     pub stale_retries: u64,
+    /// New HTTP connections per version the server agreed to, indexed like
+    /// [`Protocol::ALL`] (a key-value run's connections are in `connections` only).
+    pub protocols: [u64; PROTOCOL_COUNT],
+    /// Connections on which HTTP/2 was asked and the server chose HTTP/1.1 by ALPN.
+    pub http1_fallbacks: u64,
+    /// The most streams open at once on one HTTP/2 connection (merged as a maximum).
+    pub streams_max: u64,
+    /// The lowest `SETTINGS_MAX_CONCURRENT_STREAMS` a server sent that was below
+    /// `--streams`: requests above it waited for a stream. 0 when none was (merged as the
+    /// lowest of those that are not 0).
+    pub stream_cap: u64,
+    /// HTTP/2 flow-control stalls sending: times a request body had data to send and no
+    /// window left (the server had not yet granted more).
+    pub send_stalls: u64,
+    /// HTTP/2 flow-control stalls receiving: DATA frames that used up the whole window
+    /// barrage had granted (the server had to wait for a WINDOW_UPDATE).
+    pub recv_stalls: u64,
+    /// Requests sent once more on a new connection because the server had not processed
+    /// them: a stream refused (REFUSED_STREAM) or above a GOAWAY's last stream id. Each is
+    /// still one request in the other figures, its latency from the first try.
+    pub stream_retries: u64,
+}
+
+/// [`Counts`] as versions 4 to 7 of the results file wrote them: before connections by
+/// protocol and the HTTP/2 figures.
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct CountsV7 {
+    sent: u64,
+    completed: u64,
+    ok: u64,
+    late: u64,
+    dropped: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    connections: u64,
+    errors: [u64; ERROR_KIND_COUNT],
+    cache: [u64; CACHE_STATUS_COUNT],
+    cache_bytes: [u64; CACHE_STATUS_COUNT],
+    logical: u64,
+    first_ok: u64,
+    final_ok: u64,
+    attempts: u64,
+    stale_retries: u64,
+}
+
+impl From<CountsV7> for Counts {
+    fn from(c: CountsV7) -> Counts {
+        Counts {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            ..Counts::default()
+        }
+    }
+}
+
+impl From<Counts> for CountsV7 {
+    /// Only for tests that write older files: the figures those versions did not have are
+    /// dropped.
+    fn from(c: Counts) -> CountsV7 {
+        CountsV7 {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+        }
+    }
 }
 
 /// [`Counts`] as version 3 of the results file wrote them: before
@@ -127,7 +220,7 @@ impl From<CountsV3> for Counts {
             first_ok: c.first_ok,
             final_ok: c.final_ok,
             attempts: c.attempts,
-            stale_retries: 0,
+            ..Counts::default()
         }
     }
 }
@@ -152,6 +245,27 @@ impl From<Counts> for CountsV3 {
             final_ok: c.final_ok,
             attempts: c.attempts,
         }
+    }
+}
+
+/// What one HTTP/2 connection saw of its streams since it was last asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamFigures {
+    /// The most streams open at once.
+    pub most_open: u64,
+    /// The server's limit on concurrent streams, when it was below `--streams`; else 0.
+    pub cap: u64,
+    /// Flow-control stalls sending ([`Counts::send_stalls`]).
+    pub send_stalls: u64,
+    /// Flow-control stalls receiving ([`Counts::recv_stalls`]).
+    pub recv_stalls: u64,
+}
+
+/// The lower of two stream caps, 0 meaning none.
+fn lowest_cap(a: u64, b: u64) -> u64 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (a, b) => a.min(b),
     }
 }
 
@@ -474,12 +588,12 @@ pub struct RecorderV4(pub Recorder);
 
 impl<'de> Deserialize<'de> for RecorderV4 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV4, Counts, (), ()>::deserialize(d)?;
+        let w = Wire::<KeyedWireV4, CountsV7, (), ()>::deserialize(d)?;
         let w = w.map(
             |(name, requests, failed, latency, ticks)| {
                 (name, requests, failed, latency, ticks, FlowCounts::default(), None)
             },
-            |c| c,
+            Counts::from,
             Some,
             |()| Bounded::default(),
             |()| Bounded::default(),
@@ -493,7 +607,7 @@ impl Serialize for RecorderV4 {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let w = self.0.wire().map(
             |(name, requests, failed, latency, ticks, ..)| (name, requests, failed, latency, ticks),
-            |c| c,
+            CountsV7::from,
             Some,
             |_| (),
             |_| (),
@@ -507,8 +621,8 @@ pub struct RecorderV5(pub Recorder);
 
 impl<'de> Deserialize<'de> for RecorderV5 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWire, Counts, Keys<FlowLimit>, ()>::deserialize(d)?;
-        let w = w.map(|k| k, |c| c, Some, |f| f, |()| Bounded::default());
+        let w = Wire::<KeyedWire, CountsV7, Keys<FlowLimit>, ()>::deserialize(d)?;
+        let w = w.map(|k| k, Counts::from, Some, |f| f, |()| Bounded::default());
         from_wire(w).map(RecorderV5).map_err(refuse)
     }
 }
@@ -516,7 +630,26 @@ impl<'de> Deserialize<'de> for RecorderV5 {
 impl Serialize for RecorderV5 {
     /// Only so that the version 5 record types derive both ways (tests write old files).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.wire().map(|k| k, |c| c, Some, |f| f, |_| ()).serialize(s)
+        self.0.wire().map(|k| k, CountsV7::from, Some, |f| f, |_| ()).serialize(s)
+    }
+}
+
+/// A recorder as format versions 6 and 7 wrote it, read into today's: no connections by
+/// protocol, no HTTP/2 figures.
+pub struct RecorderV7(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV7 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWire, CountsV7>::deserialize(d)?;
+        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
+        from_wire(w).map(RecorderV7).map_err(refuse)
+    }
+}
+
+impl Serialize for RecorderV7 {
+    /// Only so that the version 7 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.wire().map(|k| k, CountsV7::from, Some, |f| f, |r| r).serialize(s)
     }
 }
 
@@ -744,6 +877,29 @@ impl Recorder {
         self.counts.stale_retries += 1;
     }
 
+    /// Counts a new HTTP connection that speaks `protocol`; `fallback`: HTTP/2 was asked and
+    /// the server chose HTTP/1.1.
+    pub fn record_http_connection(&mut self, protocol: Protocol, fallback: bool) {
+        self.counts.connections += 1;
+        self.counts.protocols[protocol as usize] += 1;
+        self.counts.http1_fallbacks += u64::from(fallback);
+    }
+
+    /// Counts a request sent once more on a new connection because the server had not
+    /// processed it (a refused stream, or one above a GOAWAY's last stream id).
+    pub fn record_stream_retry(&mut self) {
+        self.counts.stream_retries += 1;
+    }
+
+    /// Adds what an HTTP/2 connection saw since it was last asked.
+    pub fn record_streams(&mut self, f: &StreamFigures) {
+        let c = &mut self.counts;
+        c.streams_max = c.streams_max.max(f.most_open);
+        c.stream_cap = lowest_cap(c.stream_cap, f.cap);
+        c.send_stalls += f.send_stalls;
+        c.recv_stalls += f.recv_stalls;
+    }
+
     /// Records a finished request. Allocation-free: this is the hot path.
     pub fn record(&mut self, s: &Sample) {
         self.record_figures(s, 1);
@@ -921,6 +1077,15 @@ impl Recorder {
         c.final_ok += o.final_ok;
         c.attempts += o.attempts;
         c.stale_retries += o.stale_retries;
+        for (a, b) in c.protocols.iter_mut().zip(o.protocols) {
+            *a += b;
+        }
+        c.http1_fallbacks += o.http1_fallbacks;
+        c.streams_max = c.streams_max.max(o.streams_max);
+        c.stream_cap = lowest_cap(c.stream_cap, o.stream_cap);
+        c.send_stalls += o.send_stalls;
+        c.recv_stalls += o.recv_stalls;
+        c.stream_retries += o.stream_retries;
         if let Some(theirs) = &other.whole {
             match &mut self.whole {
                 Some(mine) => mine.add(&**theirs).expect("histograms share bounds"),
@@ -1521,6 +1686,32 @@ mod tests {
         let mut sum = back.clone();
         sum.add(&back);
         assert_eq!((sum.counts.stale_retries, sum.counts.errors[ErrorKind::Unreachable as usize]), (2, 2));
+    }
+
+    /// Merged HTTP/2 figures: connections and stalls add up, streams in use is the most on
+    /// any connection, the stream cap the lowest a server set (0, none, never wins).
+    #[test]
+    fn http2_figures_merge_as_sums_a_maximum_and_a_lowest_cap() {
+        let one = |most_open, cap, stalls| {
+            let mut r = Recorder::new();
+            r.record_http_connection(Protocol::Http2, false);
+            r.record_streams(&StreamFigures { most_open, cap, send_stalls: stalls, recv_stalls: 1 });
+            r
+        };
+        let (mut a, b, c) = (one(10, 0, 1), one(5, 5, 2), one(8, 7, 0));
+        a.record_http_connection(Protocol::Http1, true);
+        a.record_stream_retry();
+        for other in [&b, &c] {
+            a.add(other);
+        }
+        let n = &a.counts;
+        assert_eq!((n.connections, n.protocols, n.http1_fallbacks, n.stream_retries), (4, [1, 3], 1, 1));
+        assert_eq!((n.streams_max, n.stream_cap, n.send_stalls, n.recv_stalls), (10, 5, 3, 3));
+        // The order of merging does not matter.
+        let mut d = c.clone();
+        d.add(&b);
+        assert_eq!(d.counts.stream_cap, 5);
+        assert_eq!(lowest_cap(0, 0), 0);
     }
 
     #[test]

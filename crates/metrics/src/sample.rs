@@ -101,6 +101,32 @@ impl ErrorKind {
     }
 }
 
+/// The HTTP version a connection spoke, as the server agreed to it (ALPN over TLS, or
+/// the run's choice over cleartext).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// HTTP/1.1: one request at a time per connection.
+    Http1,
+    /// HTTP/2: requests multiplexed as streams.
+    Http2,
+}
+
+/// Number of [`Protocol`]s.
+pub const PROTOCOL_COUNT: usize = 2;
+
+impl Protocol {
+    /// All protocols, in report order.
+    pub const ALL: [Protocol; PROTOCOL_COUNT] = [Protocol::Http1, Protocol::Http2];
+
+    /// The name used in reports (`HTTP/1.1`, `HTTP/2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "HTTP/1.1",
+            Protocol::Http2 => "HTTP/2",
+        }
+    }
+}
+
 /// What a cache did with a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CacheStatus {

@@ -6,7 +6,7 @@
 use crate::events::EventSummary;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
-use crate::sample::{CacheStatus, ErrorKind, Phase};
+use crate::sample::{CacheStatus, ErrorKind, Phase, Protocol};
 use crate::secrets::Redaction;
 use crate::watch::{combine, HostSummary, HostTally, ProcKey, ProcSample, ProcessSummary, ProcessTally, WatchSample};
 use hdrhistogram::Histogram;
@@ -116,6 +116,32 @@ pub struct RequestCounts {
     /// kept-alive one before answering anything; counted once above, latency from the first try.
     #[serde(default)]
     pub stale_retries: u64,
+    /// New HTTP connections by the protocol the server agreed to (`HTTP/1.1`, `HTTP/2`);
+    /// only those that had any.
+    #[serde(default)]
+    pub protocols: BTreeMap<String, u64>,
+    /// Requests sent once more on a new connection because the server had not processed
+    /// them (HTTP/2: a refused stream, or one above a GOAWAY's last stream id); counted
+    /// once above, latency from the first try.
+    #[serde(default)]
+    pub stream_retries: u64,
+}
+
+/// How HTTP/2 connections carried their streams.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Http2Summary {
+    /// The most streams open at once on one connection (of any of merged runs).
+    pub streams_max: u64,
+    /// The lowest limit on concurrent streams a server set (its
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`) when it was below `--streams`: requests above it
+    /// waited for a stream. `None` when no server capped them.
+    pub stream_cap: Option<u64>,
+    /// Flow-control stalls sending: times a request body had data to send and no window.
+    pub send_stalls: u64,
+    /// Flow-control stalls receiving: DATA frames that used up the window barrage granted.
+    pub recv_stalls: u64,
+    /// Connections on which HTTP/2 was asked and the server chose HTTP/1.1 (ALPN).
+    pub http1_fallbacks: u64,
 }
 
 /// Durations of the run, seconds.
@@ -480,6 +506,10 @@ pub struct RunSummary {
     /// finished requests, their corrected latency and an example reply; empty for HTTP.
     #[serde(default)]
     pub replies: Vec<GroupSummary>,
+    /// HTTP/2's streams, stalls and fallbacks; `None` when no connection spoke HTTP/2 and
+    /// none was asked to.
+    #[serde(default)]
+    pub http2: Option<Http2Summary>,
     /// Per backend, by requests, from the backend header of each response.
     pub backends: Vec<BackendSummary>,
     /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
@@ -1063,6 +1093,7 @@ fn build(
     s.urls = s.urls.iter().map(|u| redaction.url(u).into_owned()).collect();
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
+    s.http2 = http2_summary(&total.counts);
     let attack = s.duration.attack_s;
     let run = s.duration.total_s;
     s.rate_per_sec = per_sec(total.counts.sent, total.counts.sent, attack);
@@ -1122,6 +1153,7 @@ fn build(
     }
     s.warnings.extend(flow_check(&s));
     s.warnings.extend(reply_check(&s));
+    s.warnings.extend(http2_check(&s));
     s.warnings.extend(self_check(&s));
     s
 }
@@ -1343,7 +1375,47 @@ fn counts(total: &Recorder) -> RequestCounts {
         unfinished: c.sent.saturating_sub(c.completed),
         connections: c.connections,
         stale_retries: c.stale_retries,
+        protocols: Protocol::ALL
+            .iter()
+            .filter(|p| c.protocols[**p as usize] > 0)
+            .map(|p| (p.name().to_string(), c.protocols[*p as usize]))
+            .collect(),
+        stream_retries: c.stream_retries,
     }
+}
+
+/// HTTP/2's figures, when any connection spoke it or was asked to.
+fn http2_summary(c: &crate::recorder::Counts) -> Option<Http2Summary> {
+    if c.protocols[Protocol::Http2 as usize] == 0 && c.http1_fallbacks == 0 {
+        return None;
+    }
+    Some(Http2Summary {
+        streams_max: c.streams_max,
+        stream_cap: (c.stream_cap > 0).then_some(c.stream_cap),
+        send_stalls: c.send_stalls,
+        recv_stalls: c.recv_stalls,
+        http1_fallbacks: c.http1_fallbacks,
+    })
+}
+
+/// What the HTTP/2 figures warn of: a server that chose HTTP/1.1 when HTTP/2 was asked,
+/// and one that allowed fewer streams than asked.
+fn http2_check(s: &RunSummary) -> Vec<String> {
+    let Some(h) = &s.http2 else { return Vec::new() };
+    let mut out = Vec::new();
+    if h.http1_fallbacks > 0 {
+        out.push(format!(
+            "HTTP/2 was asked, but the server chose HTTP/1.1 (ALPN) on {} of {} connection(s): their requests went one at a time each, and with --streams above 1 they failed (protocol)",
+            h.http1_fallbacks, s.requests.connections
+        ));
+    }
+    if let Some(cap) = h.stream_cap {
+        out.push(format!(
+            "the server allows {cap} concurrent stream(s) per connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams asked: at most {} were in use on one connection, and requests above the limit waited for a stream (in their latency, in no phase)",
+            h.streams_max
+        ));
+    }
+    out
 }
 
 fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mut Vec<String>) -> Durations {

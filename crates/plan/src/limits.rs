@@ -14,6 +14,11 @@ pub const MAX_RATE: f64 = 1e7;
 /// that many open files within the process's limit (`ulimit -n`).
 pub const MAX_WORKERS: u32 = 1_000_000;
 
+/// The most HTTP/2 streams one connection carries at once (`--streams`): as many as
+/// `--pipeline` allows commands. Each stream's receive window (1 MiB) is what a server may
+/// send it unread, so this also bounds what one connection may make barrage buffer.
+pub const MAX_STREAMS: u32 = 1024;
+
 /// The most engine threads (`--threads`, `serve --threads`).
 pub const MAX_THREADS: u32 = 1024;
 

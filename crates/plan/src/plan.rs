@@ -177,6 +177,11 @@ pub struct Plan {
     pub keepalive: bool,
     /// Speak HTTP/2 (ALPN over TLS, prior knowledge over cleartext).
     pub http2: bool,
+    /// HTTP/2 streams per connection (`--streams`, h2load's `-m`): each of the load's
+    /// connections carries this many requests at once. A closed loop runs `concurrency` ×
+    /// `streams` workers, an open loop's `max_in_flight` requests go `streams` to a
+    /// connection. 1: each connection carries one request at a time.
+    pub streams: u32,
     /// TLS settings.
     pub tls: TlsOptions,
     /// `--resolve host:port:addr` overrides, keyed by (host, port).
@@ -295,6 +300,7 @@ impl Plan {
             requests: None,
             keepalive: true,
             http2: false,
+            streams: 1,
             tls: TlsOptions::default(),
             resolve: HashMap::new(),
             bind: None,
@@ -318,12 +324,21 @@ impl Plan {
     pub fn thread_count(&self) -> usize {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let wanted = if self.threads == 0 { cpus } else { self.threads };
-        // More threads than workers would leave some idle.
-        let work = match &self.load {
-            Load::Open { max_in_flight, .. } => *max_in_flight,
+        // More threads than connections would leave some idle (a connection is never
+        // split between threads).
+        wanted.clamp(1, self.shard.share(self.connections() as u64).max(1) as usize)
+    }
+
+    /// The connections the load keeps (at most): closed loop one per worker of `-c`, each
+    /// carrying `streams` requests (or a key-value run's `--pipeline` commands); open loop
+    /// the in-flight bound over the streams per connection (a key-value run's bound counts
+    /// connections already).
+    pub fn connections(&self) -> usize {
+        match &self.load {
             Load::Closed { concurrency, .. } => *concurrency,
-        };
-        wanted.clamp(1, self.shard.share(work as u64).max(1) as usize)
+            Load::Open { max_in_flight, .. } if self.kv.is_some() => *max_in_flight,
+            Load::Open { max_in_flight, .. } => max_in_flight.div_ceil(self.streams.max(1) as usize),
+        }
     }
 
     /// How many targets picks choose from: the ids of `--objects` when a target is a
@@ -362,6 +377,7 @@ impl Plan {
         if let Some(kv) = &self.kv {
             return self.validate_kv(kv);
         }
+        self.validate_streams()?;
         let templates = self.targets.iter().filter(|t| t.id_template.is_some()).count();
         if templates > 0 && self.objects.is_none() {
             return Err("a URL with {id} needs --objects N (ids 0..N)".into());
@@ -373,6 +389,39 @@ impl Plan {
             return Err("--objects must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// `--streams`: HTTP/2 over kept-alive connections, within the bounds, with whole
+    /// connections of streams in an open loop.
+    fn validate_streams(&self) -> Result<(), String> {
+        let n = self.streams;
+        if !(1..=crate::limits::MAX_STREAMS).contains(&n) {
+            return Err(format!("--streams {n}: must be 1 to {}", crate::limits::MAX_STREAMS));
+        }
+        if n == 1 {
+            return Ok(());
+        }
+        if !self.http2 {
+            return Err(format!("--streams {n} multiplexes HTTP/2 streams: it needs HTTP/2 (--http2)"));
+        }
+        if !self.keepalive {
+            return Err(format!(
+                "--streams {n} shares each connection among {n} requests; --no-keepalive opens one per request"
+            ));
+        }
+        let workers = |c: usize| c.saturating_mul(n as usize) > crate::limits::MAX_WORKERS as usize;
+        match &self.load {
+            Load::Closed { concurrency, .. } if workers(*concurrency) => Err(format!(
+                "-c {concurrency} with --streams {n} is {} requests in flight, over the limit of {}",
+                concurrency.saturating_mul(n as usize),
+                crate::limits::MAX_WORKERS
+            )),
+            Load::Open { max_in_flight, .. } if max_in_flight % n as usize != 0 => Err(format!(
+                "--max-in-flight {max_in_flight} with --streams {n}: the in-flight bound is whole connections of {n} streams; give a multiple of {n} such as {}",
+                (max_in_flight / n as usize).max(1) * n as usize
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A key-value plan: its commands match its targets, its key space is given, and it is
@@ -390,6 +439,11 @@ impl Plan {
         }
         if self.http2 {
             return Err("--http2 is for HTTP targets, not redis:// or memcache://".into());
+        }
+        if self.streams > 1 {
+            return Err(
+                "--streams is for HTTP/2 targets; a key-value run keeps commands in flight with --pipeline".into()
+            );
         }
         Ok(())
     }

@@ -86,6 +86,19 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     put("http_errors", Cell::from(s.requests.http_errors));
     put("errors", Cell::from(s.requests.errors));
     put("stale_connection_retries", Cell::from(s.requests.stale_retries));
+    put("connections", Cell::from(s.requests.connections));
+    for (protocol, n) in &s.requests.protocols {
+        // HTTP/1.1 and HTTP/2 as connections_http1_1 and connections_http2.
+        put(&format!("connections_{}", protocol.to_lowercase().replace('/', "").replace('.', "_")), Cell::from(*n));
+    }
+    put("stream_retries", Cell::from(s.requests.stream_retries));
+    if let Some(h) = &s.http2 {
+        put("http2_streams_max", Cell::from(h.streams_max));
+        put("http2_stream_cap", Cell::from(h.stream_cap.map(|c| c as f64)));
+        put("http2_send_stalls", Cell::from(h.send_stalls));
+        put("http2_recv_stalls", Cell::from(h.recv_stalls));
+        put("http2_http1_fallbacks", Cell::from(h.http1_fallbacks));
+    }
     put("rate_per_sec", Cell::from(s.rate_per_sec));
     put("throughput_per_sec", Cell::from(s.throughput_per_sec));
     put("success_ratio", Cell::from(s.success_ratio));
@@ -117,6 +130,11 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     }
     for r in &s.replies {
         put(&format!("reply_{}", r.name), Cell::from(r.requests));
+    }
+    // What the other reports say in words, so that no table stands without it (a server
+    // that refused HTTP/2, a generator that was the limit, ...).
+    for w in &s.warnings {
+        put("warning", Cell::from(w.as_str()));
     }
     sheet
 }

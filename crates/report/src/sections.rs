@@ -122,6 +122,36 @@ fn small_us(v: f64) -> String {
     }
 }
 
+/// HTTP/2's figures as rows of two label and value pairs (the Requests table of the text
+/// report; the HTML one's key figures take the pairs): connections by protocol, streams in
+/// use, flow-control stalls and unprocessed stream retries, each when there is something
+/// to say.
+pub(crate) fn http2_rows(s: &RunSummary) -> Vec<[String; 4]> {
+    let r = &s.requests;
+    let pair = |label: &str, value: String| (format!("  {label}"), value);
+    let none = || (String::new(), String::new());
+    let mut rows = Vec::new();
+    if let Some(h) = &s.http2 {
+        let protocols: Vec<_> =
+            r.protocols.iter().map(|(p, n)| pair(&format!("{p} connections"), thousands(*n))).collect();
+        for two in protocols.chunks(2) {
+            rows.push((two[0].clone(), two.get(1).cloned().unwrap_or_else(none)));
+        }
+        let cap = h.stream_cap.map_or(String::new(), |cap| format!(" (server allows {cap})"));
+        rows.push((pair("streams in use (most)", format!("{}{cap}", h.streams_max)), none()));
+        if h.send_stalls + h.recv_stalls > 0 {
+            rows.push((
+                pair("flow-control stalls sending", thousands(h.send_stalls)),
+                pair("flow-control stalls receiving", thousands(h.recv_stalls)),
+            ));
+        }
+    }
+    if r.stream_retries > 0 {
+        rows.push((pair("unprocessed stream retries", thousands(r.stream_retries)), none()));
+    }
+    rows.into_iter().map(|((a, x), (b, y))| [a, x, b, y]).collect()
+}
+
 /// Why a phase has no measurement in `s`, from what the summary knows: the targets'
 /// schemes and hosts, the connections opened and the errors.
 pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
@@ -142,7 +172,9 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
         (0, true) => return "no new connection was opened".into(),
         _ => {}
     }
+    let only_h2 = s.requests.protocols.len() == 1 && s.requests.protocols.contains_key("HTTP/2");
     match phase {
+        "send" if only_h2 => "HTTP/2 (a stream's writes share its connection's; wait runs from its opening)".into(),
         "dns" => "host names pinned by --resolve (no DNS)".into(),
         "tls" if s.errors.iter().any(|e| e.kind == "tls") => format!("every TLS handshake failed ({failed})"),
         "connect" | "tls" => "no new connection was timed".into(),

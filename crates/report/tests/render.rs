@@ -64,6 +64,58 @@ fn stale_connection_retries_are_shown_when_there_were_any() {
     assert!(sheet.contains("stale_connection_retries"), "{sheet}");
 }
 
+/// HTTP/2's figures (connections by protocol, streams in use and the server's cap, stalls,
+/// unprocessed stream retries) and its warnings show in every format, and the JSON keeps
+/// to the schema.
+#[test]
+fn http2_figures_are_shown_in_every_format() {
+    let (_dir, _, mut s) = fixture();
+    assert!(!barrage_report::text(&s, false).contains("streams in use"));
+    s.requests.protocols = [("HTTP/1.1".to_string(), 1), ("HTTP/2".to_string(), 3)].into();
+    s.requests.stream_retries = 4;
+    s.http2 = Some(barrage_metrics::summary::Http2Summary {
+        streams_max: 5,
+        stream_cap: Some(5),
+        send_stalls: 2,
+        recv_stalls: 9,
+        http1_fallbacks: 1,
+    });
+    let warning = "HTTP/2 was asked, but the server chose HTTP/1.1 (ALPN) on 1 of 4 connection(s)";
+    s.warnings.push(warning.into());
+    let text = barrage_report::text(&s, false);
+    assert_eq!(row(&text, "HTTP/1.1 connections"), ["HTTP/1.1", "connections", "1", "HTTP/2", "connections", "3"]);
+    assert_eq!(row(&text, "streams in use"), ["streams", "in", "use", "(most)", "5", "(server", "allows", "5)"]);
+    assert_eq!(row(&text, "flow-control stalls sending")[3..], ["2", "flow-control", "stalls", "receiving", "9"]);
+    assert_eq!(row(&text, "unprocessed stream retries"), ["unprocessed", "stream", "retries", "4"]);
+    assert!(text.contains(warning), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    assert_eq!(json["requests"]["protocols"]["HTTP/2"], 3);
+    assert_eq!(json["requests"]["stream_retries"], 4);
+    assert_eq!((json["http2"]["streams_max"].as_u64(), json["http2"]["stream_cap"].as_u64()), (Some(5), Some(5)));
+    assert_eq!((json["http2"]["send_stalls"].as_u64(), json["http2"]["recv_stalls"].as_u64()), (Some(2), Some(9)));
+    assert!(json["warnings"].as_array().unwrap().iter().any(|w| w == warning));
+    let validator = jsonschema::draft202012::new(&schema()).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| format!("{}: {e}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let html = barrage_report::html(&barrage_report::Page::Run(&s));
+    for shown in ["HTTP/2 connections", "streams in use (most)", "flow-control stalls receiving", warning] {
+        assert!(html.contains(shown), "{shown}");
+    }
+    let sheet = barrage_report::summary_sheet(&s);
+    let value = |metric: &str| {
+        let row = sheet.rows.iter().find(|r| r[0] == barrage_report::Cell::from(metric));
+        row.unwrap_or_else(|| panic!("no {metric}"))[1].clone()
+    };
+    use barrage_report::Cell;
+    assert_eq!(value("connections_http2"), Cell::from(3u64));
+    assert_eq!(value("connections_http1_1"), Cell::from(1u64));
+    assert_eq!(value("http2_stream_cap"), Cell::from(5u64));
+    assert_eq!(value("http2_recv_stalls"), Cell::from(9u64));
+    assert_eq!(value("http2_http1_fallbacks"), Cell::from(1u64));
+    assert_eq!(value("stream_retries"), Cell::from(4u64));
+    assert!(sheet.rows.iter().any(|r| r[0] == Cell::from("warning") && r[1] == Cell::from(warning)));
+}
+
 fn schema() -> serde_json::Value {
     let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/summary.schema.json"));
     serde_json::from_str(text).expect("the schema is JSON")

@@ -5,11 +5,16 @@
 //! was written, its head arrived and its last byte came in. Phases, samples and retries are
 //! the slot's; each protocol module only moves bytes and tells the times.
 
+mod h2;
 mod hyper;
+mod shared;
+
+pub(crate) use shared::Shared;
 
 use crate::conn::{Connector, Endpoint, Failure};
 use crate::exchange::{Phases, Prepared};
-use barrage_metrics::CacheStatus;
+use barrage_metrics::recorder::StreamFigures;
+use barrage_metrics::{CacheStatus, Protocol};
 use barrage_plan::CacheRules;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -109,11 +114,15 @@ impl Answer {
 
 /// An open connection, of whichever protocol the endpoint and the server chose.
 pub(crate) enum Conn {
+    /// HTTP/1.1.
     Hyper(hyper::Conn),
+    /// HTTP/2: a handle to a connection that several slots may share.
+    H2(h2::Conn),
 }
 
 impl Conn {
-    /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`.
+    /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`. HTTP/2 when the
+    /// server agreed to it (ALPN) or the run asked for it over cleartext.
     pub(crate) async fn open(
         connector: &Connector,
         ep: &Endpoint,
@@ -121,7 +130,18 @@ impl Conn {
         phases: &mut Phases,
     ) -> Result<Conn, Failure> {
         let (io, h2) = connector.connect(ep, base, phases).await?;
-        Ok(Conn::Hyper(hyper::Conn::handshake(io, h2, ep.flat_writes).await?))
+        if h2 {
+            return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
+        }
+        Ok(Conn::Hyper(hyper::Conn::handshake(io, false, ep.flat_writes).await?))
+    }
+
+    /// The protocol the connection speaks.
+    pub(crate) fn protocol(&self) -> Protocol {
+        match self {
+            Conn::Hyper(_) => Protocol::Http1,
+            Conn::H2(_) => Protocol::Http2,
+        }
     }
 
     /// Whether the connection can take another request, waiting (and driving it) until it
@@ -129,13 +149,25 @@ impl Conn {
     pub(crate) async fn reusable(&mut self) -> bool {
         match self {
             Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
+            Conn::H2(c) => c.usable(),
         }
     }
 
-    /// Bytes written so far on the connection.
+    /// Bytes written so far on the connection, for a request sent again elsewhere to
+    /// count what its first try wrote. 0 for HTTP/2: its bytes go to the requests that
+    /// finish on it ([`h2`]).
     pub(crate) fn bytes_out(&self) -> u64 {
         match self {
             Conn::Hyper(c) => c.clock.bytes_out(),
+            Conn::H2(_) => 0,
+        }
+    }
+
+    /// What an HTTP/2 connection saw of its streams since last asked.
+    pub(crate) fn take_figures(&self) -> Option<StreamFigures> {
+        match self {
+            Conn::Hyper(_) => None,
+            Conn::H2(c) => Some(c.take_figures()),
         }
     }
 
@@ -148,6 +180,7 @@ impl Conn {
     ) -> Result<Answer, Failure> {
         match self {
             Conn::Hyper(c) => c.exchange(out, reading, start).await,
+            Conn::H2(c) => c.exchange(out, reading, start).await,
         }
     }
 }
