@@ -24,6 +24,7 @@ mod retries;
 mod secrets;
 mod shard;
 mod signals;
+mod streams;
 mod studies;
 mod testbed;
 mod uploads;

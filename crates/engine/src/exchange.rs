@@ -698,6 +698,11 @@ impl Slot {
         lost: Option<&Conn>,
     ) -> Result<bool, Failure> {
         if let Some(shared) = &self.shared {
+            if let (Some((ep, held)), None) = (&mut self.conn, lost) {
+                if *ep == endpoint && shared.holds(endpoint, held) {
+                    return Ok(false);
+                }
+            }
             let ep = (endpoint, &w.endpoints[endpoint]);
             let (conn, opened) = shared.conn(&w.connector, ep, w.start, phases, lost).await?;
             if opened {

@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -150,13 +149,23 @@ impl StallState {
     }
 }
 
-/// Answers one request. Never fails: every problem is an HTTP status.
-pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ResponseBody>, Infallible> {
+/// Answers one request. Every problem is an HTTP status; the one `Err` is
+/// `/reset/{reason}`, a fault asked for: HTTP/2 resets the stream with that reason code
+/// (hyper sends the reason of an `h2::Error`), HTTP/1.1 closes the connection unanswered.
+pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ResponseBody>, h2::Error> {
     if req.uri().path() == STATS_PATH {
         return Ok(stats(&shared, req.method()));
     }
     // Counted on arrival, so requests waiting for a permit are counted too.
     let number = shared.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    if let Some(reason) = req.uri().path().strip_prefix(RESET_PATH) {
+        return match reset_reason(reason) {
+            Some(reason) => Err(h2::Error::from(reason)),
+            None => Ok(bad_request(
+                "/reset/{reason}: reason is an HTTP/2 error code, by name (cancel, refused_stream, internal_error, ...) or number\n",
+            )),
+        };
+    }
     if let Some(stall) = &shared.stall {
         stall.trigger(number);
     }
@@ -253,6 +262,35 @@ fn strip_body(resp: &mut Response<ResponseBody>) {
     if !matches!(resp.status(), StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
         resp.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(len));
     }
+}
+
+/// `/reset/{reason}`: the stream is reset with that HTTP/2 error code.
+const RESET_PATH: &str = "/reset/";
+
+/// An HTTP/2 error code by its name in RFC 9113 (any case, `_` or `-`) or its number.
+fn reset_reason(text: &str) -> Option<h2::Reason> {
+    use h2::Reason;
+    if let Ok(n) = text.parse::<u32>() {
+        return Some(Reason::from(n));
+    }
+    const NAMES: [(&str, Reason); 14] = [
+        ("NO_ERROR", Reason::NO_ERROR),
+        ("PROTOCOL_ERROR", Reason::PROTOCOL_ERROR),
+        ("INTERNAL_ERROR", Reason::INTERNAL_ERROR),
+        ("FLOW_CONTROL_ERROR", Reason::FLOW_CONTROL_ERROR),
+        ("SETTINGS_TIMEOUT", Reason::SETTINGS_TIMEOUT),
+        ("STREAM_CLOSED", Reason::STREAM_CLOSED),
+        ("FRAME_SIZE_ERROR", Reason::FRAME_SIZE_ERROR),
+        ("REFUSED_STREAM", Reason::REFUSED_STREAM),
+        ("CANCEL", Reason::CANCEL),
+        ("COMPRESSION_ERROR", Reason::COMPRESSION_ERROR),
+        ("CONNECT_ERROR", Reason::CONNECT_ERROR),
+        ("ENHANCE_YOUR_CALM", Reason::ENHANCE_YOUR_CALM),
+        ("INADEQUATE_SECURITY", Reason::INADEQUATE_SECURITY),
+        ("HTTP_1_1_REQUIRED", Reason::HTTP_1_1_REQUIRED),
+    ];
+    let name = text.to_ascii_uppercase().replace('-', "_");
+    NAMES.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
 }
 
 /// Where `POST /_barrage/multipart` keeps what it parsed last.
@@ -620,6 +658,23 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn reset_reasons_by_name_or_number() {
+        use h2::Reason;
+        let table = [
+            ("cancel", Some(Reason::CANCEL)),
+            ("REFUSED_STREAM", Some(Reason::REFUSED_STREAM)),
+            ("refused-stream", Some(Reason::REFUSED_STREAM)),
+            ("11", Some(Reason::ENHANCE_YOUR_CALM)),
+            ("1", Some(Reason::PROTOCOL_ERROR)),
+            ("nope", None),
+            ("", None),
+        ];
+        for (text, reason) in table {
+            assert_eq!(reset_reason(text), reason, "{text}");
+        }
     }
 
     #[test]

@@ -43,10 +43,20 @@ const MAX_HEADER_LIST: u32 = 1 << 20;
 
 /// An open HTTP/2 connection: a handle to open streams on it. Cloning it gives another
 /// slot its own handle to the same connection.
-#[derive(Clone)]
 pub struct Conn {
     send: SendRequest<Bytes>,
     state: Rc<State>,
+    /// A stream opened through this handle may still be queued behind the server's limit
+    /// (its request was cancelled while it waited): the handle must be ready again before
+    /// it opens another.
+    queued: bool,
+}
+
+impl Clone for Conn {
+    /// Another handle, with nothing queued through it.
+    fn clone(&self) -> Self {
+        Conn { send: self.send.clone(), state: self.state.clone(), queued: false }
+    }
 }
 
 /// What the streams of one connection share, beside h2's own state.
@@ -102,7 +112,7 @@ impl Conn {
             let _ = connection.await;
             driven.ended.set(true);
         });
-        Ok(Conn { send, state })
+        Ok(Conn { send, state, queued: false })
     }
 
     /// Whether a new stream may be opened: the connection is up and no GOAWAY came.
@@ -134,13 +144,16 @@ impl Conn {
         let request = out.target.head(true, out);
         let body = out.target.body(out);
         let unsent = |e| classify(e, true);
-        // A handle left waiting by a request that timed out is made ready again first.
-        poll_fn(|cx| self.send.poll_ready(cx)).await.map_err(unsent)?;
+        if self.queued {
+            poll_fn(|cx| self.send.poll_ready(cx)).await.map_err(unsent)?;
+        }
         let (response, send) = self.send.send_request(request, body.is_empty()).map_err(unsent)?;
         // Above the server's limit on streams the stream waits in h2's queue until one
         // closes: it is sent when this handle is ready again. That wait is in the request's
         // latency but not in a phase.
+        self.queued = true;
         poll_fn(|cx| self.send.poll_ready(cx)).await.map_err(unsent)?;
+        self.queued = false;
         let sent = start.elapsed();
         let _open = Open::new(&self.state);
         if !body.is_empty() {

@@ -149,6 +149,15 @@ impl Conn {
     pub(crate) async fn reusable(&mut self) -> bool {
         match self {
             Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
+            Conn::H2(_) => self.usable(),
+        }
+    }
+
+    /// Whether an HTTP/2 connection may open another stream (no GOAWAY came, it is up); an
+    /// HTTP/1.1 one, whether it has not closed.
+    pub(crate) fn usable(&mut self) -> bool {
+        match self {
+            Conn::Hyper(c) => c.usable(),
             Conn::H2(c) => c.usable(),
         }
     }

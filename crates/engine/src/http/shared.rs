@@ -39,6 +39,14 @@ enum Link {
 }
 
 impl Shared {
+    /// Whether `held` is a usable handle to the group's connection to endpoint `index`:
+    /// a slot keeps its handle from one request to the next while it is.
+    pub(crate) fn holds(&self, index: usize, held: &mut Conn) -> bool {
+        let current =
+            matches!(self.links.borrow().get(index), Some(Link::Open(c)) if matches!(held, Conn::H2(h) if h.same(c)));
+        current && held.usable()
+    }
+
     /// A handle to the group's connection to endpoint `index` (`ep`), opened when there is
     /// none, it ended, it had a GOAWAY, or it is `lost`: the one a request of the caller's
     /// was just refused on. Returns whether this call opened it (its phases are then in
