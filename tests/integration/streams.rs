@@ -216,3 +216,198 @@ fn the_streams_flag_counts_connections_and_refuses_what_cannot_be() {
         assert!(err.contains(why) && err.lines().count() == 1, "{args:?}: {err}");
     }
 }
+
+/// A private nginx (Debian's 1.22): HTTP/2 by prior knowledge on `h2c`, by ALPN on `tls`,
+/// and HTTP/1.1 alone on `h1_tls` (ALPN offers no h2 there), each request in its access
+/// log; stopped when dropped. `http` adds directives to its `http` block and `location`
+/// is what `/` does.
+struct Nginx {
+    dir: tempfile::TempDir,
+    child: std::process::Child,
+    h2c: std::net::SocketAddr,
+    tls: std::net::SocketAddr,
+    h1_tls: std::net::SocketAddr,
+}
+
+impl Nginx {
+    /// `None` (the test is skipped, or fails under BARRAGE_REQUIRE_EXTERNAL=1) without nginx.
+    fn start(http: &str, location: &str) -> Option<Nginx> {
+        let program = barrage_testbed::program_path("nginx");
+        if !crate::util::require("nginx", program.is_some()) {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let pki = barrage_server::generate_pki("127.0.0.1".parse().unwrap()).unwrap();
+        std::fs::write(dir.path().join("chain.pem"), &pki.chain_pem).unwrap();
+        std::fs::write(dir.path().join("key.pem"), &pki.key_pem).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), &pki.ca_pem).unwrap();
+        let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let (h2c, tls, h1_tls) = (port(), port(), port());
+        let d = dir.path().display();
+        // Workers stay root when nginx starts as root, to write into the private directory.
+        let user = if unsafe { libc::geteuid() } == 0 { "user root;" } else { "" };
+        let conf = format!(
+            "{user}
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {d}/access.log;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    ssl_certificate {d}/chain.pem;
+    ssl_certificate_key {d}/key.pem;
+    {http}
+    server {{
+        listen {h2c} http2;
+        listen {tls} ssl http2;
+        location / {{ {location} }}
+    }}
+    server {{
+        listen {h1_tls} ssl;
+        location / {{ return 200 \"ok\\n\"; }}
+    }}
+}}
+"
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let mut child = std::process::Command::new(program.unwrap())
+            .args(["-e", "stderr", "-p"])
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Polls for the listeners, bounded; a start that fails says why.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while [h2c, tls, h1_tls].iter().any(|a| std::net::TcpStream::connect(a).is_err()) {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+                panic!("nginx exited ({status}): {log}");
+            }
+            assert!(std::time::Instant::now() < deadline, "nginx did not listen within 10 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Some(Nginx { dir, child, h2c, tls, h1_tls })
+    }
+
+    fn ca(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// Requests nginx has logged, once it has logged at least `want` (bounded wait: it logs
+    /// a request just after answering it).
+    fn logged(&self, want: u64) -> u64 {
+        let count =
+            || std::fs::read_to_string(self.dir.path().join("access.log")).map_or(0, |l| l.lines().count() as u64);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while count() < want && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        count()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM: nginx's fast shutdown, workers included.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// `barrage ARGS --format json` as JSON, with its exit code.
+fn json_run(args: &[&str]) -> (Option<i32>, Value) {
+    let out = barrage().args(args).args(["--format", "json"]).output().unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), v)
+}
+
+/// nginx allowing 5 streams a connection (`http2_max_concurrent_streams 5`) in front of
+/// the 50 ms origin: of `--streams 10`, 5 are in use and 5 wait, so one connection serves
+/// 100 a second, not 200; the report says the server capped the streams, and nginx and the
+/// origin counted what barrage did. No stream is refused: the first request goes alone
+/// until nginx's SETTINGS say how many it takes.
+#[test]
+fn nginx_caps_the_streams_and_the_report_says_so() {
+    let o = delayed();
+    let proxy = format!("proxy_pass http://{};", o.addr());
+    let Some(nginx) = Nginx::start("http2_max_concurrent_streams 5;", &proxy) else { return };
+    let url = format!("http://{}/", nginx.h2c);
+    let (code, v) = json_run(&["run", &url, "-c", "1", "--streams", "10", "-n", "300"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["requests"]["ok"], 300, "{}", v["errors"]);
+    assert_eq!((o.requests(), nginx.logged(300)), (300, 300));
+    assert_eq!((v["http2"]["streams_max"].as_u64(), v["http2"]["stream_cap"].as_u64()), (Some(5), Some(5)));
+    assert_eq!(v["requests"]["stream_retries"], 0);
+    let warnings = v["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("allows 5 concurrent stream(s)")), "{warnings:?}");
+    let rate = v["throughput_per_sec"].as_f64().unwrap();
+    let capped = 5.0 / DELAY.as_secs_f64();
+    assert!((0.75 * capped..=1.05 * capped).contains(&rate), "{rate:.0}/s against a cap of {capped:.0}/s");
+}
+
+/// nginx ends a connection after 50 requests (`keepalive_requests 50`): GOAWAY, whose last
+/// stream id leaves the streams sent after it unprocessed. Those go once more on a new
+/// connection, counted; nothing fails, and nginx logged each request exactly once.
+#[test]
+fn nginx_goaway_sends_the_unprocessed_streams_again() {
+    let Some(nginx) = Nginx::start("keepalive_requests 50;", "return 200 \"ok\\n\";") else { return };
+    let url = format!("http://{}/", nginx.h2c);
+    let (code, v) = json_run(&["run", &url, "-c", "1", "--streams", "20", "-n", "2000"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["requests"]["total"], 2000);
+    assert_eq!(v["requests"]["ok"], 2000, "{}", v["errors"]);
+    assert_eq!(nginx.logged(2000), 2000, "each request processed once");
+    let connections = v["requests"]["connections"].as_u64().unwrap();
+    assert!(connections >= 40, "50 requests a connection: {connections}");
+    let retries = v["requests"]["stream_retries"].as_u64().unwrap();
+    assert!(retries > 0, "streams sent after a GOAWAY: {v}");
+}
+
+/// HTTP/2 asked of a server that offers only HTTP/1.1 by ALPN: the requests go one at a
+/// time, and every output says the server chose HTTP/1.1; with --streams they fail as
+/// `protocol`, saying why. HTTP/2 by ALPN on nginx's h2 port carries the streams.
+#[test]
+fn nginx_choosing_http1_is_said_in_every_report() {
+    let Some(nginx) = Nginx::start("", "return 200 \"ok\\n\";") else { return };
+    let ca = nginx.ca().display().to_string();
+    let h1 = format!("https://127.0.0.1:{}/", nginx.h1_tls.port());
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let csv = dir.path().join("csv");
+    let out = barrage()
+        .args(["run", &h1, "--http2", "--cacert", &ca, "-c", "2", "-n", "40", "--html"])
+        .arg(&html)
+        .arg("--csv-dir")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = "the server chose HTTP/1.1 (ALPN) on 2 of 2 connection(s)";
+    assert!(String::from_utf8_lossy(&out.stdout).contains(said), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(std::fs::read_to_string(&html).unwrap().contains(said));
+    assert!(std::fs::read_to_string(csv.join("summary.csv")).unwrap().contains(said));
+    let (_, v) = json_run(&["run", &h1, "--http2", "--cacert", &ca, "-c", "2", "-n", "40"]);
+    assert_eq!(v["requests"]["ok"], 40);
+    assert_eq!(v["requests"]["protocols"]["HTTP/1.1"], 2);
+    assert_eq!(v["http2"]["http1_fallbacks"], 2);
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(said)), "{v}");
+    let (code, v) = json_run(&["run", &h1, "--streams", "4", "--cacert", &ca, "-c", "1", "-n", "8"]);
+    assert_eq!(code, Some(3), "built on failure: {v}");
+    assert_eq!(v["errors"][0]["kind"], "protocol");
+    assert!(v["errors"][0]["example"].as_str().unwrap().contains("did not agree to HTTP/2"), "{v}");
+    let h2 = format!("https://127.0.0.1:{}/", nginx.tls.port());
+    let (code, v) = json_run(&["run", &h2, "--streams", "10", "--cacert", &ca, "-c", "2", "-n", "400"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["requests"]["protocols"]["HTTP/2"], 2);
+    assert_eq!(v["phases"]["tls"]["count"], 2);
+    assert_eq!(nginx.logged(400 + 80), 400 + 80);
+}
