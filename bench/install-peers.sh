@@ -6,7 +6,7 @@
 #   SKIP_K6=1 bench/install-peers.sh  # skip k6 (the slowest build)
 #   ONLY="oha hey" bench/install-peers.sh
 #
-# Sources: Debian's packages (nginx, wrk, apache2-utils = ab, redis-server and redis-tools =
+# Sources: Debian's packages (nginx, wrk, apache2-utils = ab, nghttp2-client = h2load, redis-server and redis-tools =
 # redis-benchmark, helpers), the Go module
 # proxy (`go install`: vegeta, hey, k6) and crates.io (`cargo install --locked`: oha).
 # Needs Go and Rust already on the machine (they are on the project's machines); nothing
@@ -41,11 +41,12 @@ if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null && SUDO=(sudo) || log "not root and no sudo: apt steps will fail"
 fi
 
-# --- apt: nginx and redis-server (targets), wrk, ab, redis-benchmark, helpers ------------
+# --- apt: nginx and redis-server (targets), wrk, ab, h2load, redis-benchmark, helpers ----
+# nghttp2-client: h2load, the HTTP/2 peer of the h2-mN cases.
 # time: /usr/bin/time -v; bc; curl (readiness checks); util-linux: taskset; procps: pgrep;
 # python3: result parsing; gcc/libc6-dev/pkg-config: linker for `cargo install oha`.
 if want apt; then
-    PKGS=(nginx wrk apache2-utils redis-server redis-tools time bc curl jq util-linux procps python3
+    PKGS=(nginx wrk apache2-utils nghttp2-client redis-server redis-tools time bc curl jq util-linux procps python3
           ca-certificates gcc libc6-dev pkg-config)
     MISSING=()
     for p in "${PKGS[@]}"; do
@@ -173,6 +174,7 @@ fi
     echo "# recorded $(date -Is) on $(uname -r)"
     command -v nginx >/dev/null && echo "nginx: $(nginx -v 2>&1 | sed 's/^nginx version: //') (deb $(dpkg-query -W -f='${Version}' nginx 2>/dev/null))"
     command -v wrk >/dev/null && echo "wrk: $(wrk -v 2>&1 | head -1 | awk '{print $2}') (deb $(dpkg-query -W -f='${Version}' wrk 2>/dev/null))"
+    command -v h2load >/dev/null && echo "h2load: $(h2load --version | awk '{print $2}') (nghttp2-client deb $(dpkg-query -W -f='${Version}' nghttp2-client 2>/dev/null))"
     command -v ab >/dev/null && echo "ab: $(ab -V 2>&1 | head -1 | sed 's/^This is //; s/ <\$Revision\$>//') (apache2-utils deb $(dpkg-query -W -f='${Version}' apache2-utils 2>/dev/null))"
     for t in vegeta hey k6; do
         [ -x "$GO_BIN_DIR/$t" ] && echo "$t: $(gomodver "$GO_BIN_DIR/$t") ($(go version "$GO_BIN_DIR/$t" | awk '{print $2}'))"

@@ -8,8 +8,9 @@
 #   SERVER="nginx barrage" bench/peers.sh   # also wrk against `barrage serve`, interleaved
 #   SERVER=redis REPEAT=3 bench/peers.sh    # redis-benchmark and barrage vs redis-server only
 #
-# Env knobs: TOOLS, CASES (small large rate rate20k noka), DURATION (s, default 10),
-#   CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), GEN_CPU (1), SRV_CPU (0),
+# Env knobs: TOOLS, CASES (small large rate rate20k noka h2-m10 h2-m100), DURATION (s,
+#   default 10), CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), H2_CONNS (10:
+#   the HTTP/2 connections of an h2-mN case, each with N streams), GEN_CPU (1), SRV_CPU (0),
 #   COOLDOWN (s between runs, 2), REPEAT (1; >1 repeats each case with rotated tool order,
 #   report = medians), LABEL (suffix for the result file names),
 #   SERVER (targets, any of "nginx barrage redis"; default nginx),
@@ -38,8 +39,9 @@ GEN_CPU="${GEN_CPU:-1}"
 SRV_CPU="${SRV_CPU:-0}"
 COOLDOWN="${COOLDOWN:-2}"
 REPEAT="${REPEAT:-1}"
-TOOLS="${TOOLS:-wrk ab hey vegeta oha k6 barrage}"
-CASES="${CASES:-small large rate rate20k noka}"
+TOOLS="${TOOLS:-wrk ab hey vegeta oha k6 h2load barrage}"
+CASES="${CASES:-small large rate rate20k noka h2-m10 h2-m100}"
+export H2_CONNS="${H2_CONNS:-10}"
 SERVER="${SERVER:-nginx}"
 SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
 SERVE_CASES="${SERVE_CASES:-small large noka}"
@@ -79,6 +81,11 @@ case_rate() {
 }
 is_rate_case() { [ "$(case_rate "$1")" != 0 ]; }
 
+# HTTP/2 cases are h2-mN: H2_CONNS connections, N streams in flight on each (h2load's
+# -c H2_CONNS -m N), against nginx's h2c listener (tools call these from their cmd).
+h2_case() { [[ "$1" =~ ^h2-m[1-9][0-9]*$ ]]; }
+h2_streams() { echo "${1#h2-m}"; }
+
 # Redis cases are OP-pDEPTH: SET or GET, DEPTH commands pipelined on each connection
 # (tools call these from their cmd).
 redis_case() { [[ "$1" =~ ^(set|get)-p[1-9][0-9]*$ ]]; }
@@ -86,7 +93,8 @@ redis_op() { echo "${1%%-p*}"; }
 redis_pipeline() { echo "${1##*-p}"; }
 
 # --- targets ----------------------------------------------------------------
-# nginx: bench/nginx.sh, :18080, /small (1 KiB) and /large (1 MiB), 1 worker on SRV_CPU.
+# nginx: bench/nginx.sh, :18080, /small (1 KiB) and /large (1 MiB), 1 worker on SRV_CPU;
+#   HTTP/2 (h2c, prior knowledge) on :18082 for the h2-mN cases.
 # barrage: bench/bserve.sh, `barrage serve --threads 1` on :18081, /bytes/1k and /bytes/1m
 #   (BSERVE_LARGE_PATH), on SRV_CPU.
 # redis: bench/redis.sh, one redis-server without persistence on a free port
@@ -172,6 +180,7 @@ case_url() {   # case_url SERVER CASE
     local port; port="$(server_port "$1")"
     case "$1:$2" in
     nginx:large) echo "http://$HOST:$port/large" ;;
+    nginx:h2-m*) echo "http://$HOST:18082/small" ;;
     nginx:*) echo "http://$HOST:$port/small" ;;
     barrage:large) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
     barrage:*) echo "http://$HOST:$port/bytes/1k" ;;
@@ -240,7 +249,7 @@ command -v bc >/dev/null || { echo "need bc (bench/install-peers.sh)" >&2; exit 
 for s in $SERVER; do ensure_server "$s"; done
 LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "run $NAME: servers=[$SERVER] repeat=$REPEAT conns=$CONNS gen_cpu=$GEN_CPU srv_cpu=$SRV_CPU"
-[[ " $SERVER " == *" nginx "* ]] && log "nginx: tools=[$TOOLS] cases=[$CASES] dur=${DUR}s rate=$RATE rate2=$RATE2"
+[[ " $SERVER " == *" nginx "* ]] && log "nginx: tools=[$TOOLS] cases=[$CASES] dur=${DUR}s rate=$RATE rate2=$RATE2 h2_conns=$H2_CONNS"
 [[ " $SERVER " == *" barrage "* ]] && log "barrage serve: tools=[$SERVE_TOOLS] cases=[$SERVE_CASES]"
 [[ " $SERVER " == *" redis "* ]] && log "redis-server: tools=[$REDIS_TOOLS] cases=[$REDIS_CASES] requests=$REDIS_REQUESTS keys=$REDIS_KEYS data=${REDIS_DATA}B bound=${REDIS_BOUND}s"
 
@@ -290,7 +299,7 @@ jstr() { "$PY" -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))'
     echo "}"
 } > "$RAW/versions.json"
 
-export NAME STAMP RAW DUR CONNS RATE RATE2 GEN_CPU SRV_CPU COOLDOWN BOUND REPEAT TOOLS CASES \
+export NAME STAMP RAW DUR CONNS H2_CONNS RATE RATE2 GEN_CPU SRV_CPU COOLDOWN BOUND REPEAT TOOLS CASES \
     SERVER SERVE_TOOLS SERVE_CASES REDIS_TOOLS REDIS_CASES REDIS_BOUND HOST LOAD0 LOAD1 T_START T_END
 "$PY" - "$RAW/meta.json" <<'PY'
 import json, os, platform, subprocess, sys
@@ -336,7 +345,8 @@ meta = {
            "steal": steal(raw + "/host.stat0", raw + "/host.stat1"),
            "tcp_tw_reuse": open("/proc/sys/net/ipv4/tcp_tw_reuse").read().strip(),
            "ip_local_port_range": open("/proc/sys/net/ipv4/ip_local_port_range").read().split()},
-  "settings": {"duration_s": int(e["DUR"]), "conns": int(e["CONNS"]), "rate": int(e["RATE"]),
+  "settings": {"duration_s": int(e["DUR"]), "conns": int(e["CONNS"]), "h2_conns": int(e["H2_CONNS"]),
+               "rate": int(e["RATE"]),
                "rate2": int(e["RATE2"]), "gen_cpu": int(e["GEN_CPU"]), "srv_cpu": int(e["SRV_CPU"]),
                "cooldown_s": float(e["COOLDOWN"]), "bound_s": int(e["BOUND"]), "repeat": int(e["REPEAT"]),
                "tools": e["TOOLS"].split(), "cases": e["CASES"].split(),
@@ -345,7 +355,7 @@ meta = {
                "redis_tools": e["REDIS_TOOLS"].split(), "redis_cases": e["REDIS_CASES"].split(),
                "redis_requests": int(e["REDIS_REQUESTS"]), "redis_keys": int(e["REDIS_KEYS"]),
                "redis_data": int(e["REDIS_DATA"]), "redis_bound_s": int(e["REDIS_BOUND"]),
-               "targets": {"nginx": "http://%s:18080 (/small, /large)" % e["HOST"],
+               "targets": {"nginx": "http://%s:18080 (/small, /large); h2c :18082 (/small)" % e["HOST"],
                            "barrage": "http://%s:18081 (/bytes/1k)" % e["HOST"],
                            "redis": "redis://%s (free port, no persistence, keyspace prefilled)" % e["HOST"]}},
   "loadavg_before": e["LOAD0"], "loadavg_after": e["LOAD1"],

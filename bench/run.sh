@@ -18,7 +18,7 @@
 #
 # Env: SKIP_INSTALL=1 (never run install-peers.sh), SKIP_BUILD=1 (use the existing binary),
 #   BARRAGE_BIN (default <repo>/target/release/barrage; if set, nothing is built), and all
-#   of peers.sh's knobs (TOOLS, CASES, DURATION, CONNS, RATE, RATE2, REPEAT, SERVER,
+#   of peers.sh's knobs (TOOLS, CASES, DURATION, CONNS, H2_CONNS, RATE, RATE2, REPEAT, SERVER,
 #   SERVE_TOOLS, SERVE_CASES, REDIS_TOOLS, REDIS_CASES, REDIS_REQUESTS, REDIS_KEYS, REDIS_DATA,
 #   REDIS_BOUND, GEN_CPU, SRV_CPU, COOLDOWN, LABEL).
 set -uo pipefail
@@ -28,7 +28,7 @@ ROOT="$(cd "$HERE/.." && pwd)"
 source "$HERE/lib/env.sh"
 log() { printf '[run] %s\n' "$*" >&2; }
 
-export TOOLS="${TOOLS-wrk ab hey vegeta oha k6 barrage}"
+export TOOLS="${TOOLS-wrk ab hey vegeta oha k6 h2load barrage}"
 export SERVER="${SERVER:-nginx barrage}"
 export SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
 export REDIS_TOOLS="${REDIS_TOOLS:-redis_benchmark barrage}"

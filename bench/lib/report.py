@@ -6,8 +6,9 @@
   report.py combine RUN1.json RUN2.json ...   # side-by-side markdown to stdout
 
 Ratios are always within one run: every tool against wrk (req/s, CPU µs/req, peak RSS),
-rate cases against vegeta and oha (achieved rate, p99), `barrage serve` against nginx
-with the same generator, and the Redis cases against redis-benchmark.
+rate cases against vegeta and oha (achieved rate, p99), the HTTP/2 cases (h2-mN) against
+h2load, `barrage serve` against nginx with the same generator, and the Redis cases against
+redis-benchmark.
 """
 import json
 import statistics
@@ -20,6 +21,19 @@ CASE_TITLE = {
     "rate20k": "D. Open loop at {rate2} req/s, {dur} s, 1 KiB response (keep-alive)",
     "noka": "E. New connection per request, {conns} concurrent, {dur} s, 1 KiB response",
 }
+H2_REF = "h2load"                # reference generator for the HTTP/2 cases (h2-mN)
+
+
+def is_h2(case):
+    """h2-m10, h2-m100: HTTP/2 (h2c), H2_CONNS connections with N streams each."""
+    return case.startswith("h2-m")
+
+
+def case_title(case, s):
+    if is_h2(case):
+        return (f"F. HTTP/2 (h2c), {s.get('h2_conns', 10)} connections × {case[4:]} streams, "
+                f"{s['duration_s']} s, 1 KiB response (h2load -c/-m, barrage -c/--streams)")
+    return CASE_TITLE.get(case, case).format(**titles(s))
 RATE_CASES = ("rate", "rate20k")
 REF = "wrk"                      # reference generator for the max-throughput cases
 RATE_REFS = ("vegeta", "oha")    # references for the open-loop cases
@@ -85,6 +99,10 @@ def notes(r):
         n.append(f"send lag p99 {lat(r['lag_p99_ms'])} ms")
     if r.get("unfinished"):
         n.append(f"{r['unfinished']:,.0f} unfinished")
+    if r.get("streams_max"):
+        n.append(f"{r['streams_max']:,.0f} streams in use at most")
+    if r.get("stream_retries"):
+        n.append(f"{r['stream_retries']:,.0f} unprocessed streams retried")
     if r.get("hit_pct") is not None and r.get("srv_hit_pct") is not None \
             and abs(r["hit_pct"] - r["srv_hit_pct"]) > 0.01:
         n.append(f"tool's own hit ratio {r['hit_pct']:.2f} %")
@@ -176,7 +194,7 @@ def summary_section(rows, s):
     out.append("barrage ÷ peer: for req/s and achieved rate > 1 is better; "
                "for CPU µs/req, peak RSS and p99 < 1 is better.")
     out.append("")
-    closed = [c for c in s["cases"] if c in mine and not is_rate(c)]
+    closed = [c for c in s["cases"] if c in mine and not is_rate(c) and not is_h2(c)]
     if closed:
         out.append("| case | barrage req/s | req/s ÷ wrk | CPU µs/req | ÷ wrk | peak RSS MiB | ÷ wrk | p99 ms | errors |")
         out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -191,6 +209,23 @@ def summary_section(rows, s):
                 f"| {rfmt(ratio(b.get('cpu_us_per_req'), w and w.get('cpu_us_per_req')))} "
                 f"| {fmt(rss(b), 1)} | {rfmt(ratio(rss(b), rss(w)))} | {lat(b.get('p99_ms'))} "
                 f"| {fmt(b.get('errors'))} |")
+        out.append("")
+    h2 = [c for c in s["cases"] if c in mine and is_h2(c)]
+    if h2:
+        out.append("| case | barrage req/s | req/s ÷ h2load | CPU µs/req | ÷ h2load | nginx CPU % "
+                   "| streams in use | peak RSS MiB | p99 ms | errors |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for case in h2:
+            b, h = pick(rows, "nginx", case, SUBJECT), pick(rows, "nginx", case, H2_REF)
+            if b is None:
+                out.append(f"| {case} | *{mine[case]['status']}*: {mine[case].get('reason', '')} |")
+                continue
+            out.append(
+                f"| {case} | {fmt(b.get('rps'))} | {rfmt(ratio(b.get('rps'), h and h.get('rps')))} "
+                f"| {fmt(b.get('cpu_us_per_req'), 1)} "
+                f"| {rfmt(ratio(b.get('cpu_us_per_req'), h and h.get('cpu_us_per_req')))} "
+                f"| {fmt(b.get('srv_cpu_pct'))} | {fmt(b.get('streams_max'))} | {fmt(rss(b), 1)} "
+                f"| {lat(b.get('p99_ms'))} | {fmt(b.get('errors'))} |")
         out.append("")
     opened = [c for c in s["cases"] if c in mine and is_rate(c)]
     if opened:
@@ -222,8 +257,28 @@ def case_table(rows, case, s):
     crows = [r for r in rows if r.get("server", "nginx") == "nginx" and r["case"] == case]
     if not crows:
         return out
-    out.append(f"## {CASE_TITLE.get(case, case).format(**titles(s))}")
+    out.append(f"## {case_title(case, s)}")
     out.append("")
+    if is_h2(case):
+        h = pick(rows, "nginx", case, H2_REF)
+        out.append("h2load reports no latency percentiles (only a mean): its p50/p99 cells are empty. "
+                   "nginx CPU % near 100 means nginx was the limit: compare CPU µs/req there.")
+        out.append("")
+        out.append("| tool | req/s | ÷ h2load | CPU µs/req | ÷ h2load | gen CPU % | nginx CPU % | peak RSS MiB "
+                   "| p50 ms | p99 ms | errors | notes | steal % g/s |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        for r in crows:
+            if r["status"] != "ok":
+                out.append(skipped(r)); continue
+            out.append(
+                f"| {r['tool']} | {rps_cell(r)} | {rfmt(ratio(r.get('rps'), h and h.get('rps')))} "
+                f"| {fmt(r.get('cpu_us_per_req'), 1)} "
+                f"| {rfmt(ratio(r.get('cpu_us_per_req'), h and h.get('cpu_us_per_req')))} "
+                f"| {fmt(r.get('gen_cpu_pct'))} | {fmt(r.get('srv_cpu_pct'))} | {fmt(rss(r), 1)} "
+                f"| {lat(r.get('p50_ms'))} | {lat(r.get('p99_ms'))} | {fmt(r.get('errors'))} "
+                f"| {notes(r)} | {steal(r)} |")
+        out.append("")
+        return out
     if is_rate(case):
         v = pick(rows, "nginx", case, "vegeta")
         o = pick(rows, "nginx", case, "oha")
@@ -462,7 +517,7 @@ def render_combined(runs):
             if c not in cases:
                 cases.append(c)
     for case in cases:
-        out.append(f"### {CASE_TITLE.get(case, case).format(**titles(s))}")
+        out.append(f"### {case_title(case, s)}")
         out.append("")
         if is_rate(case):
             out.append("| tool | achieved req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB |")

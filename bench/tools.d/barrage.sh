@@ -3,7 +3,8 @@
 # No --threads: barrage sizes its runtime from the CPU affinity (taskset => one core),
 # as tokio does.
 # Cases: small, large (--concurrency CONNS: closed loop, one keep-alive connection per
-# worker), rate, rate20k (--rate: open loop), noka (--concurrency CONNS --no-keepalive).
+# worker), rate, rate20k (--rate: open loop), noka (--concurrency CONNS --no-keepalive),
+# h2-mN (--concurrency H2_CONNS --streams N: HTTP/2, h2load's -c H2_CONNS -m N).
 # Redis cases (set-p1 … get-p16, against redis://127.0.0.1:PORT): barrage_redis_args below,
 # the same workload as redis-benchmark's: CONNS connections each with DEPTH commands in
 # flight, REDIS_REQUESTS commands, REDIS_DATA-byte values, ids 0..REDIS_KEYS-1 drawn at
@@ -28,6 +29,7 @@ tool_barrage() {
         small|large) CMD=("${base[@]}" --concurrency "$CONNS") ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         noka) CMD=("${base[@]}" --concurrency "$CONNS" --no-keepalive) ;;
+        h2-m*) CMD=("${base[@]}" --concurrency "$H2_CONNS" --streams "$(h2_streams "$c")") ;;
         set-p*|get-p*) barrage_redis_args "$c" "$url" "$pfx"; CMD=("$b" "${BARRAGE_REDIS_ARGS[@]}") ;;
         *) REASON="unknown case"; return 3 ;;
         esac ;;
@@ -59,6 +61,8 @@ if (d.get("cache") or {}).get("hit_ratio") is not None:
 # Open-loop diagnostics, shown in the report's notes when present.
 for k, v in (("late", req.get("late")), ("unfinished", req.get("unfinished")),
              ("connections", req.get("connections")), ("gen_threads", gen.get("threads")),
+             ("streams_max", (d.get("http2") or {}).get("streams_max")),
+             ("stream_retries", req.get("stream_retries") or None),
              ("lag_p99_ms", ms(gen["lag_p99_us"]) if "lag_p99_us" in gen else None),
              ("bound_reached", gen.get("bound_reached"))):
     if v is not None:

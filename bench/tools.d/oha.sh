@@ -1,6 +1,6 @@
 # oha (cargo install oha --locked). JSON summary on stdout (--output-format json).
 # rate, rate20k: -q is the total rate (no latency correction, the tool's default).
-# noka: --disable-keepalive.
+# noka: --disable-keepalive. h2-mN: --http2 -c H2_CONNS -p N.
 tool_oha() {
     local op="$1"; shift
     case "$op" in
@@ -13,6 +13,8 @@ tool_oha() {
         small|large) CMD=("${base[@]}" "$url") ;;
         rate|rate20k) CMD=("${base[@]}" -q "$(case_rate "$c")" "$url") ;;
         noka) CMD=("${base[@]}" --disable-keepalive "$url") ;;
+        # HTTP/2 (prior knowledge over http://): H2_CONNS connections, -p streams on each.
+        h2-m*) CMD=(oha -z "${DUR}s" -c "$H2_CONNS" -p "$(h2_streams "$c")" --http2 -t 10s --no-tui --output-format json "$url") ;;
         *) REASON="unknown case"; return 3 ;;
         esac ;;
     parse)
