@@ -295,6 +295,7 @@ const RUN_EXAMPLES: &str = "Examples:
   barrage run -c 50 -d 10s URL                                         closed loop, 50 workers (wrk -c50 -d10s)
   barrage run -n 1000 -c 50 URL                                        1000 requests by 50 workers (hey)
   barrage run -c 1 --no-keepalive -n 100 https://host/ --cacert ca.pem one new TLS connection per request
+  barrage run -c 10 --streams 100 -d 10s URL                           HTTP/2, 10 connections × 100 streams (h2load -c10 -m100)
   barrage run --rate 500 -d 1m -o run.brg --format json URL            keep the results file, print JSON
   barrage run --rate 30000 -d 1m --shard 0/3 --start-at 1795467600 -o s0.brg URL   shard 0 of 3 (then 1/3, 2/3)";
 
@@ -312,6 +313,7 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --tls --ca-out ca.pem --listen 127.0.0.1:8443
   barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
 Routes: /bytes/{size} (1024, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
+/reset/{reason} resets an HTTP/2 stream with that code (cancel, refused_stream, ...), closes an HTTP/1.1 connection;
 POST /albums (multipart: JSON profile, image) answers {\"albumID\", \"imageSize\"}, GET /albums/{id} the profile;
 PUT/POST store a body under the path, GET returns it.";
 
@@ -406,7 +408,8 @@ pub struct LoadArgs {
     /// counted late, and its wait is part of its latency. [default: --connections]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
-    /// Closed loop: workers, each sending its next request when the last one finished.
+    /// Closed loop: workers, each sending its next request when the last one finished
+    /// (with --streams N: connections, each carrying N workers' requests).
     /// [default: 50 when --rate is not given] (`sweep`: a list 8,16,32 or a range 8..96/8)
     #[arg(short = 'c', long, value_name = "N", help_heading = "Load")]
     pub concurrency: Option<units::Levels>,

@@ -24,6 +24,7 @@ const SETTINGS: &[&str] = &[
     "connections",
     "timeout",
     "http2",
+    "streams",
     "no-keepalive",
     "insecure",
     "pick",
@@ -68,7 +69,8 @@ fn text(choices: &'static [&'static str]) -> BoxedStrategy<Value> {
 /// A value of the type `key` takes (mostly one a person would write), else anything.
 fn value_for(key: &'static str) -> BoxedStrategy<Value> {
     let typed = match key {
-        "rate" | "concurrency" | "requests" | "connections" | "max-in-flight" | "objects" | "seed" | "retries" => {
+        "rate" | "concurrency" | "requests" | "connections" | "max-in-flight" | "objects" | "seed" | "retries"
+        | "streams" => {
             prop_oneof![(1i64..100).prop_map(Value::Integer), text(&["100/s", "10,20", "1..4", "5:50", "0"])].boxed()
         }
         "duration" | "think-time" | "think_time" | "timeout" | "step" => {
