@@ -245,6 +245,7 @@ impl Nginx {
         let (h2c, tls, h1_tls) = (port(), port(), port());
         let d = dir.path().display();
         // Workers stay root when nginx starts as root, to write into the private directory.
+        // SAFETY: geteuid has no preconditions.
         let user = if unsafe { libc::geteuid() } == 0 { "user root;" } else { "" };
         let conf = format!(
             "{user}
@@ -317,6 +318,8 @@ http {{
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM: nginx's fast shutdown, workers included.
+        // SAFETY: kill takes a PID and a signal number; the PID is our own child's, not yet
+        // waited for, so it is still ours.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let _ = self.child.wait();
     }

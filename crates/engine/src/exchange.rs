@@ -35,6 +35,9 @@ pub struct Prepared {
     /// Absolute form for HTTP/2 (`:scheme` and `:authority` come from it).
     full_uri: Uri,
     headers: HeaderMap,
+    /// `headers` as HTTP/2 sends them: without Host (the authority is a pseudo-header) and
+    /// connection headers (forbidden), made once rather than per request.
+    h2_headers: HeaderMap,
     body: barrage_plan::BodySource,
     /// A URL template's path-and-query around `{id}`, filled per request.
     template: Option<IdTemplate>,
@@ -171,6 +174,13 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
                 // Let the server close first so TIME_WAIT piles up on its side, not ours.
                 headers.insert(CONNECTION, HeaderValue::from_static("close"));
             }
+            // Built anew, not cloned and trimmed: an empty map then holds no allocation, so
+            // cloning it per request costs none.
+            let h2_headers: HeaderMap = headers
+                .iter()
+                .filter(|(name, _)| *name != HOST && *name != CONNECTION)
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
             let path = t.url.path_and_query().map_or("/", |p| p.as_str());
             // `http://host?x=1` has the query but no path: the request target is `/?x=1`.
             let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
@@ -179,6 +189,7 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
                 path_uri: path.parse().expect("a path of a valid URI is valid"),
                 full_uri,
                 headers,
+                h2_headers,
                 body: barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len },
                 name: t.name.clone(),
                 url_text: redaction.url(&t.url_text()).into_owned(),
@@ -245,11 +256,8 @@ impl Prepared {
             Some(path) => self.uri_with_path(h2, path),
             None => self.uri(h2, out.id),
         };
-        let mut headers = self.headers.clone();
+        let mut headers = if h2 { self.h2_headers.clone() } else { self.headers.clone() };
         if h2 {
-            // HTTP/2 carries the authority in a pseudo-header and forbids connection headers.
-            headers.remove(HOST);
-            headers.remove(CONNECTION);
             *req.version_mut() = http::Version::HTTP_2;
         }
         if let Some(filled) = out.filled {

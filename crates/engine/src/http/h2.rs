@@ -165,7 +165,16 @@ impl Conn {
         let (parts, mut body) = response.into_parts();
         let (cache, backend) = reading.head(&parts.headers);
         let answered = |e| Failure { unanswered: false, ..classify(e, false) };
-        while let Some(chunk) = body.data().await {
+        // Whether the body made the request wait (else it had come with the head, and its
+        // end is the head's time: one clock read fewer per request).
+        let mut waited = false;
+        loop {
+            let next = poll_fn(|cx| {
+                let poll = body.poll_data(cx);
+                waited |= poll.is_pending();
+                poll
+            });
+            let Some(chunk) = next.await else { break };
             let chunk = chunk.map_err(answered)?;
             let flow = body.flow_control();
             if !chunk.is_empty() && flow.available_capacity() <= 0 {
@@ -177,9 +186,10 @@ impl Conn {
             reading.keep_body(&chunk);
         }
         if !body.is_end_stream() {
+            waited = true;
             body.trailers().await.map_err(answered)?;
         }
-        let end = start.elapsed();
+        let end = if waited { start.elapsed() } else { head };
         let (bytes_in, bytes_out) = self.state.take_bytes();
         Ok(Answer {
             status: parts.status.as_u16(),
