@@ -88,19 +88,23 @@ fn open_loop_streams_keep_the_rate_on_the_connections_asked() {
 }
 
 /// A stream the server resets is classified by its reason code: CANCEL as `reset`,
-/// PROTOCOL_ERROR as `protocol`, each example naming the code; a refused stream was not
-/// processed, so it goes once more on a new connection, counted: the origin saw each twice.
+/// PROTOCOL_ERROR as `protocol`, each example naming the code, each request sent once (a
+/// reset stream is not a stale connection) on the one connection (a reset leaves it up),
+/// with a stream each or four; a refused stream was not processed, so it goes once more on
+/// a new connection, counted: the origin saw each twice.
 #[test]
 fn reset_streams_are_classified_and_refused_ones_retried_once() {
     let o = origin(ServeConfig::default());
-    for (reason, kind) in [("cancel", "reset"), ("protocol_error", "protocol")] {
-        let mut p = h2_plan(&format!("{}/reset/{reason}", o.url()), crate::util::closed(1), 4, 1);
+    for (reason, kind, streams) in [("cancel", "reset", 4), ("protocol_error", "protocol", 4), ("cancel", "reset", 1)] {
+        let before = o.requests();
+        let mut p = h2_plan(&format!("{}/reset/{reason}", o.url()), crate::util::closed(1), streams, 1);
         p.requests = Some(12);
         let s = run(p);
         assert_eq!(errors_of(&s, kind), 12, "{reason}: {:?}", s.errors);
         let example = &s.errors.iter().find(|e| e.kind == kind).unwrap().example;
         assert!(example.contains(&reason.to_uppercase()), "{example}");
-        assert_eq!(s.requests.stream_retries, 0);
+        assert_eq!((s.requests.stream_retries, s.requests.stale_retries), (0, 0));
+        assert_eq!((o.requests() - before, s.requests.connections), (12, 1), "{reason} × {streams}");
     }
     let before = o.requests();
     let mut p = h2_plan(&format!("{}/reset/refused_stream", o.url()), crate::util::closed(1), 4, 1);

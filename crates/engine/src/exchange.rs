@@ -606,8 +606,16 @@ impl Slot {
     }
 
     fn failed(&mut self, w: &Worker, f: Failure) -> Done<'static> {
-        // A connection that failed a request is not trusted with the next one.
-        self.conn = None;
+        // A connection that failed a request is not trusted with the next one, unless it is
+        // an HTTP/2 one still up: a stream's failure (a reset, or a timeout, which cancels
+        // the stream) leaves the connection and its other streams as they were.
+        let keep = match &mut self.conn {
+            Some((_, c @ Conn::H2(_))) => c.usable(),
+            _ => false,
+        };
+        if !keep {
+            self.conn = None;
+        }
         failure_done(w, f)
     }
 

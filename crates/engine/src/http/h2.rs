@@ -277,6 +277,7 @@ async fn send_body(mut send: SendStream<Bytes>, mut body: Bytes, state: &State) 
 /// Classifies an h2 error. `unsent`: it came before the stream was opened, so nothing of
 /// the request went out. A stream the server refused (REFUSED_STREAM) or left above its
 /// GOAWAY's last stream id was never processed: it may go again on a new connection.
+/// The caller marks a failure after the response head as answered.
 pub(crate) fn classify(e: h2::Error, unsent: bool) -> Failure {
     let reason = e.reason();
     let remote = e.is_remote();
@@ -296,8 +297,12 @@ pub(crate) fn classify(e: h2::Error, unsent: bool) -> Failure {
         (None, ..) => e.to_string(),
     };
     let mut f = Failure::new(kind, message);
-    f.unsent = unsent || unprocessed;
-    f.unanswered = true;
+    // Only the connection closing under the request makes it stale (sent again once on a
+    // new connection when nothing was written, or it is idempotent): a stream the server
+    // reset was answered, by the reset.
+    let closed = e.is_io();
+    f.unsent = unsent && closed;
+    f.unanswered = closed;
     f.unprocessed = unprocessed;
     f
 }
