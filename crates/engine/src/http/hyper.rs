@@ -1,4 +1,4 @@
-//! HTTP/1.1 and HTTP/2 over hyper's low-level connection API.
+//! HTTP/1.1 over hyper's low-level connection API (HTTP/2 is [`super::h2`]'s).
 //!
 //! hyper's `Connection` future is driven in the same task as the request ([`Conn::drive`])
 //! rather than spawned, so a request costs no cross-task wake-up, and the I/O wrapper
@@ -9,8 +9,8 @@ use crate::conn::{classify, Failure, IoClock, TimedIo};
 use barrage_metrics::ErrorKind;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,19 +22,11 @@ pub type Body = Full<Bytes>;
 
 type Io = TokioIo<TimedIo>;
 
-enum Sender {
-    H1(http1::SendRequest<Body>),
-    H2(http2::SendRequest<Body>),
-}
+type Driver = Pin<Box<http1::Connection<Io, Body>>>;
 
-enum Driver {
-    H1(Pin<Box<http1::Connection<Io, Body>>>),
-    H2(Pin<Box<http2::Connection<Io, Body, TokioExecutor>>>),
-}
-
-/// An open HTTP connection.
+/// An open HTTP/1.1 connection.
 pub struct Conn {
-    sender: Sender,
+    sender: http1::SendRequest<Body>,
     driver: Driver,
     /// Still usable: the connection future has not finished.
     alive: bool,
@@ -43,46 +35,25 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub(super) async fn handshake(io: TimedIo, h2: bool, flat_writes: bool) -> Result<Conn, Failure> {
+    pub(super) async fn handshake(io: TimedIo, flat_writes: bool) -> Result<Conn, Failure> {
         let clock = io.clock.clone();
         let io = TokioIo::new(io);
-        let (sender, driver) = if h2 {
-            let mut b = http2::Builder::new(TokioExecutor::new());
-            b.timer(hyper_util::rt::TokioTimer::new());
-            let (s, d) = b.handshake(io).await.map_err(classify)?;
-            (Sender::H2(s), Driver::H2(Box::pin(d)))
-        } else {
-            // One flat write per request costs fewer syscall cycles than writev for small
-            // requests; but flattening copies the body into the connection's buffer (a copy
-            // per request in flight, kept as the buffer's size), so bodies go out by writev.
-            let (s, d) = http1::Builder::new().writev(!flat_writes).handshake(io).await.map_err(classify)?;
-            (Sender::H1(s), Driver::H1(Box::pin(d)))
-        };
-        Ok(Conn { sender, driver, alive: true, clock })
-    }
-
-    /// The HTTP version of the connection (request URIs differ: origin-form for HTTP/1.1).
-    pub fn is_h2(&self) -> bool {
-        matches!(self.sender, Sender::H2(_))
+        // One flat write per request costs fewer syscall cycles than writev for small
+        // requests; but flattening copies the body into the connection's buffer (a copy per
+        // request in flight, kept as the buffer's size), so bodies go out by writev.
+        let (sender, driver) = http1::Builder::new().writev(!flat_writes).handshake(io).await.map_err(classify)?;
+        Ok(Conn { sender, driver: Box::pin(driver), alive: true, clock })
     }
 
     /// Whether the connection can take another request.
     pub fn usable(&self) -> bool {
-        self.alive
-            && match &self.sender {
-                Sender::H1(s) => !s.is_closed(),
-                Sender::H2(s) => !s.is_closed(),
-            }
+        self.alive && !self.sender.is_closed()
     }
 
     /// Waits until the connection can send, driving it meanwhile.
     pub async fn ready(&mut self) -> Result<(), Failure> {
         let Conn { sender, driver, alive, .. } = self;
-        let res = match sender {
-            Sender::H1(s) => drive(driver, alive, s.ready()).await,
-            Sender::H2(s) => drive(driver, alive, s.ready()).await,
-        };
-        res.map_err(closed)?.map_err(classify)
+        drive(driver, alive, sender.ready()).await.map_err(closed)?.map_err(classify)
     }
 
     /// Sends a request; resolves when the response head has arrived. A failure tells
@@ -90,10 +61,7 @@ impl Conn {
     async fn send(&mut self, req: http::Request<Body>) -> Result<http::Response<hyper::body::Incoming>, Failure> {
         let (written_before, read_before) = (self.clock.bytes_out(), self.clock.bytes_in());
         let Conn { sender, driver, alive, clock } = self;
-        let res = match sender {
-            Sender::H1(s) => drive(driver, alive, s.send_request(req)).await,
-            Sender::H2(s) => drive(driver, alive, s.send_request(req)).await,
-        };
+        let res = drive(driver, alive, sender.send_request(req)).await;
         res.map_err(closed).and_then(|r| r.map_err(classify)).map_err(|mut f| {
             f.unsent = clock.bytes_out() == written_before;
             f.unanswered = clock.bytes_in() == read_before;
@@ -109,7 +77,7 @@ impl Conn {
         start: Instant,
     ) -> Result<Answer, Failure> {
         let (in0, out0) = (self.clock.bytes_in(), self.clock.bytes_out());
-        let request = out.target.request(self.is_h2(), out);
+        let request = out.target.request(false, out);
         let sent = start.elapsed();
         let resp = self.send(request).await?;
         let head = start.elapsed();
@@ -160,11 +128,7 @@ async fn drive<F: Future>(driver: &mut Driver, alive: &mut bool, fut: F) -> Resu
         if !*alive {
             return Poll::Ready(Err(None));
         }
-        let end = match driver {
-            Driver::H1(d) => d.as_mut().poll(cx),
-            Driver::H2(d) => d.as_mut().poll(cx),
-        };
-        match end {
+        match driver.as_mut().poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(end) => {
                 *alive = false;

@@ -133,7 +133,7 @@ impl Conn {
         if h2 {
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
         }
-        Ok(Conn::Hyper(hyper::Conn::handshake(io, false, ep.flat_writes).await?))
+        Ok(Conn::Hyper(hyper::Conn::handshake(io, ep.flat_writes).await?))
     }
 
     /// The protocol the connection speaks.
