@@ -418,3 +418,28 @@ fn nginx_choosing_http1_is_said_in_every_report() {
     assert_eq!(v["phases"]["tls"]["count"], 2);
     assert_eq!(nginx.logged(400 + 80), 400 + 80);
 }
+
+/// Two runs merged (`barrage report a.brg b.brg`): connections and their protocols add up,
+/// the streams in use are the most of either, as in each run's own file.
+#[test]
+fn merged_runs_add_connections_and_keep_the_most_streams() {
+    // The delay keeps every stream of a connection open at once.
+    let o = delayed();
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = [(2, 4), (1, 8)]
+        .into_iter()
+        .map(|(c, streams)| {
+            let mut p = h2_plan(&o.url(), crate::util::closed(c), streams, 1);
+            p.requests = Some(100);
+            let (file, s) = crate::util::run_in(dir.path(), &format!("s{streams}"), p);
+            assert_eq!(s.http2.as_ref().unwrap().streams_max, streams as u64);
+            file
+        })
+        .collect();
+    let merged = barrage_metrics::summary::summarize(&files).unwrap();
+    assert_eq!(merged.requests.total, 200);
+    assert_eq!(merged.requests.connections, 3);
+    assert_eq!(merged.requests.protocols, [("HTTP/2".to_string(), 3)].into());
+    assert_eq!(merged.http2.as_ref().unwrap().streams_max, 8);
+    assert_eq!(o.requests(), 200);
+}
