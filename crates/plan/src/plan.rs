@@ -437,12 +437,9 @@ impl Plan {
         if self.scenario.is_some() {
             return Err("--scenario runs HTTP flows; Redis and memcached runs take --ratio or --command".into());
         }
-        if self.http2 {
-            return Err("--http2 is for HTTP targets, not redis:// or memcache://".into());
-        }
-        if self.streams > 1 {
+        if self.http2 || self.streams > 1 {
             return Err(
-                "--streams is for HTTP/2 targets; a key-value run keeps commands in flight with --pipeline".into()
+                "--http2 and --streams are for HTTP targets, not redis:// or memcache:// (a key-value run keeps commands in flight with --pipeline)".into()
             );
         }
         Ok(())
