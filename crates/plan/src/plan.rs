@@ -494,6 +494,45 @@ mod tests {
         }
     }
 
+    /// `--streams`: HTTP/2, kept alive, whole connections of streams, within the bounds;
+    /// and what counts as a connection then.
+    #[test]
+    fn streams_need_http2_and_whole_connections() {
+        let open = |m| Load::Open { pacer: crate::Pacer::Constant { rate: 1.0 }, max_in_flight: m };
+        let closed = |c| Load::Closed { concurrency: c, think_time: Duration::ZERO };
+        let plan = |load, streams, http2, keepalive| {
+            let mut p = Plan::new(vec![Target::new(Method::GET, "http://h/").unwrap()], load);
+            (p.streams, p.http2, p.keepalive) = (streams, http2, keepalive);
+            p
+        };
+        // (plan, error containing, or None when valid)
+        let table = [
+            (plan(closed(10), 10, true, true), None),
+            (plan(closed(10), 1, false, true), None),
+            (plan(open(40), 10, true, true), None),
+            (plan(closed(10), 0, true, true), Some("--streams 0: must be 1 to 1024")),
+            (plan(closed(10), 1025, true, true), Some("--streams 1025: must be 1 to 1024")),
+            (plan(closed(10), 4, false, true), Some("it needs HTTP/2")),
+            (plan(closed(10), 4, true, false), Some("--no-keepalive opens one per request")),
+            (plan(open(42), 4, true, true), Some("give a multiple of 4 such as 40")),
+            (plan(open(3), 4, true, true), Some("such as 4")),
+            (plan(closed(1_000_000), 2, true, true), Some("2000000 requests in flight, over the limit")),
+        ];
+        for (i, (p, want)) in table.into_iter().enumerate() {
+            match (p.validate(), want) {
+                (Ok(()), None) => {}
+                (Err(e), Some(want)) => assert!(e.contains(want), "row {i}: {e}"),
+                (got, want) => panic!("row {i}: {got:?}, wanted {want:?}"),
+            }
+        }
+        assert_eq!(plan(open(40), 10, true, true).connections(), 4);
+        assert_eq!(plan(closed(3), 10, true, true).connections(), 3);
+        // Threads are never more than connections: one connection, one thread.
+        let mut one = plan(open(10), 10, true, true);
+        one.threads = 8;
+        assert_eq!(one.thread_count(), 1);
+    }
+
     /// A Gaussian median outside the ids is refused, whether the ids are a template's
     /// `--objects` or a URL list; a template without `--objects` gets that error first.
     #[test]
