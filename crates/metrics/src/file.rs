@@ -1287,7 +1287,7 @@ mod tests {
         let p = dir.path().join("v8.brg");
         write_old(&p, FORMAT_VERSION, &[Record::Header(h), Record::Interval(i.clone())]);
         let got = ResultsReader::open(&p).unwrap().next_interval().unwrap().recorder.counts;
-        assert_eq!((got.protocols, got.http1_fallbacks, got.stream_retries), ([1, 1], 1, 1));
+        assert_eq!((got.protocols, got.http1_fallbacks, got.stream_retries), ([1, 1, 0], 1, 1));
         assert_eq!((got.streams_max, got.stream_cap, got.send_stalls, got.recv_stalls), (10, 5, 2, 3));
         assert_eq!(got, i.recorder.counts);
     }

@@ -1705,7 +1705,7 @@ mod tests {
             a.add(other);
         }
         let n = &a.counts;
-        assert_eq!((n.connections, n.protocols, n.http1_fallbacks, n.stream_retries), (4, [1, 3], 1, 1));
+        assert_eq!((n.connections, n.protocols, n.http1_fallbacks, n.stream_retries), (4, [1, 3, 0], 1, 1));
         assert_eq!((n.streams_max, n.stream_cap, n.send_stalls, n.recv_stalls), (10, 5, 3, 3));
         // The order of merging does not matter.
         let mut d = c.clone();

@@ -109,20 +109,23 @@ pub enum Protocol {
     Http1,
     /// HTTP/2: requests multiplexed as streams.
     Http2,
+    /// HTTP/3: requests multiplexed as QUIC streams.
+    Http3,
 }
 
 /// Number of [`Protocol`]s.
-pub const PROTOCOL_COUNT: usize = 2;
+pub const PROTOCOL_COUNT: usize = 3;
 
 impl Protocol {
     /// All protocols, in report order.
-    pub const ALL: [Protocol; PROTOCOL_COUNT] = [Protocol::Http1, Protocol::Http2];
+    pub const ALL: [Protocol; PROTOCOL_COUNT] = [Protocol::Http1, Protocol::Http2, Protocol::Http3];
 
-    /// The name used in reports (`HTTP/1.1`, `HTTP/2`).
+    /// The name used in reports (`HTTP/1.1`, `HTTP/2`, `HTTP/3`).
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Http1 => "HTTP/1.1",
             Protocol::Http2 => "HTTP/2",
+            Protocol::Http3 => "HTTP/3",
         }
     }
 }
