@@ -447,6 +447,11 @@ pub struct ConnectionArgs {
     /// requests in flight on 10 connections; open loop, --connections × N. [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=barrage_plan::limits::MAX_STREAMS as i64), help_heading = "Connections")]
     pub streams: Option<u32>,
+    /// HTTP/3: QUIC over UDP to the URL's host and port (https:// only), ALPN h3, full
+    /// handshake every connection (no 0-RTT). The connect phase is the QUIC handshake,
+    /// TLS included.
+    #[arg(long, conflicts_with = "http2", help_heading = "Connections")]
+    pub http3: bool,
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE", help_heading = "Connections")]
     pub cacert: Option<PathBuf>,
@@ -768,6 +773,10 @@ pub struct ServeArgs {
     /// Also serve HTTPS on this address, beside plain HTTP on --listen.
     #[arg(long, value_name = "ADDR")]
     pub tls_listen: Option<std::net::SocketAddr>,
+    /// With --tls or --tls-listen: serve HTTP/3 (QUIC) too, on UDP at the HTTPS address and
+    /// port; HTTPS answers then carry Alt-Svc.
+    #[arg(long)]
+    pub http3: bool,
     /// Serve at most N requests at once; the rest wait in a queue. With --latency this
     /// gives a known capacity: N / latency per second (10 at 10ms: 1,000 req/s).
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..1_000_000))]

@@ -192,6 +192,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         keepalive: !c.no_keepalive,
         http2: c.http2 || c.streams.is_some(),
         streams,
+        http3: c.http3,
         tls: TlsOptions { cacert: c.cacert.clone(), insecure: c.insecure },
         resolve: c.resolve.iter().map(|r| ((r.host.clone(), r.port), r.addr)).collect(),
         bind: c.bind,

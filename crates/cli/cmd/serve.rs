@@ -11,6 +11,9 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     if a.cert.is_some() && !a.tls && a.tls_listen.is_none() {
         anyhow::bail!("--cert is for HTTPS: add --tls or --tls-listen ADDR");
     }
+    if a.http3 && !a.tls && a.tls_listen.is_none() {
+        anyhow::bail!("--http3 runs over QUIC, which is always encrypted: add --tls or --tls-listen ADDR");
+    }
     // Before any address is printed: a script may signal as soon as it reads one.
     let stop = Stop::install()?;
     let instances = usize::from(a.instances.max(1));
@@ -19,7 +22,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         let config = instance_config(&a, i, instances)?;
         if let Some(tls_listen) = a.tls_listen {
             let listen = next_port(tls_listen, i).context("--tls-listen")?;
-            servers.push(RunningServer::start(ServeConfig { listen, tls: true, ..config.clone() })?);
+            servers.push(RunningServer::start(ServeConfig { listen, tls: true, http3: a.http3, ..config.clone() })?);
         }
         servers.push(RunningServer::start(config)?);
     }
@@ -30,6 +33,9 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         warn_if_exposed(if tls && a.tls_listen.is_some() { "--tls-listen" } else { "--listen" }, s.addr());
         // The address bound, as it is: a wildcard is not shown as loopback.
         writeln!(out, "listening on {}://{}", if tls { "https" } else { "http" }, s.addr())?;
+        if s.http3() {
+            writeln!(out, "HTTP/3 on udp://{}", s.addr())?;
+        }
     }
     if let Some(ca) = servers.iter().find_map(RunningServer::ca_path) {
         writeln!(out, "CA certificate: {} (use --cacert {})", ca.display(), ca.display())?;
@@ -82,6 +88,8 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         max_concurrency: a.max_concurrency,
         // One directory for all instances: an album posted to one is found on every other.
         album_store: a.album_store.clone(),
+        // Beside HTTPS only (the --tls-listen server's is set where it is made).
+        http3: a.http3 && a.tls,
     })
 }
 

@@ -25,6 +25,7 @@ const SETTINGS: &[&str] = &[
     "timeout",
     "http2",
     "streams",
+    "http3",
     "no-keepalive",
     "insecure",
     "pick",
@@ -76,7 +77,9 @@ fn value_for(key: &'static str) -> BoxedStrategy<Value> {
         "duration" | "think-time" | "think_time" | "timeout" | "step" => {
             text(&["1s", "250ms", "2m", "0s", "-1s", "1e19s"])
         }
-        "http2" | "no-keepalive" | "insecure" | "testbed-tls" => any::<bool>().prop_map(Value::Boolean).boxed(),
+        "http2" | "http3" | "no-keepalive" | "insecure" | "testbed-tls" => {
+            any::<bool>().prop_map(Value::Boolean).boxed()
+        }
         "url" => text(&[
             "http://127.0.0.1:1/",
             "http://127.0.0.1:1/{p}",

@@ -98,25 +98,34 @@ pub struct Connector {
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
     /// for them).
     streams: u32,
+    /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
+    pub(crate) quic: Option<crate::http::h3::Quic>,
     connect_timeout: Duration,
     /// `--bind`: the local address connections are made from.
-    bind: Option<std::net::IpAddr>,
+    pub(crate) bind: Option<std::net::IpAddr>,
 }
 
 impl Connector {
     /// Builds the TLS configuration when any target is HTTPS.
     pub fn new(plan: &Plan, needs_tls: bool) -> Result<Connector, crate::EngineError> {
-        // Redis and memcached negotiate no application protocol: they get no ALPN.
-        let alpn: &[&[u8]] = match (plan.kv.is_some(), plan.http2) {
-            (true, _) => &[],
-            (false, true) => &[b"h2", b"http/1.1"],
-            (false, false) => &[b"http/1.1"],
+        // Redis and memcached negotiate no application protocol: they get no ALPN. HTTP/3
+        // offers h3 alone: a QUIC server that does not speak it fails the handshake.
+        let alpn: &[&[u8]] = match (plan.kv.is_some(), plan.http2, plan.http3) {
+            (true, _, _) => &[],
+            (false, _, true) => &[b"h3"],
+            (false, true, false) => &[b"h2", b"http/1.1"],
+            (false, false, false) => &[b"http/1.1"],
         };
-        let tls = if needs_tls { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
+        let tls = if needs_tls || plan.http3 { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
+        let quic = match (&tls, plan.http3) {
+            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone())?),
+            _ => None,
+        };
         Ok(Connector {
             tls,
             http2: plan.http2,
             streams: plan.streams,
+            quic,
             connect_timeout: plan.connect_timeout,
             bind: plan.bind,
         })
@@ -149,11 +158,16 @@ impl Connector {
                 };
                 (TimedIo { inner: stream, clock }, h2)
             }),
-            Err(_) => Err(Failure::new(
-                ErrorKind::ConnectTimeout,
-                format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, self.connect_timeout),
-            )),
+            Err(_) => Err(self.timed_out(ep)),
         }
+    }
+
+    /// Opening a connection to `ep` took longer than the connect timeout.
+    pub(crate) fn timed_out(&self, ep: &Endpoint) -> Failure {
+        Failure::new(
+            ErrorKind::ConnectTimeout,
+            format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, self.connect_timeout),
+        )
     }
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
@@ -165,15 +179,7 @@ impl Connector {
         phases: &mut crate::exchange::Phases,
     ) -> Result<(Stream, Arc<IoClock>), Failure> {
         use barrage_metrics::Phase;
-        let addr = match ep.fixed_addr {
-            Some(a) => a,
-            None => {
-                let t = Instant::now();
-                let addr = resolve(ep).await?;
-                phases.set(Phase::Dns, t.elapsed());
-                addr
-            }
-        };
+        let addr = self.address(ep, phases).await?;
         let t = Instant::now();
         let tcp = match self.bind {
             None => TcpStream::connect(addr).await,
@@ -193,6 +199,23 @@ impl Connector {
             _ => Stream::Left(tcp),
         };
         Ok((stream, Arc::new(IoClock::new(base))))
+    }
+
+    /// The address of `ep`: `--resolve`'s or the IP literal, else looked up (the DNS phase).
+    pub(crate) async fn address(
+        &self,
+        ep: &Endpoint,
+        phases: &mut crate::exchange::Phases,
+    ) -> Result<SocketAddr, Failure> {
+        match ep.fixed_addr {
+            Some(a) => Ok(a),
+            None => {
+                let t = Instant::now();
+                let addr = resolve(ep).await?;
+                phases.set(barrage_metrics::Phase::Dns, t.elapsed());
+                Ok(addr)
+            }
+        }
     }
 
     /// The bound on opening a connection.
@@ -223,15 +246,22 @@ impl Connector {
 /// Connects to `addr` from `local` (any free port of it). A target of the other address
 /// family cannot be reached from it: refused as unreachable, with both addresses said.
 async fn connect_from(local: std::net::IpAddr, addr: SocketAddr) -> io::Result<TcpStream> {
+    same_family(local, addr)?;
+    let socket = if local.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.bind(SocketAddr::new(local, 0))?;
+    socket.connect(addr).await
+}
+
+/// A target of another address family than `--bind`'s cannot be reached from it: unreachable,
+/// with both addresses said.
+pub(crate) fn same_family(local: std::net::IpAddr, addr: SocketAddr) -> io::Result<()> {
     if local.is_ipv4() != addr.is_ipv4() {
         return Err(io::Error::new(
             io::ErrorKind::NetworkUnreachable,
             format!("{addr} cannot be reached from --bind {local} (another address family)"),
         ));
     }
-    let socket = if local.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
-    socket.bind(SocketAddr::new(local, 0))?;
-    socket.connect(addr).await
+    Ok(())
 }
 
 async fn resolve(ep: &Endpoint) -> Result<SocketAddr, Failure> {
@@ -241,7 +271,7 @@ async fn resolve(ep: &Endpoint) -> Result<SocketAddr, Failure> {
     addrs.next().ok_or_else(|| Failure::new(ErrorKind::Dns, format!("'{}' resolved to no address", ep.host)))
 }
 
-fn connect_failure(e: io::Error) -> Failure {
+pub(crate) fn connect_failure(e: io::Error) -> Failure {
     let kind = match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
         io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,

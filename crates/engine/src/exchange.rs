@@ -170,7 +170,7 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
                 // authenticate by Basic unless an Authorization header says otherwise.
                 headers.insert(AUTHORIZATION, basic_auth(credentials));
             }
-            if !plan.keepalive && !plan.http2 {
+            if !plan.keepalive && !plan.http2 && !plan.http3 {
                 // Let the server close first so TIME_WAIT piles up on its side, not ours.
                 headers.insert(CONNECTION, HeaderValue::from_static("close"));
             }

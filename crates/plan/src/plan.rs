@@ -182,6 +182,9 @@ pub struct Plan {
     /// `streams` workers, an open loop's `max_in_flight` requests go `streams` to a
     /// connection. 1: each connection carries one request at a time.
     pub streams: u32,
+    /// Speak HTTP/3: QUIC over UDP to each URL's host and port, ALPN `h3`, no 0-RTT.
+    /// HTTPS targets only (QUIC is always encrypted).
+    pub http3: bool,
     /// TLS settings.
     pub tls: TlsOptions,
     /// `--resolve host:port:addr` overrides, keyed by (host, port).
@@ -301,6 +304,7 @@ impl Plan {
             keepalive: true,
             http2: false,
             streams: 1,
+            http3: false,
             tls: TlsOptions::default(),
             resolve: HashMap::new(),
             bind: None,
@@ -377,6 +381,7 @@ impl Plan {
         if let Some(kv) = &self.kv {
             return self.validate_kv(kv);
         }
+        self.validate_protocol()?;
         self.validate_streams()?;
         let templates = self.targets.iter().filter(|t| t.id_template.is_some()).count();
         if templates > 0 && self.objects.is_none() {
@@ -424,6 +429,25 @@ impl Plan {
         }
     }
 
+    /// One HTTP version at most is forced, and HTTP/3 goes to HTTPS targets only: QUIC has
+    /// no cleartext form.
+    fn validate_protocol(&self) -> Result<(), String> {
+        if !self.http3 {
+            return Ok(());
+        }
+        if self.http2 {
+            return Err("--http2 and --http3 exclude each other: give one".into());
+        }
+        let cleartext = self.targets.iter().filter(|t| t.url.scheme_str() != Some("https")).count();
+        if cleartext > 0 {
+            return Err(format!(
+                "--http3 needs https:// URLs (QUIC is always encrypted); {cleartext} of the {} targets are http://",
+                self.targets.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// A key-value plan: its commands match its targets, its key space is given, and it is
     /// not mixed with what only HTTP has.
     fn validate_kv(&self, kv: &crate::kv::KvPlan) -> Result<(), String> {
@@ -437,10 +461,11 @@ impl Plan {
         if self.scenario.is_some() {
             return Err("--scenario runs HTTP flows; Redis and memcached runs take --ratio or --command".into());
         }
-        if self.http2 || self.streams > 1 {
-            return Err(
-                "--http2 and --streams are for HTTP targets, not redis:// or memcache:// (a key-value run keeps commands in flight with --pipeline)".into()
-            );
+        if self.http2 || self.http3 || self.streams > 1 {
+            let flag = if self.http3 { "--http3" } else { "--http2" };
+            return Err(format!(
+                "{flag} and --streams are for HTTP targets, not redis:// or memcache:// (a key-value run keeps commands in flight with --pipeline)"
+            ));
         }
         Ok(())
     }
@@ -531,6 +556,23 @@ mod tests {
         let mut one = plan(open(10), 10, true, true);
         one.threads = 8;
         assert_eq!(one.thread_count(), 1);
+    }
+
+    #[test]
+    fn http3_goes_to_https_targets_alone_and_excludes_http2() {
+        let closed = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let plan = |urls: &[&str], http2: bool| {
+            let targets = urls.iter().map(|u| Target::new(Method::GET, u).unwrap()).collect();
+            let mut p = Plan::new(targets, closed.clone());
+            (p.http2, p.http3) = (http2, true);
+            p.validate()
+        };
+        assert_eq!(plan(&["https://h/", "https://g:8443/x"], false), Ok(()));
+        assert_eq!(
+            plan(&["https://h/", "http://h/"], false).unwrap_err(),
+            "--http3 needs https:// URLs (QUIC is always encrypted); 1 of the 2 targets are http://"
+        );
+        assert_eq!(plan(&["https://h/"], true).unwrap_err(), "--http2 and --http3 exclude each other: give one");
     }
 
     /// A Gaussian median outside the ids is refused, whether the ids are a template's

@@ -25,10 +25,9 @@ use std::sync::Mutex;
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 
 use crate::body::ResponseBody;
-use crate::handler::{form_error, method_not_allowed, multipart_form, respond, Refusal};
+use crate::handler::{form_error, method_not_allowed, multipart_form, respond, Refusal, RequestBody};
 use crate::store::{Store, STORE_CAP};
 use crate::ServeError;
 
@@ -247,7 +246,11 @@ fn read_album(dir: &Path, id: AlbumId) -> std::io::Result<Option<Bytes>> {
 }
 
 /// `POST /albums` (and a 405 for other methods), counted.
-pub(crate) async fn create_route(albums: &Albums, store: &Store, req: Request<Incoming>) -> Response<ResponseBody> {
+pub(crate) async fn create_route<B: RequestBody>(
+    albums: &Albums,
+    store: &Store,
+    req: Request<B>,
+) -> Response<ResponseBody> {
     let resp = if req.method() == Method::POST {
         match read_form(req).await {
             Ok(form) => create(albums, store, form),
@@ -314,7 +317,7 @@ struct AlbumForm {
 /// image only measured. A part over its limit is still read to its end, within
 /// [`MAX_ALBUM_REQUEST`], so the 413 reaches a client still sending rather than a reset
 /// connection. The first `profile` and `image` parts count; others are read and ignored.
-async fn read_form(req: Request<Incoming>) -> Result<AlbumForm, Refusal> {
+async fn read_form<B: RequestBody>(req: Request<B>) -> Result<AlbumForm, Refusal> {
     let mut parts = multipart_form(req, MAX_ALBUM_REQUEST)?;
     let (mut profile, mut image_size) = (None, None);
     let mut too_large = None;

@@ -22,7 +22,6 @@ use http::header::{
 };
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use hyper::body::Incoming;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -70,6 +69,23 @@ pub(crate) struct Shared {
     /// `/albums`: in `store`, or in the shared directory of [`ServeConfig::album_store`].
     albums: Albums,
     cache_sim: Option<crate::cachesim::CacheSim>,
+    /// With TLS: the handshakes this origin completed, for `/_barrage/stats`.
+    pub(crate) handshakes: Option<Handshakes>,
+    /// With HTTP/3: `Alt-Svc` on every answer, saying where HTTP/3 is served.
+    pub(crate) alt_svc: Option<HeaderValue>,
+}
+
+/// Handshakes completed, counted by the origin itself: a client's count of connections
+/// and connect phases is checked against them.
+#[derive(Debug, Default)]
+pub(crate) struct Handshakes {
+    /// TLS over TCP.
+    pub(crate) tls: AtomicU64,
+    /// QUIC (TLS inside).
+    pub(crate) quic: AtomicU64,
+    /// Of both, those that resumed a session (the client presented a ticket this origin
+    /// issued): none from a client that pays a full handshake every time.
+    pub(crate) resumed: Arc<AtomicU64>,
 }
 
 impl Shared {
@@ -105,6 +121,8 @@ impl Shared {
             store: Store::default(),
             albums: Albums::open(config.album_store.as_deref())?,
             cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
+            handshakes: config.tls.then(Handshakes::default),
+            alt_svc: None,
         })
     }
 }
@@ -149,10 +167,23 @@ impl StallState {
     }
 }
 
+/// A request's body, whichever protocol brought it: hyper's for HTTP/1.1 and HTTP/2, h3's
+/// for HTTP/3 (see [`crate::h3`]).
+pub(crate) trait RequestBody:
+    hyper::body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + Unpin + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + Unpin + 'static
+{
+}
+
 /// Answers one request. Every problem is an HTTP status; the one `Err` is
 /// `/reset/{reason}`, a fault asked for: HTTP/2 resets the stream with that reason code
-/// (hyper sends the reason of an `h2::Error`), HTTP/1.1 closes the connection unanswered.
-pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<ResponseBody>, h2::Error> {
+/// (hyper sends the reason of an `h2::Error`), HTTP/3 with its counterpart ([`crate::h3`]),
+/// HTTP/1.1 closes the connection unanswered.
+pub(crate) async fn handle<B: RequestBody>(shared: Arc<Shared>, req: Request<B>) -> Result<Response<ResponseBody>, h2::Error> {
     if req.uri().path() == STATS_PATH {
         return Ok(stats(&shared, req.method()));
     }
@@ -225,24 +256,32 @@ impl Shared {
         }
     }
 
-    /// `/_barrage/stats`: the request count, the album counts and, with a latency, the
-    /// delays applied.
+    /// `/_barrage/stats`: the request count, the album counts, with TLS the handshakes and,
+    /// with a latency, the delays applied.
     fn stats_json(&self) -> String {
+        use std::fmt::Write;
         let requests = self.requests.load(Ordering::Relaxed);
-        let albums = self.albums.counts.json();
-        let Some(delays) = &self.delays else {
-            return format!("{{\"requests\": {requests}, \"albums\": {albums}}}\n");
-        };
-        let h = delays.lock().unwrap_or_else(|e| e.into_inner());
-        let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
-        format!(
-            "{{\"requests\": {requests}, \"albums\": {albums}, \"delay_us\": {{\"count\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
-            h.len(),
-            q(0.5),
-            q(0.9),
-            q(0.99),
-            q(1.0)
-        )
+        let mut json = format!("{{\"requests\": {requests}, \"albums\": {}", self.albums.counts.json());
+        if let Some(h) = &self.handshakes {
+            let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+            let (tls, quic, resumed) = (n(&h.tls), n(&h.quic), n(&h.resumed));
+            let _ = write!(json, ", \"handshakes\": {{\"tls\": {tls}, \"quic\": {quic}, \"resumed\": {resumed}}}");
+        }
+        if let Some(delays) = &self.delays {
+            let h = delays.lock().unwrap_or_else(|e| e.into_inner());
+            let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+            let _ = write!(
+                json,
+                ", \"delay_us\": {{\"count\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}",
+                h.len(),
+                q(0.5),
+                q(0.9),
+                q(0.99),
+                q(1.0)
+            );
+        }
+        json.push_str("}\n");
+        json
     }
 
     fn add_headers(&self, headers: &mut HeaderMap) {
@@ -251,6 +290,9 @@ impl Shared {
         }
         if let Some(cache_control) = &self.cache_control {
             headers.insert(CACHE_CONTROL, cache_control.clone());
+        }
+        if let Some(alt_svc) = &self.alt_svc {
+            headers.insert(http::header::ALT_SVC, alt_svc.clone());
         }
     }
 }
@@ -333,7 +375,7 @@ fn classify(path: &str) -> Route<'_> {
     }
 }
 
-async fn route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
+async fn route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<ResponseBody> {
     let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
     match classify(req.uri().path()) {
         Route::Store => store_route(shared, req).await,
@@ -491,7 +533,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
-async fn store_route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
+async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<ResponseBody> {
     match *req.method() {
         Method::GET | Method::HEAD => {
             let path = req.uri().path();
@@ -514,7 +556,7 @@ async fn store_route(shared: &Shared, req: Request<Incoming>) -> Response<Respon
     }
 }
 
-async fn store_put(shared: &Shared, req: Request<Incoming>, ok: StatusCode) -> Response<ResponseBody> {
+async fn store_put<B: RequestBody>(shared: &Shared, req: Request<B>, ok: StatusCode) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let body = match Limited::new(body, STORE_CAP).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -530,7 +572,7 @@ async fn store_put(shared: &Shared, req: Request<Incoming>, ok: StatusCode) -> R
 /// Parses a multipart/form-data body and answers, as JSON, each part's name, file name,
 /// content type, length and CRC-32, so a client can check what arrived intact. The answer
 /// is also kept at [`MULTIPART_LAST`].
-async fn multipart_route(shared: &Shared, req: Request<Incoming>) -> Response<ResponseBody> {
+async fn multipart_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<ResponseBody> {
     let mut parts = match multipart_form(req, STORE_CAP as u64) {
         Ok(parts) => parts,
         Err(refusal) => return refusal.into(),
@@ -582,7 +624,10 @@ impl From<Refusal> for Response<ResponseBody> {
 /// A request's multipart/form-data body as parts read as they arrive (an upload is never
 /// held whole), at most `max_body` bytes in all: a larger declared length is refused at
 /// once, a longer body fails the read with [`multer::Error::StreamSizeExceeded`].
-pub(crate) fn multipart_form(req: Request<Incoming>, max_body: u64) -> Result<multer::Multipart<'static>, Refusal> {
+pub(crate) fn multipart_form<B: RequestBody>(
+    req: Request<B>,
+    max_body: u64,
+) -> Result<multer::Multipart<'static>, Refusal> {
     let headers = req.headers();
     let Some(boundary) =
         headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok())

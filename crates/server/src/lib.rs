@@ -49,6 +49,7 @@ mod album;
 mod body;
 mod cachesim;
 mod dist;
+mod h3;
 mod handler;
 mod server;
 mod store;
@@ -114,6 +115,10 @@ pub struct ServeConfig {
     /// whichever origin took its POST. Albums are capped at [`MAX_ALBUMS`] and 256 MiB of
     /// profiles per origin, counting what the directory held when it started.
     pub album_store: Option<PathBuf>,
+    /// With [`ServeConfig::tls`]: serve HTTP/3 over QUIC too, on UDP at the same address
+    /// and port (a free port free for both when port 0 is asked), with the same routes and
+    /// counts. TCP answers then carry `Alt-Svc: h3=":PORT"`.
+    pub http3: bool,
 }
 
 impl Default for ServeConfig {
@@ -134,6 +139,7 @@ impl Default for ServeConfig {
             tls_cert: None,
             max_concurrency: None,
             album_store: None,
+            http3: false,
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -55,22 +55,39 @@ impl RunningServer {
     /// threads. When it returns the socket is bound and listening, so connections made
     /// right away are queued, not refused.
     pub fn start(config: ServeConfig) -> Result<RunningServer, ServeError> {
-        let shared = Arc::new(Shared::new(&config)?);
-        let listener = bind(config.listen)?;
+        if config.http3 && !config.tls {
+            let reason = "HTTP/3 runs over QUIC, which is always encrypted: serve TLS too".to_string();
+            return Err(ServeError::Config { field: "http3", reason });
+        }
+        let mut shared = Shared::new(&config)?;
+        let (listener, udp) = bind_both(config.listen, config.http3)?;
         let addr = listener.local_addr()?;
-        let (acceptor, ca_path, remove_ca) = setup_tls(&config, addr)?;
+        let resumed = shared.handshakes.as_ref().map(|h| h.resumed.clone()).unwrap_or_default();
+        let tls = setup_tls(&config, addr, resumed)?;
+        if udp.is_some() {
+            // Clients that came over TCP learn that HTTP/3 answers on the same port.
+            shared.alt_svc = Some(
+                http::HeaderValue::from_str(&format!("h3=\":{}\"; ma=86400", addr.port())).expect("a valid header"),
+            );
+        }
+        let shared = Arc::new(shared);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut server = RunningServer {
             addr,
             url: url_for(addr, config.tls),
-            ca_path,
-            remove_ca,
+            ca_path: tls.ca_path,
+            remove_ca: tls.remove_ca,
             shared: shared.clone(),
             shutdown,
             threads: Vec::new(),
         };
-        let ctx = ConnContext { shared, builder: Arc::new(http_builder()), tls: acceptor };
+        let ctx = ConnContext { shared: shared.clone(), builder: Arc::new(http_builder()), tls: tls.acceptor };
         // On an error part-way, dropping `server` stops the threads already started.
+        if let (Some(udp), Some(quic)) = (udp, tls.quic) {
+            let h3 = crate::h3::Listener::new(udp, quic, shared, thread_count(config.threads))?;
+            let rx = shutdown_rx.clone();
+            server.threads.push(std::thread::Builder::new().name("barrage-serve-h3".into()).spawn(move || h3.run(rx))?);
+        }
         for i in 0..thread_count(config.threads) {
             let worker = Worker::new(listener.try_clone()?, ctx.clone(), shutdown_rx.clone())?;
             let thread = std::thread::Builder::new().name(format!("barrage-serve-{i}")).spawn(move || worker.run())?;
@@ -88,6 +105,11 @@ impl RunningServer {
     /// (the certificate covers the address). A wildcard listen address becomes loopback.
     pub fn url(&self) -> String {
         self.url.clone()
+    }
+
+    /// Whether HTTP/3 is served too (UDP, same address and port).
+    pub fn http3(&self) -> bool {
+        self.shared.alt_svc.is_some()
     }
 
     /// The CA certificate (PEM) to trust, when TLS is on.
@@ -127,6 +149,28 @@ impl Drop for RunningServer {
     }
 }
 
+/// Tries of a free port that is free for UDP too, when HTTP/3 wants one and port 0 was asked.
+const PORT_TRIES: usize = 16;
+
+/// Binds `addr` for TCP and, with `udp`, the same address and port for UDP (HTTP/3): for
+/// port 0, a free TCP port whose UDP twin is free too.
+fn bind_both(addr: SocketAddr, udp: bool) -> Result<(std::net::TcpListener, Option<std::net::UdpSocket>), ServeError> {
+    if !udp {
+        return Ok((bind(addr)?, None));
+    }
+    let tries = if addr.port() == 0 { PORT_TRIES } else { 1 };
+    let mut last = None;
+    for _ in 0..tries {
+        let listener = bind(addr)?;
+        let bound = SocketAddr::new(addr.ip(), listener.local_addr()?.port());
+        match std::net::UdpSocket::bind(bound) {
+            Ok(socket) => return Ok((listener, Some(socket))),
+            Err(source) => last = Some(ServeError::Bind { addr: bound, source }),
+        }
+    }
+    Err(last.expect("at least one try"))
+}
+
 fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
     let bind_err = |source| ServeError::Bind { addr, source };
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
@@ -138,17 +182,27 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
     Ok(socket.into())
 }
 
-/// The TLS acceptor, the CA path, and whether that path is ours to remove.
-fn setup_tls(
-    config: &ServeConfig,
-    addr: SocketAddr,
-) -> Result<(Option<TlsAcceptor>, Option<PathBuf>, bool), ServeError> {
+/// What TLS setup gives the server.
+#[derive(Default)]
+struct TlsSetup {
+    acceptor: Option<TlsAcceptor>,
+    /// QUIC's rustls configuration.
+    quic: Option<Arc<rustls::ServerConfig>>,
+    ca_path: Option<PathBuf>,
+    /// The CA file is ours to remove.
+    remove_ca: bool,
+}
+
+/// The TLS acceptor and QUIC configuration, the CA path, and whether that path is ours to
+/// remove; resumed sessions count into `resumed`.
+fn setup_tls(config: &ServeConfig, addr: SocketAddr, resumed: Arc<AtomicU64>) -> Result<TlsSetup, ServeError> {
     if !config.tls {
-        return Ok((None, None, false));
+        return Ok(TlsSetup::default());
     }
-    let tls = tls::setup(addr.ip(), config.tls_cert.as_ref())?;
+    let tls = tls::setup(addr.ip(), config.tls_cert.as_ref(), resumed)?;
+    let (acceptor, quic) = (Some(TlsAcceptor::from(tls.config)), Some(tls.quic));
     // With the caller's certificate, the caller has the CA too.
-    let Some(ca_pem) = &tls.ca_pem else { return Ok((Some(TlsAcceptor::from(tls.config)), None, false)) };
+    let Some(ca_pem) = &tls.ca_pem else { return Ok(TlsSetup { acceptor, quic, ..TlsSetup::default() }) };
     let (path, ours) = match &config.ca_out {
         Some(path) => {
             std::fs::write(path, ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
@@ -156,7 +210,7 @@ fn setup_tls(
         }
         None => (write_temporary_ca(ca_pem, addr.port())?, true),
     };
-    Ok((Some(TlsAcceptor::from(tls.config)), Some(path), ours))
+    Ok(TlsSetup { acceptor, quic, ca_path: Some(path), remove_ca: ours })
 }
 
 /// Writes the CA to a new file of the temporary directory under a name nobody can guess
@@ -279,6 +333,9 @@ impl ConnContext {
                 let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
                 // A failed handshake has no one to answer; the client sees it on its side.
                 if let Ok(Ok(stream)) = handshake.await {
+                    if let Some(h) = &self.shared.handshakes {
+                        h.tls.fetch_add(1, Ordering::Relaxed);
+                    }
                     self.serve_http(stream, shutdown).await;
                 }
             }

@@ -6,6 +6,7 @@
 //! the slot's; each protocol module only moves bytes and tells the times.
 
 mod h2;
+pub(crate) mod h3;
 mod hyper;
 mod shared;
 
@@ -118,6 +119,8 @@ pub(crate) enum Conn {
     Hyper(hyper::Conn),
     /// HTTP/2: a handle to a connection that several slots may share.
     H2(h2::Conn),
+    /// HTTP/3 over QUIC (`--http3`).
+    H3(Box<h3::Conn>),
 }
 
 impl Conn {
@@ -129,6 +132,9 @@ impl Conn {
         base: Instant,
         phases: &mut Phases,
     ) -> Result<Conn, Failure> {
+        if connector.quic.is_some() {
+            return Ok(Conn::H3(Box::new(h3::Conn::open(connector, ep, phases).await?)));
+        }
         let (io, h2) = connector.connect(ep, base, phases).await?;
         if h2 {
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
@@ -141,6 +147,7 @@ impl Conn {
         match self {
             Conn::Hyper(_) => Protocol::Http1,
             Conn::H2(_) => Protocol::Http2,
+            Conn::H3(_) => Protocol::Http3,
         }
     }
 
@@ -150,6 +157,7 @@ impl Conn {
         match self {
             Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
             Conn::H2(_) => self.usable(),
+            Conn::H3(c) => c.usable().await,
         }
     }
 
@@ -159,6 +167,7 @@ impl Conn {
         match self {
             Conn::Hyper(c) => c.usable(),
             Conn::H2(c) => c.usable(),
+            Conn::H3(c) => c.up(),
         }
     }
 
@@ -169,13 +178,14 @@ impl Conn {
         match self {
             Conn::Hyper(c) => c.clock.bytes_out(),
             Conn::H2(_) => 0,
+            Conn::H3(c) => c.bytes_out(),
         }
     }
 
     /// What an HTTP/2 connection saw of its streams since last asked.
     pub(crate) fn take_figures(&self) -> Option<StreamFigures> {
         match self {
-            Conn::Hyper(_) => None,
+            Conn::Hyper(_) | Conn::H3(_) => None,
             Conn::H2(c) => Some(c.take_figures()),
         }
     }
@@ -190,6 +200,7 @@ impl Conn {
         match self {
             Conn::Hyper(c) => c.exchange(out, reading, start).await,
             Conn::H2(c) => c.exchange(out, reading, start).await,
+            Conn::H3(c) => c.exchange(out, reading, start).await,
         }
     }
 }
