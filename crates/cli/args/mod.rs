@@ -158,6 +158,7 @@ const TESTBED_EXAMPLES: &str = "Examples:
   barrage testbed up haproxy-lb --backends 3            three origins behind haproxy
   barrage testbed up all --tls                          every front, HTTPS at the balancers and squid
   barrage testbed up redis --tls                        redis-server on redis:// and rediss://
+  barrage testbed up caddy --tls                        origins behind Caddy, HTTPS and HTTP/3 at both
   barrage testbed status
   barrage run -c 20 -d 20s http://127.0.0.1:PORT/ --at 5s 'barrage testbed stop origin-2' --at 12s 'barrage testbed start origin-2'
   barrage testbed down
@@ -174,8 +175,8 @@ pub struct TestbedArgs {
 /// Testbed subcommands.
 #[derive(Subcommand, Debug)]
 pub enum TestbedCommand {
-    /// Start the servers of a topology (direct, varnish, squid, nginx-lb, haproxy-lb, all,
-    /// redis, memcached).
+    /// Start the servers of a topology (direct, varnish, squid, nginx-lb, haproxy-lb, caddy,
+    /// all, redis, memcached).
     Up(TestbedUpArgs),
     /// Show the servers, their URLs and PIDs.
     Status(TestbedDirArgs),
@@ -204,16 +205,17 @@ pub struct TestbedDirArgs {
 /// `barrage testbed up`.
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
-    /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb, all, redis or memcached.
+    /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb, caddy (HTTP/3 with
+    /// --tls), all (nginx, haproxy, varnish and squid), redis or memcached.
     #[arg(value_name = "TOPOLOGY")]
     pub topology: barrage_testbed::Topology,
     /// Origins; redis-server or memcached instances for redis and memcached. [default: 2; 1
     /// for varnish, squid, redis and memcached]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub backends: Option<u32>,
-    /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS), and
-    /// rediss:// beside redis:// at redis (memcached refuses it), with a generated
-    /// certificate; its CA is printed for --cacert.
+    /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS), HTTP/3
+    /// on the same ports at Caddy and the origins, and rediss:// beside redis:// at redis
+    /// (memcached refuses it), with a generated certificate; its CA is printed for --cacert.
     #[arg(long)]
     pub tls: bool,
     /// How the balancers spread requests.

@@ -2,7 +2,7 @@
 
 use crate::servers::{self, Balance, Front, Launch, Origin, Store, TlsFiles};
 use serde::{Deserialize, Serialize};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 
 /// Which servers a testbed runs.
@@ -18,18 +18,20 @@ pub enum Topology {
     NginxLb,
     /// Origins behind haproxy.
     HaproxyLb,
-    /// Every front at once, sharing the origins.
+    /// nginx, haproxy, varnish and squid at once, sharing the origins.
     All,
     /// redis-server instances, no origins.
     Redis,
     /// memcached instances, no origins.
     Memcached,
+    /// Origins behind Caddy, which serves HTTP/3 too with `--tls`.
+    Caddy,
 }
 
 impl Topology {
     /// Every topology, as named on the command line.
-    pub const NAMES: [&'static str; 8] =
-        ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all", "redis", "memcached"];
+    pub const NAMES: [&'static str; 9] =
+        ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all", "redis", "memcached", "caddy"];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -52,6 +54,7 @@ impl Topology {
             Topology::Squid => &[Kind::Squid],
             Topology::NginxLb => &[Kind::Nginx],
             Topology::HaproxyLb => &[Kind::Haproxy],
+            Topology::Caddy => &[Kind::Caddy],
             Topology::All => &[Kind::Nginx, Kind::Haproxy, Kind::Varnish, Kind::Squid],
         }
     }
@@ -70,7 +73,7 @@ impl std::str::FromStr for Topology {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         use Topology::*;
-        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All, Redis, Memcached];
+        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All, Redis, Memcached, Caddy];
         all.into_iter()
             .find(|t| t.name() == s)
             .ok_or_else(|| format!("unknown topology '{s}': expected one of {}", Self::NAMES.join(", ")))
@@ -94,6 +97,8 @@ pub enum Kind {
     Redis,
     /// memcached, a key-value cache.
     Memcached,
+    /// Caddy as a balancer (HTTP/3 with TLS).
+    Caddy,
 }
 
 impl Kind {
@@ -107,6 +112,7 @@ impl Kind {
             Kind::Squid => "squid",
             Kind::Redis => "redis",
             Kind::Memcached => "memcached",
+            Kind::Caddy => "caddy",
         }
     }
 }
@@ -167,6 +173,12 @@ pub struct ServerSpec {
     pub owner: Option<String>,
     /// Files outside `dir` to remove once it exited.
     pub leftovers: Vec<PathBuf>,
+    /// Environment variables it is started with.
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+    /// It serves HTTP/3 on the UDP port of `tls_listen` too.
+    #[serde(default)]
+    pub quic: bool,
 }
 
 impl ServerSpec {
@@ -215,6 +227,8 @@ impl ServerSpec {
             package: l.package.to_string(),
             owner: l.owner.map(str::to_string),
             leftovers: l.leftovers,
+            env: l.env,
+            quic: l.quic,
         }
     }
 }
@@ -244,16 +258,21 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
     let mut specs = Vec::new();
     let albums = album_dir(dir);
     for origin in &origins {
-        // Origins serve HTTPS too, for the direct comparison; fronts reach them over HTTP.
-        let tls_listen = if o.tls { Some(ports.next()?) } else { None };
+        // Origins serve HTTPS (and HTTP/3) too, for the direct comparison; fronts reach them
+        // over HTTP.
+        let tls_listen = if o.tls { Some(ports.next_with_udp()?) } else { None };
         specs.push(origin_spec(o, origin, &dir.join(&origin.name), tls_listen, &tls, &albums));
     }
     for &kind in o.topology.fronts() {
         let name = kind.front_name();
         let dir = dir.join(name);
         let listen = ports.next()?;
-        // Varnish has no TLS.
-        let tls_listen = if o.tls && kind != Kind::Varnish { Some(ports.next()?) } else { None };
+        // Varnish has no TLS; Caddy serves HTTP/3 on its TLS port's UDP twin.
+        let tls_listen = match (o.tls, kind) {
+            (false, _) | (true, Kind::Varnish) => None,
+            (true, Kind::Caddy) => Some(ports.next_with_udp()?),
+            (true, _) => Some(ports.next()?),
+        };
         let front = Front {
             name,
             dir: &dir,
@@ -267,6 +286,7 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
             Kind::Haproxy => (servers::haproxy(&front), balancer_role("haproxy", o, origins.len())),
             Kind::Varnish => (servers::varnish(&front), format!("cache (varnish) of {}", origins[0].name)),
             Kind::Squid => (servers::squid(&front), format!("cache (squid) of {}", origins[0].name)),
+            Kind::Caddy => (servers::caddy(&front), balancer_role("caddy", o, origins.len())),
             Kind::Origin | Kind::Redis | Kind::Memcached => unreachable!("{kind:?} is not a front"),
         };
         specs.push(ServerSpec::front(name, kind, role, &front, launch));
@@ -328,7 +348,7 @@ fn origin_spec(
         albums.display().to_string(),
     ];
     if let Some(addr) = tls_listen {
-        args.extend(["--tls-listen".into(), addr.to_string()]);
+        args.extend(["--tls-listen".into(), addr.to_string(), "--http3".into()]);
         args.extend(["--cert".into(), tls.cert.display().to_string(), "--key".into(), tls.key.display().to_string()]);
     }
     ServerSpec {
@@ -344,6 +364,8 @@ fn origin_spec(
         package: "barrage".into(),
         owner: None,
         leftovers: Vec::new(),
+        env: Vec::new(),
+        quic: tls_listen.is_some(),
     }
 }
 
@@ -351,7 +373,11 @@ fn origin_spec(
 #[derive(Default)]
 struct Ports {
     held: Vec<TcpListener>,
+    held_udp: Vec<UdpSocket>,
 }
+
+/// Tries of a free TCP port whose UDP twin is free too.
+const UDP_TWIN_TRIES: usize = 16;
 
 impl Ports {
     fn next(&mut self) -> std::io::Result<SocketAddr> {
@@ -359,6 +385,22 @@ impl Ports {
         let addr = l.local_addr()?;
         self.held.push(l);
         Ok(addr)
+    }
+
+    /// A free port for TCP and UDP both (HTTPS and HTTP/3 on one port).
+    fn next_with_udp(&mut self) -> std::io::Result<SocketAddr> {
+        let mut last = None;
+        for _ in 0..UDP_TWIN_TRIES {
+            let addr = self.next()?;
+            match UdpSocket::bind(addr) {
+                Ok(udp) => {
+                    self.held_udp.push(udp);
+                    return Ok(addr);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("at least one try"))
     }
 }
 
@@ -394,6 +436,26 @@ mod tests {
         }
         let balancer = specs.iter().find(|s| s.name == "haproxy-lb").unwrap();
         assert_eq!(balancer.role, "balancer (haproxy, roundrobin over 3 origins)");
+    }
+
+    #[test]
+    fn caddy_and_the_origins_serve_http3_on_their_tls_ports_udp_twin() {
+        let specs = plan(&options(Topology::Caddy, true), Path::new("/tmp/c")).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["origin-1", "origin-2", "origin-3", "caddy"]);
+        for s in &specs {
+            let tls = s.tls_listen.expect("HTTPS with --tls");
+            assert!(s.quic, "{} serves HTTP/3", s.name);
+            // Held while the plan was made: nothing else took the UDP twin meanwhile, and it
+            // is free again now.
+            std::net::UdpSocket::bind(tls).unwrap_or_else(|e| panic!("{}: UDP {tls}: {e}", s.name));
+        }
+        assert!(specs[0].args.iter().any(|a| a == "--http3"), "{:?}", specs[0].args);
+        assert_eq!(specs[3].role, "balancer (caddy, roundrobin over 3 origins)");
+        assert_eq!(specs[3].package, "caddy");
+        let plain = plan(&options(Topology::Caddy, false), Path::new("/tmp/c")).unwrap();
+        assert!(plain.iter().all(|s| !s.quic && s.tls_listen.is_none()));
+        assert!(plain[0].args.iter().all(|a| a != "--http3"));
     }
 
     #[test]

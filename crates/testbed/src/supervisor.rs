@@ -191,7 +191,10 @@ impl Supervisor {
         }
         let tls = spec.tls_listen?;
         let answered = self.trust.as_ref().is_some_and(|trust| answers_tls(spec.kind, tls, trust));
-        (!answered).then(|| format!("{tls} (TLS)"))
+        if !answered {
+            return Some(format!("{tls} (TLS)"));
+        }
+        (spec.quic && !udp_bound(tls)).then(|| format!("{tls} (UDP, HTTP/3)"))
     }
 
     fn failed(&self, i: usize, reason: String) -> TestbedError {
@@ -329,6 +332,7 @@ fn spawn(server: &ServerState) -> Result<u32, TestbedError> {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(server.log())?;
     let child = Command::new(program_path(&spec.program).ok_or_else(|| missing(spec))?)
         .args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.dir)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -419,6 +423,30 @@ fn answers_tls(kind: Kind, addr: SocketAddr, trust: &Arc<rustls::ClientConfig>) 
     probe(kind, addr, &mut rustls::StreamOwned::new(session, conn))
 }
 
+/// Whether something is bound to UDP `addr` on this machine (an HTTP/3 listener). UDP has
+/// no handshake to ask for: a datagram too short to be a QUIC packet is sent from a
+/// connected socket, which a QUIC server drops unread; when nothing is bound, the kernel
+/// answers at once with an ICMP port unreachable, which the socket reports as refused. No
+/// refusal within [`UDP_SILENCE`] means bound. For loopback addresses, where the ICMP answer
+/// is immediate (the testbed's).
+pub fn udp_bound(addr: SocketAddr) -> bool {
+    let probe = || -> std::io::Result<bool> {
+        let local: SocketAddr = if addr.is_ipv4() { "127.0.0.1:0" } else { "[::1]:0" }.parse().expect("an address");
+        let socket = std::net::UdpSocket::bind(local)?;
+        socket.connect(addr)?;
+        socket.set_read_timeout(Some(UDP_SILENCE))?;
+        socket.send(&[0])?;
+        match socket.recv(&mut [0; 64]) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(false),
+            _ => Ok(true),
+        }
+    };
+    probe().unwrap_or(false)
+}
+
+/// How long [`udp_bound`] waits for a refusal.
+const UDP_SILENCE: Duration = Duration::from_millis(50);
+
 /// Whether `addr` answers `GET /` with any HTTP status (a TCP connect is not enough:
 /// varnishd accepts before it serves).
 pub fn answers_http(addr: SocketAddr) -> bool {
@@ -438,7 +466,7 @@ fn probe(kind: Kind, addr: SocketAddr, conn: &mut (impl Read + Write)) -> bool {
     match kind {
         Kind::Redis => ping(conn, b"PING\r\n", b"+PONG\r\n"),
         Kind::Memcached => ping(conn, b"version\r\n", b"VERSION "),
-        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid => {
+        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid | Kind::Caddy => {
             let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
             let mut start = [0u8; 12];
             conn.write_all(request.as_bytes()).is_ok()
