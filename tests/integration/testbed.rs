@@ -26,6 +26,7 @@ fn programs(topology: &str) -> &'static [&'static str] {
         "all" => &["nginx", "haproxy", "varnishd", "squid"],
         "redis" => &["redis-server"],
         "memcached" => &["memcached"],
+        "caddy" => &["caddy"],
         _ => &[],
     }
 }
@@ -269,6 +270,53 @@ fn https_through_nginx_with_the_testbed_ca() {
 #[test]
 fn https_through_haproxy_with_the_testbed_ca() {
     https_through("haproxy-lb");
+}
+
+/// HTTP/3 through Caddy: every request reached an origin once (their own counts), each
+/// connection one QUIC handshake; Caddy stops and starts by name, and while it is stopped a
+/// run is refused at once (nothing listens on its UDP port).
+#[test]
+fn http3_through_caddy_reaches_the_origins_exactly_and_caddy_stops_and_starts_by_name() {
+    let Some(bed) = Testbed::up("caddy", &["--tls"]) else { return };
+    let ca = bed.state.ca.clone().expect("a CA with --tls");
+    let ca = ca.to_str().unwrap();
+    let url = format!("{}bytes/1k", bed.tls_url("caddy"));
+    // The supervisor's readiness probes reached the origins before.
+    let counts = || [bed.origin_requests("origin-1"), bed.origin_requests("origin-2")];
+    let before = counts();
+    let s = run_json(&["--http3", "-n", "60", "-c", "3", "--cacert", ca, &url]);
+    assert_eq!(s["requests"]["ok"].as_u64(), Some(60), "{}", s["errors"]);
+    let by_origin = [counts()[0] - before[0], counts()[1] - before[1]];
+    assert_eq!(by_origin.iter().sum::<u64>(), 60, "the origins served exactly what barrage counted: {by_origin:?}");
+    assert_eq!(by_origin, [30, 30], "round robin");
+    let backends: Vec<(&str, u64)> = s["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), b["requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(backends, [("origin-1", 30), ("origin-2", 30)], "X-Served-By passes through Caddy");
+    assert_eq!(s["requests"]["connections"].as_u64(), Some(3));
+    assert_eq!(s["phases"]["connect"]["count"].as_u64(), Some(3));
+    assert!(s["phases"]["tls"]["count"].as_u64().unwrap_or(0) == 0, "TLS is inside QUIC's connect");
+
+    let out = bed.command(&["stop", "caddy"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let started = std::time::Instant::now();
+    let out = barrage()
+        .args(["run", "--http3", "-n", "2", "-c", "1", "--cacert", ca, &url, "--format", "json"])
+        .output()
+        .unwrap();
+    let stopped: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stopped["errors"][0]["kind"], "refused", "{stopped}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "not the connect timeout: {:?}", started.elapsed());
+    let out = bed.command(&["start", "caddy"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = run_json(&["--http3", "-n", "4", "-c", "1", "--cacert", ca, &url]);
+    assert_eq!(s["requests"]["ok"].as_u64(), Some(4), "{}", s["errors"]);
+    // The origins serve HTTP/3 themselves too, for the direct comparison.
+    let direct = run_json(&["--http3", "-n", "4", "-c", "1", "--cacert", ca, &bed.tls_url("origin-1")]);
+    assert_eq!(direct["requests"]["ok"].as_u64(), Some(4), "{}", direct["errors"]);
 }
 
 #[test]

@@ -85,6 +85,8 @@ impl Listener {
             endpoint.set_server_config(None);
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, endpoint.wait_idle()).await;
             endpoint.close(h3::error::Code::H3_NO_ERROR.value().try_into().unwrap_or_default(), b"shutting down");
+            // The closes are sent by the connections' tasks, which this runtime runs.
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, endpoint.wait_idle()).await;
         });
     }
 }

@@ -2,8 +2,9 @@
 //! run against.
 //!
 //! [`RunningServer::start`] binds a [`ServeConfig::listen`] address and serves HTTP/1.1
-//! (keep-alive, pipelining) and HTTP/2 (h2c prior knowledge in cleartext, ALPN over TLS)
-//! from its own OS threads, each with a current-thread tokio runtime accepting on the same
+//! (keep-alive, pipelining), HTTP/2 (h2c prior knowledge in cleartext, ALPN over TLS) and,
+//! with [`ServeConfig::http3`], HTTP/3 over QUIC on the same port (UDP), from its own OS
+//! threads, each with a current-thread tokio runtime accepting on the same
 //! socket, so it works the same from plain code, from inside a tokio runtime, and as the
 //! `barrage serve` process. With [`ServeConfig::tls`] it makes a throwaway CA and writes
 //! its PEM for clients to trust.
@@ -18,7 +19,7 @@
 //! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
 //! | `POST /albums` | a multipart form with a JSON `profile` part and an `image` part stored as an album: `{"albumID": ID, "imageSize": N}` (see [`ServeConfig::album_store`]) |
 //! | `/albums/{id}` | the album's profile; 404 for an unknown id, 400 for one that is not 32 lowercase hex digits |
-//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
+//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with TLS also `"handshakes": {"tls", "quic", "resumed"}` (see [`Handshakes`]), with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
 //! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
 //!
 //! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,
@@ -63,6 +64,19 @@ pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
 pub use server::RunningServer;
 pub use tls::{generate_pki, Pki};
+
+/// The TLS handshakes an origin completed, by its own count (see
+/// [`RunningServer::handshakes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Handshakes {
+    /// TLS over TCP.
+    pub tls: u64,
+    /// QUIC (HTTP/3), TLS inside.
+    pub quic: u64,
+    /// Of both, those in which the client resumed a session this origin issued (it presented
+    /// a ticket the origin held): 0-RTT needs one.
+    pub resumed: u64,
+}
 
 /// How to run the origin. [`Default`] is a cleartext server on `127.0.0.1:0` (a free port)
 /// with one thread per core and 1 KiB objects.

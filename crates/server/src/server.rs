@@ -107,6 +107,13 @@ impl RunningServer {
         self.url.clone()
     }
 
+    /// With TLS, the handshakes this origin has completed (as `/_barrage/stats` says them).
+    pub fn handshakes(&self) -> Option<crate::Handshakes> {
+        let h = self.shared.handshakes.as_ref()?;
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Some(crate::Handshakes { tls: n(&h.tls), quic: n(&h.quic), resumed: n(&h.resumed) })
+    }
+
     /// Whether HTTP/3 is served too (UDP, same address and port).
     pub fn http3(&self) -> bool {
         self.shared.alt_svc.is_some()

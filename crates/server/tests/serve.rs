@@ -376,3 +376,93 @@ fn stats_do_not_queue_behind_max_concurrency() {
         assert_eq!(server.requests(), 3);
     });
 }
+
+/// A QUIC client (quinn) trusting `ca_path`, offering h3, which keeps sessions and would
+/// send early data (0-RTT): what barrage never does, to show the origin would let it.
+fn quic_client(ca_path: &std::path::Path) -> (quinn::Endpoint, quinn::ClientConfig) {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_file(ca_path).unwrap()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.enable_early_data = true;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    (endpoint, quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+type H3Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// An HTTP/3 client on `conn`, its connection driven by a task of its own.
+async fn h3_client(conn: quinn::Connection) -> H3Sender {
+    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn)).await.unwrap();
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    sender
+}
+
+/// One HTTP/3 request: the response and its whole body.
+async fn h3_send(sender: &mut H3Sender, method: Method, url: &str, body: &'static str) -> Response<Bytes> {
+    let mut stream = sender.send_request(Request::builder().method(method).uri(url).body(()).unwrap()).await.unwrap();
+    if !body.is_empty() {
+        stream.send_data(Bytes::from_static(body.as_bytes())).await.unwrap();
+    }
+    stream.finish().await.unwrap();
+    let head = stream.recv_response().await.unwrap();
+    let mut data = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await.unwrap() {
+        use bytes::Buf;
+        data.extend_from_slice(&chunk.copy_to_bytes(chunk.remaining()));
+    }
+    let (parts, ()) = head.into_parts();
+    Response::from_parts(parts, Bytes::from(data))
+}
+
+#[test]
+fn http3_serves_the_same_routes_and_counts_and_would_let_a_client_resume() {
+    let server = start(ServeConfig { tls: true, http3: true, ..Default::default() });
+    assert!(server.http3());
+    let (ca, addr, url) = (server.ca_path().unwrap().to_path_buf(), server.addr(), server.url());
+    bounded(async {
+        let (endpoint, config) = quic_client(&ca);
+        let connect = || async { endpoint.connect_with(config.clone(), addr, "127.0.0.1").unwrap().await.unwrap() };
+        let conn = connect().await;
+        let mut h3 = h3_client(conn.clone()).await;
+        let resp = h3_send(&mut h3, Method::GET, &format!("{url}/bytes/1k"), "").await;
+        assert_eq!((resp.status(), resp.body().len()), (StatusCode::OK, 1024));
+        assert_eq!(resp.version(), Version::HTTP_3);
+        // Clients that come over TCP learn where HTTP/3 is; the header rides on every answer.
+        assert_eq!(header(&resp, "alt-svc"), Some(&*format!("h3=\":{}\"; ma=86400", addr.port())));
+        // Request bodies arrive whole: stored, then read back over a second connection.
+        let put = h3_send(&mut h3, Method::PUT, &format!("{url}/kept"), "over QUIC").await;
+        assert_eq!(put.status(), StatusCode::CREATED);
+        let mut second = h3_client(connect().await).await;
+        assert_eq!(h3_send(&mut second, Method::GET, &format!("{url}/kept"), "").await.body(), "over QUIC");
+        assert_eq!(server.requests(), 3, "HTTP/3 requests count with the others");
+        // Each answer came after the origin's handshake (and its count).
+        let stats = h3_send(&mut second, Method::GET, &format!("{url}/_barrage/stats"), "").await;
+        let stats: serde_json::Value = serde_json::from_slice(stats.body()).unwrap();
+        // This client keeps its sessions: its second connection resumed the first's.
+        assert_eq!(stats["handshakes"], serde_json::json!({"tls": 0, "quic": 2, "resumed": 1}), "{stats}");
+        // It may send early data too: the origin accepts it, and counts the resumption.
+        conn.close(0u32.into(), b"done");
+        let resumed = endpoint.connect_with(config.clone(), addr, "127.0.0.1").unwrap();
+        let (conn3, early) = resumed.into_0rtt().unwrap_or_else(|_| panic!("the session allows 0-RTT"));
+        // Answered once the origin's handshake is done (and counted): it serves no request
+        // before.
+        let mut third = h3_client(conn3.clone()).await;
+        assert_eq!(h3_send(&mut third, Method::GET, &format!("{url}/"), "").await.status(), StatusCode::OK);
+        assert!(early.await, "the origin accepts 0-RTT");
+        conn3.close(0u32.into(), b"done");
+        assert_eq!(server.handshakes().unwrap(), barrage_server::Handshakes { tls: 0, quic: 3, resumed: 2 });
+    });
+}
+
+#[test]
+fn http3_needs_tls() {
+    let e = RunningServer::start(ServeConfig { http3: true, ..Default::default() }).unwrap_err();
+    assert_eq!(e.to_string(), "invalid http3: HTTP/3 runs over QUIC, which is always encrypted: serve TLS too");
+}
