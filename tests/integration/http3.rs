@@ -151,3 +151,24 @@ fn a_connection_the_origin_closes_under_a_request_is_reset_with_its_http3_code()
     assert!(example.contains("H3_NO_ERROR"), "the code is named: {example}");
     assert!(closed_at.elapsed() < Duration::from_secs(3), "ended by the close, not the delay");
 }
+
+#[test]
+fn request_bodies_go_up_whole_in_data_frames() {
+    let o = h3_origin(ServeConfig::default());
+    let body = bytes::Bytes::from(vec![b'q'; 300 * 1024]);
+    let mut put = h3_plan(&o, "/kept", 1, 3);
+    put.targets[0].method = http::Method::PUT;
+    put.targets[0].body = body.clone();
+    let s = run(put);
+    assert_eq!(s.requests.ok, 3, "{:?}", s.errors);
+    // Each request's stream carried the whole body, its DATA frame header and its head.
+    assert!((body.len() as f64..body.len() as f64 + 200.0).contains(&s.bytes.out_mean), "{}", s.bytes.out_mean);
+    let s = run(h3_plan(&o, "/kept", 1, 1));
+    assert_eq!(s.requests.ok, 1, "{:?}", s.errors);
+    assert!(
+        (body.len() as f64..body.len() as f64 + 200.0).contains(&s.bytes.in_mean),
+        "stored whole: {}",
+        s.bytes.in_mean
+    );
+    assert_eq!(o.requests(), 4);
+}

@@ -268,8 +268,9 @@ impl Link {
             StreamError::RemoteTerminate { code, .. } => (ErrorKind::Reset, *code == Code::H3_REQUEST_REJECTED),
             // GOAWAY: the server takes no new request on this connection.
             StreamError::RemoteClosing { .. } => (ErrorKind::Reset, true),
-            // A frame or field section that breaks HTTP/3, found on the stream.
-            StreamError::StreamError { .. } => (ErrorKind::Protocol, false),
+            // A frame or field section that breaks HTTP/3, found on the stream, or a head
+            // over the bound (ours on the response's, the server's on the request's).
+            StreamError::StreamError { .. } | StreamError::HeaderTooBig { .. } => (ErrorKind::Protocol, false),
             _ => (ErrorKind::Other, false),
         };
         Failure { unsent, ..Failure::new(kind, e) }
@@ -365,15 +366,31 @@ fn quic_failure(e: &quinn::ConnectionError, handshake: bool) -> Failure {
         E::TransportError(_) | E::VersionMismatch => ErrorKind::Protocol,
         _ => ErrorKind::Other,
     };
+    let reason = |r: &[u8]| if r.is_empty() { String::new() } else { format!(" ({})", String::from_utf8_lossy(r)) };
     let what = match e {
-        E::ApplicationClosed(close) => {
-            format!("the server closed the connection with {}", Code::from(close.error_code.into_inner()))
+        E::ApplicationClosed(close) => format!(
+            "the server closed the connection with {}{}",
+            Code::from(close.error_code.into_inner()),
+            reason(&close.reason)
+        ),
+        E::ConnectionClosed(close) => {
+            format!("the server closed the connection with QUIC {}: {close}", code_name(close.error_code))
         }
+        E::TransportError(t) => format!("QUIC {}: {t}", code_name(t.code)),
         E::Reset => "stateless reset: the server had no state for the connection".to_string(),
         E::TimedOut => "QUIC idle timeout: nothing heard from the server".to_string(),
         e => format!("QUIC: {e}"),
     };
     Failure::new(kind, what)
+}
+
+/// A QUIC transport error code by its name: `PROTOCOL_VIOLATION`, `CRYPTO_ERROR 0x12a`.
+fn code_name(code: quinn::TransportErrorCode) -> String {
+    if is_crypto(code) {
+        format!("CRYPTO_ERROR {:#x}", u64::from(code))
+    } else {
+        format!("{code:?}")
+    }
 }
 
 /// QUIC's codes for TLS alerts (0x100 + the alert).
@@ -567,6 +584,48 @@ mod quic_counted {
             let (send, recv) = self.inner.split();
             let half = |inner| Stream { inner, bytes: self.bytes.clone(), ledger: self.ledger.clone() };
             (half(send), Stream { inner: recv, bytes: self.bytes, ledger: self.ledger })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quinn::{ApplicationClose, ConnectionClose, ConnectionError as E, TransportErrorCode as T, VarInt};
+
+    #[test]
+    fn a_connections_end_is_classified_with_its_code_named() {
+        let app = |code: Code| {
+            let error_code = VarInt::from_u64(code.value()).unwrap();
+            E::ApplicationClosed(ApplicationClose { error_code, reason: bytes::Bytes::from_static(b"bye") })
+        };
+        let closed = |error_code| {
+            E::ConnectionClosed(ConnectionClose { error_code, frame_type: None, reason: Default::default() })
+        };
+        // Found by this side (a certificate it does not trust): quinn says the code alone here.
+        let found = |code: T| E::TransportError(code.into());
+        // (end, during the handshake, kind, what the example says)
+        let table = [
+            (app(Code::H3_NO_ERROR), false, ErrorKind::Reset, "with H3_NO_ERROR (bye)"),
+            (app(Code::H3_INTERNAL_ERROR), false, ErrorKind::Reset, "H3_INTERNAL_ERROR"),
+            (app(Code::H3_FRAME_UNEXPECTED), false, ErrorKind::Protocol, "H3_FRAME_UNEXPECTED"),
+            (app(Code::QPACK_DECOMPRESSION_FAILED), false, ErrorKind::Protocol, "QPACK_DECOMPRESSION_FAILED"),
+            (closed(T::crypto(0x2a)), true, ErrorKind::Tls, "CRYPTO_ERROR 0x12a"),
+            (closed(T::CONNECTION_REFUSED), true, ErrorKind::Refused, "QUIC CONNECTION_REFUSED"),
+            (closed(T::NO_ERROR), false, ErrorKind::Reset, "QUIC NO_ERROR"),
+            (closed(T::PROTOCOL_VIOLATION), false, ErrorKind::Protocol, "QUIC PROTOCOL_VIOLATION"),
+            (found(T::crypto(48)), true, ErrorKind::Tls, "QUIC CRYPTO_ERROR 0x130"),
+            (found(T::FLOW_CONTROL_ERROR), false, ErrorKind::Protocol, "QUIC FLOW_CONTROL_ERROR"),
+            (E::Reset, false, ErrorKind::Reset, "stateless reset"),
+            (E::TimedOut, false, ErrorKind::Reset, "idle timeout"),
+            (E::TimedOut, true, ErrorKind::ConnectTimeout, "idle timeout"),
+            (E::VersionMismatch, true, ErrorKind::Protocol, "version"),
+            (E::LocallyClosed, false, ErrorKind::Other, "closed"),
+        ];
+        for (i, (end, handshake, kind, says)) in table.into_iter().enumerate() {
+            let f = quic_failure(&end, handshake);
+            assert_eq!(f.kind, kind, "row {i}: {}", f.message());
+            assert!(f.message().contains(says), "row {i}: {}", f.message());
         }
     }
 }
