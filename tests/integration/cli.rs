@@ -27,6 +27,10 @@ fn bad_input_is_one_line_and_exit_2() {
         (&["run", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:9/", "-n", "1"], "cacert"),
         (&["report", "/nonexistent/run.brg"], "run.brg"),
         (&["serve", "--latency", "soon"], "latency"),
+        (&["run", "--http3", url, "-n", "1"], "--http3 needs https://"),
+        (&["run", "--http3", "--http2", "https://127.0.0.1:9/", "-n", "1"], "--http2"),
+        (&["run", "--http3", "redis://127.0.0.1:9", "-n", "1"], "--http3 is for HTTP targets"),
+        (&["serve", "--http3"], "--http3 runs over QUIC"),
     ];
     let garbage = dir.path().join("garbage.brg");
     std::fs::write(&garbage, b"not a results file").unwrap();

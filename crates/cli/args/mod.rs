@@ -298,6 +298,7 @@ const RUN_EXAMPLES: &str = "Examples:
   barrage run -n 1000 -c 50 URL                                        1000 requests by 50 workers (hey)
   barrage run -c 1 --no-keepalive -n 100 https://host/ --cacert ca.pem one new TLS connection per request
   barrage run -c 10 --streams 100 -d 10s URL                           HTTP/2, 10 connections × 100 streams (h2load -c10 -m100)
+  barrage run --http3 -c 8 -d 10s https://host:8443/ --cacert ca.pem   HTTP/3 over QUIC (UDP 8443)
   barrage run --rate 500 -d 1m -o run.brg --format json URL            keep the results file, print JSON
   barrage run --rate 30000 -d 1m --shard 0/3 --start-at 1795467600 -o s0.brg URL   shard 0 of 3 (then 1/3, 2/3)";
 
@@ -313,6 +314,7 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --listen 127.0.0.1:8080
   barrage serve --latency 20ms --name origin-1
   barrage serve --tls --ca-out ca.pem --listen 127.0.0.1:8443
+  barrage serve --tls --http3 --ca-out ca.pem --listen 127.0.0.1:8443   HTTPS, and HTTP/3 on UDP 8443
   barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
 Routes: /bytes/{size} (1024, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
 /reset/{reason} resets an HTTP/2 stream with that code (cancel, refused_stream, ...), closes an HTTP/1.1 connection;

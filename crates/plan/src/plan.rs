@@ -440,9 +440,9 @@ impl Plan {
         }
         let cleartext = self.targets.iter().filter(|t| t.url.scheme_str() != Some("https")).count();
         if cleartext > 0 {
+            let (total, verb) = (self.targets.len(), if cleartext == 1 { "is" } else { "are" });
             return Err(format!(
-                "--http3 needs https:// URLs (QUIC is always encrypted); {cleartext} of the {} targets are http://",
-                self.targets.len()
+                "--http3 needs https:// URLs (QUIC is always encrypted): {cleartext} of {total} targets {verb} http://"
             ));
         }
         Ok(())
@@ -570,7 +570,7 @@ mod tests {
         assert_eq!(plan(&["https://h/", "https://g:8443/x"], false), Ok(()));
         assert_eq!(
             plan(&["https://h/", "http://h/"], false).unwrap_err(),
-            "--http3 needs https:// URLs (QUIC is always encrypted); 1 of the 2 targets are http://"
+            "--http3 needs https:// URLs (QUIC is always encrypted): 1 of 2 targets is http://"
         );
         assert_eq!(plan(&["https://h/"], true).unwrap_err(), "--http2 and --http3 exclude each other: give one");
     }
