@@ -70,6 +70,7 @@ fn the_report_says_why_tls_and_send_are_not_measured_over_http3() {
     );
     assert!(line("send").contains("HTTP/3 does not tell when a request left"), "{text}");
     assert!(line("connect").trim_start().starts_with("connect      1 "), "{text}");
+    assert!(line("HTTP/3 connections").trim_end().ends_with(" 1"), "the protocol is said: {text}");
     assert_eq!(o.requests(), 10);
 }
 

@@ -312,8 +312,12 @@ fn http3_through_caddy_reaches_the_origins_exactly_and_caddy_stops_and_starts_by
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "not the connect timeout: {:?}", started.elapsed());
     let out = bed.command(&["start", "caddy"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let s = run_json(&["--http3", "-n", "4", "-c", "1", "--cacert", ca, &url]);
-    assert_eq!(s["requests"]["ok"].as_u64(), Some(4), "{}", s["errors"]);
+    let out = barrage().args(["run", "--http3", "-n", "4", "-c", "1", "--cacert", ca, &url]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}{text}", String::from_utf8_lossy(&out.stderr));
+    let said = |label: &str| text.lines().find(|l| l.trim_start().starts_with(label)).map(str::split_whitespace);
+    assert_eq!(said("ok").and_then(|mut w| w.nth(1)), Some("4"), "{text}");
+    assert_eq!(said("HTTP/3 connections").and_then(|w| w.last()), Some("1"), "the report says the protocol: {text}");
     // The origins serve HTTP/3 themselves too, for the direct comparison.
     let direct = run_json(&["--http3", "-n", "4", "-c", "1", "--cacert", ca, &bed.tls_url("origin-1")]);
     assert_eq!(direct["requests"]["ok"].as_u64(), Some(4), "{}", direct["errors"]);

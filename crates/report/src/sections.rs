@@ -152,6 +152,13 @@ pub(crate) fn http2_rows(s: &RunSummary) -> Vec<[String; 4]> {
     rows.into_iter().map(|((a, x), (b, y))| [a, x, b, y]).collect()
 }
 
+/// Whether the run spoke HTTP/3 (`--http3`), as its settings say. Every connection of such a
+/// run is HTTP/3: QUIC offers nothing else to fall back to, so the settings tell the
+/// protocol of each one.
+pub(crate) fn http3(s: &RunSummary) -> bool {
+    s.settings.pointer("/plan/http3") == Some(&serde_json::Value::Bool(true))
+}
+
 /// Why a phase has no measurement in `s`, from what the summary knows: the targets'
 /// schemes and hosts, the connections opened and the errors.
 pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
@@ -168,7 +175,7 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
     }
     // QUIC carries TLS inside its handshake, timed whole as `connect`; its request leaves
     // from quinn's stream buffer, in packets the connection builds later.
-    let quic = s.settings.pointer("/plan/http3") == Some(&serde_json::Value::Bool(true));
+    let quic = http3(s);
     if quic && phase == Phase::Tls.name() {
         return "part of connect over HTTP/3 (the QUIC handshake carries TLS)".into();
     }
