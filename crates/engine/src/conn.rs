@@ -1,6 +1,7 @@
 //! Connections with every phase timed: DNS, TCP connect, TLS handshake; the I/O wrapper
 //! ([`TimedIo`]) notes when a request was written and counts bytes on the wire. The HTTP
-//! spoken over them is [`crate::http`]'s.
+//! spoken over them is [`crate::http`]'s. (HTTP/3 is QUIC over UDP, with the same rustls
+//! configuration and DNS: [`crate::http::h3`].)
 
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Plan, TlsOptions};
