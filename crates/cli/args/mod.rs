@@ -317,7 +317,7 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --tls --http3 --ca-out ca.pem --listen 127.0.0.1:8443   HTTPS, and HTTP/3 on UDP 8443
   barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
 Routes: /bytes/{size} (1024, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
-/reset/{reason} resets an HTTP/2 stream with that code (cancel, refused_stream, ...), closes an HTTP/1.1 connection;
+/reset/{reason} resets an HTTP/2 stream with that code (cancel, refused_stream, ...), an HTTP/3 one with its counterpart, closes an HTTP/1.1 connection;
 POST /albums (multipart: JSON profile, image) answers {\"albumID\", \"imageSize\"}, GET /albums/{id} the profile;
 PUT/POST store a body under the path, GET returns it.";
 
@@ -781,6 +781,11 @@ pub struct ServeArgs {
     /// port; HTTPS answers then carry Alt-Svc.
     #[arg(long)]
     pub http3: bool,
+    /// Requests one connection may carry at once (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS,
+    /// QUIC's initial_max_streams_bidi): a client asking more waits for a stream.
+    /// [default: 1024]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub max_streams: Option<u32>,
     /// Serve at most N requests at once; the rest wait in a queue. With --latency this
     /// gives a known capacity: N / latency per second (10 at 10ms: 1,000 req/s).
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..1_000_000))]

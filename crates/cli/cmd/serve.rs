@@ -86,6 +86,7 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         cache_headers: a.cache_headers,
         tls_cert: a.cert.clone().zip(a.key.clone()),
         max_concurrency: a.max_concurrency,
+        max_streams: a.max_streams.unwrap_or(barrage_server::DEFAULT_MAX_STREAMS),
         // One directory for all instances: an album posted to one is found on every other.
         album_store: a.album_store.clone(),
         // Beside HTTPS only (the --tls-listen server's is set where it is made).

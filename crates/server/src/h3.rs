@@ -21,9 +21,6 @@ use tokio::sync::watch;
 use crate::handler::{self, Shared};
 use crate::ServeError;
 
-/// At most this many requests at once on one connection: a load generator's streams per
-/// connection (as the 1,024 streams HTTP/2 allows).
-const MAX_STREAMS: u32 = 1024;
 /// The largest request head (QPACK-decoded) taken; larger ones are refused by h3.
 const MAX_REQUEST_HEAD: u64 = 256 * 1024;
 /// How long connections get to finish at shutdown before the endpoint closes them.
@@ -38,19 +35,21 @@ pub(crate) struct Listener {
 
 impl Listener {
     /// Takes the UDP socket (bound) and QUIC's TLS configuration; the runtime gets
-    /// `threads` workers. Built on the caller's thread so that failures are reported by
+    /// `threads` workers, and each connection may carry `max_streams` requests at once.
+    /// Built on the caller's thread so that failures are reported by
     /// [`crate::RunningServer::start`].
     pub(crate) fn new(
         socket: UdpSocket,
         tls: Arc<rustls::ServerConfig>,
         shared: Arc<Shared>,
         threads: usize,
+        max_streams: u32,
     ) -> Result<Listener, ServeError> {
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
             .map_err(|e| ServeError::Tls(format!("QUIC's TLS configuration: {e}")))?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = quinn::TransportConfig::default();
-        transport.max_concurrent_bidi_streams(MAX_STREAMS.into());
+        transport.max_concurrent_bidi_streams(max_streams.into());
         config.transport_config(Arc::new(transport));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads.max(1))
@@ -143,13 +142,14 @@ async fn serve_request(request: http::Request<()>, stream: Stream<h3_quinn::Bidi
 
 /// The HTTP/3 code that stands for `/reset/{reason}`'s HTTP/2 one: a refused stream is a
 /// rejected request (the client may send it again, RFC 9114 4.1.1), a cancelled one a
-/// cancelled request; the rest, whose HTTP/3 codes are not the stream's to send, an
-/// internal error.
+/// cancelled request, a protocol error a general protocol error; the rest, whose HTTP/3
+/// codes are not the stream's to send, an internal error.
 fn reset_code(reason: Option<h2::Reason>) -> h3::error::Code {
     use h3::error::Code;
     match reason {
         Some(h2::Reason::REFUSED_STREAM) => Code::H3_REQUEST_REJECTED,
         Some(h2::Reason::CANCEL) => Code::H3_REQUEST_CANCELLED,
+        Some(h2::Reason::PROTOCOL_ERROR) => Code::H3_GENERAL_PROTOCOL_ERROR,
         _ => Code::H3_INTERNAL_ERROR,
     }
 }
@@ -167,5 +167,29 @@ impl hyper::body::Body for RequestBody {
             Ok(None) => None,
             Err(e) => Some(Err(e)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h3::error::Code;
+
+    /// `/reset/{reason}`'s HTTP/2 codes as HTTP/3 resets: refused is rejected (the client
+    /// may send it again), cancel is cancelled, a protocol error stays one, the others an
+    /// internal error.
+    #[test]
+    fn reset_reasons_have_their_http3_counterparts() {
+        let table = [
+            (Some(h2::Reason::REFUSED_STREAM), Code::H3_REQUEST_REJECTED),
+            (Some(h2::Reason::CANCEL), Code::H3_REQUEST_CANCELLED),
+            (Some(h2::Reason::PROTOCOL_ERROR), Code::H3_GENERAL_PROTOCOL_ERROR),
+            (Some(h2::Reason::INTERNAL_ERROR), Code::H3_INTERNAL_ERROR),
+            (Some(h2::Reason::from(0xff)), Code::H3_INTERNAL_ERROR),
+            (None, Code::H3_INTERNAL_ERROR),
+        ];
+        for (reason, code) in table {
+            assert_eq!(reset_code(reason), code, "{reason:?}");
+        }
     }
 }

@@ -183,7 +183,10 @@ impl<B> RequestBody for B where
 /// `/reset/{reason}`, a fault asked for: HTTP/2 resets the stream with that reason code
 /// (hyper sends the reason of an `h2::Error`), HTTP/3 with its counterpart ([`crate::h3`]),
 /// HTTP/1.1 closes the connection unanswered.
-pub(crate) async fn handle<B: RequestBody>(shared: Arc<Shared>, req: Request<B>) -> Result<Response<ResponseBody>, h2::Error> {
+pub(crate) async fn handle<B: RequestBody>(
+    shared: Arc<Shared>,
+    req: Request<B>,
+) -> Result<Response<ResponseBody>, h2::Error> {
     if req.uri().path() == STATS_PATH {
         return Ok(stats(&shared, req.method()));
     }

@@ -133,7 +133,16 @@ pub struct ServeConfig {
     /// and port (a free port free for both when port 0 is asked), with the same routes and
     /// counts. TCP answers then carry `Alt-Svc: h3=":PORT"`.
     pub http3: bool,
+    /// Requests one connection may carry at once: HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` and QUIC's `initial_max_streams_bidi` (a client
+    /// asking more waits for a stream). [`DEFAULT_MAX_STREAMS`] unless set; at least 1.
+    pub max_streams: u32,
 }
+
+/// Streams a connection may carry at once unless [`ServeConfig::max_streams`] says: as
+/// many as a load generator asks of one (barrage's `--streams` goes to 1,024). hyper's
+/// default of 200 and quinn's of 100 would cap them below it.
+pub const DEFAULT_MAX_STREAMS: u32 = 1024;
 
 impl Default for ServeConfig {
     fn default() -> Self {
@@ -154,6 +163,7 @@ impl Default for ServeConfig {
             max_concurrency: None,
             album_store: None,
             http3: false,
+            max_streams: DEFAULT_MAX_STREAMS,
         }
     }
 }

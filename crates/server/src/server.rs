@@ -81,10 +81,12 @@ impl RunningServer {
             shutdown,
             threads: Vec::new(),
         };
-        let ctx = ConnContext { shared: shared.clone(), builder: Arc::new(http_builder()), tls: tls.acceptor };
+        let max_streams = config.max_streams.max(1);
+        let ctx =
+            ConnContext { shared: shared.clone(), builder: Arc::new(http_builder(max_streams)), tls: tls.acceptor };
         // On an error part-way, dropping `server` stops the threads already started.
         if let (Some(udp), Some(quic)) = (udp, tls.quic) {
-            let h3 = crate::h3::Listener::new(udp, quic, shared, thread_count(config.threads))?;
+            let h3 = crate::h3::Listener::new(udp, quic, shared, thread_count(config.threads), max_streams)?;
             let rx = shutdown_rx.clone();
             server.threads.push(std::thread::Builder::new().name("barrage-serve-h3".into()).spawn(move || h3.run(rx))?);
         }
@@ -256,7 +258,7 @@ fn thread_count(asked: usize) -> usize {
     }
 }
 
-fn http_builder() -> HttpBuilder {
+fn http_builder(max_streams: u32) -> HttpBuilder {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // No `pipeline_flush`: with it hyper buffers without limit and copies every frame into
     // one buffer (its "flatten" strategy), so `/bytes/1g` sat whole in memory, head
@@ -265,7 +267,7 @@ fn http_builder() -> HttpBuilder {
     builder.http1().keep_alive(true);
     // Load generators multiplex many requests per connection; hyper's default of 200
     // concurrent streams would cap their concurrency below what they ask for.
-    builder.http2().max_concurrent_streams(1024);
+    builder.http2().max_concurrent_streams(max_streams);
     builder
 }
 
