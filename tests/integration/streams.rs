@@ -44,7 +44,7 @@ fn check_multiplexed(s: &RunSummary, origin: &RunningServer, connections: u64) {
     // machine), not the delay times the streams ahead of it.
     let delay = DELAY.as_micros() as u64;
     assert!((delay..delay + 20_000).contains(&wait.p50_us), "wait p50 {} µs", wait.p50_us);
-    let h2 = s.http2.as_ref().expect("HTTP/2 figures");
+    let h2 = s.streams.as_ref().expect("HTTP/2 figures");
     assert_eq!((h2.stream_cap, h2.http1_fallbacks, h2.send_stalls), (None, 0, 0));
     assert_eq!((s.requests.stream_retries, s.requests.stale_retries), (0, 0));
     assert!(!s.warnings.iter().any(|w| w.contains("HTTP/2") || w.contains("stream")), "{:?}", s.warnings);
@@ -61,7 +61,7 @@ fn closed_loop_streams_share_each_connection_ten_at_once() {
     let s = run(p);
     assert_eq!(s.requests.total, 800);
     check_multiplexed(&s, &o, 2);
-    assert_eq!(s.http2.as_ref().unwrap().streams_max, 10, "requests in flight on one connection");
+    assert_eq!(s.streams.as_ref().unwrap().streams_max, 10, "requests in flight on one connection");
     // 2 s at the ideal rate; a busy machine's late timers and the last responses' wait cost
     // up to a fifth of it. One request at a time per connection would give 40 a second.
     let ideal = 2.0 * 10.0 / DELAY.as_secs_f64();
@@ -84,7 +84,7 @@ fn open_loop_streams_keep_the_rate_on_the_connections_asked() {
     assert!(s.requests.late <= 30, "20 slots for 15 in flight: {} late", s.requests.late);
     let rate = s.rate_per_sec.unwrap();
     assert!((rate - 300.0).abs() < 3.0, "offered {rate:.1}/s");
-    let most = s.http2.as_ref().unwrap().streams_max;
+    let most = s.streams.as_ref().unwrap().streams_max;
     assert!((8..=10).contains(&most), "streams in use: {most}");
 }
 
@@ -133,7 +133,7 @@ fn bodies_beyond_the_servers_window_count_send_stalls() {
     assert_eq!(s.requests.ok, 8, "{:?}", s.errors);
     assert_eq!(o.requests(), 8);
     // hyper's server grants 1 MiB a stream: each 2 MiB body waits at least once.
-    let stalls = s.http2.as_ref().unwrap().send_stalls;
+    let stalls = s.streams.as_ref().unwrap().send_stalls;
     assert!(stalls >= 8, "send stalls: {stalls}");
     assert!(s.bytes.out_total >= 8 * size as u64, "{}", s.bytes.out_total);
 }
@@ -183,7 +183,7 @@ fn a_sweep_level_with_streams_gives_the_runs_figures() {
     assert_eq!(o.requests() - before, level.requests.total);
     for s in [&alone, level] {
         assert_eq!(s.requests.connections, 2);
-        assert_eq!(s.http2.as_ref().unwrap().streams_max, 10);
+        assert_eq!(s.streams.as_ref().unwrap().streams_max, 10);
     }
     let ratio = level.throughput_per_sec.unwrap() / alone.throughput_per_sec.unwrap();
     assert!((0.9..1.1).contains(&ratio), "sweep ÷ run throughput: {ratio}");
@@ -205,7 +205,7 @@ fn the_streams_flag_counts_connections_and_refuses_what_cannot_be() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["requests"]["connections"], 2);
     assert_eq!(v["requests"]["protocols"]["HTTP/2"], 2);
-    assert_eq!(v["http2"]["streams_max"], 10);
+    assert_eq!(v["streams"]["streams_max"], 10);
     let text = barrage().args(["run", &o.url(), "-c", "2", "--streams", "10", "-n", "100"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("closed loop, 2 connections × 10 streams"), "{text}");
@@ -353,7 +353,7 @@ fn nginx_caps_the_streams_and_the_report_says_so() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["requests"]["ok"], 300, "{}", v["errors"]);
     assert_eq!((o.requests(), nginx.logged(300)), (300, 300));
-    assert_eq!((v["http2"]["streams_max"].as_u64(), v["http2"]["stream_cap"].as_u64()), (Some(5), Some(5)));
+    assert_eq!((v["streams"]["streams_max"].as_u64(), v["streams"]["stream_cap"].as_u64()), (Some(5), Some(5)));
     assert_eq!(v["requests"]["stream_retries"], 0);
     let warnings = v["warnings"].as_array().unwrap();
     assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("allows 5 concurrent stream(s)")), "{warnings:?}");
@@ -406,7 +406,7 @@ fn nginx_choosing_http1_is_said_in_every_report() {
     let (_, v) = json_run(&["run", &h1, "--http2", "--cacert", &ca, "-c", "2", "-n", "40"]);
     assert_eq!(v["requests"]["ok"], 40);
     assert_eq!(v["requests"]["protocols"]["HTTP/1.1"], 2);
-    assert_eq!(v["http2"]["http1_fallbacks"], 2);
+    assert_eq!(v["streams"]["http1_fallbacks"], 2);
     assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(said)), "{v}");
     let (code, v) = json_run(&["run", &h1, "--streams", "4", "--cacert", &ca, "-c", "1", "-n", "8"]);
     assert_eq!(code, Some(3), "built on failure: {v}");
@@ -433,7 +433,7 @@ fn merged_runs_add_connections_and_keep_the_most_streams() {
             let mut p = h2_plan(&o.url(), crate::util::closed(c), streams, 1);
             p.requests = Some(100);
             let (file, s) = crate::util::run_in(dir.path(), &format!("s{streams}"), p);
-            assert_eq!(s.http2.as_ref().unwrap().streams_max, streams as u64);
+            assert_eq!(s.streams.as_ref().unwrap().streams_max, streams as u64);
             file
         })
         .collect();
@@ -441,6 +441,6 @@ fn merged_runs_add_connections_and_keep_the_most_streams() {
     assert_eq!(merged.requests.total, 200);
     assert_eq!(merged.requests.connections, 3);
     assert_eq!(merged.requests.protocols, [("HTTP/2".to_string(), 3)].into());
-    assert_eq!(merged.http2.as_ref().unwrap().streams_max, 8);
+    assert_eq!(merged.streams.as_ref().unwrap().streams_max, 8);
     assert_eq!(o.requests(), 200);
 }

@@ -33,9 +33,9 @@
 //! one, and the clock offset an orchestrator measured. Version 6 files read as unsplit runs
 //! started when they say (module `v6`).
 //!
-//! Version 8 added what HTTP/2 runs need: connections by the protocol the server agreed
-//! to (and how many fell back to HTTP/1.1), the most streams open at once on one
-//! connection, the server's stream limit when it was below `--streams`, flow-control
+//! Version 8 added what HTTP/2 and HTTP/3 runs need: connections by the protocol the
+//! server agreed to (and how many fell back to HTTP/1.1), the most streams open at once on
+//! one connection, the server's stream limit when it was below `--streams`, flow-control
 //! stalls each way, and requests sent again because the server had not processed them.
 //! Version 7 and 6 files read with them at 0 (module `v7`).
 

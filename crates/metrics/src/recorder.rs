@@ -76,20 +76,25 @@ pub struct Counts {
     pub protocols: [u64; PROTOCOL_COUNT],
     /// Connections on which HTTP/2 was asked and the server chose HTTP/1.1 by ALPN.
     pub http1_fallbacks: u64,
-    /// The most streams open at once on one HTTP/2 connection (merged as a maximum).
+    /// The most streams open at once on one HTTP/2 or HTTP/3 connection (merged as a
+    /// maximum).
     pub streams_max: u64,
-    /// The lowest `SETTINGS_MAX_CONCURRENT_STREAMS` a server sent that was below
-    /// `--streams`: requests above it waited for a stream. 0 when none was (merged as the
-    /// lowest of those that are not 0).
+    /// The lowest limit on concurrent streams a server set that was below `--streams`
+    /// (HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS`, QUIC's `initial_max_streams_bidi`):
+    /// requests above it waited for a stream. 0 when none was (merged as the lowest of
+    /// those that are not 0).
     pub stream_cap: u64,
-    /// HTTP/2 flow-control stalls sending: times a request body had data to send and no
-    /// window left (the server had not yet granted more).
+    /// Flow-control stalls sending: times a request body had data to send and no window
+    /// left (the server had not yet granted more). HTTP/3: the `STREAM_DATA_BLOCKED`
+    /// frames barrage sent.
     pub send_stalls: u64,
-    /// HTTP/2 flow-control stalls receiving: DATA frames that used up the whole window
-    /// barrage had granted (the server had to wait for a WINDOW_UPDATE).
+    /// Flow-control stalls receiving: HTTP/2 DATA frames that used up the whole window
+    /// barrage had granted (the server had to wait for a WINDOW_UPDATE); HTTP/3
+    /// `STREAM_DATA_BLOCKED` and `DATA_BLOCKED` frames the server sent.
     pub recv_stalls: u64,
     /// Requests sent once more on a new connection because the server had not processed
-    /// them: a stream refused (REFUSED_STREAM) or above a GOAWAY's last stream id. Each is
+    /// them: an HTTP/2 stream refused (REFUSED_STREAM) or above a GOAWAY's last stream id,
+    /// an HTTP/3 request rejected (H3_REQUEST_REJECTED) or stopped by a GOAWAY. Each is
     /// still one request in the other figures, its latency from the first try.
     pub stream_retries: u64,
 }
@@ -248,7 +253,7 @@ impl From<Counts> for CountsV3 {
     }
 }
 
-/// What one HTTP/2 connection saw of its streams since it was last asked.
+/// What one HTTP/2 or HTTP/3 connection saw of its streams since it was last asked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StreamFigures {
     /// The most streams open at once.
@@ -891,7 +896,7 @@ impl Recorder {
         self.counts.stream_retries += 1;
     }
 
-    /// Adds what an HTTP/2 connection saw since it was last asked.
+    /// Adds what an HTTP/2 or HTTP/3 connection saw since it was last asked.
     pub fn record_streams(&mut self, f: &StreamFigures) {
         let c = &mut self.counts;
         c.streams_max = c.streams_max.max(f.most_open);

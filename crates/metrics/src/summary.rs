@@ -116,29 +116,32 @@ pub struct RequestCounts {
     /// kept-alive one before answering anything; counted once above, latency from the first try.
     #[serde(default)]
     pub stale_retries: u64,
-    /// New HTTP connections by the protocol the server agreed to (`HTTP/1.1`, `HTTP/2`);
-    /// only those that had any.
+    /// New HTTP connections by the protocol the server agreed to (`HTTP/1.1`, `HTTP/2`,
+    /// `HTTP/3`); only those that had any.
     #[serde(default)]
     pub protocols: BTreeMap<String, u64>,
     /// Requests sent once more on a new connection because the server had not processed
-    /// them (HTTP/2: a refused stream, or one above a GOAWAY's last stream id); counted
-    /// once above, latency from the first try.
+    /// them (HTTP/2: a refused stream, or one above a GOAWAY's last stream id; HTTP/3: a
+    /// rejected request, or one a GOAWAY stopped); counted once above, latency from the
+    /// first try.
     #[serde(default)]
     pub stream_retries: u64,
 }
 
-/// How HTTP/2 connections carried their streams.
+/// How multiplexed connections (HTTP/2 and HTTP/3) carried their streams.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Http2Summary {
+pub struct StreamSummary {
     /// The most streams open at once on one connection (of any of merged runs).
     pub streams_max: u64,
-    /// The lowest limit on concurrent streams a server set (its
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS`) when it was below `--streams`: requests above it
-    /// waited for a stream. `None` when no server capped them.
+    /// The lowest limit on concurrent streams a server set when it was below `--streams`
+    /// (HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS`, QUIC's `initial_max_streams_bidi`):
+    /// requests above it waited for a stream. `None` when no server capped them.
     pub stream_cap: Option<u64>,
-    /// Flow-control stalls sending: times a request body had data to send and no window.
+    /// Flow-control stalls sending: times a request body had data to send and no window
+    /// (HTTP/3: the `STREAM_DATA_BLOCKED` frames barrage sent).
     pub send_stalls: u64,
-    /// Flow-control stalls receiving: DATA frames that used up the window barrage granted.
+    /// Flow-control stalls receiving: HTTP/2 DATA frames that used up the window barrage
+    /// granted; HTTP/3 `STREAM_DATA_BLOCKED` and `DATA_BLOCKED` frames the server sent.
     pub recv_stalls: u64,
     /// Connections on which HTTP/2 was asked and the server chose HTTP/1.1 (ALPN).
     pub http1_fallbacks: u64,
@@ -506,10 +509,10 @@ pub struct RunSummary {
     /// finished requests, their corrected latency and an example reply; empty for HTTP.
     #[serde(default)]
     pub replies: Vec<GroupSummary>,
-    /// HTTP/2's streams, stalls and fallbacks; `None` when no connection spoke HTTP/2 and
-    /// none was asked to.
+    /// The streams of multiplexed connections, their stalls, and HTTP/2's fallbacks; `None`
+    /// when no connection spoke HTTP/2 or HTTP/3 and none was asked to speak HTTP/2.
     #[serde(default)]
-    pub http2: Option<Http2Summary>,
+    pub streams: Option<StreamSummary>,
     /// Per backend, by requests, from the backend header of each response.
     pub backends: Vec<BackendSummary>,
     /// Jain's fairness index of the responses over the backends (1 = even, 1/n = all on
@@ -1093,7 +1096,7 @@ fn build(
     s.urls = s.urls.iter().map(|u| redaction.url(u).into_owned()).collect();
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
-    s.http2 = http2_summary(&total.counts);
+    s.streams = stream_summary(&total.counts);
     let attack = s.duration.attack_s;
     let run = s.duration.total_s;
     s.rate_per_sec = per_sec(total.counts.sent, total.counts.sent, attack);
@@ -1153,7 +1156,7 @@ fn build(
     }
     s.warnings.extend(flow_check(&s));
     s.warnings.extend(reply_check(&s));
-    s.warnings.extend(http2_check(&s));
+    s.warnings.extend(stream_check(&s));
     s.warnings.extend(self_check(&s));
     s
 }
@@ -1384,12 +1387,14 @@ fn counts(total: &Recorder) -> RequestCounts {
     }
 }
 
-/// HTTP/2's figures, when any connection spoke it or was asked to.
-fn http2_summary(c: &crate::recorder::Counts) -> Option<Http2Summary> {
-    if c.protocols[Protocol::Http2 as usize] == 0 && c.http1_fallbacks == 0 {
+/// The streams' figures, when any connection spoke HTTP/2 or HTTP/3 or was asked to speak
+/// HTTP/2.
+fn stream_summary(c: &crate::recorder::Counts) -> Option<StreamSummary> {
+    let multiplexed = c.protocols[Protocol::Http2 as usize] + c.protocols[Protocol::Http3 as usize];
+    if multiplexed == 0 && c.http1_fallbacks == 0 {
         return None;
     }
-    Some(Http2Summary {
+    Some(StreamSummary {
         streams_max: c.streams_max,
         stream_cap: (c.stream_cap > 0).then_some(c.stream_cap),
         send_stalls: c.send_stalls,
@@ -1398,10 +1403,11 @@ fn http2_summary(c: &crate::recorder::Counts) -> Option<Http2Summary> {
     })
 }
 
-/// What the HTTP/2 figures warn of: a server that chose HTTP/1.1 when HTTP/2 was asked,
-/// and one that allowed fewer streams than asked.
-fn http2_check(s: &RunSummary) -> Vec<String> {
-    let Some(h) = &s.http2 else { return Vec::new() };
+/// What the streams' figures warn of: a server that chose HTTP/1.1 when HTTP/2 was asked,
+/// and one that allowed fewer streams than asked (named by the setting of the protocol
+/// that said so).
+fn stream_check(s: &RunSummary) -> Vec<String> {
+    let Some(h) = &s.streams else { return Vec::new() };
     let mut out = Vec::new();
     if h.http1_fallbacks > 0 {
         out.push(format!(
@@ -1410,8 +1416,14 @@ fn http2_check(s: &RunSummary) -> Vec<String> {
         ));
     }
     if let Some(cap) = h.stream_cap {
+        let by = |p: Protocol| s.requests.protocols.contains_key(p.name());
+        let setting = match (by(Protocol::Http2), by(Protocol::Http3)) {
+            (true, false) => "SETTINGS_MAX_CONCURRENT_STREAMS",
+            (false, true) => "QUIC's initial_max_streams_bidi",
+            _ => "HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS or QUIC's initial_max_streams_bidi",
+        };
         out.push(format!(
-            "the server allows {cap} concurrent stream(s) per connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams asked: at most {} were in use on one connection, and requests above the limit waited for a stream (in their latency, in no phase)",
+            "the server allows {cap} concurrent stream(s) per connection ({setting}), fewer than --streams asked: at most {} were in use on one connection, and requests above the limit waited for a stream (in their latency, in no phase)",
             h.streams_max
         ));
     }
@@ -1660,5 +1672,33 @@ mod tests {
         assert_eq!(p.per_request_us, p.total_us / 4_080.0);
         assert!((p.per_request_us - 19.6).abs() < 0.1, "{p:?}");
         assert_eq!(phase_stats(&crate::recorder::new_histogram(), 0), PhaseStats::default());
+    }
+
+    /// A server's limit on streams is named by the setting of the protocol that set it,
+    /// both when merged runs spoke both; no limit, no warning.
+    #[test]
+    fn a_stream_cap_is_named_by_its_protocols_setting() {
+        let with = |protocols: &[&str], cap| {
+            let mut s = RunSummary::default();
+            s.requests.protocols = protocols.iter().map(|p| (p.to_string(), 1)).collect();
+            s.streams = Some(StreamSummary { streams_max: 5, stream_cap: cap, ..Default::default() });
+            stream_check(&s)
+        };
+        let table = [
+            (&["HTTP/2"][..], "(SETTINGS_MAX_CONCURRENT_STREAMS)"),
+            (&["HTTP/3"][..], "(QUIC's initial_max_streams_bidi)"),
+            (
+                &["HTTP/2", "HTTP/3"][..],
+                "(HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS or QUIC's initial_max_streams_bidi)",
+            ),
+        ];
+        for (protocols, setting) in table {
+            let warnings = with(protocols, Some(5));
+            assert_eq!(warnings.len(), 1, "{protocols:?}");
+            assert!(
+                warnings[0].starts_with(&format!("the server allows 5 concurrent stream(s) per connection {setting}"))
+            );
+        }
+        assert!(with(&["HTTP/3"], None).is_empty());
     }
 }

@@ -88,16 +88,18 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     put("stale_connection_retries", Cell::from(s.requests.stale_retries));
     put("connections", Cell::from(s.requests.connections));
     for (protocol, n) in &s.requests.protocols {
-        // HTTP/1.1 and HTTP/2 as connections_http1_1 and connections_http2.
+        // HTTP/1.1, HTTP/2 and HTTP/3 as connections_http1_1, connections_http2 and
+        // connections_http3.
         put(&format!("connections_{}", protocol.to_lowercase().replace('/', "").replace('.', "_")), Cell::from(*n));
     }
     put("stream_retries", Cell::from(s.requests.stream_retries));
-    if let Some(h) = &s.http2 {
-        put("http2_streams_max", Cell::from(h.streams_max));
-        put("http2_stream_cap", Cell::from(h.stream_cap.map(|c| c as f64)));
-        put("http2_send_stalls", Cell::from(h.send_stalls));
-        put("http2_recv_stalls", Cell::from(h.recv_stalls));
-        put("http2_http1_fallbacks", Cell::from(h.http1_fallbacks));
+    // The JSON's `streams` object, its keys as they are there.
+    if let Some(h) = &s.streams {
+        put("streams_max", Cell::from(h.streams_max));
+        put("stream_cap", Cell::from(h.stream_cap.map(|c| c as f64)));
+        put("send_stalls", Cell::from(h.send_stalls));
+        put("recv_stalls", Cell::from(h.recv_stalls));
+        put("http1_fallbacks", Cell::from(h.http1_fallbacks));
     }
     put("rate_per_sec", Cell::from(s.rate_per_sec));
     put("throughput_per_sec", Cell::from(s.throughput_per_sec));

@@ -469,13 +469,13 @@ fn run_body(s: &RunSummary) -> String {
     if r.stale_retries > 0 {
         items.push(("stale connection retries", thousands(r.stale_retries), false));
     }
-    let http2: Vec<(String, String)> = crate::sections::http2_rows(s)
+    let streams: Vec<(String, String)> = crate::sections::stream_rows(s)
         .into_iter()
         .flat_map(|[a, x, b, y]| [(a, x), (b, y)])
         .filter(|(label, _)| !label.is_empty())
         .map(|(label, value)| (label.trim().to_string(), value))
         .collect();
-    items.extend(http2.iter().map(|(label, value)| (label.as_str(), value.clone(), false)));
+    items.extend(streams.iter().map(|(label, value)| (label.as_str(), value.clone(), false)));
     if let Some(f) = &s.flows_total {
         items.push(("flows", thousands(f.flows), false));
         items.push(("flow success", percent(f.success_ratio), f.failed > 0));

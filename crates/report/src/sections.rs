@@ -8,7 +8,7 @@
 use crate::text::{percent, rate, secs, us, Align, Table};
 use barrage_metrics::summary::{FlowSummary, GroupSummary, RunSummary};
 use barrage_metrics::units::fmt_us;
-use barrage_metrics::Phase;
+use barrage_metrics::{Phase, Protocol};
 
 /// URLs a report's header lists; the others are counted. A targets file of thousands of
 /// entries would otherwise push everything else pages down.
@@ -122,16 +122,16 @@ fn small_us(v: f64) -> String {
     }
 }
 
-/// HTTP/2's figures as rows of two label and value pairs (the Requests table of the text
-/// report; the HTML one's key figures take the pairs): connections by protocol, streams in
-/// use, flow-control stalls and unprocessed stream retries, each when there is something
-/// to say.
-pub(crate) fn http2_rows(s: &RunSummary) -> Vec<[String; 4]> {
+/// The figures of multiplexed connections (HTTP/2 and HTTP/3) as rows of two label and
+/// value pairs (the Requests table of the text report; the HTML one's key figures take the
+/// pairs): connections by protocol, streams in use, flow-control stalls and unprocessed
+/// stream retries, each when there is something to say.
+pub(crate) fn stream_rows(s: &RunSummary) -> Vec<[String; 4]> {
     let r = &s.requests;
     let pair = |label: &str, value: String| (format!("  {label}"), value);
     let none = || (String::new(), String::new());
     let mut rows = Vec::new();
-    if let Some(h) = &s.http2 {
+    if let Some(h) = &s.streams {
         let protocols: Vec<_> =
             r.protocols.iter().map(|(p, n)| pair(&format!("{p} connections"), thousands(*n))).collect();
         for two in protocols.chunks(2) {
@@ -152,13 +152,6 @@ pub(crate) fn http2_rows(s: &RunSummary) -> Vec<[String; 4]> {
     rows.into_iter().map(|((a, x), (b, y))| [a, x, b, y]).collect()
 }
 
-/// Whether the run spoke HTTP/3 (`--http3`), as its settings say. Every connection of such a
-/// run is HTTP/3: QUIC offers nothing else to fall back to, so the settings tell the
-/// protocol of each one.
-pub(crate) fn http3(s: &RunSummary) -> bool {
-    s.settings.pointer("/plan/http3") == Some(&serde_json::Value::Bool(true))
-}
-
 /// Why a phase has no measurement in `s`, from what the summary knows: the targets'
 /// schemes and hosts, the connections opened and the errors.
 pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
@@ -175,7 +168,9 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
     }
     // QUIC carries TLS inside its handshake, timed whole as `connect`; its request leaves
     // from quinn's stream buffer, in packets the connection builds later.
-    let quic = http3(s);
+    let only = |p: Protocol| s.requests.protocols.len() == 1 && s.requests.protocols.contains_key(p.name());
+    let quic = only(Protocol::Http3);
+    let multiplexed = !s.requests.protocols.is_empty() && !s.requests.protocols.contains_key(Protocol::Http1.name());
     if quic && phase == Phase::Tls.name() {
         return "part of connect over HTTP/3 (the QUIC handshake carries TLS)".into();
     }
@@ -188,9 +183,13 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
         (0, true) => return "no new connection was opened".into(),
         _ => {}
     }
-    let only_h2 = s.requests.protocols.len() == 1 && s.requests.protocols.contains_key("HTTP/2");
     match phase {
-        "send" if only_h2 => "HTTP/2 (a stream's writes share its connection's; wait runs from its opening)".into(),
+        "send" if only(Protocol::Http2) => {
+            "HTTP/2 (a stream's writes share its connection's; wait runs from its opening)".into()
+        }
+        "send" if multiplexed => {
+            "HTTP/2 and HTTP/3 (a stream's writes share its connection's; wait runs from its opening)".into()
+        }
         "dns" => "host names pinned by --resolve (no DNS)".into(),
         "tls" if s.errors.iter().any(|e| e.kind == "tls") => format!("every TLS handshake failed ({failed})"),
         "connect" | "tls" => "no new connection was timed".into(),
@@ -477,10 +476,11 @@ mod tests {
                 .collect();
             s
         };
-        let quic = |mut s: RunSummary| {
-            s.settings = serde_json::json!({"plan": {"http3": true}});
+        let spoke = |mut s: RunSummary, protocols: &[&str]| {
+            s.requests.protocols = protocols.iter().map(|p| (p.to_string(), 1)).collect();
             s
         };
+        let quic = |s| spoke(s, &["HTTP/3"]);
         let cases = [
             (base("http://127.0.0.1/", 2, &[]), "tls", "no TLS (http)"),
             (base("https://127.0.0.1/", 2, &[]), "dns", "IP literal (no DNS)"),
@@ -508,6 +508,16 @@ mod tests {
                 quic(base("https://127.0.0.1/", 2, &[])),
                 "send",
                 "HTTP/3 does not tell when a request left (QUIC sends from its own buffer)",
+            ),
+            (
+                spoke(base("https://127.0.0.1/", 2, &[]), &["HTTP/2"]),
+                "send",
+                "HTTP/2 (a stream's writes share its connection's; wait runs from its opening)",
+            ),
+            (
+                spoke(base("https://127.0.0.1/", 2, &[]), &["HTTP/2", "HTTP/3"]),
+                "send",
+                "HTTP/2 and HTTP/3 (a stream's writes share its connection's; wait runs from its opening)",
             ),
         ];
         for (s, phase, want) in cases {

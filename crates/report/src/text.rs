@@ -276,7 +276,7 @@ fn requests(s: &RunSummary) -> String {
     if r.stale_retries > 0 {
         t.row(["  stale connection retries".to_string(), r.stale_retries.to_string(), String::new(), String::new()]);
     }
-    for row in sections::http2_rows(s) {
+    for row in sections::stream_rows(s) {
         t.row(row);
     }
     t.render(Paint { on: false })

@@ -68,12 +68,12 @@ fn stale_connection_retries_are_shown_when_there_were_any() {
 /// unprocessed stream retries) and its warnings show in every format, and the JSON keeps
 /// to the schema.
 #[test]
-fn http2_figures_are_shown_in_every_format() {
+fn stream_figures_are_shown_in_every_format() {
     let (_dir, _, mut s) = fixture();
     assert!(!barrage_report::text(&s, false).contains("streams in use"));
     s.requests.protocols = [("HTTP/1.1".to_string(), 1), ("HTTP/2".to_string(), 3)].into();
     s.requests.stream_retries = 4;
-    s.http2 = Some(barrage_metrics::summary::Http2Summary {
+    s.streams = Some(barrage_metrics::summary::StreamSummary {
         streams_max: 5,
         stream_cap: Some(5),
         send_stalls: 2,
@@ -91,8 +91,8 @@ fn http2_figures_are_shown_in_every_format() {
     let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
     assert_eq!(json["requests"]["protocols"]["HTTP/2"], 3);
     assert_eq!(json["requests"]["stream_retries"], 4);
-    assert_eq!((json["http2"]["streams_max"].as_u64(), json["http2"]["stream_cap"].as_u64()), (Some(5), Some(5)));
-    assert_eq!((json["http2"]["send_stalls"].as_u64(), json["http2"]["recv_stalls"].as_u64()), (Some(2), Some(9)));
+    assert_eq!((json["streams"]["streams_max"].as_u64(), json["streams"]["stream_cap"].as_u64()), (Some(5), Some(5)));
+    assert_eq!((json["streams"]["send_stalls"].as_u64(), json["streams"]["recv_stalls"].as_u64()), (Some(2), Some(9)));
     assert!(json["warnings"].as_array().unwrap().iter().any(|w| w == warning));
     let validator = jsonschema::draft202012::new(&schema()).expect("the schema compiles");
     let errors: Vec<String> = validator.iter_errors(&json).map(|e| format!("{}: {e}", e.instance_path)).collect();
@@ -109,11 +109,44 @@ fn http2_figures_are_shown_in_every_format() {
     use barrage_report::Cell;
     assert_eq!(value("connections_http2"), Cell::from(3u64));
     assert_eq!(value("connections_http1_1"), Cell::from(1u64));
-    assert_eq!(value("http2_stream_cap"), Cell::from(5u64));
-    assert_eq!(value("http2_recv_stalls"), Cell::from(9u64));
-    assert_eq!(value("http2_http1_fallbacks"), Cell::from(1u64));
+    assert_eq!(value("stream_cap"), Cell::from(5u64));
+    assert_eq!(value("recv_stalls"), Cell::from(9u64));
+    assert_eq!(value("http1_fallbacks"), Cell::from(1u64));
     assert_eq!(value("stream_retries"), Cell::from(4u64));
     assert!(sheet.rows.iter().any(|r| r[0] == Cell::from("warning") && r[1] == Cell::from(warning)));
+}
+
+/// An HTTP/3 run's connections and streams show the way HTTP/2's do, in the same rows,
+/// keys and columns of every format: no row of HTTP/3's own.
+#[test]
+fn http3_connections_and_streams_are_shown_as_http2s_are() {
+    let (_dir, _, mut s) = fixture();
+    s.requests.protocols = [("HTTP/3".to_string(), 4)].into();
+    s.streams = Some(barrage_metrics::summary::StreamSummary {
+        streams_max: 100,
+        stream_cap: Some(100),
+        send_stalls: 0,
+        recv_stalls: 3,
+        http1_fallbacks: 0,
+    });
+    let text = barrage_report::text(&s, false);
+    assert_eq!(row(&text, "HTTP/3 connections"), ["HTTP/3", "connections", "4"]);
+    assert_eq!(row(&text, "streams in use"), ["streams", "in", "use", "(most)", "100", "(server", "allows", "100)"]);
+    assert_eq!(row(&text, "flow-control stalls sending")[3..], ["0", "flow-control", "stalls", "receiving", "3"]);
+    let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    assert_eq!(json["requests"]["protocols"], serde_json::json!({"HTTP/3": 4}));
+    assert_eq!(json["streams"]["stream_cap"], 100);
+    let validator = jsonschema::draft202012::new(&schema()).expect("the schema compiles");
+    assert!(validator.is_valid(&json));
+    let html = barrage_report::html(&barrage_report::Page::Run(&s));
+    for shown in ["HTTP/3 connections", "streams in use (most)"] {
+        assert!(html.contains(shown), "{shown}");
+    }
+    let sheet = barrage_report::summary_sheet(&s);
+    let has = |metric: &str, value: barrage_report::Cell| {
+        sheet.rows.iter().any(|r| r[0] == barrage_report::Cell::from(metric) && r[1] == value)
+    };
+    assert!(has("connections_http3", 4u64.into()) && has("stream_cap", 100u64.into()), "{sheet:?}");
 }
 
 fn schema() -> serde_json::Value {
