@@ -173,3 +173,215 @@ fn request_bodies_go_up_whole_in_data_frames() {
     );
     assert_eq!(o.requests(), 4);
 }
+
+/// The origin's fixed delay for the multiplexed runs: long enough that the streams of two
+/// connections are what limits the throughput, short enough for a test.
+const DELAY: Duration = Duration::from_millis(50);
+
+/// What every multiplexed HTTP/3 run against the delayed origin `o` must show: every
+/// request the origin counted is one barrage counted, each connection opened once (one
+/// QUIC handshake, by the origin's count, and one connect phase), all of them HTTP/3, each
+/// stream waiting the delay, no server limit met.
+fn check_multiplexed(s: &RunSummary, o: &RunningServer, connections: u64) {
+    assert_eq!(s.requests.ok, s.requests.total, "{:?}", s.errors);
+    assert_eq!(o.requests(), s.requests.total, "the origin's own count");
+    assert_eq!(s.requests.connections, connections);
+    assert_eq!(s.requests.protocols, [("HTTP/3".to_string(), connections)].into());
+    assert_eq!(phase(s, "connect").count, connections, "connect once per connection");
+    assert_eq!(o.handshakes(), Some(Handshakes { tls: 0, quic: connections, resumed: 0 }));
+    let wait = phase(s, "wait");
+    assert_eq!(wait.count, s.requests.total);
+    // Each stream waits the delay (the origin's timer wakes up to a few ms late on a busy
+    // machine), not the delay times the streams ahead of it.
+    let delay = DELAY.as_micros() as u64;
+    assert!((delay..delay + 20_000).contains(&wait.p50_us), "wait p50 {} µs", wait.p50_us);
+    let streams = s.streams.as_ref().expect("the streams' figures");
+    assert_eq!((streams.stream_cap, streams.http1_fallbacks, streams.send_stalls), (None, 0, 0));
+    assert_eq!((s.requests.stream_retries, s.requests.stale_retries), (0, 0));
+    assert!(!s.warnings.iter().any(|w| w.contains("stream")), "{:?}", s.warnings);
+}
+
+/// `-c 2 --streams 10` over HTTP/3 against the origin's 50 ms: 20 requests in flight on
+/// exactly 2 QUIC connections, 10 at once on each, so 2 × 10 / 50 ms = 400 requests a
+/// second (one at a time per connection would give 40).
+#[test]
+fn closed_loop_streams_share_each_quic_connection_ten_at_once() {
+    let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), ..Default::default() });
+    let mut p = h3_plan(&o, "/", 2, 800);
+    (p.streams, p.threads) = (10, 2);
+    let s = run(p);
+    assert_eq!(s.requests.total, 800);
+    check_multiplexed(&s, &o, 2);
+    assert_eq!(s.streams.as_ref().unwrap().streams_max, 10, "requests in flight on one connection");
+    // 2 s at the ideal rate; a busy machine's late timers and the last responses' wait cost
+    // up to a fifth of it.
+    let ideal = 2.0 * 10.0 / DELAY.as_secs_f64();
+    let got = s.throughput_per_sec.unwrap();
+    assert!((0.8 * ideal..=1.02 * ideal).contains(&got), "{got:.0}/s, ideal {ideal:.0}/s");
+}
+
+/// Open loop at 300 a second against the 50 ms origin: 15 in flight need both connections
+/// of `--connections 2 --streams 10` (20 slots), and there are no more; the schedule is
+/// kept (a busy machine's slow timer may make a few requests late, counted).
+#[test]
+fn open_loop_streams_keep_the_rate_on_the_quic_connections_asked() {
+    let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), ..Default::default() });
+    let mut p = h3_plan(&o, "/", 1, 600);
+    p.load = barrage_engine::Load::Open { pacer: barrage_engine::Pacer::Constant { rate: 300.0 }, max_in_flight: 20 };
+    (p.streams, p.threads) = (10, 1);
+    let s = run(p);
+    assert_eq!(s.requests.total, 600);
+    check_multiplexed(&s, &o, 2);
+    assert!(s.requests.late <= 30, "20 slots for 15 in flight: {} late", s.requests.late);
+    let rate = s.rate_per_sec.unwrap();
+    assert!((rate - 300.0).abs() < 3.0, "offered {rate:.1}/s");
+    let most = s.streams.as_ref().unwrap().streams_max;
+    assert!((8..=10).contains(&most), "streams in use: {most}");
+}
+
+/// An origin that takes 5 streams a connection (QUIC's initial_max_streams_bidi) and
+/// `--streams 8`: the requests above 5 wait for a stream rather than fail or hang, 5 are
+/// in use at most, so one connection serves at most 5 / 50 ms = 100 a second, not 160; the
+/// report says the server capped the streams and what it allows, and the origin counted
+/// what barrage did.
+#[test]
+fn a_server_allowing_fewer_streams_makes_the_rest_wait_and_is_said() {
+    let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), max_streams: 5, ..Default::default() });
+    let mut p = h3_plan(&o, "/", 1, 100);
+    p.streams = 8;
+    let s = run(p);
+    assert_eq!((s.requests.ok, o.requests()), (100, 100), "{:?}", s.errors);
+    assert_eq!(s.requests.connections, 1);
+    let streams = s.streams.as_ref().unwrap();
+    assert_eq!((streams.stream_cap, streams.streams_max), (Some(5), 5));
+    let said = "the server allows 5 concurrent stream(s) per connection (QUIC's initial_max_streams_bidi)";
+    assert!(s.warnings.iter().any(|w| w.contains(said)), "{:?}", s.warnings);
+    // A stream comes back to barrage once the server has freed it (after barrage's ACK of
+    // its end), so a little under 100 a second; 8 streams would give 160.
+    let got = s.throughput_per_sec.unwrap();
+    assert!((50.0..=105.0).contains(&got), "{got:.0}/s for 5 streams of 50 ms");
+    // The wait for a stream is in the latency, not in the wait phase.
+    assert!(s.latency.corrected.p99_us > phase(&s, "wait").p99_us, "{:?}", s.latency);
+}
+
+/// A request the origin resets is classified by its HTTP/3 code: H3_REQUEST_CANCELLED as
+/// `reset`, H3_GENERAL_PROTOCOL_ERROR as `protocol`, each sent once (a reset stream is no
+/// stale connection), the connection kept for the next, with a stream each or four;
+/// H3_REQUEST_REJECTED was not processed (RFC 9114 4.1.1), so it goes once more on a new
+/// connection, counted: the origin saw each twice.
+#[test]
+fn reset_streams_are_classified_and_rejected_ones_retried_once() {
+    let o = h3_origin(ServeConfig::default());
+    let table = [
+        ("cancel", "reset", "H3_REQUEST_CANCELLED", 4),
+        ("protocol_error", "protocol", "H3_GENERAL_PROTOCOL_ERROR", 4),
+        ("cancel", "reset", "H3_REQUEST_CANCELLED", 1),
+    ];
+    for (reason, kind, code, streams) in table {
+        let before = o.requests();
+        let mut p = h3_plan(&o, &format!("/reset/{reason}"), 1, 12);
+        p.streams = streams;
+        let s = run(p);
+        assert_eq!(errors_of(&s, kind), 12, "{reason}: {:?}", s.errors);
+        assert!(s.errors[0].example.contains(code), "{}", s.errors[0].example);
+        assert_eq!((s.requests.stream_retries, s.requests.stale_retries), (0, 0), "{reason}");
+        assert_eq!((o.requests() - before, s.requests.connections), (12, 1), "{reason} × {streams}");
+    }
+    let before = o.requests();
+    let mut p = h3_plan(&o, "/reset/refused_stream", 1, 12);
+    p.streams = 4;
+    let s = run(p);
+    assert_eq!(errors_of(&s, "reset"), 12, "{:?}", s.errors);
+    assert!(s.errors[0].example.contains("H3_REQUEST_REJECTED"), "{}", s.errors[0].example);
+    assert_eq!(s.requests.stream_retries, 12);
+    assert_eq!(o.requests() - before, 24, "each rejected request went once more");
+}
+
+/// Flow control, from QUIC's own BLOCKED frames: a 2 MiB body against the origin's stream
+/// window (quinn's 1.25 MB) waits for more window at least once each (barrage says so in
+/// STREAM_DATA_BLOCKED); 4 MiB answers against barrage's 1 MiB window make the origin say
+/// it is blocked.
+#[test]
+fn bodies_beyond_a_window_count_flow_control_stalls() {
+    let o = h3_origin(ServeConfig::default());
+    let size = 2 << 20;
+    let mut p = h3_plan(&o, "/upload", 1, 8);
+    p.streams = 4;
+    for t in &mut p.targets {
+        t.method = http::Method::PUT;
+        t.body = bytes::Bytes::from(vec![7u8; size]);
+    }
+    let s = run(p);
+    assert_eq!((s.requests.ok, o.requests()), (8, 8), "{:?}", s.errors);
+    let stalls = s.streams.as_ref().unwrap().send_stalls;
+    assert!(stalls >= 8, "send stalls: {stalls}");
+    assert!(s.bytes.out_total >= 8 * size as u64, "{}", s.bytes.out_total);
+    let mut p = h3_plan(&o, "/bytes/4m", 1, 4);
+    p.streams = 2;
+    let s = run(p);
+    assert_eq!(s.requests.ok, 4, "{:?}", s.errors);
+    assert!(s.streams.as_ref().unwrap().recv_stalls >= 1, "{:?}", s.streams);
+    assert!(s.bytes.in_total >= 4 * (4 << 20), "{}", s.bytes.in_total);
+}
+
+/// The command line: `--http3 -c 2 --streams 10` is 2 QUIC connections of 10 streams, in
+/// the header and the figures, and every output says the connections were HTTP/3 the way
+/// it says HTTP/2's; what cannot be is refused with exit 2.
+#[test]
+fn the_streams_flag_over_http3_counts_quic_connections_in_every_report() {
+    let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), ..Default::default() });
+    let ca = o.ca_path().unwrap().to_str().unwrap().to_string();
+    let url = o.url();
+    let dir = tempfile::tempdir().unwrap();
+    let (html, csv, xlsx, file) =
+        (dir.path().join("r.html"), dir.path().join("csv"), dir.path().join("r.xlsx"), dir.path().join("r.brg"));
+    let run = ["run", "--http3", "--cacert", &ca, "-c", "2", "--streams", "10", "-n", "200", &url];
+    let out = crate::util::barrage()
+        .args(run)
+        .arg("--html")
+        .arg(&html)
+        .arg("--csv-dir")
+        .arg(&csv)
+        .arg("--xlsx")
+        .arg(&xlsx)
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}{text}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("closed loop, 2 connections × 10 streams"), "{text}");
+    let row = |label: &str| text.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or("").to_string();
+    assert_eq!(row("HTTP/3 connections").split_whitespace().collect::<Vec<_>>(), ["HTTP/3", "connections", "2"]);
+    assert!(row("streams in use (most)").trim_end().ends_with(" 10"), "{text}");
+    let json = crate::util::barrage().arg("report").arg(&file).args(["--format", "json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!((v["requests"]["ok"].as_u64(), v["requests"]["connections"].as_u64()), (Some(200), Some(2)));
+    assert_eq!(v["requests"]["protocols"], serde_json::json!({"HTTP/3": 2}));
+    assert_eq!(v["streams"]["streams_max"], 10);
+    assert!(std::fs::read_to_string(&html).unwrap().contains("HTTP/3 connections"));
+    let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+    assert!(summary.lines().any(|l| l == "connections_http3,2"), "{summary}");
+    assert!(summary.lines().any(|l| l == "streams_max,10"), "{summary}");
+    // The workbook is the same sheets: the figure's name among its strings.
+    if crate::util::require("unzip", std::process::Command::new("unzip").arg("-v").output().is_ok()) {
+        let unzipped = std::process::Command::new("unzip").arg("-p").arg(&xlsx).output().unwrap();
+        assert!(String::from_utf8_lossy(&unzipped.stdout).contains("connections_http3"));
+    }
+    assert_eq!(o.requests(), 200);
+    for (args, why) in [
+        (vec!["--http2"], "--http2"),
+        (vec!["--streams", "4", "--no-keepalive"], "--no-keepalive opens one per request"),
+        (vec!["--streams", "4", "--rate", "10", "--max-in-flight", "10"], "give a multiple of 4 such as 8"),
+    ] {
+        let out = crate::util::barrage()
+            .args(["run", "--http3", "--cacert", &ca, &url, "-n", "1"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    assert_eq!(o.requests(), 200, "nothing sent by a refused run");
+}

@@ -298,7 +298,7 @@ const RUN_EXAMPLES: &str = "Examples:
   barrage run -n 1000 -c 50 URL                                        1000 requests by 50 workers (hey)
   barrage run -c 1 --no-keepalive -n 100 https://host/ --cacert ca.pem one new TLS connection per request
   barrage run -c 10 --streams 100 -d 10s URL                           HTTP/2, 10 connections × 100 streams (h2load -c10 -m100)
-  barrage run --http3 -c 8 -d 10s https://host:8443/ --cacert ca.pem   HTTP/3 over QUIC (UDP 8443)
+  barrage run --http3 -c 8 --streams 10 -d 10s https://host:8443/ --cacert ca.pem   HTTP/3 over QUIC (UDP 8443), 8 connections × 10 streams
   barrage run --rate 500 -d 1m -o run.brg --format json URL            keep the results file, print JSON
   barrage run --rate 30000 -d 1m --shard 0/3 --start-at 1795467600 -o s0.brg URL   shard 0 of 3 (then 1/3, 2/3)";
 
@@ -446,9 +446,10 @@ pub struct ConnectionArgs {
     /// HTTP/1.1 by ALPN, the report says so.
     #[arg(long, help_heading = "Connections")]
     pub http2: bool,
-    /// HTTP/2 streams per connection, as h2load's -m: each connection carries N requests at
-    /// once (implies --http2). -c counts connections: `-c 10 --streams 10` keeps 100
-    /// requests in flight on 10 connections; open loop, --connections × N. [default: 1]
+    /// Streams per connection, as h2load's -m: each connection carries N requests at once,
+    /// over HTTP/2 (implied) or HTTP/3 with --http3. -c counts connections: `-c 10 --streams
+    /// 10` keeps 100 requests in flight on 10 connections; open loop, --connections × N.
+    /// [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=barrage_plan::limits::MAX_STREAMS as i64), help_heading = "Connections")]
     pub streams: Option<u32>,
     /// HTTP/3: QUIC over UDP to the URL's host and port (https:// only), ALPN h3, full

@@ -190,7 +190,8 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         duration,
         requests: l.requests,
         keepalive: !c.no_keepalive,
-        http2: c.http2 || c.streams.is_some(),
+        // --streams multiplexes HTTP/2 unless HTTP/3 is asked for.
+        http2: c.http2 || (c.streams.is_some() && !c.http3),
         streams,
         http3: c.http3,
         tls: TlsOptions { cacert: c.cacert.clone(), insecure: c.insecure },

@@ -30,7 +30,8 @@ pub struct Failure {
     /// Nothing of the response had arrived when the request failed.
     pub unanswered: bool,
     /// The server said it did not process the request (HTTP/2: it refused the stream, or
-    /// the stream was above its GOAWAY's last stream id): safe to send again.
+    /// the stream was above its GOAWAY's last stream id; HTTP/3: it rejected the request,
+    /// or a GOAWAY came before it went): safe to send again.
     pub unprocessed: bool,
 }
 
@@ -97,7 +98,7 @@ pub struct Connector {
     tls: Option<Arc<rustls::ClientConfig>>,
     http2: bool,
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
-    /// for them).
+    /// for them; HTTP/3's are in `quic`).
     streams: u32,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
     pub(crate) quic: Option<crate::http::h3::Quic>,
@@ -119,7 +120,7 @@ impl Connector {
         };
         let tls = if needs_tls || plan.http3 { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
         let quic = match (&tls, plan.http3) {
-            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone())?),
+            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone(), plan.streams)?),
             _ => None,
         };
         Ok(Connector {

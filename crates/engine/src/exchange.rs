@@ -607,10 +607,10 @@ impl Slot {
 
     fn failed(&mut self, w: &Worker, f: Failure) -> Done<'static> {
         // A connection that failed a request is not trusted with the next one, unless it is
-        // an HTTP/2 one still up: a stream's failure (a reset, or a timeout, which cancels
-        // the stream) leaves the connection and its other streams as they were.
+        // an HTTP/2 or HTTP/3 one still up: a stream's failure (a reset, or a timeout, which
+        // cancels the stream) leaves the connection and its other streams as they were.
         let keep = match &mut self.conn {
-            Some((_, c @ Conn::H2(_))) => c.usable(),
+            Some((_, c @ (Conn::H2(_) | Conn::H3(_)))) => c.usable(),
             _ => false,
         };
         if !keep {
@@ -635,8 +635,8 @@ impl Slot {
             // idle, or on reading this request): the request goes once more on a new
             // connection, as browsers and hyper's pool do, if nothing of it went out or its
             // method is idempotent. A request the server says it did not process (HTTP/2:
-            // a refused stream, or one above its GOAWAY's last stream id) goes once more
-            // too, whatever its method. Once only. Counted, so it is never hidden; its
+            // a refused stream, or one above its GOAWAY's last stream id; HTTP/3: a rejected
+            // request, or one a GOAWAY stopped) goes once more too, whatever its method. Once only. Counted, so it is never hidden; its
             // latency runs from the first try.
             Err(f) if f.unprocessed || (!fresh && f.stale(t.method.is_idempotent())) => {
                 if f.unprocessed {

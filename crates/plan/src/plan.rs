@@ -177,7 +177,7 @@ pub struct Plan {
     pub keepalive: bool,
     /// Speak HTTP/2 (ALPN over TLS, prior knowledge over cleartext).
     pub http2: bool,
-    /// HTTP/2 streams per connection (`--streams`, h2load's `-m`): each of the load's
+    /// HTTP/2 or HTTP/3 streams per connection (`--streams`, h2load's `-m`): each of the load's
     /// connections carries this many requests at once. A closed loop runs `concurrency` ×
     /// `streams` workers, an open loop's `max_in_flight` requests go `streams` to a
     /// connection. 1: each connection carries one request at a time.
@@ -396,8 +396,8 @@ impl Plan {
         Ok(())
     }
 
-    /// `--streams`: HTTP/2 over kept-alive connections, within the bounds, with whole
-    /// connections of streams in an open loop.
+    /// `--streams`: HTTP/2 or HTTP/3 over kept-alive connections, within the bounds, with
+    /// whole connections of streams in an open loop.
     fn validate_streams(&self) -> Result<(), String> {
         let n = self.streams;
         if !(1..=crate::limits::MAX_STREAMS).contains(&n) {
@@ -406,8 +406,10 @@ impl Plan {
         if n == 1 {
             return Ok(());
         }
-        if !self.http2 {
-            return Err(format!("--streams {n} multiplexes HTTP/2 streams: it needs HTTP/2 (--http2)"));
+        if !self.http2 && !self.http3 {
+            return Err(format!(
+                "--streams {n} multiplexes HTTP/2 or HTTP/3 streams: it needs HTTP/2 (--http2) or HTTP/3 (--http3)"
+            ));
         }
         if !self.keepalive {
             return Err(format!(
@@ -522,26 +524,31 @@ mod tests {
     /// `--streams`: HTTP/2, kept alive, whole connections of streams, within the bounds;
     /// and what counts as a connection then.
     #[test]
-    fn streams_need_http2_and_whole_connections() {
+    fn streams_need_a_multiplexed_protocol_and_whole_connections() {
         let open = |m| Load::Open { pacer: crate::Pacer::Constant { rate: 1.0 }, max_in_flight: m };
         let closed = |c| Load::Closed { concurrency: c, think_time: Duration::ZERO };
-        let plan = |load, streams, http2, keepalive| {
-            let mut p = Plan::new(vec![Target::new(Method::GET, "http://h/").unwrap()], load);
-            (p.streams, p.http2, p.keepalive) = (streams, http2, keepalive);
+        // `version`: the HTTP version asked for, 1 when none is.
+        let plan = |load, streams, version, keepalive| {
+            let mut p = Plan::new(vec![Target::new(Method::GET, "https://h/").unwrap()], load);
+            (p.streams, p.http2, p.http3, p.keepalive) = (streams, version == 2, version == 3, keepalive);
             p
         };
         // (plan, error containing, or None when valid)
         let table = [
-            (plan(closed(10), 10, true, true), None),
-            (plan(closed(10), 1, false, true), None),
-            (plan(open(40), 10, true, true), None),
-            (plan(closed(10), 0, true, true), Some("--streams 0: must be 1 to 1024")),
-            (plan(closed(10), 1025, true, true), Some("--streams 1025: must be 1 to 1024")),
-            (plan(closed(10), 4, false, true), Some("it needs HTTP/2")),
-            (plan(closed(10), 4, true, false), Some("--no-keepalive opens one per request")),
-            (plan(open(42), 4, true, true), Some("give a multiple of 4 such as 40")),
-            (plan(open(3), 4, true, true), Some("such as 4")),
-            (plan(closed(1_000_000), 2, true, true), Some("2000000 requests in flight, over the limit")),
+            (plan(closed(10), 10, 2, true), None),
+            (plan(closed(10), 10, 3, true), None),
+            (plan(closed(10), 1, 1, true), None),
+            (plan(open(40), 10, 2, true), None),
+            (plan(open(40), 10, 3, true), None),
+            (plan(closed(10), 0, 2, true), Some("--streams 0: must be 1 to 1024")),
+            (plan(closed(10), 1025, 3, true), Some("--streams 1025: must be 1 to 1024")),
+            (plan(closed(10), 4, 1, true), Some("it needs HTTP/2 (--http2) or HTTP/3 (--http3)")),
+            (plan(closed(10), 4, 2, false), Some("--no-keepalive opens one per request")),
+            (plan(closed(10), 4, 3, false), Some("--no-keepalive opens one per request")),
+            (plan(open(42), 4, 2, true), Some("give a multiple of 4 such as 40")),
+            (plan(open(42), 4, 3, true), Some("give a multiple of 4 such as 40")),
+            (plan(open(3), 4, 2, true), Some("such as 4")),
+            (plan(closed(1_000_000), 2, 2, true), Some("2000000 requests in flight, over the limit")),
         ];
         for (i, (p, want)) in table.into_iter().enumerate() {
             match (p.validate(), want) {
@@ -550,10 +557,11 @@ mod tests {
                 (got, want) => panic!("row {i}: {got:?}, wanted {want:?}"),
             }
         }
-        assert_eq!(plan(open(40), 10, true, true).connections(), 4);
-        assert_eq!(plan(closed(3), 10, true, true).connections(), 3);
+        assert_eq!(plan(open(40), 10, 2, true).connections(), 4);
+        assert_eq!(plan(open(40), 10, 3, true).connections(), 4);
+        assert_eq!(plan(closed(3), 10, 3, true).connections(), 3);
         // Threads are never more than connections: one connection, one thread.
-        let mut one = plan(open(10), 10, true, true);
+        let mut one = plan(open(10), 10, 2, true);
         one.threads = 8;
         assert_eq!(one.thread_count(), 1);
     }

@@ -10,12 +10,30 @@
 //! the kernel reports an ICMP port unreachable on it (nothing listening: `refused` at
 //! once, not a connect timeout). A second connection never shares the first one's socket.
 //!
+//! A connection is a handle ([`Conn`], cloned for each slot that shares it with
+//! `--streams`), as HTTP/2's is ([`super::h2`]): quinn drives the QUIC connection in a
+//! task of its own, and h3's connection (its control stream: SETTINGS, GOAWAY) is driven by
+//! another ([`spawn_local`](tokio::task::spawn_local), on the engine thread), so that no
+//! request has to poll it for the others. Each request opens its stream straight through
+//! quinn, sends, and reads its response in its slot's task: nothing is spawned or sent
+//! through a channel per request.
+//!
+//! Streams: the server's limit on concurrent requests is QUIC's `initial_max_streams_bidi`
+//! transport parameter, read off the handshake ([`peer`]); a request above it waits in
+//! quinn for a stream to close (in its latency, in no phase) and the report says the
+//! server capped the streams, as HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS` does. Each
+//! stream may receive [`STREAM_WINDOW`](super::h2::STREAM_WINDOW) bytes unread, as over
+//! HTTP/2. Flow-control stalls are QUIC's own account of them: the `STREAM_DATA_BLOCKED`
+//! and `DATA_BLOCKED` frames quinn sent (barrage had a body to send and no window) and
+//! those the server sent (it had a response to send and barrage's window was full; a
+//! server that never says so counts none).
+//!
 //! Phases: DNS as over TCP; `connect` is the whole QUIC handshake, TLS 1.3 inside it (QUIC
 //! carries TLS in its own packets: there is no separate TLS phase to record, so none is);
-//! `wait` runs from the request handed to the stream to the response head; `receive` from
-//! the head to the last byte. There is no `send` phase: the request's bytes go into quinn's
-//! stream buffer and leave in packets the connection's own task builds, so when its last
-//! byte reached the wire is not known here.
+//! `wait` runs from the request handed to its stream (once it has one) to the response
+//! head; `receive` from the head to the last byte. There is no `send` phase: the request's
+//! bytes go into quinn's stream buffer and leave in packets the connection's own task
+//! builds, so when its last byte reached the wire is not known here.
 //!
 //! Bytes are HTTP/3 bytes: the frames of the request's own stream, both ways (HEADERS with
 //! the QPACK-encoded fields, DATA frame headers and payload). QUIC's packet headers,
@@ -27,12 +45,13 @@
 use super::{Answer, Outgoing, Reading};
 use crate::conn::{connect_failure, same_family, Connector, Endpoint, Failure};
 use crate::exchange::Phases;
+use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, ErrorKind, Phase};
 use bytes::{Buf, Bytes};
 use h3::error::{Code, ConnectionError, StreamError};
 use h3::quic::{self, StreamErrorIncoming, StreamId, WriteBuf};
 use std::cell::{Cell, RefCell};
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::rc::Rc;
@@ -44,50 +63,68 @@ use std::time::{Duration, Instant};
 /// larger heads fail the request (`protocol`), so a hostile server cannot grow memory.
 const MAX_RESPONSE_HEAD: u64 = 256 * 1024;
 
-/// The QUIC side of a run's connector: the client configuration over the run's rustls one,
-/// and the endpoint configuration each connection's endpoint is made with.
+/// The QUIC side of a run's connector: TLS over the run's rustls configuration, the
+/// transport settings, and the endpoint configuration each connection's endpoint is made
+/// with.
 pub(crate) struct Quic {
-    client: quinn::ClientConfig,
+    crypto: Arc<quinn::crypto::rustls::QuicClientConfig>,
+    transport: Arc<quinn::TransportConfig>,
     endpoint: quinn::EndpointConfig,
+    /// `--streams`: a server limit below it is reported.
+    streams: u64,
 }
 
-/// QUIC's configuration over `tls` (which offers ALPN `h3` alone and keeps no session).
-pub(crate) fn client_config(tls: Arc<rustls::ClientConfig>) -> Result<Quic, crate::EngineError> {
+/// QUIC's configuration over `tls` (which offers ALPN `h3` alone and keeps no session), for
+/// `streams` requests at once on a connection.
+pub(crate) fn client_config(tls: Arc<rustls::ClientConfig>, streams: u32) -> Result<Quic, crate::EngineError> {
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| crate::EngineError::Tls(format!("QUIC needs TLS 1.3 with AES-128-GCM: {e}")))?;
-    Ok(Quic { client: quinn::ClientConfig::new(Arc::new(crypto)), endpoint: quinn::EndpointConfig::default() })
+    let mut transport = quinn::TransportConfig::default();
+    // What a server may send a stream unread, as over HTTP/2. The connection's own window
+    // stays quinn's (unbounded): only a stream's ever holds the server back, and the
+    // streams in use (at most --streams) bound the whole.
+    transport.stream_receive_window(super::h2::STREAM_WINDOW.into());
+    Ok(Quic {
+        crypto: Arc::new(crypto),
+        transport: Arc::new(transport),
+        endpoint: quinn::EndpointConfig::default(),
+        streams: u64::from(streams.max(1)),
+    })
 }
 
 type Bidi = quic_counted::Stream<h3_quinn::BidiStream<Bytes>>;
 type Driver = h3::client::Connection<quic_counted::Counted<h3_quinn::Connection>, Bytes>;
 type Sender = h3::client::SendRequest<quic_counted::Counted<h3_quinn::OpenStreams>, Bytes>;
 
-/// An open HTTP/3 connection.
+/// An open HTTP/3 connection: a handle to open request streams on it. Cloning it gives
+/// another slot its own handle to the same connection.
+#[derive(Clone)]
 pub(crate) struct Conn {
     send: Sender,
-    driving: Driving,
-    link: Link,
+    state: Rc<State>,
+}
+
+/// What the requests of one connection share, beside quinn's and h3's own state.
+struct State {
+    quic: quinn::Connection,
+    addr: SocketAddr,
     /// What each request stream carried.
     ledger: Rc<quic_counted::Ledger>,
+    /// Streams open now.
+    open: Cell<u64>,
+    /// What was seen since the figures were last taken.
+    figures: Cell<StreamFigures>,
+    /// QUIC's BLOCKED frames (sent, received) already counted as stalls.
+    blocked: Cell<(u64, u64)>,
+    /// Why the connection is gone when quinn cannot tell: the server's host said nothing
+    /// listens there any more (quinn then only knows it closed the connection itself).
+    gone: RefCell<Option<String>>,
+    /// h3's connection has ended: no new request goes on it.
+    ended: Cell<bool>,
+    /// The server sent GOAWAY: no new request goes on the connection.
+    closing: Cell<bool>,
     /// Keeps the endpoint (its socket and task) as long as the connection.
     _endpoint: quinn::Endpoint,
-}
-
-/// h3's connection, which reads the control stream (SETTINGS, GOAWAY): polled beside every
-/// request, as hyper's connection is in [`super::hyper`] (one task, no wake-up across
-/// tasks).
-struct Driving {
-    driver: Driver,
-    /// The connection has not ended.
-    alive: bool,
-}
-
-/// What tells why a connection ended: quinn's connection, and the kernel on its socket.
-struct Link {
-    quic: quinn::Connection,
-    /// Resolves when the server's host says nothing listens there any more.
-    unreachable: RefCell<Unreachable>,
-    addr: SocketAddr,
 }
 
 impl Conn {
@@ -108,7 +145,12 @@ impl Conn {
         let mut unreachable = socket.try_clone().and_then(unreachable).map_err(connect_failure)?;
         let runtime = Arc::new(quinn::TokioRuntime);
         let endpoint = quinn::Endpoint::new(q.endpoint.clone(), None, socket, runtime).map_err(connect_failure)?;
-        let connecting = endpoint.connect_with(q.client.clone(), addr, &ep.host).map_err(|e| {
+        // A configuration of the connection's own, to read the server's transport
+        // parameters as its handshake brings them.
+        let stream_limit = Arc::new(std::sync::atomic::AtomicU64::new(peer::UNKNOWN));
+        let mut client = quinn::ClientConfig::new(Arc::new(peer::Reading::new(q.crypto.clone(), stream_limit.clone())));
+        client.transport_config(q.transport.clone());
+        let connecting = endpoint.connect_with(client, addr, &ep.host).map_err(|e| {
             let kind = match e {
                 quinn::ConnectError::InvalidServerName(_) => ErrorKind::Tls,
                 _ => ErrorKind::Other,
@@ -122,46 +164,65 @@ impl Conn {
                 return Err(Failure::new(ErrorKind::Refused, why));
             }
         };
-        let link = Link { quic: quic.clone(), unreachable: RefCell::new(unreachable), addr };
         let ledger = Rc::new(quic_counted::Ledger::default());
-        let counted = quic_counted::Counted::new(h3_quinn::Connection::new(quic), ledger.clone());
+        let state = Rc::new(State {
+            quic: quic.clone(),
+            addr,
+            ledger: ledger.clone(),
+            open: Cell::new(0),
+            figures: Cell::new(StreamFigures::default()),
+            blocked: Cell::new((0, 0)),
+            gone: RefCell::new(None),
+            ended: Cell::new(false),
+            closing: Cell::new(false),
+            _endpoint: endpoint,
+        });
+        let counted = quic_counted::Counted::new(h3_quinn::Connection::new(quic), ledger);
         let (driver, send) = h3::client::builder()
             .max_field_section_size(MAX_RESPONSE_HEAD)
             .build(counted)
             .await
-            .map_err(|e| link.connection_failure(&e))?;
+            .map_err(|e| state.connection_failure(&e))?;
         phases.set(Phase::Connect, t.elapsed());
-        Ok(Conn { send, driving: Driving { driver, alive: true }, link, ledger, _endpoint: endpoint })
-    }
-
-    /// Whether the connection can take another request: it has not ended, and the server
-    /// has not said it is going away (h3 sees a GOAWAY when its control stream is polled,
-    /// which this does without waiting).
-    pub(crate) async fn usable(&mut self) -> bool {
-        let Driving { driver, alive } = &mut self.driving;
-        if *alive {
-            std::future::poll_fn(|cx| {
-                if driver.poll_close(cx).is_ready() {
-                    *alive = false;
-                }
-                Poll::Ready(())
-            })
-            .await;
+        let limit = stream_limit.load(std::sync::atomic::Ordering::Relaxed);
+        if limit < q.streams {
+            state.count(|f| f.cap = limit);
         }
-        *alive && self.link.quic.close_reason().is_none()
+        drive(driver, unreachable, state.clone());
+        Ok(Conn { send, state })
     }
 
-    /// Whether the connection has not ended, as far as is known without polling it.
-    pub(crate) fn up(&self) -> bool {
-        self.driving.alive && self.link.quic.close_reason().is_none()
+    /// Whether a new request may go on the connection: it is up, and no request found the
+    /// server going away (h3 reads GOAWAY off the control stream, and tells of it only by
+    /// refusing the next request, which is sent again on a new connection, counted).
+    pub(crate) fn usable(&self) -> bool {
+        !self.state.ended.get() && !self.state.closing.get()
     }
 
-    /// Bytes written so far on the connection's request streams.
-    pub(crate) fn bytes_out(&self) -> u64 {
-        self.ledger.sent.get()
+    /// Whether `self` and `other` are handles to the same connection.
+    pub(crate) fn same(&self, other: &Conn) -> bool {
+        Rc::ptr_eq(&self.state, &other.state)
     }
 
-    /// Sends `out` and reads its response to the end.
+    /// What the connection saw of its streams since last asked: the most open at once, the
+    /// server's limit when it was below `--streams`, and the flow-control stalls QUIC's
+    /// BLOCKED frames told of.
+    pub(crate) fn take_figures(&self) -> StreamFigures {
+        let s = &self.state;
+        let mut f = s.figures.get();
+        s.figures.set(StreamFigures { most_open: s.open.get(), ..StreamFigures::default() });
+        let frames = s.quic.stats();
+        let blocked = (
+            frames.frame_tx.stream_data_blocked + frames.frame_tx.data_blocked,
+            frames.frame_rx.stream_data_blocked + frames.frame_rx.data_blocked,
+        );
+        let before = s.blocked.replace(blocked);
+        f.send_stalls += blocked.0.saturating_sub(before.0);
+        f.recv_stalls += blocked.1.saturating_sub(before.1);
+        f
+    }
+
+    /// Sends `out` on a new stream and reads its response to the end.
     pub(crate) async fn exchange(
         &mut self,
         out: &Outgoing<'_>,
@@ -170,40 +231,71 @@ impl Conn {
     ) -> Result<Answer, Failure> {
         let head = out.target.head(true, out);
         let body = out.target.body(out);
+        let state = &*self.state;
         let sent = start.elapsed();
-        let stream = drive(&mut self.driving, &self.link, self.send.send_request(head)).await?;
-        let mut stream = stream.map_err(|e| self.link.stream_failure(e))?;
-        let bytes = self.ledger.claim(stream.id());
+        let mut stream = self.send.send_request(head).await.map_err(|e| state.stream_failure(e))?;
+        let bytes = state.ledger.claim(stream.id());
+        // Above the server's limit the stream waited for another to close: the request was
+        // handed to it then. That wait is in the request's latency but not in a phase.
+        let sent = bytes.opened_late.get().map_or(sent, |t| t.saturating_duration_since(start));
+        let _open = Open::new(state);
         let (status, cache, backend, head) =
-            self.respond(&mut stream, body, reading, start).await.map_err(|mut f| {
-                f.unanswered = bytes.received.get() == 0;
+            state.respond(&mut stream, body, reading, start).await.map_err(|mut f| {
+                f.unanswered &= bytes.received.get() == 0;
                 f
             })?;
         let end = start.elapsed();
         let (bytes_in, bytes_out) = (bytes.received.get(), bytes.sent.get());
         Ok(Answer { status, cache, backend, sent, written: None, head, end, bytes_in, bytes_out })
     }
+}
+
+/// Drives h3's connection (its control stream: SETTINGS, GOAWAY) in a task of its own
+/// until it ends, watching the socket for the server's host saying nothing listens there
+/// any more. It ends by itself once every handle is dropped (h3 then closes the
+/// connection with `H3_NO_ERROR`), or when the server closes it or it fails.
+fn drive(mut driver: Driver, unreachable: Unreachable, state: Rc<State>) {
+    tokio::task::spawn_local(async move {
+        tokio::select! {
+            _ = poll_fn(|cx| driver.poll_close(cx)) => {}
+            e = unreachable => {
+                let why = format!(
+                    "the server is gone: nothing listens on UDP {} (ICMP port unreachable: {e})",
+                    state.addr
+                );
+                *state.gone.borrow_mut() = Some(why);
+                // The requests waiting on the connection fail with it, and say why.
+                state.quic.close(quinn::VarInt::from_u32(0), b"unreachable");
+            }
+        }
+        state.ended.set(true);
+    });
+}
+
+impl State {
+    fn count(&self, f: impl FnOnce(&mut StreamFigures)) {
+        let mut figures = self.figures.get();
+        f(&mut figures);
+        self.figures.set(figures);
+    }
 
     /// Writes the request's body, then reads the response: its head (status, cache,
     /// backend, when it came) and its body to the end.
     async fn respond(
-        &mut self,
+        &self,
         stream: &mut h3::client::RequestStream<Bidi, Bytes>,
         body: Bytes,
         reading: &mut Reading<'_>,
         start: Instant,
     ) -> Result<(u16, CacheStatus, Option<http::HeaderValue>, Duration), Failure> {
-        let (driving, link) = (&mut self.driving, &self.link);
         if !body.is_empty() {
-            link.written(drive(driving, link, stream.send_data(body)).await?)?;
+            self.written(stream.send_data(body).await)?;
         }
-        link.written(drive(driving, link, stream.finish()).await?)?;
-        let resp = drive(driving, link, stream.recv_response()).await?.map_err(|e| link.stream_failure(e))?;
+        self.written(stream.finish().await)?;
+        let resp = stream.recv_response().await.map_err(|e| self.stream_failure(e))?;
         let head = start.elapsed();
         let (cache, backend) = reading.head(resp.headers());
-        while let Some(mut chunk) =
-            drive(driving, link, stream.recv_data()).await?.map_err(|e| link.stream_failure(e))?
-        {
+        while let Some(mut chunk) = stream.recv_data().await.map_err(|e| self.stream_failure(e))? {
             while chunk.has_remaining() {
                 let part = chunk.chunk();
                 let n = part.len();
@@ -213,41 +305,7 @@ impl Conn {
         }
         Ok((resp.status().as_u16(), cache, backend, head))
     }
-}
 
-/// Polls `fut` and the connection's control stream together until `fut` completes. When
-/// the connection ends first and `fut` is still pending, it never completes: it fails with
-/// the connection's end.
-async fn drive<F: Future>(driving: &mut Driving, link: &Link, fut: F) -> Result<F::Output, Failure> {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(out));
-        }
-        if !driving.alive {
-            return Poll::Ready(Err(link.ended(None)));
-        }
-        if let Poll::Ready(e) = link.unreachable.borrow_mut().as_mut().poll(cx) {
-            // The server went away since the handshake: its host answers for it.
-            driving.alive = false;
-            let why = format!("the server is gone: nothing listens on UDP {} (ICMP port unreachable: {e})", link.addr);
-            return Poll::Ready(Err(Failure::new(ErrorKind::Reset, why)));
-        }
-        match driving.driver.poll_close(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(end) => {
-                driving.alive = false;
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(out) => Poll::Ready(Ok(out)),
-                    Poll::Pending => Poll::Ready(Err(link.ended(Some(&end)))),
-                }
-            }
-        }
-    })
-    .await
-}
-
-impl Link {
     /// A write of the request that failed because the server stopped reading it with
     /// `H3_NO_ERROR` is no failure: it has answered already (RFC 9114, 4.1), and the answer
     /// is read next.
@@ -259,38 +317,52 @@ impl Link {
         }
     }
 
-    /// How a request stream failed.
+    /// How a request stream failed. A request the server rejected (`H3_REQUEST_REJECTED`)
+    /// was not processed (RFC 9114, 4.1.1), nor one a GOAWAY stopped before it went: either
+    /// may go again on a new connection, as HTTP/2's refused streams do.
     fn stream_failure(&self, e: StreamError) -> Failure {
-        let (kind, unsent) = match &e {
+        let (kind, why, unprocessed) = match &e {
             StreamError::ConnectionError { 0: c, .. } => return self.connection_failure(c),
-            // The server reset the stream: a request it rejected was not processed (RFC
-            // 9114, 4.1.1), so it may go again on a new connection.
-            StreamError::RemoteTerminate { code, .. } => (ErrorKind::Reset, *code == Code::H3_REQUEST_REJECTED),
-            // GOAWAY: the server takes no new request on this connection.
-            StreamError::RemoteClosing { .. } => (ErrorKind::Reset, true),
+            StreamError::RemoteTerminate { code, .. } => {
+                // A code that says the request broke the protocol is `protocol`, as HTTP/2's.
+                let kind = if is_protocol(*code) { ErrorKind::Protocol } else { ErrorKind::Reset };
+                (kind, format!("the server reset the stream ({code})"), *code == Code::H3_REQUEST_REJECTED)
+            }
+            StreamError::RemoteClosing { .. } => {
+                self.closing.set(true);
+                (
+                    ErrorKind::Reset,
+                    "the server sent GOAWAY: the request was not sent on its connection".to_string(),
+                    true,
+                )
+            }
             // A frame or field section that breaks HTTP/3, found on the stream, or a head
             // over the bound (ours on the response's, the server's on the request's).
-            StreamError::StreamError { .. } | StreamError::HeaderTooBig { .. } => (ErrorKind::Protocol, false),
-            _ => (ErrorKind::Other, false),
-        };
-        Failure { unsent, ..Failure::new(kind, e) }
-    }
-
-    /// The connection ended while a request waited on it: why, from quinn when it knows
-    /// (the QUIC or HTTP/3 code the peer sent, an idle timeout, a stateless reset), else
-    /// from h3.
-    fn ended(&self, end: Option<&ConnectionError>) -> Failure {
-        match (self.quic.close_reason(), end) {
-            (Some(e), _) => quic_failure(&e, false),
-            (None, Some(e)) => self.connection_failure(e),
-            (None, None) => {
-                Failure::new(ErrorKind::Reset, "the HTTP/3 connection ended before the response was complete")
+            StreamError::StreamError { .. } | StreamError::HeaderTooBig { .. } => {
+                (ErrorKind::Protocol, e.to_string(), false)
             }
-        }
+            _ => (ErrorKind::Other, e.to_string(), false),
+        };
+        let mut f = Failure::new(kind, why);
+        f.unprocessed = unprocessed;
+        f.unsent = matches!(e, StreamError::RemoteClosing { .. });
+        f
     }
 
-    /// An h3 connection error: quinn's reason when the QUIC connection is closed, else h3's.
+    /// An h3 connection error: why the connection is gone when the driver saw it, else
+    /// quinn's reason when the QUIC connection is closed (the QUIC or HTTP/3 code the peer
+    /// sent, an idle timeout, a stateless reset), else h3's. Only the connection ending
+    /// under a request can leave it unanswered (a stale connection, whose request may go
+    /// again on a new one): a stream the server reset was answered, by the reset.
     fn connection_failure(&self, e: &ConnectionError) -> Failure {
+        let f = self.connection_end(e);
+        Failure { unanswered: true, ..f }
+    }
+
+    fn connection_end(&self, e: &ConnectionError) -> Failure {
+        if let Some(why) = &*self.gone.borrow() {
+            return Failure::new(ErrorKind::Reset, why.clone());
+        }
         if let Some(reason) = self.quic.close_reason() {
             return quic_failure(&reason, false);
         }
@@ -307,6 +379,24 @@ impl Link {
             _ => ErrorKind::Reset,
         };
         Failure::new(kind, format!("HTTP/3 connection error: {e}"))
+    }
+}
+
+/// A stream counted as open while its request lives.
+struct Open<'a>(&'a State);
+
+impl<'a> Open<'a> {
+    fn new(state: &'a State) -> Self {
+        let open = state.open.get() + 1;
+        state.open.set(open);
+        state.count(|f| f.most_open = f.most_open.max(open));
+        Open(state)
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.open.set(self.0.open.get() - 1);
     }
 }
 
@@ -435,21 +525,24 @@ mod quic_counted {
     pub(crate) struct StreamBytes {
         pub(crate) sent: Cell<u64>,
         pub(crate) received: Cell<u64>,
+        /// When the stream opened, if it had to wait for the server's limit on streams.
+        pub(crate) opened_late: Cell<Option<Instant>>,
     }
 
-    /// A connection's request streams: those opened and not yet claimed by their request
-    /// (found by id, so requests sharing the connection never take each other's), and the
-    /// bytes written on all of them.
+    /// A connection's request streams opened and not yet claimed by their request (found
+    /// by id, so requests sharing the connection never take each other's).
     #[derive(Default)]
     pub(crate) struct Ledger {
         unclaimed: RefCell<Vec<(StreamId, Rc<StreamBytes>)>>,
-        pub(crate) sent: Cell<u64>,
     }
 
     impl Ledger {
-        /// The counts of stream `id`, which its request takes once it is open.
+        /// The counts of stream `id`, which its request takes once it is open. A stream
+        /// whose request was cancelled before it took its counts is dropped from the
+        /// ledger here, so the ledger holds only live streams.
         pub(crate) fn claim(&self, id: StreamId) -> Rc<StreamBytes> {
             let mut open = self.unclaimed.borrow_mut();
+            open.retain(|(s, bytes)| *s == id || Rc::strong_count(bytes) > 1);
             match open.iter().position(|(s, _)| *s == id) {
                 Some(i) => open.swap_remove(i).1,
                 None => Rc::default(),
@@ -461,11 +554,19 @@ mod quic_counted {
     pub(crate) struct Counted<T> {
         inner: T,
         ledger: Rc<Ledger>,
+        /// The stream being opened had to wait (for the server's limit).
+        waiting: bool,
+    }
+
+    impl<T: Clone> Clone for Counted<T> {
+        fn clone(&self) -> Self {
+            Counted { inner: self.inner.clone(), ledger: self.ledger.clone(), waiting: false }
+        }
     }
 
     impl<T> Counted<T> {
         pub(crate) fn new(inner: T, ledger: Rc<Ledger>) -> Self {
-            Counted { inner, ledger }
+            Counted { inner, ledger, waiting: false }
         }
 
         fn count<S>(&self, stream: S, register: Option<StreamId>) -> Stream<S> {
@@ -473,7 +574,7 @@ mod quic_counted {
             if let Some(id) = register {
                 self.ledger.unclaimed.borrow_mut().push((id, bytes.clone()));
             }
-            Stream { inner: stream, bytes, ledger: self.ledger.clone() }
+            Stream { inner: stream, bytes }
         }
     }
 
@@ -482,10 +583,20 @@ mod quic_counted {
         type SendStream = O::SendStream;
 
         fn poll_open_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
-            self.inner.poll_open_bidi(cx).map_ok(|s| {
+            let Poll::Ready(opened) = self.inner.poll_open_bidi(cx) else {
+                // quinn waits only for the server's limit on streams.
+                self.waiting = true;
+                return Poll::Pending;
+            };
+            let waited = std::mem::take(&mut self.waiting);
+            Poll::Ready(opened.map(|s| {
                 let id = quic::SendStream::send_id(&s);
-                self.count(s, Some(id))
-            })
+                let stream = self.count(s, Some(id));
+                if waited {
+                    stream.bytes.opened_late.set(Some(Instant::now()));
+                }
+                stream
+            }))
         }
 
         fn poll_open_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
@@ -518,7 +629,7 @@ mod quic_counted {
         }
 
         fn opener(&self) -> Self::OpenStreams {
-            Counted { inner: self.inner.opener(), ledger: self.ledger.clone() }
+            Counted::new(self.inner.opener(), self.ledger.clone())
         }
     }
 
@@ -526,7 +637,6 @@ mod quic_counted {
     pub(crate) struct Stream<S> {
         inner: S,
         bytes: Rc<StreamBytes>,
-        ledger: Rc<Ledger>,
     }
 
     impl<S: quic::SendStream<Bytes>> quic::SendStream<Bytes> for Stream<S> {
@@ -539,7 +649,6 @@ mod quic_counted {
             let n = data.remaining() as u64;
             self.inner.send_data(data)?;
             self.bytes.sent.set(self.bytes.sent.get() + n);
-            self.ledger.sent.set(self.ledger.sent.get() + n);
             Ok(())
         }
 
@@ -582,15 +691,172 @@ mod quic_counted {
 
         fn split(self) -> (Self::SendStream, Self::RecvStream) {
             let (send, recv) = self.inner.split();
-            let half = |inner| Stream { inner, bytes: self.bytes.clone(), ledger: self.ledger.clone() };
-            (half(send), Stream { inner: recv, bytes: self.bytes, ledger: self.ledger })
+            (Stream { inner: send, bytes: self.bytes.clone() }, Stream { inner: recv, bytes: self.bytes })
         }
+    }
+}
+
+/// What the server's QUIC transport parameters say, read as its handshake brings them:
+/// quinn applies them without telling, so the TLS session it runs is wrapped to see them
+/// pass. Only `initial_max_streams_bidi` is kept: how many requests the server takes at
+/// once on the connection (RFC 9000 18.2), which quinn then holds the requests to.
+mod peer {
+    use quinn::crypto::{self, ExportKeyingMaterialError, HeaderKey, KeyPair, Keys, PacketKey, Session};
+    use quinn::{ConnectError, ConnectionId, Side};
+    use quinn_proto::coding::Codec;
+    use quinn_proto::transport_parameters::TransportParameters;
+    use quinn_proto::TransportError;
+    use std::any::Any;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    /// The limit before the server's transport parameters are known.
+    pub(crate) const UNKNOWN: u64 = u64::MAX;
+
+    /// `initial_max_streams_bidi`'s transport parameter id.
+    const MAX_STREAMS_BIDI: u64 = 0x08;
+
+    /// The run's QUIC TLS configuration, for one connection whose server's stream limit
+    /// goes into `streams`.
+    pub(crate) struct Reading {
+        inner: Arc<quinn::crypto::rustls::QuicClientConfig>,
+        streams: Arc<AtomicU64>,
+    }
+
+    impl Reading {
+        pub(crate) fn new(inner: Arc<quinn::crypto::rustls::QuicClientConfig>, streams: Arc<AtomicU64>) -> Self {
+            Reading { inner, streams }
+        }
+    }
+
+    impl crypto::ClientConfig for Reading {
+        fn start_session(
+            self: Arc<Self>,
+            version: u32,
+            server_name: &str,
+            params: &TransportParameters,
+        ) -> Result<Box<dyn Session>, ConnectError> {
+            let inner = self.inner.clone().start_session(version, server_name, params)?;
+            Ok(Box::new(Read { inner, streams: self.streams.clone() }))
+        }
+    }
+
+    /// A TLS session that notes the server's stream limit when its parameters arrive.
+    struct Read {
+        inner: Box<dyn Session>,
+        streams: Arc<AtomicU64>,
+    }
+
+    impl Session for Read {
+        fn transport_parameters(&self) -> Result<Option<TransportParameters>, TransportError> {
+            let params = self.inner.transport_parameters()?;
+            if let (Some(p), UNKNOWN) = (&params, self.streams.load(Ordering::Relaxed)) {
+                self.streams.store(max_streams_bidi(p), Ordering::Relaxed);
+            }
+            Ok(params)
+        }
+
+        fn initial_keys(&self, dst_cid: &ConnectionId, side: Side) -> Keys {
+            self.inner.initial_keys(dst_cid, side)
+        }
+
+        fn handshake_data(&self) -> Option<Box<dyn Any>> {
+            self.inner.handshake_data()
+        }
+
+        fn peer_identity(&self) -> Option<Box<dyn Any>> {
+            self.inner.peer_identity()
+        }
+
+        fn early_crypto(&self) -> Option<(Box<dyn HeaderKey>, Box<dyn PacketKey>)> {
+            self.inner.early_crypto()
+        }
+
+        fn early_data_accepted(&self) -> Option<bool> {
+            self.inner.early_data_accepted()
+        }
+
+        fn is_handshaking(&self) -> bool {
+            self.inner.is_handshaking()
+        }
+
+        fn read_handshake(&mut self, buf: &[u8]) -> Result<bool, TransportError> {
+            self.inner.read_handshake(buf)
+        }
+
+        fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<Keys> {
+            self.inner.write_handshake(buf)
+        }
+
+        fn next_1rtt_keys(&mut self) -> Option<KeyPair<Box<dyn PacketKey>>> {
+            self.inner.next_1rtt_keys()
+        }
+
+        fn is_valid_retry(&self, orig_dst_cid: &ConnectionId, header: &[u8], payload: &[u8]) -> bool {
+            self.inner.is_valid_retry(orig_dst_cid, header, payload)
+        }
+
+        fn export_keying_material(
+            &self,
+            output: &mut [u8],
+            label: &[u8],
+            context: &[u8],
+        ) -> Result<(), ExportKeyingMaterialError> {
+            self.inner.export_keying_material(output, label, context)
+        }
+    }
+
+    /// `initial_max_streams_bidi` of `params`, read off their encoding (quinn keeps the
+    /// field to itself): a sequence of (id, length, value), varints but the value's bytes.
+    /// Absent, it is 0 (RFC 9000 18.2: the server takes no request).
+    pub(crate) fn max_streams_bidi(params: &TransportParameters) -> u64 {
+        let mut encoded = Vec::new();
+        params.write(&mut encoded);
+        let mut rest = &encoded[..];
+        let var = |r: &mut &[u8]| quinn::VarInt::decode(r).ok().map(quinn::VarInt::into_inner);
+        while let (Some(id), Some(len)) = (var(&mut rest), var(&mut rest)) {
+            let Some((mut value, after)) = usize::try_from(len).ok().and_then(|n| rest.split_at_checked(n)) else {
+                break;
+            };
+            if id == MAX_STREAMS_BIDI {
+                return var(&mut value).unwrap_or(0);
+            }
+            rest = after;
+        }
+        0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The server's stream limit, from its transport parameters as they come off the wire:
+    /// among others, absent (0: none), and as large as a varint goes.
+    #[test]
+    fn the_servers_stream_limit_is_read_off_its_transport_parameters() {
+        use quinn_proto::coding::Codec;
+        let var = |x: u64, out: &mut Vec<u8>| quinn::VarInt::from_u64(x).unwrap().encode(out);
+        // (id, value) pairs as a server encodes them: 0x04 initial_max_data, 0x08
+        // initial_max_streams_bidi, 0x09 initial_max_streams_uni, 0x1f00 unknown.
+        let limit = |fields: &[(u64, u64)]| {
+            let mut wire = Vec::new();
+            for &(id, value) in fields {
+                let mut v = Vec::new();
+                var(value, &mut v);
+                var(id, &mut wire);
+                var(v.len() as u64, &mut wire);
+                wire.extend_from_slice(&v);
+            }
+            let params =
+                quinn_proto::transport_parameters::TransportParameters::read(quinn::Side::Client, &mut &wire[..]);
+            peer::max_streams_bidi(&params.unwrap())
+        };
+        assert_eq!(limit(&[(0x04, 1 << 20), (0x08, 5), (0x09, 3)]), 5);
+        assert_eq!(limit(&[(0x1f00, 7), (0x08, 100)]), 100);
+        assert_eq!(limit(&[(0x08, 1 << 60)]), 1 << 60);
+        assert_eq!(limit(&[(0x04, 1 << 20)]), 0, "absent: no stream allowed");
+    }
     use quinn::{ApplicationClose, ConnectionClose, ConnectionError as E, TransportErrorCode as T, VarInt};
 
     #[test]

@@ -119,13 +119,14 @@ pub(crate) enum Conn {
     Hyper(hyper::Conn),
     /// HTTP/2: a handle to a connection that several slots may share.
     H2(h2::Conn),
-    /// HTTP/3 over QUIC (`--http3`).
-    H3(Box<h3::Conn>),
+    /// HTTP/3 over QUIC (`--http3`): a handle to a connection that several slots may share.
+    H3(h3::Conn),
 }
 
 impl Conn {
     /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`. HTTP/2 when the
-    /// server agreed to it (ALPN) or the run asked for it over cleartext.
+    /// server agreed to it (ALPN) or the run asked for it over cleartext; HTTP/3 (QUIC)
+    /// when the run asked for it.
     pub(crate) async fn open(
         connector: &Connector,
         ep: &Endpoint,
@@ -133,7 +134,7 @@ impl Conn {
         phases: &mut Phases,
     ) -> Result<Conn, Failure> {
         if connector.quic.is_some() {
-            return Ok(Conn::H3(Box::new(h3::Conn::open(connector, ep, phases).await?)));
+            return Ok(Conn::H3(h3::Conn::open(connector, ep, phases).await?));
         }
         let (io, h2) = connector.connect(ep, base, phases).await?;
         if h2 {
@@ -151,42 +152,61 @@ impl Conn {
         }
     }
 
+    /// Another handle to the connection, when it carries several requests at once (HTTP/2
+    /// and HTTP/3); `None` for HTTP/1.1, one request at a time.
+    pub(crate) fn share(&self) -> Option<Conn> {
+        match self {
+            Conn::Hyper(_) => None,
+            Conn::H2(c) => Some(Conn::H2(c.clone())),
+            Conn::H3(c) => Some(Conn::H3(c.clone())),
+        }
+    }
+
+    /// Whether `self` and `other` are handles to the same shared connection.
+    pub(crate) fn same(&self, other: &Conn) -> bool {
+        match (self, other) {
+            (Conn::H2(a), Conn::H2(b)) => a.same(b),
+            (Conn::H3(a), Conn::H3(b)) => a.same(b),
+            _ => false,
+        }
+    }
+
     /// Whether the connection can take another request, waiting (and driving it) until it
     /// can.
     pub(crate) async fn reusable(&mut self) -> bool {
         match self {
             Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
-            Conn::H2(_) => self.usable(),
-            Conn::H3(c) => c.usable().await,
+            Conn::H2(_) | Conn::H3(_) => self.usable(),
         }
     }
 
-    /// Whether an HTTP/2 connection may open another stream (no GOAWAY came, it is up); an
-    /// HTTP/1.1 one, whether it has not closed.
+    /// Whether an HTTP/2 or HTTP/3 connection may open another stream (no GOAWAY came, it
+    /// is up); an HTTP/1.1 one, whether it has not closed.
     pub(crate) fn usable(&mut self) -> bool {
         match self {
             Conn::Hyper(c) => c.usable(),
             Conn::H2(c) => c.usable(),
-            Conn::H3(c) => c.up(),
+            Conn::H3(c) => c.usable(),
         }
     }
 
     /// Bytes written so far on the connection, for a request sent again elsewhere to
-    /// count what its first try wrote. 0 for HTTP/2: its bytes go to the requests that
-    /// finish on it ([`h2`]).
+    /// count what its first try wrote. 0 for HTTP/2 and HTTP/3, whose connections carry
+    /// other requests' bytes meanwhile: HTTP/2's bytes go to the requests that finish on
+    /// it ([`h2`]), HTTP/3's to the request of each stream ([`h3`]).
     pub(crate) fn bytes_out(&self) -> u64 {
         match self {
             Conn::Hyper(c) => c.clock.bytes_out(),
-            Conn::H2(_) => 0,
-            Conn::H3(c) => c.bytes_out(),
+            Conn::H2(_) | Conn::H3(_) => 0,
         }
     }
 
-    /// What an HTTP/2 connection saw of its streams since last asked.
+    /// What an HTTP/2 or HTTP/3 connection saw of its streams since last asked.
     pub(crate) fn take_figures(&self) -> Option<StreamFigures> {
         match self {
-            Conn::Hyper(_) | Conn::H3(_) => None,
+            Conn::Hyper(_) => None,
             Conn::H2(c) => Some(c.take_figures()),
+            Conn::H3(c) => Some(c.take_figures()),
         }
     }
 

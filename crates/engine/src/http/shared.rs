@@ -1,4 +1,5 @@
-//! The HTTP/2 connection a group of slots shares (`--streams N`: N slots to a connection).
+//! The HTTP/2 or HTTP/3 connection a group of slots shares (`--streams N`: N slots to a
+//! connection).
 //!
 //! Each slot sends one request at a time, as without streams; what they share is the
 //! connection to each endpoint. The first slot that needs one opens it, and its request
@@ -7,7 +8,6 @@
 //! opened again once, not once per slot. If the opening fails, the requests that waited
 //! for it fail the same way.
 
-use super::h2;
 use super::Conn;
 use crate::conn::{Connector, Endpoint, Failure};
 use crate::exchange::Phases;
@@ -35,15 +35,15 @@ enum Link {
     None,
     /// A slot is opening it: opening number n.
     Opening(u64),
-    Open(h2::Conn),
+    /// A handle to it (HTTP/2 or HTTP/3).
+    Open(Conn),
 }
 
 impl Shared {
     /// Whether `held` is a usable handle to the group's connection to endpoint `index`:
     /// a slot keeps its handle from one request to the next while it is.
     pub(crate) fn holds(&self, index: usize, held: &mut Conn) -> bool {
-        let current =
-            matches!(self.links.borrow().get(index), Some(Link::Open(c)) if matches!(held, Conn::H2(h) if h.same(c)));
+        let current = matches!(self.links.borrow().get(index), Some(Link::Open(c)) if held.same(c));
         current && held.usable()
     }
 
@@ -68,9 +68,9 @@ impl Shared {
                 }
                 let link = &mut links[index];
                 if let Link::Open(c) = link {
-                    let lost = lost.is_some_and(|l| matches!(l, Conn::H2(l) if l.same(c)));
-                    if !lost && c.usable() {
-                        return Ok((Conn::H2(c.clone()), false));
+                    let lost = lost.is_some_and(|l| l.same(c));
+                    if let (false, true, Some(handle)) = (lost, c.usable(), c.share()) {
+                        return Ok((handle, false));
                     }
                 }
                 match link {
@@ -108,12 +108,12 @@ impl Shared {
         let opened = Conn::open(connector, ep, base, phases).await;
         guard.done = true;
         let n = self.attempts.get();
-        let result = match opened {
-            Ok(Conn::H2(c)) => {
-                self.links.borrow_mut()[index] = Link::Open(c.clone());
-                Ok((Conn::H2(c), true))
+        let result = match opened.map(|c| (c.share(), c)) {
+            Ok((Some(handle), c)) => {
+                self.links.borrow_mut()[index] = Link::Open(handle);
+                Ok((c, true))
             }
-            Ok(other) => {
+            Ok((None, other)) => {
                 self.links.borrow_mut()[index] = Link::None;
                 let why = "the server did not agree to HTTP/2 (ALPN chose HTTP/1.1): --streams needs HTTP/2";
                 *self.failed.borrow_mut() = Some((n, ErrorKind::Protocol, why.into()));
