@@ -274,7 +274,8 @@ fn https_through_haproxy_with_the_testbed_ca() {
 
 /// HTTP/3 through Caddy: every request reached an origin once (their own counts), each
 /// connection one QUIC handshake; Caddy stops and starts by name, and while it is stopped a
-/// run is refused at once (nothing listens on its UDP port).
+/// run is refused at once (nothing listens on its UDP port); `--streams` above Caddy's
+/// limit waits for streams and says what Caddy allows.
 #[test]
 fn http3_through_caddy_reaches_the_origins_exactly_and_caddy_stops_and_starts_by_name() {
     let Some(bed) = Testbed::up("caddy", &["--tls"]) else { return };
@@ -321,6 +322,26 @@ fn http3_through_caddy_reaches_the_origins_exactly_and_caddy_stops_and_starts_by
     // The origins serve HTTP/3 themselves too, for the direct comparison.
     let direct = run_json(&["--http3", "-n", "4", "-c", "1", "--cacert", ca, &bed.tls_url("origin-1")]);
     assert_eq!(direct["requests"]["ok"].as_u64(), Some(4), "{}", direct["errors"]);
+
+    // Multiplexed: Caddy (quic-go) takes 100 streams a connection (its QUIC
+    // initial_max_streams_bidi), fewer than 150 asked; the rest wait for a stream, none
+    // fails, the report says what Caddy allows, and the origins served exactly the run.
+    let before = counts();
+    let slow = format!("{}delay/50", bed.tls_url("caddy"));
+    let s = run_json(&["--http3", "--streams", "150", "-c", "1", "-n", "600", "--cacert", ca, &slow]);
+    assert_eq!(s["requests"]["ok"].as_u64(), Some(600), "{}", s["errors"]);
+    assert_eq!(counts()[0] + counts()[1] - before[0] - before[1], 600);
+    assert_eq!(s["requests"]["protocols"], serde_json::json!({"HTTP/3": 1}));
+    assert_eq!(
+        s["streams"]["stream_cap"].as_u64(),
+        Some(100),
+        "quic-go's limit, read off the handshake: {}",
+        s["streams"]
+    );
+    let most = s["streams"]["streams_max"].as_u64().unwrap();
+    assert!((90..=100).contains(&most), "at most Caddy's 100 in use at once: {most}");
+    let said = "the server allows 100 concurrent stream(s) per connection (QUIC's initial_max_streams_bidi)";
+    assert!(s["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(said)), "{}", s["warnings"]);
 }
 
 #[test]
