@@ -61,7 +61,7 @@ if (d.get("cache") or {}).get("hit_ratio") is not None:
 # Open-loop diagnostics, shown in the report's notes when present.
 for k, v in (("late", req.get("late")), ("unfinished", req.get("unfinished")),
              ("connections", req.get("connections")), ("gen_threads", gen.get("threads")),
-             ("streams_max", (d.get("http2") or {}).get("streams_max")),
+             ("streams_max", (d.get("streams") or {}).get("streams_max")),
              ("stream_retries", req.get("stream_retries") or None),
              ("lag_p99_ms", ms(gen["lag_p99_us"]) if "lag_p99_us" in gen else None),
              ("bound_reached", gen.get("bound_reached"))):
