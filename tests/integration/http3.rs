@@ -213,11 +213,17 @@ fn closed_loop_streams_share_each_quic_connection_ten_at_once() {
     assert_eq!(s.requests.total, 800);
     check_multiplexed(&s, &o, 2);
     assert_eq!(s.streams.as_ref().unwrap().streams_max, 10, "requests in flight on one connection");
-    // 2 s at the ideal rate; a busy machine's late timers and the last responses' wait cost
-    // up to a fifth of it.
-    let ideal = 2.0 * 10.0 / DELAY.as_secs_f64();
+    // Little's law: 20 in flight all along, each for its latency, whatever the machine
+    // does to that latency (the last responses' drain costs about half of one).
     let got = s.throughput_per_sec.unwrap();
-    assert!((0.8 * ideal..=1.02 * ideal).contains(&got), "{got:.0}/s, ideal {ideal:.0}/s");
+    let little = 20.0 / (s.latency.service.mean_us / 1e6);
+    assert!((0.9 * little..=1.02 * little).contains(&got), "{got:.0}/s, 20 in flight for their latency {little:.0}/s");
+    // And near the ideal 2 × 10 / 50 ms: each request crosses more tasks than over HTTP/2
+    // (quinn's endpoint and connection tasks on both sides), each waiting for a CPU on a
+    // busy machine, so up to two fifths below it; 10 or fewer in flight would be 200/s at
+    // most, one at a time per connection 40/s.
+    let ideal = 2.0 * 10.0 / DELAY.as_secs_f64();
+    assert!((0.6 * ideal..=1.02 * ideal).contains(&got), "{got:.0}/s, ideal {ideal:.0}/s");
 }
 
 /// Open loop at 300 a second against the 50 ms origin: 15 in flight need both connections

@@ -464,9 +464,14 @@ impl Plan {
             return Err("--scenario runs HTTP flows; Redis and memcached runs take --ratio or --command".into());
         }
         if self.http2 || self.http3 || self.streams > 1 {
-            let flag = if self.http3 { "--http3" } else { "--http2" };
+            // --streams implies --http2 on the command line: both are named then.
+            let flags = match (self.http3, self.streams > 1) {
+                (true, false) => "--http3 is",
+                (true, true) => "--http3 and --streams are",
+                (false, _) => "--http2 and --streams are",
+            };
             return Err(format!(
-                "{flag} and --streams are for HTTP targets, not redis:// or memcache:// (a key-value run keeps commands in flight with --pipeline)"
+                "{flags} for HTTP targets, not redis:// or memcache:// (a key-value run keeps commands in flight with --pipeline)"
             ));
         }
         Ok(())
