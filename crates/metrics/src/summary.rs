@@ -1423,7 +1423,7 @@ fn stream_check(s: &RunSummary) -> Vec<String> {
             _ => "HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS or QUIC's initial_max_streams_bidi",
         };
         out.push(format!(
-            "the server allows {cap} concurrent stream(s) per connection ({setting}), fewer than --streams asked: at most {} were in use on one connection, and requests above the limit waited for a stream (in their latency, in no phase)",
+            "the server allows {cap} concurrent stream(s) per connection ({setting}), fewer than --streams asked: requests above the limit waited for a stream (in their latency, in no phase), and at most {} were in flight on one connection",
             h.streams_max
         ));
     }
