@@ -1,6 +1,7 @@
-//! Connections with every phase timed: DNS, TCP connect, TLS handshake; the I/O wrapper
-//! ([`TimedIo`]) notes when a request was written and counts bytes on the wire. The HTTP
-//! spoken over them is [`crate::http`]'s.
+//! Connections with every phase timed: DNS, TCP connect, TLS handshake; the protocols on
+//! top are in [`crate::http`] and [`crate::kv`]. The I/O wrapper ([`TimedIo`]) counts bytes
+//! on the wire and notes when a request was written, for a protocol that cannot tell
+//! itself (HTTP/2's, whose writes its streams share).
 
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Plan, TlsOptions};
@@ -73,10 +74,6 @@ pub struct Endpoint {
     pub tls: bool,
     /// Address from `--resolve`, or the IP literal: no DNS lookup then.
     pub fixed_addr: Option<SocketAddr>,
-    /// No request to this endpoint carries a body: HTTP/1.1 writes each request from one flat
-    /// buffer. With bodies, the head and the shared body are written together (writev), so a
-    /// body is never copied, however many requests are in flight.
-    pub flat_writes: bool,
 }
 
 impl Endpoint {
@@ -87,7 +84,7 @@ impl Endpoint {
         let port = url.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let literal = host.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port));
         let fixed_addr = plan.resolve.get(&(host.clone(), port)).copied().or(literal);
-        Endpoint { host, port, tls, fixed_addr, flat_writes: true }
+        Endpoint { host, port, tls, fixed_addr }
     }
 }
 
@@ -252,35 +249,34 @@ fn connect_failure(e: io::Error) -> Failure {
     Failure::new(kind, e)
 }
 
-/// Classifies a hyper error by what caused it.
-pub fn classify(e: hyper::Error) -> Failure {
-    let kind = if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
-        ErrorKind::Protocol
-    } else if e.is_incomplete_message() || e.is_canceled() || e.is_closed() {
-        ErrorKind::Reset
-    } else {
-        io_kind(&e).unwrap_or(ErrorKind::Other)
-    };
-    Failure::new(kind, e)
-}
-
 pub(crate) fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<io::Error>() {
-            return Some(match io.kind() {
-                io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::BrokenPipe
-                | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
-                io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,
-                io::ErrorKind::InvalidData => ErrorKind::Tls,
-                _ => ErrorKind::Other,
-            });
+            return Some(io_error_kind(io));
         }
         src = s.source();
     }
     None
+}
+
+/// The kind of a failed read or write on an open connection (rustls reports its failures
+/// as invalid data).
+fn io_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+        io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,
+        io::ErrorKind::InvalidData => ErrorKind::Tls,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// A failed read or write on an open connection, classified.
+pub(crate) fn io_failure(e: io::Error) -> Failure {
+    Failure::new(io_error_kind(&e), e)
 }
 
 fn tls_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, crate::EngineError> {
@@ -360,7 +356,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 
 /// What the I/O wrapper observed on a connection: bytes each way and when the last write
 /// happened. One writer (the connection's own task), so relaxed atomics suffice; they are
-/// atomics only because hyper's HTTP/2 executor requires `Send` I/O.
+/// atomics only because the I/O of a protocol library is `Send`.
 pub struct IoClock {
     base: Instant,
     bytes_in: AtomicU64,

@@ -141,7 +141,7 @@ impl Conn {
         reading: &mut Reading<'_>,
         start: Instant,
     ) -> Result<Answer, Failure> {
-        let request = out.target.head(true, out);
+        let request = out.target.h2_head(out);
         let body = out.target.body(out);
         let unsent = |e| classify(e, true);
         if self.queued {

@@ -4,9 +4,12 @@
 //! [`Answer`]: the status, what the headers said, the bytes each way and when the request
 //! was written, its head arrived and its last byte came in. Phases, samples and retries are
 //! the slot's; each protocol module only moves bytes and tells the times.
+//!
+//! HTTP/1.1 is [`h1`], lean: pre-encoded requests, `httparse` on a bounded buffer. HTTP/2
+//! is [`h2`], on the `h2` crate.
 
+pub(crate) mod h1;
 mod h2;
-mod hyper;
 mod shared;
 
 pub(crate) use shared::Shared;
@@ -65,7 +68,7 @@ impl Reading<'_> {
         }
     }
 
-    /// The cache status and backend a head's headers say, keeping them when asked.
+    /// The cache status and backend a head's header map says, keeping it when asked.
     pub(crate) fn head(&mut self, headers: &HeaderMap) -> (CacheStatus, Option<HeaderValue>) {
         if let Some(keep) = self.headers.as_deref_mut() {
             keep.clone_from(headers);
@@ -115,7 +118,7 @@ impl Answer {
 /// An open connection, of whichever protocol the endpoint and the server chose.
 pub(crate) enum Conn {
     /// HTTP/1.1.
-    Hyper(hyper::Conn),
+    H1(h1::Conn),
     /// HTTP/2: a handle to a connection that several slots may share.
     H2(h2::Conn),
 }
@@ -133,13 +136,13 @@ impl Conn {
         if h2 {
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
         }
-        Ok(Conn::Hyper(hyper::Conn::handshake(io, ep.flat_writes).await?))
+        Ok(Conn::H1(h1::Conn::new(io)))
     }
 
     /// The protocol the connection speaks.
     pub(crate) fn protocol(&self) -> Protocol {
         match self {
-            Conn::Hyper(_) => Protocol::Http1,
+            Conn::H1(_) => Protocol::Http1,
             Conn::H2(_) => Protocol::Http2,
         }
     }
@@ -148,16 +151,16 @@ impl Conn {
     /// can.
     pub(crate) async fn reusable(&mut self) -> bool {
         match self {
-            Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
+            Conn::H1(c) => std::future::poll_fn(|cx| std::task::Poll::Ready(c.reusable(cx))).await,
             Conn::H2(_) => self.usable(),
         }
     }
 
     /// Whether an HTTP/2 connection may open another stream (no GOAWAY came, it is up); an
-    /// HTTP/1.1 one, whether it has not closed.
+    /// HTTP/1.1 one, whether its last response left it open.
     pub(crate) fn usable(&mut self) -> bool {
         match self {
-            Conn::Hyper(c) => c.usable(),
+            Conn::H1(c) => c.usable(),
             Conn::H2(c) => c.usable(),
         }
     }
@@ -167,7 +170,7 @@ impl Conn {
     /// finish on it ([`h2`]).
     pub(crate) fn bytes_out(&self) -> u64 {
         match self {
-            Conn::Hyper(c) => c.clock.bytes_out(),
+            Conn::H1(c) => c.bytes_out(),
             Conn::H2(_) => 0,
         }
     }
@@ -175,7 +178,7 @@ impl Conn {
     /// What an HTTP/2 connection saw of its streams since last asked.
     pub(crate) fn take_figures(&self) -> Option<StreamFigures> {
         match self {
-            Conn::Hyper(_) => None,
+            Conn::H1(_) => None,
             Conn::H2(c) => Some(c.take_figures()),
         }
     }
@@ -188,7 +191,7 @@ impl Conn {
         start: Instant,
     ) -> Result<Answer, Failure> {
         match self {
-            Conn::Hyper(c) => c.exchange(out, reading, start).await,
+            Conn::H1(c) => c.exchange(out, reading, start).await,
             Conn::H2(c) => c.exchange(out, reading, start).await,
         }
     }

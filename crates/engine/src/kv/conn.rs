@@ -21,7 +21,7 @@
 //! pending command fails with the reason and the connection is not used again.
 
 use super::{memcache, resp, ErrorClass, ProtocolError, Reply};
-use crate::conn::{Failure, TimedIo};
+use crate::conn::{io_failure, Failure, TimedIo};
 use barrage_metrics::ErrorKind;
 use bytes::{Buf, BytesMut};
 use std::collections::VecDeque;
@@ -315,14 +315,4 @@ struct DriveState {
     marked: usize,
     /// Reads not yet wholly parsed: the stream offset each ended at, and when.
     reads: VecDeque<(u64, Duration)>,
-}
-
-fn io_failure(e: std::io::Error) -> Failure {
-    use std::io::ErrorKind as Io;
-    let kind = match e.kind() {
-        Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => ErrorKind::Reset,
-        Io::InvalidData => ErrorKind::Tls,
-        _ => ErrorKind::Other,
-    };
-    Failure::new(kind, e)
 }

@@ -41,7 +41,7 @@ impl KvRun {
             .map(|s| {
                 let literal = s.host.parse::<std::net::IpAddr>().ok().map(|ip| std::net::SocketAddr::new(ip, s.port));
                 let fixed_addr = plan.resolve.get(&(s.host.clone(), s.port)).copied().or(literal);
-                Endpoint { host: s.host.clone(), port: s.port, tls: s.tls, fixed_addr, flat_writes: true }
+                Endpoint { host: s.host.clone(), port: s.port, tls: s.tls, fixed_addr }
             })
             .collect();
         let labels = kv
