@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use std::borrow::Cow;
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -404,6 +405,44 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head)
 }
 
+/// `--timeout` of a slot's requests: one timer per slot, moved only when it fires. A
+/// request answered in time costs no timer operation: the timer, still armed for an earlier
+/// request's deadline, fires early, finds the request's own deadline not yet passed and
+/// moves to it. (tokio's `timeout` registered and removed a timer entry per request: a
+/// tenth of a kept-alive request's instructions.)
+struct Deadline {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Deadline {
+    fn new(at: std::time::Instant) -> Deadline {
+        Deadline { sleep: Box::pin(tokio::time::sleep_until(at.into())) }
+    }
+
+    /// Runs `fut` until it completes (`Some`), or until `at` passes (`None`). Deadlines of
+    /// one slot's requests come in order, as their starts do.
+    async fn bound<F: Future>(&mut self, at: std::time::Instant, fut: F) -> Option<F::Output> {
+        let at = tokio::time::Instant::from_std(at);
+        if self.sleep.deadline() > at {
+            self.sleep.as_mut().reset(at);
+        }
+        let mut fut = std::pin::pin!(fut);
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Some(out));
+            }
+            while self.sleep.as_mut().poll(cx).is_ready() {
+                if self.sleep.deadline() >= at {
+                    return std::task::Poll::Ready(None);
+                }
+                self.sleep.as_mut().reset(at);
+            }
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}
+
 /// A slot: at most one request at a time, on its own connection or, with `--streams`, on
 /// one its group shares.
 pub struct Slot {
@@ -411,6 +450,8 @@ pub struct Slot {
     /// With `--streams` above 1: the connections this slot shares with the others of its
     /// group (a handle to one is in `conn` while a request uses it).
     shared: Option<Rc<Shared>>,
+    /// Its requests' `--timeout`, made at the first.
+    deadline: Option<Deadline>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
     /// so a millisecond timer's oversleep would count in its latency. Made at the first.
     timer: Option<crate::thread::PreciseTimer>,
@@ -443,7 +484,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, shared: None, timer: None, worker }
+        Slot { conn: None, shared: None, deadline: None, timer: None, worker }
     }
 
     /// The slot's number within the run.
@@ -497,12 +538,14 @@ impl Slot {
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
-        let res =
-            tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await;
+        let deadline = crate::thread::instant_at(w.start, started.saturating_add(w.plan.timeout));
+        let mut timer = self.deadline.take().unwrap_or_else(|| Deadline::new(deadline));
+        let res = timer.bound(deadline, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await;
+        self.deadline = Some(timer);
         let done = match res {
-            Ok(Ok(done)) => done,
-            Ok(Err(f)) => self.failed(w, f),
-            Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
+            Some(Ok(done)) => done,
+            Some(Err(f)) => self.failed(w, f),
+            None => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
         let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
         if !w.plan.keepalive {

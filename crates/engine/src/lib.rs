@@ -403,12 +403,19 @@ impl Collector {
             match msg {
                 Msg::Interval { index, end, recorder, cpu } => {
                     self.next[thread] = index + 1;
-                    let slot = self.pending.entry(index).or_insert_with(|| Pending {
-                        recorder: Recorder::new(),
-                        end: Duration::ZERO,
-                        cpu_percent: (0.0, 0.0),
-                    });
-                    slot.recorder.add(&recorder);
+                    // The interval's first recorder is kept as it came, the others added to
+                    // it: a fresh one to add them all into would cost a recorder's worth of
+                    // histograms (3 MiB) and a pass over them per interval.
+                    let slot = match self.pending.entry(index) {
+                        std::collections::btree_map::Entry::Vacant(v) => {
+                            v.insert(Pending { recorder: *recorder, end, cpu_percent: (0.0, 0.0) })
+                        }
+                        std::collections::btree_map::Entry::Occupied(o) => {
+                            let slot = o.into_mut();
+                            slot.recorder.add(&recorder);
+                            slot
+                        }
+                    };
                     slot.end = slot.end.max(end);
                     // The thread's CPU over the time since its last reading, as a share of
                     // that time: never more than 100% for one thread.
