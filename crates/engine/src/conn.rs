@@ -135,16 +135,15 @@ impl Connector {
     pub async fn connect(
         &self,
         ep: &Endpoint,
-        base: Instant,
         phases: &mut crate::exchange::Phases,
-    ) -> Result<(TimedIo, bool), Failure> {
-        match tokio::time::timeout(self.connect_timeout, self.open(ep, base, phases)).await {
-            Ok(r) => r.map(|(stream, clock)| {
+    ) -> Result<(Stream, bool), Failure> {
+        match tokio::time::timeout(self.connect_timeout, self.open(ep, phases)).await {
+            Ok(r) => r.map(|stream| {
                 let h2 = match &stream {
                     Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
                     Stream::Left(_) => self.http2,
                 };
-                (TimedIo { inner: stream, clock }, h2)
+                (stream, h2)
             }),
             Err(_) => Err(Failure::new(
                 ErrorKind::ConnectTimeout,
@@ -155,12 +154,7 @@ impl Connector {
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
     /// connect and TLS into `phases`, without the connect timeout (the caller's bound).
-    pub(crate) async fn open(
-        &self,
-        ep: &Endpoint,
-        base: Instant,
-        phases: &mut crate::exchange::Phases,
-    ) -> Result<(Stream, Arc<IoClock>), Failure> {
+    pub(crate) async fn open(&self, ep: &Endpoint, phases: &mut crate::exchange::Phases) -> Result<Stream, Failure> {
         use barrage_metrics::Phase;
         let addr = match ep.fixed_addr {
             Some(a) => a,
@@ -189,7 +183,7 @@ impl Connector {
             }
             _ => Stream::Left(tcp),
         };
-        Ok((stream, Arc::new(IoClock::new(base))))
+        Ok(stream)
     }
 
     /// The bound on opening a connection.
@@ -385,10 +379,18 @@ impl IoClock {
 /// TCP or TLS: tokio-util's `Either` forwards reads and writes to whichever it holds.
 pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
-/// Wraps the stream to count bytes and note the time of writes.
+/// Wraps the stream to count bytes and note the time of writes, for a protocol that cannot
+/// tell itself (hyper's).
 pub struct TimedIo {
-    pub(crate) inner: Stream,
+    inner: Stream,
     pub(crate) clock: Arc<IoClock>,
+}
+
+impl TimedIo {
+    /// `stream`, its write times as offsets from `base`.
+    pub(crate) fn new(stream: Stream, base: Instant) -> TimedIo {
+        TimedIo { inner: stream, clock: Arc::new(IoClock::new(base)) }
+    }
 }
 
 impl AsyncRead for TimedIo {

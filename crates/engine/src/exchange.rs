@@ -452,6 +452,8 @@ pub struct Slot {
     shared: Option<Rc<Shared>>,
     /// Its requests' `--timeout`, made at the first.
     deadline: Option<Deadline>,
+    /// The backend its last response named.
+    backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
     /// so a millisecond timer's oversleep would count in its latency. Made at the first.
     timer: Option<crate::thread::PreciseTimer>,
@@ -484,7 +486,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, shared: None, deadline: None, timer: None, worker }
+        Slot { conn: None, shared: None, deadline: None, backend: None, timer: None, worker }
     }
 
     /// The slot's number within the run.
@@ -749,8 +751,13 @@ impl Slot {
             Some(io) => (keep_headers.then_some(&mut io.headers), keep_body.then_some(&mut io.body)),
             None => (None, None),
         };
-        let mut reading =
-            Reading { rules: &w.plan.cache_rules, backend_headers: &w.plan.backend_headers, headers, body };
+        let mut reading = Reading {
+            rules: &w.plan.cache_rules,
+            backend_headers: &w.plan.backend_headers,
+            last_backend: &mut self.backend,
+            headers,
+            body,
+        };
         let answer = conn.exchange(&out, &mut reading, w.start).await;
         if let Some(figures) = conn.take_figures() {
             w.recorder.borrow_mut().record_streams(&figures);

@@ -21,7 +21,7 @@
 //! was written and any of the response read, for the slot's stale-connection retry.
 
 use super::{Answer, Outgoing, Reading};
-use crate::conn::{io_failure, Failure, Stream, TimedIo};
+use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::ErrorKind;
 use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
@@ -62,9 +62,32 @@ pub(crate) struct Conn {
     /// The last response left the connection fit for another request: kept alive, nothing
     /// read beyond it.
     reusable: bool,
-    /// The backend header's last value: a server names itself on every response, so the
-    /// next one reuses it (a reference count) instead of copying it.
-    backend: Option<HeaderValue>,
+}
+
+/// Most buffers an engine thread keeps for its next connections.
+const SPARE_BUFFERS: usize = 256;
+
+thread_local! {
+    /// The read and output buffers of this engine thread's closed connections, for its next
+    /// ones: a new connection per request (`--no-keepalive`) would otherwise allocate a read
+    /// buffer per request, and fault its pages in again when the allocator had returned them.
+    /// (An engine thread is a current-thread runtime: no lock.)
+    static SPARE: std::cell::RefCell<Vec<(Vec<u8>, Vec<u8>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let (mut buf, mut out) = (std::mem::take(&mut self.buf), std::mem::take(&mut self.out));
+        if buf.capacity() == READ_BUF {
+            buf.clear();
+            out.clear();
+            SPARE.with_borrow_mut(|spare| {
+                if spare.len() < SPARE_BUFFERS {
+                    spare.push((buf, out));
+                }
+            });
+        }
+    }
 }
 
 /// How writing the request ended.
@@ -77,8 +100,9 @@ enum Written {
 }
 
 impl Conn {
-    pub(super) fn new(io: TimedIo) -> Conn {
-        Conn { io: io.inner, buf: Vec::new(), pos: 0, out: Vec::new(), bytes_out: 0, reusable: true, backend: None }
+    pub(super) fn new(io: Stream) -> Conn {
+        let (buf, out) = SPARE.with_borrow_mut(|spare| spare.pop()).unwrap_or_default();
+        Conn { io, buf, pos: 0, out, bytes_out: 0, reusable: true }
     }
 
     /// Bytes written so far.
@@ -206,13 +230,13 @@ impl Conn {
         // body is when it did (one clock read per read, not per event).
         let mut now = answer.end;
         loop {
-            let Conn { buf, pos, backend, .. } = self;
+            let Conn { buf, pos, .. } = self;
             let step = reader.read(&buf[*pos..], &mut |status, lines| {
                 answer.status = status;
                 answer.head = now;
                 let view = barrage_plan::HeaderLines::new(lines);
                 answer.cache = reading.rules.classify(&view);
-                answer.backend = reading.backend_of(&view, backend);
+                answer.backend = reading.backend_of(&view);
                 if let Some(keep) = reading.headers.as_deref_mut() {
                     keep_lines(keep, lines);
                 }
@@ -285,15 +309,13 @@ fn keep_lines(keep: &mut HeaderMap, lines: &[httparse::Header<'_>]) {
 }
 
 impl Reading<'_> {
-    /// The backend a head's lines name: the first of the backend headers present. `last`
-    /// is the connection's last one, reused when the value is the same.
-    fn backend_of(
-        &self,
-        lines: &barrage_plan::HeaderLines<'_, '_>,
-        last: &mut Option<HeaderValue>,
-    ) -> Option<HeaderValue> {
+    /// The backend a head's lines name: the first of the backend headers present. A server
+    /// names itself on every response: the slot's last value is reused (a reference count)
+    /// when it is the same, instead of copied.
+    fn backend_of(&mut self, lines: &barrage_plan::HeaderLines<'_, '_>) -> Option<HeaderValue> {
         use barrage_plan::HeaderView;
         let value = self.backend_headers.iter().find_map(|h| lines.value(h))?;
+        let last = &mut *self.last_backend;
         if last.as_ref().is_none_or(|v| v.as_bytes() != value) {
             *last = Some(HeaderValue::from_bytes(value).ok()?);
         }

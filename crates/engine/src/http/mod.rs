@@ -53,6 +53,8 @@ pub(crate) struct Reading<'a> {
     pub rules: &'a CacheRules,
     /// The headers that name the backend, first present wins.
     pub backend_headers: &'a [HeaderName],
+    /// The backend the slot's last response named, reused when the next names the same.
+    pub last_backend: &'a mut Option<HeaderValue>,
     /// Kept: every header of the response.
     pub headers: Option<&'a mut HeaderMap>,
     /// Kept: the body, up to [`barrage_plan::flow::MAX_JUDGED_BODY`] bytes.
@@ -132,11 +134,12 @@ impl Conn {
         base: Instant,
         phases: &mut Phases,
     ) -> Result<Conn, Failure> {
-        let (io, h2) = connector.connect(ep, base, phases).await?;
+        let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
+            let io = crate::conn::TimedIo::new(stream, base);
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
         }
-        Ok(Conn::H1(h1::Conn::new(io)))
+        Ok(Conn::H1(h1::Conn::new(stream)))
     }
 
     /// The protocol the connection speaks.

@@ -8,7 +8,7 @@
 
 use super::conn::{Answer, Got, Parse};
 use super::{memcache, resp, ErrorClass};
-use crate::conn::{Connector, Endpoint, Failure, TimedIo};
+use crate::conn::{Connector, Endpoint, Failure, Stream};
 use crate::exchange::{Done, Phases};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase};
 use barrage_plan::kv::{Arg, KvCommand, KvPlan, Protocol};
@@ -225,13 +225,11 @@ pub(super) async fn connect(
     connector: &Connector,
     run: &KvRun,
     server: usize,
-    base: Instant,
     phases: &mut Phases,
-) -> Result<TimedIo, Failure> {
+) -> Result<Stream, Failure> {
     let ep = &run.endpoints[server];
     let opening = async {
-        let (stream, clock) = connector.open(ep, base, phases).await?;
-        let mut io = TimedIo { inner: stream, clock };
+        let mut io = connector.open(ep, phases).await?;
         let t = Instant::now();
         greet(&mut io, &run.hellos[server], run.plan.protocol, ep).await?;
         if run.hellos[server].1 > 0 {
@@ -252,7 +250,7 @@ pub(super) async fn connect(
 
 /// Sends a new connection's `HELLO`/`AUTH`/`SELECT` and checks their replies.
 async fn greet(
-    io: &mut TimedIo,
+    io: &mut Stream,
     (hello, replies): &(Bytes, usize),
     protocol: Protocol,
     ep: &Endpoint,
