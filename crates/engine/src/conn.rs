@@ -129,27 +129,28 @@ impl Connector {
         self.streams
     }
 
-    /// Opens a stream to `ep` within the connect timeout, recording DNS, connect and TLS
-    /// durations into `phases`; with it, the protocol the server chose by ALPN (HTTP/2 when
-    /// it said `h2`; over cleartext, the run's choice).
+    /// Opens a stream to `ep`, recording DNS, connect and TLS durations into `phases`; with
+    /// it, the protocol the server chose by ALPN (HTTP/2 when it said `h2`; over cleartext,
+    /// the run's choice). The caller bounds it by [`Connector::connect_timeout`].
     pub async fn connect(
         &self,
         ep: &Endpoint,
         phases: &mut crate::exchange::Phases,
     ) -> Result<(Stream, bool), Failure> {
-        match tokio::time::timeout(self.connect_timeout, self.open(ep, phases)).await {
-            Ok(r) => r.map(|stream| {
-                let h2 = match &stream {
-                    Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
-                    Stream::Left(_) => self.http2,
-                };
-                (stream, h2)
-            }),
-            Err(_) => Err(Failure::new(
-                ErrorKind::ConnectTimeout,
-                format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, self.connect_timeout),
-            )),
-        }
+        let stream = self.open(ep, phases).await?;
+        let h2 = match &stream {
+            Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+            Stream::Left(_) => self.http2,
+        };
+        Ok((stream, h2))
+    }
+
+    /// How a connection to `ep` that outlasted the connect timeout failed.
+    pub(crate) fn timed_out(&self, ep: &Endpoint) -> Failure {
+        Failure::new(
+            ErrorKind::ConnectTimeout,
+            format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, self.connect_timeout),
+        )
     }
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,

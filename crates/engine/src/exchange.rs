@@ -3,7 +3,7 @@
 
 use crate::conn::{Endpoint, Failure};
 use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
-use crate::thread::Worker;
+use crate::thread::{Deadline, Worker};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
@@ -12,7 +12,6 @@ use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use std::borrow::Cow;
-use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -405,44 +404,6 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head)
 }
 
-/// `--timeout` of a slot's requests: one timer per slot, moved only when it fires. A
-/// request answered in time costs no timer operation: the timer, still armed for an earlier
-/// request's deadline, fires early, finds the request's own deadline not yet passed and
-/// moves to it. (tokio's `timeout` registered and removed a timer entry per request: a
-/// tenth of a kept-alive request's instructions.)
-struct Deadline {
-    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
-
-impl Deadline {
-    fn new(at: std::time::Instant) -> Deadline {
-        Deadline { sleep: Box::pin(tokio::time::sleep_until(at.into())) }
-    }
-
-    /// Runs `fut` until it completes (`Some`), or until `at` passes (`None`). Deadlines of
-    /// one slot's requests come in order, as their starts do.
-    async fn bound<F: Future>(&mut self, at: std::time::Instant, fut: F) -> Option<F::Output> {
-        let at = tokio::time::Instant::from_std(at);
-        if self.sleep.deadline() > at {
-            self.sleep.as_mut().reset(at);
-        }
-        let mut fut = std::pin::pin!(fut);
-        std::future::poll_fn(|cx| {
-            if let std::task::Poll::Ready(out) = fut.as_mut().poll(cx) {
-                return std::task::Poll::Ready(Some(out));
-            }
-            while self.sleep.as_mut().poll(cx).is_ready() {
-                if self.sleep.deadline() >= at {
-                    return std::task::Poll::Ready(None);
-                }
-                self.sleep.as_mut().reset(at);
-            }
-            std::task::Poll::Pending
-        })
-        .await
-    }
-}
-
 /// A slot: at most one request at a time, on its own connection or, with `--streams`, on
 /// one its group shares.
 pub struct Slot {
@@ -450,8 +411,10 @@ pub struct Slot {
     /// With `--streams` above 1: the connections this slot shares with the others of its
     /// group (a handle to one is in `conn` while a request uses it).
     shared: Option<Rc<Shared>>,
-    /// Its requests' `--timeout`, made at the first.
+    /// Its requests' `--timeout`, and its connections' `--connect-timeout`, made at the
+    /// first.
     deadline: Option<Deadline>,
+    connecting: Option<Deadline>,
     /// The backend its last response named.
     backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
@@ -486,7 +449,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, shared: None, deadline: None, backend: None, timer: None, worker }
+        Slot { conn: None, shared: None, deadline: None, connecting: None, backend: None, timer: None, worker }
     }
 
     /// The slot's number within the run.
@@ -807,7 +770,10 @@ impl Slot {
             return Ok(false);
         }
         self.conn = None;
-        let conn = Conn::open(&w.connector, &w.endpoints[endpoint], w.start, phases).await?;
+        let mut timer = self.connecting.take();
+        let opened = Conn::open(&w.connector, &w.endpoints[endpoint], w.start, phases, &mut timer).await;
+        self.connecting = timer;
+        let conn = opened?;
         count_connection(w, &conn)?;
         self.conn = Some((endpoint, conn));
         Ok(true)

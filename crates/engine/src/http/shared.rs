@@ -105,7 +105,8 @@ impl Shared {
         // If the caller's request is cancelled (its timeout) while opening, the others
         // are told, and one of them opens instead.
         let mut guard = Opening { shared: self, index, done: false };
-        let opened = Conn::open(connector, ep, base, phases).await;
+        // Its own connect timeout: an HTTP/2 connection is opened once for many requests.
+        let opened = Conn::open(connector, ep, base, phases, &mut None).await;
         guard.done = true;
         let n = self.attempts.get();
         let result = match opened {

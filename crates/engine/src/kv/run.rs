@@ -241,10 +241,7 @@ pub(super) async fn connect(
     };
     match tokio::time::timeout(connector.connect_timeout(), opening).await {
         Ok(r) => r,
-        Err(_) => Err(Failure::new(
-            ErrorKind::ConnectTimeout,
-            format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, connector.connect_timeout()),
-        )),
+        Err(_) => Err(connector.timed_out(ep)),
     }
 }
 
