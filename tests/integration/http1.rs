@@ -63,6 +63,20 @@ fn every_framing_is_read_to_the_exact_byte() {
     }
 }
 
+#[test]
+fn a_head_longer_than_the_read_buffer_is_read_whole() {
+    // 50 KiB of cookies, under the 64 KiB bound on a head (leaked: the server answers
+    // with it for the test binary's life).
+    let cookies = "c".repeat(50 << 10);
+    let response =
+        format!("HTTP/1.1 200 OK\r\nSet-Cookie: {cookies}\r\nContent-Length: 2\r\n\r\nok").into_bytes().leak();
+    let server = RawServer::answering(response, true);
+    let s = requests(&server.url(), 3, Duration::from_secs(5));
+    assert_eq!(s.requests.ok, 3, "{:?}", s.errors);
+    assert_eq!(s.bytes.in_total, 3 * response.len() as u64);
+    assert_eq!(s.requests.connections, 1);
+}
+
 /// A server that answers with `head`, then `more` over and over until the client goes.
 fn endless(head: &'static [u8], more: &'static [u8]) -> RawServer {
     RawServer::start(Arc::new(move |s: &mut TcpStream| {
