@@ -1,7 +1,6 @@
 //! Connections with every phase timed: DNS, TCP connect, TLS handshake; the protocols on
-//! top are in [`crate::http`] and [`crate::kv`]. The I/O wrapper ([`TimedIo`]) counts bytes
-//! on the wire and notes when a request was written, for a protocol that cannot tell
-//! itself (HTTP/2's, whose writes its streams share).
+//! top are in [`crate::http`] and [`crate::kv`]. The I/O wrapper ([`CountedIo`]) counts
+//! bytes on the wire for a protocol whose library does the reading and writing (HTTP/2's).
 
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Plan, TlsOptions};
@@ -349,20 +348,16 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 }
 
-/// What the I/O wrapper observed on a connection: bytes each way and when the last write
-/// happened. One writer (the connection's own task), so relaxed atomics suffice; they are
-/// atomics only because the I/O of a protocol library is `Send`.
-pub struct IoClock {
-    base: Instant,
+/// What the I/O wrapper counted on a connection: bytes each way. One writer (the
+/// connection's own task), so relaxed atomics suffice; they are atomics only because the
+/// I/O of a protocol library is `Send`.
+#[derive(Default)]
+pub struct IoCounts {
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
-    last_write_ns: AtomicU64,
 }
 
-impl IoClock {
-    fn new(base: Instant) -> Self {
-        IoClock { base, bytes_in: AtomicU64::new(0), bytes_out: AtomicU64::new(0), last_write_ns: AtomicU64::new(0) }
-    }
+impl IoCounts {
     /// Bytes read so far.
     pub fn bytes_in(&self) -> u64 {
         self.bytes_in.load(Relaxed)
@@ -371,43 +366,39 @@ impl IoClock {
     pub fn bytes_out(&self) -> u64 {
         self.bytes_out.load(Relaxed)
     }
-    /// Offset from the run's start of the last write.
-    pub fn last_write(&self) -> Duration {
-        Duration::from_nanos(self.last_write_ns.load(Relaxed))
-    }
 }
 
 /// TCP or TLS: tokio-util's `Either` forwards reads and writes to whichever it holds.
 pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
-/// Wraps the stream to count bytes and note the time of writes, for a protocol that cannot
-/// tell itself (hyper's).
-pub struct TimedIo {
+/// Wraps the stream to count bytes on the wire, for a protocol whose library does the
+/// reading and writing (HTTP/2's). (It noted the time of the last write too, for hyper's
+/// HTTP/1.1: HTTP/2's writes are its streams' together, so no request's own.)
+pub struct CountedIo {
     inner: Stream,
-    pub(crate) clock: Arc<IoClock>,
+    pub(crate) counts: Arc<IoCounts>,
 }
 
-impl TimedIo {
-    /// `stream`, its write times as offsets from `base`.
-    pub(crate) fn new(stream: Stream, base: Instant) -> TimedIo {
-        TimedIo { inner: stream, clock: Arc::new(IoClock::new(base)) }
+impl CountedIo {
+    pub(crate) fn new(stream: Stream) -> CountedIo {
+        CountedIo { inner: stream, counts: Arc::default() }
     }
 }
 
-impl AsyncRead for TimedIo {
+impl AsyncRead for CountedIo {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let this = &mut *self;
         let res = Pin::new(&mut this.inner).poll_read(cx, buf);
         let n = (buf.filled().len() - before) as u64;
         if n > 0 {
-            this.clock.bytes_in.store(this.clock.bytes_in.load(Relaxed) + n, Relaxed);
+            this.counts.bytes_in.store(this.counts.bytes_in.load(Relaxed) + n, Relaxed);
         }
         res
     }
 }
 
-impl AsyncWrite for TimedIo {
+impl AsyncWrite for CountedIo {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         let res = Pin::new(&mut this.inner).poll_write(cx, buf);
@@ -443,11 +434,10 @@ impl AsyncWrite for TimedIo {
     }
 }
 
-impl TimedIo {
+impl CountedIo {
     fn note_write(&self, n: usize) {
-        let c = &self.clock;
+        let c = &self.counts;
         c.bytes_out.store(c.bytes_out.load(Relaxed) + n as u64, Relaxed);
-        c.last_write_ns.store(c.base.elapsed().as_nanos() as u64, Relaxed);
     }
 }
 

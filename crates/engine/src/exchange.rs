@@ -755,7 +755,7 @@ impl Slot {
                 }
             }
             let ep = (endpoint, &w.endpoints[endpoint]);
-            let (conn, opened) = shared.conn(&w.connector, ep, w.start, phases, lost).await?;
+            let (conn, opened) = shared.conn(&w.connector, ep, phases, lost).await?;
             if opened {
                 count_connection(w, &conn)?;
             }
@@ -771,7 +771,7 @@ impl Slot {
         }
         self.conn = None;
         let mut timer = self.connecting.take();
-        let opened = Conn::open(&w.connector, &w.endpoints[endpoint], w.start, phases, &mut timer).await;
+        let opened = Conn::open(&w.connector, &w.endpoints[endpoint], phases, &mut timer).await;
         self.connecting = timer;
         let conn = opened?;
         count_connection(w, &conn)?;

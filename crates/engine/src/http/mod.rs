@@ -133,7 +133,6 @@ impl Conn {
     pub(crate) async fn open(
         connector: &Connector,
         ep: &Endpoint,
-        base: Instant,
         phases: &mut Phases,
         timer: &mut Option<Deadline>,
     ) -> Result<Conn, Failure> {
@@ -142,7 +141,7 @@ impl Conn {
         let (stream, h2) =
             timer.bound(at, connector.connect(ep, phases)).await.ok_or_else(|| connector.timed_out(ep))??;
         if h2 {
-            let io = crate::conn::TimedIo::new(stream, base);
+            let io = crate::conn::CountedIo::new(stream);
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
         }
         Ok(Conn::H1(h1::Conn::new(stream)))
