@@ -128,15 +128,16 @@ impl Connector {
         self.streams
     }
 
-    /// Opens a stream to `ep`, recording DNS, connect and TLS durations into `phases`; with
-    /// it, the protocol the server chose by ALPN (HTTP/2 when it said `h2`; over cleartext,
-    /// the run's choice). The caller bounds it by [`Connector::connect_timeout`].
+    /// Opens a stream to `ep` within the connect timeout, recording DNS, connect and TLS
+    /// durations into `phases`; with it, the protocol the server chose by ALPN (HTTP/2 when
+    /// it said `h2`; over cleartext, the run's choice).
     pub async fn connect(
         &self,
         ep: &Endpoint,
         phases: &mut crate::exchange::Phases,
     ) -> Result<(Stream, bool), Failure> {
-        let stream = self.open(ep, phases).await?;
+        let opening = tokio::time::timeout(self.connect_timeout, self.open(ep, phases));
+        let stream = opening.await.map_err(|_| self.timed_out(ep))??;
         let h2 = match &stream {
             Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
             Stream::Left(_) => self.http2,

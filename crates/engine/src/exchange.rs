@@ -3,7 +3,7 @@
 
 use crate::conn::{Endpoint, Failure};
 use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
-use crate::thread::{Deadline, Worker};
+use crate::thread::Worker;
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
@@ -411,10 +411,6 @@ pub struct Slot {
     /// With `--streams` above 1: the connections this slot shares with the others of its
     /// group (a handle to one is in `conn` while a request uses it).
     shared: Option<Rc<Shared>>,
-    /// Its requests' `--timeout`, and its connections' `--connect-timeout`, made at the
-    /// first.
-    deadline: Option<Deadline>,
-    connecting: Option<Deadline>,
     /// The backend its last response named.
     backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
@@ -449,7 +445,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, shared: None, deadline: None, connecting: None, backend: None, timer: None, worker }
+        Slot { conn: None, shared: None, backend: None, timer: None, worker }
     }
 
     /// The slot's number within the run.
@@ -503,14 +499,12 @@ impl Slot {
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
-        let deadline = crate::thread::instant_at(w.start, started.saturating_add(w.plan.timeout));
-        let mut timer = self.deadline.take().unwrap_or_else(|| Deadline::new(deadline));
-        let res = timer.bound(deadline, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await;
-        self.deadline = Some(timer);
+        let res =
+            tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await;
         let done = match res {
-            Some(Ok(done)) => done,
-            Some(Err(f)) => self.failed(w, f),
-            None => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
+            Ok(Ok(done)) => done,
+            Ok(Err(f)) => self.failed(w, f),
+            Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
         };
         let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
         if !w.plan.keepalive {
@@ -770,10 +764,7 @@ impl Slot {
             return Ok(false);
         }
         self.conn = None;
-        let mut timer = self.connecting.take();
-        let opened = Conn::open(&w.connector, &w.endpoints[endpoint], phases, &mut timer).await;
-        self.connecting = timer;
-        let conn = opened?;
+        let conn = Conn::open(&w.connector, &w.endpoints[endpoint], phases).await?;
         count_connection(w, &conn)?;
         self.conn = Some((endpoint, conn));
         Ok(true)

@@ -11,7 +11,6 @@ use crate::schedule::{Decision, Schedule};
 use barrage_metrics::Recorder;
 use barrage_plan::{Load, Pacer, Picker, Plan};
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -632,45 +631,6 @@ const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 86_400);
 /// an engine thread).
 pub(crate) fn instant_at(start: Instant, offset: Duration) -> Instant {
     start.checked_add(offset).or_else(|| start.checked_add(FAR_FUTURE)).unwrap_or(start)
-}
-
-/// A bound on a slot's requests (`--timeout`) or its connects (`--connect-timeout`): one
-/// timer per slot, moved only when it fires. A request answered in time costs no timer
-/// operation: the timer, still armed for an earlier request's deadline, fires early, finds
-/// the request's own deadline not yet passed and moves to it. (tokio's `timeout` registered
-/// and removed a timer entry per request: a tenth of a kept-alive request's instructions,
-/// and as much again per new connection.)
-pub(crate) struct Deadline {
-    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
-
-impl Deadline {
-    pub(crate) fn new(at: Instant) -> Deadline {
-        Deadline { sleep: Box::pin(tokio::time::sleep_until(at.into())) }
-    }
-
-    /// Runs `fut` until it completes (`Some`), or until `at` passes (`None`). Deadlines of
-    /// one slot's requests come in order, as their starts do.
-    pub(crate) async fn bound<F: Future>(&mut self, at: Instant, fut: F) -> Option<F::Output> {
-        let at = tokio::time::Instant::from_std(at);
-        if self.sleep.deadline() > at {
-            self.sleep.as_mut().reset(at);
-        }
-        let mut fut = std::pin::pin!(fut);
-        std::future::poll_fn(|cx| {
-            if let std::task::Poll::Ready(out) = fut.as_mut().poll(cx) {
-                return std::task::Poll::Ready(Some(out));
-            }
-            while self.sleep.as_mut().poll(cx).is_ready() {
-                if self.sleep.deadline() >= at {
-                    return std::task::Poll::Ready(None);
-                }
-                self.sleep.as_mut().reset(at);
-            }
-            std::task::Poll::Pending
-        })
-        .await
-    }
 }
 
 /// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole

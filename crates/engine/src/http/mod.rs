@@ -16,7 +16,6 @@ pub(crate) use shared::Shared;
 
 use crate::conn::{Connector, Endpoint, Failure};
 use crate::exchange::{Phases, Prepared};
-use crate::thread::Deadline;
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, Protocol};
 use barrage_plan::CacheRules;
@@ -127,19 +126,10 @@ pub(crate) enum Conn {
 }
 
 impl Conn {
-    /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`, bounded by the
-    /// connect timeout on the slot's `timer` (made when `None`). HTTP/2 when the server
-    /// agreed to it (ALPN) or the run asked for it over cleartext.
-    pub(crate) async fn open(
-        connector: &Connector,
-        ep: &Endpoint,
-        phases: &mut Phases,
-        timer: &mut Option<Deadline>,
-    ) -> Result<Conn, Failure> {
-        let at = Instant::now() + connector.connect_timeout();
-        let timer = timer.get_or_insert_with(|| Deadline::new(at));
-        let (stream, h2) =
-            timer.bound(at, connector.connect(ep, phases)).await.ok_or_else(|| connector.timed_out(ep))??;
+    /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`. HTTP/2 when the
+    /// server agreed to it (ALPN) or the run asked for it over cleartext.
+    pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &mut Phases) -> Result<Conn, Failure> {
+        let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
             let io = crate::conn::CountedIo::new(stream);
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));

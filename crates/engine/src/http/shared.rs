@@ -102,8 +102,7 @@ impl Shared {
         // If the caller's request is cancelled (its timeout) while opening, the others
         // are told, and one of them opens instead.
         let mut guard = Opening { shared: self, index, done: false };
-        // Its own connect timeout: an HTTP/2 connection is opened once for many requests.
-        let opened = Conn::open(connector, ep, phases, &mut None).await;
+        let opened = Conn::open(connector, ep, phases).await;
         guard.done = true;
         let n = self.attempts.get();
         let result = match opened {
