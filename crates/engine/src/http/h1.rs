@@ -43,9 +43,7 @@ pub(crate) const MAX_CHUNK_LINE: usize = 4 * 1024;
 /// Only the pages a read touches take memory: a connection of small responses holds about
 /// one. Measured with 50 connections of 1 MiB bodies: 32 KiB reads cost the same CPU per
 /// body as 64 KiB ones for 1.6 MiB less memory, 16 KiB ones twice the CPU (four times the
-/// reads). Growing it as reads filled it left each size outgrown resident in the
-/// allocator (6 MiB). A head (or trailers) longer than the buffer grows it, up to
-/// [`MAX_HEAD`].
+/// reads). A head (or trailers) longer than the buffer grows it, up to [`MAX_HEAD`].
 pub(crate) const READ_BUF: usize = 32 * 1024;
 /// Request bodies up to this size are copied behind the head, for one write; larger ones go
 /// out from their shared buffer by `writev`, however many requests are in flight.
