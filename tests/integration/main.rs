@@ -13,6 +13,7 @@ mod flows;
 mod gates;
 mod hostile;
 mod html;
+mod http1;
 mod http3;
 mod kv;
 mod live;

@@ -299,3 +299,73 @@ impl Drop for ServeProcess {
         let _ = self.child.wait();
     }
 }
+
+/// How a [`RawServer`] answers: it writes what it likes on the connection, after reading one
+/// request, and says whether to read the next request on it.
+pub type Answer = Arc<dyn Fn(&mut TcpStream) -> bool + Send + Sync>;
+
+/// A server that answers every request with bytes of the test's making (HTTP of any
+/// framing, or bytes that are not HTTP at all), each connection on a thread of its own;
+/// stops when dropped.
+pub struct RawServer {
+    pub addr: SocketAddr,
+    _stop: FaultServer,
+}
+
+impl RawServer {
+    pub fn start(answer: Answer) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        let answer = answer.clone();
+                        std::thread::spawn(move || {
+                            // Bounded: a client that stops talking ends the thread.
+                            if s.set_nonblocking(false).is_err()
+                                || s.set_read_timeout(Some(Duration::from_secs(5))).is_err()
+                            {
+                                return;
+                            }
+                            while read_head(&mut s) && answer(&mut s) {}
+                        });
+                    }
+                    // Paces the polling of a non-blocking accept; synchronises nothing.
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        RawServer { addr, _stop: FaultServer { addr, stop } }
+    }
+
+    /// A server that answers every request with `response` and keeps the connection
+    /// (`keep`) or closes it.
+    pub fn answering(response: &'static [u8], keep: bool) -> RawServer {
+        RawServer::start(Arc::new(move |s: &mut TcpStream| s.write_all(response).is_ok() && keep))
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+/// Reads one request: its head, then as many body bytes as its Content-Length says. False
+/// when the client closed or stopped sending.
+fn read_head(s: &mut TcpStream) -> bool {
+    let mut data = Vec::new();
+    let mut byte = [0u8; 1];
+    while !data.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => data.push(byte[0]),
+            _ => return false,
+        }
+    }
+    let head = String::from_utf8_lossy(&data).to_ascii_lowercase();
+    let len = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)));
+    let mut body = vec![0u8; len.unwrap_or(0)];
+    s.read_exact(&mut body).is_ok()
+}

@@ -1,7 +1,7 @@
-//! Connections with every phase timed: DNS, TCP connect, TLS handshake; the I/O wrapper
-//! ([`TimedIo`]) notes when a request was written and counts bytes on the wire. The HTTP
-//! spoken over them is [`crate::http`]'s. (HTTP/3 is QUIC over UDP, with the same rustls
-//! configuration and DNS: [`crate::http::h3`].)
+//! Connections with every phase timed: DNS, TCP connect, TLS handshake; the protocols on
+//! top are in [`crate::http`] and [`crate::kv`]. The I/O wrapper ([`CountedIo`]) counts
+//! bytes on the wire for a protocol whose library does the reading and writing (HTTP/2's). HTTP/3
+//! is QUIC over UDP, with the same rustls configuration and DNS: [`crate::http::h3`].
 
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Plan, TlsOptions};
@@ -75,10 +75,6 @@ pub struct Endpoint {
     pub tls: bool,
     /// Address from `--resolve`, or the IP literal: no DNS lookup then.
     pub fixed_addr: Option<SocketAddr>,
-    /// No request to this endpoint carries a body: HTTP/1.1 writes each request from one flat
-    /// buffer. With bodies, the head and the shared body are written together (writev), so a
-    /// body is never copied, however many requests are in flight.
-    pub flat_writes: bool,
 }
 
 impl Endpoint {
@@ -89,7 +85,7 @@ impl Endpoint {
         let port = url.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let literal = host.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port));
         let fixed_addr = plan.resolve.get(&(host.clone(), port)).copied().or(literal);
-        Endpoint { host, port, tls, fixed_addr, flat_writes: true }
+        Endpoint { host, port, tls, fixed_addr }
     }
 }
 
@@ -149,22 +145,18 @@ impl Connector {
     pub async fn connect(
         &self,
         ep: &Endpoint,
-        base: Instant,
         phases: &mut crate::exchange::Phases,
-    ) -> Result<(TimedIo, bool), Failure> {
-        match tokio::time::timeout(self.connect_timeout, self.open(ep, base, phases)).await {
-            Ok(r) => r.map(|(stream, clock)| {
-                let h2 = match &stream {
-                    Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
-                    Stream::Left(_) => self.http2,
-                };
-                (TimedIo { inner: stream, clock }, h2)
-            }),
-            Err(_) => Err(self.timed_out(ep)),
-        }
+    ) -> Result<(Stream, bool), Failure> {
+        let opening = tokio::time::timeout(self.connect_timeout, self.open(ep, phases));
+        let stream = opening.await.map_err(|_| self.timed_out(ep))??;
+        let h2 = match &stream {
+            Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+            Stream::Left(_) => self.http2,
+        };
+        Ok((stream, h2))
     }
 
-    /// Opening a connection to `ep` took longer than the connect timeout.
+    /// How a connection to `ep` that outlasted the connect timeout failed.
     pub(crate) fn timed_out(&self, ep: &Endpoint) -> Failure {
         Failure::new(
             ErrorKind::ConnectTimeout,
@@ -174,12 +166,7 @@ impl Connector {
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
     /// connect and TLS into `phases`, without the connect timeout (the caller's bound).
-    pub(crate) async fn open(
-        &self,
-        ep: &Endpoint,
-        base: Instant,
-        phases: &mut crate::exchange::Phases,
-    ) -> Result<(Stream, Arc<IoClock>), Failure> {
+    pub(crate) async fn open(&self, ep: &Endpoint, phases: &mut crate::exchange::Phases) -> Result<Stream, Failure> {
         use barrage_metrics::Phase;
         let addr = self.address(ep, phases).await?;
         let t = Instant::now();
@@ -200,7 +187,7 @@ impl Connector {
             }
             _ => Stream::Left(tcp),
         };
-        Ok((stream, Arc::new(IoClock::new(base))))
+        Ok(stream)
     }
 
     /// The address of `ep`: `--resolve`'s or the IP literal, else looked up (the DNS phase).
@@ -284,35 +271,34 @@ pub(crate) fn connect_failure(e: io::Error) -> Failure {
     Failure::new(kind, e)
 }
 
-/// Classifies a hyper error by what caused it.
-pub fn classify(e: hyper::Error) -> Failure {
-    let kind = if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
-        ErrorKind::Protocol
-    } else if e.is_incomplete_message() || e.is_canceled() || e.is_closed() {
-        ErrorKind::Reset
-    } else {
-        io_kind(&e).unwrap_or(ErrorKind::Other)
-    };
-    Failure::new(kind, e)
-}
-
 pub(crate) fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<io::Error>() {
-            return Some(match io.kind() {
-                io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::BrokenPipe
-                | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
-                io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,
-                io::ErrorKind::InvalidData => ErrorKind::Tls,
-                _ => ErrorKind::Other,
-            });
+            return Some(io_error_kind(io));
         }
         src = s.source();
     }
     None
+}
+
+/// The kind of a failed read or write on an open connection (rustls reports its failures
+/// as invalid data).
+fn io_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+        io::ErrorKind::NetworkUnreachable | io::ErrorKind::HostUnreachable => ErrorKind::Unreachable,
+        io::ErrorKind::InvalidData => ErrorKind::Tls,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// A failed read or write on an open connection, classified.
+pub(crate) fn io_failure(e: io::Error) -> Failure {
+    Failure::new(io_error_kind(&e), e)
 }
 
 fn tls_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, crate::EngineError> {
@@ -390,20 +376,16 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 }
 
-/// What the I/O wrapper observed on a connection: bytes each way and when the last write
-/// happened. One writer (the connection's own task), so relaxed atomics suffice; they are
-/// atomics only because hyper's HTTP/2 executor requires `Send` I/O.
-pub struct IoClock {
-    base: Instant,
+/// What the I/O wrapper counted on a connection: bytes each way. One writer (the
+/// connection's own task), so relaxed atomics suffice; they are atomics only because the
+/// I/O of a protocol library is `Send`.
+#[derive(Default)]
+pub struct IoCounts {
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
-    last_write_ns: AtomicU64,
 }
 
-impl IoClock {
-    fn new(base: Instant) -> Self {
-        IoClock { base, bytes_in: AtomicU64::new(0), bytes_out: AtomicU64::new(0), last_write_ns: AtomicU64::new(0) }
-    }
+impl IoCounts {
     /// Bytes read so far.
     pub fn bytes_in(&self) -> u64 {
         self.bytes_in.load(Relaxed)
@@ -412,35 +394,39 @@ impl IoClock {
     pub fn bytes_out(&self) -> u64 {
         self.bytes_out.load(Relaxed)
     }
-    /// Offset from the run's start of the last write.
-    pub fn last_write(&self) -> Duration {
-        Duration::from_nanos(self.last_write_ns.load(Relaxed))
-    }
 }
 
 /// TCP or TLS: tokio-util's `Either` forwards reads and writes to whichever it holds.
 pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
-/// Wraps the stream to count bytes and note the time of writes.
-pub struct TimedIo {
-    pub(crate) inner: Stream,
-    pub(crate) clock: Arc<IoClock>,
+/// Wraps the stream to count bytes on the wire, for a protocol whose library does the
+/// reading and writing (HTTP/2's). (It noted the time of the last write too, for hyper's
+/// HTTP/1.1: HTTP/2's writes are its streams' together, so no request's own.)
+pub struct CountedIo {
+    inner: Stream,
+    pub(crate) counts: Arc<IoCounts>,
 }
 
-impl AsyncRead for TimedIo {
+impl CountedIo {
+    pub(crate) fn new(stream: Stream) -> CountedIo {
+        CountedIo { inner: stream, counts: Arc::default() }
+    }
+}
+
+impl AsyncRead for CountedIo {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let this = &mut *self;
         let res = Pin::new(&mut this.inner).poll_read(cx, buf);
         let n = (buf.filled().len() - before) as u64;
         if n > 0 {
-            this.clock.bytes_in.store(this.clock.bytes_in.load(Relaxed) + n, Relaxed);
+            this.counts.bytes_in.store(this.counts.bytes_in.load(Relaxed) + n, Relaxed);
         }
         res
     }
 }
 
-impl AsyncWrite for TimedIo {
+impl AsyncWrite for CountedIo {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         let res = Pin::new(&mut this.inner).poll_write(cx, buf);
@@ -476,11 +462,10 @@ impl AsyncWrite for TimedIo {
     }
 }
 
-impl TimedIo {
+impl CountedIo {
     fn note_write(&self, n: usize) {
-        let c = &self.clock;
+        let c = &self.counts;
         c.bytes_out.store(c.bytes_out.load(Relaxed) + n as u64, Relaxed);
-        c.last_write_ns.store(c.base.elapsed().as_nanos() as u64, Relaxed);
     }
 }
 

@@ -11,7 +11,6 @@ use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
-use http_body_util::Full;
 use std::borrow::Cow;
 use std::rc::Rc;
 use std::time::Duration;
@@ -27,11 +26,14 @@ impl Phases {
     }
 }
 
-/// A target made ready to send: URIs in both forms, headers with Host, its endpoint.
+/// A target made ready to send: its HTTP/1.1 head encoded, the absolute URI for HTTP/2,
+/// headers with Host, its endpoint.
 pub struct Prepared {
     method: Method,
-    /// Origin-form (`/path?q`) for HTTP/1.1.
-    path_uri: Uri,
+    /// The HTTP/1.1 request head, encoded once.
+    h1: crate::http::h1::Template,
+    /// The path and query (origin-form), for a flow's step whose path is not filled.
+    path: Box<str>,
     /// Absolute form for HTTP/2 (`:scheme` and `:authority` come from it).
     full_uri: Uri,
     headers: HeaderMap,
@@ -157,7 +159,6 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
                     endpoints.push(ep);
                     endpoints.len() - 1
                 });
-            endpoints[endpoint].flat_writes &= t.body.is_empty();
             let mut headers = t.headers.clone();
             let (full_uri, user_info) = split_user_info(&t.url);
             if !headers.contains_key(HOST) {
@@ -184,21 +185,28 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
             let path = t.url.path_and_query().map_or("/", |p| p.as_str());
             // `http://host?x=1` has the query but no path: the request target is `/?x=1`.
             let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
+            let template = t.id_template.clone().map(|mut tpl| {
+                if !tpl.prefix.starts_with('/') {
+                    tpl.prefix.insert(0, '/');
+                }
+                tpl
+            });
+            let body = barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len };
+            let h1_path = match &template {
+                Some(tpl) => (tpl.prefix.as_str(), Some(tpl.suffix.as_str())),
+                None => (path.as_str(), None),
+            };
             Prepared {
                 method: t.method.clone(),
-                path_uri: path.parse().expect("a path of a valid URI is valid"),
+                h1: crate::http::h1::Template::new(&t.method, h1_path, &headers, body.len()),
+                path: path.clone().into(),
                 full_uri,
                 headers,
                 h2_headers,
-                body: barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len },
+                body,
                 name: t.name.clone(),
                 url_text: redaction.url(&t.url_text()).into_owned(),
-                template: t.id_template.clone().map(|mut tpl| {
-                    if !tpl.prefix.starts_with('/') {
-                        tpl.prefix.insert(0, '/');
-                    }
-                    tpl
-                }),
+                template,
                 endpoint,
             }
         })
@@ -232,34 +240,67 @@ fn basic_auth(user_info: &str) -> HeaderValue {
 }
 
 impl Prepared {
-    /// The request `out` asks for, as an `http::Request`: origin-form URI for HTTP/1.1,
-    /// absolute for HTTP/2 (`:scheme` and `:authority` come from it), with what a flow
-    /// filled in.
-    pub(crate) fn request(&self, h2: bool, out: &Outgoing<'_>) -> http::Request<Full<Bytes>> {
-        self.head(h2, out).map(|()| Full::new(self.body(out)))
+    /// Whether the request is a HEAD (its response has no body).
+    pub(crate) fn is_head(&self) -> bool {
+        self.method == Method::HEAD
     }
 
-    /// The body `out` sends (a reference-counted slice of the run's, never a copy).
+    /// Encodes the HTTP/1.1 request `out` asks for into `head`: the target's head with a
+    /// template's id (or the head of a flow's step, with what its variables filled), and a
+    /// small body behind it. Returns the body to write after `head`: a large one, from its
+    /// shared buffer.
+    pub(crate) fn h1_request<'a>(&'a self, out: &Outgoing<'a>, head: &mut Vec<u8>) -> &'a [u8] {
+        let body: &[u8] = match out.filled.and_then(|f| f.body.as_ref()) {
+            Some(filled) => filled,
+            None => self.body.window(out.number),
+        };
+        match out.filled {
+            Some(filled) => {
+                let path = match (&filled.path, &self.template) {
+                    (Some(path), _) => Cow::Borrowed(path.as_str()),
+                    (None, Some(tpl)) => Cow::Owned(format!("{}{}{}", tpl.prefix, out.id, tpl.suffix)),
+                    (None, None) => Cow::Borrowed(&*self.path),
+                };
+                crate::http::h1::encode_head(head, &self.method, &path, &self.headers, &filled.headers, body.len());
+            }
+            None => self.h1.write(out.id, head),
+        }
+        if crate::http::h1::copies_body(body.len()) {
+            head.extend_from_slice(body);
+            return &[];
+        }
+        body
+    }
+
+    /// The body `out` sends over HTTP/2 or HTTP/3 (a reference-counted slice of the run's, never a
+    /// copy).
     pub(crate) fn body(&self, out: &Outgoing<'_>) -> Bytes {
-        match (out.filled.and_then(|f| f.body.clone()), self.body.unique_len) {
-            (Some(filled), _) => filled,
-            (None, None) => self.body.bytes.clone(),
-            (None, Some(_)) => self.body.body(out.number),
+        match out.filled.and_then(|f| f.body.clone()) {
+            Some(filled) => filled,
+            None => self.body.body(out.number),
         }
     }
 
-    /// The request `out` asks for, without its body ([`Prepared::request`]).
-    pub(crate) fn head(&self, h2: bool, out: &Outgoing<'_>) -> http::Request<()> {
+    /// The HTTP/2 (and HTTP/3) request `out` asks for, without its body: the absolute URI
+    /// (`:scheme` and `:authority` come from it), with what a flow filled in.
+    pub(crate) fn h2_head(&self, out: &Outgoing<'_>) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = match out.filled.and_then(|f| f.path.as_deref()) {
-            Some(path) => self.uri_with_path(h2, path),
-            None => self.uri(h2, out.id),
+        *req.version_mut() = http::Version::HTTP_2;
+        let path = match (out.filled.and_then(|f| f.path.as_deref()), &self.template) {
+            (Some(path), _) => Some(Cow::Borrowed(path)),
+            (None, Some(tpl)) => Some(Cow::Owned(format!("{}{}{}", tpl.prefix, out.id, tpl.suffix))),
+            (None, None) => None,
         };
-        let mut headers = if h2 { self.h2_headers.clone() } else { self.headers.clone() };
-        if h2 {
-            *req.version_mut() = http::Version::HTTP_2;
-        }
+        *req.uri_mut() = match path {
+            Some(path) => {
+                let mut parts = self.full_uri.clone().into_parts();
+                parts.path_and_query = Some(path.parse().expect("a template's or a filled path is checked valid"));
+                Uri::from_parts(parts).expect("valid parts")
+            }
+            None => self.full_uri.clone(),
+        };
+        let mut headers = self.h2_headers.clone();
         if let Some(filled) = out.filled {
             for (name, value) in &filled.headers {
                 headers.append(name.clone(), value.clone());
@@ -267,25 +308,6 @@ impl Prepared {
         }
         *req.headers_mut() = headers;
         req
-    }
-
-    /// The URI with a filled `path` (checked valid when it was filled).
-    fn uri_with_path(&self, h2: bool, path: &str) -> Uri {
-        let mut parts = if h2 { self.full_uri.clone().into_parts() } else { http::uri::Parts::default() };
-        parts.path_and_query = Some(path.parse().expect("a filled path is checked when filled"));
-        Uri::from_parts(parts).expect("valid parts")
-    }
-
-    /// The request URI: origin-form for HTTP/1.1, absolute for HTTP/2, with a template's id
-    /// filled in (the one allocation per request, and only for templates).
-    fn uri(&self, h2: bool, id: u64) -> Uri {
-        let Some(tpl) = &self.template else {
-            return if h2 { self.full_uri.clone() } else { self.path_uri.clone() };
-        };
-        let path = format!("{}{id}{}", tpl.prefix, tpl.suffix);
-        let mut parts = if h2 { self.full_uri.clone().into_parts() } else { http::uri::Parts::default() };
-        parts.path_and_query = Some(path.parse().expect("a template validated with id 0 takes any id"));
-        Uri::from_parts(parts).expect("valid parts")
     }
 }
 
@@ -389,6 +411,8 @@ pub struct Slot {
     /// With `--streams` above 1: the connections this slot shares with the others of its
     /// group (a handle to one is in `conn` while a request uses it).
     shared: Option<Rc<Shared>>,
+    /// The backend its last response named.
+    backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
     /// so a millisecond timer's oversleep would count in its latency. Made at the first.
     timer: Option<crate::thread::PreciseTimer>,
@@ -421,7 +445,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, shared: None, timer: None, worker }
+        Slot { conn: None, shared: None, backend: None, timer: None, worker }
     }
 
     /// The slot's number within the run.
@@ -684,8 +708,13 @@ impl Slot {
             Some(io) => (keep_headers.then_some(&mut io.headers), keep_body.then_some(&mut io.body)),
             None => (None, None),
         };
-        let mut reading =
-            Reading { rules: &w.plan.cache_rules, backend_headers: &w.plan.backend_headers, headers, body };
+        let mut reading = Reading {
+            rules: &w.plan.cache_rules,
+            backend_headers: &w.plan.backend_headers,
+            last_backend: &mut self.backend,
+            headers,
+            body,
+        };
         let answer = conn.exchange(&out, &mut reading, w.start).await;
         if let Some(figures) = conn.take_figures() {
             w.recorder.borrow_mut().record_streams(&figures);
@@ -720,7 +749,7 @@ impl Slot {
                 }
             }
             let ep = (endpoint, &w.endpoints[endpoint]);
-            let (conn, opened) = shared.conn(&w.connector, ep, w.start, phases, lost).await?;
+            let (conn, opened) = shared.conn(&w.connector, ep, phases, lost).await?;
             if opened {
                 count_connection(w, &conn)?;
             }
@@ -735,7 +764,7 @@ impl Slot {
             return Ok(false);
         }
         self.conn = None;
-        let conn = Conn::open(&w.connector, &w.endpoints[endpoint], w.start, phases).await?;
+        let conn = Conn::open(&w.connector, &w.endpoints[endpoint], phases).await?;
         count_connection(w, &conn)?;
         self.conn = Some((endpoint, conn));
         Ok(true)
@@ -845,15 +874,49 @@ mod tests {
     use super::*;
     use barrage_plan::{Load, Target};
 
-    #[test]
-    fn only_endpoints_without_bodies_flatten_writes() {
-        let get = Target::new(Method::GET, "http://127.0.0.1:1/a").unwrap();
-        let mut post = Target::new(Method::POST, "http://127.0.0.1:2/b").unwrap();
-        post.body = Bytes::from_static(b"x");
-        let get_same_endpoint = Target::new(Method::GET, "http://127.0.0.1:2/c").unwrap();
+    /// The HTTP/1.1 bytes a target's request goes out as.
+    fn sent(t: &Target, out: impl FnOnce(&Prepared) -> (u64, u64, Option<Filled>)) -> String {
         let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let (_, endpoints) = prepare(&Plan::new(vec![get, post, get_same_endpoint], load), &Default::default());
-        let flat: Vec<(u16, bool)> = endpoints.iter().map(|e| (e.port, e.flat_writes)).collect();
-        assert_eq!(flat, [(1, true), (2, false)]);
+        let (prepared, _) = prepare(&Plan::new(vec![t.clone()], load), &Default::default());
+        let (id, number, filled) = out(&prepared[0]);
+        let outgoing = Outgoing { target: &prepared[0], id, number, filled: filled.as_ref() };
+        let mut head = Vec::new();
+        let body = prepared[0].h1_request(&outgoing, &mut head).to_vec();
+        head.extend(body);
+        String::from_utf8_lossy(&head).into_owned()
+    }
+
+    #[test]
+    fn http1_requests_are_encoded_from_the_target() {
+        let get = Target::new(Method::GET, "http://user:pw@127.0.0.1:1/a?b=c").unwrap();
+        assert_eq!(
+            sent(&get, |_| (0, 0, None)),
+            "GET /a?b=c HTTP/1.1\r\nhost: 127.0.0.1:1\r\nauthorization: Basic dXNlcjpwdw==\r\n\r\n"
+        );
+        let mut tpl = Target::new(Method::GET, "http://127.0.0.1:1/obj/{id}?v=2").unwrap();
+        tpl.id_template = Some(barrage_plan::IdTemplate { prefix: "obj/".into(), suffix: "?v=2".into() });
+        assert_eq!(sent(&tpl, |_| (42, 0, None)), "GET /obj/42?v=2 HTTP/1.1\r\nhost: 127.0.0.1:1\r\n\r\n");
+        // A unique body: request k's window, behind its length.
+        let mut post = Target::new(Method::POST, "http://127.0.0.1:1/up").unwrap();
+        post.body = Bytes::from_static(b"0123456789");
+        post.body_unique_len = Some(4);
+        assert_eq!(
+            sent(&post, |_| (0, 3, None)),
+            "POST /up HTTP/1.1\r\nhost: 127.0.0.1:1\r\ncontent-length: 4\r\n\r\n3456"
+        );
+        // A flow's step: what its variables filled, encoded per request.
+        let filled = || Filled {
+            path: Some("/albums/7".into()),
+            headers: vec![(http::HeaderName::from_static("x-token"), HeaderValue::from_static("t"))],
+            body: Some(Bytes::from_static(b"{}")),
+        };
+        assert_eq!(
+            sent(&post, |_| (0, 3, Some(filled()))),
+            "POST /albums/7 HTTP/1.1\r\nhost: 127.0.0.1:1\r\nx-token: t\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        assert_eq!(
+            sent(&tpl, |_| (5, 0, Some(Filled::default()))),
+            "GET /obj/5?v=2 HTTP/1.1\r\nhost: 127.0.0.1:1\r\n\r\n"
+        );
     }
 }

@@ -165,6 +165,7 @@ pub fn run(
     for h in handles {
         h.join().expect("engine threads do not panic")?;
     }
+    release_freed_memory();
     result?;
     for mut event in events.finish() {
         event.redact(&spec.redaction);
@@ -177,6 +178,19 @@ pub fn run(
     }
     writer.finish(&footer)?;
     Ok(footer)
+}
+
+/// Hands what the engine threads freed back to the system. glibc keeps a thread's freed
+/// memory in that thread's own arena, where no other thread allocates: what the report
+/// builds next (from the results file, on this thread) would come on top of it, and the
+/// peak memory of a run would be the engine's and the report's added together. (Measured:
+/// 50 connections of 1 MiB bodies peaked at 38 MiB without this, 32 MiB with it.)
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's arenas to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn unix_us(t: SystemTime) -> u64 {
@@ -403,12 +417,19 @@ impl Collector {
             match msg {
                 Msg::Interval { index, end, recorder, cpu } => {
                     self.next[thread] = index + 1;
-                    let slot = self.pending.entry(index).or_insert_with(|| Pending {
-                        recorder: Recorder::new(),
-                        end: Duration::ZERO,
-                        cpu_percent: (0.0, 0.0),
-                    });
-                    slot.recorder.add(&recorder);
+                    // The interval's first recorder is kept as it came, the others added to
+                    // it: a fresh one to add them all into would cost a recorder's worth of
+                    // histograms (3 MiB) and a pass over them per interval.
+                    let slot = match self.pending.entry(index) {
+                        std::collections::btree_map::Entry::Vacant(v) => {
+                            v.insert(Pending { recorder: *recorder, end, cpu_percent: (0.0, 0.0) })
+                        }
+                        std::collections::btree_map::Entry::Occupied(o) => {
+                            let slot = o.into_mut();
+                            slot.recorder.add(&recorder);
+                            slot
+                        }
+                    };
                     slot.end = slot.end.max(end);
                     // The thread's CPU over the time since its last reading, as a share of
                     // that time: never more than 100% for one thread.

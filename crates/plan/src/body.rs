@@ -50,6 +50,27 @@ impl BodySource {
             }
         }
     }
+
+    /// The body of request number `n`, borrowed.
+    pub fn window(&self, n: u64) -> &[u8] {
+        match self.unique_len {
+            None => &self.bytes,
+            Some(len) => {
+                let offset = (n % UNIQUE_BODIES as u64) as usize;
+                &self.bytes[offset..offset + len]
+            }
+        }
+    }
+
+    /// The length of every request's body.
+    pub fn len(&self) -> usize {
+        self.unique_len.unwrap_or(self.bytes.len())
+    }
+
+    /// No body.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Reads a body file, refusing one over [`MAX_BODY`]: a regular file from its size, before

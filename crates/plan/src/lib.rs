@@ -31,7 +31,7 @@ pub mod targets;
 pub mod units;
 
 pub use body::{BodySource, FormField};
-pub use cache::{CacheRule, CacheRules, CacheStatus};
+pub use cache::{CacheRule, CacheRules, CacheStatus, HeaderLines, HeaderView};
 pub use pacer::Pacer;
 pub use pick::{derive_seed, Pick, Picker};
 pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Shard, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};

@@ -19,7 +19,7 @@
 //! as it arrives; what the server may send unread is bounded by the windows.
 
 use super::{Answer, Outgoing, Reading};
-use crate::conn::{io_kind, Failure, IoClock, TimedIo};
+use crate::conn::{io_kind, CountedIo, Failure, IoCounts};
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::ErrorKind;
 use bytes::Bytes;
@@ -61,7 +61,7 @@ impl Clone for Conn {
 
 /// What the streams of one connection share, beside h2's own state.
 struct State {
-    clock: Arc<IoClock>,
+    counts: Arc<IoCounts>,
     /// Wire bytes (in, out) already counted into finished requests.
     counted: Cell<(u64, u64)>,
     /// Streams open now.
@@ -78,8 +78,8 @@ struct State {
 
 impl Conn {
     /// The HTTP/2 handshake over `io`, for `streams` requests at once; spawns the driver.
-    pub(super) async fn handshake(io: TimedIo, streams: u32) -> Result<Conn, Failure> {
-        let clock = io.clock.clone();
+    pub(super) async fn handshake(io: CountedIo, streams: u32) -> Result<Conn, Failure> {
+        let counts = io.counts.clone();
         let streams = streams.max(1);
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
@@ -97,7 +97,7 @@ impl Conn {
             .await
             .map_err(|e| classify(e, false))?;
         let state = Rc::new(State {
-            clock,
+            counts,
             counted: Cell::new((0, 0)),
             open: Cell::new(0),
             figures: Cell::new(StreamFigures::default()),
@@ -141,7 +141,7 @@ impl Conn {
         reading: &mut Reading<'_>,
         start: Instant,
     ) -> Result<Answer, Failure> {
-        let request = out.target.head(true, out);
+        let request = out.target.h2_head(out);
         let body = out.target.body(out);
         let unsent = |e| classify(e, true);
         if self.queued {
@@ -229,7 +229,7 @@ impl State {
     /// told apart on a shared connection, so each request takes what the connection moved
     /// since the last one finished. The total is exact.
     fn take_bytes(&self) -> (u64, u64) {
-        let now = (self.clock.bytes_in(), self.clock.bytes_out());
+        let now = (self.counts.bytes_in(), self.counts.bytes_out());
         let before = self.counted.replace(now);
         (now.0 - before.0, now.1 - before.1)
     }

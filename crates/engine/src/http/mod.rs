@@ -4,10 +4,13 @@
 //! [`Answer`]: the status, what the headers said, the bytes each way and when the request
 //! was written, its head arrived and its last byte came in. Phases, samples and retries are
 //! the slot's; each protocol module only moves bytes and tells the times.
+//!
+//! HTTP/1.1 is [`h1`], lean: pre-encoded requests, `httparse` on a bounded buffer. HTTP/2
+//! is [`h2`], on the `h2` crate; HTTP/3 is [`h3`], on `h3` over `quinn`.
 
+pub(crate) mod h1;
 mod h2;
 pub(crate) mod h3;
-mod hyper;
 mod shared;
 
 pub(crate) use shared::Shared;
@@ -51,6 +54,8 @@ pub(crate) struct Reading<'a> {
     pub rules: &'a CacheRules,
     /// The headers that name the backend, first present wins.
     pub backend_headers: &'a [HeaderName],
+    /// The backend the slot's last response named, reused when the next names the same.
+    pub last_backend: &'a mut Option<HeaderValue>,
     /// Kept: every header of the response.
     pub headers: Option<&'a mut HeaderMap>,
     /// Kept: the body, up to [`barrage_plan::flow::MAX_JUDGED_BODY`] bytes.
@@ -66,7 +71,7 @@ impl Reading<'_> {
         }
     }
 
-    /// The cache status and backend a head's headers say, keeping them when asked.
+    /// The cache status and backend a head's header map says, keeping it when asked.
     pub(crate) fn head(&mut self, headers: &HeaderMap) -> (CacheStatus, Option<HeaderValue>) {
         if let Some(keep) = self.headers.as_deref_mut() {
             keep.clone_from(headers);
@@ -116,7 +121,7 @@ impl Answer {
 /// An open connection, of whichever protocol the endpoint and the server chose.
 pub(crate) enum Conn {
     /// HTTP/1.1.
-    Hyper(hyper::Conn),
+    H1(h1::Conn),
     /// HTTP/2: a handle to a connection that several slots may share.
     H2(h2::Conn),
     /// HTTP/3 over QUIC (`--http3`): a handle to a connection that several slots may share.
@@ -127,26 +132,22 @@ impl Conn {
     /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`. HTTP/2 when the
     /// server agreed to it (ALPN) or the run asked for it over cleartext; HTTP/3 (QUIC)
     /// when the run asked for it.
-    pub(crate) async fn open(
-        connector: &Connector,
-        ep: &Endpoint,
-        base: Instant,
-        phases: &mut Phases,
-    ) -> Result<Conn, Failure> {
+    pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &mut Phases) -> Result<Conn, Failure> {
         if connector.quic.is_some() {
             return Ok(Conn::H3(h3::Conn::open(connector, ep, phases).await?));
         }
-        let (io, h2) = connector.connect(ep, base, phases).await?;
+        let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
+            let io = crate::conn::CountedIo::new(stream);
             return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
         }
-        Ok(Conn::Hyper(hyper::Conn::handshake(io, ep.flat_writes).await?))
+        Ok(Conn::H1(h1::Conn::new(stream)))
     }
 
     /// The protocol the connection speaks.
     pub(crate) fn protocol(&self) -> Protocol {
         match self {
-            Conn::Hyper(_) => Protocol::Http1,
+            Conn::H1(_) => Protocol::Http1,
             Conn::H2(_) => Protocol::Http2,
             Conn::H3(_) => Protocol::Http3,
         }
@@ -156,7 +157,7 @@ impl Conn {
     /// and HTTP/3); `None` for HTTP/1.1, one request at a time.
     pub(crate) fn share(&self) -> Option<Conn> {
         match self {
-            Conn::Hyper(_) => None,
+            Conn::H1(_) => None,
             Conn::H2(c) => Some(Conn::H2(c.clone())),
             Conn::H3(c) => Some(Conn::H3(c.clone())),
         }
@@ -175,16 +176,16 @@ impl Conn {
     /// can.
     pub(crate) async fn reusable(&mut self) -> bool {
         match self {
-            Conn::Hyper(c) => c.usable() && c.ready().await.is_ok(),
+            Conn::H1(c) => std::future::poll_fn(|cx| std::task::Poll::Ready(c.reusable(cx))).await,
             Conn::H2(_) | Conn::H3(_) => self.usable(),
         }
     }
 
     /// Whether an HTTP/2 or HTTP/3 connection may open another stream (no GOAWAY came, it
-    /// is up); an HTTP/1.1 one, whether it has not closed.
+    /// is up); an HTTP/1.1 one, whether its last response left it open.
     pub(crate) fn usable(&mut self) -> bool {
         match self {
-            Conn::Hyper(c) => c.usable(),
+            Conn::H1(c) => c.usable(),
             Conn::H2(c) => c.usable(),
             Conn::H3(c) => c.usable(),
         }
@@ -196,7 +197,7 @@ impl Conn {
     /// it ([`h2`]), HTTP/3's to the request of each stream ([`h3`]).
     pub(crate) fn bytes_out(&self) -> u64 {
         match self {
-            Conn::Hyper(c) => c.clock.bytes_out(),
+            Conn::H1(c) => c.bytes_out(),
             Conn::H2(_) | Conn::H3(_) => 0,
         }
     }
@@ -204,7 +205,7 @@ impl Conn {
     /// What an HTTP/2 or HTTP/3 connection saw of its streams since last asked.
     pub(crate) fn take_figures(&self) -> Option<StreamFigures> {
         match self {
-            Conn::Hyper(_) => None,
+            Conn::H1(_) => None,
             Conn::H2(c) => Some(c.take_figures()),
             Conn::H3(c) => Some(c.take_figures()),
         }
@@ -218,7 +219,7 @@ impl Conn {
         start: Instant,
     ) -> Result<Answer, Failure> {
         match self {
-            Conn::Hyper(c) => c.exchange(out, reading, start).await,
+            Conn::H1(c) => c.exchange(out, reading, start).await,
             Conn::H2(c) => c.exchange(out, reading, start).await,
             Conn::H3(c) => c.exchange(out, reading, start).await,
         }

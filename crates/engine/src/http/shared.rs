@@ -13,7 +13,6 @@ use crate::conn::{Connector, Endpoint, Failure};
 use crate::exchange::Phases;
 use barrage_metrics::ErrorKind;
 use std::cell::{Cell, RefCell};
-use std::time::Instant;
 use tokio::sync::Notify;
 
 /// The connections of one group of slots, one per endpoint.
@@ -56,7 +55,6 @@ impl Shared {
         &self,
         connector: &Connector,
         (index, ep): (usize, &Endpoint),
-        base: Instant,
         phases: &mut Phases,
         lost: Option<&Conn>,
     ) -> Result<(Conn, bool), Failure> {
@@ -83,7 +81,7 @@ impl Shared {
                     }
                 }
             };
-            let Some(n) = waiting_for else { return self.open(connector, (index, ep), base, phases).await };
+            let Some(n) = waiting_for else { return self.open(connector, (index, ep), phases).await };
             // Made before any await, so the opening's end cannot be missed.
             self.opened.notified().await;
             if let Some((failed, kind, why)) = &*self.failed.borrow() {
@@ -99,13 +97,12 @@ impl Shared {
         &self,
         connector: &Connector,
         (index, ep): (usize, &Endpoint),
-        base: Instant,
         phases: &mut Phases,
     ) -> Result<(Conn, bool), Failure> {
         // If the caller's request is cancelled (its timeout) while opening, the others
         // are told, and one of them opens instead.
         let mut guard = Opening { shared: self, index, done: false };
-        let opened = Conn::open(connector, ep, base, phases).await;
+        let opened = Conn::open(connector, ep, phases).await;
         guard.done = true;
         let n = self.attempts.get();
         let result = match opened.map(|c| (c.share(), c)) {

@@ -21,7 +21,7 @@
 //! pending command fails with the reason and the connection is not used again.
 
 use super::{memcache, resp, ErrorClass, ProtocolError, Reply};
-use crate::conn::{Failure, TimedIo};
+use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::ErrorKind;
 use bytes::{Buf, BytesMut};
 use std::collections::VecDeque;
@@ -109,7 +109,7 @@ const MAX_OUT: usize = 64 << 20;
 
 /// One pipelined connection, owned by its group's task.
 pub(crate) struct KvConn {
-    io: TimedIo,
+    io: Stream,
     out: BytesMut,
     pending: VecDeque<Pending>,
     /// The output stream's offset past the last command submitted.
@@ -123,7 +123,7 @@ pub(crate) struct KvConn {
 
 impl KvConn {
     /// A connection on `io` whose times are offsets from `base`.
-    pub(crate) fn new(io: TimedIo, base: Instant, pipeline: usize) -> KvConn {
+    pub(crate) fn new(io: Stream, base: Instant, pipeline: usize) -> KvConn {
         KvConn {
             io,
             out: BytesMut::with_capacity(4096),
@@ -315,14 +315,4 @@ struct DriveState {
     marked: usize,
     /// Reads not yet wholly parsed: the stream offset each ended at, and when.
     reads: VecDeque<(u64, Duration)>,
-}
-
-fn io_failure(e: std::io::Error) -> Failure {
-    use std::io::ErrorKind as Io;
-    let kind = match e.kind() {
-        Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => ErrorKind::Reset,
-        Io::InvalidData => ErrorKind::Tls,
-        _ => ErrorKind::Other,
-    };
-    Failure::new(kind, e)
 }

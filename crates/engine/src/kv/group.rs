@@ -17,7 +17,7 @@
 
 use super::conn::{Answered, KvConn};
 use super::run::{connect, done, encode, fill_keys, parse_of, KvRun};
-use crate::conn::{Failure, TimedIo};
+use crate::conn::{Failure, Stream};
 use crate::exchange::{failure_done, log_row, record_done, retry_pause, Job, Logged, Phases};
 use crate::thread::{instant_at, Closed, Free, Pool, Worker};
 use barrage_metrics::recorder::SampleKeys;
@@ -133,7 +133,7 @@ impl Lane {
 }
 
 /// A connection opening: its lane's DNS, connect and TLS phases, and the stream.
-type Opening = Pin<Box<dyn Future<Output = (Result<TimedIo, Failure>, Phases)>>>;
+type Opening = Pin<Box<dyn Future<Output = (Result<Stream, Failure>, Phases)>>>;
 
 /// A group's connection to one server.
 enum Link {
@@ -288,7 +288,7 @@ impl Group {
 
     /// The connection to `server` that lane `opener` opened is up (its waiting lanes send
     /// now), or failed (the opener's command fails, and the next waiting lane tries).
-    fn opened(&mut self, server: usize, opener: u32, opened: Result<TimedIo, Failure>, phases: Phases) {
+    fn opened(&mut self, server: usize, opener: u32, opened: Result<Stream, Failure>, phases: Phases) {
         self.lanes[opener as usize].phases = phases;
         match opened {
             Ok(io) => {
@@ -315,10 +315,10 @@ impl Group {
 
     /// Lane `lane` opens the connection to `server`.
     fn open(&mut self, server: usize, lane: usize) {
-        let (connector, run, base) = (self.w.connector.clone(), self.run.clone(), self.w.start);
+        let (connector, run) = (self.w.connector.clone(), self.run.clone());
         let connecting = Box::pin(async move {
             let mut phases = Phases::default();
-            let opened = connect(&connector, &run, server, base, &mut phases).await;
+            let opened = connect(&connector, &run, server, &mut phases).await;
             (opened, phases)
         });
         self.links[server] = Link::Opening { opener: lane as u32, connecting };

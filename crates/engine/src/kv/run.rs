@@ -8,7 +8,7 @@
 
 use super::conn::{Answer, Got, Parse};
 use super::{memcache, resp, ErrorClass};
-use crate::conn::{Connector, Endpoint, Failure, TimedIo};
+use crate::conn::{Connector, Endpoint, Failure, Stream};
 use crate::exchange::{Done, Phases};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase};
 use barrage_plan::kv::{Arg, KvCommand, KvPlan, Protocol};
@@ -41,7 +41,7 @@ impl KvRun {
             .map(|s| {
                 let literal = s.host.parse::<std::net::IpAddr>().ok().map(|ip| std::net::SocketAddr::new(ip, s.port));
                 let fixed_addr = plan.resolve.get(&(s.host.clone(), s.port)).copied().or(literal);
-                Endpoint { host: s.host.clone(), port: s.port, tls: s.tls, fixed_addr, flat_writes: true }
+                Endpoint { host: s.host.clone(), port: s.port, tls: s.tls, fixed_addr }
             })
             .collect();
         let labels = kv
@@ -225,13 +225,11 @@ pub(super) async fn connect(
     connector: &Connector,
     run: &KvRun,
     server: usize,
-    base: Instant,
     phases: &mut Phases,
-) -> Result<TimedIo, Failure> {
+) -> Result<Stream, Failure> {
     let ep = &run.endpoints[server];
     let opening = async {
-        let (stream, clock) = connector.open(ep, base, phases).await?;
-        let mut io = TimedIo { inner: stream, clock };
+        let mut io = connector.open(ep, phases).await?;
         let t = Instant::now();
         greet(&mut io, &run.hellos[server], run.plan.protocol, ep).await?;
         if run.hellos[server].1 > 0 {
@@ -243,16 +241,13 @@ pub(super) async fn connect(
     };
     match tokio::time::timeout(connector.connect_timeout(), opening).await {
         Ok(r) => r,
-        Err(_) => Err(Failure::new(
-            ErrorKind::ConnectTimeout,
-            format!("connecting to {}:{} took longer than {:?}", ep.host, ep.port, connector.connect_timeout()),
-        )),
+        Err(_) => Err(connector.timed_out(ep)),
     }
 }
 
 /// Sends a new connection's `HELLO`/`AUTH`/`SELECT` and checks their replies.
 async fn greet(
-    io: &mut TimedIo,
+    io: &mut Stream,
     (hello, replies): &(Bytes, usize),
     protocol: Protocol,
     ep: &Endpoint,
