@@ -444,3 +444,36 @@ fn merged_runs_add_connections_and_keep_the_most_streams() {
     assert_eq!(merged.streams.as_ref().unwrap().streams_max, 8);
     assert_eq!(o.requests(), 200);
 }
+
+/// The live views of a multiplexed run: `--metrics-addr` serves the streams in use and the
+/// connections by protocol while it goes, and they are the figures the run ends with
+/// (`-c 2 --streams 5` against the 50 ms origin: 2 HTTP/2 connections, 5 streams at once
+/// on each from the first second).
+#[test]
+fn the_metrics_endpoint_shows_the_streams_while_the_run_goes() {
+    let o = delayed();
+    let url = o.url();
+    let args = ["run", url.as_str(), "-c", "2", "--streams", "5", "--threads", "1", "-d", "3s"];
+    let (mut child, addr) = crate::live::with_metrics(&args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let metric = |body: &str, name: &str| -> Option<f64> {
+        let line = body.lines().find(|l| l.starts_with(name))?;
+        line.rsplit(' ').next()?.parse().ok()
+    };
+    // Until the first closed interval has counted streams (bounded).
+    let body = loop {
+        let (status, body) = crate::live::scrape(&addr);
+        assert!(status.contains("200"), "{status}");
+        if metric(&body, "barrage_streams_open_max ").is_some_and(|n| n > 0.0) {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "no streams shown: {body}");
+        std::thread::yield_now();
+    };
+    assert!(child.wait().unwrap().success());
+    assert_eq!(metric(&body, "barrage_streams_open_max "), Some(5.0), "{body}");
+    assert_eq!(metric(&body, "barrage_http_connections_total{protocol=\"HTTP/2\"}"), Some(2.0), "{body}");
+    assert_eq!(metric(&body, "barrage_http_connections_total{protocol=\"HTTP/1.1\"}"), Some(0.0), "{body}");
+    assert_eq!(metric(&body, "barrage_stream_limit "), Some(0.0), "the origin allows more: {body}");
+    assert_eq!(metric(&body, "barrage_stream_retries_total "), Some(0.0), "{body}");
+}

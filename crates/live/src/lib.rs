@@ -65,6 +65,27 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tui::Tui;
 
+/// What the multiplexed connections (HTTP/2, HTTP/3) did in `c`, for the live views:
+/// `streams 87`, the most open at once on one connection, then what is not routine: the
+/// server's limit when it was below `--streams`, flow-control stalls, requests sent again
+/// because the server did not process them. `None` when no connection carried streams.
+fn streams_text(c: &barrage_metrics::recorder::Counts) -> Option<String> {
+    if c.streams_max == 0 {
+        return None;
+    }
+    let mut text = format!("streams {}", c.streams_max);
+    if c.stream_cap > 0 {
+        text += &format!(" (server allows {})", c.stream_cap);
+    }
+    if c.send_stalls + c.recv_stalls > 0 {
+        text += &format!("  stalls {} send, {} receive", c.send_stalls, c.recv_stalls);
+    }
+    if c.stream_retries > 0 {
+        text += &format!("  re-sent {}", c.stream_retries);
+    }
+    Some(text)
+}
+
 /// Which live views to start.
 #[derive(Clone, Debug, Default)]
 pub struct LiveOptions {

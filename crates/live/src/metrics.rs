@@ -23,6 +23,11 @@
 //! | `barrage_received_bytes_total` | counter | | HTTP bytes received (headers and body) |
 //! | `barrage_sent_bytes_total` | counter | | HTTP bytes sent (headers and body) |
 //! | `barrage_connections_opened_total` | counter | | New connections opened |
+//! | `barrage_http_connections_total` | counter | `protocol`: `HTTP/1.1`, `HTTP/2`, `HTTP/3` | New HTTP connections by the version the server agreed to |
+//! | `barrage_streams_open_max` | gauge | | The most streams open at once on one HTTP/2 or HTTP/3 connection in the last interval (0: none) |
+//! | `barrage_stream_limit` | gauge | | The server's limit on concurrent streams in the current run, when it was below `--streams` (0: none was) |
+//! | `barrage_flow_control_stalls_total` | counter | `direction`: `send`, `receive` | HTTP/2 and HTTP/3 flow-control stalls (the run's summary says what each counts) |
+//! | `barrage_stream_retries_total` | counter | | Requests sent again on a new connection because the server did not process their stream (refused, above a GOAWAY) |
 //! | `barrage_cache_responses_total` | counter | `status`: `hit`, `miss`, `pass`, `expired`, `stale`, `unknown` | Finished requests by what a cache in front did |
 //! | `barrage_backend_responses_total` | counter | `backend`: as the backend header named it (at most 64, then `(other)`) | Finished requests by backend |
 //! | `barrage_request_latency_seconds` | histogram | `le`: 0.0005 … 10, `+Inf` | Latency from the intended start (corrected for coordinated omission) |
@@ -41,7 +46,7 @@
 //! once the run samples its processes.
 
 use crate::LiveError;
-use barrage_metrics::{CacheStatus, ErrorKind, IntervalRecord};
+use barrage_metrics::{CacheStatus, ErrorKind, IntervalRecord, Protocol};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
@@ -192,6 +197,16 @@ struct KindLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProtocolLabel {
+    protocol: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DirectionLabel {
+    direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CacheLabel {
     status: &'static str,
 }
@@ -224,6 +239,11 @@ struct Metrics {
     bytes_in: Counter,
     bytes_out: Counter,
     connections: Counter,
+    protocols: Family<ProtocolLabel, Counter>,
+    streams_max: Gauge,
+    stream_limit: Gauge,
+    stalls: Family<DirectionLabel, Counter>,
+    stream_retries: Counter,
     cache: Family<CacheLabel, Counter>,
     backends: Family<BackendLabel, Counter>,
     latency: HdrBuckets,
@@ -249,6 +269,11 @@ impl Metrics {
             bytes_in: Counter::default(),
             bytes_out: Counter::default(),
             connections: Counter::default(),
+            protocols: Family::default(),
+            streams_max: Gauge::default(),
+            stream_limit: Gauge::default(),
+            stalls: Family::default(),
+            stream_retries: Counter::default(),
             cache: Family::default(),
             backends: Family::default(),
             latency: HdrBuckets::new(&LATENCY_BUCKETS),
@@ -274,6 +299,12 @@ impl Metrics {
         for status in CacheStatus::ALL {
             let _ = m.cache.get_or_create(&CacheLabel { status: status.name() });
         }
+        for protocol in Protocol::ALL {
+            let _ = m.protocols.get_or_create(&ProtocolLabel { protocol: protocol.name() });
+        }
+        for direction in ["send", "receive"] {
+            let _ = m.stalls.get_or_create(&DirectionLabel { direction });
+        }
         // Names without their unit: prometheus-client appends the unit, then `_total` to counters.
         r.register("requests_sent", "Requests started", m.sent.clone());
         r.register(
@@ -286,6 +317,23 @@ impl Metrics {
         r.register_with_unit("received", "HTTP bytes received", Unit::Bytes, m.bytes_in.clone());
         r.register_with_unit("sent", "HTTP bytes sent", Unit::Bytes, m.bytes_out.clone());
         r.register("connections_opened", "New connections opened", m.connections.clone());
+        r.register("http_connections", "New HTTP connections by the version the server agreed to", m.protocols.clone());
+        r.register(
+            "streams_open_max",
+            "The most streams open at once on one HTTP/2 or HTTP/3 connection in the last interval",
+            m.streams_max.clone(),
+        );
+        r.register(
+            "stream_limit",
+            "The server's limit on concurrent streams in the current run, when below --streams (0: none was)",
+            m.stream_limit.clone(),
+        );
+        r.register("flow_control_stalls", "HTTP/2 and HTTP/3 flow-control stalls", m.stalls.clone());
+        r.register(
+            "stream_retries",
+            "Requests sent again on a new connection because the server did not process their stream",
+            m.stream_retries.clone(),
+        );
         r.register("cache_responses", "Finished requests by cache status", m.cache.clone());
         r.register("backend_responses", "Finished requests by backend", m.backends.clone());
         r.register_with_unit(
@@ -339,6 +387,8 @@ impl Metrics {
         *span = Span::default();
         self.interval.set(0);
         self.elapsed.set(0.0);
+        self.streams_max.set(0);
+        self.stream_limit.set(0);
     }
 
     fn add(&self, i: &IntervalRecord, rated: &IntervalRecord, span: &mut Span) {
@@ -361,6 +411,18 @@ impl Metrics {
         self.bytes_in.inc_by(c.bytes_in);
         self.bytes_out.inc_by(c.bytes_out);
         self.connections.inc_by(c.connections);
+        for (protocol, n) in Protocol::ALL.into_iter().zip(c.protocols) {
+            self.protocols.get_or_create(&ProtocolLabel { protocol: protocol.name() }).inc_by(n);
+        }
+        self.stalls.get_or_create(&DirectionLabel { direction: "send" }).inc_by(c.send_stalls);
+        self.stalls.get_or_create(&DirectionLabel { direction: "receive" }).inc_by(c.recv_stalls);
+        self.stream_retries.inc_by(c.stream_retries);
+        // The run's lowest limit: an interval without one leaves it as it was.
+        let cap = i64::try_from(c.stream_cap).unwrap_or(i64::MAX);
+        let limit = self.stream_limit.get();
+        if cap > 0 && (limit == 0 || cap < limit) {
+            self.stream_limit.set(cap);
+        }
         for status in CacheStatus::ALL {
             self.cache.get_or_create(&CacheLabel { status: status.name() }).inc_by(c.cache[status as usize]);
         }
@@ -376,6 +438,7 @@ impl Metrics {
         }
 
         let secs = f64::from(rated.length_ms) / 1000.0;
+        self.streams_max.set(i64::try_from(rated.recorder.counts.streams_max).unwrap_or(i64::MAX));
         let ok = rated.recorder.counts.ok;
         self.ok_rate.set(if secs > 0.0 { ok as f64 / secs } else { 0.0 });
         self.interval.set(i64::from(i.index));
@@ -586,11 +649,16 @@ mod tests {
     }
 
     /// Interval 0: sent 7, completed 6: 200 ×4 (1 ms ×3, one a cache hit; 3 ms started
-    /// 1 ms late), a 503 in 20 ms, a reset after 12 s (beyond the last bucket); 2 connections.
+    /// 1 ms late), a 503 in 20 ms, a reset after 12 s (beyond the last bucket); 2 HTTP/2
+    /// connections, 10 streams at once on one, the server allowing 8, 1 send stall, 2
+    /// receive stalls, 1 stream sent again.
     fn first() -> IntervalRecord {
         let mut r = Recorder::new();
         (0..7).for_each(|_| r.record_sent());
         (0..2).for_each(|_| r.record_connection());
+        let c = &mut r.counts;
+        c.protocols[Protocol::Http2 as usize] = 2;
+        (c.streams_max, c.stream_cap, c.send_stalls, c.recv_stalls, c.stream_retries) = (10, 8, 1, 2, 1);
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Hit), Some("b1"));
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Miss), Some("b1"));
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Miss), Some("b2"));
@@ -612,10 +680,12 @@ mod tests {
         }
     }
 
-    /// Interval 1: sent 3, completed 3: 200 ×2 in 1 ms (backend b1), a 503 in 1 ms; 500 ms long.
+    /// Interval 1: sent 3, completed 3: 200 ×2 in 1 ms (backend b1), a 503 in 1 ms; 500 ms
+    /// long; 6 streams at once.
     fn second() -> IntervalRecord {
         let mut r = Recorder::new();
         (0..3).for_each(|_| r.record_sent());
+        r.counts.streams_max = 6;
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
         record(&mut r, sample(1, 0, Outcome::Status(503), CacheStatus::Unknown), None);
@@ -728,6 +798,13 @@ mod tests {
         assert_eq!(value(&s, "barrage_received_bytes_total", &[]), 600.0);
         assert_eq!(value(&s, "barrage_sent_bytes_total", &[]), 60.0);
         assert_eq!(value(&s, "barrage_connections_opened_total", &[]), 2.0);
+        assert_eq!(value(&s, "barrage_http_connections_total", &[("protocol", "HTTP/2")]), 2.0);
+        assert_eq!(value(&s, "barrage_http_connections_total", &[("protocol", "HTTP/1.1")]), 0.0);
+        assert_eq!(value(&s, "barrage_streams_open_max", &[]), 10.0);
+        assert_eq!(value(&s, "barrage_stream_limit", &[]), 8.0);
+        assert_eq!(value(&s, "barrage_flow_control_stalls_total", &[("direction", "send")]), 1.0);
+        assert_eq!(value(&s, "barrage_flow_control_stalls_total", &[("direction", "receive")]), 2.0);
+        assert_eq!(value(&s, "barrage_stream_retries_total", &[]), 1.0);
         assert_eq!(value(&s, "barrage_cache_responses_total", &[("status", "hit")]), 1.0);
         assert_eq!(value(&s, "barrage_cache_responses_total", &[("status", "miss")]), 2.0);
         assert_eq!(value(&s, "barrage_cache_responses_total", &[("status", "unknown")]), 3.0);
@@ -775,6 +852,10 @@ mod tests {
         assert_eq!(value(&s, "barrage_ok_responses_per_second", &[]), 4.0); // 2 in 500 ms
         assert_eq!(value(&s, "barrage_interval_index", &[]), 1.0);
         assert_eq!(value(&s, "barrage_elapsed_seconds", &[]), 1.5);
+        // The streams of the last interval; the run's limit stays (read once per connection).
+        assert_eq!(value(&s, "barrage_streams_open_max", &[]), 6.0);
+        assert_eq!(value(&s, "barrage_stream_limit", &[]), 8.0);
+        assert_eq!(value(&s, "barrage_stream_retries_total", &[]), 1.0);
         // No watch sample in that interval: the last values stay.
         assert_eq!(value(&s, "barrage_process_cpu_percent", &[]), 12.5);
 

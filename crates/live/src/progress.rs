@@ -45,20 +45,24 @@ impl Progress {
         self.shown = true;
     }
 
-    /// `[3s/10s] rate 100/s  ok 99/s  p99 1.20ms  errors 1`, after the run's label if any.
+    /// `[3s/10s] rate 100/s  ok 99/s  p99 1.20ms  errors 1`, after the run's label if any,
+    /// then the interval's streams when connections carried several at once.
     fn line(&self, i: &IntervalRecord) -> String {
         let r = &i.recorder;
         let secs = f64::from(i.length_ms) / 1e3;
         let elapsed = i.index + 1;
         let total = self.total.map_or(String::new(), |t| format!("/{}s", t.as_secs()));
         let p99 = if r.corrected.is_empty() { 0 } else { r.corrected.value_at_quantile(0.99) };
-        let figures = format!(
+        let mut figures = format!(
             "[{elapsed}s{total}] rate {:.0}/s  ok {:.0}/s  p99 {}  errors {}",
             r.counts.sent as f64 / secs,
             r.counts.ok as f64 / secs,
             fmt_us(p99 as f64),
             r.counts.completed.saturating_sub(r.counts.ok)
         );
+        if let Some(streams) = crate::streams_text(&r.counts) {
+            figures += &format!("  {streams}");
+        }
         match &self.label {
             Some(label) => format!("{label}  {figures}"),
             None => figures,
@@ -116,6 +120,19 @@ mod tests {
         let line = p.line(&interval(2));
         assert!(line.starts_with("[3s/10s] rate 6/s  ok 4/s  p99 2."), "{line}");
         assert!(line.ends_with("errors 1"), "{line}");
+    }
+
+    /// Multiplexed connections add their streams, and what is not routine about them.
+    #[test]
+    fn the_line_shows_the_streams_of_the_interval() {
+        let p = quiet();
+        let mut i = interval(0);
+        i.recorder.counts.streams_max = 10;
+        assert!(p.line(&i).ends_with("errors 1  streams 10"), "{}", p.line(&i));
+        let c = &mut i.recorder.counts;
+        (c.stream_cap, c.send_stalls, c.recv_stalls, c.stream_retries) = (8, 2, 3, 4);
+        let line = p.line(&i);
+        assert!(line.ends_with("streams 10 (server allows 8)  stalls 2 send, 3 receive  re-sent 4"), "{line}");
     }
 
     #[test]

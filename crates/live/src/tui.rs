@@ -588,9 +588,13 @@ fn bar(share: f64, width: usize) -> String {
     format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
 }
 
+/// barrage's CPU, then the run's streams when its connections carried several at once.
 fn cpu_line(view: &View) -> Line<'static> {
     let cpu = view.cpu_percent.map_or_else(|| "-".to_string(), |c| format!("{c:.0}% of one core"));
-    Line::from(format!("barrage CPU {cpu}"))
+    match crate::streams_text(&view.total.counts) {
+        Some(streams) => Line::from(format!("barrage CPU {cpu}   {streams}")),
+        None => Line::from(format!("barrage CPU {cpu}")),
+    }
 }
 
 fn footer_line(view: &View) -> Line<'static> {
@@ -759,7 +763,20 @@ mod tests {
         assert!(line_with(&screen, "hit ratio").contains("66.7%"), "{text}");
         assert!(line_with(&screen, "origin-1").contains("77.8%"), "{text}");
         assert!(line_with(&screen, "barrage CPU").contains("42%"), "{text}");
+        assert!(!text.contains("streams"), "no stream figures without streams: {text}");
         assert!(text.contains(FOOTER), "{text}");
+    }
+
+    /// The run's streams (the most at once, the server's limit) beside the CPU.
+    #[test]
+    fn screen_shows_the_streams_of_the_run() {
+        let mut view = view_of(open_info(), 2);
+        let mut i = interval(2);
+        (i.recorder.counts.streams_max, i.recorder.counts.stream_cap) = (100, 100);
+        view.add(&i, &i);
+        let screen = render(&view, 100, 30);
+        let line = line_with(&screen, "barrage CPU");
+        assert!(line.contains("streams 100 (server allows 100)"), "{line}");
     }
 
     #[test]
