@@ -32,6 +32,8 @@ pub struct Prepared {
     method: Method,
     /// The HTTP/1.1 request head, encoded once.
     h1: crate::http::h1::Template,
+    /// The HTTP/2 request header block, encoded once.
+    h2: crate::http::h2::Template,
     /// The path and query (origin-form), for a flow's step whose path is not filled.
     path: Box<str>,
     /// Absolute form for HTTP/2 (`:scheme` and `:authority` come from it).
@@ -199,6 +201,12 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
             Prepared {
                 method: t.method.clone(),
                 h1: crate::http::h1::Template::new(&t.method, h1_path, &headers, body.len()),
+                h2: crate::http::h2::Template::new(
+                    &t.method,
+                    &full_uri,
+                    template.is_none().then_some(path.as_str()),
+                    &h2_headers,
+                ),
                 path: path.clone().into(),
                 full_uri,
                 headers,
@@ -281,7 +289,28 @@ impl Prepared {
         }
     }
 
-    /// The HTTP/2 (and HTTP/3) request `out` asks for, without its body: the absolute URI
+    /// Appends the HTTP/2 header block `out` asks for: the target's, with a template's id
+    /// in its path (or a flow's filled path and headers).
+    pub(crate) fn h2_block(&self, out: &Outgoing<'_>, block: &mut Vec<u8>) {
+        let mut digits = [0u8; 20];
+        let filled_path = out.filled.and_then(|f| f.path.as_deref());
+        let id_path;
+        let path: Option<&[&[u8]]> = match (filled_path, &self.template) {
+            (Some(path), _) => {
+                id_path = [path.as_bytes(), &[], &[]];
+                Some(&id_path[..1])
+            }
+            (None, Some(tpl)) => {
+                id_path = [tpl.prefix.as_bytes(), decimal(out.id, &mut digits), tpl.suffix.as_bytes()];
+                Some(&id_path)
+            }
+            (None, None) => None,
+        };
+        let extra = out.filled.map(|f| &f.headers[..]).unwrap_or_default();
+        self.h2.write(path, extra.iter().map(|(n, v)| (n, v)), block);
+    }
+
+    /// The HTTP/3 request `out` asks for, without its body: the absolute URI
     /// (`:scheme` and `:authority` come from it), with what a flow filled in.
     pub(crate) fn h2_head(&self, out: &Outgoing<'_>) -> http::Request<()> {
         let mut req = http::Request::new(());
@@ -308,6 +337,19 @@ impl Prepared {
         }
         *req.headers_mut() = headers;
         req
+    }
+}
+
+/// `n` in decimal, in `digits`.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &digits[at..];
+        }
     }
 }
 
