@@ -217,8 +217,6 @@ struct Inner {
     bytes_out: u64,
     /// Wire bytes (in, out) already counted into finished requests.
     counted: (u64, u64),
-    /// Streams open now (a request's, from its HEADERS to the end of its exchange).
-    open: u64,
     figures: StreamFigures,
     /// `--streams`: a server limit below it is reported.
     streams: u64,
@@ -278,7 +276,6 @@ impl Conn {
             bytes_in: 0,
             bytes_out: 0,
             counted: (0, 0),
-            open: 0,
             figures: StreamFigures::default(),
             streams: u64::from(streams),
             cap_read: false,
@@ -302,7 +299,7 @@ impl Conn {
     /// What the connection saw of its streams since last asked.
     pub(super) fn take_figures(&self) -> StreamFigures {
         let mut i = self.inner.borrow_mut();
-        let most_open = i.open;
+        let most_open = i.active.len() as u64;
         std::mem::replace(&mut i.figures, StreamFigures { most_open, ..StreamFigures::default() })
     }
 
@@ -370,7 +367,6 @@ impl Drop for StreamGuard<'_> {
             rst_stream(&mut i.out, id, CANCEL);
             i.wake_driver();
         }
-        i.open -= 1;
         let e = &mut i.entries[self.index];
         e.waker = None;
         e.body.clear();
@@ -428,9 +424,10 @@ impl Inner {
         e.recv_unacked = 0;
         e.sent_end = no_body;
         e.fields.clear();
+        // Streams in use: from their HEADERS to the end of their response read (or their
+        // reset), as the server counts them against its limit.
         self.active.push((id, index));
-        self.open += 1;
-        let open = self.open;
+        let open = self.active.len() as u64;
         self.count(|f| f.most_open = f.most_open.max(open));
         // The block, then framed: in CONTINUATION frames when over the server's frame size.
         let mut block = std::mem::take(&mut self.scratch);
