@@ -363,7 +363,6 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 /// TCP or TLS: tokio-util's `Either` forwards reads and writes to whichever it holds.
 pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

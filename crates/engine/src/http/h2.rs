@@ -74,7 +74,6 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 // Frame types and flags (RFC 9113 6).
 const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
-const PRIORITY: u8 = 0x2;
 const RST_STREAM: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
 const PUSH_PROMISE: u8 = 0x5;
@@ -605,7 +604,14 @@ impl Inner {
         Ok(used)
     }
 
-    fn on_frame(&mut self, kind: u8, flags: u8, id: u32, payload: &[u8], now: Instant) -> Result<(), (u32, &'static str)> {
+    fn on_frame(
+        &mut self,
+        kind: u8,
+        flags: u8,
+        id: u32,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), (u32, &'static str)> {
         if self.block_stream != 0 && kind != CONTINUATION {
             return Err((PROTOCOL_ERROR, "a frame inside a header block"));
         }
@@ -707,8 +713,8 @@ impl Inner {
                 Ok(())
             }
             PUSH_PROMISE => Err((PROTOCOL_ERROR, "a PUSH_PROMISE, with push disabled")),
-            // PRIORITY and frame types of extensions are ignored (RFC 9113 4.1, 5.5).
-            PRIORITY | _ => Ok(()),
+            // PRIORITY (0x2) and frame types of extensions are ignored (RFC 9113 4.1, 5.5).
+            _ => Ok(()),
         }
     }
 
@@ -730,7 +736,7 @@ impl Inner {
     }
 
     fn on_settings(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), (u32, &'static str)> {
-        if id != 0 || payload.len() % 6 != 0 || (flags & ACK != 0 && !payload.is_empty()) {
+        if id != 0 || !payload.len().is_multiple_of(6) || (flags & ACK != 0 && !payload.is_empty()) {
             return Err((FRAME_SIZE_ERROR, "a bad SETTINGS frame"));
         }
         if flags & ACK != 0 {
@@ -1337,12 +1343,9 @@ mod tests {
         push.extend_from_slice(&2u32.to_be_bytes());
         let mut hpack = Vec::new();
         headers_frame(&mut hpack, END_HEADERS | END_STREAM, &[0xff, 0x80]);
-        for (frames, what) in [
-            (flood, "CONTINUATION"),
-            (big, "FRAME_SIZE_ERROR"),
-            (push, "PUSH_PROMISE"),
-            (hpack, "COMPRESSION_ERROR"),
-        ] {
+        for (frames, what) in
+            [(flood, "CONTINUATION"), (big, "FRAME_SIZE_ERROR"), (push, "PUSH_PROMISE"), (hpack, "COMPRESSION_ERROR")]
+        {
             let f = get(raw_server(frames, true)).expect_err(what);
             assert_eq!(f.kind, ErrorKind::Protocol, "{what}: {}", f.message());
             assert!(f.message().contains(what), "{what}: {}", f.message());

@@ -322,6 +322,17 @@ pub(crate) fn static_name(name: &str) -> usize {
     STATIC.iter().position(|&(n, _)| n == name).map_or(0, |i| i + 1)
 }
 
+/// A block decoded on a fresh table, as text: for tests of what is encoded.
+#[cfg(test)]
+pub(crate) fn decode_list(block: &[u8]) -> Vec<(String, String)> {
+    let mut fields = Fields::default();
+    Decoder::default().decode(block, &mut fields, usize::MAX).expect("a valid block");
+    fields
+        .iter()
+        .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned()))
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------
 // Huffman
 
@@ -538,7 +549,10 @@ mod tests {
             .map(|i| {
                 out.clear();
                 let v = d.copy_entry(STATIC.len() + 1 + i, &mut out, true).unwrap();
-                (String::from_utf8(out.bytes[..v].to_vec()).unwrap(), String::from_utf8(out.bytes[v..].to_vec()).unwrap())
+                (
+                    String::from_utf8(out.bytes[..v].to_vec()).unwrap(),
+                    String::from_utf8(out.bytes[v..].to_vec()).unwrap(),
+                )
             })
             .collect()
     }

@@ -12,7 +12,7 @@
 pub(crate) mod h1;
 pub(crate) mod h2;
 pub(crate) mod h3;
-mod hpack;
+pub(crate) mod hpack;
 mod shared;
 
 pub(crate) use shared::Shared;
