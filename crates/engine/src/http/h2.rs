@@ -95,6 +95,9 @@ const REFUSED_STREAM: u32 = 0x7;
 const CANCEL: u32 = 0x8;
 const COMPRESSION_ERROR: u32 = 0x9;
 
+/// The largest stream id (RFC 9113 5.1.1).
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
 /// The largest window (RFC 9113 6.9.1).
 const MAX_WINDOW: i64 = (1 << 31) - 1;
 
@@ -287,7 +290,7 @@ impl Conn {
     /// Whether a new stream may be opened: the connection is up and no GOAWAY came.
     pub(super) fn usable(&mut self) -> bool {
         let i = self.inner.borrow();
-        i.ended.is_none() && i.goaway.is_none()
+        i.ended.is_none() && i.goaway.is_none() && i.next_id <= MAX_STREAM_ID
     }
 
     /// Whether `self` and `other` are handles to the same connection.
@@ -394,6 +397,11 @@ impl Inner {
         }
         if let Some(code) = self.goaway {
             return Poll::Ready(Err(Ended::GoAway(code).failure(false, true)));
+        }
+        if self.next_id > MAX_STREAM_ID {
+            // Every stream id used (2^30 requests): as a GOAWAY, the request goes on a new
+            // connection.
+            return Poll::Ready(Err(Ended::GoAway(0).failure(false, true)));
         }
         if self.active.len() < self.max_streams as usize {
             return Poll::Ready(Ok(()));

@@ -109,11 +109,30 @@ pub(crate) struct Decoder {
     /// The table's size as RFC 7541 counts it, and its current maximum.
     size: usize,
     max: usize,
+    /// The last Huffman string decoded at each place of a block (the n-th field's name or
+    /// value), coded and decoded: a server sends the same values response after response
+    /// (nginx: `server`, `content-type`, `last-modified`, `etag`… Huffman-coded literals
+    /// every time; `date` changes once a second), and comparing the coded bytes costs a
+    /// fraction of decoding them again. Exact: a string is reused only when its coded bytes
+    /// are the same.
+    memo: Vec<(Vec<u8>, Vec<u8>)>,
 }
+
+/// Places of a block whose last Huffman string is kept ([`Decoder::memo`]), and the longest
+/// string kept: at most 32 × 64 coded bytes and their decoding a connection.
+const MEMO_PLACES: usize = 32;
+const MEMO_LEN: usize = 64;
 
 impl Default for Decoder {
     fn default() -> Self {
-        Decoder { ring: VecDeque::new(), entries: VecDeque::new(), dropped: 0, size: 0, max: TABLE_SIZE }
+        Decoder {
+            ring: VecDeque::new(),
+            entries: VecDeque::new(),
+            dropped: 0,
+            size: 0,
+            max: TABLE_SIZE,
+            memo: Vec::new(),
+        }
     }
 }
 
@@ -123,6 +142,8 @@ impl Decoder {
     pub(crate) fn decode(&mut self, mut block: &[u8], out: &mut Fields, limit: usize) -> Result<(), Error> {
         out.clear();
         let mut fields_seen = false;
+        // The place of the next string in the block, for the memo of Huffman strings.
+        let mut place = 0;
         while let Some(&first) = block.first() {
             if first & 0x80 != 0 {
                 // Indexed field.
@@ -148,12 +169,13 @@ impl Decoder {
                 let index = integer(&mut block, prefix)?;
                 let name = out.bytes.len();
                 if index == 0 {
-                    string(&mut block, &mut out.bytes)?;
+                    self.string(&mut block, &mut out.bytes, place)?;
                 } else {
                     self.copy_entry(index, out, false)?;
                 }
                 let value = out.bytes.len();
-                string(&mut block, &mut out.bytes)?;
+                self.string(&mut block, &mut out.bytes, place + 1)?;
+                place += 2;
                 if indexing {
                     self.insert(&out.bytes[name..value], &out.bytes[value..]);
                 }
@@ -161,6 +183,40 @@ impl Decoder {
             }
             fields_seen = true;
         }
+        Ok(())
+    }
+
+    /// Reads a string literal (RFC 7541 5.2), the block's `place`-th, onto the end of
+    /// `out`.
+    fn string(&mut self, block: &mut &[u8], out: &mut Vec<u8>, place: usize) -> Result<(), Error> {
+        let huffman = block.first().is_some_and(|b| b & 0x80 != 0);
+        let len = integer(block, 7)?;
+        if len > block.len() {
+            return Err(Error::Compression("a string past the block's end"));
+        }
+        let (s, rest) = block.split_at(len);
+        *block = rest;
+        if !huffman {
+            out.extend_from_slice(s);
+            return Ok(());
+        }
+        if place >= MEMO_PLACES || s.len() > MEMO_LEN {
+            return huffman_decode(s, out);
+        }
+        if self.memo.len() <= place {
+            self.memo.resize_with(place + 1, Default::default);
+        }
+        let (coded, decoded) = &mut self.memo[place];
+        if coded[..] == *s {
+            out.extend_from_slice(decoded);
+            return Ok(());
+        }
+        let at = out.len();
+        huffman_decode(s, out)?;
+        coded.clear();
+        coded.extend_from_slice(s);
+        decoded.clear();
+        decoded.extend_from_slice(&out[at..]);
         Ok(())
     }
 
@@ -264,23 +320,6 @@ fn integer(block: &mut &[u8], n: u32) -> Result<usize, Error> {
     }
     *block = rest;
     Ok(value as usize)
-}
-
-/// Reads a string literal (RFC 7541 5.2) onto the end of `out`.
-fn string(block: &mut &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
-    let huffman = block.first().is_some_and(|b| b & 0x80 != 0);
-    let len = integer(block, 7)?;
-    if len > block.len() {
-        return Err(Error::Compression("a string past the block's end"));
-    }
-    let (s, rest) = block.split_at(len);
-    *block = rest;
-    if huffman {
-        huffman_decode(s, out)
-    } else {
-        out.extend_from_slice(s);
-        Ok(())
-    }
 }
 
 /// Appends the integer `value` with an `n`-bit prefix, the prefix's other bits `flags`.
@@ -723,6 +762,25 @@ mod tests {
         block.extend(std::iter::repeat_n(b'v', 4000));
         block.extend(std::iter::repeat_n(0xbe, 1000));
         assert_eq!(d.decode(&block, &mut f, 1 << 20), Err(Error::TooLarge));
+    }
+
+    /// A Huffman string seen at the same place before is reused only when its coded bytes
+    /// are the same: the second block decodes as the first, the third to its own value.
+    #[test]
+    fn repeated_huffman_strings_decode_the_same() {
+        // server: nginx (literal without indexing, name 54, Huffman), then header x with
+        // www.example.com (C.4.1's coding) or no-cache (C.4.2's).
+        let block = |v: &str| hex(&format!("0f27 84aa6355e7 000178 {v}"));
+        let mut d = Decoder::default();
+        let mut f = Fields::default();
+        let mut lists = Vec::new();
+        for v in ["8cf1e3c2e5f23a6ba0ab90f4ff", "8cf1e3c2e5f23a6ba0ab90f4ff", "86a8eb10649cbf"] {
+            d.decode(&block(v), &mut f, 1 << 20).unwrap();
+            lists.push(list(&f));
+        }
+        let name = "x".to_string();
+        let first = vec![("server".into(), "nginx".into()), (name.clone(), "www.example.com".into())];
+        assert_eq!(lists, [first.clone(), first, vec![("server".into(), "nginx".into()), (name, "no-cache".into())]]);
     }
 
     #[test]
