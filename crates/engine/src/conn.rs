@@ -1,6 +1,5 @@
 //! Connections with every phase timed: DNS, TCP connect, TLS handshake; the protocols on
-//! top are in [`crate::http`] and [`crate::kv`]. The I/O wrapper ([`CountedIo`]) counts
-//! bytes on the wire for a protocol whose library does the reading and writing (HTTP/2's). HTTP/3
+//! top are in [`crate::http`] and [`crate::kv`]. HTTP/3
 //! is QUIC over UDP, with the same rustls configuration and DNS: [`crate::http::h3`].
 
 use barrage_metrics::ErrorKind;
@@ -8,12 +7,8 @@ use barrage_plan::{Plan, TlsOptions};
 use rustls::pki_types::ServerName;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -271,17 +266,6 @@ pub(crate) fn connect_failure(e: io::Error) -> Failure {
     Failure::new(kind, e)
 }
 
-pub(crate) fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = src {
-        if let Some(io) = s.downcast_ref::<io::Error>() {
-            return Some(io_error_kind(io));
-        }
-        src = s.source();
-    }
-    None
-}
-
 /// The kind of a failed read or write on an open connection (rustls reports its failures
 /// as invalid data).
 fn io_error_kind(e: &io::Error) -> ErrorKind {
@@ -376,98 +360,8 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 }
 
-/// What the I/O wrapper counted on a connection: bytes each way. One writer (the
-/// connection's own task), so relaxed atomics suffice; they are atomics only because the
-/// I/O of a protocol library is `Send`.
-#[derive(Default)]
-pub struct IoCounts {
-    bytes_in: AtomicU64,
-    bytes_out: AtomicU64,
-}
-
-impl IoCounts {
-    /// Bytes read so far.
-    pub fn bytes_in(&self) -> u64 {
-        self.bytes_in.load(Relaxed)
-    }
-    /// Bytes written so far.
-    pub fn bytes_out(&self) -> u64 {
-        self.bytes_out.load(Relaxed)
-    }
-}
-
 /// TCP or TLS: tokio-util's `Either` forwards reads and writes to whichever it holds.
 pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>>>;
-
-/// Wraps the stream to count bytes on the wire, for a protocol whose library does the
-/// reading and writing (HTTP/2's). (It noted the time of the last write too, for hyper's
-/// HTTP/1.1: HTTP/2's writes are its streams' together, so no request's own.)
-pub struct CountedIo {
-    inner: Stream,
-    pub(crate) counts: Arc<IoCounts>,
-}
-
-impl CountedIo {
-    pub(crate) fn new(stream: Stream) -> CountedIo {
-        CountedIo { inner: stream, counts: Arc::default() }
-    }
-}
-
-impl AsyncRead for CountedIo {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let this = &mut *self;
-        let res = Pin::new(&mut this.inner).poll_read(cx, buf);
-        let n = (buf.filled().len() - before) as u64;
-        if n > 0 {
-            this.counts.bytes_in.store(this.counts.bytes_in.load(Relaxed) + n, Relaxed);
-        }
-        res
-    }
-}
-
-impl AsyncWrite for CountedIo {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        let res = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = res {
-            this.note_write(n);
-        }
-        res
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        let res = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = res {
-            this.note_write(n);
-        }
-        res
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-impl CountedIo {
-    fn note_write(&self, n: usize) {
-        let c = &self.counts;
-        c.bytes_out.store(c.bytes_out.load(Relaxed) + n as u64, Relaxed);
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -488,7 +382,7 @@ mod tests {
             let text = e.to_string();
             assert_eq!(connect_failure(e).kind, kind, "{text}");
         }
-        assert_eq!(io_kind(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)), Some(ErrorKind::Unreachable));
+        assert_eq!(io_failure(io::Error::from_raw_os_error(libc::EHOSTUNREACH)).kind, ErrorKind::Unreachable);
     }
 
     #[test]

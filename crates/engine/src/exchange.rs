@@ -26,18 +26,20 @@ impl Phases {
     }
 }
 
-/// A target made ready to send: its HTTP/1.1 head encoded, the absolute URI for HTTP/2,
-/// headers with Host, its endpoint.
+/// A target made ready to send: its HTTP/1.1 head and HTTP/2 header block encoded, the
+/// absolute URI for HTTP/3, headers with Host, its endpoint.
 pub struct Prepared {
     method: Method,
     /// The HTTP/1.1 request head, encoded once.
     h1: crate::http::h1::Template,
+    /// The HTTP/2 request header block, encoded once.
+    h2: crate::http::h2::Template,
     /// The path and query (origin-form), for a flow's step whose path is not filled.
     path: Box<str>,
-    /// Absolute form for HTTP/2 (`:scheme` and `:authority` come from it).
+    /// Absolute form for HTTP/3 (`:scheme` and `:authority` come from it).
     full_uri: Uri,
     headers: HeaderMap,
-    /// `headers` as HTTP/2 sends them: without Host (the authority is a pseudo-header) and
+    /// `headers` as HTTP/2 and HTTP/3 send them: without Host (the authority is a pseudo-header) and
     /// connection headers (forbidden), made once rather than per request.
     h2_headers: HeaderMap,
     body: barrage_plan::BodySource,
@@ -199,6 +201,12 @@ pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> 
             Prepared {
                 method: t.method.clone(),
                 h1: crate::http::h1::Template::new(&t.method, h1_path, &headers, body.len()),
+                h2: crate::http::h2::Template::new(
+                    &t.method,
+                    &full_uri,
+                    template.is_none().then_some(path.as_str()),
+                    &h2_headers,
+                ),
                 path: path.clone().into(),
                 full_uri,
                 headers,
@@ -281,7 +289,28 @@ impl Prepared {
         }
     }
 
-    /// The HTTP/2 (and HTTP/3) request `out` asks for, without its body: the absolute URI
+    /// Appends the HTTP/2 header block `out` asks for: the target's, with a template's id
+    /// in its path (or a flow's filled path and headers).
+    pub(crate) fn h2_block(&self, out: &Outgoing<'_>, block: &mut Vec<u8>) {
+        let mut digits = [0u8; 20];
+        let filled_path = out.filled.and_then(|f| f.path.as_deref());
+        let id_path;
+        let path: Option<&[&[u8]]> = match (filled_path, &self.template) {
+            (Some(path), _) => {
+                id_path = [path.as_bytes(), &[], &[]];
+                Some(&id_path[..1])
+            }
+            (None, Some(tpl)) => {
+                id_path = [tpl.prefix.as_bytes(), decimal(out.id, &mut digits), tpl.suffix.as_bytes()];
+                Some(&id_path)
+            }
+            (None, None) => None,
+        };
+        let extra = out.filled.map(|f| &f.headers[..]).unwrap_or_default();
+        self.h2.write(path, extra.iter().map(|(n, v)| (n, v)), block);
+    }
+
+    /// The HTTP/3 request `out` asks for, without its body: the absolute URI
     /// (`:scheme` and `:authority` come from it), with what a flow filled in.
     pub(crate) fn h2_head(&self, out: &Outgoing<'_>) -> http::Request<()> {
         let mut req = http::Request::new(());
@@ -308,6 +337,19 @@ impl Prepared {
         }
         *req.headers_mut() = headers;
         req
+    }
+}
+
+/// `n` in decimal, in `digits`.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &digits[at..];
+        }
     }
 }
 
@@ -884,6 +926,50 @@ mod tests {
         let body = prepared[0].h1_request(&outgoing, &mut head).to_vec();
         head.extend(body);
         String::from_utf8_lossy(&head).into_owned()
+    }
+
+    /// The HTTP/2 header block a target's request goes out as, decoded.
+    fn h2_sent(t: &Target, id: u64, filled: Option<Filled>) -> Vec<(String, String)> {
+        let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let (prepared, _) = prepare(&Plan::new(vec![t.clone()], load), &Default::default());
+        let outgoing = Outgoing { target: &prepared[0], id, number: 0, filled: filled.as_ref() };
+        let mut block = Vec::new();
+        prepared[0].h2_block(&outgoing, &mut block);
+        crate::http::hpack::decode_list(&block)
+    }
+
+    #[test]
+    fn http2_blocks_are_encoded_from_the_target() {
+        let pairs = |p: &[(&str, &str)]| p.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect::<Vec<_>>();
+        let mut get = Target::new(Method::GET, "http://user:pw@127.0.0.1:1/a?b=c").unwrap();
+        get.headers.insert("connection", HeaderValue::from_static("keep-alive"));
+        assert_eq!(
+            h2_sent(&get, 0, None),
+            pairs(&[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":authority", "127.0.0.1:1"),
+                (":path", "/a?b=c"),
+                ("authorization", "Basic dXNlcjpwdw=="),
+            ])
+        );
+        let mut tpl = Target::new(Method::PUT, "https://127.0.0.1:1/obj/{id}?v=2").unwrap();
+        tpl.id_template = Some(barrage_plan::IdTemplate { prefix: "obj/".into(), suffix: "?v=2".into() });
+        let head = [(":method", "PUT"), (":scheme", "https"), (":authority", "127.0.0.1:1")];
+        let with = |path: &str, extra: &[(&str, &str)]| {
+            let mut p = pairs(&head);
+            p.push((":path".into(), path.into()));
+            p.extend(pairs(extra));
+            p
+        };
+        assert_eq!(h2_sent(&tpl, 42, None), with("/obj/42?v=2", &[]));
+        let filled = Filled {
+            path: Some("/albums/7".into()),
+            headers: vec![(http::HeaderName::from_static("x-token"), HeaderValue::from_static("t"))],
+            body: None,
+        };
+        assert_eq!(h2_sent(&tpl, 5, Some(filled)), with("/albums/7", &[("x-token", "t")]));
+        assert_eq!(h2_sent(&tpl, 5, Some(Filled::default())), with("/obj/5?v=2", &[]));
     }
 
     #[test]

@@ -235,11 +235,7 @@ impl Conn {
                 answer.status = status;
                 answer.head = now;
                 let view = barrage_plan::HeaderLines::new(lines);
-                answer.cache = reading.rules.classify(&view);
-                answer.backend = reading.backend_of(&view);
-                if let Some(keep) = reading.headers.as_deref_mut() {
-                    keep_lines(keep, lines);
-                }
+                (answer.cache, answer.backend) = reading.head(&view, |keep| keep_lines(keep, lines));
             })?;
             reading.keep_body(&buf[*pos..][step.data]);
             *pos += step.used;
@@ -305,21 +301,6 @@ fn keep_lines(keep: &mut HeaderMap, lines: &[httparse::Header<'_>]) {
         {
             keep.append(name, value);
         }
-    }
-}
-
-impl Reading<'_> {
-    /// The backend a head's lines name: the first of the backend headers present. A server
-    /// names itself on every response: the slot's last value is reused (a reference count)
-    /// when it is the same, instead of copied.
-    fn backend_of(&mut self, lines: &barrage_plan::HeaderLines<'_, '_>) -> Option<HeaderValue> {
-        use barrage_plan::HeaderView;
-        let value = self.backend_headers.iter().find_map(|h| lines.value(h))?;
-        let last = &mut *self.last_backend;
-        if last.as_ref().is_none_or(|v| v.as_bytes() != value) {
-            *last = Some(HeaderValue::from_bytes(value).ok()?);
-        }
-        last.clone()
     }
 }
 

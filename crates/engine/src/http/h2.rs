@@ -1,137 +1,309 @@
-//! HTTP/2 on the `h2` crate: requests as streams of one connection, several at once.
+//! HTTP/2, lean: a client of our own over the connection's stream (TCP or TLS), with no
+//! task, channel, header map or allocation per request, as HTTP/1.1's ([`super::h1`]).
 //!
-//! A connection is driven by a task of its own ([`spawn_local`](tokio::task::spawn_local),
-//! on the engine thread), because several slots' requests share it: whichever of them
-//! polled the socket last would otherwise be the only one woken when bytes arrive, and it
-//! may have gone on to other work. The driver only moves frames; each request, in its
-//! slot's task, opens its stream, sends its body as flow control allows, and reads its
-//! response. Nothing is spawned or sent through a channel per request: a stream is opened
-//! straight into the connection's shared state (h2's own), and the driver writes it out.
+//! - A connection is driven by a task of its own ([`spawn_local`](tokio::task::spawn_local),
+//!   on the engine thread), because several slots' requests share it: whichever of them
+//!   polled the socket last would otherwise be the only one woken when bytes arrive. The
+//!   driver reads frames off one reused buffer (RFC 9113's 9-byte headers, parsed by hand),
+//!   decodes each response head with our HPACK decoder ([`super::hpack`]) straight into its
+//!   stream's reused [`Fields`], counts DATA (keeping a body only when a flow's step reads
+//!   it), and wakes the stream's slot when its response is complete.
+//! - A request is its target's header block, encoded once ([`Template`]; a template's path
+//!   and a flow's filled headers per request), framed into the connection's one output
+//!   buffer, which the driver writes: the requests that several slots queue in one turn of
+//!   the engine thread go out in one write.
+//! - Everything a server controls is bounded: a frame ([`MAX_FRAME`], ours, the default),
+//!   a header block and its decoded list ([`MAX_HEADER_LIST`]), the CONTINUATION frames of
+//!   one block ([`MAX_CONTINUATIONS`]), the dynamic table (4 KiB). A server that breaks the
+//!   protocol ends the connection (GOAWAY) and fails its streams as `protocol`; one that
+//!   stalls is the slot's `--timeout`, whose dropped exchange resets its stream (CANCEL).
 //!
 //! What a connection saw of its streams (the most open at once, flow-control stalls, the
-//! server's limit on streams) and its bytes on the wire are counted in [`State`] and
-//! handed to whichever request finishes next, so the totals are exact however the
-//! requests interleave.
+//! server's limit on streams) and its bytes on the wire are counted in [`Inner`] and handed
+//! to whichever request finishes next, so the totals are exact however the requests
+//! interleave.
 //!
 //! Flow control: each stream may receive [`STREAM_WINDOW`] bytes unread, and the
 //! connection as much as all its streams together, so only a stream's window ever holds
-//! the server back, and each such stall is counted. Data is read and its window given back
-//! as it arrives; what the server may send unread is bounded by the windows.
+//! the server back, and each such stall is counted. The driver reads data as it arrives
+//! and gives the windows back once half of them is used (one WINDOW_UPDATE per half
+//! window, not per frame). Request bodies go out as the server's windows allow; each wait
+//! for more window is a send stall. Streams above the server's limit
+//! (SETTINGS_MAX_CONCURRENT_STREAMS; one until its SETTINGS came) wait for one to close.
 
+use super::hpack::{self, Decoder, Fields};
 use super::{Answer, Outgoing, Reading};
-use crate::conn::{io_kind, CountedIo, Failure, IoCounts};
+use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::ErrorKind;
-use bytes::Bytes;
-use h2::client::SendRequest;
-use h2::{Reason, SendStream};
-use std::cell::Cell;
+use http::{HeaderMap, Method, Uri};
+use std::cell::RefCell;
 use std::future::poll_fn;
+use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The receive window of each stream: what the server may send a stream before barrage
 /// has read it. 1 MiB: a response of up to 1 MiB needs no WINDOW_UPDATE before it is
-/// whole (h2load's default is 1 GiB, which leaves flow control out; the h2 crate's is
-/// 64 KiB, which would stall every larger response on loopback).
+/// whole (h2load's default is 1 GiB, which leaves flow control out; 64 KiB, the protocol's
+/// default, would stall every larger response on loopback).
 pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 
-/// The most header bytes a response may carry (decoded): a server cannot make barrage
-/// hold more for one head.
-const MAX_HEADER_LIST: u32 = 1 << 20;
+/// The most header bytes a response may carry, as a block and decoded (RFC 7541's count):
+/// a server cannot make barrage hold more for one head.
+const MAX_HEADER_LIST: usize = 1 << 20;
+
+/// The most CONTINUATION frames one header block may take: a flood of empty ones is a
+/// protocol error, not a loop. 1 MiB in 16 KiB frames is 64.
+const MAX_CONTINUATIONS: u32 = 128;
+
+/// The largest frame payload we take: the protocol's default, never raised.
+const MAX_FRAME: usize = 16_384;
+
+/// The read buffer: a frame of the largest size and the start of the next always fit.
+const READ_BUF: usize = 64 * 1024;
+
+/// Frames read by the driver before it lets the slots run (a server streaming large bodies
+/// must not starve the engine thread).
+const READS_PER_TURN: u32 = 16;
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+// Frame types and flags (RFC 9113 6).
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const PUSH_PROMISE: u8 = 0x5;
+const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
+const WINDOW_UPDATE: u8 = 0x8;
+const CONTINUATION: u8 = 0x9;
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+const PADDED: u8 = 0x8;
+const PRIORITY_FLAG: u8 = 0x20;
+
+// Error codes (RFC 9113 7).
+const PROTOCOL_ERROR: u32 = 0x1;
+const FLOW_CONTROL_ERROR: u32 = 0x3;
+const FRAME_SIZE_ERROR: u32 = 0x6;
+const REFUSED_STREAM: u32 = 0x7;
+const CANCEL: u32 = 0x8;
+const COMPRESSION_ERROR: u32 = 0x9;
+
+/// The largest stream id (RFC 9113 5.1.1).
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// The largest window (RFC 9113 6.9.1).
+const MAX_WINDOW: i64 = (1 << 31) - 1;
 
 /// An open HTTP/2 connection: a handle to open streams on it. Cloning it gives another
 /// slot its own handle to the same connection.
 pub struct Conn {
-    send: SendRequest<Bytes>,
-    state: Rc<State>,
-    /// A stream opened through this handle may still be queued behind the server's limit
-    /// (its request was cancelled while it waited): the handle must be ready again before
-    /// it opens another.
-    queued: bool,
+    inner: Rc<RefCell<Inner>>,
 }
 
 impl Clone for Conn {
-    /// Another handle, with nothing queued through it.
     fn clone(&self) -> Self {
-        Conn { send: self.send.clone(), state: self.state.clone(), queued: false }
+        self.inner.borrow_mut().handles += 1;
+        Conn { inner: self.inner.clone() }
     }
 }
 
-/// What the streams of one connection share, beside h2's own state.
-struct State {
-    counts: Arc<IoCounts>,
+impl Drop for Conn {
+    /// The last handle gone, the driver closes the connection once its streams are done.
+    fn drop(&mut self) {
+        let mut i = self.inner.borrow_mut();
+        i.handles -= 1;
+        if i.handles == 0 {
+            i.wake_driver();
+        }
+    }
+}
+
+/// How a stream, or the whole connection, ended without a response.
+#[derive(Clone, Debug)]
+enum Ended {
+    /// The server reset the stream (RST_STREAM), with this code.
+    Reset(u32),
+    /// The stream was above the server's GOAWAY's last stream id: not processed.
+    GoAway(u32),
+    /// The server broke the protocol (we sent GOAWAY or RST_STREAM with this code).
+    Broke(u32, &'static str),
+    /// Reading or writing failed.
+    Io(ErrorKind, Rc<str>),
+    /// The server closed the connection.
+    Closed,
+}
+
+/// Where a stream's response is.
+#[derive(Clone, Debug, Default)]
+enum Stage {
+    /// Waiting for its head (interim 1xx heads are skipped).
+    #[default]
+    Head,
+    /// The head came; the body is coming.
+    Body,
+    /// The response is complete.
+    Done,
+    Failed(Ended),
+}
+
+/// A stream in flight, in a slab: reused, with its buffers, by the next request.
+#[derive(Default)]
+struct Entry {
+    id: u32,
+    stage: Stage,
+    status: u16,
+    head_at: Option<Instant>,
+    end_at: Option<Instant>,
+    /// The decoded head (and, for a moment, interim heads').
+    fields: Fields,
+    /// Keep the body (a flow's step reads it).
+    keep: bool,
+    body: Vec<u8>,
+    /// What we may still send on the stream.
+    send_window: i64,
+    /// Received on the stream since its window was last given back.
+    recv_unacked: u32,
+    /// Our END_STREAM is queued.
+    sent_end: bool,
+    waker: Option<Waker>,
+}
+
+/// What the streams of one connection share.
+struct Inner {
+    /// Frames to write; the driver writes them out.
+    out: Vec<u8>,
+    driver: Option<Waker>,
+    driver_woken: bool,
+    /// Live handles; with none and no stream, the driver closes the connection.
+    handles: usize,
+    /// The connection ended: why (each stream still open failed with it).
+    ended: Option<Ended>,
+    /// The server's GOAWAY: its code.
+    goaway: Option<u32>,
+    next_id: u32,
+    // The server's settings.
+    settings_came: bool,
+    max_streams: u32,
+    initial_window: i64,
+    max_frame: usize,
+    /// What we may still send on the connection.
+    send_window: i64,
+    /// Our connection window, and what of it was received and not yet given back.
+    conn_window: u32,
+    conn_unacked: u32,
+    /// Streams in flight by id (the server counts them against its limit): (id, slab index).
+    active: Vec<(u32, usize)>,
+    entries: Vec<Entry>,
+    free: Vec<usize>,
+    /// Slots waiting for a stream below the server's limit.
+    waiting: Vec<Waker>,
+    hpack: Decoder,
+    /// A header block split by CONTINUATION: its stream, flags, frames so far, bytes.
+    block: Vec<u8>,
+    block_stream: u32,
+    block_flags: u8,
+    block_frames: u32,
+    /// Heads of streams nobody waits for (cancelled) and trailers: decoded and dropped.
+    trash: Fields,
+    /// A request's header block, framed from here.
+    scratch: Vec<u8>,
+    // What the connection saw.
+    bytes_in: u64,
+    bytes_out: u64,
     /// Wire bytes (in, out) already counted into finished requests.
-    counted: Cell<(u64, u64)>,
-    /// Streams open now.
-    open: Cell<u64>,
-    /// What was seen since the figures were last taken.
-    figures: Cell<StreamFigures>,
+    counted: (u64, u64),
+    figures: StreamFigures,
     /// `--streams`: a server limit below it is reported.
     streams: u64,
-    /// The server's limit was read (once its SETTINGS had surely arrived).
-    cap_read: Cell<bool>,
-    /// The driver has finished: the connection is closed.
-    ended: Cell<bool>,
+    /// The server's limit was read (after a response head: its SETTINGS came by then).
+    cap_read: bool,
 }
 
 impl Conn {
-    /// The HTTP/2 handshake over `io`, for `streams` requests at once; spawns the driver.
-    pub(super) async fn handshake(io: CountedIo, streams: u32) -> Result<Conn, Failure> {
-        let counts = io.counts.clone();
+    /// Starts HTTP/2 over `io` for `streams` requests at once: queues the preface and our
+    /// SETTINGS, and spawns the driver.
+    pub(super) async fn handshake(io: Stream, streams: u32) -> Result<Conn, Failure> {
         let streams = streams.max(1);
-        let (send, connection) = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(STREAM_WINDOW.saturating_mul(streams).min(i32::MAX as u32))
+        let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
+        let mut out = Vec::with_capacity(16 * 1024);
+        out.extend_from_slice(PREFACE);
+        let settings: [(u16, u32); 3] = [
+            // ENABLE_PUSH off: a PUSH_PROMISE is then a protocol error.
+            (0x2, 0),
+            (0x4, STREAM_WINDOW),
+            (0x6, MAX_HEADER_LIST as u32),
+        ];
+        frame(&mut out, settings.len() * 6, SETTINGS, 0, 0);
+        for (id, value) in settings {
+            out.extend_from_slice(&id.to_be_bytes());
+            out.extend_from_slice(&value.to_be_bytes());
+        }
+        window_update(&mut out, 0, conn_window - 65_535);
+        let inner = Rc::new(RefCell::new(Inner {
+            out,
+            driver: None,
+            driver_woken: false,
+            handles: 1,
+            ended: None,
+            goaway: None,
+            next_id: 1,
+            settings_came: false,
             // Until the server's SETTINGS say how many streams it takes, one: a burst above
             // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
             // first on the connection, so the others wait at most a round trip, once.
-            .initial_max_send_streams(1)
-            // A request body is the run's buffer, sliced: queueing it costs no memory, so
-            // only the server's window ever holds a body back (a stall is a window's).
-            .max_send_buffer_size(i32::MAX as usize)
-            .max_header_list_size(MAX_HEADER_LIST)
-            .enable_push(false)
-            .handshake::<_, Bytes>(io)
-            .await
-            .map_err(|e| classify(e, false))?;
-        let state = Rc::new(State {
-            counts,
-            counted: Cell::new((0, 0)),
-            open: Cell::new(0),
-            figures: Cell::new(StreamFigures::default()),
+            max_streams: 1,
+            initial_window: 65_535,
+            max_frame: MAX_FRAME,
+            send_window: 65_535,
+            conn_window,
+            conn_unacked: 0,
+            active: Vec::with_capacity(streams as usize),
+            entries: Vec::new(),
+            free: Vec::new(),
+            waiting: Vec::new(),
+            hpack: Decoder::default(),
+            block: Vec::new(),
+            block_stream: 0,
+            block_flags: 0,
+            block_frames: 0,
+            trash: Fields::default(),
+            scratch: Vec::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+            counted: (0, 0),
+            figures: StreamFigures::default(),
             streams: u64::from(streams),
-            cap_read: Cell::new(false),
-            ended: Cell::new(false),
-        });
-        let driven = state.clone();
-        // It ends by itself once every handle and stream is dropped (h2 then sends GOAWAY
-        // and closes), or when the server closes or the connection fails.
-        tokio::task::spawn_local(async move {
-            let _ = connection.await;
-            driven.ended.set(true);
-        });
-        Ok(Conn { send, state, queued: false })
+            cap_read: false,
+        }));
+        let driver =
+            Driver { inner: inner.clone(), io, buf: Vec::with_capacity(READ_BUF), written: 0, deferred: false };
+        tokio::task::spawn_local(driver);
+        Ok(Conn { inner })
     }
 
     /// Whether a new stream may be opened: the connection is up and no GOAWAY came.
     pub(super) fn usable(&mut self) -> bool {
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        !self.state.ended.get() && !matches!(self.send.poll_ready(&mut cx), std::task::Poll::Ready(Err(_)))
+        let i = self.inner.borrow();
+        i.ended.is_none() && i.goaway.is_none() && i.next_id <= MAX_STREAM_ID
     }
 
     /// Whether `self` and `other` are handles to the same connection.
     pub(super) fn same(&self, other: &Conn) -> bool {
-        Rc::ptr_eq(&self.state, &other.state)
+        Rc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// What the connection saw of its streams since last asked.
     pub(super) fn take_figures(&self) -> StreamFigures {
-        let s = &self.state;
-        let f = s.figures.get();
-        s.figures.set(StreamFigures { most_open: s.open.get(), ..StreamFigures::default() });
-        f
+        let mut i = self.inner.borrow_mut();
+        let most_open = i.active.len() as u64;
+        std::mem::replace(&mut i.figures, StreamFigures { most_open, ..StreamFigures::default() })
     }
 
     /// Sends `out` on a new stream and reads its response to the end.
@@ -141,236 +313,1075 @@ impl Conn {
         reading: &mut Reading<'_>,
         start: Instant,
     ) -> Result<Answer, Failure> {
-        let request = out.target.h2_head(out);
+        // Above the server's limit on streams, the request waits for one to close. That
+        // wait is in the request's latency but not in a phase.
+        poll_fn(|cx| self.inner.borrow_mut().poll_room(cx)).await?;
         let body = out.target.body(out);
-        let unsent = |e| classify(e, true);
-        if self.queued {
-            poll_fn(|cx| self.send.poll_ready(cx)).await.map_err(unsent)?;
-        }
-        let (response, send) = self.send.send_request(request, body.is_empty()).map_err(unsent)?;
-        // Above the server's limit on streams the stream waits in h2's queue until one
-        // closes: it is sent when this handle is ready again. That wait is in the request's
-        // latency but not in a phase.
-        self.queued = true;
-        poll_fn(|cx| self.send.poll_ready(cx)).await.map_err(unsent)?;
-        self.queued = false;
+        let index = self.inner.borrow_mut().open_stream(out, body.is_empty(), reading.body.is_some());
+        let stream = StreamGuard { inner: &self.inner, index };
         let sent = start.elapsed();
-        let _open = Open::new(&self.state);
-        if !body.is_empty() {
-            send_body(send, body, &self.state).await?;
+        let mut offset = 0;
+        let mut stalled = false;
+        while offset < body.len() {
+            poll_fn(|cx| self.inner.borrow_mut().poll_send(index, &body, &mut offset, &mut stalled, cx)).await?;
         }
-        let response = response.await.map_err(|e| classify(e, false))?;
-        let head = start.elapsed();
-        self.read_cap();
-        let (parts, mut body) = response.into_parts();
-        let (cache, backend) = reading.head(&parts.headers);
-        let answered = |e| Failure { unanswered: false, ..classify(e, false) };
-        // Whether the body made the request wait (else it had come with the head, and its
-        // end is the head's time: one clock read fewer per request).
-        let mut waited = false;
-        loop {
-            let next = poll_fn(|cx| {
-                let poll = body.poll_data(cx);
-                waited |= poll.is_pending();
-                poll
-            });
-            let Some(chunk) = next.await else { break };
-            let chunk = chunk.map_err(answered)?;
-            let flow = body.flow_control();
-            if !chunk.is_empty() && flow.available_capacity() <= 0 {
-                // The server sent all the window allowed: it waits for a WINDOW_UPDATE.
-                self.state.count(|f| f.recv_stalls += 1);
-            }
-            // Given back at once: the window bounds what is unread, not what was read.
-            let _ = flow.release_capacity(chunk.len());
-            reading.keep_body(&chunk);
-        }
-        if !body.is_end_stream() {
-            waited = true;
-            body.trailers().await.map_err(answered)?;
-        }
-        let end = if waited { start.elapsed() } else { head };
-        let (bytes_in, bytes_out) = self.state.take_bytes();
-        Ok(Answer {
-            status: parts.status.as_u16(),
-            cache,
-            backend,
-            sent,
-            written: None,
-            head,
-            end,
-            bytes_in,
-            bytes_out,
-        })
+        poll_fn(|cx| self.inner.borrow_mut().poll_response(index, cx)).await?;
+        let mut i = self.inner.borrow_mut();
+        i.read_cap();
+        let entry = &i.entries[index];
+        let at = |t: Option<Instant>| t.map_or_else(|| start.elapsed(), |t| t.saturating_duration_since(start));
+        let (head, end) = (at(entry.head_at), at(entry.end_at));
+        let fields = &entry.fields;
+        let (cache, backend) = reading.head(fields, |keep| keep_fields(keep, fields));
+        reading.keep_body(&entry.body);
+        let status = entry.status;
+        let (bytes_in, bytes_out) = i.take_bytes();
+        drop(i);
+        drop(stream);
+        Ok(Answer { status, cache, backend, sent, written: None, head, end, bytes_in, bytes_out })
     }
+}
 
-    /// Reads the server's limit on streams once, after a response head: its SETTINGS come
-    /// first on the connection, so they have arrived by then.
-    fn read_cap(&self) {
-        let s = &self.state;
-        if s.cap_read.replace(true) {
-            return;
-        }
-        let cap = self.send.current_max_send_streams() as u64;
-        if cap < s.streams {
-            s.count(|f| f.cap = cap);
+/// Keeps a head's fields as a header map, for a flow's step whose captures or checks read
+/// them (pseudo-headers left out).
+fn keep_fields(keep: &mut HeaderMap, fields: &Fields) {
+    keep.clear();
+    for (name, value) in fields.iter().filter(|(n, _)| !n.starts_with(b":")) {
+        if let (Ok(name), Ok(value)) = (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value)) {
+            keep.append(name, value);
         }
     }
 }
 
-impl State {
-    fn count(&self, f: impl FnOnce(&mut StreamFigures)) {
-        let mut figures = self.figures.get();
-        f(&mut figures);
-        self.figures.set(figures);
+/// A stream while its request's exchange lives: dropped before the response ended (the
+/// request's timeout, or the run stopping), it resets the stream (CANCEL) and frees it.
+struct StreamGuard<'a> {
+    inner: &'a Rc<RefCell<Inner>>,
+    index: usize,
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        let mut i = self.inner.borrow_mut();
+        let e = &i.entries[self.index];
+        let (id, sent_end, done) = (e.id, e.sent_end, matches!(e.stage, Stage::Done));
+        // In flight, or answered before its body was all sent: the server is told.
+        if (i.close_stream(id) || (done && !sent_end)) && i.ended.is_none() {
+            rst_stream(&mut i.out, id, CANCEL);
+            i.wake_driver();
+        }
+        let e = &mut i.entries[self.index];
+        e.waker = None;
+        e.body.clear();
+        i.free.push(self.index);
+    }
+}
+
+impl Inner {
+    fn wake_driver(&mut self) {
+        if !self.driver_woken {
+            self.driver_woken = true;
+            if let Some(w) = &self.driver {
+                w.wake_by_ref();
+            }
+        }
+    }
+
+    fn count(&mut self, f: impl FnOnce(&mut StreamFigures)) {
+        f(&mut self.figures);
+    }
+
+    /// Ready when a stream may be opened; an error when none ever will on this connection.
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Failure>> {
+        if let Some(ended) = &self.ended {
+            return Poll::Ready(Err(ended.failure(false, true)));
+        }
+        if let Some(code) = self.goaway {
+            return Poll::Ready(Err(Ended::GoAway(code).failure(false, true)));
+        }
+        if self.next_id > MAX_STREAM_ID {
+            // Every stream id used (2^30 requests): as a GOAWAY, the request goes on a new
+            // connection.
+            return Poll::Ready(Err(Ended::GoAway(0).failure(false, true)));
+        }
+        if self.active.len() < self.max_streams as usize {
+            return Poll::Ready(Ok(()));
+        }
+        if !self.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+            self.waiting.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// Opens a stream for `out`: its HEADERS (END_STREAM when `no_body`) queued. Returns
+    /// its slab index.
+    fn open_stream(&mut self, out: &Outgoing<'_>, no_body: bool, keep: bool) -> usize {
+        let id = self.next_id;
+        self.next_id += 2;
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.entries.push(Entry::default());
+            self.entries.len() - 1
+        });
+        let e = &mut self.entries[index];
+        e.id = id;
+        e.stage = Stage::Head;
+        e.head_at = None;
+        e.end_at = None;
+        e.keep = keep;
+        e.send_window = self.initial_window;
+        e.recv_unacked = 0;
+        e.sent_end = no_body;
+        e.fields.clear();
+        // Streams in use: from their HEADERS to the end of their response read (or their
+        // reset), as the server counts them against its limit.
+        self.active.push((id, index));
+        let open = self.active.len() as u64;
+        self.count(|f| f.most_open = f.most_open.max(open));
+        // The block, then framed: in CONTINUATION frames when over the server's frame size.
+        let mut block = std::mem::take(&mut self.scratch);
+        block.clear();
+        out.target.h2_block(out, &mut block);
+        let mut flags = if no_body { END_STREAM } else { 0 };
+        let mut kind = HEADERS;
+        let mut rest = &block[..];
+        loop {
+            let n = rest.len().min(self.max_frame);
+            if n == rest.len() {
+                flags |= END_HEADERS;
+            }
+            frame(&mut self.out, n, kind, flags, id);
+            self.out.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if rest.is_empty() {
+                break;
+            }
+            (kind, flags) = (CONTINUATION, 0);
+        }
+        self.scratch = block;
+        self.wake_driver();
+        index
+    }
+
+    /// Queues what the windows allow of `body` from `offset`; ready when all of it is
+    /// queued, or the response ended first (the server need not read the rest).
+    fn poll_send(
+        &mut self,
+        index: usize,
+        body: &[u8],
+        offset: &mut usize,
+        stalled: &mut bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), Failure>> {
+        loop {
+            let e = &self.entries[index];
+            match &e.stage {
+                Stage::Failed(ended) => return Poll::Ready(Err(ended.failure(e.head_at.is_some(), false))),
+                Stage::Done => {
+                    *offset = body.len();
+                    return Poll::Ready(Ok(()));
+                }
+                Stage::Head | Stage::Body => {}
+            }
+            let left = body.len() - *offset;
+            let room = self.send_window.min(e.send_window).min(self.max_frame as i64).min(left as i64);
+            if room <= 0 {
+                if !*stalled {
+                    *stalled = true;
+                    self.count(|f| f.send_stalls += 1);
+                }
+                self.entries[index].waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            *stalled = false;
+            let n = room as usize;
+            let last = n == left;
+            let id = e.id;
+            frame(&mut self.out, n, DATA, if last { END_STREAM } else { 0 }, id);
+            self.out.extend_from_slice(&body[*offset..*offset + n]);
+            *offset += n;
+            self.send_window -= room;
+            let e = &mut self.entries[index];
+            e.send_window -= room;
+            e.sent_end = last;
+            self.wake_driver();
+            if last {
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+
+    /// Ready when the stream's response is complete, or it failed.
+    fn poll_response(&mut self, index: usize, cx: &mut Context<'_>) -> Poll<Result<(), Failure>> {
+        let e = &mut self.entries[index];
+        match &e.stage {
+            Stage::Done => Poll::Ready(Ok(())),
+            Stage::Failed(ended) => Poll::Ready(Err(ended.failure(e.head_at.is_some(), false))),
+            Stage::Head | Stage::Body => {
+                if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    e.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Reads the server's limit on streams once, after a response head: its SETTINGS come
+    /// first on the connection, so they have arrived by then.
+    fn read_cap(&mut self) {
+        if std::mem::replace(&mut self.cap_read, true) {
+            return;
+        }
+        let cap = u64::from(self.max_streams);
+        if cap < self.streams {
+            self.count(|f| f.cap = cap);
+        }
     }
 
     /// The wire bytes no finished request has counted yet: a stream's own frames cannot be
     /// told apart on a shared connection, so each request takes what the connection moved
     /// since the last one finished. The total is exact.
-    fn take_bytes(&self) -> (u64, u64) {
-        let now = (self.counts.bytes_in(), self.counts.bytes_out());
-        let before = self.counted.replace(now);
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let now = (self.bytes_in, self.bytes_out);
+        let before = std::mem::replace(&mut self.counted, now);
         (now.0 - before.0, now.1 - before.1)
     }
-}
 
-/// A stream counted as open while it lives.
-struct Open<'a>(&'a State);
+    /// The slab index of stream `id`, while it is in flight.
+    fn find(&self, id: u32) -> Option<usize> {
+        self.active.iter().find(|(i, _)| *i == id).map(|&(_, index)| index)
+    }
 
-impl<'a> Open<'a> {
-    fn new(state: &'a State) -> Self {
-        let open = state.open.get() + 1;
-        state.open.set(open);
-        state.count(|f| f.most_open = f.most_open.max(open));
-        Open(state)
+    /// Takes stream `id` out of flight (the server no longer counts it): whether it was.
+    /// The slots waiting for a stream are woken.
+    fn close_stream(&mut self, id: u32) -> bool {
+        let Some(at) = self.active.iter().position(|(i, _)| *i == id) else { return false };
+        self.active.swap_remove(at);
+        for w in self.waiting.drain(..) {
+            w.wake();
+        }
+        true
+    }
+
+    /// Ends stream `index` (id `id`) as `stage`, and wakes its slot.
+    fn finish(&mut self, index: usize, id: u32, stage: Stage) {
+        self.close_stream(id);
+        let e = &mut self.entries[index];
+        e.stage = stage;
+        if let Some(w) = e.waker.take() {
+            w.wake();
+        }
+    }
+
+    /// The connection ended: every stream in flight fails with `why`, and the slots waiting
+    /// for one are woken to fail too.
+    fn end(&mut self, why: Ended) {
+        if self.ended.is_some() {
+            return;
+        }
+        for (_, index) in std::mem::take(&mut self.active) {
+            let e = &mut self.entries[index];
+            e.stage = Stage::Failed(why.clone());
+            if let Some(w) = e.waker.take() {
+                w.wake();
+            }
+        }
+        for w in self.waiting.drain(..) {
+            w.wake();
+        }
+        self.ended = Some(why);
+    }
+
+    /// Reads the frames in `buf` at `now`: how many bytes they took (a frame cut short
+    /// waits for the rest). An error is the server breaking the protocol: the connection
+    /// ends.
+    fn on_bytes(&mut self, buf: &[u8], now: Instant) -> Result<usize, (u32, &'static str)> {
+        let mut used = 0;
+        while buf.len() - used >= 9 {
+            let h = &buf[used..used + 9];
+            let len = (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
+            if len > MAX_FRAME {
+                return Err((FRAME_SIZE_ERROR, "a frame over SETTINGS_MAX_FRAME_SIZE"));
+            }
+            if buf.len() - used < 9 + len {
+                break;
+            }
+            let (kind, flags) = (h[3], h[4]);
+            let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+            self.on_frame(kind, flags, id, &buf[used + 9..used + 9 + len], now)?;
+            used += 9 + len;
+        }
+        Ok(used)
+    }
+
+    fn on_frame(
+        &mut self,
+        kind: u8,
+        flags: u8,
+        id: u32,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), (u32, &'static str)> {
+        if self.block_stream != 0 && kind != CONTINUATION {
+            return Err((PROTOCOL_ERROR, "a frame inside a header block"));
+        }
+        match kind {
+            DATA => self.on_data(flags, id, payload, now),
+            HEADERS => {
+                if id == 0 {
+                    return Err((PROTOCOL_ERROR, "HEADERS on stream 0"));
+                }
+                let mut fragment = unpad(flags, payload)?;
+                if flags & PRIORITY_FLAG != 0 {
+                    fragment = fragment.get(5..).ok_or((PROTOCOL_ERROR, "a HEADERS frame too short"))?;
+                }
+                if flags & END_HEADERS != 0 {
+                    return self.on_head(id, flags, fragment, now);
+                }
+                self.block.clear();
+                self.block.extend_from_slice(fragment);
+                (self.block_stream, self.block_flags, self.block_frames) = (id, flags, 0);
+                Ok(())
+            }
+            CONTINUATION => {
+                if self.block_stream == 0 || id != self.block_stream {
+                    return Err((PROTOCOL_ERROR, "a CONTINUATION frame outside a header block"));
+                }
+                self.block_frames += 1;
+                if self.block_frames > MAX_CONTINUATIONS || self.block.len() + payload.len() > MAX_HEADER_LIST {
+                    return Err((PROTOCOL_ERROR, "a header block over 1 MiB or 128 CONTINUATION frames"));
+                }
+                self.block.extend_from_slice(payload);
+                if flags & END_HEADERS != 0 {
+                    self.block_stream = 0;
+                    let block = std::mem::take(&mut self.block);
+                    let done = self.on_head(id, self.block_flags, &block, now);
+                    self.block = block;
+                    return done;
+                }
+                Ok(())
+            }
+            SETTINGS => self.on_settings(flags, id, payload),
+            PING => {
+                if id != 0 || payload.len() != 8 {
+                    return Err((PROTOCOL_ERROR, "a bad PING frame"));
+                }
+                if flags & ACK == 0 {
+                    frame(&mut self.out, 8, PING, ACK, 0);
+                    self.out.extend_from_slice(payload);
+                }
+                Ok(())
+            }
+            WINDOW_UPDATE => {
+                let [a, b, c, d] = payload.try_into().map_err(|_| (FRAME_SIZE_ERROR, "a bad WINDOW_UPDATE frame"))?;
+                let inc = i64::from(u32::from_be_bytes([a, b, c, d]) & 0x7fff_ffff);
+                if id == 0 {
+                    if inc == 0 {
+                        return Err((PROTOCOL_ERROR, "a WINDOW_UPDATE of 0"));
+                    }
+                    self.send_window += inc;
+                    if self.send_window > MAX_WINDOW {
+                        return Err((FLOW_CONTROL_ERROR, "a connection window over 2^31-1"));
+                    }
+                    self.wake_senders();
+                } else if let Some(index) = self.find(id) {
+                    let e = &mut self.entries[index];
+                    e.send_window += inc;
+                    if inc == 0 || e.send_window > MAX_WINDOW {
+                        self.stream_error(index, id, PROTOCOL_ERROR, "a bad WINDOW_UPDATE on a stream");
+                    } else if let Some(w) = e.waker.take() {
+                        w.wake();
+                    }
+                }
+                Ok(())
+            }
+            RST_STREAM => {
+                let [a, b, c, d] = payload.try_into().map_err(|_| (FRAME_SIZE_ERROR, "a bad RST_STREAM frame"))?;
+                if id == 0 {
+                    return Err((PROTOCOL_ERROR, "RST_STREAM on stream 0"));
+                }
+                if let Some(index) = self.find(id) {
+                    self.finish(index, id, Stage::Failed(Ended::Reset(u32::from_be_bytes([a, b, c, d]))));
+                }
+                Ok(())
+            }
+            GOAWAY => {
+                if id != 0 || payload.len() < 8 {
+                    return Err((PROTOCOL_ERROR, "a bad GOAWAY frame"));
+                }
+                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+                let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                self.goaway = Some(code);
+                // The streams above its last id were not processed: they may go again.
+                let above: Vec<(u32, usize)> = self.active.iter().copied().filter(|&(i, _)| i > last).collect();
+                for (id, index) in above {
+                    self.finish(index, id, Stage::Failed(Ended::GoAway(code)));
+                }
+                for w in self.waiting.drain(..) {
+                    w.wake();
+                }
+                Ok(())
+            }
+            PUSH_PROMISE => Err((PROTOCOL_ERROR, "a PUSH_PROMISE, with push disabled")),
+            // PRIORITY (0x2) and frame types of extensions are ignored (RFC 9113 4.1, 5.5).
+            _ => Ok(()),
+        }
+    }
+
+    /// Wakes the streams that may wait for window to send.
+    fn wake_senders(&mut self) {
+        for &(_, index) in &self.active {
+            if !self.entries[index].sent_end {
+                if let Some(w) = self.entries[index].waker.take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    /// Stream `id` broke the protocol: reset, failed as such.
+    fn stream_error(&mut self, index: usize, id: u32, code: u32, what: &'static str) {
+        rst_stream(&mut self.out, id, code);
+        self.finish(index, id, Stage::Failed(Ended::Broke(code, what)));
+    }
+
+    fn on_settings(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), (u32, &'static str)> {
+        if id != 0 || !payload.len().is_multiple_of(6) || (flags & ACK != 0 && !payload.is_empty()) {
+            return Err((FRAME_SIZE_ERROR, "a bad SETTINGS frame"));
+        }
+        if flags & ACK != 0 {
+            return Ok(());
+        }
+        if !self.settings_came {
+            self.settings_came = true;
+            // Absent, the limit is none.
+            self.max_streams = u32::MAX;
+        }
+        for s in payload.chunks_exact(6) {
+            let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            match u16::from_be_bytes([s[0], s[1]]) {
+                0x3 => self.max_streams = value,
+                0x4 => {
+                    if i64::from(value) > MAX_WINDOW {
+                        return Err((FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1"));
+                    }
+                    let delta = i64::from(value) - self.initial_window;
+                    self.initial_window = i64::from(value);
+                    for &(_, index) in &self.active {
+                        self.entries[index].send_window += delta;
+                    }
+                    self.wake_senders();
+                }
+                0x5 => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err((PROTOCOL_ERROR, "a bad SETTINGS_MAX_FRAME_SIZE"));
+                    }
+                    self.max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        frame(&mut self.out, 0, SETTINGS, ACK, 0);
+        for w in self.waiting.drain(..) {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// A complete header block on stream `id`: a response head, an interim one, or trailers.
+    fn on_head(&mut self, id: u32, flags: u8, block: &[u8], now: Instant) -> Result<(), (u32, &'static str)> {
+        let index = self.find(id);
+        let Inner { hpack, entries, trash, .. } = self;
+        // Decoded whoever waits: the dynamic table must follow every block.
+        let into = match index {
+            Some(index) if matches!(entries[index].stage, Stage::Head) => &mut entries[index].fields,
+            _ => trash,
+        };
+        hpack.decode(block, into, MAX_HEADER_LIST).map_err(|e| match e {
+            hpack::Error::Compression(what) => (COMPRESSION_ERROR, what),
+            hpack::Error::TooLarge => (PROTOCOL_ERROR, "a response head over 1 MiB"),
+        })?;
+        let Some(index) = index else { return Ok(()) };
+        let end = flags & END_STREAM != 0;
+        match self.entries[index].stage {
+            Stage::Head => {
+                let status = self.entries[index].fields.get(b":status").and_then(parse_status);
+                match status {
+                    None => self.stream_error(index, id, PROTOCOL_ERROR, "a response head without a valid :status"),
+                    // Interim (1xx but 101): the final head follows.
+                    Some(s) if (100..200).contains(&s) && s != 101 => {
+                        if end {
+                            self.stream_error(index, id, PROTOCOL_ERROR, "an interim response ending the stream");
+                        }
+                    }
+                    Some(s) => {
+                        let e = &mut self.entries[index];
+                        e.status = s;
+                        e.head_at = Some(now);
+                        e.stage = Stage::Body;
+                        if end {
+                            e.end_at = Some(now);
+                            self.finish(index, id, Stage::Done);
+                        }
+                    }
+                }
+            }
+            // Trailers: they end the stream.
+            Stage::Body if end => {
+                self.entries[index].end_at = Some(now);
+                self.finish(index, id, Stage::Done);
+            }
+            Stage::Body => self.stream_error(index, id, PROTOCOL_ERROR, "trailers not ending the stream"),
+            Stage::Done | Stage::Failed(_) => {}
+        }
+        Ok(())
+    }
+
+    fn on_data(&mut self, flags: u8, id: u32, payload: &[u8], now: Instant) -> Result<(), (u32, &'static str)> {
+        if id == 0 {
+            return Err((PROTOCOL_ERROR, "DATA on stream 0"));
+        }
+        // The whole frame counts against the windows, padding included.
+        let len = payload.len() as u32;
+        self.conn_unacked += len;
+        if self.conn_unacked > self.conn_window {
+            return Err((FLOW_CONTROL_ERROR, "DATA beyond the connection's window"));
+        }
+        if self.conn_unacked >= self.conn_window / 2 {
+            window_update(&mut self.out, 0, self.conn_unacked);
+            self.conn_unacked = 0;
+        }
+        let data = unpad(flags, payload)?;
+        let Some(index) = self.find(id) else { return Ok(()) };
+        let end = flags & END_STREAM != 0;
+        let e = &mut self.entries[index];
+        if !matches!(e.stage, Stage::Body) {
+            self.stream_error(index, id, PROTOCOL_ERROR, "DATA before the response head");
+            return Ok(());
+        }
+        e.recv_unacked += len;
+        if e.recv_unacked > STREAM_WINDOW {
+            self.stream_error(index, id, FLOW_CONTROL_ERROR, "DATA beyond the stream's window");
+            return Ok(());
+        }
+        if e.keep {
+            let room = barrage_plan::flow::MAX_JUDGED_BODY.saturating_sub(e.body.len());
+            e.body.extend_from_slice(&data[..data.len().min(room)]);
+        }
+        if end {
+            e.end_at = Some(now);
+            self.finish(index, id, Stage::Done);
+            return Ok(());
+        }
+        if e.recv_unacked == STREAM_WINDOW {
+            // The server sent all the window allowed: it waits for a WINDOW_UPDATE.
+            self.count(|f| f.recv_stalls += 1);
+        }
+        let e = &mut self.entries[index];
+        if e.recv_unacked >= STREAM_WINDOW / 2 {
+            let n = std::mem::take(&mut e.recv_unacked);
+            window_update(&mut self.out, id, n);
+        }
+        Ok(())
     }
 }
 
-impl Drop for Open<'_> {
-    fn drop(&mut self) {
-        self.0.open.set(self.0.open.get() - 1);
+/// A frame's payload without its padding.
+fn unpad(flags: u8, payload: &[u8]) -> Result<&[u8], (u32, &'static str)> {
+    if flags & PADDED == 0 {
+        return Ok(payload);
+    }
+    let (&pad, rest) = payload.split_first().ok_or((PROTOCOL_ERROR, "a padded frame without its pad length"))?;
+    rest.len()
+        .checked_sub(usize::from(pad))
+        .map(|n| &rest[..n])
+        .ok_or((PROTOCOL_ERROR, "padding longer than its frame"))
+}
+
+fn parse_status(v: &[u8]) -> Option<u16> {
+    match v {
+        [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
     }
 }
 
-/// Sends `body` as the stream's window allows, counting each wait for more window.
-async fn send_body(mut send: SendStream<Bytes>, mut body: Bytes, state: &State) -> Result<(), Failure> {
-    let failed = |e| classify(e, false);
-    while !body.is_empty() {
-        send.reserve_capacity(body.len());
-        let mut room = send.capacity();
-        if room == 0 {
-            state.count(|f| f.send_stalls += 1);
-            room = match poll_fn(|cx| send.poll_capacity(cx)).await {
-                Some(room) => room.map_err(failed)?,
-                None => {
-                    return Err(Failure::new(ErrorKind::Reset, "the stream closed before the request body was sent"))
+/// Appends a frame header.
+fn frame(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
+    let [_, a, b, c] = (len as u32).to_be_bytes();
+    out.extend_from_slice(&[a, b, c, kind, flags]);
+    out.extend_from_slice(&id.to_be_bytes());
+}
+
+fn window_update(out: &mut Vec<u8>, id: u32, inc: u32) {
+    frame(out, 4, WINDOW_UPDATE, 0, id);
+    out.extend_from_slice(&inc.to_be_bytes());
+}
+
+fn rst_stream(out: &mut Vec<u8>, id: u32, code: u32) {
+    frame(out, 4, RST_STREAM, 0, id);
+    out.extend_from_slice(&code.to_be_bytes());
+}
+
+/// The task that moves a connection's bytes: reads and handles frames, writes what the
+/// streams queued. It ends when the connection does, or when no handle and no stream is
+/// left (or a GOAWAY came and the last stream ended), closing the connection.
+struct Driver {
+    inner: Rc<RefCell<Inner>>,
+    io: Stream,
+    buf: Vec<u8>,
+    /// Of the output buffer, written so far.
+    written: usize,
+    /// The last turn read responses and put its write off to this one.
+    deferred: bool,
+}
+
+impl std::future::Future for Driver {
+    type Output = ();
+
+    /// One turn: reads until the socket has nothing more (or [`READS_PER_TURN`] reads),
+    /// then writes what is queued. A turn that read responses first lets the streams it
+    /// woke queue their next requests, and writes them all at once on the next turn (at
+    /// most one turn later): as h2load answers a read with one write. The server then reads
+    /// many requests a time, which is what it spends least on per request.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let mut reads = 0;
+        let mut read_something = false;
+        loop {
+            this.inner.borrow_mut().driver_woken = false;
+            let read_pending = loop {
+                match this.poll_read(cx) {
+                    Poll::Ready(Ok(true)) => read_something = true,
+                    Poll::Ready(Ok(false)) => {
+                        this.inner.borrow_mut().end(Ended::Closed);
+                        return Poll::Ready(());
+                    }
+                    Poll::Ready(Err(ended)) => {
+                        this.inner.borrow_mut().end(ended);
+                        // A GOAWAY of ours may be queued: sent as far as the socket takes it.
+                        let _ = this.poll_write(cx);
+                        return Poll::Ready(());
+                    }
+                    Poll::Pending => break true,
+                }
+                reads += 1;
+                if reads >= READS_PER_TURN {
+                    break false;
                 }
             };
+            if read_something && !this.deferred {
+                // The woken streams run before this task's next turn (it is queued behind
+                // them): their requests go out together then.
+                this.deferred = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            this.deferred = false;
+            if let Poll::Ready(Err(e)) = this.poll_write(cx) {
+                let f = io_failure(e);
+                this.inner.borrow_mut().end(Ended::Io(f.kind, f.message().into()));
+                return Poll::Ready(());
+            }
+            let mut i = this.inner.borrow_mut();
+            if i.active.is_empty() && (i.handles == 0 || i.goaway.is_some()) && i.out.is_empty() {
+                return Poll::Ready(());
+            }
+            if read_pending && i.driver_woken {
+                // A stream queued frames meanwhile: write them now.
+                drop(i);
+                read_something = false;
+                continue;
+            }
+            if !read_pending {
+                cx.waker().wake_by_ref();
+            }
+            if !i.driver.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                i.driver = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
         }
-        let chunk = body.split_to(room.min(body.len()));
-        send.send_data(chunk, body.is_empty()).map_err(failed)?;
     }
-    Ok(())
 }
 
-/// Classifies an h2 error. `unsent`: it came before the stream was opened, so nothing of
-/// the request went out. A stream the server refused (REFUSED_STREAM) or left above its
-/// GOAWAY's last stream id was never processed: it may go again on a new connection.
-/// The caller marks a failure after the response head as answered.
-pub(crate) fn classify(e: h2::Error, unsent: bool) -> Failure {
-    let reason = e.reason();
-    let remote = e.is_remote();
-    let unprocessed = remote && (e.is_go_away() || reason == Some(Reason::REFUSED_STREAM));
-    let kind = match (e.get_io(), reason) {
-        (Some(io), _) => io_kind(io).unwrap_or(ErrorKind::Other),
-        (None, Some(r)) if protocol_error(r) => ErrorKind::Protocol,
-        // h2 found the server breaking the protocol.
-        (None, Some(_)) if e.is_library() => ErrorKind::Protocol,
-        (None, Some(_)) => ErrorKind::Reset,
-        (None, None) => ErrorKind::Other,
-    };
-    let message = match (reason, e.is_go_away(), remote) {
-        (Some(r), true, true) => format!("the server sent GOAWAY ({r:?}) and did not process the stream"),
-        (Some(r), false, true) => format!("the server reset the stream (RST_STREAM {r:?})"),
-        (Some(r), _, false) => format!("the server broke HTTP/2 ({r:?}): {e}"),
-        (None, ..) => e.to_string(),
-    };
-    let mut f = Failure::new(kind, message);
-    // Only the connection closing under the request makes it stale (sent again once on a
-    // new connection when nothing was written, or it is idempotent): a stream the server
-    // reset was answered, by the reset.
-    let closed = e.is_io();
-    f.unsent = unsent && closed;
-    f.unanswered = closed;
-    f.unprocessed = unprocessed;
-    f
+impl Driver {
+    /// Reads once and handles the frames read: `true` when something was read, `false` at
+    /// the end of the stream, an error when reading failed or the server broke the
+    /// protocol (our GOAWAY is then queued).
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, Ended>> {
+        if self.buf.capacity() - self.buf.len() < MAX_FRAME + 9 {
+            self.buf.reserve_exact(READ_BUF - self.buf.len());
+        }
+        let mut rb = ReadBuf::uninit(self.buf.spare_capacity_mut());
+        if let Err(e) = std::task::ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb)) {
+            let f = io_failure(e);
+            return Poll::Ready(Err(Ended::Io(f.kind, f.message().into())));
+        }
+        let n = rb.filled().len();
+        if n == 0 {
+            return Poll::Ready(Ok(false));
+        }
+        // SAFETY: `poll_read` initialised the first `n` bytes of the spare capacity.
+        unsafe { self.buf.set_len(self.buf.len() + n) };
+        let now = Instant::now();
+        let mut i = self.inner.borrow_mut();
+        i.bytes_in += n as u64;
+        match i.on_bytes(&self.buf, now) {
+            Ok(used) => {
+                self.buf.drain(..used);
+                Poll::Ready(Ok(true))
+            }
+            Err((code, what)) => {
+                let last = i.next_id.saturating_sub(2);
+                frame(&mut i.out, 8, GOAWAY, 0, 0);
+                i.out.extend_from_slice(&last.to_be_bytes());
+                i.out.extend_from_slice(&code.to_be_bytes());
+                Poll::Ready(Err(Ended::Broke(code, what)))
+            }
+        }
+    }
+
+    /// Writes what is queued, and flushes (TLS keeps what it could not send yet).
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let mut i = self.inner.borrow_mut();
+        let mut wrote = false;
+        while self.written < i.out.len() {
+            match Pin::new(&mut self.io).poll_write(cx, &i.out[self.written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    self.written += n;
+                    i.bytes_out += n as u64;
+                    wrote = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        i.out.clear();
+        self.written = 0;
+        if wrote {
+            std::task::ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Ended {
+    /// The failure of a request this ended. `answered`: its head had come. `unsent`: it
+    /// came before the stream was opened, so nothing of the request went out. A stream the
+    /// server refused (REFUSED_STREAM) or left above its GOAWAY's last stream id was never
+    /// processed: it may go again on a new connection.
+    fn failure(&self, answered: bool, unsent: bool) -> Failure {
+        let (kind, message, unprocessed, closed) = match self {
+            Ended::Reset(code) => (
+                reason_kind(*code),
+                format!("the server reset the stream (RST_STREAM {})", Reason(*code)),
+                *code == REFUSED_STREAM,
+                false,
+            ),
+            Ended::GoAway(code) => (
+                reason_kind(*code),
+                format!("the server sent GOAWAY ({}) and did not process the stream", Reason(*code)),
+                true,
+                false,
+            ),
+            Ended::Broke(code, what) => {
+                (ErrorKind::Protocol, format!("the server broke HTTP/2 ({}): {what}", Reason(*code)), false, false)
+            }
+            Ended::Io(kind, message) => (*kind, message.to_string(), false, true),
+            Ended::Closed => (ErrorKind::Reset, "the server closed the connection".to_string(), false, true),
+        };
+        let mut f = Failure::new(kind, message);
+        // Only the connection closing under the request makes it stale (sent again once on a
+        // new connection when nothing was written, or it is idempotent): a stream the server
+        // reset was answered, by the reset.
+        f.unsent = unsent && closed;
+        f.unanswered = closed && !answered;
+        f.unprocessed = unprocessed;
+        f
+    }
 }
 
 /// Reason codes that say an endpoint broke the protocol, rather than gave up on a stream.
-fn protocol_error(r: Reason) -> bool {
-    [
-        Reason::PROTOCOL_ERROR,
-        Reason::FLOW_CONTROL_ERROR,
-        Reason::SETTINGS_TIMEOUT,
-        Reason::STREAM_CLOSED,
-        Reason::FRAME_SIZE_ERROR,
-        Reason::COMPRESSION_ERROR,
-        Reason::INADEQUATE_SECURITY,
-        Reason::HTTP_1_1_REQUIRED,
-    ]
-    .contains(&r)
+fn reason_kind(code: u32) -> ErrorKind {
+    match code {
+        // PROTOCOL_ERROR, FLOW_CONTROL_ERROR, SETTINGS_TIMEOUT, STREAM_CLOSED,
+        // FRAME_SIZE_ERROR, COMPRESSION_ERROR, INADEQUATE_SECURITY, HTTP_1_1_REQUIRED.
+        0x1 | 0x3 | 0x4 | 0x5 | 0x6 | 0x9 | 0xc | 0xd => ErrorKind::Protocol,
+        _ => ErrorKind::Reset,
+    }
+}
+
+/// A reason code, named as RFC 9113 names it.
+struct Reason(u32);
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const NAMES: [&str; 14] = [
+            "NO_ERROR",
+            "PROTOCOL_ERROR",
+            "INTERNAL_ERROR",
+            "FLOW_CONTROL_ERROR",
+            "SETTINGS_TIMEOUT",
+            "STREAM_CLOSED",
+            "FRAME_SIZE_ERROR",
+            "REFUSED_STREAM",
+            "CANCEL",
+            "COMPRESSION_ERROR",
+            "CONNECT_ERROR",
+            "ENHANCE_YOUR_CALM",
+            "INADEQUATE_SECURITY",
+            "HTTP_1_1_REQUIRED",
+        ];
+        match NAMES.get(self.0 as usize) {
+            Some(name) => f.write_str(name),
+            None => write!(f, "code {:#x}", self.0),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Requests
+
+/// A target's request header block, encoded once: the pseudo-headers before `:path`, the
+/// `:path` field when the path is fixed, and the headers after it. Fields are literals
+/// without indexing (or static-table indexes): no dynamic table, so a block never depends
+/// on the ones before it, and no Huffman (the server would decode faster, but a request's
+/// bytes are few).
+#[derive(Clone, Debug)]
+pub(crate) struct Template {
+    before: Box<[u8]>,
+    path: Option<Box<[u8]>>,
+    after: Box<[u8]>,
+}
+
+/// Headers HTTP/2 forbids (RFC 9113 8.2.2), and Host (the authority is `:authority`).
+const NOT_SENT: [&str; 6] = ["connection", "host", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+
+impl Template {
+    /// The block of `method` to `uri` (scheme and authority) with `headers`; `path` is the
+    /// fixed path, or `None` when each request fills its own.
+    pub(crate) fn new(method: &Method, uri: &Uri, path: Option<&str>, headers: &HeaderMap) -> Template {
+        let mut before = Vec::with_capacity(64);
+        match hpack::static_index(":method", method.as_str()) {
+            0 => hpack::put_literal(&mut before, 2, b"", method.as_str().as_bytes()),
+            i => hpack::put_integer(&mut before, 0x80, 7, i),
+        }
+        let scheme = uri.scheme_str().unwrap_or("http");
+        match hpack::static_index(":scheme", scheme) {
+            0 => hpack::put_literal(&mut before, 6, b"", scheme.as_bytes()),
+            i => hpack::put_integer(&mut before, 0x80, 7, i),
+        }
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        hpack::put_literal(&mut before, 1, b"", authority.as_bytes());
+        let path = path.map(|p| {
+            let mut field = Vec::new();
+            put_path(&mut field, &[p.as_bytes()]);
+            field.into_boxed_slice()
+        });
+        let mut after = Vec::with_capacity(64);
+        put_headers(&mut after, headers.iter());
+        Template { before: before.into(), path, after: after.into() }
+    }
+
+    /// Appends the block to `out`, with `path` (its pieces) when the target's is not fixed,
+    /// and `extra` headers.
+    pub(crate) fn write<'a>(
+        &self,
+        path: Option<&[&[u8]]>,
+        extra: impl Iterator<Item = (&'a http::HeaderName, &'a http::HeaderValue)>,
+        out: &mut Vec<u8>,
+    ) {
+        out.extend_from_slice(&self.before);
+        match (path, &self.path) {
+            (Some(pieces), _) => put_path(out, pieces),
+            (None, Some(field)) => out.extend_from_slice(field),
+            (None, None) => put_path(out, &[b"/"]),
+        }
+        out.extend_from_slice(&self.after);
+        put_headers(out, extra);
+    }
+}
+
+/// Appends `:path` made of `pieces`.
+fn put_path(out: &mut Vec<u8>, pieces: &[&[u8]]) {
+    match pieces {
+        [b"/"] => out.push(0x84),
+        [b"/index.html"] => out.push(0x85),
+        _ => {
+            hpack::put_integer(out, 0, 4, 4);
+            hpack::put_integer(out, 0, 7, pieces.iter().map(|p| p.len()).sum());
+            for p in pieces {
+                out.extend_from_slice(p);
+            }
+        }
+    }
+}
+
+fn put_headers<'a>(out: &mut Vec<u8>, headers: impl Iterator<Item = (&'a http::HeaderName, &'a http::HeaderValue)>) {
+    for (name, value) in headers {
+        let name = name.as_str();
+        if NOT_SENT.contains(&name) || (name == "te" && value.as_bytes() != b"trailers") {
+            continue;
+        }
+        hpack::put_literal(out, hpack::static_name(name), name.as_bytes(), value.as_bytes());
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exchange::{prepare, Prepared};
+    use barrage_plan::{Load, Plan, Target};
+    use std::io::{Read, Write};
+    use std::time::Duration;
 
-    /// Each reason code's kind, and which may be sent again, from the server's side.
+    /// Each reason code's kind, and which may be sent again, as the server's RST_STREAM
+    /// gives them.
     #[test]
     fn reason_codes_are_classified() {
-        // (reason, kind, unprocessed)
+        // (code, kind, unprocessed)
         let table = [
-            (Reason::REFUSED_STREAM, ErrorKind::Reset, true),
-            (Reason::CANCEL, ErrorKind::Reset, false),
-            (Reason::INTERNAL_ERROR, ErrorKind::Reset, false),
-            (Reason::ENHANCE_YOUR_CALM, ErrorKind::Reset, false),
-            (Reason::PROTOCOL_ERROR, ErrorKind::Protocol, false),
-            (Reason::FLOW_CONTROL_ERROR, ErrorKind::Protocol, false),
-            (Reason::COMPRESSION_ERROR, ErrorKind::Protocol, false),
-            (Reason::HTTP_1_1_REQUIRED, ErrorKind::Protocol, false),
+            (REFUSED_STREAM, "REFUSED_STREAM", ErrorKind::Reset, true),
+            (CANCEL, "CANCEL", ErrorKind::Reset, false),
+            (0x2, "INTERNAL_ERROR", ErrorKind::Reset, false),
+            (0xb, "ENHANCE_YOUR_CALM", ErrorKind::Reset, false),
+            (PROTOCOL_ERROR, "PROTOCOL_ERROR", ErrorKind::Protocol, false),
+            (FLOW_CONTROL_ERROR, "FLOW_CONTROL_ERROR", ErrorKind::Protocol, false),
+            (COMPRESSION_ERROR, "COMPRESSION_ERROR", ErrorKind::Protocol, false),
+            (0xd, "HTTP_1_1_REQUIRED", ErrorKind::Protocol, false),
         ];
-        for (reason, kind, unprocessed) in table {
-            // A reset as the server sends it: h2 gives a remote reset for a RST_STREAM.
-            let f = classify(remote_reset(reason), false);
-            assert_eq!((f.kind, f.unprocessed), (kind, unprocessed), "{reason:?}");
-            assert!(f.message().contains(&format!("{reason:?}")), "{reason:?}: {}", f.message());
+        for (code, name, kind, unprocessed) in table {
+            let f = Ended::Reset(code).failure(false, false);
+            assert_eq!((f.kind, f.unprocessed, f.unanswered, f.unsent), (kind, unprocessed, false, false), "{name}");
+            assert!(f.message().contains(&format!("RST_STREAM {name}")), "{name}: {}", f.message());
         }
-        // A reason code of our own (h2 resetting a stream itself) is never "unprocessed".
-        let local = classify(h2::Error::from(Reason::REFUSED_STREAM), false);
-        assert!(!local.unprocessed);
+        let g = Ended::GoAway(0).failure(false, true);
+        assert!(g.unprocessed && g.kind == ErrorKind::Reset, "{g:?}");
+        assert_eq!(g.message(), "the server sent GOAWAY (NO_ERROR) and did not process the stream");
+        // The connection closing is stale before the head, answered after.
+        let c = Ended::Closed.failure(false, true);
+        assert!(c.unsent && c.unanswered && c.stale(false));
+        assert!(!Ended::Closed.failure(true, false).unanswered);
     }
 
-    /// An h2 error as a server's RST_STREAM gives it: only h2 makes those, so the test
-    /// takes one from a real exchange.
-    fn remote_reset(reason: Reason) -> h2::Error {
+    /// A raw HTTP/2 server on a real socket: reads the client's preface, sends `frames`
+    /// (after its SETTINGS), keeps reading until the client closes.
+    fn raw_server(frames: Vec<u8>, linger: bool) -> std::net::SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut preface = [0u8; 24];
+            s.read_exact(&mut preface).unwrap();
+            let mut out = Vec::new();
+            frame(&mut out, 0, SETTINGS, 0, 0);
+            out.extend_from_slice(&frames);
+            // The client's frames up to its request's HEADERS, then the answer.
+            let mut got = vec![0u8; 1 << 16];
+            loop {
+                let mut h = [0u8; 9];
+                s.read_exact(&mut h).unwrap();
+                let len = (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
+                s.read_exact(&mut got[..len]).unwrap();
+                if h[3] == HEADERS {
+                    break;
+                }
+            }
+            let _ = s.write_all(&out);
+            while linger && matches!(s.read(&mut got), Ok(n) if n > 0) {}
+        });
+        addr
+    }
+
+    /// One GET over our client to `addr`: its answer or failure, within 10 s.
+    fn get(addr: std::net::SocketAddr) -> Result<(u16, Vec<u8>), Failure> {
+        let url = format!("http://{addr}/x");
+        let t = Target::new(Method::GET, &url).unwrap();
+        let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let (prepared, _): (Vec<Prepared>, _) = prepare(&Plan::new(vec![t], load), &Default::default());
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            let (client_io, server_io) = tokio::io::duplex(1 << 16);
-            let server = tokio::spawn(async move {
-                let mut conn = h2::server::handshake(server_io).await.unwrap();
-                let (_, mut respond) = conn.accept().await.unwrap().unwrap();
-                respond.send_reset(reason);
-                // Keep the connection going until the client has seen the reset.
-                let _ = conn.accept().await;
-            });
-            let (mut send, conn) = h2::client::handshake(client_io).await.unwrap();
-            tokio::spawn(conn);
-            let req = http::Request::get("http://x/").body(()).unwrap();
-            let (response, _) = send.send_request(req, true).unwrap();
-            let err = response.await.expect_err("the server resets the stream");
-            server.abort();
-            err
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut conn = Conn::handshake(Stream::Left(tcp), 4).await?;
+            let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None };
+            let rules = barrage_plan::CacheRules::default();
+            let (mut last, mut body) = (None, Vec::new());
+            let mut reading = Reading {
+                rules: &rules,
+                backend_headers: &[],
+                last_backend: &mut last,
+                headers: None,
+                body: Some(&mut body),
+            };
+            let exchange = conn.exchange(&out, &mut reading, Instant::now());
+            let a = tokio::time::timeout(Duration::from_secs(10), exchange).await.expect("no hang")?;
+            Ok((a.status, body))
         })
+    }
+
+    fn headers_frame(out: &mut Vec<u8>, flags: u8, block: &[u8]) {
+        frame(out, block.len(), HEADERS, flags, 1);
+        out.extend_from_slice(block);
+    }
+
+    /// A response as nginx frames it (Huffman, incremental indexing, padding, a PING, an
+    /// unknown frame type, a 100 Continue first) is read whole.
+    #[test]
+    fn a_response_is_read_through_its_frames() {
+        let mut f = Vec::new();
+        headers_frame(&mut f, END_HEADERS, &[0x08, 0x03, b'1', b'0', b'0']);
+        frame(&mut f, 8, PING, 0, 0);
+        f.extend_from_slice(b"pingpong");
+        frame(&mut f, 3, 0xfa, 0, 1);
+        f.extend_from_slice(b"???");
+        // :status 200 (indexed), then server: nginx with incremental indexing, Huffman.
+        let block = [0x88, 0x76, 0x84, 0xaa, 0x63, 0x55, 0xe7];
+        frame(&mut f, block.len() + 3, HEADERS, END_HEADERS | PADDED, 1);
+        f.push(2);
+        f.extend_from_slice(&block);
+        f.extend_from_slice(&[0, 0]);
+        frame(&mut f, 6, DATA, PADDED, 1);
+        f.extend_from_slice(&[1, b'h', b'i', b'!', b' ', 0]);
+        frame(&mut f, 2, DATA, END_STREAM, 1);
+        f.extend_from_slice(b"ok");
+        let (status, body) = get(raw_server(f, true)).unwrap();
+        assert_eq!((status, &body[..]), (200, &b"hi! ok"[..]));
+    }
+
+    /// A hostile server is a classified failure, never a hang or an unbounded buffer: a
+    /// CONTINUATION flood, a frame over our size, a PUSH_PROMISE, bad HPACK.
+    #[test]
+    fn hostile_servers_are_protocol_errors() {
+        let mut flood = Vec::new();
+        headers_frame(&mut flood, 0, &[0x88]);
+        for _ in 0..200 {
+            frame(&mut flood, 0, CONTINUATION, 0, 1);
+        }
+        let mut big = Vec::new();
+        frame(&mut big, MAX_FRAME + 1, DATA, 0, 1);
+        big.extend(std::iter::repeat_n(0, MAX_FRAME + 1));
+        let mut push = Vec::new();
+        frame(&mut push, 4, PUSH_PROMISE, END_HEADERS, 1);
+        push.extend_from_slice(&2u32.to_be_bytes());
+        let mut hpack = Vec::new();
+        headers_frame(&mut hpack, END_HEADERS | END_STREAM, &[0xff, 0x80]);
+        for (frames, what) in
+            [(flood, "CONTINUATION"), (big, "FRAME_SIZE_ERROR"), (push, "PUSH_PROMISE"), (hpack, "COMPRESSION_ERROR")]
+        {
+            let f = get(raw_server(frames, true)).expect_err(what);
+            assert_eq!(f.kind, ErrorKind::Protocol, "{what}: {}", f.message());
+            assert!(f.message().contains(what), "{what}: {}", f.message());
+        }
+        // A reset stream, over the socket: classified by its code.
+        let mut rst = Vec::new();
+        rst_stream(&mut rst, 1, REFUSED_STREAM);
+        let f = get(raw_server(rst, true)).expect_err("reset");
+        assert!(f.unprocessed && f.message().contains("RST_STREAM REFUSED_STREAM"), "{}", f.message());
+        // Closed before answering: stale.
+        let f = get(raw_server(Vec::new(), false)).expect_err("closed");
+        assert!(f.kind == ErrorKind::Reset && f.unanswered, "{f:?}");
     }
 }

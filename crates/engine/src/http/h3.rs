@@ -294,7 +294,7 @@ impl State {
         self.written(stream.finish().await)?;
         let resp = stream.recv_response().await.map_err(|e| self.stream_failure(e))?;
         let head = start.elapsed();
-        let (cache, backend) = reading.head(resp.headers());
+        let (cache, backend) = reading.head(resp.headers(), |keep| keep.clone_from(resp.headers()));
         while let Some(mut chunk) = stream.recv_data().await.map_err(|e| self.stream_failure(e))? {
             while chunk.has_remaining() {
                 let part = chunk.chunk();

@@ -6,11 +6,13 @@
 //! the slot's; each protocol module only moves bytes and tells the times.
 //!
 //! HTTP/1.1 is [`h1`], lean: pre-encoded requests, `httparse` on a bounded buffer. HTTP/2
-//! is [`h2`], on the `h2` crate; HTTP/3 is [`h3`], on `h3` over `quinn`.
+//! is [`h2`], as lean, with our HPACK decoder ([`hpack`]); HTTP/3 is [`h3`], on `h3` over
+//! `quinn`.
 
 pub(crate) mod h1;
-mod h2;
+pub(crate) mod h2;
 pub(crate) mod h3;
+pub(crate) mod hpack;
 mod shared;
 
 pub(crate) use shared::Shared;
@@ -19,7 +21,7 @@ use crate::conn::{Connector, Endpoint, Failure};
 use crate::exchange::{Phases, Prepared};
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, Protocol};
-use barrage_plan::CacheRules;
+use barrage_plan::{CacheRules, HeaderView};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
@@ -71,13 +73,29 @@ impl Reading<'_> {
         }
     }
 
-    /// The cache status and backend a head's header map says, keeping it when asked.
-    pub(crate) fn head(&mut self, headers: &HeaderMap) -> (CacheStatus, Option<HeaderValue>) {
-        if let Some(keep) = self.headers.as_deref_mut() {
-            keep.clone_from(headers);
+    /// The cache status and backend a head's headers say (a header map, or the lines or
+    /// fields a lean client read them as), kept by `keep` when the step reads them.
+    pub(crate) fn head<H: HeaderView + ?Sized>(
+        &mut self,
+        headers: &H,
+        keep: impl FnOnce(&mut HeaderMap),
+    ) -> (CacheStatus, Option<HeaderValue>) {
+        if let Some(kept) = self.headers.as_deref_mut() {
+            keep(kept);
         }
-        let backend = self.backend_headers.iter().find_map(|h| headers.get(h)).cloned();
-        (self.rules.classify(headers), backend)
+        (self.rules.classify(headers), self.backend_of(headers))
+    }
+
+    /// The backend a head names: the first of the backend headers present. A server names
+    /// itself on every response: the slot's last value is reused (a reference count) when
+    /// it is the same, instead of copied.
+    fn backend_of<H: HeaderView + ?Sized>(&mut self, headers: &H) -> Option<HeaderValue> {
+        let value = self.backend_headers.iter().find_map(|h| headers.value(h))?;
+        let last = &mut *self.last_backend;
+        if last.as_ref().is_none_or(|v| v.as_bytes() != value) {
+            *last = Some(HeaderValue::from_bytes(value).ok()?);
+        }
+        last.clone()
     }
 }
 
@@ -138,8 +156,7 @@ impl Conn {
         }
         let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
-            let io = crate::conn::CountedIo::new(stream);
-            return Ok(Conn::H2(h2::Conn::handshake(io, connector.streams()).await?));
+            return Ok(Conn::H2(h2::Conn::handshake(stream, connector.streams()).await?));
         }
         Ok(Conn::H1(h1::Conn::new(stream)))
     }
