@@ -292,7 +292,7 @@ impl Prepared {
     /// Appends the HTTP/2 header block `out` asks for: the target's, with a template's id
     /// in its path (or a flow's filled path and headers).
     pub(crate) fn h2_block(&self, out: &Outgoing<'_>, block: &mut Vec<u8>) {
-        let mut digits = [0u8; 20];
+        let mut digits = itoa::Buffer::new();
         let filled_path = out.filled.and_then(|f| f.path.as_deref());
         let id_path;
         let path: Option<&[&[u8]]> = match (filled_path, &self.template) {
@@ -301,7 +301,7 @@ impl Prepared {
                 Some(&id_path[..1])
             }
             (None, Some(tpl)) => {
-                id_path = [tpl.prefix.as_bytes(), decimal(out.id, &mut digits), tpl.suffix.as_bytes()];
+                id_path = [tpl.prefix.as_bytes(), digits.format(out.id).as_bytes(), tpl.suffix.as_bytes()];
                 Some(&id_path)
             }
             (None, None) => None,
@@ -337,19 +337,6 @@ impl Prepared {
         }
         *req.headers_mut() = headers;
         req
-    }
-}
-
-/// `n` in decimal, in `digits`.
-fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &digits[at..];
-        }
     }
 }
 

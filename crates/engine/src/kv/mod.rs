@@ -203,19 +203,9 @@ fn length(digits: &[u8]) -> Result<usize, ProtocolError> {
     Ok(n as usize)
 }
 
-/// Appends `n` in decimal without going through the formatter.
-fn put_decimal(out: &mut bytes::BytesMut, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+/// Appends `n` in decimal (itoa: no formatter, no allocation).
+fn put_decimal(out: &mut bytes::BytesMut, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 #[cfg(test)]

@@ -136,11 +136,12 @@ pub(super) fn fill_keys(
 ) {
     keys.clear();
     ranges.clear();
-    let (digits, from) = decimal(number);
+    let mut buffer = itoa::Buffer::new();
+    let digits = buffer.format(number).as_bytes();
     let mut put = |prefix: &[u8], suffix: &[u8]| {
         let start = keys.len();
         keys.extend_from_slice(prefix);
-        keys.extend_from_slice(&digits[from..]);
+        keys.extend_from_slice(digits);
         keys.extend_from_slice(suffix);
         ranges.push(start..keys.len());
     };
@@ -152,19 +153,6 @@ pub(super) fn fill_keys(
                     put(prefix, suffix);
                 }
             }
-        }
-    }
-}
-
-/// The decimal digits of `n` on the stack: `digits[from..]`.
-fn decimal(mut n: u64) -> ([u8; 20], usize) {
-    let (mut digits, mut from) = ([0u8; 20], 20);
-    loop {
-        from -= 1;
-        digits[from] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return (digits, from);
         }
     }
 }
@@ -363,7 +351,6 @@ mod tests {
         let (mut keys, mut ranges) = (Vec::new(), Vec::new());
         fill_keys(&mut keys, &mut ranges, &p, &p.commands[0], 0);
         assert_eq!(&keys[ranges[0].clone()], b"h:0:x");
-        assert_eq!(decimal(u64::MAX).0[decimal(u64::MAX).1..], *u64::MAX.to_string().as_bytes());
     }
 
     #[test]
