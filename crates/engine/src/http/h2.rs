@@ -94,6 +94,12 @@ const FRAME_SIZE_ERROR: u32 = 0x6;
 const REFUSED_STREAM: u32 = 0x7;
 const CANCEL: u32 = 0x8;
 const COMPRESSION_ERROR: u32 = 0x9;
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
+/// Acknowledgements (of PING and SETTINGS) queued and not yet written out that end the
+/// connection: a server that floods them, or sends them and reads no answer, must not make
+/// the output buffer grow without bound. No server needs a fraction of this.
+const MAX_UNSENT_ACKS: u32 = 10_000;
 
 /// The largest stream id (RFC 9113 5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
@@ -190,6 +196,8 @@ struct Inner {
     next_id: u32,
     // The server's settings.
     settings_came: bool,
+    /// Acknowledgements queued since the output buffer was last written out whole.
+    unsent_acks: u32,
     max_streams: u32,
     initial_window: i64,
     max_frame: usize,
@@ -255,6 +263,7 @@ impl Conn {
             goaway: None,
             next_id: 1,
             settings_came: false,
+            unsent_acks: 0,
             // Until the server's SETTINGS say how many streams it takes, one: a burst above
             // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
             // first on the connection, so the others wait at most a round trip, once.
@@ -623,6 +632,12 @@ impl Inner {
     ) -> Result<(), (u32, &'static str)> {
         if self.block_stream != 0 && kind != CONTINUATION {
             return Err((PROTOCOL_ERROR, "a frame inside a header block"));
+        }
+        if matches!(kind, PING | SETTINGS) && flags & ACK == 0 {
+            self.unsent_acks += 1;
+            if self.unsent_acks > MAX_UNSENT_ACKS {
+                return Err((ENHANCE_YOUR_CALM, "a flood of PING or SETTINGS frames (10,000 answers unsent)"));
+            }
         }
         match kind {
             DATA => self.on_data(flags, id, payload, now),
@@ -1058,6 +1073,7 @@ impl Driver {
             }
         }
         i.out.clear();
+        i.unsent_acks = 0;
         self.written = 0;
         if wrote {
             std::task::ready!(Pin::new(&mut self.io).poll_flush(cx))?;
@@ -1293,6 +1309,29 @@ mod tests {
             while linger && matches!(s.read(&mut got), Ok(n) if n > 0) {}
         });
         addr
+    }
+
+    /// A server that sends PINGs without end and reads nothing: the acknowledgements pile
+    /// up until the connection is ended, a classified failure rather than a buffer
+    /// growing until memory runs out.
+    #[test]
+    fn a_ping_flood_that_reads_no_answer_ends_the_connection() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut pings = Vec::new();
+            frame(&mut pings, 0, SETTINGS, 0, 0);
+            for _ in 0..4096 {
+                frame(&mut pings, 8, PING, 0, 0);
+                pings.extend_from_slice(b"pingpong");
+            }
+            // Until the client closes the connection.
+            while s.write_all(&pings).is_ok() {}
+        });
+        let f = get(addr).expect_err("the flood ends the connection");
+        assert_eq!(f.kind, ErrorKind::Protocol, "{}", f.message());
+        assert!(f.message().contains("a flood of PING or SETTINGS frames"), "{}", f.message());
     }
 
     /// One GET over our client to `addr`: its answer or failure, within 10 s.
