@@ -291,8 +291,7 @@ impl Conn {
             streams: u64::from(streams),
             cap_read: false,
         }));
-        let driver =
-            Driver { inner: inner.clone(), io, buf: Vec::with_capacity(READ_BUF), written: 0, deferred: false };
+        let driver = Driver { inner: inner.clone(), io, buf: Vec::with_capacity(READ_BUF), written: 0 };
         tokio::task::spawn_local(driver);
         Ok(Conn { inner })
     }
@@ -947,52 +946,34 @@ struct Driver {
     buf: Vec<u8>,
     /// Of the output buffer, written so far.
     written: usize,
-    /// The last turn read responses and put its write off to this one.
-    deferred: bool,
 }
 
 impl std::future::Future for Driver {
     type Output = ();
 
-    /// One turn: reads until the socket has nothing more (or [`READS_PER_TURN`] reads),
-    /// then writes what is queued. A turn that read responses first lets the streams it
-    /// woke queue their next requests, and writes them all at once on the next turn (at
-    /// most one turn later): as h2load answers a read with one write. The server then reads
-    /// many requests a time, which is what it spends least on per request.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
         let mut reads = 0;
-        let mut read_something = false;
         loop {
             this.inner.borrow_mut().driver_woken = false;
-            let read_pending = loop {
-                match this.poll_read(cx) {
-                    Poll::Ready(Ok(true)) => read_something = true,
-                    Poll::Ready(Ok(false)) => {
-                        this.inner.borrow_mut().end(Ended::Closed);
-                        return Poll::Ready(());
-                    }
-                    Poll::Ready(Err(ended)) => {
-                        this.inner.borrow_mut().end(ended);
-                        // A GOAWAY of ours may be queued: sent as far as the socket takes it.
-                        let _ = this.poll_write(cx);
-                        return Poll::Ready(());
-                    }
-                    Poll::Pending => break true,
+            let read = this.poll_read(cx);
+            let mut i = this.inner.borrow_mut();
+            let read_pending = match read {
+                Poll::Ready(Ok(true)) => false,
+                Poll::Ready(Ok(false)) => {
+                    i.end(Ended::Closed);
+                    return Poll::Ready(());
                 }
-                reads += 1;
-                if reads >= READS_PER_TURN {
-                    break false;
+                Poll::Ready(Err(ended)) => {
+                    i.end(ended);
+                    // A GOAWAY of ours may be queued: sent as far as the socket takes it.
+                    drop(i);
+                    let _ = this.poll_write(cx);
+                    return Poll::Ready(());
                 }
+                Poll::Pending => true,
             };
-            if read_something && !this.deferred {
-                // The woken streams run before this task's next turn (it is queued behind
-                // them): their requests go out together then.
-                this.deferred = true;
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            this.deferred = false;
+            drop(i);
             if let Poll::Ready(Err(e)) = this.poll_write(cx) {
                 let f = io_failure(e);
                 this.inner.borrow_mut().end(Ended::Io(f.kind, f.message().into()));
@@ -1002,19 +983,21 @@ impl std::future::Future for Driver {
             if i.active.is_empty() && (i.handles == 0 || i.goaway.is_some()) && i.out.is_empty() {
                 return Poll::Ready(());
             }
-            if read_pending && i.driver_woken {
-                // A stream queued frames meanwhile: write them now.
-                drop(i);
-                read_something = false;
-                continue;
+            reads += 1;
+            if read_pending || reads >= READS_PER_TURN {
+                if read_pending && i.driver_woken {
+                    // A stream queued frames meanwhile: write them now.
+                    drop(i);
+                    continue;
+                }
+                if !read_pending {
+                    cx.waker().wake_by_ref();
+                }
+                if !i.driver.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    i.driver = Some(cx.waker().clone());
+                }
+                return Poll::Pending;
             }
-            if !read_pending {
-                cx.waker().wake_by_ref();
-            }
-            if !i.driver.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                i.driver = Some(cx.waker().clone());
-            }
-            return Poll::Pending;
         }
     }
 }
