@@ -312,10 +312,10 @@ impl Prepared {
 
     /// The HTTP/3 request `out` asks for, without its body: the absolute URI
     /// (`:scheme` and `:authority` come from it), with what a flow filled in.
-    pub(crate) fn h2_head(&self, out: &Outgoing<'_>) -> http::Request<()> {
+    pub(crate) fn h3_head(&self, out: &Outgoing<'_>) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
-        *req.version_mut() = http::Version::HTTP_2;
+        *req.version_mut() = http::Version::HTTP_3;
         let path = match (out.filled.and_then(|f| f.path.as_deref()), &self.template) {
             (Some(path), _) => Some(Cow::Borrowed(path)),
             (None, Some(tpl)) => Some(Cow::Owned(format!("{}{}{}", tpl.prefix, out.id, tpl.suffix))),

@@ -229,7 +229,7 @@ impl Conn {
         reading: &mut Reading<'_>,
         start: Instant,
     ) -> Result<Answer, Failure> {
-        let head = out.target.h2_head(out);
+        let head = out.target.h3_head(out);
         let body = out.target.body(out);
         let state = &*self.state;
         let sent = start.elapsed();
