@@ -74,41 +74,51 @@ pub enum Fault {
     CloseWhenIdle,
 }
 
+/// Stops a [`listen`] loop when dropped.
+struct Stopper(Arc<AtomicBool>);
+
+impl Drop for Stopper {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A listener on a free loopback port, each accepted connection handed to `on_conn` on a
+/// thread of its own, until the returned [`Stopper`] is dropped.
+fn listen(mut on_conn: impl FnMut(TcpStream) + Send + 'static) -> (SocketAddr, Stopper) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        while !flag.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((s, _)) => on_conn(s),
+                // Non-blocking accept so the thread notices the stop; the pause only paces
+                // this polling loop, it synchronises nothing.
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    });
+    (addr, Stopper(stop))
+}
+
 /// A server that misbehaves on purpose; stops when dropped.
 pub struct FaultServer {
     pub addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    _stop: Stopper,
 }
 
 impl FaultServer {
     pub fn start(fault: Fault) -> FaultServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((s, _)) => held.extend(misbehave(fault, s)),
-                    // Non-blocking accept so the thread notices `stop`; the pause only
-                    // paces this polling loop, it synchronises nothing.
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        FaultServer { addr, stop }
+        let mut held = Vec::new();
+        let (addr, stop) = listen(move |s| held.extend(misbehave(fault, s)));
+        FaultServer { addr, _stop: stop }
     }
 
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
-    }
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -175,33 +185,18 @@ pub fn require(what: &str, present: bool) -> bool {
 pub struct CaptureServer {
     pub addr: SocketAddr,
     pub requests: std::sync::mpsc::Receiver<Vec<u8>>,
-    _stop: FaultServer,
+    _stop: Stopper,
 }
 
 impl CaptureServer {
     pub fn start() -> CaptureServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
         let (tx, requests) = std::sync::mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((s, _)) => {
-                        if let Some(text) = read_request(s) {
-                            let _ = tx.send(text);
-                        }
-                    }
-                    // Paces the polling of a non-blocking accept; synchronises nothing.
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
+        let (addr, stop) = listen(move |s| {
+            if let Some(text) = read_request(s) {
+                let _ = tx.send(text);
             }
         });
-        // The FaultServer only carries the stop flag's lifetime here.
-        let guard = FaultServer { addr, stop };
-        CaptureServer { addr, requests, _stop: guard }
+        CaptureServer { addr, requests, _stop: stop }
     }
 
     /// The next request received, as text, waiting at most 5 s.
@@ -309,37 +304,22 @@ pub type Answer = Arc<dyn Fn(&mut TcpStream) -> bool + Send + Sync>;
 /// stops when dropped.
 pub struct RawServer {
     pub addr: SocketAddr,
-    _stop: FaultServer,
+    _stop: Stopper,
 }
 
 impl RawServer {
     pub fn start(answer: Answer) -> RawServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut s, _)) => {
-                        let answer = answer.clone();
-                        std::thread::spawn(move || {
-                            // Bounded: a client that stops talking ends the thread.
-                            if s.set_nonblocking(false).is_err()
-                                || s.set_read_timeout(Some(Duration::from_secs(5))).is_err()
-                            {
-                                return;
-                            }
-                            while read_head(&mut s) && answer(&mut s) {}
-                        });
-                    }
-                    // Paces the polling of a non-blocking accept; synchronises nothing.
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        let (addr, stop) = listen(move |mut s| {
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                // Bounded: a client that stops talking ends the thread.
+                if s.set_nonblocking(false).is_err() || s.set_read_timeout(Some(Duration::from_secs(5))).is_err() {
+                    return;
                 }
-            }
+                while read_head(&mut s) && answer(&mut s) {}
+            });
         });
-        RawServer { addr, _stop: FaultServer { addr, stop } }
+        RawServer { addr, _stop: stop }
     }
 
     /// A server that answers every request with `response` and keeps the connection
