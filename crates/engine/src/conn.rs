@@ -3,7 +3,7 @@
 //! is QUIC over UDP, with the same rustls configuration and DNS: [`crate::http::h3`].
 
 use barrage_metrics::ErrorKind;
-use barrage_plan::{Plan, TlsOptions};
+use barrage_plan::{Load, Plan, TlsOptions};
 use rustls::pki_types::ServerName;
 use std::io;
 use std::net::SocketAddr;
@@ -84,6 +84,12 @@ impl Endpoint {
     }
 }
 
+/// Whether any of the run's requests go out on a schedule: its load, or a group's.
+fn open_loop(plan: &Plan) -> bool {
+    let open = |l: &Load| matches!(l, Load::Open { .. });
+    open(&plan.load) || plan.scenario.as_ref().is_some_and(|s| s.groups.iter().any(|g| open(&g.load)))
+}
+
 /// Shared, immutable connection settings of a run.
 pub struct Connector {
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -91,6 +97,9 @@ pub struct Connector {
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
     /// for them; HTTP/3's are in `quic`).
     streams: u32,
+    /// HTTP/2 connections send their requests in rounds: closed loop only (see
+    /// [`crate::http::h2::Conn::handshake`]).
+    rounds: bool,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
     pub(crate) quic: Option<crate::http::h3::Quic>,
     connect_timeout: Duration,
@@ -118,6 +127,7 @@ impl Connector {
             tls,
             http2: plan.http2,
             streams: plan.streams,
+            rounds: !open_loop(plan),
             quic,
             connect_timeout: plan.connect_timeout,
             bind: plan.bind,
@@ -132,6 +142,11 @@ impl Connector {
     /// `--streams`.
     pub(crate) fn streams(&self) -> u32 {
         self.streams
+    }
+
+    /// Whether HTTP/2 connections send their requests in rounds.
+    pub(crate) fn rounds(&self) -> bool {
+        self.rounds
     }
 
     /// Opens a stream to `ep` within the connect timeout, recording DNS, connect and TLS

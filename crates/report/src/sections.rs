@@ -184,6 +184,7 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
         _ => {}
     }
     match phase {
+        // Files from before barrage timed an HTTP/2 request's write.
         "send" if only(Protocol::Http2) => {
             "HTTP/2 (a stream's writes share its connection's; wait runs from its opening)".into()
         }

@@ -11,7 +11,9 @@
 //! - A request is its target's header block, encoded once ([`Template`]; a template's path
 //!   and a flow's filled headers per request), framed into the connection's one output
 //!   buffer, which the driver writes: the requests that several slots queue in one turn of
-//!   the engine thread go out in one write.
+//!   the engine thread go out in one write. In closed loop a connection sends in rounds
+//!   (see [`Conn::handshake`]). When a request's frames were written is its `send` phase's
+//!   end.
 //! - Everything a server controls is bounded: a frame ([`MAX_FRAME`], ours, the default),
 //!   a header block and its decoded list ([`MAX_HEADER_LIST`]), the CONTINUATION frames of
 //!   one block ([`MAX_CONTINUATIONS`]), the dynamic table (4 KiB). A server that breaks the
@@ -68,6 +70,14 @@ const READ_BUF: usize = 64 * 1024;
 /// Frames read by the driver before it lets the slots run (a server streaming large bodies
 /// must not starve the engine thread).
 const READS_PER_TURN: u32 = 16;
+
+/// In closed loop (see [`Conn::handshake`]'s `rounds`), the longest a request waits for the
+/// rest of its round: a round goes out when as many requests wait as are still out, or
+/// after this. It bounds what a round costs the requests that are quick when most of the
+/// connection's streams wait on slow ones. Shorter costs CPU, since the engine thread then
+/// sleeps with a timer due soon: at `-c 10 --streams 10` against nginx, 9.2 µs a request
+/// at 1 ms, 8.0 at 5 ms, 7.2 at 10 ms (perf stat, 4 s runs each).
+const ROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -178,6 +188,8 @@ struct Entry {
     recv_unacked: u32,
     /// Our END_STREAM is queued.
     sent_end: bool,
+    /// When the request's last frame was written out.
+    written_at: Option<Instant>,
     waker: Option<Waker>,
 }
 
@@ -198,6 +210,12 @@ struct Inner {
     settings_came: bool,
     /// Acknowledgements queued since the output buffer was last written out whole.
     unsent_acks: u32,
+    /// Streams whose request is queued whole and not yet written: (id, slab index).
+    unwritten: Vec<(u32, usize)>,
+    /// Of `out`, the bytes that are whole requests without a body (a round may wait).
+    request_bytes: usize,
+    /// Send requests in rounds (closed loop): see [`Inner::round_waits`].
+    rounds: bool,
     max_streams: u32,
     initial_window: i64,
     max_frame: usize,
@@ -237,7 +255,18 @@ struct Inner {
 impl Conn {
     /// Starts HTTP/2 over `io` for `streams` requests at once: queues the preface and our
     /// SETTINGS, and spawns the driver.
-    pub(super) async fn handshake(io: Stream, streams: u32) -> Result<Conn, Failure> {
+    ///
+    /// `rounds` (closed loop, several streams): the connection sends its requests in
+    /// rounds, as h2load's slower turns do by themselves. A request whose stream frees up
+    /// waits until as many wait as are still out (half the streams), or [`ROUND_WAIT`].
+    /// Written as each slot freed up, a write carried 1.3 requests at `--streams 100`
+    /// against nginx (at one core), which then read and answered them as few at a time; in
+    /// rounds a write carries 45, and nginx answered 1.15–1.2× as many requests a second
+    /// (bench/results/2026-11-26_0700-i17-rounds.md). The wait is the request's `send` phase
+    /// (its stream opened, its frames not yet written), in its latency as any client-side
+    /// wait; a closed loop's mean latency is its workers ÷ its throughput (Little's law), so
+    /// it fell too. The open loop never waits: its requests go out when due.
+    pub(super) async fn handshake(io: Stream, streams: u32, rounds: bool) -> Result<Conn, Failure> {
         let streams = streams.max(1);
         let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
         let mut out = Vec::with_capacity(16 * 1024);
@@ -264,6 +293,9 @@ impl Conn {
             next_id: 1,
             settings_came: false,
             unsent_acks: 0,
+            unwritten: Vec::with_capacity(streams as usize),
+            request_bytes: 0,
+            rounds: rounds && streams > 1,
             // Until the server's SETTINGS say how many streams it takes, one: a burst above
             // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
             // first on the connection, so the others wait at most a round trip, once.
@@ -291,7 +323,14 @@ impl Conn {
             streams: u64::from(streams),
             cap_read: false,
         }));
-        let driver = Driver { inner: inner.clone(), io, buf: Vec::with_capacity(READ_BUF), written: 0 };
+        let driver = Driver {
+            inner: inner.clone(),
+            io,
+            buf: Vec::with_capacity(READ_BUF),
+            written: 0,
+            round_wait: Box::pin(tokio::time::sleep(ROUND_WAIT)),
+            round_waiting: false,
+        };
         tokio::task::spawn_local(driver);
         Ok(Conn { inner })
     }
@@ -339,6 +378,7 @@ impl Conn {
         let entry = &i.entries[index];
         let at = |t: Option<Instant>| t.map_or_else(|| start.elapsed(), |t| t.saturating_duration_since(start));
         let (head, end) = (at(entry.head_at), at(entry.end_at));
+        let written = entry.written_at.map(|t| t.saturating_duration_since(start));
         let fields = &entry.fields;
         let (cache, backend) = reading.head(fields, |keep| keep_fields(keep, fields));
         reading.keep_body(&entry.body);
@@ -346,7 +386,7 @@ impl Conn {
         let (bytes_in, bytes_out) = i.take_bytes();
         drop(i);
         drop(stream);
-        Ok(Answer { status, cache, backend, sent, written: None, head, end, bytes_in, bytes_out })
+        Ok(Answer { status, cache, backend, sent, written, head, end, bytes_in, bytes_out })
     }
 }
 
@@ -395,6 +435,18 @@ impl Inner {
         }
     }
 
+    /// Whether the queued requests may wait for more of their round: the connection sends
+    /// in rounds, only whole requests are queued (nothing the server waits for:
+    /// acknowledgements, window updates, resets, bodies), and fewer of them than are out.
+    fn round_waits(&self) -> bool {
+        let queued = self.unwritten.len();
+        self.rounds
+            && self.ended.is_none()
+            && queued > 0
+            && self.out.len() == self.request_bytes
+            && queued < self.active.len().saturating_sub(queued)
+    }
+
     fn count(&mut self, f: impl FnOnce(&mut StreamFigures)) {
         f(&mut self.figures);
     }
@@ -439,6 +491,7 @@ impl Inner {
         e.send_window = self.initial_window;
         e.recv_unacked = 0;
         e.sent_end = no_body;
+        e.written_at = None;
         e.fields.clear();
         // Streams in use: from their HEADERS to the end of their response read (or their
         // reset), as the server counts them against its limit.
@@ -449,6 +502,7 @@ impl Inner {
         let mut block = std::mem::take(&mut self.scratch);
         block.clear();
         out.target.h2_block(out, &mut block);
+        let queued = self.out.len();
         let mut flags = if no_body { END_STREAM } else { 0 };
         let mut kind = HEADERS;
         let mut rest = &block[..];
@@ -466,6 +520,10 @@ impl Inner {
             (kind, flags) = (CONTINUATION, 0);
         }
         self.scratch = block;
+        if no_body {
+            self.request_bytes += self.out.len() - queued;
+            self.unwritten.push((id, index));
+        }
         self.wake_driver();
         index
     }
@@ -511,6 +569,9 @@ impl Inner {
             let e = &mut self.entries[index];
             e.send_window -= room;
             e.sent_end = last;
+            if last {
+                self.unwritten.push((id, index));
+            }
             self.wake_driver();
             if last {
                 return Poll::Ready(Ok(()));
@@ -946,6 +1007,9 @@ struct Driver {
     buf: Vec<u8>,
     /// Of the output buffer, written so far.
     written: usize,
+    /// Ends a round's wait (see [`Inner::round_waits`]), armed when it starts.
+    round_wait: Pin<Box<tokio::time::Sleep>>,
+    round_waiting: bool,
 }
 
 impl std::future::Future for Driver {
@@ -974,7 +1038,9 @@ impl std::future::Future for Driver {
                 Poll::Pending => true,
             };
             drop(i);
-            if let Poll::Ready(Err(e)) = this.poll_write(cx) {
+            if this.round_waits(cx) {
+                // Woken by the socket, a slot queueing, or the round's timer.
+            } else if let Poll::Ready(Err(e)) = this.poll_write(cx) {
                 let f = io_failure(e);
                 this.inner.borrow_mut().end(Ended::Io(f.kind, f.message().into()));
                 return Poll::Ready(());
@@ -1039,6 +1105,23 @@ impl Driver {
         }
     }
 
+    /// Whether the queued requests wait for the rest of their round: at most
+    /// [`ROUND_WAIT`] from when the wait began.
+    fn round_waits(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.written > 0 || !self.inner.borrow().round_waits() {
+            self.round_waiting = false;
+            return false;
+        }
+        if !std::mem::replace(&mut self.round_waiting, true) {
+            self.round_wait.as_mut().reset(tokio::time::Instant::now() + ROUND_WAIT);
+        }
+        if std::future::Future::poll(self.round_wait.as_mut(), cx).is_ready() {
+            self.round_waiting = false;
+            return false;
+        }
+        true
+    }
+
     /// Writes what is queued, and flushes (TLS keeps what it could not send yet).
     fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         let mut i = self.inner.borrow_mut();
@@ -1057,7 +1140,19 @@ impl Driver {
         }
         i.out.clear();
         i.unsent_acks = 0;
+        i.request_bytes = 0;
         self.written = 0;
+        if !i.unwritten.is_empty() {
+            let now = Instant::now();
+            let i = &mut *i;
+            for (id, index) in i.unwritten.drain(..) {
+                // A stream cancelled meanwhile may have been reused by another request.
+                let e = &mut i.entries[index];
+                if e.id == id {
+                    e.written_at = Some(now);
+                }
+            }
+        }
         if wrote {
             std::task::ready!(Pin::new(&mut self.io).poll_flush(cx))?;
         }
@@ -1327,7 +1422,7 @@ mod tests {
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
             let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-            let mut conn = Conn::handshake(Stream::Left(tcp), 4).await?;
+            let mut conn = Conn::handshake(Stream::Left(tcp), 4, false).await?;
             let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None };
             let rules = barrage_plan::CacheRules::default();
             let (mut last, mut body) = (None, Vec::new());
@@ -1342,6 +1437,117 @@ mod tests {
             let a = tokio::time::timeout(Duration::from_secs(10), exchange).await.expect("no hang")?;
             Ok((a.status, body))
         })
+    }
+
+    /// Reads frames until `n` requests' HEADERS came: their stream ids, and how many reads
+    /// of the socket brought them.
+    fn read_requests(s: &mut std::net::TcpStream, pending: &mut Vec<u8>, n: usize) -> (Vec<u32>, usize) {
+        let (mut ids, mut reads) = (Vec::new(), 0);
+        let mut buf = vec![0u8; 1 << 16];
+        while ids.len() < n {
+            let got = s.read(&mut buf).unwrap();
+            assert!(got > 0, "the client closed the connection");
+            reads += 1;
+            pending.extend_from_slice(&buf[..got]);
+            while pending.len() >= 9 {
+                let len = (usize::from(pending[0]) << 16) | (usize::from(pending[1]) << 8) | usize::from(pending[2]);
+                if pending.len() < 9 + len {
+                    break;
+                }
+                if pending[3] == HEADERS {
+                    ids.push(u32::from_be_bytes([pending[5], pending[6], pending[7], pending[8]]));
+                }
+                pending.drain(..9 + len);
+            }
+        }
+        (ids, reads)
+    }
+
+    /// In closed loop a connection sends in rounds: a request whose stream freed up waits
+    /// while fewer wait than are out, ROUND_WAIT at most (then it goes alone, though the
+    /// server answered nothing more), and its wait is its send phase; once half the
+    /// streams wait, they go at once, in one write.
+    #[test]
+    fn a_closed_loop_sends_in_rounds_and_a_round_waits_at_most_round_wait() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut preface = [0u8; 24];
+            s.read_exact(&mut preface).unwrap();
+            let mut settings = Vec::new();
+            frame(&mut settings, 0, SETTINGS, 0, 0);
+            s.write_all(&settings).unwrap();
+            let answer = |ids: &[u32]| {
+                let mut out = Vec::new();
+                for &id in ids {
+                    frame(&mut out, 1, HEADERS, END_HEADERS | END_STREAM, id);
+                    out.push(0x88);
+                }
+                out
+            };
+            let mut pending = Vec::new();
+            let (first, _) = read_requests(&mut s, &mut pending, 4);
+            assert_eq!(first, [1, 3, 5, 7]);
+            // One of four answered: its worker's next request waits for its round.
+            let answered = Instant::now();
+            s.write_all(&answer(&[1])).unwrap();
+            let (alone, _) = read_requests(&mut s, &mut pending, 1);
+            let held = answered.elapsed();
+            // Two more answered: two wait, two are out, so the round goes, in one write.
+            s.write_all(&answer(&[3, 5])).unwrap();
+            let (round, reads) = read_requests(&mut s, &mut pending, 2);
+            s.write_all(&answer(&[7, 9, 11, 13])).unwrap();
+            while matches!(s.read(&mut [0u8; 1024]), Ok(n) if n > 0) {}
+            (alone, held, round, reads)
+        });
+        let url = format!("http://{addr}/x");
+        let t = Target::new(Method::GET, &url).unwrap();
+        let load = Load::Closed { concurrency: 4, think_time: Duration::ZERO };
+        let (prepared, _): (Vec<Prepared>, _) = prepare(&Plan::new(vec![t], load), &Default::default());
+        let prepared = Rc::new(prepared);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let local = tokio::task::LocalSet::new();
+        // Workers 0, 1 and 2 send two requests each, 3 one: the send phase of each.
+        let sends = local.block_on(&rt, async {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let conn = Conn::handshake(Stream::Left(tcp), 4, true).await.unwrap();
+            let workers: Vec<_> = (0..4)
+                .map(|w| {
+                    let (mut conn, prepared) = (conn.clone(), prepared.clone());
+                    tokio::task::spawn_local(async move {
+                        let mut sends = Vec::new();
+                        for _ in 0..if w == 3 { 1 } else { 2 } {
+                            let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None };
+                            let rules = barrage_plan::CacheRules::default();
+                            let mut last = None;
+                            let mut reading = Reading {
+                                rules: &rules,
+                                backend_headers: &[],
+                                last_backend: &mut last,
+                                headers: None,
+                                body: None,
+                            };
+                            let a = conn.exchange(&out, &mut reading, Instant::now()).await.unwrap();
+                            sends.push(a.written.expect("HTTP/2 times a request's write") - a.sent);
+                        }
+                        sends
+                    })
+                })
+                .collect();
+            drop(conn);
+            let mut all = Vec::new();
+            for w in workers {
+                all.push(w.await.unwrap());
+            }
+            all
+        });
+        let (alone, held, round, reads) = server.join().unwrap();
+        assert_eq!(alone, [9], "worker 0's second request went alone once ROUND_WAIT passed");
+        assert!(held >= ROUND_WAIT, "it waited {held:?}, under ROUND_WAIT");
+        assert!(sends[0][1] >= ROUND_WAIT, "its send phase holds its wait: {:?}", sends[0]);
+        assert_eq!((round, reads), (vec![11, 13], 1), "a full round goes in one write");
     }
 
     fn headers_frame(out: &mut Vec<u8>, flags: u8, block: &[u8]) {

@@ -156,7 +156,7 @@ impl Conn {
         }
         let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
-            return Ok(Conn::H2(h2::Conn::handshake(stream, connector.streams()).await?));
+            return Ok(Conn::H2(h2::Conn::handshake(stream, connector.streams(), connector.rounds()).await?));
         }
         Ok(Conn::H1(h1::Conn::new(stream)))
     }
