@@ -55,12 +55,12 @@ impl Observer for Views {
         Ok(())
     }
 
-    fn interval(&mut self, i: &IntervalRecord) {
+    fn interval(&mut self, i: IntervalRecord) {
+        if let Some(h) = &mut self.hdr {
+            h.write(&i);
+        }
         if let Some(live) = &mut self.live {
             live.interval(i);
-        }
-        if let Some(h) = &mut self.hdr {
-            h.write(i);
         }
     }
 

@@ -103,7 +103,7 @@ pub fn run(
     plan: Plan,
     spec: &RunSpec,
     stop: CancellationToken,
-    on_interval: &mut dyn FnMut(&IntervalRecord),
+    on_interval: &mut dyn FnMut(IntervalRecord),
 ) -> Result<RunFooter, EngineError> {
     let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
         || plan.kv.as_ref().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
@@ -407,7 +407,7 @@ impl Collector {
         rx: std::sync::mpsc::Receiver<(usize, Msg)>,
         writer: &mut ResultsWriter,
         events: &events::EventRunner,
-        on_interval: &mut dyn FnMut(&IntervalRecord),
+        on_interval: &mut dyn FnMut(IntervalRecord),
     ) -> Result<(), FileError> {
         for (thread, msg) in rx {
             for mut event in events.poll() {
@@ -460,7 +460,7 @@ impl Collector {
     fn flush(
         &mut self,
         writer: &mut ResultsWriter,
-        on_interval: &mut dyn FnMut(&IntervalRecord),
+        on_interval: &mut dyn FnMut(IntervalRecord),
     ) -> Result<(), FileError> {
         let complete = (0..self.threads).map(|t| if self.done[t] { u32::MAX } else { self.next[t] }).min().unwrap_or(0);
         while let Some(entry) = self.pending.first_entry() {
@@ -481,8 +481,10 @@ impl Collector {
                 // Sampled as the interval is written, a few ms after it closed.
                 watch: Some(self.watcher.sample(cpu_percent)),
             };
+            std::thread::yield_now();
             writer.write_interval(&record)?;
-            on_interval(&record);
+            std::thread::yield_now();
+            on_interval(record);
         }
         Ok(())
     }

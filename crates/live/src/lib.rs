@@ -39,7 +39,7 @@
 //!     // What the engine's interval callback would pass, once a second until the run ends
 //!     // or `stop` is cancelled.
 //!     let recorder = Recorder::new();
-//!     live.interval(&IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder, watch: None });
+//!     live.interval(IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder, watch: None });
 //!     live.end();
 //! }
 //! live.finish();
@@ -193,14 +193,14 @@ impl Live {
     /// per-second figures (rates, CPU) are over it, or, for the sliver that ends a run, over
     /// it and the interval before ([`SliverFold`]), so no view shows a spike made of a few
     /// milliseconds.
-    pub fn interval(&mut self, i: &IntervalRecord) {
-        let rated = self.fold.rated(i);
+    pub fn interval(&mut self, i: IntervalRecord) {
+        let (i, rated) = self.fold.fold(i);
         match &mut self.view {
-            View::Line(p) => p.show(&rated),
-            View::Tui(t) => t.update(i, &rated),
+            View::Line(p) => p.show(rated),
+            View::Tui(t) => t.update(i, rated),
         }
         if let Some(m) = &self.metrics {
-            m.update(i, &rated);
+            m.update(i, rated);
         }
     }
 
@@ -244,7 +244,7 @@ mod tests {
             live.begin(RunInfo { label: Some(format!("level {level}/2")), ..RunInfo::default() });
             let mut recorder = barrage_metrics::Recorder::new();
             (0..5).for_each(|_| recorder.record_sent());
-            live.interval(&IntervalRecord {
+            live.interval(IntervalRecord {
                 index: 0,
                 start_unix_ms: 0,
                 length_ms: 1000,
@@ -275,7 +275,7 @@ mod tests {
         live.begin(RunInfo::default());
         let mut recorder = barrage_metrics::Recorder::new();
         (0..3).for_each(|_| recorder.record_connection());
-        live.interval(&IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder, watch: None });
+        live.interval(IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder, watch: None });
 
         let scraped = get(addr, "/metrics");
         assert_eq!(status(&scraped), 200, "{scraped}");

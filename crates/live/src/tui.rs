@@ -697,7 +697,8 @@ mod tests {
         let mut view = View::new(open_info());
         let mut fold = barrage_metrics::file::SliverFold::default();
         for i in [interval(0), interval(1), IntervalRecord { length_ms: 4, ..interval(2) }] {
-            view.add(&i, &fold.rated(&i));
+            let (i, rated) = fold.fold(i);
+            view.add(i, rated);
         }
         assert!((view.rate - 20.0 / 1.004).abs() < 1e-9, "{}", view.rate);
         assert_eq!(view.p99_history.len(), 2);

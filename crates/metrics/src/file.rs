@@ -246,26 +246,29 @@ impl IntervalRecord {
 /// The intervals a per-second figure is computed over, as they arrive one by one (the live
 /// views): each interval itself, except that a sliver is folded into the one before it
 /// ([`IntervalRecord::is_sliver`]), the same rule the summary applies.
+///
+/// It keeps the interval it is given rather than a copy: a recorder is megabytes of
+/// histograms, and copying two a second on the collector's thread held the engine thread
+/// off its core for milliseconds when they shared one.
 #[derive(Default)]
 pub struct SliverFold {
     last: Option<IntervalRecord>,
+    sliver: Option<IntervalRecord>,
 }
 
 impl SliverFold {
-    /// The interval to rate `i` over: `i` itself, or the previous interval with the sliver
-    /// `i` folded in (the same index as the one shown before, so a view replaces it).
-    pub fn rated(&mut self, i: &IntervalRecord) -> IntervalRecord {
-        match self.last.take() {
-            Some(mut previous) if i.is_sliver() && previous.index + 1 == i.index => {
-                previous.absorb(i);
-                self.last = Some(previous.clone());
-                previous
-            }
-            _ => {
-                self.last = Some(i.clone());
-                i.clone()
-            }
+    /// Takes interval `i`: returns it, and the interval to rate it over: `i` itself, or the
+    /// previous interval with the sliver `i` folded in (the same index as the one shown
+    /// before, so a view replaces it).
+    pub fn fold(&mut self, i: IntervalRecord) -> (&IntervalRecord, &IntervalRecord) {
+        let SliverFold { last, sliver } = self;
+        if last.as_ref().is_some_and(|previous| i.is_sliver() && previous.index + 1 == i.index) {
+            let previous = last.as_mut().expect("checked above");
+            previous.absorb(&i);
+            return (sliver.insert(i), previous);
         }
+        let i = last.insert(i);
+        (i, i)
     }
 }
 
@@ -1599,9 +1602,9 @@ mod tests {
         let mut fold = SliverFold::default();
         let rated: Vec<_> =
             [interval(0, 0, 10), interval(1, 0, 10), IntervalRecord { length_ms: 4, ..interval(2, 0, 3) }]
-                .iter()
+                .into_iter()
                 .map(|i| {
-                    let r = fold.rated(i);
+                    let (_, r) = fold.fold(i);
                     (r.index, r.length_ms, r.recorder.counts.completed)
                 })
                 .collect();

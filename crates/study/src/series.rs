@@ -107,7 +107,7 @@ pub trait Observer {
         Ok(())
     }
     /// One closed interval of the run.
-    fn interval(&mut self, _i: &IntervalRecord) {}
+    fn interval(&mut self, _i: IntervalRecord) {}
     /// The run ended; an error of the observer's own outputs (an HdrHistogram log).
     fn end(&mut self) -> Result<(), String> {
         Ok(())
@@ -199,7 +199,7 @@ pub fn measure(
     mode: &str,
     job: &Job,
     stop: CancellationToken,
-    on_interval: &mut dyn FnMut(&IntervalRecord),
+    on_interval: &mut dyn FnMut(IntervalRecord),
 ) -> Result<Done, StudyError> {
     let temp;
     let path = match &job.output {
