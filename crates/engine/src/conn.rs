@@ -84,10 +84,12 @@ impl Endpoint {
     }
 }
 
-/// Whether any of the run's requests go out on a schedule: its load, or a group's.
-fn open_loop(plan: &Plan) -> bool {
-    let open = |l: &Load| matches!(l, Load::Open { .. });
-    open(&plan.load) || plan.scenario.as_ref().is_some_and(|s| s.groups.iter().any(|g| open(&g.load)))
+/// Whether HTTP/2 connections may send in rounds: every request of the run (its load's, and
+/// each group's) goes as soon as its worker is free. Not in an open loop, whose requests go
+/// when due, nor with a think time, whose requests go when the simulated user sends them.
+fn back_to_back(plan: &Plan) -> bool {
+    let eager = |l: &Load| matches!(l, Load::Closed { think_time, .. } if think_time.is_zero());
+    eager(&plan.load) && plan.scenario.as_ref().is_none_or(|s| s.groups.iter().all(|g| eager(&g.load)))
 }
 
 /// Shared, immutable connection settings of a run.
@@ -97,7 +99,7 @@ pub struct Connector {
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
     /// for them; HTTP/3's are in `quic`).
     streams: u32,
-    /// HTTP/2 connections send their requests in rounds: closed loop only (see
+    /// HTTP/2 connections send their requests in rounds: a closed loop without think time (see
     /// [`crate::http::h2::Conn::handshake`]).
     rounds: bool,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
@@ -127,7 +129,7 @@ impl Connector {
             tls,
             http2: plan.http2,
             streams: plan.streams,
-            rounds: !open_loop(plan),
+            rounds: back_to_back(plan),
             quic,
             connect_timeout: plan.connect_timeout,
             bind: plan.bind,
@@ -381,6 +383,18 @@ pub type Stream = tokio_util::either::Either<TcpStream, Box<TlsStream<TcpStream>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// HTTP/2 rounds only where every request goes as soon as its worker is free.
+    #[test]
+    fn only_a_closed_loop_without_think_time_sends_in_rounds() {
+        let target = || vec![barrage_plan::Target::new(http::Method::GET, "http://127.0.0.1:1/").unwrap()];
+        let closed = |think_ms| Load::Closed { concurrency: 4, think_time: Duration::from_millis(think_ms) };
+        let open = Load::Open { pacer: barrage_plan::Pacer::Constant { rate: 100.0 }, max_in_flight: 4 };
+        let table = [(closed(0), true), (closed(10), false), (open, false)];
+        for (load, rounds) in table {
+            assert_eq!(back_to_back(&Plan::new(target(), load.clone())), rounds, "{load:?}");
+        }
+    }
 
     #[test]
     fn unreachable_networks_and_hosts_are_their_own_kind() {

@@ -256,16 +256,18 @@ impl Conn {
     /// Starts HTTP/2 over `io` for `streams` requests at once: queues the preface and our
     /// SETTINGS, and spawns the driver.
     ///
-    /// `rounds` (closed loop, several streams): the connection sends its requests in
-    /// rounds, as h2load's slower turns do by themselves. A request whose stream frees up
-    /// waits until as many wait as are still out (half the streams), or [`ROUND_WAIT`].
+    /// `rounds` (a closed loop without think time, several streams): the connection sends
+    /// its requests in rounds, as h2load's slower turns do by themselves. A request whose
+    /// stream frees up waits until as many wait as are still out (half the streams), or
+    /// [`ROUND_WAIT`].
     /// Written as each slot freed up, a write carried 1.3 requests at `--streams 100`
     /// against nginx (at one core), which then read and answered them as few at a time; in
     /// rounds a write carries 45, and nginx answered 1.15–1.2× as many requests a second
     /// (bench/results/2026-11-26_0700-i17-rounds.md). The wait is the request's `send` phase
     /// (its stream opened, its frames not yet written), in its latency as any client-side
     /// wait; a closed loop's mean latency is its workers ÷ its throughput (Little's law), so
-    /// it fell too. The open loop never waits: its requests go out when due.
+    /// it fell too. The open loop never waits: its requests go out when due; nor does a
+    /// think time's, which go when the simulated user sends them.
     pub(super) async fn handshake(io: Stream, streams: u32, rounds: bool) -> Result<Conn, Failure> {
         let streams = streams.max(1);
         let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
