@@ -99,6 +99,44 @@ pub struct Counts {
     pub stream_retries: u64,
 }
 
+impl Counts {
+    /// Adds `o`'s counts (a most is the larger, a stream cap the lower).
+    pub fn add(&mut self, o: &Counts) {
+        let c = self;
+        c.sent += o.sent;
+        c.completed += o.completed;
+        c.ok += o.ok;
+        c.late += o.late;
+        c.dropped += o.dropped;
+        c.bytes_in += o.bytes_in;
+        c.bytes_out += o.bytes_out;
+        c.connections += o.connections;
+        for (a, b) in c.errors.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+        for (a, b) in c.cache.iter_mut().zip(o.cache) {
+            *a += b;
+        }
+        for (a, b) in c.cache_bytes.iter_mut().zip(o.cache_bytes) {
+            *a += b;
+        }
+        c.logical += o.logical;
+        c.first_ok += o.first_ok;
+        c.final_ok += o.final_ok;
+        c.attempts += o.attempts;
+        c.stale_retries += o.stale_retries;
+        for (a, b) in c.protocols.iter_mut().zip(o.protocols) {
+            *a += b;
+        }
+        c.http1_fallbacks += o.http1_fallbacks;
+        c.streams_max = c.streams_max.max(o.streams_max);
+        c.stream_cap = lowest_cap(c.stream_cap, o.stream_cap);
+        c.send_stalls += o.send_stalls;
+        c.recv_stalls += o.recv_stalls;
+        c.stream_retries += o.stream_retries;
+    }
+}
+
 /// [`Counts`] as versions 4 to 7 of the results file wrote them: before connections by
 /// protocol and the HTTP/2 figures.
 #[derive(Clone, Serialize, Deserialize)]
@@ -1059,38 +1097,7 @@ impl Recorder {
         for (a, b) in self.by_class.iter_mut().zip(&other.by_class) {
             add(a, b);
         }
-        let (c, o) = (&mut self.counts, &other.counts);
-        c.sent += o.sent;
-        c.completed += o.completed;
-        c.ok += o.ok;
-        c.late += o.late;
-        c.dropped += o.dropped;
-        c.bytes_in += o.bytes_in;
-        c.bytes_out += o.bytes_out;
-        c.connections += o.connections;
-        for (a, b) in c.errors.iter_mut().zip(o.errors) {
-            *a += b;
-        }
-        for (a, b) in c.cache.iter_mut().zip(o.cache) {
-            *a += b;
-        }
-        for (a, b) in c.cache_bytes.iter_mut().zip(o.cache_bytes) {
-            *a += b;
-        }
-        c.logical += o.logical;
-        c.first_ok += o.first_ok;
-        c.final_ok += o.final_ok;
-        c.attempts += o.attempts;
-        c.stale_retries += o.stale_retries;
-        for (a, b) in c.protocols.iter_mut().zip(o.protocols) {
-            *a += b;
-        }
-        c.http1_fallbacks += o.http1_fallbacks;
-        c.streams_max = c.streams_max.max(o.streams_max);
-        c.stream_cap = lowest_cap(c.stream_cap, o.stream_cap);
-        c.send_stalls += o.send_stalls;
-        c.recv_stalls += o.recv_stalls;
-        c.stream_retries += o.stream_retries;
+        self.counts.add(&other.counts);
         if let Some(theirs) = &other.whole {
             match &mut self.whole {
                 Some(mine) => mine.add(&**theirs).expect("histograms share bounds"),

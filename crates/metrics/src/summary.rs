@@ -5,7 +5,7 @@
 
 use crate::events::EventSummary;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
-use crate::recorder::{PhaseSet, Recorder, CLASS_NAMES};
+use crate::recorder::{new_histogram, Counts, PhaseSet, Recorder, CLASS_NAMES};
 use crate::sample::{CacheStatus, ErrorKind, Phase, Protocol};
 use crate::secrets::Redaction;
 use crate::watch::{combine, HostSummary, HostTally, ProcKey, ProcSample, ProcessSummary, ProcessTally, WatchSample};
@@ -672,7 +672,7 @@ fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mut merged = MergedIntervals::new(readers);
     let mut total = Recorder::new();
-    let mut steps: BTreeMap<u32, (Recorder, f64)> = BTreeMap::new();
+    let mut steps: BTreeMap<u32, StepTotal> = BTreeMap::new();
     let mut intervals = Vec::new();
     let mut seen: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut watched = Watched::new(merged.readers());
@@ -686,9 +686,7 @@ fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         }
         total.add(&m.recorder);
         let length_s = f64::from(m.length_ms) / 1e3;
-        let step = steps.entry(m.step).or_insert_with(|| (Recorder::new(), 0.0));
-        step.0.add(&m.recorder);
-        step.1 += length_s;
+        steps.entry(m.step).or_insert_with(StepTotal::new).add(&m.recorder, length_s);
         let mut row = row(m.second, length_s, &m.recorder);
         watched.add(&mut row, &m.watch, length_s);
         intervals.push(row);
@@ -1068,7 +1066,7 @@ fn per_sec(n: u64, requests: u64, secs: f64) -> Option<f64> {
 fn build(
     readers: &[ResultsReader],
     total: Recorder,
-    steps: BTreeMap<u32, (Recorder, f64)>,
+    steps: BTreeMap<u32, StepTotal>,
     intervals: Vec<IntervalRow>,
 ) -> RunSummary {
     let first = readers[0].header();
@@ -1477,16 +1475,39 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
 
 /// A step lasts from its start to the next step's start, or to the end of the attack:
 /// the wait for the last responses is not part of any step's rate.
-fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, (Recorder, f64)>, attack_s: f64) -> Vec<StepSummary> {
+/// What a step's row needs of its intervals: their counts, latencies and length. Not a
+/// whole recorder: the summary is built as the run ends, when memory peaks, and a
+/// recorder's histograms are megabytes.
+struct StepTotal {
+    counts: Counts,
+    corrected: Histogram<u64>,
+    service: Histogram<u64>,
+    secs: f64,
+}
+
+impl StepTotal {
+    fn new() -> Self {
+        StepTotal { counts: Counts::default(), corrected: new_histogram(), service: new_histogram(), secs: 0.0 }
+    }
+
+    fn add(&mut self, r: &Recorder, secs: f64) {
+        self.counts.add(&r.counts);
+        self.corrected.add(&r.corrected).expect("histograms share bounds");
+        self.service.add(&r.service).expect("histograms share bounds");
+        self.secs += secs;
+    }
+}
+
+fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, StepTotal>, attack_s: f64) -> Vec<StepSummary> {
     let infos = &merged_steps(readers);
     let start_s = |i: usize| infos.get(i).map(|s| s.start_ms as f64 / 1e3);
     steps
         .into_iter()
-        .map(|(i, (r, interval_secs))| {
+        .map(|(i, r)| {
             let i = i as usize;
             let secs = match start_s(i) {
                 Some(begin) => (start_s(i + 1).unwrap_or(attack_s).min(attack_s) - begin).max(0.0),
-                None => interval_secs,
+                None => r.secs,
             };
             let failed = r.counts.completed.saturating_sub(r.counts.ok);
             let c = &r.counts;
