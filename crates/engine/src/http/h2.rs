@@ -262,7 +262,7 @@ impl Conn {
     /// [`ROUND_WAIT`].
     /// Written as each slot freed up, a write carried 1.3 requests at `--streams 100`
     /// against nginx (at one core), which then read and answered them as few at a time; in
-    /// rounds a write carries 45, and nginx answered 1.15–1.2× as many requests a second
+    /// rounds a write carries 45, and nginx answered 1.2× as many requests a second
     /// (bench/results/2026-11-26_0700-i17-rounds.md). The wait is the request's `send` phase
     /// (its stream opened, its frames not yet written), in its latency as any client-side
     /// wait; a closed loop's mean latency is its workers ÷ its throughput (Little's law), so
