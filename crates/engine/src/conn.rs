@@ -86,10 +86,15 @@ impl Endpoint {
 
 /// Whether HTTP/2 connections may send in rounds: every request of the run (its load's, and
 /// each group's) goes as soon as its worker is free. Not in an open loop, whose requests go
-/// when due, nor with a think time, whose requests go when the simulated user sends them.
+/// when due, nor with a think time (the load's, or a flow step's), whose requests go when
+/// the simulated user sends them.
 fn back_to_back(plan: &Plan) -> bool {
     let eager = |l: &Load| matches!(l, Load::Closed { think_time, .. } if think_time.is_zero());
-    eager(&plan.load) && plan.scenario.as_ref().is_none_or(|s| s.groups.iter().all(|g| eager(&g.load)))
+    let no_think = |s: &barrage_plan::flow::Step| s.think.is_none_or(|(_, most)| most.is_zero());
+    eager(&plan.load)
+        && plan.scenario.as_ref().is_none_or(|s| {
+            s.groups.iter().all(|g| eager(&g.load)) && s.flows.iter().flat_map(|f| &f.steps).all(no_think)
+        })
 }
 
 /// Shared, immutable connection settings of a run.
@@ -391,8 +396,17 @@ mod tests {
         let closed = |think_ms| Load::Closed { concurrency: 4, think_time: Duration::from_millis(think_ms) };
         let open = Load::Open { pacer: barrage_plan::Pacer::Constant { rate: 100.0 }, max_in_flight: 4 };
         let table = [(closed(0), true), (closed(10), false), (open, false)];
-        for (load, rounds) in table {
-            assert_eq!(back_to_back(&Plan::new(target(), load.clone())), rounds, "{load:?}");
+        for (load, rounds) in &table {
+            assert_eq!(back_to_back(&Plan::new(target(), load.clone())), *rounds, "{load:?}");
+        }
+        // A flow's step with a think time: its user sends the next request, not the loop.
+        for (think, rounds) in [("", true), ("think = \"100ms\"", false), ("think = \"0s\"", true)] {
+            let text = format!("[[flow.f.step]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/\"\n{think}\n");
+            let (scenario, targets) =
+                barrage_plan::scenario::parse(&text, "t.toml", std::path::Path::new("."), &[], &closed(0)).unwrap();
+            let mut plan = Plan::new(targets, closed(0));
+            plan.scenario = Some(Arc::new(scenario));
+            assert_eq!(back_to_back(&plan), rounds, "{think}");
         }
     }
 

@@ -1473,8 +1473,6 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
     }
 }
 
-/// A step lasts from its start to the next step's start, or to the end of the attack:
-/// the wait for the last responses is not part of any step's rate.
 /// What a step's row needs of its intervals: their counts, latencies and length. Not a
 /// whole recorder: the summary is built as the run ends, when memory peaks, and a
 /// recorder's histograms are megabytes.
@@ -1498,6 +1496,8 @@ impl StepTotal {
     }
 }
 
+/// A step lasts from its start to the next step's start, or to the end of the attack:
+/// the wait for the last responses is not part of any step's rate.
 fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, StepTotal>, attack_s: f64) -> Vec<StepSummary> {
     let infos = &merged_steps(readers);
     let start_s = |i: usize| infos.get(i).map(|s| s.start_ms as f64 / 1e3);

@@ -106,9 +106,17 @@ pub(crate) fn phases(s: &RunSummary) -> Option<Section> {
         1 => "the 1 finished request".to_string(),
         n => format!("all {} finished requests", thousands(n)),
     };
-    let notes = vec![format!(
+    let mut notes = vec![format!(
         "(count: requests in which the phase happened; mean, p50 and p99: over those; per request: the phase's total time divided by {finished})"
     )];
+    let sent_on_http2 = s.requests.protocols.contains_key(Protocol::Http2.name())
+        && s.phases.get(Phase::Send.name()).is_some_and(|p| p.count > 0);
+    if sent_on_http2 {
+        notes.push(
+            "(send on HTTP/2: from the stream's opening to the write that carried the request; a closed loop without think time sends a connection's requests in rounds, and a request's wait for its round, 5 ms at most, is in its send)"
+                .into(),
+        );
+    }
     Some(Section { title: "Phases", table, notes })
 }
 
@@ -184,7 +192,8 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
         _ => {}
     }
     match phase {
-        // Files from before barrage timed an HTTP/2 request's write.
+        // Files from before barrage timed an HTTP/2 request's write, or runs where no
+        // request's frames were all written (each answered before its body was sent).
         "send" if only(Protocol::Http2) => {
             "HTTP/2 (a stream's writes share its connection's; wait runs from its opening)".into()
         }
@@ -548,5 +557,20 @@ mod tests {
         let dns = text.lines().find(|l| l.starts_with("dns")).unwrap();
         assert!(dns.ends_with("not measured: IP literal (no DNS)"), "{text}");
         assert!(section.notes[0].contains("divided by all 4,080 finished requests"), "{:?}", section.notes);
+        assert_eq!(section.notes.len(), 1, "no HTTP/2, no note on its send: {:?}", section.notes);
+    }
+
+    /// HTTP/2's send phase says what is in it: the wait for a round.
+    #[test]
+    fn http2_send_says_it_holds_the_wait_for_a_round() {
+        let mut s = RunSummary { urls: vec!["http://127.0.0.1/".into()], ..Default::default() };
+        s.requests.total = 10;
+        s.requests.protocols = [("HTTP/2".to_string(), 1)].into();
+        s.phases.insert("send".into(), PhaseStats { count: 10, ..Default::default() });
+        let notes = phases(&s).unwrap().notes;
+        assert!(notes.iter().any(|n| n.contains("wait for its round, 5 ms at most, is in its send")), "{notes:?}");
+        // Not measured (a file from before): no claim about what is in it.
+        s.phases.insert("send".into(), PhaseStats::default());
+        assert_eq!(phases(&s).unwrap().notes.len(), 1);
     }
 }

@@ -40,6 +40,7 @@ use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::ErrorKind;
 use http::{HeaderMap, Method, Uri};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -76,7 +77,8 @@ const READS_PER_TURN: u32 = 16;
 /// after this. It bounds what a round costs the requests that are quick when most of the
 /// connection's streams wait on slow ones. Shorter costs CPU, since the engine thread then
 /// sleeps with a timer due soon: at `-c 10 --streams 10` against nginx, 9.2 µs a request
-/// at 1 ms, 8.0 at 5 ms, 7.2 at 10 ms (perf stat, 4 s runs each).
+/// at 1 ms, 8.0 at 5 ms, 7.2 at 10 ms (perf stat, 4 s runs each;
+/// bench/results/2026-11-26_0700-i17-rounds.md).
 const ROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -210,8 +212,9 @@ struct Inner {
     settings_came: bool,
     /// Acknowledgements queued since the output buffer was last written out whole.
     unsent_acks: u32,
-    /// Streams whose request is queued whole and not yet written: (id, slab index).
-    unwritten: Vec<(u32, usize)>,
+    /// Streams whose request is queued whole and not yet all written: (id, slab index, the
+    /// end of its last frame in `out`), in the order of `out`.
+    unwritten: VecDeque<(u32, usize, usize)>,
     /// Of `out`, the bytes that are whole requests without a body (a round may wait).
     request_bytes: usize,
     /// Send requests in rounds (closed loop): see [`Inner::round_waits`].
@@ -295,7 +298,7 @@ impl Conn {
             next_id: 1,
             settings_came: false,
             unsent_acks: 0,
-            unwritten: Vec::with_capacity(streams as usize),
+            unwritten: VecDeque::with_capacity(streams as usize),
             request_bytes: 0,
             rounds: rounds && streams > 1,
             // Until the server's SETTINGS say how many streams it takes, one: a burst above
@@ -331,7 +334,8 @@ impl Conn {
             buf: Vec::with_capacity(READ_BUF),
             written: 0,
             round_wait: Box::pin(tokio::time::sleep(ROUND_WAIT)),
-            round_waiting: false,
+            round: Round::Idle,
+            flushing: false,
         };
         tokio::task::spawn_local(driver);
         Ok(Conn { inner })
@@ -444,9 +448,24 @@ impl Inner {
         let queued = self.unwritten.len();
         self.rounds
             && self.ended.is_none()
+            && self.goaway.is_none()
             && queued > 0
             && self.out.len() == self.request_bytes
             && queued < self.active.len().saturating_sub(queued)
+    }
+
+    /// The requests whose last frame is within the first `written` bytes of `out` were
+    /// written now.
+    fn stamp_written(&mut self, written: usize) {
+        let mut now = None;
+        while let Some(&(id, index, _)) = self.unwritten.front().filter(|&&(_, _, end)| end <= written) {
+            self.unwritten.pop_front();
+            // A stream cancelled meanwhile may have been reused by another request.
+            let e = &mut self.entries[index];
+            if e.id == id {
+                e.written_at = Some(*now.get_or_insert_with(Instant::now));
+            }
+        }
     }
 
     fn count(&mut self, f: impl FnOnce(&mut StreamFigures)) {
@@ -524,7 +543,7 @@ impl Inner {
         self.scratch = block;
         if no_body {
             self.request_bytes += self.out.len() - queued;
-            self.unwritten.push((id, index));
+            self.unwritten.push_back((id, index, self.out.len()));
         }
         self.wake_driver();
         index
@@ -572,7 +591,7 @@ impl Inner {
             e.send_window -= room;
             e.sent_end = last;
             if last {
-                self.unwritten.push((id, index));
+                self.unwritten.push_back((id, index, self.out.len()));
             }
             self.wake_driver();
             if last {
@@ -1011,7 +1030,20 @@ struct Driver {
     written: usize,
     /// Ends a round's wait (see [`Inner::round_waits`]), armed when it starts.
     round_wait: Pin<Box<tokio::time::Sleep>>,
-    round_waiting: bool,
+    round: Round,
+    /// A flush that returned `Pending` (TLS holds records back): tried again on every write.
+    flushing: bool,
+}
+
+/// Where the driver's queued requests are in their round.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Written, or not waiting.
+    Idle,
+    /// Waiting for more of the round, until the timer.
+    Waiting,
+    /// The timer fired: written as soon as the socket takes them, however many.
+    Due,
 }
 
 impl std::future::Future for Driver {
@@ -1108,23 +1140,24 @@ impl Driver {
     }
 
     /// Whether the queued requests wait for the rest of their round: at most
-    /// [`ROUND_WAIT`] from when the wait began.
+    /// [`ROUND_WAIT`] from when the wait began, and not again until they are written.
     fn round_waits(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.written > 0 || !self.inner.borrow().round_waits() {
-            self.round_waiting = false;
+        if self.written > 0 || self.round == Round::Due || !self.inner.borrow().round_waits() {
             return false;
         }
-        if !std::mem::replace(&mut self.round_waiting, true) {
+        if self.round == Round::Idle {
+            self.round = Round::Waiting;
             self.round_wait.as_mut().reset(tokio::time::Instant::now() + ROUND_WAIT);
         }
         if std::future::Future::poll(self.round_wait.as_mut(), cx).is_ready() {
-            self.round_waiting = false;
+            self.round = Round::Due;
             return false;
         }
         true
     }
 
-    /// Writes what is queued, and flushes (TLS keeps what it could not send yet).
+    /// Writes what is queued, and flushes (TLS keeps what it could not send yet). Each
+    /// request is timed written once the write that carried its last byte returned.
     fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         let mut i = self.inner.borrow_mut();
         let mut wrote = false;
@@ -1135,6 +1168,7 @@ impl Driver {
                     self.written += n;
                     i.bytes_out += n as u64;
                     wrote = true;
+                    i.stamp_written(self.written);
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
@@ -1144,19 +1178,12 @@ impl Driver {
         i.unsent_acks = 0;
         i.request_bytes = 0;
         self.written = 0;
-        if !i.unwritten.is_empty() {
-            let now = Instant::now();
-            let i = &mut *i;
-            for (id, index) in i.unwritten.drain(..) {
-                // A stream cancelled meanwhile may have been reused by another request.
-                let e = &mut i.entries[index];
-                if e.id == id {
-                    e.written_at = Some(now);
-                }
-            }
-        }
-        if wrote {
+        self.round = Round::Idle;
+        drop(i);
+        if wrote || self.flushing {
+            self.flushing = true;
             std::task::ready!(Pin::new(&mut self.io).poll_flush(cx))?;
+            self.flushing = false;
         }
         Poll::Ready(Ok(()))
     }

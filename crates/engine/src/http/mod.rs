@@ -107,8 +107,9 @@ pub(crate) struct Answer {
     pub backend: Option<HeaderValue>,
     /// When the protocol began sending the request.
     pub sent: Duration,
-    /// When the request's last byte was written, where the protocol can tell (a multiplexed
-    /// connection cannot: its writes are shared by its streams).
+    /// When the request's last byte was written, where the protocol can tell (HTTP/2 tells
+    /// by the connection's write that carried it; HTTP/3 cannot: quinn sends from its own
+    /// buffer, later).
     pub written: Option<Duration>,
     /// When the response's head had arrived.
     pub head: Duration,
