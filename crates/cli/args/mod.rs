@@ -452,6 +452,13 @@ pub struct ConnectionArgs {
     /// [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=barrage_plan::limits::MAX_STREAMS as i64), help_heading = "Connections")]
     pub streams: Option<u32>,
+    /// HTTP/2, closed loop: send each connection's requests in rounds, as h2load's writes
+    /// batch: a freed stream's request waits until as many wait as are out, or about 5 ms.
+    /// A server at its CPU limit then answers more a second (nginx: 1.1-1.2×); each
+    /// request's wait is in its send phase and its latency, which gains up to 5-7 ms when
+    /// slow and quick requests share a connection. Off by default.
+    #[arg(long, requires = "streams", help_heading = "Connections")]
+    pub rounds: bool,
     /// HTTP/3: QUIC over UDP to the URL's host and port (https:// only), ALPN h3, full
     /// handshake every connection (no 0-RTT). The connect phase is the QUIC handshake,
     /// TLS included.

@@ -193,6 +193,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         // --streams multiplexes HTTP/2 unless HTTP/3 is asked for.
         http2: c.http2 || (c.streams.is_some() && !c.http3),
         streams,
+        rounds: c.rounds,
         http3: c.http3,
         tls: TlsOptions { cacert: c.cacert.clone(), insecure: c.insecure },
         resolve: c.resolve.iter().map(|r| ((r.host.clone(), r.port), r.addr)).collect(),

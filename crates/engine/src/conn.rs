@@ -104,7 +104,7 @@ pub struct Connector {
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
     /// for them; HTTP/3's are in `quic`).
     streams: u32,
-    /// HTTP/2 connections send their requests in rounds: a closed loop without think time (see
+    /// HTTP/2 connections send their requests in rounds: `--rounds`, in a closed loop without think time (see
     /// [`crate::http::h2::Conn::handshake`]).
     rounds: bool,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
@@ -134,7 +134,7 @@ impl Connector {
             tls,
             http2: plan.http2,
             streams: plan.streams,
-            rounds: back_to_back(plan),
+            rounds: plan.rounds && back_to_back(plan),
             quic,
             connect_timeout: plan.connect_timeout,
             bind: plan.bind,

@@ -17,7 +17,7 @@ pub enum Phase {
     Tls,
     /// Writing the request (headers and body) to the socket. On HTTP/2, from the stream's
     /// opening to the write that carried its last frame: waiting for flow-control window,
-    /// and in a closed loop without think time for its round, included.
+    /// and with `--rounds` for its round, included.
     Send,
     /// From the request written to the response head received: time to first byte.
     Wait,

@@ -182,6 +182,9 @@ pub struct Plan {
     /// `streams` workers, an open loop's `max_in_flight` requests go `streams` to a
     /// connection. 1: each connection carries one request at a time.
     pub streams: u32,
+    /// `--rounds`: a closed loop's HTTP/2 connections send their requests in rounds (see
+    /// the engine's `h2::Conn::handshake`), each request's wait for its round in its send.
+    pub rounds: bool,
     /// Speak HTTP/3: QUIC over UDP to each URL's host and port, ALPN `h3`, no 0-RTT.
     /// HTTPS targets only (QUIC is always encrypted).
     pub http3: bool,
@@ -304,6 +307,7 @@ impl Plan {
             keepalive: true,
             http2: false,
             streams: 1,
+            rounds: false,
             http3: false,
             tls: TlsOptions::default(),
             resolve: HashMap::new(),
@@ -403,6 +407,7 @@ impl Plan {
         if !(1..=crate::limits::MAX_STREAMS).contains(&n) {
             return Err(format!("--streams {n}: must be 1 to {}", crate::limits::MAX_STREAMS));
         }
+        self.validate_rounds()?;
         if n == 1 {
             return Ok(());
         }
@@ -428,6 +433,22 @@ impl Plan {
                 (max_in_flight / n as usize).max(1) * n as usize
             )),
             _ => Ok(()),
+        }
+    }
+
+    /// `--rounds`: HTTP/2 streams, in a closed loop without think time (an open loop's
+    /// requests go when due, a think time's when the simulated user sends them).
+    fn validate_rounds(&self) -> Result<(), String> {
+        if !self.rounds {
+            return Ok(());
+        }
+        if self.streams < 2 || self.http3 {
+            return Err("--rounds batches the requests of an HTTP/2 connection's streams: it needs --streams 2 or more, over HTTP/2".into());
+        }
+        match &self.load {
+            Load::Closed { think_time, .. } if think_time.is_zero() => Ok(()),
+            Load::Closed { .. } => Err("--rounds with --think-time: a think time's requests go when the simulated user sends them, not in rounds".into()),
+            Load::Open { .. } => Err("--rounds with --rate: an open loop's requests go when they are due, not in rounds".into()),
         }
     }
 

@@ -113,7 +113,13 @@ pub(crate) fn phases(s: &RunSummary) -> Option<Section> {
         && s.phases.get(Phase::Send.name()).is_some_and(|p| p.count > 0);
     if sent_on_http2 {
         notes.push(
-            "(send on HTTP/2: from the stream's opening to the write that carried the request; a closed loop without think time sends a connection's requests in rounds, and a request's wait for its round, 5 ms at most, is in its send)"
+            "(send on HTTP/2: from the stream's opening to the write that carried the request, a wait for flow-control window included)"
+                .into(),
+        );
+    }
+    if sent_on_http2 && s.settings.get("rounds").and_then(|r| r.as_bool()) == Some(true) {
+        notes.push(
+            "(--rounds: each connection sent its requests in rounds; a request's wait for its round, about 5 ms at most, is in its send and its latency)"
                 .into(),
         );
     }
@@ -560,15 +566,22 @@ mod tests {
         assert_eq!(section.notes.len(), 1, "no HTTP/2, no note on its send: {:?}", section.notes);
     }
 
-    /// HTTP/2's send phase says what is in it: the wait for a round.
+    /// HTTP/2's send phase says what is in it: with --rounds, the wait for a round.
     #[test]
-    fn http2_send_says_it_holds_the_wait_for_a_round() {
+    fn http2_send_says_what_it_holds() {
         let mut s = RunSummary { urls: vec!["http://127.0.0.1/".into()], ..Default::default() };
         s.requests.total = 10;
         s.requests.protocols = [("HTTP/2".to_string(), 1)].into();
         s.phases.insert("send".into(), PhaseStats { count: 10, ..Default::default() });
         let notes = phases(&s).unwrap().notes;
-        assert!(notes.iter().any(|n| n.contains("wait for its round, 5 ms at most, is in its send")), "{notes:?}");
+        assert!(notes.iter().any(|n| n.contains("send on HTTP/2: from the stream's opening")), "{notes:?}");
+        assert!(!notes.iter().any(|n| n.contains("--rounds")), "no rounds asked: {notes:?}");
+        s.settings = serde_json::json!({ "rounds": true });
+        let notes = phases(&s).unwrap().notes;
+        assert!(
+            notes.iter().any(|n| n.contains("wait for its round, about 5 ms at most, is in its send")),
+            "{notes:?}"
+        );
         // Not measured (a file from before): no claim about what is in it.
         s.phases.insert("send".into(), PhaseStats::default());
         assert_eq!(phases(&s).unwrap().notes.len(), 1);

@@ -19,6 +19,7 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
         "keepalive": p.keepalive,
         "http2": p.http2,
         "streams": p.streams,
+        "rounds": p.rounds,
         "http3": p.http3,
         "insecure": p.tls.insecure,
         "cacert": p.tls.cacert.as_ref().map(|c| c.display().to_string()),

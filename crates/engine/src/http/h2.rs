@@ -72,9 +72,9 @@ const READ_BUF: usize = 64 * 1024;
 /// must not starve the engine thread).
 const READS_PER_TURN: u32 = 16;
 
-/// In closed loop (see [`Conn::handshake`]'s `rounds`), the longest a request waits for the
-/// rest of its round: a round goes out when as many requests wait as are still out, or
-/// after this. It bounds what a round costs the requests that are quick when most of the
+/// With `--rounds` (see [`Conn::handshake`]), the longest a request waits for the rest of
+/// its round: a round goes out when as many requests wait as are still out, or after this
+/// (tokio's millisecond timer fires it up to 2 ms later). It bounds what a round costs the requests that are quick when most of the
 /// connection's streams wait on slow ones. Shorter costs CPU, since the engine thread then
 /// sleeps with a timer due soon: at `-c 10 --streams 10` against nginx, 9.2 µs a request
 /// at 1 ms, 8.0 at 5 ms, 7.2 at 10 ms (perf stat, 4 s runs each;
@@ -259,18 +259,17 @@ impl Conn {
     /// Starts HTTP/2 over `io` for `streams` requests at once: queues the preface and our
     /// SETTINGS, and spawns the driver.
     ///
-    /// `rounds` (a closed loop without think time, several streams): the connection sends
-    /// its requests in rounds, as h2load's slower turns do by themselves. A request whose
-    /// stream frees up waits until as many wait as are still out (half the streams), or
-    /// [`ROUND_WAIT`].
-    /// Written as each slot freed up, a write carried 1.3 requests at `--streams 100`
-    /// against nginx (at one core), which then read and answered them as few at a time; in
-    /// rounds a write carries 45, and nginx answered 1.2× as many requests a second
-    /// (bench/results/2026-11-26_0700-i17-rounds.md). The wait is the request's `send` phase
-    /// (its stream opened, its frames not yet written), in its latency as any client-side
-    /// wait; a closed loop's mean latency is its workers ÷ its throughput (Little's law), so
-    /// it fell too. The open loop never waits: its requests go out when due; nor does a
-    /// think time's, which go when the simulated user sends them.
+    /// `rounds` (`--rounds`: a closed loop without think time, several streams): the
+    /// connection sends its requests in rounds, as h2load's slower turns do by themselves. A
+    /// request whose stream frees up waits until as many wait as are still out (half the
+    /// streams), or [`ROUND_WAIT`]. Written as each slot freed up, a write carried 1.3
+    /// requests at `--streams 100` against nginx (at one core), which then read and answered
+    /// them as few at a time; in rounds a write carries 45, and nginx answered 1.1-1.2× as
+    /// many requests a second (bench/results/2026-11-26_0700-i17-rounds.md). The wait is the
+    /// request's `send` phase (its stream opened, its frames not yet written), in its
+    /// latency. Off by default: quick requests sharing a connection with slow ones wait for
+    /// the rounds the slow ones hold back, and barrage's latency is the server's unless asked
+    /// otherwise.
     pub(super) async fn handshake(io: Stream, streams: u32, rounds: bool) -> Result<Conn, Failure> {
         let streams = streams.max(1);
         let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
