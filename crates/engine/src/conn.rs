@@ -104,8 +104,8 @@ pub struct Connector {
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
     /// for them; HTTP/3's are in `quic`).
     streams: u32,
-    /// HTTP/2 connections send their requests in rounds: `--rounds`, in a closed loop without think time (see
-    /// [`crate::http::h2::Conn::handshake`]).
+    /// HTTP/2 connections send their requests in rounds: `--rounds`, in a closed loop
+    /// without think time (see [`crate::http::h2::Conn::handshake`]).
     rounds: bool,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
     pub(crate) quic: Option<crate::http::h3::Quic>,

@@ -11,7 +11,7 @@
 //! - A request is its target's header block, encoded once ([`Template`]; a template's path
 //!   and a flow's filled headers per request), framed into the connection's one output
 //!   buffer, which the driver writes: the requests that several slots queue in one turn of
-//!   the engine thread go out in one write. In closed loop a connection sends in rounds
+//!   the engine thread go out in one write. With `--rounds` a connection sends in rounds
 //!   (see [`Conn::handshake`]). When a request's frames were written is its `send` phase's
 //!   end.
 //! - Everything a server controls is bounded: a frame ([`MAX_FRAME`], ours, the default),
@@ -74,11 +74,11 @@ const READS_PER_TURN: u32 = 16;
 
 /// With `--rounds` (see [`Conn::handshake`]), the longest a request waits for the rest of
 /// its round: a round goes out when as many requests wait as are still out, or after this
-/// (tokio's millisecond timer fires it up to 2 ms later). It bounds what a round costs the requests that are quick when most of the
-/// connection's streams wait on slow ones. Shorter costs CPU, since the engine thread then
-/// sleeps with a timer due soon: at `-c 10 --streams 10` against nginx, 9.2 µs a request
-/// at 1 ms, 8.0 at 5 ms, 7.2 at 10 ms (perf stat, 4 s runs each;
-/// bench/results/2026-11-26_0700-i17-rounds.md).
+/// (tokio's millisecond timer fires it up to 2 ms later). It bounds what a round costs the
+/// requests that are quick when most of the connection's streams wait on slow ones.
+/// Shorter costs CPU, since the engine thread then sleeps with a timer due soon: at `-c 10
+/// --streams 10` against nginx, 9.2 µs a request at 1 ms, 8.0 at 5 ms, 7.2 at 10 ms (perf
+/// stat, 4 s runs each; bench/results/2026-11-26_0700-i17-rounds.md).
 const ROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -217,7 +217,7 @@ struct Inner {
     unwritten: VecDeque<(u32, usize, usize)>,
     /// Of `out`, the bytes that are whole requests without a body (a round may wait).
     request_bytes: usize,
-    /// Send requests in rounds (closed loop): see [`Inner::round_waits`].
+    /// Send requests in rounds (`--rounds`): see [`Inner::round_waits`].
     rounds: bool,
     max_streams: u32,
     initial_window: i64,
