@@ -99,6 +99,13 @@ pub struct Counts {
     pub stream_retries: u64,
 }
 
+/// Adds `b`'s counters to `a`'s, one by one.
+fn add_each(a: &mut [u64], b: &[u64]) {
+    for (a, b) in a.iter_mut().zip(b) {
+        *a += b;
+    }
+}
+
 impl Counts {
     /// Adds `o`'s counts (a most is the larger, a stream cap the lower).
     pub fn add(&mut self, o: &Counts) {
@@ -111,23 +118,15 @@ impl Counts {
         c.bytes_in += o.bytes_in;
         c.bytes_out += o.bytes_out;
         c.connections += o.connections;
-        for (a, b) in c.errors.iter_mut().zip(o.errors) {
-            *a += b;
-        }
-        for (a, b) in c.cache.iter_mut().zip(o.cache) {
-            *a += b;
-        }
-        for (a, b) in c.cache_bytes.iter_mut().zip(o.cache_bytes) {
-            *a += b;
-        }
+        add_each(&mut c.errors, &o.errors);
+        add_each(&mut c.cache, &o.cache);
+        add_each(&mut c.cache_bytes, &o.cache_bytes);
         c.logical += o.logical;
         c.first_ok += o.first_ok;
         c.final_ok += o.final_ok;
         c.attempts += o.attempts;
         c.stale_retries += o.stale_retries;
-        for (a, b) in c.protocols.iter_mut().zip(o.protocols) {
-            *a += b;
-        }
+        add_each(&mut c.protocols, &o.protocols);
         c.http1_fallbacks += o.http1_fallbacks;
         c.streams_max = c.streams_max.max(o.streams_max);
         c.stream_cap = lowest_cap(c.stream_cap, o.stream_cap);

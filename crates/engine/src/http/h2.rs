@@ -1387,16 +1387,23 @@ mod tests {
         assert!(!Ended::Closed.failure(true, false).unanswered);
     }
 
+    /// The client's connection, its preface read (10 s at most for each read after).
+    fn accept_client(listener: &std::net::TcpListener) -> std::net::TcpStream {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut preface = [0u8; 24];
+        s.read_exact(&mut preface).unwrap();
+        assert_eq!(&preface[..], PREFACE);
+        s
+    }
+
     /// A raw HTTP/2 server on a real socket: reads the client's preface, sends `frames`
     /// (after its SETTINGS), keeps reading until the client closes.
     fn raw_server(frames: Vec<u8>, linger: bool) -> std::net::SocketAddr {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut preface = [0u8; 24];
-            s.read_exact(&mut preface).unwrap();
+            let mut s = accept_client(&listener);
             let mut out = Vec::new();
             frame(&mut out, 0, SETTINGS, 0, 0);
             out.extend_from_slice(&frames);
@@ -1500,10 +1507,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut preface = [0u8; 24];
-            s.read_exact(&mut preface).unwrap();
+            let mut s = accept_client(&listener);
             let mut settings = Vec::new();
             frame(&mut settings, 0, SETTINGS, 0, 0);
             s.write_all(&settings).unwrap();
