@@ -42,6 +42,87 @@ fn request_timeout_when_the_origin_is_slower() {
     assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
 }
 
+/// A listener that never accepts, its accept queue full: the kernel drops further SYNs, so
+/// a connect to it hangs (until the client's SYN retries give up, a minute later).
+struct Unaccepting {
+    fd: libc::c_int,
+    addr: std::net::SocketAddr,
+    _queued: Vec<std::net::TcpStream>,
+}
+
+impl Unaccepting {
+    fn start() -> Unaccepting {
+        // SAFETY: plain socket calls on a socket of our own, with checked results.
+        let (fd, addr) = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket");
+            let mut sa: libc::sockaddr_in = std::mem::zeroed();
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(libc::bind(fd, &sa as *const _ as *const libc::sockaddr, len), 0, "bind");
+            assert_eq!(libc::listen(fd, 0), 0, "listen");
+            let mut len = len;
+            assert_eq!(libc::getsockname(fd, &mut sa as *mut _ as *mut libc::sockaddr, &mut len), 0);
+            (fd, std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, u16::from_be(sa.sin_port))))
+        };
+        // Fills the queue: connects until one is not answered.
+        let mut queued = Vec::new();
+        for _ in 0..8 {
+            match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(c) => queued.push(c),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Unaccepting { fd, addr, _queued: queued };
+                }
+                Err(e) => panic!("filling the accept queue: {e}"),
+            }
+        }
+        panic!("the accept queue never filled");
+    }
+}
+
+impl Drop for Unaccepting {
+    fn drop(&mut self) {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+#[test]
+fn a_connect_never_answered_ends_at_the_connect_timeout_or_the_request_s_if_sooner() {
+    let server = Unaccepting::start();
+    let url = format!("http://{}/", server.addr);
+    // (timeout, connect timeout, kind): each of two requests waits for the shorter bound, and
+    // is counted by it.
+    let table = [(5000, 300, "connect_timeout"), (300, 5000, "request_timeout")];
+    for (timeout, connect_timeout, kind) in table {
+        let mut p = plan(&url, closed(1));
+        p.requests = Some(2);
+        (p.timeout, p.connect_timeout) = (Duration::from_millis(timeout), Duration::from_millis(connect_timeout));
+        let t = Instant::now();
+        let s = run(p);
+        assert_eq!(errors_of(&s, kind), 2, "{kind}: {:?}", s.errors);
+        let took = t.elapsed();
+        assert!(took >= Duration::from_millis(600) && took < Duration::from_secs(3), "{kind}: two bounds: {took:?}");
+    }
+}
+
+#[test]
+fn a_slow_request_after_quick_ones_gets_its_whole_timeout() {
+    // The slot's one timer was armed by its first request: a later one is bounded from its
+    // own start, neither cut short by an earlier request's bound nor let run past its own.
+    let o = origin(ServeConfig::default());
+    let mut p = plan(&format!("{}/", o.url()), closed(1));
+    p.targets.push(barrage_plan::Target::new(http::Method::GET, &format!("{}/delay/3000", o.url())).unwrap());
+    (p.requests, p.timeout) = (Some(6), Duration::from_millis(300));
+    let s = run(p);
+    assert_eq!(errors_of(&s, "request_timeout"), 3, "{:?}", s.errors);
+    assert_eq!(s.requests.ok, 3);
+    let timed_out = &s.latency_by_class["error"];
+    assert!(timed_out.min_us >= 300_000, "cut short: {} µs", timed_out.min_us);
+    assert!(timed_out.max_us < 450_000, "ran past its bound: {} µs", timed_out.max_us);
+}
+
 #[test]
 fn silent_server_times_out_and_the_run_ends_on_time() {
     let f = FaultServer::start(Fault::Silent);

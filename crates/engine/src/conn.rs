@@ -156,16 +156,15 @@ impl Connector {
         self.rounds
     }
 
-    /// Opens a stream to `ep` within the connect timeout, recording DNS, connect and TLS
-    /// durations into `phases`; with it, the protocol the server chose by ALPN (HTTP/2 when
-    /// it said `h2`; over cleartext, the run's choice).
-    pub async fn connect(
-        &self,
-        ep: &Endpoint,
-        phases: &mut crate::exchange::Phases,
-    ) -> Result<(Stream, bool), Failure> {
-        let opening = tokio::time::timeout(self.connect_timeout, self.open(ep, phases));
-        let stream = opening.await.map_err(|_| self.timed_out(ep))??;
+    /// Opens a stream to `ep`, recording DNS, connect and TLS durations into `phases`, and
+    /// marking the opening there so that the slot's watchdog bounds it by the connect
+    /// timeout; with it, the protocol the server chose by ALPN (HTTP/2 when it said `h2`;
+    /// over cleartext, the run's choice).
+    pub async fn connect(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<(Stream, bool), Failure> {
+        phases.opening(Some(Instant::now()));
+        let stream = self.open(ep, phases).await;
+        phases.opening(None);
+        let stream = stream?;
         let h2 = match &stream {
             Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
             Stream::Left(_) => self.http2,
@@ -183,7 +182,7 @@ impl Connector {
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
     /// connect and TLS into `phases`, without the connect timeout (the caller's bound).
-    pub(crate) async fn open(&self, ep: &Endpoint, phases: &mut crate::exchange::Phases) -> Result<Stream, Failure> {
+    pub(crate) async fn open(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<Stream, Failure> {
         use barrage_metrics::Phase;
         let addr = self.address(ep, phases).await?;
         let t = Instant::now();
@@ -198,7 +197,9 @@ impl Connector {
         let stream = match (&self.tls, ep.tls) {
             (Some(cfg), true) => {
                 let t = Instant::now();
-                let tls = self.handshake(cfg, ep, tcp).await?;
+                // Boxed: rustls's state is kilobytes, which a cleartext request's future
+                // would otherwise carry (and copy) too.
+                let tls = Box::pin(self.handshake(cfg, ep, tcp)).await?;
                 phases.set(Phase::Tls, t.elapsed());
                 Stream::Right(Box::new(tls))
             }
@@ -208,11 +209,7 @@ impl Connector {
     }
 
     /// The address of `ep`: `--resolve`'s or the IP literal, else looked up (the DNS phase).
-    pub(crate) async fn address(
-        &self,
-        ep: &Endpoint,
-        phases: &mut crate::exchange::Phases,
-    ) -> Result<SocketAddr, Failure> {
+    pub(crate) async fn address(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<SocketAddr, Failure> {
         match ep.fixed_addr {
             Some(a) => Ok(a),
             None => {

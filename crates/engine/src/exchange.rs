@@ -4,6 +4,7 @@
 use crate::conn::{Endpoint, Failure};
 use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::thread::Worker;
+use crate::watchdog::{Expired, Watchdog};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
@@ -12,17 +13,45 @@ use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Phase durations of one request, `None` where the phase did not happen.
+/// The timing of one attempt, filled as it goes: each phase's duration (`None` where the
+/// phase did not happen), and while a connection is being opened, when that began (its
+/// connect timeout runs from then). Cells, so that the slot's [`Watchdog`] reads it while
+/// the attempt fills it.
 #[derive(Default)]
-pub struct Phases(pub [Option<Duration>; barrage_metrics::sample::PHASE_COUNT]);
+pub struct Phases {
+    durations: [Cell<Option<Duration>>; barrage_metrics::sample::PHASE_COUNT],
+    opening: Cell<Option<Instant>>,
+}
 
 impl Phases {
     /// Records a phase.
-    pub fn set(&mut self, p: Phase, d: Duration) {
-        self.0[p as usize] = Some(d);
+    pub fn set(&self, p: Phase, d: Duration) {
+        self.durations[p as usize].set(Some(d));
+    }
+
+    /// A phase's duration, if it happened.
+    pub fn get(&self, p: Phase) -> Option<Duration> {
+        self.durations[p as usize].get()
+    }
+
+    /// Every phase's duration, as a sample keeps them.
+    pub fn values(&self) -> [Option<Duration>; barrage_metrics::sample::PHASE_COUNT] {
+        std::array::from_fn(|i| self.durations[i].get())
+    }
+
+    /// Marks a connection's opening (DNS, connect, TLS) as begun at `at`, or, with `None`,
+    /// as over.
+    pub(crate) fn opening(&self, at: Option<Instant>) {
+        self.opening.set(at);
+    }
+
+    /// When the opening of a connection under way began.
+    pub(crate) fn opening_since(&self) -> Option<Instant> {
+        self.opening.get()
     }
 }
 
@@ -447,6 +476,8 @@ pub struct Slot {
     timer: Option<crate::thread::PreciseTimer>,
     /// Worker (closed loop) or slot (open loop) number within the run, for the log.
     worker: usize,
+    /// Bounds its attempts and their openings of connections. Made at the first.
+    watchdog: Option<Watchdog>,
 }
 
 /// One request to make.
@@ -474,7 +505,7 @@ pub struct Job {
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {
-        Slot { conn: None, shared: None, backend: None, timer: None, worker }
+        Slot { conn: None, shared: None, backend: None, timer: None, worker, watchdog: None }
     }
 
     /// The slot's number within the run.
@@ -519,7 +550,7 @@ impl Slot {
     async fn exchange(&mut self, w: &Worker, job: Job, mut io: Option<&mut StepIo<'_>>) -> Outcome {
         let started = if job.starts_now { job.intended } else { w.start.elapsed() };
         w.recorder.borrow_mut().record_sent();
-        let mut phases = Phases::default();
+        let phases = Phases::default();
         let (target, id) = match (&w.targets[..], &io) {
             (all, Some(io)) => (&all[io.step.target], 0),
             (all, None) => (&all[job.target as usize], job.id),
@@ -528,12 +559,19 @@ impl Slot {
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
-        let res =
-            tokio::time::timeout(w.plan.timeout, self.attempt(w, target, what, &mut phases, io.as_deref_mut())).await;
+        // Taken while the attempt borrows the slot; a cancelled one's is made again.
+        let mut dog =
+            self.watchdog.take().unwrap_or_else(|| Watchdog::new(w.plan.timeout, w.connector.connect_timeout()));
+        let began = crate::thread::instant_at(w.start, started);
+        let res = dog.bound(began, &phases, self.attempt(w, target, what, &phases, io.as_deref_mut())).await;
+        self.watchdog = Some(dog);
         let done = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
-            Err(_) => self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout")),
+            Err(Expired::Attempt) => {
+                self.failed(w, Failure::new(ErrorKind::RequestTimeout, "no complete response within --timeout"))
+            }
+            Err(Expired::Opening) => self.failed(w, w.connector.timed_out(&w.endpoints[target.endpoint])),
         };
         let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
         if !w.plan.keepalive {
@@ -543,7 +581,7 @@ impl Slot {
             intended: job.intended,
             started,
             ended,
-            phases: phases.0,
+            phases: phases.values(),
             outcome: done.outcome,
             bytes_in: done.bytes_in,
             bytes_out: done.bytes_out,
@@ -678,7 +716,7 @@ impl Slot {
         w: &Worker,
         t: &Prepared,
         what: (u64, u64),
-        phases: &mut Phases,
+        phases: &Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
         let fresh = self.connect_if_needed(w, t.endpoint, phases, None).await?;
@@ -721,7 +759,7 @@ impl Slot {
         w: &Worker,
         target: &Prepared,
         (id, number): (u64, u64),
-        phases: &mut Phases,
+        phases: &Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
         let conn = &mut self.conn.as_mut().expect("connected by the caller").1;
@@ -768,7 +806,7 @@ impl Slot {
         &mut self,
         w: &Worker,
         endpoint: usize,
-        phases: &mut Phases,
+        phases: &Phases,
         lost: Option<&Conn>,
     ) -> Result<bool, Failure> {
         if let Some(shared) = &self.shared {
@@ -778,7 +816,8 @@ impl Slot {
                 }
             }
             let ep = (endpoint, &w.endpoints[endpoint]);
-            let (conn, opened) = shared.conn(&w.connector, ep, phases, lost).await?;
+            // Boxed: the opening's state is large, and rare (once per connection).
+            let (conn, opened) = Box::pin(shared.conn(&w.connector, ep, phases, lost)).await?;
             if opened {
                 count_connection(w, &conn)?;
             }

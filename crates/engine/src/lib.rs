@@ -29,6 +29,7 @@ pub mod reqlog;
 mod schedule;
 mod thread;
 mod watch;
+mod watchdog;
 
 pub use events::ScheduledCommand;
 pub use watch::{Watch, WatchTarget};

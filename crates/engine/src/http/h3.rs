@@ -128,16 +128,17 @@ struct State {
 }
 
 impl Conn {
-    /// Opens a connection to `ep` within the connect timeout: DNS (unless the address is
-    /// known), then the QUIC handshake, recorded as `connect`.
-    pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &mut Phases) -> Result<Conn, Failure> {
-        match tokio::time::timeout(connector.connect_timeout(), Self::handshake(connector, ep, phases)).await {
-            Ok(r) => r,
-            Err(_) => Err(connector.timed_out(ep)),
-        }
+    /// Opens a connection to `ep`: DNS (unless the address is known), then the QUIC
+    /// handshake, recorded as `connect`; marked as an opening in `phases`, so that the
+    /// slot's watchdog bounds it by the connect timeout.
+    pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &Phases) -> Result<Conn, Failure> {
+        phases.opening(Some(Instant::now()));
+        let conn = Self::handshake(connector, ep, phases).await;
+        phases.opening(None);
+        conn
     }
 
-    async fn handshake(connector: &Connector, ep: &Endpoint, phases: &mut Phases) -> Result<Conn, Failure> {
+    async fn handshake(connector: &Connector, ep: &Endpoint, phases: &Phases) -> Result<Conn, Failure> {
         let q = connector.quic.as_ref().expect("an HTTP/3 run has a QUIC configuration");
         let addr = connector.address(ep, phases).await?;
         let t = Instant::now();

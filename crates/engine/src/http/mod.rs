@@ -122,7 +122,7 @@ pub(crate) struct Answer {
 
 impl Answer {
     /// The send, wait and receive phases of the exchange.
-    pub(crate) fn phases(&self, phases: &mut Phases) {
+    pub(crate) fn phases(&self, phases: &Phases) {
         use barrage_metrics::Phase;
         let waited_from = match self.written {
             Some(written) => {
@@ -151,13 +151,17 @@ impl Conn {
     /// Opens a connection to `ep`: DNS, connect and TLS go into `phases`. HTTP/2 when the
     /// server agreed to it (ALPN) or the run asked for it over cleartext; HTTP/3 (QUIC)
     /// when the run asked for it.
-    pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &mut Phases) -> Result<Conn, Failure> {
+    pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &Phases) -> Result<Conn, Failure> {
+        // QUIC's and HTTP/2's openings are boxed: held in place, their states would make
+        // every request's future kilobytes larger, copied as it is built, for the few
+        // requests that open a connection of theirs.
         if connector.quic.is_some() {
-            return Ok(Conn::H3(h3::Conn::open(connector, ep, phases).await?));
+            return Ok(Conn::H3(Box::pin(h3::Conn::open(connector, ep, phases)).await?));
         }
         let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
-            return Ok(Conn::H2(h2::Conn::handshake(stream, connector.streams(), connector.rounds()).await?));
+            let handshake = h2::Conn::handshake(stream, connector.streams(), connector.rounds());
+            return Ok(Conn::H2(Box::pin(handshake).await?));
         }
         Ok(Conn::H1(h1::Conn::new(stream)))
     }
@@ -239,7 +243,9 @@ impl Conn {
         match self {
             Conn::H1(c) => c.exchange(out, reading, start).await,
             Conn::H2(c) => c.exchange(out, reading, start).await,
-            Conn::H3(c) => c.exchange(out, reading, start).await,
+            // Boxed: h3's request future is over a kilobyte, which every HTTP/1.1 and HTTP/2
+            // request's future would carry (and copy) too; QUIC allocates per stream anyway.
+            Conn::H3(c) => Box::pin(c.exchange(out, reading, start)).await,
         }
     }
 }

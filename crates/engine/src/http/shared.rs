@@ -55,7 +55,7 @@ impl Shared {
         &self,
         connector: &Connector,
         (index, ep): (usize, &Endpoint),
-        phases: &mut Phases,
+        phases: &Phases,
         lost: Option<&Conn>,
     ) -> Result<(Conn, bool), Failure> {
         loop {
@@ -97,7 +97,7 @@ impl Shared {
         &self,
         connector: &Connector,
         (index, ep): (usize, &Endpoint),
-        phases: &mut Phases,
+        phases: &Phases,
     ) -> Result<(Conn, bool), Failure> {
         // If the caller's request is cancelled (its timeout) while opening, the others
         // are told, and one of them opens instead.

@@ -449,8 +449,7 @@ impl Group {
         let (keys, ranges) = (&self.keys, &self.ranges);
         // A command that opened its connection is sent when it is open; the others when
         // they began (one clock read fewer per command).
-        lane.submitted =
-            if lane.phases.0[Phase::Connect as usize].is_some() { w.start.elapsed() } else { lane.started };
+        lane.submitted = if lane.phases.get(Phase::Connect).is_some() { w.start.elapsed() } else { lane.started };
         let deadline = lane.started + w.plan.timeout;
         let parse = parse_of(plan.protocol, cmd);
         lane.state = State::InFlight;
@@ -487,7 +486,7 @@ impl Group {
             intended: job.intended,
             started: lane.started,
             ended,
-            phases: lane.phases.0,
+            phases: lane.phases.values(),
             outcome: done.outcome,
             bytes_in: done.bytes_in,
             bytes_out: done.bytes_out,

@@ -101,7 +101,7 @@ pub(super) fn done<'a>(
     submitted: std::time::Duration,
     bytes_out: u64,
     backend: &'a HeaderValue,
-    phases: &mut Phases,
+    phases: &Phases,
 ) -> Done<'a> {
     let written = a.written.max(submitted);
     phases.set(Phase::Send, written - submitted);
@@ -213,7 +213,7 @@ pub(super) async fn connect(
     connector: &Connector,
     run: &KvRun,
     server: usize,
-    phases: &mut Phases,
+    phases: &Phases,
 ) -> Result<Stream, Failure> {
     let ep = &run.endpoints[server];
     let opening = async {
@@ -222,7 +222,7 @@ pub(super) async fn connect(
         greet(&mut io, &run.hellos[server], run.plan.protocol, ep).await?;
         if run.hellos[server].1 > 0 {
             // HELLO, AUTH and SELECT are part of opening the connection, as TLS is.
-            let connect = phases.0[Phase::Connect as usize].unwrap_or_default();
+            let connect = phases.get(Phase::Connect).unwrap_or_default();
             phases.set(Phase::Connect, connect + t.elapsed());
         }
         Ok::<_, Failure>(io)
