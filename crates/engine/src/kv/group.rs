@@ -317,8 +317,8 @@ impl Group {
     fn open(&mut self, server: usize, lane: usize) {
         let (connector, run) = (self.w.connector.clone(), self.run.clone());
         let connecting = Box::pin(async move {
-            let mut phases = Phases::default();
-            let opened = connect(&connector, &run, server, &mut phases).await;
+            let phases = Phases::default();
+            let opened = connect(&connector, &run, server, &phases).await;
             (opened, phases)
         });
         self.links[server] = Link::Opening { opener: lane as u32, connecting };
@@ -477,7 +477,7 @@ impl Group {
         let lane = &mut self.lanes[i];
         let label = &run.labels[lane.server];
         let done = match result {
-            Ok(a) => done(a, lane.submitted, lane.bytes_out, label, &mut lane.phases),
+            Ok(a) => done(a, lane.submitted, lane.bytes_out, label, &lane.phases),
             Err(f) => failure_done(w, f),
         };
         let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
