@@ -156,15 +156,10 @@ impl Connector {
         self.rounds
     }
 
-    /// Opens a stream to `ep`, recording DNS, connect and TLS durations into `phases`, and
-    /// marking the opening there so that the slot's watchdog bounds it by the connect
-    /// timeout; with it, the protocol the server chose by ALPN (HTTP/2 when it said `h2`;
-    /// over cleartext, the run's choice).
+    /// Opens a stream to `ep` as [`Connector::open`] does; with it, the protocol the server
+    /// chose by ALPN (HTTP/2 when it said `h2`; over cleartext, the run's choice).
     pub async fn connect(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<(Stream, bool), Failure> {
-        phases.opening(Some(Instant::now()));
-        let stream = self.open(ep, phases).await;
-        phases.opening(None);
-        let stream = stream?;
+        let stream = self.open(ep, phases).await?;
         let h2 = match &stream {
             Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
             Stream::Left(_) => self.http2,
@@ -181,11 +176,14 @@ impl Connector {
     }
 
     /// Opens a stream to `ep` (TCP, then TLS when the endpoint asks for it), timing DNS,
-    /// connect and TLS into `phases`, without the connect timeout (the caller's bound).
+    /// connect and TLS into `phases`. The opening is marked there while under way, for the
+    /// slot's watchdog to bound by the connect timeout (a key-value connection's opening is
+    /// bounded by its caller).
     pub(crate) async fn open(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<Stream, Failure> {
         use barrage_metrics::Phase;
-        let addr = self.address(ep, phases).await?;
-        let t = Instant::now();
+        let began = Instant::now();
+        phases.opening(Some(began));
+        let (addr, t) = self.address(ep, phases, began).await?;
         let tcp = match self.bind {
             None => TcpStream::connect(addr).await,
             Some(local) => connect_from(local, addr).await,
@@ -205,18 +203,26 @@ impl Connector {
             }
             _ => Stream::Left(tcp),
         };
+        phases.opening(None);
         Ok(stream)
     }
 
-    /// The address of `ep`: `--resolve`'s or the IP literal, else looked up (the DNS phase).
-    pub(crate) async fn address(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<SocketAddr, Failure> {
+    /// The address of `ep`, for an opening that `began` then: `--resolve`'s or the IP
+    /// literal, else looked up (the DNS phase). With it, when the lookup ended (`began`
+    /// when there was none): when the connect starts.
+    pub(crate) async fn address(
+        &self,
+        ep: &Endpoint,
+        phases: &crate::exchange::Phases,
+        began: Instant,
+    ) -> Result<(SocketAddr, Instant), Failure> {
         match ep.fixed_addr {
-            Some(a) => Ok(a),
+            Some(a) => Ok((a, began)),
             None => {
-                let t = Instant::now();
                 let addr = resolve(ep).await?;
-                phases.set(barrage_metrics::Phase::Dns, t.elapsed());
-                Ok(addr)
+                let looked_up = Instant::now();
+                phases.set(barrage_metrics::Phase::Dns, looked_up - began);
+                Ok((addr, looked_up))
             }
         }
     }

@@ -132,16 +132,16 @@ impl Conn {
     /// handshake, recorded as `connect`; marked as an opening in `phases`, so that the
     /// slot's watchdog bounds it by the connect timeout.
     pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &Phases) -> Result<Conn, Failure> {
-        phases.opening(Some(Instant::now()));
-        let conn = Self::handshake(connector, ep, phases).await;
+        let began = Instant::now();
+        phases.opening(Some(began));
+        let conn = Self::handshake(connector, ep, phases, began).await;
         phases.opening(None);
         conn
     }
 
-    async fn handshake(connector: &Connector, ep: &Endpoint, phases: &Phases) -> Result<Conn, Failure> {
+    async fn handshake(connector: &Connector, ep: &Endpoint, phases: &Phases, began: Instant) -> Result<Conn, Failure> {
         let q = connector.quic.as_ref().expect("an HTTP/3 run has a QUIC configuration");
-        let addr = connector.address(ep, phases).await?;
-        let t = Instant::now();
+        let (addr, t) = connector.address(ep, phases, began).await?;
         let socket = udp_socket(addr, connector.bind).map_err(connect_failure)?;
         let mut unreachable = socket.try_clone().and_then(unreachable).map_err(connect_failure)?;
         let runtime = Arc::new(quinn::TokioRuntime);
