@@ -196,7 +196,7 @@ impl Connector {
             (Some(cfg), true) => {
                 let t = Instant::now();
                 // Boxed: rustls's state is kilobytes, which a cleartext request's future
-                // would otherwise carry (and copy) too.
+                // would otherwise carry too.
                 let tls = Box::pin(self.handshake(cfg, ep, tcp)).await?;
                 phases.set(Phase::Tls, t.elapsed());
                 Stream::Right(Box::new(tls))

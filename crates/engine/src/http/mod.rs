@@ -153,8 +153,8 @@ impl Conn {
     /// when the run asked for it.
     pub(crate) async fn open(connector: &Connector, ep: &Endpoint, phases: &Phases) -> Result<Conn, Failure> {
         // QUIC's and HTTP/2's openings are boxed: held in place, their states would make
-        // every request's future kilobytes larger, copied as it is built, for the few
-        // requests that open a connection of theirs.
+        // every request's future (which each in-flight slot holds) kilobytes larger, for
+        // the few requests that open a connection of theirs.
         if connector.quic.is_some() {
             return Ok(Conn::H3(Box::pin(h3::Conn::open(connector, ep, phases)).await?));
         }
@@ -244,7 +244,7 @@ impl Conn {
             Conn::H1(c) => c.exchange(out, reading, start).await,
             Conn::H2(c) => c.exchange(out, reading, start).await,
             // Boxed: h3's request future is over a kilobyte, which every HTTP/1.1 and HTTP/2
-            // request's future would carry (and copy) too; QUIC allocates per stream anyway.
+            // request's future would carry too; QUIC allocates per stream anyway.
             Conn::H3(c) => Box::pin(c.exchange(out, reading, start)).await,
         }
     }
