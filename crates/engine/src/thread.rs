@@ -607,8 +607,9 @@ fn worker_task(
                 // ended in this turn of the runtime finish theirs before it opens its next:
                 // the server then takes the new connections in one wake-up rather than one
                 // each. Measured against nginx: its context switches per request fell from
-                // 0.53-0.63 to 0.44-0.47, and the generator's CPU per request by 2-5 %. The
-                // next request starts after the wait, so it is in no latency.
+                // 0.74-0.77 to 0.53-0.64, and the generator's CPU per request by 3-6 %
+                // (bench/results/2026-11-26_1035-i17-watchdog-gather.md). The next request
+                // starts after the wait, so it is in no latency.
                 tokio::task::yield_now().await;
             } else {
                 // A failure that returns at once (a refused connect on loopback, EMFILE)
