@@ -1,7 +1,7 @@
 //! Targets that refuse, reset, stall or answer garbage: counted and classified, never a hang.
 
 use crate::util::{barrage, closed, errors_of, origin, plan, refused_url, run, Fault, FaultServer};
-use barrage_engine::{Load, Pacer};
+use barrage_engine::{Load, Pacer, Plan};
 use barrage_server::ServeConfig;
 use std::time::{Duration, Instant};
 
@@ -111,13 +111,30 @@ fn a_connect_never_answered_ends_at_the_connect_timeout_or_the_request_s_if_soon
 fn a_slow_request_after_quick_ones_gets_its_whole_timeout() {
     // The slot's one timer was armed by its first request: a later one is bounded from its
     // own start, neither cut short by an earlier request's bound nor let run past its own.
+    slow_after_quick(|p| p.requests = Some(6));
+}
+
+#[test]
+fn a_slow_stream_among_quick_ones_gets_its_whole_timeout() {
+    // Over HTTP/2 the quick streams' answers wake the workers many times while a slow one
+    // waits, and the timer is polled only when its waker changed: it must still fire.
+    slow_after_quick(|p| {
+        (p.http2, p.streams, p.requests) = (true, 4, Some(12));
+    });
+}
+
+/// Alternating quick requests and ones the origin holds for 3 s, with a 300 ms timeout:
+/// every slow one times out between 300 and 450 ms, every quick one is answered.
+fn slow_after_quick(shape: impl FnOnce(&mut Plan)) {
     let o = origin(ServeConfig::default());
     let mut p = plan(&format!("{}/", o.url()), closed(1));
     p.targets.push(barrage_plan::Target::new(http::Method::GET, &format!("{}/delay/3000", o.url())).unwrap());
-    (p.requests, p.timeout) = (Some(6), Duration::from_millis(300));
+    p.timeout = Duration::from_millis(300);
+    shape(&mut p);
+    let half = p.requests.unwrap() / 2;
     let s = run(p);
-    assert_eq!(errors_of(&s, "request_timeout"), 3, "{:?}", s.errors);
-    assert_eq!(s.requests.ok, 3);
+    assert_eq!(errors_of(&s, "request_timeout"), half, "{:?}", s.errors);
+    assert_eq!(s.requests.ok, half);
     let timed_out = &s.latency_by_class["error"];
     assert!(timed_out.min_us >= 300_000, "cut short: {} µs", timed_out.min_us);
     assert!(timed_out.max_us < 450_000, "ran past its bound: {} µs", timed_out.max_us);

@@ -12,8 +12,8 @@
 
 use crate::exchange::Phases;
 use std::future::Future;
-use std::pin::{pin, Pin};
-use std::task::Poll;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
@@ -26,9 +26,44 @@ pub(crate) enum Expired {
     Opening,
 }
 
+pin_project_lite::pin_project! {
+    /// An attempt under its bounds: [`Watchdog::bound`].
+    pub(crate) struct Bound<'a, F> {
+        dog: &'a mut Watchdog,
+        due: Instant,
+        phases: &'a Phases,
+        #[pin]
+        attempt: F,
+    }
+}
+
+impl<F: Future> Future for Bound<'_, F> {
+    type Output = Result<F::Output, Expired>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(out) = this.attempt.poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        let dog = this.dog;
+        while dog.fired(cx) {
+            let next = match dog.passed(*this.due, this.phases.opening_since(), Instant::now()) {
+                Ok(next) => next,
+                Err(expired) => return Poll::Ready(Err(expired)),
+            };
+            dog.sleep.as_mut().reset(next.into());
+            dog.waker = None;
+        }
+        Poll::Pending
+    }
+}
+
 /// One slot's timer for its attempts' bounds.
 pub(crate) struct Watchdog {
     sleep: Pin<Box<Sleep>>,
+    /// The waker `sleep` was last polled with, since it was last set: while a poll's waker
+    /// is the same, the timer will wake it, and whether it fired is a load, not a poll.
+    waker: Option<Waker>,
     timeout: Duration,
     connect_timeout: Duration,
 }
@@ -37,33 +72,35 @@ impl Watchdog {
     /// A watchdog for attempts bounded by `timeout`, their openings by `connect_timeout`.
     pub(crate) fn new(timeout: Duration, connect_timeout: Duration) -> Watchdog {
         let first = crate::thread::instant_at(Instant::now(), timeout.min(connect_timeout));
-        Watchdog { sleep: Box::pin(tokio::time::sleep_until(first.into())), timeout, connect_timeout }
+        Watchdog { sleep: Box::pin(tokio::time::sleep_until(first.into())), waker: None, timeout, connect_timeout }
     }
 
     /// Runs `attempt`, which began at `began` and fills `phases`, until it ends or one of
     /// its bounds passes (then it is dropped, cancelled).
-    pub(crate) async fn bound<F: Future>(
-        &mut self,
-        began: Instant,
-        phases: &Phases,
-        attempt: F,
-    ) -> Result<F::Output, Expired> {
+    ///
+    /// A future of its own rather than an `async fn`: an `async fn` keeps its argument and
+    /// the pinned copy of it side by side, which doubled the attempt in every future above
+    /// it, and each of those is copied whole into its caller's once a request.
+    pub(crate) fn bound<'a, F: Future>(&'a mut self, began: Instant, phases: &'a Phases, attempt: F) -> Bound<'a, F> {
         let due = crate::thread::instant_at(began, self.timeout);
-        let mut attempt = pin!(attempt);
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = attempt.as_mut().poll(cx) {
-                return Poll::Ready(Ok(out));
-            }
-            while self.sleep.as_mut().poll(cx).is_ready() {
-                let next = match self.passed(due, phases.opening_since(), Instant::now()) {
-                    Ok(next) => next,
-                    Err(expired) => return Poll::Ready(Err(expired)),
-                };
-                self.sleep.as_mut().reset(next.into());
-            }
-            Poll::Pending
-        })
-        .await
+        Bound { dog: self, due, phases, attempt }
+    }
+
+    /// Whether the timer fired. An attempt is polled several times a request (its
+    /// connection's readiness, its stream's wake-ups), and polling the timer registers the
+    /// waker again each time (5 % of the client's time over HTTP/2): it is polled only when
+    /// the waker it has is not this poll's. Polled outside the task's budget, so that a
+    /// poll always registers the waker: a timer refused for want of budget would keep no
+    /// waker, and a stalled attempt would never learn that it fired.
+    fn fired(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            return self.sleep.is_elapsed();
+        }
+        if Pin::new(&mut tokio::task::unconstrained(self.sleep.as_mut())).poll(cx).is_ready() {
+            return true;
+        }
+        self.waker = Some(cx.waker().clone());
+        false
     }
 
     /// At `now`, with the attempt due by `due` and a connection opening since `opening`:
@@ -90,6 +127,7 @@ mod tests {
     fn the_opening_s_bound_comes_first_and_the_next_look_is_the_nearest_bound() {
         let dog = |timeout, connect| Watchdog {
             sleep: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            waker: None,
             timeout: Duration::from_secs(timeout),
             connect_timeout: Duration::from_secs(connect),
         };
