@@ -610,3 +610,33 @@ fn capacity_over_redis_counts_what_redis_counted() {
     let info = redis(addr, &["INFO", "commandstats"]);
     assert_eq!(sent, info_number(&info, "cmdstat_set") + info_number(&info, "cmdstat_get"), "{info}");
 }
+
+/// `--ratio 1:1 -c 4 -d 3s` holds whichever command is faster: each connection runs the
+/// ratio's round itself (memtier's way), so SETs and GETs differ by at most one per
+/// connection, by Redis's own `cmdstat_set` and `cmdstat_get`, at 32-byte values and at
+/// 8 MiB ones (where a SET costs far more than a GET of a missing key). The round used to
+/// go by the request's number: with two engine threads one connection sent only SETs and
+/// another only GETs (87 SETs to 2,234 GETs at 8 MiB).
+#[test]
+fn a_ratio_holds_on_every_connection_whichever_command_is_faster() {
+    let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
+    let (url, addr) = (bed.url("redis-1"), bed.addr("redis-1"));
+    for size in ["32", "8m"] {
+        assert_eq!(redis(addr, &["FLUSHALL"]), "+OK");
+        assert_eq!(redis(addr, &["CONFIG", "RESETSTAT"]), "+OK");
+        let args = [url.as_str(), "--ratio", "1:1", "-c", "4", "-d", "3s", "--threads", "2"];
+        let s = run_kv(
+            bed.dir(),
+            &format!("ratio-{size}"),
+            &[&args[..], &["--data-size", size, "--key-maximum", "9"]].concat(),
+        );
+        let info = redis(addr, &["INFO", "commandstats"]);
+        let (set, get) = (info_number(&info, "cmdstat_set"), info_number(&info, "cmdstat_get"));
+        assert_eq!((by_name(&s, "SET").requests, by_name(&s, "GET").requests), (set, get), "{size}");
+        assert!(set + get > 100, "{size}: {set} SETs, {get} GETs");
+        assert!(
+            set.abs_diff(get) <= 4,
+            "{size}: {set} SETs against {get} GETs, more than a round per connection apart"
+        );
+    }
+}

@@ -192,3 +192,38 @@ fn phases_replay_the_stream_fill_then_measure() {
     assert_eq!(hit_ratio("fill"), 0.0);
     assert_eq!(hit_ratio("measure"), 1.0);
 }
+
+/// A closed loop over a two-target file: every worker sends both targets, in turn, whichever
+/// thread it runs on (the round used to go by the request's number, and with two engine
+/// threads half the workers sent only the first target and half only the second).
+#[test]
+fn every_closed_loop_worker_sends_every_target_of_a_file() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let targets = dir.path().join("targets.txt");
+    let file = format!("# name: put\nPUT {0}/store/a\n@{1}\n\n# name: get\nGET {0}/bytes/10\n", o.url(), "body.txt");
+    std::fs::write(dir.path().join("body.txt"), "x").unwrap();
+    std::fs::write(&targets, file).unwrap();
+    let log = dir.path().join("log.csv");
+    let out = barrage()
+        .current_dir(dir.path())
+        .args(["run", "-c", "20", "-n", "400", "--threads", "2", "--targets"])
+        .arg(&targets)
+        .arg("--log")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut header = text.lines().next().unwrap().split(',');
+    let (worker, name) =
+        (header.clone().position(|c| c == "worker").unwrap(), header.position(|c| c == "name").unwrap());
+    let mut sent: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for line in text.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        sent.entry(cells[worker].to_string()).or_default().insert(cells[name].to_string());
+    }
+    assert_eq!(sent.len(), 20, "every worker sent: {sent:?}");
+    let one_sided: Vec<_> = sent.iter().filter(|(_, names)| names.len() < 2).collect();
+    assert!(one_sided.is_empty(), "workers that sent one target only: {one_sided:?}");
+}

@@ -326,10 +326,33 @@ impl Pool {
     }
 }
 
+/// A closed-loop worker's (or key-value lane's) place in the round of targets: it takes
+/// a whole round of the quota at a time and sends it itself (memtier's way), so the mix
+/// holds on every worker, and with `-n` over the run exactly.
+#[derive(Default)]
+pub(crate) struct Turns {
+    /// Its next request's place in its round.
+    next: u64,
+    /// Requests of its round not sent yet.
+    left: u64,
+}
+
+impl Turns {
+    /// This turn, the next one taken.
+    fn take(&mut self) -> u64 {
+        self.next += 1;
+        self.next - 1
+    }
+}
+
 /// What the workers of a closed loop (or the lanes of its key-value groups) share: the
 /// quota of requests, their turns, and when the attack ended.
 pub(crate) struct Closed {
     quota: Option<Cell<u64>>,
+    /// The requests of a round ([`Plan::round`]), which a worker takes from the quota at once.
+    round: u64,
+    /// Requests the workers took from the quota and have not sent yet.
+    taken: Cell<u64>,
     turn: Cell<u64>,
     attack_end: Cell<Duration>,
     /// The end of the loop's window.
@@ -350,6 +373,8 @@ impl Closed {
         };
         Closed {
             quota,
+            round: w.plan.round(),
+            taken: Cell::new(0),
             turn: Cell::new(0),
             attack_end: Cell::new(Duration::ZERO),
             deadline,
@@ -363,19 +388,29 @@ impl Closed {
     /// Whether a worker may start another request (or flow) at `now`: `Some(last)` (true
     /// for the quota's last), or `None` when it stops (`stopped` by Ctrl-C, the window's
     /// end, the quota used up), the attack's end noted.
-    pub(crate) fn admit(&self, now: Duration, stopped: bool) -> Option<bool> {
+    pub(crate) fn admit(&self, now: Duration, stopped: bool, turns: &mut Turns) -> Option<bool> {
         if stopped || self.deadline.is_some_and(|d| now >= d) {
             self.ended_at(self.deadline.map_or(now, |d| now.min(d)));
             return None;
         }
-        let last = match &self.quota {
-            Some(q) if q.get() == 0 => return None,
-            Some(q) => {
-                q.set(q.get() - 1);
-                q.get() == 0
-            }
-            None => false,
-        };
+        if turns.left == 0 {
+            // A new round: taken whole from the quota (its rest, at the end), so that with
+            // `-n 5500` and `--ratio 1:10` the run sends exactly 500 SETs.
+            let round = match &self.quota {
+                Some(q) if q.get() == 0 => return None,
+                Some(q) => {
+                    let r = q.get().min(self.round);
+                    q.set(q.get() - r);
+                    r
+                }
+                None => self.round,
+            };
+            *turns = Turns { next: 0, left: round };
+            self.taken.set(self.taken.get() + round);
+        }
+        turns.left -= 1;
+        self.taken.set(self.taken.get() - 1);
+        let last = self.quota.as_ref().is_some_and(|q| q.get() == 0) && self.taken.get() == 0;
         if last {
             // The quota's last request: the attack ends as it is sent.
             self.ended_at(now);
@@ -383,16 +418,17 @@ impl Closed {
         Some(last)
     }
 
-    /// The next request, admitted at `now`, with its number taken.
-    pub(crate) fn request(&self, now: Duration) -> Job {
+    /// The next request of a worker whose own turns are at `turn`, admitted at `now`, with
+    /// its number taken.
+    pub(crate) fn request(&self, now: Duration, turn: &mut Turns) -> Job {
         // The thread's requests take the numbers of its lane in the order they start, so
-        // the threads' (and shards') numbers together are 0, 1, 2, … and rounds are exact
-        // over the run, whichever worker is free first (with `-n 5500`, exactly 500 SETs
-        // of `--ratio 1:10`, and round robin visits every target once per round).
+        // the threads' (and shards') numbers together are 0, 1, 2, …: what request k asks
+        // for (its id, its value's size) is the same however the run is split. Its target
+        // goes by the worker's own turn (see `Plan::request_of`).
         let (lane, lanes) = self.lane;
         let k = lane + self.turn.get() * lanes;
         self.turn.set(self.turn.get() + 1);
-        let (target, id) = (self.request_of)(k, self.picker.at(k));
+        let (target, id) = (self.request_of)(turn.take(), self.picker.at(k));
         Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true }
     }
 
@@ -513,6 +549,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Done { attack_end } => break base + attack_end,
             };
             let free = pool.idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
+            // An open loop's turn is the arrival's number: the round is exact over the run.
             let (target, id) = request_of(k, picker.at(k));
             free.dispatch(Job { intended, target, id, number: k, late, attempt: 1, starts_now: false });
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
@@ -577,15 +614,16 @@ fn worker_task(
     let new_connections = !w.plan.keepalive;
     tokio::task::spawn_local(async move {
         let mut iteration = 0;
+        let mut turns = Turns::default();
         if !first.is_zero() {
             // A worker whose turn in the ramp comes after the end never starts.
             PreciseTimer::new().sleep_until(instant_at(w.start, first.min(deadline.unwrap_or(first)))).await;
         }
         loop {
             let now = w.start.elapsed();
-            let Some(last) = closed.admit(now, w.stop.is_cancelled()) else { return };
+            let Some(last) = closed.admit(now, w.stop.is_cancelled(), &mut turns) else { return };
             match work {
-                Work::Requests => slot.request(&w, closed.request(now)).await,
+                Work::Requests => slot.request(&w, closed.request(now, &mut turns)).await,
                 Work::Flows(g) => {
                     let job =
                         Job { intended: now, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false };

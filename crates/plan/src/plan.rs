@@ -364,11 +364,36 @@ impl Plan {
         self.kv.is_some() || self.targets.iter().any(|t| t.id_template.is_some())
     }
 
-    /// How a client's `k`th turn, whose pick drew `draw`, becomes (target, id). Made once
-    /// per client, not asked per request: [`Plan::templated`] reads every target.
+    /// How a request becomes (target, id): `turn` is its place in its client's round of
+    /// targets, `draw` its pick. Made once per client, not asked per request:
+    /// [`Plan::templated`] reads every target.
+    ///
+    /// The targets go round by turns, not by the request's number: an open loop's turn is
+    /// its arrival's number, so the round is exact over the run; a closed loop's worker (or
+    /// key-value lane) counts its own turns, so it runs the whole round itself (memtier's
+    /// way). Rounds by number left each worker of a closed loop with the same few targets
+    /// (the numbers of a thread's lane step by the threads: with two, one worker sent only
+    /// SETs and another only GETs, and the mix followed whichever was faster).
     pub fn request_of(&self) -> impl Fn(u64, u64) -> (u64, u64) + Copy {
         let (templated, targets) = (self.templated(), self.targets.len() as u64);
-        move |k, draw| if templated { (k % targets, draw) } else { (draw, 0) }
+        let rounds = self.round() > 1;
+        move |turn, draw| match (templated, rounds) {
+            (true, _) => (turn % targets, draw),
+            (false, true) => (turn % targets, 0),
+            (false, false) => (draw, 0),
+        }
+    }
+
+    /// How many requests make one round of the targets, each target once (a key-value
+    /// run's `--ratio` round is one target per command): the targets of a template, or of
+    /// a round-robin pick, go in rounds; 1 when each request's target is drawn on its own.
+    pub fn round(&self) -> u64 {
+        let rounds = self.templated() || (self.pick == Pick::RoundRobin && self.hit_ratio.is_none());
+        if rounds {
+            self.targets.len().max(1) as u64
+        } else {
+            1
+        }
     }
 
     /// Checks what the types cannot: a template needs `--objects`, a Gaussian pick's median

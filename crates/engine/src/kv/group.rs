@@ -19,7 +19,7 @@ use super::conn::{Answered, KvConn};
 use super::run::{connect, done, encode, fill_keys, parse_of, KvRun};
 use crate::conn::{Failure, Stream};
 use crate::exchange::{failure_done, log_row, record_done, retry_pause, Job, Logged, Phases};
-use crate::thread::{instant_at, Closed, Free, Pool, Worker};
+use crate::thread::{instant_at, Closed, Free, Pool, Turns, Worker};
 use barrage_metrics::recorder::SampleKeys;
 use barrage_metrics::{Phase, Sample};
 use barrage_plan::kv::KvCommand;
@@ -122,6 +122,8 @@ struct Lane {
     last: bool,
     /// With `--retry`: the first attempt's intended start and whether it succeeded.
     first: (Duration, bool),
+    /// A closed loop's lane runs the round of commands itself (`--ratio`, `--command`).
+    turns: Turns,
 }
 
 impl Lane {
@@ -198,6 +200,7 @@ impl Group {
                 phases: Phases::default(),
                 last: false,
                 first: (Duration::ZERO, false),
+                turns: Turns::default(),
             })
             .collect();
         if let Feed::Open(pool) = &feed {
@@ -391,13 +394,13 @@ impl Group {
     /// A closed loop's lane `i` sends its next command at `now`, if its loop goes on.
     fn next_closed(&mut self, i: usize, now: Duration) {
         let Feed::Closed(closed) = &self.feed else { unreachable!("only a closed loop's lanes wait for their next") };
-        let Some(last) = closed.admit(now, self.stopped) else {
-            self.lanes[i].state = State::Done;
+        let lane = &mut self.lanes[i];
+        let Some(last) = closed.admit(now, self.stopped, &mut lane.turns) else {
+            lane.state = State::Done;
             return;
         };
-        let lane = &mut self.lanes[i];
         lane.last = last;
-        let job = closed.request(now);
+        let job = closed.request(now, &mut lane.turns);
         self.start(i, job, now);
     }
 
