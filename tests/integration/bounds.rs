@@ -201,6 +201,8 @@ fn crafted_replies(path: &std::path::Path, n: u64) -> usize {
                 bytes_out: 1,
                 late: false,
                 cache: barrage_metrics::CacheStatus::Unknown,
+                intent: Default::default(),
+                origin: Default::default(),
             });
         }
         let start_unix_ms = u64::from(index) * 1000;

@@ -529,6 +529,8 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
                 bytes_out: 10,
                 late: false,
                 cache,
+                intent: Default::default(),
+                origin: Default::default(),
             });
         }
         let (index, start_unix_ms) = (i as u32, start_ms + i as u64 * 1000);
@@ -546,6 +548,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         bound_reached: false,
         log_chunks_dropped: 0,
         peak_rss_kib: 0,
+        sent_prefix: 0,
     })
     .unwrap();
 }

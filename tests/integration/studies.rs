@@ -95,7 +95,7 @@ fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
         p.duration = None;
         p.objects = Some(1 << 30);
         p.hit_ratio = Some(0.0);
-        // Each case its own ids: the cases must not warm each other's objects.
+        // Each case its own seed; its own new objects are the study's doing.
         p.seed = 100 + c as u64;
         Ok(Built { main: Job::new(p), background: None })
     };
@@ -107,6 +107,7 @@ fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
         compare: vec!["workers".into()],
         repeats: 2,
         shuffle: Some(7),
+        seed: 7,
         warmup: None,
         pause: None,
         barrage: env!("CARGO_BIN_EXE_barrage").into(),

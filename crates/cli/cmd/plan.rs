@@ -29,6 +29,16 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
     Ok(job)
 }
 
+/// `--phases fill,measure[:LENGTH]`, checked. Flows draw no objects from the run's stream,
+/// so a scenario has no phases to fill and measure.
+pub fn phases(a: &RunArgs) -> anyhow::Result<Vec<barrage_plan::phases::PhaseSpec>> {
+    let phases = barrage_plan::phases::parse(&a.request.phases).map_err(|e| anyhow::anyhow!("--phases: {e}"))?;
+    if !phases.is_empty() && a.request.scenario.is_some() {
+        anyhow::bail!("--phases fills and measures a run's request stream; a --scenario's flows ask for what their steps say: drop --phases");
+    }
+    Ok(phases)
+}
+
 /// A study of several runs (`mode`) is not split or started at a time: each of its runs
 /// would be. Refused with the way to do it.
 pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
@@ -210,6 +220,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         hit_ratio: r.hit_ratio,
         objects: kv.as_ref().map_or(r.objects, |(_, _, keys)| Some(*keys)),
         seed: r.seed,
+        stream: barrage_plan::Stream::lone(r.seed),
         cache_rules: barrage_plan::CacheRules::new(m.cache_rules.clone()),
         backend_headers: if m.backend_headers.is_empty() {
             barrage_plan::default_backend_headers()

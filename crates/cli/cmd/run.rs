@@ -19,22 +19,17 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     }
     super::emit::check_outputs(&a.emit, a.gates.junit.as_deref())?;
     let job = super::plan::job(&a)?;
+    let phases = super::plan::phases(&a)?;
     let mut views = Views::start(&a.live, &stop, !a.request.phases.is_empty())?;
-    let sweep = Sweep {
-        base: job,
-        levels: Vec::new(),
-        step: Duration::ZERO,
-        phases: a.request.phases.clone(),
-        dir: None,
-        slos: a.gates.slo.clone(),
-    };
+    let sweep =
+        Sweep { base: job, levels: Vec::new(), step: Duration::ZERO, phases, dir: None, slos: a.gates.slo.clone() };
     let table = sweep.run(&mut Runner::new("run", stop, &mut views));
     views.finish();
     let table = table?;
     let phases = sweep.phases.len();
     let mut passed = true;
     for (i, row) in table.rows.iter().enumerate() {
-        let phase = sweep.phases.get(i).map(String::as_str);
+        let phase = sweep.phases.get(i).map(|p| p.name.as_str());
         if let (Some(name), Format::Text) = (phase, a.emit.format) {
             println!("== phase {}/{phases}: {name}\n", i + 1);
         }

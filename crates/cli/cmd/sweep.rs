@@ -49,7 +49,8 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
     super::plan::one_group(&base.plan, "sweep")?;
     // -o names a directory of level files.
     let dir = base.output.take();
-    let sweep = Sweep { base, levels, step, phases: a.request.phases.clone(), dir, slos: a.gates.slo.clone() };
+    let phases = super::plan::phases(&a)?;
+    let sweep = Sweep { base, levels, step, phases, dir, slos: a.gates.slo.clone() };
     let mut views = Views::start(&a.live, &stop, true)?;
     let table = sweep.run(&mut Runner::new("sweep", stop, &mut views));
     views.finish();

@@ -6,7 +6,7 @@ use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::thread::Worker;
 use crate::watchdog::{Expired, Watchdog};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
-use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
+use barrage_metrics::{CacheStatus, ErrorKind, Intent, Origin, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
 use barrage_plan::{IdTemplate, Plan};
 use bytes::Bytes;
@@ -384,6 +384,8 @@ pub(crate) struct Done<'a> {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub cache: CacheStatus,
+    /// Where the answer came from, by the origin's stamp.
+    pub origin: Origin,
     /// The backend header's value (a reference-counted clone, no copy), or the key-value
     /// server that answered.
     pub backend: Option<Cow<'a, HeaderValue>>,
@@ -500,6 +502,8 @@ pub struct Job {
     /// `intended` was read off the clock just now, so the attempt starts then too (a closed
     /// loop's request, a retry): one clock read fewer per request.
     pub starts_now: bool,
+    /// What its object was meant to meet in a cache (its stream's draw).
+    pub intent: Intent,
 }
 
 impl Slot {
@@ -587,6 +591,8 @@ impl Slot {
             bytes_out: done.bytes_out,
             late: job.late,
             cache: done.cache,
+            intent: job.intent,
+            origin: done.origin,
         };
         if let Some(io) = io.as_deref_mut() {
             io.judge(done.outcome);
@@ -647,6 +653,7 @@ impl Slot {
                 late: job.late && index == 0,
                 attempt: 1,
                 starts_now: false,
+                intent: Intent::Any,
             };
             let mut io = StepIo {
                 step,
@@ -781,18 +788,22 @@ impl Slot {
             last_backend: &mut self.backend,
             headers,
             body,
+            stamp: None,
         };
         let answer = conn.exchange(&out, &mut reading, w.start).await;
+        let stamp = reading.stamp;
         if let Some(figures) = conn.take_figures() {
             w.recorder.borrow_mut().record_streams(&figures);
         }
         let answer = answer?;
         answer.phases(phases);
+        let sent_unix_us = w.start_unix_us.saturating_add(answer.sent.as_micros() as u64);
         Ok(Done {
             outcome: Outcome::Status(answer.status),
             bytes_in: answer.bytes_in,
             bytes_out: answer.bytes_out,
             cache: answer.cache,
+            origin: Origin::of(stamp, sent_unix_us),
             backend: answer.backend.map(Cow::Owned),
             reply: None,
             ended: Some(answer.end),
@@ -866,6 +877,7 @@ pub(crate) fn failure_done(w: &Worker, f: Failure) -> Done<'static> {
         bytes_in: 0,
         bytes_out: 0,
         cache: CacheStatus::Unknown,
+        origin: Origin::Unstamped,
         backend: None,
         reply: None,
         ended: None,

@@ -372,6 +372,8 @@ struct Collector {
     /// (sampling /proc, writing the file) and the rest of the process are not counted.
     cpu: (Duration, Duration),
     bound_reached: bool,
+    /// The least of the threads' first unsent numbers (`u64::MAX` until one ends).
+    sent_prefix: u64,
     pacer: Option<Pacer>,
     interrupted: bool,
     watcher: watch::Watcher,
@@ -396,6 +398,7 @@ impl Collector {
             end: Duration::ZERO,
             cpu: (Duration::ZERO, Duration::ZERO),
             bound_reached: false,
+            sent_prefix: u64::MAX,
             pacer,
             interrupted: false,
             watcher,
@@ -443,8 +446,9 @@ impl Collector {
                         slot.cpu_percent.1 += percent(cpu.system, seen.system);
                     }
                 }
-                Msg::Done { attack_end, end, cpu, bound_reached } => {
+                Msg::Done { attack_end, end, cpu, bound_reached, unsent } => {
                     self.done[thread] = true;
+                    self.sent_prefix = self.sent_prefix.min(unsent);
                     self.attack_end = self.attack_end.max(attack_end);
                     self.end = self.end.max(end);
                     self.cpu.0 += cpu.user;
@@ -502,6 +506,8 @@ impl Collector {
             bound_reached: self.bound_reached,
             log_chunks_dropped: 0,
             peak_rss_kib: thread::peak_rss_kib(),
+            // No thread ended: nothing is known to have been sent.
+            sent_prefix: if self.sent_prefix == u64::MAX { 0 } else { self.sent_prefix },
         }
     }
 }

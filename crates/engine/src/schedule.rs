@@ -158,6 +158,12 @@ impl<'p> Schedule<'p> {
         self.send_or_wait(k, due, now, in_flight)
     }
 
+    /// The next number of this thread's share: every one before it on its lane was sent
+    /// (a request dropped at the end is never sent, and never passed).
+    pub fn next_index(&self) -> u64 {
+        self.next
+    }
+
     /// Whether every slot was busy at least once when a request was due.
     pub fn bound_reached(&self) -> bool {
         self.bound_reached

@@ -45,6 +45,8 @@ pub enum Msg {
         cpu: ThreadCpu,
         /// Every slot was busy at least once when a request was due.
         bound_reached: bool,
+        /// The first number of its lane of the stream it did not send.
+        unsent: u64,
     },
 }
 
@@ -143,8 +145,7 @@ impl Worker {
 
     /// What request k asks for: the same in every thread and every shard.
     fn picker(&self) -> Picker {
-        let plan = &self.plan;
-        Picker::new(&plan.pick, plan.pick_space(), plan.seed, plan.hit_ratio)
+        Picker::of(&self.plan)
     }
 }
 
@@ -191,13 +192,22 @@ async fn body(worker: Worker) {
     let cpu = w.cpu();
     let end = w.start.elapsed();
     w.hand_over(end);
-    let done = Msg::Done { attack_end: outcome.attack_end, end, cpu, bound_reached: outcome.bound_reached };
+    let done = Msg::Done {
+        attack_end: outcome.attack_end,
+        end,
+        cpu,
+        bound_reached: outcome.bound_reached,
+        unsent: outcome.unsent,
+    };
     let _ = w.tx.send((w.index, done));
 }
 
 struct LoadOutcome {
     attack_end: Duration,
     bound_reached: bool,
+    /// The first number of the thread's lane it did not send (0 for flows, whose requests
+    /// are steps, not the stream's).
+    unsent: u64,
 }
 
 /// What a load loop runs: the run's requests, or the flows of one group of a scenario.
@@ -250,7 +260,7 @@ async fn groups(w: &Rc<Worker>) -> LoadOutcome {
         ))
     });
     let handles: Vec<_> = loops.collect();
-    let mut all = LoadOutcome { attack_end: Duration::ZERO, bound_reached: false };
+    let mut all = LoadOutcome { attack_end: Duration::ZERO, bound_reached: false, unsent: 0 };
     for h in handles {
         // A group's loop ends by itself (its window) or on Ctrl-C; it does not panic.
         if let Ok(o) = h.await {
@@ -380,7 +390,9 @@ impl Closed {
             deadline,
             think,
             lane: w.lane(),
-            picker: w.picker(),
+            // The threads take the numbers of their lanes each at its own pace: repeats look
+            // back along their own lane.
+            picker: w.picker().in_lanes(w.lane().1),
             request_of: Box::new(w.plan.request_of()),
         }
     }
@@ -428,8 +440,15 @@ impl Closed {
         let (lane, lanes) = self.lane;
         let k = lane + self.turn.get() * lanes;
         self.turn.set(self.turn.get() + 1);
-        let (target, id) = (self.request_of)(turn.take(), self.picker.at(k));
-        Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true }
+        let (draw, intent) = self.picker.draw(k);
+        let (target, id) = (self.request_of)(turn.take(), draw);
+        Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true, intent }
+    }
+
+    /// The first number of the thread's lane not taken.
+    fn next_number(&self) -> u64 {
+        let (lane, lanes) = self.lane;
+        lane + self.turn.get() * lanes
     }
 
     /// The attack ended no earlier than `at`.
@@ -550,8 +569,9 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
             };
             let free = pool.idle.borrow_mut().pop().expect("the schedule sends only with a slot free");
             // An open loop's turn is the arrival's number: the round is exact over the run.
-            let (target, id) = request_of(k, picker.at(k));
-            free.dispatch(Job { intended, target, id, number: k, late, attempt: 1, starts_now: false });
+            let (draw, intent) = picker.draw(k);
+            let (target, id) = request_of(k, draw);
+            free.dispatch(Job { intended, target, id, number: k, late, attempt: 1, starts_now: false, intent });
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
             tokio::task::consume_budget().await;
         }
@@ -566,7 +586,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
         free.close();
     }
     join_or_abort(handles, &w.stop).await;
-    LoadOutcome { attack_end, bound_reached: schedule.bound_reached() }
+    LoadOutcome { attack_end, bound_reached: schedule.bound_reached(), unsent: schedule.next_index() }
 }
 
 /// Closed loop: each worker sends its next request (or runs its next flow) when the last
@@ -590,7 +610,7 @@ async fn closed_loop(
     if w.stop.is_cancelled() {
         closed.ended_at(w.start.elapsed());
     }
-    LoadOutcome { attack_end: closed.attack_end.get(), bound_reached: false }
+    LoadOutcome { attack_end: closed.attack_end.get(), bound_reached: false, unsent: closed.next_number() }
 }
 
 /// The task of a closed loop's HTTP worker (its slot's number among `all`): it sends its
@@ -625,8 +645,16 @@ fn worker_task(
             match work {
                 Work::Requests => slot.request(&w, closed.request(now, &mut turns)).await,
                 Work::Flows(g) => {
-                    let job =
-                        Job { intended: now, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false };
+                    let job = Job {
+                        intended: now,
+                        target: 0,
+                        id: 0,
+                        number: 0,
+                        late: false,
+                        attempt: 1,
+                        starts_now: false,
+                        intent: barrage_metrics::Intent::Any,
+                    };
                     if !slot.flow(&w, g, job, iteration).await {
                         // Its feeder ran out and stops: so does the worker.
                         closed.ended_at(now);

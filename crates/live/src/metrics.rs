@@ -627,6 +627,8 @@ mod tests {
             bytes_out: 10,
             late: false,
             cache,
+            intent: Default::default(),
+            origin: Default::default(),
         }
     }
 

@@ -103,6 +103,8 @@ mod tests {
                 bytes_out: 10,
                 late: false,
                 cache: barrage_metrics::CacheStatus::Unknown,
+                intent: Default::default(),
+                origin: Default::default(),
             });
         }
         IntervalRecord { index, start_unix_ms: 0, length_ms: 500, step: 0, recorder, watch: None }

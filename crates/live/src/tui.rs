@@ -621,6 +621,8 @@ mod tests {
             bytes_out: 80,
             late: false,
             cache,
+            intent: Default::default(),
+            origin: Default::default(),
         }
     }
 

@@ -38,6 +38,11 @@
 //! one connection, the server's stream limit when it was below `--streams`, flow-control
 //! stalls each way, and requests sent again because the server had not processed them.
 //! Version 7 and 6 files read with them at 0 (module `v7`).
+//!
+//! Version 9 added what a cache study meant and met: each recorder's requests for new and
+//! for repeated objects, its false hits and false misses, and the answers the origin
+//! stamped; and in the footer the prefix of the stream that was all sent. Version 8 files
+//! read with none (module `v8`).
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -51,7 +56,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 8;
+pub const FORMAT_VERSION: u16 = 9;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -293,6 +298,10 @@ pub struct RunFooter {
     pub log_chunks_dropped: u64,
     /// barrage's peak resident memory, KiB.
     pub peak_rss_kib: u64,
+    /// Requests 0, 1, … `sent_prefix` − 1 of the stream were all sent: what a fill phase
+    /// warmed, for its measure to ask for (a closed loop's threads stop at different
+    /// numbers, an open loop at the last arrival it sent).
+    pub sent_prefix: u64,
 }
 
 /// One record of the file.
@@ -508,9 +517,109 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
         5 => postcard::from_bytes::<v5::Record>(&payload).map(Record::from),
         6 => postcard::from_bytes::<v6::Record>(&payload).map(Record::from),
         7 => postcard::from_bytes::<v7::Record>(&payload).map(Record::from),
+        8 => postcard::from_bytes::<v8::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
     record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
+}
+
+/// The records of format version 8, as they were, read into today's: recorders without
+/// the workload's intents, a footer without the sent prefix.
+mod v8 {
+    use crate::recorder::RecorderV8 as Recorder;
+    use crate::watch::{EventRecord, WatchSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    impl From<IntervalRecord> for super::IntervalRecord {
+        fn from(i: IntervalRecord) -> Self {
+            super::IntervalRecord {
+                index: i.index,
+                start_unix_ms: i.start_unix_ms,
+                length_ms: i.length_ms,
+                step: i.step,
+                recorder: i.recorder.0,
+                watch: i.watch,
+            }
+        }
+    }
+
+    /// The footer of versions 3 to 8.
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    pub(super) struct RunFooter {
+        pub ended_unix_ms: u64,
+        pub attack_us: u64,
+        pub wait_us: u64,
+        pub cpu_user_us: u64,
+        pub cpu_system_us: u64,
+        pub interrupted: bool,
+        pub bound_reached: bool,
+        pub log_chunks_dropped: u64,
+        pub peak_rss_kib: u64,
+    }
+
+    impl From<RunFooter> for super::RunFooter {
+        fn from(f: RunFooter) -> Self {
+            super::RunFooter {
+                ended_unix_ms: f.ended_unix_ms,
+                attack_us: f.attack_us,
+                wait_us: f.wait_us,
+                cpu_user_us: f.cpu_user_us,
+                cpu_system_us: f.cpu_system_us,
+                interrupted: f.interrupted,
+                bound_reached: f.bound_reached,
+                log_chunks_dropped: f.log_chunks_dropped,
+                peak_rss_kib: f.peak_rss_kib,
+                sent_prefix: 0,
+            }
+        }
+    }
+
+    impl From<super::RunFooter> for RunFooter {
+        /// Only for tests that write older files.
+        fn from(f: super::RunFooter) -> Self {
+            RunFooter {
+                ended_unix_ms: f.ended_unix_ms,
+                attack_us: f.attack_us,
+                wait_us: f.wait_us,
+                cpu_user_us: f.cpu_user_us,
+                cpu_system_us: f.cpu_system_us,
+                interrupted: f.interrupted,
+                bound_reached: f.bound_reached,
+                log_chunks_dropped: f.log_chunks_dropped,
+                peak_rss_kib: f.peak_rss_kib,
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(super::RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h),
+                Record::Interval(i) => super::Record::Interval(i.into()),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f.into()),
+            }
+        }
+    }
 }
 
 /// The records of format version 7, as they were, read into today's: recorders without
@@ -549,7 +658,7 @@ mod v7 {
         Header(super::RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
-        Footer(super::RunFooter),
+        Footer(super::v8::RunFooter),
     }
 
     impl From<Record> for super::Record {
@@ -558,7 +667,7 @@ mod v7 {
                 Record::Header(h) => super::Record::Header(h),
                 Record::Interval(i) => super::Record::Interval(i.into()),
                 Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f),
+                Record::Footer(f) => super::Record::Footer(f.into()),
             }
         }
     }
@@ -595,7 +704,7 @@ mod v6 {
         Header(RunHeader),
         Interval(super::v7::IntervalRecord),
         Event(EventRecord),
-        Footer(super::RunFooter),
+        Footer(super::v8::RunFooter),
     }
 
     impl From<RunHeader> for super::RunHeader {
@@ -623,7 +732,7 @@ mod v6 {
                 Record::Header(h) => super::Record::Header(h.into()),
                 Record::Interval(i) => super::Record::Interval(i.into()),
                 Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f),
+                Record::Footer(f) => super::Record::Footer(f.into()),
             }
         }
     }
@@ -652,7 +761,7 @@ mod v5 {
         Header(super::v6::RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
-        Footer(super::RunFooter),
+        Footer(super::v8::RunFooter),
     }
 
     impl From<Record> for super::Record {
@@ -668,7 +777,7 @@ mod v5 {
                     watch: i.watch,
                 }),
                 Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f),
+                Record::Footer(f) => super::Record::Footer(f.into()),
             }
         }
     }
@@ -733,7 +842,7 @@ mod v4 {
         Header(RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
-        Footer(super::RunFooter),
+        Footer(super::v8::RunFooter),
     }
 
     impl From<Record> for super::Record {
@@ -749,7 +858,7 @@ mod v4 {
                     watch: i.watch,
                 }),
                 Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f),
+                Record::Footer(f) => super::Record::Footer(f.into()),
             }
         }
     }
@@ -814,7 +923,7 @@ mod v3 {
         Header(RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
-        Footer(super::RunFooter),
+        Footer(super::v8::RunFooter),
     }
 
     impl From<ProcSample> for crate::watch::ProcSample {
@@ -865,7 +974,7 @@ mod v3 {
                     }),
                 }),
                 Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f),
+                Record::Footer(f) => super::Record::Footer(f.into()),
             }
         }
     }
@@ -1040,6 +1149,8 @@ mod tests {
                 bytes_out: 1,
                 late: false,
                 cache: crate::CacheStatus::Unknown,
+                intent: Default::default(),
+                origin: Default::default(),
             });
         }
         IntervalRecord {
@@ -1239,7 +1350,11 @@ mod tests {
         write_old(
             &p,
             6,
-            &[v6::Record::Header(as_v6(&h)), v6::Record::Interval(as_v7(&i)), v6::Record::Footer(footer.clone())],
+            &[
+                v6::Record::Header(as_v6(&h)),
+                v6::Record::Interval(as_v7(&i)),
+                v6::Record::Footer(footer.clone().into()),
+            ],
         );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &RunHeader { launch: unsplit(&h), ..h });
@@ -1277,7 +1392,11 @@ mod tests {
         i.recorder.record_stream_retry();
         i.recorder.record_streams(&StreamFigures { most_open: 10, cap: 5, send_stalls: 2, recv_stalls: 3 });
         let p = dir.path().join("v7.brg");
-        write_old(&p, 7, &[v7::Record::Header(h.clone()), v7::Record::Interval(as_v7(&i)), v7::Record::Footer(footer)]);
+        write_old(
+            &p,
+            7,
+            &[v7::Record::Header(h.clone()), v7::Record::Interval(as_v7(&i)), v7::Record::Footer(footer.into())],
+        );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &h);
         let got = r.next_interval().unwrap().recorder;
@@ -1293,6 +1412,45 @@ mod tests {
         assert_eq!((got.protocols, got.http1_fallbacks, got.stream_retries), ([1, 1, 0], 1, 1));
         assert_eq!((got.streams_max, got.stream_cap, got.send_stalls, got.recv_stalls), (10, 5, 2, 3));
         assert_eq!(got, i.recorder.counts);
+    }
+
+    /// A file written before the workload's intents (format version 8) reads back whole,
+    /// with no intents and no sent prefix; a version 9 file keeps them.
+    #[test]
+    fn version_8_files_read_without_intents() {
+        let dir = tempfile::tempdir().unwrap();
+        let (h, footer) = (header(8_000), RunFooter { attack_us: 8, sent_prefix: 40, ..Default::default() });
+        let mut i = interval(0, 8_000, 3);
+        let before = i.recorder.clone();
+        let mut s = sample_at(5);
+        s.intent = crate::Intent::New;
+        s.origin = crate::Origin::Kept;
+        i.recorder.record(&s);
+        let p = dir.path().join("v8.brg");
+        let old = v8::IntervalRecord {
+            index: i.index,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: i.step,
+            recorder: crate::recorder::RecorderV8(before.clone()),
+            watch: i.watch.clone(),
+        };
+        write_old(
+            &p,
+            8,
+            &[v8::Record::Header(h.clone()), v8::Record::Interval(old), v8::Record::Footer(footer.clone().into())],
+        );
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.next_interval().unwrap().recorder.counts, before.counts);
+        assert!(r.next_interval().is_none());
+        assert_eq!(r.footer().map(|f| (f.attack_us, f.sent_prefix)), Some((8, 0)));
+        let p = dir.path().join("v9.brg");
+        write_old(&p, FORMAT_VERSION, &[Record::Header(h), Record::Interval(i.clone()), Record::Footer(footer)]);
+        let mut r = ResultsReader::open(&p).unwrap();
+        let got = r.next_interval().unwrap().recorder.counts.workload;
+        assert_eq!((got.new, got.new_judged, got.false_hits, got.stamped), (1, 1, 1, 1));
+        assert!(r.next_interval().is_none());
+        assert_eq!(r.footer().map(|f| f.sent_prefix), Some(40));
     }
 
     fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {
@@ -1366,6 +1524,8 @@ mod tests {
             bytes_out: 1,
             late: false,
             cache: crate::CacheStatus::Unknown,
+            intent: Default::default(),
+            origin: Default::default(),
         }
     }
 
@@ -1412,7 +1572,11 @@ mod tests {
         write_old(
             &p,
             5,
-            &[v5::Record::Header(as_v6(&h)), v5::Record::Interval(old_interval), v5::Record::Footer(footer.clone())],
+            &[
+                v5::Record::Header(as_v6(&h)),
+                v5::Record::Interval(old_interval),
+                v5::Record::Footer(footer.clone().into()),
+            ],
         );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &RunHeader { launch: unsplit(&h), ..h });

@@ -119,7 +119,19 @@ mod tests {
     fn sample(ended: Duration, outcome: Outcome) -> Sample {
         let intended = ended.saturating_sub(Duration::from_millis(1));
         let (phases, late, cache) = ([None; 6], false, CacheStatus::Unknown);
-        Sample { intended, started: intended, ended, phases, outcome, bytes_in: 0, bytes_out: 0, late, cache }
+        Sample {
+            intended,
+            started: intended,
+            ended,
+            phases,
+            outcome,
+            bytes_in: 0,
+            bytes_out: 0,
+            late,
+            cache,
+            intent: Default::default(),
+            origin: Default::default(),
+        }
     }
 
     fn gaps_of(r: &Recorder, end_s: f64) -> BTreeMap<String, Vec<Gap>> {

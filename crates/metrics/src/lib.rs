@@ -19,6 +19,8 @@
 //!     bytes_out: 80,
 //!     late: false,
 //!     cache: barrage_metrics::CacheStatus::Unknown,
+//!     intent: Default::default(),
+//!     origin: Default::default(),
 //! });
 //! assert_eq!(r.counts.ok, 1);
 //! assert!(r.corrected.value_at_quantile(0.5) >= 12_000); // µs, from the intended start
@@ -41,6 +43,6 @@ pub mod watch;
 
 pub use file::{GroupInfo, IntervalRecord, Mode, ResultsReader, ResultsWriter, RunFooter, RunHeader, StepInfo};
 pub use recorder::Recorder;
-pub use sample::{CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample};
+pub use sample::{CacheStatus, ErrorKind, Intent, Origin, Outcome, Phase, Protocol, Sample};
 pub use summary::RunSummary;
 pub use watch::{EventKind, EventRecord, HostSample, HostSummary, ProcSample, ProcessSummary, WatchSample};

@@ -6,8 +6,8 @@
 use crate::bounded::{limit, refuse, Bounded};
 use crate::limits::{fmt_limit, MAX_HISTOGRAM_BYTES, MAX_HISTOGRAM_COUNTERS, MAX_INTERVAL_SAMPLES, MAX_INTERVAL_TICKS};
 use crate::sample::{
-    CacheStatus, ErrorKind, Outcome, Phase, Protocol, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PHASE_COUNT,
-    PROTOCOL_COUNT,
+    CacheStatus, ErrorKind, Intent, Origin, Outcome, Phase, Protocol, Sample, CACHE_STATUS_COUNT, ERROR_KIND_COUNT,
+    PHASE_COUNT, PROTOCOL_COUNT,
 };
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -97,6 +97,63 @@ pub struct Counts {
     /// an HTTP/3 request rejected (H3_REQUEST_REJECTED) or stopped by a GOAWAY. Each is
     /// still one request in the other figures, its latency from the first try.
     pub stream_retries: u64,
+    /// What a cache study's requests were meant to meet, and what they met.
+    pub workload: Workload,
+}
+
+/// What a cache study's requests were meant to meet ([`Intent`]) against what they met: a
+/// request for a new object answered from a cache is a **false hit**, one for an object
+/// asked for before answered by the origin a **false miss** (Web Polygraph's checks). Where
+/// an answer came from is told by the origin's stamp when it has one ([`Origin`]), else by
+/// the cache headers; an answer neither tells, or no answer at all, is not judged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Requests for a new object.
+    pub new: u64,
+    /// Requests for an object asked for before (a repeat, or what a fill warmed).
+    pub repeat: u64,
+    /// Of the requests for new objects, those whose answer told where it came from.
+    pub new_judged: u64,
+    /// Of the repeats, those whose answer told where it came from.
+    pub repeat_judged: u64,
+    /// New objects answered from a cache.
+    pub false_hits: u64,
+    /// Repeats answered by the origin.
+    pub false_misses: u64,
+    /// Answers that carried the origin's stamp.
+    pub stamped: u64,
+}
+
+impl Workload {
+    /// Counts `n` requests alike: what they meant, and where their answer came from (`None`
+    /// when nothing told).
+    fn record(&mut self, intent: Intent, from_cache: Option<bool>, stamped: bool, n: u64) {
+        self.stamped += n * u64::from(stamped);
+        let judged = n * u64::from(from_cache.is_some());
+        match intent {
+            Intent::Any => {}
+            Intent::New => {
+                self.new += n;
+                self.new_judged += judged;
+                self.false_hits += n * u64::from(from_cache == Some(true));
+            }
+            Intent::Repeat => {
+                self.repeat += n;
+                self.repeat_judged += judged;
+                self.false_misses += n * u64::from(from_cache == Some(false));
+            }
+        }
+    }
+
+    fn add(&mut self, o: &Workload) {
+        self.new += o.new;
+        self.repeat += o.repeat;
+        self.new_judged += o.new_judged;
+        self.repeat_judged += o.repeat_judged;
+        self.false_hits += o.false_hits;
+        self.false_misses += o.false_misses;
+        self.stamped += o.stamped;
+    }
 }
 
 /// Adds `b`'s counters to `a`'s, one by one.
@@ -133,6 +190,97 @@ impl Counts {
         c.send_stalls += o.send_stalls;
         c.recv_stalls += o.recv_stalls;
         c.stream_retries += o.stream_retries;
+        c.workload.add(&o.workload);
+    }
+}
+
+/// [`Counts`] as version 8 of the results file wrote them: before the workload's intents.
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct CountsV8 {
+    sent: u64,
+    completed: u64,
+    ok: u64,
+    late: u64,
+    dropped: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    connections: u64,
+    errors: [u64; ERROR_KIND_COUNT],
+    cache: [u64; CACHE_STATUS_COUNT],
+    cache_bytes: [u64; CACHE_STATUS_COUNT],
+    logical: u64,
+    first_ok: u64,
+    final_ok: u64,
+    attempts: u64,
+    stale_retries: u64,
+    protocols: [u64; PROTOCOL_COUNT],
+    http1_fallbacks: u64,
+    streams_max: u64,
+    stream_cap: u64,
+    send_stalls: u64,
+    recv_stalls: u64,
+    stream_retries: u64,
+}
+
+impl From<CountsV8> for Counts {
+    fn from(c: CountsV8) -> Counts {
+        Counts {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            protocols: c.protocols,
+            http1_fallbacks: c.http1_fallbacks,
+            streams_max: c.streams_max,
+            stream_cap: c.stream_cap,
+            send_stalls: c.send_stalls,
+            recv_stalls: c.recv_stalls,
+            stream_retries: c.stream_retries,
+            workload: Workload::default(),
+        }
+    }
+}
+
+impl From<Counts> for CountsV8 {
+    /// Only for tests that write older files: the intents are dropped.
+    fn from(c: Counts) -> CountsV8 {
+        CountsV8 {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            protocols: c.protocols,
+            http1_fallbacks: c.http1_fallbacks,
+            streams_max: c.streams_max,
+            stream_cap: c.stream_cap,
+            send_stalls: c.send_stalls,
+            recv_stalls: c.recv_stalls,
+            stream_retries: c.stream_retries,
+        }
     }
 }
 
@@ -676,6 +824,24 @@ impl Serialize for RecorderV5 {
     }
 }
 
+/// A recorder as format version 8 wrote it, read into today's: no workload intents.
+pub struct RecorderV8(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV8 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWire, CountsV8>::deserialize(d)?;
+        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
+        from_wire(w).map(RecorderV8).map_err(refuse)
+    }
+}
+
+impl Serialize for RecorderV8 {
+    /// Only so that the version 8 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.wire().map(|k| k, CountsV8::from, Some, |f| f, |r| r).serialize(s)
+    }
+}
+
 /// A recorder as format versions 6 and 7 wrote it, read into today's: no connections by
 /// protocol, no HTTP/2 figures.
 pub struct RecorderV7(pub Recorder);
@@ -1019,6 +1185,17 @@ impl Recorder {
 
     fn record_cache(&mut self, f: &Figures, s: &Sample) {
         let c = &mut self.counts;
+        // Where the answer came from: a stamp made before the send is a kept copy whatever
+        // the headers say; one made since is the origin's answer unless a cache says it
+        // joined the request to another in flight (a hit); unstamped, the headers tell.
+        let from_cache = match (s.outcome, s.origin, s.cache) {
+            (Outcome::Error(_), ..) => None,
+            (_, Origin::Kept, _) => Some(true),
+            (_, Origin::Fresh, status) => Some(status.from_cache()),
+            (_, Origin::Unstamped, CacheStatus::Unknown) => None,
+            (_, Origin::Unstamped, status) => Some(status.from_cache()),
+        };
+        c.workload.record(s.intent, from_cache, s.origin != Origin::Unstamped, f.n);
         c.cache[s.cache as usize] += f.n;
         c.cache_bytes[s.cache as usize] += s.bytes_in;
         let side = match s.cache {
@@ -1504,6 +1681,8 @@ mod tests {
             bytes_out: 10,
             late: false,
             cache: CacheStatus::Unknown,
+            intent: Default::default(),
+            origin: Default::default(),
         }
     }
 
@@ -1797,6 +1976,8 @@ mod tests {
                     ended: shift + Duration::from_millis(1 + ms),
                     late: kind == 1,
                     cache,
+                    intent: Default::default(),
+                    origin: Default::default(),
                     ..sample(ms, outcome)
                 };
                 let backend = [b"a".as_slice(), b"b"][usize::from(kind % 2)];

@@ -191,6 +191,73 @@ impl std::str::FromStr for CacheStatus {
     }
 }
 
+/// What a request of a cache study was meant to meet: its stream said so when it drew the
+/// request's object (see `barrage_plan::Picker`), so what the cache did can be checked
+/// against it, request by request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Intent {
+    /// Nothing was meant: a pick over objects that other runs may have asked for too.
+    #[default]
+    Any,
+    /// An object no request of the study asked for before: a cache must miss it.
+    New,
+    /// An object asked for before (a repeat, or what a fill phase warmed): a cache that
+    /// keeps it must hit it.
+    Repeat,
+}
+
+/// Where an answer came from, as the origin's stamp tells it (`barrage serve` stamps each
+/// answer with the time it made it): made before the request was sent means a cache kept
+/// it. Without a stamp, only a cache header can tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// No stamp.
+    #[default]
+    Unstamped,
+    /// Made no earlier than the request's send (to within [`STAMP_MARGIN_US`]): for it, or
+    /// for a request in flight with it that a cache joined it to (a cache header then says
+    /// hit).
+    Fresh,
+    /// Made before the request was sent: a cache's copy, whatever its headers say.
+    Kept,
+}
+
+/// The header `barrage serve` stamps each answer with: `t=UNIX_US n=SERIAL i=INSTANCE
+/// g=GENERATION`, the time it made the answer (µs since the Unix epoch), the answer's
+/// number and the server's (unique per process), and the object's generation (how many
+/// times it was stored; 0 for objects that never change). A cache keeps the header with
+/// the answer, so a kept answer carries a time before the request that got it.
+pub const STAMP_HEADER: &str = "x-barrage-stamp";
+
+/// A stamp's value.
+pub fn stamp(unix_us: u64, serial: u64, instance: u64, generation: u64) -> String {
+    format!("t={unix_us} n={serial} i={instance:016x} g={generation}")
+}
+
+/// The time a stamp's value says its answer was made, µs since the Unix epoch.
+pub fn stamp_time(value: &[u8]) -> Option<u64> {
+    let digits = value.strip_prefix(b"t=")?;
+    let end = digits.iter().position(|b| !b.is_ascii_digit()).unwrap_or(digits.len());
+    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
+}
+
+/// How much earlier than the request's send a stamp must say its answer was made to be a
+/// cache's copy: the origin and the load machine read clocks that may differ by this much
+/// (one machine's own clock, or two kept within a millisecond by NTP or PTP).
+pub const STAMP_MARGIN_US: u64 = 1_000;
+
+impl Origin {
+    /// Where an answer stamped at `stamp_us` (if at all) to a request sent at `sent_unix_us`
+    /// came from.
+    pub fn of(stamp_us: Option<u64>, sent_unix_us: u64) -> Origin {
+        match stamp_us {
+            None => Origin::Unstamped,
+            Some(t) if t.saturating_add(STAMP_MARGIN_US) < sent_unix_us => Origin::Kept,
+            Some(_) => Origin::Fresh,
+        }
+    }
+}
+
 /// How a request ended: an HTTP status, or an error before a complete response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -230,6 +297,10 @@ pub struct Sample {
     pub late: bool,
     /// What a cache in front of the server did, read from the response headers.
     pub cache: CacheStatus,
+    /// What the request was meant to meet in a cache.
+    pub intent: Intent,
+    /// Where its answer came from, by the origin's stamp.
+    pub origin: Origin,
 }
 
 impl Sample {

@@ -439,6 +439,62 @@ pub struct CacheSummary {
     pub miss: Option<CacheSide>,
 }
 
+/// What a cache study's stream meant the cache to do, against what it did (see
+/// [`crate::recorder::Workload`]): the intended hit ratio is the share of requests for
+/// objects asked for before, exact from what was sent; the achieved one is the share of
+/// answers that came from a cache, told by the origin's stamp where it stamped, else by the
+/// cache headers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSummary {
+    /// Requests for new objects.
+    pub new: u64,
+    /// Requests for objects asked for before.
+    pub repeat: u64,
+    /// Share of the two that repeat: what a cache that keeps everything would hit.
+    pub intended_hit_ratio: f64,
+    /// Answers that told where they came from (by stamp or cache header).
+    pub judged: u64,
+    /// Share of those that came from a cache; `None` when none told.
+    pub achieved_hit_ratio: Option<f64>,
+    /// New objects answered from a cache.
+    pub false_hits: u64,
+    /// Repeated objects answered by the origin.
+    pub false_misses: u64,
+    /// Answers the origin stamped.
+    pub stamped: u64,
+}
+
+impl WorkloadSummary {
+    /// The summary of the counts; `None` when no request meant anything.
+    pub fn of(w: &crate::recorder::Workload) -> Option<WorkloadSummary> {
+        let asked = w.new + w.repeat;
+        if asked == 0 {
+            return None;
+        }
+        let judged = w.new_judged + w.repeat_judged;
+        let from_cache = (w.repeat_judged - w.false_misses.min(w.repeat_judged)) + w.false_hits;
+        Some(WorkloadSummary {
+            new: w.new,
+            repeat: w.repeat,
+            intended_hit_ratio: ratio(w.repeat as f64, asked as f64),
+            judged,
+            achieved_hit_ratio: (judged > 0).then(|| ratio(from_cache as f64, judged as f64)),
+            false_hits: w.false_hits,
+            false_misses: w.false_misses,
+            stamped: w.stamped,
+        })
+    }
+
+    /// What told where answers came from: `stamps`, `cache headers`, or both.
+    pub fn judged_by(&self) -> &'static str {
+        match (self.stamped, self.judged) {
+            (0, _) => "cache headers",
+            (s, j) if s >= j => "the origin's stamps",
+            _ => "the origin's stamps and cache headers",
+        }
+    }
+}
+
 /// Everything a report shows about a run (or a merge of runs).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -491,6 +547,14 @@ pub struct RunSummary {
     pub errors: Vec<ErrorStat>,
     /// Cache status of the responses; `None` when no response carried a recognised cache header.
     pub cache: Option<CacheSummary>,
+    /// What the stream meant a cache to do and what it did; `None` when it meant nothing
+    /// (no `--hit-ratio`, no phases).
+    #[serde(default)]
+    pub workload: Option<WorkloadSummary>,
+    /// Requests 0, 1, … `sent_prefix` − 1 of the stream were all sent (what a fill warmed);
+    /// over merged files, the least.
+    #[serde(default)]
+    pub sent_prefix: u64,
     /// With `--retries`: requests as the client saw them (the other figures count attempts).
     pub retries: Option<RetrySummary>,
     /// Per target name (`# name:`), by requests; empty when no target was named.
@@ -1113,6 +1177,8 @@ fn build(
         .map(|&p| (p.name().to_string(), phase_stats(total.phase(p), total.counts.completed)))
         .collect();
     s.cache = cache_summary(&total);
+    s.workload = WorkloadSummary::of(&total.counts.workload);
+    s.sent_prefix = readers.iter().map(|r| r.footer().map_or(0, |f| f.sent_prefix)).min().unwrap_or(0);
     s.backends = backend_summaries(&total);
     s.retries = retry_summary(&total);
     s.by_name = groups(&total.names, total.counts.completed, s.duration.total_s);

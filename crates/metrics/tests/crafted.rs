@@ -108,6 +108,8 @@ fn sample(ended_ms: u64) -> Sample {
         bytes_out: 1,
         late: false,
         cache: CacheStatus::Unknown,
+        intent: Default::default(),
+        origin: Default::default(),
     }
 }
 

@@ -49,6 +49,8 @@ fn sample(ended_ms: u64) -> Sample {
         bytes_out: 10,
         late: false,
         cache: CacheStatus::Unknown,
+        intent: Default::default(),
+        origin: Default::default(),
     }
 }
 

@@ -282,12 +282,30 @@ impl Experiment {
 const NOT_CASE_SETTINGS: [&str; 11] =
     ["slo", "junit", "log", "hdr-log", "html", "tui", "metrics-addr", "xlsx", "csv-dir", "format", "output"];
 
+/// The settings of a background load that are its own and never the case's: its load and
+/// its workload (a templated URL then needs its own `objects`, and a cache study its own
+/// `hit-ratio`).
+pub const BACKGROUND_OWN: [&str; 11] = [
+    "rate",
+    "concurrency",
+    "connections",
+    "max-in-flight",
+    "think-time",
+    "objects",
+    "hit-ratio",
+    "pick",
+    "seed",
+    "requests",
+    "step",
+];
+
 /// What a case runs, from its settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseFlags {
     /// The measured run as `run` flags (URLs last).
     pub flags: Vec<String>,
-    /// The background load beside it: the case's target and duration, its own keys winning.
+    /// The background load beside it: the case's targets, connection settings and duration,
+    /// with its own load and workload ([`BACKGROUND_OWN`]).
     pub background: Option<Vec<String>>,
     /// The testbed it runs against.
     pub testbed: Option<TestbedSetting>,
@@ -318,9 +336,14 @@ impl Experiment {
         let background = match background {
             None => None,
             Some(toml::Value::Table(bg)) => {
+                // The background takes the case's targets, connection and TLS settings and
+                // its length; its workload is its own, declared in its table, so that it is
+                // the same behind every case (a cache-hit case's background is not a stream
+                // of hits because the case's stream is).
                 let mut merged = settings.clone();
-                for key in ["rate", "concurrency", "connections", "max-in-flight", "think-time"] {
+                for key in BACKGROUND_OWN {
                     merged.remove(key);
+                    merged.remove(&key.replace('-', "_"));
                 }
                 merged.extend(bg);
                 Some(to_flags(&merged).map_err(|m| format!("background: {m}"))?)
@@ -413,9 +436,7 @@ fn take_phases(settings: &mut Settings) -> Result<Vec<String>, String> {
             .collect::<Result<_, _>>()?,
         Some(v) => return Err(format!("phases = {v}: expected a list of names such as [\"fill\", \"measure\"]")),
     };
-    if names.iter().any(|n| n.is_empty() || n.contains(['/', '.', ' '])) {
-        return Err(format!("phases = {names:?}: names are words without '/', '.' or spaces"));
-    }
+    crate::phases::parse(&names).map_err(|e| format!("phases = {names:?}: {e}"))?;
     Ok(names)
 }
 
@@ -667,8 +688,16 @@ busy = { background = { rate = 100 } }
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
         assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, backends: None }));
         assert_eq!(c.phases, ["fill", "measure"]);
+        // The background's workload is its own: the case's objects, hit ratio, pick, seed
+        // and count stay the case's.
+        let text = "[base]\nurl = \"http://o/obj/{id}\"\nobjects = 10\nhit-ratio = 0.0\npick = \"random\"\nseed = 5\nrequests = 9\n[factors.load]\nbusy = { background = { rate = 100, objects = 50, hit-ratio = 0.5 } }\nidle = { background = { rate = 100 } }\n";
+        let e = Experiment::parse(text, "t").unwrap();
+        let busy = e.case_flags(&e.cases()[0]).unwrap().background.unwrap();
+        assert_eq!(busy, ["--hit-ratio", "0.5", "--objects", "50", "--rate", "100", "http://o/obj/{id}"]);
+        let idle = e.case_flags(&e.cases()[1]).unwrap().background.unwrap();
+        assert_eq!(idle, ["--rate", "100", "http://o/obj/{id}"]);
         for (bad, want) in [
-            ("[base]\nphases = \"fill,a b\"\n[factors.f]\nx = {}", "names are words"),
+            ("[base]\nphases = \"fill,a b\"\n[factors.f]\nx = {}", "a word without"),
             ("[base]\nhtml = \"x\"\n[factors.f]\nx = {}", "'html' is not a case setting"),
             ("[base]\nbackground = 3\n[factors.f]\nx = {}", "background must be a table"),
         ] {

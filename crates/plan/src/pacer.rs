@@ -33,6 +33,15 @@ pub enum Pacer {
 }
 
 impl Pacer {
+    /// The highest rate of the schedule, per second.
+    pub fn peak_rate(&self) -> f64 {
+        match self {
+            Pacer::Constant { rate } => *rate,
+            Pacer::Ramp { from, to, .. } => from.max(*to),
+            Pacer::Steps { rates, .. } => rates.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
     /// Intended start of request number `k` (from 0), as an offset from the run's start;
     /// `None` when the schedule has ended (after the last step).
     ///

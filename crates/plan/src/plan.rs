@@ -211,6 +211,9 @@ pub struct Plan {
     pub objects: Option<u64>,
     /// Seed of the run's request stream (see [`crate::Picker`]).
     pub seed: u64,
+    /// Where its new objects come from within its study, and which part of its stream
+    /// (`--phases`) it is.
+    pub stream: crate::pick::Stream,
     /// `--shard i/N`: which part of the run this process sends.
     pub shard: Shard,
     /// How each response's cache status is read from its headers.
@@ -319,6 +322,7 @@ impl Plan {
             hit_ratio: None,
             objects: None,
             seed: 1,
+            stream: crate::pick::Stream::lone(1),
             shard: Shard::WHOLE,
             cache_rules: CacheRules::default(),
             backend_headers: default_backend_headers(),
@@ -346,6 +350,36 @@ impl Plan {
             Load::Closed { concurrency, .. } => *concurrency,
             Load::Open { max_in_flight, .. } if self.kv.is_some() => *max_in_flight,
             Load::Open { max_in_flight, .. } => max_in_flight.div_ceil(self.streams.max(1) as usize),
+        }
+    }
+
+    /// This plan as run `index` of the study seeded `study` (its new objects its own), in
+    /// phase `i` of `phases`: a measure (a phase after the first) asks for what its fill
+    /// sent, `warmed` requests, for as many requests or its own length.
+    pub fn in_study(&mut self, study: u64, index: u64, phases: &[crate::phases::PhaseSpec], i: usize, warmed: u64) {
+        let part = crate::phases::PhaseSpec::part(i, phases.len(), warmed);
+        self.stream = crate::pick::Stream { study, index, part };
+        if let crate::pick::Part::Measure { .. } = part {
+            match phases[i].length {
+                Some(length) => (self.duration, self.requests) = (Some(length), None),
+                // A fill that sent nothing leaves its measure one request, which misses.
+                None => (self.duration, self.requests) = (None, Some(warmed.max(1))),
+            }
+        }
+    }
+
+    /// The load's clients, over the whole run (every shard): requests that may be in flight
+    /// at once. Closed loop: its workers (`-c` × `--streams`, or × `--pipeline`); open loop:
+    /// the in-flight bound, or a second of arrivals at the highest rate when that is fewer
+    /// (a request older than that has finished unless the server takes seconds).
+    pub fn clients(&self) -> u64 {
+        let per_connection = self.kv.as_ref().map_or(self.streams.max(1) as u64, |kv| kv.pipeline as u64);
+        match &self.load {
+            Load::Closed { concurrency, .. } => (*concurrency as u64).saturating_mul(per_connection).max(1),
+            Load::Open { pacer, max_in_flight } => {
+                let second = pacer.peak_rate().ceil().clamp(1.0, u64::MAX as f64) as u64;
+                (*max_in_flight as u64).min(second).max(1)
+            }
         }
     }
 
@@ -421,6 +455,12 @@ impl Plan {
         }
         if self.objects == Some(0) {
             return Err("--objects must be at least 1".into());
+        }
+        if self.stream.index >= crate::pick::MAX_STREAMS {
+            return Err(format!(
+                "a study of more than {} runs cannot give each its own new objects",
+                crate::pick::MAX_STREAMS
+            ));
         }
         Ok(())
     }

@@ -41,6 +41,7 @@ mod sections;
 pub mod slo;
 pub mod study;
 mod text;
+pub mod workload;
 
 pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, replies_sheet, summary_sheet};
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};

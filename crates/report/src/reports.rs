@@ -236,7 +236,7 @@ impl Report<'_> {
     /// a run's reason alone; a table's and a comparison's each as `label: reason`.
     pub fn failures(&self) -> Vec<String> {
         match self {
-            Report::Run(s) => failure_of(std::slice::from_ref(*s)).into_iter().collect(),
+            Report::Run(s) => crate::study::run_not_a_result(s).into_iter().collect(),
             Report::Comparison { runs, .. } => runs
                 .iter()
                 .filter_map(|(label, s)| failure_of(std::slice::from_ref(s)).map(|why| format!("{label}: {why}")))

@@ -27,6 +27,7 @@ use crate::export::{Cell, Sheet};
 use crate::figure::{Figure, Spread};
 use crate::slo::SloResult;
 use crate::text::{Align, Table};
+use crate::workload::Hits;
 use barrage_metrics::summary::RunSummary;
 use barrage_metrics::units::{fmt_bytes, fmt_us};
 use serde_json::{json, Map, Value};
@@ -37,6 +38,9 @@ pub const HEADLINE: [Figure; 7] =
 
 /// Phases a table shows (their means), when some row measured them.
 pub const PHASES: [&str; 4] = ["dns", "connect", "tls", "wait"];
+
+/// How a row on another workload than it asked for is named where it is not a result.
+pub const WRONG_WORKLOAD: &str = "not the workload asked for";
 
 /// Below this share of successes a row is built on failure, whatever its latency says.
 pub const FAILED_BELOW: f64 = 0.5;
@@ -79,11 +83,25 @@ impl StudyRow {
         failure_of(&self.runs)
     }
 
-    /// `ok`, `FAILED: ...`, or `SLO missed: ...` naming the first objective missed and what
-    /// the run achieved, as the SLO lines do.
+    /// Why the row did not measure the workload it asked for ([`crate::workload`]); `None`
+    /// when it did, within the tolerances.
+    pub fn deviation(&self) -> Option<String> {
+        crate::workload::deviation_of(&self.runs, &self.background)
+    }
+
+    /// Why the row is not a result: built on failure, or on another workload than asked.
+    pub fn not_a_result(&self) -> Option<String> {
+        self.failure().or_else(|| self.deviation().map(|why| format!("{WRONG_WORKLOAD}: {why}")))
+    }
+
+    /// `ok`, `FAILED: ...`, `WORKLOAD: ...` (what was asked and got), or `SLO missed: ...`
+    /// naming the first objective missed and what the run achieved, as the SLO lines do.
     pub fn verdict(&self) -> String {
         if let Some(why) = self.failure() {
             return format!("FAILED: {why}");
+        }
+        if let Some(why) = self.deviation() {
+            return format!("WORKLOAD: {why}");
         }
         let missed: Vec<&SloResult> = self.slos.iter().filter(|r| !r.pass).collect();
         match missed.as_slice() {
@@ -110,6 +128,16 @@ impl StudyRow {
     fn byte_hit_ratio(&self) -> Option<f64> {
         let v: Vec<f64> = self.runs.iter().filter_map(|s| s.cache.as_ref().map(|c| c.byte_hit_ratio)).collect();
         Spread::of(&v).map(|s| s.mean)
+    }
+
+    /// The hits its runs asked for and got.
+    pub fn hits(&self) -> Option<Hits> {
+        Hits::of(&self.runs)
+    }
+
+    /// What its background asked for (its first run's plan: every repeat's is the same).
+    pub fn background_asked(&self) -> Option<String> {
+        self.background.first().and_then(crate::workload::background_asked)
     }
 
     fn background_throughput(&self) -> Option<Spread> {
@@ -178,9 +206,15 @@ fn succeeded(s: &RunSummary) -> f64 {
     s.retries.as_ref().map_or(s.success_ratio, |r| r.final_success_ratio)
 }
 
-/// The verdict of one run: `ok`, or `FAILED: WHY`, as the study tables say it.
+/// The verdict of one run: `ok`, `FAILED: WHY` or `WORKLOAD: WHY`, as the study tables say
+/// it.
 pub fn run_verdict(s: &RunSummary) -> String {
-    failure_of(std::slice::from_ref(s)).map_or_else(|| "ok".to_string(), |why| format!("FAILED: {why}"))
+    StudyRow::new(Vec::new(), vec![s.clone()]).verdict()
+}
+
+/// Why one run is not a result: built on failure, or on another workload than it asked for.
+pub fn run_not_a_result(s: &RunSummary) -> Option<String> {
+    StudyRow::new(Vec::new(), vec![s.clone()]).not_a_result()
 }
 
 /// The most frequent error kind over `runs`, as ` (mostly tls: UnknownIssuer)`.
@@ -217,6 +251,8 @@ pub struct StudyTable {
 /// What columns a table has beside the headline figures, decided once from its rows.
 struct Columns {
     cache: bool,
+    /// Hits asked and got (a cache study's workload).
+    hits: bool,
     flows: bool,
     background: bool,
     phases: Vec<&'static str>,
@@ -249,17 +285,18 @@ impl StudyTable {
         }
         Columns {
             cache: runs().any(|s| s.cache.is_some()),
+            hits: self.rows.iter().any(|r| r.hits().is_some()),
             flows: runs().any(|s| s.flows_total.is_some()),
             background: self.rows.iter().any(|r| !r.background.is_empty()),
             phases: PHASES.into_iter().filter(|p| self.rows.iter().any(|r| r.phase_mean_us(p).is_some())).collect(),
             processes,
-            verdict: self.rows.iter().any(|r| !r.slos.is_empty() || r.failure().is_some()),
+            verdict: self.rows.iter().any(|r| !r.slos.is_empty() || r.not_a_result().is_some()),
         }
     }
 
-    /// Rows built on failure, as warning lines.
+    /// Rows built on failure or on another workload than asked, as warning lines.
     pub fn failures(&self) -> Vec<String> {
-        self.rows.iter().filter_map(|r| r.failure().map(|why| format!("{}: {why}", r.labels.join(" ")))).collect()
+        self.rows.iter().filter_map(|r| r.not_a_result().map(|why| format!("{}: {why}", r.labels.join(" ")))).collect()
     }
 
     /// The one line saying the table is partial, if it is.
@@ -281,11 +318,14 @@ impl StudyTable {
         if c.cache {
             head.extend(["hit ratio".into(), "byte hit".into()]);
         }
+        if c.hits {
+            head.extend(["hits asked".into(), "hits got".into()]);
+        }
         if c.flows {
             head.extend(["flows/s", "flow success", "flow p50", "flow p99"].map(String::from));
         }
         if c.background {
-            head.push("background".into());
+            head.extend(["background".into(), "bg throughput".into()]);
         }
         head.extend(c.phases.iter().map(|p| p.to_string()));
         for p in &c.processes {
@@ -334,10 +374,16 @@ impl StudyTable {
             cells.push(r.figure(Figure::HitRatio).map_or_else(dash, |s| Figure::HitRatio.show(s.mean)));
             cells.push(r.byte_hit_ratio().map_or_else(dash, |v| Figure::HitRatio.show(v)));
         }
+        if c.hits {
+            let hits = r.hits();
+            cells.push(hits.map_or_else(dash, |h| Figure::HitRatio.show(h.asked)));
+            cells.push(hits.and_then(|h| h.got).map_or_else(dash, |g| Figure::HitRatio.show(g)));
+        }
         if c.flows {
             cells.extend(Figure::FLOWS.iter().map(show));
         }
         if c.background {
+            cells.push(r.background_asked().unwrap_or_else(dash));
             cells.push(r.background_throughput().map_or_else(dash, |s| format!("{:.0}/s", s.mean)));
         }
         cells.extend(c.phases.iter().map(|p| r.phase_mean_us(p).map_or_else(dash, fmt_us)));
@@ -367,6 +413,9 @@ impl StudyTable {
         if c.cache {
             head.extend(["hit_ratio_percent".into(), "byte_hit_ratio_percent".into()]);
         }
+        if c.hits {
+            head.extend(["hits_asked_percent", "hits_got_percent", "false_hits", "false_misses"].map(String::from));
+        }
         if c.flows {
             for f in Figure::FLOWS {
                 head.push(f.column());
@@ -376,7 +425,7 @@ impl StudyTable {
             }
         }
         if c.background {
-            head.push("background_throughput_per_sec".into());
+            head.extend(["background".into(), "background_throughput_per_sec".into()]);
         }
         head.extend(c.phases.iter().map(|p| format!("{p}_mean_ms")));
         for p in &c.processes {
@@ -415,10 +464,18 @@ impl StudyTable {
             cells.push(Cell::from(r.figure(Figure::HitRatio).map(|s| s.mean * 100.0)));
             cells.push(Cell::from(r.byte_hit_ratio().map(|v| v * 100.0)));
         }
+        if c.hits {
+            let hits = r.hits();
+            cells.push(Cell::from(hits.map(|h| h.asked * 100.0)));
+            cells.push(Cell::from(hits.and_then(|h| h.got).map(|g| g * 100.0)));
+            cells.push(Cell::from(hits.map(|h| h.false_hits as f64)));
+            cells.push(Cell::from(hits.map(|h| h.false_misses as f64)));
+        }
         if c.flows {
             figures(&Figure::FLOWS, &mut cells);
         }
         if c.background {
+            cells.push(r.background_asked().map_or(Cell::Empty, Cell::from));
             cells.push(Cell::from(r.background_throughput().map(|s| s.mean)));
         }
         cells.extend(c.phases.iter().map(|p| Cell::from(r.phase_mean_us(p).map(|us| us / 1e3))));
@@ -463,8 +520,16 @@ impl StudyTable {
             o.insert("sd".into(), Value::Object(sd));
         }
         if !r.background.is_empty() {
+            o.insert("background".into(), json!(r.background_asked()));
             o.insert("background_throughput_per_sec".into(), json!(r.background_throughput().map(|s| s.mean)));
         }
+        if let Some(h) = r.hits() {
+            o.insert(
+                "hits".into(),
+                json!({ "asked": h.asked, "got": h.got, "false_hits": h.false_hits, "false_misses": h.false_misses }),
+            );
+        }
+        o.insert("workload".into(), json!(r.deviation()));
         let phases: Map<String, Value> =
             PHASES.iter().filter_map(|p| r.phase_mean_us(p).map(|v| (p.to_string(), json!(v)))).collect();
         o.insert("phase_mean_us".into(), Value::Object(phases));

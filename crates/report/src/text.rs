@@ -34,6 +34,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         by_name_and_method(s),
         retries(s),
         cache(s),
+        workload(s),
         backends(s),
         bytes(s),
         status_codes(s),
@@ -58,9 +59,9 @@ pub fn text(s: &RunSummary, color: bool) -> String {
 
 /// A run built on failure says so before any figure, which would otherwise read as a result.
 fn failed(s: &RunSummary, paint: Paint) -> String {
-    match crate::study::failure_of(std::slice::from_ref(s)) {
-        Some(why) => paint.red(&format!("FAILED: {why}: the figures below are not a result\n")),
-        None => String::new(),
+    match crate::study::run_verdict(s) {
+        v if v == "ok" => String::new(),
+        v => paint.red(&format!("{v}: the figures below are not a result\n")),
     }
 }
 
@@ -379,6 +380,28 @@ fn cache(s: &RunSummary) -> String {
         }
     }
     out.push_str(&t.render(Paint { on: false }));
+    out
+}
+
+/// What the stream meant a cache to do and what it did: hits asked and got, false hits and
+/// false misses, and what told.
+fn workload(s: &RunSummary) -> String {
+    let Some(w) = &s.workload else { return String::new() };
+    let Some(hits) = crate::workload::Hits::of(std::slice::from_ref(s)) else { return String::new() };
+    let mut out = format!("Workload  {}\n", hits.text());
+    out.push_str(&format!(
+        "  {} request(s) for new objects, {} for objects asked for before; {} answer(s) told where they came from, by {}\n",
+        w.new,
+        w.repeat,
+        w.judged,
+        w.judged_by()
+    ));
+    if hits.deviates() {
+        out.push_str(&format!(
+            "  WORKLOAD: more than {:.0} points from the hits asked for: not the workload asked for\n",
+            crate::workload::HIT_TOLERANCE * 100.0
+        ));
+    }
     out
 }
 

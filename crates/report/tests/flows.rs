@@ -54,6 +54,8 @@ fn sample(at_us: u64, latency_us: u64, status: u16) -> Sample {
         bytes_out: 10,
         late: false,
         cache: CacheStatus::Unknown,
+        intent: Default::default(),
+        origin: Default::default(),
     }
 }
 

@@ -71,6 +71,8 @@ fn interval(run: Run, i: u64) -> IntervalRecord {
             bytes_out: 40,
             late: false,
             cache: CacheStatus::Unknown,
+            intent: Default::default(),
+            origin: Default::default(),
         };
         r.record_sent();
         r.record(&s);

@@ -36,6 +36,7 @@ use crate::{ServeConfig, ServeError};
 pub(crate) const STATS_PATH: &str = "/_barrage/stats";
 
 const X_SERVED_BY: HeaderName = HeaderName::from_static("x-served-by");
+const STAMP: HeaderName = HeaderName::from_static(barrage_metrics::sample::STAMP_HEADER);
 
 thread_local! {
     /// Per-thread generator for latency and error draws: no lock, no shared cache line.
@@ -73,7 +74,14 @@ pub(crate) struct Shared {
     pub(crate) handshakes: Option<Handshakes>,
     /// With HTTP/3: `Alt-Svc` on every answer, saying where HTTP/3 is served.
     pub(crate) alt_svc: Option<HeaderValue>,
+    /// This origin, in every answer's stamp: unique per process and configuration.
+    instance: u64,
 }
+
+/// An answer's object generation, set by the route that knows it (the store's), for the
+/// stamp.
+#[derive(Clone, Copy)]
+struct Generation(u64);
 
 /// Handshakes completed, counted by the origin itself: a client's count of connections
 /// and connect phases is checked against them.
@@ -123,6 +131,7 @@ impl Shared {
             cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
             handshakes: config.tls.then(Handshakes::default),
             alt_svc: None,
+            instance: rand::random(),
         })
     }
 }
@@ -192,6 +201,9 @@ pub(crate) async fn handle<B: RequestBody>(
     }
     // Counted on arrival, so requests waiting for a permit are counted too.
     let number = shared.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    // The stamp's time: the request had been sent by now, so an answer made for it is
+    // stamped after its send, and a cache's copy of an earlier answer before.
+    let arrived = std::time::SystemTime::now();
     if let Some(reason) = req.uri().path().strip_prefix(RESET_PATH) {
         return match reset_reason(reason) {
             Some(reason) => Err(h2::Error::from(reason)),
@@ -232,6 +244,7 @@ pub(crate) async fn handle<B: RequestBody>(
         route(&shared, req).await
     };
     shared.add_headers(resp.headers_mut());
+    shared.stamp(&mut resp, arrived, number);
     if let (Some(sim), Some(path)) = (&shared.cache_sim, cache_key) {
         if resp.status().is_success() {
             sim.label(&path, resp.headers_mut());
@@ -285,6 +298,16 @@ impl Shared {
         }
         json.push_str("}\n");
         json
+    }
+
+    /// Stamps an answer ([`barrage_metrics::sample::STAMP_HEADER`]): when it was made, its
+    /// number and this origin's, and its object's generation.
+    fn stamp(&self, resp: &mut Response<ResponseBody>, made: std::time::SystemTime, number: u64) {
+        let unix_us = made.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        let generation = resp.extensions().get::<Generation>().map_or(0, |g| g.0);
+        let value = barrage_metrics::sample::stamp(unix_us, number, self.instance, generation);
+        let value = HeaderValue::try_from(value).expect("digits, letters, = and spaces");
+        resp.headers_mut().insert(STAMP, value);
     }
 
     fn add_headers(&self, headers: &mut HeaderMap) {
@@ -540,8 +563,12 @@ async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Respon
     match *req.method() {
         Method::GET | Method::HEAD => {
             let path = req.uri().path();
-            match shared.store.get(path) {
-                Some(body) => respond(StatusCode::OK, ResponseBody::bytes(body)),
+            match shared.store.get_generation(path) {
+                Some((body, generation)) => {
+                    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(body));
+                    resp.extensions_mut().insert(Generation(generation));
+                    resp
+                }
                 None if path == "/" => respond(StatusCode::OK, ResponseBody::text("ok\n")),
                 None => status_response(StatusCode::NOT_FOUND),
             }

@@ -21,7 +21,8 @@ pub(crate) struct Store {
 
 #[derive(Debug, Default)]
 struct Inner {
-    bodies: HashMap<String, Bytes>,
+    /// Each path's body and its generation: how many times it was stored.
+    bodies: HashMap<String, (Bytes, u64)>,
     total: usize,
 }
 
@@ -32,6 +33,12 @@ pub(crate) struct Full;
 impl Store {
     /// The body stored under `path`, if any.
     pub(crate) fn get(&self, path: &str) -> Option<Bytes> {
+        self.get_generation(path).map(|(body, _)| body)
+    }
+
+    /// The body stored under `path` and its generation (1 for the first store, then one
+    /// more each time it is replaced), if any.
+    pub(crate) fn get_generation(&self, path: &str) -> Option<(Bytes, u64)> {
         // Acquire pairs with the Release in `put`: a GET that follows a completed PUT
         // (even on another connection and thread) sees a non-zero count.
         if self.entries.load(Ordering::Acquire) == 0 {
@@ -43,13 +50,13 @@ impl Store {
     /// Stores `body` under `path`, replacing what was there, unless the total would pass the cap.
     pub(crate) fn put(&self, path: &str, body: Bytes) -> Result<(), Full> {
         let mut inner = self.lock();
-        let replaced = inner.bodies.get(path).map_or(0, Bytes::len);
+        let (replaced, generation) = inner.bodies.get(path).map_or((0, 0), |(b, g)| (b.len(), *g));
         let total = inner.total - replaced + body.len();
         if total > STORE_CAP {
             return Err(Full);
         }
         inner.total = total;
-        inner.bodies.insert(path.to_string(), body);
+        inner.bodies.insert(path.to_string(), (body, generation + 1));
         self.entries.store(inner.bodies.len(), Ordering::Release);
         Ok(())
     }
@@ -58,7 +65,7 @@ impl Store {
     pub(crate) fn delete(&self, path: &str) -> bool {
         let mut inner = self.lock();
         match inner.bodies.remove(path) {
-            Some(body) => {
+            Some((body, _)) => {
                 inner.total -= body.len();
                 self.entries.store(inner.bodies.len(), Ordering::Release);
                 true
@@ -85,6 +92,7 @@ mod tests {
         store.put("/a", Bytes::from_static(b"one")).unwrap();
         store.put("/a", Bytes::from_static(b"two!")).unwrap();
         assert_eq!(store.get("/a").unwrap(), "two!");
+        assert_eq!(store.get_generation("/a").unwrap().1, 2, "stored twice");
         assert_eq!(store.lock().total, 4);
         let big = Bytes::from(vec![0u8; STORE_CAP - 4]);
         store.put("/big", big).unwrap();

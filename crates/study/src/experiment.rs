@@ -18,6 +18,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// What a run of a repeat is, for its stream's index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamRole {
+    Measured,
+    Background,
+    WarmUp,
+    WarmUpBackground,
+}
+
+impl StreamRole {
+    const COUNT: u64 = 4;
+}
+
 /// A testbed a case runs against: `testbed = "varnish"` (and `testbed-tls = true`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Environment {
@@ -265,6 +278,9 @@ pub struct Experiment<'a> {
     pub repeats: u32,
     /// Shuffle (case, repeat) with this seed.
     pub shuffle: Option<u64>,
+    /// The experiment's seed: the study's new objects are drawn under it, so no two of its
+    /// runs ask for the same new object.
+    pub seed: u64,
     /// A warm-up run of this length before each measured one, thrown away.
     pub warmup: Option<Duration>,
     /// A pause between runs.
@@ -356,32 +372,47 @@ impl Experiment<'_> {
     /// `--resume` redoes it. False when the study was stopped.
     fn run_repeat(&self, c: usize, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
         let case = &self.cases[c];
-        // Each case, repeat, warm-up and background load draws its own request stream, so a
-        // "miss" case meets objects no earlier run cached; the phases of a repeat share one.
-        let stream = |j: &Job, role: u64| {
+        let phases = barrage_plan::phases::parse(&case.phases).map_err(StudyError::Plan)?;
+        // Each case, repeat, warm-up and background load is a stream of its own (its index
+        // in the study, so that no two ask for the same new object, and its seed), and the
+        // phases of a repeat share one: the fill asks for what the measure asks for again.
+        let stream = |j: &Job, role: StreamRole| {
             let mut j = j.clone();
-            j.plan.seed = barrage_plan::derive_seed(j.plan.seed, &[c as u64, u64::from(repeat), role]);
+            j.plan.seed = barrage_plan::derive_seed(j.plan.seed, &[c as u64, u64::from(repeat), role as u64]);
+            j.plan.in_study(self.seed, self.stream_index(c, repeat, role), &[], 0, 0);
             j
         };
-        let (main_job, bg_job) = (stream(&built.main, 0), built.background.as_ref().map(|b| stream(b, 1)));
+        let (main_job, bg_job) = (
+            stream(&built.main, StreamRole::Measured),
+            built.background.as_ref().map(|b| stream(b, StreamRole::Background)),
+        );
         if let Some(w) = self.warmup {
-            let warm = |j: &Job, role: u64| {
+            let warm = |j: &Job, role: StreamRole| {
                 let mut j = stream(j, role);
                 j.plan.duration = Some(w);
                 j.plan.requests = None;
                 j
             };
-            let main = warm(&built.main, 2).label("case", case.id.as_str()).label("warmup", repeat.to_string());
-            let bg = built.background.as_ref().map(|b| warm(b, 3).label("case", case.id.as_str()));
+            let main = warm(&built.main, StreamRole::WarmUp)
+                .label("case", case.id.as_str())
+                .label("warmup", repeat.to_string());
+            let bg = built
+                .background
+                .as_ref()
+                .map(|b| warm(b, StreamRole::WarmUpBackground).label("case", case.id.as_str()));
             let (m, _) = self.pair(runner, main, bg)?;
             if m.is_none_or(|d| d.interrupted) {
                 return Ok(false);
             }
         }
-        for phase in Self::phases(case) {
+        let names: Vec<Option<&str>> = Self::phases(case);
+        let mut warmed = 0;
+        for (i, phase) in names.into_iter().enumerate() {
             let file = self.dir.file(&case.id, repeat, phase, Role::Measured);
             let bg_file = self.dir.file(&case.id, repeat, phase, Role::Background);
             let mut main = main_job.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
+            let index = main.plan.stream.index;
+            main.plan.in_study(self.seed, index, &phases, i, warmed);
             if let Some(p) = phase {
                 main = main.label("phase", p);
             }
@@ -396,6 +427,9 @@ impl Experiment<'_> {
             if b.as_ref().is_some_and(|d| d.interrupted) {
                 return Ok(false);
             }
+            if i == 0 {
+                warmed = m.summary.sent_prefix;
+            }
             if b.is_some() {
                 rename(&StudyDir::part(&bg_file), &bg_file)?;
             }
@@ -403,6 +437,12 @@ impl Experiment<'_> {
             rename(m.path.as_deref().expect("written to a file"), &file)?;
         }
         Ok(true)
+    }
+
+    /// The study's index of a run: one for each case, repeat and role, in that order.
+    fn stream_index(&self, case: usize, repeat: u32, role: StreamRole) -> u64 {
+        let run = case as u64 * u64::from(self.repeats) + u64::from(repeat.saturating_sub(1));
+        1 + run * StreamRole::COUNT + role as u64
     }
 
     /// The measured run through the runner (shown live), its background load beside it on

@@ -4,6 +4,7 @@
 use crate::series::{Job, Runner};
 use crate::StudyError;
 use barrage_engine::{Load, Pacer, Plan};
+use barrage_plan::phases::PhaseSpec;
 use barrage_report::{Slo, StudyRow, StudyTable};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -85,8 +86,8 @@ pub struct Sweep {
     pub levels: Vec<Level>,
     /// Length of each level's run (ignored without levels).
     pub step: Duration,
-    /// Phases run at each level with the same request stream (fill, measure); empty: one.
-    pub phases: Vec<String>,
+    /// Phases of each level's request stream (fill, measure); empty: one run a level.
+    pub phases: Vec<PhaseSpec>,
     /// Where each run's results file goes (`level-01-100rps.fill.brg`); temporary files
     /// when `None`.
     pub dir: Option<PathBuf>,
@@ -94,35 +95,50 @@ pub struct Sweep {
     pub slos: Vec<Slo>,
 }
 
+/// One run of a sweep: its row's labels and offered load, its phase, and the job.
+#[derive(Clone, Debug)]
+pub struct SweepJob {
+    /// The row's labels (level, phase).
+    pub labels: Vec<String>,
+    /// The level's offered load.
+    pub offered: Option<f64>,
+    /// Its phase's place among the level's phases (0 without phases).
+    pub phase: usize,
+    /// What runs; a measure's part and length are set once its fill has run.
+    pub job: Job,
+}
+
 impl Sweep {
-    /// The jobs in the order they run, each with its row labels and offered load.
-    pub fn jobs(&self) -> Vec<(Vec<String>, Option<f64>, Job)> {
+    /// The jobs in the order they run. Each level is a stream of its own (its new objects
+    /// are new, whatever the other levels asked for); its phases share it: the fill asks
+    /// for what the measures ask for again.
+    pub fn jobs(&self) -> Vec<SweepJob> {
         let levels: Vec<Option<Level>> =
             if self.levels.is_empty() { vec![None] } else { self.levels.iter().copied().map(Some).collect() };
-        let phases: Vec<Option<&str>> =
-            if self.phases.is_empty() { vec![None] } else { self.phases.iter().map(|p| Some(p.as_str())).collect() };
+        let phases: Vec<Option<&PhaseSpec>> =
+            if self.phases.is_empty() { vec![None] } else { self.phases.iter().map(Some).collect() };
+        let study = self.base.plan.stream.study;
         let mut out = Vec::new();
         for (i, level) in levels.iter().enumerate() {
-            for phase in &phases {
-                // The same plan, seed included, in every phase of a level: the measure phase
-                // replays the stream the fill phase sent, so a cache is warm for exactly it.
+            for (p, phase) in phases.iter().enumerate() {
                 let mut job = self.base.clone();
                 job.labels.clear();
                 let mut parts = Vec::new();
                 let mut labels = Vec::new();
                 if let Some(l) = level {
                     job.plan = l.apply(&self.base.plan, self.step);
-                    // Each level its own request stream (new objects are new at every
-                    // level); its phases share it.
                     job.plan.seed = barrage_plan::derive_seed(self.base.plan.seed, &[i as u64]);
                     job = job.label("level", l.label());
                     parts.push(format!("level-{:02}-{}", i + 1, l.file_label()));
                     labels.push(l.label());
                 }
-                if let Some(p) = phase {
-                    job = job.label("phase", *p);
-                    parts.push(p.to_string());
-                    labels.push(p.to_string());
+                // A lone run's phases keep its stream; each level is run i + 1 of the study.
+                let index = if self.levels.is_empty() { self.base.plan.stream.index } else { i as u64 + 1 };
+                job.plan.in_study(study, index, &self.phases, p, 0);
+                if let Some(phase) = phase {
+                    job = job.label("phase", phase.name.as_str());
+                    parts.push(phase.name.clone());
+                    labels.push(phase.name.clone());
                 }
                 job.output = self.output(&parts);
                 job.log = self.base.log.clone().map(|mut l| {
@@ -130,7 +146,7 @@ impl Sweep {
                     l
                 });
                 job.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, &parts));
-                out.push((labels, level.map(Level::offered), job));
+                out.push(SweepJob { labels, offered: level.map(Level::offered), phase: p, job });
             }
         }
         out
@@ -172,8 +188,17 @@ impl Sweep {
             std::fs::create_dir_all(dir).map_err(|e| StudyError::Io(dir.clone(), e))?;
         }
         runner.plan_runs(jobs.len());
-        for (labels, offered, job) in jobs {
+        // What the level's fill sent, for its measures.
+        let mut warmed = 0;
+        for SweepJob { labels, offered, phase, mut job } in jobs {
+            if phase > 0 {
+                let stream = job.plan.stream;
+                job.plan.in_study(stream.study, stream.index, &self.phases, phase, warmed);
+            }
             let Some(done) = runner.run(&job)? else { break };
+            if phase == 0 {
+                warmed = done.summary.sent_prefix;
+            }
             let slos = self.slos.iter().map(|s| s.check(&done.summary)).collect();
             let row = StudyRow { labels, offered, runs: vec![done.summary], slos, ..Default::default() };
             runner.note(&format!("{}: {}", job.title(), row_note(&row)));
@@ -226,6 +251,7 @@ pub fn suffixed(path: &Path, parts: &[String]) -> PathBuf {
 mod tests {
     use super::*;
     use barrage_engine::Target;
+    use barrage_plan::Part;
 
     fn base(load: Load) -> Plan {
         Plan::new(vec![Target::new(http::Method::GET, "http://127.0.0.1:1/").unwrap()], load)
@@ -254,13 +280,12 @@ mod tests {
             base: job,
             levels: vec![Level::Workers(4), Level::Workers(8)],
             step: Duration::from_secs(2),
-            phases: vec!["fill".into(), "measure".into()],
+            phases: barrage_plan::phases::parse(&["fill".into(), "measure".into()]).unwrap(),
             dir: Some("/tmp/out".into()),
             slos: Vec::new(),
         };
         let jobs = s.jobs();
-        let names: Vec<String> =
-            jobs.iter().map(|(_, _, j)| j.output.as_ref().unwrap().display().to_string()).collect();
+        let names: Vec<String> = jobs.iter().map(|j| j.job.output.as_ref().unwrap().display().to_string()).collect();
         assert_eq!(
             names,
             [
@@ -270,13 +295,18 @@ mod tests {
                 "/tmp/out/level-02-8workers.measure.brg"
             ]
         );
-        assert_eq!(jobs[3].0, ["8 workers", "measure"]);
-        assert_eq!(jobs[3].1, Some(8.0));
+        assert_eq!(jobs[3].labels, ["8 workers", "measure"]);
+        assert_eq!(jobs[3].offered, Some(8.0));
         assert_eq!(
-            jobs[1].2.hdr_log.as_ref().unwrap().display().to_string(),
+            jobs[1].job.hdr_log.as_ref().unwrap().display().to_string(),
             "/tmp/x/lat.level-01-4workers.measure.hlog"
         );
-        assert_eq!(jobs[2].2.title(), "level 8 workers, phase fill");
+        assert_eq!(jobs[2].job.title(), "level 8 workers, phase fill");
+        // Each level a stream of its own, its phases sharing it: the fill then the measure.
+        let streams: Vec<(u64, Part)> =
+            jobs.iter().map(|j| (j.job.plan.stream.index, j.job.plan.stream.part)).collect();
+        let measure = Part::Measure { warmed: 0 };
+        assert_eq!(streams, [(1, Part::Fill), (1, measure), (2, Part::Fill), (2, measure)]);
         assert_eq!(s.label_columns(), ["level", "phase"]);
     }
 
@@ -288,13 +318,13 @@ mod tests {
             base: job,
             levels: Vec::new(),
             step: Duration::ZERO,
-            phases: vec!["fill".into(), "measure".into()],
+            phases: barrage_plan::phases::parse(&["fill".into(), "measure".into()]).unwrap(),
             dir: None,
             slos: Vec::new(),
         };
         let jobs = s.jobs();
-        assert_eq!(jobs[0].2.output.as_deref(), Some(Path::new("run.fill.brg")));
-        assert_eq!(jobs[1].2.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
-        assert_eq!(jobs[1].0, ["measure"]);
+        assert_eq!(jobs[0].job.output.as_deref(), Some(Path::new("run.fill.brg")));
+        assert_eq!(jobs[1].job.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
+        assert_eq!(jobs[1].labels, ["measure"]);
     }
 }

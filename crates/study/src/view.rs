@@ -30,6 +30,9 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
         "hit_ratio": p.hit_ratio,
         "objects": p.objects,
         "seed": p.seed,
+        "stream": stream_view(&p.stream),
+        "round": p.round(),
+        "clients": p.clients(),
         "retry": p.retry.as_ref().map(|r| json!({
             "max_retries": r.max_retries,
             "backoff_min_s": r.backoff_min.as_secs_f64(),
@@ -39,6 +42,17 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
         "backend_headers": p.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
         "scenario": p.scenario.as_deref().map(|s| scenario_view(s, redaction)),
     })
+}
+
+/// The run's place in its study and its part of the stream (`whole`, `fill`, or `measure`
+/// of what the fill warmed).
+fn stream_view(s: &barrage_plan::Stream) -> Value {
+    let (part, warmed) = match s.part {
+        barrage_plan::Part::Whole => ("whole", None),
+        barrage_plan::Part::Fill => ("fill", None),
+        barrage_plan::Part::Measure { warmed } => ("measure", Some(warmed)),
+    };
+    json!({ "study": s.study, "index": s.index, "part": part, "warmed": warmed })
 }
 
 /// A scenario as it ran: its flows' steps (what they capture and check, not the values) and

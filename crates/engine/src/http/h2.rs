@@ -1467,6 +1467,7 @@ mod tests {
                 last_backend: &mut last,
                 headers: None,
                 body: Some(&mut body),
+                stamp: None,
             };
             let exchange = conn.exchange(&out, &mut reading, Instant::now());
             let a = tokio::time::timeout(Duration::from_secs(10), exchange).await.expect("no hang")?;
@@ -1560,6 +1561,7 @@ mod tests {
                                 last_backend: &mut last,
                                 headers: None,
                                 body: None,
+                                stamp: None,
                             };
                             let a = conn.exchange(&out, &mut reading, Instant::now()).await.unwrap();
                             sends.push(a.written.expect("HTTP/2 times a request's write") - a.sent);

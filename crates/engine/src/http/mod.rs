@@ -62,6 +62,8 @@ pub(crate) struct Reading<'a> {
     pub headers: Option<&'a mut HeaderMap>,
     /// Kept: the body, up to [`barrage_plan::flow::MAX_JUDGED_BODY`] bytes.
     pub body: Option<&'a mut Vec<u8>>,
+    /// Read: when the origin's stamp says it made the answer, µs since the Unix epoch.
+    pub stamp: Option<u64>,
 }
 
 impl Reading<'_> {
@@ -83,6 +85,7 @@ impl Reading<'_> {
         if let Some(kept) = self.headers.as_deref_mut() {
             keep(kept);
         }
+        self.stamp = headers.value(&STAMP).and_then(barrage_metrics::sample::stamp_time);
         (self.rules.classify(headers), self.backend_of(headers))
     }
 
@@ -98,6 +101,9 @@ impl Reading<'_> {
         last.clone()
     }
 }
+
+/// The header of the origin's stamp ([`barrage_metrics::sample::STAMP_HEADER`]).
+static STAMP: HeaderName = HeaderName::from_static(barrage_metrics::sample::STAMP_HEADER);
 
 /// How one request went, as the protocol saw it. Times are offsets from the run's start.
 pub(crate) struct Answer {

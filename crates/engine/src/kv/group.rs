@@ -192,6 +192,7 @@ impl Group {
                     late: false,
                     attempt: 1,
                     starts_now: false,
+                    intent: barrage_metrics::Intent::Any,
                 },
                 started: Duration::ZERO,
                 submitted: Duration::ZERO,
@@ -495,6 +496,8 @@ impl Group {
             bytes_out: done.bytes_out,
             late: job.late,
             cache: done.cache,
+            intent: job.intent,
+            origin: done.origin,
         };
         let target = &w.targets[job.target as usize];
         if let Some(log) = &w.log {

@@ -118,6 +118,7 @@ pub(super) fn done<'a>(
         bytes_in: a.bytes_in,
         bytes_out,
         cache,
+        origin: barrage_metrics::Origin::Unstamped,
         backend: Some(std::borrow::Cow::Borrowed(backend)),
         reply,
         ended: Some(a.done),

@@ -82,6 +82,8 @@ pub fn interval(i: u64) -> IntervalRecord {
                 (false, 1) if i == 0 => barrage_metrics::CacheStatus::Stale,
                 _ => barrage_metrics::CacheStatus::Hit,
             },
+            intent: Default::default(),
+            origin: Default::default(),
         };
         r.record(&sample);
         // Named requests: a PUT of an object now and then, GETs otherwise.
@@ -194,6 +196,7 @@ pub fn write_results(path: &Path) {
         bound_reached: true,
         log_chunks_dropped: 0,
         peak_rss_kib: 18_432,
+        sent_prefix: 0,
     })
     .unwrap();
 }
