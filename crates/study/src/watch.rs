@@ -61,8 +61,13 @@ fn aims_at(state: &State, plan: &Plan) -> bool {
     })
 }
 
-/// `--at OFFSET COMMAND` pairs, each offset within the run.
-pub fn schedule(at: &[String], duration: Option<Duration>) -> Result<Vec<ScheduledCommand>, String> {
+/// `--at OFFSET COMMAND` pairs, each offset within the run; `barrage` in a command runs
+/// the binary at `barrage` (the one running) when given.
+pub fn schedule(
+    at: &[String],
+    duration: Option<Duration>,
+    barrage: Option<&Path>,
+) -> Result<Vec<ScheduledCommand>, String> {
     at.chunks(2)
         .map(|pair| {
             let [offset, command] = pair else {
@@ -75,7 +80,7 @@ pub fn schedule(at: &[String], duration: Option<Duration>) -> Result<Vec<Schedul
             if let Some(d) = duration.filter(|d| parsed.0 >= *d) {
                 return Err(format!("--at {offset}: after the end of the run ({}s)", d.as_secs_f64()));
             }
-            Ok(ScheduledCommand { offset: parsed.0, command: command.clone() })
+            Ok(ScheduledCommand { offset: parsed.0, command: command.clone(), barrage: barrage.map(Path::to_path_buf) })
         })
         .collect()
 }
@@ -86,14 +91,14 @@ mod tests {
 
     #[test]
     fn at_pairs_are_checked_against_the_run() {
-        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5))).unwrap();
+        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5)), None).unwrap();
         assert_eq!(ok[0].offset, Duration::from_secs(1));
         for (pair, want) in [
             (["9s", "true"], "after the end of the run"),
             (["1s", " "], "the command is empty"),
             (["soon", "true"], "--at 'soon'"),
         ] {
-            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5))).unwrap_err();
+            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5)), None).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
     }
