@@ -1,7 +1,7 @@
 //! `--monitor` and `--at` on a plain run against the built-in origin.
 
 use crate::studies::{served, vm_hwm};
-use crate::util::{barrage, open, origin, plan, run_in};
+use crate::util::{barrage, open, origin, plan, run_in, ServeProcess};
 use barrage_metrics::file::{ResultsReader, ResultsWriter, RunHeader};
 use barrage_server::ServeConfig;
 use serde_json::Value;
@@ -56,6 +56,70 @@ fn at_commands_are_events_in_the_results_file_with_their_exit() {
         ),
         "{header}"
     );
+}
+
+/// `barrage report FILE --format FORMAT`, which must succeed: its standard output.
+fn report_of(file: &Path, format: &str) -> String {
+    let out = barrage().arg("report").arg(file).args(["--format", format]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Found in issue 32: a command that failed (exit 127) had the run's changes put down to
+/// it. Here it really disturbs the origin (stopped for 400 ms) and then fails: the event
+/// says it failed, with its exit code and the first line of its standard error (redacted
+/// as every output is), in text, JSON and HTML, and no effect is put down to it.
+#[test]
+fn a_failed_at_command_is_shown_failed_with_its_error_and_no_effect() {
+    let origin = ServeProcess::start(&[]);
+    let pid = origin.child.id();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.brg");
+    let command = format!(
+        "kill -STOP {pid}; sleep 0.4; kill -CONT {pid}; echo done; echo 'cannot reach http://u:S3CRET@127.0.0.1:1/' >&2; echo more >&2; exit 127"
+    );
+    let url = format!("http://{}/", origin.addr);
+    let out = barrage()
+        .args(["run", "--rate", "200", "-d", "3s", &url, "--at", "1s", &command, "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&report_of(&file, "json")).unwrap();
+    let e = &s["events"][0];
+    assert_eq!((e["exit"].as_i64(), e["failed"].as_bool()), (Some(127), Some(true)), "{e}");
+    assert_eq!(e["problem"], "cannot reach http://u:<redacted>@127.0.0.1:1/", "{e}");
+    assert!(e["burst_s"].is_null() && e["burst_errors"] == 0 && e["changes"] == serde_json::json!([]), "{e}");
+    assert!(e["before"]["requests"].as_u64() > Some(100), "before is still shown: {e}");
+    let text = report_of(&file, "text");
+    let events = &text[text.find("Events").expect("an Events section")..];
+    let line = "failed, exit 127: cannot reach http://u:<redacted>@127.0.0.1:1/";
+    assert!(events.contains(line) && events.contains("effect  none put down to it: the command failed"), "{events}");
+    assert!(!events.contains("S3CRET") && !events.contains("recovered") && !events.contains("changed"), "{events}");
+    let html = report_of(&file, "html");
+    let escaped = line.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(html.contains(&escaped) && html.contains("none put down to it: the command failed"), "the HTML too");
+    assert!(!html.contains("S3CRET"));
+}
+
+/// Found in issue 32: the README's own `--at 'barrage testbed stop …'` failed with exit 127
+/// unless barrage was on PATH. `barrage` in a command runs the barrage that is running.
+#[test]
+fn barrage_in_an_at_command_is_the_running_barrage_whatever_path_says() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.brg");
+    let out = barrage()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "--rate", "50", "-d", "1s", &server.url(), "--at", "200ms", "barrage --version", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&report_of(&file, "json")).unwrap();
+    let e = &s["events"][0];
+    assert_eq!(e["exit"].as_i64(), Some(0), "{e}");
+    assert_eq!(e["output"].as_str(), Some(format!("barrage {}", env!("CARGO_PKG_VERSION")).as_str()), "{e}");
 }
 
 #[test]
