@@ -301,6 +301,16 @@ fn three_memcached_with_ketama_and_one_stopped_mid_run() {
     let col = |name: &str| head.iter().position(|h| h == name).unwrap();
     let (start_us, error, cache_col, backend) = (col("start_unix_us"), col("error"), col("cache"), col("backend"));
     let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    // Found in issue 32: every row's url was the first server's, and the key was missing.
+    // Each row names the server the ring sent its key to, and the key.
+    let (url_col, key_col) = (col("url"), col("key"));
+    for r in &rows {
+        let key = &r[key_col];
+        assert!(key.starts_with("memtier-"), "{r:?}");
+        let port = hosts[ring.server(key.as_bytes())].1;
+        assert_eq!(&r[url_col], format!("memcache://127.0.0.1:{port}"), "{r:?}");
+        assert_eq!(&r[backend], format!("127.0.0.1:{port}"), "{r:?}");
+    }
     let t0: u64 = rows.iter().map(|r| r[start_us].parse::<u64>().unwrap()).min().unwrap();
     let at = |r: &csv::StringRecord| (r[start_us].parse::<u64>().unwrap() - t0) as f64 / 1e6;
     let failed: Vec<&csv::StringRecord> = rows.iter().filter(|r| !r[error].is_empty()).collect();
@@ -334,7 +344,9 @@ fn three_memcached_with_ketama_and_one_stopped_mid_run() {
     // there), and ended it: errors down to none, memcached-2 answering its share again.
     let before = &started.before;
     assert!(before.requests > 500 && (0.25..0.45).contains(&before.error_ratio), "{before:?}");
-    assert_eq!(before.backends.get(&victim), None, "memcached-2 answered nothing before the start");
+    // (Its last answers may finish in the burst's first tenth of a second, as the stop ran.)
+    let share = before.backends.get(&victim).copied().unwrap_or(0.0);
+    assert!(share < 0.05, "memcached-2 answered next to nothing before the start: {before:?}");
     let change = |figure: &str, backend: Option<&str>| {
         started.changes.iter().find(|c| c.figure == figure && c.backend.as_deref() == backend).map(|c| c.after)
     };
