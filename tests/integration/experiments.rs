@@ -301,6 +301,56 @@ fn an_experiment_runs_its_cases_compares_them_and_resumes_after_a_kill() {
     assert_eq!(text.matches("SLO pass").count(), 3, "{text}");
 }
 
+/// Found in issue 32: an experiment of 6 cases, two of them in two phases, said "8
+/// case(s)", and "Comparison along server" left out every cache-hit pair, since cache-hit
+/// has phases and the baseline none. Each level is compared with its factor's first level
+/// (as the svLoad paper's backend → cache-hit, backend → cache-miss), a phased case by its
+/// last phase, and no two later levels with each other.
+#[test]
+fn every_level_is_compared_with_the_baseline_a_phased_one_by_its_last_phase() {
+    let (slow, fast) = (delayed(4), delayed(1));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.toml");
+    let text = format!(
+        r#"name = "servers"
+duration = "1s"
+compare = ["server"]
+
+[factors.server]
+backend = {{ url = "{slow}" }}
+cache-hit = {{ url = "{fast}", phases = ["fill", "measure"] }}
+cache-miss = {{ url = "{slow}" }}
+
+[factors.clients]
+one = {{ concurrency = 1 }}
+two = {{ concurrency = 2 }}
+"#,
+        slow = slow.url(),
+        fast = fast.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let listing = ok(&barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap());
+    assert!(listing.starts_with("servers: 6 case(s)"), "{listing}");
+    let results = dir.path().join("results");
+    let out = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output();
+    let json: Value = serde_json::from_str(&ok(&out.unwrap())).unwrap();
+    assert_eq!(json["matrix"].as_array().unwrap().len(), 8, "a row per case and phase");
+    let summary = std::fs::read_to_string(results.join("summary.txt")).unwrap();
+    assert!(summary.starts_with("Experiment servers: 6 case(s) × 1 repeat(s)"), "{summary}");
+    let pairs: Vec<String> = json["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} → {} {}", c["from"], c["to"], c["phase"]).replace('"', ""))
+        .collect();
+    let want = ["backend → cache-hit measure", "backend → cache-miss null"];
+    assert_eq!(pairs, [want, want].concat(), "one of each per clients level: {pairs:?}");
+    let p50 = |c: &Value| c["comparison"]["metrics"].as_array().unwrap()[4]["runs"][0]["change_percent"].as_f64();
+    let hit = &json["comparisons"][0];
+    assert!(p50(hit).is_some_and(|p| p < -30.0), "4 ms → 1 ms: {hit}");
+    assert!(summary.contains("backend → cache-hit (TC0 → TC2, measure)"), "{summary}");
+}
+
 /// `experiment --dry-run` of `text` (as `bad.toml` in `dir`) exits 2 with one line naming
 /// the file: that line.
 fn dry_run_refuses(dir: &std::path::Path, text: &str) -> String {

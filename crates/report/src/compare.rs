@@ -383,22 +383,23 @@ fn pool_flows(repeats: &[RunSummary]) -> Option<barrage_metrics::summary::FlowSu
     Some(f)
 }
 
-/// Two cases of an experiment that differ only in one factor, compared as two runs.
+/// Two cases of an experiment that differ only in one factor, the first at its baseline
+/// level, compared as two runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseComparison {
     /// The factor compared along.
     pub factor: String,
-    /// Its earlier level.
+    /// Its first level (the baseline).
     pub from: String,
-    /// Its later level.
+    /// The level compared with it.
     pub to: String,
     /// The other factors' levels, `f=l, g=m`.
     pub others: String,
-    /// The case at the earlier level.
+    /// The case at the baseline level.
     pub from_case: String,
-    /// The case at the later level.
+    /// The case at the level compared.
     pub to_case: String,
-    /// The phase compared, for cases with phases.
+    /// The phase compared, for cases with phases (the last, when only one case has them).
     pub phase: Option<String>,
     /// The later case against the earlier (its baseline), repeats pooled.
     pub comparison: Comparison,
@@ -458,8 +459,8 @@ pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
     sheet
 }
 
-/// The comparisons along each factor as text tables (change from the earlier level; `*`
-/// marks a significant change).
+/// The comparisons along each factor as text tables (change from the factor's first level;
+/// `*` marks a significant change).
 pub fn case_comparisons_text(factors: &[String], rows: &[CaseComparison]) -> String {
     let mut out = String::new();
     let figures = case_figures(rows);
@@ -478,7 +479,7 @@ pub fn case_comparisons_text(factors: &[String], rows: &[CaseComparison]) -> Str
             t.row(cells);
         }
         out.push_str(&format!(
-            "\nComparison along {factor} (% change from the first level to the second; * significant, as `barrage compare` tests)\n"
+            "\nComparison along {factor} (% change from its first level, the baseline, to each other; * significant, as `barrage compare` tests)\n"
         ));
         out.push_str(&t.to_text());
         let untested = rows
