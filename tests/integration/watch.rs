@@ -41,9 +41,11 @@ fn at_commands_are_events_in_the_results_file_with_their_exit() {
     // latency burst; the unit tests of the analysis pin its rules down.)
     assert_eq!(events[0]["burst_errors"], 0, "{}", events[0]);
     assert_eq!(events[0]["before"]["error_ratio"], 0.0, "{}", events[0]);
-    // The test process itself was watched by PID; barrage and the machine always are.
+    // The test process itself was watched by PID, and is named by its name (issue 32 found
+    // it named by its PID); barrage and the machine always are.
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap().trim().to_string();
     let names: Vec<&str> = s["processes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, [std::process::id().to_string().as_str(), "barrage"]);
+    assert_eq!(names, [comm.as_str(), "barrage"]);
     let rows = s["intervals"].as_array().unwrap();
     assert!(rows.iter().take(2).all(|r| r["host_cpu_percent"].is_number()), "{rows:?}");
     let csv = barrage().arg("report").arg(&file).args(["--format", "csv"]).output().unwrap();
@@ -51,7 +53,7 @@ fn at_commands_are_events_in_the_results_file_with_their_exit() {
     assert!(
         header.lines().next().unwrap().ends_with(
             ",host_cpu_percent,{0}_cpu_percent,{0}_rss_kib,barrage_cpu_percent,barrage_rss_kib"
-                .replace("{0}", &std::process::id().to_string())
+                .replace("{0}", &comm)
                 .as_str()
         ),
         "{header}"
@@ -122,6 +124,28 @@ fn barrage_in_an_at_command_is_the_running_barrage_whatever_path_says() {
     assert_eq!(e["output"].as_str(), Some(format!("barrage {}", env!("CARGO_PKG_VERSION")).as_str()), "{e}");
 }
 
+/// Processes watched by PID are named by their name, the PID added where two would share
+/// one: two `barrage serve` origins beside barrage itself.
+#[test]
+fn processes_watched_by_pid_are_named_by_their_name_and_pid_when_shared() {
+    let (a, b) = (ServeProcess::start(&[]), ServeProcess::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.brg");
+    let (pa, pb) = (a.child.id().to_string(), b.child.id().to_string());
+    let url = format!("http://{}/", a.addr);
+    let out = barrage()
+        .args(["run", "-n", "20", "-c", "1", &url, "--monitor", &pa, "--monitor", &pb, "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&report_of(&file, "json")).unwrap();
+    let names: Vec<&str> = s["processes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [format!("barrage[{pa}]"), format!("barrage[{pb}]"), "barrage".to_string()]);
+    let csv = report_of(&file, "csv");
+    assert!(csv.lines().next().unwrap().contains(&format!(",barrage_{pa}_cpu_percent,barrage_{pa}_rss_kib,")), "{csv}");
+}
+
 #[test]
 fn monitor_and_at_usage_errors_are_one_line_with_exit_2() {
     let server = origin(ServeConfig::default());
@@ -187,7 +211,8 @@ fn as_if_from(host: &str, from: &Path, to: &Path) {
 fn four_runs_watching_one_server_count_it_once() {
     let server = served();
     let pid = server.0.id();
-    let name = pid.to_string();
+    // A `barrage serve`, named with its PID beside barrage itself.
+    let name = format!("barrage[{pid}]");
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<PathBuf> = (0..4).map(|k| dir.path().join(format!("client{k}.brg"))).collect();
     let ticks_before = cpu_ticks(pid);
@@ -198,7 +223,7 @@ fn four_runs_watching_one_server_count_it_once() {
         .map(|(k, file)| {
             let url = format!("{}/bytes/{}", server.1, 100 * (k + 1));
             barrage()
-                .args(["run", "--rate", "500", "-d", "3s", "--monitor", &name, "--threads", "1", &url, "-o"])
+                .args(["run", "--rate", "500", "-d", "3s", "--monitor", &pid.to_string(), "--threads", "1", &url, "-o"])
                 .arg(file)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
@@ -248,7 +273,7 @@ fn four_runs_watching_one_server_count_it_once() {
     let csv = barrage().arg("report").args(&files).args(["--format", "csv"]).output().unwrap();
     let csv = String::from_utf8(csv.stdout).unwrap();
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = head.iter().position(|h| *h == format!("{name}_rss_kib")).unwrap();
+    let col = head.iter().position(|h| *h == format!("barrage_{pid}_rss_kib")).unwrap();
     for line in csv.lines().skip(1) {
         let kib: f64 = line.split(',').nth(col).unwrap().parse().unwrap();
         assert!(kib <= hwm, "{line}");

@@ -29,6 +29,7 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Resul
         }
         out.push(Watch { label: m.clone(), target });
     }
+    name_pids(&mut out);
     if let Some(state) = state.filter(|s| aims_at(s, plan)) {
         for s in &state.servers {
             if !out.iter().any(|w| w.label == s.spec.name) {
@@ -38,6 +39,20 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Resul
     }
     too_many(out.len())?;
     Ok(out)
+}
+
+/// Processes watched by PID are labelled by their name, not their number; with the PID
+/// (`nginx[4242]`, as syslog writes it) where another watch, or barrage itself, has that
+/// name.
+fn name_pids(watches: &mut [Watch]) {
+    let names: Vec<Option<String>> = watches.iter().map(|w| w.target.process_name()).collect();
+    let label = |i: usize| names[i].clone().unwrap_or_else(|| watches[i].label.clone());
+    let labels: Vec<String> = (0..watches.len()).map(label).collect();
+    for (i, w) in watches.iter_mut().enumerate() {
+        let (Some(name), WatchTarget::Pid(pid)) = (&names[i], &w.target) else { continue };
+        let shared = name == "barrage" || labels.iter().enumerate().any(|(j, l)| j != i && l == name);
+        w.label = if shared { format!("{name}[{pid}]") } else { name.clone() };
+    }
 }
 
 fn too_many(watched: usize) -> Result<(), String> {
