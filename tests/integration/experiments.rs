@@ -427,6 +427,29 @@ busy = {{ background = {{ rate = 250, no-keepalive = false }} }}
     let json: Value = serde_json::from_str(&ok(&out)).unwrap();
     let cases: Vec<&str> = json.as_array().unwrap().iter().map(|c| c["case"].as_str().unwrap()).collect();
     assert_eq!(cases, ["TC0", "TC1"]);
+    // Found in issue 32: many runs compared printed a block per case, each headed by its
+    // levels in JSON (20 cases, 520 lines). They are one table: a row per case and run
+    // against the baseline, the figures as columns, in text, CSV and the workbook alike.
+    let c = dir.path().join("c");
+    std::fs::create_dir(&c).unwrap();
+    for f in std::fs::read_dir(&b).unwrap().flatten() {
+        std::fs::copy(f.path(), c.join(f.file_name())).unwrap();
+    }
+    let compare = |extra: &[&str]| ok(&barrage().arg("compare").arg(&a).arg(&b).arg(&c).args(extra).output().unwrap());
+    let text = compare(&[]);
+    assert!(!text.contains("==") && !text.contains('{'), "no block per case: {text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" → ")).collect();
+    assert_eq!(rows.len(), 4, "a row per case and run: {text}");
+    assert!(rows[0].starts_with("a → b (TC0)") && rows[3].starts_with("a → c (TC1)"), "{text}");
+    assert!(rows[2].contains("load=busy") && text.lines().next().unwrap().contains("against a"), "{text}");
+    let csv = compare(&["--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 5, "one header, a row per case and run: {csv}");
+    assert!(lines[0].contains("p50_change_percent") && lines[1].contains(",TC0,"), "{csv}");
+    let book = dir.path().join("c.xlsx");
+    compare(&["--xlsx", book.to_str().unwrap()]);
+    use calamine::Reader;
+    assert_eq!(calamine::open_workbook_auto(&book).unwrap().sheet_names(), ["comparisons"], "one sheet");
 }
 
 /// Requests an origin has served, by its own count.
