@@ -102,6 +102,8 @@ fn a_failed_at_command_is_shown_failed_with_its_error_and_no_effect() {
     let escaped = line.replace('<', "&lt;").replace('>', "&gt;");
     assert!(html.contains(&escaped) && html.contains("none put down to it: the command failed"), "the HTML too");
     assert!(!html.contains("S3CRET"));
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(!bytes.windows(6).any(|w| w == b"S3CRET"), "the results file holds it redacted too");
 }
 
 /// Found in issue 32: the README's own `--at 'barrage testbed stop …'` failed with exit 127
