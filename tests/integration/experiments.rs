@@ -301,6 +301,56 @@ fn an_experiment_runs_its_cases_compares_them_and_resumes_after_a_kill() {
     assert_eq!(text.matches("SLO pass").count(), 3, "{text}");
 }
 
+/// Found in issue 32: an experiment of 6 cases, two of them in two phases, said "8
+/// case(s)", and "Comparison along server" left out every cache-hit pair, since cache-hit
+/// has phases and the baseline none. Each level is compared with its factor's first level
+/// (as the svLoad paper's backend → cache-hit, backend → cache-miss), a phased case by its
+/// last phase, and no two later levels with each other.
+#[test]
+fn every_level_is_compared_with_the_baseline_a_phased_one_by_its_last_phase() {
+    let (slow, fast) = (delayed(4), delayed(1));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.toml");
+    let text = format!(
+        r#"name = "servers"
+duration = "1s"
+compare = ["server"]
+
+[factors.server]
+backend = {{ url = "{slow}" }}
+cache-hit = {{ url = "{fast}", phases = ["fill", "measure"] }}
+cache-miss = {{ url = "{slow}" }}
+
+[factors.clients]
+one = {{ concurrency = 1 }}
+two = {{ concurrency = 2 }}
+"#,
+        slow = slow.url(),
+        fast = fast.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let listing = ok(&barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap());
+    assert!(listing.starts_with("servers: 6 case(s)"), "{listing}");
+    let results = dir.path().join("results");
+    let out = barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output();
+    let json: Value = serde_json::from_str(&ok(&out.unwrap())).unwrap();
+    assert_eq!(json["matrix"].as_array().unwrap().len(), 8, "a row per case and phase");
+    let summary = std::fs::read_to_string(results.join("summary.txt")).unwrap();
+    assert!(summary.starts_with("Experiment servers: 6 case(s) × 1 repeat(s)"), "{summary}");
+    let pairs: Vec<String> = json["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} → {} {}", c["from"], c["to"], c["phase"]).replace('"', ""))
+        .collect();
+    let want = ["backend → cache-hit measure", "backend → cache-miss null"];
+    assert_eq!(pairs, [want, want].concat(), "one of each per clients level: {pairs:?}");
+    let p50 = |c: &Value| c["comparison"]["metrics"].as_array().unwrap()[4]["runs"][0]["change_percent"].as_f64();
+    let hit = &json["comparisons"][0];
+    assert!(p50(hit).is_some_and(|p| p < -30.0), "4 ms → 1 ms: {hit}");
+    assert!(summary.contains("backend → cache-hit (TC0 → TC2, measure)"), "{summary}");
+}
+
 /// `experiment --dry-run` of `text` (as `bad.toml` in `dir`) exits 2 with one line naming
 /// the file: that line.
 fn dry_run_refuses(dir: &std::path::Path, text: &str) -> String {
@@ -377,6 +427,29 @@ busy = {{ background = {{ rate = 250, no-keepalive = false }} }}
     let json: Value = serde_json::from_str(&ok(&out)).unwrap();
     let cases: Vec<&str> = json.as_array().unwrap().iter().map(|c| c["case"].as_str().unwrap()).collect();
     assert_eq!(cases, ["TC0", "TC1"]);
+    // Found in issue 32: many runs compared printed a block per case, each headed by its
+    // levels in JSON (20 cases, 520 lines). They are one table: a row per case and run
+    // against the baseline, the figures as columns, in text, CSV and the workbook alike.
+    let c = dir.path().join("c");
+    std::fs::create_dir(&c).unwrap();
+    for f in std::fs::read_dir(&b).unwrap().flatten() {
+        std::fs::copy(f.path(), c.join(f.file_name())).unwrap();
+    }
+    let compare = |extra: &[&str]| ok(&barrage().arg("compare").arg(&a).arg(&b).arg(&c).args(extra).output().unwrap());
+    let text = compare(&[]);
+    assert!(!text.contains("==") && !text.contains('{'), "no block per case: {text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" → ")).collect();
+    assert_eq!(rows.len(), 4, "a row per case and run: {text}");
+    assert!(rows[0].starts_with("a → b (TC0)") && rows[3].starts_with("a → c (TC1)"), "{text}");
+    assert!(rows[2].contains("load=busy") && text.lines().next().unwrap().contains("against a"), "{text}");
+    let csv = compare(&["--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 5, "one header, a row per case and run: {csv}");
+    assert!(lines[0].contains("p50_change_percent") && lines[1].contains(",TC0,"), "{csv}");
+    let book = dir.path().join("c.xlsx");
+    compare(&["--xlsx", book.to_str().unwrap()]);
+    use calamine::Reader;
+    assert_eq!(calamine::open_workbook_auto(&book).unwrap().sheet_names(), ["comparisons"], "one sheet");
 }
 
 /// Requests an origin has served, by its own count.

@@ -122,6 +122,37 @@ fn ids_fill_every_template_of_a_target_file() {
     assert_eq!(sent, want);
 }
 
+/// Found in issue 32: a template was shown as its first id (`/obj/0`), and a file of a PUT
+/// and a GET of one template showed one URL. Every output shows every target, a template
+/// as written, a method other than GET before its URL as a target file writes it.
+#[test]
+fn reports_show_every_target_and_templates_as_written() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("item.txt"), b"an object").unwrap();
+    let file = dir.path().join("targets.txt");
+    let u = o.url().trim_end_matches('/').to_string();
+    std::fs::write(&file, format!("PUT {u}/obj/{{id}}\n@item.txt\n\nGET {u}/obj/{{id}}\n")).unwrap();
+    let results = dir.path().join("r.brg");
+    let out = barrage()
+        .args(["run", "-c", "1", "-n", "4", "--objects", "5", "--targets", file.to_str().unwrap(), "-o"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want = [format!("PUT {u}/obj/{{id}}"), format!("{u}/obj/{{id}}")];
+    let report = |format: &str| {
+        let out = barrage().arg("report").arg(&results).args(["--format", format]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    assert_eq!(v["urls"], serde_json::json!(want), "{}", v["urls"]);
+    let text = report("text");
+    assert!(want.iter().all(|t| text.contains(t.as_str())) && !text.contains("/obj/0"), "{text}");
+    let html = report("html");
+    assert!(want.iter().all(|t| html.contains(t.as_str())), "the HTML lists both");
+}
+
 #[test]
 fn url_list_file_and_pick_same() {
     let (a, b) = (origin(ServeConfig::default()), origin(ServeConfig::default()));

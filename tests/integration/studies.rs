@@ -247,6 +247,8 @@ pub(crate) fn vm_hwm(pid: u32) -> u64 {
 fn every_study_table_has_the_watched_servers_cpu_and_peak_memory() {
     let s = served();
     let pid = s.0.id().to_string();
+    // Named by its name, a `barrage serve` with its PID beside barrage itself.
+    let label = format!("barrage[{pid}]");
     let dir = tempfile::tempdir().unwrap();
     let sweep = barrage()
         .args(["sweep", &s.1, "-c", "1,2", "--step", "1s", "--monitor", &pid, "--format", "json", "--csv-dir"])
@@ -257,7 +259,7 @@ fn every_study_table_has_the_watched_servers_cpu_and_peak_memory() {
     let v: Value = serde_json::from_slice(&sweep.stdout).unwrap();
     let hwm = vm_hwm(s.0.id());
     for row in v["levels"].as_array().unwrap() {
-        let p = &row["processes"][&pid];
+        let p = &row["processes"][&label];
         let peak = p["peak_rss_kib"].as_u64().unwrap_or_else(|| panic!("{row}"));
         // Ground truth from the kernel: the peak barrage saw is at most the peak so far,
         // and not far below it (the server reached most of its size at start).
@@ -268,7 +270,7 @@ fn every_study_table_has_the_watched_servers_cpu_and_peak_memory() {
     let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
     let header = csv.lines().next().unwrap();
     assert!(
-        header.contains(&format!("{pid}_cpu_percent")) && header.contains(&format!("{pid}_peak_rss_kib")),
+        header.contains(&format!("{label}_cpu_percent")) && header.contains(&format!("{label}_peak_rss_kib")),
         "{header}"
     );
     // The same columns in an experiment's matrix.
@@ -291,7 +293,7 @@ fn every_study_table_has_the_watched_servers_cpu_and_peak_memory() {
         .unwrap();
     assert!(exp.status.success(), "{}", String::from_utf8_lossy(&exp.stderr));
     let matrix = String::from_utf8_lossy(&exp.stdout);
-    assert!(matrix.lines().next().unwrap().contains(&format!("{pid}_peak_rss_kib")), "{matrix}");
+    assert!(matrix.lines().next().unwrap().contains(&format!("{label}_peak_rss_kib")), "{matrix}");
 }
 
 #[test]

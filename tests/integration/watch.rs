@@ -1,7 +1,7 @@
 //! `--monitor` and `--at` on a plain run against the built-in origin.
 
 use crate::studies::{served, vm_hwm};
-use crate::util::{barrage, open, origin, plan, run_in};
+use crate::util::{barrage, open, origin, plan, run_in, ServeProcess};
 use barrage_metrics::file::{ResultsReader, ResultsWriter, RunHeader};
 use barrage_server::ServeConfig;
 use serde_json::Value;
@@ -41,9 +41,11 @@ fn at_commands_are_events_in_the_results_file_with_their_exit() {
     // latency burst; the unit tests of the analysis pin its rules down.)
     assert_eq!(events[0]["burst_errors"], 0, "{}", events[0]);
     assert_eq!(events[0]["before"]["error_ratio"], 0.0, "{}", events[0]);
-    // The test process itself was watched by PID; barrage and the machine always are.
+    // The test process itself was watched by PID, and is named by its name (issue 32 found
+    // it named by its PID); barrage and the machine always are.
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap().trim().to_string();
     let names: Vec<&str> = s["processes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, [std::process::id().to_string().as_str(), "barrage"]);
+    assert_eq!(names, [comm.as_str(), "barrage"]);
     let rows = s["intervals"].as_array().unwrap();
     assert!(rows.iter().take(2).all(|r| r["host_cpu_percent"].is_number()), "{rows:?}");
     let csv = barrage().arg("report").arg(&file).args(["--format", "csv"]).output().unwrap();
@@ -51,11 +53,99 @@ fn at_commands_are_events_in_the_results_file_with_their_exit() {
     assert!(
         header.lines().next().unwrap().ends_with(
             ",host_cpu_percent,{0}_cpu_percent,{0}_rss_kib,barrage_cpu_percent,barrage_rss_kib"
-                .replace("{0}", &std::process::id().to_string())
+                .replace("{0}", &comm)
                 .as_str()
         ),
         "{header}"
     );
+}
+
+/// `barrage report FILE --format FORMAT`, which must succeed: its standard output.
+fn report_of(file: &Path, format: &str) -> String {
+    let out = barrage().arg("report").arg(file).args(["--format", format]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Found in issue 32: a command that failed (exit 127) had the run's changes put down to
+/// it. Here it really disturbs the origin (stopped for 400 ms) and then fails: the event
+/// says it failed, with its exit code and the first line of its standard error (redacted
+/// as every output is), in text, JSON and HTML, and no effect is put down to it.
+#[test]
+fn a_failed_at_command_is_shown_failed_with_its_error_and_no_effect() {
+    let origin = ServeProcess::start(&[]);
+    let pid = origin.child.id();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.brg");
+    let command = format!(
+        "kill -STOP {pid}; sleep 0.4; kill -CONT {pid}; echo done; echo 'cannot reach http://u:S3CRET@127.0.0.1:1/' >&2; echo more >&2; exit 127"
+    );
+    let url = format!("http://{}/", origin.addr);
+    let out = barrage()
+        .args(["run", "--rate", "200", "-d", "3s", &url, "--at", "1s", &command, "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&report_of(&file, "json")).unwrap();
+    let e = &s["events"][0];
+    assert_eq!((e["exit"].as_i64(), e["failed"].as_bool()), (Some(127), Some(true)), "{e}");
+    assert_eq!(e["problem"], "cannot reach http://u:<redacted>@127.0.0.1:1/", "{e}");
+    assert!(e["burst_s"].is_null() && e["burst_errors"] == 0 && e["changes"] == serde_json::json!([]), "{e}");
+    assert!(e["before"]["requests"].as_u64() > Some(100), "before is still shown: {e}");
+    let text = report_of(&file, "text");
+    let events = &text[text.find("Events").expect("an Events section")..];
+    let line = "failed, exit 127: cannot reach http://u:<redacted>@127.0.0.1:1/";
+    assert!(events.contains(line) && events.contains("effect  none put down to it: the command failed"), "{events}");
+    assert!(!events.contains("S3CRET") && !events.contains("recovered") && !events.contains("changed"), "{events}");
+    let html = report_of(&file, "html");
+    let escaped = line.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(html.contains(&escaped) && html.contains("none put down to it: the command failed"), "the HTML too");
+    assert!(!html.contains("S3CRET"));
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(!bytes.windows(6).any(|w| w == b"S3CRET"), "the results file holds it redacted too");
+}
+
+/// Found in issue 32: the README's own `--at 'barrage testbed stop …'` failed with exit 127
+/// unless barrage was on PATH. `barrage` in a command runs the barrage that is running.
+#[test]
+fn barrage_in_an_at_command_is_the_running_barrage_whatever_path_says() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.brg");
+    let out = barrage()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "--rate", "50", "-d", "1s", &server.url(), "--at", "200ms", "barrage --version", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&report_of(&file, "json")).unwrap();
+    let e = &s["events"][0];
+    assert_eq!(e["exit"].as_i64(), Some(0), "{e}");
+    assert_eq!(e["output"].as_str(), Some(format!("barrage {}", env!("CARGO_PKG_VERSION")).as_str()), "{e}");
+}
+
+/// Processes watched by PID are named by their name, the PID added where two would share
+/// one: two `barrage serve` origins beside barrage itself.
+#[test]
+fn processes_watched_by_pid_are_named_by_their_name_and_pid_when_shared() {
+    let (a, b) = (ServeProcess::start(&[]), ServeProcess::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.brg");
+    let (pa, pb) = (a.child.id().to_string(), b.child.id().to_string());
+    let url = format!("http://{}/", a.addr);
+    let out = barrage()
+        .args(["run", "-n", "20", "-c", "1", &url, "--monitor", &pa, "--monitor", &pb, "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_str(&report_of(&file, "json")).unwrap();
+    let names: Vec<&str> = s["processes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [format!("barrage[{pa}]"), format!("barrage[{pb}]"), "barrage".to_string()]);
+    let csv = report_of(&file, "csv");
+    assert!(csv.lines().next().unwrap().contains(&format!(",barrage_{pa}_cpu_percent,barrage_{pa}_rss_kib,")), "{csv}");
 }
 
 #[test]
@@ -123,7 +213,8 @@ fn as_if_from(host: &str, from: &Path, to: &Path) {
 fn four_runs_watching_one_server_count_it_once() {
     let server = served();
     let pid = server.0.id();
-    let name = pid.to_string();
+    // A `barrage serve`, named with its PID beside barrage itself.
+    let name = format!("barrage[{pid}]");
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<PathBuf> = (0..4).map(|k| dir.path().join(format!("client{k}.brg"))).collect();
     let ticks_before = cpu_ticks(pid);
@@ -134,7 +225,7 @@ fn four_runs_watching_one_server_count_it_once() {
         .map(|(k, file)| {
             let url = format!("{}/bytes/{}", server.1, 100 * (k + 1));
             barrage()
-                .args(["run", "--rate", "500", "-d", "3s", "--monitor", &name, "--threads", "1", &url, "-o"])
+                .args(["run", "--rate", "500", "-d", "3s", "--monitor", &pid.to_string(), "--threads", "1", &url, "-o"])
                 .arg(file)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
@@ -184,7 +275,7 @@ fn four_runs_watching_one_server_count_it_once() {
     let csv = barrage().arg("report").args(&files).args(["--format", "csv"]).output().unwrap();
     let csv = String::from_utf8(csv.stdout).unwrap();
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = head.iter().position(|h| *h == format!("{name}_rss_kib")).unwrap();
+    let col = head.iter().position(|h| *h == format!("barrage_{pid}_rss_kib")).unwrap();
     for line in csv.lines().skip(1) {
         let kib: f64 = line.split(',').nth(col).unwrap().parse().unwrap();
         assert!(kib <= hwm, "{line}");

@@ -6,7 +6,9 @@ use crate::args::{CompareArgs, Format};
 use crate::Outcome;
 use anyhow::{bail, Context};
 use barrage_metrics::summary::{summarize, RunSummary};
-use barrage_report::compare::{compare as compare_runs, pool, Comparison};
+use barrage_report::compare::{
+    case_comparisons_sheet, compare as compare_runs, comparisons_table, pool, CaseComparison, Comparison,
+};
 use barrage_report::Report;
 use barrage_study::StudyDir;
 use std::path::{Path, PathBuf};
@@ -42,14 +44,15 @@ fn crossed(a: &CompareArgs, c: &Comparison, case: &str) -> bool {
     failed
 }
 
-/// Experiment directories (the same experiment before and after a change): case by case.
+/// Experiment directories (the same experiment before and after a change): case by case,
+/// as one table, a row per case (and phase) and directory against the first.
 fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
     if a.emit.html.is_some() || a.emit.format == Format::Html {
         bail!("HTML for experiment directories is each experiment's own report.html; compare them as text, JSON, CSV or --xlsx");
     }
     let dirs = a.runs.iter().map(|p| StudyDir::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mut failed = false;
-    let (mut sheets, mut json_cases) = (Vec::new(), Vec::new());
+    let (mut pairs, mut json_cases) = (Vec::new(), Vec::new());
     let (mut failures, mut compared) = (Vec::new(), 0);
     for case in &dirs[0].manifest.cases {
         for phase in dirs[0].phases(&case.id) {
@@ -61,25 +64,38 @@ fn compare_experiments(a: &CompareArgs) -> anyhow::Result<Outcome> {
                 Some(p) => format!("{}.{p}", case.id),
                 None => case.id.clone(),
             };
-            if a.emit.format == Format::Text {
-                print(&format!("== {name} {}\n{}", serde_json::json!(case.levels), report.text(false)))?;
-            }
             json_cases.push(serde_json::json!({ "case": case.id, "phase": phase, "comparison": barrage_report::reports::comparison_json(&c) }));
             failures.extend(report.failures().into_iter().map(|line| format!("{name} of {line}")));
             compared += runs.len();
-            let mut sheet = report.sheets().remove(0);
-            sheet.name = name;
-            sheets.push(sheet);
             failed |= crossed(a, &c, &format!(" {}", case.id));
+            let levels: Vec<String> = case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect();
+            pairs.extend(runs[1..].iter().map(|run| CaseComparison {
+                factor: "directory".into(),
+                from: runs[0].0.clone(),
+                to: run.0.clone(),
+                others: levels.join(", "),
+                from_case: case.id.clone(),
+                to_case: case.id.clone(),
+                phase: phase.clone(),
+                comparison: compare_runs(&[runs[0].clone(), run.clone()], a.noise),
+            }));
         }
     }
+    let sheet = case_comparisons_sheet(&pairs);
     match a.emit.format {
+        Format::Text => {
+            let title = format!(
+                "Comparison against {} (the baseline), case by case (% change; * significant, as `barrage compare` tests)",
+                label(&dirs[0].path)
+            );
+            print(&comparisons_table(&title, &pairs.iter().collect::<Vec<_>>()))?
+        }
         Format::Json => print(&serde_json::Value::Array(json_cases).to_string())?,
-        Format::Csv => sheets.iter().try_for_each(|s| print(&barrage_report::to_csv(s)))?,
+        Format::Csv => print(&barrage_report::to_csv(&sheet))?,
         _ => {}
     }
     // A comparison's tables hold figures and file names, never request data.
-    super::emit::sheets(&sheets, &a.emit, false)?;
+    super::emit::sheets(&[sheet], &a.emit, false)?;
     Ok(not_a_result(&failures, compared, "compared run").unwrap_or(if failed { Outcome::Failed } else { Outcome::Ok }))
 }
 

@@ -92,7 +92,7 @@ fn info(job: &Job, label: Option<String>) -> RunInfo {
     };
     RunInfo {
         label,
-        urls: plan.targets.iter().map(|t| job.redaction.url(&t.url.to_string()).into_owned()).collect(),
+        urls: barrage_engine::listed_urls(plan).iter().map(|u| job.redaction.url(u).into_owned()).collect(),
         target_rate,
         concurrency,
         total: plan.attack_limit(),

@@ -4,10 +4,15 @@
 //!
 //! Commands run side by side, so a slow one never delays the next. One still running when
 //! the run ends gets [`GRACE`] to finish and is then killed, so a run always ends.
+//!
+//! `barrage` in a command runs the barrage that schedules it (a shell function), not
+//! whichever PATH finds: `--at 5s 'barrage testbed stop origin-2'` works from a build tree.
+//! `command barrage` still asks PATH.
 
 use barrage_metrics::{EventKind, EventRecord};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -21,6 +26,8 @@ pub const GRACE: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(10);
 /// How long an ended command's output may take to be read to its end.
 const OUTPUT_WAIT: Duration = Duration::from_millis(500);
+/// The most characters of a line of output an event keeps.
+const LINE_CHARS: usize = 200;
 
 /// A command to run at an offset of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +36,8 @@ pub struct ScheduledCommand {
     pub offset: Duration,
     /// A shell command line (`sh -c`).
     pub command: String,
+    /// The barrage binary `barrage` in the command runs (the one running); `None`: PATH's.
+    pub barrage: Option<PathBuf>,
 }
 
 /// Runs the scheduled commands in the background.
@@ -80,7 +89,7 @@ fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<
             }
         }
         let (tx, over) = (tx.clone(), over.clone());
-        waiters.push(std::thread::spawn(move || run_one(index, c.command, start, &tx, &over)));
+        waiters.push(std::thread::spawn(move || run_one(index, c, start, &tx, &over)));
     }
     if !over.load(Ordering::Relaxed) {
         let _ = finished.recv();
@@ -92,17 +101,19 @@ fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<
 }
 
 /// Runs one command to its end (or until [`GRACE`] after the run) and records both ends.
-fn run_one(index: u32, command: String, start: Instant, tx: &Sender<EventRecord>, over: &AtomicBool) {
+fn run_one(index: u32, c: ScheduledCommand, start: Instant, tx: &Sender<EventRecord>, over: &AtomicBool) {
+    let command = c.command.clone();
     let at =
         |kind| EventRecord { index, offset_ms: start.elapsed().as_millis() as u64, command: command.clone(), kind };
-    // `exec 2>&1` first: the output the report keeps is whatever the command printed last,
-    // error or not.
+    // Standard output and error apart: a failed command is shown with the first line of
+    // its error, which says why (`sh: 1: barrage: not found`), whatever it printed after.
     // A process group of its own: what the command starts goes with it when it is killed.
     let spawned = Command::new("sh")
         .arg("-c")
-        .arg(format!("exec 2>&1\n{command}"))
+        .arg(script(&c))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .process_group(0)
         .spawn();
     let mut child = match spawned {
@@ -115,34 +126,65 @@ fn run_one(index: u32, command: String, start: Instant, tx: &Sender<EventRecord>
         }
     };
     let _ = tx.send(at(EventKind::Started));
-    let (output, eof) = collect_output(&mut child);
+    let (stdout, stderr) = (collect(child.stdout.take()), collect(child.stderr.take()));
     let (exit, problem) = wait(&mut child, over);
-    // The reader may not have drained the pipe yet when the exit is seen: give it until the
-    // end of the output, but no longer than OUTPUT_WAIT if a background process holds it.
-    let _ = eof.recv_timeout(OUTPUT_WAIT);
-    let output = last_line(&output.lock().map(|o| o.clone()).unwrap_or_default());
+    // The readers may not have drained the pipes yet when the exit is seen: give them until
+    // the end of the output, but no longer than OUTPUT_WAIT if a background process holds it.
+    let deadline = Instant::now() + OUTPUT_WAIT;
+    let (stdout, stderr) = (stdout.read_by(deadline), stderr.read_by(deadline));
+    // The last line printed, on standard output, or on standard error if nothing was.
+    let output = last_line(&stdout).or_else(|| last_line(&stderr)).unwrap_or_default();
+    let problem = match exit {
+        Some(code) if code != 0 => first_line(&stderr),
+        _ => problem,
+    };
     let _ = tx.send(at(EventKind::Ended { exit, problem, output }));
 }
 
-/// Reads the command's output on a thread of its own: a command that leaves a background
-/// process holding the pipe must not keep its event open. The receiver hears (or sees
-/// hung up) once the output has ended.
-fn collect_output(child: &mut Child) -> (Arc<Mutex<Vec<u8>>>, Receiver<()>) {
-    let out = Arc::new(Mutex::new(Vec::new()));
+/// The shell script of a command: `barrage` defined as the running binary first, on the
+/// same line, so the shell's messages still count the command's lines from 1.
+fn script(c: &ScheduledCommand) -> String {
+    match &c.barrage {
+        Some(exe) => {
+            let quoted = exe.to_string_lossy().replace('\'', r"'\''");
+            format!("barrage() {{ '{quoted}' \"$@\"; }}; {}", c.command)
+        }
+        None => c.command.clone(),
+    }
+}
+
+/// A pipe read to its end on a thread of its own: a command that leaves a background
+/// process holding the pipe must not keep its event open.
+struct Output {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    eof: Receiver<()>,
+}
+
+impl Output {
+    /// What was read by `deadline` (or the end of the output, if sooner).
+    fn read_by(self, deadline: Instant) -> Vec<u8> {
+        let _ = self.eof.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        self.bytes.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+}
+
+/// Reads `pipe` in the background; the receiver hears (or sees hung up) once it ended.
+fn collect<P: Read + Send + 'static>(pipe: Option<P>) -> Output {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
     let (done, eof) = mpsc::channel();
-    if let Some(mut pipe) = child.stdout.take() {
-        let out = out.clone();
+    if let Some(mut pipe) = pipe {
+        let bytes = bytes.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n @ 1..) = pipe.read(&mut buf) {
-                if let Ok(mut o) = out.lock() {
+                if let Ok(mut o) = bytes.lock() {
                     o.extend_from_slice(&buf[..n]);
                 }
             }
             let _ = done.send(());
         });
     }
-    (out, eof)
+    Output { bytes, eof }
 }
 
 /// Waits for the end; kills the command [`GRACE`] after the run is over.
@@ -173,16 +215,59 @@ fn wait(child: &mut Child, over: &AtomicBool) -> (Option<i32>, Option<String>) {
     }
 }
 
-/// The last non-empty line, at most 200 characters.
-fn last_line(output: &[u8]) -> String {
+/// The last non-empty line, at most [`LINE_CHARS`] characters.
+fn last_line(output: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(output);
-    let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    line.chars().take(200).collect()
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    Some(line.trim().chars().take(LINE_CHARS).collect())
+}
+
+/// The first non-empty line, at most [`LINE_CHARS`] characters.
+fn first_line(output: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(output);
+    let line = text.lines().find(|l| !l.trim().is_empty())?;
+    Some(line.trim().chars().take(LINE_CHARS).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(ms: u64, command: &str) -> ScheduledCommand {
+        ScheduledCommand { offset: Duration::from_millis(ms), command: command.into(), barrage: None }
+    }
+
+    /// The records of `commands` once every one has ended (bounded).
+    fn all_ended(commands: Vec<ScheduledCommand>) -> Vec<EventRecord> {
+        let (start, n) = (Instant::now(), commands.len());
+        let runner = EventRunner::start(commands, start).unwrap();
+        let mut records = Vec::new();
+        while records.iter().filter(|r: &&EventRecord| matches!(r.kind, EventKind::Ended { .. })).count() < n {
+            assert!(start.elapsed() < Duration::from_secs(10), "{records:?}");
+            records.extend(runner.poll());
+            std::thread::yield_now();
+        }
+        records.extend(runner.finish());
+        records
+    }
+
+    /// A failed command's problem is the first line of its standard error: what says why.
+    #[test]
+    fn a_failed_command_keeps_the_first_line_of_its_error() {
+        let records = all_ended(vec![at(0, "echo out; echo first >&2; echo second >&2; exit 2")]);
+        let EventKind::Ended { exit, problem, output } = &ended(&records, 0).kind else { unreachable!() };
+        assert_eq!((*exit, problem.as_deref(), output.as_str()), (Some(2), Some("first"), "out"));
+    }
+
+    /// `barrage` in a command is the binary given, not PATH's (here `echo` stands for it).
+    #[test]
+    fn barrage_in_a_command_runs_the_binary_given() {
+        let mut c = at(0, "barrage it\\'s me");
+        c.barrage = Some("/bin/echo".into());
+        let records = all_ended(vec![c]);
+        let EventKind::Ended { exit, output, .. } = &ended(&records, 0).kind else { unreachable!() };
+        assert_eq!((*exit, output.as_str()), (Some(0), "it's me"));
+    }
 
     fn ended(records: &[EventRecord], index: u32) -> &EventRecord {
         records.iter().find(|r| r.index == index && matches!(r.kind, EventKind::Ended { .. })).expect("an end")
@@ -192,9 +277,9 @@ mod tests {
     fn commands_start_on_time_and_report_how_they_ended() {
         let start = Instant::now();
         let commands = vec![
-            ScheduledCommand { offset: Duration::from_millis(200), command: "echo one; echo two; exit 3".into() },
-            ScheduledCommand { offset: Duration::from_millis(50), command: "echo fail >&2; kill -9 $$".into() },
-            ScheduledCommand { offset: Duration::from_secs(3600), command: "echo never".into() },
+            at(200, "echo one; echo two; exit 3"),
+            at(50, "echo fail >&2; kill -9 $$"),
+            at(3_600_000, "echo never"),
         ];
         let runner = EventRunner::start(commands, start).unwrap();
         let mut records = Vec::new();
@@ -221,7 +306,7 @@ mod tests {
     #[test]
     fn a_command_outliving_the_run_is_killed_after_the_grace() {
         let start = Instant::now();
-        let commands = vec![ScheduledCommand { offset: Duration::ZERO, command: "sleep 60; true".into() }];
+        let commands = vec![at(0, "sleep 60; true")];
         let runner = EventRunner::start(commands, start).unwrap();
         while !runner.records.try_iter().any(|r| r.kind == EventKind::Started) {
             std::thread::yield_now();

@@ -404,6 +404,9 @@ pub(crate) struct Logged<'a> {
     pub backend: Option<&'a HeaderValue>,
     /// A flow's step.
     pub flow: Option<FlowLog<'a>>,
+    /// A key-value command's server (its URL, as the run lists it) and key: the target's
+    /// URL is the first server's.
+    pub kv: Option<(&'a str, &'a [u8])>,
 }
 
 /// What a request log row says of a flow's step.
@@ -610,7 +613,7 @@ impl Slot {
                 path: io.path.clone(),
                 key: io.key,
             });
-            let what = Logged { target, id, attempt: job.attempt, backend: done.backend.as_deref(), flow };
+            let what = Logged { target, id, attempt: job.attempt, backend: done.backend.as_deref(), flow, kv: None };
             log_row(&mut log.borrow_mut(), w, self.worker, &what, &sample);
         }
         done.outcome
@@ -696,6 +699,7 @@ impl Slot {
             method: w.targets[step.target].method.as_str(),
             url: &url,
             id: None,
+            key: None,
             attempt: 0,
             backend: None,
             flow: Some(crate::reqlog::FlowCols { id, step: index, outcome: "skipped" }),
@@ -932,6 +936,7 @@ pub(crate) fn log_row(
             .map_or(String::new(), |a| format!("{}://{a}", t.full_uri.scheme_str().unwrap_or("http")));
         w.redaction.url(&format!("{base}{path}")).into_owned()
     });
+    let server = what.kv.map(|(url, _)| w.redaction.url(url));
     let row = crate::reqlog::Row {
         run_start_unix_us: w.start_unix_us,
         worker,
@@ -940,8 +945,9 @@ pub(crate) fn log_row(
             None => t.name.as_deref(),
         },
         method: t.method.as_str(),
-        url: filled.as_deref().unwrap_or(&t.url_text),
-        id: (t.template.is_some() || w.kv.is_some()).then_some(what.id),
+        url: server.as_deref().or(filled.as_deref()).unwrap_or(&t.url_text),
+        id: t.template.is_some().then_some(what.id),
+        key: what.kv.map(|(_, key)| key),
         attempt: what.attempt,
         backend: what.backend.map(HeaderValue::as_bytes),
         flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),

@@ -274,7 +274,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
         host: hostname(),
         boot_id: watch::boot_id(),
         mode,
-        urls: urls(plan).iter().map(|u| spec.redaction.url(u).into_owned()).collect(),
+        urls: listed_urls(plan).iter().map(|u| spec.redaction.url(u).into_owned()).collect(),
         settings_json: spec.settings_json.clone(),
         steps,
         threads: threads as u32,
@@ -284,15 +284,17 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
     }
 }
 
-/// The run's URLs as the header lists them: a scenario's steps as written (`{{albumID}}`
-/// where a variable fills the path), in flow order; a key-value run's servers, once each.
-fn urls(plan: &Plan) -> Vec<String> {
+/// The run's URLs as the header and the live views list them (unredacted): a scenario's
+/// steps as written (`{{albumID}}` where a variable fills the path), in flow order; a
+/// key-value run's servers, once each; every target as [`Target::listed`] writes it (a
+/// template as written, `PUT` before a PUT's URL).
+pub fn listed_urls(plan: &Plan) -> Vec<String> {
     if let Some(kv) = &plan.kv {
         return kv.servers.iter().map(barrage_plan::kv::KvServer::url).collect();
     }
     match plan.scenario.as_deref() {
         Some(s) => s.flows.iter().flat_map(|f| f.steps.iter().map(|step| step.url_text.clone())).collect(),
-        None => plan.targets.iter().map(|t| t.url.to_string()).collect(),
+        None => plan.targets.iter().map(Target::listed).collect(),
     }
 }
 

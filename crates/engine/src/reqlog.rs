@@ -44,7 +44,7 @@ impl LogSpec {
     }
 }
 
-const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome,intended_unix_us";
+const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome,intended_unix_us,key";
 
 /// The writer thread and what the engine threads share with it.
 pub struct RequestLog {
@@ -130,6 +130,8 @@ pub struct Row<'a> {
     pub url: &'a str,
     /// A template's id.
     pub id: Option<u64>,
+    /// A key-value command's (first) key.
+    pub key: Option<&'a [u8]>,
     /// Attempt number (1 without retries).
     pub attempt: u32,
     /// Backend header value.
@@ -181,8 +183,8 @@ impl LogHandle {
                 csv_field(&mut self.buf, row.method);
                 self.buf.push(b',');
                 csv_field(&mut self.buf, row.url);
-                // Attempt 0; status to corrected_us (14 fields) empty.
-                let _ = writeln!(self.buf, ",0{},{},{},{},", ",".repeat(14), flow.id, flow.step, flow.outcome);
+                // Attempt 0; status to corrected_us (14 fields), when due and key empty.
+                let _ = writeln!(self.buf, ",0{},{},{},{},,", ",".repeat(14), flow.id, flow.step, flow.outcome);
             }
             LogFormat::JsonLines => {
                 let text = serde_json::json!({
@@ -266,7 +268,9 @@ fn csv_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
         }
         None => out.extend_from_slice(b",,,"),
     }
-    let _ = writeln!(out, ",{}", intended_unix_us(row, s));
+    let _ = write!(out, ",{},", intended_unix_us(row, s));
+    csv_field(out, &String::from_utf8_lossy(row.key.unwrap_or_default()));
+    out.push(b'\n');
 }
 
 /// When the request was due, on the wall clock: with `--start-at`, the same instant for
@@ -314,6 +318,10 @@ fn json_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
     }
     let _ = write!(out, ",\"service_us\":{},\"corrected_us\":{}", s.service().as_micros(), s.corrected().as_micros());
     let _ = write!(out, ",\"intended_unix_us\":{}", intended_unix_us(row, s));
+    if let Some(key) = row.key {
+        out.extend_from_slice(b",\"key\":");
+        string(out, &String::from_utf8_lossy(key));
+    }
     if let Some(f) = &row.flow {
         let _ = write!(out, ",\"flow_id\":{},\"step_index\":{},\"outcome\":", f.id, f.step);
         string(out, f.outcome);

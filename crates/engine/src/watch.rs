@@ -43,6 +43,15 @@ impl WatchTarget {
             WatchTarget::PidFile(_) => true,
         }
     }
+
+    /// A watched PID's process name (`comm`, as `top` shows it); `None` for the others, or
+    /// when the process is gone.
+    pub fn process_name(&self) -> Option<String> {
+        match self {
+            WatchTarget::Pid(pid) => read_proc(*pid as i32).map(|p| p.comm),
+            _ => None,
+        }
+    }
 }
 
 /// A watched process and the label it is reported under.

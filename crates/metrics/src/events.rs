@@ -3,7 +3,12 @@
 //! those figures changed beyond the noise.
 //!
 //! # Method
-//! - **Before** is the stretch of up to [`BEFORE`] before the event (after any earlier event).
+//! - Only a command that succeeded has an effect: one that **failed** (exited non-zero,
+//!   could not start, or was killed while the run went on) is shown as failed, with its
+//!   exit and the first line of its error, and nothing after it is put down to it.
+//! - **Before** is the stretch of up to [`BEFORE_S`] before the event, from the data: after
+//!   an earlier event's burst when that burst ended, from the burst's start when it never
+//!   did (the disturbed run is what the event found).
 //! - A tenth of a second after the event is **disturbed** when its error ratio is above
 //!   before's by more than 10% of it plus one percentage point; a second is disturbed when
 //!   its p99 is above before's median per-second p99 by more than 10% plus 1 ms. (The
@@ -11,6 +16,9 @@
 //!   requests after none before is still a disturbance.)
 //! - The **burst** starts at the first disturbed tick, at most [`ONSET_S`] after the command
 //!   ended, and goes on while disturbed ticks follow each other less than [`BRIDGE_S`] apart.
+//! - **During** is the burst's figures; its p99 is the highest per-second corrected p99 of
+//!   the seconds it touches (a burst is often shorter than a second), so a pause that fails
+//!   nothing shows as the latency it caused.
 //! - **Recovery** is the end of the burst, from the event's start; `None` when the burst
 //!   lasts until the next event or the end of the run; 0 without a burst.
 //! - **After** is from the end of the burst (without one, from the end of the command, or
@@ -90,7 +98,12 @@ pub struct EventSummary {
     pub ended_s: Option<f64>,
     /// Its exit code; `None` when it was killed or never ended.
     pub exit: Option<i32>,
-    /// What went wrong with the command itself, if anything.
+    /// It failed (exited non-zero, could not start, or was killed while the run went on):
+    /// no effect is put down to it.
+    #[serde(default)]
+    pub failed: bool,
+    /// What went wrong with the command itself, if anything: the first line of its error
+    /// when it exited non-zero.
     pub problem: Option<String>,
     /// The last line it printed.
     pub output: String,
@@ -100,6 +113,10 @@ pub struct EventSummary {
     pub burst_errors: u64,
     /// Start and end of the burst, seconds after the event; `None` without one.
     pub burst_s: Option<(f64, f64)>,
+    /// The burst's figures, its p99 the highest of the seconds it touches; `None` without
+    /// a burst.
+    #[serde(default)]
+    pub during: Option<Window>,
     /// Seconds from the event to the end of the burst; `Some(0)` without a burst, `None`
     /// when it had not ended by the next event or the end.
     pub recovery_s: Option<f64>,
@@ -146,6 +163,12 @@ pub(crate) fn analyse(
     for (i, e) in events.iter_mut().enumerate() {
         let next = starts.get(i + 1).copied().unwrap_or(end_s).min(end_s).min(e.at_s + AFTER_MAX_S);
         e.before = window((e.at_s - BEFORE_S).max(settled.min(e.at_s)), e.at_s);
+        e.failed = failed(e, end_s);
+        if e.failed {
+            // Whatever followed is not its doing: no burst, no after, nothing compared,
+            // and the next event's baseline is not cut short by it.
+            continue;
+        }
         let onset_end = e.ended_s.unwrap_or(e.at_s) + ONSET_S;
         // The tick the next event starts in is that event's (its burst may start there):
         // two events' bursts never share a tick, so no failure counts in both.
@@ -160,6 +183,7 @@ pub(crate) fn analyse(
                 let end = f64::from(last + 1) * tick_s();
                 // The first tick may begin a little before the command did.
                 e.burst_s = Some(((f64::from(first) * tick_s() - e.at_s).max(0.0), end - e.at_s));
+                e.during = Some(during(&ticks, backends, rows, f64::from(first) * tick_s(), end));
                 // A burst that reaches the next event (give or take a bridge) never ended:
                 // then the disturbed state is what "after" describes.
                 e.recovery_s = (end + BRIDGE_S <= next).then_some(end - e.at_s);
@@ -181,9 +205,30 @@ pub(crate) fn analyse(
         };
         e.after = window(after_from.min(next), next);
         e.changes = changes(&ticks, backends, &e.before, &e.after);
-        settled = if e.recovery_s.is_some() { after_from } else { next };
+        // A burst that never ended leaves the run disturbed from its start on: that is
+        // what the next event finds, and its baseline.
+        settled = after_from;
     }
     events
+}
+
+/// Whether the command failed: it exited non-zero, or ended without an exit code (could
+/// not start, or was killed) while the run went on. One killed after the run (still
+/// running at its end, like a server started in the foreground) did its work while it ran.
+fn failed(e: &EventSummary, end_s: f64) -> bool {
+    match (e.ended_s, e.exit) {
+        (Some(_), Some(code)) => code != 0,
+        (Some(ended), None) => ended < end_s,
+        (None, _) => false,
+    }
+}
+
+/// The figures of a burst from `from_s` to `to_s`, its p99 the highest per-second p99 of
+/// the seconds it touches: a burst is often shorter than any whole second.
+fn during(ticks: &Ticks, backends: &BackendTicks, rows: &[IntervalRow], from_s: f64, to_s: f64) -> Window {
+    let touched = |r: &&IntervalRow| (r.second as f64) < to_s && ((r.second + 1) as f64) > from_s;
+    let p99_us = rows.iter().filter(touched).filter(|r| measured(r)).map(|r| r.p99_us).max();
+    Window { p99_us, ..window(ticks, backends, rows, from_s, to_s) }
 }
 
 /// One summary per started command, with its end filled in when recorded.
@@ -418,6 +463,50 @@ mod tests {
         assert_eq!(e.before.throughput_per_sec, 2000.0);
     }
 
+    fn failed(index: u32, ms: u64, exit: i32) -> EventRecord {
+        EventRecord {
+            index,
+            offset_ms: ms,
+            command: format!("cmd {index}"),
+            kind: EventKind::Ended {
+                exit: Some(exit),
+                problem: Some("sh: 1: barrage: not found".into()),
+                output: String::new(),
+            },
+        }
+    }
+
+    /// Found in issue 32: a command that exited 127 had the run's changes after it put down
+    /// to it ("throughput 84,178 → 63,426/s"). Only a command that succeeded has an effect.
+    #[test]
+    fn a_failed_command_has_no_effect_put_down_to_it() {
+        let r = run(10, |t| if (50..=52).contains(&t) { 100 } else { 0 });
+        let e = &r.analyse(&[started(0, 5000), failed(0, 5010, 127)])[0];
+        assert_eq!((e.burst_s, e.burst_errors, e.recovery_s), (None, 0, None), "{e:?}");
+        assert!(e.changes.is_empty(), "{:?}", e.changes);
+        assert_eq!(e.after, Window::default(), "no after: nothing is compared with before");
+        assert!((e.before.throughput_per_sec - 2000.0).abs() < 1e-6, "before is still the data: {:?}", e.before);
+        // A later event's baseline is not bounded by the failed one.
+        let events = r.analyse(&[started(0, 4000), failed(0, 4010, 1), started(1, 5000), ended(1, 5010)]);
+        assert_eq!(events[1].before.from_s, 0.0, "{:?}", events[1].before);
+        assert_eq!(events[1].burst_errors, 300);
+    }
+
+    /// Found in issue 32: after an event whose burst never ended, the next event's before
+    /// read 0.00/s and 0.00% errors (an empty stretch); the data said about 995/s and 39%.
+    #[test]
+    fn after_an_event_that_never_recovered_the_next_before_is_the_data_before_it() {
+        // From 3 s on, 80 of every 200 requests fail, to the end: the first event never
+        // recovered. The second, at 7 s, finds the run at 1,200/s with 40% errors.
+        let r = run(10, |t| if t >= 30 { 80 } else { 0 });
+        let events = r.analyse(&[started(0, 3000), ended(0, 3010), started(1, 7000), ended(1, 7010)]);
+        assert_eq!(events[0].recovery_s, None);
+        let b = &events[1].before;
+        assert!((b.error_ratio - 0.4).abs() < 1e-9, "{b:?}");
+        assert!((b.throughput_per_sec - 1200.0).abs() < 1e-6, "{b:?}");
+        assert!(b.requests > 0 && b.from_s < 7.0 && b.from_s >= 3.0, "{b:?}");
+    }
+
     fn figures(e: &EventSummary) -> Vec<(&str, Option<&str>)> {
         e.changes.iter().map(|c| (c.figure.as_str(), c.backend.as_deref())).collect()
     }
@@ -502,11 +591,31 @@ mod tests {
         // Stopped at 3.0 s, started at 6.05 s (in tick 60), failing until 6.2 s.
         let r = run(10, |t| if (30..62).contains(&t) { 150 } else { 0 });
         let events = r.analyse(&[started(0, 3000), ended(0, 3010), started(1, 6050), ended(1, 6100)]);
-        let failed: u64 = r.ticks.iter().map(|t| u64::from(t.failed)).sum();
-        assert_eq!(events[0].burst_errors + events[1].burst_errors, failed, "{events:?}");
-        assert_eq!(events[1].burst_errors, 2 * 150, "ticks 60 and 61 are the start's");
+        assert_eq!(events[0].burst_errors, 30 * 150, "ticks 30 to 59: tick 60 is the start's");
         assert_eq!(events[0].recovery_s, None, "the outage lasted until the start");
-        assert!((events[1].recovery_s.unwrap() - 0.15).abs() < 1e-9, "{:?}", events[1].recovery_s);
+        // The start finds the outage (its before is the data) and ends it: no burst of its
+        // own, and the errors fell.
+        let start = &events[1];
+        assert_eq!((start.before.from_s, start.before.error_ratio), (3.0, 0.75), "{:?}", start.before);
+        assert_eq!((start.burst_s, start.burst_errors), (None, 0));
+        assert_eq!(figures(start), [("error_ratio", None), ("throughput_per_sec", None)]);
+        assert!(start.changes[0].after < 0.02, "{:?}", start.changes);
+    }
+
+    /// A burst of slow requests that fails nothing is a latency effect: the p99 during it
+    /// (of the seconds it touches) against before's.
+    #[test]
+    fn a_slow_burst_has_the_p99_of_the_seconds_it_touches() {
+        let mut r = run(10, |_| 0);
+        for t in &mut r.ticks[42..45] {
+            t.max_us = 50_000;
+        }
+        r.rows[4].p99_us = 45_000;
+        let e = &r.analyse(&[started(0, 4000), ended(0, 4010)])[0];
+        let during = e.during.as_ref().expect("a burst");
+        assert_eq!((e.burst_errors, e.before.p99_us, during.p99_us), (0, Some(2000), Some(45_000)), "{e:?}");
+        assert!((during.from_s - 4.2).abs() < 1e-9 && (during.to_s - 4.5).abs() < 1e-9, "{during:?}");
+        assert_eq!(e.after.p99_us, Some(2000));
     }
 
     #[test]

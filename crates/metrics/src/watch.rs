@@ -233,9 +233,12 @@ pub enum EventKind {
     Ended {
         /// Exit code; `None` when killed by a signal or never started.
         exit: Option<i32>,
-        /// What went wrong, when it was not a plain exit ("killed by signal 9", "cannot start").
+        /// What went wrong: why it was killed or could not start ("killed by signal 9",
+        /// "cannot start"), or, when it exited non-zero, the first line of its standard
+        /// error (at most 200 characters).
         problem: Option<String>,
-        /// The last line of its output, for the report.
+        /// The last line of its output (standard output's, or standard error's when it
+        /// printed nothing else), for the report.
         output: String,
     },
 }

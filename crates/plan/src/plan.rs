@@ -121,6 +121,16 @@ impl Target {
             _ => self.url.to_string(),
         }
     }
+
+    /// The target as reports list it: its URL as written, after its method unless that is
+    /// GET, as a target file writes it (`PUT http://h/obj/{id}`), so a PUT and a GET of one
+    /// URL are two lines.
+    pub fn listed(&self) -> String {
+        match self.method {
+            Method::GET => self.url_text(),
+            ref m => format!("{m} {}", self.url_text()),
+        }
+    }
 }
 
 /// The port of a URL's authority as written (`host:PORT`, `[::1]:PORT`, after any

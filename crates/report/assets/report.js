@@ -385,7 +385,9 @@
     if (n) ends.push(T.t[n - 1] + T.length_s[n - 1]);
     if (d.scatter && d.scatter.length) ends.push(d.scatter[d.scatter.length - 1][0]);
     timeSpan = [0, Math.max(...ends.filter(finite))];
-    const events = (S.events || []).map((e, i) => ({ at: e.at_s, label: i + 1 + ": " + e.command }));
+    // A failed command is marked as such: nothing after it is its doing.
+    const failed = (e) => (e.failed ? " (failed" + (e.exit === null ? "" : ", exit " + e.exit) + ")" : "");
+    const events = (S.events || []).map((e, i) => ({ at: e.at_s, label: i + 1 + ": " + e.command + failed(e) }));
     // A stepped run marks where each step starts, as in the steps table below the charts.
     const steps = (S.steps || []).length >= 2
       ? S.steps.map((st, i) => ({ at: st.start_s, label: "step " + (i + 1) + ": " + st.label, colour: OI.grey, dash: [2, 3] }))

@@ -383,22 +383,23 @@ fn pool_flows(repeats: &[RunSummary]) -> Option<barrage_metrics::summary::FlowSu
     Some(f)
 }
 
-/// Two cases of an experiment that differ only in one factor, compared as two runs.
+/// Two cases of an experiment that differ only in one factor, the first at its baseline
+/// level, compared as two runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseComparison {
     /// The factor compared along.
     pub factor: String,
-    /// Its earlier level.
+    /// Its first level (the baseline).
     pub from: String,
-    /// Its later level.
+    /// The level compared with it.
     pub to: String,
     /// The other factors' levels, `f=l, g=m`.
     pub others: String,
-    /// The case at the earlier level.
+    /// The case at the baseline level.
     pub from_case: String,
-    /// The case at the later level.
+    /// The case at the level compared.
     pub to_case: String,
-    /// The phase compared, for cases with phases.
+    /// The phase compared, for cases with phases (the last, when only one case has them).
     pub phase: Option<String>,
     /// The later case against the earlier (its baseline), repeats pooled.
     pub comparison: Comparison,
@@ -421,8 +422,8 @@ fn case_change(c: &CaseComparison, f: Figure) -> Option<&Change> {
 
 /// The figures the comparisons of an experiment show: [`CASE_FIGURES`], then the flows'
 /// when its cases ran a scenario's flows.
-fn case_figures(rows: &[CaseComparison]) -> Vec<Figure> {
-    let flows = rows.iter().any(|c| c.comparison.rows.iter().any(|r| r.metric.is_flow()));
+fn case_figures<'c>(rows: impl IntoIterator<Item = &'c CaseComparison>) -> Vec<Figure> {
+    let flows = rows.into_iter().any(|c| c.comparison.rows.iter().any(|r| r.metric.is_flow()));
     CASE_FIGURES.into_iter().chain(Figure::FLOWS.into_iter().filter(|_| flows)).collect()
 }
 
@@ -458,36 +459,46 @@ pub fn case_comparisons_sheet(rows: &[CaseComparison]) -> Sheet {
     sheet
 }
 
-/// The comparisons along each factor as text tables (change from the earlier level; `*`
-/// marks a significant change).
+/// The comparisons along each factor as text tables (change from the factor's first level;
+/// `*` marks a significant change).
 pub fn case_comparisons_text(factors: &[String], rows: &[CaseComparison]) -> String {
     let mut out = String::new();
-    let figures = case_figures(rows);
     for factor in factors {
-        let mut align = vec![Align::Left, Align::Left];
-        align.extend(std::iter::repeat_n(Align::Right, figures.len()));
-        let mut t = Table::new(&align);
-        let mut head = vec!["".to_string(), "other levels".to_string()];
-        head.extend(figures.iter().map(|f| f.name().to_string()));
-        t.row(head);
-        for c in rows.iter().filter(|c| &c.factor == factor) {
-            let phase = c.phase.as_ref().map_or(String::new(), |p| format!(", {p}"));
-            let mut cells =
-                vec![format!("{} → {} ({} → {}{phase})", c.from, c.to, c.from_case, c.to_case), c.others.clone()];
-            cells.extend(figures.iter().map(|f| case_change(c, *f).map_or("-".into(), starred)));
-            t.row(cells);
-        }
-        out.push_str(&format!(
-            "\nComparison along {factor} (% change from the first level to the second; * significant, as `barrage compare` tests)\n"
-        ));
-        out.push_str(&t.to_text());
-        let untested = rows
-            .iter()
-            .filter(|c| &c.factor == factor)
-            .any(|c| case_change(c, Figure::P50).is_some_and(|ch| ch.p_value.is_none()));
-        if untested {
-            out.push_str(&format!("(some pairs had under {MIN_INTERVALS} full one-second intervals: no significance test for them; run longer or repeat more)\n"));
-        }
+        let title = format!(
+            "Comparison along {factor} (% change from its first level, the baseline, to each other; * significant, as `barrage compare` tests)"
+        );
+        let rows: Vec<&CaseComparison> = rows.iter().filter(|c| &c.factor == factor).collect();
+        out.push('\n');
+        out.push_str(&comparisons_table(&title, &rows));
+    }
+    out
+}
+
+/// Pairs compared as one text table under `title`: a row per pair (`fast → slow (TC0 → TC2,
+/// measure)`, or `a → b (TC3)` for one case in two runs) with the other levels, a column per
+/// figure with its % change, `*` where significant.
+pub fn comparisons_table(title: &str, rows: &[&CaseComparison]) -> String {
+    let figures = case_figures(rows.iter().copied());
+    let mut align = vec![Align::Left, Align::Left];
+    align.extend(std::iter::repeat_n(Align::Right, figures.len()));
+    let mut t = Table::new(&align);
+    let mut head = vec!["".to_string(), "other levels".to_string()];
+    head.extend(figures.iter().map(|f| f.name().to_string()));
+    t.row(head);
+    for c in rows {
+        let phase = c.phase.as_ref().map_or(String::new(), |p| format!(", {p}"));
+        let cases = match c.from_case == c.to_case {
+            true => c.from_case.clone(),
+            false => format!("{} → {}", c.from_case, c.to_case),
+        };
+        let mut cells = vec![format!("{} → {} ({cases}{phase})", c.from, c.to), c.others.clone()];
+        cells.extend(figures.iter().map(|f| case_change(c, *f).map_or("-".into(), starred)));
+        t.row(cells);
+    }
+    let mut out = format!("{title}\n");
+    out.push_str(&t.to_text());
+    if rows.iter().any(|c| case_change(c, Figure::P50).is_some_and(|ch| ch.p_value.is_none())) {
+        out.push_str(&format!("(some pairs had under {MIN_INTERVALS} full one-second intervals: no significance test for them; run longer or repeat more)\n"));
     }
     out
 }

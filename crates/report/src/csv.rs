@@ -300,9 +300,11 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
     sheet
 }
 
-/// A process name as a column name: only letters, digits, `-` and `_`.
+/// A process name as a column name: only letters, digits, `-` and `_`, one `_` for a run of
+/// anything else and none at the ends (`nginx[4242]` is `nginx_4242`).
 fn field(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+    let mapped: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    mapped.split('_').filter(|part| !part.is_empty()).collect::<Vec<_>>().join("_")
 }
 
 #[cfg(test)]

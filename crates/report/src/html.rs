@@ -502,25 +502,17 @@ fn events(events: &[EventSummary]) -> String {
     }
     let mut out = String::from("<section class=\"events\"><h2>Events</h2>\n<ol>\n");
     for e in events {
-        let ended = match (e.ended_s, e.exit, &e.problem) {
-            (None, _, _) => "never ended".to_string(),
-            (Some(t), _, Some(p)) => format!("ended at {t:.2} s: {p}"),
-            (Some(t), Some(code), None) => format!("ended at {t:.2} s, exit {code}"),
-            (Some(t), None, None) => format!("ended at {t:.2} s"),
-        };
         let (effect, changed) = crate::text::event_effect(e);
         let effect = match changed {
             Some(changed) => format!("{effect}; changed: {changed}"),
             None => effect,
         };
-        let said = if e.output.is_empty() { String::new() } else { format!(": {}", e.output) };
         let _ = writeln!(
             out,
-            "<li><strong>{:.2} s</strong> <code>{}</code> ({}{})<span class=\"effect\">{}</span></li>",
+            "<li><strong>{:.2} s</strong> <code>{}</code> ({})<span class=\"effect\">{}</span></li>",
             e.at_s,
             esc(&e.command),
-            esc(&ended),
-            esc(&said),
+            esc(&crate::text::event_status(e)),
             esc(&effect)
         );
     }

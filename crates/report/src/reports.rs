@@ -52,6 +52,15 @@ pub struct ExperimentReport {
     pub comparisons: Vec<CaseComparison>,
 }
 
+impl ExperimentReport {
+    /// Its cases: the matrix has a row per case and phase, so rows are not cases.
+    pub fn cases(&self) -> usize {
+        let ids: std::collections::BTreeSet<Option<&String>> =
+            self.table.rows.iter().map(|r| r.labels.first()).collect();
+        ids.len()
+    }
+}
+
 /// What a mode gives, to be rendered.
 #[derive(Clone, Copy, Debug)]
 pub enum Report<'a> {
@@ -87,8 +96,7 @@ impl Report<'_> {
             Report::Sweep { table, .. } | Report::Bench(table) => table.to_text(),
             Report::Capacity(c) => capacity_text(c),
             Report::Experiment(e) => {
-                let mut out =
-                    format!("Experiment {}: {} case(s) × {} repeat(s)\n", e.name, e.table.rows.len(), e.repeats);
+                let mut out = format!("Experiment {}: {} case(s) × {} repeat(s)\n", e.name, e.cases(), e.repeats);
                 out.push_str(&e.table.to_text());
                 out.push_str(&case_comparisons_text(&e.compare, &e.comparisons));
                 out

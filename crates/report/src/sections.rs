@@ -173,8 +173,9 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
         return "no request finished".into();
     }
     let hosts: Vec<&str> = s.urls.iter().filter_map(|u| host(u)).collect();
-    if phase == Phase::Tls.name() && !s.urls.iter().any(|u| u.starts_with("https://") || u.starts_with("rediss://")) {
-        let scheme = s.urls.first().and_then(|u| u.split_once("://")).map_or("http", |(scheme, _)| scheme);
+    let urls = || s.urls.iter().map(|u| url_of(u));
+    if phase == Phase::Tls.name() && !urls().any(|u| u.starts_with("https://") || u.starts_with("rediss://")) {
+        let scheme = urls().next().and_then(|u| u.split_once("://")).map_or("http", |(scheme, _)| scheme);
         return format!("no TLS ({scheme})");
     }
     if phase == Phase::Dns.name() && !hosts.is_empty() && hosts.iter().all(|h| is_ip_literal(h)) {
@@ -220,8 +221,14 @@ fn error_counts(s: &RunSummary) -> String {
 }
 
 /// The host of an absolute URL, without user info, port or IPv6 brackets.
+/// A listed target's URL: after its method, when one is written (`PUT http://h/`; a URL
+/// has no space).
+fn url_of(listed: &str) -> &str {
+    listed.rsplit_once(' ').map_or(listed, |(_, url)| url)
+}
+
 fn host(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
+    let rest = url_of(url).split_once("://")?.1;
     let authority = rest.split(['/', '?', '#']).next()?;
     let authority = authority.rsplit('@').next()?;
     match authority.strip_prefix('[') {
@@ -472,6 +479,7 @@ mod tests {
             ("https://user:pw@example.com/x?y", Some("example.com")),
             ("http://[::1]:80/", Some("::1")),
             ("http://localhost", Some("localhost")),
+            ("PUT http://h.test/obj/{id}", Some("h.test")),
             ("not a url", None),
         ];
         for (url, want) in cases {

@@ -634,31 +634,53 @@ fn events(s: &RunSummary) -> String {
     }
     let mut out = String::from("Events\n");
     for e in &s.events {
-        let ended = match (e.ended_s, e.exit, &e.problem) {
-            (None, _, _) => "never ended".to_string(),
-            (Some(t), _, Some(p)) => format!("ended +{t:.2}s: {p}"),
-            (Some(t), Some(code), None) => format!("ended +{t:.2}s, exit {code}"),
-            (Some(t), None, None) => format!("ended +{t:.2}s"),
-        };
-        let said = if e.output.is_empty() { String::new() } else { format!(": {}", e.output) };
-        out.push_str(&format!("  +{:.2}s  {}  ({ended}{said})\n", e.at_s, e.command));
+        out.push_str(&format!("  +{:.2}s  {}  ({})\n", e.at_s, e.command, event_status(e)));
         out.push_str(&format!("    before  {}\n", window(&e.before)));
         let (effect, changed) = event_effect(e);
         out.push_str(&format!("    effect  {effect}\n"));
         if let Some(changed) = changed {
             out.push_str(&format!("    changed {changed}\n"));
         }
-        out.push_str(&format!("    after   {}\n", window(&e.after)));
+        // A failed command has no after: nothing is compared with before.
+        if !e.failed {
+            out.push_str(&format!("    after   {}\n", window(&e.after)));
+        }
     }
     out
 }
 
-/// What an event did, in words, for the text and HTML reports alike: its burst (or none),
-/// and the figures of after that differ from before beyond the noise (`None` when none do).
-/// "No visible effect" only when there is neither and both sides had requests to compare;
-/// "recovered" only when nothing but the backends' shares stayed different.
+/// How an event's command ended, for the text and HTML reports alike: `ended +2.10s, exit
+/// 0: stopped web-3`, or `ended +1.42s, failed, exit 127: sh: 1: x: not found` (the first
+/// line of its error, or its last line of output when it printed no error).
+pub(crate) fn event_status(e: &EventSummary) -> String {
+    let said = |text: Option<&str>| text.filter(|t| !t.is_empty()).map_or(String::new(), |t| format!(": {t}"));
+    let Some(t) = e.ended_s else { return "never ended".to_string() };
+    match (e.failed, e.exit, e.problem.as_deref()) {
+        (true, Some(code), problem) => {
+            format!("ended +{t:.2}s, failed, exit {code}{}", said(problem.or(Some(e.output.as_str()))))
+        }
+        (true, None, problem) => format!("ended +{t:.2}s, failed{}", said(problem)),
+        (false, _, Some(p)) => format!("ended +{t:.2}s: {p}{}", said(Some(e.output.as_str()))),
+        (false, Some(code), None) => format!("ended +{t:.2}s, exit {code}{}", said(Some(e.output.as_str()))),
+        (false, None, None) => format!("ended +{t:.2}s{}", said(Some(e.output.as_str()))),
+    }
+}
+
+/// What an event did, in words, for the text and HTML reports alike: its burst (or none)
+/// with the p99 before and during it, and the figures of after that differ from before
+/// beyond the noise (`None` when none do). Nothing for a command that failed. "No visible
+/// effect" only when there is neither and both sides had requests to compare; "recovered"
+/// only when nothing but the backends' shares stayed different.
 pub(crate) fn event_effect(e: &EventSummary) -> (String, Option<String>) {
+    if e.failed {
+        return ("none put down to it: the command failed".to_string(), None);
+    }
     let stayed = e.changes.iter().any(|c| c.figure != "backend_share");
+    // The latency it caused: p99 before → during, when both are known.
+    let p99 = match (e.before.p99_us, e.during.as_ref().and_then(|d| d.p99_us)) {
+        (Some(b), Some(d)) => format!(", p99 {} → {}", us(b), us(d)),
+        _ => String::new(),
+    };
     let effect = match (e.burst_s, e.recovery_s) {
         // Nothing to compare: no claim either way.
         (None, _) if e.before.requests == 0 || e.after.requests == 0 => format!(
@@ -670,12 +692,12 @@ pub(crate) fn event_effect(e: &EventSummary) -> (String, Option<String>) {
         }
         (None, _) => "no burst of errors or slow requests".to_string(),
         (Some((from, to)), Some(r)) => format!(
-            "{} failed request(s) from +{from:.1}s to +{to:.1}s; {} {r:.1}s after the event",
+            "{} failed request(s){p99} from +{from:.1}s to +{to:.1}s; {} {r:.1}s after the event",
             e.burst_errors,
             if stayed { "the burst was over" } else { "recovered" }
         ),
         (Some((from, _)), None) => format!(
-            "{} failed request(s) from +{from:.1}s on; not recovered by the next event or the end",
+            "{} failed request(s){p99} from +{from:.1}s on; not recovered by the next event or the end",
             e.burst_errors
         ),
     };

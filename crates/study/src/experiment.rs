@@ -510,22 +510,21 @@ impl Experiment<'_> {
             .collect()
     }
 
-    /// For each factor compared along: every pair of cases that differ only in it, earlier
-    /// level first, tested as `compare` tests two runs.
+    /// For each factor compared along: each case at a later level against the case at the
+    /// factor's first level (its baseline) that differs from it only in that factor,
+    /// tested as `compare` tests two runs. Cases with the same phases are paired phase by
+    /// phase; otherwise a phased case counts by its last phase (the measured one: `fill`
+    /// only warms), so a cache-hit level with phases still meets an unphased baseline.
     fn comparisons(&self, pooled: &HashMap<(String, Option<String>), (String, RunSummary)>) -> Vec<CaseComparison> {
         let mut out = Vec::new();
         for factor in &self.compare {
             let Some((_, levels)) = self.factors.iter().find(|(f, _)| f == factor) else { continue };
-            let rank = |l: &str| levels.iter().position(|x| x == l).unwrap_or(usize::MAX);
-            for a in self.cases {
-                for b in self.cases {
-                    let (la, lb) = (level_of(a, factor), level_of(b, factor));
-                    if rank(la) >= rank(lb) || !same_except(a, b, factor) {
-                        continue;
-                    }
-                    for phase in Self::phases(a) {
-                        let key = |c: &CaseSpec| (c.id.clone(), phase.map(String::from));
-                        let (Some(x), Some(y)) = (pooled.get(&key(a)), pooled.get(&key(b))) else { continue };
+            let Some(baseline) = levels.first() else { continue };
+            for a in self.cases.iter().filter(|c| level_of(c, factor) == baseline) {
+                for b in self.cases.iter().filter(|b| level_of(b, factor) != baseline && same_except(a, b, factor)) {
+                    for (pa, pb) in paired_phases(a, b) {
+                        let key = |c: &CaseSpec, p: Option<&str>| (c.id.clone(), p.map(String::from));
+                        let (Some(x), Some(y)) = (pooled.get(&key(a, pa)), pooled.get(&key(b, pb))) else { continue };
                         let others = a
                             .levels
                             .iter()
@@ -535,12 +534,12 @@ impl Experiment<'_> {
                             .join(", ");
                         out.push(CaseComparison {
                             factor: factor.clone(),
-                            from: la.to_string(),
-                            to: lb.to_string(),
+                            from: baseline.clone(),
+                            to: level_of(b, factor).to_string(),
                             others,
                             from_case: a.id.clone(),
                             to_case: b.id.clone(),
-                            phase: phase.map(String::from),
+                            phase: pb.or(pa).map(String::from),
                             comparison: compare(&[x.clone(), y.clone()], self.noise),
                         });
                     }
@@ -549,6 +548,16 @@ impl Experiment<'_> {
         }
         out
     }
+}
+
+/// The phases of `a` and `b` compared: each with itself when both have the same, else the
+/// last of each (`None` for an unphased case).
+fn paired_phases<'c>(a: &'c CaseSpec, b: &'c CaseSpec) -> Vec<(Option<&'c str>, Option<&'c str>)> {
+    if a.phases == b.phases {
+        return Experiment::phases(a).into_iter().map(|p| (p, p)).collect();
+    }
+    let last = |c: &'c CaseSpec| c.phases.last().map(String::as_str);
+    vec![(last(a), last(b))]
 }
 
 fn level_of<'c>(case: &'c CaseSpec, factor: &str) -> &'c str {

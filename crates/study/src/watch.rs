@@ -29,6 +29,7 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Resul
         }
         out.push(Watch { label: m.clone(), target });
     }
+    name_pids(&mut out);
     if let Some(state) = state.filter(|s| aims_at(s, plan)) {
         for s in &state.servers {
             if !out.iter().any(|w| w.label == s.spec.name) {
@@ -38,6 +39,20 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Resul
     }
     too_many(out.len())?;
     Ok(out)
+}
+
+/// Processes watched by PID are labelled by their name, not their number; with the PID
+/// (`nginx[4242]`, as syslog writes it) where another watch, or barrage itself, has that
+/// name.
+fn name_pids(watches: &mut [Watch]) {
+    let names: Vec<Option<String>> = watches.iter().map(|w| w.target.process_name()).collect();
+    let label = |i: usize| names[i].clone().unwrap_or_else(|| watches[i].label.clone());
+    let labels: Vec<String> = (0..watches.len()).map(label).collect();
+    for (i, w) in watches.iter_mut().enumerate() {
+        let (Some(name), WatchTarget::Pid(pid)) = (&names[i], &w.target) else { continue };
+        let shared = name == "barrage" || labels.iter().enumerate().any(|(j, l)| j != i && l == name);
+        w.label = if shared { format!("{name}[{pid}]") } else { name.clone() };
+    }
 }
 
 fn too_many(watched: usize) -> Result<(), String> {
@@ -61,8 +76,13 @@ fn aims_at(state: &State, plan: &Plan) -> bool {
     })
 }
 
-/// `--at OFFSET COMMAND` pairs, each offset within the run.
-pub fn schedule(at: &[String], duration: Option<Duration>) -> Result<Vec<ScheduledCommand>, String> {
+/// `--at OFFSET COMMAND` pairs, each offset within the run; `barrage` in a command runs
+/// the binary at `barrage` (the one running) when given.
+pub fn schedule(
+    at: &[String],
+    duration: Option<Duration>,
+    barrage: Option<&Path>,
+) -> Result<Vec<ScheduledCommand>, String> {
     at.chunks(2)
         .map(|pair| {
             let [offset, command] = pair else {
@@ -75,7 +95,7 @@ pub fn schedule(at: &[String], duration: Option<Duration>) -> Result<Vec<Schedul
             if let Some(d) = duration.filter(|d| parsed.0 >= *d) {
                 return Err(format!("--at {offset}: after the end of the run ({}s)", d.as_secs_f64()));
             }
-            Ok(ScheduledCommand { offset: parsed.0, command: command.clone() })
+            Ok(ScheduledCommand { offset: parsed.0, command: command.clone(), barrage: barrage.map(Path::to_path_buf) })
         })
         .collect()
 }
@@ -86,14 +106,14 @@ mod tests {
 
     #[test]
     fn at_pairs_are_checked_against_the_run() {
-        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5))).unwrap();
+        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5)), None).unwrap();
         assert_eq!(ok[0].offset, Duration::from_secs(1));
         for (pair, want) in [
             (["9s", "true"], "after the end of the run"),
             (["1s", " "], "the command is empty"),
             (["soon", "true"], "--at 'soon'"),
         ] {
-            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5))).unwrap_err();
+            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5)), None).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
     }

@@ -502,9 +502,20 @@ impl Group {
         let target = &w.targets[job.target as usize];
         if let Some(log) = &w.log {
             // A command that failed is logged against the server it was meant for (the
-            // backend figures count answers only).
+            // backend figures count answers only). Its key again: other lanes' commands
+            // filled the buffer meanwhile.
             let backend = Some(done.backend.as_deref().unwrap_or(label));
-            let what = Logged { target, id: job.id, attempt: job.attempt, backend, flow: None };
+            let plan = &run.plan;
+            fill_keys(
+                &mut self.keys,
+                &mut self.ranges,
+                plan,
+                &plan.commands[job.target as usize],
+                plan.key_min + job.id,
+            );
+            let key = self.ranges.first().map_or(&[][..], |r| &self.keys[r.clone()]);
+            let kv = Some((run.urls[lane.server].as_str(), key));
+            let what = Logged { target, id: job.id, attempt: job.attempt, backend, flow: None, kv };
             log_row(&mut log.borrow_mut(), w, lane.number, &what, &sample);
         }
         if done.reply.is_some() {

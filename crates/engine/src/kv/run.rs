@@ -26,6 +26,8 @@ pub struct KvRun {
     endpoints: Vec<Endpoint>,
     /// `host:port` of each server: the backend its figures go under.
     pub(super) labels: Vec<HeaderValue>,
+    /// Each server's URL as the run lists it (unredacted), for the request log.
+    pub(super) urls: Vec<String>,
     /// What each new connection to a server sends first, and how many replies it awaits.
     hellos: Vec<(Bytes, usize)>,
     /// The bytes values are cut from (as long as the largest value).
@@ -63,7 +65,8 @@ impl KvRun {
             })
             .collect::<Vec<u8>>()
             .into();
-        KvRun { plan: kv, endpoints, labels, hellos, value }
+        let urls = kv.servers.iter().map(barrage_plan::kv::KvServer::url).collect();
+        KvRun { plan: kv, endpoints, labels, urls, hellos, value }
     }
 
     /// Commands in flight per connection.
