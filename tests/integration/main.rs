@@ -32,3 +32,4 @@ mod testbed;
 mod uploads;
 mod util;
 mod watch;
+mod workloads;

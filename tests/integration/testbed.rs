@@ -76,7 +76,7 @@ impl Testbed {
     }
 
     /// Requests the origin has served (its own count, which `/_barrage/stats` does not add to).
-    fn origin_requests(&self, name: &str) -> u64 {
+    pub(crate) fn origin_requests(&self, name: &str) -> u64 {
         let addr = self.state.server(name).unwrap().spec.listen;
         let body = crate::util::http_get(addr, "/_barrage/stats");
         let json: Value = serde_json::from_str(body.rsplit("\r\n\r\n").next().unwrap()).unwrap();
@@ -551,7 +551,7 @@ cache = { url = "{varnish}/bytes/1k" }
 }
 
 /// varnish's own counters of the testbed's cache: (client requests, hits, misses).
-fn varnish_counters(bed: &Testbed) -> (u64, u64, u64) {
+pub(crate) fn varnish_counters(bed: &Testbed) -> (u64, u64, u64) {
     let dir = &bed.state.server("varnish").expect("a varnish").spec.dir;
     let out = std::process::Command::new("varnishstat").arg("-n").arg(dir).arg("-j").output().unwrap();
     assert!(out.status.success(), "varnishstat: {}", String::from_utf8_lossy(&out.stderr));

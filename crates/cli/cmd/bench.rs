@@ -56,9 +56,8 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
     runner.plan_runs(cases.len());
     for (i, (label, url, unique)) in cases.into_iter().enumerate() {
         let mut job = job(&label, &url, unique, &a, &state)?;
-        // Each front its own new objects: the HTTPS misses row must not hit what HTTP cached.
-        job.plan.seed = barrage_plan::derive_seed(job.plan.seed, &[i as u64]);
-        job.plan.in_study(job.plan.stream.study, i as u64 + 1, &[], 0, 0);
+        // Each front its own stream: the HTTPS misses row must not hit what HTTP cached.
+        job.plan.in_study(i as u64 + 1, &[], 0, 0);
         let Some(done) = runner.run(&job)? else { break };
         let ok =
             done.summary.throughput_per_sec.map_or_else(|| "n/a (too few requests)".into(), |t| format!("{t:.0}/s"));

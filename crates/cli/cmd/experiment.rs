@@ -61,7 +61,6 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         compare: e.compare.clone(),
         repeats: e.repeats,
         shuffle: (e.order == Order::Random).then_some(e.seed),
-        seed: e.seed,
         warmup,
         pause,
         barrage: std::env::current_exe().context("finding the barrage binary to run testbed origins")?,

@@ -223,7 +223,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         hit_ratio: r.hit_ratio,
         objects: kv.as_ref().map_or(r.objects, |(_, _, keys)| Some(*keys)),
         seed: r.seed,
-        stream: barrage_plan::Stream::lone(r.seed),
+        stream: barrage_plan::Stream::default(),
         cache_rules: barrage_plan::CacheRules::new(m.cache_rules.clone()),
         backend_headers: if m.backend_headers.is_empty() {
             barrage_plan::default_backend_headers()

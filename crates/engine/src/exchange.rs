@@ -628,7 +628,7 @@ impl Slot {
         let scenario: &Scenario = w.plan.scenario.as_deref().expect("a scenario run");
         let flow = &scenario.flows[scenario.groups[g].flow];
         let keys = &w.keys[g];
-        let Some(mut state) = scenario.start_flow(g, self.worker as u64, iteration, w.plan.seed) else {
+        let Some(mut state) = scenario.start_flow(g, self.worker as u64, iteration, w.plan.draw_seed()) else {
             return false;
         };
         let flow_id = state.id;

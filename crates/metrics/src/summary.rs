@@ -454,7 +454,9 @@ pub struct WorkloadSummary {
     pub intended_hit_ratio: f64,
     /// Answers that told where they came from (by stamp or cache header).
     pub judged: u64,
-    /// Share of those that came from a cache; `None` when none told.
+    /// Share of those that came from a cache; `None` when none told, or when nothing says
+    /// a cache was there at all (no answer came from one or carried a cache header: the
+    /// origin answered every request itself, as it does without a cache in front).
     pub achieved_hit_ratio: Option<f64>,
     /// New objects answered from a cache.
     pub false_hits: u64,
@@ -465,8 +467,9 @@ pub struct WorkloadSummary {
 }
 
 impl WorkloadSummary {
-    /// The summary of the counts; `None` when no request meant anything.
-    pub fn of(w: &crate::recorder::Workload) -> Option<WorkloadSummary> {
+    /// The summary of the counts; `None` when no request meant anything. `cache_seen`: some
+    /// answer carried a cache header.
+    pub fn of(w: &crate::recorder::Workload, cache_seen: bool) -> Option<WorkloadSummary> {
         let asked = w.new + w.repeat;
         if asked == 0 {
             return None;
@@ -478,7 +481,8 @@ impl WorkloadSummary {
             repeat: w.repeat,
             intended_hit_ratio: ratio(w.repeat as f64, asked as f64),
             judged,
-            achieved_hit_ratio: (judged > 0).then(|| ratio(from_cache as f64, judged as f64)),
+            achieved_hit_ratio: (judged > 0 && (cache_seen || from_cache > 0))
+                .then(|| ratio(from_cache as f64, judged as f64)),
             false_hits: w.false_hits,
             false_misses: w.false_misses,
             stamped: w.stamped,
@@ -1177,7 +1181,7 @@ fn build(
         .map(|&p| (p.name().to_string(), phase_stats(total.phase(p), total.counts.completed)))
         .collect();
     s.cache = cache_summary(&total);
-    s.workload = WorkloadSummary::of(&total.counts.workload);
+    s.workload = WorkloadSummary::of(&total.counts.workload, s.cache.is_some());
     s.sent_prefix = readers.iter().map(|r| r.footer().map_or(0, |f| f.sent_prefix)).min().unwrap_or(0);
     s.backends = backend_summaries(&total);
     s.retries = retry_summary(&total);

@@ -113,9 +113,8 @@ pub fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The seed of one run of a study: `seed` mixed with the run's place in it (a level's, a
-/// probe's or a case's and repeat's number), so that runs of one study draw different
-/// request streams. Which new objects a run asks for is its [`Stream`]'s, not its seed's.
+/// A seed mixed with a place (a run's index in its study, a case's and repeat's number):
+/// the seeds of a study's runs, so that they draw different request streams.
 pub fn derive_seed(seed: u64, place: &[u64]) -> u64 {
     place.iter().fold(splitmix64(seed), |acc, p| splitmix64(acc ^ p.wrapping_add(1)))
 }
@@ -133,20 +132,19 @@ const POSITION_BITS: u32 = 40;
 /// the bits above a position and its part.
 pub const MAX_STREAMS: u64 = 1 << (63 - POSITION_BITS);
 
-/// Which stream of a study a run draws, and which part of it.
+/// Which stream of its study a run draws (the study's seed is the plan's), and which part
+/// of it.
 ///
 /// New objects are new **within a study by construction**: the number of a new object is a
-/// bijection of (the study's seed; the run's `index`, its part, the request's position), so
-/// two runs of one study (levels, probes, cases, repeats, warm-ups, background loads, each
-/// with its own `index`) never ask for the same new object, and the shards of one run (which
-/// share its index) ask for the unsplit run's. Across studies, another `--seed` gives other
-/// numbers; the same seed asks for the same objects again (phases replay on purpose).
+/// bijection of (the seed; the run's `index`, its part, the request's position), so two
+/// runs of one study (levels, probes, cases, repeats, warm-ups, background loads, each with
+/// its own `index`) never ask for the same new object, and the shards of one run (which
+/// share its index) ask for the unsplit run's. Another `--seed` gives other numbers; the
+/// same seed asks for the same objects again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stream {
-    /// The study's seed (a lone run's own `--seed`).
-    pub study: u64,
-    /// The run's place in its study, below [`MAX_STREAMS`]: no two runs of a study share it
-    /// but the phases of one stream (a fill and its measures).
+    /// The run's place in its study, below [`MAX_STREAMS`] (0 for a lone run): no two runs
+    /// of a study share it but the phases of one stream (a fill and its measures).
     pub index: u64,
     /// The whole stream, or one of its phases.
     pub part: Part,
@@ -173,20 +171,25 @@ pub enum Part {
 }
 
 impl Stream {
-    /// A lone run's stream: its own seed, the whole of it.
-    pub fn lone(seed: u64) -> Stream {
-        Stream { study: seed, index: 0, part: Part::Whole }
+    /// The seed of this run's draws: the study's `seed` for a lone run, mixed with its
+    /// index in a study.
+    pub fn seed(&self, seed: u64) -> u64 {
+        if self.index == 0 {
+            seed
+        } else {
+            derive_seed(seed, &[self.index])
+        }
     }
 
     /// The number of the new object at `position` of this stream (its fill's positions when
     /// `fill`): a bijection of (index, part, position) under the study's seed.
-    fn new_object(&self, position: u64, fill: bool) -> u64 {
+    fn new_object(&self, study: u64, position: u64, fill: bool) -> u64 {
         let measure = u64::from(matches!(self.part, Part::Measure { .. }) && !fill);
         let place =
             (self.index << (POSITION_BITS + 1)) | (measure << POSITION_BITS) | (position & ((1 << POSITION_BITS) - 1));
         // SplitMix64's output function is a bijection of u64, and so is adding a key: two
         // places of one study never share a number, and the numbers look random.
-        splitmix64(splitmix64(self.study).wrapping_add(place))
+        splitmix64(splitmix64(study).wrapping_add(place))
     }
 }
 
@@ -217,6 +220,8 @@ pub struct Picker {
     hit_ratio: Option<f64>,
     /// Where its new objects come from, and which part of its stream the run is.
     stream: Stream,
+    /// The study's seed: its new objects' key.
+    study: u64,
     /// A repeat looks back at least this many requests of its lane: the lane's clients. A
     /// request nearer than that may still be in flight, its object not yet in any cache, and
     /// a repeat of it would miss by no fault of the cache (the benchmark's clients each
@@ -235,8 +240,8 @@ impl Picker {
     /// The picker of a run's plan: its pick over its targets or ids, its hit ratio, its
     /// stream, and its load's clients as the repeats' gap.
     pub fn of(plan: &crate::Plan) -> Picker {
-        let mut p = Picker::new(&plan.pick, plan.pick_space(), plan.seed, plan.hit_ratio);
-        p.stream = plan.stream;
+        let mut p = Picker::new(&plan.pick, plan.pick_space(), plan.draw_seed(), plan.hit_ratio);
+        (p.stream, p.study) = (plan.stream, plan.seed);
         p.gap = plan.clients();
         p.window = plan.objects.unwrap_or(HISTORY).clamp(1, HISTORY);
         p
@@ -275,16 +280,19 @@ impl Picker {
             zipf,
             gaussian,
             hit_ratio,
-            stream: Stream::lone(seed),
+            stream: Stream::default(),
+            study: seed,
             gap: 1,
             window: HISTORY,
             stride: 1,
         }
     }
 
-    /// The same picker in `stream`, its repeats at least `gap` requests back.
-    pub fn in_stream(mut self, stream: Stream, gap: u64) -> Picker {
-        self.stream = stream;
+    /// The same picker as run `stream` of the study seeded `study` (its draws then seeded
+    /// for the run), its repeats at least `gap` requests back.
+    pub fn in_stream(mut self, study: u64, stream: Stream, gap: u64) -> Picker {
+        self.seed = stream.seed(study);
+        (self.stream, self.study) = (stream, study);
         self.gap = gap.max(1);
         self
     }
@@ -299,7 +307,7 @@ impl Picker {
     /// anywhere in `u64`; otherwise it is in `0..size`.
     pub fn draw(&self, k: u64) -> (u64, Intent) {
         match (self.hit_ratio, self.stream.part) {
-            (Some(_), Part::Fill) => (self.stream.new_object(k, true), Intent::New),
+            (Some(_), Part::Fill) => (self.stream.new_object(self.study, k, true), Intent::New),
             (Some(ratio), _) => self.wisconsin(ratio, k),
             (None, Part::Measure { warmed }) => (self.pick_at(k % warmed.max(1)), Intent::Repeat),
             (None, _) => (self.pick_at(k), Intent::Any),
@@ -343,7 +351,7 @@ impl Picker {
         let mut intent = Intent::New;
         for _ in 0..MAX_CHAIN {
             if at < before {
-                return (self.stream.new_object(at, true), intent);
+                return (self.stream.new_object(self.study, at, true), intent);
             }
             let mut rng = self.rng(at - before, 1);
             let (gap, stride) = (self.gap, self.stride);
@@ -355,9 +363,9 @@ impl Picker {
             intent = Intent::Repeat;
         }
         if at < before {
-            return (self.stream.new_object(at, true), intent);
+            return (self.stream.new_object(self.study, at, true), intent);
         }
-        (self.stream.new_object(at - before, false), intent)
+        (self.stream.new_object(self.study, at - before, false), intent)
     }
 
     /// Request `k`'s normal draw over the real interval [0, size), redrawn while it falls
@@ -585,9 +593,8 @@ mod tests {
             for (part, ratio) in
                 [(Part::Whole, 0.0), (Part::Whole, 0.5), (Part::Fill, 0.5), (Part::Measure { warmed: 700 }, 0.5)]
             {
-                let stream = Stream { study: 7, index, part };
-                let p =
-                    Picker::new(&Pick::Random, 100_000, derive_seed(7, &[index]), Some(ratio)).in_stream(stream, 16);
+                let stream = Stream { index, part };
+                let p = Picker::new(&Pick::Random, 100_000, 7, Some(ratio)).in_stream(7, stream, 16);
                 let mut own = HashSet::new();
                 for k in 0..1_500 {
                     let (id, intent) = p.draw(k);
@@ -614,13 +621,13 @@ mod tests {
     /// new requests for objects neither asked for, and it repeats the asked fraction.
     #[test]
     fn a_measure_repeats_what_its_fill_asked_for_and_its_new_objects_are_new() {
-        let stream = |part| Stream { study: 3, index: 4, part };
-        let fill = Picker::new(&Pick::Random, 1000, 9, Some(0.5)).in_stream(stream(Part::Fill), 8);
+        let stream = |part| Stream { index: 4, part };
+        let fill = Picker::new(&Pick::Random, 1000, 9, Some(0.5)).in_stream(9, stream(Part::Fill), 8);
         let warmed = 2_000;
         let filled: HashSet<u64> =
             (0..warmed).map(|k| fill.draw(k)).inspect(|d| assert_eq!(d.1, Intent::New)).map(|d| d.0).collect();
         assert_eq!(filled.len() as u64, warmed, "a fill asks for each object once");
-        let measure = Picker::new(&Pick::Random, 1000, 9, Some(0.5)).in_stream(stream(Part::Measure { warmed }), 8);
+        let measure = Picker::new(&Pick::Random, 1000, 9, Some(0.5)).in_stream(9, stream(Part::Measure { warmed }), 8);
         let mut asked = filled.clone();
         let mut repeats = 0;
         for k in 0..20_000 {
@@ -636,8 +643,8 @@ mod tests {
         let share = f64::from(repeats) / 20_000.0;
         assert!((share - 0.5).abs() < 0.02, "repeated {share}");
         // Without a hit ratio, a measure replays the fill: request k is the fill's k mod warmed.
-        let fill = Picker::new(&Pick::Random, 1000, 9, None).in_stream(stream(Part::Fill), 8);
-        let measure = Picker::new(&Pick::Random, 1000, 9, None).in_stream(stream(Part::Measure { warmed: 50 }), 8);
+        let fill = Picker::new(&Pick::Random, 1000, 9, None).in_stream(9, stream(Part::Fill), 8);
+        let measure = Picker::new(&Pick::Random, 1000, 9, None).in_stream(9, stream(Part::Measure { warmed: 50 }), 8);
         for k in 0..200 {
             assert_eq!(measure.draw(k), (fill.at(k % 50), Intent::Repeat), "request {k}");
         }
@@ -649,7 +656,7 @@ mod tests {
     #[test]
     fn a_repeat_looks_back_past_the_clients_in_flight() {
         let gap = 32;
-        let p = Picker::new(&Pick::Random, 1 << 40, 5, Some(0.9)).in_stream(Stream::lone(5), gap);
+        let p = Picker::new(&Pick::Random, 1 << 40, 5, Some(0.9)).in_stream(5, Stream::default(), gap);
         let ids: Vec<(u64, Intent)> = (0..5_000).map(|k| p.draw(k)).collect();
         assert!(ids[..gap as usize].iter().all(|d| d.1 == Intent::New));
         let first: std::collections::HashMap<u64, usize> =

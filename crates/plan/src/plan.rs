@@ -332,7 +332,7 @@ impl Plan {
             hit_ratio: None,
             objects: None,
             seed: 1,
-            stream: crate::pick::Stream::lone(1),
+            stream: crate::pick::Stream::default(),
             shard: Shard::WHOLE,
             cache_rules: CacheRules::default(),
             backend_headers: default_backend_headers(),
@@ -363,12 +363,13 @@ impl Plan {
         }
     }
 
-    /// This plan as run `index` of the study seeded `study` (its new objects its own), in
-    /// phase `i` of `phases`: a measure (a phase after the first) asks for what its fill
-    /// sent, `warmed` requests, for as many requests or its own length.
-    pub fn in_study(&mut self, study: u64, index: u64, phases: &[crate::phases::PhaseSpec], i: usize, warmed: u64) {
+    /// This plan as run `index` of its study (its draws and its new objects its own; the
+    /// study's seed is the plan's), in phase `i` of `phases`: a measure (a phase after the
+    /// first) asks for what its fill sent, `warmed` requests, for as many requests or its
+    /// own length.
+    pub fn in_study(&mut self, index: u64, phases: &[crate::phases::PhaseSpec], i: usize, warmed: u64) {
         let part = crate::phases::PhaseSpec::part(i, phases.len(), warmed);
-        self.stream = crate::pick::Stream { study, index, part };
+        self.stream = crate::pick::Stream { index, part };
         if let crate::pick::Part::Measure { .. } = part {
             match phases[i].length {
                 Some(length) => (self.duration, self.requests) = (Some(length), None),
@@ -378,18 +379,23 @@ impl Plan {
         }
     }
 
-    /// The load's clients, over the whole run (every shard): requests that may be in flight
-    /// at once. Closed loop: its workers (`-c` × `--streams`, or × `--pipeline`); open loop:
-    /// the in-flight bound, or a second of arrivals at the highest rate when that is fewer
-    /// (a request older than that has finished unless the server takes seconds).
+    /// The seed of this run's draws (picks, value sizes, flows' choices): the plan's own for
+    /// a lone run, mixed with its index in a study ([`crate::pick::Stream::seed`]).
+    pub fn draw_seed(&self) -> u64 {
+        self.stream.seed(self.seed)
+    }
+
+    /// The load's clients, over the whole run (every shard), as a hit-ratio stream's repeats
+    /// step past them ([`crate::Picker`]). Closed loop: its workers (`-c` × `--streams`, or
+    /// × `--pipeline`), each with one request in flight; open loop: a second of arrivals at
+    /// the highest rate (a request older than that has finished unless the server takes
+    /// seconds). Never the in-flight bound, which a shard may set for itself: the shards of
+    /// a split run must draw one stream.
     pub fn clients(&self) -> u64 {
         let per_connection = self.kv.as_ref().map_or(self.streams.max(1) as u64, |kv| kv.pipeline as u64);
         match &self.load {
             Load::Closed { concurrency, .. } => (*concurrency as u64).saturating_mul(per_connection).max(1),
-            Load::Open { pacer, max_in_flight } => {
-                let second = pacer.peak_rate().ceil().clamp(1.0, u64::MAX as f64) as u64;
-                (*max_in_flight as u64).min(second).max(1)
-            }
+            Load::Open { pacer, .. } => pacer.peak_rate().ceil().clamp(1.0, u64::MAX as f64) as u64,
         }
     }
 

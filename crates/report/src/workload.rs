@@ -11,9 +11,9 @@
 //!   [`HIT_TOLERANCE`];
 //! - **mix**: each named target's (a `--ratio`'s command's) share of the requests against its
 //!   share of the round, within one round per client (each client runs whole rounds);
-//! - **schedule**: the requests an open loop sent against those it had due, within
+//! - **a background's schedule**: the requests it sent against those it had due, within
 //!   [`DROP_TOLERANCE`] (a background that could not keep its rate was not the load it
-//!   says).
+//!   says; the measured runs' own unsent requests count against their success).
 
 use barrage_metrics::RunSummary;
 use serde_json::Value;
@@ -47,8 +47,10 @@ impl Hits {
         }
         let asked_n: u64 = w.iter().map(|w| w.new + w.repeat).sum();
         let repeats: u64 = w.iter().map(|w| w.repeat).sum();
-        let judged: u64 = w.iter().map(|w| w.judged).sum();
-        let cached: f64 = w.iter().filter_map(|w| w.achieved_hit_ratio.map(|r| r * w.judged as f64)).sum();
+        // Over the runs whose answers told (a run without a cache in front tells nothing).
+        let told: Vec<(f64, u64)> = w.iter().filter_map(|w| Some((w.achieved_hit_ratio?, w.judged))).collect();
+        let judged: u64 = told.iter().map(|(_, n)| n).sum();
+        let cached: f64 = told.iter().map(|(r, n)| r * *n as f64).sum();
         Some(Hits {
             asked: repeats as f64 / asked_n.max(1) as f64,
             got: (judged > 0).then(|| cached / judged as f64),
@@ -59,7 +61,10 @@ impl Hits {
 
     /// `asked 100.0%, got 61.7% (214 false misses)`.
     pub fn text(&self) -> String {
-        let got = self.got.map_or_else(|| "not told (no stamp, no cache header)".into(), percent);
+        let got = self.got.map_or_else(
+            || "none told (no answer came from a cache or carried a cache header: is there a cache?)".into(),
+            percent,
+        );
         let mut falses = Vec::new();
         if self.false_hits > 0 {
             falses.push(format!("{} false hit{}", self.false_hits, plural(self.false_hits)));
@@ -82,7 +87,7 @@ impl Hits {
 /// the workload they asked for; `None` when they did, within the tolerances.
 pub fn deviation_of(runs: &[RunSummary], background: &[RunSummary]) -> Option<String> {
     let own = Hits::of(runs).filter(Hits::deviates).map(|h| h.text());
-    let own = own.or_else(|| runs.iter().find_map(mix_deviation)).or_else(|| runs.iter().find_map(drop_deviation));
+    let own = own.or_else(|| runs.iter().find_map(mix_deviation));
     own.or_else(|| {
         let bg = Hits::of(background).filter(Hits::deviates).map(|h| h.text());
         let bg = bg.or_else(|| background.iter().find_map(drop_deviation));
@@ -93,6 +98,10 @@ pub fn deviation_of(runs: &[RunSummary], background: &[RunSummary]) -> Option<St
 /// A run whose named targets (a `--ratio`'s commands) went in rounds: each name's share of
 /// the requests against its share of the round, beyond one round per client.
 fn mix_deviation(s: &RunSummary) -> Option<String> {
+    // Retried requests count once per attempt: a failing command is sent more often.
+    if s.retries.is_some() {
+        return None;
+    }
     let plan = s.settings.get("plan")?;
     let round = plan.get("round").and_then(Value::as_u64).filter(|r| *r > 1)?;
     let clients = plan.get("clients").and_then(Value::as_u64).unwrap_or(1);
@@ -179,7 +188,7 @@ mod tests {
             false_misses,
             stamped: new + repeat,
         };
-        s.workload = WorkloadSummary::of(&w);
+        s.workload = WorkloadSummary::of(&w, true);
         s
     }
 

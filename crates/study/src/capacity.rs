@@ -330,8 +330,7 @@ impl Capacity {
         job.plan = level.apply(&self.base.plan, self.bounds.step);
         // Each probe its own request stream: a probe's new objects were not asked for by
         // any other probe.
-        job.plan.seed = barrage_plan::derive_seed(self.base.plan.seed, &[index as u64]);
-        job.plan.in_study(self.base.plan.stream.study, index as u64 + 1, &[], 0, 0);
+        job.plan.in_study(index as u64 + 1, &[], 0, 0);
         job.labels.clear();
         job = job.label("probe", (index + 1).to_string()).label("rate", format!("{rate:.0}/s"));
         job.output = self.dir.as_ref().map(|d| d.join(format!("{name}.brg")));

@@ -278,9 +278,6 @@ pub struct Experiment<'a> {
     pub repeats: u32,
     /// Shuffle (case, repeat) with this seed.
     pub shuffle: Option<u64>,
-    /// The experiment's seed: the study's new objects are drawn under it, so no two of its
-    /// runs ask for the same new object.
-    pub seed: u64,
     /// A warm-up run of this length before each measured one, thrown away.
     pub warmup: Option<Duration>,
     /// A pause between runs.
@@ -376,10 +373,10 @@ impl Experiment<'_> {
         // Each case, repeat, warm-up and background load is a stream of its own (its index
         // in the study, so that no two ask for the same new object, and its seed), and the
         // phases of a repeat share one: the fill asks for what the measure asks for again.
+        // A background's phases do not: its new objects are new in every phase.
         let stream = |j: &Job, role: StreamRole| {
             let mut j = j.clone();
-            j.plan.seed = barrage_plan::derive_seed(j.plan.seed, &[c as u64, u64::from(repeat), role as u64]);
-            j.plan.in_study(self.seed, self.stream_index(c, repeat, role), &[], 0, 0);
+            j.plan.in_study(self.stream_index(c, repeat, role, 0), &[], 0, 0);
             j
         };
         let (main_job, bg_job) = (
@@ -412,13 +409,14 @@ impl Experiment<'_> {
             let bg_file = self.dir.file(&case.id, repeat, phase, Role::Background);
             let mut main = main_job.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
             let index = main.plan.stream.index;
-            main.plan.in_study(self.seed, index, &phases, i, warmed);
+            main.plan.in_study(index, &phases, i, warmed);
             if let Some(p) = phase {
                 main = main.label("phase", p);
             }
             main.output = Some(StudyDir::part(&file));
             let bg = bg_job.as_ref().map(|b| {
                 let mut b = b.clone().label("case", case.id.as_str()).label("role", "background");
+                b.plan.in_study(self.stream_index(c, repeat, StreamRole::Background, i), &[], 0, 0);
                 b.output = Some(StudyDir::part(&bg_file));
                 b
             });
@@ -439,10 +437,11 @@ impl Experiment<'_> {
         Ok(true)
     }
 
-    /// The study's index of a run: one for each case, repeat and role, in that order.
-    fn stream_index(&self, case: usize, repeat: u32, role: StreamRole) -> u64 {
+    /// The study's index of a run: one for each case, repeat, phase and role, in that order.
+    fn stream_index(&self, case: usize, repeat: u32, role: StreamRole, phase: usize) -> u64 {
         let run = case as u64 * u64::from(self.repeats) + u64::from(repeat.saturating_sub(1));
-        1 + run * StreamRole::COUNT + role as u64
+        let phases = barrage_plan::phases::MAX_PHASES as u64;
+        1 + (run * phases + phase as u64) * StreamRole::COUNT + role as u64
     }
 
     /// The measured run through the runner (shown live), its background load beside it on

@@ -117,7 +117,6 @@ impl Sweep {
             if self.levels.is_empty() { vec![None] } else { self.levels.iter().copied().map(Some).collect() };
         let phases: Vec<Option<&PhaseSpec>> =
             if self.phases.is_empty() { vec![None] } else { self.phases.iter().map(Some).collect() };
-        let study = self.base.plan.stream.study;
         let mut out = Vec::new();
         for (i, level) in levels.iter().enumerate() {
             for (p, phase) in phases.iter().enumerate() {
@@ -127,14 +126,13 @@ impl Sweep {
                 let mut labels = Vec::new();
                 if let Some(l) = level {
                     job.plan = l.apply(&self.base.plan, self.step);
-                    job.plan.seed = barrage_plan::derive_seed(self.base.plan.seed, &[i as u64]);
                     job = job.label("level", l.label());
                     parts.push(format!("level-{:02}-{}", i + 1, l.file_label()));
                     labels.push(l.label());
                 }
                 // A lone run's phases keep its stream; each level is run i + 1 of the study.
                 let index = if self.levels.is_empty() { self.base.plan.stream.index } else { i as u64 + 1 };
-                job.plan.in_study(study, index, &self.phases, p, 0);
+                job.plan.in_study(index, &self.phases, p, 0);
                 if let Some(phase) = phase {
                     job = job.label("phase", phase.name.as_str());
                     parts.push(phase.name.clone());
@@ -192,8 +190,7 @@ impl Sweep {
         let mut warmed = 0;
         for SweepJob { labels, offered, phase, mut job } in jobs {
             if phase > 0 {
-                let stream = job.plan.stream;
-                job.plan.in_study(stream.study, stream.index, &self.phases, phase, warmed);
+                job.plan.in_study(job.plan.stream.index, &self.phases, phase, warmed);
             }
             let Some(done) = runner.run(&job)? else { break };
             if phase == 0 {

@@ -52,7 +52,7 @@ fn stream_view(s: &barrage_plan::Stream) -> Value {
         barrage_plan::Part::Fill => ("fill", None),
         barrage_plan::Part::Measure { warmed } => ("measure", Some(warmed)),
     };
-    json!({ "study": s.study, "index": s.index, "part": part, "warmed": warmed })
+    json!({ "index": s.index, "part": part, "warmed": warmed })
 }
 
 /// A scenario as it ran: its flows' steps (what they capture and check, not the values) and

@@ -447,7 +447,7 @@ impl Group {
         let cmd = &plan.commands[lane.job.target as usize];
         let size = match cmd {
             KvCommand::Get => 0,
-            _ => plan.values.size(lane.random(w.plan.seed)) as usize,
+            _ => plan.values.size(lane.random(w.plan.draw_seed())) as usize,
         };
         let value = &run.value[..size];
         let (keys, ranges) = (&self.keys, &self.ranges);

@@ -57,7 +57,7 @@ impl KvRun {
         let hellos = kv.servers.iter().map(|s| hello(kv.protocol, s)).collect();
         // Values are bytes of a seeded stream, as memtier's random data: not one repeated
         // byte a compressing store would shrink.
-        let mut state = plan.seed;
+        let mut state = plan.draw_seed();
         let value = (0..kv.values.max())
             .map(|_| {
                 state = barrage_plan::pick::splitmix64(state);
