@@ -74,6 +74,10 @@ pub enum NoTest {
     TooFewIntervals,
     /// Every interval of both runs had the same value.
     AllEqual,
+    /// A run did not get the workload it asked for, or the two asked for the same one and
+    /// got different ones ([`Comparison::workloads`] says how): a change between them may be
+    /// the workload's, not the configuration's.
+    Workload,
 }
 
 impl NoTest {
@@ -83,6 +87,7 @@ impl NoTest {
             NoTest::NoSamples => "no test: no per-interval sample".into(),
             NoTest::TooFewIntervals => format!("no test: fewer than {MIN_INTERVALS} full intervals"),
             NoTest::AllEqual => "no test: every interval the same".into(),
+            NoTest::Workload => "no test: not the same workload".into(),
         }
     }
 }
@@ -214,6 +219,9 @@ pub struct Comparison {
     pub resources: Vec<ResourceRow>,
     /// The noise threshold, a fraction.
     pub noise: f64,
+    /// For each run after the baseline, why its workload and the baseline's cannot be
+    /// compared (nothing is significant between them then); `None` when they can.
+    pub workloads: Vec<Option<String>>,
 }
 
 /// Compares `runs` (label, summary) against the first; `noise` is the smallest relative
@@ -222,6 +230,7 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
     let (_, base) = &runs[0];
     let tested = COMPARED.iter().filter(|m| m.samples(base).is_some()).count().max(1);
     let level = ALPHA / tested as f64;
+    let workloads: Vec<Option<String>> = runs[1..].iter().map(|(_, s)| workload_mismatch(base, s)).collect();
     let rows = compared(runs)
         .into_iter()
         .map(|metric| {
@@ -229,10 +238,14 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
             let base_samples = metric.samples(base);
             let changes = runs[1..]
                 .iter()
-                .map(|(_, s)| {
+                .zip(&workloads)
+                .map(|((_, s), mismatch)| {
                     let value = value(metric, s);
                     let percent = (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0);
-                    let (p_value, untested) = test(base_samples.as_deref(), metric.samples(s).as_deref());
+                    let (p_value, untested) = match mismatch {
+                        Some(_) => (None, Some(NoTest::Workload)),
+                        None => test(base_samples.as_deref(), metric.samples(s).as_deref()),
+                    };
                     let big = percent.is_some_and(|p| p.abs() >= noise * 100.0);
                     Change { value, percent, p_value, untested, significant: big && p_value.is_some_and(|p| p < level) }
                 })
@@ -240,7 +253,27 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
             MetricRow { metric, baseline, changes }
         })
         .collect();
-    Comparison { labels: runs.iter().map(|(l, _)| l.clone()).collect(), rows, resources: resources(runs), noise }
+    let labels = runs.iter().map(|(l, _)| l.clone()).collect();
+    Comparison { labels, rows, resources: resources(runs), noise, workloads }
+}
+
+/// Why `b` cannot be compared with `a` as a change of configuration alone: one of them did
+/// not get the workload it asked for, or both asked for the same hits and got hits more
+/// than the tolerance apart (a change between them may be the cache's doing, not the
+/// factor's). Two runs that asked for different hits (a cache hit against a miss) are
+/// compared: that is the comparison.
+fn workload_mismatch(a: &RunSummary, b: &RunSummary) -> Option<String> {
+    use crate::workload::{deviation_of, Hits, HIT_TOLERANCE};
+    for (which, s) in [("the baseline", a), ("this run", b)] {
+        if let Some(why) = deviation_of(std::slice::from_ref(s), &[]) {
+            return Some(format!("{which} is not the workload it asked for ({why})"));
+        }
+    }
+    let (ha, hb) = (Hits::of(std::slice::from_ref(a))?, Hits::of(std::slice::from_ref(b))?);
+    let (ga, gb) = (ha.got?, hb.got?);
+    ((ha.asked - hb.asked).abs() <= HIT_TOLERANCE && (ga - gb).abs() > HIT_TOLERANCE + 1e-9).then(|| {
+        format!("both asked for {:.1}% hits and got {:.1}% against {:.1}%", ha.asked * 100.0, ga * 100.0, gb * 100.0)
+    })
 }
 
 /// The p-value of two runs' samples of a metric, or why there is none.
@@ -358,8 +391,27 @@ pub fn pool(repeats: Vec<RunSummary>) -> RunSummary {
     s.requests.total = repeats.iter().map(|r| r.requests.total).sum();
     s.requests.ok = repeats.iter().map(|r| r.requests.ok).sum();
     s.flows_total = pool_flows(&repeats);
+    s.workload = pool_workload(&repeats);
     s.intervals = repeats.into_iter().flat_map(|r| r.intervals).collect();
     s
+}
+
+/// The workload of repeats as one: counts added, the ratios over the sums (the achieved
+/// one over the repeats whose answers told); `None` when no repeat meant anything.
+fn pool_workload(repeats: &[RunSummary]) -> Option<barrage_metrics::summary::WorkloadSummary> {
+    let h = crate::workload::Hits::of(repeats)?;
+    let w: Vec<_> = repeats.iter().filter_map(|r| r.workload.as_ref()).collect();
+    let sum = |pick: fn(&barrage_metrics::summary::WorkloadSummary) -> u64| w.iter().map(|w| pick(w)).sum::<u64>();
+    Some(barrage_metrics::summary::WorkloadSummary {
+        new: sum(|w| w.new),
+        repeat: sum(|w| w.repeat),
+        intended_hit_ratio: h.asked,
+        judged: sum(|w| if w.achieved_hit_ratio.is_some() { w.judged } else { 0 }),
+        achieved_hit_ratio: h.got,
+        false_hits: h.false_hits,
+        false_misses: h.false_misses,
+        stamped: sum(|w| w.stamped),
+    })
 }
 
 /// The flows of sequential repeats as one: flows and successes summed, the success ratio,
@@ -497,8 +549,16 @@ pub fn comparisons_table(title: &str, rows: &[&CaseComparison]) -> String {
     }
     let mut out = format!("{title}\n");
     out.push_str(&t.to_text());
-    if rows.iter().any(|c| case_change(c, Figure::P50).is_some_and(|ch| ch.p_value.is_none())) {
+    if rows.iter().any(|c| case_change(c, Figure::P50).is_some_and(|ch| ch.untested == Some(NoTest::TooFewIntervals))) {
         out.push_str(&format!("(some pairs had under {MIN_INTERVALS} full one-second intervals: no significance test for them; run longer or repeat more)\n"));
+    }
+    for c in rows {
+        if let Some(why) = c.comparison.workloads.first().and_then(Option::as_ref) {
+            out.push_str(&format!(
+                "({} → {}: no significance test, not the same workload: {why})\n",
+                c.from_case, c.to_case
+            ));
+        }
     }
     out
 }
@@ -585,6 +645,11 @@ pub fn comparison_text(c: &Comparison, runs: &[(String, RunSummary)]) -> String 
             "(no test: fewer than {MIN_INTERVALS} full one-second intervals in a run ({counts}); run longer to test the changes)\n"
         ));
     }
+    for (label, why) in c.labels[1..].iter().zip(&c.workloads) {
+        if let Some(why) = why {
+            out.push_str(&format!("(no test for {label}: not the same workload as the baseline: {why})\n"));
+        }
+    }
     out
 }
 
@@ -619,6 +684,49 @@ mod tests {
         assert!(text.contains("2.00 MiB"), "{text}");
         let sheet = comparison_sheet(&c);
         assert!(sheet.rows.iter().any(|r| r[0] == Cell::from("nginx_peak_rss_kib")));
+    }
+
+    /// `run` with a workload: `new` and `repeat` requests, the repeats' `misses` answered
+    /// by the origin.
+    fn cache_run(p50_ms: f64, new: u64, repeat: u64, misses: u64) -> RunSummary {
+        let mut s = run(p50_ms, 100.0, 8);
+        let w = barrage_metrics::recorder::Workload {
+            new,
+            repeat,
+            new_judged: new,
+            repeat_judged: repeat,
+            false_misses: misses,
+            stamped: new + repeat,
+            ..Default::default()
+        };
+        s.workload = barrage_metrics::summary::WorkloadSummary::of(&w, true);
+        s
+    }
+
+    /// Two runs that asked for the same hits and got them far apart are not compared for
+    /// significance (the change may be the cache's doing), nor a run that did not get what
+    /// it asked for; a hit against a miss, asked as such, is the comparison itself.
+    #[test]
+    fn runs_of_different_workloads_have_no_significant_change() {
+        let label = |s: RunSummary, l: &str| (l.to_string(), s);
+        let same_ask = [label(cache_run(10.0, 50, 50, 0), "a"), label(cache_run(20.0, 50, 50, 40), "b")];
+        let c = compare(&same_ask, 0.05);
+        let p50 = c.rows.iter().find(|r| r.metric == Figure::P50).unwrap();
+        assert!(!p50.changes[0].significant);
+        assert_eq!(p50.changes[0].verdict(), "no test: not the same workload");
+        let why = c.workloads[0].as_deref().unwrap();
+        assert!(why.contains("this run is not the workload it asked for"), "{why}");
+        // Within its tolerance each, but 10 points apart: 45% and 55% hits of 50% asked
+        // would each be marked; 49% against 51% are comparable.
+        let close = [label(cache_run(10.0, 50, 50, 1), "a"), label(cache_run(20.0, 50, 50, 0), "b")];
+        assert_eq!(compare(&close, 0.05).workloads, [None]);
+        // A cache hit (100% asked) against a miss (0% asked): compared.
+        let table_ix = [label(cache_run(10.0, 0, 100, 0), "hit"), label(cache_run(20.0, 100, 0, 0), "miss")];
+        let c = compare(&table_ix, 0.05);
+        assert_eq!(c.workloads, [None]);
+        assert!(c.rows.iter().find(|r| r.metric == Figure::P50).unwrap().changes[0].significant);
+        let text = comparison_text(&compare(&same_ask, 0.05), &same_ask);
+        assert!(text.contains("(no test for b: not the same workload as the baseline: this run is not"), "{text}");
     }
 
     fn run(p50_ms: f64, throughput: f64, seconds: u64) -> RunSummary {

@@ -123,6 +123,12 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     put("bytes_out", Cell::from(s.bytes.out_total));
     put("hit_ratio", Cell::from(s.cache.as_ref().map(|c| c.hit_ratio)));
     put("byte_hit_ratio", Cell::from(s.cache.as_ref().map(|c| c.byte_hit_ratio)));
+    if let Some(h) = crate::workload::Hits::of(std::slice::from_ref(s)) {
+        put("hits_asked", Cell::from(h.asked));
+        put("hits_got", Cell::from(h.got));
+        put("false_hits", Cell::from(h.false_hits));
+        put("false_misses", Cell::from(h.false_misses));
+    }
     put("generator_cpu_percent", Cell::from(s.generator.cpu_percent));
     for (code, n) in &s.status_codes {
         put(&format!("status_{code}"), Cell::from(*n));

@@ -481,10 +481,20 @@ fn run_body(s: &RunSummary) -> String {
         items.push(("flow success", percent(f.success_ratio), f.failed > 0));
         items.push(("flow p99", fmt_us(f.latency.p99_us as f64), false));
     }
+    if let Some(h) = crate::workload::Hits::of(std::slice::from_ref(s)) {
+        items.push(("hits asked", percent(h.asked), false));
+        let got = h.got.map_or_else(|| "-".into(), percent);
+        items.push(("hits got", got, h.deviates()));
+        items.push(("false hits", thousands(h.false_hits), h.false_hits > 0));
+        items.push(("false misses", thousands(h.false_misses), h.false_misses > 0));
+    }
     out.push_str(&figures(&items));
-    // A run built on failure says so first, among the warnings.
-    let failed = crate::study::failure_of(std::slice::from_ref(s))
-        .map(|why| format!("FAILED: {why}: these figures are not a result"));
+    // A run built on failure, or on another workload than it asked for, says so first,
+    // among the warnings.
+    let failed = match crate::study::run_verdict(s) {
+        v if v == "ok" => None,
+        v => Some(format!("{v}: these figures are not a result")),
+    };
     out.push_str(&warnings(&failed.into_iter().chain(s.warnings.iter().cloned()).collect::<Vec<_>>()));
     out.push_str(&events(&s.events));
     if !s.events.is_empty() || !s.intervals.is_empty() {

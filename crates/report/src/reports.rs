@@ -336,5 +336,13 @@ pub fn comparison_json(c: &Comparison) -> Value {
         .iter()
         .map(|r| json!({ "process": r.process, "what": if r.memory { "peak_rss_kib" } else { "cpu_mean_percent" }, "values": r.values }))
         .collect();
-    json!({ "baseline": c.labels[0], "runs": c.labels, "noise": c.noise, "metrics": rows, "resources": resources })
+    let workloads: serde_json::Map<String, Value> = c.labels[1..]
+        .iter()
+        .zip(&c.workloads)
+        .filter_map(|(label, why)| Some((label.clone(), json!(why.as_ref()?))))
+        .collect();
+    json!({
+        "baseline": c.labels[0], "runs": c.labels, "noise": c.noise, "metrics": rows, "resources": resources,
+        "not_the_same_workload": workloads,
+    })
 }
