@@ -206,3 +206,51 @@ fn a_wpb_sweep_against_squid_gets_the_inherent_hit_ratio_at_every_level() {
     }
     assert_eq!(served, fresh, "the origin made every answer the stamps say it made, and no other");
 }
+
+/// A study that did not get the workload it asked for says so in every output, and exits 3:
+/// a sweep run twice with one seed against a cache asks the second time for the "new"
+/// objects the first time cached (as the same seed promises), and every row is marked in
+/// the text, the JSON, the CSV, the workbook and the page, each a false hit in its counts.
+#[test]
+fn a_row_on_another_workload_is_marked_in_every_output() {
+    if !require("unzip", std::process::Command::new("unzip").arg("-v").output().is_ok()) {
+        return;
+    }
+    let cache = crate::util::origin(barrage_server::ServeConfig {
+        cache_headers: Some(barrage_server::CacheStyle::Varnish),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/obj/{{id}}", cache.url());
+    let sweep = |outputs: &[&str]| {
+        barrage()
+            .current_dir(dir.path())
+            .args(["sweep", "-c", "1,2", "--step", "1s", "--hit-ratio", "0", "--objects", "1000"])
+            .args(outputs)
+            .arg(&url)
+            .output()
+            .unwrap()
+    };
+    let first = sweep(&[]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let again = sweep(&["--csv-dir", "csv", "--xlsx", "t.xlsx", "--html", "t.html"]);
+    assert_eq!(again.status.code(), Some(3), "{}", String::from_utf8_lossy(&again.stderr));
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(text.contains("WORKLOAD: asked 0.0% hits, got 100.0%") && text.contains("false hits)"), "{text}");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("2 of 2 runs are not a result") && err.contains("not the workload asked for"), "{err}");
+    let json = sweep(&["--format", "json"]);
+    assert_eq!(json.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    for row in v["levels"].as_array().unwrap() {
+        assert!(row["verdict"].as_str().unwrap().starts_with("WORKLOAD: asked 0.0% hits"), "{row}");
+        assert!(row["hits"]["false_hits"].as_u64().unwrap() > 0, "{row}");
+    }
+    let csv = std::fs::read_to_string(dir.path().join("csv/sweep.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains("hits_got_percent"), "{csv}");
+    assert_eq!(csv.lines().filter(|l| l.contains("WORKLOAD: asked 0.0% hits")).count(), 2, "{csv}");
+    let xlsx = std::process::Command::new("unzip").arg("-p").arg(dir.path().join("t.xlsx")).output().unwrap();
+    assert!(String::from_utf8_lossy(&xlsx.stdout).contains("WORKLOAD: asked 0.0% hits"));
+    let html = std::fs::read_to_string(dir.path().join("t.html")).unwrap();
+    assert!(html.contains("WORKLOAD: asked 0.0% hits"));
+}
