@@ -509,6 +509,14 @@ pub struct Job {
     pub intent: Intent,
 }
 
+impl Job {
+    /// A job due at `intended` with nothing drawn yet: a flow's arrival (its steps draw
+    /// their own), a lane before its first command.
+    pub(crate) fn at(intended: Duration) -> Job {
+        Job { intended, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false, intent: Intent::Any }
+    }
+}
+
 impl Slot {
     /// A slot without a connection yet.
     pub fn new(worker: usize) -> Self {

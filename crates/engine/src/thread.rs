@@ -645,16 +645,7 @@ fn worker_task(
             match work {
                 Work::Requests => slot.request(&w, closed.request(now, &mut turns)).await,
                 Work::Flows(g) => {
-                    let job = Job {
-                        intended: now,
-                        target: 0,
-                        id: 0,
-                        number: 0,
-                        late: false,
-                        attempt: 1,
-                        starts_now: false,
-                        intent: barrage_metrics::Intent::Any,
-                    };
+                    let job = Job::at(now);
                     if !slot.flow(&w, g, job, iteration).await {
                         // Its feeder ran out and stops: so does the worker.
                         closed.ended_at(now);

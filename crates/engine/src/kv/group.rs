@@ -184,16 +184,7 @@ impl Group {
             .map(|number| Lane {
                 number,
                 state: if closed { State::Next(Duration::ZERO) } else { State::Idle },
-                job: Job {
-                    intended: Duration::ZERO,
-                    target: 0,
-                    id: 0,
-                    number: 0,
-                    late: false,
-                    attempt: 1,
-                    starts_now: false,
-                    intent: barrage_metrics::Intent::Any,
-                },
+                job: Job::at(Duration::ZERO),
                 started: Duration::ZERO,
                 submitted: Duration::ZERO,
                 bytes_out: 0,
