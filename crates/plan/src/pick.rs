@@ -124,9 +124,9 @@ pub fn derive_seed(seed: u64, place: &[u64]) -> u64 {
 /// history, here over the run's request numbers.
 const HISTORY: u64 = 1 << 16;
 
-/// Bits of a stream's request position in a new object's number: a run may ask for 2^40
-/// new objects (12 days at a million a second) before its positions wrap.
-const POSITION_BITS: u32 = 40;
+/// Bits of a stream's request position in a new object's number: a run may ask for 2^36
+/// new objects (19 hours at a million a second) before its positions wrap.
+const POSITION_BITS: u32 = 36;
 
 /// The most runs of one study that draw new objects of their own: a stream's index takes
 /// the bits above a position and its part.

@@ -31,6 +31,12 @@ impl StreamRole {
     const COUNT: u64 = 4;
 }
 
+// Every run of the largest experiment has a stream index of its own.
+const _: () = assert!(
+    1 + barrage_plan::limits::MAX_RUNS * barrage_plan::phases::MAX_PHASES as u64 * StreamRole::COUNT
+        < barrage_plan::pick::MAX_STREAMS
+);
+
 /// A testbed a case runs against: `testbed = "varnish"` (and `testbed-tls = true`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Environment {
