@@ -577,7 +577,8 @@ pub struct RequestArgs {
     /// redis:// and memcache://, as memtier].
     #[arg(long, value_name = "HOW", help_heading = "Request")]
     pub pick: Option<barrage_plan::Pick>,
-    /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}).
+    /// Ids of a URL template: {id} takes 0..N-1 (barrage serve answers /obj/{id}); with
+    /// --hit-ratio, how far back (in requests) a repeat may reach.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
     pub objects: Option<u64>,
     /// A scenario file: flows of requests with captures, checks and think times, run by
@@ -593,13 +594,15 @@ pub struct RequestArgs {
     /// A value for {{NAME}} in the scenario file, over its [vars] (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE", requires = "scenario", value_parser = parse_var, help_heading = "Request")]
     pub vars: Vec<(String, String)>,
-    /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
-    /// client (thread or worker) requested before; the rest go to new ones.
+    /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats an object asked
+    /// for before (past the clients in flight, at most --objects requests back); the rest
+    /// ask for objects new to the whole study.
     #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, help_heading = "Request")]
     pub hit_ratio: Option<f64>,
-    /// Run the same request stream once per phase and report each on its own, e.g.
-    /// fill,measure: the first fills a cache, the second measures it. With -o run.brg the
-    /// files are run.fill.brg, run.measure.brg.
+    /// One request stream in phases, each reported on its own, e.g. fill,measure: the first
+    /// fills a cache with what the later ones ask for again, each later one as many requests
+    /// as the fill sent (measure:30s: for 30 s, going round them). With -o run.brg the files
+    /// are run.fill.brg, run.measure.brg.
     #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', help_heading = "Request")]
     pub phases: Vec<String>,
     /// Seed of the random picks (each client derives its own from it).
