@@ -256,3 +256,30 @@ fn a_row_on_another_workload_is_marked_in_every_output() {
     let html = std::fs::read_to_string(dir.path().join("t.html")).unwrap();
     assert!(html.contains("WORKLOAD: asked 0.0% hits"));
 }
+
+/// A measure of its own length (`measure:2s`) goes round the objects its fill warmed for
+/// that long: all hits, however many more requests than the fill it sends; its file and
+/// row are named by the phase's name.
+#[test]
+fn a_measure_of_its_own_length_goes_round_what_the_fill_warmed() {
+    let cache = crate::util::origin(barrage_server::ServeConfig {
+        cache_headers: Some(barrage_server::CacheStyle::Varnish),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = barrage()
+        .args(["run", "-n", "50", "-c", "1", "--objects", "1000000", "--phases", "fill,measure:2s", "-o"])
+        .arg(dir.path().join("run.brg"))
+        .arg(format!("{}/obj/{{id}}", cache.url()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let measure = summarize(&[dir.path().join("run.measure.brg")]).unwrap();
+    assert!(measure.requests.total > 500, "2 s of requests against 50 filled: {}", measure.requests.total);
+    assert!((1.9..3.0).contains(&measure.duration.attack_s), "{:?}", measure.duration);
+    let cache = measure.cache.unwrap();
+    assert_eq!(cache.hit_ratio, 1.0, "every request one of the 50 warmed: {:?}", cache.statuses);
+    let bad = barrage().args(["run", "--phases", "fill:1s,measure", "http://127.0.0.1:1/"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("only a later phase (a measure) takes one"));
+}

@@ -31,6 +31,11 @@ impl PhaseSpec {
     }
 }
 
+/// The name of a phase as given (`measure` of `measure:30s`): its file-name part and label.
+pub fn name(text: &str) -> &str {
+    text.split_once(':').map_or(text, |(name, _)| name).trim()
+}
+
 /// `fill`, `measure`, `measure:30s`, as `--phases` or `phases = [...]` give them: names are
 /// words (no `/`, `.`, `:` or space), each once; only a measure (a phase after the first)
 /// may have a length.
@@ -40,10 +45,7 @@ pub fn parse(texts: &[String]) -> Result<Vec<PhaseSpec>, String> {
     }
     let mut phases: Vec<PhaseSpec> = Vec::with_capacity(texts.len());
     for (i, text) in texts.iter().enumerate() {
-        let (name, length) = match text.split_once(':') {
-            Some((name, length)) => (name.trim(), Some(length.trim())),
-            None => (text.trim(), None),
-        };
+        let (name, length) = (name(text), text.split_once(':').map(|(_, length)| length.trim()));
         if name.is_empty() || name.contains(['/', '.', ' ', ':']) {
             return Err(format!("phase '{text}': a name is a word without '/', '.', ':' or spaces"));
         }

@@ -213,7 +213,7 @@ impl StudyDir {
     pub fn phases(&self, id: &str) -> Vec<Option<String>> {
         let case = self.manifest.cases.iter().find(|c| c.id == id);
         match case.map(|c| &c.phases) {
-            Some(p) if !p.is_empty() => p.iter().cloned().map(Some).collect(),
+            Some(p) if !p.is_empty() => p.iter().map(|p| Some(barrage_plan::phases::name(p).to_string())).collect(),
             _ => vec![None],
         }
     }

@@ -355,11 +355,13 @@ impl Experiment<'_> {
         order
     }
 
+    /// The names of a case's phases (`measure` of `measure:30s`: a file-name part and a
+    /// label), or one unnamed run.
     fn phases(case: &CaseSpec) -> Vec<Option<&str>> {
         if case.phases.is_empty() {
             vec![None]
         } else {
-            case.phases.iter().map(|p| Some(p.as_str())).collect()
+            case.phases.iter().map(|p| Some(barrage_plan::phases::name(p))).collect()
         }
     }
 
@@ -561,7 +563,7 @@ fn paired_phases<'c>(a: &'c CaseSpec, b: &'c CaseSpec) -> Vec<(Option<&'c str>, 
     if a.phases == b.phases {
         return Experiment::phases(a).into_iter().map(|p| (p, p)).collect();
     }
-    let last = |c: &'c CaseSpec| c.phases.last().map(String::as_str);
+    let last = |c: &'c CaseSpec| *Experiment::phases(c).last().expect("at least one");
     vec![(last(a), last(b))]
 }
 
