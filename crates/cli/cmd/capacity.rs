@@ -57,6 +57,8 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     let report = CapacityReport {
         capacity: found.outcome.capacity,
         failed_at: found.outcome.failed_at,
+        interval: found.outcome.interval(),
+        verified: found.outcome.verified(),
         stopped: found.outcome.stop_text(&bounds),
         knee: knee(&found.table),
         generator_limited: generator_limited(&found),
