@@ -279,8 +279,20 @@ impl Experiment {
 }
 
 /// Case settings that are the experiment's own outputs, not a case's.
-const NOT_CASE_SETTINGS: [&str; 11] =
-    ["slo", "junit", "log", "hdr-log", "html", "tui", "metrics-addr", "xlsx", "csv-dir", "format", "output"];
+const NOT_CASE_SETTINGS: [&str; 12] = [
+    "slo",
+    "junit",
+    "log",
+    "log-sample",
+    "hdr-log",
+    "html",
+    "tui",
+    "metrics-addr",
+    "xlsx",
+    "csv-dir",
+    "format",
+    "output",
+];
 
 /// What a case runs, from its settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -332,7 +344,8 @@ impl Experiment {
 }
 
 /// A case's settings as `run` flags: `url` values are the targets (last), `true` is a bare
-/// flag, `false` leaves it out, a list repeats the flag.
+/// flag, `false` leaves it out, a list repeats the flag, and a list in a list gives a flag of
+/// several values (`at = [["10s", "barrage testbed stop origin-2"]]`).
 fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
     let mut urls = Vec::new();
     let mut flags = Vec::new();
@@ -343,6 +356,18 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
             v => vec![v.clone()],
         };
         for v in values {
+            if let toml::Value::Array(several) = &v {
+                flags.push(format!("--{key}"));
+                for one in several {
+                    flags.push(match one {
+                        toml::Value::String(s) => s.clone(),
+                        toml::Value::Integer(i) => i.to_string(),
+                        toml::Value::Float(f) => f.to_string(),
+                        other => return Err(format!("'{key}' = [[…{other}…]]: expected text or numbers")),
+                    });
+                }
+                continue;
+            }
             let text = match &v {
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(i) => i.to_string(),
@@ -667,9 +692,14 @@ busy = { background = { rate = 100 } }
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
         assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, backends: None }));
         assert_eq!(c.phases, ["fill", "measure"]);
+        // A flag of two values (`--at OFFSET COMMAND`), as a list in a list.
+        let e = Experiment::parse("[base]\nat = [[\"1s\", \"true\"], [\"2s\", \"false\"]]\n[factors.f]\nx = {}", "t")
+            .unwrap();
+        assert_eq!(e.case_flags(&e.cases()[0]).unwrap().flags, ["--at", "1s", "true", "--at", "2s", "false"]);
         for (bad, want) in [
             ("[base]\nphases = \"fill,a b\"\n[factors.f]\nx = {}", "names are words"),
             ("[base]\nhtml = \"x\"\n[factors.f]\nx = {}", "'html' is not a case setting"),
+            ("[base]\nlog-sample = 0.5\n[factors.f]\nx = {}", "'log-sample' is not a case setting"),
             ("[base]\nbackground = 3\n[factors.f]\nx = {}", "background must be a table"),
         ] {
             let e = Experiment::parse(bad, "t").unwrap();
