@@ -5,7 +5,7 @@
 # Env: BARRAGE_BIN (default <repo>/target/release/barrage), RUNS (5), TARGETS
 #   ("known nginx varnish"), STEP (2s, the finding's), PRECISION (2%), SLOS
 #   ("p99<100ms success>=99.9%"), SERVER_CPU (0) and GEN_CPU (1): the servers are pinned to
-#   one core and barrage to the other, NICE (-10: ahead of the machine's other tenants, a
+#   one core and barrage to the other, NICE (-20: ahead of the machine's other tenants, a
 #   compiler of a colleague, without starving them as a real-time class would), TAG (a
 #   suffix of the results' name), QUIET (0.3) and QUIET_WAIT (600): before each run, wait up
 #   to QUIET_WAIT seconds for the machine's other tenants to use under QUIET cores over 5 s
@@ -27,7 +27,7 @@ PRECISION="${PRECISION:-2%}"
 SLOS="${SLOS:-p99<100ms success>=99.9%}"
 SERVER_CPU="${SERVER_CPU:-0}"
 GEN_CPU="${GEN_CPU:-1}"
-NICE="${NICE:--10}"
+NICE="${NICE:--20}"
 STAMP="$(date -u +%Y-%m-%d_%H%M%S)"
 NAME="${STAMP}-capacity${TAG:+-$TAG}"
 OUT="$HERE/results/raw/$NAME"
