@@ -106,16 +106,7 @@ fn usage(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
-    // clap spreads some errors over lines ("...not provided:\n  <URL>..."); keep what comes
-    // before the usage and tips, on one line.
-    let text = e.render().to_string();
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
-        .collect();
-    say(&format!("{} (see --help)", lines.join(" ")));
+    say(&format!("error: {} (see --help)", message::clap_error(&e)));
     ExitCode::from(2)
 }
 

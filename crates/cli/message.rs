@@ -23,6 +23,19 @@ pub fn one_line(message: &str) -> String {
     cut(&out, MAX_MESSAGE)
 }
 
+/// A clap error's message without its usage and tips, on one line: clap spreads some over
+/// lines ("...not provided:\n  --log <FILE>"), and the flags it names are on the later ones.
+pub fn clap_error(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    lines.join(" ").trim_start_matches("error: ").to_string()
+}
+
 /// The message split at the quotes around inputs: text, input, text, input, … A quote
 /// opens only after a space, a start of line or an opening bracket, and closes only before
 /// the end, a space or punctuation, so the apostrophe of "doesn't" is no quote.

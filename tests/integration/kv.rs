@@ -641,7 +641,8 @@ fn bind_makes_redis_connections_from_the_given_address() {
 }
 
 /// `capacity` over Redis: each probe delivers its rate, the search stops at `--max-rate`
-/// with every objective met, and the probes' commands are the ones Redis counted.
+/// with every objective met (and holds it), and the probes' commands are the ones Redis
+/// counted.
 #[test]
 fn capacity_over_redis_counts_what_redis_counted() {
     let Some(bed) = Testbed::up("redis", &["--backends", "1"]) else { return };
@@ -658,7 +659,7 @@ fn capacity_over_redis_counts_what_redis_counted() {
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("Capacity: 2000 req/s delivered and meets every objective"), "{stdout}");
     let probes: Vec<std::path::PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(probes.len(), 3, "500, 1000, 2000/s: {probes:?}");
+    assert_eq!(probes.len(), 4, "500, 1000, 2000/s, and 2000/s held: {probes:?}");
     let sent: u64 = probes.iter().map(|p| summarize(std::slice::from_ref(p)).unwrap().requests.total).sum();
     let info = redis(addr, &["INFO", "commandstats"]);
     assert_eq!(sent, info_number(&info, "cmdstat_set") + info_number(&info, "cmdstat_get"), "{info}");

@@ -18,6 +18,7 @@ mod http3;
 mod kv;
 mod live;
 mod measure;
+mod modes;
 mod panics;
 mod pick;
 mod reqlog;

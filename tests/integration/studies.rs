@@ -67,7 +67,77 @@ fn a_capacity_search_in_process_finds_a_known_capacity() {
     assert!(found.outcome.failed_at.unwrap() > capacity);
     // Every probe the search counted is a row, in the order tried.
     let rates: Vec<f64> = found.table.rows.iter().map(|r| r.offered.unwrap()).collect();
-    assert_eq!(rates, found.outcome.probed);
+    assert_eq!(rates, found.outcome.rates());
+}
+
+/// Issue 32, finding 6: two identical searches against nginx gave 188 and 700 req/s. The
+/// probe that failed delivered 1.5% under its rate (6 requests still queued at the end of a
+/// 2 s probe), below what a 2 s probe resolves, and the search took it for the target's
+/// limit. Here a target falls behind by exactly that at the end of the first probe, by
+/// count: it holds the last 8 answers of the first 2 s at 200/s for 500 ms (5 to 7 queued
+/// beyond the one or two a target that keeps up owes at any moment: 1.25% to 1.75% short),
+/// and answers everything else at once, up to any rate probed.
+#[test]
+fn a_capacity_probe_that_missed_within_its_resolution_is_probed_again_and_the_capacity_held() {
+    let server = crate::util::RawServer::holding(393..=400, Duration::from_millis(500));
+    let search = Capacity {
+        base: Job::new(plan(&server.url(), open(200.0))),
+        bounds: Bounds {
+            start_rate: 200.0,
+            max_rate: 400.0,
+            precision: 0.05,
+            step: Duration::from_secs(2),
+            max_time: Duration::from_secs(30),
+        },
+        slos: vec!["success>=99%".parse().unwrap()],
+        dir: None,
+    };
+    let found = search.run(&mut Runner::new("capacity", Default::default(), &mut Quiet)).unwrap();
+    let rows: Vec<(String, String)> = found.table.rows.iter().map(|r| (r.labels[1..].join(" "), r.verdict())).collect();
+    // The first probe missed only by the requests held at its end, within its resolution:
+    // probed again, it met, and the search went on to --max-rate.
+    let first = &rows[0].1;
+    assert!(
+        first.starts_with("SLO missed: delivered>=99% (actual ")
+            && first.contains("queued at the end), within the 2.0% a 2 s probe resolves: probed again)"),
+        "{rows:#?}"
+    );
+    assert_eq!(found.outcome.capacity, Some(400.0), "{rows:#?}");
+    let stages: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(stages, ["200/s ramp", "200/s again", "400/s ramp", "400/s hold"], "{rows:#?}");
+    assert!(rows[1..].iter().all(|(_, v)| v == "ok"), "{rows:#?}");
+    // The capacity was held once more for a step, and says so.
+    assert_eq!(found.outcome.verified(), Some(true));
+    assert_eq!(found.outcome.interval(), (400.0, None));
+}
+
+/// Found by the reruns of bench/capacity.sh: a pause of the machine in one probe, far below
+/// the capacity (nginx at 400/s, p99 399 ms, where it delivers 10,000/s), was taken for the
+/// limit (394/s). Here the target pauses for 300 ms in the first probe (it holds requests
+/// 100 to 140, by count), everything else answered at once: the probe delivers its rate but
+/// misses `p99<100ms`; probed again, it meets, and the search goes on to --max-rate.
+#[test]
+fn a_capacity_probe_that_missed_in_a_pause_is_probed_again() {
+    let server = crate::util::RawServer::holding(100..=140, Duration::from_millis(300));
+    let search = Capacity {
+        base: Job::new(plan(&server.url(), open(200.0))),
+        bounds: Bounds {
+            start_rate: 200.0,
+            max_rate: 400.0,
+            precision: 0.05,
+            step: Duration::from_secs(2),
+            max_time: Duration::from_secs(30),
+        },
+        slos: vec!["p99<100ms".parse().unwrap()],
+        dir: None,
+    };
+    let found = search.run(&mut Runner::new("capacity", Default::default(), &mut Quiet)).unwrap();
+    let rows: Vec<(String, String)> = found.table.rows.iter().map(|r| (r.labels[1..].join(" "), r.verdict())).collect();
+    let first = &rows[0].1;
+    assert!(first.starts_with("SLO missed: p99<100ms (actual ") && first.ends_with(": probed again)"), "{rows:#?}");
+    assert_eq!(found.outcome.capacity, Some(400.0), "{rows:#?}");
+    let stages: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(stages, ["200/s ramp", "200/s again", "400/s ramp", "400/s hold"], "{rows:#?}");
 }
 
 #[test]

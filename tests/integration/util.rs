@@ -349,3 +349,22 @@ fn read_head(s: &mut TcpStream) -> bool {
     let mut body = vec![0u8; len.unwrap_or(0)];
     s.read_exact(&mut body).is_ok()
 }
+
+impl RawServer {
+    /// A server that answers every request at once with an empty 200 (keeping the
+    /// connection), but for requests number `held` (from 1, counted over all connections in
+    /// the order they arrive), each answered only `delay` after it arrived: a target that
+    /// falls behind at a moment the test chooses by count, not by time.
+    pub fn holding(held: std::ops::RangeInclusive<u64>, delay: Duration) -> RawServer {
+        let arrived = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        RawServer::start(Arc::new(move |s: &mut TcpStream| {
+            let n = arrived.fetch_add(1, Ordering::SeqCst) + 1;
+            if held.contains(&n) {
+                // The server's own slowness, on this connection's thread: it synchronises
+                // nothing with the test.
+                std::thread::sleep(delay);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").is_ok()
+        }))
+    }
+}

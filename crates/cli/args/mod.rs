@@ -498,14 +498,15 @@ pub struct KvArgs {
     #[arg(long, value_name = "PROTOCOL", value_parser = |s: &str| s.parse::<barrage_plan::kv::Protocol>(), help_heading = "Key-value")]
     pub protocol: Option<barrage_plan::kv::Protocol>,
     /// SETs to GETs in each round, as memtier's --ratio (1:10; 1:0 sets only, 0:1 gets only).
-    #[arg(long, value_name = "SET:GET", default_value = "1:10", value_parser = barrage_plan::kv::parse_ratio, conflicts_with = "commands", help_heading = "Key-value")]
-    pub ratio: (u32, u32),
-    /// Keys are this prefix and a number.
-    #[arg(long, value_name = "TEXT", default_value = "memtier-", help_heading = "Key-value")]
-    pub key_prefix: String,
-    /// The smallest key number.
-    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Key-value")]
-    pub key_minimum: u64,
+    /// [default: 1:10]
+    #[arg(long, value_name = "SET:GET", value_parser = barrage_plan::kv::parse_ratio, conflicts_with = "commands", help_heading = "Key-value")]
+    pub ratio: Option<(u32, u32)>,
+    /// Keys are this prefix and a number. [default: memtier-]
+    #[arg(long, value_name = "TEXT", help_heading = "Key-value")]
+    pub key_prefix: Option<String>,
+    /// The smallest key number. [default: 0]
+    #[arg(long, value_name = "N", help_heading = "Key-value")]
+    pub key_minimum: Option<u64>,
     /// The largest key number [default: 9999999, memtier's 10 million keys].
     #[arg(long, value_name = "N", conflicts_with = "objects", help_heading = "Key-value")]
     pub key_maximum: Option<u64>,
@@ -522,17 +523,17 @@ pub struct KvArgs {
     /// Value sizes with weights: SIZE:WEIGHT,SIZE:WEIGHT.
     #[arg(long, value_name = "SIZE:W,...", help_heading = "Key-value")]
     pub data_size_list: Option<String>,
-    /// Commands in flight per connection.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Key-value")]
-    pub pipeline: u32,
+    /// Commands in flight per connection. [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Key-value")]
+    pub pipeline: Option<u32>,
     /// A Redis command instead of SET/GET, e.g. 'HSET h:{id} f {value}' ({id} the key number,
     /// __key__ the prefixed key, {value} or __data__ a value); repeat for several, sent in turn.
     #[arg(long = "command", value_name = "'CMD ARGS'", help_heading = "Key-value")]
     pub commands: Vec<String>,
-    /// How keys are spread over several servers: ketama (consistent hashing, as
-    /// libmemcached) or modulo.
-    #[arg(long, value_name = "HOW", default_value = "ketama", value_parser = ["ketama", "modulo"], help_heading = "Key-value")]
-    pub distribution: String,
+    /// How keys are spread over several servers (--servers): ketama (consistent hashing, as
+    /// libmemcached) or modulo. [default: ketama]
+    #[arg(long, value_name = "HOW", value_parser = ["ketama", "modulo"], help_heading = "Key-value")]
+    pub distribution: Option<String>,
 }
 
 /// `--bind`: an IP address (no port: each connection gets its own).

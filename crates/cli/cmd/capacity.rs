@@ -28,6 +28,9 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     if run.load.requests.is_some() {
         bail!("-n/--requests is for `barrage run`; capacity runs each probe for --step");
     }
+    if !run.request.phases.is_empty() {
+        bail!("--phases runs a stream once per phase; capacity probes each rate once: use `barrage sweep --phases` at its rates");
+    }
     if run.load.rate.is_some() || run.load.concurrency.is_some() {
         bail!("capacity chooses the rates itself: drop --rate and -c (use --start-rate and --max-rate)");
     }
@@ -57,6 +60,8 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     let report = CapacityReport {
         capacity: found.outcome.capacity,
         failed_at: found.outcome.failed_at,
+        interval: found.outcome.interval(),
+        verified: found.outcome.verified(),
         stopped: found.outcome.stop_text(&bounds),
         knee: knee(&found.table),
         generator_limited: generator_limited(&found),

@@ -113,7 +113,12 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
     let c = e.case_flags(&case).map_err(|m| at(&m))?;
     let testbed = match c.testbed {
         Some(t) => Some(Environment {
-            topology: t.topology.parse().map_err(|m: String| at(&m))?,
+            topology: t.topology.parse().map_err(|m: String| {
+                at(&format!(
+                    "testbed = {:?}: {m} (a case's testbed is a topology the experiment brings up, not the directory of run's --testbed)",
+                    t.topology
+                ))
+            })?,
             tls: t.tls,
             backends: t.backends,
         }),
@@ -148,11 +153,9 @@ fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
     let job = |flags: &[String], what: &str| -> Result<barrage_study::Job, String> {
         let args =
             std::iter::once("run".to_string()).chain(fill(flags, &bed.servers).map_err(|m| format!("{what}{m}"))?);
-        let mut run = RunOnly::try_parse_from(args).map(|r| r.run).map_err(|e| {
-            let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid settings").to_string();
-            format!("{what}{}", first.trim_start_matches("error: "))
-        })?;
+        let mut run = RunOnly::try_parse_from(args)
+            .map(|r| r.run)
+            .map_err(|e| format!("{what}{}", crate::message::clap_error(&e)))?;
         // A testbed's servers are watched by themselves, and its CA is trusted.
         run.watch.testbed = run.watch.testbed.or(bed.dir.clone());
         if run.conn.cacert.is_none() && !run.conn.insecure {

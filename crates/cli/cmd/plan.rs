@@ -143,6 +143,10 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         // --connections counts connections, each carrying --streams requests.
         *max_in_flight = max_in_flight.saturating_mul(streams as usize);
     }
+    // clap does not require --scenario of --var when a URL (which --scenario excludes) is given.
+    if !r.vars.is_empty() && r.scenario.is_none() {
+        anyhow::bail!("--var sets a {{{{NAME}}}} of a --scenario file: give --scenario FILE");
+    }
     let (mut targets, scenario) = match &r.scenario {
         Some(path) => {
             let (s, targets) =
@@ -153,6 +157,17 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
                     if l.rate.is_some() { "--rate" } else { "-c" },
                     path.display()
                 );
+            }
+            // Each step has its method and its target: flags that choose them would choose nothing.
+            let chooses = [(r.method.is_some(), "-X/--method"), (r.pick.is_some(), "--pick")];
+            if let Some((_, flag)) = chooses.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} chooses the requests of URLs and target files; the steps of --scenario {} say their own",
+                    path.display()
+                );
+            }
+            if a.kv.key_pattern.is_some() {
+                anyhow::bail!("--key-pattern is for redis:// and memcache:// targets, not a --scenario's steps");
             }
             // The groups' loads replace the flags'; the plan's load only sums them up.
             load = barrage_plan::scenario::overall_load(&s);
@@ -316,9 +331,25 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
     let k = &a.kv;
     let is_kv = |u: &String| ["redis://", "rediss://", "memcache://", "memcached://"].iter().any(|s| u.starts_with(s));
     let urls: Vec<&String> = a.target.urls.iter().chain(&k.servers).collect();
-    if !urls.iter().any(|u| is_kv(u)) {
-        if !k.servers.is_empty() || !k.commands.is_empty() || k.protocol.is_some() {
-            anyhow::bail!("--servers, --command and --protocol are for redis:// and memcache:// targets");
+    let http_targets = !a.target.urls.is_empty() && !a.target.urls.iter().any(is_kv);
+    if http_targets || a.request.scenario.is_some() || !urls.iter().any(|u| is_kv(u)) {
+        // --key-pattern is --pick in memtier's words, for any run.
+        let kv_only = [
+            (!k.servers.is_empty(), "--servers"),
+            (k.protocol.is_some(), "--protocol"),
+            (k.ratio.is_some(), "--ratio"),
+            (k.key_prefix.is_some(), "--key-prefix"),
+            (k.key_minimum.is_some(), "--key-minimum"),
+            (k.key_maximum.is_some(), "--key-maximum"),
+            (k.data_size.is_some(), "--data-size"),
+            (k.data_size_range.is_some(), "--data-size-range"),
+            (k.data_size_list.is_some(), "--data-size-list"),
+            (k.pipeline.is_some(), "--pipeline"),
+            (!k.commands.is_empty(), "--command"),
+            (k.distribution.is_some(), "--distribution"),
+        ];
+        if let Some((_, flag)) = kv_only.iter().find(|(given, _)| *given) {
+            anyhow::bail!("{flag} is for redis:// and memcache:// targets; this run's targets are HTTP");
         }
         return Ok(None);
     }
@@ -356,15 +387,17 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
         (Some(s), _, _) | (_, Some(s), _) | (_, _, Some(s)) => ValueSizes::parse(s).map_err(anyhow::Error::msg)?,
         _ => ValueSizes::Fixed(32),
     };
+    let key_prefix = k.key_prefix.clone().unwrap_or_else(|| "memtier-".into());
+    let key_minimum = k.key_minimum.unwrap_or(0);
     let commands: Vec<KvCommand> = if k.commands.is_empty() {
-        let (set, get) = k.ratio;
+        let (set, get) = k.ratio.unwrap_or((1, 10));
         std::iter::repeat_n(KvCommand::Set, set as usize)
             .chain(std::iter::repeat_n(KvCommand::Get, get as usize))
             .collect()
     } else {
         k.commands
             .iter()
-            .map(|c| barrage_plan::kv::parse_command(c, &k.key_prefix).map(KvCommand::Custom))
+            .map(|c| barrage_plan::kv::parse_command(c, &key_prefix).map(KvCommand::Custom))
             .collect::<Result<_, _>>()
             .map_err(anyhow::Error::msg)?
     };
@@ -372,13 +405,14 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
         (Some(n), _) => n,
         (None, max) => {
             let max = max.unwrap_or(9_999_999);
-            if max < k.key_minimum {
-                anyhow::bail!("--key-maximum {max} is below --key-minimum {}", k.key_minimum);
+            if max < key_minimum {
+                anyhow::bail!("--key-maximum {max} is below --key-minimum {key_minimum}");
             }
-            max - k.key_minimum + 1
+            max - key_minimum + 1
         }
     };
-    let distribution = match (servers.len(), k.distribution.as_str()) {
+    // One server holds every key, whatever the distribution (an experiment may cross the two).
+    let distribution = match (servers.len(), k.distribution.as_deref().unwrap_or("ketama")) {
         (1, _) => None,
         (_, "modulo") => Some(barrage_plan::ring::Distribution::Modulo(servers.len())),
         _ => {
@@ -395,9 +429,9 @@ fn kv_plan(a: &RunArgs) -> anyhow::Result<Option<(Vec<Target>, barrage_plan::kv:
         protocol,
         servers,
         distribution,
-        pipeline: k.pipeline as usize,
-        key_prefix: bytes::Bytes::from(k.key_prefix.clone()),
-        key_min: k.key_minimum,
+        pipeline: k.pipeline.unwrap_or(1) as usize,
+        key_prefix: bytes::Bytes::from(key_prefix),
+        key_min: key_minimum,
         values,
         commands,
     };

@@ -36,6 +36,9 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
     {
         super::plan::check_open_files(most as usize, "-c")?;
     }
+    if let (Some(step), Some(d)) = (a.load.step, a.load.duration) {
+        bail!("-d/--duration {:?} and --step {:?} both set a level's length: give one (--step)", d.0, step.0);
+    }
     let step = a.load.step.map(|s| s.0).or(a.load.duration.map(|d| d.0)).unwrap_or(DEFAULT_STEP);
     // The base plan at the first level for one step (so `--at` is checked against a
     // level's length); each level replaces the load.

@@ -609,6 +609,27 @@ pub struct RunSummary {
     pub shards: Vec<crate::shards::ShardSummary>,
     /// Plain-language warnings: barrage was the bottleneck, a file was cut short, ...
     pub warnings: Vec<String>,
+    /// Requests finished (answered or failed) by the end of the attack, from the run's
+    /// finished requests per tenth of a second (exact when the attack lasted whole tenths):
+    /// the others of `requests.total` finished in the wait after it. The intervals cannot
+    /// say it, as a wait under half a second is folded into the last of them. `None` when not
+    /// known: not written to JSON (a summary read back from JSON has none).
+    #[serde(skip)]
+    pub finished_in_attack: Option<u64>,
+}
+
+/// Requests of `timeline` finished in the first `seconds` of the run; a tick across that
+/// moment counts by the share of it before.
+fn finished_by(timeline: &crate::recorder::Timeline, seconds: f64) -> u64 {
+    let tick_s = crate::recorder::TICK.as_secs_f64();
+    let n: f64 = timeline
+        .iter()
+        .map(|t| {
+            let before = ((seconds - f64::from(t.tick) * tick_s) / tick_s).clamp(0.0, 1.0);
+            f64::from(t.ok.saturating_add(t.failed)) * before
+        })
+        .sum();
+    n.round() as u64
 }
 
 /// Most sampled requests a summary keeps for the scatter plot.
@@ -791,6 +812,7 @@ fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     s.events = crate::events::analyse(&events(merged.readers()), &timeline, &backend_ticks, &s.intervals, end_s);
     s.warnings.extend(watch_check(&s));
     s.scatter = thin(scatter.points);
+    s.finished_in_attack = Some(finished_by(&timeline, s.duration.attack_s));
     Ok(s)
 }
 

@@ -94,6 +94,13 @@ pub struct CacheRule {
     status: CacheStatus,
 }
 
+impl CacheRule {
+    /// As given: `X-Cache~^HIT=hit`.
+    pub fn text(&self) -> String {
+        format!("{}~{}={}", self.header, self.pattern.as_str(), self.status.name())
+    }
+}
+
 impl FromStr for CacheRule {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -120,6 +127,11 @@ impl CacheRules {
     /// Built-in rules after `user` rules.
     pub fn new(user: Vec<CacheRule>) -> Self {
         CacheRules { user }
+    }
+
+    /// The user's rules (`--cache-rule`), in the order they are tried.
+    pub fn user(&self) -> &[CacheRule] {
+        &self.user
     }
 
     /// The cache status of a response with these headers.

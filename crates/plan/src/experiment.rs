@@ -279,8 +279,20 @@ impl Experiment {
 }
 
 /// Case settings that are the experiment's own outputs, not a case's.
-const NOT_CASE_SETTINGS: [&str; 11] =
-    ["slo", "junit", "log", "hdr-log", "html", "tui", "metrics-addr", "xlsx", "csv-dir", "format", "output"];
+const NOT_CASE_SETTINGS: [&str; 12] = [
+    "slo",
+    "junit",
+    "log",
+    "log-sample",
+    "hdr-log",
+    "html",
+    "tui",
+    "metrics-addr",
+    "xlsx",
+    "csv-dir",
+    "format",
+    "output",
+];
 
 /// The settings of a background load that are its own and never the case's: its load and
 /// its workload (a templated URL then needs its own `objects`, and a cache study its own
@@ -355,7 +367,8 @@ impl Experiment {
 }
 
 /// A case's settings as `run` flags: `url` values are the targets (last), `true` is a bare
-/// flag, `false` leaves it out, a list repeats the flag.
+/// flag, `false` leaves it out, a list repeats the flag, and a list in a list gives a flag of
+/// several values (`at = [["10s", "barrage testbed stop origin-2"]]`).
 fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
     let mut urls = Vec::new();
     let mut flags = Vec::new();
@@ -366,6 +379,18 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
             v => vec![v.clone()],
         };
         for v in values {
+            if let toml::Value::Array(several) = &v {
+                flags.push(format!("--{key}"));
+                for one in several {
+                    flags.push(match one {
+                        toml::Value::String(s) => s.clone(),
+                        toml::Value::Integer(i) => i.to_string(),
+                        toml::Value::Float(f) => f.to_string(),
+                        other => return Err(format!("'{key}' = [[…{other}…]]: expected text or numbers")),
+                    });
+                }
+                continue;
+            }
             let text = match &v {
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(i) => i.to_string(),
@@ -696,9 +721,14 @@ busy = { background = { rate = 100 } }
         assert_eq!(busy, ["--hit-ratio", "0.5", "--objects", "50", "--rate", "100", "http://o/obj/{id}"]);
         let idle = e.case_flags(&e.cases()[1]).unwrap().background.unwrap();
         assert_eq!(idle, ["--rate", "100", "http://o/obj/{id}"]);
+        // A flag of two values (`--at OFFSET COMMAND`), as a list in a list.
+        let e = Experiment::parse("[base]\nat = [[\"1s\", \"true\"], [\"2s\", \"false\"]]\n[factors.f]\nx = {}", "t")
+            .unwrap();
+        assert_eq!(e.case_flags(&e.cases()[0]).unwrap().flags, ["--at", "1s", "true", "--at", "2s", "false"]);
         for (bad, want) in [
             ("[base]\nphases = \"fill,a b\"\n[factors.f]\nx = {}", "a word without"),
             ("[base]\nhtml = \"x\"\n[factors.f]\nx = {}", "'html' is not a case setting"),
+            ("[base]\nlog-sample = 0.5\n[factors.f]\nx = {}", "'log-sample' is not a case setting"),
             ("[base]\nbackground = 3\n[factors.f]\nx = {}", "background must be a table"),
         ] {
             let e = Experiment::parse(bad, "t").unwrap();

@@ -296,6 +296,10 @@ mod tests {
             (LoadFlags { concurrency: Some("1,2".parse().unwrap()), ..Default::default() }, "use `barrage sweep`"),
             (LoadFlags { rate: Some("1:10".parse().unwrap()), ..Default::default() }, "give --duration too"),
             (
+                LoadFlags { rate: Some("10".parse().unwrap()), think_time: Some(secs(1)), ..Default::default() },
+                "--think-time is for closed loop",
+            ),
+            (
                 LoadFlags {
                     rate: Some("1,2".parse().unwrap()),
                     step: Some(Duration::from_millis(1500)),
@@ -463,6 +467,10 @@ impl LoadFlags {
         };
         if self.step.is_some() && !matches!(rate, RateSpec::Steps(_)) {
             return Err("--step goes with stepped rates such as --rate 10,50,100".into());
+        }
+        // Open loop sends on a schedule: there is no worker to pause between requests.
+        if self.think_time.is_some() {
+            return Err("--think-time is for closed loop (-c): open loop (--rate) sends on its schedule".into());
         }
         let max_in_flight = self.max_in_flight.or(self.connections).unwrap_or(DEFAULT_OPEN_CONNECTIONS) as usize;
         Ok(Load::Open { pacer, max_in_flight })

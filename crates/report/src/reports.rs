@@ -27,6 +27,13 @@ pub struct CapacityReport {
     pub capacity: Option<f64>,
     /// The lowest rate missing one.
     pub failed_at: Option<f64>,
+    /// The interval the capacity lies in, from its probes: from the highest rate judged to
+    /// meet every objective (and held) to the lowest judged to miss one (`None` when none
+    /// did).
+    pub interval: (f64, Option<f64>),
+    /// The capacity held once more for a step: met (`Some(true)`), no rate held
+    /// (`Some(false)`), or not held (`None`: nothing found, no time left, or interrupted).
+    pub verified: Option<bool>,
     /// Why the search stopped.
     pub stopped: String,
     /// The lowest rate whose p99 more than doubled from the lowest rate's.
@@ -127,6 +134,8 @@ impl Report<'_> {
                 json!({
                     "capacity_per_sec": c.capacity,
                     "failed_at_per_sec": c.failed_at,
+                    "interval_per_sec": { "low": c.interval.0, "high": c.interval.1 },
+                    "verified": c.verified,
                     "stopped": c.stopped,
                     "knee_per_sec": c.knee,
                     "generator_limited": c.generator_limited,
@@ -285,6 +294,19 @@ fn capacity_text(c: &CapacityReport) -> String {
     match c.failed_at {
         Some(f) => out.push_str(&format!("; {f:.0} req/s misses one\n")),
         None => out.push('\n'),
+    }
+    let held = match c.verified {
+        Some(true) => ", held for a step",
+        _ => ", not held",
+    };
+    match c.interval {
+        (low, Some(high)) if c.capacity.is_some() => out.push_str(&format!(
+            "Interval: [{low:.0}, {high:.0}) req/s: the highest rate met{held}, and the lowest missed\n"
+        )),
+        (_, None) if c.capacity.is_some() => {
+            out.push_str(&format!("Interval: at least {:.0} req/s{held}: no rate missed\n", c.interval.0))
+        }
+        _ => {}
     }
     out.push_str(&format!("Stopped: {}\n", c.stopped));
     match c.knee {

@@ -228,24 +228,35 @@ fn phases_only() -> StudyTable {
     t
 }
 
-/// `barrage capacity --slo p99<20ms --slo success>=99%`: the ramp, then the bisection.
+/// `barrage capacity --slo p99<20ms --slo success>=99%`: the ramp, then the bisection, a
+/// probe again (the one before missed within its resolution) and the hold.
 fn capacity() -> CapacityReport {
-    let mut t = StudyTable::new("capacity", &["probe", "rate"]);
+    let mut t = StudyTable::new("capacity", &["probe", "rate", "stage"]);
     t.offered_column = Some("rate_per_sec".into());
-    let probes = [(500.0, 1.0, 1_000), (1000.0, 1.0, 1_500), (2000.0, 0.2, 400_000), (1500.0, 0.999, 6_000)];
+    let probes = [
+        (500.0, 1.0, 1_000, "ramp"),
+        (1000.0, 1.0, 1_500, "ramp"),
+        (2000.0, 0.2, 400_000, "ramp"),
+        (1500.0, 0.999, 6_000, "search"),
+        (1250.0, 0.985, 2_000, "search"),
+        (1250.0, 1.0, 2_000, "again"),
+        (1250.0, 1.0, 2_000, "hold"),
+    ];
     let objectives: Vec<Slo> = ["p99<20ms", "success>=99%"].iter().map(|s| s.parse().unwrap()).collect();
-    for (i, (rate, success, p50)) in probes.into_iter().enumerate() {
+    for (i, (rate, success, p50, stage)) in probes.into_iter().enumerate() {
         let s = run(rate, success, p50, 10);
         let slos = objectives.iter().map(|o| o.check(&s)).collect();
-        let row = StudyRow::new(vec![(i + 1).to_string(), format!("{rate:.0}/s")], vec![s]);
+        let row = StudyRow::new(vec![(i + 1).to_string(), format!("{rate:.0}/s"), stage.into()], vec![s]);
         t.rows.push(StudyRow { offered: Some(rate), slos, ..row });
     }
     t.planned = t.rows.len();
     CapacityReport {
         table: t,
-        capacity: Some(1000.0),
+        capacity: Some(1250.0),
         failed_at: Some(1500.0),
-        stopped: "the target collapsed at 2000/s (under half the offered rate succeeded); bracketed to within 10%"
+        interval: (1250.0, Some(1500.0)),
+        verified: Some(true),
+        stopped: "the target collapsed at 2000/s (under half the offered rate succeeded); bracketed to within 20%; held 1250/s for a step: met"
             .into(),
         knee: Some(1500.0),
         generator_limited: vec!["barrage used 97% of a core at 2000/s".into()],
@@ -255,12 +266,16 @@ fn capacity() -> CapacityReport {
 
 /// A capacity search interrupted during its first probe: nothing found.
 fn interrupted_capacity() -> CapacityReport {
-    let mut t = StudyTable::new("capacity", &["probe", "rate"]);
+    let mut t = StudyTable::new("capacity", &["probe", "rate", "stage"]);
     t.offered_column = Some("rate_per_sec".into());
     let mut s = run(500.0, 1.0, 1_000, 3);
     s.interrupted = true;
     let slos = vec!["p99<20ms".parse::<Slo>().unwrap().check(&s)];
-    t.rows.push(StudyRow { offered: Some(500.0), slos, ..StudyRow::new(vec!["1".into(), "500/s".into()], vec![s]) });
+    t.rows.push(StudyRow {
+        offered: Some(500.0),
+        slos,
+        ..StudyRow::new(vec!["1".into(), "500/s".into(), "ramp".into()], vec![s])
+    });
     t.planned = 1;
     t.partial = true;
     CapacityReport {
@@ -400,11 +415,17 @@ fn study_json_matches_the_schema() {
 
     let c = capacity();
     let v = valid(&schema, "capacity", &Report::Capacity(&c).json());
-    assert_eq!((v["capacity_per_sec"].as_f64(), v["probes"][2]["offered"].as_f64()), (Some(1000.0), Some(2000.0)));
+    assert_eq!((v["capacity_per_sec"].as_f64(), v["probes"][2]["offered"].as_f64()), (Some(1250.0), Some(2000.0)));
     assert!(v["probes"][2]["failed"].is_string());
+    assert_eq!(
+        (v["interval_per_sec"]["low"].as_f64(), v["interval_per_sec"]["high"].as_f64()),
+        (Some(1250.0), Some(1500.0))
+    );
+    assert_eq!((v["verified"].as_bool(), v["probes"][5]["labels"]["stage"].as_str()), (Some(true), Some("again")));
     let c = interrupted_capacity();
     let v = valid(&schema, "capacity", &Report::Capacity(&c).json());
     assert!(v["capacity_per_sec"].is_null() && v["knee_per_sec"].is_null() && v["partial"] == true);
+    assert!(v["verified"].is_null() && v["interval_per_sec"]["high"].is_null());
 
     let e = experiment();
     let v = valid(&schema, "experiment", &Report::Experiment(&e).json());
@@ -555,6 +576,15 @@ fn study_schema_rejects_what_it_should() {
             }),
             ("a probe without its offered rate", |v| v["probes"][0]["offered"] = Value::Null),
             ("a probe number as a number", |v| v["probes"][0]["labels"]["probe"] = 1.into()),
+            ("a probe without its stage", |v| {
+                v["probes"][0]["labels"].as_object_mut().unwrap().remove("stage");
+            }),
+            ("a stage the search has not", |v| v["probes"][0]["labels"]["stage"] = "retry".into()),
+            ("no interval", |v| {
+                v.as_object_mut().unwrap().remove("interval_per_sec");
+            }),
+            ("an interval as a pair", |v| v["interval_per_sec"] = json!([1250.0, 1500.0])),
+            ("verified as text", |v| v["verified"] = "yes".into()),
             ("capacity rows under the sweep's key", |v| {
                 let rows = v.as_object_mut().unwrap().remove("probes").unwrap();
                 v["levels"] = rows;

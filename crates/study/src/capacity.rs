@@ -1,7 +1,10 @@
 //! The capacity search: the highest open-loop rate that meets every objective and that the
 //! target delivered ([`Delivery`]). An exponential ramp brackets it, a bisection narrows
 //! the bracket to a precision, within a bound on the total time; a collapse of the target
-//! ends the ramp at once.
+//! ends the ramp at once. A probe that missed is probed again before its rate is judged (a
+//! pause of the machine, or a miss within the probe's resolution, is noise), and the rate
+//! found is held once more for a step (a miss steps down), so that two searches of one
+//! target agree.
 //!
 //! [`search`] is a pure function over a probe callback and a clock, tested with tables like
 //! the pacer, and so is [`Delivery::of`]; [`Capacity::run`] gives the search real probes.
@@ -25,17 +28,46 @@ pub struct Bounds {
     pub precision: f64,
     /// Length of one probe.
     pub step: Duration,
-    /// Bound on the whole search.
+    /// Bound on the whole search, the hold included.
     pub max_time: Duration,
 }
 
 /// What one probe said.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Verdict {
     /// Every objective was met.
     pub met: bool,
     /// The target gave up: under half the offered rate succeeded.
     pub collapsed: bool,
+    /// Built on failure (no run finished, or under half of its requests succeeded): not a
+    /// measure of the target at this rate, and not probed again.
+    pub failed: bool,
+}
+
+/// What a probe is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The ramp: doubling from the start rate until a miss.
+    Ramp,
+    /// The bisection between the highest rate met and the lowest missed.
+    Search,
+    /// The rate of the probe before, again: that one missed (and was a result), and a miss
+    /// may be noise.
+    Again,
+    /// The rate found, once more for a step: the verification.
+    Hold,
+}
+
+impl Stage {
+    /// `ramp`, `search`, `again`, `hold`: the probe's `stage` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Ramp => "ramp",
+            Stage::Search => "search",
+            Stage::Again => "again",
+            Stage::Hold => "hold",
+        }
+    }
 }
 
 /// Why the search stopped.
@@ -53,23 +85,59 @@ pub enum Stop {
     Interrupted,
 }
 
+/// One probe the search ran.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probed {
+    /// Its rate.
+    pub rate: f64,
+    /// What it was for.
+    pub stage: Stage,
+    /// What it said.
+    pub verdict: Verdict,
+}
+
 /// What the search found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
-    /// The highest rate that met every objective.
+    /// The highest rate judged to meet every objective and not missed when held: the
+    /// capacity.
     pub capacity: Option<f64>,
-    /// The lowest rate that missed one.
+    /// The lowest rate judged to miss one (a rate missed when held included).
     pub failed_at: Option<f64>,
     /// The rate at which the target collapsed during the ramp.
     pub collapsed_at: Option<f64>,
     /// Why it stopped.
     pub stop: Stop,
-    /// The rates probed, in order.
-    pub probed: Vec<f64>,
+    /// Every probe, in order: re-probes and holds included.
+    pub probed: Vec<Probed>,
+    /// The holds: each rate held and whether it met. A miss steps down: the bisection goes
+    /// on below it, and what it finds is held in turn.
+    pub held: Vec<(f64, bool)>,
 }
 
 impl Outcome {
-    /// Why it stopped, for people.
+    /// The rates probed, in order.
+    pub fn rates(&self) -> Vec<f64> {
+        self.probed.iter().map(|p| p.rate).collect()
+    }
+
+    /// The capacity held when probed once more for a step: `Some(true)`; no rate held (each
+    /// missed, down to none left): `Some(false)`; not held (none found, no time left, or
+    /// stopped): `None`.
+    pub fn verified(&self) -> Option<bool> {
+        self.held.last().map(|&(_, met)| met)
+    }
+
+    /// The interval the capacity is in, from the probes: from the highest rate judged met
+    /// (and held) to the lowest judged missed (`None` above: nothing missed up to
+    /// `--max-rate`). If the target meets its objectives at every rate below one it meets,
+    /// the highest rate it sustains for a step lies in `[low, high)`; each bound rests on
+    /// the probes at its rate, a probe within its resolution probed twice.
+    pub fn interval(&self) -> (f64, Option<f64>) {
+        (self.capacity.unwrap_or(0.0), self.failed_at)
+    }
+
+    /// Why it stopped, for people, and what the hold said.
     pub fn stop_text(&self, b: &Bounds) -> String {
         let collapse = self.collapsed_at.map_or(String::new(), |r| {
             format!("the target collapsed at {r:.0}/s (under half the offered rate delivered); ")
@@ -81,68 +149,164 @@ impl Outcome {
             Stop::TimeInSearch => "the time bound ran out during the search".into(),
             Stop::Interrupted => "interrupted: the capacity is from the probes that finished".into(),
         };
-        format!("{collapse}{why}")
+        format!("{collapse}{why}{}", self.hold_text())
+    }
+
+    /// `; held 925/s for a step: met`, `; held 950/s for a step: missed, stepped down; held
+    /// 937/s for a step: met`.
+    fn hold_text(&self) -> String {
+        let mut parts: Vec<String> = self
+            .held
+            .iter()
+            .map(|&(rate, met)| match met {
+                true => format!("held {rate:.0}/s for a step: met"),
+                false => format!("held {rate:.0}/s for a step: missed, stepped down"),
+            })
+            .collect();
+        if self.verified() != Some(true) {
+            match self.capacity {
+                None if !self.held.is_empty() => parts.push("no rate held".into()),
+                None => {}
+                Some(c) if self.stop == Stop::Interrupted => parts.push(format!("{c:.0}/s not held (interrupted)")),
+                Some(c) => parts.push(format!("{c:.0}/s not held: no time left for it (not verified)")),
+            }
+        }
+        parts.iter().map(|p| format!("; {p}")).collect()
     }
 }
 
-/// The ramp, then the bisection. `probe(rate)` runs one probe (`None`: the study was
-/// stopped); `elapsed()` is the time since the search began. A probe starts only if it can
-/// end within `max_time`.
+/// The search in progress: its bounds, clock, probe and findings.
+struct Searching<'a> {
+    b: &'a Bounds,
+    elapsed: &'a mut dyn FnMut() -> Duration,
+    probe: &'a mut dyn FnMut(f64, Stage) -> Option<Verdict>,
+    out: Outcome,
+    /// Every rate judged, in order, and whether it met.
+    judged: Vec<(f64, bool)>,
+}
+
+impl Searching<'_> {
+    /// `steps` more probes end within the time bound.
+    fn fits(&mut self, steps: u32) -> bool {
+        (self.elapsed)() + self.b.step * steps <= self.b.max_time
+    }
+
+    fn run(&mut self, rate: f64, stage: Stage) -> Option<Verdict> {
+        let verdict = (self.probe)(rate, stage)?;
+        self.out.probed.push(Probed { rate, stage, verdict });
+        Some(verdict)
+    }
+
+    /// The verdict on `rate`: its probe's, or when that missed (and is a result), the probe
+    /// again's, when there is time for it. A miss may be noise: a pause of the machine of a
+    /// few hundred milliseconds puts a short probe's p99 over its bound, and a miss of the
+    /// delivered objective by less than its resolution cannot be told from one. The second
+    /// probe decides. `None`: stopped.
+    fn judge(&mut self, rate: f64, stage: Stage) -> Option<Verdict> {
+        let first = self.run(rate, stage)?;
+        let again = !first.met && !first.failed && self.fits(1);
+        let verdict = if again { self.run(rate, Stage::Again)? } else { first };
+        self.judged.push((rate, verdict.met));
+        Some(verdict)
+    }
+
+    fn interrupted(mut self) -> Outcome {
+        self.out.stop = Stop::Interrupted;
+        self.out
+    }
+
+    /// The ramp, then the bisection, then the hold.
+    fn search(mut self) -> Outcome {
+        // A search probe starts only if it and the hold after it end within the bound.
+        let mut rate = self.b.start_rate.min(self.b.max_rate);
+        loop {
+            if !self.fits(2) {
+                self.out.stop = Stop::TimeInRamp;
+                return self.hold();
+            }
+            let Some(v) = self.judge(rate, Stage::Ramp) else { return self.interrupted() };
+            if !v.met {
+                self.out.failed_at = Some(rate);
+                self.out.collapsed_at = v.collapsed.then_some(rate);
+                break;
+            }
+            self.out.capacity = Some(rate);
+            if rate >= self.b.max_rate {
+                self.out.stop = Stop::MaxRateMet;
+                return self.hold();
+            }
+            rate = (rate * 2.0).min(self.b.max_rate);
+        }
+        if self.bisect().is_none() {
+            return self.interrupted();
+        }
+        self.hold()
+    }
+
+    /// Bisection between the highest rate judged met (or nothing) and the lowest missed, to
+    /// the precision or the time bound. `None`: stopped.
+    fn bisect(&mut self) -> Option<()> {
+        while let Some(hi) = self.out.failed_at {
+            let lo = self.out.capacity.unwrap_or(0.0);
+            if hi - lo <= self.b.precision * hi.max(1.0) || hi - lo < 1.0 {
+                self.out.stop = Stop::Bracketed;
+                break;
+            }
+            if !self.fits(2) {
+                self.out.stop = Stop::TimeInSearch;
+                break;
+            }
+            let mid = (lo + hi) / 2.0;
+            match self.judge(mid, Stage::Search)? {
+                v if v.met => self.out.capacity = Some(mid),
+                _ => self.out.failed_at = Some(mid),
+            }
+        }
+        Some(())
+    }
+
+    /// The rate found, probed once more for a step (Nighthawk's "testing stage"). A miss
+    /// makes it a rate that missed: the search steps down, bisecting again from the next
+    /// lower rate judged met up to it, and holds what it finds.
+    fn hold(mut self) -> Outcome {
+        while let Some(rate) = self.out.capacity {
+            if !self.fits(1) {
+                break;
+            }
+            let Some(v) = self.judge(rate, Stage::Hold) else { return self.interrupted() };
+            self.out.held.push((rate, v.met));
+            if v.met {
+                break;
+            }
+            self.out.failed_at = Some(self.out.failed_at.map_or(rate, |f| f.min(rate)));
+            self.out.capacity =
+                self.judged.iter().filter(|&&(r, met)| met && r < rate).map(|&(r, _)| r).max_by(f64::total_cmp);
+            if self.bisect().is_none() {
+                return self.interrupted();
+            }
+        }
+        self.out
+    }
+}
+
+/// The ramp, then the bisection, then the hold. `probe(rate, stage)` runs one probe
+/// (`None`: the study was stopped); `elapsed()` is the time since the search began. A probe
+/// of the ramp or the bisection starts only if it and a hold can end within `max_time`; a
+/// hold or a probe again, if it can.
 pub fn search(
     b: &Bounds,
     elapsed: &mut dyn FnMut() -> Duration,
-    probe: &mut dyn FnMut(f64) -> Option<Verdict>,
+    probe: &mut dyn FnMut(f64, Stage) -> Option<Verdict>,
 ) -> Outcome {
-    let mut out =
-        Outcome { capacity: None, failed_at: None, collapsed_at: None, stop: Stop::Bracketed, probed: Vec::new() };
-    let mut out_of_time = || elapsed() + b.step > b.max_time;
-    let mut rate = b.start_rate.min(b.max_rate);
-    // Ramp: double until an objective is missed.
-    loop {
-        if out_of_time() {
-            out.stop = Stop::TimeInRamp;
-            return out;
-        }
-        out.probed.push(rate);
-        let Some(v) = probe(rate) else {
-            out.stop = Stop::Interrupted;
-            return out;
-        };
-        if !v.met {
-            out.failed_at = Some(rate);
-            out.collapsed_at = v.collapsed.then_some(rate);
-            break;
-        }
-        out.capacity = Some(rate);
-        if rate >= b.max_rate {
-            out.stop = Stop::MaxRateMet;
-            return out;
-        }
-        rate = (rate * 2.0).min(b.max_rate);
-    }
-    // Bisection: between the highest pass (or nothing) and the lowest miss.
-    while let Some(hi) = out.failed_at {
-        let lo = out.capacity.unwrap_or(0.0);
-        if hi - lo <= b.precision * hi.max(1.0) || hi - lo < 1.0 {
-            out.stop = Stop::Bracketed;
-            return out;
-        }
-        if out_of_time() {
-            out.stop = Stop::TimeInSearch;
-            return out;
-        }
-        let mid = (lo + hi) / 2.0;
-        out.probed.push(mid);
-        match probe(mid) {
-            None => {
-                out.stop = Stop::Interrupted;
-                return out;
-            }
-            Some(v) if v.met => out.capacity = Some(mid),
-            Some(_) => out.failed_at = Some(mid),
-        }
-    }
-    out
+    let out = Outcome {
+        capacity: None,
+        failed_at: None,
+        collapsed_at: None,
+        stop: Stop::Bracketed,
+        probed: Vec::new(),
+        held: Vec::new(),
+    };
+    Searching { b, elapsed, probe, out, judged: Vec::new() }.search()
 }
 
 /// A probe delivered its offered rate when at least this share of the requests its schedule
@@ -175,6 +339,8 @@ pub struct Delivery {
     /// the others; a late request counts as delivered only if it was served within the
     /// probe).
     pub late: u64,
+    /// The probe's length (its attack), seconds.
+    pub attack_s: f64,
 }
 
 impl Delivery {
@@ -185,9 +351,11 @@ impl Delivery {
     /// keeps up owes about the same at both moments: the requests of one latency, sent in
     /// the moments before (Little's law); they are answered just after the end and count
     /// as delivered. One that fell behind owes more at the end by the queue it built,
-    /// answered only after the probe. The one-second intervals give both (sends by send
-    /// time, answers by completion time; an interval across the end is split by time), so
-    /// no window edge and no latency figure enters. Without intervals, or in a probe of a
+    /// answered only after the probe. The one-second intervals give the first (sends by
+    /// send time, answers by completion time) and the summary's count of requests finished
+    /// by the end of the attack the second ([`RunSummary::finished_in_attack`]; without it,
+    /// an interval across the end is split by time), so no window edge and no latency
+    /// figure enters. Without intervals, or in a probe of a
     /// second or less, there is no estimate of the queue.
     ///
     /// A target that paused just before the end (a busy machine) owes more then too, but
@@ -204,7 +372,11 @@ impl Delivery {
         let queued = match s.intervals.first() {
             Some(first) if attack > first.length_s => {
                 let owed_after_first = first.sent as f64 - answered_by(first.length_s);
-                let owed_at_end = r.total as f64 - answered_by(attack);
+                // The summary's count is exact; the intervals fold a wait under half a second
+                // into the last of them, and splitting that by time would count the answers
+                // of the attack's last moments as owed.
+                let finished = s.finished_in_attack.map_or_else(|| answered_by(attack), |n| n as f64);
+                let owed_at_end = r.total as f64 - finished;
                 let kept_up = owed_at_end >= rate * s.duration.wait_s;
                 // One request of slack: a send and an answer either side of a boundary.
                 let growth = ((owed_at_end - owed_after_first.max(0.0)).round() as u64).saturating_sub(1);
@@ -224,7 +396,35 @@ impl Delivery {
             dropped: r.dropped,
             failed: r.sent.saturating_sub(r.ok),
             late: r.late,
+            attack_s: attack,
         }
+    }
+
+    /// What was due and not delivered, a share of it: 1 - [`Delivery::share`].
+    pub fn shortfall(&self) -> f64 {
+        1.0 - self.share()
+    }
+
+    /// The objective's resolution, a share of the rate: the shortfall below which the probe
+    /// cannot tell a target short of the rate from one that delivers it. The queue is
+    /// counted from the end of the first second, so a probe of `T` s sees `(T - 1) / T` of
+    /// what a target short of the rate all along owes: with the objective's 1%, it tells a
+    /// target short by more than `1% × T / (T - 1)`: 2% in 2 s, 1.1% in 10 s. A probe of a
+    /// second or less has no estimate of the queue: its resolution is the objective's 1%.
+    pub fn resolution(&self) -> f64 {
+        let t = self.attack_s;
+        let allowed = 1.0 - DELIVERED_AT_LEAST;
+        if t > 1.0 {
+            allowed * t / (t - 1.0)
+        } else {
+            allowed
+        }
+    }
+
+    /// Missed by less than the resolution: a probe cannot tell this from noise (a pause of
+    /// the machine near the end, a few requests of one latency owed at the end).
+    pub fn marginal(&self) -> bool {
+        !self.met() && self.due > 0 && self.shortfall() < self.resolution()
     }
 
     /// Delivered over due (0 when nothing was due).
@@ -257,13 +457,18 @@ impl Delivery {
     }
 
     /// As an objective every probe has, beside the `--slo`s: in the SLO lines, JUnit, the
-    /// verdict.
+    /// verdict; a miss within the resolution says so (`…, within the 2.0% a 2 s probe
+    /// resolves`), and the search adds `: probed again` to a miss it probed again.
     pub fn result(&self) -> SloResult {
-        SloResult {
-            slo: format!("delivered>={:.0}%", DELIVERED_AT_LEAST * 100.0),
-            actual: self.text(),
-            pass: self.met(),
+        let mut actual = self.text();
+        if self.marginal() {
+            actual.push_str(&format!(
+                ", within the {:.1}% a {} s probe resolves",
+                self.resolution() * 100.0,
+                (self.attack_s * 10.0).round() / 10.0
+            ));
         }
+        SloResult { slo: format!("delivered>={:.0}%", DELIVERED_AT_LEAST * 100.0), actual, pass: self.met() }
     }
 }
 
@@ -295,16 +500,23 @@ impl Capacity {
         if let Some(dir) = &self.dir {
             std::fs::create_dir_all(dir).map_err(|e| StudyError::Io(dir.clone(), e))?;
         }
-        let mut table = StudyTable::new("capacity", &["probe", "rate"]);
+        let mut table = StudyTable::new("capacity", &["probe", "rate", "stage"]);
         table.offered_column = Some("rate_per_sec".into());
         let started = Instant::now();
         let mut error = None;
-        let outcome = search(&self.bounds, &mut || started.elapsed(), &mut |rate| match self.probe(
+        let outcome = search(&self.bounds, &mut || started.elapsed(), &mut |rate, stage| match self.probe(
             runner,
             rate,
+            stage,
             table.rows.len(),
         ) {
             Ok(Some((row, verdict))) => {
+                // The row of the miss says it was not the last word on its rate.
+                if let (Stage::Again, Some(before)) = (stage, table.rows.last_mut()) {
+                    if let Some(missed) = before.slos.iter_mut().find(|s| !s.pass) {
+                        missed.actual.push_str(": probed again");
+                    }
+                }
                 let stopped = row.runs[0].interrupted;
                 table.rows.push(row);
                 (!stopped).then_some(verdict)
@@ -323,7 +535,13 @@ impl Capacity {
         Ok(Found { outcome, table })
     }
 
-    fn probe(&self, runner: &mut Runner, rate: f64, index: usize) -> Result<Option<(StudyRow, Verdict)>, StudyError> {
+    fn probe(
+        &self,
+        runner: &mut Runner,
+        rate: f64,
+        stage: Stage,
+        index: usize,
+    ) -> Result<Option<(StudyRow, Verdict)>, StudyError> {
         let level = Level::Rate(rate);
         let name = format!("probe-{:02}-{}", index + 1, level.file_label());
         let mut job = self.base.clone();
@@ -332,7 +550,10 @@ impl Capacity {
         // any other probe.
         job.plan.in_study(index as u64 + 1, &[], 0, 0);
         job.labels.clear();
-        job = job.label("probe", (index + 1).to_string()).label("rate", format!("{rate:.0}/s"));
+        job = job
+            .label("probe", (index + 1).to_string())
+            .label("rate", format!("{rate:.0}/s"))
+            .label("stage", stage.name());
         job.output = self.dir.as_ref().map(|d| d.join(format!("{name}.brg")));
         job.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, std::slice::from_ref(&name)));
         job.log = self.base.log.clone().map(|mut l| {
@@ -343,21 +564,21 @@ impl Capacity {
         // Delivering the rate first: the objectives of a rate not delivered say little.
         let delivery = Delivery::of(&done.summary, rate);
         let slos = std::iter::once(delivery.result()).chain(self.slos.iter().map(|s| s.check(&done.summary))).collect();
-        let labels = vec![(index + 1).to_string(), format!("{rate:.0}/s")];
+        let labels = vec![(index + 1).to_string(), format!("{rate:.0}/s"), stage.name().to_string()];
         let row = StudyRow { labels, offered: Some(rate), runs: vec![done.summary], slos, ..Default::default() };
-        runner.note(&format!("probe {}: {rate:.0}/s → {}", index + 1, row_note(&row)));
+        runner.note(&format!("probe {} ({}): {rate:.0}/s → {}", index + 1, stage.name(), row_note(&row)));
         let verdict = verdict(&row, &delivery);
         Ok(Some((row, verdict)))
     }
 }
 
-/// A probe meets the objectives only if it delivered the rate (an objective of its row)
-/// and is a result at all: a probe built on failure meets nothing, whatever its objectives
-/// say. The target collapsed when the probe is built on failure or under half of the rate
-/// was delivered.
+/// A probe meets the objectives only if it delivered the rate (an objective of its row, the
+/// first) and is a result at all: a probe built on failure meets nothing, whatever its
+/// objectives say. The target collapsed when the probe is built on failure or under half of
+/// the rate was delivered.
 fn verdict(r: &StudyRow, delivery: &Delivery) -> Verdict {
     let failed = r.failure().is_some();
-    Verdict { met: r.passed() && !failed, collapsed: failed || delivery.share() < 0.5 }
+    Verdict { met: r.passed() && !failed, collapsed: failed || delivery.share() < 0.5, failed }
 }
 
 /// The knee: the lowest probed rate whose p99 is more than twice the p99 at the lowest rate.
@@ -404,13 +625,35 @@ mod tests {
     /// A target that meets its objectives up to `capacity` and collapses above `collapse`;
     /// each probe takes a step of a fake clock.
     fn against(b: &Bounds, capacity: f64, collapse: f64, stop_after: usize) -> Outcome {
+        noisy(b, capacity, collapse, stop_after, &mut |_, _, _| None)
+    }
+
+    /// [`against`], with `noise(rate, stage, n)` overriding the verdict of the `n`th probe
+    /// (from 0) when it returns one.
+    fn noisy(
+        b: &Bounds,
+        capacity: f64,
+        collapse: f64,
+        stop_after: usize,
+        noise: &mut dyn FnMut(f64, Stage, usize) -> Option<Verdict>,
+    ) -> Outcome {
         let clock = std::cell::Cell::new(Duration::ZERO);
         let mut n = 0;
-        search(b, &mut || clock.get(), &mut |rate| {
+        search(b, &mut || clock.get(), &mut |rate, stage| {
             clock.set(clock.get() + STEP);
             n += 1;
-            (n <= stop_after).then_some(Verdict { met: rate <= capacity, collapsed: rate > collapse })
+            let truth = Verdict { met: rate <= capacity, collapsed: rate > collapse, failed: false };
+            (n <= stop_after).then(|| noise(rate, stage, n - 1).unwrap_or(truth))
         })
+    }
+
+    /// A miss: of an objective, or of the rate delivered.
+    const MISSED: Verdict = Verdict { met: false, collapsed: false, failed: false };
+    /// A probe built on failure (every request refused).
+    const FAILED: Verdict = Verdict { met: false, collapsed: true, failed: true };
+
+    fn stages(o: &Outcome) -> Vec<(f64, Stage)> {
+        o.probed.iter().map(|p| (p.rate, p.stage)).collect()
     }
 
     #[test]
@@ -428,14 +671,31 @@ mod tests {
             let (lo, hi) = (o.capacity.unwrap_or(0.0), o.failed_at.unwrap());
             assert!(lo <= capacity && capacity < hi, "{capacity}: [{lo}, {hi})");
             assert!(hi - lo <= 0.05 * hi || hi - lo < 1.0, "{capacity}: [{lo}, {hi})");
+            assert_eq!(o.interval(), (lo, Some(hi)));
+            // The rate found is held once more, last, and holds.
+            let last = o.probed.last().unwrap();
+            if o.capacity.is_some() {
+                assert_eq!((last.rate, last.stage, o.verified()), (lo, Stage::Hold, Some(true)), "{capacity}");
+            } else {
+                assert_eq!(o.verified(), None, "nothing to hold: {o:?}");
+            }
         }
     }
 
     #[test]
-    fn the_ramp_doubles_then_bisects() {
+    fn the_ramp_doubles_then_bisects_then_holds() {
         let o = against(&bounds(), 1000.0, f64::INFINITY, usize::MAX);
-        assert_eq!(&o.probed[..5], &[100.0, 200.0, 400.0, 800.0, 1600.0]);
-        assert_eq!(o.probed[5], 1200.0);
+        assert_eq!(&o.rates()[..7], &[100.0, 200.0, 400.0, 800.0, 1600.0, 1600.0, 1200.0]);
+        assert!(o.probed[..5].iter().all(|p| p.stage == Stage::Ramp));
+        // Every miss is probed again, at once; the rest is the bisection and the hold.
+        for (i, p) in o.probed.iter().enumerate().skip(5) {
+            let before = &o.probed[i - 1];
+            let again = !before.verdict.met && before.stage != Stage::Again;
+            assert_eq!(p.stage == Stage::Again, again, "{i}: {:?}", stages(&o));
+            assert!(again || matches!(p.stage, Stage::Search | Stage::Hold), "{i}: {:?}", stages(&o));
+        }
+        assert_eq!(o.held, [(o.capacity.unwrap(), true)]);
+        assert!(o.stop_text(&bounds()).ends_with(&format!("held {:.0}/s for a step: met", o.capacity.unwrap())));
     }
 
     #[test]
@@ -450,18 +710,130 @@ mod tests {
         let b = Bounds { max_rate: 500.0, ..bounds() };
         let o = against(&b, 1e9, f64::INFINITY, usize::MAX);
         assert_eq!((o.stop, o.capacity), (Stop::MaxRateMet, Some(500.0)));
-        assert_eq!(o.probed, [100.0, 200.0, 400.0, 500.0]);
+        assert_eq!(o.rates(), [100.0, 200.0, 400.0, 500.0, 500.0], "--max-rate, then held");
+        assert_eq!(o.verified(), Some(true));
 
-        // Time for three probes: the ramp stops before the fourth.
+        // Time for three probes: the ramp keeps a step for the hold, so it stops before the
+        // third, and 200/s is held.
         let b = Bounds { max_time: STEP * 3, ..bounds() };
         let o = against(&b, 1e9, f64::INFINITY, usize::MAX);
-        assert_eq!((o.stop, o.probed.len()), (Stop::TimeInRamp, 3));
+        assert_eq!((o.stop, o.rates()), (Stop::TimeInRamp, vec![100.0, 200.0, 200.0]));
+        assert_eq!(o.probed[2].stage, Stage::Hold);
         let b = Bounds { max_time: STEP * 5, ..bounds() };
         let o = against(&b, 150.0, f64::INFINITY, usize::MAX);
-        assert_eq!((o.stop, o.probed.len()), (Stop::TimeInSearch, 5));
+        assert_eq!((o.stop, o.probed.len(), o.verified()), (Stop::TimeInSearch, 5, Some(true)));
+        // Never beyond the bound, whatever it is.
+        for steps in 0..12 {
+            let b = Bounds { max_time: STEP * steps, ..bounds() };
+            let o = against(&b, 150.0, f64::INFINITY, usize::MAX);
+            assert!(o.probed.len() <= steps as usize, "{steps} steps: {o:?}");
+        }
 
         let o = against(&bounds(), 1000.0, f64::INFINITY, 2);
-        assert_eq!((o.stop, o.capacity, o.probed.len()), (Stop::Interrupted, Some(200.0), 3));
+        assert_eq!((o.stop, o.capacity, o.probed.len()), (Stop::Interrupted, Some(200.0), 2));
+        assert_eq!(o.verified(), None, "not held: interrupted");
+        assert!(o.stop_text(&bounds()).ends_with("200/s not held (interrupted)"), "{}", o.stop_text(&bounds()));
+    }
+
+    /// Issue 32, finding 6: two searches of one target gave 188 and 700 req/s. The probe
+    /// that failed missed the delivered objective by 1.5%, below what a 2 s probe resolves,
+    /// and the search took it for the target's limit. The reruns of bench/capacity.sh found
+    /// the same of pauses of the machine: one probe at 400/s with a p99 of 399 ms made a
+    /// search of nginx report 394/s where the others found 10,000/s. A miss is noise until
+    /// its rate misses again.
+    #[test]
+    fn a_miss_is_probed_again_before_it_is_judged() {
+        // (what, the target's capacity, verdicts overriding the nth probe's, probes expected
+        // in a row)
+        type Case = (&'static str, f64, Vec<(usize, Verdict)>, Vec<(f64, Stage)>);
+        let table: [Case; 4] = [
+            // Noise at 200/s: probed again, met, and the search goes on to the target's 700.
+            (
+                "noise in the ramp",
+                700.0,
+                vec![(1, MISSED)],
+                vec![(100.0, Stage::Ramp), (200.0, Stage::Ramp), (200.0, Stage::Again), (400.0, Stage::Ramp)],
+            ),
+            // Noise in the bisection (its first probe, 1200/s, misses and is probed again;
+            // then 1000/s): the same.
+            ("noise in the search", 1000.0, vec![(8, MISSED)], vec![(1000.0, Stage::Search), (1000.0, Stage::Again)]),
+            // A target truly short of the rate misses again: the miss stands.
+            ("a real miss", 150.0, vec![], vec![(200.0, Stage::Ramp), (200.0, Stage::Again), (150.0, Stage::Search)]),
+            // A probe built on failure is not a measure of the target: not probed again, and
+            // the search takes it for the target's limit, as it took the finding's miss
+            // (193.75/s here, 188 there).
+            ("built on failure", 1e9, vec![(1, FAILED)], vec![(200.0, Stage::Ramp), (150.0, Stage::Search)]),
+        ];
+        for (what, capacity, noise, expect) in table {
+            let o = noisy(&bounds(), capacity, f64::INFINITY, usize::MAX, &mut |_, _, n| {
+                noise.iter().find(|(at, _)| *at == n).map(|(_, v)| *v)
+            });
+            let clean = against(&bounds(), capacity, f64::INFINITY, usize::MAX);
+            let probed = stages(&o);
+            assert!(probed.windows(expect.len()).any(|w| w == expect), "{what}: {probed:?}");
+            match what {
+                "built on failure" => assert_eq!(o.capacity, Some(193.75), "{what}: {o:?}"),
+                _ => assert_eq!((o.capacity, o.failed_at), (clean.capacity, clean.failed_at), "{what}: {o:?}"),
+            }
+        }
+        // Without time for it, the miss stands: a probe again only if it fits.
+        let b = Bounds { max_time: STEP * 2, ..bounds() };
+        let o = noisy(&b, 1e9, f64::INFINITY, usize::MAX, &mut |_, _, n| (n == 0).then_some(MISSED));
+        assert_eq!(stages(&o), [(100.0, Stage::Ramp), (100.0, Stage::Again)]);
+        assert_eq!((o.capacity, o.verified()), (Some(100.0), None), "no step left to hold it");
+        assert!(o.stop_text(&b).ends_with("100/s not held: no time left for it (not verified)"));
+    }
+
+    #[test]
+    fn a_hold_that_misses_steps_down_and_searches_below_it() {
+        // 1000/s met in the search (by luck) but the target misses it when held, twice: 1000
+        // becomes the lowest miss, the bisection goes on from the next rate judged met below
+        // it (800, of the ramp) to the precision, and what it finds (950) is held.
+        let o = noisy(&bounds(), 1000.0, f64::INFINITY, usize::MAX, &mut |rate, stage, _| {
+            (matches!(stage, Stage::Hold | Stage::Again) && rate >= 1000.0).then_some(MISSED)
+        });
+        assert_eq!(o.held, [(1000.0, false), (950.0, true)], "{o:?}");
+        assert_eq!((o.capacity, o.failed_at, o.verified()), (Some(950.0), Some(1000.0), Some(true)));
+        assert_eq!(o.interval(), (950.0, Some(1000.0)), "within the precision again");
+        let after: Vec<(f64, Stage)> = stages(&o).into_iter().skip_while(|p| p.1 != Stage::Hold).collect();
+        assert_eq!(
+            after,
+            [
+                (1000.0, Stage::Hold),
+                (1000.0, Stage::Again),
+                (900.0, Stage::Search),
+                (950.0, Stage::Search),
+                (950.0, Stage::Hold)
+            ]
+        );
+        assert!(
+            o.stop_text(&bounds()).ends_with(
+                "bracketed to within 5%; held 1000/s for a step: missed, stepped down; held 950/s for a step: met"
+            ),
+            "{}",
+            o.stop_text(&bounds())
+        );
+        // A hold that missed once is probed again, like any probe: met, it holds.
+        let o = noisy(&bounds(), 1000.0, f64::INFINITY, usize::MAX, &mut |_, stage, _| {
+            (stage == Stage::Hold).then_some(MISSED)
+        });
+        let tail: Vec<Stage> = o.probed.iter().rev().take(2).map(|p| p.stage).collect();
+        assert_eq!(tail, [Stage::Again, Stage::Hold]);
+        assert_eq!(o.verified(), Some(true));
+        // Nothing met below a hold that missed: no capacity, said so.
+        let o = noisy(&Bounds { max_rate: 100.0, ..bounds() }, 1e9, f64::INFINITY, usize::MAX, &mut |_, stage, _| {
+            (stage != Stage::Ramp).then_some(MISSED)
+        });
+        assert_eq!((o.capacity, o.failed_at, o.verified()), (None, Some(o.failed_at.unwrap()), Some(false)), "{o:?}");
+        assert!(o.failed_at.unwrap() < 2.0, "bisected down to nothing: {o:?}");
+        assert!(o.stop_text(&bounds()).ends_with("held 100/s for a step: missed, stepped down; no rate held"));
+        // A hold that always misses steps down until the time bound, which holds.
+        let b = Bounds { max_time: STEP * 20, ..bounds() };
+        let o = noisy(&b, 1000.0, f64::INFINITY, usize::MAX, &mut |_, stage, _| {
+            matches!(stage, Stage::Hold | Stage::Again).then_some(MISSED)
+        });
+        assert!(o.probed.len() <= 20 && o.held.len() > 1 && o.verified() == Some(false), "{o:?}");
+        assert!(o.stop_text(&b).ends_with("not held: no time left for it (not verified)"), "{}", o.stop_text(&b));
     }
 
     /// A probe at `rate` for 2 s: `(sent, ok, dropped, late)`, and per second the requests
@@ -520,7 +892,8 @@ mod tests {
                 false,
                 "950.0/s of 1000/s (-5.0%: 100 dropped, 400 started late)",
             ),
-            // Failures are not delivered: 3 of 300 is just within 1%, 4 is not.
+            // Failures are not delivered: 3 of 300 is just within 1%, 4 is not (within what
+            // a 2 s probe resolves, so the search probes it again).
             (
                 probe(150.0, (300, 297, 0, 0), &[(150, 150), (150, 150), (0, 0)]),
                 true,
@@ -541,7 +914,9 @@ mod tests {
             assert_eq!((d.met(), d.text().as_str()), (met, text), "{d:?}");
             assert_eq!(d.due, d.delivered + d.queued + d.dropped + d.failed, "{d:?}");
             let r = d.result();
-            assert_eq!((r.slo.as_str(), r.pass, r.actual), ("delivered>=99%", met, d.text()));
+            assert_eq!((r.slo.as_str(), r.pass), ("delivered>=99%", met));
+            let within = format!("{}, within the 2.0% a 2 s probe resolves", d.text());
+            assert_eq!(r.actual, if d.marginal() { within } else { d.text() });
         }
         // A step that is not whole seconds: the last interval, from 2 s to the last answer
         // 20 ms after the end, is split by time.
@@ -549,6 +924,42 @@ mod tests {
         s.duration.attack_s = 2.5;
         s.intervals[2].length_s = 0.52;
         assert_eq!(Delivery::of(&s, 100.0).queued, 0, "half of the third second was the probe's");
+        // The wait folded into the last interval (it was under half a second): 7 requests held
+        // for 500 ms at the end of 2 s at 200/s, all others answered at once. Split by time,
+        // a third of the last interval's answers would look owed at the end (65 queued, a
+        // miss by 16%); the count of requests finished by the end says 7 (5 queued, 1.25%).
+        let mut s = probe(200.0, (400, 400, 0, 0), &[(201, 200), (199, 200)]);
+        s.intervals[1].length_s = 1.5;
+        s.duration.wait_s = 0.5;
+        assert_eq!(Delivery::of(&s, 200.0).queued, 65, "split by time");
+        s.finished_in_attack = Some(393);
+        let d = Delivery::of(&s, 200.0);
+        assert_eq!((d.queued, d.marginal()), (5, true), "{d:?}");
+    }
+
+    #[test]
+    fn a_miss_within_the_probes_resolution_is_marginal_and_says_so() {
+        // 2 s at 200/s, a target 3% short of it: it owed 6 after the first second, 12 at the
+        // end, answered after the probe slower than the rate. 5 of 400 queued: 1.25% short,
+        // under the 2% a 2 s probe resolves (the finding of issue 32 was 1.5%).
+        let s = probe(200.0, (400, 400, 0, 0), &[(200, 194), (200, 194), (0, 12)]);
+        let d = Delivery::of(&s, 200.0);
+        assert_eq!((d.queued, d.met(), d.marginal()), (5, false, true), "{d:?}");
+        assert!((d.resolution() - 0.02).abs() < 1e-9);
+        let r = d.result();
+        assert_eq!(r.actual, "197.5/s of 200/s (-1.2%: 5 queued at the end), within the 2.0% a 2 s probe resolves");
+        // A miss, not built on failure: the search probes it again.
+        let row = StudyRow { slos: vec![r], runs: vec![s.clone()], ..Default::default() };
+        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: false, failed: false });
+        // The resolution narrows with the probe's length: 1.1% in 10 s, the objective's 1%
+        // at a second or less (no estimate of the queue).
+        for (attack_s, resolution) in [(10.0, 0.01 / 0.9), (1.0, 0.01), (0.5, 0.01), (3.0, 0.015)] {
+            let d = Delivery { attack_s, ..d };
+            assert!((d.resolution() - resolution).abs() < 1e-9, "{attack_s}: {}", d.resolution());
+        }
+        // Further short than that: a plain miss (the table above: 4.5% in 2 s).
+        let s = probe(100.0, (200, 200, 0, 0), &[(100, 90), (100, 90), (0, 20)]);
+        assert!(!Delivery::of(&s, 100.0).marginal());
     }
 
     #[test]
@@ -556,14 +967,20 @@ mod tests {
         let s = probe(100.0, (200, 200, 0, 0), &[(100, 90), (100, 90), (0, 20)]);
         let d = Delivery::of(&s, 100.0);
         let row = StudyRow { slos: vec![d.result()], runs: vec![s], ..Default::default() };
-        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: false });
+        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: false, failed: false });
         assert_eq!(row.verdict(), "SLO missed: delivered>=99% (actual 95.5/s of 100/s (-4.5%: 9 queued at the end))");
         // Under half delivered (most never sent: every slot stayed busy): the target
         // collapsed.
         let s = probe(100.0, (80, 80, 120, 60), &[(60, 40), (20, 40), (0, 0)]);
         let d = Delivery::of(&s, 100.0);
         let row = StudyRow { slos: vec![d.result()], runs: vec![s], ..Default::default() };
-        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: true });
+        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: true, failed: false });
+        // Every request failed: built on failure, not a measure of the target (not probed
+        // again).
+        let s = probe(100.0, (200, 0, 0, 0), &[(100, 100), (100, 100), (0, 0)]);
+        let d = Delivery::of(&s, 100.0);
+        let row = StudyRow { slos: vec![d.result()], runs: vec![s], ..Default::default() };
+        assert_eq!(verdict(&row, &d), Verdict { met: false, collapsed: true, failed: true });
     }
 
     #[test]

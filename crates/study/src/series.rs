@@ -78,18 +78,22 @@ impl Job {
         let labels: serde_json::Map<String, serde_json::Value> =
             self.labels.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect();
         let plan = crate::view::plan_view(&self.plan, &self.redaction);
-        serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction }).to_string()
+        // The request log's share, not its path (the file is the user's, wherever it is).
+        let log = self.log.as_ref().map(|l| serde_json::json!({ "sample": l.sample }));
+        serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction, "log": log })
+            .to_string()
     }
 
     /// A digest of what the shards of one split run must share: the plan as the results
     /// file shows it, without what may differ from one load machine to the next (its
-    /// threads and in-flight bound; the shard, the source address and the start are not in
-    /// the view).
+    /// threads, source address and in-flight bound; the shard and the start are not in the
+    /// view).
     pub fn plan_digest(&self) -> String {
         use md5::Digest;
         let mut plan = crate::view::plan_view(&self.plan, &Redaction::default());
         if let Some(o) = plan.as_object_mut() {
             o.remove("threads");
+            o.remove("bind");
         }
         if let Some(open) = plan.pointer_mut("/load/open").and_then(|o| o.as_object_mut()) {
             open.remove("max_in_flight");

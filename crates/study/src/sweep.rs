@@ -50,7 +50,25 @@ impl Level {
     /// open level keeps an open base's in-flight bound, a closed one its think time).
     pub fn apply(self, base: &Plan, step: Duration) -> Plan {
         let mut plan = base.clone();
-        plan.load = match (self, &base.load) {
+        plan.load = self.load_from(&base.load);
+        plan.duration = Some(step);
+        plan.requests = None;
+        // A one-group scenario runs its flows at the level's load, from the group's own (its
+        // think time between flows, its in-flight bound; the plan's load only sums the
+        // groups up). The CLI refuses a sweep or a capacity search of several groups, whose
+        // loads are their own.
+        if let Some(s) = base.scenario.as_deref() {
+            if let [group] = &s.groups[..] {
+                plan.load = self.load_from(&group.load);
+                plan.scenario = s.with_load(plan.load.clone()).map(std::sync::Arc::new);
+            }
+        }
+        plan
+    }
+
+    /// `load` at this level: the rate or the workers replaced, the rest kept.
+    fn load_from(self, load: &Load) -> Load {
+        match (self, load) {
             (Level::Rate(rate), Load::Open { max_in_flight, .. }) => {
                 Load::Open { pacer: Pacer::Constant { rate }, max_in_flight: *max_in_flight }
             }
@@ -63,15 +81,7 @@ impl Level {
             (Level::Workers(n), Load::Open { .. }) => {
                 Load::Closed { concurrency: n as usize, think_time: Duration::ZERO }
             }
-        };
-        plan.duration = Some(step);
-        plan.requests = None;
-        // A one-group scenario runs its flows at the level's load (the CLI refuses a sweep or
-        // a capacity search of several groups, whose loads are their own).
-        if let Some(s) = base.scenario.as_deref().and_then(|s| s.with_load(plan.load.clone())) {
-            plan.scenario = Some(std::sync::Arc::new(s));
         }
-        plan
     }
 }
 

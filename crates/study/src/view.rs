@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 
 /// The plan as JSON: targets, load, limits, connection and request options.
 pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
+    // In a stable order: the view is digested ([`crate::Job::plan_digest`]).
+    let mut resolve: Vec<_> = p.resolve.iter().collect();
+    resolve.sort();
     json!({
         "targets": p.targets.iter().map(|t| target_view(t, redaction)).collect::<Vec<_>>(),
         "load": load_view(&p.load),
@@ -40,7 +43,28 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
             "on": format!("{:?}", r.on),
         })),
         "backend_headers": p.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
+        "cache_rules": p.cache_rules.user().iter().map(|r| r.text()).collect::<Vec<_>>(),
+        "resolve": resolve.iter().map(|((host, port), addr)| format!("{host}:{port}:{}", addr.ip())).collect::<Vec<_>>(),
+        "bind": p.bind.map(|b| b.to_string()),
         "scenario": p.scenario.as_deref().map(|s| scenario_view(s, redaction)),
+        "kv": p.kv.as_deref().map(kv_view),
+    })
+}
+
+/// A key-value run's plan: servers by address alone (a URL may carry a password).
+fn kv_view(kv: &barrage_plan::kv::KvPlan) -> Value {
+    json!({
+        "protocol": format!("{:?}", kv.protocol),
+        "servers": kv.servers.iter().map(|s| format!("{}:{}", s.host, s.port)).collect::<Vec<_>>(),
+        "distribution": kv.distribution.as_ref().map(|d| match d {
+            barrage_plan::ring::Distribution::Ketama(_) => "ketama",
+            barrage_plan::ring::Distribution::Modulo(_) => "modulo",
+        }),
+        "pipeline": kv.pipeline,
+        "key_prefix": String::from_utf8_lossy(&kv.key_prefix),
+        "key_min": kv.key_min,
+        "values": format!("{:?}", kv.values),
+        "commands": kv.commands.iter().map(|c| c.name()).collect::<Vec<_>>(),
     })
 }
 

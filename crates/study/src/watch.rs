@@ -17,6 +17,9 @@ pub fn watches(monitor: &[String], testbed: Option<&Path>, plan: &Plan) -> Resul
     too_many(monitor.len())?;
     let dir = testbed.map_or_else(barrage_testbed::default_dir, Path::to_path_buf);
     let state = State::load(&dir).filter(|_| barrage_testbed::is_up(&dir));
+    if let (Some(dir), None) = (testbed, &state) {
+        return Err(format!("--testbed {}: no testbed is up there (`barrage testbed up … --dir DIR`)", dir.display()));
+    }
     let mut out = Vec::new();
     for m in monitor {
         let target = match (m.parse::<u32>(), state.as_ref().and_then(|s| s.server(m))) {
