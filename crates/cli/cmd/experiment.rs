@@ -162,6 +162,9 @@ fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
             run.conn.cacert = bed.ca.clone();
         }
         super::plan::one_machine(&run, "an experiment").map_err(|e| format!("{what}{e:#}"))?;
+        // The case's phases, checked as `run --phases` checks them (a scenario has none).
+        run.request.phases = p.phases.clone();
+        super::plan::phases(&run).map_err(|e| format!("{what}{e:#}"))?;
         super::plan::job(&run).map_err(|e| format!("{what}{e:#}"))
     };
     let main = job(&p.flags, "")?;
