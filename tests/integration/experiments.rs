@@ -604,6 +604,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
                 cache,
                 intent: Default::default(),
                 origin: Default::default(),
+                rejected: false,
             });
         }
         let (index, start_unix_ms) = (i as u32, start_ms + i as u64 * 1000);

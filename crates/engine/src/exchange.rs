@@ -163,6 +163,17 @@ impl StepIo<'_> {
         self.verdict = self.step.judge(&response, self.state);
     }
 
+    /// How the verdict fails the step's request besides its status: a check or a capture
+    /// that failed (a request that failed by itself, by its status or without an answer, is
+    /// failed already).
+    fn rejection(&self) -> Option<FlowFailure> {
+        match self.verdict {
+            Verdict::CheckFailed(_) => Some(FlowFailure::Check),
+            Verdict::CaptureFailed(_) => Some(FlowFailure::Capture),
+            Verdict::Ok | Verdict::RequestFailed => None,
+        }
+    }
+
     /// The verdict as the request log shows it.
     fn outcome_text(&self) -> String {
         match self.verdict {
@@ -428,18 +439,13 @@ pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
     crate::own_end(&w.plan.scenario.as_deref()?.groups[g], w.attack_limit)
 }
 
-/// How a step's verdict fails its flow, counted under the step's `key`. `status_ok`: the
-/// step's last response was a success (else it counted as failed already).
-fn step_failure(w: &Worker, io: &StepIo<'_>, outcome: Outcome) -> Option<FlowFailure> {
-    let failure = match io.verdict {
-        Verdict::Ok => return None,
-        Verdict::RequestFailed => return Some(FlowFailure::Request),
-        Verdict::CheckFailed(_) => FlowFailure::Check,
-        Verdict::CaptureFailed(_) => FlowFailure::Capture,
-    };
-    let example = || failure_example(io, outcome, &w.redaction);
-    w.recorder.borrow_mut().names.mark(io.key, failure, outcome.is_success(), example);
-    Some(failure)
+/// How a step's verdict (its last attempt's) fails its flow.
+fn step_failure(io: &StepIo<'_>) -> Option<FlowFailure> {
+    match io.verdict {
+        Verdict::Ok => None,
+        Verdict::RequestFailed => Some(FlowFailure::Request),
+        _ => io.rejection(),
+    }
 }
 
 /// Most characters of a body quoted in a failure's example.
@@ -540,8 +546,12 @@ impl Slot {
         }
         let first_intended = job.intended;
         let mut attempt = 1;
+        // An attempt a step's check or capture rejected failed, as its sample says.
+        let succeeded = |outcome: Outcome, io: &Option<&mut StepIo<'_>>| {
+            outcome.is_success() && io.as_ref().is_none_or(|io| io.rejection().is_none())
+        };
         let mut outcome = self.exchange(w, job, io.as_deref_mut()).await;
-        let first_ok = outcome.is_success();
+        let first_ok = succeeded(outcome, &io);
         while let Some(pause) = retry_pause(w, attempt, outcome) {
             tokio::time::sleep(pause).await;
             attempt += 1;
@@ -549,7 +559,7 @@ impl Slot {
             outcome = self.exchange(w, job, io.as_deref_mut()).await;
         }
         let whole = w.start.elapsed().saturating_sub(first_intended);
-        w.recorder.borrow_mut().record_logical(first_ok, outcome.is_success(), attempt, whole);
+        w.recorder.borrow_mut().record_logical(first_ok, succeeded(outcome, &io), attempt, whole);
         outcome
     }
 
@@ -584,7 +594,7 @@ impl Slot {
         if !w.plan.keepalive {
             self.conn = None;
         }
-        let sample = Sample {
+        let mut sample = Sample {
             intended: job.intended,
             started,
             ended,
@@ -596,15 +606,25 @@ impl Slot {
             cache: done.cache,
             intent: job.intent,
             origin: done.origin,
+            rejected: false,
         };
+        let mut rejection = None;
         if let Some(io) = io.as_deref_mut() {
             io.judge(done.outcome);
+            // Judged before it is recorded: a check or capture that failed fails the request
+            // in every figure it goes into, as a 5xx would.
+            rejection = io.rejection();
+            sample.rejected = rejection.is_some();
         }
         let name = match (&io, &target.name) {
             (Some(io), _) => Some(io.key),
             (None, name) => name.as_deref().map(str::as_bytes),
         };
         record_done(w, &sample, name, Some(target.method.as_str().as_bytes()), &done);
+        if let (Some(io), Some(failure)) = (io.as_deref(), rejection) {
+            let example = || failure_example(io, done.outcome, &w.redaction);
+            w.recorder.borrow_mut().names.mark(io.key, failure, example);
+        }
         if let Some(log) = &w.log {
             let flow = io.as_deref().map(|io| FlowLog {
                 id: io.flow_id,
@@ -669,8 +689,8 @@ impl Slot {
                 verdict: Verdict::Ok,
                 path: None,
             };
-            let outcome = self.send(w, step_job, Some(&mut io)).await;
-            failure = step_failure(w, &io, outcome);
+            self.send(w, step_job, Some(&mut io)).await;
+            failure = step_failure(&io);
             intended = w.start.elapsed();
             if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
                 intended += Scenario::think(&mut state, think);

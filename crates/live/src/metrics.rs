@@ -629,6 +629,7 @@ mod tests {
             cache,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
     }
 

@@ -43,6 +43,11 @@
 //! for repeated objects, its false hits and false misses, and the answers the origin
 //! stamped; and in the footer the prefix of the stream that was all sent. Version 8 files
 //! read with none (module `v8`).
+//!
+//! Version 10 counts the requests a flow's step rejected apart: a 2xx or 3xx answer whose
+//! check or capture failed is no longer `ok` but `rejected`. Files of versions 5 to 9
+//! counted it `ok` in the totals (and failed under its step's name); they are read with
+//! the totals put right from the names (module `v9`, [`crate::recorder::RecorderV9`]).
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -56,7 +61,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 9;
+pub const FORMAT_VERSION: u16 = 10;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -518,9 +523,61 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
         6 => postcard::from_bytes::<v6::Record>(&payload).map(Record::from),
         7 => postcard::from_bytes::<v7::Record>(&payload).map(Record::from),
         8 => postcard::from_bytes::<v8::Record>(&payload).map(Record::from),
+        9 => postcard::from_bytes::<v9::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
     record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
+}
+
+/// The records of format version 9, as they were, read into today's: recorders that
+/// counted a flow's rejected requests as `ok`.
+mod v9 {
+    use crate::recorder::RecorderV9 as Recorder;
+    use crate::watch::{EventRecord, WatchSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    impl From<IntervalRecord> for super::IntervalRecord {
+        fn from(i: IntervalRecord) -> Self {
+            super::IntervalRecord {
+                index: i.index,
+                start_unix_ms: i.start_unix_ms,
+                length_ms: i.length_ms,
+                step: i.step,
+                recorder: i.recorder.0,
+                watch: i.watch,
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(super::RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h),
+                Record::Interval(i) => super::Record::Interval(i.into()),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
 }
 
 /// The records of format version 8, as they were, read into today's: recorders without
@@ -1151,6 +1208,7 @@ mod tests {
                 cache: crate::CacheStatus::Unknown,
                 intent: Default::default(),
                 origin: Default::default(),
+                rejected: false,
             });
         }
         IntervalRecord {
@@ -1526,6 +1584,7 @@ mod tests {
             cache: crate::CacheStatus::Unknown,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
     }
 

@@ -98,8 +98,13 @@ pub struct RequestCounts {
     pub total: u64,
     /// Requests started.
     pub sent: u64,
-    /// 2xx and 3xx responses.
+    /// Successful requests: 2xx and 3xx responses that no check or capture of a flow's
+    /// step rejected.
     pub ok: u64,
+    /// 2xx and 3xx responses that a check or a capture of a flow's step rejected: failed
+    /// requests.
+    #[serde(default)]
+    pub rejected: u64,
     /// Requests with a 4xx/5xx status.
     pub http_errors: u64,
     /// Requests without a complete response.
@@ -1439,7 +1444,8 @@ fn counts(total: &Recorder) -> RequestCounts {
         total: c.completed,
         sent: c.sent,
         ok: c.ok,
-        http_errors: c.completed.saturating_sub(c.ok).saturating_sub(errors),
+        rejected: c.rejected,
+        http_errors: c.completed.saturating_sub(c.ok).saturating_sub(c.rejected).saturating_sub(errors),
         errors,
         late: c.late,
         dropped: c.dropped,

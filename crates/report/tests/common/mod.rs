@@ -84,6 +84,7 @@ pub fn interval(i: u64) -> IntervalRecord {
             },
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         };
         r.record(&sample);
         // Named requests: a PUT of an object now and then, GETs otherwise.
