@@ -434,6 +434,65 @@ pub(crate) struct FlowLog<'a> {
     key: &'a [u8],
 }
 
+/// Most requests of one give-up whose targets are worked out one by one, for their names
+/// and methods: beyond it (an impossible rate, millions due at once) the rest are counted
+/// in the totals only. A million draws take a few tens of ms, once, as the attack ends.
+const ATTRIBUTED: u64 = 1 << 20;
+
+/// Counts `count` requests of the run's stream that were due and never sent, numbers
+/// `first`, `first + lanes`, …: in the totals, and under the name and the method of the
+/// target each would have asked for, so that every table counts them against its success.
+pub(crate) fn record_dropped(w: &Worker, first: u64, lanes: u64, count: u64) {
+    let mut rec = w.recorder.borrow_mut();
+    rec.record_dropped(count);
+    // A key-value run's figures have names (its commands) and no methods.
+    let http = w.kv.is_none();
+    fn key(t: &Prepared, http: bool) -> (Option<&str>, Option<&str>) {
+        (t.name.as_deref(), http.then(|| t.method.as_str()))
+    }
+    let mut put = |t: &Prepared, n: u64| {
+        let (name, method) = key(t, http);
+        if let Some(name) = name {
+            rec.names.record_dropped(name.as_bytes(), n);
+        }
+        if let Some(method) = method {
+            rec.methods.record_dropped(method.as_bytes(), n);
+        }
+    };
+    if w.targets.windows(2).all(|p| key(&p[0], http) == key(&p[1], http)) {
+        // One name and one method for all (the usual case): which target is no matter.
+        if let Some(t) = w.targets.first() {
+            put(t, count);
+        }
+        return;
+    }
+    let (picker, request_of) = (barrage_plan::Picker::of(&w.plan), w.plan.request_of());
+    let mut each = vec![0u64; w.targets.len()];
+    for j in 0..count.min(ATTRIBUTED) {
+        let k = first + j * lanes;
+        let (target, _) = request_of(k, picker.draw(k).0);
+        each[target as usize] += 1;
+    }
+    for (t, n) in w.targets.iter().zip(each).filter(|(_, n)| *n > 0) {
+        put(t, n);
+    }
+}
+
+/// Counts `count` flows of group `g` that were due and never started, and each one's first
+/// step as a request due and never sent (its later steps were never due: each is due when
+/// the one before it ends).
+pub(crate) fn record_dropped_flows(w: &Worker, g: usize, count: u64) {
+    let scenario = w.plan.scenario.as_deref().expect("a scenario run");
+    let flow = &scenario.flows[scenario.groups[g].flow];
+    let keys = &w.keys[g];
+    let mut rec = w.recorder.borrow_mut();
+    rec.flows.record_dropped(&keys.group, count);
+    if let Some(&first) = flow.order.first() {
+        rec.names.record_dropped(&keys.steps[first], count);
+        rec.methods.record_dropped(w.targets[flow.steps[first].target].method.as_str().as_bytes(), count);
+    }
+}
+
 /// When group `g`'s window ends: its own end or the attack's, whichever comes first.
 pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
     crate::own_end(&w.plan.scenario.as_deref()?.groups[g], w.attack_limit)

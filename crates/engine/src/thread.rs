@@ -558,10 +558,10 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                     continue;
                 }
                 Decision::Dropped { count } => {
-                    let mut rec = w.recorder.borrow_mut();
+                    // The schedule gives up on its lane from its next number on.
                     match work {
-                        Work::Requests => rec.record_dropped(count),
-                        Work::Flows(g) => rec.flows.record_dropped(&w.keys[g].group, count),
+                        Work::Requests => crate::exchange::record_dropped(w, schedule.next_index(), lanes, count),
+                        Work::Flows(g) => crate::exchange::record_dropped_flows(w, g, count),
                     }
                     continue;
                 }

@@ -596,7 +596,9 @@ pub struct FlowCounts {
     pub capture_failed: u64,
     /// Steps not sent because an earlier step of their flow failed.
     pub skipped: u64,
-    /// Open loop: flows due that never started (every slot stayed busy to the end).
+    /// Open loop: flows due that never started (every slot stayed busy to the end), of a
+    /// group; of a name or a method, its requests due that were never sent (a dropped
+    /// flow's first step, a dropped request's target).
     pub dropped: u64,
     /// Flows the end of their group's window stopped before their last step: not counted
     /// as finished (their steps sent so far are), as a request in flight at the end is not.
@@ -720,7 +722,8 @@ impl Keyed {
         self.entry(key).flow.unfinished += 1;
     }
 
-    /// Counts flows of `key` that were due but never started.
+    /// Counts flows of `key` (a group), or requests of `key` (a name, a method), that were
+    /// due but never started.
     pub fn record_dropped(&mut self, key: &[u8], n: u64) {
         self.entry(key).flow.dropped += n;
     }
@@ -1444,6 +1447,13 @@ impl Recorder {
             method.failed = (method.failed + rejected).min(method.requests);
         }
         self
+    }
+
+    /// Requests due that were never sent: the dropped ones, and a scenario's dropped flows,
+    /// each the first step it never sent (its later steps were never due: each is due when
+    /// the step before it ends).
+    pub fn never_sent(&self) -> u64 {
+        self.counts.dropped + self.flows.iter().map(|k| k.flow.dropped).sum::<u64>()
     }
 
     /// Total failed requests.

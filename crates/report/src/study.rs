@@ -238,7 +238,11 @@ fn top_error(runs: &[RunSummary]) -> String {
         let why = if captures > checks { "capture failed" } else { "check failed" };
         ways.push((rejected, why.to_string()));
     }
-    // The first of the most frequent: errors, then statuses, then rejections.
+    let dropped: u64 = runs.iter().map(|s| s.requests.dropped).sum();
+    if dropped > 0 {
+        ways.push((dropped, "dropped: due and never sent, every in-flight slot busy".to_string()));
+    }
+    // The first of the most frequent: errors, then statuses, rejections, drops.
     let most = ways.iter().map(|(n, _)| *n).max().unwrap_or(0);
     ways.into_iter().find(|(n, _)| *n == most).map_or(String::new(), |(_, why)| format!(" (mostly {why})"))
 }
