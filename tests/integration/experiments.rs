@@ -623,6 +623,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         log_chunks_dropped: 0,
         peak_rss_kib: 0,
         sent_prefix: 0,
+        due: None,
     })
     .unwrap();
 }

@@ -127,6 +127,10 @@ pub struct RequestCounts {
     pub dropped: u64,
     /// Started but not finished when the run ended (a killed run, or one cut by the wait limit).
     pub unfinished: u64,
+    /// A closed loop with `-n`: the requests it was to send, its workers' part of the count
+    /// (merged files: their parts added, when every file says); `None` otherwise.
+    #[serde(default)]
+    pub quota: Option<u64>,
     /// New connections opened.
     pub connections: u64,
     /// Requests sent once more on a new connection because the server had closed their
@@ -755,15 +759,21 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
         s.warnings.insert(0, format!("{why}; merged anyway (--force): the totals are not one run's"));
     }
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
+        let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
+        let mut counted = true;
         for (path, header) in paths.iter().zip(&headers) {
-            let row = crate::shards::row(path, header, &merge(std::slice::from_ref(path))?);
+            let own = merge(std::slice::from_ref(path))?;
+            counted &= own.requests.quota.is_some();
+            s.shards.push(crate::shards::row(path, header, &own, origin_ms));
+        }
+        crate::shards::judge_ends(&mut s.shards, s.mode == "closed" && counted);
+        for row in &s.shards {
             if let Some(why) = &row.behind {
                 s.warnings.push(format!(
                     "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
                     row.shard, row.host
                 ));
             }
-            s.shards.push(row);
         }
     }
     Ok(s)
@@ -1205,6 +1215,7 @@ fn build(
     s.urls = s.urls.iter().map(|u| redaction.url(u).into_owned()).collect();
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
+    s.requests.quota = readers.iter().map(|r| r.footer().and_then(|f| f.due)).sum();
     s.streams = stream_summary(&total.counts);
     let attack = s.duration.attack_s;
     let run = s.duration.total_s;
@@ -1488,6 +1499,7 @@ fn counts(total: &Recorder) -> RequestCounts {
         late: c.late,
         dropped: total.never_sent(),
         unfinished: c.sent.saturating_sub(c.completed),
+        quota: None,
         connections: c.connections,
         stale_retries: c.stale_retries,
         protocols: Protocol::ALL

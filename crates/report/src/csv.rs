@@ -324,6 +324,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
         "lag_p99_ms",
         "start_delay_ms",
         "clock_offset_us",
+        "ended_s",
         "behind",
     ];
     let mut sheet = Sheet::new("shards", &header);
@@ -344,6 +345,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
             Cell::from(r.lag_p99_us as f64 / 1e3),
             r.start_delay_ms.map_or(Cell::Empty, Cell::from),
             r.clock_offset_us.map_or(Cell::Empty, |o| Cell::from(o as f64)),
+            Cell::from(r.ended_s),
             r.behind.as_deref().map_or(Cell::Empty, Cell::from),
         ]);
     }

@@ -458,9 +458,34 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
         return None;
     }
     let right = Align::Right;
-    let mut table =
-        Table::new(&[Align::Left, Align::Left, right, right, right, right, right, right, right, right, Align::Left]);
-    table.row(["shard", "host", "sent", "due", "late", "throughput", "success", "p99", "cpu", "start", "verdict"]);
+    let mut table = Table::new(&[
+        Align::Left,
+        Align::Left,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        Align::Left,
+    ]);
+    table.row([
+        "shard",
+        "host",
+        "sent",
+        "due",
+        "late",
+        "throughput",
+        "success",
+        "p99",
+        "cpu",
+        "start",
+        "ended",
+        "verdict",
+    ]);
     for r in &s.shards {
         table.row([
             r.shard.clone(),
@@ -473,11 +498,12 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
             us(r.p99_us),
             format!("{:.0}%", r.cpu_percent),
             r.start_delay_ms.map_or("-".into(), |d| format!("+{}", secs(d / 1e3))),
+            format!("{:.2}s", r.ended_s),
             r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
         ]);
     }
     let notes = vec![
-        "(due: the shard's part of the schedule, sent or never sent; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send)".into(),
+        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; ended: when it sent its last request)".into(),
     ];
     Some(Section { title: "Shards", table, notes })
 }

@@ -198,6 +198,7 @@ pub fn write_results(path: &Path) {
         log_chunks_dropped: 0,
         peak_rss_kib: 18_432,
         sent_prefix: 0,
+        due: None,
     })
     .unwrap();
 }
