@@ -441,7 +441,8 @@ pub struct BackendSummary {
     pub requests: u64,
     /// Its share of the attributed responses.
     pub share: f64,
-    /// Its 4xx and 5xx responses.
+    /// Its failed responses: 4xx and 5xx, and 2xx or 3xx that a flow step's check or
+    /// capture rejected.
     pub failed: u64,
     /// Corrected latency p50, µs.
     pub p50_us: u64,

@@ -6,12 +6,12 @@
 //! slo     = [scope ":"] metric op value
 //! scope   = NAME | "flow:" GROUP
 //! metric  = p50 | p90 | p95 | p99 | p999 | max | mean      corrected latency, value a duration
-//!         | success                                        share of successful requests, value in %
+//!         | success                                        share of the requests due that succeeded (dropped ones failed), value in %
 //!         | throughput                                     successes per second, value a rate (1000 or 1000/s)
-//!         | errors                                         failed requests (errors and 4xx/5xx), value a count
+//!         | errors                                         requests due without success (errors, 4xx/5xx, rejected, dropped), value a count
 //!         | hit_ratio                                      share served by a cache, value in %
 //!         | flow_p50 | flow_p99                            flow latency of every group, value a duration
-//!         | flow_success                                   share of flows that succeeded, value in %
+//!         | flow_success                                   share of the flows due that succeeded, value in %
 //!         | flows                                          flows finished per second, value a rate
 //!                                                          (with flow:GROUP:, that group's)
 //! op      = < | <= | > | >=

@@ -451,7 +451,7 @@ fn backends(s: &RunSummary) -> String {
         return String::new();
     }
     let mut t = Table::new(&[Left, Right, Right, Right, Right, Right, Right]);
-    t.row(["Backends", "requests", "share", "4xx/5xx", "p50", "p99", "answered"]);
+    t.row(["Backends", "requests", "share", "failed", "p50", "p99", "answered"]);
     for b in &s.backends {
         t.row([
             format!("  {}", b.name),
