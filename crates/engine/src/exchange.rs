@@ -436,8 +436,9 @@ pub(crate) struct FlowLog<'a> {
 
 /// Most requests of one give-up whose targets are worked out one by one, for their names
 /// and methods: beyond it (an impossible rate, millions due at once) the rest are counted
-/// in the totals only. A million draws take a few tens of ms, once, as the attack ends.
-const ATTRIBUTED: u64 = 1 << 20;
+/// in the totals only. The draws take a few ms, once per thread, as the attack ends (it
+/// has ended: its end is noted already).
+const ATTRIBUTED: u64 = 1 << 16;
 
 /// Counts `count` requests of the run's stream that were due and never sent, numbers
 /// `first`, `first + lanes`, …: in the totals, and under the name and the method of the
