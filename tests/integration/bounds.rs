@@ -203,6 +203,7 @@ fn crafted_replies(path: &std::path::Path, n: u64) -> usize {
                 cache: barrage_metrics::CacheStatus::Unknown,
                 intent: Default::default(),
                 origin: Default::default(),
+                rejected: false,
             });
         }
         let start_unix_ms = u64::from(index) * 1000;

@@ -604,6 +604,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
                 cache,
                 intent: Default::default(),
                 origin: Default::default(),
+                rejected: false,
             });
         }
         let (index, start_unix_ms) = (i as u32, start_ms + i as u64 * 1000);
@@ -622,6 +623,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         log_chunks_dropped: 0,
         peak_rss_kib: 0,
         sent_prefix: 0,
+        due: None,
     })
     .unwrap();
 }

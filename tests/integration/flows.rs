@@ -145,7 +145,7 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let (origin, img) = album_origin(dir.path());
     let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumId", 200);
-    let want = "flows failed (mostly capture failed)";
+    let want = "failed (mostly capture failed)";
     let log = dir.path().join("log.jsonl");
     let args = ["-c", "2", "-d", "1s", "--log", log.to_str().unwrap()];
     let total = run_failing_scenario(dir.path(), &scenario, &args, want);
@@ -156,7 +156,8 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     // Every POST was answered 200 but failed its capture; no GET was sent, each skipped.
     assert_eq!((post.failed, post.flow.capture_failed), (post.requests, post.requests));
     assert_eq!((get.requests, get.flow.skipped), (0, flows.requests));
-    assert_eq!(total.counts.ok, post.requests, "the requests themselves succeeded");
+    // Each was answered 200, and its capture failed it: rejected, not ok.
+    assert_eq!((total.counts.ok, total.counts.rejected), (0, post.requests));
     assert_eq!(album_counts(origin.addr)["read"].as_u64(), Some(0));
     // The report says why: what the capture saw.
     let s = barrage_metrics::summary::summarize(&[dir.path().join("run.brg")]).unwrap();
@@ -184,7 +185,7 @@ fn a_status_check_that_does_not_hold_fails_the_flow_as_check_failed() {
     let dir = tempfile::tempdir().unwrap();
     let (origin, img) = album_origin(dir.path());
     let scenario = album_scenario(&origin.addr.to_string(), &img, "$.albumID", 201);
-    let want = "flows failed (mostly check failed)";
+    let want = "failed (mostly check failed)";
     let total = run_failing_scenario(dir.path(), &scenario, &["-c", "2", "-d", "1s"], want);
     let flows = key(&total.flows, "album");
     let (post, get) = (key(&total.names, "post-album"), key(&total.names, "get-album"));
@@ -462,4 +463,87 @@ fn a_sweep_runs_a_scenario_at_each_level() {
     let stats: serde_json::Value =
         serde_json::from_slice(&crate::albums::send(origin.addr, "GET", "/_barrage/stats", None).body).unwrap();
     assert_eq!(stats["requests"].as_u64(), Some(60), "{stats}");
+}
+
+/// Issue 32, finding 7 of the counting: a step whose check failed on a 2xx answer once
+/// counted as ok at the top and in "By method" but as failed in "By name". Two rows of
+/// three answer 200, the third 201, which the step's status check refuses: a third of the
+/// requests failed, and every table, the JSON, the CSV and the exit code say so alike.
+#[test]
+fn a_failed_check_fails_its_request_in_every_table_and_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    std::fs::write(dir.path().join("codes.csv"), "code\n200\n200\n201\n").unwrap();
+    let scenario = dir.path().join("checked.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+[feeder.codes]
+file = "codes.csv"
+
+[flow.checked]
+feeder = "codes"
+
+[[flow.checked.step]]
+name = "answer"
+url = "http://{addr}/status/{{{{row.code}}}}"
+check.status = [200]
+"#,
+            addr = origin.addr
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run.brg");
+    let run = barrage()
+        .args(["run", "--scenario", scenario.to_str().unwrap(), "--rate", "60", "-d", "2s", "--timeout", "5s"])
+        .args(["--slo", "success>=90%", "--format", "json", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // A third of the requests failed their check: the objective is missed (1), and the run
+    // is not built on failure (two thirds of the flows succeeded).
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let r = &v["requests"];
+    let (total, ok) = (r["total"].as_u64().unwrap(), r["ok"].as_u64().unwrap());
+    assert_eq!(total, 120, "{r}");
+    assert_eq!(ok, v["status_codes"]["200"].as_u64().unwrap(), "only the 200s passed the check: {v}");
+    assert_eq!(r["rejected"].as_u64(), v["status_codes"]["201"].as_u64(), "{r}");
+    assert_eq!(r["http_errors"], 0, "a 201 is no HTTP error: {r}");
+    assert_eq!(ok, 80, "two rows of three: {r}");
+    let success = v["success_ratio"].as_f64().unwrap();
+    assert!((success - 80.0 / 120.0).abs() < 1e-9, "{success}");
+    // By method and by name: the same requests, the same success.
+    for table in ["by_method", "by_name"] {
+        let row = &v[table][0];
+        assert_eq!(
+            (row["requests"].as_u64(), row["failed"].as_u64()),
+            (Some(total), Some(total - ok)),
+            "{table}: {row}"
+        );
+        assert_eq!(row["success_ratio"].as_f64(), Some(success), "{table}: {row}");
+    }
+    assert_eq!(v["flows_total"]["ok"], 80, "{}", v["flows_total"]);
+    // The CSV's seconds add up to the same successes, and the report's Requests table
+    // names the failed checks.
+    let csv = barrage().args(["report", "--format", "csv", out.to_str().unwrap()]).output().unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let (ok_col, err_col) =
+        (head.iter().position(|h| *h == "ok").unwrap(), head.iter().position(|h| *h == "errors").unwrap());
+    let sum =
+        |col: usize| csv.lines().skip(1).map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap()).sum::<u64>();
+    assert_eq!((sum(ok_col), sum(err_col)), (ok, total - ok), "{csv}");
+    let text = barrage().args(["report", out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let line = |label: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("{label}: {text}"))
+            .to_string()
+    };
+    assert!(line("ok ").contains(" 80 ") && line("ok ").contains("66.67%"), "{text}");
+    assert!(line("check/capture failed").contains("40"), "{text}");
 }

@@ -5,6 +5,7 @@ mod backends;
 mod bounds;
 mod cache;
 mod cli;
+mod counting;
 mod deploy;
 mod experiments;
 mod faults;

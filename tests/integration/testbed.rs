@@ -975,3 +975,28 @@ fn memcached_refuses_tls_with_exit_2_and_the_reason() {
     assert!(stderr.contains("the memcached testbed has no TLS: barrage has no memcache-over-TLS target"), "{stderr}");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing was started or written");
 }
+
+/// Issue 32, finding 7, as it was found: a stepped run through haproxy whose origins cannot
+/// keep up (each answer takes 500 ms, so 256 slots carry about 512 a second and the 700/s
+/// step cannot be sent whole) once read "success 100.00%", its last step too, beside a
+/// warning of the requests never sent. Success is over the requests due.
+#[test]
+fn a_stepped_run_through_haproxy_counts_what_it_never_sent() {
+    let Some(bed) = Testbed::up("haproxy-lb", &[]) else { return };
+    let url = format!("{}delay/500", bed.url("haproxy-lb"));
+    let s = run_json(&["--rate", "10,50,100,500,700", "--step", "1s", "--timeout", "5s", &url]);
+    let r = &s["requests"];
+    let count = |v: &Value| v.as_u64().unwrap();
+    let (total, ok, dropped) = (count(&r["total"]), count(&r["ok"]), count(&r["dropped"]));
+    assert_eq!(ok, total, "haproxy answered every request it was sent: {r}");
+    assert!(dropped >= 50, "the 700/s step cannot be sent whole through 256 slots of 500 ms: {r}");
+    let success = f(&s["success_ratio"]);
+    assert_eq!(success, ok as f64 / (total + dropped) as f64, "{r}");
+    assert!(success < 1.0);
+    let last = &s["steps"][4];
+    assert_eq!((last["label"].as_str(), count(&last["dropped"])), (Some("700 req/s"), dropped), "{last}");
+    assert!(f(&last["success_ratio"]) < 1.0, "{last}");
+    for step in &s["steps"].as_array().unwrap()[..4] {
+        assert_eq!((count(&step["dropped"]), f(&step["success_ratio"])), (0, 1.0), "{step}");
+    }
+}

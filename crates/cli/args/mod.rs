@@ -670,7 +670,8 @@ pub struct WatchArgs {
 pub struct GateArgs {
     /// A service-level objective checked at the end (repeatable): p99<250ms, p50<20ms,
     /// success>=99.5%, throughput>=1000/s, errors<10; NAME:p99<100ms for requests of one
-    /// name. Any missed one makes the exit code 1.
+    /// name. Success and errors are of the requests due: one never sent counts as failed.
+    /// Any missed one makes the exit code 1.
     #[arg(long, value_name = "EXPR", help_heading = "Gates")]
     pub slo: Vec<barrage_report::Slo>,
     /// Write the --slo verdicts as JUnit XML, for CI systems.

@@ -163,6 +163,17 @@ impl StepIo<'_> {
         self.verdict = self.step.judge(&response, self.state);
     }
 
+    /// How the verdict fails the step's request besides its status: a check or a capture
+    /// that failed (a request that failed by itself, by its status or without an answer, is
+    /// failed already).
+    fn rejection(&self) -> Option<FlowFailure> {
+        match self.verdict {
+            Verdict::CheckFailed(_) => Some(FlowFailure::Check),
+            Verdict::CaptureFailed(_) => Some(FlowFailure::Capture),
+            Verdict::Ok | Verdict::RequestFailed => None,
+        }
+    }
+
     /// The verdict as the request log shows it.
     fn outcome_text(&self) -> String {
         match self.verdict {
@@ -423,23 +434,78 @@ pub(crate) struct FlowLog<'a> {
     key: &'a [u8],
 }
 
+/// Most requests of one give-up whose targets are worked out one by one, for their names
+/// and methods: beyond it (an impossible rate, millions due at once) the rest are counted
+/// in the totals only. The draws take a few ms, once per thread, as the attack ends (it
+/// has ended: its end is noted already).
+const ATTRIBUTED: u64 = 1 << 16;
+
+/// Counts `count` requests of the run's stream that were due and never sent, numbers
+/// `first`, `first + lanes`, …: in the totals, and under the name and the method of the
+/// target each would have asked for, so that every table counts them against its success.
+pub(crate) fn record_dropped(w: &Worker, first: u64, lanes: u64, count: u64) {
+    let mut rec = w.recorder.borrow_mut();
+    rec.record_dropped(count);
+    // A key-value run's figures have names (its commands) and no methods.
+    let http = w.kv.is_none();
+    fn key(t: &Prepared, http: bool) -> (Option<&str>, Option<&str>) {
+        (t.name.as_deref(), http.then(|| t.method.as_str()))
+    }
+    let mut put = |t: &Prepared, n: u64| {
+        let (name, method) = key(t, http);
+        if let Some(name) = name {
+            rec.names.record_dropped(name.as_bytes(), n);
+        }
+        if let Some(method) = method {
+            rec.methods.record_dropped(method.as_bytes(), n);
+        }
+    };
+    if w.targets.windows(2).all(|p| key(&p[0], http) == key(&p[1], http)) {
+        // One name and one method for all (the usual case): which target is no matter.
+        if let Some(t) = w.targets.first() {
+            put(t, count);
+        }
+        return;
+    }
+    let (picker, request_of) = (barrage_plan::Picker::of(&w.plan), w.plan.request_of());
+    let mut each = vec![0u64; w.targets.len()];
+    for j in 0..count.min(ATTRIBUTED) {
+        let k = first + j * lanes;
+        let (target, _) = request_of(k, picker.draw(k).0);
+        each[target as usize] += 1;
+    }
+    for (t, n) in w.targets.iter().zip(each).filter(|(_, n)| *n > 0) {
+        put(t, n);
+    }
+}
+
+/// Counts `count` flows of group `g` that were due and never started, and each one's first
+/// step as a request due and never sent (its later steps were never due: each is due when
+/// the one before it ends).
+pub(crate) fn record_dropped_flows(w: &Worker, g: usize, count: u64) {
+    let scenario = w.plan.scenario.as_deref().expect("a scenario run");
+    let flow = &scenario.flows[scenario.groups[g].flow];
+    let keys = &w.keys[g];
+    let mut rec = w.recorder.borrow_mut();
+    rec.flows.record_dropped(&keys.group, count);
+    if let Some(&first) = flow.order.first() {
+        rec.names.record_dropped(&keys.steps[first], count);
+        rec.methods.record_dropped(w.targets[flow.steps[first].target].method.as_str().as_bytes(), count);
+    }
+}
+
 /// When group `g`'s window ends: its own end or the attack's, whichever comes first.
 pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
     crate::own_end(&w.plan.scenario.as_deref()?.groups[g], w.attack_limit)
 }
 
-/// How a step's verdict fails its flow, counted under the step's `key`. `status_ok`: the
-/// step's last response was a success (else it counted as failed already).
-fn step_failure(w: &Worker, io: &StepIo<'_>, outcome: Outcome) -> Option<FlowFailure> {
-    let failure = match io.verdict {
-        Verdict::Ok => return None,
-        Verdict::RequestFailed => return Some(FlowFailure::Request),
-        Verdict::CheckFailed(_) => FlowFailure::Check,
-        Verdict::CaptureFailed(_) => FlowFailure::Capture,
-    };
-    let example = || failure_example(io, outcome, &w.redaction);
-    w.recorder.borrow_mut().names.mark(io.key, failure, outcome.is_success(), example);
-    Some(failure)
+/// How a step's verdict (its last attempt's) fails its flow.
+fn step_failure(io: &StepIo<'_>) -> Option<FlowFailure> {
+    match io.verdict {
+        Verdict::Ok => None,
+        Verdict::RequestFailed => Some(FlowFailure::Request),
+        _ => io.rejection(),
+    }
 }
 
 /// Most characters of a body quoted in a failure's example.
@@ -548,8 +614,12 @@ impl Slot {
         }
         let first_intended = job.intended;
         let mut attempt = 1;
+        // An attempt a step's check or capture rejected failed, as its sample says.
+        let succeeded = |outcome: Outcome, io: &Option<&mut StepIo<'_>>| {
+            outcome.is_success() && io.as_ref().is_none_or(|io| io.rejection().is_none())
+        };
         let mut outcome = self.exchange(w, job, io.as_deref_mut()).await;
-        let first_ok = outcome.is_success();
+        let first_ok = succeeded(outcome, &io);
         while let Some(pause) = retry_pause(w, attempt, outcome) {
             tokio::time::sleep(pause).await;
             attempt += 1;
@@ -557,7 +627,7 @@ impl Slot {
             outcome = self.exchange(w, job, io.as_deref_mut()).await;
         }
         let whole = w.start.elapsed().saturating_sub(first_intended);
-        w.recorder.borrow_mut().record_logical(first_ok, outcome.is_success(), attempt, whole);
+        w.recorder.borrow_mut().record_logical(first_ok, succeeded(outcome, &io), attempt, whole);
         outcome
     }
 
@@ -592,7 +662,7 @@ impl Slot {
         if !w.plan.keepalive {
             self.conn = None;
         }
-        let sample = Sample {
+        let mut sample = Sample {
             intended: job.intended,
             started,
             ended,
@@ -604,15 +674,25 @@ impl Slot {
             cache: done.cache,
             intent: job.intent,
             origin: done.origin,
+            rejected: false,
         };
+        let mut rejection = None;
         if let Some(io) = io.as_deref_mut() {
             io.judge(done.outcome);
+            // Judged before it is recorded: a check or capture that failed fails the request
+            // in every figure it goes into, as a 5xx would.
+            rejection = io.rejection();
+            sample.rejected = rejection.is_some();
         }
         let name = match (&io, &target.name) {
             (Some(io), _) => Some(io.key),
             (None, name) => name.as_deref().map(str::as_bytes),
         };
         record_done(w, &sample, name, Some(target.method.as_str().as_bytes()), &done);
+        if let (Some(io), Some(failure)) = (io.as_deref(), rejection) {
+            let example = || failure_example(io, done.outcome, &w.redaction);
+            w.recorder.borrow_mut().names.mark(io.key, failure, example);
+        }
         if let Some(log) = &w.log {
             let flow = io.as_deref().map(|io| FlowLog {
                 id: io.flow_id,
@@ -677,8 +757,8 @@ impl Slot {
                 verdict: Verdict::Ok,
                 path: None,
             };
-            let outcome = self.send(w, step_job, Some(&mut io)).await;
-            failure = step_failure(w, &io, outcome);
+            self.send(w, step_job, Some(&mut io)).await;
+            failure = step_failure(&io);
             intended = w.start.elapsed();
             if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
                 intended += Scenario::think(&mut state, think);

@@ -377,6 +377,8 @@ struct Collector {
     /// The least of the threads' first unsent numbers (`u64::MAX` until one ends).
     sent_prefix: u64,
     pacer: Option<Pacer>,
+    /// A closed loop with `-n`: what it was due to send ([`Plan::closed_requests_due`]).
+    due: Option<u64>,
     interrupted: bool,
     watcher: watch::Watcher,
     /// Applied to the error examples and events before they are written or shown.
@@ -402,6 +404,7 @@ impl Collector {
             bound_reached: false,
             sent_prefix: u64::MAX,
             pacer,
+            due: plan.scenario.is_none().then(|| plan.closed_requests_due()).flatten(),
             interrupted: false,
             watcher,
             redaction: Redaction::default(),
@@ -510,6 +513,7 @@ impl Collector {
             peak_rss_kib: thread::peak_rss_kib(),
             // No thread ended: nothing is known to have been sent.
             sent_prefix: if self.sent_prefix == u64::MAX { 0 } else { self.sent_prefix },
+            due: self.due,
         }
     }
 }

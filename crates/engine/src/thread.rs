@@ -369,16 +369,32 @@ pub(crate) struct Closed {
     deadline: Option<Duration>,
     /// The pause after each request.
     pub(crate) think: Duration,
-    /// This thread's lane of the run's request numbers ([`Worker::lane`]).
-    lane: (u64, u64),
+    /// This thread's lanes of the run's request numbers, and how many lanes there are: its
+    /// workers' places among the whole loop's ([`Plan::worker_lanes`]), each lane w owning
+    /// the numbers w, w + all, w + 2·all, …
+    lanes: (std::ops::Range<u64>, u64),
     picker: Picker,
     request_of: Box<dyn Fn(u64, u64) -> (u64, u64)>,
 }
 
 impl Closed {
     fn new(w: &Worker, work: Work, deadline: Option<Duration>, think: Duration) -> Closed {
+        // A request run's lanes are its workers: each worker of the whole loop sends its own
+        // share of `-n`, so a thread's (and a shard's) part follows its workers, however they
+        // fall over threads and shards, and they all end together. (Split evenly per thread
+        // instead, the lone worker of a thread of one sent as much as the two of another.)
+        // A flow's requests are its steps, numbered by their flows: its lane is the thread's.
+        let lanes = match work {
+            Work::Requests => (w.plan.worker_lanes(w.index, w.threads), w.plan.clients()),
+            Work::Flows(_) => {
+                let (lane, lanes) = w.lane();
+                (lane..lane + 1, lanes)
+            }
+        };
         let quota = match work {
-            Work::Requests => w.plan.requests.map(|n| Cell::new(w.share(n as usize) as u64)),
+            Work::Requests => {
+                w.plan.requests.map(|n| Cell::new(barrage_plan::requests_of(n, lanes.0.clone(), lanes.1)))
+            }
             Work::Flows(_) => None,
         };
         Closed {
@@ -389,10 +405,10 @@ impl Closed {
             attack_end: Cell::new(Duration::ZERO),
             deadline,
             think,
-            lane: w.lane(),
             // The threads take the numbers of their lanes each at its own pace: repeats look
             // back along their own lane.
-            picker: w.picker().in_lanes(w.lane().1),
+            picker: w.picker().in_lanes(lanes.1),
+            lanes,
             request_of: Box::new(w.plan.request_of()),
         }
     }
@@ -433,22 +449,27 @@ impl Closed {
     /// The next request of a worker whose own turns are at `turn`, admitted at `now`, with
     /// its number taken.
     pub(crate) fn request(&self, now: Duration, turn: &mut Turns) -> Job {
-        // The thread's requests take the numbers of its lane in the order they start, so
-        // the threads' (and shards') numbers together are 0, 1, 2, …: what request k asks
-        // for (its id, its value's size) is the same however the run is split. Its target
-        // goes by the worker's own turn (see `Plan::request_of`).
-        let (lane, lanes) = self.lane;
-        let k = lane + self.turn.get() * lanes;
+        // The thread's requests take the numbers of its lanes in the order they start, a
+        // round of its lanes at a time, so the threads' (and shards') numbers together are
+        // 0, 1, 2, …: what request k asks for (its id, its value's size) is the same however
+        // the run is split. Its target goes by the worker's own turn (see `Plan::request_of`).
+        let k = self.number(self.turn.get());
         self.turn.set(self.turn.get() + 1);
         let (draw, intent) = self.picker.draw(k);
         let (target, id) = (self.request_of)(turn.take(), draw);
         Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true, intent }
     }
 
-    /// The first number of the thread's lane not taken.
+    /// The number the thread's request `turn` takes: lane `turn mod m` of its `m`, round
+    /// `turn / m`. With `-n` its quota is exactly the numbers of its lanes below `n`
+    /// ([`barrage_plan::requests_of`]): its first lanes, the lower ones, take one more.
+    fn number(&self, turn: u64) -> u64 {
+        barrage_plan::lane_number(&self.lanes.0, self.lanes.1, turn)
+    }
+
+    /// The first number of the thread's lanes not taken.
     fn next_number(&self) -> u64 {
-        let (lane, lanes) = self.lane;
-        lane + self.turn.get() * lanes
+        self.number(self.turn.get())
     }
 
     /// The attack ended no earlier than `at`.
@@ -558,10 +579,10 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                     continue;
                 }
                 Decision::Dropped { count } => {
-                    let mut rec = w.recorder.borrow_mut();
+                    // The schedule gives up on its lane from its next number on.
                     match work {
-                        Work::Requests => rec.record_dropped(count),
-                        Work::Flows(g) => rec.flows.record_dropped(&w.keys[g].group, count),
+                        Work::Requests => crate::exchange::record_dropped(w, schedule.next_index(), lanes, count),
+                        Work::Flows(g) => crate::exchange::record_dropped_flows(w, g, count),
                     }
                     continue;
                 }

@@ -17,7 +17,8 @@
 //! | Name | Type | Labels | What |
 //! |------|------|--------|------|
 //! | `barrage_requests_sent_total` | counter | | Requests started |
-//! | `barrage_requests_completed_total` | counter | `outcome`: `ok` (2xx, 3xx), `http_error` (any other status), `error` (no complete response) | Requests finished |
+//! | `barrage_requests_completed_total` | counter | `outcome`: `ok` (2xx, 3xx), `rejected` (a 2xx or 3xx a flow step's check or capture failed), `http_error` (any other status), `error` (no complete response) | Requests finished |
+//! | `barrage_requests_dropped_total` | counter | | Requests due and never sent (the success ratio counts them as failed: `ok / (completed + dropped)`) |
 //! | `barrage_responses_total` | counter | `code`: the status code (`200`, `503`, ...; `other` outside 100..=599) | Complete responses by status code |
 //! | `barrage_errors_total` | counter | `kind`: `refused`, `unreachable`, `connect_timeout`, `request_timeout`, `reset`, `tls`, `protocol`, `dns`, `other` | Requests without a complete response, by cause |
 //! | `barrage_received_bytes_total` | counter | | HTTP bytes received (headers and body) |
@@ -233,6 +234,7 @@ struct RunLabel {
 /// Handles on the registered metrics (each shares its value with the registry's copy).
 struct Metrics {
     sent: Counter,
+    dropped: Counter,
     completed: Family<OutcomeLabel, Counter>,
     responses: Family<CodeLabel, Counter>,
     errors: Family<KindLabel, Counter>,
@@ -263,6 +265,7 @@ impl Metrics {
     fn register(r: &mut Registry) -> Metrics {
         let m = Metrics {
             sent: Counter::default(),
+            dropped: Counter::default(),
             completed: Family::default(),
             responses: Family::default(),
             errors: Family::default(),
@@ -290,7 +293,7 @@ impl Metrics {
         };
         // Fixed label sets exist from the start at zero, so a dashboard's `rate()` sees the
         // first error of a kind as an increase rather than a series appearing.
-        for outcome in ["ok", "http_error", "error"] {
+        for outcome in ["ok", "rejected", "http_error", "error"] {
             let _ = m.completed.get_or_create(&OutcomeLabel { outcome });
         }
         for kind in ErrorKind::ALL {
@@ -308,8 +311,13 @@ impl Metrics {
         // Names without their unit: prometheus-client appends the unit, then `_total` to counters.
         r.register("requests_sent", "Requests started", m.sent.clone());
         r.register(
+            "requests_dropped",
+            "Requests due and never sent (success counts them as failed)",
+            m.dropped.clone(),
+        );
+        r.register(
             "requests_completed",
-            "Requests finished: ok (2xx, 3xx), http_error (other status), error (no complete response)",
+            "Requests finished: ok (2xx, 3xx), rejected (a 2xx or 3xx a flow step's check or capture failed), http_error (other status), error (no complete response)",
             m.completed.clone(),
         );
         r.register("responses", "Complete responses by status code", m.responses.clone());
@@ -395,9 +403,15 @@ impl Metrics {
         let r = &i.recorder;
         let c = &r.counts;
         self.sent.inc_by(c.sent);
+        self.dropped.inc_by(r.never_sent());
         let statuses = r.status_counts();
         let answered: u64 = statuses.values().sum();
-        let outcomes = [("ok", c.ok), ("http_error", answered.saturating_sub(c.ok)), ("error", r.error_count())];
+        let outcomes = [
+            ("ok", c.ok),
+            ("rejected", c.rejected),
+            ("http_error", answered.saturating_sub(c.ok + c.rejected)),
+            ("error", r.error_count()),
+        ];
         for (outcome, n) in outcomes {
             self.completed.get_or_create(&OutcomeLabel { outcome }).inc_by(n);
         }
@@ -629,6 +643,7 @@ mod tests {
             cache,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
     }
 
@@ -769,6 +784,26 @@ mod tests {
         assert_eq!(les, want_les, "{name}");
         assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "{name}: not cumulative: {got:?}");
         assert_eq!(got.iter().map(|b| b.1).collect::<Vec<_>>(), want, "{name}");
+    }
+
+    /// A 2xx a flow's check rejected is its own outcome, not an HTTP error; requests due and
+    /// never sent are counted, so `ok / (completed + dropped)` is the run's success.
+    #[test]
+    fn rejected_and_dropped_requests_have_their_own_series() {
+        let endpoint = MetricsEndpoint::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut r = Recorder::new();
+        (0..3).for_each(|_| r.record_sent());
+        r.record_dropped(4);
+        record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), None);
+        record(&mut r, Sample { rejected: true, ..sample(1, 0, Outcome::Status(200), CacheStatus::Unknown) }, None);
+        record(&mut r, sample(1, 0, Outcome::Status(503), CacheStatus::Unknown), None);
+        let i = IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder: r, watch: None };
+        endpoint.update(&i, &i);
+        let (s, _) = scrape(endpoint.local_addr());
+        for (outcome, n) in [("ok", 1.0), ("rejected", 1.0), ("http_error", 1.0), ("error", 0.0)] {
+            assert_eq!(value(&s, "barrage_requests_completed_total", &[("outcome", outcome)]), n, "{outcome}");
+        }
+        assert_eq!(value(&s, "barrage_requests_dropped_total", &[]), 4.0);
     }
 
     #[test]

@@ -105,6 +105,7 @@ mod tests {
                 cache: barrage_metrics::CacheStatus::Unknown,
                 intent: Default::default(),
                 origin: Default::default(),
+                rejected: false,
             });
         }
         IntervalRecord { index, start_unix_ms: 0, length_ms: 500, step: 0, recorder, watch: None }

@@ -623,6 +623,7 @@ mod tests {
             cache,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
     }
 

@@ -43,6 +43,13 @@
 //! for repeated objects, its false hits and false misses, and the answers the origin
 //! stamped; and in the footer the prefix of the stream that was all sent. Version 8 files
 //! read with none (module `v8`).
+//!
+//! Version 10 counts the requests a flow's step rejected apart: a 2xx or 3xx answer whose
+//! check or capture failed is no longer `ok` but `rejected`. Files of versions 5 to 9
+//! counted it `ok` in the totals (and failed under its step's name); they are read with
+//! the totals put right from the names (module `v9`, [`crate::recorder::RecorderV9`]).
+//! Its footer says what a closed loop with `-n` was due to send (its workers' part of the
+//! count); version 9 footers read without it.
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -56,7 +63,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 9;
+pub const FORMAT_VERSION: u16 = 10;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -302,6 +309,9 @@ pub struct RunFooter {
     /// warmed, for its measure to ask for (a closed loop's threads stop at different
     /// numbers, an open loop at the last arrival it sent).
     pub sent_prefix: u64,
+    /// A closed loop with `-n`: the requests it was due to send, its workers' part of the
+    /// whole run's count (a shard's part of a split run); `None` otherwise.
+    pub due: Option<u64>,
 }
 
 /// One record of the file.
@@ -518,9 +528,112 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
         6 => postcard::from_bytes::<v6::Record>(&payload).map(Record::from),
         7 => postcard::from_bytes::<v7::Record>(&payload).map(Record::from),
         8 => postcard::from_bytes::<v8::Record>(&payload).map(Record::from),
+        9 => postcard::from_bytes::<v9::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
     record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
+}
+
+/// The records of format version 9, as they were, read into today's: recorders that
+/// counted a flow's rejected requests as `ok`.
+mod v9 {
+    use crate::recorder::RecorderV9 as Recorder;
+    use crate::watch::{EventRecord, WatchSample};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct IntervalRecord {
+        pub index: u32,
+        pub start_unix_ms: u64,
+        pub length_ms: u32,
+        pub step: u32,
+        pub recorder: Recorder,
+        pub watch: Option<WatchSample>,
+    }
+
+    impl From<IntervalRecord> for super::IntervalRecord {
+        fn from(i: IntervalRecord) -> Self {
+            super::IntervalRecord {
+                index: i.index,
+                start_unix_ms: i.start_unix_ms,
+                length_ms: i.length_ms,
+                step: i.step,
+                recorder: i.recorder.0,
+                watch: i.watch,
+            }
+        }
+    }
+
+    /// The footer of version 9: without what a closed loop with `-n` was due to send.
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    pub(super) struct RunFooter {
+        pub ended_unix_ms: u64,
+        pub attack_us: u64,
+        pub wait_us: u64,
+        pub cpu_user_us: u64,
+        pub cpu_system_us: u64,
+        pub interrupted: bool,
+        pub bound_reached: bool,
+        pub log_chunks_dropped: u64,
+        pub peak_rss_kib: u64,
+        pub sent_prefix: u64,
+    }
+
+    impl From<RunFooter> for super::RunFooter {
+        fn from(f: RunFooter) -> Self {
+            super::RunFooter {
+                ended_unix_ms: f.ended_unix_ms,
+                attack_us: f.attack_us,
+                wait_us: f.wait_us,
+                cpu_user_us: f.cpu_user_us,
+                cpu_system_us: f.cpu_system_us,
+                interrupted: f.interrupted,
+                bound_reached: f.bound_reached,
+                log_chunks_dropped: f.log_chunks_dropped,
+                peak_rss_kib: f.peak_rss_kib,
+                sent_prefix: f.sent_prefix,
+                due: None,
+            }
+        }
+    }
+
+    impl From<super::RunFooter> for RunFooter {
+        /// Only for tests that write older files.
+        fn from(f: super::RunFooter) -> Self {
+            RunFooter {
+                ended_unix_ms: f.ended_unix_ms,
+                attack_us: f.attack_us,
+                wait_us: f.wait_us,
+                cpu_user_us: f.cpu_user_us,
+                cpu_system_us: f.cpu_system_us,
+                interrupted: f.interrupted,
+                bound_reached: f.bound_reached,
+                log_chunks_dropped: f.log_chunks_dropped,
+                peak_rss_kib: f.peak_rss_kib,
+                sent_prefix: f.sent_prefix,
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(super::RunHeader),
+        Interval(IntervalRecord),
+        Event(EventRecord),
+        Footer(RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h),
+                Record::Interval(i) => super::Record::Interval(i.into()),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f.into()),
+            }
+        }
+    }
 }
 
 /// The records of format version 8, as they were, read into today's: recorders without
@@ -580,6 +693,7 @@ mod v8 {
                 log_chunks_dropped: f.log_chunks_dropped,
                 peak_rss_kib: f.peak_rss_kib,
                 sent_prefix: 0,
+                due: None,
             }
         }
     }
@@ -1151,6 +1265,7 @@ mod tests {
                 cache: crate::CacheStatus::Unknown,
                 intent: Default::default(),
                 origin: Default::default(),
+                rejected: false,
             });
         }
         IntervalRecord {
@@ -1453,6 +1568,40 @@ mod tests {
         assert_eq!(r.footer().map(|f| f.sent_prefix), Some(40));
     }
 
+    /// A file written before rejected requests and a closed loop's quota (format version 9)
+    /// reads back whole: its footer without the quota, its recorders as they were (a plain
+    /// run's have nothing to put right).
+    #[test]
+    fn version_9_files_read_without_the_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        let (h, footer) =
+            (header(9_000), RunFooter { attack_us: 9, sent_prefix: 40, due: Some(7), ..Default::default() });
+        let i = interval(0, 9_000, 3);
+        let p = dir.path().join("v9.brg");
+        let old = v9::IntervalRecord {
+            index: i.index,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: i.step,
+            recorder: crate::recorder::RecorderV9(i.recorder.clone()),
+            watch: i.watch.clone(),
+        };
+        write_old(
+            &p,
+            9,
+            &[v9::Record::Header(h.clone()), v9::Record::Interval(old), v9::Record::Footer(footer.clone().into())],
+        );
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.next_interval().unwrap().recorder.counts, i.recorder.counts);
+        assert!(r.next_interval().is_none());
+        assert_eq!(r.footer().map(|f| (f.sent_prefix, f.due)), Some((40, None)));
+        let p = dir.path().join("v10.brg");
+        write_old(&p, FORMAT_VERSION, &[Record::Header(h), Record::Interval(i), Record::Footer(footer)]);
+        let mut r = ResultsReader::open(&p).unwrap();
+        while r.next_interval().is_some() {}
+        assert_eq!(r.footer().and_then(|f| f.due), Some(7));
+    }
+
     fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&version.to_le_bytes());
@@ -1526,6 +1675,7 @@ mod tests {
             cache: crate::CacheStatus::Unknown,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
     }
 

@@ -131,6 +131,7 @@ mod tests {
             cache,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
     }
 

@@ -21,6 +21,7 @@
 //!     cache: barrage_metrics::CacheStatus::Unknown,
 //!     intent: Default::default(),
 //!     origin: Default::default(),
+//!     rejected: false,
 //! });
 //! assert_eq!(r.counts.ok, 1);
 //! assert!(r.corrected.value_at_quantile(0.5) >= 12_000); // µs, from the intended start

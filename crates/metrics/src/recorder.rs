@@ -41,8 +41,12 @@ pub struct Counts {
     pub sent: u64,
     /// Requests finished, with a response or an error.
     pub completed: u64,
-    /// Finished with a 2xx or 3xx status.
+    /// Succeeded: finished with a 2xx or 3xx status that no check or capture of a flow's
+    /// step rejected ([`Sample::succeeded`]).
     pub ok: u64,
+    /// Finished with a 2xx or 3xx status that a check or a capture of a flow's step
+    /// rejected: failed requests, neither `ok` nor HTTP errors.
+    pub rejected: u64,
     /// Started late because every slot was busy.
     pub late: u64,
     /// Due before the attack ended but never started: every slot stayed busy until the end.
@@ -170,6 +174,7 @@ impl Counts {
         c.sent += o.sent;
         c.completed += o.completed;
         c.ok += o.ok;
+        c.rejected += o.rejected;
         c.late += o.late;
         c.dropped += o.dropped;
         c.bytes_in += o.bytes_in;
@@ -191,6 +196,100 @@ impl Counts {
         c.recv_stalls += o.recv_stalls;
         c.stream_retries += o.stream_retries;
         c.workload.add(&o.workload);
+    }
+}
+
+/// [`Counts`] as version 9 of the results file wrote them: before rejected requests (a
+/// flow's step whose check or capture failed on a 2xx counted in `ok`).
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct CountsV9 {
+    sent: u64,
+    completed: u64,
+    ok: u64,
+    late: u64,
+    dropped: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    connections: u64,
+    errors: [u64; ERROR_KIND_COUNT],
+    cache: [u64; CACHE_STATUS_COUNT],
+    cache_bytes: [u64; CACHE_STATUS_COUNT],
+    logical: u64,
+    first_ok: u64,
+    final_ok: u64,
+    attempts: u64,
+    stale_retries: u64,
+    protocols: [u64; PROTOCOL_COUNT],
+    http1_fallbacks: u64,
+    streams_max: u64,
+    stream_cap: u64,
+    send_stalls: u64,
+    recv_stalls: u64,
+    stream_retries: u64,
+    workload: Workload,
+}
+
+impl From<CountsV9> for Counts {
+    fn from(c: CountsV9) -> Counts {
+        Counts {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            rejected: 0,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            protocols: c.protocols,
+            http1_fallbacks: c.http1_fallbacks,
+            streams_max: c.streams_max,
+            stream_cap: c.stream_cap,
+            send_stalls: c.send_stalls,
+            recv_stalls: c.recv_stalls,
+            stream_retries: c.stream_retries,
+            workload: c.workload,
+        }
+    }
+}
+
+impl From<Counts> for CountsV9 {
+    /// Only for tests that write older files: rejected requests count as `ok` again.
+    fn from(c: Counts) -> CountsV9 {
+        CountsV9 {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok + c.rejected,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            protocols: c.protocols,
+            http1_fallbacks: c.http1_fallbacks,
+            streams_max: c.streams_max,
+            stream_cap: c.stream_cap,
+            send_stalls: c.send_stalls,
+            recv_stalls: c.recv_stalls,
+            stream_retries: c.stream_retries,
+            workload: c.workload,
+        }
     }
 }
 
@@ -228,6 +327,7 @@ impl From<CountsV8> for Counts {
             sent: c.sent,
             completed: c.completed,
             ok: c.ok,
+            rejected: 0,
             late: c.late,
             dropped: c.dropped,
             bytes_in: c.bytes_in,
@@ -259,7 +359,7 @@ impl From<Counts> for CountsV8 {
         CountsV8 {
             sent: c.sent,
             completed: c.completed,
-            ok: c.ok,
+            ok: c.ok + c.rejected,
             late: c.late,
             dropped: c.dropped,
             bytes_in: c.bytes_in,
@@ -496,7 +596,9 @@ pub struct FlowCounts {
     pub capture_failed: u64,
     /// Steps not sent because an earlier step of their flow failed.
     pub skipped: u64,
-    /// Open loop: flows due that never started (every slot stayed busy to the end).
+    /// Open loop: flows due that never started (every slot stayed busy to the end), of a
+    /// group; of a name or a method, its requests due that were never sent (a dropped
+    /// flow's first step, a dropped request's target).
     pub dropped: u64,
     /// Flows the end of their group's window stopped before their last step: not counted
     /// as finished (their steps sent so far are), as a request in flight at the end is not.
@@ -580,10 +682,10 @@ impl Keyed {
         b
     }
 
-    /// Marks the last request recorded under `key` as failed by a check or a capture (it
-    /// counted as failed already unless its status was a success); `example` says what it
-    /// saw, made only while the key has none.
-    pub fn mark(&mut self, key: &[u8], failure: FlowFailure, status_ok: bool, example: impl FnOnce() -> String) {
+    /// Counts the last request recorded under `key` as failed by a check or a capture (it
+    /// was recorded as failed already: its sample was [`Sample::rejected`]); `example` says
+    /// what it saw, made only while the key has none.
+    pub fn mark(&mut self, key: &[u8], failure: FlowFailure, example: impl FnOnce() -> String) {
         let b = self.entry(key);
         if b.example.is_none() && failure != FlowFailure::Request {
             b.example = Some(example());
@@ -591,9 +693,8 @@ impl Keyed {
         match failure {
             FlowFailure::Check => b.flow.check_failed += 1,
             FlowFailure::Capture => b.flow.capture_failed += 1,
-            FlowFailure::Request => return,
+            FlowFailure::Request => {}
         }
-        b.failed += u64::from(status_ok);
     }
 
     /// Counts a step of `key` as skipped: never sent, in no latency.
@@ -621,7 +722,8 @@ impl Keyed {
         self.entry(key).flow.unfinished += 1;
     }
 
-    /// Counts flows of `key` that were due but never started.
+    /// Counts flows of `key` (a group), or requests of `key` (a name, a method), that were
+    /// due but never started.
     pub fn record_dropped(&mut self, key: &[u8], n: u64) {
         self.entry(key).flow.dropped += n;
     }
@@ -813,7 +915,7 @@ impl<'de> Deserialize<'de> for RecorderV5 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<KeyedWire, CountsV7, Keys<FlowLimit>, ()>::deserialize(d)?;
         let w = w.map(|k| k, Counts::from, Some, |f| f, |()| Bounded::default());
-        from_wire(w).map(RecorderV5).map_err(refuse)
+        from_wire(w).map(|r| RecorderV5(r.count_rejections())).map_err(refuse)
     }
 }
 
@@ -824,6 +926,25 @@ impl Serialize for RecorderV5 {
     }
 }
 
+/// A recorder as format version 9 wrote it, read into today's: a flow's requests that a
+/// check or a capture rejected counted in `ok` ([`Recorder::count_rejections`]).
+pub struct RecorderV9(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV9 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWire, CountsV9>::deserialize(d)?;
+        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
+        from_wire(w).map(|r| RecorderV9(r.count_rejections())).map_err(refuse)
+    }
+}
+
+impl Serialize for RecorderV9 {
+    /// Only so that the version 9 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.wire().map(|k| k, CountsV9::from, Some, |f| f, |r| r).serialize(s)
+    }
+}
+
 /// A recorder as format version 8 wrote it, read into today's: no workload intents.
 pub struct RecorderV8(pub Recorder);
 
@@ -831,7 +952,7 @@ impl<'de> Deserialize<'de> for RecorderV8 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<KeyedWire, CountsV8>::deserialize(d)?;
         let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
-        from_wire(w).map(RecorderV8).map_err(refuse)
+        from_wire(w).map(|r| RecorderV8(r.count_rejections())).map_err(refuse)
     }
 }
 
@@ -850,7 +971,7 @@ impl<'de> Deserialize<'de> for RecorderV7 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<KeyedWire, CountsV7>::deserialize(d)?;
         let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
-        from_wire(w).map(RecorderV7).map_err(refuse)
+        from_wire(w).map(|r| RecorderV7(r.count_rejections())).map_err(refuse)
     }
 }
 
@@ -932,7 +1053,7 @@ impl Figures {
             n,
             corrected_us: us(s.corrected()),
             phases_us: s.phases.map(|p| p.map(us)),
-            ok: s.outcome.is_success(),
+            ok: s.succeeded(),
             ended: s.ended,
         }
     }
@@ -1161,6 +1282,7 @@ impl Recorder {
             Outcome::Status(code) => {
                 self.status[status_slot(code)] += n;
                 c.ok += n * u64::from(f.ok);
+                c.rejected += n * u64::from(s.rejected && s.outcome.is_success());
                 usize::from(code / 100).clamp(1, 5) - 1
             }
             Outcome::Error(kind) => {
@@ -1303,6 +1425,35 @@ impl Recorder {
                 a.clone_from(b);
             }
         }
+    }
+
+    /// A recorder of a file written before rejected requests (format versions 5 to 9)
+    /// as today's: a flow's step whose check or capture failed on a 2xx or 3xx answer was
+    /// counted failed under its name but `ok` in the totals and under its method. Every
+    /// request of a scenario is a step, counted under its name, so the names' failures are
+    /// exactly the requests that did not succeed: the rest of `ok` was rejected. The
+    /// methods are put right when there is one (one key holds every request); the seconds'
+    /// timelines, the status classes and the backends stay as they were written.
+    fn count_rejections(mut self) -> Recorder {
+        let named: u64 = self.names.iter().map(|k| k.requests).sum();
+        if self.flows.is_empty() || named != self.counts.completed {
+            return self;
+        }
+        let failed: u64 = self.names.iter().map(|k| k.failed).sum();
+        let rejected = self.counts.ok.saturating_sub(self.counts.completed.saturating_sub(failed));
+        self.counts.ok -= rejected;
+        self.counts.rejected = rejected;
+        if let [method] = &mut self.methods.stats[..] {
+            method.failed = (method.failed + rejected).min(method.requests);
+        }
+        self
+    }
+
+    /// Requests due that were never sent: the dropped ones, and a scenario's dropped flows,
+    /// each the first step it never sent (its later steps were never due: each is due when
+    /// the step before it ends).
+    pub fn never_sent(&self) -> u64 {
+        self.counts.dropped + self.flows.iter().map(|k| k.flow.dropped).sum::<u64>()
     }
 
     /// Total failed requests.
@@ -1683,7 +1834,57 @@ mod tests {
             cache: CacheStatus::Unknown,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         }
+    }
+
+    /// A step's check that fails on a 200 fails the request in every figure it goes into:
+    /// the totals, its name, its method, its second, its backend; the status stays 200.
+    #[test]
+    fn a_rejected_answer_fails_its_request_everywhere() {
+        let mut r = Recorder::new();
+        let keys = SampleKeys { name: Some(b"step"), method: Some(b"GET"), backend: Some(b"b1") };
+        r.record_keyed(&sample(3, Outcome::Status(200)), &keys);
+        r.record_keyed(&Sample { rejected: true, ..sample(3, Outcome::Status(200)) }, &keys);
+        r.record_keyed(&Sample { rejected: true, ..sample(3, Outcome::Status(404)) }, &keys);
+        r.names.mark(b"step", FlowFailure::Check, || "check status failed".into());
+        assert_eq!((r.counts.completed, r.counts.ok, r.counts.rejected), (3, 1, 1), "a rejected 404 is a 404");
+        for keyed in [&r.names, &r.methods, &r.backends] {
+            assert_eq!((keyed[0].requests, keyed[0].failed), (3, 2), "{}", keyed[0].name);
+        }
+        assert_eq!(r.names[0].flow.check_failed, 1);
+        let tick = r.timeline[0];
+        assert_eq!((tick.ok, tick.failed), (1, 2));
+        assert_eq!(r.status_counts()[&200], 2);
+        let back: Recorder = postcard::from_bytes(&postcard::to_stdvec(&r).unwrap()).unwrap();
+        assert_eq!(back.counts, r.counts);
+    }
+
+    /// Versions 5 to 9 counted a rejected 2xx as `ok` in the totals and under its method,
+    /// and as failed under its step's name: read today, the totals and the one method are
+    /// put right from the names.
+    #[test]
+    fn older_files_count_their_rejected_answers_from_the_names() {
+        let mut r = Recorder::new();
+        let keys = SampleKeys { name: Some(b"step"), method: Some(b"GET"), backend: None };
+        for _ in 0..3 {
+            r.record_keyed(&sample(3, Outcome::Status(200)), &keys);
+        }
+        r.record_keyed(&sample(3, Outcome::Status(500)), &keys);
+        r.flows.record_flow(b"group", Some(FlowFailure::Check), Duration::from_millis(3), 0);
+        // As version 9 wrote a 200 whose check failed: failed under its name alone.
+        r.names.stats[0].failed += 1;
+        r.names.mark(b"step", FlowFailure::Check, || "check".into());
+        assert_eq!((r.counts.ok, r.methods[0].failed), (3, 1));
+        let bytes = postcard::to_stdvec(&RecorderV9(r.clone())).unwrap();
+        let back = postcard::from_bytes::<RecorderV9>(&bytes).unwrap().0;
+        assert_eq!((back.counts.ok, back.counts.rejected, back.methods[0].failed), (2, 1, 2));
+        // Without flows nothing was rejected, whatever the names say.
+        let mut plain = r.clone();
+        plain.flows = Keyed::default();
+        let bytes = postcard::to_stdvec(&RecorderV9(plain)).unwrap();
+        let back = postcard::from_bytes::<RecorderV9>(&bytes).unwrap().0;
+        assert_eq!((back.counts.ok, back.counts.rejected), (3, 0));
     }
 
     #[test]
@@ -2143,10 +2344,10 @@ mod tests {
     #[test]
     fn flow_figures_round_trip_and_merge() {
         let mut r = Recorder::new();
-        r.names.record(b"post", &sample(5, Outcome::Status(200)));
-        r.names.mark(b"post", FlowFailure::Capture, true, || "capture albumID found nothing".into());
-        r.names.record(b"get", &sample(5, Outcome::Status(404)));
-        r.names.mark(b"get", FlowFailure::Check, false, || "check status".into());
+        r.names.record(b"post", &Sample { rejected: true, ..sample(5, Outcome::Status(200)) });
+        r.names.mark(b"post", FlowFailure::Capture, || "capture albumID found nothing".into());
+        r.names.record(b"get", &Sample { rejected: true, ..sample(5, Outcome::Status(404)) });
+        r.names.mark(b"get", FlowFailure::Check, || "check status".into());
         r.names.skip(b"get");
         r.flows.record_flow(b"writers", Some(FlowFailure::Capture), Duration::from_millis(30), 1);
         r.flows.record_flow(b"writers", None, Duration::from_millis(10), 0);

@@ -301,9 +301,19 @@ pub struct Sample {
     pub intent: Intent,
     /// Where its answer came from, by the origin's stamp.
     pub origin: Origin,
+    /// A flow's step whose check or capture failed on this answer: the request failed,
+    /// whatever its status said ([`Sample::succeeded`]).
+    pub rejected: bool,
 }
 
 impl Sample {
+    /// Whether the request succeeded: a 2xx or 3xx answer ([`Outcome::is_success`]) that
+    /// no check or capture of its flow's step rejected. The one definition every figure
+    /// counts by (totals, names, methods, backends, seconds, steps).
+    pub fn succeeded(&self) -> bool {
+        self.outcome.is_success() && !self.rejected
+    }
+
     /// Latency from the intended start: free of coordinated omission.
     pub fn corrected(&self) -> Duration {
         self.ended.saturating_sub(self.intended)

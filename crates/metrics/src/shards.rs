@@ -10,6 +10,12 @@ use std::path::Path;
 /// A shard that sent on time less than this share of what was due to it fell behind.
 pub const ON_TIME_SHARE: f64 = 0.99;
 
+/// A closed loop's shard that finished its part of `-n` this much later than the first
+/// shard to finish (as a share of that one's time, plus one request's p99) fell behind:
+/// its workers each send the same number of requests as everyone else's, so the shards end
+/// together but for one request, and the merged run's throughput is taken over the last.
+pub const CLOSED_END_SLACK: f64 = 0.10;
+
 /// One shard's figures, read from its own file alone.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardSummary {
@@ -21,7 +27,8 @@ pub struct ShardSummary {
     pub file: String,
     /// Requests it sent.
     pub sent: u64,
-    /// Open loop: requests due to it (sent and dropped); closed loop: sent.
+    /// Open loop: requests due to it (sent and dropped); closed loop with `-n`: its
+    /// workers' part of the count; closed loop by time: sent.
     pub due: u64,
     /// Sent late because every slot was busy.
     pub late: u64,
@@ -44,6 +51,9 @@ pub struct ShardSummary {
     pub start_delay_ms: Option<f64>,
     /// The clock offset its orchestrator measured, µs.
     pub clock_offset_us: Option<i64>,
+    /// When it sent its last request, seconds after the run's (earliest) start.
+    #[serde(default)]
+    pub ended_s: f64,
     /// Why it fell behind its share, if it did: its figures describe that machine, not
     /// the server.
     pub behind: Option<String>,
@@ -104,11 +114,17 @@ pub fn split(headers: &[&RunHeader]) -> bool {
     headers.iter().any(|h| h.launch.shard.is_some())
 }
 
-/// A shard's row, from its own summary and header.
-pub fn row(file: &Path, header: &RunHeader, s: &RunSummary) -> ShardSummary {
+/// A shard's row, from its own summary and header; `origin_ms`: the run's earliest start
+/// (ms since the Unix epoch). Whether a closed loop's shard finished its part with the
+/// others is judged over all of them ([`judge_ends`]).
+pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> ShardSummary {
     let (i, n) = header.launch.shard.unwrap_or((0, 1));
     let open = s.mode == "open";
-    let due = if open { s.requests.sent + s.requests.dropped } else { s.requests.sent };
+    let due = match (open, s.requests.quota) {
+        (true, _) => s.requests.sent + s.requests.dropped,
+        (false, Some(part)) => part,
+        (false, None) => s.requests.sent,
+    };
     let mut row = ShardSummary {
         shard: format!("{i}/{n}"),
         host: header.host.clone(),
@@ -128,15 +144,49 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary) -> ShardSummary {
             .start_at_unix_us
             .map(|at| header.launch.ready_unix_us.saturating_sub(at) as f64 / 1e3),
         clock_offset_us: header.launch.clock_offset_us,
+        ended_s: header.started_unix_ms.saturating_sub(origin_ms) as f64 / 1e3 + s.duration.attack_s,
         behind: None,
     };
     row.behind = behind(&row, s, open);
     row
 }
 
+/// A closed loop with `-n` (every shard says what it was due): a shard that finished its
+/// part more than [`CLOSED_END_SLACK`] (and one request) after the first shard to finish
+/// fell behind. Its workers were to send as many requests each as every other worker, so
+/// the shards finish together; one that finished later (a machine that started late,
+/// stalled, or reached the server more slowly) sent alone at the run's end, and the merged
+/// throughput, taken over the whole run, describes its load there, not the run's.
+pub fn judge_ends(rows: &mut [ShardSummary], closed_with_count: bool) {
+    if !closed_with_count {
+        return;
+    }
+    let first = rows.iter().map(|r| r.ended_s).fold(f64::INFINITY, f64::min);
+    if !first.is_finite() {
+        return;
+    }
+    for r in rows.iter_mut().filter(|r| r.behind.is_none()) {
+        let request_s = r.p99_us as f64 / 1e6;
+        if r.ended_s > first * (1.0 + CLOSED_END_SLACK) + request_s {
+            r.behind = Some(format!(
+                "finished its part of the requests ({}) {:.2} s into the run, {:.2} s after the first shard to finish ({:.2} s): it sent alone at the run's end",
+                r.due,
+                r.ended_s,
+                r.ended_s - first,
+                first
+            ));
+        }
+    }
+}
+
 /// Why a shard fell behind its share: it sent on time less than [`ON_TIME_SHARE`] of what
-/// was due to it (open loop), or its own summary says its generator could not keep up.
+/// was due to it (open loop), it sent less than its part of `-n` (closed loop: stopped or
+/// killed), or its own summary says its generator could not keep up.
 fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
+    if !open && row.sent < row.due {
+        let how = if s.interrupted { "stopped early" } else { "killed, or cut short" };
+        return Some(format!("sent {} of its {} requests ({how})", row.sent, row.due));
+    }
     let on_time = row.sent.saturating_sub(row.late);
     if open && row.due > 0 && (on_time as f64) < ON_TIME_SHARE * row.due as f64 {
         return Some(format!(
@@ -153,4 +203,29 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
     }
     crate::summary::lagging(s)
         .then(|| format!("sends lagged behind the schedule (p99 lag {:.1} ms)", s.generator.lag_p99_us as f64 / 1e3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Closed-loop shards with `-n` end together but for one request; one that finished its
+    /// part later than a tenth (and a request) after the first is behind, and says by how
+    /// much. A run by time, or an open loop, is not judged by its end.
+    #[test]
+    fn a_closed_loop_shard_that_finished_its_part_last_is_behind() {
+        let row = |ended_s: f64| ShardSummary { ended_s, p99_us: 20_000, due: 300, ..Default::default() };
+        let mut rows = vec![row(2.0), row(2.2), row(2.45)];
+        judge_ends(&mut rows, true);
+        assert_eq!((rows[0].behind.as_deref(), rows[1].behind.as_deref()), (None, None), "within 10% and a request");
+        let why = rows[2].behind.as_deref().unwrap();
+        assert!(why.starts_with("finished its part of the requests (300) 2.45 s into the run, 0.45 s after the first shard to finish (2.00 s)"), "{why}");
+        let mut by_time = vec![row(2.0), row(3.0)];
+        judge_ends(&mut by_time, false);
+        assert!(by_time.iter().all(|r| r.behind.is_none()));
+        // A row already behind for another reason keeps it.
+        let mut rows = vec![row(2.0), ShardSummary { behind: Some("its generator was saturated".into()), ..row(3.0) }];
+        judge_ends(&mut rows, true);
+        assert_eq!(rows[1].behind.as_deref(), Some("its generator was saturated"));
+    }
 }

@@ -27,6 +27,16 @@ const LAG_LIMIT_US: u64 = 5_000;
 /// latency, not a rate: the rate is `None` and reports show the count instead.
 pub const MIN_RATE_REQUESTS: u64 = 10;
 
+/// The share of the requests due that succeeded: `ok` over those that `finished` and those
+/// due that were `never_sent` (dropped), which count as failed. A run that never sent half
+/// its schedule cannot read 100%. Requests sent and not finished (a run stopped or killed
+/// while they were in flight) are not counted: the run, not the server, cut them short.
+/// The one definition of every success ratio: the run's, a step's, a name's, a method's,
+/// a shard's, and (of flows due) a group's flows'.
+pub fn success_ratio(ok: u64, finished: u64, never_sent: u64) -> f64 {
+    ratio(ok as f64, (finished + never_sent) as f64)
+}
+
 /// Latency figures of one histogram, in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
@@ -98,18 +108,29 @@ pub struct RequestCounts {
     pub total: u64,
     /// Requests started.
     pub sent: u64,
-    /// 2xx and 3xx responses.
+    /// Successful requests: 2xx and 3xx responses that no check or capture of a flow's
+    /// step rejected.
     pub ok: u64,
+    /// 2xx and 3xx responses that a check or a capture of a flow's step rejected: failed
+    /// requests.
+    #[serde(default)]
+    pub rejected: u64,
     /// Requests with a 4xx/5xx status.
     pub http_errors: u64,
     /// Requests without a complete response.
     pub errors: u64,
     /// Started late because every slot was busy; their lateness is in the corrected latency.
     pub late: u64,
-    /// Due before the attack ended but never started: every in-flight slot stayed busy.
+    /// Due before the attack ended but never started: every in-flight slot stayed busy (or
+    /// barrage fell behind its schedule). In a scenario, each dropped flow's first step.
+    /// Counted as failed in the success ratio.
     pub dropped: u64,
     /// Started but not finished when the run ended (a killed run, or one cut by the wait limit).
     pub unfinished: u64,
+    /// A closed loop with `-n`: the requests it was to send, its workers' part of the count
+    /// (merged files: their parts added, when every file says); `None` otherwise.
+    #[serde(default)]
+    pub quota: Option<u64>,
     /// New connections opened.
     pub connections: u64,
     /// Requests sent once more on a new connection because the server had closed their
@@ -222,12 +243,25 @@ pub struct StepSummary {
     pub label: String,
     /// Seconds of the run in the step.
     pub duration_s: f64,
-    /// Finished requests.
+    /// Finished requests (in the step's seconds, whenever they were sent).
     pub requests: u64,
     /// Successful requests.
     pub ok: u64,
-    /// Failed requests (errors and 4xx/5xx).
+    /// Failed requests (errors, 4xx/5xx, rejected by a flow's check or capture).
     pub failed: u64,
+    /// Requests sent in the step.
+    #[serde(default)]
+    pub sent: u64,
+    /// Requests due in the step and never sent ([`RequestCounts::dropped`]).
+    #[serde(default)]
+    pub dropped: u64,
+    /// Requests still in flight when the step began, sent in the steps before: they finish
+    /// in this step (or later), so its `requests` may exceed what it sent.
+    #[serde(default)]
+    pub carried_in: u64,
+    /// ok over the step's finished and dropped requests ([`success_ratio`]).
+    #[serde(default)]
+    pub success_ratio: f64,
     /// Requests sent per second; `None` under [`MIN_RATE_REQUESTS`] sent in the step.
     pub rate_per_sec: Option<f64>,
     /// Successes per second; `None` under [`MIN_RATE_REQUESTS`] finished in the step.
@@ -248,9 +282,13 @@ pub struct IntervalRow {
     pub length_s: f64,
     /// Requests started.
     pub sent: u64,
+    /// Requests due and never sent, counted in the interval in which the attack gave up on
+    /// them (its end).
+    #[serde(default)]
+    pub dropped: u64,
     /// Successful responses.
     pub ok: u64,
-    /// Failed requests (errors and 4xx/5xx).
+    /// Failed requests (errors, 4xx/5xx, rejected by a flow's check or capture).
     pub errors: u64,
     /// Successes per second.
     pub throughput_per_sec: f64,
@@ -317,9 +355,14 @@ pub struct GroupSummary {
     pub requests: u64,
     /// Share of all finished requests.
     pub share: f64,
-    /// Not successful (errors, 4xx, 5xx).
+    /// Not successful (errors, 4xx, 5xx, rejected by a flow's check or capture).
     pub failed: u64,
-    /// Successful share.
+    /// Requests of the name or method due and never sent (a dropped request's target, a
+    /// dropped flow's first step).
+    #[serde(default)]
+    pub dropped: u64,
+    /// Successful share of the requests due: over `requests` and `dropped`
+    /// ([`success_ratio`]).
     pub success_ratio: f64,
     /// Successes per second of the run; `None` when the run finished fewer than
     /// [`MIN_RATE_REQUESTS`] requests.
@@ -398,7 +441,8 @@ pub struct BackendSummary {
     pub requests: u64,
     /// Its share of the attributed responses.
     pub share: f64,
-    /// Its 4xx and 5xx responses.
+    /// Its failed responses: 4xx and 5xx, and 2xx or 3xx that a flow step's check or
+    /// capture rejected.
     pub failed: u64,
     /// Corrected latency p50, µs.
     pub p50_us: u64,
@@ -737,15 +781,21 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
         s.warnings.insert(0, format!("{why}; merged anyway (--force): the totals are not one run's"));
     }
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
+        let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
+        let mut counted = true;
         for (path, header) in paths.iter().zip(&headers) {
-            let row = crate::shards::row(path, header, &merge(std::slice::from_ref(path))?);
+            let own = merge(std::slice::from_ref(path))?;
+            counted &= own.requests.quota.is_some();
+            s.shards.push(crate::shards::row(path, header, &own, origin_ms));
+        }
+        crate::shards::judge_ends(&mut s.shards, s.mode == "closed" && counted);
+        for row in &s.shards {
             if let Some(why) = &row.behind {
                 s.warnings.push(format!(
                     "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
                     row.shard, row.host
                 ));
             }
-            s.shards.push(row);
         }
     }
     Ok(s)
@@ -991,6 +1041,7 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         second,
         length_s,
         sent: r.counts.sent,
+        dropped: r.never_sent(),
         ok: r.counts.ok,
         errors: failed,
         throughput_per_sec: if length_s > 0.0 { r.counts.ok as f64 / length_s } else { 0.0 },
@@ -1024,7 +1075,8 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
             requests: k.requests,
             share: ratio(k.requests as f64, all as f64),
             failed: k.failed,
-            success_ratio: ratio((k.requests - k.failed) as f64, k.requests as f64),
+            dropped: k.flow.dropped,
+            success_ratio: success_ratio(k.requests - k.failed, k.requests, k.flow.dropped),
             throughput_per_sec: per_sec(k.requests - k.failed, all, run_s),
             latency: LatencyStats::of(&k.latency),
             check_failed: k.flow.check_failed,
@@ -1039,12 +1091,14 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
 
 fn retry_summary(total: &Recorder) -> Option<RetrySummary> {
     let c = &total.counts;
+    // A request due and never sent had no attempt: it failed at the first and in the end.
+    let never = total.never_sent();
     (c.logical > 0).then(|| RetrySummary {
         requests: c.logical,
         attempts: c.attempts,
         attempts_per_request: ratio(c.attempts as f64, c.logical as f64),
-        first_try_success_ratio: ratio(c.first_ok as f64, c.logical as f64),
-        final_success_ratio: ratio(c.final_ok as f64, c.logical as f64),
+        first_try_success_ratio: success_ratio(c.first_ok, c.logical, never),
+        final_success_ratio: success_ratio(c.final_ok, c.logical, never),
         latency: total.whole.as_deref().map(LatencyStats::of).unwrap_or_default(),
     })
 }
@@ -1184,12 +1238,13 @@ fn build(
     s.urls = s.urls.iter().map(|u| redaction.url(u).into_owned()).collect();
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
+    s.requests.quota = readers.iter().map(|r| r.footer().and_then(|f| f.due)).sum();
     s.streams = stream_summary(&total.counts);
     let attack = s.duration.attack_s;
     let run = s.duration.total_s;
     s.rate_per_sec = per_sec(total.counts.sent, total.counts.sent, attack);
     s.throughput_per_sec = per_sec(total.counts.ok, total.counts.completed, run);
-    s.success_ratio = ratio(total.counts.ok as f64, total.counts.completed as f64);
+    s.success_ratio = success_ratio(total.counts.ok, total.counts.completed, total.never_sent());
     s.latency = Latencies { corrected: LatencyStats::of(&total.corrected), service: LatencyStats::of(&total.service) };
     s.latency_spectrum = Spectrum::of(&total.corrected, &total.service);
     s.latency_by_class = CLASS_NAMES
@@ -1378,7 +1433,7 @@ fn flow_summary(k: &crate::recorder::KeyedStats, start_ms: u64, end_ms: u64, rat
         flows: k.requests,
         ok: k.requests - k.failed,
         failed: k.failed,
-        success_ratio: ratio((k.requests - k.failed) as f64, k.requests as f64),
+        success_ratio: success_ratio(k.requests - k.failed, k.requests, c.dropped),
         check_failed: c.check_failed,
         capture_failed: c.capture_failed,
         request_failed: k.failed.saturating_sub(c.check_failed + c.capture_failed),
@@ -1461,11 +1516,13 @@ fn counts(total: &Recorder) -> RequestCounts {
         total: c.completed,
         sent: c.sent,
         ok: c.ok,
-        http_errors: c.completed.saturating_sub(c.ok).saturating_sub(errors),
+        rejected: c.rejected,
+        http_errors: c.completed.saturating_sub(c.ok).saturating_sub(c.rejected).saturating_sub(errors),
         errors,
         late: c.late,
-        dropped: c.dropped,
+        dropped: total.never_sent(),
         unfinished: c.sent.saturating_sub(c.completed),
+        quota: None,
         connections: c.connections,
         stale_retries: c.stale_retries,
         protocols: Protocol::ALL
@@ -1570,6 +1627,7 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
 /// recorder's histograms are megabytes.
 struct StepTotal {
     counts: Counts,
+    never_sent: u64,
     corrected: Histogram<u64>,
     service: Histogram<u64>,
     secs: f64,
@@ -1577,11 +1635,18 @@ struct StepTotal {
 
 impl StepTotal {
     fn new() -> Self {
-        StepTotal { counts: Counts::default(), corrected: new_histogram(), service: new_histogram(), secs: 0.0 }
+        StepTotal {
+            counts: Counts::default(),
+            never_sent: 0,
+            corrected: new_histogram(),
+            service: new_histogram(),
+            secs: 0.0,
+        }
     }
 
     fn add(&mut self, r: &Recorder, secs: f64) {
         self.counts.add(&r.counts);
+        self.never_sent += r.never_sent();
         self.corrected.add(&r.corrected).expect("histograms share bounds");
         self.service.add(&r.service).expect("histograms share bounds");
         self.secs += secs;
@@ -1593,9 +1658,13 @@ impl StepTotal {
 fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, StepTotal>, attack_s: f64) -> Vec<StepSummary> {
     let infos = &merged_steps(readers);
     let start_s = |i: usize| infos.get(i).map(|s| s.start_ms as f64 / 1e3);
+    // Sent and not yet finished as each step begins: what the steps before carry into it.
+    let mut in_flight = 0u64;
     steps
         .into_iter()
         .map(|(i, r)| {
+            let carried_in = in_flight;
+            in_flight = (in_flight + r.counts.sent).saturating_sub(r.counts.completed);
             let i = i as usize;
             let secs = match start_s(i) {
                 Some(begin) => (start_s(i + 1).unwrap_or(attack_s).min(attack_s) - begin).max(0.0),
@@ -1609,6 +1678,10 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, StepTotal>, at
                 requests: r.counts.completed,
                 ok: r.counts.ok,
                 failed,
+                sent: c.sent,
+                dropped: r.never_sent,
+                carried_in,
+                success_ratio: success_ratio(c.ok, c.completed, r.never_sent),
                 rate_per_sec: per_sec(c.sent, c.sent, secs),
                 throughput_per_sec: per_sec(c.ok, c.completed, secs),
                 start_s: start_s(i).unwrap_or(0.0),
@@ -1728,8 +1801,10 @@ fn self_check(s: &RunSummary) -> Vec<String> {
     }
     if s.requests.dropped > 0 {
         w.push(format!(
-            "{} request(s) were due but never sent: every in-flight slot stayed busy until the attack ended (raise --max-in-flight or --connections); the offered rate counts only what was sent",
-            s.requests.dropped
+            "{} request(s) were due but never sent: every in-flight slot stayed busy until the attack ended (raise --max-in-flight or --connections); the offered rate counts only what was sent, and the success ratio counts them as failed ({:.2}% of the {} that finished succeeded)",
+            s.requests.dropped,
+            success_ratio(s.requests.ok, s.requests.total, 0) * 100.0,
+            s.requests.total
         ));
     }
     if g.bound_reached && s.requests.late > 0 {

@@ -110,6 +110,7 @@ fn sample(ended_ms: u64) -> Sample {
         cache: CacheStatus::Unknown,
         intent: Default::default(),
         origin: Default::default(),
+        rejected: false,
     }
 }
 

@@ -35,6 +35,9 @@ pub use body::{BodySource, FormField};
 pub use cache::{CacheRule, CacheRules, CacheStatus, HeaderLines, HeaderView};
 pub use pacer::Pacer;
 pub use pick::{derive_seed, Part, Pick, Picker, Stream};
-pub use plan::{default_backend_headers, IdTemplate, Load, Plan, Shard, Target, TlsOptions, DEFAULT_BACKEND_HEADERS};
+pub use plan::{
+    default_backend_headers, lane_number, requests_of, IdTemplate, Load, Plan, Shard, Target, TlsOptions,
+    DEFAULT_BACKEND_HEADERS,
+};
 pub use retry::{Backoff, RetryOn, RetryPolicy};
 pub use targets::TargetError;

@@ -247,6 +247,9 @@ pub struct Plan {
 /// count), sent at its intended time in the whole run; closed loop: the shard has its
 /// [`Shard::share`] of the workers (and of `-n`). Since what request k asks for depends on
 /// the seed and k alone ([`crate::Picker`]), the shards together send the unsplit run.
+/// A closed loop's `-n` goes by workers, not shards: each worker of the whole loop sends
+/// its own share ([`Plan::worker_lanes`], [`requests_of`]), so a shard's part is its
+/// workers' (4, 3 and 3 of 10 workers send 400, 300 and 300 of 1,000).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
     /// This shard, in `0..count`.
@@ -265,14 +268,42 @@ impl Shard {
     /// This shard's part of `n` workers, connections or requests: an equal split, the
     /// remainder one each to the first shards (largest remainder), so the parts sum to `n`.
     pub fn share(&self, n: u64) -> u64 {
-        let count = u64::from(self.count.max(1));
-        n / count + u64::from(u64::from(self.index) < n % count)
+        let part = split(n, u64::from(self.index), u64::from(self.count));
+        part.end - part.start
     }
 
     /// Whether the run is split at all.
     pub fn is_split(&self) -> bool {
         self.count > 1
     }
+}
+
+/// Part `index` of `count` of `n` things (the first `n % count` parts one larger), as the
+/// range of them it takes: the parts lie side by side in order.
+pub fn split(n: u64, index: u64, count: u64) -> std::ops::Range<u64> {
+    let count = count.max(1);
+    let (each, extra) = (n / count, n % count);
+    let start = index * each + index.min(extra);
+    start..start + each + u64::from(index < extra)
+}
+
+/// The requests of `n` that the closed-loop workers `lanes` of `all` send: each worker its
+/// own share of `n`, worker w `n / all`, one more when w < `n % all`. So the parts of any
+/// split of the workers (shards, engine threads) sum to `n`, each in proportion to its
+/// workers, and worker w's requests are the numbers w, w + all, w + 2·all, … below `n`.
+pub fn requests_of(n: u64, lanes: std::ops::Range<u64>, all: u64) -> u64 {
+    let all = all.max(1);
+    let m = lanes.end.saturating_sub(lanes.start);
+    m * (n / all) + (n % all).saturating_sub(lanes.start).min(m)
+}
+
+/// The request number that turn `turn` of the workers `lanes` of `all` takes: lane `turn
+/// mod m` of their `m`, round `turn / m` (lane w's numbers are w, w + all, w + 2·all, …).
+/// With `-n`, the [`requests_of`] turns take exactly the numbers of the lanes below `n`:
+/// the lower lanes, which take one more, come first in every round.
+pub fn lane_number(lanes: &std::ops::Range<u64>, all: u64, turn: u64) -> u64 {
+    let m = lanes.end.saturating_sub(lanes.start).max(1);
+    lanes.start + turn % m + turn / m * all
 }
 
 impl std::str::FromStr for Shard {
@@ -340,6 +371,28 @@ impl Plan {
             scenario: None,
             kv: None,
         }
+    }
+
+    /// A closed loop's workers that engine thread `thread` of `threads` of this shard runs,
+    /// as their places among the whole loop's workers (every shard's, [`Plan::clients`] of
+    /// them): the shard's connections ([`Shard::share`], side by side in shard order), the
+    /// thread's of those, each carrying its streams' (or pipeline's) workers.
+    pub fn worker_lanes(&self, thread: usize, threads: usize) -> std::ops::Range<u64> {
+        let Load::Closed { concurrency, .. } = &self.load else { return 0..0 };
+        let per_connection = self.clients() / (*concurrency as u64).max(1);
+        let shard = split(*concurrency as u64, u64::from(self.shard.index), u64::from(self.shard.count));
+        let mine = split(shard.end - shard.start, thread as u64, threads as u64);
+        (shard.start + mine.start) * per_connection..(shard.start + mine.end) * per_connection
+    }
+
+    /// A closed loop's requests due by `-n` from this shard: its workers' part ([`requests_of`]);
+    /// `None` for an open loop or a run that ends by time.
+    pub fn closed_requests_due(&self) -> Option<u64> {
+        let n = self.requests?;
+        let Load::Closed { concurrency, .. } = &self.load else { return None };
+        let per_connection = self.clients() / (*concurrency as u64).max(1);
+        let shard = split(*concurrency as u64, u64::from(self.shard.index), u64::from(self.shard.count));
+        Some(requests_of(n, shard.start * per_connection..shard.end * per_connection, self.clients()))
     }
 
     /// The threads the engine will run.
@@ -610,6 +663,46 @@ mod tests {
         for bad in ["3/3", "1", "-1/3", "a/3", "0/0", "0/10001", "1/x"] {
             let e = bad.parse::<Shard>().unwrap_err();
             assert!(e.starts_with(&format!("invalid --shard '{bad}'")) && !e.contains('\n'), "{e}");
+        }
+    }
+
+    /// A closed loop's `-n` over shards and threads: every worker its own share, so each
+    /// shard's and thread's part follows its workers (10 workers over 3 shards: 4, 3, 3),
+    /// and the numbers all of them take together are 0..n, each once, whatever the split.
+    #[test]
+    fn a_closed_loops_requests_go_by_workers_and_number_the_stream_once() {
+        let mut p = Plan::new(
+            vec![Target::new(Method::GET, "http://h/").unwrap()],
+            Load::Closed { concurrency: 10, think_time: Duration::ZERO },
+        );
+        p.requests = Some(1000);
+        let due: Vec<u64> = (0..3)
+            .map(|index| Plan { shard: Shard { index, count: 3 }, ..p.clone() }.closed_requests_due().unwrap())
+            .collect();
+        assert_eq!(due, [400, 300, 300]);
+        for (concurrency, streams, n, shards, threads) in
+            [(10, 1, 1000, 3, 2), (3, 1, 300, 1, 2), (7, 4, 1001, 3, 3), (5, 2, 3, 2, 2), (4, 1, 0, 2, 2)]
+        {
+            let mut p = Plan::new(
+                vec![Target::new(Method::GET, "http://h/").unwrap()],
+                Load::Closed { concurrency, think_time: Duration::ZERO },
+            );
+            (p.requests, p.streams, p.http2) = (Some(n), streams, streams > 1);
+            let all = p.clients();
+            let mut numbers = Vec::new();
+            for index in 0..shards {
+                let shard = Plan { shard: Shard { index, count: shards }, ..p.clone() };
+                let mut part = 0;
+                for t in 0..threads {
+                    let lanes = shard.worker_lanes(t, threads);
+                    let quota = requests_of(n, lanes.clone(), all);
+                    part += quota;
+                    numbers.extend((0..quota).map(|turn| lane_number(&lanes, all, turn)));
+                }
+                assert_eq!(Some(part), shard.closed_requests_due(), "shard {index} of {concurrency}×{streams}");
+            }
+            numbers.sort_unstable();
+            assert_eq!(numbers, (0..n).collect::<Vec<_>>(), "{concurrency}×{streams} workers, {n} requests");
         }
     }
 

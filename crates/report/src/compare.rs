@@ -390,6 +390,7 @@ pub fn pool(repeats: Vec<RunSummary>) -> RunSummary {
     l.max_us = repeats.iter().map(|r| r.latency.corrected.max_us).max().unwrap_or(0);
     s.requests.total = repeats.iter().map(|r| r.requests.total).sum();
     s.requests.ok = repeats.iter().map(|r| r.requests.ok).sum();
+    s.requests.dropped = repeats.iter().map(|r| r.requests.dropped).sum();
     s.flows_total = pool_flows(&repeats);
     s.workload = pool_workload(&repeats);
     s.intervals = repeats.into_iter().flat_map(|r| r.intervals).collect();
@@ -425,6 +426,7 @@ fn pool_flows(repeats: &[RunSummary]) -> Option<barrage_metrics::summary::FlowSu
     f.flows = flows.iter().map(|f| f.flows).sum();
     f.ok = flows.iter().map(|f| f.ok).sum();
     f.failed = flows.iter().map(|f| f.failed).sum();
+    f.dropped = flows.iter().map(|f| f.dropped).sum();
     f.success_ratio = mean(|f| f.success_ratio);
     f.flows_per_sec = flows.iter().map(|f| f.flows_per_sec).sum::<Option<f64>>().map(|t| t / n);
     let l = &mut f.latency;

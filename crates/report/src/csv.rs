@@ -6,15 +6,16 @@ use barrage_metrics::RunSummary;
 
 /// The CSV header line (without its newline).
 const HEADER: &str =
-    "second,length_s,sent,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio,fairness,backend_requests";
+    "second,length_s,sent,dropped,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio,fairness,backend_requests";
 
 /// One row per interval of [`RunSummary::intervals`], after a header line: [`HEADER`], then,
 /// when the run sampled them, `host_cpu_percent` and a `NAME_cpu_percent,NAME_rss_kib` pair
 /// per watched process (barrage last).
 ///
 /// `second` counts from the start of the (earliest) run; latencies are the corrected ones
-/// (from the intended start), in milliseconds; `errors` counts every failed request (errors
-/// and 4xx/5xx); ratios are fractions; an empty field is a figure the interval has not
+/// (from the intended start), in milliseconds; `dropped` counts the requests due and never
+/// sent (in the second the attack gave up on them, its end); `errors` counts every failed
+/// request (errors, 4xx/5xx, rejected by a flow's check or capture); ratios are fractions; an empty field is a figure the interval has not
 /// (no classified cache answer, no backend).
 pub fn csv(s: &RunSummary) -> String {
     to_csv(&intervals_sheet(s))
@@ -41,6 +42,7 @@ pub fn intervals_sheet(s: &RunSummary) -> Sheet {
             Cell::from(i.second),
             round(i.length_s, 3),
             Cell::from(i.sent),
+            Cell::from(i.dropped),
             Cell::from(i.ok),
             Cell::from(i.errors),
             round(i.throughput_per_sec, 3),
@@ -83,8 +85,10 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     put("duration_s", Cell::from(s.duration.total_s));
     put("requests", Cell::from(s.requests.total));
     put("ok", Cell::from(s.requests.ok));
+    put("rejected", Cell::from(s.requests.rejected));
     put("http_errors", Cell::from(s.requests.http_errors));
     put("errors", Cell::from(s.requests.errors));
+    put("dropped", Cell::from(s.requests.dropped));
     put("stale_connection_retries", Cell::from(s.requests.stale_retries));
     put("connections", Cell::from(s.requests.connections));
     for (protocol, n) in &s.requests.protocols {
@@ -164,6 +168,7 @@ pub fn names_sheet(s: &RunSummary) -> Sheet {
         "requests",
         "share",
         "failed",
+        "dropped",
         "success_ratio",
         "throughput_per_sec",
         "check_failed",
@@ -173,12 +178,13 @@ pub fn names_sheet(s: &RunSummary) -> Sheet {
     header.extend(LATENCY_COLUMNS);
     let mut sheet = Sheet::new("by_name", &header);
     for g in &s.by_name {
-        let GroupSummary { requests, share, failed, success_ratio, throughput_per_sec, .. } = *g;
+        let GroupSummary { requests, share, failed, dropped, success_ratio, throughput_per_sec, .. } = *g;
         let mut row = vec![
             Cell::from(g.name.as_str()),
             Cell::from(requests),
             Cell::from(share),
             Cell::from(failed),
+            Cell::from(dropped),
             Cell::from(success_ratio),
             Cell::from(throughput_per_sec),
             Cell::from(g.check_failed),
@@ -262,6 +268,50 @@ pub fn replies_sheet(s: &RunSummary) -> Sheet {
     sheet
 }
 
+/// The steps of a stepped run, one row each as the report's "Steps" table: requests sent,
+/// dropped (due and never sent), carried in (in flight from the steps before when it
+/// began) and finished, rates, success over the requests finished and dropped, corrected
+/// latency, and why it finished more than it sent, when it did.
+pub fn steps_sheet(s: &RunSummary) -> Sheet {
+    let mut header = vec![
+        "step",
+        "start_s",
+        "duration_s",
+        "sent",
+        "dropped",
+        "carried_in",
+        "requests",
+        "ok",
+        "failed",
+        "rate_per_sec",
+        "throughput_per_sec",
+        "success_ratio",
+    ];
+    header.extend(["p50_ms", "p99_ms", "note"]);
+    let mut sheet = Sheet::new("steps", &header);
+    for st in &s.steps {
+        let l = &st.latency.corrected;
+        sheet.push(vec![
+            Cell::from(st.label.as_str()),
+            Cell::from(st.start_s),
+            Cell::from(st.duration_s),
+            Cell::from(st.sent),
+            Cell::from(st.dropped),
+            Cell::from(st.carried_in),
+            Cell::from(st.requests),
+            Cell::from(st.ok),
+            Cell::from(st.failed),
+            Cell::from(st.rate_per_sec),
+            Cell::from(st.throughput_per_sec),
+            Cell::from(st.success_ratio),
+            Cell::from(l.p50_us as f64 / 1e3),
+            Cell::from(l.p99_us as f64 / 1e3),
+            crate::sections::step_carry_note(st).map_or(Cell::Empty, Cell::from),
+        ]);
+    }
+    sheet
+}
+
 /// The shards of a split run, one row each as the report's "Shards" table.
 pub fn shards_sheet(s: &RunSummary) -> Sheet {
     let header = [
@@ -280,6 +330,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
         "lag_p99_ms",
         "start_delay_ms",
         "clock_offset_us",
+        "ended_s",
         "behind",
     ];
     let mut sheet = Sheet::new("shards", &header);
@@ -300,6 +351,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
             Cell::from(r.lag_p99_us as f64 / 1e3),
             r.start_delay_ms.map_or(Cell::Empty, Cell::from),
             r.clock_offset_us.map_or(Cell::Empty, |o| Cell::from(o as f64)),
+            Cell::from(r.ended_s),
             r.behind.as_deref().map_or(Cell::Empty, Cell::from),
         ]);
     }
@@ -326,6 +378,7 @@ mod tests {
             second: 3,
             length_s: 0.5,
             sent: 10,
+            dropped: 2,
             ok: 9,
             errors: 1,
             throughput_per_sec: 18.0,
@@ -346,7 +399,7 @@ mod tests {
         });
         let text = csv(&s);
         let rows: Vec<&str> = text.lines().collect();
-        assert_eq!(rows[1], "3,0.5,10,9,1,18,1.234,20.001,0.007,1000,100,,,,");
+        assert_eq!(rows[1], "3,0.5,10,2,9,1,18,1.234,20.001,0.007,1000,100,,,,");
         assert!(rows[2].ends_with(",0.75,0.5,,"), "{}", rows[2]);
         // Every row has as many fields as the header.
         assert!(rows.iter().all(|r| r.split(',').count() == HEADER.split(',').count()));

@@ -18,9 +18,11 @@ use std::str::FromStr;
 pub enum Figure {
     /// Successes per second of the whole run.
     Throughput,
-    /// Share of successful (2xx, 3xx) requests, a fraction.
+    /// Share of the requests due that succeeded (a 2xx or 3xx that no check or capture
+    /// rejected; a request due and never sent counts as failed), a fraction.
     Success,
-    /// Requests without success: transport errors and 4xx/5xx answers.
+    /// Requests due without success: transport errors, 4xx/5xx answers, answers a flow's
+    /// check or capture rejected, and requests due and never sent (dropped).
     Errors,
     /// Mean latency.
     Mean,
@@ -137,7 +139,7 @@ impl Figure {
         match self {
             Figure::Throughput => s.throughput_per_sec,
             Figure::Success => Some(s.success_ratio),
-            Figure::Errors => Some(s.requests.total.saturating_sub(s.requests.ok) as f64),
+            Figure::Errors => Some((s.requests.total + s.requests.dropped).saturating_sub(s.requests.ok) as f64),
             Figure::HitRatio => s.cache.as_ref().map(|c| c.hit_ratio),
             Figure::FlowRate => flows()?.flows_per_sec,
             Figure::FlowSuccess => flows().map(|f| f.success_ratio),

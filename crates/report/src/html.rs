@@ -457,7 +457,7 @@ fn run_body(s: &RunSummary) -> String {
     let mut items = vec![
         ("requests", thousands(r.total), false),
         ("throughput", rate_or_count(s.throughput_per_sec, r.total, rate), false),
-        ("success", percent(s.success_ratio), failed > 0),
+        ("success", percent(s.success_ratio), failed + r.dropped > 0),
         ("failed", thousands(failed), failed > 0),
         ("p50", fmt_us(l.p50_us as f64), false),
         ("p99", fmt_us(l.p99_us as f64), false),
@@ -465,6 +465,10 @@ fn run_body(s: &RunSummary) -> String {
     ];
     if s.mode == "open" {
         items.insert(1, ("offered rate", rate_or_count(s.rate_per_sec, r.sent, rate), false));
+    }
+    if r.dropped > 0 {
+        // Due and never sent: the success ratio counts them as failed.
+        items.insert(4, ("dropped", thousands(r.dropped), true));
     }
     if r.stale_retries > 0 {
         items.push(("stale connection retries", thousands(r.stale_retries), false));

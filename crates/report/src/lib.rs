@@ -43,7 +43,7 @@ pub mod study;
 mod text;
 pub mod workload;
 
-pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, replies_sheet, summary_sheet};
+pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, replies_sheet, steps_sheet, summary_sheet};
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
 pub use crate::figure::{Figure, Spread};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};

@@ -170,6 +170,9 @@ impl Report<'_> {
                 if !s.shards.is_empty() {
                     sheets.push(crate::csv::shards_sheet(s));
                 }
+                if s.steps.len() > 1 {
+                    sheets.push(crate::csv::steps_sheet(s));
+                }
                 sheets
             }
             Report::Sweep { table, .. } | Report::Bench(table) => vec![table.sheet()],

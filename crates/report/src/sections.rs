@@ -241,30 +241,69 @@ fn is_ip_literal(host: &str) -> bool {
     host.parse::<std::net::IpAddr>().is_ok()
 }
 
-/// Each step of a stepped run (two or more): when it started, how long, requests, rate,
-/// throughput, success and corrected latency.
+/// What the success ratio counts, when requests due were never sent: they count as failed,
+/// and the share of the finished requests alone is given beside it, so that neither reads
+/// as the other.
+pub(crate) fn success_note(s: &RunSummary) -> Option<String> {
+    let r = &s.requests;
+    (r.dropped > 0).then(|| {
+        let finished = barrage_metrics::summary::success_ratio(r.ok, r.total, 0);
+        format!(
+            "(success is over the {} requests due: the {} dropped, never sent, count as failed; of the {} that finished, {} succeeded)",
+            thousands(r.total + r.dropped),
+            thousands(r.dropped),
+            thousands(r.total),
+            percent(finished)
+        )
+    })
+}
+
+/// Each step of a stepped run (two or more): when it started, how long, requests finished
+/// and dropped, rate, throughput, success (of the requests due: dropped ones count as
+/// failed) and corrected latency; under the table, each step that finished more requests
+/// than it sent, and why.
 pub(crate) fn steps(s: &RunSummary) -> Option<Section> {
     if s.steps.len() < 2 {
         return None;
     }
-    let mut align = vec![Align::Right; 9];
+    let heads = ["step", "start", "duration", "requests", "dropped", "rate", "throughput", "success", "p50", "p99"];
+    let mut align = vec![Align::Right; heads.len()];
     align[0] = Align::Left;
     let mut table = Table::new(&align);
-    table.row(["step", "start", "duration", "requests", "rate", "throughput", "success", "p50", "p99"]);
+    table.row(heads);
     for st in &s.steps {
         table.row([
             st.label.clone(),
             format!("{:.2}s", st.start_s),
             secs(st.duration_s),
             st.requests.to_string(),
-            rate_or_count(st.rate_per_sec, st.requests, rate),
+            st.dropped.to_string(),
+            rate_or_count(st.rate_per_sec, st.sent, rate),
             rate_or_count(st.throughput_per_sec, st.requests, rate),
-            percent(ratio(st.ok, st.requests)),
+            percent(st.success_ratio),
             us(st.latency.corrected.p50_us),
             us(st.latency.corrected.p99_us),
         ]);
     }
-    Some(Section { title: "Steps", table, notes: vec!["(p50 and p99 are corrected latency)".into()] })
+    let mut notes = vec![
+        "(rate: requests sent per second of the step; requests and throughput: finished in the step, whenever sent; success: of the requests finished and dropped; p50 and p99 are corrected latency)".to_string(),
+    ];
+    notes.extend(s.steps.iter().filter_map(step_carry_note));
+    Some(Section { title: "Steps", table, notes })
+}
+
+/// Why a step finished more requests than it sent: those still in flight from the steps
+/// before when it began finished in it (a response counts in the step it finished in).
+pub(crate) fn step_carry_note(st: &barrage_metrics::summary::StepSummary) -> Option<String> {
+    (st.requests > st.sent).then(|| {
+        format!(
+            "{}: {} finished in it, more than the {} it sent: {} sent in the steps before were still in flight when it began, and a response counts in the step it finished in",
+            st.label,
+            thousands(st.requests),
+            thousands(st.sent),
+            thousands(st.carried_in)
+        )
+    })
 }
 
 /// Requests per name or method, shown once there are at least `min` groups; `head` names
@@ -281,7 +320,11 @@ pub(crate) fn groups(
     }
     // The steps of flows: how many failed a check or a capture, and were skipped.
     let flows = groups.iter().any(|g| g.check_failed + g.capture_failed + g.skipped > 0);
+    let dropped = groups.iter().any(|g| g.dropped > 0);
     let mut heads = vec![head, "requests", "share", "success", "ok/s", "mean", "p50", "p99"];
+    if dropped {
+        heads.insert(2, "dropped");
+    }
     if flows {
         heads.extend(["checks failed", "captures failed", "skipped"]);
     }
@@ -301,12 +344,18 @@ pub(crate) fn groups(
             us(g.latency.p50_us),
             us(g.latency.p99_us),
         ];
+        if dropped {
+            cells.insert(2, thousands(g.dropped));
+        }
         if flows {
             cells.extend([g.check_failed, g.capture_failed, g.skipped].map(thousands));
         }
         table.row(cells);
     }
     let mut notes = vec!["(latency is corrected latency)".to_string()];
+    if dropped {
+        notes.push("(dropped: due and never sent; success counts them as failed)".into());
+    }
     if flows {
         notes.push("(a request that failed a check or a capture counts as failed; a skipped step was never sent, after an earlier step of its flow failed)".into());
     }
@@ -409,9 +458,34 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
         return None;
     }
     let right = Align::Right;
-    let mut table =
-        Table::new(&[Align::Left, Align::Left, right, right, right, right, right, right, right, right, Align::Left]);
-    table.row(["shard", "host", "sent", "due", "late", "throughput", "success", "p99", "cpu", "start", "verdict"]);
+    let mut table = Table::new(&[
+        Align::Left,
+        Align::Left,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        right,
+        Align::Left,
+    ]);
+    table.row([
+        "shard",
+        "host",
+        "sent",
+        "due",
+        "late",
+        "throughput",
+        "success",
+        "p99",
+        "cpu",
+        "start",
+        "ended",
+        "verdict",
+    ]);
     for r in &s.shards {
         table.row([
             r.shard.clone(),
@@ -424,21 +498,14 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
             us(r.p99_us),
             format!("{:.0}%", r.cpu_percent),
             r.start_delay_ms.map_or("-".into(), |d| format!("+{}", secs(d / 1e3))),
+            format!("{:.2}s", r.ended_s),
             r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
         ]);
     }
     let notes = vec![
-        "(due: the shard's part of the schedule, sent or never sent; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send)".into(),
+        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; ended: when it sent its last request)".into(),
     ];
     Some(Section { title: "Shards", table, notes })
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
 }
 
 /// The requests of `s` by name (when any target was named) and by method (two or more).

@@ -6,12 +6,12 @@
 //! slo     = [scope ":"] metric op value
 //! scope   = NAME | "flow:" GROUP
 //! metric  = p50 | p90 | p95 | p99 | p999 | max | mean      corrected latency, value a duration
-//!         | success                                        share of successful requests, value in %
+//!         | success                                        share of the requests due that succeeded (dropped ones failed), value in %
 //!         | throughput                                     successes per second, value a rate (1000 or 1000/s)
-//!         | errors                                         failed requests (errors and 4xx/5xx), value a count
+//!         | errors                                         requests due without success (errors, 4xx/5xx, rejected, dropped), value a count
 //!         | hit_ratio                                      share served by a cache, value in %
 //!         | flow_p50 | flow_p99                            flow latency of every group, value a duration
-//!         | flow_success                                   share of flows that succeeded, value in %
+//!         | flow_success                                   share of the flows due that succeeded, value in %
 //!         | flows                                          flows finished per second, value a rate
 //!                                                          (with flow:GROUP:, that group's)
 //! op      = < | <= | > | >=
@@ -197,25 +197,31 @@ impl Slo {
     /// Checks the objective against `s`. A name or group that matched nothing fails.
     pub fn check(&self, s: &RunSummary) -> SloResult {
         let missing = |actual: String| SloResult { slo: self.text.clone(), actual, pass: false };
-        // The latency, successes, count and seconds the objective is checked on.
-        let (latency, ok, total, secs) = match (&self.scope, s.flows_total.as_ref()) {
-            (Scope::Run, Some(f)) if self.metric.is_flow() => (&f.latency, f.ok, f.flows, f.duration_s),
+        // The latency, successes, count, those due and never sent, the success ratio (of
+        // the summary: one definition) and seconds the objective is checked on.
+        let (latency, ok, total, never, success, secs) = match (&self.scope, s.flows_total.as_ref()) {
+            (Scope::Run, Some(f)) if self.metric.is_flow() => {
+                (&f.latency, f.ok, f.flows, f.dropped, f.success_ratio, f.duration_s)
+            }
             (Scope::Run, None) if self.metric.is_flow() => return missing("no flows in this run".into()),
-            (Scope::Run, _) => (&s.latency.corrected, s.requests.ok, s.requests.total, s.duration.total_s),
+            (Scope::Run, _) => {
+                let r = &s.requests;
+                (&s.latency.corrected, r.ok, r.total, r.dropped, s.success_ratio, s.duration.total_s)
+            }
             (Scope::Name(name), _) => match s.by_name.iter().find(|g| &g.name == name) {
-                Some(g) => (&g.latency, g.requests - g.failed, g.requests, s.duration.total_s),
+                Some(g) => {
+                    (&g.latency, g.requests - g.failed, g.requests, g.dropped, g.success_ratio, s.duration.total_s)
+                }
                 None => return missing(format!("no requests named '{name}'")),
             },
             (Scope::Flow(group), _) => match s.flows.iter().find(|g| &g.name == group) {
-                Some(g) => (&g.latency, g.ok, g.flows, g.duration_s),
+                Some(g) => (&g.latency, g.ok, g.flows, g.dropped, g.success_ratio, g.duration_s),
                 None => return missing(format!("no flow group named '{group}'")),
             },
         };
         let (value, shown) = match self.metric {
-            Figure::Success | Figure::FlowSuccess => {
-                let r = if total > 0 { ok as f64 / total as f64 } else { 0.0 };
-                (r, format!("{:.3}%", r * 100.0))
-            }
+            // Over the requests (or flows) due: those never sent count as failed.
+            Figure::Success | Figure::FlowSuccess => (success, format!("{:.3}%", success * 100.0)),
             Figure::Throughput => {
                 let t = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
                 (t, format!("{t:.1}/s"))
@@ -225,7 +231,7 @@ impl Slo {
                 let t = if secs > 0.0 { total as f64 / secs } else { 0.0 };
                 (t, format!("{t:.1}/s"))
             }
-            Figure::Errors => ((total - ok) as f64, (total - ok).to_string()),
+            Figure::Errors => ((total + never - ok) as f64, (total + never - ok).to_string()),
             Figure::HitRatio => match (&self.scope, s.cache.as_ref()) {
                 (Scope::Run, Some(c)) => (c.hit_ratio, Figure::HitRatio.show(c.hit_ratio)),
                 (Scope::Run, None) => return missing("no response carried a cache status".into()),
@@ -299,6 +305,7 @@ mod tests {
         let mut s = RunSummary::default();
         s.requests.total = 1000;
         s.requests.ok = 995;
+        s.success_ratio = 0.995;
         s.duration.total_s = 10.0;
         s.latency.corrected =
             LatencyStats { count: 1000, p50_us: 12_000, p99_us: 180_000, max_us: 400_000, ..Default::default() };
@@ -306,10 +313,24 @@ mod tests {
             name: "get-object".into(),
             requests: 800,
             failed: 0,
+            success_ratio: 1.0,
             latency: LatencyStats { count: 800, p99_us: 90_000, ..Default::default() },
             ..Default::default()
         });
         s
+    }
+
+    /// `success` and `errors` are of the requests due: those never sent count as failed,
+    /// as the summary's success ratio counts them.
+    #[test]
+    fn objectives_count_the_requests_never_sent() {
+        let mut s = summary();
+        s.requests.dropped = 1000;
+        s.success_ratio = 995.0 / 2000.0;
+        for (text, pass, actual) in [("success>=99%", false, "49.750%"), ("errors<10", false, "1005")] {
+            let r = text.parse::<Slo>().unwrap().check(&s);
+            assert_eq!((r.pass, r.actual.as_str()), (pass, actual), "{text}");
+        }
     }
 
     #[test]

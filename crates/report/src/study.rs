@@ -217,16 +217,34 @@ pub fn run_not_a_result(s: &RunSummary) -> Option<String> {
     StudyRow::new(Vec::new(), vec![s.clone()]).not_a_result()
 }
 
-/// The most frequent error kind over `runs`, as ` (mostly tls: UnknownIssuer)`.
+/// The most frequent way the requests of `runs` failed: an error kind (` (mostly tls:
+/// UnknownIssuer)`), a failing status (` (mostly status 503)`), or a flow step's check or
+/// capture that rejected a 2xx or 3xx answer (` (mostly check failed)`).
 fn top_error(runs: &[RunSummary]) -> String {
-    let top = runs.iter().flat_map(|s| &s.errors).max_by_key(|e| e.count);
-    match top {
-        Some(e) => format!(" (mostly {}: {})", e.kind, e.example.chars().take(80).collect::<String>()),
-        None => {
-            let codes = runs.iter().flat_map(|s| &s.status_codes).max_by_key(|(_, n)| **n);
-            codes.map_or(String::new(), |(code, _)| format!(" (mostly status {code})"))
-        }
+    let mut ways: Vec<(u64, String)> = Vec::new();
+    if let Some(e) = runs.iter().flat_map(|s| &s.errors).max_by_key(|e| e.count) {
+        ways.push((e.count, format!("{}: {}", e.kind, e.example.chars().take(80).collect::<String>())));
     }
+    let failing = runs.iter().flat_map(|s| &s.status_codes).filter(|(code, _)| !matches!(code.parse(), Ok(200..=399)));
+    if let Some((code, n)) = failing.max_by_key(|(_, n)| **n) {
+        ways.push((*n, format!("status {code}")));
+    }
+    // Rejected answers by the step counts of why (a rejected 4xx is one of the statuses).
+    let steps = || runs.iter().flat_map(|s| &s.by_name);
+    let rejected: u64 = runs.iter().map(|s| s.requests.rejected).sum();
+    let (checks, captures): (u64, u64) =
+        (steps().map(|n| n.check_failed).sum(), steps().map(|n| n.capture_failed).sum());
+    if rejected > 0 {
+        let why = if captures > checks { "capture failed" } else { "check failed" };
+        ways.push((rejected, why.to_string()));
+    }
+    let dropped: u64 = runs.iter().map(|s| s.requests.dropped).sum();
+    if dropped > 0 {
+        ways.push((dropped, "dropped: due and never sent, every in-flight slot busy".to_string()));
+    }
+    // The first of the most frequent: errors, then statuses, rejections, drops.
+    let most = ways.iter().map(|(n, _)| *n).max().unwrap_or(0);
+    ways.into_iter().find(|(n, _)| *n == most).map_or(String::new(), |(_, why)| format!(" (mostly {why})"))
 }
 
 /// A study's table.
@@ -610,6 +628,20 @@ mod tests {
         r.runs = vec![run(10, 100, 1)];
         assert!(r.verdict().starts_with("FAILED: only 10.0% succeeded"), "{}", r.verdict());
         assert_eq!(failure_of(&r.runs), r.failure());
+    }
+
+    /// A run whose 200s its flow's checks refused failed by those checks, not "mostly
+    /// status 200"; a failing status outnumbering them is named instead.
+    #[test]
+    fn a_run_failed_by_its_checks_says_so() {
+        let mut s = run(30, 100, 1);
+        s.status_codes = [("200".to_string(), 90), ("503".to_string(), 10)].into();
+        s.requests.rejected = 60;
+        s.by_name = vec![barrage_metrics::summary::GroupSummary { check_failed: 60, ..Default::default() }];
+        assert_eq!(failure_of(std::slice::from_ref(&s)).unwrap(), "only 30.0% succeeded (mostly check failed)");
+        s.status_codes = [("200".to_string(), 40), ("503".to_string(), 60)].into();
+        s.requests.rejected = 10;
+        assert_eq!(failure_of(&[s]).unwrap(), "only 30.0% succeeded (mostly status 503)");
     }
 
     #[test]

@@ -277,10 +277,19 @@ fn requests(s: &RunSummary) -> String {
     if r.stale_retries > 0 {
         t.row(["  stale connection retries".to_string(), r.stale_retries.to_string(), String::new(), String::new()]);
     }
+    if r.rejected > 0 {
+        // 2xx and 3xx answers a flow's step refused: failed, neither ok nor HTTP errors.
+        t.row(["  check/capture failed".to_string(), r.rejected.to_string(), String::new(), String::new()]);
+    }
+    let mut out = String::new();
     for row in sections::stream_rows(s) {
         t.row(row);
     }
-    t.render(Paint { on: false })
+    out.push_str(&t.render(Paint { on: false }));
+    if let Some(note) = sections::success_note(s) {
+        writeln!(out, "  {note}").expect("writing to a String cannot fail");
+    }
+    out
 }
 
 fn duration(s: &RunSummary) -> String {
@@ -442,7 +451,7 @@ fn backends(s: &RunSummary) -> String {
         return String::new();
     }
     let mut t = Table::new(&[Left, Right, Right, Right, Right, Right, Right]);
-    t.row(["Backends", "requests", "share", "4xx/5xx", "p50", "p99", "answered"]);
+    t.row(["Backends", "requests", "share", "failed", "p50", "p99", "answered"]);
     for b in &s.backends {
         t.row([
             format!("  {}", b.name),

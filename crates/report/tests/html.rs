@@ -195,6 +195,7 @@ fn hour() -> RunSummary {
                 second: i,
                 length_s: 1.0,
                 sent: 1000 + i % 7,
+                dropped: 0,
                 ok: 990 + i % 5,
                 errors: 10 - i % 5,
                 throughput_per_sec: 990.0 + (i % 5) as f64,

@@ -73,6 +73,7 @@ fn interval(run: Run, i: u64) -> IntervalRecord {
             cache: CacheStatus::Unknown,
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         };
         r.record_sent();
         r.record(&s);

@@ -489,6 +489,7 @@ impl Group {
             cache: done.cache,
             intent: job.intent,
             origin: done.origin,
+            rejected: false,
         };
         let target = &w.targets[job.target as usize];
         if let Some(log) = &w.log {

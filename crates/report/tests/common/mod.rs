@@ -84,6 +84,7 @@ pub fn interval(i: u64) -> IntervalRecord {
             },
             intent: Default::default(),
             origin: Default::default(),
+            rejected: false,
         };
         r.record(&sample);
         // Named requests: a PUT of an object now and then, GETs otherwise.
@@ -197,6 +198,7 @@ pub fn write_results(path: &Path) {
         log_chunks_dropped: 0,
         peak_rss_kib: 18_432,
         sent_prefix: 0,
+        due: None,
     })
     .unwrap();
 }
