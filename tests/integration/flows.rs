@@ -547,3 +547,84 @@ check.status = [200]
     assert!(line("ok ").contains(" 80 ") && line("ok ").contains("66.67%"), "{text}");
     assert!(line("check/capture failed").contains("40"), "{text}");
 }
+
+/// An answer of `len` bytes of small JSON objects, `[{"a":{"b":0}},…,{"a":{"b":1}}]`: a tree
+/// of it takes some 90 times its size.
+fn small_objects(len: usize) -> Vec<u8> {
+    let (item, last) = (&b"{\"a\":{\"b\":0}},"[..], &b"{\"a\":{\"b\":1}}]"[..]);
+    let mut body = b"[".to_vec();
+    while body.len() + item.len() + last.len() <= len {
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(last);
+    body
+}
+
+/// Stores `body` at `path` on a `barrage serve` origin, which answers it to each GET.
+fn store(addr: std::net::SocketAddr, path: &str, body: &[u8]) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    write!(s, "PUT {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+        .unwrap();
+    s.write_all(body).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+}
+
+/// Issue 33 item 1: answers of 16 MiB (the most kept for judging) of small JSON objects,
+/// judged at 4 flows in flight by a JSONPath capture, a failing JSON check (its example
+/// quotes the answer) and a filter. Each answer was read into a tree of about a GiB (twice
+/// over for a failed check's example), and the run ended seconds past its duration and
+/// --timeout. Now a run holds what any run does and twice the answers in flight, and ends
+/// on time.
+#[test]
+fn json_answers_are_judged_within_twice_their_size_and_on_time() {
+    use crate::hostile::run_bounded;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let origin = ServeProcess::start(&[]);
+    let answer = small_objects(barrage_plan::flow::MAX_JUDGED_BODY);
+    store(origin.addr, "/answer.json", &answer);
+    let (flows, answer_kib) = (4, answer.len() as u64 >> 10);
+    for (what, judged) in [
+        ("capture", r#"capture.b = { json-path = "$[0].a.b" }"#),
+        ("check", r#"check.json = [{ path = "$[-1].a.b", equals = "2" }]"#),
+        // One value; but finding it needs a tree of the whole answer, over the budget.
+        ("filter", r#"capture.a = { json-path = "$[?@.a.b == 1].a" }"#),
+    ] {
+        let file = dir.path().join(format!("{what}.toml"));
+        let url = format!("http://{}/answer.json", origin.addr);
+        std::fs::write(&file, format!("[[flow.f.step]]\nname = \"get\"\nurl = \"{url}\"\n{judged}\n")).unwrap();
+        let out = dir.path().join(format!("{what}.brg"));
+        let mut cmd = barrage();
+        cmd.args(["run", "--scenario", file.to_str().unwrap(), "-c", &flows.to_string(), "-d", "2s"]).args([
+            "--timeout",
+            "1s",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let run = run_bounded(cmd, None).unwrap_or_else(|| panic!("{what}: still ran after the time limit"));
+        let err = run.stderr();
+        eprintln!("{what}: peak RSS {} KiB, {:?}", run.max_rss_kib, run.took);
+        // What any run holds (some 40 MiB, a debug build), and twice each answer in flight.
+        let bound_kib = (64 << 10) + 2 * flows * answer_kib;
+        assert!(run.max_rss_kib < bound_kib, "{what}: peak RSS {} KiB, over {bound_kib} KiB", run.max_rss_kib);
+        // Its duration, its --timeout, and a second.
+        assert!(run.took < Duration::from_secs(4), "{what}: took {:?}", run.took);
+        assert!(matches!(run.output.status.code(), Some(0 | 3)) && !err.contains("panicked"), "{what}: {err}");
+        let total = totals(&out).1;
+        let get = key(&total.names, "get");
+        match what {
+            "capture" => assert!(get.requests > get.failed, "{what}: no capture found its value: {err}"),
+            "check" => {
+                assert!(get.flow.check_failed >= 1, "{what}: {err}");
+                let example = get.example.as_deref().unwrap_or_default();
+                let quoted = format!("check json failed on a 200 answer of {} bytes: \"[{{", answer.len());
+                assert!(example.starts_with(&quoted) && example.ends_with('…'), "{example}");
+            }
+            _ => assert!(get.flow.capture_failed >= 1 && get.requests == get.failed, "{what}: {err}"),
+        }
+    }
+}

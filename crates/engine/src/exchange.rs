@@ -153,13 +153,14 @@ impl StepIo<'_> {
         self.body.clear();
     }
 
-    /// Judges the attempt that ended with `outcome`, capturing into the flow's state.
-    fn judge(&mut self, outcome: Outcome) {
+    /// Judges the attempt that ended with `outcome`, capturing into the flow's state; what
+    /// reads the body does not begin after `until`.
+    fn judge(&mut self, outcome: Outcome, until: Instant) {
         let status = match outcome {
             Outcome::Status(code) => Some(code),
             Outcome::Error(_) => None,
         };
-        let response = Response { status, headers: &self.headers, body: &self.body };
+        let response = Response { status, headers: &self.headers, body: &self.body, until: Some(until) };
         self.verdict = self.step.judge(&response, self.state);
     }
 
@@ -170,7 +171,7 @@ impl StepIo<'_> {
         match self.verdict {
             Verdict::CheckFailed(_) => Some(FlowFailure::Check),
             Verdict::CaptureFailed(_) => Some(FlowFailure::Capture),
-            Verdict::Ok | Verdict::RequestFailed => None,
+            Verdict::Ok | Verdict::RequestFailed | Verdict::OutOfTime => None,
         }
     }
 
@@ -178,7 +179,7 @@ impl StepIo<'_> {
     fn outcome_text(&self) -> String {
         match self.verdict {
             Verdict::Ok => "ok".into(),
-            Verdict::RequestFailed => "request_failed".into(),
+            Verdict::RequestFailed | Verdict::OutOfTime => "request_failed".into(),
             Verdict::CheckFailed(kind) => format!("check_failed:{}", CHECK_KINDS[kind]),
             Verdict::CaptureFailed(i) => format!("capture_failed:{}", self.step.captures[i].name),
         }
@@ -503,7 +504,7 @@ pub(crate) fn group_end(w: &Worker, g: usize) -> Option<Duration> {
 fn step_failure(io: &StepIo<'_>) -> Option<FlowFailure> {
     match io.verdict {
         Verdict::Ok => None,
-        Verdict::RequestFailed => Some(FlowFailure::Request),
+        Verdict::RequestFailed | Verdict::OutOfTime => Some(FlowFailure::Request),
         _ => io.rejection(),
     }
 }
@@ -517,7 +518,7 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     let what = match io.verdict {
         Verdict::CheckFailed(kind) => format!("check {} failed on", CHECK_KINDS[kind]),
         Verdict::CaptureFailed(i) => format!("capture {} found nothing in", io.step.captures[i].name),
-        Verdict::Ok | Verdict::RequestFailed => String::new(),
+        Verdict::Ok | Verdict::RequestFailed | Verdict::OutOfTime => String::new(),
     };
     let status = match outcome {
         Outcome::Status(code) => code.to_string(),
@@ -526,10 +527,10 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     if !io.step.reads_body() {
         return format!("{what} a {status} answer");
     }
-    // Redacted whole, before it is cut: a login answer's token must not show in part.
-    let text = redaction.body(&String::from_utf8_lossy(&io.body));
-    let head: String = text.chars().take(EXAMPLE_BODY).collect();
-    let more = if text.chars().count() > EXAMPLE_BODY { "…" } else { "" };
+    // Redacted as it is read, no further than it is shown: a login answer's token must not
+    // show in part, and a large answer must not be read whole (nor into a tree) to show a line.
+    let (head, more) = redaction.body(&io.body, EXAMPLE_BODY);
+    let more = if more { "…" } else { "" };
     format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head)
 }
 
@@ -650,7 +651,7 @@ impl Slot {
         let began = crate::thread::instant_at(w.start, started);
         let res = dog.bound(began, &phases, self.attempt(w, target, what, &phases, io.as_deref_mut())).await;
         self.watchdog = Some(dog);
-        let done = match res {
+        let mut done = match res {
             Ok(Ok(done)) => done,
             Ok(Err(f)) => self.failed(w, f),
             Err(Expired::Attempt) => {
@@ -658,6 +659,15 @@ impl Slot {
             }
             Err(Expired::Opening) => self.failed(w, w.connector.timed_out(&w.endpoints[target.endpoint])),
         };
+        if let Some(io) = io.as_deref_mut() {
+            // Judged within the request's bound, as its answer was read: a run still ends
+            // within its duration and --timeout however long the answers' judging takes.
+            io.judge(done.outcome, crate::thread::instant_at(began, w.plan.timeout));
+            if io.verdict == Verdict::OutOfTime {
+                let late = Failure::new(ErrorKind::RequestTimeout, "captures and checks not judged within --timeout");
+                done = Done { bytes_in: done.bytes_in, bytes_out: done.bytes_out, ..failure_done(w, late) };
+            }
+        }
         let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
         if !w.plan.keepalive {
             self.conn = None;
@@ -678,7 +688,6 @@ impl Slot {
         };
         let mut rejection = None;
         if let Some(io) = io.as_deref_mut() {
-            io.judge(done.outcome);
             // Judged before it is recorded: a check or capture that failed fails the request
             // in every figure it goes into, as a 5xx would.
             rejection = io.rejection();

@@ -251,32 +251,23 @@ impl Redaction {
         }
     }
 
-    /// A response body as it may be quoted (a failed check's example): a JSON body with the
-    /// value of each secret-named field (`"token"`, `"session_id"`) redacted and its
-    /// strings as [`Redaction::text`] shows them; any other body as text.
-    pub fn body(&self, body: &str) -> String {
-        if !self.enabled {
-            return body.to_string();
-        }
-        match serde_json::from_str::<serde_json::Value>(body) {
-            Ok(mut value) => {
-                self.json_fields(&mut value);
-                value.to_string()
+    /// The start of a response body as it may be quoted (a failed check's example): at most
+    /// `most` characters, and whether there is more. A JSON body is written compact as it
+    /// is read, the value of each secret-named field (`"token"`, `"session_id"`) redacted
+    /// and its strings as [`Redaction::text`] shows them, and read no further than what is
+    /// shown: quoting a body of any size costs what is quoted. Any other body (or one that
+    /// stops being JSON within what is shown) is quoted as text, redacted over more than
+    /// is shown, so that a secret the cut falls in is redacted whole.
+    pub fn body(&self, body: &[u8], most: usize) -> (String, bool) {
+        if self.enabled {
+            if let Some(quoted) = Quote::json(self, body, most) {
+                return quoted;
             }
-            Err(_) => self.text(body).into_owned(),
         }
-    }
-
-    fn json_fields(&self, value: &mut serde_json::Value) {
-        use serde_json::Value;
-        match value {
-            Value::Object(map) => map.iter_mut().for_each(|(k, v)| match self.is_secret(k) {
-                true => *v = Value::String(REDACTED.into()),
-                false => self.json_fields(v),
-            }),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.json_fields(v)),
-            other => self.json(other),
-        }
+        let read = &body[..body.len().min(most.saturating_mul(4).saturating_add(TEXT_MARGIN))];
+        let text = String::from_utf8_lossy(read);
+        let (head, more) = cut(&self.text(&text), most);
+        (head, more || read.len() < body.len())
     }
 
     /// Every string in `value` as [`Redaction::text`] shows it.
@@ -365,6 +356,169 @@ impl Redaction {
         }
         out.push_str(&text[copied..]);
         Cow::Owned(out)
+    }
+}
+
+/// How much more of a body that is not JSON is redacted than is quoted of it: a URL or a
+/// header line the cut falls in ends well within it.
+const TEXT_MARGIN: usize = 64 << 10;
+
+/// The first `most` characters of `text`, and whether there are more.
+fn cut(text: &str, most: usize) -> (String, bool) {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(most).collect();
+    (head, chars.next().is_some())
+}
+
+/// A JSON body quoted as it is read ([`Redaction::body`]): written compact, redacted, and
+/// no further than `most` characters.
+struct Quote<'r> {
+    redaction: &'r Redaction,
+    out: String,
+    chars: usize,
+    most: usize,
+}
+
+impl Quote<'_> {
+    /// The quote of `body` cut at `most` characters, and whether there is more; `None` when
+    /// it is not JSON as far as it is quoted.
+    fn json(redaction: &Redaction, body: &[u8], most: usize) -> Option<(String, bool)> {
+        use serde::de::DeserializeSeed;
+        let mut q = Quote { redaction, out: String::new(), chars: 0, most };
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let read = QuoteValue { q: &mut q, before: "" }.deserialize(&mut de).and_then(|()| de.end());
+        match (read, q.chars > most) {
+            (_, true) => Some((cut(&q.out, most).0, true)),
+            (Ok(()), false) => Some((q.out, false)),
+            (Err(_), false) => None,
+        }
+    }
+
+    /// Writes `s`; an error, which ends the read, once more than `most` characters are.
+    fn push<E: serde::de::Error>(&mut self, s: &str) -> Result<(), E> {
+        self.out.push_str(s);
+        self.chars += s.chars().count();
+        match self.chars > self.most {
+            true => Err(E::custom("quoted as far as shown")),
+            false => Ok(()),
+        }
+    }
+
+    /// `s` as a JSON string, as far as it can be shown.
+    fn push_string<E: serde::de::Error>(&mut self, before: &str, s: &str) -> Result<(), E> {
+        let head: String = s.chars().take(self.most + 1).collect();
+        let quoted = serde_json::to_string(&head).expect("a string serialises");
+        self.push(before)?;
+        self.push(&quoted)
+    }
+}
+
+/// Quotes one value, after `before` (the comma that separates it from the one before).
+struct QuoteValue<'q, 'r> {
+    q: &'q mut Quote<'r>,
+    before: &'static str,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for QuoteValue<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for QuoteValue<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
+        self.scalar(&v.to_string())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        self.scalar(&v.to_string())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        self.scalar(&v.to_string())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        self.scalar(&serde_json::Number::from_f64(v).map_or("null".to_string(), |n| n.to_string()))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.scalar("null")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        let shown = self.q.redaction.text(v);
+        self.q.push_string(self.before, &shown)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.q.push(self.before)?;
+        self.q.push("[")?;
+        let mut before = "";
+        while seq.next_element_seed(QuoteValue { q: &mut *self.q, before })?.is_some() {
+            before = ",";
+        }
+        self.q.push("]")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.q.push(self.before)?;
+        self.q.push("{")?;
+        let mut before = "";
+        while let Some(secret) = map.next_key_seed(QuoteKey { q: &mut *self.q, before })? {
+            match secret {
+                true => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    self.q.push(&format!("\"{REDACTED}\""))?;
+                }
+                false => map.next_value_seed(QuoteValue { q: &mut *self.q, before: "" })?,
+            }
+            before = ",";
+        }
+        self.q.push("}")
+    }
+}
+
+impl QuoteValue<'_, '_> {
+    fn scalar<E: serde::de::Error>(self, text: &str) -> Result<(), E> {
+        self.q.push(self.before)?;
+        self.q.push(text)
+    }
+}
+
+/// Quotes an object's key and its colon; says whether its value is secret.
+struct QuoteKey<'q, 'r> {
+    q: &'q mut Quote<'r>,
+    before: &'static str,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for QuoteKey<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for QuoteKey<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
+        self.q.push_string(self.before, key)?;
+        self.q.push(":")?;
+        Ok(self.q.redaction.is_secret(key))
     }
 }
 
@@ -483,11 +637,38 @@ mod tests {
     fn bodies_lose_secret_fields_and_url_secrets() {
         let r = Redaction::default();
         let body = r#"{"user":"ann","access_token":"S3CRET","nested":[{"Session-Id":7}],"next":"http://u:S3CRET@h/"}"#;
-        let shown = r.body(body);
-        assert!(!shown.contains("S3CRET") && !shown.contains(":7"), "{shown}");
+        let (shown, more) = r.body(body.as_bytes(), 1000);
+        assert!(!shown.contains("S3CRET") && !shown.contains(":7") && !more, "{shown}");
         assert!(shown.contains(r#""user":"ann""#) && shown.contains(r#""access_token":"<redacted>""#), "{shown}");
-        assert_eq!(r.body("not json: http://u:S3CRET@h/"), "not json: http://u:<redacted>@h/");
-        assert_eq!(Redaction::off().body(body), body);
+        let text = "not json: http://u:S3CRET@h/";
+        assert_eq!(r.body(text.as_bytes(), 1000), ("not json: http://u:<redacted>@h/".into(), false));
+        assert_eq!(Redaction::off().body(body.as_bytes(), 1000), (body.into(), false));
+    }
+
+    /// A failed check's example quotes 120 characters of answers of up to 16 MiB: quoting
+    /// one read it whole into a tree (a GiB for small objects), then cut it.
+    #[test]
+    fn a_body_is_quoted_as_far_as_it_is_shown() {
+        let r = Redaction::default();
+        let big = format!("[{}0]", r#"{"a":{"b":0}},"#.repeat(1 << 20));
+        let started = std::time::Instant::now();
+        let (shown, more) = r.body(big.as_bytes(), 20);
+        assert_eq!((shown.as_str(), more), (r#"[{"a":{"b":0}},{"a":"#, true));
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        // A secret field is redacted whole where the cut falls in it, and in a body that is
+        // JSON only as far as it is shown (an answer cut at the most kept of it).
+        let body = r#"{"user":"ann","token":"S3CRET-S3CRET","next":"#;
+        for most in [8, 20, 30, 40] {
+            let (shown, _) = r.body(body.as_bytes(), most);
+            assert!(!shown.contains("S3C") && shown.len() <= most + 2, "{most}: {shown}");
+        }
+        assert_eq!(r.body(body.as_bytes(), 30).0, r#"{"user":"ann","token":"<redact"#);
+        let (text, more) = r.body(b"not json http://u:S3CRET@h/ and more", 24);
+        assert_eq!((text.as_str(), more), ("not json http://u:<redac", true));
+        // A long string is quoted as far as it is shown; a URL in it loses its password.
+        let long = format!("[\"http://u:S3CRET@h/{}\"]", "x".repeat(1 << 20));
+        let (shown, more) = r.body(long.as_bytes(), 40);
+        assert_eq!((shown.as_str(), more), (r#"["http://u:<redacted>@h/xxxxxxxxxxxxxxxx"#, true));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! costs one copy per piece and no lookup by name. A filled value is never scanned again: a
 //! captured value holding `{{x}}` is sent as it is.
 
+pub use crate::json::JsonAt;
 use crate::plan::Load;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName};
@@ -14,7 +15,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a template's variable reads when a step is sent.
 #[derive(Clone, Debug, PartialEq)]
@@ -210,33 +211,6 @@ impl FlowState {
     }
 }
 
-/// Where a JSON value is found in a response body.
-#[derive(Clone, Debug)]
-pub enum JsonAt {
-    /// A JSONPath (RFC 9535) that must select exactly one value.
-    Path(serde_json_path::JsonPath),
-    /// A JSON Pointer (RFC 6901).
-    Pointer(String),
-}
-
-impl JsonAt {
-    /// The one value it selects in `doc`.
-    fn find<'v>(&self, doc: &'v serde_json::Value) -> Option<&'v serde_json::Value> {
-        match self {
-            JsonAt::Path(p) => p.query(doc).exactly_one().ok(),
-            JsonAt::Pointer(p) => doc.pointer(p),
-        }
-    }
-}
-
-/// JSON values as a capture holds them: a string without its quotes, anything else as JSON.
-fn json_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Where a captured value comes from.
 #[derive(Clone, Debug)]
 pub enum Source {
@@ -320,6 +294,10 @@ pub struct Response<'a> {
     pub headers: &'a HeaderMap,
     /// Its body, up to [`MAX_JUDGED_BODY`] (empty when the step reads none).
     pub body: &'a [u8],
+    /// When judging must end: a capture or check that reads the body does not begin after
+    /// it. Each reads a body of up to [`MAX_JUDGED_BODY`] in linear time (some 100 ms in
+    /// the worst case), so a run's end is kept within a read of it.
+    pub until: Option<Instant>,
 }
 
 /// The most of a body a step keeps for its captures and checks; past it the body is read
@@ -337,6 +315,8 @@ pub enum Verdict {
     CheckFailed(usize),
     /// A capture found nothing: its index among the step's captures.
     CaptureFailed(usize),
+    /// Not judged by [`Response::until`]: the request ran out of time.
+    OutOfTime,
 }
 
 /// One request of a flow.
@@ -382,16 +362,14 @@ impl Step {
         if !status_checked && !(200..400).contains(&status) {
             return Verdict::RequestFailed;
         }
-        let json = || serde_json::from_slice::<serde_json::Value>(r.body).ok();
-        let mut doc: Option<Option<serde_json::Value>> = None;
+        let late = || r.until.is_some_and(|until| Instant::now() >= until);
         for c in &self.checks {
+            if matches!(c, Check::Json(..) | Check::BodyContains(_)) && late() {
+                return Verdict::OutOfTime;
+            }
             let holds = match c {
                 Check::Status(codes) => codes.contains(&status),
-                Check::Json(at, expect) => {
-                    let doc = doc.get_or_insert_with(json);
-                    let value = doc.as_ref().and_then(|d| at.find(d)).map(json_text);
-                    expect.holds(value.as_deref(), st)
-                }
+                Check::Json(at, expect) => expect.holds(at.find(r.body).as_deref(), st),
                 Check::BodyContains(t) => {
                     let needle = t.fill_string(st);
                     memchr_find(r.body, needle.as_bytes())
@@ -406,8 +384,11 @@ impl Step {
             }
         }
         for (i, c) in self.captures.iter().enumerate() {
+            if matches!(c.source, Source::Json(_) | Source::Regex(_)) && late() {
+                return Verdict::OutOfTime;
+            }
             let value = match &c.source {
-                Source::Json(at) => doc.get_or_insert_with(json).as_ref().and_then(|d| at.find(d)).map(json_text),
+                Source::Json(at) => at.find(r.body),
                 Source::Header(name) => r.headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
                 Source::Regex(re) => re
                     .captures(r.body)

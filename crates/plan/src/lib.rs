@@ -19,6 +19,7 @@ pub mod body;
 pub mod cache;
 pub mod experiment;
 pub mod flow;
+pub mod json;
 pub mod kv;
 pub mod limits;
 pub mod pacer;

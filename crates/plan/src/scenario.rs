@@ -1185,7 +1185,7 @@ fn source(c: &RawCapture) -> Result<Source, String> {
         return Err(format!("a capture reads one of {CAPTURE_FORMS}"));
     }
     if let Some(p) = &c.json_path {
-        return json_path(p).map(|p| Source::Json(JsonAt::Path(p)));
+        return json_path(p).map(Source::Json);
     }
     if let Some(p) = &c.json_pointer {
         return json_pointer(p).map(Source::Json);
@@ -1210,8 +1210,8 @@ fn regex_error(re: &str, e: &regex::Error) -> String {
     format!("invalid regex '{re}': {}", last.trim_start_matches("error: "))
 }
 
-fn json_path(p: &str) -> Result<serde_json_path::JsonPath, String> {
-    serde_json_path::JsonPath::parse(p).map_err(|e| {
+fn json_path(p: &str) -> Result<JsonAt, String> {
+    JsonAt::path(p).map_err(|e| {
         format!(
             "invalid JSONPath '{p}': {}; expected RFC 9535 syntax such as $.albumID or $.items[0].id",
             one_line(&e.to_string())
@@ -1220,10 +1220,8 @@ fn json_path(p: &str) -> Result<serde_json_path::JsonPath, String> {
 }
 
 fn json_pointer(p: &str) -> Result<JsonAt, String> {
-    match p.is_empty() || p.starts_with('/') {
-        true => Ok(JsonAt::Pointer(p.to_string())),
-        false => Err(format!("invalid JSON Pointer '{p}': it starts with '/', e.g. /albumID or /items/0/id")),
-    }
+    JsonAt::pointer(p)
+        .ok_or_else(|| format!("invalid JSON Pointer '{p}': it starts with '/', e.g. /albumID or /items/0/id"))
 }
 
 fn header_name(h: &str) -> Result<HeaderName, String> {
@@ -1267,7 +1265,7 @@ fn checks(doc: &Doc, r: &RawStep, scope: &Scope) -> Res<Vec<Check>> {
 
 fn json_check(j: &RawJsonCheck, scope: &Scope) -> Result<Check, String> {
     let at = match (&j.path, &j.pointer) {
-        (Some(p), None) => JsonAt::Path(json_path(p)?),
+        (Some(p), None) => json_path(p)?,
         (None, Some(p)) => json_pointer(p)?,
         _ => return Err("a JSON check reads one of path = \"$.user\" (JSONPath) or pointer = \"/user\"".into()),
     };
@@ -1545,8 +1543,8 @@ duration = "30s"
         let caps: Vec<(&str, usize)> =
             flow.steps.iter().flat_map(|s| &s.captures).map(|c| (c.name.as_str(), c.slot)).collect();
         assert_eq!(caps, [("albumID", 0), ("size", 1), ("etag", 2)]);
-        assert!(matches!(flow.steps[0].captures[0].source, Source::Json(JsonAt::Path(_))));
-        assert!(matches!(&flow.steps[0].captures[1].source, Source::Json(JsonAt::Pointer(p)) if p == "/imageSize"));
+        assert!(matches!(&flow.steps[0].captures[0].source, Source::Json(at) if at.to_string() == "$.albumID"));
+        assert!(matches!(&flow.steps[0].captures[1].source, Source::Json(at) if at.to_string() == "/imageSize"));
         assert!(matches!(&flow.steps[1].captures[0].source, Source::Header(h) if h == "etag"));
         let kinds = |i: usize| flow.steps[i].checks.iter().map(|c| CHECK_KINDS[c.kind()]).collect::<Vec<_>>();
         assert_eq!((kinds(0), kinds(1)), (vec!["status"], vec!["status", "json", "json", "body", "header"]));
