@@ -191,6 +191,27 @@ fn follow<'j>(json: &'j [u8], steps: &[Step]) -> Option<&'j RawValue> {
     found
 }
 
+/// A visitor's visits of the scalars other than strings, which it lets pass.
+macro_rules! scalars_pass {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+
 /// Follows `steps` down the value it reads; the value at their end goes to `found`.
 struct Follow<'s, 'j> {
     steps: &'s [Step],
@@ -266,22 +287,8 @@ impl<'j> Visitor<'j> for Down<'_, 'j> {
     }
 
     // A step leads nowhere from a scalar.
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
+    scalars_pass!();
     fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
     }
 }
@@ -410,21 +417,7 @@ impl<'j> Visitor<'j> for Cost<'_> {
     }
 
     // A scalar lives inside its parent's slot.
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    scalars_pass!();
 }
 
 #[cfg(test)]
