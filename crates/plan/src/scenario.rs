@@ -1905,4 +1905,24 @@ duration = "30s"
             }
         }
     }
+    /// Judging keeps to the request's deadline: what reads the body does not begin past it,
+    /// so a run still ends within its duration and --timeout (issue 33 item 1).
+    #[test]
+    fn a_step_reading_the_body_is_not_judged_past_its_deadline() {
+        use crate::flow::{Response, Verdict};
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[[flow.f.step]]\nname = \"s\"\nurl = \"http://h:1/\"\ncapture.id = { json-path = \"$.id\" }\n";
+        let (scenario, _) = parse_in(dir.path(), text).unwrap();
+        let step = &scenario.flows[0].steps[0];
+        let headers = http::HeaderMap::new();
+        let now = std::time::Instant::now();
+        for (until, verdict) in
+            [(None, Verdict::Ok), (Some(now + Duration::from_secs(60)), Verdict::Ok), (Some(now), Verdict::OutOfTime)]
+        {
+            let mut st = scenario.start_flow(0, 0, 0, 1).unwrap();
+            let r = Response { status: Some(200), headers: &headers, body: br#"{"id": 7}"#, until };
+            assert_eq!(step.judge(&r, &mut st), verdict, "{until:?}");
+            assert_eq!(st.captures[0].as_deref(), (verdict == Verdict::Ok).then_some("7"));
+        }
+    }
 }
