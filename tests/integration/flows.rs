@@ -599,9 +599,11 @@ fn json_answers_are_judged_within_twice_their_size_and_on_time() {
         std::fs::write(&file, format!("[[flow.f.step]]\nname = \"get\"\nurl = \"{url}\"\n{judged}\n")).unwrap();
         let out = dir.path().join(format!("{what}.brg"));
         let mut cmd = barrage();
+        // A debug build reads 16 MiB of JSON in some 0.7 s (a release build in 0.1 s): the
+        // time out leaves room for each kind of judging to be done on a busy machine.
         cmd.args(["run", "--scenario", file.to_str().unwrap(), "-c", &flows.to_string(), "-d", "2s"]).args([
             "--timeout",
-            "1s",
+            "5s",
             "-o",
             out.to_str().unwrap(),
         ]);
@@ -612,7 +614,7 @@ fn json_answers_are_judged_within_twice_their_size_and_on_time() {
         let bound_kib = (64 << 10) + 2 * flows * answer_kib;
         assert!(run.max_rss_kib < bound_kib, "{what}: peak RSS {} KiB, over {bound_kib} KiB", run.max_rss_kib);
         // Its duration, its --timeout, and a second.
-        assert!(run.took < Duration::from_secs(4), "{what}: took {:?}", run.took);
+        assert!(run.took < Duration::from_secs(2 + 5 + 1), "{what}: took {:?}", run.took);
         assert!(matches!(run.output.status.code(), Some(0 | 3)) && !err.contains("panicked"), "{what}: {err}");
         let total = totals(&out).1;
         let get = key(&total.names, "get");

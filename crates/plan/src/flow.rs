@@ -369,11 +369,11 @@ impl Step {
             }
             let holds = match c {
                 Check::Status(codes) => codes.contains(&status),
-                Check::Json(at, expect) => expect.holds(at.find(r.body).as_deref(), st),
-                Check::BodyContains(t) => {
-                    let needle = t.fill_string(st);
-                    memchr_find(r.body, needle.as_bytes())
-                }
+                Check::Json(at, expect) => match at.find_by(r.body, r.until) {
+                    None if late() => return Verdict::OutOfTime,
+                    found => expect.holds(found.as_deref(), st),
+                },
+                Check::BodyContains(t) => memchr::memmem::find(r.body, t.fill_string(st).as_bytes()).is_some(),
                 Check::Header(name, expect) => {
                     let value = r.headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
                     expect.holds(value.as_deref(), st)
@@ -388,7 +388,10 @@ impl Step {
                 return Verdict::OutOfTime;
             }
             let value = match &c.source {
-                Source::Json(at) => at.find(r.body),
+                Source::Json(at) => match at.find_by(r.body, r.until) {
+                    None if late() => return Verdict::OutOfTime,
+                    found => found,
+                },
                 Source::Header(name) => r.headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
                 Source::Regex(re) => re
                     .captures(r.body)
@@ -403,10 +406,6 @@ impl Step {
         }
         Verdict::Ok
     }
-}
-
-fn memchr_find(hay: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// A sequence of steps run in order by one flow instance.

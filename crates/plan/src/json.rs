@@ -32,6 +32,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use serde_json_path::JsonPath;
 use std::fmt;
+use std::time::Instant;
 
 /// The most memory a tree of a found value may take, estimated before it is built: as
 /// much as the most of a body that is kept, so judging an answer never holds more than
@@ -97,7 +98,13 @@ impl JsonAt {
     /// than one), when the body is not JSON, or when a tree it needs is over
     /// [`TREE_BUDGET`].
     pub fn find(&self, body: &[u8]) -> Option<String> {
-        let raw = follow(body, &self.steps)?;
+        self.find_by(body, None)
+    }
+
+    /// [`JsonAt::find`], given up (`None`) once `until` has passed: reading 16 MiB of small
+    /// values takes some 100 ms, and a step is judged within its request's time.
+    pub fn find_by(&self, body: &[u8], until: Option<Instant>) -> Option<String> {
+        let raw = follow(body, &self.steps, Deadline(until))?;
         match &self.rest {
             None => text(raw),
             Some(rest) => rest.query(&tree(raw)?).exactly_one().ok().map(value_text),
@@ -183,10 +190,10 @@ fn string_literal(s: &str, q: char) -> Option<(String, &str)> {
 
 /// The value `steps` lead to in `json`, read to its end without building a tree; `None`
 /// when there is none or `json` is not JSON.
-fn follow<'j>(json: &'j [u8], steps: &[Step]) -> Option<&'j RawValue> {
+fn follow<'j>(json: &'j [u8], steps: &[Step], deadline: Deadline) -> Option<&'j RawValue> {
     let mut de = serde_json::Deserializer::from_slice(json);
     let mut found = None;
-    Follow { steps, found: &mut found }.deserialize(&mut de).ok()?;
+    Follow { steps, found: &mut found, deadline }.deserialize(&mut de).ok()?;
     de.end().ok()?;
     found
 }
@@ -212,10 +219,28 @@ macro_rules! scalars_pass {
     };
 }
 
+/// When reading gives up: the clock is read every [`Deadline::EVERY`] elements of an array
+/// or object skipped, so that it costs nothing beside the parse.
+#[derive(Clone, Copy)]
+struct Deadline(Option<Instant>);
+
+impl Deadline {
+    const EVERY: usize = 1024;
+
+    /// An error once `until` has passed, looked at on every [`Deadline::EVERY`]th element.
+    fn check<E: de::Error>(self, n: usize) -> Result<(), E> {
+        match self.0 {
+            Some(until) if n % Self::EVERY == 0 && Instant::now() >= until => Err(E::custom("out of time")),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Follows `steps` down the value it reads; the value at their end goes to `found`.
 struct Follow<'s, 'j> {
     steps: &'s [Step],
     found: &'s mut Option<&'j RawValue>,
+    deadline: Deadline,
 }
 
 impl<'j> DeserializeSeed<'j> for Follow<'_, 'j> {
@@ -227,11 +252,14 @@ impl<'j> DeserializeSeed<'j> for Follow<'_, 'j> {
             [Step::Index(i), rest @ ..] if *i < 0 => {
                 // From the end: the array is read once to count it, then again to the element.
                 let raw = <&RawValue>::deserialize(d)?;
-                let at = elements(raw).and_then(|n| i64::try_from(n).ok()).map(|n| n + i).filter(|at| *at >= 0);
+                let at = elements(raw, self.deadline)
+                    .and_then(|n| i64::try_from(n).ok())
+                    .map(|n| n + i)
+                    .filter(|at| *at >= 0);
                 let steps = |at| [Step::Index(at)].into_iter().chain(rest.iter().cloned()).collect::<Vec<_>>();
-                *self.found = at.and_then(|at| follow(raw.get().as_bytes(), &steps(at)));
+                *self.found = at.and_then(|at| follow(raw.get().as_bytes(), &steps(at), self.deadline));
             }
-            [step, rest @ ..] => d.deserialize_any(Down { step, rest, found: self.found })?,
+            [step, rest @ ..] => d.deserialize_any(Down { step, rest, found: self.found, deadline: self.deadline })?,
         }
         Ok(())
     }
@@ -242,6 +270,7 @@ struct Down<'s, 'j> {
     step: &'s Step,
     rest: &'s [Step],
     found: &'s mut Option<&'j RawValue>,
+    deadline: Deadline,
 }
 
 impl<'j> Visitor<'j> for Down<'_, 'j> {
@@ -256,11 +285,13 @@ impl<'j> Visitor<'j> for Down<'_, 'j> {
             Step::Name(n) | Step::Token(n, _) => Some(n.as_str()),
             Step::Index(_) => None,
         };
-        while let Some(hit) = map.next_key_seed(KeyIs(name))? {
+        for n in 0.. {
+            self.deadline.check(n)?;
+            let Some(hit) = map.next_key_seed(KeyIs(name))? else { break };
             if hit {
                 // Of duplicate names the last counts, as in a tree.
                 *self.found = None;
-                map.next_value_seed(Follow { steps: self.rest, found: &mut *self.found })?;
+                map.next_value_seed(Follow { steps: self.rest, found: &mut *self.found, deadline: self.deadline })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -275,8 +306,12 @@ impl<'j> Visitor<'j> for Down<'_, 'j> {
             Step::Name(_) => None,
         };
         for n in 0.. {
+            self.deadline.check(n)?;
             let more = match at == Some(n) {
-                true => seq.next_element_seed(Follow { steps: self.rest, found: &mut *self.found })?.is_some(),
+                true => {
+                    let follow = Follow { steps: self.rest, found: &mut *self.found, deadline: self.deadline };
+                    seq.next_element_seed(follow)?.is_some()
+                }
                 false => seq.next_element::<IgnoredAny>()?.is_some(),
             };
             if !more {
@@ -317,8 +352,8 @@ impl Visitor<'_> for KeyIs<'_> {
 }
 
 /// How many elements an array has; `None` when `raw` is not one.
-fn elements(raw: &RawValue) -> Option<usize> {
-    struct Count;
+fn elements(raw: &RawValue, deadline: Deadline) -> Option<usize> {
+    struct Count(Deadline);
     impl<'j> Visitor<'j> for Count {
         type Value = usize;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -328,11 +363,12 @@ fn elements(raw: &RawValue) -> Option<usize> {
             let mut n = 0;
             while seq.next_element::<IgnoredAny>()?.is_some() {
                 n += 1;
+                self.0.check(n)?;
             }
             Ok(n)
         }
     }
-    serde_json::Deserializer::from_str(raw.get()).deserialize_any(Count).ok()
+    serde_json::Deserializer::from_str(raw.get()).deserialize_any(Count(deadline)).ok()
 }
 
 /// A found value as a capture holds it: a string unquoted (read without a tree); anything
@@ -566,6 +602,19 @@ mod tests {
             assert_eq!(find(q, &body), None, "{q}: its tree is over the budget");
         }
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    #[test]
+    fn reading_gives_up_once_its_time_has_passed() {
+        let body = format!("[{}1]", "{\"a\":{\"b\":0}},".repeat(100_000));
+        let at = JsonAt::path("$[-1]").unwrap();
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        assert_eq!(at.find_by(body.as_bytes(), Some(later)).as_deref(), Some("1"));
+        // Past its time, it stops within the first elements rather than reading them all.
+        assert_eq!(at.find_by(body.as_bytes(), Some(Instant::now())), None);
+        let pointer = JsonAt::pointer("/99999/a/b").unwrap();
+        assert_eq!(pointer.find_by(body.as_bytes(), Some(later)).as_deref(), Some("0"));
+        assert_eq!(pointer.find_by(body.as_bytes(), Some(Instant::now())), None);
     }
 
     #[test]
