@@ -11,7 +11,10 @@
 //!   `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-Api-Key`,
 //!   `X-Auth-Token`, `X-Session-Id`…; and a name `--redact-header` adds (exactly);
 //! - a query (or fragment) parameter named likewise: `?token=`, `?api_key=`, `?sessionid=`;
-//! - the password of a URL's user info (`user:password@`; the user name stays).
+//! - the password of a URL's user info (`user:password@`; the user name stays);
+//! - (elsewhere: a flow's state conceals what it captured, `barrage_plan`'s
+//!   `FlowState::conceal`, and an experiment's listing any custom header's value,
+//!   [`Redaction::header_flag`]).
 //!
 //! The value becomes [`REDACTED`] and the name stays, so a reader still knows what was sent.
 //! A value that starts with a registered HTTP authentication scheme keeps that word
@@ -43,6 +46,31 @@ pub const REDACTED: &str = "<redacted>";
 /// `Cookie` and `Set-Cookie`.
 pub const SECRET_WORDS: [&str; 10] =
     ["auth", "cookie", "token", "secret", "key", "password", "passwd", "session", "credential", "signature"];
+
+/// Standard request headers whose values are protocol words (media types, encodings,
+/// validators, ranges), never credentials: the only ones a listing of flags shows the value
+/// of ([`Redaction::header_flag`]).
+pub const PLAIN_HEADERS: [&str; 19] = [
+    "Accept",
+    "Accept-Charset",
+    "Accept-Encoding",
+    "Accept-Language",
+    "Cache-Control",
+    "Connection",
+    "Content-Encoding",
+    "Content-Language",
+    "Content-Type",
+    "Expect",
+    "Host",
+    "If-Match",
+    "If-Modified-Since",
+    "If-None-Match",
+    "If-Range",
+    "If-Unmodified-Since",
+    "Pragma",
+    "Range",
+    "User-Agent",
+];
 
 /// Authentication schemes of the IANA registry (and two common others) kept in front of a
 /// redacted credential.
@@ -139,11 +167,35 @@ impl Redaction {
         }
     }
 
-    /// A `Name: value` header line as it may be shown; a line without `:` as it is.
+    /// A `Name: value` header line as it may be shown. A line without `:` is no header, but
+    /// as likely a credential whose colon was forgotten (`Authorization SECRET`): redacted
+    /// whole.
     pub fn header_line<'a>(&self, line: &'a str) -> Cow<'a, str> {
-        let Some((name, value)) = line.split_once(':') else { return Cow::Borrowed(line) };
+        self.header_line_by(line, |name, value| self.header_value(name, value))
+    }
+
+    /// A header flag's `Name: value` as a listing of flags shows it (an experiment's
+    /// `--dry-run` and `experiment.json`, which repeat the flags as given): the value of any
+    /// header but a [`PLAIN_HEADERS`] one is redacted, since a custom header (`X-Tenant-Key`
+    /// misspelled, `X-Signed`) carries a credential as often as not and no rule can tell.
+    pub fn header_flag<'a>(&self, line: &'a str) -> Cow<'a, str> {
+        self.header_line_by(line, |name, value| {
+            let plain = PLAIN_HEADERS.iter().any(|p| p.eq_ignore_ascii_case(name.trim()));
+            if !self.enabled || plain || value.trim().is_empty() || self.is_secret(name) {
+                self.header_value(name, value)
+            } else {
+                Cow::Owned(REDACTED.into())
+            }
+        })
+    }
+
+    /// A header line with its value shown as `shown` says; a line without `:` redacted.
+    fn header_line_by<'a>(&self, line: &'a str, shown: impl Fn(&str, &'a str) -> Cow<'a, str>) -> Cow<'a, str> {
+        let Some((name, value)) = line.split_once(':') else {
+            return if self.enabled { Cow::Owned(REDACTED.into()) } else { Cow::Borrowed(line) };
+        };
         let rest = value.trim_start();
-        match self.header_value(name, rest) {
+        match shown(name, rest) {
             Cow::Borrowed(_) => Cow::Borrowed(line),
             Cow::Owned(v) => Cow::Owned(format!("{name}:{}{v}", &value[..value.len() - rest.len()])),
         }
@@ -216,20 +268,20 @@ impl Redaction {
         }
     }
 
-    /// `run` flags (an experiment case's) as they may be shown: a header flag's value as a
-    /// header line, anything else as text (URLs).
+    /// `run` flags (an experiment case's) as they may be shown: a header flag as
+    /// [`Redaction::header_flag`] shows it, anything else as text (URLs).
     pub fn args(&self, args: &[String]) -> Vec<String> {
         let (mut header_next, mut var_next) = (false, false);
         args.iter()
             .map(|a| {
                 let shown = if header_next {
-                    self.header_line(a).into_owned()
+                    self.header_flag(a).into_owned()
                 } else if var_next {
                     self.var(a)
                 } else if let Some(h) = a.strip_prefix("--header=") {
-                    format!("--header={}", self.header_line(h))
+                    format!("--header={}", self.header_flag(h))
                 } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
-                    format!("-H{}", self.header_line(h))
+                    format!("-H{}", self.header_flag(h))
                 } else if let Some(v) = a.strip_prefix("--var=") {
                     format!("--var={}", self.var(v))
                 } else {
@@ -424,7 +476,8 @@ mod tests {
         }
         assert_eq!(r.header_line("Cookie:  sid=1"), "Cookie:  <redacted>");
         assert_eq!(r.header_line("Accept: */*"), "Accept: */*");
-        assert_eq!(r.header_line("no colon"), "no colon");
+        assert_eq!(r.header_line("Authorization S3CRET"), "<redacted>", "no header: a colon forgotten?");
+        assert_eq!(Redaction::off().header_line("no colon"), "no colon");
         assert_eq!(Redaction::off().header_value("Authorization", "Bearer x"), "Bearer x");
     }
 
@@ -500,6 +553,11 @@ mod tests {
             "Accept: */*",
             "--header=Cookie: S3CRET",
             "-HX-Api-Key: S3CRET",
+            "-H",
+            "X-Tenant: S3CRET",
+            "-H",
+            "Authorization S3CRET",
+            "--header=content-type: application/json",
             "--rate",
             "10",
             "--var",
@@ -517,6 +575,11 @@ mod tests {
                 "Accept: */*",
                 "--header=Cookie: <redacted>",
                 "-HX-Api-Key: <redacted>",
+                "-H",
+                "X-Tenant: <redacted>",
+                "-H",
+                "<redacted>",
+                "--header=content-type: application/json",
                 "--rate",
                 "10",
                 "--var",
