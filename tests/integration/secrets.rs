@@ -468,3 +468,39 @@ fn a_captured_value_is_secret_in_every_output_unless_its_capture_is_public() {
     let log = std::fs::read_to_string(out.join("unredacted.jsonl")).unwrap();
     assert!(log.contains("/items/id-42/S3CRET-L?sig=S3CRET-L"), "{log}");
 }
+
+#[test]
+fn no_output_follows_a_link_planted_in_a_directory_others_can_write() {
+    // With fs.protected_symlinks=0, anyone can plant `shared/run.brg -> victim` in a sticky
+    // world-writable directory: barrage refuses it, and the victim stays as it was.
+    use std::os::unix::fs::symlink;
+    let server = CaptureServer::start();
+    let url = format!("http://{}/", server.addr);
+    let tmp = tempfile::tempdir().unwrap();
+    let victim = tmp.path().join("victim.txt");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let private = tmp.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (flag, name) in [("-o", "run.brg"), ("--log", "log.csv"), ("--html", "run.html"), ("--hdr-log", "run.hdr")] {
+        let link = shared.join(name);
+        symlink(&victim, &link).unwrap();
+        let o = cmd().args(["run", "-n", "1", flag]).arg(&link).arg(&url).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{flag}: {stderr}");
+        assert!(stderr.contains(name) && stderr.contains("symbolic link in a directory others can write"), "{stderr}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{flag} wrote the victim");
+        assert_eq!(mode(&victim), 0o644, "{flag} changed the victim's mode");
+    }
+    // A link the user made in a directory of their own is theirs to follow; a device works.
+    let target = tmp.path().join("target.brg");
+    symlink(&target, private.join("run.brg")).unwrap();
+    ok(&cmd().args(["run", "-n", "1", "-o"]).arg(private.join("run.brg")).arg(&url).output().unwrap());
+    assert!(std::fs::read(&target).unwrap().starts_with(b"BARRAGE\n") && mode(&target) == 0o600);
+    ok(&cmd().args(["run", "-n", "1", "--log", "/dev/null", "--html", "/dev/null"]).arg(&url).output().unwrap());
+}

@@ -1,7 +1,8 @@
 //! Secrets kept out of everything barrage writes and prints. [`Redaction`] is the one place
 //! that takes them out of header values, URLs, `run` flags and free text (error messages,
-//! `--at` commands); [`create()`] and [`write()`] the one way a file that may hold request data
-//! is kept from other users. The requests sent are never touched: redaction applies to the
+//! `--at` commands); [`create()`] and [`write()`] the one way barrage writes an output file:
+//! a file that may hold request data is kept from other users, and no file is written
+//! through a link planted where others can write ([`follows_link`]). The requests sent are never touched: redaction applies to the
 //! copies made for output, where the run's descriptive data is built (the results file's
 //! header and examples, the request log's URLs, the summary every report renders from, an
 //! experiment's manifest and listing, the live views' run info, error messages).
@@ -424,17 +425,21 @@ fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
     haystack.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-/// Creates (or truncates) a file barrage writes. A `private` one (it may hold request data
-/// or secrets) is the user's alone, 0600, even when it existed before with a wider mode;
-/// any other is created 0644 (as the umask allows) and an existing one keeps its mode. Only
-/// a regular file's mode is changed: `-o /dev/null` or a FIFO is written as it is.
+/// Creates (or truncates) a file barrage writes in place, as it streams (a results file,
+/// the request log). A `private` one (it may hold request data or secrets) is the user's
+/// alone, 0600, even when it existed before with a wider mode; any other is created 0644
+/// (as the umask allows) and an existing one keeps its mode. Only a regular file's mode is
+/// changed: `-o /dev/null` or a FIFO is written as it is. A symbolic link at `path` is
+/// followed only as [`follows_link`] allows, and never one planted after that check.
 pub fn create(path: &Path, private: bool) -> io::Result<File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let nofollow = if follows_link(path)? { 0 } else { libc::O_NOFOLLOW };
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(if private { 0o600 } else { 0o644 })
+        .custom_flags(nofollow)
         .open(path)?;
     if private && file.metadata()?.is_file() {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
@@ -442,9 +447,67 @@ pub fn create(path: &Path, private: bool) -> io::Result<File> {
     Ok(file)
 }
 
-/// Writes `contents` to a file made by [`create()`].
+/// Writes a whole file barrage makes (a report, a manifest, a certificate) with the modes
+/// [`create()`] gives: into a new file created exclusively beside `path` under a random
+/// name, then renamed over `path`. A reader never sees half a report, and what is at `path`
+/// is replaced, never written through. A device or FIFO (`--html /dev/stdout`), a link
+/// [`follows_link`] allows, and a file in a directory barrage cannot create files in are
+/// written in place.
 pub fn write(path: &Path, contents: impl AsRef<[u8]>, private: bool) -> io::Result<()> {
-    create(path, private)?.write_all(contents.as_ref())
+    use std::os::unix::fs::PermissionsExt;
+    let existing = std::fs::symlink_metadata(path).ok();
+    if follows_link(path)? || existing.as_ref().is_some_and(|m| !m.is_file()) {
+        return create(path, private)?.write_all(contents.as_ref());
+    }
+    // An existing report keeps its mode; a new one is 0644 as the umask allows.
+    let kept = existing.filter(|_| !private).map(|m| m.permissions().mode() & 0o7777);
+    let mode = kept.unwrap_or(if private { 0o600 } else { 0o644 });
+    let made = tempfile::Builder::new()
+        .prefix(".barrage-")
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempfile_in(parent(path));
+    let mut temp = match made {
+        Ok(temp) => temp,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied && kept.is_some() => {
+            return create(path, private)?.write_all(contents.as_ref());
+        }
+        Err(e) => return Err(e),
+    };
+    temp.write_all(contents.as_ref())?;
+    if let Some(mode) = kept {
+        temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    temp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Whether barrage may write through `path` when it is a symbolic link: when its directory
+/// is writable by its owner alone (`-o /dev/stdout`, a link the user made in a directory of
+/// theirs). A link in a directory others can write (`/tmp`, a shared results directory) is
+/// an error: with `fs.protected_symlinks=0` anyone there could have planted it to have
+/// barrage overwrite, and chmod, a file of the user's. `false` when `path` is no link.
+pub fn follows_link(path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(false);
+    }
+    let dir = parent(path);
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "a symbolic link in a directory others can write ({}, mode {:o}), which barrage does not follow: write to where it points, or elsewhere",
+                dir.display(),
+                mode & 0o7777
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// The directory `path` is in (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 #[cfg(test)]
@@ -618,5 +681,40 @@ mod tests {
         assert_eq!(mode(&shared) & 0o133, 0, "never more than 0644");
         write(Path::new("/dev/null"), b"x", true).unwrap();
         assert_eq!(mode(Path::new("/dev/null")), 0o666, "a device keeps its mode");
+        // A report replaced keeps its mode, and nothing is left beside it.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write(&shared, b"y", false).unwrap();
+        assert_eq!((mode(&shared), std::fs::read(&shared).unwrap()), (0o640, b"y".to_vec()));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "f and g alone");
+    }
+
+    #[test]
+    fn a_link_is_followed_only_in_a_directory_no_one_else_can_write() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        for (i, private) in [true, false].into_iter().enumerate() {
+            let link = shared.join(format!("planted{i}"));
+            symlink(&victim, &link).unwrap();
+            let e = create(&link, private).unwrap_err();
+            assert!(e.to_string().contains("a symbolic link in a directory others can write"), "{e}");
+            assert!(write(&link, b"x", private).is_err());
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        }
+        assert_eq!((std::fs::read(&victim).unwrap(), mode(&victim)), (b"precious".to_vec(), 0o644));
+        // The user's own directory: their link is theirs to follow.
+        let own = dir.path().join("own");
+        std::fs::create_dir(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        symlink(&victim, own.join("link")).unwrap();
+        write(&own.join("link"), b"mine", true).unwrap();
+        assert_eq!((std::fs::read(&victim).unwrap(), mode(&victim)), (b"mine".to_vec(), 0o600));
+        assert!(!follows_link(&victim).unwrap(), "no link");
     }
 }
