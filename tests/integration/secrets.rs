@@ -151,6 +151,13 @@ fn run_scraped(out: &Path, name: &str, args: &[String]) -> Output {
     o
 }
 
+/// Writes `text`, its `ADDR` the server's address, to `dir/name`.
+fn at_server(dir: &Path, name: &str, text: &str, addr: std::net::SocketAddr) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text.replace("ADDR", &addr.to_string())).unwrap();
+    path
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -391,15 +398,17 @@ fn an_experiment_lists_custom_header_values_only_with_show_secrets() {
     // listing and experiment.json unless --show-secrets, which makes experiment.json private.
     let server = CaptureServer::start();
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("exp.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "name = \"custom\"\nduration = \"1s\"\n\n[base]\nheader = [\"X-Tenant: S3CRET-T\", \"Accept: application/json\"]\nurl = \"http://{}/\"\n\n[factors.load]\none = {{ concurrency = 1 }}\n",
-            server.addr
-        ),
-    )
-    .unwrap();
+    let text = r#"name = "custom"
+duration = "1s"
+
+[base]
+header = ["X-Tenant: S3CRET-T", "Accept: application/json"]
+url = "http://ADDR/"
+
+[factors.load]
+one = { concurrency = 1 }
+"#;
+    let file = at_server(tmp.path(), "exp.toml", text, server.addr);
     let dir = tmp.path().join("exp");
     let list = |extra: &[&str]| {
         let o = cmd().arg("experiment").arg(&file).arg("--dry-run").args(extra).output().unwrap();
@@ -436,15 +445,22 @@ fn a_captured_value_is_secret_in_every_output_unless_its_capture_is_public() {
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     let o = |n: &str| out.join(n).display().to_string();
-    let scenario = tmp.path().join("login.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "[vars]\nbase = \"http://{}\"\n\n[[flow.f.step]]\nname = \"login\"\nmethod = \"POST\"\nurl = \"{{{{base}}}}/login\"\ncapture.tok = {{ json-path = \"$.t\" }}\ncapture.item = {{ json-path = \"$.id\", public = true }}\n\n[[flow.f.step]]\nname = \"use\"\nurl = \"{{{{base}}}}/items/{{{{item}}}}/{{{{tok}}}}?sig={{{{tok}}}}\"\ncheck.body-contains = \"absent\"\n",
-            server.addr
-        ),
-    )
-    .unwrap();
+    let text = r#"[vars]
+base = "http://ADDR"
+
+[[flow.f.step]]
+name = "login"
+method = "POST"
+url = "{{base}}/login"
+capture.tok = { json-path = "$.t" }
+capture.item = { json-path = "$.id", public = true }
+
+[[flow.f.step]]
+name = "use"
+url = "{{base}}/items/{{item}}/{{tok}}?sig={{tok}}"
+check.body-contains = "absent"
+"#;
+    let scenario = at_server(tmp.path(), "login.toml", text, server.addr);
     let run = |log: &str, brg: &str, extra: &[&str]| {
         let mut c = cmd();
         c.args(["run", "--scenario", scenario.to_str().unwrap(), "-d", "1s", "--rate", "5", "--format", "json"]);
@@ -477,15 +493,15 @@ fn no_output_follows_a_link_planted_in_a_directory_others_can_write() {
     let server = CaptureServer::start();
     let url = format!("http://{}/", server.addr);
     let tmp = tempfile::tempdir().unwrap();
-    let victim = tmp.path().join("victim.txt");
+    let chmod = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    let (victim, shared, private) =
+        (tmp.path().join("victim.txt"), tmp.path().join("shared"), tmp.path().join("private"));
     std::fs::write(&victim, b"precious").unwrap();
-    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let shared = tmp.path().join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let private = tmp.path().join("private");
-    std::fs::create_dir(&private).unwrap();
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    chmod(&victim, 0o644);
+    for (dir, mode) in [(&shared, 0o1777), (&private, 0o700)] {
+        std::fs::create_dir(dir).unwrap();
+        chmod(dir, mode);
+    }
     for (flag, name) in [("-o", "run.brg"), ("--log", "log.csv"), ("--html", "run.html"), ("--hdr-log", "run.hdr")] {
         let link = shared.join(name);
         symlink(&victim, &link).unwrap();
