@@ -79,7 +79,7 @@ url = "http://{{{{host}}}}/albums"
 form.profile = {{ json = {{ artist = "Rock Pistols", title = "Album {{{{flow.id}}}}", year = "1977" }} }}
 form.image = {{ file = "{image}", type = "image/png" }}
 check.status = [{status}]
-capture.albumID = {{ json-path = "{capture}" }}
+capture.albumID = {{ json-path = "{capture}", public = true }}
 
 [[flow.album.step]]
 name = "get-album"

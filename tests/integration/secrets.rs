@@ -3,7 +3,7 @@
 //! experiment and the live endpoint, while the origin shows the credentials did go out.
 
 use crate::live::scrape;
-use crate::util::{barrage, refused_url, require, CaptureServer};
+use crate::util::{barrage, refused_url, require, CaptureServer, RawServer};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -149,6 +149,13 @@ fn run_scraped(out: &Path, name: &str, args: &[String]) -> Output {
     std::fs::write(out.join(format!("{name}.stdout")), &o.stdout).unwrap();
     std::fs::write(out.join(format!("{name}.stderr")), &o.stderr).unwrap();
     o
+}
+
+/// Writes `text`, its `ADDR` the server's address, to `dir/name`.
+fn at_server(dir: &Path, name: &str, text: &str, addr: std::net::SocketAddr) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text.replace("ADDR", &addr.to_string())).unwrap();
+    path
 }
 
 fn mode(p: &Path) -> u32 {
@@ -351,4 +358,165 @@ fn a_url_password_authenticates_by_basic_and_is_never_written() {
     assert!(!stdout.contains(MARK) && !stdout.contains(basic) && stdout.contains("al%40ice:<redacted>@"), "{stdout}");
     let file = String::from_utf8_lossy(&readable(&brg)).into_owned();
     assert!(!file.contains(MARK) && !file.contains(basic));
+}
+
+#[test]
+fn a_header_barrage_cannot_parse_is_never_echoed() {
+    // A header without its colon is a credential typed with a space instead: the value is
+    // not shown, neither by clap's "invalid value" nor by the reason, nor in an experiment's
+    // or a target file's error; the flag or the file and line say where.
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = tmp.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        "name = \"h\"\nduration = \"1s\"\n[base]\nurl = \"http://127.0.0.1:1/\"\nheader = [\"Authorization S3CRET-A\"]\n[factors.c]\none = { concurrency = 1 }\n",
+    )
+    .unwrap();
+    let targets = tmp.path().join("targets.txt");
+    std::fs::write(&targets, "GET http://127.0.0.1:1/\nAuthorization S3CRET-A\n").unwrap();
+    let runs: [(&[&str], &str); 6] = [
+        (&["run", "-n", "1", "-H", "Authorization S3CRET-A", "http://127.0.0.1:1/"], "-H"),
+        (&["run", "-n", "1", "--header=Authorization S3CRET-A", "http://127.0.0.1:1/"], "-H"),
+        (&["run", "-n", "1", "-H", "Authorization Bearer S3CRET-A: x", "http://127.0.0.1:1/"], "-H"),
+        (&["run", "-n", "1", "-H", "X-Api-Key: S3CRET-B\u{1}", "http://127.0.0.1:1/"], "'x-api-key'"),
+        (&["experiment", exp.to_str().unwrap(), "--dry-run"], "exp.toml"),
+        (&["run", "-n", "1", "--targets", targets.to_str().unwrap()], "targets.txt:2"),
+    ];
+    for (args, names) in runs {
+        let o = cmd().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains(MARK), "{args:?} echoed the header: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(names) && stderr.contains("'Name: value'"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_experiment_lists_custom_header_values_only_with_show_secrets() {
+    // A custom header's value is as likely a credential as not (`X-Tenant`): redacted in the
+    // listing and experiment.json unless --show-secrets, which makes experiment.json private.
+    let server = CaptureServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let text = r#"name = "custom"
+duration = "1s"
+
+[base]
+header = ["X-Tenant: S3CRET-T", "Accept: application/json"]
+url = "http://ADDR/"
+
+[factors.load]
+one = { concurrency = 1 }
+"#;
+    let file = at_server(tmp.path(), "exp.toml", text, server.addr);
+    let dir = tmp.path().join("exp");
+    let list = |extra: &[&str]| {
+        let o = cmd().arg("experiment").arg(&file).arg("--dry-run").args(extra).output().unwrap();
+        ok(&o);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let listing = list(&[]);
+    assert!(!listing.contains(MARK) && listing.contains("'X-Tenant: <redacted>'"), "{listing}");
+    assert!(listing.contains("'Accept: application/json'"), "a plain header keeps its value: {listing}");
+    assert!(list(&["--show-secrets"]).contains("'X-Tenant: S3CRET-T'"));
+
+    ok(&cmd().arg("experiment").arg(&file).arg("-o").arg(&dir).output().unwrap());
+    assert!(server.requests.try_iter().all(|r| String::from_utf8_lossy(&r).contains("S3CRET-T")), "sent as given");
+    let manifest = dir.join("experiment.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(!text.contains(MARK) && text.contains("X-Tenant: <redacted>"), "{text}");
+    assert_eq!(mode(&manifest), 0o644);
+    // Shown on a resume: the same cases, now written as given and private.
+    ok(&cmd().arg("experiment").arg(&file).arg("-o").arg(&dir).args(["--resume", "--show-secrets"]).output().unwrap());
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains("X-Tenant: S3CRET-T") && text.contains("\"unredacted\": true"), "{text}");
+    assert_eq!(mode(&manifest), 0o600);
+}
+
+#[test]
+fn a_captured_value_is_secret_in_every_output_unless_its_capture_is_public() {
+    // A login answer's token, captured and sent back in a path and a query parameter no
+    // rule names, and echoed by every answer: no output holds it; the public id shows.
+    let server = RawServer::answering(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n{\"t\":\"S3CRET-L\",\"id\":\"id-42\"}",
+        true,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let o = |n: &str| out.join(n).display().to_string();
+    let text = r#"[vars]
+base = "http://ADDR"
+
+[[flow.f.step]]
+name = "login"
+method = "POST"
+url = "{{base}}/login"
+capture.tok = { json-path = "$.t" }
+capture.item = { json-path = "$.id", public = true }
+
+[[flow.f.step]]
+name = "use"
+url = "{{base}}/items/{{item}}/{{tok}}?sig={{tok}}"
+check.body-contains = "absent"
+"#;
+    let scenario = at_server(tmp.path(), "login.toml", text, server.addr);
+    let run = |log: &str, brg: &str, extra: &[&str]| {
+        let mut c = cmd();
+        c.args(["run", "--scenario", scenario.to_str().unwrap(), "-d", "1s", "--rate", "5", "--format", "json"]);
+        c.args(["-o", &o(brg), "--html", &o(&format!("{brg}.html")), "--log", &o(log)]).args(extra);
+        c
+    };
+    let r = keep(&out, "run", &mut run("log.csv", "run.brg", &[]));
+    assert_eq!(r.status.code(), Some(3), "every flow fails its check: {}", String::from_utf8_lossy(&r.stderr));
+    keep(&out, "jsonl", &mut run("log.jsonl", "jsonl.brg", &[]));
+    for format in ["text", "json", "csv", "html"] {
+        keep(&out, &format!("report-{format}"), cmd().args(["report", "--format", format, &o("run.brg")]));
+    }
+    let leaks = holding(&out, MARK);
+    assert!(leaks.is_empty(), "the captured token written to {leaks:?}");
+    let log = std::fs::read_to_string(out.join("log.csv")).unwrap();
+    assert!(log.contains("/items/id-42/<redacted>?sig=<redacted>,"), "the filled URL, the token concealed: {log}");
+    let text = std::fs::read_to_string(out.join("report-text.stdout")).unwrap();
+    assert!(text.contains(r#"{\"id\":\"id-42\",\"t\":\"<redacted>\"}"#), "the answer quoted, concealed: {text}");
+    // --no-redact shows it, as it shows everything.
+    keep(&out, "unredacted", &mut run("unredacted.jsonl", "unredacted.brg", &["--no-redact"]));
+    let log = std::fs::read_to_string(out.join("unredacted.jsonl")).unwrap();
+    assert!(log.contains("/items/id-42/S3CRET-L?sig=S3CRET-L"), "{log}");
+}
+
+#[test]
+fn no_output_follows_a_link_planted_in_a_directory_others_can_write() {
+    // With fs.protected_symlinks=0, anyone can plant `shared/run.brg -> victim` in a sticky
+    // world-writable directory: barrage refuses it, and the victim stays as it was.
+    use std::os::unix::fs::symlink;
+    let server = CaptureServer::start();
+    let url = format!("http://{}/", server.addr);
+    let tmp = tempfile::tempdir().unwrap();
+    let chmod = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    let (victim, shared, private) =
+        (tmp.path().join("victim.txt"), tmp.path().join("shared"), tmp.path().join("private"));
+    std::fs::write(&victim, b"precious").unwrap();
+    chmod(&victim, 0o644);
+    for (dir, mode) in [(&shared, 0o1777), (&private, 0o700)] {
+        std::fs::create_dir(dir).unwrap();
+        chmod(dir, mode);
+    }
+    for (flag, name) in [("-o", "run.brg"), ("--log", "log.csv"), ("--html", "run.html"), ("--hdr-log", "run.hdr")] {
+        let link = shared.join(name);
+        symlink(&victim, &link).unwrap();
+        let o = cmd().args(["run", "-n", "1", flag]).arg(&link).arg(&url).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{flag}: {stderr}");
+        assert!(stderr.contains(name) && stderr.contains("symbolic link in a directory others can write"), "{stderr}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{flag} wrote the victim");
+        assert_eq!(mode(&victim), 0o644, "{flag} changed the victim's mode");
+    }
+    // A link the user made in a directory of their own is theirs to follow; a device works.
+    let target = tmp.path().join("target.brg");
+    symlink(&target, private.join("run.brg")).unwrap();
+    ok(&cmd().args(["run", "-n", "1", "-o"]).arg(private.join("run.brg")).arg(&url).output().unwrap());
+    assert!(std::fs::read(&target).unwrap().starts_with(b"BARRAGE\n") && mode(&target) == 0o600);
+    ok(&cmd().args(["run", "-n", "1", "--log", "/dev/null", "--html", "/dev/null"]).arg(&url).output().unwrap());
 }

@@ -411,3 +411,36 @@ fn a_closed_loop_shard_that_finished_its_part_last_is_flagged() {
     let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with("shard 2/3 on "));
     assert!(warned, "{}", v["warnings"]);
 }
+
+/// The same run's file twice (a copy, or a copy cut short) is refused merged: every figure
+/// would count twice. Two runs of one plan merge; `compare` of a file with itself compares.
+#[test]
+fn one_run_merged_twice_is_refused() {
+    let o = origin(ServeConfig::default());
+    let url = format!("http://{}/", o.addr());
+    let dir = tempfile::tempdir().unwrap();
+    let f = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for name in ["whole.brg", "other.brg"] {
+        let run = barrage().args(["run", "-n", "40", "-c", "2", "-o", &f(name), &url]).output().unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    }
+    std::fs::copy(f("whole.brg"), f("copy.brg")).unwrap();
+    let bytes = std::fs::read(f("whole.brg")).unwrap();
+    std::fs::write(f("cut.brg"), &bytes[..bytes.len() - 100]).unwrap();
+    for pair in [["whole.brg", "copy.brg"], ["cut.brg", "whole.brg"], ["whole.brg", "whole.brg"]] {
+        let out = barrage().arg("report").args(pair.map(f)).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{pair:?}: {err}");
+        let named = err.contains(&f(pair[0])) && err.contains(&f(pair[1]));
+        assert!(named && err.contains("the same run") && err.trim().lines().count() == 1, "{pair:?}: {err}");
+    }
+    let requests = |args: &[String]| {
+        let out = barrage().arg("report").args(args).args(["--format", "json"]).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["requests"]["total"].as_u64().unwrap()
+    };
+    assert_eq!(requests(&[f("whole.brg"), f("other.brg")]), 80, "two runs");
+    assert_eq!(requests(&["--force".into(), f("whole.brg"), f("copy.brg")]), 80, "forced, and said");
+    let compared = barrage().args(["compare", &f("whole.brg"), &f("copy.brg")]).output().unwrap();
+    assert!(compared.status.success(), "{}", String::from_utf8_lossy(&compared.stderr));
+}

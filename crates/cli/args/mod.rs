@@ -92,6 +92,10 @@ pub struct ExperimentArgs {
     /// List the cases with their ids and flags; run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Show the cases' flags as written in the listing and experiment.json (which is then
+    /// its owner's alone): header values and URL credentials, otherwise redacted.
+    #[arg(long)]
+    pub show_secrets: bool,
     /// The results directory. [default: FILE's name with .results]
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,

@@ -44,6 +44,8 @@ pub fn check_outputs(e: &EmitArgs, junit: Option<&Path>) -> anyhow::Result<()> {
 /// in. Nothing is left behind: a new file is tried as a temporary one beside it.
 pub fn check_file(path: &Path, flag: &str) -> anyhow::Result<()> {
     let cannot = |why: String| anyhow::anyhow!("{flag} {}: cannot be written: {why}", path.display());
+    // Refused now, not after a run: a link planted where others can write.
+    barrage_metrics::secrets::follows_link(path).map_err(|e| cannot(e.to_string()))?;
     if path.is_dir() {
         return Err(cannot("it is a directory".into()));
     }
@@ -62,6 +64,8 @@ pub fn check_file(path: &Path, flag: &str) -> anyhow::Result<()> {
 /// its nearest existing parent.
 pub fn check_dir(dir: &Path, flag: &str) -> anyhow::Result<()> {
     let cannot = |why: String| anyhow::anyhow!("{flag} {}: cannot be written: {why}", dir.display());
+    // Its files would be written through the link, wherever it points.
+    barrage_metrics::secrets::follows_link(dir).map_err(|e| cannot(e.to_string()))?;
     let existing = dir.ancestors().find(|a| a.as_os_str().is_empty() || a.exists()).unwrap_or(Path::new("."));
     let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
     if !existing.is_dir() {

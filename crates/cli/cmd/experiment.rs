@@ -7,6 +7,7 @@ use crate::args::{EmitArgs, ExperimentArgs, Format, RunArgs};
 use crate::Outcome;
 use anyhow::{bail, Context};
 use barrage_engine::CancellationToken;
+use barrage_metrics::secrets::Redaction;
 use barrage_plan::experiment::{Case, Experiment, Order};
 use barrage_report::{ExperimentReport, Report, Slo};
 use barrage_study::experiment::{
@@ -27,7 +28,11 @@ struct RunOnly {
 /// Checks every case, then lists them (`--dry-run`) or runs them.
 pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let e = Experiment::read(&a.file)?;
-    let cases = e.cases().into_iter().map(|c| prepare(&e, &a.file, c)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut cases = e.cases().into_iter().map(|c| prepare(&e, &a.file, c)).collect::<anyhow::Result<Vec<_>>>()?;
+    if a.show_secrets {
+        // Shown as written: the manifest then says it is unredacted, and is private.
+        cases.iter_mut().for_each(|c| c.redaction = Redaction::off());
+    }
     if cases.is_empty() {
         bail!("{}: every combination is excluded: no case to run", a.file.display());
     }

@@ -125,7 +125,7 @@ impl StepIo<'_> {
         let bad = |what: &str| Failure::new(ErrorKind::Other, format!("step {}: {what}", step.name));
         let mut filled = Filled::default();
         if let Some(path) = &step.path {
-            let path = encode_path(&path.fill_string(st));
+            let path = barrage_plan::flow::encode_path(&path.fill_string(st));
             if path.parse::<http::uri::PathAndQuery>().is_err() {
                 return Err(bad("the filled URL is not valid"));
             }
@@ -145,6 +145,13 @@ impl StepIo<'_> {
             filled.body = Some(Bytes::from(bytes));
         }
         Ok(filled)
+    }
+
+    /// The filled path as the request log shows it: the flow's secret captured values
+    /// concealed unless redaction is off (`--no-redact`).
+    fn shown_path(&self, redact: bool) -> Option<String> {
+        let path = self.path.as_deref()?;
+        Some(if redact { self.state.conceal(path).into_owned() } else { path.to_string() })
     }
 
     /// Forgets what an earlier attempt's response said.
@@ -381,15 +388,6 @@ impl Prepared {
     }
 }
 
-/// A filled path with what may not stand in a URI (spaces, quotes, non-ASCII from a
-/// captured value) percent-encoded, and `%`, `/`, `?`, `&`, `=` left as they are.
-fn encode_path(path: &str) -> String {
-    use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
-    const NOT_IN_URI: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`').add(b'{').add(b'}');
-    const MORE: &AsciiSet = &NOT_IN_URI.add(b'|').add(b'\\').add(b'^');
-    utf8_percent_encode(path, MORE).to_string()
-}
-
 /// What one finished request yields besides its times.
 pub(crate) struct Done<'a> {
     pub outcome: Outcome,
@@ -527,10 +525,15 @@ fn failure_example(io: &StepIo<'_>, outcome: Outcome, redaction: &barrage_metric
     if !io.step.reads_body() {
         return format!("{what} a {status} answer");
     }
-    // Redacted as it is read, no further than it is shown: a login answer's token must not
-    // show in part, and a large answer must not be read whole (nor into a tree) to show a line.
-    let (head, more) = redaction.body(&io.body, EXAMPLE_BODY);
-    let more = if more { "…" } else { "" };
+    // Redacted as it is read, no further than it is shown (a large answer is not read whole,
+    // nor into a tree, to show a line): a login answer's token must not show in part, nor a
+    // value the flow captured, which the answer may echo. Read past what is shown by the
+    // longest such value, so that one cut by the line's end is still recognised.
+    let reach = EXAMPLE_BODY.saturating_add(if redaction.enabled { io.state.secret_reach() } else { 0 });
+    let (text, cut) = redaction.body(&io.body, reach);
+    let text = if redaction.enabled { io.state.conceal(&text) } else { Cow::Borrowed(text.as_str()) };
+    let head: String = text.chars().take(EXAMPLE_BODY).collect();
+    let more = if cut || text.chars().nth(EXAMPLE_BODY).is_some() { "…" } else { "" };
     format!("{what} a {status} answer of {} bytes: {:?}{more}", io.body.len(), head)
 }
 
@@ -707,7 +710,7 @@ impl Slot {
                 id: io.flow_id,
                 index: io.index,
                 outcome: io.outcome_text(),
-                path: io.path.clone(),
+                path: io.shown_path(w.redaction.enabled),
                 key: io.key,
             });
             let what = Logged { target, id, attempt: job.attempt, backend: done.backend.as_deref(), flow, kv: None };

@@ -1,7 +1,8 @@
 //! Secrets kept out of everything barrage writes and prints. [`Redaction`] is the one place
 //! that takes them out of header values, URLs, `run` flags and free text (error messages,
-//! `--at` commands); [`create()`] and [`write()`] the one way a file that may hold request data
-//! is kept from other users. The requests sent are never touched: redaction applies to the
+//! `--at` commands); [`create()`] and [`write()`] the one way barrage writes an output file:
+//! a file that may hold request data is kept from other users, and no file is written
+//! through a link planted where others can write ([`follows_link`]). The requests sent are never touched: redaction applies to the
 //! copies made for output, where the run's descriptive data is built (the results file's
 //! header and examples, the request log's URLs, the summary every report renders from, an
 //! experiment's manifest and listing, the live views' run info, error messages).
@@ -11,7 +12,10 @@
 //!   `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `X-Api-Key`,
 //!   `X-Auth-Token`, `X-Session-Id`…; and a name `--redact-header` adds (exactly);
 //! - a query (or fragment) parameter named likewise: `?token=`, `?api_key=`, `?sessionid=`;
-//! - the password of a URL's user info (`user:password@`; the user name stays).
+//! - the password of a URL's user info (`user:password@`; the user name stays);
+//! - (elsewhere: a flow's state conceals what it captured, `barrage_plan`'s
+//!   `FlowState::conceal`, and an experiment's listing any custom header's value,
+//!   [`Redaction::header_flag`]).
 //!
 //! The value becomes [`REDACTED`] and the name stays, so a reader still knows what was sent.
 //! A value that starts with a registered HTTP authentication scheme keeps that word
@@ -43,6 +47,31 @@ pub const REDACTED: &str = "<redacted>";
 /// `Cookie` and `Set-Cookie`.
 pub const SECRET_WORDS: [&str; 10] =
     ["auth", "cookie", "token", "secret", "key", "password", "passwd", "session", "credential", "signature"];
+
+/// Standard request headers whose values are protocol words (media types, encodings,
+/// validators, ranges), never credentials: the only ones a listing of flags shows the value
+/// of ([`Redaction::header_flag`]).
+pub const PLAIN_HEADERS: [&str; 19] = [
+    "Accept",
+    "Accept-Charset",
+    "Accept-Encoding",
+    "Accept-Language",
+    "Cache-Control",
+    "Connection",
+    "Content-Encoding",
+    "Content-Language",
+    "Content-Type",
+    "Expect",
+    "Host",
+    "If-Match",
+    "If-Modified-Since",
+    "If-None-Match",
+    "If-Range",
+    "If-Unmodified-Since",
+    "Pragma",
+    "Range",
+    "User-Agent",
+];
 
 /// Authentication schemes of the IANA registry (and two common others) kept in front of a
 /// redacted credential.
@@ -139,11 +168,35 @@ impl Redaction {
         }
     }
 
-    /// A `Name: value` header line as it may be shown; a line without `:` as it is.
+    /// A `Name: value` header line as it may be shown. A line without `:` is no header, but
+    /// as likely a credential whose colon was forgotten (`Authorization SECRET`): redacted
+    /// whole.
     pub fn header_line<'a>(&self, line: &'a str) -> Cow<'a, str> {
-        let Some((name, value)) = line.split_once(':') else { return Cow::Borrowed(line) };
+        self.header_line_by(line, |name, value| self.header_value(name, value))
+    }
+
+    /// A header flag's `Name: value` as a listing of flags shows it (an experiment's
+    /// `--dry-run` and `experiment.json`, which repeat the flags as given): the value of any
+    /// header but a [`PLAIN_HEADERS`] one is redacted, since a custom header (`X-Tenant-Key`
+    /// misspelled, `X-Signed`) carries a credential as often as not and no rule can tell.
+    pub fn header_flag<'a>(&self, line: &'a str) -> Cow<'a, str> {
+        self.header_line_by(line, |name, value| {
+            let plain = PLAIN_HEADERS.iter().any(|p| p.eq_ignore_ascii_case(name.trim()));
+            if !self.enabled || plain || value.trim().is_empty() || self.is_secret(name) {
+                self.header_value(name, value)
+            } else {
+                Cow::Owned(REDACTED.into())
+            }
+        })
+    }
+
+    /// A header line with its value shown as `shown` says; a line without `:` redacted.
+    fn header_line_by<'a>(&self, line: &'a str, shown: impl Fn(&str, &'a str) -> Cow<'a, str>) -> Cow<'a, str> {
+        let Some((name, value)) = line.split_once(':') else {
+            return if self.enabled { Cow::Owned(REDACTED.into()) } else { Cow::Borrowed(line) };
+        };
         let rest = value.trim_start();
-        match self.header_value(name, rest) {
+        match shown(name, rest) {
             Cow::Borrowed(_) => Cow::Borrowed(line),
             Cow::Owned(v) => Cow::Owned(format!("{name}:{}{v}", &value[..value.len() - rest.len()])),
         }
@@ -216,20 +269,20 @@ impl Redaction {
         }
     }
 
-    /// `run` flags (an experiment case's) as they may be shown: a header flag's value as a
-    /// header line, anything else as text (URLs).
+    /// `run` flags (an experiment case's) as they may be shown: a header flag as
+    /// [`Redaction::header_flag`] shows it, anything else as text (URLs).
     pub fn args(&self, args: &[String]) -> Vec<String> {
         let (mut header_next, mut var_next) = (false, false);
         args.iter()
             .map(|a| {
                 let shown = if header_next {
-                    self.header_line(a).into_owned()
+                    self.header_flag(a).into_owned()
                 } else if var_next {
                     self.var(a)
                 } else if let Some(h) = a.strip_prefix("--header=") {
-                    format!("--header={}", self.header_line(h))
+                    format!("--header={}", self.header_flag(h))
                 } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
-                    format!("-H{}", self.header_line(h))
+                    format!("-H{}", self.header_flag(h))
                 } else if let Some(v) = a.strip_prefix("--var=") {
                     format!("--var={}", self.var(v))
                 } else {
@@ -526,17 +579,21 @@ fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
     haystack.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-/// Creates (or truncates) a file barrage writes. A `private` one (it may hold request data
-/// or secrets) is the user's alone, 0600, even when it existed before with a wider mode;
-/// any other is created 0644 (as the umask allows) and an existing one keeps its mode. Only
-/// a regular file's mode is changed: `-o /dev/null` or a FIFO is written as it is.
+/// Creates (or truncates) a file barrage writes in place, as it streams (a results file,
+/// the request log). A `private` one (it may hold request data or secrets) is the user's
+/// alone, 0600, even when it existed before with a wider mode; any other is created 0644
+/// (as the umask allows) and an existing one keeps its mode. Only a regular file's mode is
+/// changed: `-o /dev/null` or a FIFO is written as it is. A symbolic link at `path` is
+/// followed only as [`follows_link`] allows, and never one planted after that check.
 pub fn create(path: &Path, private: bool) -> io::Result<File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let nofollow = if follows_link(path)? { 0 } else { libc::O_NOFOLLOW };
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(if private { 0o600 } else { 0o644 })
+        .custom_flags(nofollow)
         .open(path)?;
     if private && file.metadata()?.is_file() {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
@@ -544,9 +601,67 @@ pub fn create(path: &Path, private: bool) -> io::Result<File> {
     Ok(file)
 }
 
-/// Writes `contents` to a file made by [`create()`].
+/// Writes a whole file barrage makes (a report, a manifest, a certificate) with the modes
+/// [`create()`] gives: into a new file created exclusively beside `path` under a random
+/// name, then renamed over `path`. A reader never sees half a report, and what is at `path`
+/// is replaced, never written through. A device or FIFO (`--html /dev/stdout`), a link
+/// [`follows_link`] allows, and a file in a directory barrage cannot create files in are
+/// written in place.
 pub fn write(path: &Path, contents: impl AsRef<[u8]>, private: bool) -> io::Result<()> {
-    create(path, private)?.write_all(contents.as_ref())
+    use std::os::unix::fs::PermissionsExt;
+    let existing = std::fs::symlink_metadata(path).ok();
+    if follows_link(path)? || existing.as_ref().is_some_and(|m| !m.is_file()) {
+        return create(path, private)?.write_all(contents.as_ref());
+    }
+    // An existing report keeps its mode; a new one is 0644 as the umask allows.
+    let kept = existing.filter(|_| !private).map(|m| m.permissions().mode() & 0o7777);
+    let mode = kept.unwrap_or(if private { 0o600 } else { 0o644 });
+    let made = tempfile::Builder::new()
+        .prefix(".barrage-")
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempfile_in(parent(path));
+    let mut temp = match made {
+        Ok(temp) => temp,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied && kept.is_some() => {
+            return create(path, private)?.write_all(contents.as_ref());
+        }
+        Err(e) => return Err(e),
+    };
+    temp.write_all(contents.as_ref())?;
+    if let Some(mode) = kept {
+        temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    temp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Whether barrage may write through `path` when it is a symbolic link: when its directory
+/// is writable by its owner alone (`-o /dev/stdout`, a link the user made in a directory of
+/// theirs). A link in a directory others can write (`/tmp`, a shared results directory) is
+/// an error: with `fs.protected_symlinks=0` anyone there could have planted it to have
+/// barrage overwrite, and chmod, a file of the user's. `false` when `path` is no link.
+pub fn follows_link(path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(false);
+    }
+    let dir = parent(path);
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "a symbolic link in a directory others can write ({}, mode {:o}), which barrage does not follow: write to where it points, or elsewhere",
+                dir.display(),
+                mode & 0o7777
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// The directory `path` is in (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 #[cfg(test)]
@@ -578,7 +693,8 @@ mod tests {
         }
         assert_eq!(r.header_line("Cookie:  sid=1"), "Cookie:  <redacted>");
         assert_eq!(r.header_line("Accept: */*"), "Accept: */*");
-        assert_eq!(r.header_line("no colon"), "no colon");
+        assert_eq!(r.header_line("Authorization S3CRET"), "<redacted>", "no header: a colon forgotten?");
+        assert_eq!(Redaction::off().header_line("no colon"), "no colon");
         assert_eq!(Redaction::off().header_value("Authorization", "Bearer x"), "Bearer x");
     }
 
@@ -681,6 +797,11 @@ mod tests {
             "Accept: */*",
             "--header=Cookie: S3CRET",
             "-HX-Api-Key: S3CRET",
+            "-H",
+            "X-Tenant: S3CRET",
+            "-H",
+            "Authorization S3CRET",
+            "--header=content-type: application/json",
             "--rate",
             "10",
             "--var",
@@ -698,6 +819,11 @@ mod tests {
                 "Accept: */*",
                 "--header=Cookie: <redacted>",
                 "-HX-Api-Key: <redacted>",
+                "-H",
+                "X-Tenant: <redacted>",
+                "-H",
+                "<redacted>",
+                "--header=content-type: application/json",
                 "--rate",
                 "10",
                 "--var",
@@ -736,5 +862,40 @@ mod tests {
         assert_eq!(mode(&shared) & 0o133, 0, "never more than 0644");
         write(Path::new("/dev/null"), b"x", true).unwrap();
         assert_eq!(mode(Path::new("/dev/null")), 0o666, "a device keeps its mode");
+        // A report replaced keeps its mode, and nothing is left beside it.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write(&shared, b"y", false).unwrap();
+        assert_eq!((mode(&shared), std::fs::read(&shared).unwrap()), (0o640, b"y".to_vec()));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "f and g alone");
+    }
+
+    #[test]
+    fn a_link_is_followed_only_in_a_directory_no_one_else_can_write() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        for (i, private) in [true, false].into_iter().enumerate() {
+            let link = shared.join(format!("planted{i}"));
+            symlink(&victim, &link).unwrap();
+            let e = create(&link, private).unwrap_err();
+            assert!(e.to_string().contains("a symbolic link in a directory others can write"), "{e}");
+            assert!(write(&link, b"x", private).is_err());
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        }
+        assert_eq!((std::fs::read(&victim).unwrap(), mode(&victim)), (b"precious".to_vec(), 0o644));
+        // The user's own directory: their link is theirs to follow.
+        let own = dir.path().join("own");
+        std::fs::create_dir(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        symlink(&victim, own.join("link")).unwrap();
+        write(&own.join("link"), b"mine", true).unwrap();
+        assert_eq!((std::fs::read(&victim).unwrap(), mode(&victim)), (b"mine".to_vec(), 0o600));
+        assert!(!follows_link(&victim).unwrap(), "no link");
     }
 }

@@ -60,12 +60,13 @@ pub struct ShardSummary {
 }
 
 /// Checks that `headers` (with their files) are the shards of one run, each once: the same
-/// shard count, the same plan, no shard missing or twice. Files of unsplit runs are not
-/// checked (merging runs of several machines by hand stays possible); mixing them with
-/// shards is refused. The error is one line naming the files.
+/// shard count, the same plan, no shard missing or twice. Files of unsplit runs may be
+/// different runs merged by hand (several machines' runs), but never one run twice
+/// ([`once_each`]); mixing them with shards is refused. The error is one line naming the
+/// files.
 pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
     let shards: Vec<_> = files.iter().filter_map(|(p, h)| h.launch.shard.map(|s| (*p, *h, s))).collect();
-    let Some(&(first_path, first, (_, count))) = shards.first() else { return Ok(()) };
+    let Some(&(first_path, first, (_, count))) = shards.first() else { return once_each(files) };
     let name = |p: &Path| p.display().to_string();
     if shards.len() < files.len() {
         let plain: Vec<String> = files.iter().filter(|(_, h)| h.launch.shard.is_none()).map(|(p, _)| name(p)).collect();
@@ -105,6 +106,33 @@ pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
             "shard(s) {} of {count} missing: the merge would not be the whole run (--force merges what is there)",
             missing.join(", ")
         ));
+    }
+    Ok(())
+}
+
+/// What tells one run's file from another's: the machine and its boot, the run's start and
+/// the microsecond it was ready to send, and its shard. A copy of a file, or a file and a
+/// cut-off copy of it, share it. Two runs do only when one `--start-at` started them on one
+/// machine without `--shard`; files before format version 7 have no ready time, and their
+/// start is to the millisecond.
+type RunId<'h> = (&'h str, &'h str, u64, u64, Option<(u32, u32)>);
+
+fn run_id(h: &RunHeader) -> RunId<'_> {
+    (&h.host, &h.boot_id, h.started_unix_ms, h.launch.ready_unix_us, h.launch.shard)
+}
+
+/// Refuses one run's files twice (`report run.brg copy.brg`): merged, every figure would
+/// count twice.
+fn once_each(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
+    let mut seen = std::collections::HashMap::new();
+    for &(path, header) in files {
+        if let Some(first) = seen.insert(run_id(header), path) {
+            return Err(format!(
+                "{} and {} hold the same run (one machine, boot and start: a copy?): merged, every figure would count twice (--force merges anyway)",
+                first.display(),
+                path.display()
+            ));
+        }
     }
     Ok(())
 }
@@ -208,6 +236,8 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::Launch;
+    use std::path::PathBuf;
 
     /// Closed-loop shards with `-n` end together but for one request; one that finished its
     /// part later than a tenth (and a request) after the first is behind, and says by how
@@ -227,5 +257,34 @@ mod tests {
         let mut rows = vec![row(2.0), ShardSummary { behind: Some("its generator was saturated".into()), ..row(3.0) }];
         judge_ends(&mut rows, true);
         assert_eq!(rows[1].behind.as_deref(), Some("its generator was saturated"));
+    }
+
+    #[test]
+    fn one_run_twice_is_refused_and_different_runs_merge() {
+        let run = |host: &str, ready_unix_us: u64| RunHeader {
+            barrage_version: "test".into(),
+            started_unix_ms: 1_000,
+            host: host.into(),
+            boot_id: "b".into(),
+            mode: crate::file::Mode::Open,
+            urls: Vec::new(),
+            settings_json: "{}".into(),
+            steps: Vec::new(),
+            threads: 1,
+            insecure: false,
+            groups: Vec::new(),
+            launch: Launch { ready_unix_us, ..Default::default() },
+        };
+        let (a, b, c) = (run("h", 1_000_123), run("h", 1_000_124), run("g", 1_000_123));
+        let files = |hs: &[&RunHeader]| -> Vec<(PathBuf, RunHeader)> {
+            hs.iter().enumerate().map(|(i, h)| (PathBuf::from(format!("{i}.brg")), (*h).clone())).collect()
+        };
+        let checked = |hs: &[&RunHeader]| {
+            let owned = files(hs);
+            check(&owned.iter().map(|(p, h)| (p.as_path(), h)).collect::<Vec<_>>())
+        };
+        assert_eq!(checked(&[&a, &b, &c]), Ok(()), "a µs apart, or on another machine: other runs");
+        let e = checked(&[&a, &c, &a]).unwrap_err();
+        assert!(e.starts_with("0.brg and 2.brg hold the same run"), "{e}");
     }
 }

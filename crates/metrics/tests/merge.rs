@@ -2,7 +2,7 @@
 //! the merged run, and the sliver that ends a run folded into the second before it. The
 //! files are written here with known figures, so every expectation is exact.
 
-use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::file::{IntervalRecord, Launch, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_metrics::watch::ProcRoot;
 use barrage_metrics::{CacheStatus, Outcome, ProcSample, Recorder, Sample, WatchSample};
@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const START_MS: u64 = 1_700_000_000_000;
+/// Each file a run of its own, as a real run's header tells (the microsecond it was ready
+/// to send): files that share it are one run's, refused merged.
+fn own_run() -> Launch {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let ready_unix_us = START_MS * 1000 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Launch { ready_unix_us, ..Launch::default() }
+}
+
 /// The watched server, as its machine knows it.
 const SERVER: ProcRoot = ProcRoot { pid: 4242, start_ticks: 987_654 };
 
@@ -108,7 +116,7 @@ fn write(dir: &Path, name: &str, run: &Run) -> PathBuf {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
-        launch: Default::default(),
+        launch: own_run(),
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut start = 0u64;
@@ -273,7 +281,7 @@ fn with_secrets(dir: &Path, name: &str, settings: &str) -> PathBuf {
         threads: 1,
         insecure: false,
         groups: Vec::new(),
-        launch: Default::default(),
+        launch: own_run(),
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut rec = recorder(0, 10);

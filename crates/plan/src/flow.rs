@@ -9,10 +9,12 @@
 
 pub use crate::json::JsonAt;
 use crate::plan::Load;
+use barrage_metrics::secrets::REDACTED;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -160,11 +162,23 @@ pub fn json_escape(s: &str) -> String {
     quoted[1..quoted.len() - 1].to_string()
 }
 
+/// A filled path with what may not stand in a URI (spaces, quotes, non-ASCII from a
+/// captured value) percent-encoded, and `%`, `/`, `?`, `&`, `=` left as they are.
+pub fn encode_path(path: &str) -> String {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+    const NOT_IN_URI: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`').add(b'{').add(b'}');
+    const MORE: &AsciiSet = &NOT_IN_URI.add(b'|').add(b'\\').add(b'^');
+    utf8_percent_encode(path, MORE).to_string()
+}
+
 /// A flow instance's variables: what its steps captured, its feeder row, who runs it.
 #[derive(Debug)]
 pub struct FlowState {
     /// Captured values by slot; `None` until captured.
     pub captures: Vec<Option<String>>,
+    /// Whether each slot's value was captured by a `public = true` capture (or is a
+    /// status): any other captured value is secret ([`FlowState::conceal`]).
+    pub public: Vec<bool>,
     /// The feeder row, if the flow has a feeder.
     pub row: Option<Arc<[String]>>,
     /// The flow's iteration on its worker.
@@ -179,6 +193,46 @@ pub struct FlowState {
 }
 
 impl FlowState {
+    /// `text` (a filled URL, an answer quoted) with each secret value the flow captured
+    /// replaced by [`REDACTED`], as captured and as a filled path or JSON string holds it. A
+    /// login token captured and sent back in a path, a query or a header, or echoed by an
+    /// answer, is a credential whatever its name: only a capture that says `public = true`
+    /// is shown.
+    pub fn conceal<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut hidden: Vec<(usize, usize)> = Vec::new();
+        let secrets = self.captures.iter().zip(&self.public).filter(|(_, public)| !**public);
+        for value in secrets.filter_map(|(v, _)| v.as_deref()).filter(|v| !v.is_empty()) {
+            for form in [value.to_string(), encode_path(value), json_escape(value)] {
+                hidden.extend(text.match_indices(form.as_str()).map(|(at, m)| (at, at + m.len())));
+            }
+        }
+        if hidden.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        // One pass over the text: overlapping matches (a value inside another) are one.
+        hidden.sort_unstable();
+        let (mut out, mut copied) = (String::with_capacity(text.len()), 0);
+        for (start, end) in hidden {
+            if end <= copied {
+                continue;
+            }
+            if start >= copied {
+                out.push_str(&text[copied..start]);
+                out.push_str(REDACTED);
+            }
+            copied = end;
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+
+    /// How many characters the longest form [`FlowState::conceal`] looks for may take: a
+    /// value JSON-escaped (`\u0000`) or percent-encoded grows six times at most.
+    pub fn secret_reach(&self) -> usize {
+        let secrets = self.captures.iter().zip(&self.public).filter(|(_, public)| !**public);
+        secrets.filter_map(|(v, _)| v.as_deref()).map(|v| v.len().saturating_mul(6)).max().unwrap_or(0)
+    }
+
     fn write(&mut self, v: &Var, json: bool, out: &mut Vec<u8>) {
         use std::io::Write;
         let text = |out: &mut Vec<u8>, s: &str| match json {
@@ -233,6 +287,9 @@ pub struct Capture {
     pub slot: usize,
     /// Where it comes from.
     pub source: Source,
+    /// Its value may be shown (`public = true`, or a status): else it is concealed in
+    /// every output.
+    pub public: bool,
 }
 
 /// What a check expects of a value.
@@ -400,7 +457,10 @@ impl Step {
                 Source::Status => Some(status.to_string()),
             };
             match value {
-                Some(v) => st.captures[c.slot] = Some(v),
+                Some(v) => {
+                    st.captures[c.slot] = Some(v);
+                    st.public[c.slot] = c.public;
+                }
                 None => return Verdict::CaptureFailed(i),
             }
         }
@@ -599,6 +659,7 @@ impl Scenario {
         };
         Some(FlowState {
             captures: vec![None; flow.slots],
+            public: vec![false; flow.slots],
             row,
             iteration,
             worker,

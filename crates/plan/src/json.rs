@@ -230,7 +230,7 @@ impl Deadline {
     /// An error once `until` has passed, looked at on every [`Deadline::EVERY`]th element.
     fn check<E: de::Error>(self, n: usize) -> Result<(), E> {
         match self.0 {
-            Some(until) if n % Self::EVERY == 0 && Instant::now() >= until => Err(E::custom("out of time")),
+            Some(until) if n.is_multiple_of(Self::EVERY) && Instant::now() >= until => Err(E::custom("out of time")),
             _ => Ok(()),
         }
     }

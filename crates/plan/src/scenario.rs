@@ -22,7 +22,7 @@
 //! url = "http://{{host}}/albums"
 //! form.profile = { json = { user = "{{row.user}}" } }
 //! form.image = { file = "img/cat.jpg", type = "image/jpeg" }
-//! capture.albumID = { json-path = "$.albumID" }
+//! capture.albumID = { json-path = "$.albumID", public = true }   # shown in outputs; else secret
 //! check.status = [200, 201]
 //! think = "100ms..300ms"
 //!
@@ -292,6 +292,9 @@ struct RawCapture {
     header: Option<String>,
     regex: Option<String>,
     status: Option<bool>,
+    /// The value may be shown in outputs (an id); by default a captured value is secret.
+    #[serde(default)]
+    public: bool,
 }
 
 #[derive(Default, Deserialize)]
@@ -1173,7 +1176,9 @@ fn captures(doc: &Doc, r: &RawStep, scope: &Scope) -> Res<Vec<Capture>> {
             new += 1;
             scope.captured.len() + new - 1
         });
-        out.push(Capture { name: name.clone(), slot, source });
+        // A status is a status, never a credential.
+        let public = raw.get_ref().public || matches!(source, Source::Status);
+        out.push(Capture { name: name.clone(), slot, source, public });
     }
     Ok(out)
 }
@@ -1443,7 +1448,8 @@ fn rate_spec(v: &toml::Value) -> Result<RateSpec, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::CHECK_KINDS;
+    use crate::flow::{Response, Verdict, CHECK_KINDS};
+    use http::HeaderMap;
     use std::path::PathBuf;
 
     const IMAGE: &[u8] = b"\xff\xd8\x00{{row.user}}\r\n--not-a-boundary\r\n\x01\xfe";
@@ -1658,6 +1664,25 @@ duration = "30s"
         let e = parse_in(Path::new("."), &text.replace("first = \"b\", last = \"c\"", "first = \"c\", last = \"b\""))
             .unwrap_err();
         assert!(e.to_string().starts_with("s.toml:2: repeat: step b comes before step c"), "{e}");
+    }
+
+    #[test]
+    fn a_captured_value_is_concealed_unless_its_capture_is_public() {
+        let text = "[[flow.f.step]]\nname = \"login\"\nurl = \"http://h:1/login\"\ncapture.tok = { json-path = \"$.t\" }\ncapture.id = { json-path = \"$.id\", public = true }\ncapture.code = { status = true }\n\n[[flow.f.step]]\nname = \"get\"\nurl = \"http://h:1/x/{{id}}/{{tok}}?sig={{tok}}&c={{code}}\"\n";
+        let (s, _) = parse_in(Path::new("."), text).unwrap();
+        let flow = &s.flows[0];
+        let public: Vec<bool> = flow.steps[0].captures.iter().map(|c| c.public).collect();
+        assert_eq!(public, [false, true, true], "a status is never a secret");
+        let answer = br#"{"t":"S3 CRET\"","id":"7"}"#;
+        let response = Response { status: Some(200), headers: &HeaderMap::new(), body: answer, until: None };
+        let mut st = s.start_flow(0, 0, 0, 1).unwrap();
+        assert_eq!(flow.steps[0].judge(&response, &mut st), Verdict::Ok);
+        let path = crate::flow::encode_path(&flow.steps[1].path.as_ref().unwrap().fill_string(&mut st));
+        assert_eq!(path, "/x/7/S3%20CRET%22?sig=S3%20CRET%22&c=200", "sent as captured");
+        assert_eq!(st.conceal(&path), "/x/7/<redacted>?sig=<redacted>&c=200", "as the request log shows it");
+        let quoted = String::from_utf8_lossy(answer);
+        assert_eq!(st.conceal(&quoted), r#"{"t":"<redacted>","id":"7"}"#, "an answer quoted, JSON-escaped");
+        assert_eq!(st.conceal("nothing captured here"), "nothing captured here");
     }
 
     /// The album flow's two steps, small, for the table of errors.

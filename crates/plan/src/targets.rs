@@ -16,6 +16,7 @@
 
 use crate::limits::{MAX_BODY, MAX_TARGETS, MAX_TARGETS_FILE};
 use crate::plan::Target;
+use crate::units::Header;
 use barrage_metrics::limits::fmt_limit;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
@@ -152,13 +153,10 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
     Ok(out)
 }
 
+/// A header line, parsed as `-H` is: the error never quotes the line (it may be a credential).
 fn header(line: &str) -> Result<(HeaderName, HeaderValue), String> {
-    let (k, v) = line
-        .split_once(':')
-        .ok_or_else(|| format!("expected a header 'Name: value' or '@body-file', found '{line}'"))?;
-    let name =
-        HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| format!("invalid header name '{}'", k.trim()))?;
-    let value = HeaderValue::from_str(v.trim()).map_err(|_| format!("invalid value for header '{}'", k.trim()))?;
+    let Header(name, value) =
+        line.parse().map_err(|e| format!("expected a header or '@body-file' after the request line: {e}"))?;
     Ok((name, value))
 }
 

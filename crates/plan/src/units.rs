@@ -193,17 +193,22 @@ impl FromStr for RateSpec {
     }
 }
 
-/// A `-H 'Name: value'` header.
+/// A `-H 'Name: value'` header (also a target file's header line).
 #[derive(Clone, Debug)]
 pub struct Header(pub http::HeaderName, pub http::HeaderValue);
 
 impl FromStr for Header {
     type Err = String;
+    /// The error never quotes the input: a header that does not parse is as likely a
+    /// credential mistyped (`Authorization SECRET`) as anything. Only a name that parsed
+    /// is named.
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = |why: &str| format!("invalid header '{s}': {why}; expected 'Name: value'");
-        let (name, value) = s.split_once(':').ok_or_else(|| bad("no ':'"))?;
-        let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad("bad name"))?;
-        let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad("bad value"))?;
+        let (name, value) = s.split_once(':').ok_or("a header needs 'Name: value' (it has no ':')")?;
+        let name = http::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| "a header needs 'Name: value'; what comes before ':' is not a name (letters, digits and -)")?;
+        let value = http::HeaderValue::from_str(value.trim()).map_err(|_| {
+            format!("the value of '{name}' holds what a header cannot carry (a line break or control character); a header needs 'Name: value'")
+        })?;
         Ok(Header(name, value))
     }
 }
@@ -345,7 +350,14 @@ mod tests {
     fn headers_and_resolve() {
         let h: Header = "X-Test: a b".parse().unwrap();
         assert_eq!((h.0.as_str(), h.1.to_str().unwrap()), ("x-test", "a b"));
-        assert!("nocolon".parse::<Header>().is_err());
+        for (bad, why) in [
+            ("Authorization S3CRET", "it has no ':'"),
+            ("Authorization Bearer S3CRET: x", "not a name"),
+            ("X-Api-Key: S3CRET\u{1}", "the value of 'x-api-key'"),
+        ] {
+            let e = bad.parse::<Header>().unwrap_err();
+            assert!(e.contains(why) && e.contains("'Name: value'") && !e.contains("S3CRET"), "{bad}: {e}");
+        }
         let r: Resolve = "example.com:443:127.0.0.1".parse().unwrap();
         assert_eq!((r.host.as_str(), r.port, r.addr.to_string().as_str()), ("example.com", 443, "127.0.0.1:443"));
         assert!("example.com:x:127.0.0.1".parse::<Resolve>().is_err());

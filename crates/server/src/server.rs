@@ -214,7 +214,8 @@ fn setup_tls(config: &ServeConfig, addr: SocketAddr, resumed: Arc<AtomicU64>) ->
     let Some(ca_pem) = &tls.ca_pem else { return Ok(TlsSetup { acceptor, quic, ..TlsSetup::default() }) };
     let (path, ours) = match &config.ca_out {
         Some(path) => {
-            std::fs::write(path, ca_pem).map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
+            barrage_metrics::secrets::write(path, ca_pem, false)
+                .map_err(|source| ServeError::CaWrite { path: path.clone(), source })?;
             (path.clone(), false)
         }
         None => (write_temporary_ca(ca_pem, addr.port())?, true),

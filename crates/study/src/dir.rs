@@ -48,6 +48,20 @@ pub struct ManifestCase {
     pub phases: Vec<String>,
 }
 
+impl ManifestCase {
+    /// The case as a manifest written redacted shows it: what `--resume` compares, so that
+    /// a directory first run with `--show-secrets` (or by a barrage that showed custom
+    /// header values) resumes without it, and the other way round.
+    fn redacted(&self) -> ManifestCase {
+        let r = barrage_metrics::secrets::Redaction::default();
+        ManifestCase {
+            run: r.args(&self.run),
+            background: self.background.as_deref().map(|b| r.args(b)),
+            ..self.clone()
+        }
+    }
+}
+
 /// What `experiment.json` holds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -128,7 +142,8 @@ impl StudyDir {
         if resume {
             if let Ok(earlier) = StudyDir::open(path) {
                 let m = &earlier.manifest;
-                if m.cases != manifest.cases || m.repeats != manifest.repeats {
+                let redacted = |cases: &[ManifestCase]| cases.iter().map(ManifestCase::redacted).collect::<Vec<_>>();
+                if redacted(&m.cases) != redacted(&manifest.cases) || m.repeats != manifest.repeats {
                     return Err(StudyError::Dir(format!(
                         "{}: the experiment file changed since the first run (cases or repeats differ): run it into another directory",
                         path.display()
