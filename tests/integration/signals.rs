@@ -385,3 +385,64 @@ fn one_sigterm_ends_an_experiments_warm_up_at_once() {
     assert!(!names(&out).iter().any(|f| f.starts_with("TC")), "{:?}", names(&out));
     assert_eq!(names(tmp.path()), Vec::<String>::new());
 }
+
+/// PATH with a stand-in `nginx` first, in `dir`, that never answers (it sleeps, and says
+/// its PID in `dir/nginx.pid`): a testbed waits for it for its whole readiness deadline (20 s).
+fn path_with_a_silent_nginx(dir: &Path) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let nginx = dir.join("nginx");
+    std::fs::write(&nginx, "#!/bin/sh\necho $$ > \"$0.pid.tmp\" && mv \"$0.pid.tmp\" \"$0.pid\"\nexec sleep 600\n")
+        .unwrap();
+    std::fs::set_permissions(&nginx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = std::ffi::OsString::from(dir);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+/// Starts `cmd` with the silent nginx first on PATH (in `bin`), signals it once while its
+/// testbed in `bed` waits for nginx to answer, and checks that it ended promptly with 143,
+/// taking down what had started: the origins and nginx gone, the testbed's directory too.
+fn interrupt_while_the_testbed_comes_up(cmd: &mut Command, bin: &Path, bed: &Path) -> Output {
+    let mut started = Vec::new();
+    let ready = || {
+        // Every server started (nginx last), so the supervisor waits for nginx to answer.
+        let Some(state) = barrage_testbed::State::load(bed) else { return false };
+        started = state.servers.iter().filter_map(|s| s.pid).collect();
+        started.len() == state.servers.len() && bin.join("nginx.pid").exists()
+    };
+    let stopped = interrupt_when(cmd.env("PATH", path_with_a_silent_nginx(bin)), "nginx started", ready, libc::SIGTERM);
+    assert_prompt(&stopped, 143);
+    let nginx: u32 = std::fs::read_to_string(bin.join("nginx.pid")).unwrap().trim().parse().unwrap();
+    let left: Vec<u32> = started.into_iter().chain([nginx]).filter(|p| crate::testbed::alive(*p)).collect();
+    assert!(left.is_empty(), "still running: {left:?}");
+    assert!(!bed.exists(), "the testbed's directory is removed");
+    stopped.output
+}
+
+/// An experiment waiting for its testbed to answer ends on one signal, takes down what had
+/// started and prints its (empty) table as partial. Before: the wait ran its 20 s.
+#[test]
+fn one_sigterm_ends_an_experiments_wait_for_its_testbed_and_takes_it_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.toml");
+    let text = "duration = \"1s\"\n[base]\ntestbed = \"nginx-lb\"\nurl = \"{nginx-lb}/bytes/100\"\n\
+                [factors.workers]\none = { concurrency = 1 }\n";
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = barrage();
+    cmd.args(["experiment", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--format", "json"]);
+    let output = interrupt_while_the_testbed_comes_up(&mut cmd, dir.path(), &out.join("testbed-nginx-lb"));
+    assert_eq!(json(&output)["partial"], true);
+}
+
+/// `testbed up` interrupted while its testbed comes up takes it down: nobody would know it
+/// is there. Before: `up` died and left the supervisor bringing the testbed up.
+#[test]
+fn one_sigterm_ends_testbed_up_while_it_comes_up_and_takes_the_testbed_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let bed = dir.path().join("bed");
+    let mut cmd = barrage();
+    cmd.args(["testbed", "up", "nginx-lb", "--backends", "1", "--dir", bed.to_str().unwrap()]);
+    interrupt_while_the_testbed_comes_up(&mut cmd, dir.path(), &bed);
+}

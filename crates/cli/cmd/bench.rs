@@ -43,7 +43,7 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
     }
     eprintln!("bringing up nginx, haproxy, varnish and squid over {} origins…", a.backends);
     crate::signals::down_on_exit(&dir);
-    let state = barrage_testbed::up(&options, &dir)?;
+    let state = barrage_testbed::up(&options, &dir, barrage_testbed::Lifetime::Caller, &|| stop.is_cancelled())?;
     let _down = Down(dir.clone());
     if let Some(out) = &a.output_dir {
         std::fs::create_dir_all(out).with_context(|| format!("--output-dir {}", out.display()))?;
