@@ -446,3 +446,21 @@ fn one_sigterm_ends_testbed_up_while_it_comes_up_and_takes_the_testbed_down() {
     cmd.args(["testbed", "up", "nginx-lb", "--backends", "1", "--dir", bed.to_str().unwrap()]);
     interrupt_while_the_testbed_comes_up(&mut cmd, dir.path(), &bed);
 }
+
+/// A think time (here ten minutes) ends on one signal, as every wait inside a run does.
+#[test]
+fn one_sigterm_ends_a_think_time_at_once() {
+    let server = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["run", "-c", "2", "-d", "1h", "--think-time", "10m", "--format", "json", &server.url()];
+    let mut cmd = barrage();
+    let stopped = interrupt_when(
+        cmd.args(args).env("TMPDIR", tmp.path()),
+        "two requests",
+        || server.requests() >= 2,
+        libc::SIGTERM,
+    );
+    assert_prompt(&stopped, 143);
+    assert_eq!(json(&stopped.output)["requests"]["total"], 2, "each worker's one request, then thinking");
+    assert_eq!(names(tmp.path()), Vec::<String>::new());
+}
