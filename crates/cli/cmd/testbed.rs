@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// Dispatches a testbed subcommand.
 pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
     match command {
+        // `main` runs `up` in the background itself, with the signal handler.
         TestbedCommand::Up(a) => foreground(a),
         TestbedCommand::Status(a) => status(&dir(&a)),
         TestbedCommand::Down(a) => {

@@ -24,7 +24,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What can go wrong with a testbed.
@@ -149,7 +149,8 @@ pub fn up(
     let Some(line) = first_line(child.stdout.take().expect("piped"), stopped) else {
         // Closing the tie before the testbed is up takes down what had started.
         drop(tie);
-        wait_bounded(&mut child);
+        // Bounded by a readiness check in progress and the servers' stop.
+        wait_until(STOP_DEADLINE * 2, || !matches!(child.try_wait(), Ok(None)));
         return Err(TestbedError::Interrupted);
     };
     if !line.starts_with("ready") {
@@ -196,13 +197,16 @@ fn first_line(out: ChildStdout, stopped: &dyn Fn() -> bool) -> Option<String> {
     }
 }
 
-/// Waits until `child` (a supervisor taking its testbed down) exits, at most as long as a
-/// readiness check in progress and the stop of a server take.
-fn wait_bounded(child: &mut Child) {
-    let deadline = Instant::now() + STOP_DEADLINE * 2;
-    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+/// Waits until `done` says so, at most `bound`; whether it did.
+fn wait_until(bound: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + bound;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
+    true
 }
 
 /// Refuses options no testbed serves ([`Options::check`]) and a directory where a testbed
@@ -213,7 +217,11 @@ pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
     check_dir(dir)?;
     if let Some(state) = State::load(dir) {
         if state.owner.is_some_and(|o| !o.alive()) {
-            outlive_supervisor(&state)?;
+            // Its supervisor is taking the servers down and removing `dir`, which must not
+            // happen to the next testbed there: let it finish.
+            if !wait_until(STOP_DEADLINE * 2, || !living(state.supervisor_pid)) {
+                return Err(TestbedError::Busy(dir.display().to_string()));
+            }
         } else if is_up(dir) {
             return Err(TestbedError::Busy(dir.display().to_string()));
         }
@@ -223,20 +231,6 @@ pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
         return Err(TestbedError::NotEmpty(dir.display().to_string()));
     }
     check_programs(options, dir)
-}
-
-/// Waits (bounded) until the supervisor of a testbed whose owner died is gone: it is taking
-/// its servers down and removing its directory, which must not happen to the next testbed
-/// there.
-fn outlive_supervisor(state: &State) -> Result<(), TestbedError> {
-    let deadline = Instant::now() + STOP_DEADLINE * 2;
-    while living(state.supervisor_pid) {
-        if Instant::now() >= deadline {
-            return Err(TestbedError::Busy(state.dir.display().to_string()));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Ok(())
 }
 
 /// Whether a supervisor runs for `dir`: it answers on its socket, or, while it is still
@@ -298,10 +292,7 @@ fn clean_up(dir: &Path) -> Result<(), TestbedError> {
         }
         // SIGKILL is delivered asynchronously: return once the processes have died (orphans of
         // a dead supervisor may stay zombies, which hold nothing).
-        let deadline = std::time::Instant::now() + STOP_DEADLINE;
-        while killed.iter().any(|pid| living(*pid)) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until(STOP_DEADLINE, || !killed.iter().any(|pid| living(*pid)));
     }
     std::fs::remove_dir_all(dir).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
     Ok(())
