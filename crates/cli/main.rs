@@ -72,8 +72,9 @@ fn say(line: &str) {
     eprintln!("barrage: {}", message::one_line(&barrage_metrics::secrets::Redaction::default().text(line)));
 }
 
-/// Commands that send load get the signal handler; `serve` and the testbed's own commands
-/// handle signals their way (each ends cleanly on SIGINT, SIGTERM and SIGHUP).
+/// Commands that send load, and `testbed up` (which takes down what it started when stopped
+/// while its testbed comes up), get the signal handler; `serve` and the testbed's other
+/// commands handle signals their way (each ends cleanly on SIGINT, SIGTERM and SIGHUP).
 fn dispatch(command: Command) -> anyhow::Result<Outcome> {
     let stop = || signals::install();
     match command {
@@ -84,6 +85,7 @@ fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Demo(a) => cmd::demo::demo(a, stop()?),
         Command::Testbed(a) => match a.command {
             TestbedCommand::Bench(b) => cmd::bench::bench(b, stop()?),
+            TestbedCommand::Up(u) if !u.foreground => cmd::testbed::up(u, stop()?),
             other => cmd::testbed::testbed(other),
         },
         Command::Report(a) => cmd::report::report(a),

@@ -8,35 +8,44 @@ use crate::util::{barrage, origin};
 use barrage_server::{LatencyDist, RunningServer, ServeConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Starts `barrage ARGS`, waits (bounded) until `file` holds an interval, sends `signal`,
 /// and returns what it printed.
 fn interrupt_in(args: &[&str], file: &Path, signal: i32) -> Output {
-    let child = barrage().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while !has_interval(file) {
-        assert!(Instant::now() < deadline, "{} never started", file.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, signal) };
-    child.wait_with_output().unwrap()
+    let what = format!("{} holds an interval", file.display());
+    interrupt_when(barrage().args(args), &what, || has_interval(file), signal).output
 }
 
 /// Starts `barrage ARGS` with its temporary directory `tmp`, waits (bounded) until `server`
 /// has counted `n` requests, sends `signal`, and returns what it printed.
 fn interrupt_after(args: &[&str], tmp: &Path, server: &RunningServer, n: u64, signal: i32) -> Output {
-    let child = barrage().args(args).env("TMPDIR", tmp).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let what = format!("the origin counts {n} requests");
+    interrupt_when(barrage().args(args).env("TMPDIR", tmp), &what, || server.requests() >= n, signal).output
+}
+
+/// What a signalled child printed, and how long it took to exit after the signal.
+struct Stopped {
+    output: Output,
+    took: Duration,
+}
+
+/// Starts `cmd`, waits (at most 40 s) until `ready` says the moment has come (`what`, for
+/// the failure), sends ONE `signal`, and waits for the child to exit.
+fn interrupt_when(cmd: &mut Command, what: &str, mut ready: impl FnMut() -> bool, signal: i32) -> Stopped {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(40);
-    while server.requests() < n {
-        assert!(Instant::now() < deadline, "the origin counted only {} requests", server.requests());
+    while !ready() {
+        assert!(Instant::now() < deadline, "never came: {what}");
+        // Paces the polling only: `ready` is what synchronises.
         std::thread::sleep(Duration::from_millis(20));
     }
+    let sent = Instant::now();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
-    child.wait_with_output().unwrap()
+    let output = child.wait_with_output().unwrap();
+    Stopped { output, took: sent.elapsed() }
 }
 
 fn has_interval(path: &Path) -> bool {
@@ -275,5 +284,183 @@ fn sighup_ends_serve_cleanly_and_removes_its_generated_ca_file() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
     assert!(child.wait().unwrap().success());
+    assert_eq!(names(tmp.path()), Vec::<String>::new());
+}
+
+/// The longest a wait may take to end after ONE signal, with slack for a busy machine:
+/// every wait below would otherwise last a minute or more.
+const PROMPT: Duration = Duration::from_secs(3);
+
+/// Asserts the child ended on the signal, promptly, with its exit code.
+fn assert_prompt(stopped: &Stopped, code: i32) {
+    let err = String::from_utf8_lossy(&stopped.output.stderr);
+    assert_eq!(stopped.output.status.code(), Some(code), "{err}");
+    assert!(stopped.took < PROMPT, "took {:?} after the signal: {err}", stopped.took);
+}
+
+fn has_files(dir: &Path) -> bool {
+    !names(dir).is_empty()
+}
+
+/// `docker stop`, systemd and CI send one SIGTERM, then SIGKILL: a shard waiting for its
+/// `--start-at` (up to a day) ends on the first one, removes its temporary results file
+/// and reports the run it did not start. Before: it printed "stopping" and waited on.
+#[test]
+fn one_sigterm_ends_the_wait_for_start_at_at_once_and_leaves_no_temp_file() {
+    let server = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 120;
+    let args = ["run", "-c", "1", "-d", "2s", "--start-at", &at.to_string(), "--format", "json", &server.url()];
+    // Its temporary results file is made once the handler is in place, before the wait.
+    let stopped = interrupt_when(
+        barrage().args(args).env("TMPDIR", tmp.path()),
+        "a temp file",
+        || has_files(tmp.path()),
+        libc::SIGTERM,
+    );
+    assert_prompt(&stopped, 143);
+    let v = json(&stopped.output);
+    assert_eq!((v["interrupted"].as_bool(), v["requests"]["total"].as_u64()), (Some(true), Some(0)), "{v}");
+    assert_eq!(server.requests(), 0, "nothing was sent before the start");
+    assert_eq!(names(tmp.path()), Vec::<String>::new(), "the temporary results file is removed");
+}
+
+/// A `--at` command still running when the run is stopped is killed at once, not after the
+/// 5 s grace a run that ends on its own gives it.
+#[test]
+fn one_sigterm_kills_a_running_at_command_at_once() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("started");
+    let file = dir.path().join("run.brg");
+    let command = format!("touch '{}'; sleep 60", mark.display());
+    let args = ["run", "-c", "1", "-d", "60s", "--at", "0s", &command, "-o", file.to_str().unwrap(), &server.url()];
+    let stopped = interrupt_when(barrage().args(args), "the --at command started", || mark.exists(), libc::SIGTERM);
+    assert_prompt(&stopped, 143);
+    assert!(summary(file).interrupted);
+}
+
+/// An experiment of two 1 s cases with `extra` in its file, into `dir/out`.
+fn two_cases(dir: &Path, server: &RunningServer, extra: &str) -> (PathBuf, PathBuf) {
+    let file = dir.join("study.toml");
+    let text = format!(
+        "duration = \"1s\"\n{extra}\n[base]\nurl = \"{}/bytes/100\"\n[factors.workers]\none = {{ concurrency = 1 }}\ntwo = {{ concurrency = 2 }}\n",
+        server.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    (file, dir.join("out"))
+}
+
+/// The pause between an experiment's cases ends on one signal: the finished case is kept,
+/// the table is partial, nothing temporary is left.
+#[test]
+fn one_sigterm_ends_an_experiments_pause_between_cases_at_once() {
+    let server = origin(ServeConfig::default());
+    let (dir, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (file, out) = two_cases(dir.path(), &server, "pause = \"10m\"");
+    let first = out.join("TC0.r1.brg");
+    let mut cmd = barrage();
+    cmd.args(["experiment", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--format", "json"]);
+    // The first case's file gets its name once it finished: the pause has begun.
+    let stopped = interrupt_when(cmd.env("TMPDIR", tmp.path()), "the first case", || first.exists(), libc::SIGTERM);
+    assert_prompt(&stopped, 143);
+    assert_eq!(json(&stopped.output)["partial"], true);
+    assert!(!names(&out).iter().any(|f| f.starts_with("TC1")), "{:?}", names(&out));
+    assert_eq!(names(tmp.path()), Vec::<String>::new());
+}
+
+/// A warm-up is a run: it ends on one signal, its temporary file goes, and no case's file
+/// is left behind.
+#[test]
+fn one_sigterm_ends_an_experiments_warm_up_at_once() {
+    let server = origin(ServeConfig::default());
+    let (dir, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (file, out) = two_cases(dir.path(), &server, "warmup = \"10m\"");
+    let mut cmd = barrage();
+    cmd.args(["experiment", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--format", "json"]);
+    // The warm-up's results go to a temporary file: once it is there, the warm-up runs.
+    let stopped = interrupt_when(cmd.env("TMPDIR", tmp.path()), "the warm-up", || has_files(tmp.path()), libc::SIGTERM);
+    assert_prompt(&stopped, 143);
+    assert_eq!(json(&stopped.output)["partial"], true);
+    assert!(!names(&out).iter().any(|f| f.starts_with("TC")), "{:?}", names(&out));
+    assert_eq!(names(tmp.path()), Vec::<String>::new());
+}
+
+/// PATH with a stand-in `nginx` first, in `dir`, that never answers (it sleeps, and says
+/// its PID in `dir/nginx.pid`): a testbed waits for it for its whole readiness deadline (20 s).
+fn path_with_a_silent_nginx(dir: &Path) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let nginx = dir.join("nginx");
+    std::fs::write(&nginx, "#!/bin/sh\necho $$ > \"$0.pid.tmp\" && mv \"$0.pid.tmp\" \"$0.pid\"\nexec sleep 600\n")
+        .unwrap();
+    std::fs::set_permissions(&nginx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = std::ffi::OsString::from(dir);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
+}
+
+/// Starts `cmd` with the silent nginx first on PATH (in `bin`), signals it once while its
+/// testbed in `bed` waits for nginx to answer, and checks that it ended promptly with 143,
+/// taking down what had started: the origins and nginx gone, the testbed's directory too.
+fn interrupt_while_the_testbed_comes_up(cmd: &mut Command, bin: &Path, bed: &Path) -> Output {
+    let mut started = Vec::new();
+    let ready = || {
+        // Every server started (nginx last), so the supervisor waits for nginx to answer.
+        let Some(state) = barrage_testbed::State::load(bed) else { return false };
+        started = state.servers.iter().filter_map(|s| s.pid).collect();
+        started.len() == state.servers.len() && bin.join("nginx.pid").exists()
+    };
+    let stopped = interrupt_when(cmd.env("PATH", path_with_a_silent_nginx(bin)), "nginx started", ready, libc::SIGTERM);
+    assert_prompt(&stopped, 143);
+    let nginx: u32 = std::fs::read_to_string(bin.join("nginx.pid")).unwrap().trim().parse().unwrap();
+    let left: Vec<u32> = started.into_iter().chain([nginx]).filter(|p| crate::testbed::alive(*p)).collect();
+    assert!(left.is_empty(), "still running: {left:?}");
+    assert!(!bed.exists(), "the testbed's directory is removed");
+    stopped.output
+}
+
+/// An experiment waiting for its testbed to answer ends on one signal, takes down what had
+/// started and prints its (empty) table as partial. Before: the wait ran its 20 s.
+#[test]
+fn one_sigterm_ends_an_experiments_wait_for_its_testbed_and_takes_it_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.toml");
+    let text = "duration = \"1s\"\n[base]\ntestbed = \"nginx-lb\"\nurl = \"{nginx-lb}/bytes/100\"\n\
+                [factors.workers]\none = { concurrency = 1 }\n";
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = barrage();
+    cmd.args(["experiment", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--format", "json"]);
+    let output = interrupt_while_the_testbed_comes_up(&mut cmd, dir.path(), &out.join("testbed-nginx-lb"));
+    assert_eq!(json(&output)["partial"], true);
+}
+
+/// `testbed up` interrupted while its testbed comes up takes it down: nobody would know it
+/// is there. Before: `up` died and left the supervisor bringing the testbed up.
+#[test]
+fn one_sigterm_ends_testbed_up_while_it_comes_up_and_takes_the_testbed_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let bed = dir.path().join("bed");
+    let mut cmd = barrage();
+    cmd.args(["testbed", "up", "nginx-lb", "--backends", "1", "--dir", bed.to_str().unwrap()]);
+    interrupt_while_the_testbed_comes_up(&mut cmd, dir.path(), &bed);
+}
+
+/// A think time (here ten minutes) ends on one signal, as every wait inside a run does.
+#[test]
+fn one_sigterm_ends_a_think_time_at_once() {
+    let server = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["run", "-c", "2", "-d", "1h", "--think-time", "10m", "--format", "json", &server.url()];
+    let mut cmd = barrage();
+    let stopped = interrupt_when(
+        cmd.args(args).env("TMPDIR", tmp.path()),
+        "two requests",
+        || server.requests() >= 2,
+        libc::SIGTERM,
+    );
+    assert_prompt(&stopped, 143);
+    assert_eq!(json(&stopped.output)["requests"]["total"], 2, "each worker's one request, then thinking");
     assert_eq!(names(tmp.path()), Vec::<String>::new());
 }

@@ -394,7 +394,7 @@ fn down_leaves_no_process_and_no_state_even_when_the_test_fails() {
 }
 
 /// A process that is neither running nor a zombie (reaped).
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
 }
@@ -660,7 +660,8 @@ fn plant_state(dir: &Path, victim: u32, started: Option<u64>) {
     spec.program = "sleep".into();
     let server =
         barrage_testbed::ServerState { spec, pid: Some(victim), started, status: barrage_testbed::Status::Running };
-    let state = State { options, dir: dir.into(), supervisor_pid: u32::MAX, ca: None, servers: vec![server] };
+    let state =
+        State { options, dir: dir.into(), supervisor_pid: u32::MAX, owner: None, ca: None, servers: vec![server] };
     std::fs::write(dir.join("testbed.json"), serde_json::to_vec(&state).unwrap()).unwrap();
 }
 
@@ -999,4 +1000,81 @@ fn a_stepped_run_through_haproxy_counts_what_it_never_sent() {
     for step in &s["steps"].as_array().unwrap()[..4] {
         assert_eq!((count(&step["dropped"]), f(&step["success_ratio"])), (0, 1.0), "{step}");
     }
+}
+
+/// An experiment of two 1 s cases against a `direct` testbed it brings up, with a long pause
+/// between them, started and SIGKILLed (which no handler sees) in that pause, when its
+/// testbed is up. Returns the experiment file, its results directory and its testbed's
+/// state as it was.
+fn kill_an_experiment_in_its_pause(dir: &Path) -> (PathBuf, PathBuf, State) {
+    let file = dir.join("study.toml");
+    let text = "duration = \"1s\"\npause = \"10m\"\n[base]\ntestbed = \"direct\"\nurl = \"{origin-1}/bytes/100\"\n\
+                [factors.workers]\none = { concurrency = 1 }\ntwo = { concurrency = 2 }\n";
+    std::fs::write(&file, text).unwrap();
+    let results = dir.join("results");
+    let mut child = barrage()
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first case's file gets its name once it finished: the pause has begun.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while !results.join("TC0.r1.brg").exists() {
+        assert!(std::time::Instant::now() < deadline, "the first case never finished");
+        // Paces the polling only: the file is what synchronises.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let state = State::load(&results.join("testbed-direct")).expect("the testbed is up");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    (file, results, state)
+}
+
+/// The testbed's supervisor and servers, by PID.
+fn processes(state: &State) -> Vec<u32> {
+    state.servers.iter().filter_map(|s| s.pid).chain([state.supervisor_pid]).collect()
+}
+
+/// A SIGKILLed study's testbed goes down by itself: its supervisor ends its servers when
+/// the process that brought it up is gone, and their ports are free. Before: the
+/// supervisor, the origins and their ports stayed until someone ran `testbed down`.
+#[test]
+fn a_sigkilled_experiment_takes_its_testbed_down_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, results, state) = kill_an_experiment_in_its_pause(dir.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while processes(&state).into_iter().any(alive) {
+        assert!(std::time::Instant::now() < deadline, "still running 10 s after the kill: {:?}", processes(&state));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for s in &state.servers {
+        assert!(std::net::TcpStream::connect(s.spec.listen).is_err(), "{} still listens", s.spec.name);
+    }
+    assert!(!results.join("testbed-direct").exists(), "the testbed's directory is removed");
+}
+
+/// `--resume` right after a SIGKILL takes down the testbed its dead owner left (or waits
+/// for it to go down) and finishes the experiment. Before: "a testbed is already up", exit 2.
+#[test]
+fn resume_after_a_sigkill_takes_the_stale_testbed_down_and_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, results, state) = kill_an_experiment_in_its_pause(dir.path());
+    let out = barrage()
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(&results)
+        .args(["--resume", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["partial"].as_bool(), v["matrix"][1]["runs"].as_u64()), (Some(false), Some(1)), "{v}");
+    let left: Vec<u32> = processes(&state).into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "the first testbed's processes still run: {left:?}");
+    assert!(!results.join("testbed-direct").exists(), "the second testbed went down at the end too");
 }

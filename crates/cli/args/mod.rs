@@ -292,6 +292,10 @@ pub struct TestbedSuperviseArgs {
     /// The testbed's options, as JSON.
     #[arg(long)]
     pub options: String,
+    /// The process the testbed lives for: it goes down when its standard input (a pipe
+    /// that process holds) closes. Without it, only until the testbed is up.
+    #[arg(long)]
+    pub owner: Option<u32>,
 }
 
 const RUN_EXAMPLES: &str = "Examples:

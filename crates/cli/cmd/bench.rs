@@ -39,11 +39,11 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
         super::emit::check_dir(out, "--output-dir")?;
     }
     if a.rate.is_none() {
-        super::plan::check_open_files(a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize, "-c")?;
+        super::plan::check_connections(a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize, 0, "-c")?;
     }
     eprintln!("bringing up nginx, haproxy, varnish and squid over {} origins…", a.backends);
     crate::signals::down_on_exit(&dir);
-    let state = barrage_testbed::up(&options, &dir)?;
+    let state = barrage_testbed::up(&options, &dir, barrage_testbed::Lifetime::Caller, &|| stop.is_cancelled())?;
     let _down = Down(dir.clone());
     if let Some(out) = &a.output_dir {
         std::fs::create_dir_all(out).with_context(|| format!("--output-dir {}", out.display()))?;

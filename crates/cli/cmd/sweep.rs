@@ -25,7 +25,7 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
     if let Some(dir) = &a.output.output {
         super::emit::check_dir(dir, "-o")?;
     }
-    // Every level within the open-file limit, not only the first the base plan is built at.
+    // Every level within the process's limits, not only the first the base plan is built at.
     if let Some(most) = levels
         .iter()
         .filter_map(|l| match l {
@@ -34,7 +34,7 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
         })
         .max()
     {
-        super::plan::check_open_files(most as usize, "-c")?;
+        super::plan::check_connections(most as usize, a.load.threads, "-c")?;
     }
     if let (Some(step), Some(d)) = (a.load.step, a.load.duration) {
         bail!("-d/--duration {:?} and --step {:?} both set a level's length: give one (--step)", d.0, step.0);

@@ -1,17 +1,20 @@
 //! `barrage testbed`: up, status, stop, start, down (and the hidden supervisor); `bench` is
-//! in [`super::bench`], dispatched by `main` with the signal handler.
+//! in [`super::bench`], and `up` (but in the foreground) in [`up`], dispatched by `main` with
+//! the signal handler.
 
 use crate::args::{BalanceArg, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
 use crate::Outcome;
 use anyhow::Context;
-use barrage_testbed::{Balance, Options, State, TestbedError};
+use barrage_engine::CancellationToken;
+use barrage_testbed::{Balance, Lifetime, Options, State, TestbedError, Tie};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Dispatches a testbed subcommand.
 pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
     match command {
-        TestbedCommand::Up(a) => up(a),
+        // `main` runs `up` in the background itself, with the signal handler.
+        TestbedCommand::Up(a) => foreground(a),
         TestbedCommand::Status(a) => status(&dir(&a)),
         TestbedCommand::Down(a) => {
             let dir = dir(&a);
@@ -23,7 +26,7 @@ pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
         TestbedCommand::Start(a) => control(&dir(&a.dir), "start", &a.name),
         // `main` runs bench itself, with the signal handler.
         TestbedCommand::Bench(_) => anyhow::bail!("testbed bench is dispatched by main"),
-        TestbedCommand::Supervise(a) => supervise(&a.dir, &a.options),
+        TestbedCommand::Supervise(a) => supervise(&a.dir, &a.options, a.owner),
     }
 }
 
@@ -52,17 +55,23 @@ pub fn options(
     })
 }
 
-fn up(a: TestbedUpArgs) -> anyhow::Result<Outcome> {
+/// `testbed up` in the background: returns once the testbed is up, and leaves it up. A
+/// signal (`stop`) while it comes up takes it down again.
+pub fn up(a: TestbedUpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let dir = absolute(&dir(&a.dir))?;
     let options = options(a.topology, a.backends, a.tls, a.balance)?;
-    if !a.foreground {
-        let state = barrage_testbed::up(&options, &dir)?;
-        print_table(&state)?;
-        println!("testbed up in {}; `barrage testbed down{}` stops it", dir.display(), dir_flag(&dir));
-        return Ok(Outcome::Ok);
-    }
+    let state = barrage_testbed::up(&options, &dir, Lifetime::UntilDown, &|| stop.is_cancelled())?;
+    print_table(&state)?;
+    println!("testbed up in {}; `barrage testbed down{}` stops it", dir.display(), dir_flag(&dir));
+    Ok(Outcome::Ok)
+}
+
+/// `testbed up --foreground`: the supervisor is this process, until a signal.
+fn foreground(a: TestbedUpArgs) -> anyhow::Result<Outcome> {
+    let dir = absolute(&dir(&a.dir))?;
+    let options = options(a.topology, a.backends, a.tls, a.balance)?;
     barrage_testbed::prepare(&options, &dir)?;
-    barrage_testbed::supervise(options, &dir, |ready| {
+    barrage_testbed::supervise(options, &dir, Tie::None, |ready| {
         if let Ok(state) = ready {
             let _ = print_table(state);
             println!("testbed up in the foreground; Ctrl-C takes it down");
@@ -72,15 +81,19 @@ fn up(a: TestbedUpArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// The supervisor started by `up`: says `ready` (or `error: …`) on stdout, then runs.
-fn supervise(dir: &Path, options: &str) -> anyhow::Result<Outcome> {
+/// The supervisor started by `up`: says `ready` (or `error: …`) on stdout, then runs, tied
+/// to the process that started it (see [`Tie`]).
+fn supervise(dir: &Path, options: &str, owner: Option<u32>) -> anyhow::Result<Outcome> {
     let options: Options = serde_json::from_str(options).context("testbed supervise --options")?;
-    barrage_testbed::supervise(options, dir, |ready| {
-        match ready {
-            Ok(_) => println!("ready"),
-            Err(e) => println!("error: {e}"),
-        }
-        let _ = std::io::stdout().flush();
+    let tie = owner.map_or(Tie::UntilReady, Tie::Owner);
+    barrage_testbed::supervise(options, dir, tie, |ready| {
+        // Not println!: the caller may be gone (that is why it stopped), its pipe closed.
+        let mut out = std::io::stdout();
+        let _ = match ready {
+            Ok(_) => writeln!(out, "ready"),
+            Err(e) => writeln!(out, "error: {e}"),
+        };
+        let _ = out.flush();
         // `up` has read its line and gone: nothing may write to the closed pipe.
         silence_stdout();
     })?;

@@ -127,7 +127,7 @@ impl Connector {
         };
         let tls = if needs_tls || plan.http3 { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
         let quic = match (&tls, plan.http3) {
-            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone(), plan.streams)?),
+            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone(), plan.streams, plan.connections())?),
             _ => None,
         };
         Ok(Connector {

@@ -3,7 +3,9 @@
 //! [`EventRecord`]s for the results file.
 //!
 //! Commands run side by side, so a slow one never delays the next. One still running when
-//! the run ends gets [`GRACE`] to finish and is then killed, so a run always ends.
+//! the run ends gets [`GRACE`] to finish and is then killed, so a run always ends; when a
+//! signal stopped the run, it is killed at once (`docker stop` and systemd send one SIGTERM,
+//! then SIGKILL: the process has to end now).
 //!
 //! `barrage` in a command runs the barrage that schedules it (a shell function), not
 //! whichever PATH finds: `--at 5s 'barrage testbed stop origin-2'` works from a build tree.
@@ -14,9 +16,8 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,8 @@ pub struct ScheduledCommand {
 /// Runs the scheduled commands in the background.
 pub(crate) struct EventRunner {
     thread: JoinHandle<()>,
-    finish: Sender<()>,
+    /// The grace the commands still running get, sent once the run is over.
+    finish: Sender<Duration>,
     records: Receiver<EventRecord>,
 }
 
@@ -63,37 +65,40 @@ impl EventRunner {
         self.records.try_iter().collect()
     }
 
-    /// The run is over: commands not yet due are not run, running ones get [`GRACE`].
-    /// Returns the records not yet polled.
-    pub(crate) fn finish(self) -> Vec<EventRecord> {
-        let _ = self.finish.send(());
+    /// The run is over: commands not yet due are not run, running ones get [`GRACE`], or
+    /// none when the run was `interrupted`. Returns the records not yet polled.
+    pub(crate) fn finish(self, interrupted: bool) -> Vec<EventRecord> {
+        let _ = self.finish.send(if interrupted { Duration::ZERO } else { GRACE });
         let _ = self.thread.join();
         self.records.try_iter().collect()
     }
 }
 
 /// Starts each command when due; then waits for all to end.
-fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<()>, tx: Sender<EventRecord>) {
+fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<Duration>, tx: Sender<EventRecord>) {
     let mut order: Vec<(u32, ScheduledCommand)> = (0..).zip(commands).collect();
     order.sort_by_key(|(_, c)| c.offset);
-    let over = Arc::new(AtomicBool::new(false));
+    // When the commands still running are killed: set once the run is over.
+    let kill_at = Arc::new(OnceLock::new());
+    let over = |grace: Option<Duration>| {
+        let _ = kill_at.set(Instant::now() + grace.unwrap_or(GRACE));
+    };
     let mut waiters = Vec::new();
     for (index, c) in order {
         let due = crate::thread::instant_at(start, c.offset);
         match finished.recv_timeout(due.saturating_duration_since(Instant::now())) {
             Err(RecvTimeoutError::Timeout) => {}
             // The run ended before this one was due.
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                over.store(true, Ordering::Relaxed);
+            grace => {
+                over(grace.ok());
                 break;
             }
         }
-        let (tx, over) = (tx.clone(), over.clone());
-        waiters.push(std::thread::spawn(move || run_one(index, c, start, &tx, &over)));
+        let (tx, kill_at) = (tx.clone(), kill_at.clone());
+        waiters.push(std::thread::spawn(move || run_one(index, c, start, &tx, &kill_at)));
     }
-    if !over.load(Ordering::Relaxed) {
-        let _ = finished.recv();
-        over.store(true, Ordering::Relaxed);
+    if kill_at.get().is_none() {
+        over(finished.recv().ok());
     }
     for w in waiters {
         let _ = w.join();
@@ -101,7 +106,7 @@ fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<
 }
 
 /// Runs one command to its end (or until [`GRACE`] after the run) and records both ends.
-fn run_one(index: u32, c: ScheduledCommand, start: Instant, tx: &Sender<EventRecord>, over: &AtomicBool) {
+fn run_one(index: u32, c: ScheduledCommand, start: Instant, tx: &Sender<EventRecord>, kill_at: &OnceLock<Instant>) {
     let command = c.command.clone();
     let at =
         |kind| EventRecord { index, offset_ms: start.elapsed().as_millis() as u64, command: command.clone(), kind };
@@ -127,7 +132,7 @@ fn run_one(index: u32, c: ScheduledCommand, start: Instant, tx: &Sender<EventRec
     };
     let _ = tx.send(at(EventKind::Started));
     let (stdout, stderr) = (collect(child.stdout.take()), collect(child.stderr.take()));
-    let (exit, problem) = wait(&mut child, over);
+    let (exit, problem) = wait(&mut child, kill_at);
     // The readers may not have drained the pipes yet when the exit is seen: give them until
     // the end of the output, but no longer than OUTPUT_WAIT if a background process holds it.
     let deadline = Instant::now() + OUTPUT_WAIT;
@@ -187,16 +192,16 @@ fn collect<P: Read + Send + 'static>(pipe: Option<P>) -> Output {
     Output { bytes, eof }
 }
 
-/// Waits for the end; kills the command [`GRACE`] after the run is over.
-fn wait(child: &mut Child, over: &AtomicBool) -> (Option<i32>, Option<String>) {
+/// Waits for the end; kills the command at `kill_at`, once the run is over.
+fn wait(child: &mut Child, kill_at: &OnceLock<Instant>) -> (Option<i32>, Option<String>) {
     use std::os::unix::process::ExitStatusExt;
-    let mut deadline = None;
+    let mut killed = false;
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
-                let problem = match (deadline, status.signal()) {
-                    (Some(_), Some(_)) => Some("still running after the run: killed".to_string()),
-                    (None, Some(sig)) => Some(format!("killed by signal {sig}")),
+                let problem = match (killed, status.signal()) {
+                    (true, Some(_)) => Some("still running after the run: killed".to_string()),
+                    (false, Some(sig)) => Some(format!("killed by signal {sig}")),
                     _ => None,
                 };
                 return (status.code(), problem);
@@ -204,12 +209,10 @@ fn wait(child: &mut Child, over: &AtomicBool) -> (Option<i32>, Option<String>) {
             Ok(None) => {}
             Err(e) => return (None, Some(format!("lost track of the command: {e}"))),
         }
-        if over.load(Ordering::Relaxed) {
-            let d = *deadline.get_or_insert_with(|| Instant::now() + GRACE);
-            if Instant::now() >= d {
-                // SAFETY: kill only sends a signal, to the command's own process group.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            }
+        if kill_at.get().is_some_and(|at| Instant::now() >= *at) {
+            killed = true;
+            // SAFETY: kill only sends a signal, to the command's own process group.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
         }
         std::thread::sleep(POLL);
     }
@@ -247,7 +250,7 @@ mod tests {
             records.extend(runner.poll());
             std::thread::yield_now();
         }
-        records.extend(runner.finish());
+        records.extend(runner.finish(false));
         records
     }
 
@@ -289,7 +292,7 @@ mod tests {
             records.extend(runner.poll());
             std::thread::yield_now();
         }
-        records.extend(runner.finish());
+        records.extend(runner.finish(false));
         let started: Vec<(u32, u64)> =
             records.iter().filter(|r| r.kind == EventKind::Started).map(|r| (r.index, r.offset_ms)).collect();
         assert_eq!(started.len(), 2, "the command due in an hour never ran: {records:?}");
@@ -303,18 +306,30 @@ mod tests {
         assert_eq!((*exit, problem.as_deref(), output.as_str()), (None, Some("killed by signal 9"), "fail"));
     }
 
-    #[test]
-    fn a_command_outliving_the_run_is_killed_after_the_grace() {
-        let start = Instant::now();
-        let commands = vec![at(0, "sleep 60; true")];
-        let runner = EventRunner::start(commands, start).unwrap();
+    /// How long `finish` took for a command still running (`sleep 60`), and its problem.
+    fn outliving(interrupted: bool) -> (Duration, Option<String>) {
+        let runner = EventRunner::start(vec![at(0, "sleep 60; true")], Instant::now()).unwrap();
         while !runner.records.try_iter().any(|r| r.kind == EventKind::Started) {
             std::thread::yield_now();
         }
-        let records = runner.finish();
-        let took = start.elapsed();
-        assert!(took >= GRACE && took < GRACE + Duration::from_secs(3), "{took:?}");
+        let finishing = Instant::now();
+        let records = runner.finish(interrupted);
         let EventKind::Ended { problem, .. } = &ended(&records, 0).kind else { unreachable!() };
+        (finishing.elapsed(), problem.clone())
+    }
+
+    #[test]
+    fn a_command_outliving_the_run_is_killed_after_the_grace() {
+        let (took, problem) = outliving(false);
+        assert!(took >= GRACE && took < GRACE + Duration::from_secs(3), "{took:?}");
+        assert_eq!(problem.as_deref(), Some("still running after the run: killed"));
+    }
+
+    /// One SIGTERM (docker, systemd) must end the process now: no grace.
+    #[test]
+    fn a_command_outliving_an_interrupted_run_is_killed_at_once() {
+        let (took, problem) = outliving(true);
+        assert!(took < Duration::from_secs(1), "{took:?}");
         assert_eq!(problem.as_deref(), Some("still running after the run: killed"));
     }
 }

@@ -168,7 +168,7 @@ pub fn run(
     }
     release_freed_memory();
     result?;
-    for mut event in events.finish() {
+    for mut event in events.finish(stop.is_cancelled()) {
         event.redact(&spec.redaction);
         writer.write_event(&event)?;
     }

@@ -163,7 +163,13 @@ pub fn run(worker: Worker) -> std::io::Result<()> {
 
 async fn body(worker: Worker) {
     // Every time in a sample is an offset from the common start: nothing may begin before it.
-    PreciseTimer::new().sleep_until(worker.start).await;
+    // With --start-at that may be hours away: a signal meanwhile ends the wait, and the load
+    // below then stops at once, sending nothing.
+    let mut timer = PreciseTimer::new();
+    tokio::select! {
+        _ = timer.sleep_until(worker.start) => {}
+        _ = worker.stop.cancelled() => {}
+    }
     let (user, system) = thread_cpu();
     worker.cpu_at_start.set(ThreadCpu { at: Duration::ZERO, user, system });
     let w = Rc::new(worker);

@@ -397,11 +397,7 @@ impl Plan {
 
     /// The threads the engine will run.
     pub fn thread_count(&self) -> usize {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let wanted = if self.threads == 0 { cpus } else { self.threads };
-        // More threads than connections would leave some idle (a connection is never
-        // split between threads).
-        wanted.clamp(1, self.shard.share(self.connections() as u64).max(1) as usize)
+        engine_threads(self.threads, self.shard.share(self.connections() as u64) as usize)
     }
 
     /// The connections the load keeps (at most): closed loop one per worker of `-c`, each
@@ -643,6 +639,15 @@ impl Plan {
             (a, b) => a.or(b),
         }
     }
+}
+
+/// The engine threads of a run asking for `threads` (0: one per CPU) over `connections`.
+pub fn engine_threads(threads: usize, connections: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let wanted = if threads == 0 { cpus } else { threads };
+    // More threads than connections would leave some idle (a connection is never split
+    // between threads).
+    wanted.clamp(1, connections.max(1))
 }
 
 #[cfg(test)]

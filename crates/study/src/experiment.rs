@@ -13,7 +13,7 @@ use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_report::compare::{compare, pool, CaseComparison};
 use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
-use barrage_testbed::{Balance, Options, Topology};
+use barrage_testbed::{Balance, Lifetime, Options, TestbedError, Topology};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -323,8 +323,13 @@ impl Experiment<'_> {
                 finished = false;
                 break;
             }
-            let bed = match case.testbed {
-                Some(env) => testbeds.up(env, &self.dir.path, &self.barrage, runner)?,
+            let bed = match case.testbed.map(|env| testbeds.up(env, &self.dir.path, &self.barrage, runner)) {
+                // Stopped while it came up (and it went down again): the study ends there.
+                Some(Err(StudyError::Testbed(TestbedError::Interrupted))) => {
+                    finished = false;
+                    break;
+                }
+                Some(bed) => bed?,
                 None => Bed::default(),
             };
             let built = build(c, &bed).map_err(|m| StudyError::Plan(format!("case {}: {m}", case.id)))?;
@@ -604,7 +609,9 @@ struct Testbeds {
 }
 
 impl Testbeds {
-    /// The servers of `env`'s testbed, started on first use.
+    /// The servers of `env`'s testbed, started on first use; it lives as long as this
+    /// process at most (a SIGKILL included), and comes up only if the study is not stopped
+    /// meanwhile.
     fn up(&mut self, env: Environment, results: &Path, barrage: &Path, runner: &mut Runner) -> Result<Bed, StudyError> {
         if let Some(bed) = self.up.get(&env) {
             return Ok(bed.clone());
@@ -612,7 +619,8 @@ impl Testbeds {
         let dir = env.dir(results);
         runner.note(&format!("bringing up testbed {} in {}", env.name(), dir.display()));
         runner.testbed_up(&dir);
-        let state = barrage_testbed::up(&env.options(barrage), &dir)?;
+        let stop = runner.token();
+        let state = barrage_testbed::up(&env.options(barrage), &dir, Lifetime::Caller, &|| stop.is_cancelled())?;
         let servers = servers_of(&state.servers.iter().map(|s| s.spec.clone()).collect::<Vec<_>>());
         let bed = Bed { servers, dir: Some(dir), ca: state.ca.clone() };
         self.up.insert(env, bed.clone());

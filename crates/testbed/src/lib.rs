@@ -17,15 +17,15 @@ mod supervisor;
 
 pub use layout::{album_dir, plan, Kind, Options, ServerSpec, Topology};
 pub use servers::Balance;
-pub use state::{check_dir, create_dir, default_dir, ServerState, State, Status};
-pub use supervisor::{answers, answers_http, program_path, supervise, READY_DEADLINE, STOP_DEADLINE};
+pub use state::{check_dir, create_dir, default_dir, Owner, ServerState, State, Status};
+pub use supervisor::{answers, answers_http, program_path, supervise, Tie, READY_DEADLINE, STOP_DEADLINE};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// What can go wrong with a testbed.
 #[derive(Debug, thiserror::Error)]
@@ -83,9 +83,22 @@ pub enum TestbedError {
         /// What is wrong with it.
         why: String,
     },
+    /// Stopped (a signal) while the servers were coming up: what had started is down again.
+    #[error("interrupted while the testbed came up: what had started was taken down")]
+    Interrupted,
     /// Files or sockets failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// How long a testbed [`up`] brings up lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifetime {
+    /// Until `barrage testbed down`: `barrage testbed up` returns, the testbed stays.
+    UntilDown,
+    /// Until `down` or the end of the calling process, however it ends (SIGKILL included):
+    /// the testbed of a study, which nobody else would take down.
+    Caller,
 }
 
 /// Checks that every program the testbed needs is installed.
@@ -100,9 +113,16 @@ pub fn check_programs(options: &Options, dir: &Path) -> Result<(), TestbedError>
     Ok(())
 }
 
-/// Starts a testbed in `dir` under a supervisor in the background (a new session, so it
-/// outlives the caller and its terminal) and returns its state once every server answers.
-pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
+/// Starts a testbed in `dir` under a supervisor in the background (a new session, away from
+/// the terminal's signals) and returns its state once every server answers. It lives for
+/// `lifetime`. `stopped` is asked every [`TICK`] while the servers come up: once it says
+/// so, what had started is taken down and the answer is [`TestbedError::Interrupted`].
+pub fn up(
+    options: &Options,
+    dir: &Path,
+    lifetime: Lifetime,
+    stopped: &dyn Fn() -> bool,
+) -> Result<State, TestbedError> {
     // Servers start in their own directories: every path must stand on its own.
     let dir = &std::path::absolute(dir)?;
     prepare(options, dir)?;
@@ -111,7 +131,11 @@ pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
     let log = std::fs::File::create(dir.join("supervisor.log"))?;
     let mut cmd = Command::new(&options.barrage);
     cmd.args(["testbed", "supervise", "--dir"]).arg(dir).arg("--options").arg(json);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    if lifetime == Lifetime::Caller {
+        cmd.arg("--owner").arg(std::process::id().to_string());
+    }
+    // Its standard input is its tie to this process (see [`Tie`]).
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(log);
     // SAFETY: setsid is async-signal-safe; it makes the supervisor leader of a new session,
     // away from the terminal's Ctrl-C and hang-up.
     unsafe {
@@ -121,9 +145,15 @@ pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
         });
     }
     let mut child = cmd.spawn()?;
-    let mut line = String::new();
-    let read = BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
-    if read.is_err() || !line.starts_with("ready") {
+    let tie = child.stdin.take().expect("piped");
+    let Some(line) = first_line(child.stdout.take().expect("piped"), stopped) else {
+        // Closing the tie before the testbed is up takes down what had started.
+        drop(tie);
+        // Bounded by a readiness check in progress and the servers' stop.
+        wait_until(STOP_DEADLINE * 2, || !matches!(child.try_wait(), Ok(None)));
+        return Err(TestbedError::Interrupted);
+    };
+    if !line.starts_with("ready") {
         let _ = child.wait();
         let reason = line.trim().strip_prefix("error: ").unwrap_or(line.trim()).to_string();
         let reason = if reason.is_empty() {
@@ -133,18 +163,66 @@ pub fn up(options: &Options, dir: &Path) -> Result<State, TestbedError> {
         };
         return Err(TestbedError::Protocol(reason));
     }
+    match lifetime {
+        // Open until this process ends, by whatever end: the kernel closes it then.
+        Lifetime::Caller => std::mem::forget(tie),
+        Lifetime::UntilDown => drop(tie),
+    }
     // The supervisor lives on; it is not ours to wait for.
     drop(child);
     State::load(dir).ok_or_else(|| TestbedError::NotUp(dir.display().to_string()))
 }
 
+/// How often [`up`] asks whether it was stopped.
+const TICK: Duration = Duration::from_millis(20);
+
+/// The first line the supervisor writes (`ready` or `error: …`; empty when it ended without
+/// one), or `None` once `stopped` says so.
+fn first_line(out: ChildStdout, stopped: &dyn Fn() -> bool) -> Option<String> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Read on a thread of its own, so this one can watch `stopped` meanwhile.
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    loop {
+        match rx.recv_timeout(TICK) {
+            Ok(line) => return Some(line),
+            Err(RecvTimeoutError::Disconnected) => return Some(String::new()),
+            Err(RecvTimeoutError::Timeout) if stopped() => return None,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Waits until `done` says so, at most `bound`; whether it did.
+fn wait_until(bound: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + bound;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 /// Refuses options no testbed serves ([`Options::check`]) and a directory where a testbed
-/// runs, clears a dead one's leftovers, and checks the programs.
+/// runs, clears a dead one's leftovers (also of one whose owner died: see
+/// [`Lifetime::Caller`]), and checks the programs.
 pub fn prepare(options: &Options, dir: &Path) -> Result<(), TestbedError> {
     options.check()?;
     check_dir(dir)?;
-    if State::load(dir).is_some() {
-        if is_up(dir) {
+    if let Some(state) = State::load(dir) {
+        if state.owner.is_some_and(|o| !o.alive()) {
+            // Its supervisor is taking the servers down and removing `dir`, which must not
+            // happen to the next testbed there: let it finish.
+            if !wait_until(STOP_DEADLINE * 2, || !living(state.supervisor_pid)) {
+                return Err(TestbedError::Busy(dir.display().to_string()));
+            }
+        } else if is_up(dir) {
             return Err(TestbedError::Busy(dir.display().to_string()));
         }
         clean_up(dir)?;
@@ -214,10 +292,7 @@ fn clean_up(dir: &Path) -> Result<(), TestbedError> {
         }
         // SIGKILL is delivered asynchronously: return once the processes have died (orphans of
         // a dead supervisor may stay zombies, which hold nothing).
-        let deadline = std::time::Instant::now() + STOP_DEADLINE;
-        while killed.iter().any(|pid| living(*pid)) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until(STOP_DEADLINE, || !killed.iter().any(|pid| living(*pid)));
     }
     std::fs::remove_dir_all(dir).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
     Ok(())

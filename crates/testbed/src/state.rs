@@ -67,6 +67,27 @@ impl ServerState {
     }
 }
 
+/// A process, by its PID and start time: a PID alone may since belong to anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// Its PID.
+    pub pid: u32,
+    /// When it started (field 22 of `/proc/PID/stat`).
+    pub started: u64,
+}
+
+impl Owner {
+    /// Process `pid` as it is now; `None` when it is gone.
+    pub fn of(pid: u32) -> Option<Owner> {
+        crate::process::start_time(pid).map(|started| Owner { pid, started })
+    }
+
+    /// Whether it still runs (the same process, not a zombie).
+    pub fn alive(&self) -> bool {
+        crate::process::stat(self.pid).is_some_and(|s| s.start_time == self.started && s.state != 'Z')
+    }
+}
+
 /// A testbed as its supervisor keeps it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct State {
@@ -76,6 +97,10 @@ pub struct State {
     pub dir: PathBuf,
     /// The supervisor's PID.
     pub supervisor_pid: u32,
+    /// The process the testbed lives for (a study that brought it up), if any: a testbed
+    /// whose owner is gone is stale, and the next `up` in its directory takes it down.
+    #[serde(default)]
+    pub owner: Option<Owner>,
     /// The CA certificate clients trust (`--cacert`), with TLS.
     pub ca: Option<PathBuf>,
     /// The servers, origins first.

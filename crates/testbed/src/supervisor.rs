@@ -7,7 +7,7 @@
 //! port and over TLS on its TLS port).
 
 use crate::layout::{plan, tls_files, Kind, Options, ServerSpec};
-use crate::state::{ServerState, State, Status};
+use crate::state::{Owner, ServerState, State, Status};
 use crate::TestbedError;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,20 +27,41 @@ pub const STOP_DEADLINE: Duration = Duration::from_secs(5);
 /// How often the supervisor looks for exited children, commands and signals.
 const TICK: Duration = Duration::from_millis(10);
 
-/// A running testbed: its state, the exits reaped but not yet matched to a server, and
-/// with TLS a client trusting the testbed's CA, to check the TLS ports.
+/// A running testbed: its state, the exits reaped but not yet matched to a server, with
+/// TLS a client trusting the testbed's CA, to check the TLS ports, and the flag that ends
+/// it (a signal, or the end of the process it is tied to).
 struct Supervisor {
     state: State,
     exits: HashMap<u32, String>,
     trust: Option<Arc<rustls::ClientConfig>>,
+    quit: Arc<AtomicBool>,
 }
 
-/// Sets up the testbed in `dir` and supervises it until `down` or SIGTERM/SIGINT. `ready`
-/// is called once every server answers (or with the error that stopped the start-up, after
+/// What ties a supervisor to the process that brought its testbed up. That process holds
+/// the write end of a pipe that is the supervisor's standard input, and never writes to it:
+/// end-of-file there is that process's end, however it ended (SIGKILL included). Neither a
+/// signal nor `PR_SET_PDEATHSIG` (which fires when the *thread* that forked ends, any
+/// thread of a tokio program) would tell it reliably.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tie {
+    /// Nothing: the supervisor is the process itself (`up --foreground`, its standard input
+    /// the terminal).
+    None,
+    /// Until every server answers: a `testbed up` interrupted or killed while its testbed
+    /// comes up takes it down; once up, the testbed outlives it, until `down`.
+    UntilReady,
+    /// For the testbed's life: it goes down when process `owner` ends (a study's testbed).
+    Owner(u32),
+}
+
+/// Sets up the testbed in `dir` and supervises it until `down`, SIGTERM/SIGINT/SIGHUP or the
+/// end of what it is tied to (`tie`), also while its servers are coming up. `ready` is
+/// called once every server answers (or with the error that stopped the start-up, after
 /// whatever had started is stopped again).
 pub fn supervise(
     options: Options,
     dir: &Path,
+    tie: Tie,
     ready: impl FnOnce(Result<&State, &TestbedError>),
 ) -> Result<(), TestbedError> {
     let dir = &std::path::absolute(dir)?;
@@ -49,7 +70,15 @@ pub fn supervise(
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, quit.clone()).map_err(TestbedError::Io)?;
     }
-    let mut sup = match Supervisor::up(options, dir) {
+    let detached = Arc::new(AtomicBool::new(false));
+    if tie != Tie::None {
+        watch_tie(quit.clone(), detached.clone())?;
+    }
+    let owner = match tie {
+        Tie::Owner(pid) => Owner::of(pid),
+        Tie::None | Tie::UntilReady => None,
+    };
+    let mut sup = match Supervisor::up(options, dir, owner, quit.clone()) {
         Ok(s) => s,
         Err(e) => {
             ready(Err(&e));
@@ -65,6 +94,8 @@ pub fn supervise(
             return Err(e);
         }
     };
+    // Before `ready`: the caller of `testbed up` closes the tie once it has read it.
+    detached.store(tie == Tie::UntilReady, Ordering::Relaxed);
     ready(Ok(&sup.state));
     while !quit.load(Ordering::Relaxed) {
         sup.reap();
@@ -82,6 +113,26 @@ pub fn supervise(
     Ok(())
 }
 
+/// Reads the tie (standard input) on a thread of its own until end-of-file, then sets `quit`
+/// unless the testbed is `detached` by then. Nothing is ever written to it.
+fn watch_tie(quit: Arc<AtomicBool>, detached: Arc<AtomicBool>) -> Result<(), TestbedError> {
+    let watch = move || {
+        let mut byte = [0u8; 1];
+        loop {
+            match std::io::stdin().read(&mut byte) {
+                Ok(1..) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Ok(0) | Err(_) => break,
+            }
+        }
+        if !detached.load(Ordering::Relaxed) {
+            quit.store(true, Ordering::Relaxed);
+        }
+    };
+    std::thread::Builder::new().name("barrage-testbed-tie".into()).spawn(watch)?;
+    Ok(())
+}
+
 /// Orphans of the servers (a worker whose master died) become ours to reap, not PID 1's,
 /// which here reaps nothing.
 fn become_subreaper() {
@@ -90,8 +141,14 @@ fn become_subreaper() {
 }
 
 impl Supervisor {
-    /// Writes the certificate and starts every server, origins first.
-    fn up(options: Options, dir: &Path) -> Result<Supervisor, TestbedError> {
+    /// Writes the certificate and starts every server, origins first, unless `quit` is set
+    /// meanwhile.
+    fn up(
+        options: Options,
+        dir: &Path,
+        owner: Option<Owner>,
+        quit: Arc<AtomicBool>,
+    ) -> Result<Supervisor, TestbedError> {
         crate::state::create_dir(dir)?;
         let ca = if options.tls { Some(write_certificate(dir)?) } else { None };
         let trust = match &ca {
@@ -103,8 +160,8 @@ impl Supervisor {
             .into_iter()
             .map(|spec| ServerState { spec, pid: None, started: None, status: Status::Stopped })
             .collect();
-        let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), ca, servers };
-        let mut sup = Supervisor { state, exits: HashMap::new(), trust };
+        let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), owner, ca, servers };
+        let mut sup = Supervisor { state, exits: HashMap::new(), trust, quit };
         for i in 0..sup.state.servers.len() {
             if let Err(e) = sup.start(i) {
                 sup.down();
@@ -150,7 +207,7 @@ impl Supervisor {
     }
 
     /// Starts server `i` (a no-op if it runs) and waits until it answers (see [`answers`]),
-    /// on its TLS port too.
+    /// on its TLS port too, or until the supervisor is told to quit (then stops it again).
     fn start(&mut self, i: usize) -> Result<(), TestbedError> {
         if self.state.servers[i].status == Status::Running {
             return Ok(());
@@ -171,6 +228,10 @@ impl Supervisor {
                 return Err(self.failed(i, format!("exited ({how}) while starting: {tail}")));
             }
             let Some(silent) = self.silent(i) else { return Ok(()) };
+            if self.quit.load(Ordering::Relaxed) {
+                let _ = self.stop(i);
+                return Err(TestbedError::Interrupted);
+            }
             if Instant::now() >= deadline {
                 let _ = self.stop(i);
                 let tail = log_tail(&self.state.servers[i].log());
@@ -241,7 +302,7 @@ impl Supervisor {
             let _ = self.stop(i);
         }
         self.reap();
-        let _ = std::fs::remove_dir_all(&self.state.dir);
+        remove_at_once(&self.state.dir);
     }
 
     /// Reaps every exited child or orphan, marking the servers that ended.
@@ -269,6 +330,16 @@ impl Supervisor {
             let _ = self.state.save();
         }
     }
+}
+
+/// Removes `dir` as one step to whoever looks: it is renamed out of the way first, then
+/// removed. The next `up` in `dir` (a `--resume` right after its study was killed) must find
+/// the whole testbed, which it waits for, or none, never a directory half removed.
+fn remove_at_once(dir: &Path) {
+    let mut gone = dir.as_os_str().to_owned();
+    gone.push(format!(".down-{}", std::process::id()));
+    let gone = std::path::PathBuf::from(gone);
+    let _ = std::fs::remove_dir_all(if std::fs::rename(dir, &gone).is_ok() { &gone } else { dir });
 }
 
 /// Writes the testbed's CA and server certificate; returns the CA's path.
