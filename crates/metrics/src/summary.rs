@@ -589,7 +589,7 @@ pub struct RunSummary {
     pub phases: BTreeMap<String, PhaseStats>,
     /// Bytes.
     pub bytes: Bytes,
-    /// Responses per status code (`"0"`: outside 100..=599).
+    /// Responses per status code (`"0"`: outside 100..=999; older files counted 600..=999 there).
     pub status_codes: BTreeMap<String, u64>,
     /// Error kinds with counts and an example each.
     pub errors: Vec<ErrorStat>,

@@ -528,6 +528,11 @@ impl Reader {
             Err(_) => return Err(protocol("the response is not valid HTTP/1.1")),
         };
         let status = response.code.expect("a complete head has a status");
+        if status < 100 {
+            // httparse takes any three digits; a status is 100 to 999 (hyper's `StatusCode`,
+            // and HTTP/2's `:status` here), and a code under it no status at all.
+            return Err(protocol("a status code under 100"));
+        }
         if (100..200).contains(&status) && status != 101 {
             // 100 Continue, 103 Early Hints: the final response follows.
             return Ok(Some(len));
