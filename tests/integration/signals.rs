@@ -138,6 +138,9 @@ fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_fi
     assert_eq!(v["matrix"][0]["runs"], 1, "{v}");
     assert_eq!(v["matrix"][1]["runs"], 0, "the interrupted repeat is not a result: {v}");
     assert!(v["matrix"][1]["verdict"].as_str().unwrap().starts_with("FAILED: no run finished"), "{v}");
+    // Runs, not rows: the interrupted case has a row and no run (issue 33: "2 of 2").
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("PARTIAL: interrupted; the table has the 1 of 2 run(s) that finished"), "{stderr}");
     let files = names(&results);
     assert!(files.contains(&"TC0.r1.brg".to_string()) && files.contains(&"TC1.r1.brg.part".to_string()), "{files:?}");
     assert!(!files.contains(&"TC1.r1.brg".to_string()));
@@ -148,6 +151,29 @@ fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_fi
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
     let v = json(&again);
     assert_eq!((v["partial"].as_bool(), v["matrix"][1]["runs"].as_u64()), (Some(false), Some(1)), "{v}");
+}
+
+/// Found in issue 33: an experiment of three runs stopped in its second said "3 of 3 runs
+/// finished" when one had. One case of three repeats, SIGINT in the second: 1 of 3.
+#[test]
+fn sigint_in_the_second_repeat_of_an_experiment_counts_the_runs_that_finished() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.toml");
+    let text = format!(
+        "duration = \"3s\"\nrepeats = 3\n[base]\nurl = \"{}/bytes/100\"\nconcurrency = 1\n[factors.one]\nonly = {{}}\n",
+        server.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let results = dir.path().join("out");
+    let out = interrupt_in(
+        &["experiment", file.to_str().unwrap(), "-o", results.to_str().unwrap()],
+        &results.join("TC0.r2.brg.part"),
+        libc::SIGINT,
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PARTIAL: interrupted; the table has the 1 of 3 run(s) that finished"), "{text}");
 }
 
 #[test]
