@@ -303,3 +303,40 @@ fn sighup_ends_serve_cleanly_and_removes_its_generated_ca_file() {
     assert!(child.wait().unwrap().success());
     assert_eq!(names(tmp.path()), Vec::<String>::new());
 }
+
+/// Found in issue 33: `serve --tls 2>&1 | head -1` left its generated CA file behind. Its
+/// last word ("served N requests") went to a stderr nobody read any more, which panicked
+/// and ended the process before the file was removed. Now the servers are shut down (the
+/// file removed) first, and a closed stderr costs only that line: exit 0, no file left.
+#[test]
+fn serve_removes_its_generated_ca_file_when_its_output_pipe_closes() {
+    use std::io::BufRead;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut fds = [0; 2];
+    // Close-on-exec, as a shell's pipe: the child must not hold the read end itself.
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) returns, owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mut child = barrage()
+        .args(["serve", "--tls", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::from(write.try_clone().unwrap()))
+        .stderr(Stdio::from(write))
+        .spawn()
+        .unwrap();
+    let mut output = std::io::BufReader::new(std::fs::File::from(read));
+    let mut line = String::new();
+    while !line.contains("CA certificate") {
+        line.clear();
+        assert!(output.read_line(&mut line).unwrap() > 0, "serve ended before naming its CA");
+    }
+    assert_eq!(names(tmp.path()).len(), 1, "the CA file");
+    // `| head -1` is done: nobody reads stdout or stderr any more.
+    drop(output);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(names(tmp.path()), Vec::<String>::new(), "the CA file is removed ({status})");
+    assert!(status.success(), "{status}");
+}
