@@ -103,8 +103,9 @@ struct Pending {
     timed_out: bool,
 }
 
-/// Longest a connection's output buffer grows before submitters are refused: a server that
-/// stopped reading must not make the client buffer without bound.
+/// Longest a connection's output buffer grows before it takes no more commands: a server
+/// that stopped reading must not make the client buffer without bound. Commands then wait
+/// for room ([`KvConn::has_room`]), as an HTTP request waits for its socket.
 const MAX_OUT: usize = 64 << 20;
 
 /// One pipelined connection, owned by its group's task.
@@ -136,20 +137,23 @@ impl KvConn {
         }
     }
 
+    /// Whether the connection takes another command: fewer than [`MAX_OUT`] bytes of
+    /// commands wait unwritten (the server reads what it is sent).
+    pub(crate) fn has_room(&self) -> bool {
+        self.out.len() <= MAX_OUT
+    }
+
     /// Queues the command `encode` writes, whose reply is read as `parse`, for `lane`;
     /// returns its length on the wire. It times out at `deadline` (an offset from the run's
-    /// start). The next [`KvConn::poll`] writes it.
+    /// start). The next [`KvConn::poll`] writes it. Only while [`KvConn::has_room`].
     pub(crate) fn submit(
         &mut self,
         lane: u32,
         parse: Parse,
         deadline: Duration,
         encode: impl FnOnce(&mut BytesMut),
-    ) -> Result<u64, Failure> {
-        if self.out.len() > MAX_OUT {
-            let why = "the server has not read 64 MiB of commands";
-            return Err(Failure { unsent: true, unanswered: true, ..Failure::new(ErrorKind::Reset, why) });
-        }
+    ) -> u64 {
+        debug_assert!(self.has_room(), "a command submitted to a connection with no room");
         let before = self.out.len();
         encode(&mut self.out);
         let len = (self.out.len() - before) as u64;
@@ -157,7 +161,7 @@ impl KvConn {
         self.submitted += len;
         let p = Pending { lane, parse, start, end: self.submitted, written: None, deadline, timed_out: false };
         self.pending.push_back(p);
-        Ok(len)
+        len
     }
 
     fn now(&self) -> Duration {
