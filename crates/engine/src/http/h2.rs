@@ -271,62 +271,7 @@ impl Conn {
     /// the rounds the slow ones hold back, and barrage's latency is the server's unless asked
     /// otherwise.
     pub(super) async fn handshake(io: Stream, streams: u32, rounds: bool) -> Result<Conn, Failure> {
-        let streams = streams.max(1);
-        let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
-        let mut out = Vec::with_capacity(16 * 1024);
-        out.extend_from_slice(PREFACE);
-        let settings: [(u16, u32); 3] = [
-            // ENABLE_PUSH off: a PUSH_PROMISE is then a protocol error.
-            (0x2, 0),
-            (0x4, STREAM_WINDOW),
-            (0x6, MAX_HEADER_LIST as u32),
-        ];
-        frame(&mut out, settings.len() * 6, SETTINGS, 0, 0);
-        for (id, value) in settings {
-            out.extend_from_slice(&id.to_be_bytes());
-            out.extend_from_slice(&value.to_be_bytes());
-        }
-        window_update(&mut out, 0, conn_window - 65_535);
-        let inner = Rc::new(RefCell::new(Inner {
-            out,
-            driver: None,
-            driver_woken: false,
-            handles: 1,
-            ended: None,
-            goaway: None,
-            next_id: 1,
-            settings_came: false,
-            unsent_acks: 0,
-            unwritten: VecDeque::with_capacity(streams as usize),
-            request_bytes: 0,
-            rounds: rounds && streams > 1,
-            // Until the server's SETTINGS say how many streams it takes, one: a burst above
-            // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
-            // first on the connection, so the others wait at most a round trip, once.
-            max_streams: 1,
-            initial_window: 65_535,
-            max_frame: MAX_FRAME,
-            send_window: 65_535,
-            conn_window,
-            conn_unacked: 0,
-            active: Vec::with_capacity(streams as usize),
-            entries: Vec::new(),
-            free: Vec::new(),
-            waiting: Vec::new(),
-            hpack: Decoder::default(),
-            block: Vec::new(),
-            block_stream: 0,
-            block_flags: 0,
-            block_frames: 0,
-            trash: Fields::default(),
-            scratch: Vec::new(),
-            bytes_in: 0,
-            bytes_out: 0,
-            counted: (0, 0),
-            figures: StreamFigures::default(),
-            streams: u64::from(streams),
-            cap_read: false,
-        }));
+        let inner = Rc::new(RefCell::new(Inner::new(streams, rounds)));
         let driver = Driver {
             inner: inner.clone(),
             io,
@@ -431,6 +376,67 @@ impl Drop for StreamGuard<'_> {
 }
 
 impl Inner {
+    /// A connection's state for `streams` requests at once (`rounds`: see
+    /// [`Conn::handshake`]), with the preface, our SETTINGS and our connection window queued.
+    fn new(streams: u32, rounds: bool) -> Inner {
+        let streams = streams.max(1);
+        let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
+        let mut out = Vec::with_capacity(16 * 1024);
+        out.extend_from_slice(PREFACE);
+        let settings: [(u16, u32); 3] = [
+            // ENABLE_PUSH off: a PUSH_PROMISE is then a protocol error.
+            (0x2, 0),
+            (0x4, STREAM_WINDOW),
+            (0x6, MAX_HEADER_LIST as u32),
+        ];
+        frame(&mut out, settings.len() * 6, SETTINGS, 0, 0);
+        for (id, value) in settings {
+            out.extend_from_slice(&id.to_be_bytes());
+            out.extend_from_slice(&value.to_be_bytes());
+        }
+        window_update(&mut out, 0, conn_window - 65_535);
+        Inner {
+            out,
+            driver: None,
+            driver_woken: false,
+            handles: 1,
+            ended: None,
+            goaway: None,
+            next_id: 1,
+            settings_came: false,
+            unsent_acks: 0,
+            unwritten: VecDeque::with_capacity(streams as usize),
+            request_bytes: 0,
+            rounds: rounds && streams > 1,
+            // Until the server's SETTINGS say how many streams it takes, one: a burst above
+            // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
+            // first on the connection, so the others wait at most a round trip, once.
+            max_streams: 1,
+            initial_window: 65_535,
+            max_frame: MAX_FRAME,
+            send_window: 65_535,
+            conn_window,
+            conn_unacked: 0,
+            active: Vec::with_capacity(streams as usize),
+            entries: Vec::new(),
+            free: Vec::new(),
+            waiting: Vec::new(),
+            hpack: Decoder::default(),
+            block: Vec::new(),
+            block_stream: 0,
+            block_flags: 0,
+            block_frames: 0,
+            trash: Fields::default(),
+            scratch: Vec::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+            counted: (0, 0),
+            figures: StreamFigures::default(),
+            streams: u64::from(streams),
+            cap_read: false,
+        }
+    }
+
     fn wake_driver(&mut self) {
         if !self.driver_woken {
             self.driver_woken = true;
@@ -1001,6 +1007,64 @@ fn parse_status(v: &[u8]) -> Option<u16> {
     }
 }
 
+/// Makes room in the read buffer, which holds at most the start of a frame: a frame of the
+/// largest size fits behind it.
+fn read_room(buf: &mut Vec<u8>) {
+    if buf.capacity() - buf.len() < MAX_FRAME + 9 {
+        buf.reserve_exact(READ_BUF - buf.len());
+    }
+}
+
+/// Reads `bytes`, what a server sent after its preface, as a connection's driver does:
+/// four requests in flight (streams 1, 3, 5 and 7, two of them keeping their bodies, as a
+/// flow's steps do), each read taking the next of `reads` bytes or what the buffer has
+/// room for, the frames handled as they complete. Stops at the first connection error.
+#[cfg(any(test, feature = "fuzz"))]
+pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> crate::fuzz::Http2 {
+    use crate::fuzz::{Http2, Http2Stream};
+    let target = barrage_plan::Target::new(Method::GET, "http://127.0.0.1:1/x").expect("a valid target");
+    let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
+    let (prepared, _) = crate::exchange::prepare(&barrage_plan::Plan::new(vec![target], load), &Default::default());
+    let mut inner = Inner::new(4, false);
+    let streams: Vec<usize> = (0..4)
+        .map(|n| {
+            let out = Outgoing { target: &prepared[0], id: 0, number: n, filled: None };
+            inner.open_stream(&out, true, n % 2 == 0)
+        })
+        .collect();
+    let queued = inner.out.len();
+    let (mut buf, mut input, mut reads) = (Vec::new(), bytes, reads.iter());
+    let mut out = Http2 { error: None, streams: Vec::new(), peak: 0, out: 0 };
+    while !input.is_empty() {
+        read_room(&mut buf);
+        let n = reads.next().copied().unwrap_or(usize::MAX).clamp(1, input.len()).min(buf.capacity() - buf.len());
+        buf.extend_from_slice(&input[..n]);
+        input = &input[n..];
+        let handled = inner.on_bytes(&buf, Instant::now());
+        let held: usize = inner.entries.iter().map(|e| e.fields.capacity() + e.body.capacity()).sum();
+        let peak = buf.capacity() + inner.block.capacity() + inner.trash.capacity() + inner.hpack.held() + held;
+        out.peak = out.peak.max(peak);
+        out.out = inner.out.len() - queued;
+        match handled {
+            Ok(used) => drop(buf.drain(..used)),
+            Err((code, what)) => {
+                out.error = Some(format!("{}: {what}", Reason(code)));
+                break;
+            }
+        }
+    }
+    for index in streams {
+        let e = &inner.entries[index];
+        let ended = match &e.stage {
+            Stage::Head | Stage::Body => None,
+            Stage::Done => Some(Ok(())),
+            Stage::Failed(why) => Some(Err(why.failure(e.head_at.is_some(), false).message())),
+        };
+        out.streams.push(Http2Stream { status: e.status, body: e.body.len(), ended });
+    }
+    out
+}
+
 /// Appends a frame header.
 fn frame(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
     let [_, a, b, c] = (len as u32).to_be_bytes();
@@ -1106,9 +1170,7 @@ impl Driver {
     /// the end of the stream, an error when reading failed or the server broke the
     /// protocol (our GOAWAY is then queued).
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, Ended>> {
-        if self.buf.capacity() - self.buf.len() < MAX_FRAME + 9 {
-            self.buf.reserve_exact(READ_BUF - self.buf.len());
-        }
+        read_room(&mut self.buf);
         let mut rb = ReadBuf::uninit(self.buf.spare_capacity_mut());
         if let Err(e) = std::task::ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb)) {
             let f = io_failure(e);

@@ -20,7 +20,7 @@
 //! connection ends (closed by the server, reset, or bytes that are not the protocol), every
 //! pending command fails with the reason and the connection is not used again.
 
-use super::{memcache, resp, ErrorClass, ProtocolError, Reply};
+use super::{memcache, resp, ErrorClass, Partial, ProtocolError, Reply};
 use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::ErrorKind;
 use bytes::{Buf, BytesMut};
@@ -45,12 +45,14 @@ pub(crate) enum Parse {
 }
 
 impl Parse {
-    /// The first reply in `buf`, as [`super`]'s parsers read it.
-    pub(crate) fn reply(self, buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    /// The first reply in `buf`, as [`super`]'s parsers read it, going on from where the
+    /// last call stopped on the same reply (`partial`).
+    pub(crate) fn reply(self, buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
         match self {
-            Parse::Resp2 => resp::parse_resp2(buf),
-            Parse::Resp3 => resp::parse_resp3(buf),
-            Parse::Text(kind) => memcache::parse_text(buf, kind),
+            Parse::Resp2 => resp::resume_resp2(buf, partial),
+            Parse::Resp3 => resp::resume_resp3(buf, partial),
+            Parse::Text(kind) => memcache::resume_text(buf, kind, partial),
+            // A meta reply is a line and its data: nothing to walk.
             Parse::Meta => memcache::parse_meta(buf),
         }
     }
@@ -275,8 +277,8 @@ impl KvConn {
                 }
                 return Err(Failure::new(ErrorKind::Protocol, "a reply to no command"));
             };
-            let Some((reply, used)) = front.parse.reply(&st.buf).map_err(|e| Failure::new(ErrorKind::Protocol, e))?
-            else {
+            let parsed = front.parse.reply(&st.buf, &mut st.partial);
+            let Some((reply, used)) = parsed.map_err(|e| Failure::new(ErrorKind::Protocol, e))? else {
                 return Ok(());
             };
             let p = self.pending.pop_front().expect("there was a front");
@@ -311,6 +313,8 @@ impl KvConn {
 struct DriveState {
     /// Bytes read, not yet parsed.
     buf: BytesMut,
+    /// How far the reply at the start of `buf` was walked.
+    partial: Partial,
     /// Bytes written, read and parsed so far.
     written: u64,
     read: u64,

@@ -273,10 +273,11 @@ async fn greet(
     let written = base.elapsed();
     let parse = if protocol == Protocol::Resp3 { Parse::Resp3 } else { Parse::Resp2 };
     let mut buf = BytesMut::with_capacity(1024);
-    let (mut first_byte, mut consumed) = (None, 0);
+    let (mut first_byte, mut consumed, mut partial) = (None, 0, super::Partial::default());
     for _ in 0..*replies {
         loop {
-            if let Some((reply, used)) = parse.reply(&buf).map_err(|e| Failure::new(ErrorKind::Protocol, e))? {
+            let parsed = parse.reply(&buf, &mut partial).map_err(|e| Failure::new(ErrorKind::Protocol, e))?;
+            if let Some((reply, used)) = parsed {
                 if let super::Reply::Error { class, message } = reply {
                     let text = format!("{} (to the connection's greeting)", String::from_utf8_lossy(&buf[message]));
                     let done = base.elapsed();
