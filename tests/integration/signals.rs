@@ -114,18 +114,22 @@ fn sigint_in_the_third_probe_of_a_capacity_search_keeps_the_probes() {
     assert_eq!(names(&probes).len(), 3);
 }
 
+/// An experiment file in `dir` of 3 s runs of `url`'s `/bytes/100`: `top` before its base,
+/// `rest` after the base's URL (more of the base, the factors); and its results directory.
+fn study(dir: &Path, top: &str, url: &str, rest: &str) -> (PathBuf, PathBuf) {
+    let file = dir.join("study.toml");
+    let text = format!("duration = \"3s\"\n{top}[base]\nurl = \"{url}/bytes/100\"\n{rest}");
+    std::fs::write(&file, text).unwrap();
+    (file, dir.join("out"))
+}
+
 #[test]
 fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_finishes() {
     let server =
         origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(2))), ..Default::default() });
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("study.toml");
-    let text = format!(
-        "duration = \"3s\"\n[base]\nurl = \"{}/bytes/100\"\n[factors.workers]\none = {{ concurrency = 1 }}\ntwo = {{ concurrency = 2 }}\n",
-        server.url()
-    );
-    std::fs::write(&file, text).unwrap();
-    let results = dir.path().join("out");
+    let factors = "[factors.workers]\none = { concurrency = 1 }\ntwo = { concurrency = 2 }\n";
+    let (file, results) = study(dir.path(), "", &server.url(), factors);
     let r = results.to_str().unwrap();
     let out = interrupt_in(
         &["experiment", file.to_str().unwrap(), "-o", r, "--format", "json"],
@@ -159,13 +163,8 @@ fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_fi
 fn sigint_in_the_second_repeat_of_an_experiment_counts_the_runs_that_finished() {
     let server = origin(ServeConfig::default());
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("study.toml");
-    let text = format!(
-        "duration = \"3s\"\nrepeats = 3\n[base]\nurl = \"{}/bytes/100\"\nconcurrency = 1\n[factors.one]\nonly = {{}}\n",
-        server.url()
-    );
-    std::fs::write(&file, text).unwrap();
-    let results = dir.path().join("out");
+    let (file, results) =
+        study(dir.path(), "repeats = 3\n", &server.url(), "concurrency = 1\n[factors.one]\nonly = {}\n");
     let out = interrupt_in(
         &["experiment", file.to_str().unwrap(), "-o", results.to_str().unwrap()],
         &results.join("TC0.r2.brg.part"),

@@ -8,13 +8,13 @@
 
 use super::mutate::{mutated, reads};
 use super::{config, within};
-use barrage_engine::fuzz::{http1, End, Http1};
+use barrage_engine::fuzz::{http1, End, Http1, HTTP1_MAX_HEAD, HTTP1_READ_BUF};
 use proptest::prelude::*;
 
-/// The most a read may hold: the read buffer (a head of up to 64 KiB, and a read's room
-/// after it) and the start of the body a flow's step keeps, at most the input.
+/// The most a read may hold: the read buffer (a head at its bound, and a read's room after
+/// it) and the start of the body a flow's step keeps, at most the input.
 fn bound(input: usize) -> usize {
-    64 * 1024 + 2 * 32 * 1024 + 2 * input
+    HTTP1_MAX_HEAD + 2 * HTTP1_READ_BUF + 2 * input
 }
 
 /// What a response head says of its body, and its status line.

@@ -10,40 +10,19 @@
 
 use super::mutate::{maybe_mutated, reads};
 use super::{config, within};
-use barrage_engine::fuzz::{hpack, http2};
+use barrage_engine::fuzz::frame::*;
+use barrage_engine::fuzz::{hpack, http2, HTTP2_READ_BUF, MAX_FRAME, MAX_HEADER_LIST, TABLE_SIZE as TABLE};
 use proptest::prelude::*;
 
-/// The largest frame (ours, never raised), a header list (ours, SETTINGS_MAX_HEADER_LIST_SIZE),
-/// the dynamic table: `crates/engine/src/http/h2.rs` and `hpack.rs`.
-const MAX_FRAME: usize = 16_384;
-const MAX_HEADER_LIST: usize = 1 << 20;
-const TABLE: usize = 4096;
-
-/// The most a connection may hold for `input` bytes: its read buffer (64 KiB and a frame),
+/// The most a connection may hold for `input` bytes: its read buffer (and a frame),
 /// a header block being gathered (a list and a frame), the decoded heads of its four
 /// streams and of ignored ones (a list and the largest field after it: a table entry or a
 /// frame's literal), each at most doubled by growth, the kept bodies (from the input) and
 /// the HPACK table and memo.
 fn bound(input: usize) -> usize {
     let head = MAX_HEADER_LIST + TABLE + 2 * MAX_FRAME;
-    64 * 1024 + MAX_FRAME + 2 * (MAX_HEADER_LIST + MAX_FRAME) + 5 * 2 * head + 2 * input + 16 * TABLE
+    HTTP2_READ_BUF + MAX_FRAME + 2 * (MAX_HEADER_LIST + MAX_FRAME) + 5 * 2 * head + 2 * input + 16 * TABLE
 }
-
-// Frame types, flags and settings (RFC 9113 6).
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const PRIORITY: u8 = 0x2;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PUSH_PROMISE: u8 = 0x5;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const WINDOW_UPDATE: u8 = 0x8;
-const CONTINUATION: u8 = 0x9;
-const END_STREAM: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY_FLAG: u8 = 0x20;
 
 /// One frame; `len` is the length its header declares when that is not its payload's.
 #[derive(Clone, Debug)]

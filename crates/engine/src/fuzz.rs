@@ -15,6 +15,20 @@
 
 use crate::kv::{Partial, ProtocolError, Reply};
 
+/// The bounds the parsers are held to: HTTP/1.1's head and read buffer, HTTP/2's frame,
+/// header list and read buffer, HPACK's table.
+pub use crate::http::h1::{MAX_HEAD as HTTP1_MAX_HEAD, READ_BUF as HTTP1_READ_BUF};
+pub use crate::http::h2::{MAX_FRAME, MAX_HEADER_LIST, READ_BUF as HTTP2_READ_BUF};
+pub use crate::http::hpack::TABLE_SIZE;
+
+/// HTTP/2's frame types and flags (RFC 9113 6), to build what a server sends.
+pub mod frame {
+    pub use crate::http::h2::{
+        CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PADDED, PING, PRIORITY, PRIORITY_FLAG,
+        PUSH_PROMISE, RST_STREAM, SETTINGS, WINDOW_UPDATE,
+    };
+}
+
 /// How an HTTP/1.1 response read ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum End {

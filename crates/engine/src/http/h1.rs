@@ -34,7 +34,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Longest response head read (status line and header lines), as bytes.
-pub(crate) const MAX_HEAD: usize = 64 * 1024;
+pub const MAX_HEAD: usize = 64 * 1024;
 /// Most header lines in a head (or in the trailers), as hyper's default.
 pub(crate) const MAX_HEADERS: usize = 100;
 /// Longest chunk-size line (the size and its extensions).
@@ -44,7 +44,7 @@ pub(crate) const MAX_CHUNK_LINE: usize = 4 * 1024;
 /// one. Measured with 50 connections of 1 MiB bodies: 32 KiB reads cost the same CPU per
 /// body as 64 KiB ones for 1.6 MiB less memory, 16 KiB ones twice the CPU (four times the
 /// reads). A head (or trailers) longer than the buffer grows it, up to [`MAX_HEAD`].
-pub(crate) const READ_BUF: usize = 32 * 1024;
+pub const READ_BUF: usize = 32 * 1024;
 /// Request bodies up to this size are copied behind the head, for one write; larger ones go
 /// out from their shared buffer by `writev`, however many requests are in flight.
 const COPY_BODY: usize = 16 * 1024;

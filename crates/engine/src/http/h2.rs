@@ -56,17 +56,17 @@ pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 
 /// The most header bytes a response may carry, as a block and decoded (RFC 7541's count):
 /// a server cannot make barrage hold more for one head.
-const MAX_HEADER_LIST: usize = 1 << 20;
+pub const MAX_HEADER_LIST: usize = 1 << 20;
 
 /// The most CONTINUATION frames one header block may take: a flood of empty ones is a
 /// protocol error, not a loop. 1 MiB in 16 KiB frames is 64.
 const MAX_CONTINUATIONS: u32 = 128;
 
 /// The largest frame payload we take: the protocol's default, never raised.
-const MAX_FRAME: usize = 16_384;
+pub const MAX_FRAME: usize = 16_384;
 
 /// The read buffer: a frame of the largest size and the start of the next always fit.
-const READ_BUF: usize = 64 * 1024;
+pub const READ_BUF: usize = 64 * 1024;
 
 /// Frames read by the driver before it lets the slots run (a server streaming large bodies
 /// must not starve the engine thread).
@@ -84,21 +84,21 @@ const ROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 // Frame types and flags (RFC 9113 6).
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PUSH_PROMISE: u8 = 0x5;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const WINDOW_UPDATE: u8 = 0x8;
-const CONTINUATION: u8 = 0x9;
-const END_STREAM: u8 = 0x1;
+pub const DATA: u8 = 0x0;
+pub const HEADERS: u8 = 0x1;
+pub const RST_STREAM: u8 = 0x3;
+pub const SETTINGS: u8 = 0x4;
+pub const PUSH_PROMISE: u8 = 0x5;
+pub const PING: u8 = 0x6;
+pub const GOAWAY: u8 = 0x7;
+pub const WINDOW_UPDATE: u8 = 0x8;
+pub const CONTINUATION: u8 = 0x9;
+pub const END_STREAM: u8 = 0x1;
 const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY: u8 = 0x2;
-const PRIORITY_FLAG: u8 = 0x20;
+pub const END_HEADERS: u8 = 0x4;
+pub const PADDED: u8 = 0x8;
+pub const PRIORITY: u8 = 0x2;
+pub const PRIORITY_FLAG: u8 = 0x20;
 
 // Error codes (RFC 9113 7).
 const PROTOCOL_ERROR: u32 = 0x1;

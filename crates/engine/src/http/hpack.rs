@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 /// Our SETTINGS_HEADER_TABLE_SIZE: the default, never changed, so never sent.
-pub(crate) const TABLE_SIZE: usize = 4096;
+pub const TABLE_SIZE: usize = 4096;
 
 /// A header block the decoder could not read: the server broke HPACK (COMPRESSION_ERROR),
 /// or the list went over the caller's bound.
