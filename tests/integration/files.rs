@@ -102,6 +102,27 @@ fn sigkill_leaves_a_readable_file() {
     assert!(s.warnings.iter().any(|w| w.contains("killed")), "{:?}", s.warnings);
 }
 
+/// Found in issue 33: a file whose first interval is corrupt read "-0 s" and "the run was
+/// killed". It says what is true: a record is corrupt, no interval could be read, how long
+/// the run lasted is unknown; no duration is negative. (The file is a good run's with one
+/// byte of its first interval changed, in the fuzz corpus.)
+#[test]
+fn a_file_whose_first_interval_is_corrupt_says_so_and_no_negative_duration() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/fuzz/results/first-interval-corrupt.brg");
+    let s = summarize(std::slice::from_ref(&path)).unwrap();
+    let warnings = s.warnings.join("\n");
+    assert!(!warnings.contains("killed") && !warnings.contains("-0"), "{warnings}");
+    assert!(warnings.contains("fails its checksum: corrupt; read the first 0 interval(s)"), "{warnings}");
+    assert!(warnings.contains("how long the run lasted is unknown"), "{warnings}");
+    let d = &s.duration;
+    for (what, v) in [("total", d.total_s), ("attack", d.attack_s), ("wait", d.wait_s)] {
+        assert!(v.is_sign_positive(), "{what}: {v}");
+    }
+    let out = barrage().args(["report", path.to_str().unwrap()]).env("NO_COLOR", "1").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("-0") && !text.contains("killed"), "{text}");
+}
+
 fn intervals_in(path: &Path) -> usize {
     let Ok(mut r) = ResultsReader::open(path) else { return 0 };
     std::iter::from_fn(|| r.next_interval()).count()

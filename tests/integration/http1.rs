@@ -77,6 +77,27 @@ fn a_head_longer_than_the_read_buffer_is_read_whole() {
     assert_eq!(s.requests.connections, 1);
 }
 
+/// Found in issue 33: a status the parser takes is recorded as itself, never as 0: `999`
+/// was counted under "0" (the counters stopped at 599). Under 100 is not HTTP (as HTTP/2's
+/// `:status` and hyper say): a protocol error, not a status 0.
+#[test]
+fn every_status_the_parser_takes_is_recorded_as_itself() {
+    for (response, status) in [
+        (&b"HTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n"[..], "999"),
+        (b"HTTP/1.1 600 Beyond\r\nContent-Length: 0\r\n\r\n", "600"),
+        (b"HTTP/1.1 599 Edge\r\nContent-Length: 0\r\n\r\n", "599"),
+    ] {
+        let server = RawServer::answering(response, true);
+        let s = requests(&server.url(), 3, Duration::from_secs(5));
+        assert_eq!(s.status_codes, [(status.to_string(), 3)].into(), "{status}: {:?}", s.errors);
+        assert_eq!((s.requests.ok, s.requests.http_errors), (0, 3), "{status}: not a success");
+    }
+    let server = RawServer::answering(b"HTTP/1.1 099 Under\r\nContent-Length: 0\r\n\r\n", true);
+    let s = requests(&server.url(), 3, Duration::from_secs(5));
+    assert_eq!(errors_of(&s, "protocol"), 3, "{:?} {:?}", s.status_codes, s.errors);
+    assert!(s.status_codes.is_empty(), "{:?}", s.status_codes);
+}
+
 /// A server that answers with `head`, then `more` over and over until the client goes.
 fn endless(head: &'static [u8], more: &'static [u8]) -> RawServer {
     RawServer::start(Arc::new(move |s: &mut TcpStream| {

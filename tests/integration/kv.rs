@@ -379,6 +379,57 @@ fn garbage_resets_and_silence_are_classified_never_a_hang() {
     }
 }
 
+/// `barrage run URL ARGS -o DIR/run.brg` against a misbehaving server: its summary.
+fn run_against(fault: crate::util::Fault, url: impl Fn(SocketAddr) -> String, args: &[&str]) -> RunSummary {
+    let server = crate::util::FaultServer::start(fault);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.brg");
+    let result = barrage().args(["run", &url(server.addr), "-o", out.to_str().unwrap()]).args(args).output().unwrap();
+    assert_ne!(result.status.code(), Some(2), "{}", String::from_utf8_lossy(&result.stderr));
+    summarize(&[out]).unwrap()
+}
+
+/// Found in issue 33: a server that never reads made 11 million "instant failures" a
+/// second, as `reset`. Once 64 MiB of commands wait unread on a connection, a lane's
+/// command waits for room, as an HTTP request waits to be written, and fails as a request
+/// timeout when `--timeout` passes: 64 lanes × 2.5 s / 0.5 s = at most 320 failures, none
+/// `reset`. A server that closes each connection at once costs a connection per failed
+/// command (as HTTP does): at most 64 (the lanes on it) per connection, `reset`; a command
+/// that waited for room meanwhile, on one connection after another, until its timeout is a
+/// request timeout, at most 320 again.
+#[test]
+fn a_server_that_never_reads_or_closes_at_once_fails_commands_at_its_pace_classified() {
+    use crate::util::{errors_of, Fault};
+    let redis = |a: SocketAddr| format!("redis://{a}");
+    let args = ["-c", "1", "--pipeline", "64", "--ratio", "1:0", "--data-size", "4m", "--timeout", "500ms", "-d", "2s"];
+    let s = run_against(Fault::Silent, redis, &args);
+    assert!(s.requests.errors > 0 && s.requests.errors <= 320, "{} failed: {:?}", s.requests.errors, s.errors);
+    assert_eq!(errors_of(&s, "request_timeout"), s.requests.errors, "{:?}", s.errors);
+    let s = run_against(Fault::CloseAtOnce, redis, &args);
+    let (reset, waited) = (errors_of(&s, "reset"), errors_of(&s, "request_timeout"));
+    assert_eq!(reset + waited, s.requests.errors, "{:?}", s.errors);
+    let connections = s.requests.connections;
+    assert!(reset > 0 && reset <= 64 * connections, "{reset} reset on {connections} connections: {:?}", s.errors);
+    assert!(waited <= 320, "{waited} waited for room on a connection until --timeout: {:?}", s.errors);
+}
+
+/// Found in issue 33: a greeting refused (`-WRONGPASS` to AUTH) was an error of kind
+/// `other`. It is the server's reply: counted under its class, WRONGPASS (a 401, as
+/// NOAUTH), with its message as the example, and no transport error.
+#[test]
+fn a_refused_greeting_is_the_server_s_reply_of_its_class() {
+    use crate::util::Fault;
+    let refusal = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+    let s = run_against(Fault::Answer(refusal), |a| format!("redis://:wrong@{a}"), &["-n", "5", "-c", "1"]);
+    assert_eq!(s.requests.total, 5);
+    assert_eq!(s.requests.errors, 0, "no transport error: {:?}", s.errors);
+    assert_eq!(s.status_codes.get("401"), Some(&5), "{:?}", s.status_codes);
+    let class = s.replies.iter().find(|r| r.name == "WRONGPASS").unwrap_or_else(|| panic!("{:?}", s.replies));
+    assert_eq!(class.requests, 5);
+    let example = class.example.as_deref().unwrap_or_default();
+    assert!(example.contains("WRONGPASS invalid username-password pair"), "{example}");
+}
+
 /// Commands that outlive `--timeout` while memcached is stopped stay queued on their
 /// connection and their late replies are dropped: the commands after them get their own
 /// (with SET and GET interleaved in the text protocol, a reply out of step would be a

@@ -123,18 +123,22 @@ fn sigint_in_the_third_probe_of_a_capacity_search_keeps_the_probes() {
     assert_eq!(names(&probes).len(), 3);
 }
 
+/// An experiment file in `dir` of 3 s runs of `url`'s `/bytes/100`: `top` before its base,
+/// `rest` after the base's URL (more of the base, the factors); and its results directory.
+fn study(dir: &Path, top: &str, url: &str, rest: &str) -> (PathBuf, PathBuf) {
+    let file = dir.join("study.toml");
+    let text = format!("duration = \"3s\"\n{top}[base]\nurl = \"{url}/bytes/100\"\n{rest}");
+    std::fs::write(&file, text).unwrap();
+    (file, dir.join("out"))
+}
+
 #[test]
 fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_finishes() {
     let server =
         origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(2))), ..Default::default() });
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("study.toml");
-    let text = format!(
-        "duration = \"3s\"\n[base]\nurl = \"{}/bytes/100\"\n[factors.workers]\none = {{ concurrency = 1 }}\ntwo = {{ concurrency = 2 }}\n",
-        server.url()
-    );
-    std::fs::write(&file, text).unwrap();
-    let results = dir.path().join("out");
+    let factors = "[factors.workers]\none = { concurrency = 1 }\ntwo = { concurrency = 2 }\n";
+    let (file, results) = study(dir.path(), "", &server.url(), factors);
     let r = results.to_str().unwrap();
     let out = interrupt_in(
         &["experiment", file.to_str().unwrap(), "-o", r, "--format", "json"],
@@ -147,6 +151,9 @@ fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_fi
     assert_eq!(v["matrix"][0]["runs"], 1, "{v}");
     assert_eq!(v["matrix"][1]["runs"], 0, "the interrupted repeat is not a result: {v}");
     assert!(v["matrix"][1]["verdict"].as_str().unwrap().starts_with("FAILED: no run finished"), "{v}");
+    // Runs, not rows: the interrupted case has a row and no run (issue 33: "2 of 2").
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("PARTIAL: interrupted; the table has the 1 of 2 run(s) that finished"), "{stderr}");
     let files = names(&results);
     assert!(files.contains(&"TC0.r1.brg".to_string()) && files.contains(&"TC1.r1.brg.part".to_string()), "{files:?}");
     assert!(!files.contains(&"TC1.r1.brg".to_string()));
@@ -157,6 +164,24 @@ fn sigterm_in_the_second_case_of_an_experiment_keeps_its_part_file_and_resume_fi
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
     let v = json(&again);
     assert_eq!((v["partial"].as_bool(), v["matrix"][1]["runs"].as_u64()), (Some(false), Some(1)), "{v}");
+}
+
+/// Found in issue 33: an experiment of three runs stopped in its second said "3 of 3 runs
+/// finished" when one had. One case of three repeats, SIGINT in the second: 1 of 3.
+#[test]
+fn sigint_in_the_second_repeat_of_an_experiment_counts_the_runs_that_finished() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (file, results) =
+        study(dir.path(), "repeats = 3\n", &server.url(), "concurrency = 1\n[factors.one]\nonly = {}\n");
+    let out = interrupt_in(
+        &["experiment", file.to_str().unwrap(), "-o", results.to_str().unwrap()],
+        &results.join("TC0.r2.brg.part"),
+        libc::SIGINT,
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PARTIAL: interrupted; the table has the 1 of 3 run(s) that finished"), "{text}");
 }
 
 #[test]
@@ -463,4 +488,41 @@ fn one_sigterm_ends_a_think_time_at_once() {
     assert_prompt(&stopped, 143);
     assert_eq!(json(&stopped.output)["requests"]["total"], 2, "each worker's one request, then thinking");
     assert_eq!(names(tmp.path()), Vec::<String>::new());
+}
+
+/// Found in issue 33: `serve --tls 2>&1 | head -1` left its generated CA file behind. Its
+/// last word ("served N requests") went to a stderr nobody read any more, which panicked
+/// and ended the process before the file was removed. Now the servers are shut down (the
+/// file removed) first, and a closed stderr costs only that line: exit 0, no file left.
+#[test]
+fn serve_removes_its_generated_ca_file_when_its_output_pipe_closes() {
+    use std::io::BufRead;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut fds = [0; 2];
+    // Close-on-exec, as a shell's pipe: the child must not hold the read end itself.
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) returns, owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mut child = barrage()
+        .args(["serve", "--tls", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::from(write.try_clone().unwrap()))
+        .stderr(Stdio::from(write))
+        .spawn()
+        .unwrap();
+    let mut output = std::io::BufReader::new(std::fs::File::from(read));
+    let mut line = String::new();
+    while !line.contains("CA certificate") {
+        line.clear();
+        assert!(output.read_line(&mut line).unwrap() > 0, "serve ended before naming its CA");
+    }
+    assert_eq!(names(tmp.path()).len(), 1, "the CA file");
+    // `| head -1` is done: nobody reads stdout or stderr any more.
+    drop(output);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(names(tmp.path()), Vec::<String>::new(), "the CA file is removed ({status})");
+    assert!(status.success(), "{status}");
 }

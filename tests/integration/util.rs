@@ -72,6 +72,11 @@ pub enum Fault {
     Silent,
     /// Answers one request as if keeping the connection alive, then closes it.
     CloseWhenIdle,
+    /// Accepts and closes at once, before reading anything.
+    CloseAtOnce,
+    /// Reads what the client sends first, answers these bytes, and holds the connection
+    /// without reading more (a key-value server refusing a greeting).
+    Answer(&'static [u8]),
 }
 
 /// Stops a [`listen`] loop when dropped.
@@ -125,8 +130,10 @@ impl FaultServer {
 fn misbehave(fault: Fault, mut s: TcpStream) -> Option<TcpStream> {
     s.set_nonblocking(false).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    if matches!(fault, Fault::Silent) {
-        return Some(s);
+    match fault {
+        Fault::Silent => return Some(s),
+        Fault::CloseAtOnce => return None,
+        _ => {}
     }
     let mut buf = [0u8; 4096];
     let _ = s.read(&mut buf);
@@ -138,7 +145,11 @@ fn misbehave(fault: Fault, mut s: TcpStream) -> Option<TcpStream> {
         Fault::CloseWhenIdle => {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
         }
-        Fault::Silent => unreachable!(),
+        Fault::Answer(bytes) => {
+            let _ = s.write_all(bytes);
+            return Some(s);
+        }
+        Fault::Silent | Fault::CloseAtOnce => unreachable!(),
     }
     None
 }

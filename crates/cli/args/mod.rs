@@ -829,8 +829,8 @@ pub struct ServeArgs {
     /// Sets Cache-Control on every response.
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
-    /// The object catalog: /obj/{id} answers ids 0..N-1, and 404 for any other.
-    #[arg(long, value_name = "N")]
+    /// The object catalog: /obj/{id} answers ids 0..N-1 (N at least 1), and 404 for any other.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub objects: Option<u64>,
     /// Size of /obj/{id} objects: 1k, 1k..64k (uniform), lognormal:4k,1.0, or file:PATH with
     /// one size per line.

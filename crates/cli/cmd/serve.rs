@@ -45,8 +45,11 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     drop(out);
     stop.wait();
     let served: u64 = servers.iter().map(RunningServer::requests).sum();
-    eprintln!("served {served} requests");
+    // Shut down (the generated CA file removed) before the last word, and say it without
+    // `eprintln!`, which panics when nobody reads stderr any more (`2>&1 | head -1`): that
+    // ended the process with the file left behind.
     servers.into_iter().for_each(RunningServer::shutdown);
+    let _ = writeln!(std::io::stderr(), "served {served} requests");
     Ok(Outcome::Ok)
 }
 
@@ -55,7 +58,9 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
 pub fn warn_if_exposed(flag: &str, addr: std::net::SocketAddr) {
     if !addr.ip().is_loopback() {
         let whom = if addr.ip().is_unspecified() { "every interface" } else { "a non-loopback interface" };
-        eprintln!(
+        // Not `eprintln!`: a closed stderr must not end `serve` before it removes its CA file.
+        let _ = writeln!(
+            std::io::stderr(),
             "barrage: warning: {flag} bound {addr}, {whom}: other machines can reach it (127.0.0.1 keeps it local)"
         );
     }

@@ -2,8 +2,10 @@
 //! the seeds of the fuzzers, each run through the same check as its fuzzer, every time.
 //! A folder per parser: `flags/*.args` (one argument per line, after `barrage`),
 //! `targets/*` (read as `--targets` and as `--urls`), `experiment/*.toml`,
-//! `results/*.brg`. A file of any other kind fails the test, so nothing in the corpus is
-//! skipped unseen.
+//! `results/*.brg`; and what servers send: `http1/*` (a response), `http2/*` (frames after
+//! the preface), `hpack/*` (a header block), `kv/*` (replies, through every key-value
+//! parser). A file of any other kind fails the test, so nothing in the corpus is skipped
+//! unseen.
 
 use std::path::Path;
 
@@ -28,6 +30,10 @@ fn every_input_of_the_corpus_ends_in_ok_or_a_clean_error() {
                 }
                 Some("experiment") => super::experiment::check(&text),
                 Some("results") => super::results::check(&bytes),
+                Some("http1") => super::http1::check(&bytes),
+                Some("http2") => super::http2::check(&bytes),
+                Some("hpack") => super::http2::check_block(&bytes),
+                Some("kv") => super::kv::check(&bytes),
                 _ => panic!("{}: not a kind of input the corpus knows", file.display()),
             }
             count += 1;

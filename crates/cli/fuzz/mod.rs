@@ -1,18 +1,25 @@
 //! The fuzz harness: property tests over every parser of what people hand barrage (flags
-//! and their values, target files, experiment files, results files), each input taken
-//! through the code the command runs, asserting it ends in `Ok` or a clean error: never a
-//! panic, and within [`LIMIT`]. Fixed seeds and case counts keep CI reproducible and short
+//! and their values, target files, experiment files, results files) and of what servers
+//! send it (HTTP/1.1 responses, HTTP/2 frames and HPACK blocks, Redis and memcached
+//! replies), each input taken through the code the command runs, asserting it ends in `Ok`
+//! or a clean error: never a panic, within [`LIMIT`], and for servers' bytes in memory
+//! bounded by the protocol's limits. Fixed seeds and case counts keep CI reproducible and short
 //! (a few seconds per parser); `BARRAGE_FUZZ_CASES=N` runs N cases of each, and
 //! `BARRAGE_FUZZ_SEED=S` other ones, for a deeper search. Inputs that once failed are kept in `tests/corpus/fuzz/` and run every time
 //! ([`corpus`]).
 //!
 //! They live in the binary's tests because the binary is what hostile input reaches: a
 //! flag goes through clap, then the plan; a case of an experiment file through `run`'s
-//! parser; a results file through the reader, the summary and every renderer.
+//! parser; a results file through the reader, the summary and every renderer; a server's
+//! bytes through the engine's connections (its `fuzz` hooks, on in these tests only).
 
 mod corpus;
 mod experiment;
 mod flags;
+mod http1;
+mod http2;
+mod kv;
+mod mutate;
 mod results;
 mod targets;
 mod words;

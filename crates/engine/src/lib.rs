@@ -23,6 +23,9 @@
 mod conn;
 mod events;
 mod exchange;
+#[cfg(any(test, feature = "fuzz"))]
+#[doc(hidden)]
+pub mod fuzz;
 mod http;
 pub mod kv;
 pub mod reqlog;

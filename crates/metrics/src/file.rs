@@ -403,6 +403,8 @@ pub struct ResultsReader {
     footer: Option<RunFooter>,
     events: Vec<EventRecord>,
     warning: Option<String>,
+    /// Reading stopped where the file ends inside a record, not at a corrupt one.
+    cut_off: bool,
     intervals: u32,
 }
 
@@ -426,7 +428,7 @@ impl ResultsReader {
             Ok(Some(Record::Header(h))) => h,
             Ok(Some(_)) => return Err(no_header("the first record is not a header".into())),
             Ok(None) => return Err(no_header("the file ends before it".into())),
-            Err(reason) => return Err(no_header(reason)),
+            Err(e) => return Err(no_header(e.reason)),
         };
         Ok(ResultsReader {
             input,
@@ -436,6 +438,7 @@ impl ResultsReader {
             footer: None,
             events: Vec::new(),
             warning: None,
+            cut_off: false,
             intervals: 0,
         })
     }
@@ -465,6 +468,12 @@ impl ResultsReader {
         self.warning.as_deref()
     }
 
+    /// Reading stopped at a corrupt record (bytes that are not one, or a second header), not
+    /// where the file is cut off: what follows it, the footer too, was never read.
+    pub fn corrupt(&self) -> bool {
+        self.warning.is_some() && !self.cut_off
+    }
+
     /// The next interval, or `None` at the end of the readable part of the file.
     pub fn next_interval(&mut self) -> Option<IntervalRecord> {
         if self.warning.is_some() {
@@ -483,8 +492,9 @@ impl ResultsReader {
                     return None;
                 }
                 Ok(None) => return None,
-                Err(reason) => {
-                    self.stop_with(reason);
+                Err(e) => {
+                    self.cut_off = e.cut_off;
+                    self.stop_with(e.reason);
                     return None;
                 }
             }
@@ -500,26 +510,43 @@ impl ResultsReader {
     }
 }
 
+/// Why a record could not be read: the file ends inside it (a run killed as it wrote it),
+/// or its bytes are not a record (corrupt).
+struct Unreadable {
+    reason: String,
+    cut_off: bool,
+}
+
+impl Unreadable {
+    fn cut_off(reason: &str) -> Unreadable {
+        Unreadable { reason: reason.into(), cut_off: true }
+    }
+
+    fn corrupt(reason: String) -> Unreadable {
+        Unreadable { reason, cut_off: false }
+    }
+}
+
 /// Reads one record of a file of `version`; `Ok(None)` at a clean end of file, `Err` for a
 /// truncated or corrupt one.
-fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, String> {
+fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, Unreadable> {
     let mut frame = [0u8; 8];
     match read_full(input, &mut frame) {
         0 => return Ok(None),
         8 => {}
-        _ => return Err("the file is cut off inside a record frame".into()),
+        _ => return Err(Unreadable::cut_off("the file is cut off inside a record frame")),
     }
     let len = u32::from_le_bytes(frame[..4].try_into().unwrap());
     let crc = u32::from_le_bytes(frame[4..].try_into().unwrap());
     if len > crate::limits::MAX_RECORD_BYTES {
-        return Err(format!("a record claims {len} bytes: corrupt"));
+        return Err(Unreadable::corrupt(format!("a record claims {len} bytes: corrupt")));
     }
     let mut payload = vec![0u8; len as usize];
     if read_full(input, &mut payload) != payload.len() {
-        return Err("the file is cut off inside a record".into());
+        return Err(Unreadable::cut_off("the file is cut off inside a record"));
     }
     if crc32fast::hash(&payload) != crc {
-        return Err("a record fails its checksum: corrupt".into());
+        return Err(Unreadable::corrupt("a record fails its checksum: corrupt".into()));
     }
     let record = bounded::decoding(|| match version {
         3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
@@ -531,7 +558,7 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, St
         9 => postcard::from_bytes::<v9::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
-    record.map(Some).map_err(|reason| format!("a record does not decode: {reason}"))
+    record.map(Some).map_err(|reason| Unreadable::corrupt(format!("a record does not decode: {reason}")))
 }
 
 /// The records of format version 9, as they were, read into today's: recorders that

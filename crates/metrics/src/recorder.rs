@@ -22,8 +22,10 @@ pub const SIGNIFICANT_DIGITS: u8 = 3;
 /// Status classes latency is split by: 1xx to 5xx, and failed requests.
 pub const CLASS_NAMES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "error"];
 const CLASS_COUNT: usize = CLASS_NAMES.len();
-/// Status codes counted individually: 100..=599. Anything else lands in slot 0 as "other".
-const STATUS_SLOTS: usize = 501;
+/// Status codes counted individually: every one an HTTP parser takes, 100..=999 (a status
+/// HTTP does not define, such as 999, is still what the server said). Slot 0 counts codes
+/// outside them: older files counted 600..=999 there.
+const STATUS_SLOTS: usize = 901;
 
 /// A new empty histogram with barrage's bounds (1 µs to 1 h, 3 significant digits).
 pub fn new_histogram() -> Histogram<u64> {
@@ -1148,7 +1150,7 @@ pub struct Recorder {
     /// A few individual requests of each tenth of a second (the first
     /// [`SAMPLES_PER_TICK`]), for a scatter plot of the run.
     pub samples: Vec<RequestPoint>,
-    /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=599.
+    /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=999.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
     examples: [Option<String>; ERROR_KIND_COUNT],
@@ -1366,7 +1368,7 @@ impl Recorder {
         self.replies.redact_examples(r);
     }
 
-    /// Responses per status code, sparse, in code order. Code 0 means "outside 100..=599".
+    /// Responses per status code, sparse, in code order. Code 0 means "outside 100..=999".
     pub fn status_counts(&self) -> BTreeMap<u16, u64> {
         self.status
             .iter()
@@ -1463,7 +1465,7 @@ impl Recorder {
 }
 
 fn status_slot(code: u16) -> usize {
-    if (100..=599).contains(&code) {
+    if (100..=999).contains(&code) {
         usize::from(code) - 99
     } else {
         0

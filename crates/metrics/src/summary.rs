@@ -589,7 +589,7 @@ pub struct RunSummary {
     pub phases: BTreeMap<String, PhaseStats>,
     /// Bytes.
     pub bytes: Bytes,
-    /// Responses per status code (`"0"`: outside 100..=599).
+    /// Responses per status code (`"0"`: outside 100..=999; older files counted 600..=999 there).
     pub status_codes: BTreeMap<String, u64>,
     /// Error kinds with counts and an example each.
     pub errors: Vec<ErrorStat>,
@@ -1589,13 +1589,26 @@ fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mu
             wait_s: wait as f64 / 1e6,
         };
     }
-    // A run that was killed has no footer: its intervals are all we know.
-    let seconds: f64 = intervals.iter().map(|i| i.length_s).sum();
-    warnings.push(format!(
-        "{} of {} results file(s) have no footer (the run was killed): figures cover the {seconds:.0} s that were written",
-        readers.len() - footers.len(),
-        readers.len()
-    ));
+    // A run that was killed has no footer, and one read only up to a corrupt record has none
+    // read: the intervals read are all we know. Folded from +0: a sum of no `f64` is -0,
+    // which would read "-0 s".
+    let seconds = intervals.iter().map(|i| i.length_s).fold(0.0, |a, b| a + b);
+    let unread = readers.iter().filter(|r| r.footer().is_none());
+    let corrupt = unread.clone().filter(|r| r.corrupt()).count();
+    let (killed, n) = (unread.count() - corrupt, readers.len());
+    let covered = if intervals.is_empty() {
+        "no interval could be read, so how long the run lasted is unknown".to_string()
+    } else {
+        format!("figures cover the {seconds:.0} s of the {} interval(s) read", intervals.len())
+    };
+    if killed > 0 {
+        warnings.push(format!("{killed} of {n} results file(s) have no footer (the run was killed): {covered}"));
+    }
+    if corrupt > 0 {
+        warnings.push(format!(
+            "{corrupt} of {n} results file(s) stop at a corrupt record (see its warning), their footer unread: {covered}"
+        ));
+    }
     Durations { total_s: seconds, attack_s: seconds, wait_s: 0.0 }
 }
 

@@ -260,6 +260,8 @@ pub struct StudyTable {
     pub rows: Vec<StudyRow>,
     /// How many rows the study meant to have; more than `rows.len()` when it was stopped.
     pub planned: usize,
+    /// How many runs each row was to have: an experiment's repeats (0 is taken as 1).
+    pub runs_per_row: usize,
     /// Stopped by a signal before every run finished: the table has only the finished runs.
     pub partial: bool,
     /// Show the standard deviation over repeats (an experiment matrix).
@@ -318,13 +320,22 @@ impl StudyTable {
     }
 
     /// The one line saying the table is partial, if it is.
+    /// Runs are counted, not rows: a matrix's row holds a case's repeats, and a case the
+    /// signal came before has a row and no run.
     pub fn partial_line(&self) -> Option<String> {
         self.partial.then(|| {
-            format!(
-                "PARTIAL: interrupted; the table has the {} of {} run(s) that finished",
-                self.rows.len(),
-                self.planned.max(self.rows.len())
-            )
+            let runs = || self.rows.iter().flat_map(|r| &r.runs);
+            let finished = runs().filter(|s| !s.interrupted).count();
+            let stopped = runs().count() - finished;
+            let planned = self.planned.max(self.rows.len()) * self.runs_per_row.max(1);
+            let mut line = format!(
+                "PARTIAL: interrupted; the table has the {finished} of {} run(s) that finished",
+                planned.max(finished + stopped)
+            );
+            if stopped > 0 {
+                line.push_str(&format!(", and {stopped} stopped part-way"));
+            }
+            line
         })
     }
 
@@ -666,6 +677,18 @@ mod tests {
         let mut whole = t.clone();
         whole.partial = false;
         assert!(!whole.to_text().contains("PARTIAL"));
+        // A level stopped part-way is in the table, not among the runs that finished.
+        let mut stopped = run(5, 5, 1);
+        stopped.interrupted = true;
+        t.rows.push(StudyRow::new(vec!["16 workers".into()], vec![stopped]));
+        let line = t.partial_line().unwrap();
+        assert!(line.ends_with("the 1 of 3 run(s) that finished, and 1 stopped part-way"), "{line}");
+        // A matrix counts runs, not rows: two cases of three repeats, one run done.
+        let mut m = StudyTable::new("matrix", &["case"]);
+        m.rows.push(StudyRow::new(vec!["TC0".into()], vec![run(10, 10, 1)]));
+        m.rows.push(StudyRow::new(vec!["TC1".into()], vec![]));
+        (m.planned, m.runs_per_row, m.partial) = (2, 3, true);
+        assert!(m.partial_line().unwrap().ends_with("the 1 of 6 run(s) that finished"), "{:?}", m.partial_line());
     }
 
     #[test]

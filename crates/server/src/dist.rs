@@ -32,7 +32,7 @@ impl ParseError {
 
 const LATENCY_FORMS: &str =
     "a duration (20ms), a uniform range (10ms..50ms) or an exponential mean (exp:20ms), each at most 8760h (a year)";
-const SIZE_FORMS: &str = "a size (1k), a uniform range (1k..64k), a log-normal median and sigma (lognormal:4k,1.0) or file:PATH of sizes, one per line";
+const SIZE_FORMS: &str = "a size (1k), a uniform range (1k..64k), a log-normal median and sigma (lognormal:4k,1.0) or file:PATH of sizes, one per line; each size at most 1 GiB (1g)";
 const STALL_FORM: &str =
     "REQUESTS+DURATION, a request count of at least 1 and a duration of at most 8760h (1000+500ms)";
 
@@ -151,7 +151,8 @@ impl FromStr for SizeDist {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || ParseError::new("object size", s, SIZE_FORMS);
-        let size = |t: &str| parse_size(t).map_err(|_| err());
+        // Over MAX_BODY is refused, not cut to it without a word.
+        let size = |t: &str| parse_size(t).ok().filter(|&n| n <= MAX_BODY).ok_or_else(err);
         if let Some(path) = s.trim().strip_prefix("file:") {
             return sizes_file(path, s);
         }
@@ -183,10 +184,9 @@ fn sizes_file(path: &str, input: &str) -> Result<SizeDist, ParseError> {
     let text = String::from_utf8(bytes).map_err(|_| ParseError::new("object size file", input, "text"))?;
     let mut sizes = Vec::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        sizes.push(
-            parse_size(line)
-                .map_err(|_| ParseError::new("object size file", input, "one size per line (512, 1k, 4m)"))?,
-        );
+        sizes.push(parse_size(line).ok().filter(|&n| n <= MAX_BODY).ok_or_else(|| {
+            ParseError::new("object size file", input, "one size per line (512, 1k, 4m), each at most 1 GiB (1g)")
+        })?);
     }
     if sizes.is_empty() {
         return Err(ParseError::new("object size file", input, "at least one size"));
@@ -309,6 +309,8 @@ mod tests {
             ("1k..64k", SizeDist::Uniform(1024, 65536)),
             ("lognormal:4k,1.0", SizeDist::LogNormal { median: 4096, sigma: 1.0 }),
             ("lognormal:100, 0.5", SizeDist::LogNormal { median: 100, sigma: 0.5 }),
+            ("1g", SizeDist::Fixed(MAX_BODY)),
+            ("0..1073741824", SizeDist::Uniform(0, MAX_BODY)),
         ];
         for (text, want) in table {
             assert_eq!(text.parse::<SizeDist>().unwrap(), want, "{text}");
@@ -320,10 +322,18 @@ mod tests {
     #[test]
     fn size_rejects() {
         let bad_inputs = ["", "big", "64k..1k", "1k..", "lognormal:4k", "lognormal:4k,-1", "lognormal:4k,x"];
-        for bad in bad_inputs {
+        // Over 1 GiB: refused naming the limit, no longer cut to it without a word.
+        let huge = ["2g", "1073741825", "1k..3g", "2g..3g", "lognormal:2g,1.0"];
+        for bad in bad_inputs.into_iter().chain(huge) {
             let err = bad.parse::<SizeDist>().unwrap_err().to_string();
             assert!(err.contains("1k..64k") && err.contains("lognormal:4k,1.0"), "{bad}: {err}");
+            assert!(err.contains("at most 1 GiB"), "{bad}: {err}");
         }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sizes.txt");
+        std::fs::write(&file, "1k\n2g\n").unwrap();
+        let err = format!("file:{}", file.display()).parse::<SizeDist>().unwrap_err().to_string();
+        assert!(err.contains("at most 1 GiB"), "{err}");
     }
 
     #[test]

@@ -506,6 +506,7 @@ impl Experiment<'_> {
             }
         }
         table.planned = table.rows.len();
+        table.runs_per_row = self.repeats as usize;
         let comparisons = self.comparisons(&pooled);
         Ok(Results { table, comparisons })
     }

@@ -34,7 +34,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Longest response head read (status line and header lines), as bytes.
-pub(crate) const MAX_HEAD: usize = 64 * 1024;
+pub const MAX_HEAD: usize = 64 * 1024;
 /// Most header lines in a head (or in the trailers), as hyper's default.
 pub(crate) const MAX_HEADERS: usize = 100;
 /// Longest chunk-size line (the size and its extensions).
@@ -44,7 +44,7 @@ pub(crate) const MAX_CHUNK_LINE: usize = 4 * 1024;
 /// one. Measured with 50 connections of 1 MiB bodies: 32 KiB reads cost the same CPU per
 /// body as 64 KiB ones for 1.6 MiB less memory, 16 KiB ones twice the CPU (four times the
 /// reads). A head (or trailers) longer than the buffer grows it, up to [`MAX_HEAD`].
-pub(crate) const READ_BUF: usize = 32 * 1024;
+pub const READ_BUF: usize = 32 * 1024;
 /// Request bodies up to this size are copied behind the head, for one write; larger ones go
 /// out from their shared buffer by `writev`, however many requests are in flight.
 const COPY_BODY: usize = 16 * 1024;
@@ -259,20 +259,7 @@ impl Conn {
 
     /// Reads what the server sent into the buffer's free end: how much (0 when it closed).
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
-        if self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-        } else if self.pos > 0 {
-            // Part of a head or a chunk-size line: moved to the front, so the buffer's
-            // bound is on what is still to be parsed.
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
-        if self.buf.len() == self.buf.capacity() {
-            // The first read, or a head longer than the buffer (the reader stops it at
-            // MAX_HEAD). Never a read into no room: it would read as the end of the stream.
-            self.buf.reserve_exact(READ_BUF);
-        }
+        make_room(&mut self.buf, &mut self.pos);
         let mut rb = ReadBuf::uninit(self.buf.spare_capacity_mut());
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb))?;
         let n = rb.filled().len();
@@ -280,6 +267,80 @@ impl Conn {
         unsafe { self.buf.set_len(self.buf.len() + n) };
         Poll::Ready(Ok(n))
     }
+}
+
+/// Makes room at the end of a connection's read buffer, whose bytes before `pos` are used,
+/// for the next read.
+fn make_room(buf: &mut Vec<u8>, pos: &mut usize) {
+    if *pos == buf.len() {
+        buf.clear();
+        *pos = 0;
+    } else if *pos > 0 {
+        // Part of a head or a chunk-size line: moved to the front, so the buffer's bound is
+        // on what is still to be parsed.
+        buf.drain(..*pos);
+        *pos = 0;
+    }
+    if buf.len() == buf.capacity() {
+        // The first read, or a head longer than the buffer (the reader stops it at
+        // MAX_HEAD). Never a read into no room: it would read as the end of the stream.
+        buf.reserve_exact(READ_BUF);
+    }
+}
+
+/// Reads `response` as a connection does, through [`Reader`], its buffer and
+/// [`Reading`]: each read takes the next of `reads` bytes (what the socket had) or as many
+/// as the buffer has room for, whichever is fewer; the server closes after the last byte.
+#[cfg(any(test, feature = "fuzz"))]
+pub(crate) fn fuzz_read(response: &[u8], reads: &[usize], head_request: bool) -> crate::fuzz::Http1 {
+    use crate::fuzz::{End, Http1};
+    let rules = barrage_plan::CacheRules::default();
+    let backend_headers = barrage_plan::default_backend_headers();
+    let (mut last_backend, mut headers, mut body) = (None, HeaderMap::new(), Vec::new());
+    let mut reading = Reading {
+        rules: &rules,
+        backend_headers: &backend_headers,
+        last_backend: &mut last_backend,
+        headers: Some(&mut headers),
+        body: Some(&mut body),
+        stamp: None,
+    };
+    let mut reader = Reader::new(head_request);
+    let (mut buf, mut pos, mut input, mut reads) = (Vec::new(), 0, response, reads.iter());
+    let mut out = Http1 { status: 0, body: 0, end: End::NeedsMore, peak: 0 };
+    let end = loop {
+        let step = match reader.read(&buf[pos..], &mut |status, lines| {
+            out.status = status;
+            let view = barrage_plan::HeaderLines::new(lines);
+            let _ = reading.head(&view, |keep| keep_lines(keep, lines));
+        }) {
+            Ok(step) => step,
+            Err(f) => break End::Failed(format!("{}: {}", f.kind.name(), f.message())),
+        };
+        reading.keep_body(&buf[pos..][step.data.clone()]);
+        out.body += step.data.len() as u64;
+        pos += step.used;
+        if step.done {
+            break End::Complete { keep_alive: reader.keep_alive };
+        }
+        if step.used > 0 {
+            continue;
+        }
+        make_room(&mut buf, &mut pos);
+        out.peak = out.peak.max(buf.capacity());
+        if input.is_empty() {
+            break match reader.eof() {
+                Ok(()) => End::Complete { keep_alive: false },
+                Err(f) => End::Failed(format!("{}: {}", f.kind.name(), f.message())),
+            };
+        }
+        let n = reads.next().copied().unwrap_or(usize::MAX).clamp(1, input.len()).min(buf.capacity() - buf.len());
+        buf.extend_from_slice(&input[..n]);
+        input = &input[n..];
+    };
+    out.end = end;
+    out.peak = out.peak.max(buf.capacity()) + body.capacity();
+    out
 }
 
 fn closed() -> Failure {
@@ -528,6 +589,11 @@ impl Reader {
             Err(_) => return Err(protocol("the response is not valid HTTP/1.1")),
         };
         let status = response.code.expect("a complete head has a status");
+        if status < 100 {
+            // httparse takes any three digits; a status is 100 to 999 (hyper's `StatusCode`,
+            // and HTTP/2's `:status` here), and a code under it no status at all.
+            return Err(protocol("a status code under 100"));
+        }
         if (100..200).contains(&status) && status != 101 {
             // 100 Continue, 103 Early Hints: the final response follows.
             return Ok(Some(len));

@@ -56,17 +56,17 @@ pub(crate) const STREAM_WINDOW: u32 = 1 << 20;
 
 /// The most header bytes a response may carry, as a block and decoded (RFC 7541's count):
 /// a server cannot make barrage hold more for one head.
-const MAX_HEADER_LIST: usize = 1 << 20;
+pub const MAX_HEADER_LIST: usize = 1 << 20;
 
 /// The most CONTINUATION frames one header block may take: a flood of empty ones is a
 /// protocol error, not a loop. 1 MiB in 16 KiB frames is 64.
 const MAX_CONTINUATIONS: u32 = 128;
 
 /// The largest frame payload we take: the protocol's default, never raised.
-const MAX_FRAME: usize = 16_384;
+pub const MAX_FRAME: usize = 16_384;
 
 /// The read buffer: a frame of the largest size and the start of the next always fit.
-const READ_BUF: usize = 64 * 1024;
+pub const READ_BUF: usize = 64 * 1024;
 
 /// Frames read by the driver before it lets the slots run (a server streaming large bodies
 /// must not starve the engine thread).
@@ -84,20 +84,21 @@ const ROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 // Frame types and flags (RFC 9113 6).
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PUSH_PROMISE: u8 = 0x5;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const WINDOW_UPDATE: u8 = 0x8;
-const CONTINUATION: u8 = 0x9;
-const END_STREAM: u8 = 0x1;
+pub const DATA: u8 = 0x0;
+pub const HEADERS: u8 = 0x1;
+pub const RST_STREAM: u8 = 0x3;
+pub const SETTINGS: u8 = 0x4;
+pub const PUSH_PROMISE: u8 = 0x5;
+pub const PING: u8 = 0x6;
+pub const GOAWAY: u8 = 0x7;
+pub const WINDOW_UPDATE: u8 = 0x8;
+pub const CONTINUATION: u8 = 0x9;
+pub const END_STREAM: u8 = 0x1;
 const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY_FLAG: u8 = 0x20;
+pub const END_HEADERS: u8 = 0x4;
+pub const PADDED: u8 = 0x8;
+pub const PRIORITY: u8 = 0x2;
+pub const PRIORITY_FLAG: u8 = 0x20;
 
 // Error codes (RFC 9113 7).
 const PROTOCOL_ERROR: u32 = 0x1;
@@ -271,62 +272,7 @@ impl Conn {
     /// the rounds the slow ones hold back, and barrage's latency is the server's unless asked
     /// otherwise.
     pub(super) async fn handshake(io: Stream, streams: u32, rounds: bool) -> Result<Conn, Failure> {
-        let streams = streams.max(1);
-        let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
-        let mut out = Vec::with_capacity(16 * 1024);
-        out.extend_from_slice(PREFACE);
-        let settings: [(u16, u32); 3] = [
-            // ENABLE_PUSH off: a PUSH_PROMISE is then a protocol error.
-            (0x2, 0),
-            (0x4, STREAM_WINDOW),
-            (0x6, MAX_HEADER_LIST as u32),
-        ];
-        frame(&mut out, settings.len() * 6, SETTINGS, 0, 0);
-        for (id, value) in settings {
-            out.extend_from_slice(&id.to_be_bytes());
-            out.extend_from_slice(&value.to_be_bytes());
-        }
-        window_update(&mut out, 0, conn_window - 65_535);
-        let inner = Rc::new(RefCell::new(Inner {
-            out,
-            driver: None,
-            driver_woken: false,
-            handles: 1,
-            ended: None,
-            goaway: None,
-            next_id: 1,
-            settings_came: false,
-            unsent_acks: 0,
-            unwritten: VecDeque::with_capacity(streams as usize),
-            request_bytes: 0,
-            rounds: rounds && streams > 1,
-            // Until the server's SETTINGS say how many streams it takes, one: a burst above
-            // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
-            // first on the connection, so the others wait at most a round trip, once.
-            max_streams: 1,
-            initial_window: 65_535,
-            max_frame: MAX_FRAME,
-            send_window: 65_535,
-            conn_window,
-            conn_unacked: 0,
-            active: Vec::with_capacity(streams as usize),
-            entries: Vec::new(),
-            free: Vec::new(),
-            waiting: Vec::new(),
-            hpack: Decoder::default(),
-            block: Vec::new(),
-            block_stream: 0,
-            block_flags: 0,
-            block_frames: 0,
-            trash: Fields::default(),
-            scratch: Vec::new(),
-            bytes_in: 0,
-            bytes_out: 0,
-            counted: (0, 0),
-            figures: StreamFigures::default(),
-            streams: u64::from(streams),
-            cap_read: false,
-        }));
+        let inner = Rc::new(RefCell::new(Inner::new(streams, rounds)));
         let driver = Driver {
             inner: inner.clone(),
             io,
@@ -431,6 +377,67 @@ impl Drop for StreamGuard<'_> {
 }
 
 impl Inner {
+    /// A connection's state for `streams` requests at once (`rounds`: see
+    /// [`Conn::handshake`]), with the preface, our SETTINGS and our connection window queued.
+    fn new(streams: u32, rounds: bool) -> Inner {
+        let streams = streams.max(1);
+        let conn_window = STREAM_WINDOW.saturating_mul(streams).min(MAX_WINDOW as u32);
+        let mut out = Vec::with_capacity(16 * 1024);
+        out.extend_from_slice(PREFACE);
+        let settings: [(u16, u32); 3] = [
+            // ENABLE_PUSH off: a PUSH_PROMISE is then a protocol error.
+            (0x2, 0),
+            (0x4, STREAM_WINDOW),
+            (0x6, MAX_HEADER_LIST as u32),
+        ];
+        frame(&mut out, settings.len() * 6, SETTINGS, 0, 0);
+        for (id, value) in settings {
+            out.extend_from_slice(&id.to_be_bytes());
+            out.extend_from_slice(&value.to_be_bytes());
+        }
+        window_update(&mut out, 0, conn_window - 65_535);
+        Inner {
+            out,
+            driver: None,
+            driver_woken: false,
+            handles: 1,
+            ended: None,
+            goaway: None,
+            next_id: 1,
+            settings_came: false,
+            unsent_acks: 0,
+            unwritten: VecDeque::with_capacity(streams as usize),
+            request_bytes: 0,
+            rounds: rounds && streams > 1,
+            // Until the server's SETTINGS say how many streams it takes, one: a burst above
+            // its limit would be refused (REFUSED_STREAM) and sent again. Its SETTINGS come
+            // first on the connection, so the others wait at most a round trip, once.
+            max_streams: 1,
+            initial_window: 65_535,
+            max_frame: MAX_FRAME,
+            send_window: 65_535,
+            conn_window,
+            conn_unacked: 0,
+            active: Vec::with_capacity(streams as usize),
+            entries: Vec::new(),
+            free: Vec::new(),
+            waiting: Vec::new(),
+            hpack: Decoder::default(),
+            block: Vec::new(),
+            block_stream: 0,
+            block_flags: 0,
+            block_frames: 0,
+            trash: Fields::default(),
+            scratch: Vec::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+            counted: (0, 0),
+            figures: StreamFigures::default(),
+            streams: u64::from(streams),
+            cap_read: false,
+        }
+    }
+
     fn wake_driver(&mut self) {
         if !self.driver_woken {
             self.driver_woken = true;
@@ -719,6 +726,11 @@ impl Inner {
                 return Err((ENHANCE_YOUR_CALM, "a flood of PING or SETTINGS frames (10,000 answers unsent)"));
             }
         }
+        if matches!(kind, DATA | HEADERS | RST_STREAM | WINDOW_UPDATE) && self.idle(id) {
+            // RFC 9113 5.1: on an idle stream only HEADERS (and PRIORITY) may come, and a
+            // server opens none here (push is off).
+            return Err((PROTOCOL_ERROR, "a frame on a stream never opened"));
+        }
         match kind {
             DATA => self.on_data(flags, id, payload, now),
             HEADERS => {
@@ -757,8 +769,11 @@ impl Inner {
             }
             SETTINGS => self.on_settings(flags, id, payload),
             PING => {
-                if id != 0 || payload.len() != 8 {
-                    return Err((PROTOCOL_ERROR, "a bad PING frame"));
+                if id != 0 {
+                    return Err((PROTOCOL_ERROR, "PING on a stream"));
+                }
+                if payload.len() != 8 {
+                    return Err((FRAME_SIZE_ERROR, "a PING frame not of 8 bytes"));
                 }
                 if flags & ACK == 0 {
                     frame(&mut self.out, 8, PING, ACK, 0);
@@ -781,8 +796,10 @@ impl Inner {
                 } else if let Some(index) = self.find(id) {
                     let e = &mut self.entries[index];
                     e.send_window += inc;
-                    if inc == 0 || e.send_window > MAX_WINDOW {
-                        self.stream_error(index, id, PROTOCOL_ERROR, "a bad WINDOW_UPDATE on a stream");
+                    if inc == 0 {
+                        self.stream_error(index, id, PROTOCOL_ERROR, "a WINDOW_UPDATE of 0 on a stream");
+                    } else if e.send_window > MAX_WINDOW {
+                        self.stream_error(index, id, FLOW_CONTROL_ERROR, "a stream's window over 2^31-1");
                     } else if let Some(w) = e.waker.take() {
                         w.wake();
                     }
@@ -817,9 +834,25 @@ impl Inner {
                 Ok(())
             }
             PUSH_PROMISE => Err((PROTOCOL_ERROR, "a PUSH_PROMISE, with push disabled")),
-            // PRIORITY (0x2) and frame types of extensions are ignored (RFC 9113 4.1, 5.5).
+            // Its advice is ignored, but not its form (RFC 9113 6.3).
+            PRIORITY => {
+                if id == 0 {
+                    return Err((PROTOCOL_ERROR, "PRIORITY on stream 0"));
+                }
+                if let Some(index) = self.find(id).filter(|_| payload.len() != 5) {
+                    self.stream_error(index, id, FRAME_SIZE_ERROR, "a PRIORITY frame not of 5 bytes");
+                }
+                Ok(())
+            }
+            // Frame types of extensions are ignored (RFC 9113 4.1, 5.5).
             _ => Ok(()),
         }
+    }
+
+    /// Whether stream `id` is idle (RFC 9113 5.1.1): one of ours not opened yet, or one a
+    /// server would open (even), which it may not with push off.
+    fn idle(&self, id: u32) -> bool {
+        id != 0 && (id.is_multiple_of(2) || id >= self.next_id)
     }
 
     /// Wakes the streams that may wait for window to send.
@@ -840,7 +873,10 @@ impl Inner {
     }
 
     fn on_settings(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), (u32, &'static str)> {
-        if id != 0 || !payload.len().is_multiple_of(6) || (flags & ACK != 0 && !payload.is_empty()) {
+        if id != 0 {
+            return Err((PROTOCOL_ERROR, "SETTINGS on a stream"));
+        }
+        if !payload.len().is_multiple_of(6) || (flags & ACK != 0 && !payload.is_empty()) {
             return Err((FRAME_SIZE_ERROR, "a bad SETTINGS frame"));
         }
         if flags & ACK != 0 {
@@ -854,6 +890,8 @@ impl Inner {
         for s in payload.chunks_exact(6) {
             let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
             match u16::from_be_bytes([s[0], s[1]]) {
+                // RFC 9113 6.5.2: a client treats any value but 0 from a server as an error.
+                0x2 if value != 0 => return Err((PROTOCOL_ERROR, "SETTINGS_ENABLE_PUSH from a server")),
                 0x3 => self.max_streams = value,
                 0x4 => {
                     if i64::from(value) > MAX_WINDOW {
@@ -862,7 +900,15 @@ impl Inner {
                     let delta = i64::from(value) - self.initial_window;
                     self.initial_window = i64::from(value);
                     for &(_, index) in &self.active {
-                        self.entries[index].send_window += delta;
+                        let window = &mut self.entries[index].send_window;
+                        *window += delta;
+                        if *window > MAX_WINDOW {
+                            // RFC 9113 6.9.2: a connection error.
+                            return Err((
+                                FLOW_CONTROL_ERROR,
+                                "SETTINGS_INITIAL_WINDOW_SIZE taking a window over 2^31-1",
+                            ));
+                        }
                     }
                     self.wake_senders();
                 }
@@ -1001,6 +1047,64 @@ fn parse_status(v: &[u8]) -> Option<u16> {
     }
 }
 
+/// Makes room in the read buffer, which holds at most the start of a frame: a frame of the
+/// largest size fits behind it.
+fn read_room(buf: &mut Vec<u8>) {
+    if buf.capacity() - buf.len() < MAX_FRAME + 9 {
+        buf.reserve_exact(READ_BUF - buf.len());
+    }
+}
+
+/// Reads `bytes`, what a server sent after its preface, as a connection's driver does:
+/// four requests in flight (streams 1, 3, 5 and 7, two of them keeping their bodies, as a
+/// flow's steps do), each read taking the next of `reads` bytes or what the buffer has
+/// room for, the frames handled as they complete. Stops at the first connection error.
+#[cfg(any(test, feature = "fuzz"))]
+pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> crate::fuzz::Http2 {
+    use crate::fuzz::{Http2, Http2Stream};
+    let target = barrage_plan::Target::new(Method::GET, "http://127.0.0.1:1/x").expect("a valid target");
+    let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
+    let (prepared, _) = crate::exchange::prepare(&barrage_plan::Plan::new(vec![target], load), &Default::default());
+    let mut inner = Inner::new(4, false);
+    let streams: Vec<usize> = (0..4)
+        .map(|n| {
+            let out = Outgoing { target: &prepared[0], id: 0, number: n, filled: None };
+            inner.open_stream(&out, true, n % 2 == 0)
+        })
+        .collect();
+    let queued = inner.out.len();
+    let (mut buf, mut input, mut reads) = (Vec::new(), bytes, reads.iter());
+    let mut out = Http2 { error: None, streams: Vec::new(), peak: 0, out: 0 };
+    while !input.is_empty() {
+        read_room(&mut buf);
+        let n = reads.next().copied().unwrap_or(usize::MAX).clamp(1, input.len()).min(buf.capacity() - buf.len());
+        buf.extend_from_slice(&input[..n]);
+        input = &input[n..];
+        let handled = inner.on_bytes(&buf, Instant::now());
+        let held: usize = inner.entries.iter().map(|e| e.fields.capacity() + e.body.capacity()).sum();
+        let peak = buf.capacity() + inner.block.capacity() + inner.trash.capacity() + inner.hpack.held() + held;
+        out.peak = out.peak.max(peak);
+        out.out = inner.out.len() - queued;
+        match handled {
+            Ok(used) => drop(buf.drain(..used)),
+            Err((code, what)) => {
+                out.error = Some(format!("{}: {what}", Reason(code)));
+                break;
+            }
+        }
+    }
+    for index in streams {
+        let e = &inner.entries[index];
+        let ended = match &e.stage {
+            Stage::Head | Stage::Body => None,
+            Stage::Done => Some(Ok(())),
+            Stage::Failed(why) => Some(Err(why.failure(e.head_at.is_some(), false).message())),
+        };
+        out.streams.push(Http2Stream { status: e.status, body: e.body.len(), ended });
+    }
+    out
+}
+
 /// Appends a frame header.
 fn frame(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
     let [_, a, b, c] = (len as u32).to_be_bytes();
@@ -1106,9 +1210,7 @@ impl Driver {
     /// the end of the stream, an error when reading failed or the server broke the
     /// protocol (our GOAWAY is then queued).
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, Ended>> {
-        if self.buf.capacity() - self.buf.len() < MAX_FRAME + 9 {
-            self.buf.reserve_exact(READ_BUF - self.buf.len());
-        }
+        read_room(&mut self.buf);
         let mut rb = ReadBuf::uninit(self.buf.spare_capacity_mut());
         if let Err(e) = std::task::ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb)) {
             let f = io_failure(e);
@@ -1611,6 +1713,96 @@ mod tests {
         f.extend_from_slice(b"ok");
         let (status, body) = get(raw_server(f, true)).unwrap();
         assert_eq!((status, &body[..]), (200, &b"hi! ok"[..]));
+    }
+
+    /// h2spec's checks of a peer (RFC 9113), as they apply to a client reading a server:
+    /// each frame, after the server's SETTINGS, with streams 1, 3, 5 and 7 in flight, ends
+    /// the connection with its error code, or fails its stream with one, as the RFC says.
+    #[test]
+    fn frames_h2spec_checks_are_errors_of_the_rfc_s_codes() {
+        let f = |kind, flags, id: u32, payload: &[u8]| {
+            let mut out = Vec::new();
+            frame(&mut out, payload.len(), kind, flags, id);
+            out.extend_from_slice(payload);
+            out
+        };
+        let setting = |id: u16, value: u32| f(SETTINGS, 0, 0, &[&id.to_be_bytes()[..], &value.to_be_bytes()].concat());
+        let head = |id| f(HEADERS, END_HEADERS, id, &[0x88]);
+        let window = |id, inc: u32| f(WINDOW_UPDATE, 0, id, &inc.to_be_bytes());
+        // (h2spec's section, the frames, the connection error, or stream 1's failure)
+        let table: Vec<(&str, Vec<u8>, &str)> = vec![
+            ("4.2 DATA over the frame size", f(DATA, 0, 1, &[0; MAX_FRAME + 1]), "FRAME_SIZE_ERROR"),
+            ("4.3 a bad header block", f(HEADERS, END_HEADERS, 1, &[0xff, 0x80]), "COMPRESSION_ERROR"),
+            ("5.1 DATA on an idle stream", f(DATA, 0, 9, b"x"), "PROTOCOL_ERROR"),
+            ("5.1 HEADERS on an idle stream", head(9), "PROTOCOL_ERROR"),
+            ("5.1 HEADERS on a server's stream, push off", head(2), "PROTOCOL_ERROR"),
+            ("5.1 RST_STREAM on an idle stream", f(RST_STREAM, 0, 9, &[0, 0, 0, 8]), "PROTOCOL_ERROR"),
+            ("5.1 WINDOW_UPDATE on an idle stream", window(9, 1), "PROTOCOL_ERROR"),
+            ("6.1 DATA on stream 0", f(DATA, 0, 0, b"x"), "PROTOCOL_ERROR"),
+            ("6.1 DATA padded past its length", f(DATA, PADDED, 1, &[5, b'x']), "PROTOCOL_ERROR"),
+            ("6.2 HEADERS on stream 0", head(0), "PROTOCOL_ERROR"),
+            ("6.2 HEADERS padded past its length", f(HEADERS, END_HEADERS | PADDED, 1, &[3, 0x88]), "PROTOCOL_ERROR"),
+            ("6.3 PRIORITY on stream 0", f(PRIORITY, 0, 0, &[0, 0, 0, 3, 16]), "PROTOCOL_ERROR"),
+            ("6.3 PRIORITY of 4 bytes", f(PRIORITY, 0, 1, &[0, 0, 0, 3]), "stream FRAME_SIZE_ERROR"),
+            ("6.4 RST_STREAM on stream 0", f(RST_STREAM, 0, 0, &[0, 0, 0, 8]), "PROTOCOL_ERROR"),
+            ("6.4 RST_STREAM of 3 bytes", f(RST_STREAM, 0, 1, &[0, 0, 8]), "FRAME_SIZE_ERROR"),
+            ("6.5 SETTINGS on stream 1", f(SETTINGS, 0, 1, &[]), "PROTOCOL_ERROR"),
+            ("6.5 SETTINGS of 5 bytes", f(SETTINGS, 0, 0, &[0, 3, 0, 0, 1]), "FRAME_SIZE_ERROR"),
+            ("6.5 SETTINGS ACK with a payload", f(SETTINGS, ACK, 0, &[0, 3, 0, 0, 0, 1]), "FRAME_SIZE_ERROR"),
+            ("6.5.2 ENABLE_PUSH 2", setting(0x2, 2), "PROTOCOL_ERROR"),
+            ("6.5.2 ENABLE_PUSH 1 from a server", setting(0x2, 1), "PROTOCOL_ERROR"),
+            ("6.5.2 INITIAL_WINDOW_SIZE 2^31", setting(0x4, 1 << 31), "FLOW_CONTROL_ERROR"),
+            ("6.5.2 MAX_FRAME_SIZE under 16384", setting(0x5, 16_383), "PROTOCOL_ERROR"),
+            ("6.5.2 MAX_FRAME_SIZE over 2^24-1", setting(0x5, 1 << 24), "PROTOCOL_ERROR"),
+            ("6.7 PING of 7 bytes", f(PING, 0, 0, &[0; 7]), "FRAME_SIZE_ERROR"),
+            ("6.7 PING on stream 1", f(PING, 0, 1, &[0; 8]), "PROTOCOL_ERROR"),
+            ("6.8 GOAWAY on stream 1", f(GOAWAY, 0, 1, &[0; 8]), "PROTOCOL_ERROR"),
+            ("6.9 WINDOW_UPDATE of 0", window(0, 0), "PROTOCOL_ERROR"),
+            ("6.9 WINDOW_UPDATE of 0 on a stream", window(1, 0), "stream PROTOCOL_ERROR"),
+            ("6.9 WINDOW_UPDATE of 3 bytes", f(WINDOW_UPDATE, 0, 0, &[0, 0, 1]), "FRAME_SIZE_ERROR"),
+            ("6.9.1 the connection's window over 2^31-1", window(0, MAX_WINDOW as u32), "FLOW_CONTROL_ERROR"),
+            ("6.9.1 a stream's window over 2^31-1", window(1, MAX_WINDOW as u32), "stream FLOW_CONTROL_ERROR"),
+            (
+                "6.9.2 INITIAL_WINDOW_SIZE pushing a window over 2^31-1",
+                [window(1, MAX_WINDOW as u32 - 65_535), setting(0x4, 65_536)].concat(),
+                "FLOW_CONTROL_ERROR",
+            ),
+            (
+                "6.10 a frame between HEADERS and CONTINUATION",
+                [f(HEADERS, 0, 1, &[0x88]), f(DATA, 0, 1, b"x")].concat(),
+                "PROTOCOL_ERROR",
+            ),
+            (
+                "6.10 CONTINUATION on another stream",
+                [f(HEADERS, 0, 1, &[0x88]), f(CONTINUATION, END_HEADERS, 3, &[])].concat(),
+                "PROTOCOL_ERROR",
+            ),
+            (
+                "6.10 CONTINUATION after END_HEADERS",
+                [head(1), f(CONTINUATION, END_HEADERS, 1, &[])].concat(),
+                "PROTOCOL_ERROR",
+            ),
+            ("8.1 trailers not ending the stream", [head(1), head(1)].concat(), "stream PROTOCOL_ERROR"),
+            ("8.1 a head without :status", f(HEADERS, END_HEADERS, 1, &[0x82]), "stream PROTOCOL_ERROR"),
+            ("8.4 PUSH_PROMISE, push off", f(PUSH_PROMISE, END_HEADERS, 1, &[0, 0, 0, 2, 0x88]), "PROTOCOL_ERROR"),
+        ];
+        let mut wrong = Vec::new();
+        for (what, frames, want) in table {
+            let bytes = [f(SETTINGS, 0, 0, &[]), frames].concat();
+            let r = crate::fuzz::http2(&bytes, &[]);
+            let got = match (&r.error, &r.streams[0].ended) {
+                (Some(e), _) => e.split(':').next().unwrap_or_default().to_string(),
+                (None, Some(Err(e))) => {
+                    let code = e.split(['(', ')']).nth(1).unwrap_or(e);
+                    format!("stream {code}")
+                }
+                (None, other) => format!("no error ({other:?})"),
+            };
+            if got != want {
+                wrong.push(format!("{what}: {got}, not {want}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     /// A hostile server is a classified failure, never a hang or an unbounded buffer: a

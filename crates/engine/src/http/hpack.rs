@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 /// Our SETTINGS_HEADER_TABLE_SIZE: the default, never changed, so never sent.
-pub(crate) const TABLE_SIZE: usize = 4096;
+pub const TABLE_SIZE: usize = 4096;
 
 /// A header block the decoder could not read: the server broke HPACK (COMPRESSION_ERROR),
 /// or the list went over the caller's bound.
@@ -72,6 +72,12 @@ impl Fields {
         self.spans.push([name as u32, value as u32, end as u32]);
         self.lengths |= Self::bit(value - name);
         Ok(())
+    }
+
+    /// The bytes it holds.
+    #[cfg(any(test, feature = "fuzz"))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.bytes.capacity() + self.spans.capacity() * 12
     }
 
     /// The value of the first field named `name` (lowercase, as HTTP/2 sends names).
@@ -220,6 +226,13 @@ impl Decoder {
         Ok(())
     }
 
+    /// The bytes its table and memo hold.
+    #[cfg(any(test, feature = "fuzz"))]
+    pub(crate) fn held(&self) -> usize {
+        let memo: usize = self.memo.iter().map(|(c, d)| c.capacity() + d.capacity()).sum();
+        self.ring.capacity() + self.entries.capacity() * 16 + memo
+    }
+
     /// Appends entry `index`'s name (and its value when `value`) to `out`; returns where
     /// the value starts.
     fn copy_entry(&self, index: usize, out: &mut Fields, value: bool) -> Result<usize, Error> {
@@ -359,6 +372,29 @@ pub(crate) fn static_index(name: &str, value: &str) -> usize {
 /// The static table's index of a name, or 0.
 pub(crate) fn static_name(name: &str) -> usize {
     STATIC.iter().position(|&(n, _)| n == name).map_or(0, |i| i + 1)
+}
+
+/// Decodes `blocks` one after the other on one table, as a connection's header blocks are,
+/// each into a list of at most `limit` bytes; after each, checks the table's accounting.
+#[cfg(any(test, feature = "fuzz"))]
+pub(crate) fn fuzz_blocks(blocks: &[&[u8]], limit: usize) -> crate::fuzz::Hpack {
+    let (mut decoder, mut fields) = (Decoder::default(), Fields::default());
+    let mut out = crate::fuzz::Hpack { blocks: Vec::new(), peak: 0 };
+    for block in blocks {
+        let decoded = decoder.decode(block, &mut fields, limit);
+        out.blocks.push(decoded.map(|()| fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect()).map_err(
+            |e| match e {
+                Error::Compression(what) => what.to_string(),
+                Error::TooLarge => "over the limit".to_string(),
+            },
+        ));
+        let entries: usize = decoder.entries.iter().map(|&(_, n, v)| (n + v) as usize).sum();
+        assert_eq!(decoder.ring.len(), entries, "the ring holds the entries");
+        assert_eq!(decoder.size, entries + 32 * decoder.entries.len(), "the table's size is its entries'");
+        assert!(decoder.size <= decoder.max && decoder.max <= TABLE_SIZE, "the table within its maximum");
+        out.peak = out.peak.max(decoder.held() + fields.capacity());
+    }
+    out
 }
 
 /// A block decoded on a fresh table, as text: for tests of what is encoded.

@@ -20,7 +20,7 @@
 //! connection ends (closed by the server, reset, or bytes that are not the protocol), every
 //! pending command fails with the reason and the connection is not used again.
 
-use super::{memcache, resp, ErrorClass, ProtocolError, Reply};
+use super::{memcache, resp, ErrorClass, Partial, ProtocolError, Reply};
 use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::ErrorKind;
 use bytes::{Buf, BytesMut};
@@ -45,12 +45,14 @@ pub(crate) enum Parse {
 }
 
 impl Parse {
-    /// The first reply in `buf`, as [`super`]'s parsers read it.
-    pub(crate) fn reply(self, buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    /// The first reply in `buf`, as [`super`]'s parsers read it, going on from where the
+    /// last call stopped on the same reply (`partial`).
+    pub(crate) fn reply(self, buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
         match self {
-            Parse::Resp2 => resp::parse_resp2(buf),
-            Parse::Resp3 => resp::parse_resp3(buf),
-            Parse::Text(kind) => memcache::parse_text(buf, kind),
+            Parse::Resp2 => resp::resume_resp2(buf, partial),
+            Parse::Resp3 => resp::resume_resp3(buf, partial),
+            Parse::Text(kind) => memcache::resume_text(buf, kind, partial),
+            // A meta reply is a line and its data: nothing to walk.
             Parse::Meta => memcache::parse_meta(buf),
         }
     }
@@ -103,8 +105,9 @@ struct Pending {
     timed_out: bool,
 }
 
-/// Longest a connection's output buffer grows before submitters are refused: a server that
-/// stopped reading must not make the client buffer without bound.
+/// Longest a connection's output buffer grows before it takes no more commands: a server
+/// that stopped reading must not make the client buffer without bound. Commands then wait
+/// for room ([`KvConn::has_room`]), as an HTTP request waits for its socket.
 const MAX_OUT: usize = 64 << 20;
 
 /// One pipelined connection, owned by its group's task.
@@ -136,20 +139,23 @@ impl KvConn {
         }
     }
 
+    /// Whether the connection takes another command: fewer than [`MAX_OUT`] bytes of
+    /// commands wait unwritten (the server reads what it is sent).
+    pub(crate) fn has_room(&self) -> bool {
+        self.out.len() <= MAX_OUT
+    }
+
     /// Queues the command `encode` writes, whose reply is read as `parse`, for `lane`;
     /// returns its length on the wire. It times out at `deadline` (an offset from the run's
-    /// start). The next [`KvConn::poll`] writes it.
+    /// start). The next [`KvConn::poll`] writes it. Only while [`KvConn::has_room`].
     pub(crate) fn submit(
         &mut self,
         lane: u32,
         parse: Parse,
         deadline: Duration,
         encode: impl FnOnce(&mut BytesMut),
-    ) -> Result<u64, Failure> {
-        if self.out.len() > MAX_OUT {
-            let why = "the server has not read 64 MiB of commands";
-            return Err(Failure { unsent: true, unanswered: true, ..Failure::new(ErrorKind::Reset, why) });
-        }
+    ) -> u64 {
+        debug_assert!(self.has_room(), "a command submitted to a connection with no room");
         let before = self.out.len();
         encode(&mut self.out);
         let len = (self.out.len() - before) as u64;
@@ -157,7 +163,7 @@ impl KvConn {
         self.submitted += len;
         let p = Pending { lane, parse, start, end: self.submitted, written: None, deadline, timed_out: false };
         self.pending.push_back(p);
-        Ok(len)
+        len
     }
 
     fn now(&self) -> Duration {
@@ -271,8 +277,8 @@ impl KvConn {
                 }
                 return Err(Failure::new(ErrorKind::Protocol, "a reply to no command"));
             };
-            let Some((reply, used)) = front.parse.reply(&st.buf).map_err(|e| Failure::new(ErrorKind::Protocol, e))?
-            else {
+            let parsed = front.parse.reply(&st.buf, &mut st.partial);
+            let Some((reply, used)) = parsed.map_err(|e| Failure::new(ErrorKind::Protocol, e))? else {
                 return Ok(());
             };
             let p = self.pending.pop_front().expect("there was a front");
@@ -307,6 +313,8 @@ impl KvConn {
 struct DriveState {
     /// Bytes read, not yet parsed.
     buf: BytesMut,
+    /// How far the reply at the start of `buf` was walked.
+    partial: Partial,
     /// Bytes written, read and parsed so far.
     written: u64,
     read: u64,

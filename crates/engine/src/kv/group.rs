@@ -16,12 +16,12 @@
 //! free lanes through the group's [`Inbox`], as it hands HTTP slots theirs.
 
 use super::conn::{Answered, KvConn};
-use super::run::{connect, done, encode, fill_keys, parse_of, KvRun};
+use super::run::{connect, done, encode, fill_keys, parse_of, KvRun, Unopened};
 use crate::conn::{Failure, Stream};
 use crate::exchange::{failure_done, log_row, record_done, retry_pause, Job, Logged, Phases};
 use crate::thread::{instant_at, Closed, Free, Pool, Turns, Worker};
 use barrage_metrics::recorder::SampleKeys;
-use barrage_metrics::{Phase, Sample};
+use barrage_metrics::{ErrorKind, Phase, Sample};
 use barrage_plan::kv::KvCommand;
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -96,6 +96,9 @@ enum State {
     Retry(Duration),
     /// Waits for its server's connection to open.
     Linking,
+    /// Waits for room on its server's connection (a server that stopped reading), until
+    /// then, its `--timeout`.
+    Waiting(Duration),
     /// Its command is on a connection.
     InFlight,
     /// Its loop has ended.
@@ -135,7 +138,7 @@ impl Lane {
 }
 
 /// A connection opening: its lane's DNS, connect and TLS phases, and the stream.
-type Opening = Pin<Box<dyn Future<Output = (Result<Stream, Failure>, Phases)>>>;
+type Opening = Pin<Box<dyn Future<Output = (Result<Stream, Unopened>, Phases)>>>;
 
 /// A group's connection to one server.
 enum Link {
@@ -165,7 +168,8 @@ struct Group {
     /// A command's keys, one after the other, and where each is (filled per command).
     keys: Vec<u8>,
     ranges: Vec<Range<usize>>,
-    /// Lanes in [`State::Next`] or [`State::Retry`], and the timer for the soonest.
+    /// Lanes in [`State::Next`], [`State::Retry`] or [`State::Waiting`], and the timer for
+    /// the soonest.
     due: usize,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     /// Ctrl-C, as seen at the start of this turn (looked at once per wake-up, not per command).
@@ -275,15 +279,51 @@ impl Group {
                         // Its commands have failed into `answered`; the next one opens anew.
                         self.links[server] = Link::Down;
                     }
+                    opened |= self.unwait(server);
                 }
             }
         }
         opened
     }
 
+    /// Moves the lanes waiting for room on `server`'s connection on, when it has room or
+    /// has ended (they open a new one): whether any did.
+    fn unwait(&mut self, server: usize) -> bool {
+        let mut moved = false;
+        if self.due == 0 {
+            // No lane waits for anything: the common case, told without a look at each.
+            return false;
+        }
+        for i in 0..self.lanes.len() {
+            let lane = &self.lanes[i];
+            if !matches!(lane.state, State::Waiting(_)) || lane.server != server {
+                continue;
+            }
+            match &self.links[server] {
+                Link::Up(conn) if !conn.has_room() => return moved,
+                Link::Up(_) => {
+                    self.due -= 1;
+                    self.submit(i);
+                }
+                Link::Opening { .. } => {
+                    self.due -= 1;
+                    self.lanes[i].state = State::Linking;
+                }
+                Link::Down => {
+                    self.due -= 1;
+                    self.lanes[i].state = State::Linking;
+                    self.open(server, i);
+                }
+            }
+            moved = true;
+        }
+        moved
+    }
+
     /// The connection to `server` that lane `opener` opened is up (its waiting lanes send
-    /// now), or failed (the opener's command fails, and the next waiting lane tries).
-    fn opened(&mut self, server: usize, opener: u32, opened: Result<Stream, Failure>, phases: Phases) {
+    /// now), or not (the opener's command fails, or has the server's refusal of the
+    /// greeting as its reply, and the next waiting lane tries).
+    fn opened(&mut self, server: usize, opener: u32, opened: Result<Stream, Unopened>, phases: Phases) {
         self.lanes[opener as usize].phases = phases;
         match opened {
             Ok(io) => {
@@ -295,10 +335,18 @@ impl Group {
                     }
                 }
             }
-            Err(f) => {
+            Err(unopened) => {
                 self.links[server] = Link::Down;
-                self.lanes[opener as usize].state = State::InFlight;
-                self.answered.push((opener, Err(f)));
+                let lane = &mut self.lanes[opener as usize];
+                lane.state = State::InFlight;
+                let result = match unopened {
+                    Unopened::Failed(f) => Err(f),
+                    Unopened::Refused { answer, sent, bytes_out } => {
+                        (lane.submitted, lane.bytes_out) = (sent, bytes_out);
+                        Ok(answer)
+                    }
+                };
+                self.answered.push((opener, result));
                 let waiting = (0..self.lanes.len())
                     .find(|&i| self.lanes[i].state == State::Linking && self.lanes[i].server == server);
                 if let Some(i) = waiting {
@@ -310,10 +358,10 @@ impl Group {
 
     /// Lane `lane` opens the connection to `server`.
     fn open(&mut self, server: usize, lane: usize) {
-        let (connector, run) = (self.w.connector.clone(), self.run.clone());
+        let (connector, run, base) = (self.w.connector.clone(), self.run.clone(), self.w.start);
         let connecting = Box::pin(async move {
             let phases = Phases::default();
-            let opened = connect(&connector, &run, server, &phases).await;
+            let opened = connect(&connector, &run, server, &phases, base).await;
             (opened, phases)
         });
         self.links[server] = Link::Opening { opener: lane as u32, connecting };
@@ -344,8 +392,9 @@ impl Group {
         true
     }
 
-    /// Starts the lanes whose next command or retry is due, and sets the timer for the
-    /// others. Only with lanes waiting: a closed loop's first commands, think times, retries.
+    /// Starts the lanes whose next command or retry is due, fails those that waited for room
+    /// on their connection until their timeout, and sets the timer for the others. Only with
+    /// lanes waiting: a closed loop's first commands, think times, retries, a full connection.
     fn start_due(&mut self, cx: &mut Context<'_>) -> bool {
         if self.due == 0 {
             return false;
@@ -355,7 +404,7 @@ impl Group {
         let mut soonest: Option<Duration> = None;
         for i in 0..self.lanes.len() {
             let at = match self.lanes[i].state {
-                State::Next(at) | State::Retry(at) => at,
+                State::Next(at) | State::Retry(at) | State::Waiting(at) => at,
                 _ => continue,
             };
             if at > now {
@@ -369,6 +418,12 @@ impl Group {
                     let job = self.lanes[i].job;
                     let job = Job { intended: now, late: false, attempt: job.attempt + 1, starts_now: true, ..job };
                     self.start(i, job, now);
+                }
+                State::Waiting(_) => {
+                    // Counted when the group finishes what was answered, as a reply is.
+                    self.lanes[i].state = State::InFlight;
+                    let why = "not written within --timeout: the server read none of the 64 MiB of commands before it";
+                    self.answered.push((i as u32, Err(Failure::new(ErrorKind::RequestTimeout, why))));
                 }
                 _ => self.next_closed(i, now),
             }
@@ -435,6 +490,15 @@ impl Group {
         let plan = &run.plan;
         let lane = &mut self.lanes[i];
         let Link::Up(conn) = &mut self.links[lane.server] else { unreachable!("sent on an open connection") };
+        let deadline = lane.started + w.plan.timeout;
+        if !conn.has_room() {
+            // The server reads nothing: the command waits, as an HTTP request waits to be
+            // written, rather than fail at once (a lane failing without a system call made
+            // millions of failures a second); [`Group::unwait`] sends it when there is room.
+            lane.state = State::Waiting(deadline);
+            self.due += 1;
+            return;
+        }
         let cmd = &plan.commands[lane.job.target as usize];
         let size = match cmd {
             KvCommand::Get => 0,
@@ -445,13 +509,10 @@ impl Group {
         // A command that opened its connection is sent when it is open; the others when
         // they began (one clock read fewer per command).
         lane.submitted = if lane.phases.get(Phase::Connect).is_some() { w.start.elapsed() } else { lane.started };
-        let deadline = lane.started + w.plan.timeout;
         let parse = parse_of(plan.protocol, cmd);
         lane.state = State::InFlight;
-        match conn.submit(i as u32, parse, deadline, |out| encode(out, plan.protocol, cmd, keys, ranges, value)) {
-            Ok(n) => lane.bytes_out = n,
-            Err(f) => self.answered.push((i as u32, Err(f))),
-        }
+        lane.bytes_out =
+            conn.submit(i as u32, parse, deadline, |out| encode(out, plan.protocol, cmd, keys, ranges, value));
     }
 
     /// Records every command answered or failed, and moves each lane on.

@@ -11,7 +11,7 @@
 //! Keys go on the wire as given: the plan keeps them to memcached's rules (at most 250 bytes,
 //! no spaces or control characters).
 
-use super::{length, line, put_decimal, ErrorClass, ProtocolError, Reply};
+use super::{length, line, put_decimal, ErrorClass, Partial, ProtocolError, Reply, MAX_REPLY};
 use bytes::BytesMut;
 
 /// Which text command a reply answers.
@@ -73,6 +73,16 @@ pub fn encode_ms(out: &mut BytesMut, key: &[u8], value: &[u8]) {
 /// takes; `None` when `buf` holds only part of it. A multi-key `get` is one reply whose
 /// [`Reply::Value`] length is the sum of its values'.
 pub fn parse_text(buf: &[u8], kind: TextKind) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    resume_text(buf, kind, &mut Partial::default())
+}
+
+/// [`parse_text`], going on from where the last parse of the same reply stopped
+/// (`partial`, kept by the caller between reads, and reset here when the reply is whole):
+/// a `get` of many values is walked once, not once per read.
+pub fn resume_text(buf: &[u8], kind: TextKind, partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    if partial.at > 0 {
+        return parse_values(buf, partial);
+    }
     let Some(head) = line(buf)? else {
         return Ok(None);
     };
@@ -81,7 +91,7 @@ pub fn parse_text(buf: &[u8], kind: TextKind) -> Result<Option<(Reply, usize)>, 
         return Ok(Some((reply, used)));
     }
     let reply = match (kind, head) {
-        (TextKind::Get, _) => return parse_values(buf),
+        (TextKind::Get, _) => return parse_values(buf, partial),
         (TextKind::Storage, b"STORED") => Reply::Stored,
         (TextKind::Storage, b"NOT_STORED") => refused(ErrorClass::NotStored, head),
         (TextKind::Storage, b"EXISTS") => refused(ErrorClass::Exists, head),
@@ -95,14 +105,20 @@ pub fn parse_text(buf: &[u8], kind: TextKind) -> Result<Option<(Reply, usize)>, 
     Ok(Some((reply, used)))
 }
 
-/// `VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n`, any number of times, then `END\r\n`.
-fn parse_values(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
-    let (mut at, mut total, mut values) = (0usize, 0usize, 0usize);
+/// `VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n`, any number of times, then `END\r\n`;
+/// from the block `partial` stopped at.
+fn parse_values(buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    let Partial { mut at, bytes: mut total, mut values, .. } = *partial;
     loop {
+        if at > MAX_REPLY {
+            return Err(ProtocolError::ReplyTooLong);
+        }
         let Some(head) = line(&buf[at..])? else {
+            *partial = Partial { at, bytes: total, values, ..Partial::default() };
             return Ok(None);
         };
         if head == b"END" {
+            *partial = Partial::default();
             let reply = if values == 0 { Reply::Miss } else { Reply::Value { len: total } };
             return Ok(Some((reply, at + head.len() + 2)));
         }
@@ -118,6 +134,7 @@ fn parse_values(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
         }
         let n = length(bytes)?;
         let Some(end) = data_end(buf, at + head.len() + 2, n)? else {
+            *partial = Partial { at, bytes: total, values, ..Partial::default() };
             return Ok(None);
         };
         at = end;
@@ -258,6 +275,13 @@ mod tests {
     fn text_examples_parse_and_their_prefixes_are_incomplete() {
         for (kind, wire, want) in text_examples() {
             check(|b| parse_text(b, kind), wire, &want);
+            // A byte at a time, going on from where each parse stopped: the same reply.
+            let mut partial = Partial::default();
+            for cut in 0..wire.len() {
+                assert!(matches!(resume_text(&wire.as_bytes()[..cut], kind, &mut partial), Ok(None)), "{wire:?}");
+            }
+            assert_eq!(resume_text(wire.as_bytes(), kind, &mut partial).unwrap(), Some((want, wire.len())));
+            assert_eq!(partial, Partial::default(), "reset once the reply is whole");
         }
     }
 

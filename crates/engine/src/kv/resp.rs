@@ -15,7 +15,7 @@
 //! (a server sending `*1\r\n` a million times would overflow the stack) and allocates a `Vec`
 //! or a map per aggregate, neither of which a load generator that only counts them needs.
 
-use super::{length, line, ErrorClass, ProtocolError, Reply};
+use super::{length, line, ErrorClass, Partial, ProtocolError, Reply, MAX_REPLY};
 use bytes::BytesMut;
 use redis_protocol::{resp2, resp3};
 
@@ -58,7 +58,13 @@ fn put_header(out: &mut BytesMut, kind: u8, n: usize) {
 
 /// The first RESP2 reply in `buf` and the bytes it takes; `None` when `buf` holds only part of it.
 pub fn parse_resp2(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
-    if let Some(found) = precheck(buf, false)? {
+    resume_resp2(buf, &mut Partial::default())
+}
+
+/// [`parse_resp2`], going on from where the last parse of the same reply stopped
+/// (`partial`, kept by the caller between reads, and reset here when the reply is whole).
+pub fn resume_resp2(buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    if let Some(found) = precheck(buf, false, partial)? {
         return Ok(found);
     }
     let Some((frame, used)) = resp2::decode::decode_range(buf)? else {
@@ -77,7 +83,12 @@ pub fn parse_resp2(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> 
 /// The first RESP3 reply in `buf` and the bytes it takes; `None` when `buf` holds only part of it.
 /// Streamed strings and aggregates (`$?`, `*?`) are refused: Redis does not send them.
 pub fn parse_resp3(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
-    if let Some(found) = precheck(buf, true)? {
+    resume_resp3(buf, &mut Partial::default())
+}
+
+/// [`parse_resp3`], going on from `partial` (see [`resume_resp2`]).
+pub fn resume_resp3(buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    if let Some(found) = precheck(buf, true, partial)? {
         return Ok(found);
     }
     let Some((frame, used)) = resp3::decode::complete::decode_range(buf)? else {
@@ -96,7 +107,11 @@ pub fn parse_resp3(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> 
 
 /// Checks the first line before the crate sees it: `Some(answer)` when it decides the reply
 /// itself (incomplete, an aggregate, a bad length), `None` when the crate should decode it.
-fn precheck(buf: &[u8], resp3: bool) -> Result<Option<Option<(Reply, usize)>>, ProtocolError> {
+/// An aggregate walked in part before goes on from `partial`.
+fn precheck(buf: &[u8], resp3: bool, partial: &mut Partial) -> Result<Option<Option<(Reply, usize)>>, ProtocolError> {
+    if partial.left > 0 {
+        return Ok(Some(skip(buf, resp3, partial)?.map(|used| (Reply::Other, used))));
+    }
     let Some(head) = line(buf)? else {
         return Ok(Some(None));
     };
@@ -118,7 +133,7 @@ fn precheck(buf: &[u8], resp3: bool) -> Result<Option<Option<(Reply, usize)>>, P
         return Ok(Some(Some((status(rest), head.len() + 2))));
     }
     if aggregate(kind, resp3).is_some() {
-        return Ok(Some(skip(buf, resp3)?.map(|used| (Reply::Other, used))));
+        return Ok(Some(skip(buf, resp3, partial)?.map(|used| (Reply::Other, used))));
     }
     if is_blob(kind, resp3) && rest != b"-1" {
         // The crate takes the two bytes after the data without looking at them.
@@ -136,38 +151,56 @@ fn precheck(buf: &[u8], resp3: bool) -> Result<Option<Option<(Reply, usize)>>, P
 }
 
 /// The length of the first (complete) frame in `buf`, walked without recursion: `left` counts
-/// the frames still to skip, and an aggregate adds its elements to it.
-fn skip(buf: &[u8], resp3: bool) -> Result<Option<usize>, ProtocolError> {
-    let (mut at, mut left) = (0usize, 1u64);
+/// the frames still to skip, and an aggregate adds its elements to it. Incomplete, it keeps
+/// where it stopped in `partial` (at a frame's start) and goes on from there next time.
+fn skip(buf: &[u8], resp3: bool, partial: &mut Partial) -> Result<Option<usize>, ProtocolError> {
+    let (mut at, mut left) = if partial.left > 0 { (partial.at, partial.left) } else { (0usize, 1u64) };
     while left > 0 {
-        let Some(head) = line(&buf[at..])? else {
+        let Some(end) = frame_end(buf, at, resp3, &mut left)? else {
+            *partial = Partial { at, left, ..Partial::default() };
             return Ok(None);
         };
-        let Some((&kind, rest)) = head.split_first() else {
-            return Err(ProtocolError::Unexpected("a RESP type byte"));
-        };
-        at += head.len() + 2;
-        left -= 1;
-        if rest == b"-1" && (kind == b'*' || kind == b'$') {
-            continue;
-        }
-        if let Some(per_item) = aggregate(kind, resp3) {
-            // An attribute (`|`) comes before the frame it describes, which is still to come.
-            left += length(rest)? as u64 * per_item + u64::from(kind == b'|');
-        } else if is_blob(kind, resp3) {
-            let n = length(rest)?;
-            if buf.len() - at < n + 2 {
-                return Ok(None);
-            }
-            if &buf[at + n..at + n + 2] != b"\r\n" {
-                return Err(ProtocolError::Unexpected("CRLF after a bulk string"));
-            }
-            at += n + 2;
-        } else if !is_line(kind, resp3) {
-            return Err(ProtocolError::Unexpected("a RESP type byte"));
+        at = end;
+        if at > MAX_REPLY {
+            return Err(ProtocolError::ReplyTooLong);
         }
     }
+    *partial = Partial::default();
     Ok(Some(at))
+}
+
+/// Where the frame at `at` ends, its own bytes only (an aggregate's header, whose elements
+/// it adds to `left`, which it takes itself off); `None` while it is not all in `buf`.
+fn frame_end(buf: &[u8], at: usize, resp3: bool, left: &mut u64) -> Result<Option<usize>, ProtocolError> {
+    let Some(head) = line(&buf[at..])? else {
+        return Ok(None);
+    };
+    let Some((&kind, rest)) = head.split_first() else {
+        return Err(ProtocolError::Unexpected("a RESP type byte"));
+    };
+    let end = at + head.len() + 2;
+    if rest == b"-1" && (kind == b'*' || kind == b'$') {
+        *left -= 1;
+        return Ok(Some(end));
+    }
+    if let Some(per_item) = aggregate(kind, resp3) {
+        // An attribute (`|`) comes before the frame it describes, which is still to come.
+        *left = left.saturating_add(length(rest)? as u64 * per_item + u64::from(kind == b'|'));
+    } else if is_blob(kind, resp3) {
+        let n = length(rest)?;
+        if buf.len() - end < n + 2 {
+            return Ok(None);
+        }
+        if &buf[end + n..end + n + 2] != b"\r\n" {
+            return Err(ProtocolError::Unexpected("CRLF after a bulk string"));
+        }
+        *left -= 1;
+        return Ok(Some(end + n + 2));
+    } else if !is_line(kind, resp3) {
+        return Err(ProtocolError::Unexpected("a RESP type byte"));
+    }
+    *left -= 1;
+    Ok(Some(end))
 }
 
 /// For an aggregate type byte, the frames per declared element (2 for maps and attributes).
@@ -262,7 +295,7 @@ mod tests {
         all
     }
 
-    fn check(parse: Parser, examples: &[(&str, Reply)]) {
+    fn check(parse: Parser, resume: crate::fuzz::Parser, examples: &[(&str, Reply)]) {
         for (wire, want) in examples {
             let wire = wire.as_bytes();
             let got = parse(wire).unwrap_or_else(|e| panic!("{:?}: {e}", String::from_utf8_lossy(wire)));
@@ -271,17 +304,25 @@ mod tests {
                 let part = &wire[..cut];
                 assert!(matches!(parse(part), Ok(None)), "prefix {:?}", String::from_utf8_lossy(part));
             }
+            // A byte at a time, as a trickling server sends it: going on from where each
+            // parse stopped gives the same reply.
+            let mut partial = Partial::default();
+            for cut in 0..wire.len() {
+                assert!(matches!(resume(&wire[..cut], &mut partial), Ok(None)), "{:?}", String::from_utf8_lossy(wire));
+            }
+            assert_eq!(resume(wire, &mut partial).unwrap(), Some((want.clone(), wire.len())));
+            assert_eq!(partial, Partial::default(), "reset once the reply is whole");
         }
     }
 
     #[test]
     fn resp2_examples_parse_and_their_prefixes_are_incomplete() {
-        check(parse_resp2, &resp2_examples());
+        check(parse_resp2, resume_resp2, &resp2_examples());
     }
 
     #[test]
     fn resp3_examples_parse_and_their_prefixes_are_incomplete() {
-        check(parse_resp3, &resp3_examples());
+        check(parse_resp3, resume_resp3, &resp3_examples());
     }
 
     #[test]

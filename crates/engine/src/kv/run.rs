@@ -17,7 +17,7 @@ use bytes::{Bytes, BytesMut};
 use http::HeaderValue;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What every thread's key-value slots share: the plan's commands and servers, made ready.
@@ -211,29 +211,48 @@ pub(super) fn encode(
     }
 }
 
+/// Why a connection did not open.
+pub(super) enum Unopened {
+    /// It failed: the command that opened it fails with this.
+    Failed(Failure),
+    /// The server answered its greeting (`HELLO`, `AUTH`, `SELECT`) with an error reply (a
+    /// wrong password, a database it does not have): that is the server's answer to the
+    /// command that opened the connection, counted under its class as any reply is. The
+    /// greeting went out at `sent` (from the run's start), `bytes_out` long.
+    Refused { answer: Answer, sent: Duration, bytes_out: u64 },
+}
+
+impl From<Failure> for Unopened {
+    fn from(f: Failure) -> Unopened {
+        Unopened::Failed(f)
+    }
+}
+
 /// Connects to `server` and says hello: the stream, ready for commands. DNS, connect and
-/// TLS go into `phases` (HELLO, AUTH and SELECT count in connect, as TLS does).
+/// TLS go into `phases` (HELLO, AUTH and SELECT count in connect, as TLS does). Times are
+/// offsets from `base`, the run's start.
 pub(super) async fn connect(
     connector: &Connector,
     run: &KvRun,
     server: usize,
     phases: &Phases,
-) -> Result<Stream, Failure> {
+    base: Instant,
+) -> Result<Stream, Unopened> {
     let ep = &run.endpoints[server];
     let opening = async {
         let mut io = connector.open(ep, phases).await?;
         let t = Instant::now();
-        greet(&mut io, &run.hellos[server], run.plan.protocol, ep).await?;
+        greet(&mut io, &run.hellos[server], run.plan.protocol, ep, base).await?;
         if run.hellos[server].1 > 0 {
             // HELLO, AUTH and SELECT are part of opening the connection, as TLS is.
             let connect = phases.get(Phase::Connect).unwrap_or_default();
             phases.set(Phase::Connect, connect + t.elapsed());
         }
-        Ok::<_, Failure>(io)
+        Ok::<_, Unopened>(io)
     };
     match tokio::time::timeout(connector.connect_timeout(), opening).await {
         Ok(r) => r,
-        Err(_) => Err(connector.timed_out(ep)),
+        Err(_) => Err(connector.timed_out(ep).into()),
     }
 }
 
@@ -243,36 +262,42 @@ async fn greet(
     (hello, replies): &(Bytes, usize),
     protocol: Protocol,
     ep: &Endpoint,
-) -> Result<(), Failure> {
+    base: Instant,
+) -> Result<(), Unopened> {
     if *replies == 0 {
         return Ok(());
     }
     let failed = |e: std::io::Error| Failure::new(ErrorKind::Reset, format!("greeting {}:{}: {e}", ep.host, ep.port));
+    let sent = base.elapsed();
     io.write_all(hello).await.map_err(failed)?;
+    let written = base.elapsed();
     let parse = if protocol == Protocol::Resp3 { Parse::Resp3 } else { Parse::Resp2 };
     let mut buf = BytesMut::with_capacity(1024);
+    let (mut first_byte, mut consumed, mut partial) = (None, 0, super::Partial::default());
     for _ in 0..*replies {
         loop {
-            if let Some((reply, used)) = parse.reply(&buf).map_err(|e| Failure::new(ErrorKind::Protocol, e))? {
-                if let super::Reply::Error { message, .. } = reply {
-                    let text = String::from_utf8_lossy(&buf[message]);
-                    return Err(Failure::new(
-                        ErrorKind::Other,
-                        format!("{}:{} refused the connection's greeting: {text}", ep.host, ep.port),
-                    ));
+            let parsed = parse.reply(&buf, &mut partial).map_err(|e| Failure::new(ErrorKind::Protocol, e))?;
+            if let Some((reply, used)) = parsed {
+                if let super::Reply::Error { class, message } = reply {
+                    let text = format!("{} (to the connection's greeting)", String::from_utf8_lossy(&buf[message]));
+                    let done = base.elapsed();
+                    let first_byte = first_byte.unwrap_or(done);
+                    let got = Got::Error(class, text.into_boxed_str());
+                    let answer = Answer { got, bytes_in: (consumed + used) as u64, written, first_byte, done };
+                    return Err(Unopened::Refused { answer, sent, bytes_out: hello.len() as u64 });
                 }
                 bytes::Buf::advance(&mut buf, used);
+                consumed += used;
                 break;
             }
             if buf.len() > 1 << 20 {
-                return Err(Failure::new(ErrorKind::Protocol, "the greeting's reply is over 1 MiB"));
+                return Err(Failure::new(ErrorKind::Protocol, "the greeting's reply is over 1 MiB").into());
             }
             if io.read_buf(&mut buf).await.map_err(failed)? == 0 {
-                return Err(Failure::new(
-                    ErrorKind::Reset,
-                    format!("{}:{} closed the connection on its greeting", ep.host, ep.port),
-                ));
+                let why = format!("{}:{} closed the connection on its greeting", ep.host, ep.port);
+                return Err(Failure::new(ErrorKind::Reset, why).into());
             }
+            first_byte.get_or_insert_with(|| base.elapsed());
         }
     }
     Ok(())
