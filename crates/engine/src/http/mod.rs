@@ -85,23 +85,8 @@ impl Reading<'_> {
         if let Some(kept) = self.headers.as_deref_mut() {
             keep(kept);
         }
-        self.expect_body(headers);
         self.stamp = headers.value(&STAMP).and_then(barrage_metrics::sample::stamp_time);
         (self.rules.classify(headers), self.backend_of(headers))
-    }
-
-    /// Makes room at once for the part of a body its Content-Length says will be kept:
-    /// grown by doubling instead, a kept body of 16 MiB passes through buffers of 8 and
-    /// 16 MiB at once, and the allocator keeps what was freed (about twice the body a flow).
-    fn expect_body<H: HeaderView + ?Sized>(&mut self, headers: &H) {
-        let Some(body) = self.body.as_deref_mut() else { return };
-        let length = headers
-            .value(&http::header::CONTENT_LENGTH)
-            .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<u64>().ok());
-        if let Some(length) = length {
-            let kept = length.min(barrage_plan::flow::MAX_JUDGED_BODY as u64) as usize;
-            body.reserve_exact(kept.saturating_sub(body.len()));
-        }
     }
 
     /// The backend a head names: the first of the backend headers present. A server names
