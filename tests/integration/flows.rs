@@ -587,7 +587,9 @@ fn json_answers_are_judged_within_twice_their_size_and_on_time() {
     let origin = ServeProcess::start(&[]);
     let answer = small_objects(barrage_plan::flow::MAX_JUDGED_BODY);
     store(origin.addr, "/answer.json", &answer);
-    let (flows, answer_kib) = (4, answer.len() as u64 >> 10);
+    // As many flows as the issue measured (2.4 GiB before): the bound is 64 MiB and twice
+    // each answer in flight.
+    let (flows, answer_kib) = (16, answer.len() as u64 >> 10);
     for (what, judged) in [
         ("capture", r#"capture.b = { json-path = "$[0].a.b" }"#),
         ("check", r#"check.json = [{ path = "$[-1].a.b", equals = "2" }]"#),
