@@ -5,7 +5,7 @@
 use crate::util::{barrage, closed, open, origin, plan};
 use barrage_report::{Report, Slo};
 use barrage_server::{CacheStyle, LatencyDist, ServeConfig};
-use barrage_study::capacity::{Bounds, Capacity};
+use barrage_study::capacity::{Bounds, Capacity, Found};
 use barrage_study::experiment::{Bed, Built, CaseSpec, Experiment};
 use barrage_study::{Job, Level, Quiet, Runner, StudyDir, Sweep};
 use serde_json::Value;
@@ -80,20 +80,7 @@ fn a_capacity_search_in_process_finds_a_known_capacity() {
 #[test]
 fn a_capacity_probe_that_missed_within_its_resolution_is_probed_again_and_the_capacity_held() {
     let server = crate::util::RawServer::holding(393..=400, Duration::from_millis(500));
-    let search = Capacity {
-        base: Job::new(plan(&server.url(), open(200.0))),
-        bounds: Bounds {
-            start_rate: 200.0,
-            max_rate: 400.0,
-            precision: 0.05,
-            step: Duration::from_secs(2),
-            max_time: Duration::from_secs(30),
-        },
-        slos: vec!["success>=99%".parse().unwrap()],
-        dir: None,
-    };
-    let found = search.run(&mut Runner::new("capacity", Default::default(), &mut Quiet)).unwrap();
-    let rows: Vec<(String, String)> = found.table.rows.iter().map(|r| (r.labels[1..].join(" "), r.verdict())).collect();
+    let (found, rows) = search_200_to_400(&server, "success>=99%");
     // The first probe missed only by the requests held at its end, within its resolution:
     // probed again, it met, and the search went on to --max-rate.
     let first = &rows[0].1;
@@ -111,14 +98,9 @@ fn a_capacity_probe_that_missed_within_its_resolution_is_probed_again_and_the_ca
     assert_eq!(found.outcome.interval(), (400.0, None));
 }
 
-/// Found by the reruns of bench/capacity.sh: a pause of the machine in one probe, far below
-/// the capacity (nginx at 400/s, p99 399 ms, where it delivers 10,000/s), was taken for the
-/// limit (394/s). Here the target pauses for 300 ms in the first probe (it holds requests
-/// 100 to 140, by count), everything else answered at once: the probe delivers its rate but
-/// misses `p99<100ms`; probed again, it meets, and the search goes on to --max-rate.
-#[test]
-fn a_capacity_probe_that_missed_in_a_pause_is_probed_again() {
-    let server = crate::util::RawServer::holding(100..=140, Duration::from_millis(300));
+/// A capacity search of `server` from 200/s to 400/s in 2 s probes against `slo`, with its
+/// rows as (stage, verdict).
+fn search_200_to_400(server: &crate::util::RawServer, slo: &str) -> (Found, Vec<(String, String)>) {
     let search = Capacity {
         base: Job::new(plan(&server.url(), open(200.0))),
         bounds: Bounds {
@@ -128,11 +110,23 @@ fn a_capacity_probe_that_missed_in_a_pause_is_probed_again() {
             step: Duration::from_secs(2),
             max_time: Duration::from_secs(30),
         },
-        slos: vec!["p99<100ms".parse().unwrap()],
+        slos: vec![slo.parse().unwrap()],
         dir: None,
     };
     let found = search.run(&mut Runner::new("capacity", Default::default(), &mut Quiet)).unwrap();
-    let rows: Vec<(String, String)> = found.table.rows.iter().map(|r| (r.labels[1..].join(" "), r.verdict())).collect();
+    let rows = found.table.rows.iter().map(|r| (r.labels[1..].join(" "), r.verdict())).collect();
+    (found, rows)
+}
+
+/// Found by the reruns of bench/capacity.sh: a pause of the machine in one probe, far below
+/// the capacity (nginx at 400/s, p99 399 ms, where it delivers 10,000/s), was taken for the
+/// limit (394/s). Here the target pauses for 300 ms in the first probe (it holds requests
+/// 100 to 140, by count), everything else answered at once: the probe delivers its rate but
+/// misses `p99<100ms`; probed again, it meets, and the search goes on to --max-rate.
+#[test]
+fn a_capacity_probe_that_missed_in_a_pause_is_probed_again() {
+    let server = crate::util::RawServer::holding(100..=140, Duration::from_millis(300));
+    let (found, rows) = search_200_to_400(&server, "p99<100ms");
     let first = &rows[0].1;
     assert!(first.starts_with("SLO missed: p99<100ms (actual ") && first.ends_with(": probed again)"), "{rows:#?}");
     assert_eq!(found.outcome.capacity, Some(400.0), "{rows:#?}");
