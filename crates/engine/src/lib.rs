@@ -110,15 +110,15 @@ pub fn run(
         || plan.kv.as_ref().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.kv.clone().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
-    let (targets, endpoints) = exchange::prepare(&plan, &spec.redaction);
+    let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
     let (start, mut launch) = start(spec, &stop);
     launch.shard = plan.shard.is_split().then_some((plan.shard.index, plan.shard.count));
     // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
     let started_unix_ms = start_unix_us / 1000;
-    let header = header(&plan, spec, started_unix_ms, threads, launch);
-    let mut writer = ResultsWriter::create(&spec.output, &header)?;
+    // The header (a million URLs, maybe) is dropped once written.
+    let mut writer = ResultsWriter::create(&spec.output, &header(&plan, spec, started_unix_ms, threads, launch))?;
     let log = match &spec.log {
         Some(l) => Some(reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))?),
         None => None,
@@ -127,7 +127,7 @@ pub fn run(
     let attack_limit = plan.attack_limit();
     let keys: Arc<[exchange::GroupKeys]> = exchange::group_keys(&plan).into();
     let plan = Arc::new(plan);
-    let (targets, endpoints): (Arc<[_]>, Arc<[_]>) = (targets.into(), endpoints.into());
+    let endpoints: Arc<[_]> = endpoints.into();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         let worker = Worker {
@@ -274,7 +274,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
         host: hostname(),
         boot_id: watch::boot_id(),
         mode,
-        urls: listed_urls(plan).iter().map(|u| spec.redaction.url(u).into_owned()).collect(),
+        urls: listed_urls(plan, &spec.redaction).collect(),
         settings_json: spec.settings_json.clone(),
         steps,
         threads: threads as u32,
@@ -284,17 +284,28 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
     }
 }
 
-/// The run's URLs as the header and the live views list them (unredacted): a scenario's
-/// steps as written (`{{albumID}}` where a variable fills the path), in flow order; a
-/// key-value run's servers, once each; every target as [`Target::listed`] writes it (a
-/// template as written, `PUT` before a PUT's URL).
-pub fn listed_urls(plan: &Plan) -> Vec<String> {
+/// The run's URLs as the header and the live views list them, redacted by `redaction`: a
+/// scenario's steps as written (`{{albumID}}` where a variable fills the path), in flow
+/// order; a key-value run's servers, once each; every target as [`Target::listed`] writes
+/// it (a template as written, `PUT` before a PUT's URL). Made one by one as they are
+/// taken: a view takes the first few of a million.
+pub fn listed_urls<'a>(plan: &'a Plan, redaction: &'a Redaction) -> Box<dyn ExactSizeIterator<Item = String> + 'a> {
+    let redacted = move |url: String| {
+        let changed = match redaction.url(&url) {
+            std::borrow::Cow::Owned(redacted) => Some(redacted),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        changed.unwrap_or(url)
+    };
     if let Some(kv) = &plan.kv {
-        return kv.servers.iter().map(barrage_plan::kv::KvServer::url).collect();
+        return Box::new(kv.servers.iter().map(barrage_plan::kv::KvServer::url).map(redacted));
     }
     match plan.scenario.as_deref() {
-        Some(s) => s.flows.iter().flat_map(|f| f.steps.iter().map(|step| step.url_text.clone())).collect(),
-        None => plan.targets.iter().map(Target::listed).collect(),
+        Some(s) => {
+            let steps: Vec<String> = s.flows.iter().flat_map(|f| f.steps.iter().map(|st| st.url_text.clone())).collect();
+            Box::new(steps.into_iter().map(redacted))
+        }
+        None => Box::new(plan.targets.iter().map(Target::listed).map(redacted)),
     }
 }
 
