@@ -28,6 +28,13 @@ pub(crate) fn urls(urls: &[String]) -> (&[String], Option<String>) {
     (&urls[..URLS_SHOWN], Some(more))
 }
 
+/// The URLs of a header on one line (a spreadsheet's cell, a JUnit suite's name): the
+/// first [`URLS_SHOWN`], and the line counting the others.
+pub fn urls_line(all: &[String]) -> String {
+    let (shown, more) = urls(all);
+    shown.iter().map(String::as_str).chain(more.as_deref()).collect::<Vec<_>>().join(" ")
+}
+
 /// A rate as `show` writes it, or, when there is none (fewer than
 /// [`MIN_RATE_REQUESTS`] in its window), the count it would have been taken over:
 /// `n/a (1 request)`.
