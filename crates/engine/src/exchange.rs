@@ -70,8 +70,9 @@ pub struct Prepared {
     /// Absolute form, for HTTP/3 (`:scheme` and `:authority` come from it) and a flow's
     /// steps (an unfilled path, the log's URL of a filled one); `None` for other runs.
     full_uri: Option<Box<Uri>>,
-    /// Its headers, shared with the targets that have the same headers and authority.
-    head: Arc<Head>,
+    /// Its headers, for the runs that send them as maps per request (a flow's steps, and
+    /// HTTP/3); `None` for others, which send them encoded in `h1` and `h2`.
+    head: Option<Arc<Head>>,
     body: barrage_plan::BodySource,
     /// A URL template's path-and-query around `{id}`, filled per request.
     template: Option<Box<IdTemplate>>,
@@ -91,20 +92,23 @@ struct Head {
     /// `headers` as HTTP/2 and HTTP/3 send them: without Host (the authority is a
     /// pseudo-header) and connection headers (forbidden), made once rather than per request.
     h2_headers: HeaderMap,
-    /// `h2_headers` encoded as an HTTP/2 header block ends.
-    h2_fields: Arc<[u8]>,
 }
 
+/// The most heads, and encoded parts of heads, kept to share while preparing: the targets
+/// beyond a run's first this many distinct ones (a header of its own each) have their own.
+const SHARED_HEADS: usize = 4096;
+
 /// What the targets of a run have alike, each made once and shared while they are
-/// prepared: heads, encoded parts of requests, names, endpoints. Looked up by what the
+/// prepared: heads, encoded parts of requests, endpoints. Looked up by what the
 /// plan's targets hold, borrowed.
 struct Alike<'a> {
     plan: &'a Plan,
     /// Heads by the target's headers (the map the plan's targets share) and authority.
     heads: HashMap<(*const HeaderMap, &'a str), Arc<Head>>,
+    /// The run sends the header maps per request (see [`Prepared::head`]).
+    keeps_heads: bool,
     /// Encoded parts of requests, by their bytes.
     bytes: HashSet<Arc<[u8]>>,
-    names: HashMap<&'a str, Arc<str>>,
     /// Indexes of endpoints by host, port and TLS.
     endpoint_of: HashMap<(&'a str, u16, bool), usize>,
     endpoints: Vec<Endpoint>,
@@ -219,8 +223,8 @@ pub fn prepare(plan: &Plan, log: Option<&Redaction>) -> (Arc<[Prepared]>, Vec<En
     let mut alike = Alike {
         plan,
         heads: HashMap::new(),
+        keeps_heads: plan.http3 || plan.scenario.is_some(),
         bytes: HashSet::new(),
-        names: HashMap::new(),
         endpoint_of: HashMap::new(),
         endpoints: Vec::new(),
     };
@@ -248,19 +252,18 @@ impl<'a> Alike<'a> {
         let h1 = crate::http::h1::Template::new(&t.method, h1_path, rest);
         let h2 = self.plan.http2.then(|| {
             let pseudo = self.bytes(crate::http::h2::Template::pseudo_headers(&t.method, &full_uri));
-            let after = head.h2_fields.clone();
+            let after = self.bytes(crate::http::h2::Template::fields(&head.h2_headers));
             Box::new(crate::http::h2::Template::new(pseudo, template.is_none().then_some(&*path), after))
         });
-        let needs_uri = self.plan.http3 || self.plan.scenario.is_some();
         Prepared {
             method: t.method.clone(),
             h1,
             h2,
-            full_uri: needs_uri.then(|| Box::new(full_uri.clone())),
-            head,
+            full_uri: self.keeps_heads.then(|| Box::new(full_uri.clone().into_owned())),
+            head: self.keeps_heads.then_some(head),
             body,
             template,
-            name: t.name.as_deref().map(|n| self.name(n)),
+            name: t.name.clone(),
             url_text: log.map(|redaction| redaction.url(&t.url_text()).into()),
             endpoint: self.endpoint(&t.url),
         }
@@ -269,48 +272,56 @@ impl<'a> Alike<'a> {
     /// The head of target `t` (`url` without user info; `user_info` its URL's).
     fn head(&mut self, t: &'a Target, url: &Uri, user_info: Option<&str>) -> Arc<Head> {
         let key = (&*t.headers as *const HeaderMap, t.url.authority().map_or("", |a| a.as_str()));
-        let plan = self.plan;
-        let made = self.heads.entry(key).or_insert_with(|| {
-            let mut headers = (*t.headers).clone();
-            if !headers.contains_key(HOST) {
-                if let Some(auth) = url.authority() {
-                    headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
-                }
-            }
-            if let (Some(credentials), false) = (user_info, headers.contains_key(AUTHORIZATION)) {
-                // As curl and Go's net/http (so Vegeta) do: the URL's user and password
-                // authenticate by Basic unless an Authorization header says otherwise.
-                headers.insert(AUTHORIZATION, basic_auth(credentials));
-            }
-            if !plan.keepalive && !plan.http2 && !plan.http3 {
-                // Let the server close first so TIME_WAIT piles up on its side, not ours.
-                headers.insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            // Built anew, not cloned and trimmed: an empty map then holds no allocation, so
-            // cloning it per request costs none.
-            let h2_headers: HeaderMap = headers
-                .iter()
-                .filter(|(name, _)| *name != HOST && *name != CONNECTION)
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect();
-            let h2_fields = crate::http::h2::Template::fields(&h2_headers).into();
-            Arc::new(Head { headers, h2_headers, h2_fields })
-        });
-        made.clone()
+        if let Some(shared) = self.heads.get(&key) {
+            return shared.clone();
+        }
+        let head = Arc::new(self.make_head(t, url, user_info));
+        if self.heads.len() < SHARED_HEADS {
+            self.heads.insert(key, head.clone());
+        }
+        head
     }
 
-    /// `bytes`, shared with the targets before that encoded the same.
+    /// The head of target `t`, made: its headers with Host and what its URL (`url`, without
+    /// its `user_info`) and the plan imply.
+    fn make_head(&self, t: &Target, url: &Uri, user_info: Option<&str>) -> Head {
+        let plan = self.plan;
+        let mut headers = (*t.headers).clone();
+        if !headers.contains_key(HOST) {
+            if let Some(auth) = url.authority() {
+                headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
+            }
+        }
+        if let (Some(credentials), false) = (user_info, headers.contains_key(AUTHORIZATION)) {
+            // As curl and Go's net/http (so Vegeta) do: the URL's user and password
+            // authenticate by Basic unless an Authorization header says otherwise.
+            headers.insert(AUTHORIZATION, basic_auth(credentials));
+        }
+        if !plan.keepalive && !plan.http2 && !plan.http3 {
+            // Let the server close first so TIME_WAIT piles up on its side, not ours.
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        // Built anew, not cloned and trimmed: an empty map then holds no allocation, so
+        // cloning it per request costs none.
+        let h2_headers: HeaderMap = headers
+            .iter()
+            .filter(|(name, _)| *name != HOST && *name != CONNECTION)
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        Head { headers, h2_headers }
+    }
+
+    /// `bytes`, shared with the targets before that encoded the same (while they are few:
+    /// a head of its own for each target would only fill the set).
     fn bytes(&mut self, bytes: Vec<u8>) -> Arc<[u8]> {
         if let Some(shared) = self.bytes.get(&bytes[..]) {
             return shared.clone();
         }
         let shared: Arc<[u8]> = bytes.into();
-        self.bytes.insert(shared.clone());
+        if self.bytes.len() < SHARED_HEADS {
+            self.bytes.insert(shared.clone());
+        }
         shared
-    }
-
-    fn name(&mut self, name: &'a str) -> Arc<str> {
-        self.names.entry(name).or_insert_with(|| name.into()).clone()
     }
 
     /// The index of `url`'s endpoint among the run's.
@@ -338,14 +349,15 @@ fn origin_form(url: &Uri) -> Cow<'_, str> {
 }
 
 /// `url` without its user info (never sent in `Host` or HTTP/2's `:authority`), and that
-/// user info (`user:password`, still percent-encoded) when there is one.
-fn split_user_info(url: &Uri) -> (Uri, Option<&str>) {
+/// user info (`user:password`, still percent-encoded) when there is one. Borrowed when
+/// there is none: a clone would make each of a million URLs' buffers shared, 32 bytes more.
+fn split_user_info(url: &Uri) -> (Cow<'_, Uri>, Option<&str>) {
     let Some((user_info, host)) = url.authority().and_then(|a| a.as_str().rsplit_once('@')) else {
-        return (url.clone(), None);
+        return (Cow::Borrowed(url), None);
     };
     let mut parts = url.clone().into_parts();
     parts.authority = Some(host.parse().expect("the host part of a valid authority is valid"));
-    (Uri::from_parts(parts).expect("valid parts"), Some(user_info))
+    (Cow::Owned(Uri::from_parts(parts).expect("valid parts")), Some(user_info))
 }
 
 /// `Authorization: Basic …` for a URL's `user:password` (percent-decoded, as curl does).
@@ -366,6 +378,11 @@ impl Prepared {
     /// The absolute URI, which an HTTP/3 run's and a flow's targets keep.
     fn full_uri(&self) -> &Uri {
         self.full_uri.as_deref().expect("an HTTP/3 run's and a flow's targets keep their URI")
+    }
+
+    /// The header maps, which an HTTP/3 run's and a flow's targets keep.
+    fn head(&self) -> &Head {
+        self.head.as_deref().expect("an HTTP/3 run's and a flow's targets keep their headers")
     }
 
     /// Whether the request is a HEAD (its response has no body).
@@ -389,7 +406,7 @@ impl Prepared {
                     (None, Some(tpl)) => Cow::Owned(format!("{}{}{}", tpl.prefix, out.id, tpl.suffix)),
                     (None, None) => origin_form(self.full_uri()),
                 };
-                let headers = &self.head.headers;
+                let headers = &self.head().headers;
                 crate::http::h1::encode_head(head, &self.method, &path, headers, &filled.headers, body.len());
             }
             None => self.h1.write(out.id, head),
@@ -451,7 +468,7 @@ impl Prepared {
             }
             None => self.full_uri().clone(),
         };
-        let mut headers = self.head.h2_headers.clone();
+        let mut headers = self.head().h2_headers.clone();
         if let Some(filled) = out.filled {
             for (name, value) in &filled.headers {
                 headers.append(name.clone(), value.clone());
@@ -1130,8 +1147,10 @@ mod tests {
 
     /// The HTTP/1.1 bytes a target's request goes out as.
     fn sent(t: &Target, out: impl FnOnce(&Prepared) -> (u64, u64, Option<Filled>)) -> String {
-        let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let (prepared, _) = prepare(&Plan::new(vec![t.clone()], load), None);
+        let mut plan = Plan::new(vec![t.clone()], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
+        // Keeps the header maps a flow's step sends per request, as an HTTP/3 run does.
+        plan.http3 = true;
+        let (prepared, _) = prepare(&plan, None);
         let (id, number, filled) = out(&prepared[0]);
         let outgoing = Outgoing { target: &prepared[0], id, number, filled: filled.as_ref() };
         let mut head = Vec::new();
@@ -1165,12 +1184,16 @@ mod tests {
             Target::new(Method::GET, "http://b.test:81/1").unwrap(),
         ];
         let mut plan = Plan::new(targets, Load::Closed { concurrency: 1, think_time: Duration::ZERO });
-        plan.http2 = true;
+        plan.http3 = true;
+        let (p, _) = prepare(&plan, None);
+        let head = |i: usize| p[i].head.clone().unwrap();
+        assert!(Arc::ptr_eq(&head(0), &head(1)) && !Arc::ptr_eq(&head(0), &head(2)));
+        assert!(!Arc::ptr_eq(&head(0), &head(3)), "another authority, another Host");
+        (plan.http2, plan.http3) = (true, false);
         let (p, endpoints) = prepare(&plan, None);
-        assert!(Arc::ptr_eq(&p[0].head, &p[1].head) && !Arc::ptr_eq(&p[0].head, &p[2].head));
-        assert!(!Arc::ptr_eq(&p[0].head, &p[3].head), "another authority, another Host");
-        let h2 = |i: usize| p[i].h2.clone().unwrap();
-        assert!(Arc::ptr_eq(&h2(0).after_path(), &h2(1).after_path()));
+        assert!(p.iter().all(|t| t.head.is_none()), "sent encoded, kept once");
+        let h2 = |i: usize| p[i].h2.clone().unwrap().after_path();
+        assert!(Arc::ptr_eq(&h2(0), &h2(1)) && !Arc::ptr_eq(&h2(0), &h2(2)));
         assert_eq!(endpoints.iter().map(|e| (e.host.as_str(), e.port)).collect::<Vec<_>>(), [("a.test", 80), ("b.test", 81)]);
         assert_eq!(p.iter().map(|t| t.endpoint).collect::<Vec<_>>(), [0, 0, 0, 1]);
         let sent = |i: usize| {

@@ -117,8 +117,9 @@ pub fn run(
     // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
     let started_unix_ms = start_unix_us / 1000;
-    // The header (a million URLs, maybe) is dropped once written.
-    let mut writer = ResultsWriter::create(&spec.output, &header(&plan, spec, started_unix_ms, threads, launch))?;
+    // The header's URLs (a million, maybe) are listed as they are written.
+    let header = header(&plan, spec, started_unix_ms, threads, launch);
+    let mut writer = ResultsWriter::create_with_urls(&spec.output, &header, listed_urls(&plan, &spec.redaction))?;
     let log = match &spec.log {
         Some(l) => Some(reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))?),
         None => None,
@@ -239,6 +240,7 @@ fn start(spec: &RunSpec, stop: &CancellationToken) -> (Instant, Launch) {
     (start, launch)
 }
 
+/// The run's header, without its URLs ([`listed_urls`]).
 fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, launch: Launch) -> RunHeader {
     let groups = plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default();
     let (mode, mut steps) = match &plan.load {
@@ -274,7 +276,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
         host: hostname(),
         boot_id: watch::boot_id(),
         mode,
-        urls: listed_urls(plan, &spec.redaction).collect(),
+        urls: Vec::new(),
         settings_json: spec.settings_json.clone(),
         steps,
         threads: threads as u32,

@@ -357,6 +357,17 @@ impl ResultsWriter {
     /// Creates `path`, readable by its owner alone, and writes the magic, the version and
     /// the header (its URLs over as many records as they take), flushed.
     pub fn create(path: &Path, header: &RunHeader) -> Result<Self, FileError> {
+        Self::create_with_urls(path, header, header.urls.iter().cloned())
+    }
+
+    /// [`ResultsWriter::create`], with `urls` for the header's URLs (its own are not
+    /// written): made as they are written, a run of a million targets does not hold its
+    /// list of URLs all at once.
+    pub fn create_with_urls(
+        path: &Path,
+        header: &RunHeader,
+        urls: impl Iterator<Item = String>,
+    ) -> Result<Self, FileError> {
         let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
         // Private: it holds the run's URLs, error messages and `--at` commands (redacted,
         // unless `--no-redact`), and the machine's process names.
@@ -364,10 +375,10 @@ impl ResultsWriter {
         let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new() };
         w.out.write_all(MAGIC).map_err(io_err)?;
         w.out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io_err)?;
-        let mut records = url_records(&header.urls);
+        let mut records = url_records(urls);
         w.write(&Record::Header(header.with_urls(records.next().unwrap_or_default())))?;
         for urls in records {
-            w.write(&Record::Urls(urls.to_vec()))?;
+            w.write(&Record::Urls(urls))?;
         }
         Ok(w)
     }
@@ -410,18 +421,17 @@ impl ResultsWriter {
 
 /// `urls` in consecutive runs of at most [`URLS_PER_RECORD`] URLs and [`URL_BYTES_PER_RECORD`]
 /// bytes, each of one URL at least: the URLs of each record.
-fn url_records(mut urls: &[String]) -> impl Iterator<Item = &[String]> {
+fn url_records(urls: impl Iterator<Item = String>) -> impl Iterator<Item = Vec<String>> {
+    let mut urls = urls.peekable();
     std::iter::from_fn(move || {
-        if urls.is_empty() {
-            return None;
+        let first = urls.next()?;
+        let mut bytes = first.len();
+        let mut record = vec![first];
+        while record.len() < URLS_PER_RECORD {
+            let Some(url) = urls.next_if(|u| bytes + u.len() <= URL_BYTES_PER_RECORD) else { break };
+            bytes += url.len();
+            record.push(url);
         }
-        let mut bytes = 0;
-        let fit = urls.iter().take(URLS_PER_RECORD).take_while(|u| {
-            bytes += u.len();
-            bytes <= URL_BYTES_PER_RECORD
-        });
-        let (record, rest) = urls.split_at(fit.count().max(1));
-        urls = rest;
         Some(record)
     })
 }
@@ -429,14 +439,14 @@ fn url_records(mut urls: &[String]) -> impl Iterator<Item = &[String]> {
 impl RunHeader {
     /// The header with `urls` instead of its own (which it does not copy): what its record
     /// holds.
-    fn with_urls(&self, urls: &[String]) -> RunHeader {
+    fn with_urls(&self, urls: Vec<String>) -> RunHeader {
         RunHeader {
             barrage_version: self.barrage_version.clone(),
             started_unix_ms: self.started_unix_ms,
             host: self.host.clone(),
             boot_id: self.boot_id.clone(),
             mode: self.mode,
-            urls: urls.to_vec(),
+            urls,
             settings_json: self.settings_json.clone(),
             steps: self.steps.clone(),
             threads: self.threads,

@@ -26,8 +26,9 @@ pub struct Target {
     pub body: Bytes,
     /// `--body-unique`: each request sends this many bytes of `body` from a different offset.
     pub body_unique_len: Option<usize>,
-    /// Name for per-request breakdowns (`# name:` in a target file).
-    pub name: Option<String>,
+    /// Name for per-request breakdowns (`# name:` in a target file), shared by the targets
+    /// of one name.
+    pub name: Option<Arc<str>>,
     /// For a URL template such as `http://host/obj/{id}`: the path-and-query around `{id}`
     /// (boxed: a list of a million targets holds few templates).
     pub id_template: Option<Box<IdTemplate>>,
@@ -116,7 +117,7 @@ impl Target {
             headers: Headers::default(),
             body: Bytes::new(),
             body_unique_len: None,
-            name: Some(name.to_string()),
+            name: Some(name.into()),
             id_template: None,
         })
     }

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A target file that cannot be used; the message says where and why.
 #[derive(Debug, thiserror::Error)]
@@ -103,20 +104,21 @@ fn push(out: &mut Vec<Target>, t: Target) -> Result<(), String> {
 type HeaderLine = (HeaderName, HeaderValue);
 
 /// What the targets of one file share, held once: each set of header lines (a million
-/// targets of one upload list give the same few) and each body file (read once, however
-/// many targets send it).
+/// targets of one upload list give the same few), each name and each body file (read once,
+/// however many targets send it).
 #[derive(Default)]
 struct Shared {
     headers: HashMap<Vec<HeaderLine>, Headers>,
+    names: HashMap<String, Arc<str>>,
     bodies: HashMap<PathBuf, Bytes>,
     /// The bytes of the body files read: held at once, so bounded together.
     body_bytes: u64,
 }
 
 impl Shared {
-    /// The most sets of header lines kept to share: the targets beyond a file's first this
-    /// many distinct sets have a map each.
-    const HEADER_SETS: usize = 1024;
+    /// The most sets of header lines, and names, kept to share: the targets beyond a file's
+    /// first this many distinct ones have their own.
+    const KEPT: usize = 1024;
 
     /// The headers of `lines`, shared with the targets before that had the same.
     fn headers(&mut self, lines: Vec<HeaderLine>) -> Headers {
@@ -125,14 +127,27 @@ impl Shared {
         }
         // Sized to the lines: a map that grows by itself takes room for 6 (660 bytes).
         let mut map = HeaderMap::with_capacity(lines.len());
-        for (name, value) in &lines {
-            map.append(name.clone(), value.clone());
+        if self.headers.len() >= Self::KEPT {
+            // Moved, not cloned: a clone of each value would take a buffer of its own.
+            map.extend(lines);
+            return Headers::from(map);
         }
+        map.extend(lines.iter().cloned());
         let headers = Headers::from(map);
-        if self.headers.len() < Self::HEADER_SETS {
-            self.headers.insert(lines, headers.clone());
-        }
+        self.headers.insert(lines, headers.clone());
         headers
+    }
+
+    /// The name `name`, shared with the targets before that had it.
+    fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.names.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = name.into();
+        if self.names.len() < Self::KEPT {
+            self.names.insert(name.to_string(), shared.clone());
+        }
+        shared
     }
 
     /// Adds target `t`, read with its header `lines`, to `out`.
@@ -186,7 +201,7 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
                 let method =
                     Method::from_bytes(method.as_bytes()).map_err(|_| err(format!("invalid method '{method}'")))?;
                 let mut t = Target::new(method, url.trim()).map_err(err)?;
-                t.name = name.take();
+                t.name = name.take().map(|n| shared.name(&n));
                 current = Some((t, Vec::new()));
             }
             Some((t, lines)) => match line.strip_prefix('@') {
@@ -234,7 +249,7 @@ fn json_target(v: &serde_json::Value, shared: &mut Shared) -> Result<Target, Str
     let method = field("method").unwrap_or("GET");
     let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("invalid method '{method}'"))?;
     let mut t = Target::new(method, url)?;
-    t.name = field("name").map(str::to_string);
+    t.name = field("name").map(|n| shared.name(n));
     if let Some(b64) = field("body") {
         use base64::Engine;
         let body = base64::engine::general_purpose::STANDARD
