@@ -120,6 +120,8 @@ pub fn redaction(o: &crate::args::OutputArgs) -> barrage_metrics::secrets::Redac
 
 /// Builds and validates the plan from the flags.
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
+    // Reading a million targets takes a while: a signal meanwhile ends barrage at once.
+    let _loading = crate::signals::loading();
     let r = &a.request;
     let method = method(r)?;
     let body = request_body(r)?;

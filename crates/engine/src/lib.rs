@@ -68,6 +68,9 @@ pub enum EngineError {
     /// A thread or runtime could not start.
     #[error("starting the engine: {0}")]
     Start(#[from] std::io::Error),
+    /// `stop` was cancelled before the run started: nothing was sent, no file written.
+    #[error("stopped before the run started")]
+    Stopped,
 }
 
 /// Where the run's results go, what the file says about it, and what the run watches and
@@ -99,7 +102,8 @@ pub struct RunSpec {
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
 /// `on_interval` with each. Ctrl-C (`stop`) ends the attack early; the file is complete
-/// either way. Returns the footer written last.
+/// either way. Returns the footer written last, or [`EngineError::Stopped`] when `stop`
+/// came before the run started.
 pub fn run(
     plan: Plan,
     spec: &RunSpec,
@@ -113,6 +117,11 @@ pub fn run(
     let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
     let (start, mut launch) = start(spec, &stop);
+    // Preparing a million targets takes a moment, and --start-at may be far: a stop
+    // meanwhile starts nothing (its temporary file is the caller's to remove).
+    if stop.is_cancelled() {
+        return Err(EngineError::Stopped);
+    }
     launch.shard = plan.shard.is_split().then_some((plan.shard.index, plan.shard.count));
     // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);

@@ -201,17 +201,18 @@ impl<'a> Runner<'a> {
         let ended = self.observer.end().map_err(StudyError::Output);
         let done = result?;
         ended?;
-        Ok(Some(Done { interrupted: self.stopped(), ..done }))
+        Ok(done.map(|done| Done { interrupted: self.stopped(), ..done }))
     }
 }
 
-/// Runs one job into its results file (or a temporary one) and summarizes it.
+/// Runs one job into its results file (or a temporary one) and summarizes it; `None` when
+/// `stop` came before the run started.
 pub fn measure(
     mode: &str,
     job: &Job,
     stop: CancellationToken,
     on_interval: &mut dyn FnMut(IntervalRecord),
-) -> Result<Done, StudyError> {
+) -> Result<Option<Done>, StudyError> {
     let temp;
     let path = match &job.output {
         Some(p) => p.clone(),
@@ -235,7 +236,15 @@ pub fn measure(
         clock_offset_us: job.clock_offset_us,
         plan_digest: job.plan_digest(),
     };
-    barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval)?;
+    // The settings and digest of a million targets take a moment: a stop meanwhile starts
+    // no run.
+    if stop.is_cancelled() {
+        return Ok(None);
+    }
+    match barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval) {
+        Err(barrage_engine::EngineError::Stopped) => return Ok(None),
+        ran => ran?,
+    };
     let summary = summarize(std::slice::from_ref(&path))?;
-    Ok(Done { summary, path: job.output.clone(), interrupted: stop.is_cancelled() })
+    Ok(Some(Done { summary, path: job.output.clone(), interrupted: stop.is_cancelled() }))
 }
