@@ -62,12 +62,7 @@ pub fn install() -> anyhow::Result<CancellationToken> {
             let _ = ready_tx.send(true);
             let first = next(&mut streams).await;
             RECEIVED.store(first, Ordering::SeqCst);
-            let loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
-            if *loading > 0 {
-                eprintln!("\nbarrage: stopped while loading; nothing was sent");
-                quit(128 + first);
-            }
-            drop(loading);
+            quit_if_loading(first);
             eprintln!("\nbarrage: stopping; what finished is kept (again to quit at once)");
             stop.cancel();
             let second = next(&mut streams).await;
@@ -78,6 +73,15 @@ pub fn install() -> anyhow::Result<CancellationToken> {
         anyhow::bail!("cannot install the signal handler");
     }
     Ok(token)
+}
+
+/// Ends the process at once, on `signal`, if the command is loading (see [`Loading`]).
+fn quit_if_loading(signal: i32) {
+    let loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+    if *loading > 0 {
+        eprintln!("\nbarrage: stopped while loading; nothing was sent");
+        quit(128 + signal);
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP taken from their default action (ending the process), for

@@ -34,8 +34,10 @@ fn target_file(dir: &Path, name: &str, origin: &str, n: usize) -> PathBuf {
     for i in 0..n {
         match i % 2 {
             0 => writeln!(out, "# name: get\nGET {origin}/obj/{i}\n").unwrap(),
-            _ => writeln!(out, "# name: put\nPUT {origin}/obj/{i}\nContent-Type: application/octet-stream\n@body.bin\n")
-                .unwrap(),
+            _ => {
+                writeln!(out, "# name: put\nPUT {origin}/obj/{i}\nContent-Type: application/octet-stream\n@body.bin\n")
+                    .unwrap()
+            }
         }
     }
     out.flush().unwrap();
@@ -90,23 +92,30 @@ fn run_and_report_take_time_linear_in_the_url_list() {
     assert!(cpu[1] < cpu[0] * 8, "50,000 URLs took {:?} of CPU, 200,000 took {:?}", cpu[0], cpu[1]);
 }
 
+/// A million targets that `write` writes, given as `flag FILE`: the run and its report,
+/// each within 1 GiB, the report listing every target. Returns the report's JSON and the
+/// origin's URL.
+fn a_million(flag: &str, write: fn(&Path, &str, &str, usize) -> PathBuf) -> (Value, String) {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "targets.txt", &o.url(), MILLION);
+    let (run, report, json) = run_and_report(dir.path(), "million", flag, &file, Duration::from_secs(300));
+    assert_eq!(json["urls"].as_array().map(Vec::len), Some(MILLION), "every target once");
+    for (what, b) in [("run", &run), ("report", &report)] {
+        assert!(b.max_rss_kib < 1 << 20, "{what} of a million {flag} took {} MiB", b.max_rss_kib >> 10);
+    }
+    (json, o.url())
+}
+
 /// A million URLs, the limit of a list: the run writes a results file that `report`
 /// reads, every URL in it, each in bounded memory. (Its header held every URL and the
 /// plan's view of every target: over the 64 MiB a record may take, so nothing could read
 /// the file, and the run took 3.6 GB.)
 #[test]
 fn a_million_urls_run_and_report_in_bounded_memory() {
-    let o = origin(ServeConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let urls = url_list(dir.path(), "urls.txt", &o.url(), MILLION);
-    let (run, report, json) = run_and_report(dir.path(), "urls", "--urls", &urls, Duration::from_secs(300));
-    let listed = json["urls"].as_array().unwrap();
-    assert_eq!(listed.len(), MILLION);
-    assert_eq!(listed[MILLION - 1], format!("{}/obj/{}", o.url(), MILLION - 1));
+    let (json, origin) = a_million("--urls", url_list);
+    assert_eq!(json["urls"][MILLION - 1], format!("{origin}/obj/{}", MILLION - 1));
     assert_eq!(json["requests"]["total"], 1);
-    for (what, b) in [("run", &run), ("report", &report)] {
-        assert!(b.max_rss_kib < 1 << 20, "{what} of a million URLs took {} MiB", b.max_rss_kib >> 10);
-    }
 }
 
 /// A target file of a million targets, half of them PUTs with a header and a body file:
@@ -114,16 +123,8 @@ fn a_million_urls_run_and_report_in_bounded_memory() {
 /// 4 GiB address space).
 #[test]
 fn a_million_target_file_entries_run_and_report_in_bounded_memory() {
-    let o = origin(ServeConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let targets = target_file(dir.path(), "targets.txt", &o.url(), MILLION);
-    let (run, report, json) = run_and_report(dir.path(), "targets", "--targets", &targets, Duration::from_secs(300));
-    let listed = json["urls"].as_array().unwrap();
-    assert_eq!(listed.len(), MILLION);
-    assert_eq!(listed[1], format!("PUT {}/obj/1", o.url()));
-    for (what, b) in [("run", &run), ("report", &report)] {
-        assert!(b.max_rss_kib < 1 << 20, "{what} of a million targets took {} MiB", b.max_rss_kib >> 10);
-    }
+    let (json, origin) = a_million("--targets", target_file);
+    assert_eq!(json["urls"][1], format!("PUT {origin}/obj/1"));
 }
 
 /// The bytes `pid` has read so far (`rchar` of /proc/PID/io).

@@ -6,9 +6,9 @@ use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::thread::Worker;
 use crate::watchdog::{Expired, Watchdog};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
+use barrage_metrics::secrets::Redaction;
 use barrage_metrics::{CacheStatus, ErrorKind, Intent, Origin, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
-use barrage_metrics::secrets::Redaction;
 use barrage_plan::{IdTemplate, Plan, Target};
 use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
@@ -1194,7 +1194,10 @@ mod tests {
         assert!(p.iter().all(|t| t.head.is_none()), "sent encoded, kept once");
         let h2 = |i: usize| p[i].h2.clone().unwrap().after_path();
         assert!(Arc::ptr_eq(&h2(0), &h2(1)) && !Arc::ptr_eq(&h2(0), &h2(2)));
-        assert_eq!(endpoints.iter().map(|e| (e.host.as_str(), e.port)).collect::<Vec<_>>(), [("a.test", 80), ("b.test", 81)]);
+        assert_eq!(
+            endpoints.iter().map(|e| (e.host.as_str(), e.port)).collect::<Vec<_>>(),
+            [("a.test", 80), ("b.test", 81)]
+        );
         assert_eq!(p.iter().map(|t| t.endpoint).collect::<Vec<_>>(), [0, 0, 0, 1]);
         let sent = |i: usize| {
             let mut head = Vec::new();

@@ -313,7 +313,8 @@ pub fn listed_urls<'a>(plan: &'a Plan, redaction: &'a Redaction) -> Box<dyn Exac
     }
     match plan.scenario.as_deref() {
         Some(s) => {
-            let steps: Vec<String> = s.flows.iter().flat_map(|f| f.steps.iter().map(|st| st.url_text.clone())).collect();
+            let steps: Vec<String> =
+                s.flows.iter().flat_map(|f| f.steps.iter().map(|st| st.url_text.clone())).collect();
             Box::new(steps.into_iter().map(redacted))
         }
         None => Box::new(plan.targets.iter().map(Target::listed).map(redacted)),
