@@ -143,9 +143,8 @@ impl Target {
 
 /// A target's extra headers, shared: the targets of a list given the same headers (`-H`, a
 /// target file's lines) hold one map, not a map each (a million targets took 660 bytes
-/// each for one header). Changing a target's headers changes its own: a shared map is
-/// copied first.
-/// No headers take no allocation at all.
+/// each for one header), and no headers take no allocation at all. Changing a target's
+/// headers changes its own: a shared map is copied first.
 #[derive(Clone, Debug, Default)]
 pub struct Headers(Option<Arc<HeaderMap>>);
 
