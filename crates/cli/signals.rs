@@ -7,6 +7,10 @@
 //! SIGTERM is what `timeout`, docker, systemd and CI send, SIGHUP what a closed terminal or
 //! SSH session sends: left at their default, either would kill the process mid-run, losing
 //! the report, the last second of the results file and leaving the temporary one behind.
+//!
+//! While the command loads what it will run ([`loading`]: a target file of a million
+//! targets, a scenario, a list on stdin that may never end), nothing is written or started
+//! yet: the first signal then exits at once with the same code.
 
 use barrage_engine::CancellationToken;
 use std::path::{Path, PathBuf};
@@ -18,6 +22,25 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// Testbeds to take down if a second signal ends the process at once.
 static TESTBEDS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// How many [`Loading`] guards are alive. The signal thread holds the lock from its check
+/// to its exit, so no guard ends (and nothing is written) in between.
+static LOADING: Mutex<usize> = Mutex::new(0);
+
+/// The command loads what it will run until the guard is dropped: the first signal
+/// meanwhile ends the process at once, there being nothing to keep or remove.
+pub struct Loading(());
+
+/// Marks the command as loading (see [`Loading`]).
+pub fn loading() -> Loading {
+    *LOADING.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    Loading(())
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        *LOADING.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+    }
+}
 
 /// Installs the handler and returns the token it cancels. Returns once the handler is in
 /// place, so a signal during the run is never the default one that would kill the process
@@ -39,6 +62,7 @@ pub fn install() -> anyhow::Result<CancellationToken> {
             let _ = ready_tx.send(true);
             let first = next(&mut streams).await;
             RECEIVED.store(first, Ordering::SeqCst);
+            quit_if_loading(first);
             eprintln!("\nbarrage: stopping; what finished is kept (again to quit at once)");
             stop.cancel();
             let second = next(&mut streams).await;
@@ -49,6 +73,15 @@ pub fn install() -> anyhow::Result<CancellationToken> {
         anyhow::bail!("cannot install the signal handler");
     }
     Ok(token)
+}
+
+/// Ends the process at once, on `signal`, if the command is loading (see [`Loading`]).
+fn quit_if_loading(signal: i32) {
+    let loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+    if *loading > 0 {
+        eprintln!("\nbarrage: stopped while loading; nothing was sent");
+        quit(128 + signal);
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP taken from their default action (ending the process), for

@@ -28,6 +28,9 @@ pub struct Bounded {
     pub took: Duration,
     /// Its peak resident memory (`ru_maxrss`), KiB.
     pub max_rss_kib: u64,
+    /// The CPU time it took, user and system: a measure of its work that a busy machine
+    /// does not stretch as it does the wall time.
+    pub cpu: Duration,
 }
 
 impl Bounded {
@@ -38,7 +41,12 @@ impl Bounded {
 
 /// Runs `cmd` with at most [`MEMORY_LIMIT`] of address space (and `open_files` open files,
 /// if given), killed after [`TIME_LIMIT`]; `None` if it was.
-pub fn run_bounded(mut cmd: Command, open_files: Option<u64>) -> Option<Bounded> {
+pub fn run_bounded(cmd: Command, open_files: Option<u64>) -> Option<Bounded> {
+    run_within(cmd, open_files, TIME_LIMIT)
+}
+
+/// [`run_bounded`], killed after `time_limit`.
+pub fn run_within(mut cmd: Command, open_files: Option<u64>, time_limit: Duration) -> Option<Bounded> {
     // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -67,7 +75,7 @@ pub fn run_bounded(mut cmd: Command, open_files: Option<u64>) -> Option<Bounded>
         if let Some(done) = wait4(child.id(), libc::WNOHANG) {
             break done;
         }
-        if started.elapsed() > TIME_LIMIT {
+        if started.elapsed() > time_limit {
             let _ = child.kill();
             let _ = wait4(child.id(), 0);
             return None;
@@ -77,7 +85,9 @@ pub fn run_bounded(mut cmd: Command, open_files: Option<u64>) -> Option<Bounded>
     };
     let took = started.elapsed();
     let output = Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
-    Some(Bounded { output, took, max_rss_kib: usage.ru_maxrss as u64 })
+    let seconds = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    Some(Bounded { output, took, max_rss_kib: usage.ru_maxrss as u64, cpu })
 }
 
 /// Reaps child `pid` (`flags` 0: waiting for it), with its resource usage; `None` while it

@@ -30,6 +30,7 @@ mod shard;
 mod signals;
 mod streams;
 mod studies;
+mod targets;
 mod testbed;
 mod uploads;
 mod util;

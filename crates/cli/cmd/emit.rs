@@ -90,7 +90,11 @@ pub fn files(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
     if let Some(path) = &e.html {
         write(path, report.html(), private).with_context(|| format!("--html {}", path.display()))?;
     }
-    sheets(&report.sheets(), e, private)
+    if e.xlsx.is_some() || e.csv_dir.is_some() {
+        // Made only when asked for: a million URLs make them cost.
+        sheets(&report.sheets(), e, private)?;
+    }
+    Ok(())
 }
 
 /// Writes `--xlsx` and `--csv-dir` of these tables, for their owner alone when `private`.

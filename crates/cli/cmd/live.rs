@@ -90,9 +90,12 @@ fn info(job: &Job, label: Option<String>) -> RunInfo {
         Load::Open { .. } => (None, None),
         Load::Closed { concurrency, .. } => (None, Some(*concurrency)),
     };
+    let urls = barrage_engine::listed_urls(plan, &job.redaction);
     RunInfo {
         label,
-        urls: barrage_engine::listed_urls(plan).iter().map(|u| job.redaction.url(u).into_owned()).collect(),
+        url_count: urls.len(),
+        // The views show the first few: a million would take 70 MB for the run's length.
+        urls: urls.take(barrage_live::URLS_SHOWN).collect(),
         target_rate,
         concurrency,
         total: plan.attack_limit(),

@@ -3,6 +3,7 @@
 
 use crate::args::{RequestArgs, RunArgs};
 use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
+use barrage_plan::Headers;
 use barrage_study::Job;
 use std::time::Duration;
 
@@ -119,6 +120,8 @@ pub fn redaction(o: &crate::args::OutputArgs) -> barrage_metrics::secrets::Redac
 
 /// Builds and validates the plan from the flags.
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
+    // Reading a million targets takes a while: a signal meanwhile ends barrage at once.
+    let _loading = crate::signals::loading();
     let r = &a.request;
     let method = method(r)?;
     let body = request_body(r)?;
@@ -186,15 +189,18 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     // belongs (see `takes_body`), and must go somewhere.
     let from_file = r.targets.is_some();
     let mut given = 0;
+    let mut with_flags = FlagHeaders::new(&headers);
     for t in &mut targets {
         // Flags add to what a target file says; a file's own body wins.
-        for (k, v) in &headers {
-            t.headers.append(k.clone(), v.clone());
-        }
-        if let Some(body) = body.as_ref().filter(|_| takes_body(t, from_file)) {
-            body.apply(t, headers.contains_key(http::header::CONTENT_TYPE));
-            given += 1;
-        }
+        let content_type = match body.as_ref().filter(|_| takes_body(t, from_file)) {
+            Some(body) => {
+                body.apply(t);
+                given += 1;
+                body.content_type.as_ref()
+            }
+            None => None,
+        };
+        t.headers = with_flags.of(&t.headers, content_type);
     }
     if let (Some(body), Some(path), 0) = (&body, &r.targets, given) {
         anyhow::bail!(
@@ -213,7 +219,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let c = &a.conn;
     let m = &a.measure;
     let mut plan = Plan {
-        targets,
+        targets: targets.into(),
         load,
         duration,
         requests: l.requests,
@@ -542,14 +548,43 @@ struct FlagBody {
 }
 
 impl FlagBody {
-    /// Gives `t` this body, and a form's Content-Type with it (replacing the target's own:
-    /// the boundary must match the body) unless `-H Content-Type` was given.
-    fn apply(&self, t: &mut Target, content_type_flag: bool) {
+    /// Gives `t` this body (its form's Content-Type goes with the flags' headers).
+    fn apply(&self, t: &mut Target) {
         t.body = self.bytes.clone();
         t.body_unique_len = self.unique_len;
-        if let (Some(ct), false) = (&self.content_type, content_type_flag) {
-            t.headers.insert(http::header::CONTENT_TYPE, ct.clone());
-        }
+    }
+}
+
+/// Targets' headers with the flags' added, made once for each map the targets share: a
+/// million targets of a list keep sharing one map (a map each took 660 bytes a target).
+struct FlagHeaders<'a> {
+    flags: &'a http::HeaderMap,
+    /// The headers made from each shared map (held, so its address stays its own), with
+    /// a form's Content-Type or without.
+    made: std::collections::HashMap<(*const http::HeaderMap, bool), (Headers, Headers)>,
+}
+
+impl<'a> FlagHeaders<'a> {
+    fn new(flags: &'a http::HeaderMap) -> FlagHeaders<'a> {
+        FlagHeaders { flags, made: Default::default() }
+    }
+
+    /// `own` with the flags' headers after it, and a form's `content_type` (replacing the
+    /// target's own: the boundary must match the body) unless `-H Content-Type` was given.
+    fn of(&mut self, own: &Headers, content_type: Option<&http::HeaderValue>) -> Headers {
+        let key = (&**own as *const http::HeaderMap, content_type.is_some());
+        let flags = self.flags;
+        let (_, made) = self.made.entry(key).or_insert_with(|| {
+            let mut headers = own.clone();
+            for (k, v) in flags {
+                headers.append(k.clone(), v.clone());
+            }
+            if let (Some(ct), false) = (content_type, flags.contains_key(http::header::CONTENT_TYPE)) {
+                headers.insert(http::header::CONTENT_TYPE, ct.clone());
+            }
+            (own.clone(), headers)
+        });
+        made.clone()
     }
 }
 

@@ -35,7 +35,7 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
         }
         emit(&Report::Run(&row.runs[0]), &per_phase(&a.emit, phase))?;
         let junit = a.gates.junit.as_deref().map(|j| per(j, phase));
-        let suite = format!("barrage run {}", row.runs[0].urls.join(" "));
+        let suite = format!("barrage run {}", barrage_report::urls_line(&row.runs[0].urls));
         let time = row.runs[0].duration.total_s;
         passed &= gates(&row.slos, a.emit.format, junit.as_deref(), &suite, time, row.runs[0].unredacted)?;
         if i + 1 < table.rows.len() && a.emit.format == Format::Text {

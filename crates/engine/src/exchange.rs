@@ -6,15 +6,18 @@ use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::thread::Worker;
 use crate::watchdog::{Expired, Watchdog};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
+use barrage_metrics::secrets::Redaction;
 use barrage_metrics::{CacheStatus, ErrorKind, Intent, Origin, Outcome, Phase, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
-use barrage_plan::{IdTemplate, Plan};
+use barrage_plan::{IdTemplate, Plan, Target};
 use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use std::borrow::Cow;
 use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The timing of one attempt, filled as it goes: each phase's duration (`None` where the
@@ -56,30 +59,59 @@ impl Phases {
 }
 
 /// A target made ready to send: its HTTP/1.1 head and HTTP/2 header block encoded, the
-/// absolute URI for HTTP/3, headers with Host, its endpoint.
+/// absolute URI for HTTP/3, headers with Host, its endpoint. What it has alike with other
+/// targets (its headers, most of its head) it shares with them: a run holds a million.
 pub struct Prepared {
     method: Method,
     /// The HTTP/1.1 request head, encoded once.
     h1: crate::http::h1::Template,
-    /// The HTTP/2 request header block, encoded once.
-    h2: crate::http::h2::Template,
-    /// The path and query (origin-form), for a flow's step whose path is not filled.
-    path: Box<str>,
-    /// Absolute form for HTTP/3 (`:scheme` and `:authority` come from it).
-    full_uri: Uri,
-    headers: HeaderMap,
-    /// `headers` as HTTP/2 and HTTP/3 send them: without Host (the authority is a pseudo-header) and
-    /// connection headers (forbidden), made once rather than per request.
-    h2_headers: HeaderMap,
+    /// The HTTP/2 request header block, encoded once, for a run that speaks HTTP/2.
+    h2: Option<Box<crate::http::h2::Template>>,
+    /// Absolute form, for HTTP/3 (`:scheme` and `:authority` come from it) and a flow's
+    /// steps (an unfilled path, the log's URL of a filled one); `None` for other runs.
+    full_uri: Option<Box<Uri>>,
+    /// Its headers, for the runs that send them as maps per request (a flow's steps, and
+    /// HTTP/3); `None` for others, which send them encoded in `h1` and `h2`.
+    head: Option<Arc<Head>>,
     body: barrage_plan::BodySource,
     /// A URL template's path-and-query around `{id}`, filled per request.
-    template: Option<IdTemplate>,
+    template: Option<Box<IdTemplate>>,
     /// The name, for the request log and the figures by name.
-    pub(crate) name: Option<String>,
-    /// The URL as given (a template keeps `{id}`), redacted, for the request log.
-    url_text: String,
+    pub(crate) name: Option<Arc<str>>,
+    /// The URL as given (a template keeps `{id}`), redacted, for the request log: only
+    /// when there is one.
+    url_text: Option<Box<str>>,
     /// Index into the run's endpoints.
     pub endpoint: usize,
+}
+
+/// The headers a target sends, with Host and what its URL implies: the same for the
+/// targets of one authority given the same headers (a list's million, usually).
+struct Head {
+    headers: HeaderMap,
+    /// `headers` as HTTP/2 and HTTP/3 send them: without Host (the authority is a
+    /// pseudo-header) and connection headers (forbidden), made once rather than per request.
+    h2_headers: HeaderMap,
+}
+
+/// The most heads, and encoded parts of heads, kept to share while preparing: the targets
+/// beyond a run's first this many distinct ones (a header of its own each) have their own.
+const SHARED_HEADS: usize = 4096;
+
+/// What the targets of a run have alike, each made once and shared while they are
+/// prepared: heads, encoded parts of requests, endpoints. Looked up by what the
+/// plan's targets hold, borrowed.
+struct Alike<'a> {
+    plan: &'a Plan,
+    /// Heads by the target's headers (the map the plan's targets share) and authority.
+    heads: HashMap<(*const HeaderMap, &'a str), Arc<Head>>,
+    /// The run sends the header maps per request (see [`Prepared::head`]).
+    keeps_heads: bool,
+    /// Encoded parts of requests, by their bytes.
+    bytes: HashSet<Arc<[u8]>>,
+    /// Indexes of endpoints by host, port and TLS.
+    endpoint_of: HashMap<(&'a str, u16, bool), usize>,
+    endpoints: Vec<Endpoint>,
 }
 
 /// The keys a group's figures go under: its own (flows) and each of its flow's steps'
@@ -193,92 +225,147 @@ impl StepIo<'_> {
     }
 }
 
-/// Prepares the plan's targets; returns them and the distinct endpoints they use. The
-/// request log shows each URL as `redaction` allows.
-pub fn prepare(plan: &Plan, redaction: &barrage_metrics::secrets::Redaction) -> (Vec<Prepared>, Vec<Endpoint>) {
-    let mut endpoints: Vec<Endpoint> = Vec::new();
-    let prepared = plan
-        .targets
-        .iter()
-        .map(|t| {
-            let ep = Endpoint::of(&t.url, plan);
-            let endpoint = endpoints
-                .iter()
-                .position(|e| e.host == ep.host && e.port == ep.port && e.tls == ep.tls)
-                .unwrap_or_else(|| {
-                    endpoints.push(ep);
-                    endpoints.len() - 1
-                });
-            let mut headers = t.headers.clone();
-            let (full_uri, user_info) = split_user_info(&t.url);
-            if !headers.contains_key(HOST) {
-                if let Some(auth) = full_uri.authority() {
-                    headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
-                }
+/// Prepares the plan's targets; returns them and the distinct endpoints they use. With a
+/// request log, each keeps its URL as `log` (the log's redaction) shows it.
+pub fn prepare(plan: &Plan, log: Option<&Redaction>) -> (Arc<[Prepared]>, Vec<Endpoint>) {
+    let mut alike = Alike {
+        plan,
+        heads: HashMap::new(),
+        keeps_heads: plan.http3 || plan.scenario.is_some(),
+        bytes: HashSet::new(),
+        endpoint_of: HashMap::new(),
+        endpoints: Vec::new(),
+    };
+    let prepared = plan.targets.iter().map(|t| alike.prepare(t, log)).collect();
+    (prepared, alike.endpoints)
+}
+
+impl<'a> Alike<'a> {
+    fn prepare(&mut self, t: &'a Target, log: Option<&Redaction>) -> Prepared {
+        let (full_uri, user_info) = split_user_info(&t.url);
+        let head = self.head(t, &full_uri, user_info);
+        let path = origin_form(&full_uri);
+        let template = t.id_template.clone().map(|mut tpl| {
+            if !tpl.prefix.starts_with('/') {
+                tpl.prefix.insert(0, '/');
             }
-            if let (Some(credentials), false) = (user_info, headers.contains_key(AUTHORIZATION)) {
-                // As curl and Go's net/http (so Vegeta) do: the URL's user and password
-                // authenticate by Basic unless an Authorization header says otherwise.
-                headers.insert(AUTHORIZATION, basic_auth(credentials));
+            tpl
+        });
+        let body = barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len };
+        let h1_path = match &template {
+            Some(tpl) => (tpl.prefix.as_str(), Some(tpl.suffix.as_str())),
+            None => (&*path, None),
+        };
+        let rest = self.bytes(crate::http::h1::Template::rest(&head.headers, body.len()));
+        let h1 = crate::http::h1::Template::new(&t.method, h1_path, rest);
+        let h2 = self.plan.http2.then(|| {
+            let pseudo = self.bytes(crate::http::h2::Template::pseudo_headers(&t.method, &full_uri));
+            let after = self.bytes(crate::http::h2::Template::fields(&head.h2_headers));
+            Box::new(crate::http::h2::Template::new(pseudo, template.is_none().then_some(&*path), after))
+        });
+        Prepared {
+            method: t.method.clone(),
+            h1,
+            h2,
+            full_uri: self.keeps_heads.then(|| Box::new(full_uri.clone().into_owned())),
+            head: self.keeps_heads.then_some(head),
+            body,
+            template,
+            name: t.name.clone(),
+            url_text: log.map(|redaction| redaction.url(&t.url_text()).into()),
+            endpoint: self.endpoint(&t.url),
+        }
+    }
+
+    /// The head of target `t` (`url` without user info; `user_info` its URL's).
+    fn head(&mut self, t: &'a Target, url: &Uri, user_info: Option<&str>) -> Arc<Head> {
+        let key = (&*t.headers as *const HeaderMap, t.url.authority().map_or("", |a| a.as_str()));
+        if let Some(shared) = self.heads.get(&key) {
+            return shared.clone();
+        }
+        let head = Arc::new(self.make_head(t, url, user_info));
+        if self.heads.len() < SHARED_HEADS {
+            self.heads.insert(key, head.clone());
+        }
+        head
+    }
+
+    /// The head of target `t`, made: its headers with Host and what its URL (`url`, without
+    /// its `user_info`) and the plan imply.
+    fn make_head(&self, t: &Target, url: &Uri, user_info: Option<&str>) -> Head {
+        let plan = self.plan;
+        let mut headers = (*t.headers).clone();
+        if !headers.contains_key(HOST) {
+            if let Some(auth) = url.authority() {
+                headers.insert(HOST, HeaderValue::from_str(auth.as_str()).expect("an authority is a valid header"));
             }
-            if !plan.keepalive && !plan.http2 && !plan.http3 {
-                // Let the server close first so TIME_WAIT piles up on its side, not ours.
-                headers.insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            // Built anew, not cloned and trimmed: an empty map then holds no allocation, so
-            // cloning it per request costs none.
-            let h2_headers: HeaderMap = headers
-                .iter()
-                .filter(|(name, _)| *name != HOST && *name != CONNECTION)
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect();
-            let path = t.url.path_and_query().map_or("/", |p| p.as_str());
-            // `http://host?x=1` has the query but no path: the request target is `/?x=1`.
-            let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
-            let template = t.id_template.clone().map(|mut tpl| {
-                if !tpl.prefix.starts_with('/') {
-                    tpl.prefix.insert(0, '/');
-                }
-                tpl
-            });
-            let body = barrage_plan::BodySource { bytes: t.body.clone(), unique_len: t.body_unique_len };
-            let h1_path = match &template {
-                Some(tpl) => (tpl.prefix.as_str(), Some(tpl.suffix.as_str())),
-                None => (path.as_str(), None),
-            };
-            Prepared {
-                method: t.method.clone(),
-                h1: crate::http::h1::Template::new(&t.method, h1_path, &headers, body.len()),
-                h2: crate::http::h2::Template::new(
-                    &t.method,
-                    &full_uri,
-                    template.is_none().then_some(path.as_str()),
-                    &h2_headers,
-                ),
-                path: path.clone().into(),
-                full_uri,
-                headers,
-                h2_headers,
-                body,
-                name: t.name.clone(),
-                url_text: redaction.url(&t.url_text()).into_owned(),
-                template,
-                endpoint,
-            }
+        }
+        if let (Some(credentials), false) = (user_info, headers.contains_key(AUTHORIZATION)) {
+            // As curl and Go's net/http (so Vegeta) do: the URL's user and password
+            // authenticate by Basic unless an Authorization header says otherwise.
+            headers.insert(AUTHORIZATION, basic_auth(credentials));
+        }
+        if !plan.keepalive && !plan.http2 && !plan.http3 {
+            // Let the server close first so TIME_WAIT piles up on its side, not ours.
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        // Built anew, not cloned and trimmed: an empty map then holds no allocation, so
+        // cloning it per request costs none.
+        let h2_headers: HeaderMap = headers
+            .iter()
+            .filter(|(name, _)| *name != HOST && *name != CONNECTION)
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        Head { headers, h2_headers }
+    }
+
+    /// `bytes`, shared with the targets before that encoded the same (while they are few:
+    /// a head of its own for each target would only fill the set).
+    fn bytes(&mut self, bytes: Vec<u8>) -> Arc<[u8]> {
+        if let Some(shared) = self.bytes.get(&bytes[..]) {
+            return shared.clone();
+        }
+        let shared: Arc<[u8]> = bytes.into();
+        if self.bytes.len() < SHARED_HEADS {
+            self.bytes.insert(shared.clone());
+        }
+        shared
+    }
+
+    /// The index of `url`'s endpoint among the run's.
+    fn endpoint(&mut self, url: &'a Uri) -> usize {
+        let tls = url.scheme_str() == Some("https");
+        let host = url.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
+        let port = url.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let (plan, endpoints) = (self.plan, &mut self.endpoints);
+        *self.endpoint_of.entry((host, port, tls)).or_insert_with(|| {
+            endpoints.push(Endpoint::of(url, plan));
+            endpoints.len() - 1
         })
-        .collect();
-    (prepared, endpoints)
+    }
+}
+
+/// The path and query of `url` as a request line has them: `http://host?x=1` has the query
+/// but no path, so its request target is `/?x=1`.
+fn origin_form(url: &Uri) -> Cow<'_, str> {
+    let path = url.path_and_query().map_or("/", |p| p.as_str());
+    if path.starts_with('/') {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(format!("/{path}"))
+    }
 }
 
 /// `url` without its user info (never sent in `Host` or HTTP/2's `:authority`), and that
-/// user info (`user:password`, still percent-encoded) when there is one.
-fn split_user_info(url: &Uri) -> (Uri, Option<&str>) {
+/// user info (`user:password`, still percent-encoded) when there is one. Borrowed when
+/// there is none: a clone would make each of a million URLs' buffers shared, 32 bytes more.
+fn split_user_info(url: &Uri) -> (Cow<'_, Uri>, Option<&str>) {
     let Some((user_info, host)) = url.authority().and_then(|a| a.as_str().rsplit_once('@')) else {
-        return (url.clone(), None);
+        return (Cow::Borrowed(url), None);
     };
     let mut parts = url.clone().into_parts();
     parts.authority = Some(host.parse().expect("the host part of a valid authority is valid"));
-    (Uri::from_parts(parts).expect("valid parts"), Some(user_info))
+    (Cow::Owned(Uri::from_parts(parts).expect("valid parts")), Some(user_info))
 }
 
 /// `Authorization: Basic …` for a URL's `user:password` (percent-decoded, as curl does).
@@ -296,6 +383,16 @@ fn basic_auth(user_info: &str) -> HeaderValue {
 }
 
 impl Prepared {
+    /// The absolute URI, which an HTTP/3 run's and a flow's targets keep.
+    fn full_uri(&self) -> &Uri {
+        self.full_uri.as_deref().expect("an HTTP/3 run's and a flow's targets keep their URI")
+    }
+
+    /// The header maps, which an HTTP/3 run's and a flow's targets keep.
+    fn head(&self) -> &Head {
+        self.head.as_deref().expect("an HTTP/3 run's and a flow's targets keep their headers")
+    }
+
     /// Whether the request is a HEAD (its response has no body).
     pub(crate) fn is_head(&self) -> bool {
         self.method == Method::HEAD
@@ -315,9 +412,10 @@ impl Prepared {
                 let path = match (&filled.path, &self.template) {
                     (Some(path), _) => Cow::Borrowed(path.as_str()),
                     (None, Some(tpl)) => Cow::Owned(format!("{}{}{}", tpl.prefix, out.id, tpl.suffix)),
-                    (None, None) => Cow::Borrowed(&*self.path),
+                    (None, None) => origin_form(self.full_uri()),
                 };
-                crate::http::h1::encode_head(head, &self.method, &path, &self.headers, &filled.headers, body.len());
+                let headers = &self.head().headers;
+                crate::http::h1::encode_head(head, &self.method, &path, headers, &filled.headers, body.len());
             }
             None => self.h1.write(out.id, head),
         }
@@ -355,7 +453,8 @@ impl Prepared {
             (None, None) => None,
         };
         let extra = out.filled.map(|f| &f.headers[..]).unwrap_or_default();
-        self.h2.write(path, extra.iter().map(|(n, v)| (n, v)), block);
+        let h2 = self.h2.as_ref().expect("a run that speaks HTTP/2 prepares its targets for it");
+        h2.write(path, extra.iter().map(|(n, v)| (n, v)), block);
     }
 
     /// The HTTP/3 request `out` asks for, without its body: the absolute URI
@@ -371,13 +470,13 @@ impl Prepared {
         };
         *req.uri_mut() = match path {
             Some(path) => {
-                let mut parts = self.full_uri.clone().into_parts();
+                let mut parts = self.full_uri().clone().into_parts();
                 parts.path_and_query = Some(path.parse().expect("a template's or a filled path is checked valid"));
                 Uri::from_parts(parts).expect("valid parts")
             }
-            None => self.full_uri.clone(),
+            None => self.full_uri().clone(),
         };
-        let mut headers = self.h2_headers.clone();
+        let mut headers = self.head().h2_headers.clone();
         if let Some(filled) = out.filled {
             for (name, value) in &filled.headers {
                 headers.append(name.clone(), value.clone());
@@ -1030,10 +1129,8 @@ pub(crate) fn log_row(
     let t = what.target;
     // A filled path is shown as sent, redacted as the run's URLs are.
     let filled = what.flow.as_ref().and_then(|f| f.path.as_ref()).map(|path| {
-        let base = t
-            .full_uri
-            .authority()
-            .map_or(String::new(), |a| format!("{}://{a}", t.full_uri.scheme_str().unwrap_or("http")));
+        let uri = t.full_uri();
+        let base = uri.authority().map_or(String::new(), |a| format!("{}://{a}", uri.scheme_str().unwrap_or("http")));
         w.redaction.url(&format!("{base}{path}")).into_owned()
     });
     let server = what.kv.map(|(url, _)| w.redaction.url(url));
@@ -1045,7 +1142,7 @@ pub(crate) fn log_row(
             None => t.name.as_deref(),
         },
         method: t.method.as_str(),
-        url: server.as_deref().or(filled.as_deref()).unwrap_or(&t.url_text),
+        url: server.as_deref().or(filled.as_deref()).or(t.url_text.as_deref()).unwrap_or_default(),
         id: t.template.is_some().then_some(what.id),
         key: what.kv.map(|(_, key)| key),
         attempt: what.attempt,
@@ -1062,8 +1159,10 @@ mod tests {
 
     /// The HTTP/1.1 bytes a target's request goes out as.
     fn sent(t: &Target, out: impl FnOnce(&Prepared) -> (u64, u64, Option<Filled>)) -> String {
-        let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let (prepared, _) = prepare(&Plan::new(vec![t.clone()], load), &Default::default());
+        let mut plan = Plan::new(vec![t.clone()], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
+        // Keeps the header maps a flow's step sends per request, as an HTTP/3 run does.
+        plan.http3 = true;
+        let (prepared, _) = prepare(&plan, None);
         let (id, number, filled) = out(&prepared[0]);
         let outgoing = Outgoing { target: &prepared[0], id, number, filled: filled.as_ref() };
         let mut head = Vec::new();
@@ -1074,12 +1173,51 @@ mod tests {
 
     /// The HTTP/2 header block a target's request goes out as, decoded.
     fn h2_sent(t: &Target, id: u64, filled: Option<Filled>) -> Vec<(String, String)> {
-        let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let (prepared, _) = prepare(&Plan::new(vec![t.clone()], load), &Default::default());
+        let mut plan = Plan::new(vec![t.clone()], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
+        plan.http2 = true;
+        let (prepared, _) = prepare(&plan, None);
         let outgoing = Outgoing { target: &prepared[0], id, number: 0, filled: filled.as_ref() };
         let mut block = Vec::new();
         prepared[0].h2_block(&outgoing, &mut block);
         crate::http::hpack::decode_list(&block)
+    }
+
+    /// A list's targets share what they have alike: their headers, the head after their
+    /// path, their endpoint (a map and a head each took over a KiB a target, and finding
+    /// the endpoint compared each target with every endpoint before).
+    #[test]
+    fn targets_share_their_heads_and_endpoints() {
+        let mut auth = Target::new(Method::GET, "http://a.test/3").unwrap();
+        auth.headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer x"));
+        let targets = vec![
+            Target::new(Method::GET, "http://a.test/1").unwrap(),
+            Target::new(Method::GET, "http://a.test/2").unwrap(),
+            auth,
+            Target::new(Method::GET, "http://b.test:81/1").unwrap(),
+        ];
+        let mut plan = Plan::new(targets, Load::Closed { concurrency: 1, think_time: Duration::ZERO });
+        plan.http3 = true;
+        let (p, _) = prepare(&plan, None);
+        let head = |i: usize| p[i].head.clone().unwrap();
+        assert!(Arc::ptr_eq(&head(0), &head(1)) && !Arc::ptr_eq(&head(0), &head(2)));
+        assert!(!Arc::ptr_eq(&head(0), &head(3)), "another authority, another Host");
+        (plan.http2, plan.http3) = (true, false);
+        let (p, endpoints) = prepare(&plan, None);
+        assert!(p.iter().all(|t| t.head.is_none()), "sent encoded, kept once");
+        let h2 = |i: usize| p[i].h2.clone().unwrap().after_path();
+        assert!(Arc::ptr_eq(&h2(0), &h2(1)) && !Arc::ptr_eq(&h2(0), &h2(2)));
+        assert_eq!(
+            endpoints.iter().map(|e| (e.host.as_str(), e.port)).collect::<Vec<_>>(),
+            [("a.test", 80), ("b.test", 81)]
+        );
+        assert_eq!(p.iter().map(|t| t.endpoint).collect::<Vec<_>>(), [0, 0, 0, 1]);
+        let sent = |i: usize| {
+            let mut head = Vec::new();
+            p[i].h1_request(&Outgoing { target: &p[i], id: 0, number: 0, filled: None }, &mut head);
+            String::from_utf8(head).unwrap()
+        };
+        assert_eq!(sent(1), "GET /2 HTTP/1.1\r\nhost: a.test\r\n\r\n");
+        assert_eq!(sent(2), "GET /3 HTTP/1.1\r\nauthorization: Bearer x\r\nhost: a.test\r\n\r\n");
     }
 
     #[test]
@@ -1098,7 +1236,7 @@ mod tests {
             ])
         );
         let mut tpl = Target::new(Method::PUT, "https://127.0.0.1:1/obj/{id}?v=2").unwrap();
-        tpl.id_template = Some(barrage_plan::IdTemplate { prefix: "obj/".into(), suffix: "?v=2".into() });
+        tpl.id_template = Some(Box::new(barrage_plan::IdTemplate { prefix: "obj/".into(), suffix: "?v=2".into() }));
         let head = [(":method", "PUT"), (":scheme", "https"), (":authority", "127.0.0.1:1")];
         let with = |path: &str, extra: &[(&str, &str)]| {
             let mut p = pairs(&head);
@@ -1124,7 +1262,7 @@ mod tests {
             "GET /a?b=c HTTP/1.1\r\nhost: 127.0.0.1:1\r\nauthorization: Basic dXNlcjpwdw==\r\n\r\n"
         );
         let mut tpl = Target::new(Method::GET, "http://127.0.0.1:1/obj/{id}?v=2").unwrap();
-        tpl.id_template = Some(barrage_plan::IdTemplate { prefix: "obj/".into(), suffix: "?v=2".into() });
+        tpl.id_template = Some(Box::new(barrage_plan::IdTemplate { prefix: "obj/".into(), suffix: "?v=2".into() }));
         assert_eq!(sent(&tpl, |_| (42, 0, None)), "GET /obj/42?v=2 HTTP/1.1\r\nhost: 127.0.0.1:1\r\n\r\n");
         // A unique body: request k's window, behind its length.
         let mut post = Target::new(Method::POST, "http://127.0.0.1:1/up").unwrap();

@@ -71,6 +71,9 @@ pub enum EngineError {
     /// A thread or runtime could not start.
     #[error("starting the engine: {0}")]
     Start(#[from] std::io::Error),
+    /// `stop` was cancelled before the run started: nothing was sent, no file written.
+    #[error("stopped before the run started")]
+    Stopped,
 }
 
 /// Where the run's results go, what the file says about it, and what the run watches and
@@ -102,7 +105,8 @@ pub struct RunSpec {
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
 /// `on_interval` with each. Ctrl-C (`stop`) ends the attack early; the file is complete
-/// either way. Returns the footer written last.
+/// either way. Returns the footer written last, or [`EngineError::Stopped`] when `stop`
+/// came before the run started.
 pub fn run(
     plan: Plan,
     spec: &RunSpec,
@@ -113,15 +117,21 @@ pub fn run(
         || plan.kv.as_ref().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.kv.clone().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
-    let (targets, endpoints) = exchange::prepare(&plan, &spec.redaction);
+    let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
     let (start, mut launch) = start(spec, &stop);
+    // Preparing a million targets takes a moment, and --start-at may be far: a stop
+    // meanwhile starts nothing (its temporary file is the caller's to remove).
+    if stop.is_cancelled() {
+        return Err(EngineError::Stopped);
+    }
     launch.shard = plan.shard.is_split().then_some((plan.shard.index, plan.shard.count));
     // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
     let started_unix_ms = start_unix_us / 1000;
+    // The header's URLs (a million, maybe) are listed as they are written.
     let header = header(&plan, spec, started_unix_ms, threads, launch);
-    let mut writer = ResultsWriter::create(&spec.output, &header)?;
+    let mut writer = ResultsWriter::create_with_urls(&spec.output, &header, listed_urls(&plan, &spec.redaction))?;
     let log = match &spec.log {
         Some(l) => Some(reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))?),
         None => None,
@@ -130,7 +140,7 @@ pub fn run(
     let attack_limit = plan.attack_limit();
     let keys: Arc<[exchange::GroupKeys]> = exchange::group_keys(&plan).into();
     let plan = Arc::new(plan);
-    let (targets, endpoints): (Arc<[_]>, Arc<[_]>) = (targets.into(), endpoints.into());
+    let endpoints: Arc<[_]> = endpoints.into();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         let worker = Worker {
@@ -242,6 +252,7 @@ fn start(spec: &RunSpec, stop: &CancellationToken) -> (Instant, Launch) {
     (start, launch)
 }
 
+/// The run's header, without its URLs ([`listed_urls`]).
 fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, launch: Launch) -> RunHeader {
     let groups = plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default();
     let (mode, mut steps) = match &plan.load {
@@ -277,7 +288,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
         host: hostname(),
         boot_id: watch::boot_id(),
         mode,
-        urls: listed_urls(plan).iter().map(|u| spec.redaction.url(u).into_owned()).collect(),
+        urls: Vec::new(),
         settings_json: spec.settings_json.clone(),
         steps,
         threads: threads as u32,
@@ -287,17 +298,29 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
     }
 }
 
-/// The run's URLs as the header and the live views list them (unredacted): a scenario's
-/// steps as written (`{{albumID}}` where a variable fills the path), in flow order; a
-/// key-value run's servers, once each; every target as [`Target::listed`] writes it (a
-/// template as written, `PUT` before a PUT's URL).
-pub fn listed_urls(plan: &Plan) -> Vec<String> {
+/// The run's URLs as the header and the live views list them, redacted by `redaction`: a
+/// scenario's steps as written (`{{albumID}}` where a variable fills the path), in flow
+/// order; a key-value run's servers, once each; every target as [`Target::listed`] writes
+/// it (a template as written, `PUT` before a PUT's URL). Made one by one as they are
+/// taken: a view takes the first few of a million.
+pub fn listed_urls<'a>(plan: &'a Plan, redaction: &'a Redaction) -> Box<dyn ExactSizeIterator<Item = String> + 'a> {
+    let redacted = move |url: String| {
+        let changed = match redaction.url(&url) {
+            std::borrow::Cow::Owned(redacted) => Some(redacted),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        changed.unwrap_or(url)
+    };
     if let Some(kv) = &plan.kv {
-        return kv.servers.iter().map(barrage_plan::kv::KvServer::url).collect();
+        return Box::new(kv.servers.iter().map(barrage_plan::kv::KvServer::url).map(redacted));
     }
     match plan.scenario.as_deref() {
-        Some(s) => s.flows.iter().flat_map(|f| f.steps.iter().map(|step| step.url_text.clone())).collect(),
-        None => plan.targets.iter().map(Target::listed).collect(),
+        Some(s) => {
+            let steps: Vec<String> =
+                s.flows.iter().flat_map(|f| f.steps.iter().map(|st| st.url_text.clone())).collect();
+            Box::new(steps.into_iter().map(redacted))
+        }
+        None => Box::new(plan.targets.iter().map(Target::listed).map(redacted)),
     }
 }
 

@@ -95,14 +95,19 @@ pub struct LiveOptions {
     pub metrics_addr: Option<SocketAddr>,
 }
 
+/// The most target URLs a view shows; it counts the others.
+pub const URLS_SHOWN: usize = 3;
+
 /// What the views know about one run before it starts.
 #[derive(Clone, Debug, Default)]
 pub struct RunInfo {
     /// Which run of a study this is, e.g. "level 2/4: 16 workers", "case TC3 repeat 1",
     /// "phase measure"; `None` for a lone run.
     pub label: Option<String>,
-    /// Target URLs.
+    /// The first [`URLS_SHOWN`] target URLs (or fewer).
     pub urls: Vec<String>,
+    /// How many target URLs the run has.
+    pub url_count: usize,
     /// Requests per second asked for (open loop at a constant rate).
     pub target_rate: Option<f64>,
     /// Workers (closed loop).

@@ -408,7 +408,7 @@ fn draw_header(frame: &mut Frame, area: Rect, view: &View) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let [urls, mode, gauge] = Layout::vertical([Constraint::Length(1); 3]).areas(inner);
-    frame.render_widget(Paragraph::new(urls_text(&view.info.urls)).style(Style::new().bold()), urls);
+    frame.render_widget(Paragraph::new(urls_text(&view.info)).style(Style::new().bold()), urls);
     frame.render_widget(Paragraph::new(mode_text(view)), mode);
     frame.render_widget(progress_gauge(view), gauge);
 }
@@ -421,12 +421,13 @@ fn title(view: &View) -> String {
     }
 }
 
-/// The first URLs and how many more: a target file can hold thousands.
-fn urls_text(urls: &[String]) -> String {
-    const SHOWN: usize = 3;
-    let mut text = urls.iter().take(SHOWN).map(String::as_str).collect::<Vec<_>>().join("  ");
-    if urls.len() > SHOWN {
-        text.push_str(&format!("  (+{} more)", urls.len() - SHOWN));
+/// The first URLs and how many more: a target file can hold a million.
+fn urls_text(info: &RunInfo) -> String {
+    let shown = &info.urls[..info.urls.len().min(crate::URLS_SHOWN)];
+    let mut text = shown.join("  ");
+    let more = info.url_count.max(info.urls.len()) - shown.len();
+    if more > 0 {
+        text.push_str(&format!("  (+{more} more)"));
     }
     text
 }

@@ -6,7 +6,8 @@
 //! magic   = "BARRAGE\n"                       8 bytes
 //! version = u16 little-endian                 (FORMAT_VERSION)
 //! record  = len:u32le crc:u32le payload[len]  crc = CRC-32 of payload
-//! payload = postcard(Record)                  first a Header, then Intervals, last a Footer
+//! payload = postcard(Record)                  first a Header and the Urls beyond its own,
+//!                                             then Intervals, last a Footer
 //! ```
 //! Histograms inside an interval use HdrHistogram's compressed V2 encoding (deflate), so a
 //! one-second interval of a busy run takes a few hundred bytes to a few KiB. Each record is
@@ -50,6 +51,13 @@
 //! the totals put right from the names (module `v9`, [`crate::recorder::RecorderV9`]).
 //! Its footer says what a closed loop with `-n` was due to send (its workers' part of the
 //! count); version 9 footers read without it.
+//!
+//! Version 11 keeps the header's record small however many targets a run has: it holds the
+//! run's first URLs (at most [`URLS_PER_RECORD`], [`URL_BYTES_PER_RECORD`] of text), and
+//! records of the next ones follow it, each as bounded, before the first interval. A
+//! million URLs in the header's record took more than the 64 MiB a record may, and nothing
+//! could read the file. The reader gathers them back into [`RunHeader::urls`]. Version 10
+//! files, all of their URLs in the header, read as they are.
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -63,12 +71,17 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 10;
+pub const FORMAT_VERSION: u16 = 11;
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
 pub const OLDEST_READ_VERSION: u16 = 3;
 /// The length of an interval the engine closes; only the last of a run is shorter.
 pub const INTERVAL_MS: u32 = 1000;
+/// The most URLs one record holds (the header's, or a record of the URLs after them).
+pub const URLS_PER_RECORD: usize = 65_536;
+/// The most bytes of URLs one record holds, unless a single URL is longer (the http crate
+/// takes at most 64 KiB): a record of URLs stays far below the 64 MiB a record may take.
+pub const URL_BYTES_PER_RECORD: usize = 1 << 20;
 
 /// Errors of reading or writing a results file.
 #[derive(Debug, thiserror::Error)]
@@ -144,7 +157,8 @@ pub struct RunHeader {
     pub boot_id: String,
     /// Open or closed loop.
     pub mode: Mode,
-    /// Target URLs.
+    /// Target URLs, every one: the header's record holds the first of them and records of
+    /// URLs the others (since version 11), which the reader puts back here.
     #[serde(deserialize_with = "bounded::vec::<UrlLimit, _, _>")]
     pub urls: Vec<String>,
     /// The run's settings as JSON (as `barrage run` resolved them).
@@ -185,6 +199,7 @@ pub struct Launch {
 }
 
 limit!(UrlLimit = MAX_RUN_URLS, "URLs");
+limit!(RecordUrlLimit = URLS_PER_RECORD, "URLs of a record");
 limit!(StepLimit = MAX_RUN_STEPS, "steps");
 limit!(GroupLimit = MAX_RUN_GROUPS, "scenario groups");
 limit!(GroupStepLimit = MAX_GROUP_STEPS, "steps of a scenario group");
@@ -326,6 +341,9 @@ pub enum Record {
     Event(EventRecord),
     /// The run's end (last).
     Footer(RunFooter),
+    /// The run's URLs after those of the header (or of the record of URLs before), in
+    /// order: right after the header (since version 11).
+    Urls(#[serde(deserialize_with = "bounded::vec::<RecordUrlLimit, _, _>")] Vec<String>),
 }
 
 /// Streams a run into a results file.
@@ -337,8 +355,19 @@ pub struct ResultsWriter {
 
 impl ResultsWriter {
     /// Creates `path`, readable by its owner alone, and writes the magic, the version and
-    /// the header, flushed.
+    /// the header (its URLs over as many records as they take), flushed.
     pub fn create(path: &Path, header: &RunHeader) -> Result<Self, FileError> {
+        Self::create_with_urls(path, header, header.urls.iter().cloned())
+    }
+
+    /// [`ResultsWriter::create`], with `urls` for the header's URLs (its own are not
+    /// written): made as they are written, a run of a million targets does not hold its
+    /// list of URLs all at once.
+    pub fn create_with_urls(
+        path: &Path,
+        header: &RunHeader,
+        urls: impl Iterator<Item = String>,
+    ) -> Result<Self, FileError> {
         let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
         // Private: it holds the run's URLs, error messages and `--at` commands (redacted,
         // unless `--no-redact`), and the machine's process names.
@@ -346,7 +375,11 @@ impl ResultsWriter {
         let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new() };
         w.out.write_all(MAGIC).map_err(io_err)?;
         w.out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io_err)?;
-        w.write(&Record::Header(header.clone()))?;
+        let mut records = url_records(urls);
+        w.write(&Record::Header(header.with_urls(records.next().unwrap_or_default())))?;
+        for urls in records {
+            w.write(&Record::Urls(urls))?;
+        }
         Ok(w)
     }
 
@@ -386,6 +419,44 @@ impl ResultsWriter {
     }
 }
 
+/// `urls` in consecutive runs of at most [`URLS_PER_RECORD`] URLs and [`URL_BYTES_PER_RECORD`]
+/// bytes, each of one URL at least: the URLs of each record.
+fn url_records(urls: impl Iterator<Item = String>) -> impl Iterator<Item = Vec<String>> {
+    let mut urls = urls.peekable();
+    std::iter::from_fn(move || {
+        let first = urls.next()?;
+        let mut bytes = first.len();
+        let mut record = vec![first];
+        while record.len() < URLS_PER_RECORD {
+            let Some(url) = urls.next_if(|u| bytes + u.len() <= URL_BYTES_PER_RECORD) else { break };
+            bytes += url.len();
+            record.push(url);
+        }
+        Some(record)
+    })
+}
+
+impl RunHeader {
+    /// The header with `urls` instead of its own (which it does not copy): what its record
+    /// holds.
+    fn with_urls(&self, urls: Vec<String>) -> RunHeader {
+        RunHeader {
+            barrage_version: self.barrage_version.clone(),
+            started_unix_ms: self.started_unix_ms,
+            host: self.host.clone(),
+            boot_id: self.boot_id.clone(),
+            mode: self.mode,
+            urls,
+            settings_json: self.settings_json.clone(),
+            steps: self.steps.clone(),
+            threads: self.threads,
+            insecure: self.insecure,
+            groups: self.groups.clone(),
+            launch: self.launch.clone(),
+        }
+    }
+}
+
 /// Borrowing twin of [`Record`] with the same encoding, to write an interval without a copy.
 #[derive(Serialize)]
 enum RecordRef<'a> {
@@ -400,6 +471,8 @@ pub struct ResultsReader {
     version: u16,
     path: PathBuf,
     header: RunHeader,
+    /// The record read after the header's URLs, for [`ResultsReader::next_interval`].
+    pending: Option<Record>,
     footer: Option<RunFooter>,
     events: Vec<EventRecord>,
     warning: Option<String>,
@@ -409,7 +482,7 @@ pub struct ResultsReader {
 }
 
 impl ResultsReader {
-    /// Opens `path`, checks magic and version, and reads the header.
+    /// Opens `path`, checks magic and version, and reads the header with all its URLs.
     pub fn open(path: &Path) -> Result<Self, FileError> {
         let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
         let mut input = BufReader::new(File::open(path).map_err(io_err)?);
@@ -430,17 +503,43 @@ impl ResultsReader {
             Ok(None) => return Err(no_header("the file ends before it".into())),
             Err(e) => return Err(no_header(e.reason)),
         };
-        Ok(ResultsReader {
+        let mut reader = ResultsReader {
             input,
             version: found,
             path: path.to_path_buf(),
             header,
+            pending: None,
             footer: None,
             events: Vec::new(),
             warning: None,
             cut_off: false,
             intervals: 0,
-        })
+        };
+        reader.read_more_urls();
+        Ok(reader)
+    }
+
+    /// Reads the records of URLs after the header into it; keeps the record after them.
+    /// URLs cut off or over the limit end the read there, with a warning.
+    fn read_more_urls(&mut self) {
+        loop {
+            match read_record(&mut self.input, self.version) {
+                Ok(Some(Record::Urls(more))) if self.header.urls.len() + more.len() > MAX_RUN_URLS => {
+                    self.stop_with(format!("more than {MAX_RUN_URLS} URLs"));
+                    return;
+                }
+                Ok(Some(Record::Urls(more))) => self.header.urls.extend(more),
+                Ok(next) => {
+                    self.pending = next;
+                    return;
+                }
+                Err(e) => {
+                    self.cut_off = e.cut_off;
+                    self.stop_with(e.reason);
+                    return;
+                }
+            }
+        }
     }
 
     /// The run's header.
@@ -480,7 +579,11 @@ impl ResultsReader {
             return None;
         }
         loop {
-            match read_record(&mut self.input, self.version) {
+            let next = match self.pending.take() {
+                Some(record) => Ok(Some(record)),
+                None => read_record(&mut self.input, self.version),
+            };
+            match next {
                 Ok(Some(Record::Interval(i))) => {
                     self.intervals += 1;
                     return Some(i);
@@ -489,6 +592,10 @@ impl ResultsReader {
                 Ok(Some(Record::Event(e))) => self.events.push(e),
                 Ok(Some(Record::Header(_))) => {
                     self.stop_with(format!("a second header after interval {}", self.intervals));
+                    return None;
+                }
+                Ok(Some(Record::Urls(_))) => {
+                    self.stop_with(format!("URLs apart from the header, after interval {}", self.intervals));
                     return None;
                 }
                 Ok(None) => return None,
@@ -1315,6 +1422,25 @@ mod tests {
         }
     }
 
+    /// The most URLs a run lists, each as long as a target file's may well be: together
+    /// over the 64 MiB a record may take. The file reads back whole, every URL in order.
+    #[test]
+    fn a_million_long_urls_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        let mut h = header(1);
+        let long = "x".repeat(100);
+        h.urls = (0..MAX_RUN_URLS).map(|i| format!("http://127.0.0.1:1/{long}/{i}")).collect();
+        let mut w = ResultsWriter::create(&p, &h).unwrap();
+        w.write_interval(&interval(0, 1, 10)).unwrap();
+        w.finish(&RunFooter::default()).unwrap();
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &h);
+        assert_eq!(r.next_interval(), Some(interval(0, 1, 10)));
+        assert_eq!((r.next_interval(), r.warning()), (None, None));
+        assert!(r.footer().is_some());
+    }
+
     #[test]
     fn round_trip() {
         let dir = tempfile::tempdir().unwrap();
@@ -1627,6 +1753,42 @@ mod tests {
         let mut r = ResultsReader::open(&p).unwrap();
         while r.next_interval().is_some() {}
         assert_eq!(r.footer().and_then(|f| f.due), Some(7));
+    }
+
+    /// A version 10 file holds every URL in its header's record: it reads as it is.
+    #[test]
+    fn version_10_files_read_with_every_url_in_the_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v10.brg");
+        let mut h = header(10_000);
+        h.urls = (0..URLS_PER_RECORD + 5).map(|i| format!("http://h/{i}")).collect();
+        write_old(&p, 10, &[Record::Header(h.clone()), Record::Interval(interval(0, 10_000, 3))]);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &h);
+        assert_eq!(r.next_interval(), Some(interval(0, 10_000, 3)));
+    }
+
+    /// Records of URLs belong right after the header, and add up to at most
+    /// [`MAX_RUN_URLS`]: else the read stops there with a warning, as at a corrupt record.
+    #[test]
+    fn urls_apart_from_the_header_or_over_the_limit_stop_the_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls = |n: usize| Record::Urls((0..n).map(|i| format!("http://h/{i}")).collect());
+        let p = dir.path().join("late.brg");
+        let i = interval(0, 1, 3);
+        write_old(&p, FORMAT_VERSION, &[Record::Header(header(1)), Record::Interval(i.clone()), urls(1)]);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!((r.next_interval(), r.next_interval()), (Some(i), None));
+        assert!(r.warning().unwrap().contains("URLs apart from the header, after interval 1"), "{:?}", r.warning());
+        let p = dir.path().join("many.brg");
+        let mut records = vec![Record::Header(header(1))];
+        records.extend((0..MAX_RUN_URLS / URLS_PER_RECORD + 1).map(|_| urls(URLS_PER_RECORD)));
+        records.push(Record::Interval(interval(0, 1, 3)));
+        write_old(&p, FORMAT_VERSION, &records);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.next_interval(), None);
+        assert!(r.warning().unwrap().contains("more than 1000000 URLs"), "{:?}", r.warning());
+        assert!(r.header().urls.len() <= MAX_RUN_URLS);
     }
 
     fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {

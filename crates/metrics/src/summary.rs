@@ -1227,15 +1227,22 @@ fn build(
             Mode::Open => "open".into(),
             Mode::Closed => "closed".into(),
         },
-        urls: distinct(readers.iter().flat_map(|r| r.header().urls.iter())),
+        urls: distinct(
+            readers.iter().flat_map(|r| r.header().urls.iter()),
+            readers.iter().map(|r| r.header().urls.len()).sum(),
+        ),
         settings,
         insecure: readers.iter().any(|r| r.header().insecure),
         unredacted: !redaction.enabled,
         interrupted: readers.iter().any(|r| r.footer().is_some_and(|f| f.interrupted)),
         ..Default::default()
     };
-    s.hosts = distinct(s.hosts.iter());
-    s.urls = s.urls.iter().map(|u| redaction.url(u).into_owned()).collect();
+    s.hosts = distinct(s.hosts.iter(), s.hosts.len());
+    for url in &mut s.urls {
+        if let std::borrow::Cow::Owned(redacted) = redaction.url(url) {
+            *url = redacted;
+        }
+    }
     s.duration = durations(readers, &intervals, &mut s.warnings);
     s.requests = counts(&total);
     s.requests.quota = readers.iter().map(|r| r.footer().and_then(|f| f.due)).sum();
@@ -1418,7 +1425,7 @@ fn flow_summaries(
     let end = ran().map(|a| a.end_ms).max().unwrap_or(0);
     let mut total = flow_summary(&all, start, end, None);
     total.name = "all".into();
-    total.flow = distinct(asked.iter().map(|a| a.flow).filter(|f| !f.is_empty())).join(", ");
+    total.flow = distinct(asked.iter().map(|a| a.flow).filter(|f| !f.is_empty()), asked.len()).join(", ");
     total.load = groups.iter().map(|g| g.load.as_str()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" + ");
     (groups, Some(total))
 }
@@ -1704,15 +1711,13 @@ fn step_summaries(readers: &[ResultsReader], steps: BTreeMap<u32, StepTotal>, at
         .collect()
 }
 
-/// Each value once, in order of first appearance.
-fn distinct<S: AsRef<str>>(values: impl Iterator<Item = S>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for v in values {
-        if !out.iter().any(|o| o == v.as_ref()) {
-            out.push(v.as_ref().to_string());
-        }
-    }
-    out
+/// Each value once, in order of first appearance; `most` is how many there are at most.
+fn distinct<S: AsRef<str> + Eq + std::hash::Hash + Copy>(values: impl Iterator<Item = S>, most: usize) -> Vec<String> {
+    // Hashed: the URLs of merged runs are up to a million each, and comparing each with all
+    // before it took minutes. Sized at once: growing, the set hashed them all again each
+    // time it doubled, reading each from wherever it lies in memory (a second a million).
+    let mut seen = std::collections::HashSet::with_capacity(most);
+    values.filter(|v| seen.insert(*v)).map(|v| v.as_ref().to_string()).collect()
 }
 
 /// The steps of runs merged side by side: the first file's, each labelled with what all

@@ -37,8 +37,8 @@ pub use cache::{CacheRule, CacheRules, CacheStatus, HeaderLines, HeaderView};
 pub use pacer::Pacer;
 pub use pick::{derive_seed, Part, Pick, Picker, Stream};
 pub use plan::{
-    default_backend_headers, lane_number, requests_of, IdTemplate, Load, Plan, Shard, Target, TlsOptions,
-    DEFAULT_BACKEND_HEADERS,
+    default_backend_headers, lane_number, requests_of, Headers, IdTemplate, Load, Plan, Shard, Target, Targets,
+    TlsOptions, DEFAULT_BACKEND_HEADERS,
 };
 pub use retry::{Backoff, RetryOn, RetryPolicy};
 pub use targets::TargetError;

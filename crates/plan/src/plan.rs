@@ -8,7 +8,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One request to send.
@@ -19,15 +21,17 @@ pub struct Target {
     /// Absolute URL (`http` or `https`); for a template, with `{id}` replaced by `0`.
     pub url: Uri,
     /// Extra headers (Host is derived from the URL unless given here).
-    pub headers: HeaderMap,
+    pub headers: Headers,
     /// Body, shared by every request (cloning `Bytes` is a reference count).
     pub body: Bytes,
     /// `--body-unique`: each request sends this many bytes of `body` from a different offset.
     pub body_unique_len: Option<usize>,
-    /// Name for per-request breakdowns (`# name:` in a target file).
-    pub name: Option<String>,
-    /// For a URL template such as `http://host/obj/{id}`: the path-and-query around `{id}`.
-    pub id_template: Option<IdTemplate>,
+    /// Name for per-request breakdowns (`# name:` in a target file), shared by the targets
+    /// of one name.
+    pub name: Option<Arc<str>>,
+    /// For a URL template such as `http://host/obj/{id}`: the path-and-query around `{id}`
+    /// (boxed: a list of a million targets holds few templates).
+    pub id_template: Option<Box<IdTemplate>>,
 }
 
 /// The path-and-query of a URL template, split around `{id}`.
@@ -57,10 +61,14 @@ impl Target {
                 if suffix.contains(ID) {
                     return Err(bad("{id} may stand only once"));
                 }
-                Some(IdTemplate { prefix: prefix.to_string(), suffix: suffix.to_string() })
+                Some(Box::new(IdTemplate { prefix: prefix.to_string(), suffix: suffix.to_string() }))
             }
         };
-        let parsed: Uri = url.replacen(ID, "0", 1).parse().map_err(|_| bad("not a URL"))?;
+        let parsed = match id_template {
+            Some(_) => url.replacen(ID, "0", 1).parse::<Uri>(),
+            None => url.parse(),
+        };
+        let parsed = parsed.map_err(|_| bad("not a URL"))?;
         if !matches!(parsed.scheme_str(), Some("http" | "https")) {
             return Err(bad("the scheme must be http or https"));
         }
@@ -77,7 +85,7 @@ impl Target {
         Ok(Target {
             method,
             url: parsed,
-            headers: HeaderMap::new(),
+            headers: Headers::default(),
             body: Bytes::new(),
             body_unique_len: None,
             name: None,
@@ -106,10 +114,10 @@ impl Target {
         Ok(Target {
             method,
             url,
-            headers: HeaderMap::new(),
+            headers: Headers::default(),
             body: Bytes::new(),
             body_unique_len: None,
-            name: Some(name.to_string()),
+            name: Some(name.into()),
             id_template: None,
         })
     }
@@ -130,6 +138,84 @@ impl Target {
             Method::GET => self.url_text(),
             ref m => format!("{m} {}", self.url_text()),
         }
+    }
+}
+
+/// A target's extra headers, shared: the targets of a list given the same headers (`-H`, a
+/// target file's lines) hold one map, not a map each (a million targets took 660 bytes
+/// each for one header), and no headers take no allocation at all. Changing a target's
+/// headers changes its own: a shared map is copied first.
+#[derive(Clone, Debug, Default)]
+pub struct Headers(Option<Arc<HeaderMap>>);
+
+impl Headers {
+    /// Whether `self` and `other` are one map, shared (or both none).
+    pub fn same(&self, other: &Headers) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+}
+
+impl Deref for Headers {
+    type Target = HeaderMap;
+    fn deref(&self) -> &HeaderMap {
+        static NONE: std::sync::LazyLock<HeaderMap> = std::sync::LazyLock::new(HeaderMap::new);
+        self.0.as_deref().unwrap_or(&NONE)
+    }
+}
+
+impl DerefMut for Headers {
+    fn deref_mut(&mut self) -> &mut HeaderMap {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+}
+
+impl From<HeaderMap> for Headers {
+    fn from(map: HeaderMap) -> Headers {
+        Headers((!map.is_empty()).then(|| Arc::new(map)))
+    }
+}
+
+/// A plan's targets, shared: cloning a plan (each run of a study, the engine's own) copies
+/// none of them, and a study of a million targets holds them once. Changing a plan's
+/// targets changes its own: shared ones are copied first.
+#[derive(Clone, Debug, Default)]
+pub struct Targets(Arc<Vec<Target>>);
+
+impl Deref for Targets {
+    type Target = Vec<Target>;
+    fn deref(&self) -> &Vec<Target> {
+        &self.0
+    }
+}
+
+impl DerefMut for Targets {
+    fn deref_mut(&mut self) -> &mut Vec<Target> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<Vec<Target>> for Targets {
+    fn from(targets: Vec<Target>) -> Targets {
+        Targets(Arc::new(targets))
+    }
+}
+
+impl<'a> IntoIterator for &'a Targets {
+    type Item = &'a Target;
+    type IntoIter = std::slice::Iter<'a, Target>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Targets {
+    type Item = &'a mut Target;
+    type IntoIter = std::slice::IterMut<'a, Target>;
+    fn into_iter(self) -> Self::IntoIter {
+        Arc::make_mut(&mut self.0).iter_mut()
     }
 }
 
@@ -176,7 +262,7 @@ pub struct TlsOptions {
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// Requests, sent round-robin.
-    pub targets: Vec<Target>,
+    pub targets: Targets,
     /// Open or closed loop.
     pub load: Load,
     /// Stop sending after this long.
@@ -344,7 +430,7 @@ impl Plan {
     /// per CPU, round robin with seed 1, built-in cache and backend rules, no retries.
     pub fn new(targets: Vec<Target>, load: Load) -> Plan {
         Plan {
-            targets,
+            targets: targets.into(),
             load,
             duration: None,
             requests: None,

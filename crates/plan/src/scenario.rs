@@ -884,7 +884,7 @@ fn step(doc: &Doc, raw: &Spanned<RawStep>, scope: &Scope, out: &mut Targets) -> 
         })?,
     };
     let (mut target, path, url_text) = url(doc, &r.url, method, scope)?;
-    target.name = Some(scope.step.to_string());
+    target.name = Some(scope.step.into());
     let headers = headers(doc, r, scope, &mut target)?;
     let body = body(doc, raw, scope, &mut target, &mut out.bodies)?;
     let step = Step {

@@ -15,12 +15,14 @@
 //! `{"method":"GET","url":"http://h/p","header":{"Accept":["*/*"]},"body":"aGk=","name":"get"}`.
 
 use crate::limits::{MAX_BODY, MAX_TARGETS, MAX_TARGETS_FILE};
-use crate::plan::Target;
+use crate::plan::{Headers, Target};
 use crate::units::Header;
 use barrage_metrics::limits::fmt_limit;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A target file that cannot be used; the message says where and why.
 #[derive(Debug, thiserror::Error)]
@@ -99,19 +101,90 @@ fn push(out: &mut Vec<Target>, t: Target) -> Result<(), String> {
     Ok(())
 }
 
+/// A header line of a target file.
+type HeaderLine = (HeaderName, HeaderValue);
+
+/// What the targets of one file share, held once: each set of header lines (a million
+/// targets of one upload list give the same few), each name and each body file (read once,
+/// however many targets send it).
+#[derive(Default)]
+struct Shared {
+    headers: HashMap<Vec<HeaderLine>, Headers>,
+    names: HashMap<String, Arc<str>>,
+    bodies: HashMap<PathBuf, Bytes>,
+    /// The bytes of the body files read: held at once, so bounded together.
+    body_bytes: u64,
+}
+
+impl Shared {
+    /// The most sets of header lines, and names, kept to share: the targets beyond a file's
+    /// first this many distinct ones have their own.
+    const KEPT: usize = 1024;
+
+    /// The headers of `lines`, shared with the targets before that had the same.
+    fn headers(&mut self, lines: Vec<HeaderLine>) -> Headers {
+        if let Some(shared) = self.headers.get(&lines) {
+            return shared.clone();
+        }
+        // Sized to the lines: a map that grows by itself takes room for 6 (660 bytes).
+        let mut map = HeaderMap::with_capacity(lines.len());
+        if self.headers.len() >= Self::KEPT {
+            // Moved, not cloned: a clone of each value would take a buffer of its own.
+            map.extend(lines);
+            return Headers::from(map);
+        }
+        map.extend(lines.iter().cloned());
+        let headers = Headers::from(map);
+        self.headers.insert(lines, headers.clone());
+        headers
+    }
+
+    /// The name `name`, shared with the targets before that had it.
+    fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.names.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = name.into();
+        if self.names.len() < Self::KEPT {
+            self.names.insert(name.to_string(), shared.clone());
+        }
+        shared
+    }
+
+    /// Adds target `t`, read with its header `lines`, to `out`.
+    fn finish(&mut self, (mut t, lines): (Target, Vec<HeaderLine>), out: &mut Vec<Target>) -> Result<(), String> {
+        t.headers = self.headers(lines);
+        push(out, t)
+    }
+
+    /// The body file at `path`, read the first time a target names it.
+    fn body(&mut self, path: PathBuf) -> Result<Bytes, String> {
+        if let Some(body) = self.bodies.get(&path) {
+            return Ok(body.clone());
+        }
+        let body = crate::body::read_body_file(&path).map_err(|e| format!("body file: {e}"))?;
+        self.body_bytes += body.len() as u64;
+        if self.body_bytes > MAX_BODY {
+            return Err(format!("the body files are over {} in all", fmt_limit(MAX_BODY)));
+        }
+        self.bodies.insert(path, body.clone());
+        Ok(body)
+    }
+}
+
 /// Parses Vegeta's text format.
 pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, TargetError> {
     let mut out = Vec::new();
-    let mut current: Option<Target> = None;
+    // The target being read, and its header lines so far.
+    let mut current: Option<(Target, Vec<HeaderLine>)> = None;
     let mut name: Option<String> = None;
-    // The bodies of all targets, held at once, are bounded together.
-    let mut bodies = 0u64;
+    let mut shared = Shared::default();
     for (i, raw) in text.lines().enumerate() {
         let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
         let line = raw.trim();
         if line.is_empty() {
             if let Some(t) = current.take() {
-                push(&mut out, t).map_err(err)?;
+                shared.finish(t, &mut out).map_err(err)?;
             }
             continue;
         }
@@ -129,32 +202,24 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
                 let method =
                     Method::from_bytes(method.as_bytes()).map_err(|_| err(format!("invalid method '{method}'")))?;
                 let mut t = Target::new(method, url.trim()).map_err(err)?;
-                t.name = name.take();
-                current = Some(t);
+                t.name = name.take().map(|n| shared.name(&n));
+                current = Some((t, Vec::new()));
             }
-            Some(t) => {
-                if let Some(body) = line.strip_prefix('@') {
-                    let path = base.join(body);
-                    t.body = crate::body::read_body_file(&path).map_err(|e| err(format!("body file: {e}")))?;
-                    bodies += t.body.len() as u64;
-                    if bodies > MAX_BODY {
-                        return Err(err(format!("the body files are over {} in all", fmt_limit(MAX_BODY))));
-                    }
-                } else {
-                    let (k, v) = header(line).map_err(err)?;
-                    t.headers.append(k, v);
-                }
-            }
+            Some((t, lines)) => match line.strip_prefix('@') {
+                Some(body) => t.body = shared.body(base.join(body)).map_err(err)?,
+                None => lines.push(header(line).map_err(err)?),
+            },
         }
     }
     if let Some(t) = current {
-        push(&mut out, t).map_err(|message| TargetError { file: file.into(), line: text.lines().count(), message })?;
+        let line = text.lines().count();
+        shared.finish(t, &mut out).map_err(|message| TargetError { file: file.into(), line, message })?;
     }
     Ok(out)
 }
 
 /// A header line, parsed as `-H` is: the error never quotes the line (it may be a credential).
-fn header(line: &str) -> Result<(HeaderName, HeaderValue), String> {
+fn header(line: &str) -> Result<HeaderLine, String> {
     let Header(name, value) =
         line.parse().map_err(|e| format!("expected a header or '@body-file' after the request line: {e}"))?;
     Ok((name, value))
@@ -163,6 +228,7 @@ fn header(line: &str) -> Result<(HeaderName, HeaderValue), String> {
 /// Parses Vegeta's JSON-lines format (with an optional `name`).
 pub fn parse_json_lines(text: &str, file: &str) -> Result<Vec<Target>, TargetError> {
     let mut out = Vec::new();
+    let mut shared = Shared::default();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -170,18 +236,18 @@ pub fn parse_json_lines(text: &str, file: &str) -> Result<Vec<Target>, TargetErr
         }
         let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
-        push(&mut out, json_target(&v).map_err(err)?).map_err(err)?;
+        push(&mut out, json_target(&v, &mut shared).map_err(err)?).map_err(err)?;
     }
     Ok(out)
 }
 
-fn json_target(v: &serde_json::Value) -> Result<Target, String> {
+fn json_target(v: &serde_json::Value, shared: &mut Shared) -> Result<Target, String> {
     let field = |k: &str| v.get(k).and_then(|x| x.as_str());
     let url = field("url").ok_or("missing \"url\"")?;
     let method = field("method").unwrap_or("GET");
     let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("invalid method '{method}'"))?;
     let mut t = Target::new(method, url)?;
-    t.name = field("name").map(str::to_string);
+    t.name = field("name").map(|n| shared.name(n));
     if let Some(b64) = field("body") {
         use base64::Engine;
         let body = base64::engine::general_purpose::STANDARD
@@ -190,7 +256,7 @@ fn json_target(v: &serde_json::Value) -> Result<Target, String> {
         t.body = Bytes::from(body);
     }
     if let Some(headers) = v.get("header").and_then(|h| h.as_object()) {
-        t.headers = HeaderMap::new();
+        let mut lines = Vec::new();
         for (k, values) in headers {
             let values: Vec<&str> = match values {
                 serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
@@ -198,10 +264,10 @@ fn json_target(v: &serde_json::Value) -> Result<Target, String> {
                 _ => return Err(format!("header '{k}' must be a string or a list of strings")),
             };
             for value in values {
-                let (name, value) = header(&format!("{k}: {value}"))?;
-                t.headers.append(name, value);
+                lines.push(header(&format!("{k}: {value}"))?);
             }
         }
+        t.headers = shared.headers(lines);
     }
     Ok(t)
 }
@@ -222,6 +288,23 @@ mod tests {
         assert_eq!(t[0].headers["content-type"], "application/json");
         assert_eq!(t[1].name, None);
         assert_eq!(t[1].headers.get_all("x-a").iter().count(), 2);
+    }
+
+    /// The targets of a list hold the headers and body files they have alike once: a map
+    /// each took 660 bytes for one header, and each target read its body file again.
+    #[test]
+    fn targets_share_the_headers_and_body_files_they_have_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.bin"), b"body").unwrap();
+        let put = |i, ct| format!("PUT http://h/{i}\nContent-Type: {ct}\n@b.bin\n\n");
+        let text = [put(1, "a"), "GET http://h/2\n\n".into(), put(3, "a"), put(4, "b")].concat();
+        let t = parse_text(&text, "t.txt", dir.path()).unwrap();
+        assert!(t[0].headers.same(&t[2].headers) && !t[0].headers.same(&t[3].headers));
+        assert_eq!((t[3].headers["content-type"].as_bytes(), t[1].headers.len()), (&b"b"[..], 0));
+        assert_eq!((t[0].body.as_ptr(), &t[3].body[..]), (t[2].body.as_ptr(), &b"body"[..]));
+        let line = |i| format!("{{\"method\":\"PUT\",\"url\":\"http://h/{i}\",\"header\":{{\"K\":[\"v\"]}}}}\n");
+        let t = parse_json_lines(&[line(1), line(2)].concat(), "t.jsonl").unwrap();
+        assert!(t[0].headers.same(&t[1].headers));
     }
 
     #[test]

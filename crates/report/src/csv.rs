@@ -79,7 +79,9 @@ pub fn intervals_sheet(s: &RunSummary) -> Sheet {
 pub fn summary_sheet(s: &RunSummary) -> Sheet {
     let mut sheet = Sheet::new("summary", &["metric", "value"]);
     let mut put = |name: &str, value: Cell| sheet.push(vec![Cell::from(name), value]);
-    put("urls", Cell::from(s.urls.join(" ")));
+    // Not every URL: a million of them in a cell, over a spreadsheet's 32,767 characters,
+    // failed --xlsx.
+    put("urls", Cell::from(crate::sections::urls_line(&s.urls)));
     put("mode", Cell::from(s.mode.clone()));
     put("started_unix_ms", Cell::from(s.started_unix_ms));
     put("duration_s", Cell::from(s.duration.total_s));
@@ -369,6 +371,17 @@ fn field(name: &str) -> String {
 mod tests {
     use super::*;
     use barrage_metrics::summary::IntervalRow;
+
+    /// A spreadsheet's cell holds at most 32,767 characters: the `urls` of a long list are
+    /// its first and a count, as the text report shows them (all of them failed --xlsx).
+    #[test]
+    fn the_summary_sheet_lists_the_first_urls_and_counts_them_all() {
+        let s = RunSummary { urls: (0..10_000).map(|i| format!("http://h/{i}")).collect(), ..Default::default() };
+        let sheet = summary_sheet(&s);
+        let urls = sheet.rows.iter().find(|r| r[0] == Cell::from("urls")).unwrap()[1].clone();
+        let want = "http://h/0 http://h/1 http://h/2 http://h/3 http://h/4 … and 9,995 more (10,000 targets)";
+        assert_eq!(urls, Cell::from(want));
+    }
 
     #[test]
     fn header_and_rows() {

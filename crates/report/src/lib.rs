@@ -49,6 +49,7 @@ pub use crate::figure::{Figure, Spread};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
 pub use crate::html::{html, Page};
 pub use crate::reports::{CapacityReport, ExperimentReport, Report};
+pub use crate::sections::urls_line;
 pub use crate::slo::{junit, slo_lines, Slo, SloResult};
 pub use crate::study::{StudyRow, StudyTable};
 pub use crate::text::{text, Align, Table};

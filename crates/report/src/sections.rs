@@ -28,6 +28,13 @@ pub(crate) fn urls(urls: &[String]) -> (&[String], Option<String>) {
     (&urls[..URLS_SHOWN], Some(more))
 }
 
+/// The URLs of a header on one line (a spreadsheet's cell, a JUnit suite's name): the
+/// first [`URLS_SHOWN`], and the line counting the others.
+pub fn urls_line(all: &[String]) -> String {
+    let (shown, more) = urls(all);
+    shown.iter().map(String::as_str).chain(more.as_deref()).collect::<Vec<_>>().join(" ")
+}
+
 /// A rate as `show` writes it, or, when there is none (fewer than
 /// [`MIN_RATE_REQUESTS`] in its window), the count it would have been taken over:
 /// `n/a (1 request)`.
@@ -172,13 +179,14 @@ pub(crate) fn not_measured(s: &RunSummary, phase: &str) -> String {
     if s.requests.total == 0 {
         return "no request finished".into();
     }
-    let hosts: Vec<&str> = s.urls.iter().filter_map(|u| host(u)).collect();
+    // Read for the phase asked about alone: a million URLs, for each phase of the report.
     let urls = || s.urls.iter().map(|u| url_of(u));
     if phase == Phase::Tls.name() && !urls().any(|u| u.starts_with("https://") || u.starts_with("rediss://")) {
         let scheme = urls().next().and_then(|u| u.split_once("://")).map_or("http", |(scheme, _)| scheme);
         return format!("no TLS ({scheme})");
     }
-    if phase == Phase::Dns.name() && !hosts.is_empty() && hosts.iter().all(|h| is_ip_literal(h)) {
+    let mut hosts = s.urls.iter().filter_map(|u| host(u)).peekable();
+    if phase == Phase::Dns.name() && hosts.peek().is_some() && hosts.all(is_ip_literal) {
         return "IP literal (no DNS)".into();
     }
     // QUIC carries TLS inside its handshake, timed whole as `connect`; its request leaves

@@ -91,26 +91,13 @@ impl StudyRow {
 
     /// Why the row is not a result: built on failure, or on another workload than asked.
     pub fn not_a_result(&self) -> Option<String> {
-        self.failure().or_else(|| self.deviation().map(|why| format!("{WRONG_WORKLOAD}: {why}")))
+        not_a_result_of(&self.runs, &self.background)
     }
 
     /// `ok`, `FAILED: ...`, `WORKLOAD: ...` (what was asked and got), or `SLO missed: ...`
     /// naming the first objective missed and what the run achieved, as the SLO lines do.
     pub fn verdict(&self) -> String {
-        if let Some(why) = self.failure() {
-            return format!("FAILED: {why}");
-        }
-        if let Some(why) = self.deviation() {
-            return format!("WORKLOAD: {why}");
-        }
-        let missed: Vec<&SloResult> = self.slos.iter().filter(|r| !r.pass).collect();
-        match missed.as_slice() {
-            [] => "ok".into(),
-            [first, rest @ ..] => {
-                let more = if rest.is_empty() { String::new() } else { format!(" and {} more", rest.len()) };
-                format!("SLO missed: {} (actual {}){more}", first.slo, first.actual)
-            }
-        }
+        verdict_of(&self.runs, &self.background, &self.slos)
     }
 
     fn process(&self, name: &str) -> (Option<Spread>, Option<u64>) {
@@ -209,12 +196,39 @@ fn succeeded(s: &RunSummary) -> f64 {
 /// The verdict of one run: `ok`, `FAILED: WHY` or `WORKLOAD: WHY`, as the study tables say
 /// it.
 pub fn run_verdict(s: &RunSummary) -> String {
-    StudyRow::new(Vec::new(), vec![s.clone()]).verdict()
+    // Of the summary itself, not of a row holding a copy: a copy of a million URLs each time.
+    verdict_of(std::slice::from_ref(s), &[], &[])
 }
 
 /// Why one run is not a result: built on failure, or on another workload than it asked for.
 pub fn run_not_a_result(s: &RunSummary) -> Option<String> {
-    StudyRow::new(Vec::new(), vec![s.clone()]).not_a_result()
+    not_a_result_of(std::slice::from_ref(s), &[])
+}
+
+/// [`StudyRow::not_a_result`] of `runs` beside `background`.
+fn not_a_result_of(runs: &[RunSummary], background: &[RunSummary]) -> Option<String> {
+    failure_of(runs).or_else(|| {
+        let deviation = crate::workload::deviation_of(runs, background);
+        deviation.map(|why| format!("{WRONG_WORKLOAD}: {why}"))
+    })
+}
+
+/// [`StudyRow::verdict`] of `runs` beside `background`, judged by `slos`.
+fn verdict_of(runs: &[RunSummary], background: &[RunSummary], slos: &[SloResult]) -> String {
+    if let Some(why) = failure_of(runs) {
+        return format!("FAILED: {why}");
+    }
+    if let Some(why) = crate::workload::deviation_of(runs, background) {
+        return format!("WORKLOAD: {why}");
+    }
+    let missed: Vec<&SloResult> = slos.iter().filter(|r| !r.pass).collect();
+    match missed.as_slice() {
+        [] => "ok".into(),
+        [first, rest @ ..] => {
+            let more = if rest.is_empty() { String::new() } else { format!(" and {} more", rest.len()) };
+            format!("SLO missed: {} (actual {}){more}", first.slo, first.actual)
+        }
+    }
 }
 
 /// The most frequent way the requests of `runs` failed: an error kind (` (mostly tls:

@@ -472,7 +472,7 @@ impl Experiment<'_> {
             (m, b.map(|h| h.join().expect("a background run does not panic")))
         });
         // A warm-up's jobs have no output: their temporary files are gone already.
-        Ok((m?, b.transpose()?))
+        Ok((m?, b.transpose()?.flatten()))
     }
 
     /// The matrix and comparisons, from the directory (so resumed runs count).

@@ -87,10 +87,11 @@ impl Job {
     /// A digest of what the shards of one split run must share: the plan as the results
     /// file shows it, without what may differ from one load machine to the next (its
     /// threads, source address and in-flight bound; the shard and the start are not in the
-    /// view).
+    /// view), and every target, of which the view lists the first.
     pub fn plan_digest(&self) -> String {
         use md5::Digest;
-        let mut plan = crate::view::plan_view(&self.plan, &Redaction::default());
+        let redaction = Redaction::default();
+        let mut plan = crate::view::plan_view(&self.plan, &redaction);
         if let Some(o) = plan.as_object_mut() {
             o.remove("threads");
             o.remove("bind");
@@ -98,8 +99,14 @@ impl Job {
         if let Some(open) = plan.pointer_mut("/load/open").and_then(|o| o.as_object_mut()) {
             open.remove("max_in_flight");
         }
-        let bytes = md5::Md5::digest(plan.to_string().as_bytes());
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        // Written into the digest as they are made: a million targets' JSON is never held.
+        let mut md5 = md5::Md5::new();
+        let fails = "writing into a digest cannot fail";
+        serde_json::to_writer(&mut md5, &plan).expect(fails);
+        for t in &self.plan.targets {
+            serde_json::to_writer(&mut md5, &crate::view::TargetView::of(t, &redaction)).expect(fails);
+        }
+        md5.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -194,17 +201,18 @@ impl<'a> Runner<'a> {
         let ended = self.observer.end().map_err(StudyError::Output);
         let done = result?;
         ended?;
-        Ok(Some(Done { interrupted: self.stopped(), ..done }))
+        Ok(done.map(|done| Done { interrupted: self.stopped(), ..done }))
     }
 }
 
-/// Runs one job into its results file (or a temporary one) and summarizes it.
+/// Runs one job into its results file (or a temporary one) and summarizes it; `None` when
+/// `stop` came before the run started.
 pub fn measure(
     mode: &str,
     job: &Job,
     stop: CancellationToken,
     on_interval: &mut dyn FnMut(IntervalRecord),
-) -> Result<Done, StudyError> {
+) -> Result<Option<Done>, StudyError> {
     let temp;
     let path = match &job.output {
         Some(p) => p.clone(),
@@ -228,7 +236,15 @@ pub fn measure(
         clock_offset_us: job.clock_offset_us,
         plan_digest: job.plan_digest(),
     };
-    barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval)?;
+    // The settings and digest of a million targets take a moment: a stop meanwhile starts
+    // no run.
+    if stop.is_cancelled() {
+        return Ok(None);
+    }
+    match barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval) {
+        Err(barrage_engine::EngineError::Stopped) => return Ok(None),
+        ran => ran?,
+    };
     let summary = summarize(std::slice::from_ref(&path))?;
-    Ok(Done { summary, path: job.output.clone(), interrupted: stop.is_cancelled() })
+    Ok(Some(Done { summary, path: job.output.clone(), interrupted: stop.is_cancelled() }))
 }

@@ -4,18 +4,30 @@
 //! Header values are left out: a results file is shared, and a header may carry a
 //! credential that no rule names. Header names are kept, so the file still says what was
 //! sent; URLs are shown as the run's [`Redaction`] allows.
+//!
+//! The view lists a plan's first [`VIEW_TARGETS`] targets and counts them all: the header
+//! lists every URL already, and a view of a million targets took more JSON than a record
+//! of the results file may hold. The digest of a plan ([`crate::Job::plan_digest`]) takes
+//! every target.
 
 use barrage_engine::{Load, Pacer, Plan, Target};
 use barrage_metrics::secrets::Redaction;
+use serde::Serialize;
 use serde_json::{json, Value};
 
-/// The plan as JSON: targets, load, limits, connection and request options.
+/// The most targets a plan's view lists.
+pub const VIEW_TARGETS: usize = 1000;
+
+/// The plan as JSON: targets (the first [`VIEW_TARGETS`], and how many in all), load,
+/// limits, connection and request options.
 pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
     // In a stable order: the view is digested ([`crate::Job::plan_digest`]).
     let mut resolve: Vec<_> = p.resolve.iter().collect();
     resolve.sort();
+    let targets = p.targets.iter().take(VIEW_TARGETS).map(|t| TargetView::of(t, redaction));
     json!({
-        "targets": p.targets.iter().map(|t| target_view(t, redaction)).collect::<Vec<_>>(),
+        "targets": targets.collect::<Vec<_>>(),
+        "target_count": p.targets.len(),
         "load": load_view(&p.load),
         "duration_s": p.duration.map(|d| d.as_secs_f64()),
         "requests": p.requests,
@@ -110,15 +122,29 @@ fn scenario_view(s: &barrage_plan::flow::Scenario, redaction: &Redaction) -> Val
     })
 }
 
-fn target_view(t: &Target, redaction: &Redaction) -> Value {
-    json!({
-        "method": t.method.as_str(),
-        "url": redaction.url(&t.url_text()),
-        "name": t.name,
-        "headers": t.headers.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
-        "body_bytes": t.body.len(),
-        "body_unique_bytes": t.body_unique_len,
-    })
+/// A target as the view shows it, serialized in place (a digest takes a million).
+#[derive(Serialize)]
+pub(crate) struct TargetView<'a> {
+    method: &'a str,
+    url: String,
+    name: Option<&'a str>,
+    headers: Vec<&'a str>,
+    body_bytes: usize,
+    body_unique_bytes: Option<usize>,
+}
+
+impl<'a> TargetView<'a> {
+    pub(crate) fn of(t: &'a Target, redaction: &Redaction) -> TargetView<'a> {
+        let url = t.url_text();
+        TargetView {
+            method: t.method.as_str(),
+            url: redaction.url(&url).into_owned(),
+            name: t.name.as_deref(),
+            headers: t.headers.keys().map(|k| k.as_str()).collect(),
+            body_bytes: t.body.len(),
+            body_unique_bytes: t.body_unique_len,
+        }
+    }
 }
 
 fn load_view(load: &Load) -> Value {
@@ -156,5 +182,23 @@ mod tests {
         assert_eq!(v["load"]["closed"]["workers"], 8);
         let v = plan_view(&p, &Redaction::off());
         assert_eq!(v["targets"][0]["url"], "http://user:hunter1@127.0.0.1:8080/obj/{id}?token=hunter3");
+    }
+
+    /// A plan of many targets is viewed with its first [`VIEW_TARGETS`] and their count.
+    #[test]
+    fn the_view_lists_the_first_targets_and_counts_them_all() {
+        let n = VIEW_TARGETS + 5;
+        let targets = (0..n).map(|i| Target::new(http::Method::GET, &format!("http://h/{i}")).unwrap()).collect();
+        let p = Plan::new(targets, Load::Closed { concurrency: 1, think_time: Default::default() });
+        let v = plan_view(&p, &Redaction::default());
+        assert_eq!(v["targets"].as_array().map(Vec::len), Some(VIEW_TARGETS));
+        assert_eq!(v["targets"][VIEW_TARGETS - 1]["url"], format!("http://h/{}", VIEW_TARGETS - 1));
+        assert_eq!(v["target_count"], n);
+        // Shards of one run share the digest; a target the view does not list still counts.
+        let digest = |p: &Plan| crate::Job::new(p.clone()).plan_digest();
+        let mut other = p.clone();
+        other.targets[n - 1] = Target::new(http::Method::PUT, &format!("http://h/{}", n - 1)).unwrap();
+        assert_eq!(digest(&p), digest(&p.clone()));
+        assert_ne!(digest(&p), digest(&other));
     }
 }

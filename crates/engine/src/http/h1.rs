@@ -29,6 +29,7 @@ use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -368,38 +369,42 @@ fn keep_lines(keep: &mut HeaderMap, lines: &[httparse::Header<'_>]) {
 // ---------------------------------------------------------------------------------------
 // Requests
 
-/// A target's request head, encoded once: the bytes before a URL template's id and after
-/// it (the whole head when there is no id).
+/// A target's request head, encoded once: the request line up to a URL template's id (the
+/// whole path when there is no id), the rest of the path after the id, and the rest of the
+/// head, which the targets with the same headers and body length share.
 #[derive(Clone, Debug)]
 pub(crate) struct Template {
-    before: Box<[u8]>,
-    after: Option<Box<[u8]>>,
+    line: Box<[u8]>,
+    suffix: Option<Box<[u8]>>,
+    rest: Arc<[u8]>,
 }
 
 impl Template {
     /// The head of `method` to `path` (origin-form; a template's id goes between `path.0`
-    /// and `path.1`), with `headers` and a body of `body_len` bytes.
-    pub(crate) fn new(method: &Method, path: (&str, Option<&str>), headers: &HeaderMap, body_len: usize) -> Template {
-        let mut head = Vec::with_capacity(256);
-        head.extend_from_slice(method.as_str().as_bytes());
-        head.push(b' ');
-        head.extend_from_slice(path.0.as_bytes());
-        let Some(suffix) = path.1 else {
-            encode_rest(&mut head, "", headers, &[], body_len);
-            return Template { before: head.into(), after: None };
-        };
-        let mut after = Vec::with_capacity(256);
-        encode_rest(&mut after, suffix, headers, &[], body_len);
-        Template { before: head.into(), after: Some(after.into()) }
+    /// and `path.1`), then `rest` ([`Template::rest`]).
+    pub(crate) fn new(method: &Method, path: (&str, Option<&str>), rest: Arc<[u8]>) -> Template {
+        let mut line = Vec::with_capacity(method.as_str().len() + 1 + path.0.len());
+        line.extend_from_slice(method.as_str().as_bytes());
+        line.push(b' ');
+        line.extend_from_slice(path.0.as_bytes());
+        Template { line: line.into(), suffix: path.1.map(|s| s.as_bytes().into()), rest }
+    }
+
+    /// What follows a request's path: the version, `headers` and a body of `body_len` bytes.
+    pub(crate) fn rest(headers: &HeaderMap, body_len: usize) -> Vec<u8> {
+        let mut rest = Vec::with_capacity(256);
+        encode_rest(&mut rest, "", headers, &[], body_len);
+        rest
     }
 
     /// Appends the head, with `id` when the target is a template, to `out`.
     pub(crate) fn write(&self, id: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.before);
-        if let Some(after) = &self.after {
+        out.extend_from_slice(&self.line);
+        if let Some(suffix) = &self.suffix {
             push_decimal(out, id);
-            out.extend_from_slice(after);
+            out.extend_from_slice(suffix);
         }
+        out.extend_from_slice(&self.rest);
     }
 }
 
@@ -881,7 +886,7 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(http::header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
         headers.insert("x-trace", HeaderValue::from_static("abc"));
-        let get = Template::new(&Method::GET, ("/obj/", Some("?v=1")), &headers, 0);
+        let get = Template::new(&Method::GET, ("/obj/", Some("?v=1")), Template::rest(&headers, 0).into());
         let mut out = Vec::new();
         get.write(1234, &mut out);
         assert_eq!(
@@ -891,7 +896,7 @@ mod tests {
         // A body's own length replaces a Content-Length among the headers; without a body,
         // the user's is sent.
         headers.insert(CONTENT_LENGTH, HeaderValue::from_static("7"));
-        let post = Template::new(&Method::POST, ("/orders?x=1", None), &headers, 12);
+        let post = Template::new(&Method::POST, ("/orders?x=1", None), Template::rest(&headers, 12).into());
         let mut out = Vec::new();
         post.write(99, &mut out);
         assert_eq!(

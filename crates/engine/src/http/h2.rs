@@ -44,6 +44,7 @@ use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -1064,7 +1065,7 @@ pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> crate::fuzz::Http2 {
     use crate::fuzz::{Http2, Http2Stream};
     let target = barrage_plan::Target::new(Method::GET, "http://127.0.0.1:1/x").expect("a valid target");
     let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
-    let (prepared, _) = crate::exchange::prepare(&barrage_plan::Plan::new(vec![target], load), &Default::default());
+    let (prepared, _) = crate::exchange::prepare(&barrage_plan::Plan::new(vec![target], load), None);
     let mut inner = Inner::new(4, false);
     let streams: Vec<usize> = (0..4)
         .map(|n| {
@@ -1368,24 +1369,35 @@ impl std::fmt::Display for Reason {
 // Requests
 
 /// A target's request header block, encoded once: the pseudo-headers before `:path`, the
-/// `:path` field when the path is fixed, and the headers after it. Fields are literals
+/// `:path` field when the path is fixed, and the headers after it (the parts before and
+/// after the path shared by the targets that have them alike). Fields are literals
 /// without indexing (or static-table indexes): no dynamic table, so a block never depends
 /// on the ones before it, and no Huffman (the server would decode faster, but a request's
 /// bytes are few).
 #[derive(Clone, Debug)]
 pub(crate) struct Template {
-    before: Box<[u8]>,
+    before: Arc<[u8]>,
     path: Option<Box<[u8]>>,
-    after: Box<[u8]>,
+    after: Arc<[u8]>,
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2), and Host (the authority is `:authority`).
 const NOT_SENT: [&str; 6] = ["connection", "host", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
 
 impl Template {
-    /// The block of `method` to `uri` (scheme and authority) with `headers`; `path` is the
-    /// fixed path, or `None` when each request fills its own.
-    pub(crate) fn new(method: &Method, uri: &Uri, path: Option<&str>, headers: &HeaderMap) -> Template {
+    /// The block of `before` ([`Template::pseudo_headers`]), `path` (the fixed path, or
+    /// `None` when each request fills its own) and `after` ([`Template::fields`]).
+    pub(crate) fn new(before: Arc<[u8]>, path: Option<&str>, after: Arc<[u8]>) -> Template {
+        let path = path.map(|p| {
+            let mut field = Vec::new();
+            put_path(&mut field, &[p.as_bytes()]);
+            field.into_boxed_slice()
+        });
+        Template { before, path, after }
+    }
+
+    /// The pseudo-headers of `method` to `uri` (scheme and authority) before `:path`.
+    pub(crate) fn pseudo_headers(method: &Method, uri: &Uri) -> Vec<u8> {
         let mut before = Vec::with_capacity(64);
         match hpack::static_index(":method", method.as_str()) {
             0 => hpack::put_literal(&mut before, 2, b"", method.as_str().as_bytes()),
@@ -1398,14 +1410,20 @@ impl Template {
         }
         let authority = uri.authority().map_or("", |a| a.as_str());
         hpack::put_literal(&mut before, 1, b"", authority.as_bytes());
-        let path = path.map(|p| {
-            let mut field = Vec::new();
-            put_path(&mut field, &[p.as_bytes()]);
-            field.into_boxed_slice()
-        });
+        before
+    }
+
+    /// `headers` as the block sends them, after `:path`.
+    pub(crate) fn fields(headers: &HeaderMap) -> Vec<u8> {
         let mut after = Vec::with_capacity(64);
         put_headers(&mut after, headers.iter());
-        Template { before: before.into(), path, after: after.into() }
+        after
+    }
+
+    /// The headers after the path, encoded: shared by the targets that have them alike.
+    #[cfg(test)]
+    pub(crate) fn after_path(&self) -> Arc<[u8]> {
+        self.after.clone()
     }
 
     /// Appends the block to `out`, with `path` (its pieces) when the target's is not fixed,
@@ -1549,12 +1567,19 @@ mod tests {
         assert!(f.message().contains("a flood of PING or SETTINGS frames"), "{}", f.message());
     }
 
+    /// Target `t` of an HTTP/2 run under `load`, prepared.
+    fn prepared(t: Target, load: Load) -> Arc<[Prepared]> {
+        let mut plan = Plan::new(vec![t], load);
+        plan.http2 = true;
+        prepare(&plan, None).0
+    }
+
     /// One GET over our client to `addr`: its answer or failure, within 10 s.
     fn get(addr: std::net::SocketAddr) -> Result<(u16, Vec<u8>), Failure> {
         let url = format!("http://{addr}/x");
         let t = Target::new(Method::GET, &url).unwrap();
         let load = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let (prepared, _): (Vec<Prepared>, _) = prepare(&Plan::new(vec![t], load), &Default::default());
+        let prepared = prepared(t, load);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
@@ -1640,8 +1665,7 @@ mod tests {
         let url = format!("http://{addr}/x");
         let t = Target::new(Method::GET, &url).unwrap();
         let load = Load::Closed { concurrency: 4, think_time: Duration::ZERO };
-        let (prepared, _): (Vec<Prepared>, _) = prepare(&Plan::new(vec![t], load), &Default::default());
-        let prepared = Rc::new(prepared);
+        let prepared = prepared(t, load);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let local = tokio::task::LocalSet::new();
         // Workers 0, 1 and 2 send two requests each, 3 one: the send phase of each.
