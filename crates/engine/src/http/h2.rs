@@ -1065,7 +1065,9 @@ pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> crate::fuzz::Http2 {
     use crate::fuzz::{Http2, Http2Stream};
     let target = barrage_plan::Target::new(Method::GET, "http://127.0.0.1:1/x").expect("a valid target");
     let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
-    let (prepared, _) = crate::exchange::prepare(&barrage_plan::Plan::new(vec![target], load), None);
+    let mut plan = barrage_plan::Plan::new(vec![target], load);
+    plan.http2 = true;
+    let (prepared, _) = crate::exchange::prepare(&plan, None);
     let mut inner = Inner::new(4, false);
     let streams: Vec<usize> = (0..4)
         .map(|n| {
