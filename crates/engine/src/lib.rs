@@ -119,12 +119,14 @@ pub fn run(
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
     let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
-    let (start, mut launch) = start(spec, &stop);
-    // Preparing a million targets takes a moment, and --start-at may be far: a stop
-    // meanwhile starts nothing (its temporary file is the caller's to remove).
+    // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
+    // temporary file is the caller's to remove).
     if stop.is_cancelled() {
         return Err(EngineError::Stopped);
     }
+    // A stop while waiting for --start-at ends the wait at once, and the run is reported as
+    // interrupted before its first request.
+    let (start, mut launch) = start(spec, &stop);
     launch.shard = plan.shard.is_split().then_some((plan.shard.index, plan.shard.count));
     // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
