@@ -68,8 +68,11 @@ fn main() -> ExitCode {
 /// Prints barrage's last word on stderr, on one line, secrets redacted by the built-in
 /// rules whatever `--no-redact` says: an error may quote a URL or a header as given, and
 /// stderr ends up in CI logs.
+/// Not `eprintln!`: with stderr a pipe nobody reads (`2>&1 | head -1`), that panics, and the
+/// exit code would be 101 (a bug) instead of the one decided here.
 fn say(line: &str) {
-    eprintln!("barrage: {}", message::one_line(&barrage_metrics::secrets::Redaction::default().text(line)));
+    let line = message::one_line(&barrage_metrics::secrets::Redaction::default().text(line));
+    let _ = writeln!(std::io::stderr(), "barrage: {line}");
 }
 
 /// Commands that send load, and `testbed up` (which takes down what it started when stopped

@@ -196,3 +196,21 @@ fn long_target_lists_are_cut() {
     assert_eq!(html.matches("<p class=\"meta\"><code>").count(), 5);
     assert!(html.contains("<p class=\"meta\">… and 1,995 more (2,000 targets)</p>"));
 }
+
+/// Found in issue 33: with stderr a pipe nobody reads any more (`barrage report … 2>&1 |
+/// head -1` after head is done), the last word panicked and the exit code was 101, a bug's.
+/// Now that line is lost and the code is the one decided: 2 for a file that is missing.
+#[test]
+fn a_closed_stderr_keeps_the_exit_code() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) returns, owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // Nobody reads: a write to the pipe fails with EPIPE.
+    drop(read);
+    let missing = dir.path().join("missing.brg");
+    let status = barrage().arg("report").arg(&missing).stderr(Stdio::from(write)).status().unwrap();
+    assert_eq!(status.code(), Some(2), "{status}");
+}
