@@ -229,6 +229,7 @@ fn start(spec: &RunSpec, stop: &CancellationToken) -> (Instant, Launch) {
             start_at_unix_us: None,
             ready_unix_us: unix_us(wall + LEAD),
             clock_offset_us: spec.clock_offset_us,
+            run_id: run_id(),
         };
         return (now + LEAD, launch);
     };
@@ -250,8 +251,14 @@ fn start(spec: &RunSpec, stop: &CancellationToken) -> (Instant, Launch) {
         start_at_unix_us: Some(unix_us(at)),
         ready_unix_us: unix_us(wall.max(at)),
         clock_offset_us: spec.clock_offset_us,
+        run_id: run_id(),
     };
     (start, launch)
+}
+
+/// A run's id: 128 random bits, as 32 hex digits (see [`Launch::run_id`]).
+fn run_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
 }
 
 /// The run's header, without its URLs ([`listed_urls`]).

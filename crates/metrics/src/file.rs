@@ -57,7 +57,9 @@
 //! records of the next ones follow it, each as bounded, before the first interval. A
 //! million URLs in the header's record took more than the 64 MiB a record may, and nothing
 //! could read the file. The reader gathers them back into [`RunHeader::urls`]. Version 10
-//! files, all of their URLs in the header, read as they are.
+//! files, all of their URLs in the header, read as they are. Its launch names the run: a
+//! random id each run draws (see [`Launch::run_id`]); files before it read without one
+//! (module `v10`).
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -196,6 +198,9 @@ pub struct Launch {
     /// `--clock-offset`: this machine's clock minus the reference, µs, as the orchestrator
     /// measured it.
     pub clock_offset_us: Option<i64>,
+    /// 32 hex digits the run drew at random when it started (each shard its own): a copy of
+    /// its file shares it, no other run's file does. Empty in files before version 11.
+    pub run_id: String,
 }
 
 limit!(UrlLimit = MAX_RUN_URLS, "URLs");
@@ -663,9 +668,121 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, Un
         7 => postcard::from_bytes::<v7::Record>(&payload).map(Record::from),
         8 => postcard::from_bytes::<v8::Record>(&payload).map(Record::from),
         9 => postcard::from_bytes::<v9::Record>(&payload).map(Record::from),
+        10 => postcard::from_bytes::<v10::Record>(&payload).map(Record::from),
         _ => postcard::from_bytes(&payload),
     });
     record.map(Some).map_err(|reason| Unreadable::corrupt(format!("a record does not decode: {reason}")))
+}
+
+/// The records of format version 10, as they were, read into today's: a launch without
+/// the run's id (all its URLs in the header, which today's reader takes as they are).
+mod v10 {
+    use crate::bounded;
+    use crate::watch::EventRecord;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Clone, Serialize, Deserialize)]
+    pub(super) struct RunHeader {
+        pub barrage_version: String,
+        pub started_unix_ms: u64,
+        pub host: String,
+        pub boot_id: String,
+        pub mode: super::Mode,
+        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
+        pub urls: Vec<String>,
+        pub settings_json: String,
+        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
+        pub steps: Vec<super::StepInfo>,
+        pub threads: u32,
+        pub insecure: bool,
+        #[serde(deserialize_with = "bounded::vec::<super::GroupLimit, _, _>")]
+        pub groups: Vec<super::GroupInfo>,
+        pub launch: Launch,
+    }
+
+    #[derive(Clone, Serialize, Deserialize)]
+    pub(super) struct Launch {
+        pub shard: Option<(u32, u32)>,
+        pub plan_digest: String,
+        pub start_at_unix_us: Option<u64>,
+        pub ready_unix_us: u64,
+        pub clock_offset_us: Option<i64>,
+    }
+
+    impl From<RunHeader> for super::RunHeader {
+        fn from(h: RunHeader) -> Self {
+            let l = h.launch;
+            super::RunHeader {
+                barrage_version: h.barrage_version,
+                started_unix_ms: h.started_unix_ms,
+                host: h.host,
+                boot_id: h.boot_id,
+                mode: h.mode,
+                urls: h.urls,
+                settings_json: h.settings_json,
+                steps: h.steps,
+                threads: h.threads,
+                insecure: h.insecure,
+                groups: h.groups,
+                launch: super::Launch {
+                    shard: l.shard,
+                    plan_digest: l.plan_digest,
+                    start_at_unix_us: l.start_at_unix_us,
+                    ready_unix_us: l.ready_unix_us,
+                    clock_offset_us: l.clock_offset_us,
+                    run_id: String::new(),
+                },
+            }
+        }
+    }
+
+    /// Today's header as version 10 wrote it: without the run's id.
+    #[cfg(test)]
+    impl From<&super::RunHeader> for RunHeader {
+        fn from(h: &super::RunHeader) -> Self {
+            let l = h.launch.clone();
+            RunHeader {
+                barrage_version: h.barrage_version.clone(),
+                started_unix_ms: h.started_unix_ms,
+                host: h.host.clone(),
+                boot_id: h.boot_id.clone(),
+                mode: h.mode,
+                urls: h.urls.clone(),
+                settings_json: h.settings_json.clone(),
+                steps: h.steps.clone(),
+                threads: h.threads,
+                insecure: h.insecure,
+                groups: h.groups.clone(),
+                launch: Launch {
+                    shard: l.shard,
+                    plan_digest: l.plan_digest,
+                    start_at_unix_us: l.start_at_unix_us,
+                    ready_unix_us: l.ready_unix_us,
+                    clock_offset_us: l.clock_offset_us,
+                },
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[allow(clippy::large_enum_variant)]
+    pub(super) enum Record {
+        Header(RunHeader),
+        Interval(super::IntervalRecord),
+        Event(EventRecord),
+        Footer(super::RunFooter),
+    }
+
+    impl From<Record> for super::Record {
+        fn from(r: Record) -> Self {
+            match r {
+                Record::Header(h) => super::Record::Header(h.into()),
+                Record::Interval(i) => super::Record::Interval(i),
+                Record::Event(e) => super::Record::Event(e),
+                Record::Footer(f) => super::Record::Footer(f),
+            }
+        }
+    }
 }
 
 /// The records of format version 9, as they were, read into today's: recorders that
@@ -752,7 +869,7 @@ mod v9 {
     #[derive(Serialize, Deserialize)]
     #[allow(clippy::large_enum_variant)]
     pub(super) enum Record {
-        Header(super::RunHeader),
+        Header(super::v10::RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
         Footer(RunFooter),
@@ -761,7 +878,7 @@ mod v9 {
     impl From<Record> for super::Record {
         fn from(r: Record) -> Self {
             match r {
-                Record::Header(h) => super::Record::Header(h),
+                Record::Header(h) => super::Record::Header(h.into()),
                 Record::Interval(i) => super::Record::Interval(i.into()),
                 Record::Event(e) => super::Record::Event(e),
                 Record::Footer(f) => super::Record::Footer(f.into()),
@@ -852,7 +969,7 @@ mod v8 {
     #[derive(Serialize, Deserialize)]
     #[allow(clippy::large_enum_variant)]
     pub(super) enum Record {
-        Header(super::RunHeader),
+        Header(super::v10::RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
         Footer(RunFooter),
@@ -861,7 +978,7 @@ mod v8 {
     impl From<Record> for super::Record {
         fn from(r: Record) -> Self {
             match r {
-                Record::Header(h) => super::Record::Header(h),
+                Record::Header(h) => super::Record::Header(h.into()),
                 Record::Interval(i) => super::Record::Interval(i.into()),
                 Record::Event(e) => super::Record::Event(e),
                 Record::Footer(f) => super::Record::Footer(f.into()),
@@ -903,7 +1020,7 @@ mod v7 {
     #[derive(Serialize, Deserialize)]
     #[allow(clippy::large_enum_variant)]
     pub(super) enum Record {
-        Header(super::RunHeader),
+        Header(super::v10::RunHeader),
         Interval(IntervalRecord),
         Event(EventRecord),
         Footer(super::v8::RunFooter),
@@ -912,7 +1029,7 @@ mod v7 {
     impl From<Record> for super::Record {
         fn from(r: Record) -> Self {
             match r {
-                Record::Header(h) => super::Record::Header(h),
+                Record::Header(h) => super::Record::Header(h.into()),
                 Record::Interval(i) => super::Record::Interval(i.into()),
                 Record::Event(e) => super::Record::Event(e),
                 Record::Footer(f) => super::Record::Footer(f.into()),
@@ -1663,7 +1780,7 @@ mod tests {
         write_old(
             &p,
             7,
-            &[v7::Record::Header(h.clone()), v7::Record::Interval(as_v7(&i)), v7::Record::Footer(footer.into())],
+            &[v7::Record::Header((&h).into()), v7::Record::Interval(as_v7(&i)), v7::Record::Footer(footer.into())],
         );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.header(), &h);
@@ -1706,7 +1823,7 @@ mod tests {
         write_old(
             &p,
             8,
-            &[v8::Record::Header(h.clone()), v8::Record::Interval(old), v8::Record::Footer(footer.clone().into())],
+            &[v8::Record::Header((&h).into()), v8::Record::Interval(old), v8::Record::Footer(footer.clone().into())],
         );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.next_interval().unwrap().recorder.counts, before.counts);
@@ -1742,7 +1859,7 @@ mod tests {
         write_old(
             &p,
             9,
-            &[v9::Record::Header(h.clone()), v9::Record::Interval(old), v9::Record::Footer(footer.clone().into())],
+            &[v9::Record::Header((&h).into()), v9::Record::Interval(old), v9::Record::Footer(footer.clone().into())],
         );
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!(r.next_interval().unwrap().recorder.counts, i.recorder.counts);
@@ -1755,17 +1872,26 @@ mod tests {
         assert_eq!(r.footer().and_then(|f| f.due), Some(7));
     }
 
-    /// A version 10 file holds every URL in its header's record: it reads as it is.
+    /// A version 10 file holds every URL in its header's record, and no run id: it reads as
+    /// it is, with an empty id; today's file keeps the id.
     #[test]
-    fn version_10_files_read_with_every_url_in_the_header() {
+    fn version_10_files_read_with_every_url_in_the_header_and_no_run_id() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v10.brg");
         let mut h = header(10_000);
         h.urls = (0..URLS_PER_RECORD + 5).map(|i| format!("http://h/{i}")).collect();
-        write_old(&p, 10, &[Record::Header(h.clone()), Record::Interval(interval(0, 10_000, 3))]);
+        h.launch.run_id = "0123456789abcdef0123456789abcdef".into();
+        let old = v10::Record::Header((&h).into());
+        write_old(&p, 10, &[old, v10::Record::Interval(interval(0, 10_000, 3))]);
         let mut r = ResultsReader::open(&p).unwrap();
-        assert_eq!(r.header(), &h);
+        assert_eq!(
+            r.header(),
+            &RunHeader { launch: Launch { run_id: String::new(), ..h.launch.clone() }, ..h.clone() }
+        );
         assert_eq!(r.next_interval(), Some(interval(0, 10_000, 3)));
+        let p = dir.path().join("v11.brg");
+        ResultsWriter::create(&p, &h).unwrap().finish(&RunFooter::default()).unwrap();
+        assert_eq!(ResultsReader::open(&p).unwrap().header().launch.run_id, h.launch.run_id);
     }
 
     /// Records of URLs belong right after the header, and add up to at most

@@ -110,15 +110,22 @@ pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
     Ok(())
 }
 
-/// What tells one run's file from another's: the machine and its boot, the run's start and
-/// the microsecond it was ready to send, and its shard. A copy of a file, or a file and a
-/// cut-off copy of it, share it. Two runs do only when one `--start-at` started them on one
-/// machine without `--shard`; files before format version 7 have no ready time, and their
-/// start is to the millisecond.
-type RunId<'h> = (&'h str, &'h str, u64, u64, Option<(u32, u32)>);
+/// What tells one run's file from another's: the id it drew (version 11 on); before it, the
+/// machine and its boot, the run's start and the microsecond it was ready to send, and its
+/// shard, which two runs share when one `--start-at` started them on one machine without
+/// `--shard` (files before format version 7 have no ready time, and their start is to the
+/// millisecond). A copy of a file, or a file and a cut-off copy of it, share it.
+#[derive(PartialEq, Eq, Hash)]
+enum RunId<'h> {
+    Drawn(&'h str),
+    Before11(&'h str, &'h str, u64, u64, Option<(u32, u32)>),
+}
 
 fn run_id(h: &RunHeader) -> RunId<'_> {
-    (&h.host, &h.boot_id, h.started_unix_ms, h.launch.ready_unix_us, h.launch.shard)
+    match h.launch.run_id.as_str() {
+        "" => RunId::Before11(&h.host, &h.boot_id, h.started_unix_ms, h.launch.ready_unix_us, h.launch.shard),
+        id => RunId::Drawn(id),
+    }
 }
 
 /// Refuses one run's files twice (`report run.brg copy.brg`): merged, every figure would
@@ -128,7 +135,7 @@ fn once_each(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
     for &(path, header) in files {
         if let Some(first) = seen.insert(run_id(header), path) {
             return Err(format!(
-                "{} and {} hold the same run (one machine, boot and start: a copy?): merged, every figure would count twice (--force merges anyway)",
+                "{} and {} hold the same run (one run's id: a copy?): merged, every figure would count twice (--force merges anyway)",
                 first.display(),
                 path.display()
             ));
