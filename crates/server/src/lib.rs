@@ -46,6 +46,7 @@
 
 #![warn(missing_docs)]
 
+mod access_log;
 mod album;
 mod body;
 mod cachesim;
@@ -53,6 +54,7 @@ mod dist;
 mod h3;
 mod handler;
 mod server;
+mod shape;
 mod store;
 mod tls;
 
@@ -63,6 +65,7 @@ pub use album::{MAX_ALBUMS, MAX_ALBUM_IMAGE, MAX_ALBUM_PROFILE, MAX_ALBUM_REQUES
 pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
 pub use server::RunningServer;
+pub use shape::{Capacity, Shape, ShapeError, ShapeSpec, MAX_CAPACITY};
 pub use tls::{generate_pki, Pki};
 
 /// The TLS handshakes an origin completed, by its own count (see
@@ -123,6 +126,19 @@ pub struct ServeConfig {
     /// (the client's timeout bounds them) and count in [`RunningServer::requests`] from
     /// arrival. `/_barrage/stats` never queues. Must be at least 1.
     pub max_concurrency: Option<usize>,
+    /// With [`ServeConfig::max_concurrency`]: at most this many requests wait for a turn;
+    /// one more is answered `503` at once and counted (`queue_full` in `/_barrage/stats`).
+    /// `None`: the queue has no bound.
+    pub max_queue: Option<usize>,
+    /// Keep the PUT/GET/DELETE store in this directory, one file per path (see the
+    /// crate's store module), instead of in memory: every origin started with the same
+    /// directory sees every body. Created for this user alone if missing; one that is a
+    /// link, someone else's or writable by others is refused.
+    pub store_dir: Option<PathBuf>,
+    /// Append one line per request here (`serve --access-log`): time (Unix seconds),
+    /// method, path, status, body bytes, duration (µs). Buffered, written at least every
+    /// second and at shutdown; `/_barrage/stats` is not logged.
+    pub access_log: Option<PathBuf>,
     /// Keep `/albums` in this directory (created for this user alone if missing), one file
     /// per album, instead of in memory: every origin, in this process or another, started
     /// with the same directory sees every album, so a GET behind a balancer finds an album
@@ -161,6 +177,9 @@ impl Default for ServeConfig {
             objects: None,
             tls_cert: None,
             max_concurrency: None,
+            max_queue: None,
+            store_dir: None,
+            access_log: None,
             album_store: None,
             http3: false,
             max_streams: DEFAULT_MAX_STREAMS,
@@ -205,6 +224,23 @@ pub enum ServeError {
     #[error("cannot use the album store {}", path.display())]
     AlbumStore {
         /// The directory.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store directory cannot be used.
+    #[error("cannot use the store directory {}: {reason}", path.display())]
+    Store {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The access log could not be opened.
+    #[error("cannot open the access log {}", path.display())]
+    AccessLog {
+        /// The file.
         path: PathBuf,
         /// What the OS said.
         #[source]

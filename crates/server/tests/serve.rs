@@ -366,7 +366,7 @@ fn stats_do_not_queue_behind_max_concurrency() {
         assert!(answered_in < Duration::from_millis(300), "stats waited: {answered_in:?}");
         assert_eq!(stats.status(), StatusCode::OK);
         // The queued request is counted on arrival; the probe is not counted.
-        assert_eq!(stats.body(), "{\"requests\": 3, \"albums\": {\"created\": 0, \"read\": 0, \"not_found\": 0, \"rejected\": 0, \"failed\": 0}}\n");
+        assert_eq!(stats.body(), "{\"requests\": 3, \"albums\": {\"created\": 0, \"read\": 0, \"not_found\": 0, \"rejected\": 0, \"failed\": 0}, \"shape\": \"latency=0,size=1024,errors=0%,capacity=2\"}\n");
 
         assert_eq!(queued.await.unwrap(), StatusCode::OK);
         assert!(slow_sent.elapsed() >= slow, "the queued request waited for a turn: {:?}", slow_sent.elapsed());
