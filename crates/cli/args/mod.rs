@@ -324,6 +324,7 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --tls --ca-out ca.pem --listen 127.0.0.1:8443
   barrage serve --tls --http3 --ca-out ca.pem --listen 127.0.0.1:8443   HTTPS, and HTTP/3 on UDP 8443
   barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
+  barrage serve --shape-file shape.txt --access-log access.log   shape re-read on SIGHUP
 Routes: /bytes/{size} (1024, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
 /reset/{reason} resets an HTTP/2 stream with that code (cancel, refused_stream, ...), an HTTP/3 one with its counterpart, closes an HTTP/1.1 connection;
 POST /albums (multipart: JSON profile, image) answers {\"albumID\", \"imageSize\"}, GET /albums/{id} the profile;
@@ -811,6 +812,24 @@ pub struct ServeArgs {
     /// gives a known capacity: N / latency per second (10 at 10ms: 1,000 req/s).
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..1_000_000))]
     pub max_concurrency: Option<usize>,
+    /// With --max-concurrency: at most N requests wait for a turn; one more is answered 503
+    /// at once (counted as queue_full in /_barrage/stats). [default: no bound]
+    #[arg(long, value_name = "N", requires = "max_concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1_000_000))]
+    pub max_queue: Option<usize>,
+    /// Read the shape (latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64; see
+    /// the README) from this file, laid over the flags, and again on every SIGHUP, which
+    /// then swaps it in without a restart or a dropped connection instead of stopping.
+    #[arg(long, value_name = "FILE")]
+    pub shape_file: Option<PathBuf>,
+    /// Keep the PUT/GET/DELETE store in this directory, one file per path, instead of in
+    /// memory: every origin started with the same DIR sees every body. Created for this
+    /// user alone if missing; refused if others can write to it.
+    #[arg(long, value_name = "DIR")]
+    pub store_dir: Option<PathBuf>,
+    /// Append one line per request to FILE: time (Unix s), method, path, status, bytes,
+    /// duration (µs); buffered, written at least every second and at shutdown.
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
     /// Serve this certificate chain (PEM) over TLS instead of a generated one; with --key.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
