@@ -163,8 +163,11 @@ const TESTBED_EXAMPLES: &str = "Examples:
   barrage testbed up all --tls                          every front, HTTPS at the balancers and squid
   barrage testbed up redis --tls                        redis-server on redis:// and rediss://
   barrage testbed up caddy --tls                        origins behind Caddy, HTTPS and HTTP/3 at both
+  barrage testbed up haproxy-lb --backends 3 --balance uri-hash --weights 2,1,1
+  barrage testbed up direct --shape latency=20ms,capacity=4+16 --shape origin-2:latency=100ms
   barrage testbed status
   barrage run -c 20 -d 20s http://127.0.0.1:PORT/ --at 5s 'barrage testbed stop origin-2' --at 12s 'barrage testbed start origin-2'
+  barrage run -c 8 -d 10s http://127.0.0.1:PORT/ --at 5s 'barrage testbed set origin-1 latency=50ms'
   barrage testbed down
   barrage testbed bench --duration 5s                   every front side by side, then down";
 
@@ -190,6 +193,9 @@ pub enum TestbedCommand {
     Stop(TestbedNameArgs),
     /// Start one stopped server again, on the same port.
     Start(TestbedNameArgs),
+    /// Change a running origin's shape (or every origin's: all) without a restart, e.g.
+    /// `barrage testbed set origin-2 latency=200ms`; also as a run's --at event.
+    Set(TestbedSetArgs),
     /// Bring `all` up, run the same load against every front, print one table, tear down.
     Bench(TestbedBenchArgs),
     /// The supervisor process (started by `up`).
@@ -222,9 +228,21 @@ pub struct TestbedUpArgs {
     /// (memcached refuses it), with a generated certificate; its CA is printed for --cacert.
     #[arg(long)]
     pub tls: bool,
-    /// How the balancers spread requests.
+    /// How the balancers spread requests (uri-hash: consistent, by path and query; Caddy
+    /// too).
     #[arg(long, value_enum, default_value = "roundrobin")]
     pub balance: BalanceArg,
+    /// The origins' weights at the balancers, one per origin (3,1: origin-1 gets three
+    /// requests for each of origin-2's); nginx-lb, haproxy-lb and all.
+    #[arg(long, value_name = "W,W…", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub weights: Vec<u32>,
+    /// The origins' shape: latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64
+    /// for all, origin-2:latency=200ms for one (repeatable; later ones override earlier
+    /// ones key by key). latency: 20ms, 10ms..50ms, exp:20ms; size (of /obj/{id}): 1k,
+    /// 1k..64k, lognormal:4k,1.0; errors: 1% answered 500; capacity: N served at once,
+    /// N+Q with at most Q queued (more: 503 at once).
+    #[arg(long, value_name = "[ORIGIN:]SHAPE", value_parser = parse_testbed_shape)]
+    pub shape: Vec<String>,
     /// Stay in the terminal; Ctrl-C takes the testbed down.
     #[arg(long)]
     pub foreground: bool,
@@ -241,6 +259,26 @@ pub enum BalanceArg {
     Leastconn,
     /// By client address (sticky).
     Iphash,
+    /// By a consistent hash of the URI: each URL always to one origin.
+    UriHash,
+}
+
+fn parse_testbed_shape(s: &str) -> Result<String, String> {
+    barrage_testbed::parse_shape(s).map(|_| s.to_string()).map_err(|e| e.trim_start_matches("--shape ").to_string())
+}
+
+/// `barrage testbed set NAME SHAPE`.
+#[derive(Args, Debug)]
+pub struct TestbedSetArgs {
+    /// The origin (origin-2), or all.
+    #[arg(value_name = "ORIGIN|all")]
+    pub name: String,
+    /// Keys to change, as --shape of `up` takes them: latency=200ms, errors=5%,
+    /// capacity=4+16 (several words are joined with commas).
+    #[arg(value_name = "SHAPE", required = true, num_args = 1..)]
+    pub shape: Vec<String>,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
 }
 
 /// `barrage testbed stop|start NAME`.

@@ -427,6 +427,13 @@ pub struct TestbedSetting {
     pub tls: bool,
     /// Origins (1..=32); `None`: the topology's default.
     pub backends: Option<u32>,
+    /// `testbed-balance = "uri-hash"`: how balancers spread requests; `None`: round robin.
+    pub balance: Option<String>,
+    /// `testbed-weights = [3, 1]`: the origins' weights at the balancers.
+    pub weights: Vec<u32>,
+    /// `testbed-shape = "latency=100ms,capacity=8"` (or a list): the origins' shapes, as
+    /// `testbed up --shape` takes them.
+    pub shapes: Vec<String>,
 }
 
 fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, String> {
@@ -440,12 +447,44 @@ fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, Strin
         Some(toml::Value::Integer(n)) if (1..=32).contains(&n) => Some(n as u32),
         Some(v) => return Err(format!("testbed-backends = {v}: expected a number of origins from 1 to 32")),
     };
-    match settings.remove("testbed") {
-        None if backends.is_some() || tls => {
-            Err("testbed-backends and testbed-tls go with testbed = \"TOPOLOGY\"".into())
+    let balance = match settings.remove("testbed-balance") {
+        None => None,
+        Some(toml::Value::String(b)) => Some(b),
+        Some(v) => return Err(format!("testbed-balance = {v}: expected \"roundrobin\", \"leastconn\", \"iphash\" or \"uri-hash\"")),
+    };
+    let weights = match settings.remove("testbed-weights") {
+        None => Vec::new(),
+        Some(toml::Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|w| match w {
+                toml::Value::Integer(n) if (1..=256).contains(n) => Ok(*n as u32),
+                _ => Err(format!("testbed-weights = {}: expected a list of weights from 1 to 256, one per origin ([3, 1])", toml::Value::Array(a.clone()))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(v) => return Err(format!("testbed-weights = {v}: expected a list of weights from 1 to 256, one per origin ([3, 1])")),
+    };
+    let shapes = match settings.remove("testbed-shape") {
+        None => Vec::new(),
+        Some(toml::Value::String(s)) => vec![s],
+        Some(toml::Value::Array(a)) if a.iter().all(|v| v.is_str()) => {
+            a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
         }
+        Some(v) => {
+            return Err(format!(
+                "testbed-shape = {v}: expected a shape such as \"latency=100ms,capacity=8\", or a list of them"
+            ))
+        }
+    };
+    let extras = balance.is_some() || !weights.is_empty() || !shapes.is_empty();
+    match settings.remove("testbed") {
+        None if backends.is_some() || tls || extras => Err(
+            "testbed-backends, testbed-tls, testbed-balance, testbed-weights and testbed-shape go with testbed = \"TOPOLOGY\""
+                .into(),
+        ),
         None => Ok(None),
-        Some(toml::Value::String(topology)) => Ok(Some(TestbedSetting { topology, tls, backends })),
+        Some(toml::Value::String(topology)) => {
+            Ok(Some(TestbedSetting { topology, tls, backends, balance, weights, shapes }))
+        }
         Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
     }
 }
@@ -711,7 +750,15 @@ busy = { background = { rate = 100 } }
         let c = e.case_flags(&e.cases()[0]).unwrap();
         assert_eq!(c.flags, ["--concurrency", "4", "--duration", "2s", "{varnish}/obj/{id}"]);
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
-        assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, backends: None }));
+        let want = TestbedSetting {
+            topology: "varnish".into(),
+            tls: true,
+            backends: None,
+            balance: None,
+            weights: Vec::new(),
+            shapes: Vec::new(),
+        };
+        assert_eq!(c.testbed, Some(want));
         assert_eq!(c.phases, ["fill", "measure"]);
         // The background's workload is its own: the case's objects, hit ratio, pick, seed
         // and count stay the case's.

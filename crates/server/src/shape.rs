@@ -98,6 +98,27 @@ impl ShapeSpec {
     pub fn is_empty(&self) -> bool {
         *self == ShapeSpec::default()
     }
+
+    /// `later` laid over `earlier`, as written (a `file:` path stays a path): each key's
+    /// last part, in the order keys first appeared. Both are checked.
+    pub fn merge(earlier: &str, later: &str) -> Result<String, ShapeError> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for spec in [earlier, later] {
+            spec.parse::<ShapeSpec>()?;
+            if spec.trim().is_empty() {
+                continue;
+            }
+            for part in parts(spec.trim())? {
+                let key = part.split_once('=').map_or("", |(k, _)| k).trim().to_string();
+                let part = part.trim().to_string();
+                match keys.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = part,
+                    None => keys.push((key, part)),
+                }
+            }
+        }
+        Ok(keys.into_iter().map(|(_, p)| p).collect::<Vec<_>>().join(","))
+    }
 }
 
 /// Splits `a=1,b=x,y,c=2` into `a=1`, `b=x,y`, `c=2`: a part without `=` continues the one before.
@@ -272,6 +293,14 @@ mod tests {
             let e = input.parse::<ShapeSpec>().unwrap_err().to_string();
             assert!(e.starts_with(want), "{input}: {e}");
         }
+    }
+
+    #[test]
+    fn merging_keeps_each_keys_last_part_as_written() {
+        let m = ShapeSpec::merge("latency=100ms,size=lognormal:4k,1.0,capacity=8", "capacity=4+2,latency=5ms").unwrap();
+        assert_eq!(m, "latency=5ms,size=lognormal:4k,1.0,capacity=4+2");
+        assert_eq!(ShapeSpec::merge("", "errors=1%").unwrap(), "errors=1%");
+        assert!(ShapeSpec::merge("latency=1ms", "errors=2").is_err());
     }
 
     #[test]
