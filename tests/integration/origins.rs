@@ -120,12 +120,14 @@ fn p50_of_misses(url: &str) -> f64 {
 fn a_100ms_origin_latency_shows_in_the_p50_direct_and_through_varnish_misses() {
     let Some(bed) = Testbed::up("direct", &["--backends", "1", "--shape", "latency=100ms"]) else { return };
     let p50 = p50_of_misses(&format!("{}obj/{{id}}", bed.url("origin-1")));
+    eprintln!("latency=100ms: direct p50 {p50:.2} ms");
     assert!((100.0..105.0).contains(&p50), "direct p50 {p50} ms");
     drop(bed);
     let Some(bed) = Testbed::up("varnish", &["--shape", "latency=100ms"]) else { return };
     let before = bed.origin_requests("origin-1");
     let p50 = p50_of_misses(&format!("{}obj/{{id}}?miss", bed.url("varnish")));
     assert_eq!(bed.origin_requests("origin-1") - before, 20, "every request was a miss");
+    eprintln!("latency=100ms: varnish miss p50 {p50:.2} ms");
     assert!((100.0..105.0).contains(&p50), "varnish miss p50 {p50} ms");
 }
 
@@ -148,6 +150,7 @@ fn testbed_set_changes_a_live_origins_latency_mid_run_without_an_error() {
     assert!(before.iter().all(|i| p50(i) < 30.0), "before: {:?}", before.iter().map(|i| p50(i)).collect::<Vec<_>>());
     // The second the event ran in mixes both; the ones after are the new shape's.
     let later: Vec<f64> = after.iter().filter(|i| i["second"].as_u64().unwrap() >= 3).map(|i| p50(i)).collect();
+    eprintln!("p50 by second, set at 2 s: {:?}", intervals.iter().map(|i| p50(i)).collect::<Vec<_>>());
     assert!(!later.is_empty() && later.iter().all(|&p| (60.0..75.0).contains(&p)), "after: {later:?}");
     let status = barrage().args(["testbed", "status", "--dir"]).arg(bed.dir()).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);

@@ -734,6 +734,37 @@ cache-miss = { header = ["X-Want: miss"] }
 "#;
 
     #[test]
+    fn testbed_shapes_balance_and_weights_are_case_settings() {
+        let text = r#"
+[base]
+url = "{haproxy-lb}/kv/{id}"
+testbed = "haproxy-lb"
+testbed-backends = 2
+testbed-balance = "uri-hash"
+testbed-weights = [3, 1]
+[factors.origin]
+fast = { testbed-shape = "latency=1ms" }
+slow = { testbed-shape = ["latency=100ms,capacity=8+64", "origin-2:latency=200ms"] }
+"#;
+        let e = Experiment::parse(text, "t").unwrap();
+        let cases = e.cases();
+        let t = e.case_flags(&cases[1]).unwrap().testbed.unwrap();
+        assert_eq!((t.balance.as_deref(), t.weights.as_slice()), (Some("uri-hash"), &[3, 1][..]));
+        assert_eq!(t.shapes, ["latency=100ms,capacity=8+64", "origin-2:latency=200ms"]);
+        assert_eq!(e.case_flags(&cases[0]).unwrap().testbed.unwrap().shapes, ["latency=1ms"]);
+        for (setting, want) in [
+            ("testbed-shape = 3", "testbed-shape = 3: expected a shape"),
+            ("testbed-weights = [0]", "testbed-weights = [0]: expected a list of weights"),
+            ("testbed-balance = 1", "testbed-balance = 1: expected"),
+        ] {
+            let text = format!("[base]\nurl = \"http://a/\"\ntestbed = \"direct\"\n{setting}\n");
+            let e = Experiment::parse(&text, "t").unwrap();
+            let err = e.case_flags(&e.cases()[0]).unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+    }
+
+    #[test]
     fn a_case_splits_into_flags_background_testbed_and_phases() {
         let text = r#"
 duration = "2s"

@@ -859,6 +859,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn objects_are_sized_by_their_id_alone_and_their_bodies_have_that_size() {
+        let shared = Shared::new(&ServeConfig::default()).unwrap();
+        let sizes: SizeDist = "lognormal:4k,1.0".parse().unwrap();
+        let none = HeaderMap::new();
+        let lens = || -> Vec<u64> {
+            (0..200).map(|i| object_route(&shared, &sizes, &i.to_string(), &none).body().len()).collect()
+        };
+        let first = lens();
+        // Again, as another origin or a later request would: the same sizes.
+        assert_eq!(lens(), first);
+        let mut distinct = first.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 150, "sizes vary by id: {} distinct", distinct.len());
+        let mean = first.iter().sum::<u64>() as f64 / first.len() as f64;
+        // A log-normal of median 4 KiB and sigma 1 has a mean of 4096·e^0.5 ≈ 6.7 KiB.
+        assert!((4500.0..9500.0).contains(&mean), "mean {mean}");
+        let resp = object_route(&shared, &sizes, "7", &none);
+        let etag = resp.headers()[ETAG].to_str().unwrap().to_string();
+        assert!(etag.ends_with(&format!("-{:x}\"", first[7])), "{etag}");
+    }
+
+    #[test]
     fn fnv1a_is_stable() {
         // Published FNV-1a 64-bit test vectors: ids must hash the same forever.
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);

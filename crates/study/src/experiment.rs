@@ -721,6 +721,29 @@ mod tests {
     }
 
     #[test]
+    fn environments_with_other_shapes_are_other_testbeds_in_short_safe_directories() {
+        let plain = Environment::of(Topology::HaproxyLb);
+        let mut slow = plain.clone();
+        slow.backends = Some(3);
+        slow.balance = Balance::UriHash;
+        slow.shapes = vec!["latency=100ms,size=file:/some where/sizes.txt".into()];
+        let mut fast = slow.clone();
+        fast.shapes = vec!["latency=1ms".into()];
+        let results = Path::new("/r");
+        assert_eq!(plain.dir(results), Path::new("/r/testbed-haproxy-lb"));
+        let (a, b) = (slow.dir(results), fast.dir(results));
+        assert_ne!(a, b);
+        for d in [&a, &b] {
+            let name = d.file_name().unwrap().to_str().unwrap();
+            assert!(name.starts_with("testbed-haproxy-lb-3-") && name.len() == "testbed-haproxy-lb-3-".len() + 8, "{name}");
+        }
+        assert_eq!(slow.dir(results), a, "stable");
+        assert_eq!(fast.name(), "haproxy-lb ×3 [uri-hash, shape latency=1ms]");
+        let set: std::collections::HashSet<Environment> = [plain, slow, fast.clone(), fast].into_iter().collect();
+        assert_eq!(set.len(), 3);
+    }
+
+    #[test]
     fn all_names_every_instance_of_a_kind() {
         let servers: Vec<Server> = ["memcached-1", "memcached-2", "memcached-10", "memcachedx-1", "redis-1"]
             .iter()

@@ -622,6 +622,53 @@ mod tests {
     }
 
     #[test]
+    fn origins_get_their_shapes_a_shared_store_and_an_access_log() {
+        let mut o = options(Topology::HaproxyLb, false);
+        o.shapes = vec!["latency=100ms,size=lognormal:4k,1.0,capacity=8+64".into(), "origin-2:latency=200ms".into()];
+        o.weights = vec![3, 1, 1];
+        o.balance = Balance::UriHash;
+        o.check().unwrap();
+        let dir = Path::new("/tmp/bed");
+        let specs = plan(&o, dir).unwrap();
+        let shapes: Vec<Option<&str>> = specs.iter().map(ServerSpec::shape).collect();
+        assert_eq!(
+            shapes,
+            [
+                Some("latency=100ms,size=lognormal:4k,1.0,capacity=8+64"),
+                Some("latency=200ms,size=lognormal:4k,1.0,capacity=8+64"),
+                Some("latency=100ms,size=lognormal:4k,1.0,capacity=8+64"),
+                None
+            ]
+        );
+        for origin in &specs[..3] {
+            let at = |flag: &str| origin.args.iter().position(|a| a == flag).map(|i| origin.args[i + 1].as_str());
+            assert_eq!(at("--store-dir"), Some("/tmp/bed/store"));
+            assert_eq!(at("--shape-file"), Some(origin.dir.join("shape").to_str().unwrap()));
+            assert_eq!(origin.logs, [origin.dir.join("access.log")]);
+            assert_eq!(at("--access-log"), origin.logs[0].to_str());
+        }
+        assert_eq!(specs[3].role, "balancer (haproxy, uri-hash over 3 origins, weights 3,1,1)");
+        assert!(specs[3].files[0].1.contains("server origin-1 ") && specs[3].files[0].1.contains(" weight 3\n"));
+    }
+
+    #[test]
+    fn bad_weights_and_shapes_are_refused_by_name() {
+        let with = |topology, weights: &[u32], shapes: &[&str]| {
+            let mut o = options(topology, false);
+            o.weights = weights.to_vec();
+            o.shapes = shapes.iter().map(|s| s.to_string()).collect();
+            o.check().err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert!(with(Topology::HaproxyLb, &[3, 1], &[]).contains("2 weight(s) for 3 origin(s)"));
+        assert!(with(Topology::Caddy, &[1, 1, 1], &[]).contains("Caddy 2.6 has no weighted balancing"));
+        assert!(with(Topology::Varnish, &[1, 1, 1], &[]).contains("no balancer"));
+        assert!(with(Topology::Direct, &[], &["origin-4:latency=1ms"]).contains("no origin 'origin-4'"));
+        assert!(with(Topology::Direct, &[], &["latency=1ms,speed=2"]).contains("invalid shape part 'speed=2'"));
+        assert!(with(Topology::Redis, &[], &["latency=1ms"]).contains("no origins to shape"));
+        assert_eq!(with(Topology::NginxLb, &[1, 2, 3], &["origin-3:errors=1%"]), "");
+    }
+
+    #[test]
     fn memcached_refuses_tls_and_says_why() {
         assert!(options(Topology::Memcached, false).check().is_ok());
         assert!(options(Topology::Redis, true).check().is_ok());

@@ -995,10 +995,35 @@ mod tests {
     #[test]
     fn nginx_balancing_method_comes_before_keepalive() {
         let origins = origins();
-        for (balance, line) in [(Balance::LeastConn, "least_conn;"), (Balance::IpHash, "ip_hash;")] {
+        for (balance, line) in [
+            (Balance::LeastConn, "least_conn;"),
+            (Balance::IpHash, "ip_hash;"),
+            (Balance::UriHash, "hash $request_uri consistent;"),
+        ] {
             let text = &nginx(&front(&origins, None, balance)).files[0].1;
             assert!(position(text, line) < position(text, "keepalive 32;"), "{balance:?}");
         }
+    }
+
+    #[test]
+    fn weights_go_on_each_origins_server_line() {
+        let mut origins = origins();
+        origins[0].weight = Some(3);
+        origins[1].weight = Some(1);
+        let text = &nginx(&front(&origins, None, Balance::UriHash)).files[0].1;
+        position(text, "server 127.0.0.1:9001 weight=3 max_fails=1 fail_timeout=2s;");
+        position(text, "server 127.0.0.1:9002 weight=1 max_fails=1 fail_timeout=2s;");
+        let text = &haproxy(&front(&origins, None, Balance::RoundRobin)).files[0].1;
+        position(text, "server origin-1 127.0.0.1:9001 weight 3");
+        position(text, "server origin-2 127.0.0.1:9002 weight 1");
+    }
+
+    #[test]
+    fn balancing_names_parse_back() {
+        for b in [Balance::RoundRobin, Balance::LeastConn, Balance::IpHash, Balance::UriHash] {
+            assert_eq!(b.name().parse::<Balance>(), Ok(b));
+        }
+        assert!("random".parse::<Balance>().unwrap_err().contains("uri-hash"));
     }
 
     #[test]
@@ -1077,6 +1102,8 @@ mod tests {
             (Balance::RoundRobin, "balance roundrobin"),
             (Balance::LeastConn, "balance leastconn"),
             (Balance::IpHash, "balance source"),
+            (Balance::UriHash, "balance uri whole"),
+            (Balance::UriHash, "hash-type consistent"),
         ] {
             position(&haproxy(&front(&origins, None, balance)).files[0].1, line);
         }
@@ -1145,6 +1172,7 @@ mod tests {
             (Balance::RoundRobin, "lb_policy round_robin"),
             (Balance::LeastConn, "lb_policy least_conn"),
             (Balance::IpHash, "lb_policy ip_hash"),
+            (Balance::UriHash, "lb_policy uri_hash"),
         ] {
             let launch = caddy(&front(&origins, Some(&files), balance));
             assert!(launch.quic, "HTTP/3 on the TLS port");
