@@ -74,7 +74,7 @@ fn uri_hash_sends_each_key_to_one_origin(topology: &str) {
     let Some(bed) = Testbed::up(topology, &["--backends", "3", "--balance", "uri-hash"]) else { return };
     let status = barrage().args(["testbed", "status", "--dir"]).arg(bed.dir()).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
-    assert!(status.contains(&format!("uri-hash over 3 origins")), "{status}");
+    assert!(status.contains("uri-hash over 3 origins"), "{status}");
     let front = bed.addr(topology);
     for round in 0..3 {
         for k in 0..40 {
@@ -145,12 +145,11 @@ fn testbed_set_changes_a_live_origins_latency_mid_run_without_an_error() {
     assert_eq!(s["requests"]["connections"].as_u64(), Some(4), "the same connections throughout");
     let intervals = s["intervals"].as_array().unwrap();
     let p50 = |i: &Value| f(&i["p50_us"]) / 1000.0;
-    let (before, after): (Vec<&Value>, Vec<&Value>) =
-        intervals.iter().partition(|i| i["second"].as_u64().unwrap() < 2);
+    let (before, after): (Vec<&Value>, Vec<&Value>) = intervals.iter().partition(|i| i["second"].as_u64().unwrap() < 2);
     assert!(before.iter().all(|i| p50(i) < 30.0), "before: {:?}", before.iter().map(|i| p50(i)).collect::<Vec<_>>());
     // The second the event ran in mixes both; the ones after are the new shape's.
     let later: Vec<f64> = after.iter().filter(|i| i["second"].as_u64().unwrap() >= 3).map(|i| p50(i)).collect();
-    eprintln!("p50 by second, set at 2 s: {:?}", intervals.iter().map(|i| p50(i)).collect::<Vec<_>>());
+    eprintln!("p50 by second, set at 2 s: {:?}", intervals.iter().map(p50).collect::<Vec<_>>());
     assert!(!later.is_empty() && later.iter().all(|&p| (60.0..75.0).contains(&p)), "after: {later:?}");
     let status = barrage().args(["testbed", "status", "--dir"]).arg(bed.dir()).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
@@ -166,8 +165,12 @@ fn a_body_put_through_haproxy_is_found_on_every_origin() {
         let mut s = std::net::TcpStream::connect(front).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let body = "the value of k1";
-        write!(s, "PUT /kv/k1 HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
-            .unwrap();
+        write!(
+            s,
+            "PUT /kv/k1 HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
         let mut reply = String::new();
         s.read_to_string(&mut reply).unwrap();
         reply
@@ -181,5 +184,8 @@ fn a_body_put_through_haproxy_is_found_on_every_origin() {
     }
     assert_eq!(served_by.len(), 3, "round robin reached every origin: {served_by:?}");
     let store = barrage_testbed::store_dir(bed.dir());
-    assert_eq!(std::fs::metadata(&store).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777).unwrap(), 0o700);
+    assert_eq!(
+        std::fs::metadata(&store).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777).unwrap(),
+        0o700
+    );
 }

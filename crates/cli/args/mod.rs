@@ -25,7 +25,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Start the built-in origin server.
     #[command(after_help = SERVE_EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Start the origin in-process and run a short open-loop and closed-loop test against it.
     Demo(DemoArgs),
     /// Real nginx, haproxy, varnishd and squid in front of barrage origins, on loopback.

@@ -450,7 +450,11 @@ fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, Strin
     let balance = match settings.remove("testbed-balance") {
         None => None,
         Some(toml::Value::String(b)) => Some(b),
-        Some(v) => return Err(format!("testbed-balance = {v}: expected \"roundrobin\", \"leastconn\", \"iphash\" or \"uri-hash\"")),
+        Some(v) => {
+            return Err(format!(
+                "testbed-balance = {v}: expected \"roundrobin\", \"leastconn\", \"iphash\" or \"uri-hash\""
+            ))
+        }
     };
     let weights = match settings.remove("testbed-weights") {
         None => Vec::new(),
@@ -458,10 +462,17 @@ fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, Strin
             .iter()
             .map(|w| match w {
                 toml::Value::Integer(n) if (1..=256).contains(n) => Ok(*n as u32),
-                _ => Err(format!("testbed-weights = {}: expected a list of weights from 1 to 256, one per origin ([3, 1])", toml::Value::Array(a.clone()))),
+                _ => Err(format!(
+                    "testbed-weights = {}: expected a list of weights from 1 to 256, one per origin ([3, 1])",
+                    toml::Value::Array(a.clone())
+                )),
             })
             .collect::<Result<_, _>>()?,
-        Some(v) => return Err(format!("testbed-weights = {v}: expected a list of weights from 1 to 256, one per origin ([3, 1])")),
+        Some(v) => {
+            return Err(format!(
+                "testbed-weights = {v}: expected a list of weights from 1 to 256, one per origin ([3, 1])"
+            ))
+        }
     };
     let shapes = match settings.remove("testbed-shape") {
         None => Vec::new(),

@@ -61,13 +61,13 @@ impl AccessLog {
         let inner = Arc::new(Inner { file, shards: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect() });
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let flusher = inner.clone();
-        std::thread::Builder::new().name("barrage-serve-log".into()).spawn(move || loop {
-            match stopped.recv_timeout(FLUSH_EVERY) {
-                Err(RecvTimeoutError::Timeout) => flusher.flush(),
-                // The log is gone: its owner flushes the rest.
-                _ => break,
+        // Until the log is dropped (the sender with it): its owner flushes the rest.
+        let flush = move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(FLUSH_EVERY) {
+                flusher.flush();
             }
-        })?;
+        };
+        std::thread::Builder::new().name("barrage-serve-log".into()).spawn(flush)?;
         Ok(AccessLog { inner, _stop: stop })
     }
 

@@ -9,8 +9,8 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
@@ -27,9 +27,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::access_log::AccessLog;
 use crate::album::{self, Albums};
 use crate::body::ResponseBody;
-use crate::access_log::AccessLog;
 use crate::dist::{SizeDist, SplitMix64, Stall, MAX_BODY};
 use crate::shape::{Capacity, Shape};
 use crate::store::{Store, STORE_CAP};
@@ -195,9 +195,9 @@ impl Shared {
         }
         let live = Live::new(shape, None)?;
         let access_log = match &config.access_log {
-            Some(path) => Some(
-                AccessLog::open(path).map_err(|source| ServeError::AccessLog { path: path.clone(), source })?,
-            ),
+            Some(path) => {
+                Some(AccessLog::open(path).map_err(|source| ServeError::AccessLog { path: path.clone(), source })?)
+            }
             None => None,
         };
         Ok(Shared {
@@ -703,13 +703,11 @@ async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Respon
         }
         Method::PUT => store_put(shared, req, StatusCode::CREATED).await,
         Method::POST => store_put(shared, req, StatusCode::OK).await,
-        Method::DELETE => {
-            match shared.store.delete(req.uri().path()) {
-                Ok(true) => respond(StatusCode::NO_CONTENT, ResponseBody::empty()),
-                Ok(false) => status_response(StatusCode::NOT_FOUND),
-                Err(_) => status_response(StatusCode::INTERNAL_SERVER_ERROR),
-            }
-        }
+        Method::DELETE => match shared.store.delete(req.uri().path()) {
+            Ok(true) => respond(StatusCode::NO_CONTENT, ResponseBody::empty()),
+            Ok(false) => status_response(StatusCode::NOT_FOUND),
+            Err(_) => status_response(StatusCode::INTERNAL_SERVER_ERROR),
+        },
         _ => method_not_allowed("GET, HEAD, PUT, POST, DELETE"),
     }
 }
@@ -724,9 +722,10 @@ async fn store_put<B: RequestBody>(shared: &Shared, req: Request<B>, ok: StatusC
     match shared.store.put(parts.uri.path(), body) {
         Ok(()) => respond(ok, ResponseBody::empty()),
         Err(crate::store::PutError::Full) => status_response(StatusCode::INSUFFICIENT_STORAGE),
-        Err(crate::store::PutError::Io(e)) => {
-            respond(StatusCode::INTERNAL_SERVER_ERROR, ResponseBody::bytes(Bytes::from(format!("the store failed: {e}\n"))))
-        }
+        Err(crate::store::PutError::Io(e)) => respond(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ResponseBody::bytes(Bytes::from(format!("the store failed: {e}\n"))),
+        ),
     }
 }
 

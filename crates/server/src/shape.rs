@@ -188,7 +188,9 @@ fn parse_capacity(v: &str) -> Result<Option<Capacity>, String> {
     if v == "none" {
         return Ok(None);
     }
-    let why = || format!("expected N requests served at once and an optional queue bound, N+QUEUE (8, 8+64; N from 1, both at most {MAX_CAPACITY}), or none");
+    let why = || {
+        format!("expected N requests served at once and an optional queue bound, N+QUEUE (8, 8+64; N from 1, both at most {MAX_CAPACITY}), or none")
+    };
     let (n, q) = match v.split_once('+') {
         Some((n, q)) => (n, Some(q)),
         None => (v, None),
@@ -263,7 +265,10 @@ mod tests {
     fn specs_parse_and_print_back() {
         let table = [
             ("latency=100ms", "latency=100.00ms"),
-            ("latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64", "latency=100.00ms,size=lognormal:4096,1,errors=1%,capacity=8+64"),
+            (
+                "latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64",
+                "latency=100.00ms,size=lognormal:4096,1,errors=1%,capacity=8+64",
+            ),
             ("errors=0.05", "errors=5%"),
             ("capacity=4", "capacity=4"),
             ("capacity=none,latency=0", "latency=0,capacity=none"),

@@ -115,7 +115,8 @@ impl Environment {
             String::new()
         } else {
             // FNV-1a: stable across releases, so a resumed experiment finds its directory.
-            let h = extras.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+            let h =
+                extras.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
             format!("-{:08x}", h as u32 ^ (h >> 32) as u32)
         };
         results.join(format!(
@@ -735,7 +736,10 @@ mod tests {
         assert_ne!(a, b);
         for d in [&a, &b] {
             let name = d.file_name().unwrap().to_str().unwrap();
-            assert!(name.starts_with("testbed-haproxy-lb-3-") && name.len() == "testbed-haproxy-lb-3-".len() + 8, "{name}");
+            assert!(
+                name.starts_with("testbed-haproxy-lb-3-") && name.len() == "testbed-haproxy-lb-3-".len() + 8,
+                "{name}"
+            );
         }
         assert_eq!(slow.dir(results), a, "stable");
         assert_eq!(fast.name(), "haproxy-lb ×3 [uri-hash, shape latency=1ms]");

@@ -161,7 +161,10 @@ impl Options {
                 return Err(Bad("--weights: Caddy 2.6 has no weighted balancing (weighted_round_robin came in 2.8): use nginx-lb or haproxy-lb".into()));
             }
             if !balancers {
-                return Err(Bad(format!("--weights: the {} testbed has no balancer to weigh origins (nginx-lb, haproxy-lb, all)", self.topology.name())));
+                return Err(Bad(format!(
+                    "--weights: the {} testbed has no balancer to weigh origins (nginx-lb, haproxy-lb, all)",
+                    self.topology.name()
+                )));
             }
             if self.weights.len() != self.backends as usize {
                 return Err(Bad(format!(
@@ -275,7 +278,10 @@ impl ServerSpec {
 
     /// An origin's shape file (`DIR/shape`), re-read on SIGHUP.
     pub fn shape_file(&self) -> Option<&Path> {
-        (self.kind == Kind::Origin).then(|| self.files.iter().find(|(p, _)| p.ends_with(SHAPE_FILE))).flatten().map(|(p, _)| p.as_path())
+        (self.kind == Kind::Origin)
+            .then(|| self.files.iter().find(|(p, _)| p.ends_with(SHAPE_FILE)))
+            .flatten()
+            .map(|(p, _)| p.as_path())
     }
 
     /// An origin's shape as written (`latency=100ms,capacity=8`); empty for none.
