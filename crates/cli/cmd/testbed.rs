@@ -157,11 +157,8 @@ pub fn print_table(state: &State) -> anyhow::Result<()> {
         vec![["NAME".to_string(), "ROLE".into(), "URL".into(), "PID".into(), "STATUS".into(), "SHAPE".into()]];
     for s in &state.servers {
         let pid = s.pid.map_or("-".to_string(), |p| p.to_string());
-        let shape = match s.spec.shape() {
-            Some("") => "-".to_string(),
-            Some(shape) => shape.to_string(),
-            None => String::new(),
-        };
+        // Empty for an origin as fast as it can be, so the column shows only when set.
+        let shape = s.spec.shape().unwrap_or_default().to_string();
         for url in std::iter::once(s.spec.url()).chain(s.spec.tls_url()) {
             let row = [s.spec.name.clone(), s.spec.role.clone(), url, pid.clone(), s.status.to_string(), shape.clone()];
             rows.push(row);
