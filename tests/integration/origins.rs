@@ -224,3 +224,35 @@ fn a_body_put_through_haproxy_is_found_on_every_origin() {
         0o700
     );
 }
+
+/// Two cases that differ only in `testbed-shape` run against testbeds of their own (each
+/// in a directory named by a digest of its shape) and show their origins' latency.
+#[test]
+fn experiment_cases_with_other_shapes_get_testbeds_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shapes.toml");
+    let text = r#"duration = "1s"
+
+[base]
+concurrency = 2
+url = "{origin-1}/obj/1"
+testbed = "direct"
+testbed-backends = 1
+
+[factors.origin]
+fast = { testbed-shape = "latency=5ms" }
+slow = { testbed-shape = ["latency=5ms", "origin-1:latency=50ms"] }
+"#;
+    std::fs::write(&file, text).unwrap();
+    let results = dir.path().join("results");
+    let out =
+        barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let matrix = json["matrix"].as_array().unwrap();
+    let p50 = |row: &Value| f(&row["p50_us"]) / 1000.0;
+    let (fast, slow) = (p50(&matrix[0]), p50(&matrix[1]));
+    assert!((5.0..15.0).contains(&fast) && (50.0..60.0).contains(&slow), "fast {fast} ms, slow {slow} ms");
+    let manifest = std::fs::read_to_string(results.join("experiment.json")).unwrap();
+    assert!(manifest.contains("shape latency=5ms origin-1:latency=50ms"), "{manifest}");
+}
