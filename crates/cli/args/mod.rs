@@ -264,7 +264,7 @@ pub enum BalanceArg {
 }
 
 fn parse_testbed_shape(s: &str) -> Result<String, String> {
-    barrage_testbed::parse_shape(s).map(|_| s.to_string()).map_err(|e| e.trim_start_matches("--shape ").to_string())
+    barrage_testbed::parse_shape(s).map(|_| s.to_string())
 }
 
 /// `barrage testbed set NAME SHAPE`.

@@ -179,7 +179,7 @@ impl Options {
             return Err(Bad(format!("--shape: the {} testbed has no origins to shape", self.topology.name())));
         }
         for shape in &self.shapes {
-            let (target, _) = parse_shape(shape).map_err(Bad)?;
+            let (target, _) = parse_shape(shape).map_err(|e| Bad(format!("--shape '{shape}': {e}")))?;
             if let Some(name) = target {
                 let known = name.strip_prefix("origin-").and_then(|n| n.parse::<u32>().ok());
                 if !known.is_some_and(|n| (1..=self.backends).contains(&n)) {
@@ -206,7 +206,7 @@ pub fn parse_shape(s: &str) -> Result<(Option<String>, barrage_server::ShapeSpec
         Some((name, spec)) if !name.contains('=') => (Some(name.trim().to_string()), spec),
         _ => (None, s),
     };
-    let spec = spec.parse::<barrage_server::ShapeSpec>().map_err(|e| format!("--shape '{s}': {e}"))?;
+    let spec = spec.parse::<barrage_server::ShapeSpec>().map_err(|e| e.to_string())?;
     Ok((target, spec))
 }
 
