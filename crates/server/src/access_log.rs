@@ -26,6 +26,8 @@ use http::{Method, StatusCode, Uri};
 
 /// The longest path (with query) logged: longer ones are cut, so a line stays short.
 pub(crate) const MAX_TARGET: usize = 1024;
+/// The longest method logged.
+const MAX_METHOD: usize = 32;
 /// A thread's buffer is written out once it holds this much.
 const BUFFER: usize = 64 << 10;
 /// What is buffered is written at least this often.
@@ -77,9 +79,12 @@ impl AccessLog {
         let target = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
         let shard = &self.inner.shards[SHARD.with(|s| *s)];
         let mut buf = shard.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = write!(buf, "{}.{:06} {} ", now.as_secs(), now.subsec_micros(), method.as_str());
-        let cut = &target.as_bytes()[..target.len().min(MAX_TARGET)];
-        buf.extend(cut.iter().map(|&b| if b.is_ascii_graphic() { b } else { b'?' }));
+        let _ = write!(buf, "{}.{:06} ", now.as_secs(), now.subsec_micros());
+        let visible = |b: &u8| if b.is_ascii_graphic() { *b } else { b'?' };
+        // An extension method may be long: a method is cut like the path.
+        buf.extend(method.as_str().as_bytes().iter().take(MAX_METHOD).map(visible));
+        buf.push(b' ');
+        buf.extend(target.as_bytes().iter().take(MAX_TARGET).map(visible));
         let _ = writeln!(buf, " {} {bytes} {}", status.as_u16(), took.as_micros());
         if buf.len() >= BUFFER {
             self.inner.write(&mut buf);

@@ -2,10 +2,13 @@
 //!
 //! This is the server's hot path. It allocates nothing of its own on `/`, `/bytes/{n}`
 //! and `/status/{code}` (bodies are static or slices of the pattern buffer, headers are
-//! prebuilt), takes no lock unless the store is in use or a latency delay was applied
-//! (then one short lock to record it, beside a sleep of milliseconds), and logs nothing. With
-//! [`ServeConfig::max_concurrency`] every request but [`STATS_PATH`] also takes a permit
-//! from one semaphore shared by all threads (an atomic operation while permits are free).
+//! prebuilt), takes one uncontended read lock to clone the shape in force (an `Arc`: the
+//! shape can be swapped while the origin serves, see [`Shared::set_shape`]), no other lock
+//! unless the store is in use or a latency delay was applied (then one short lock to record
+//! it, beside a sleep of milliseconds). With an access log, a line is formatted into the
+//! thread's own buffer. With a capacity ([`ServeConfig::max_concurrency`]) every request
+//! but [`STATS_PATH`] also takes a permit from one semaphore shared by all threads (an
+//! atomic operation while permits are free).
 
 use std::borrow::Cow;
 use std::cell::RefCell;

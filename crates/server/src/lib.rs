@@ -19,14 +19,18 @@
 //! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
 //! | `POST /albums` | a multipart form with a JSON `profile` part and an `image` part stored as an album: `{"albumID": ID, "imageSize": N}` (see [`ServeConfig::album_store`]) |
 //! | `/albums/{id}` | the album's profile; 404 for an unknown id, 400 for one that is not 32 lowercase hex digits |
-//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with TLS also `"handshakes": {"tls", "quic", "resumed"}` (see [`Handshakes`]), with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
-//! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
+//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with TLS also `"handshakes": {"tls", "quic", "resumed"}` (see [`Handshakes`]), with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max), with a queue bound `"queue_full"`: requests answered 503 because the queue was full, with a shape other than the default (or an access log) `"shape"`: the [`Shape`] in force; not counted, never queued by [`ServeConfig::max_concurrency`] |
+//! | any other path | PUT/POST store the body (256 MiB in all; in a directory origins share with [`ServeConfig::store_dir`]), GET returns it, DELETE removes it; `GET /` is `ok` |
 //!
 //! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,
 //! [`SizeDist`] (object sizes), [`Stall`] (one stop-the-world pause, to expose
 //! coordinated omission in load generators) and [`ServeConfig::max_concurrency`] (at most
 //! N requests served at once, the rest queued in arrival order: with a latency of `L`, a
-//! capacity of N / L requests per second, beyond which queueing delay grows).
+//! capacity of N / L requests per second, beyond which queueing delay grows;
+//! [`ServeConfig::max_queue`] bounds the queue, answering 503 beyond it). Latency, sizes,
+//! error rate and capacity together are a [`Shape`], written as one line
+//! (`latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64`, see [`ShapeSpec`]) and
+//! swapped while the origin serves by [`RunningServer::set_shape`].
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -123,8 +127,8 @@ pub struct ServeConfig {
     /// The limit is shared by all [`ServeConfig::threads`]. A request holds its turn until
     /// its response is produced (the body is sent after), through the [`ServeConfig::stall`]
     /// pause, the `latency` delay and `/delay/{ms}` alike. Queued requests wait without limit
-    /// (the client's timeout bounds them) and count in [`RunningServer::requests`] from
-    /// arrival. `/_barrage/stats` never queues. Must be at least 1.
+    /// (the client's timeout bounds them) unless [`ServeConfig::max_queue`] bounds the queue,
+    /// and count in [`RunningServer::requests`] from arrival. `/_barrage/stats` never queues. Must be at least 1.
     pub max_concurrency: Option<usize>,
     /// With [`ServeConfig::max_concurrency`]: at most this many requests wait for a turn;
     /// one more is answered `503` at once and counted (`queue_full` in `/_barrage/stats`).
