@@ -73,7 +73,13 @@ fn set(dir: &Path, name: &str, shape: &str) -> anyhow::Result<Outcome> {
     // Checked here too, so a typo is a usage error before the supervisor is asked.
     shape.parse::<barrage_server::ShapeSpec>()?;
     barrage_testbed::control(dir, &format!("set {name} {shape}"))?;
-    println!("{name}: shape {shape}");
+    // The whole shape each origin has now, as the supervisor recorded it.
+    let state = State::load(dir).ok_or_else(|| TestbedError::NotUp(dir.display().to_string()))?;
+    for s in state.servers.iter().filter(|s| name == "all" || s.spec.name == name) {
+        if let Some(now) = s.spec.shape() {
+            println!("{}: shape {now}", s.spec.name);
+        }
+    }
     Ok(Outcome::Ok)
 }
 
