@@ -4,7 +4,7 @@
 //!
 //! [`up`] starts the supervisor in the background (`barrage testbed supervise`, a session
 //! of its own) and returns once every server answers (HTTP, or a key-value ping); [`control`] sends it `stop NAME`,
-//! `start NAME` or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
+//! `start NAME`, `set NAME SHAPE` (an origin's [`barrage_server::Shape`], live) or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
 //! itself, also used in the foreground by `testbed up --foreground`.
 
 #![warn(missing_docs)]
