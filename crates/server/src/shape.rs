@@ -300,6 +300,57 @@ mod tests {
         }
     }
 
+    use proptest::prelude::*;
+
+    /// One valid part, of any key.
+    fn part() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (1u64..500).prop_map(|ms| format!("latency={ms}ms")),
+            (1u64..500, 1u64..500).prop_map(|(a, b)| format!("latency={}ms..{}ms", a.min(b), a.max(b))),
+            (1u64..500).prop_map(|ms| format!("latency=exp:{ms}ms")),
+            Just("latency=0".to_string()),
+            (1u64..100).prop_map(|k| format!("size={k}k")),
+            (1u64..100, 0u32..30).prop_map(|(k, s)| format!("size=lognormal:{k}k,{}", f64::from(s) / 10.0)),
+            (0u32..=100).prop_map(|p| format!("errors={p}%")),
+            (1usize..64, proptest::option::of(0usize..64)).prop_map(|(n, q)| match q {
+                Some(q) => format!("capacity={n}+{q}"),
+                None => format!("capacity={n}"),
+            }),
+            Just("capacity=none".to_string()),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Valid parts in any order and number (a key again overrides): a spec that prints
+        /// back as itself, and merges as the parse reads it.
+        #[test]
+        fn valid_specs_print_back_and_merge_as_they_parse(
+            parts in proptest::collection::vec(part(), 0..6),
+            split in 0usize..6,
+        ) {
+            let text = parts.join(",");
+            let spec: ShapeSpec = text.parse().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+            prop_assert_eq!(spec.to_string().parse::<ShapeSpec>(), Ok(spec.clone()));
+            let split = split.min(parts.len());
+            let merged = ShapeSpec::merge(&parts[..split].join(","), &parts[split..].join(",")).unwrap();
+            prop_assert_eq!(merged.parse::<ShapeSpec>(), Ok(spec), "{}", merged);
+        }
+
+        /// Whatever a user writes: an error or a spec, never a panic; and a spec printed
+        /// reads back as itself, also merged over nothing.
+        #[test]
+        fn any_text_parses_or_is_refused_and_specs_print_back(
+            text in "((latency|size|errors|capacity|x)=[0-9a-z.:+%,]{0,12}){0,4}(,[a-z=0-9.]{0,6}){0,2}"
+        ) {
+            if let Ok(spec) = text.parse::<ShapeSpec>() {
+                let printed = spec.to_string();
+                proptest::prop_assert_eq!(printed.parse::<ShapeSpec>(), Ok(spec.clone()), "{}", printed);
+                let merged = ShapeSpec::merge("", &text).unwrap();
+                proptest::prop_assert_eq!(merged.parse::<ShapeSpec>(), Ok(spec), "{}", merged);
+            }
+        }
+    }
+
     #[test]
     fn merging_keeps_each_keys_last_part_as_written() {
         let m = ShapeSpec::merge("latency=100ms,size=lognormal:4k,1.0,capacity=8", "capacity=4+2,latency=5ms").unwrap();
