@@ -92,7 +92,7 @@ fn dispatch(command: Command) -> anyhow::Result<Outcome> {
             other => cmd::testbed::testbed(other),
         },
         Command::Report(a) => cmd::report::report(a),
-        Command::Serve(a) => cmd::serve::serve(a),
+        Command::Serve(a) => cmd::serve::serve(*a),
         Command::Compare(a) => cmd::compare::compare(a),
     }
 }

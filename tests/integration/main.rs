@@ -20,6 +20,7 @@ mod kv;
 mod live;
 mod measure;
 mod modes;
+mod origins;
 mod panics;
 mod pick;
 mod reqlog;

@@ -440,6 +440,32 @@ fn testbed_usage_errors_are_one_line_with_exit_2() {
         (vec!["up".into(), "direct".into(), "--dir".into(), busy.path().display().to_string()], "is not empty"),
         (vec!["up".into(), "mesh".into()], "unknown topology 'mesh'"),
         (vec!["up".into(), "direct".into(), "--balance".into(), "random".into()], "--balance"),
+        (
+            vec!["up".into(), "direct".into(), "--shape".into(), "latency=fast".into()],
+            "invalid shape part 'latency=fast'",
+        ),
+        (vec!["up".into(), "direct".into(), "--shape".into(), "capacity=4,errors=150%".into()], "'errors=150%'"),
+        (vec!["up".into(), "direct".into(), "--shape".into(), "origin-3:latency=1ms".into()], "no origin 'origin-3'"),
+        (
+            vec!["up".into(), "haproxy-lb".into(), "--backends".into(), "3".into(), "--weights".into(), "3,1".into()],
+            "2 weight(s) for 3 origin(s)",
+        ),
+        (vec!["up".into(), "haproxy-lb".into(), "--weights".into(), "3,x".into()], "--weights"),
+        (vec!["up".into(), "caddy".into(), "--weights".into(), "1,1".into()], "Caddy 2.6 has no weighted balancing"),
+        (
+            vec!["set".into(), "origin-1".into(), "speed=2".into(), "--dir".into(), dir.path().display().to_string()],
+            "unknown key 'speed'",
+        ),
+        (
+            vec![
+                "set".into(),
+                "origin-1".into(),
+                "latency=1ms".into(),
+                "--dir".into(),
+                dir.path().display().to_string(),
+            ],
+            "no testbed is up",
+        ),
         (vec!["status".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
         (vec!["stop".into(), "origin-1".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
         (vec!["down".into(), "--dir".into(), dir.path().display().to_string()], "no testbed is up"),
@@ -655,6 +681,8 @@ fn plant_state(dir: &Path, victim: u32, started: Option<u64>) {
         tls: false,
         balance: barrage_testbed::Balance::RoundRobin,
         barrage: "sleep".into(),
+        shapes: Vec::new(),
+        weights: Vec::new(),
     };
     let mut spec = barrage_testbed::plan(&options, dir).unwrap().remove(0);
     spec.program = "sleep".into();

@@ -25,7 +25,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Start the built-in origin server.
     #[command(after_help = SERVE_EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Start the origin in-process and run a short open-loop and closed-loop test against it.
     Demo(DemoArgs),
     /// Real nginx, haproxy, varnishd and squid in front of barrage origins, on loopback.
@@ -163,8 +163,11 @@ const TESTBED_EXAMPLES: &str = "Examples:
   barrage testbed up all --tls                          every front, HTTPS at the balancers and squid
   barrage testbed up redis --tls                        redis-server on redis:// and rediss://
   barrage testbed up caddy --tls                        origins behind Caddy, HTTPS and HTTP/3 at both
+  barrage testbed up haproxy-lb --backends 3 --balance uri-hash --weights 2,1,1
+  barrage testbed up direct --shape latency=20ms,capacity=4+16 --shape origin-2:latency=100ms
   barrage testbed status
   barrage run -c 20 -d 20s http://127.0.0.1:PORT/ --at 5s 'barrage testbed stop origin-2' --at 12s 'barrage testbed start origin-2'
+  barrage run -c 8 -d 10s http://127.0.0.1:PORT/ --at 5s 'barrage testbed set origin-1 latency=50ms'
   barrage testbed down
   barrage testbed bench --duration 5s                   every front side by side, then down";
 
@@ -190,6 +193,9 @@ pub enum TestbedCommand {
     Stop(TestbedNameArgs),
     /// Start one stopped server again, on the same port.
     Start(TestbedNameArgs),
+    /// Change a running origin's shape (or every origin's: all) without a restart, e.g.
+    /// `barrage testbed set origin-2 latency=200ms`; also as a run's --at event.
+    Set(TestbedSetArgs),
     /// Bring `all` up, run the same load against every front, print one table, tear down.
     Bench(TestbedBenchArgs),
     /// The supervisor process (started by `up`).
@@ -222,9 +228,21 @@ pub struct TestbedUpArgs {
     /// (memcached refuses it), with a generated certificate; its CA is printed for --cacert.
     #[arg(long)]
     pub tls: bool,
-    /// How the balancers spread requests.
+    /// How the balancers spread requests (uri-hash: consistent, by path and query; Caddy
+    /// too).
     #[arg(long, value_enum, default_value = "roundrobin")]
     pub balance: BalanceArg,
+    /// The origins' weights at the balancers, one per origin (3,1: origin-1 gets three
+    /// requests for each of origin-2's); nginx-lb, haproxy-lb and all.
+    #[arg(long, value_name = "W,W…", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub weights: Vec<u32>,
+    /// The origins' shape: latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64
+    /// for all, origin-2:latency=200ms for one (repeatable; later ones override earlier
+    /// ones key by key). latency: 20ms, 10ms..50ms, exp:20ms; size (of /obj/{id}): 1k,
+    /// 1k..64k, lognormal:4k,1.0; errors: 1% answered 500; capacity: N served at once,
+    /// N+Q with at most Q queued (more: 503 at once).
+    #[arg(long, value_name = "[ORIGIN:]SHAPE", value_parser = parse_testbed_shape)]
+    pub shape: Vec<String>,
     /// Stay in the terminal; Ctrl-C takes the testbed down.
     #[arg(long)]
     pub foreground: bool,
@@ -241,6 +259,26 @@ pub enum BalanceArg {
     Leastconn,
     /// By client address (sticky).
     Iphash,
+    /// By a consistent hash of the URI: each URL always to one origin.
+    UriHash,
+}
+
+fn parse_testbed_shape(s: &str) -> Result<String, String> {
+    barrage_testbed::parse_shape(s).map(|_| s.to_string())
+}
+
+/// `barrage testbed set NAME SHAPE`.
+#[derive(Args, Debug)]
+pub struct TestbedSetArgs {
+    /// The origin (origin-2), or all.
+    #[arg(value_name = "ORIGIN|all")]
+    pub name: String,
+    /// Keys to change, as --shape of `up` takes them: latency=200ms, errors=5%,
+    /// capacity=4+16 (several words are joined with commas).
+    #[arg(value_name = "SHAPE", required = true, num_args = 1..)]
+    pub shape: Vec<String>,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
 }
 
 /// `barrage testbed stop|start NAME`.
@@ -324,6 +362,7 @@ const SERVE_EXAMPLES: &str = "Examples:
   barrage serve --tls --ca-out ca.pem --listen 127.0.0.1:8443
   barrage serve --tls --http3 --ca-out ca.pem --listen 127.0.0.1:8443   HTTPS, and HTTP/3 on UDP 8443
   barrage serve --instances 2 --album-store /tmp/albums     two origins sharing their albums
+  barrage serve --shape-file shape.txt --access-log access.log   shape re-read on SIGHUP
 Routes: /bytes/{size} (1024, 1k, 1m), /delay/{ms}, /status/{code}, /obj/{id}, /_barrage/stats;
 /reset/{reason} resets an HTTP/2 stream with that code (cancel, refused_stream, ...), an HTTP/3 one with its counterpart, closes an HTTP/1.1 connection;
 POST /albums (multipart: JSON profile, image) answers {\"albumID\", \"imageSize\"}, GET /albums/{id} the profile;
@@ -811,6 +850,24 @@ pub struct ServeArgs {
     /// gives a known capacity: N / latency per second (10 at 10ms: 1,000 req/s).
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..1_000_000))]
     pub max_concurrency: Option<usize>,
+    /// With --max-concurrency: at most N requests wait for a turn; one more is answered 503
+    /// at once (counted as queue_full in /_barrage/stats). [default: no bound]
+    #[arg(long, value_name = "N", requires = "max_concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1_000_000))]
+    pub max_queue: Option<usize>,
+    /// Read the shape (latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64; see
+    /// the README) from this file, laid over the flags, and again on every SIGHUP, which
+    /// then swaps it in without a restart or a dropped connection instead of stopping.
+    #[arg(long, value_name = "FILE")]
+    pub shape_file: Option<PathBuf>,
+    /// Keep the PUT/GET/DELETE store in this directory, one file per path, instead of in
+    /// memory: every origin started with the same DIR sees every body. Created for this
+    /// user alone if missing; refused if others can write to it.
+    #[arg(long, value_name = "DIR")]
+    pub store_dir: Option<PathBuf>,
+    /// Append one line per request to FILE: time (Unix s), method, path, status, bytes,
+    /// duration (µs); buffered, written at least every second and at shutdown.
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
     /// Serve this certificate chain (PEM) over TLS instead of a generated one; with --key.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,

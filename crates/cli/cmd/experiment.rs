@@ -117,21 +117,35 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
     };
     let c = e.case_flags(&case).map_err(|m| at(&m))?;
     let testbed = match c.testbed {
-        Some(t) => Some(Environment {
-            topology: t.topology.parse().map_err(|m: String| {
-                at(&format!(
-                    "testbed = {:?}: {m} (a case's testbed is a topology the experiment brings up, not the directory of run's --testbed)",
-                    t.topology
-                ))
-            })?,
-            tls: t.tls,
-            backends: t.backends,
-        }),
+        Some(t) => {
+            let env = Environment {
+                topology: t.topology.parse().map_err(|m: String| {
+                    at(&format!(
+                        "testbed = {:?}: {m} (a case's testbed is a topology the experiment brings up, not the directory of run's --testbed)",
+                        t.topology
+                    ))
+                })?,
+                tls: t.tls,
+                backends: t.backends,
+                balance: match &t.balance {
+                    Some(b) => b.parse().map_err(|m: String| at(&format!("testbed-balance = {b:?}: {m}")))?,
+                    None => barrage_testbed::Balance::RoundRobin,
+                },
+                weights: t.weights,
+                shapes: t.shapes,
+            };
+            // Weights for the number of origins, shapes that parse and name origins it has.
+            env.options(Path::new("barrage")).check().map_err(|e| {
+                let e = e.to_string().replace("--weights", "testbed-weights").replace("--shape", "testbed-shape");
+                at(&e.replace("--backends", "testbed-backends"))
+            })?;
+            Some(env)
+        }
         None => None,
     };
     // Checked now with stand-in addresses for the testbed's servers, which start later.
     let stand_in = Bed {
-        servers: match testbed {
+        servers: match &testbed {
             Some(env) => {
                 servers_of(&barrage_testbed::plan(&env.options(Path::new("barrage")), Path::new("/nonexistent"))?)
             }

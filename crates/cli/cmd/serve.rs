@@ -15,11 +15,22 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         anyhow::bail!("--http3 runs over QUIC, which is always encrypted: add --tls or --tls-listen ADDR");
     }
     // Before any address is printed: a script may signal as soon as it reads one.
-    let stop = Stop::install()?;
+    let mut stop = Stop::install()?;
     let instances = usize::from(a.instances.max(1));
     let mut servers = Vec::with_capacity(instances);
+    let shape = match &a.shape_file {
+        Some(path) => Some(read_shape(path, &a)?),
+        None => None,
+    };
     for i in 0..instances {
-        let config = instance_config(&a, i, instances)?;
+        let mut config = instance_config(&a, i, instances)?;
+        if let Some(shape) = &shape {
+            config.latency = shape.latency;
+            config.object_size = shape.object_size.clone();
+            config.error_rate = shape.error_rate;
+            config.max_concurrency = shape.capacity.map(|c| c.concurrency);
+            config.max_queue = shape.capacity.and_then(|c| c.queue);
+        }
         if let Some(tls_listen) = a.tls_listen {
             let listen = next_port(tls_listen, i).context("--tls-listen")?;
             servers.push(RunningServer::start(ServeConfig { listen, tls: true, http3: a.http3, ..config.clone() })?);
@@ -43,7 +54,22 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     // Scripts read the addresses as soon as they are printed.
     out.flush()?;
     drop(out);
-    stop.wait();
+    // With a shape file, SIGHUP re-reads it; only SIGINT and SIGTERM stop.
+    while stop.wait() == libc::SIGHUP && a.shape_file.is_some() {
+        let path = a.shape_file.as_deref().expect("checked");
+        match read_shape(path, &a).and_then(|shape| {
+            servers.iter().try_for_each(|s| s.set_shape(shape.clone())).map_err(anyhow::Error::from)?;
+            Ok(shape)
+        }) {
+            Ok(shape) => {
+                let _ = writeln!(std::io::stderr(), "barrage serve: shape now {shape}");
+            }
+            // A bad file leaves the shape as it was; the origin serves on.
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "barrage serve: {e:#}; the shape is unchanged");
+            }
+        }
+    }
     let served: u64 = servers.iter().map(RunningServer::requests).sum();
     // Shut down (the generated CA file removed) before the last word, and say it without
     // `eprintln!`, which panics when nobody reads stderr any more (`2>&1 | head -1`): that
@@ -65,6 +91,29 @@ pub fn warn_if_exposed(flag: &str, addr: std::net::SocketAddr) {
         );
     }
 }
+
+/// The flags' shape with the file's laid over it.
+fn read_shape(path: &std::path::Path, a: &ServeArgs) -> anyhow::Result<barrage_server::Shape> {
+    let text = barrage_metrics::limits::read_capped(path, SHAPE_FILE_MAX)
+        .with_context(|| format!("reading the shape file {}", path.display()))?;
+    let text = String::from_utf8(text).with_context(|| format!("the shape file {} is not text", path.display()))?;
+    let mut shape = barrage_server::Shape {
+        latency: a.latency,
+        object_size: a.object_size.clone(),
+        error_rate: a.error_rate,
+        capacity: a.max_concurrency.map(|n| barrage_server::Capacity { concurrency: n, queue: a.max_queue }),
+    };
+    // Lines are laid over each other in turn; `#` starts a comment line.
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let spec: barrage_server::ShapeSpec =
+            line.parse().with_context(|| format!("the shape file {}", path.display()))?;
+        spec.apply(&mut shape);
+    }
+    Ok(shape)
+}
+
+/// The largest shape file read: a line or two.
+const SHAPE_FILE_MAX: u64 = 64 << 10;
 
 /// Instance `i` of `n`: its own port (the next one after a fixed port, a free one for port
 /// 0) and, with several, its own name (`NAME-1`, `NAME-2`…, default `origin-1`…).
@@ -91,6 +140,11 @@ fn instance_config(a: &ServeArgs, i: usize, n: usize) -> anyhow::Result<ServeCon
         cache_headers: a.cache_headers,
         tls_cert: a.cert.clone().zip(a.key.clone()),
         max_concurrency: a.max_concurrency,
+        max_queue: a.max_queue,
+        // Shared like the albums: a body PUT to one instance is found on every other.
+        store_dir: a.store_dir.clone(),
+        // Instances share one log, each line written whole.
+        access_log: a.access_log.clone(),
         max_streams: a.max_streams.unwrap_or(barrage_server::DEFAULT_MAX_STREAMS),
         // One directory for all instances: an album posted to one is found on every other.
         album_store: a.album_store.clone(),
@@ -122,7 +176,8 @@ impl Stop {
         Ok(Stop { rt, signals })
     }
 
-    fn wait(mut self) {
-        self.rt.block_on(crate::signals::next(&mut self.signals));
+    /// The next signal.
+    fn wait(&mut self) -> i32 {
+        self.rt.block_on(crate::signals::next(&mut self.signals))
     }
 }

@@ -24,6 +24,7 @@ pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
         }
         TestbedCommand::Stop(a) => control(&dir(&a.dir), "stop", &a.name),
         TestbedCommand::Start(a) => control(&dir(&a.dir), "start", &a.name),
+        TestbedCommand::Set(a) => set(&dir(&a.dir), &a.name, &a.shape.join(",")),
         // `main` runs bench itself, with the signal handler.
         TestbedCommand::Bench(_) => anyhow::bail!("testbed bench is dispatched by main"),
         TestbedCommand::Supervise(a) => supervise(&a.dir, &a.options, a.owner),
@@ -50,16 +51,43 @@ pub fn options(
             BalanceArg::Roundrobin => Balance::RoundRobin,
             BalanceArg::Leastconn => Balance::LeastConn,
             BalanceArg::Iphash => Balance::IpHash,
+            BalanceArg::UriHash => Balance::UriHash,
         },
         barrage: std::env::current_exe().context("finding the barrage binary to run the origins")?,
+        shapes: Vec::new(),
+        weights: Vec::new(),
     })
+}
+
+/// The options of `testbed up`, checked.
+fn up_options(a: &TestbedUpArgs) -> anyhow::Result<Options> {
+    let mut o = options(a.topology, a.backends, a.tls, a.balance)?;
+    o.shapes = a.shape.clone();
+    o.weights = a.weights.clone();
+    o.check()?;
+    Ok(o)
+}
+
+/// `testbed set NAME SHAPE`: answered once the origin serves with it.
+fn set(dir: &Path, name: &str, shape: &str) -> anyhow::Result<Outcome> {
+    // Checked here too, so a typo is a usage error before the supervisor is asked.
+    shape.parse::<barrage_server::ShapeSpec>()?;
+    barrage_testbed::control(dir, &format!("set {name} {shape}"))?;
+    // The whole shape each origin has now, as the supervisor recorded it.
+    let state = State::load(dir).ok_or_else(|| TestbedError::NotUp(dir.display().to_string()))?;
+    for s in state.servers.iter().filter(|s| name == "all" || s.spec.name == name) {
+        if let Some(now) = s.spec.shape() {
+            println!("{}: shape {now}", s.spec.name);
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 /// `testbed up` in the background: returns once the testbed is up, and leaves it up. A
 /// signal (`stop`) while it comes up takes it down again.
 pub fn up(a: TestbedUpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let dir = absolute(&dir(&a.dir))?;
-    let options = options(a.topology, a.backends, a.tls, a.balance)?;
+    let options = up_options(&a)?;
     let state = barrage_testbed::up(&options, &dir, Lifetime::UntilDown, &|| stop.is_cancelled())?;
     print_table(&state)?;
     println!("testbed up in {}; `barrage testbed down{}` stops it", dir.display(), dir_flag(&dir));
@@ -69,7 +97,7 @@ pub fn up(a: TestbedUpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> 
 /// `testbed up --foreground`: the supervisor is this process, until a signal.
 fn foreground(a: TestbedUpArgs) -> anyhow::Result<Outcome> {
     let dir = absolute(&dir(&a.dir))?;
-    let options = options(a.topology, a.backends, a.tls, a.balance)?;
+    let options = up_options(&a)?;
     barrage_testbed::prepare(&options, &dir)?;
     barrage_testbed::supervise(options, &dir, Tie::None, |ready| {
         if let Ok(state) = ready {
@@ -129,16 +157,23 @@ fn control(dir: &Path, verb: &str, name: &str) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// NAME, ROLE, URL, PID, STATUS: one row per URL.
+/// NAME, ROLE, URL, PID, STATUS (and SHAPE, when an origin has one): one row per URL.
 pub fn print_table(state: &State) -> anyhow::Result<()> {
-    let mut rows = vec![["NAME".to_string(), "ROLE".into(), "URL".into(), "PID".into(), "STATUS".into()]];
+    let mut rows =
+        vec![["NAME".to_string(), "ROLE".into(), "URL".into(), "PID".into(), "STATUS".into(), "SHAPE".into()]];
     for s in &state.servers {
         let pid = s.pid.map_or("-".to_string(), |p| p.to_string());
+        // Empty for an origin as fast as it can be, so the column shows only when set.
+        let shape = s.spec.shape().unwrap_or_default().to_string();
         for url in std::iter::once(s.spec.url()).chain(s.spec.tls_url()) {
-            rows.push([s.spec.name.clone(), s.spec.role.clone(), url, pid.clone(), s.status.to_string()]);
+            let row = [s.spec.name.clone(), s.spec.role.clone(), url, pid.clone(), s.status.to_string(), shape.clone()];
+            rows.push(row);
         }
     }
-    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    if rows.iter().skip(1).all(|r| r[5].is_empty()) {
+        rows[0][5].clear();
+    }
+    let widths: Vec<usize> = (0..6).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = std::io::stdout().lock();
     for r in &rows {
         let line: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();

@@ -427,6 +427,13 @@ pub struct TestbedSetting {
     pub tls: bool,
     /// Origins (1..=32); `None`: the topology's default.
     pub backends: Option<u32>,
+    /// `testbed-balance = "uri-hash"`: how balancers spread requests; `None`: round robin.
+    pub balance: Option<String>,
+    /// `testbed-weights = [3, 1]`: the origins' weights at the balancers.
+    pub weights: Vec<u32>,
+    /// `testbed-shape = "latency=100ms,capacity=8"` (or a list): the origins' shapes, as
+    /// `testbed up --shape` takes them.
+    pub shapes: Vec<String>,
 }
 
 fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, String> {
@@ -440,12 +447,55 @@ fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, Strin
         Some(toml::Value::Integer(n)) if (1..=32).contains(&n) => Some(n as u32),
         Some(v) => return Err(format!("testbed-backends = {v}: expected a number of origins from 1 to 32")),
     };
-    match settings.remove("testbed") {
-        None if backends.is_some() || tls => {
-            Err("testbed-backends and testbed-tls go with testbed = \"TOPOLOGY\"".into())
+    let balance = match settings.remove("testbed-balance") {
+        None => None,
+        Some(toml::Value::String(b)) => Some(b),
+        Some(v) => {
+            return Err(format!(
+                "testbed-balance = {v}: expected \"roundrobin\", \"leastconn\", \"iphash\" or \"uri-hash\""
+            ))
         }
+    };
+    let weights = match settings.remove("testbed-weights") {
+        None => Vec::new(),
+        Some(toml::Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|w| match w {
+                toml::Value::Integer(n) if (1..=256).contains(n) => Ok(*n as u32),
+                _ => Err(format!(
+                    "testbed-weights = {}: expected a list of weights from 1 to 256, one per origin ([3, 1])",
+                    toml::Value::Array(a.clone())
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(v) => {
+            return Err(format!(
+                "testbed-weights = {v}: expected a list of weights from 1 to 256, one per origin ([3, 1])"
+            ))
+        }
+    };
+    let shapes = match settings.remove("testbed-shape") {
+        None => Vec::new(),
+        Some(toml::Value::String(s)) => vec![s],
+        Some(toml::Value::Array(a)) if a.iter().all(|v| v.is_str()) => {
+            a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
+        }
+        Some(v) => {
+            return Err(format!(
+                "testbed-shape = {v}: expected a shape such as \"latency=100ms,capacity=8\", or a list of them"
+            ))
+        }
+    };
+    let extras = balance.is_some() || !weights.is_empty() || !shapes.is_empty();
+    match settings.remove("testbed") {
+        None if backends.is_some() || tls || extras => Err(
+            "testbed-backends, testbed-tls, testbed-balance, testbed-weights and testbed-shape go with testbed = \"TOPOLOGY\""
+                .into(),
+        ),
         None => Ok(None),
-        Some(toml::Value::String(topology)) => Ok(Some(TestbedSetting { topology, tls, backends })),
+        Some(toml::Value::String(topology)) => {
+            Ok(Some(TestbedSetting { topology, tls, backends, balance, weights, shapes }))
+        }
         Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
     }
 }
@@ -695,6 +745,37 @@ cache-miss = { header = ["X-Want: miss"] }
 "#;
 
     #[test]
+    fn testbed_shapes_balance_and_weights_are_case_settings() {
+        let text = r#"
+[base]
+url = "{haproxy-lb}/kv/{id}"
+testbed = "haproxy-lb"
+testbed-backends = 2
+testbed-balance = "uri-hash"
+testbed-weights = [3, 1]
+[factors.origin]
+fast = { testbed-shape = "latency=1ms" }
+slow = { testbed-shape = ["latency=100ms,capacity=8+64", "origin-2:latency=200ms"] }
+"#;
+        let e = Experiment::parse(text, "t").unwrap();
+        let cases = e.cases();
+        let t = e.case_flags(&cases[1]).unwrap().testbed.unwrap();
+        assert_eq!((t.balance.as_deref(), t.weights.as_slice()), (Some("uri-hash"), &[3, 1][..]));
+        assert_eq!(t.shapes, ["latency=100ms,capacity=8+64", "origin-2:latency=200ms"]);
+        assert_eq!(e.case_flags(&cases[0]).unwrap().testbed.unwrap().shapes, ["latency=1ms"]);
+        for (setting, want) in [
+            ("testbed-shape = 3", "testbed-shape = 3: expected a shape"),
+            ("testbed-weights = [0]", "testbed-weights = [0]: expected a list of weights"),
+            ("testbed-balance = 1", "testbed-balance = 1: expected"),
+        ] {
+            let text = format!("[base]\nurl = \"http://a/\"\ntestbed = \"direct\"\n{setting}\n");
+            let e = Experiment::parse(&text, "t").unwrap();
+            let err = e.case_flags(&e.cases()[0]).unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+    }
+
+    #[test]
     fn a_case_splits_into_flags_background_testbed_and_phases() {
         let text = r#"
 duration = "2s"
@@ -711,7 +792,15 @@ busy = { background = { rate = 100 } }
         let c = e.case_flags(&e.cases()[0]).unwrap();
         assert_eq!(c.flags, ["--concurrency", "4", "--duration", "2s", "{varnish}/obj/{id}"]);
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
-        assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, backends: None }));
+        let want = TestbedSetting {
+            topology: "varnish".into(),
+            tls: true,
+            backends: None,
+            balance: None,
+            weights: Vec::new(),
+            shapes: Vec::new(),
+        };
+        assert_eq!(c.testbed, Some(want));
         assert_eq!(c.phases, ["fill", "measure"]);
         // The background's workload is its own: the case's objects, hit ratio, pick, seed
         // and count stay the case's.

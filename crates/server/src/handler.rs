@@ -2,15 +2,19 @@
 //!
 //! This is the server's hot path. It allocates nothing of its own on `/`, `/bytes/{n}`
 //! and `/status/{code}` (bodies are static or slices of the pattern buffer, headers are
-//! prebuilt), takes no lock unless the store is in use or a latency delay was applied
-//! (then one short lock to record it, beside a sleep of milliseconds), and logs nothing. With
-//! [`ServeConfig::max_concurrency`] every request but [`STATS_PATH`] also takes a permit
-//! from one semaphore shared by all threads (an atomic operation while permits are free).
+//! prebuilt), takes one uncontended read lock to clone the shape in force (an `Arc`: the
+//! shape can be swapped while the origin serves, see [`Shared::set_shape`]), no other lock
+//! unless the store is in use or a latency delay was applied (then one short lock to record
+//! it, beside a sleep of milliseconds). With an access log, a line is formatted into the
+//! thread's own buffer. With a capacity ([`ServeConfig::max_concurrency`]) every request
+//! but [`STATS_PATH`] also takes a permit from one semaphore shared by all threads (an
+//! atomic operation while permits are free).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use barrage_metrics::units::parse_size;
@@ -24,11 +28,13 @@ use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::access_log::AccessLog;
 use crate::album::{self, Albums};
 use crate::body::ResponseBody;
-use crate::dist::{LatencyDist, SizeDist, SplitMix64, Stall, MAX_BODY};
+use crate::dist::{SizeDist, SplitMix64, Stall, MAX_BODY};
+use crate::shape::{Capacity, Shape};
 use crate::store::{Store, STORE_CAP};
 use crate::{ServeConfig, ServeError};
 
@@ -52,21 +58,23 @@ fn with_rng<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
 pub(crate) struct Shared {
     /// Requests received, except those to [`STATS_PATH`].
     pub(crate) requests: AtomicU64,
-    latency: Option<LatencyDist>,
-    /// With a latency: the delays applied, as this origin's clock measured them (µs; the
-    /// client's histogram bounds and precision, so the two compare exactly).
-    delays: Option<Mutex<Histogram<u64>>>,
-    error_rate: f64,
+    /// The shape every request meets (latency, sizes, errors, capacity), swapped whole by
+    /// [`Shared::set_shape`] while the origin serves: a request reads it once, on arrival,
+    /// and keeps that copy to the end (a read lock held for an `Arc` clone).
+    live: RwLock<Arc<Live>>,
+    /// The delays applied, as this origin's clock measured them (µs; the client's
+    /// histogram bounds and precision, so the two compare exactly).
+    delays: Mutex<Histogram<u64>>,
+    /// Requests answered 503 at once because the capacity's queue was full.
+    queue_full: AtomicU64,
     served_by: Option<HeaderValue>,
     cache_control: Option<HeaderValue>,
-    object_size: SizeDist,
     /// `--objects N`: the catalog holds ids 0..N; others are 404.
     objects: Option<u64>,
     stall: Option<StallState>,
-    /// `max_concurrency`: one permit per request being served, handed out in arrival
-    /// order (tokio's semaphore is fair), shared by every thread.
-    limit: Option<Semaphore>,
-    store: Store,
+    /// `--access-log`: one line per request.
+    access_log: Option<AccessLog>,
+    pub(crate) store: Store,
     /// `/albums`: in `store`, or in the shared directory of [`ServeConfig::album_store`].
     albums: Albums,
     cache_sim: Option<crate::cachesim::CacheSim>,
@@ -96,37 +104,116 @@ pub(crate) struct Handshakes {
     pub(crate) resumed: Arc<AtomicU64>,
 }
 
+/// The shape in force, with the limiter its capacity needs.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) shape: Shape,
+    limit: Option<Arc<Limiter>>,
+}
+
+/// Capacity: `concurrency` permits handed out in arrival order (tokio's semaphore is
+/// fair), shared by every thread, and a count of the requests waiting for one.
+#[derive(Debug)]
+struct Limiter {
+    capacity: Capacity,
+    permits: Arc<Semaphore>,
+    queued: AtomicUsize,
+}
+
+/// One request's place in the queue, given back however it ends (served, or the client gone).
+struct Queued<'a>(&'a AtomicUsize);
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Limiter {
+    fn new(capacity: Capacity) -> Result<Limiter, ServeError> {
+        if !(1..=Semaphore::MAX_PERMITS).contains(&capacity.concurrency) {
+            return Err(ServeError::Config {
+                field: "max_concurrency",
+                reason: format!("{} is not between 1 and {}", capacity.concurrency, Semaphore::MAX_PERMITS),
+            });
+        }
+        Ok(Limiter { capacity, permits: Arc::new(Semaphore::new(capacity.concurrency)), queued: AtomicUsize::new(0) })
+    }
+
+    /// A turn to be served, at once or after those queued before; `None` when the queue is
+    /// full (the request is answered 503 at once).
+    async fn enter(&self) -> Option<OwnedSemaphorePermit> {
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        let waiting = self.queued.fetch_add(1, Ordering::AcqRel);
+        let _place = Queued(&self.queued);
+        if self.capacity.queue.is_some_and(|bound| waiting >= bound) {
+            return None;
+        }
+        // The semaphore is never closed, so acquiring fails only if it were.
+        self.permits.clone().acquire_owned().await.ok()
+    }
+}
+
+impl Live {
+    fn new(shape: Shape, previous: Option<&Live>) -> Result<Live, ServeError> {
+        if !(0.0..=1.0).contains(&shape.error_rate) {
+            return Err(ServeError::Config {
+                field: "error_rate",
+                reason: format!("{} is not a fraction between 0 and 1", shape.error_rate),
+            });
+        }
+        // The same capacity keeps its limiter: requests queued and in service stay counted.
+        // A new one starts empty; requests holding the old one's permits finish under it.
+        let limit = match (shape.capacity, previous.and_then(|p| p.limit.as_ref())) {
+            (None, _) => None,
+            (Some(c), Some(old)) if old.capacity == c => Some(old.clone()),
+            (Some(c), _) => Some(Arc::new(Limiter::new(c)?)),
+        };
+        Ok(Live { shape, limit })
+    }
+
+    /// Waits for a turn under the capacity; `Err` when the queue is full.
+    async fn permit(&self) -> Result<Option<OwnedSemaphorePermit>, ()> {
+        match &self.limit {
+            None => Ok(None),
+            Some(l) => l.enter().await.map(Some).ok_or(()),
+        }
+    }
+}
+
 impl Shared {
     /// Checks the configuration and prebuilds the per-response headers.
     pub(crate) fn new(config: &ServeConfig) -> Result<Self, ServeError> {
-        if !(0.0..=1.0).contains(&config.error_rate) {
-            return Err(ServeError::Config {
-                field: "error_rate",
-                reason: format!("{} is not a fraction between 0 and 1", config.error_rate),
-            });
+        let shape = Shape {
+            latency: config.latency,
+            object_size: config.object_size.clone(),
+            error_rate: config.error_rate,
+            capacity: config.max_concurrency.map(|n| Capacity { concurrency: n, queue: config.max_queue }),
+        };
+        if config.max_queue.is_some() && config.max_concurrency.is_none() {
+            let reason = "a queue bound is for requests waiting under max_concurrency: set it too".to_string();
+            return Err(ServeError::Config { field: "max_queue", reason });
         }
-        let limit = match config.max_concurrency {
-            None => None,
-            Some(n @ 1..=Semaphore::MAX_PERMITS) => Some(Semaphore::new(n)),
-            Some(n) => {
-                return Err(ServeError::Config {
-                    field: "max_concurrency",
-                    reason: format!("{n} is not between 1 and {}", Semaphore::MAX_PERMITS),
-                })
+        let live = Live::new(shape, None)?;
+        let access_log = match &config.access_log {
+            Some(path) => {
+                Some(AccessLog::open(path).map_err(|source| ServeError::AccessLog { path: path.clone(), source })?)
             }
+            None => None,
         };
         Ok(Shared {
             requests: AtomicU64::new(0),
-            latency: config.latency,
-            delays: config.latency.map(|_| Mutex::new(barrage_metrics::recorder::new_histogram())),
-            error_rate: config.error_rate,
+            live: RwLock::new(Arc::new(live)),
+            delays: Mutex::new(barrage_metrics::recorder::new_histogram()),
+            queue_full: AtomicU64::new(0),
             served_by: header_value("name", config.name.as_deref())?,
             cache_control: header_value("cache_control", config.cache_control.as_deref())?,
-            object_size: config.object_size.clone(),
             objects: config.objects,
             stall: config.stall.map(|stall| StallState { stall, until: OnceLock::new() }),
-            limit,
-            store: Store::default(),
+            access_log,
+            store: Store::open(config.store_dir.as_deref())?,
             albums: Albums::open(config.album_store.as_deref())?,
             cache_sim: config.cache_headers.map(crate::cachesim::CacheSim::new),
             handshakes: config.tls.then(Handshakes::default),
@@ -199,8 +286,22 @@ pub(crate) async fn handle<B: RequestBody>(
     if req.uri().path() == STATS_PATH {
         return Ok(stats(&shared, req.method()));
     }
+    let began = Instant::now();
+    let logged = shared.access_log.as_ref().map(|_| (req.method().clone(), req.uri().clone()));
+    let resp = handle_counted(&shared, req).await;
+    if let (Some(log), Some((method, uri)), Ok(resp)) = (&shared.access_log, logged, &resp) {
+        log.record(&method, &uri, resp.status(), resp.body().len(), began.elapsed());
+    }
+    resp
+}
+
+async fn handle_counted<B: RequestBody>(
+    shared: &Arc<Shared>,
+    req: Request<B>,
+) -> Result<Response<ResponseBody>, h2::Error> {
     // Counted on arrival, so requests waiting for a permit are counted too.
     let number = shared.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let live = shared.live();
     // The stamp's time: the request had been sent by now, so an answer made for it is
     // stamped after its send, and a cache's copy of an earlier answer before.
     let arrived = std::time::SystemTime::now();
@@ -218,13 +319,19 @@ pub(crate) async fn handle<B: RequestBody>(
     // Held until the response is produced: the stall, the latency and the route are all
     // service time under the limit. Dropped (so the next in line goes) if the client
     // goes away while this request waits or is served.
-    let _permit = shared.permit().await;
+    let Ok(_permit) = live.permit().await else {
+        shared.queue_full.fetch_add(1, Ordering::Relaxed);
+        let mut resp = status_response(StatusCode::SERVICE_UNAVAILABLE);
+        shared.add_headers(resp.headers_mut());
+        shared.stamp(&mut resp, arrived, number);
+        return Ok(resp);
+    };
     if let Some(stall) = &shared.stall {
         // After the permit: requests queued behind the limit must not be served during
         // the pause either.
         stall.wait().await;
     }
-    if let Some(latency) = &shared.latency {
+    if let Some(latency) = &live.shape.latency {
         let delay = with_rng(|rng| latency.sample(rng));
         if !delay.is_zero() {
             // Timed here, not assumed: a timer wakes late (tokio's by up to a millisecond,
@@ -238,10 +345,11 @@ pub(crate) async fn handle<B: RequestBody>(
     let head = req.method() == Method::HEAD;
     // Only a successful GET would be cached; its path keys the simulated cache.
     let cache_key = (shared.cache_sim.is_some() && req.method() == Method::GET).then(|| req.uri().path().to_string());
-    let mut resp = if shared.error_rate > 0.0 && with_rng(|rng| rng.gen_bool(shared.error_rate)) {
+    let error_rate = live.shape.error_rate;
+    let mut resp = if error_rate > 0.0 && with_rng(|rng| rng.gen_bool(error_rate)) {
         status_response(StatusCode::INTERNAL_SERVER_ERROR)
     } else {
-        route(&shared, req).await
+        route(shared, &live.shape.object_size, req).await
     };
     shared.add_headers(resp.headers_mut());
     shared.stamp(&mut resp, arrived, number);
@@ -257,19 +365,32 @@ pub(crate) async fn handle<B: RequestBody>(
 }
 
 impl Shared {
-    /// Waits for a turn under `max_concurrency` (first come, first served); `None` when
-    /// there is no limit.
-    async fn permit(&self) -> Option<SemaphorePermit<'_>> {
-        // The semaphore is never closed, so acquiring fails only if it were.
-        self.limit.as_ref()?.acquire().await.ok()
+    /// The shape in force now.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        // Nothing panics while the lock is held (a swap of one `Arc`): a poisoned lock
+        // still holds a whole value.
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Swaps the shape in force: requests arriving from now on meet `shape`; those in
+    /// progress finish under the one they arrived with. The same capacity keeps its queue.
+    pub(crate) fn set_shape(&self, shape: Shape) -> Result<(), ServeError> {
+        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
+        *live = Arc::new(Live::new(shape, Some(&live))?);
+        Ok(())
+    }
+
+    /// Writes out what the access log holds.
+    pub(crate) fn flush_log(&self) {
+        if let Some(log) = &self.access_log {
+            log.flush();
+        }
     }
 
     fn record_delay(&self, took: Duration) {
-        if let Some(delays) = &self.delays {
-            let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-            // A poisoned lock only means a panic elsewhere mid-record; the counts stand.
-            delays.lock().unwrap_or_else(|e| e.into_inner()).saturating_record(us);
-        }
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        // A poisoned lock only means a panic elsewhere mid-record; the counts stand.
+        self.delays.lock().unwrap_or_else(|e| e.into_inner()).saturating_record(us);
     }
 
     /// `/_barrage/stats`: the request count, the album counts, with TLS the handshakes and,
@@ -283,8 +404,13 @@ impl Shared {
             let (tls, quic, resumed) = (n(&h.tls), n(&h.quic), n(&h.resumed));
             let _ = write!(json, ", \"handshakes\": {{\"tls\": {tls}, \"quic\": {quic}, \"resumed\": {resumed}}}");
         }
-        if let Some(delays) = &self.delays {
-            let h = delays.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live();
+        let queue_full = self.queue_full.load(Ordering::Relaxed);
+        if live.limit.as_ref().is_some_and(|l| l.capacity.queue.is_some()) || queue_full > 0 {
+            let _ = write!(json, ", \"queue_full\": {queue_full}");
+        }
+        let h = self.delays.lock().unwrap_or_else(|e| e.into_inner());
+        if live.shape.latency.is_some() || !h.is_empty() {
             let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
             let _ = write!(
                 json,
@@ -295,6 +421,10 @@ impl Shared {
                 q(0.99),
                 q(1.0)
             );
+        }
+        drop(h);
+        if self.access_log.is_some() || live.shape != Shape::default() {
+            let _ = write!(json, ", \"shape\": \"{}\"", live.shape);
         }
         json.push_str("}\n");
         json
@@ -401,7 +531,7 @@ fn classify(path: &str) -> Route<'_> {
     }
 }
 
-async fn route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<ResponseBody> {
+async fn route<B: RequestBody>(shared: &Shared, sizes: &SizeDist, req: Request<B>) -> Response<ResponseBody> {
     let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
     match classify(req.uri().path()) {
         Route::Store => store_route(shared, req).await,
@@ -413,7 +543,7 @@ async fn route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<Res
         Route::Bytes(n) => bytes_route(n),
         Route::Delay(ms) => delay_route(ms).await,
         Route::Status(code) => status_route(code),
-        Route::Object(id) => object_route(shared, id, req.headers()),
+        Route::Object(id) => object_route(shared, sizes, id, req.headers()),
     }
 }
 
@@ -475,7 +605,7 @@ fn status_route(code: &str) -> Response<ResponseBody> {
 
 /// A deterministic object: size and bytes are functions of the id alone, so repeated
 /// requests (through a cache, from several clients) see the same object.
-fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<ResponseBody> {
+fn object_route(shared: &Shared, sizes: &SizeDist, id: &str, req_headers: &HeaderMap) -> Response<ResponseBody> {
     if id.is_empty() {
         return bad_request("/obj/{id}: the id is missing\n");
     }
@@ -486,7 +616,7 @@ fn object_route(shared: &Shared, id: &str, req_headers: &HeaderMap) -> Response<
     }
     let seed = fnv1a(id.as_bytes());
     let mut rng = SplitMix64(seed);
-    let size = shared.object_size.sample(&mut rng);
+    let size = sizes.sample(&mut rng);
     let offset = rng.next_u64();
     let etag = format!("\"{seed:016x}-{size:x}\"");
     // Answering conditional requests lets caches revalidate against the origin.
@@ -555,7 +685,7 @@ fn byte_range(spec: &str, size: u64) -> Option<(u64, u64)> {
 }
 
 /// FNV-1a: a stable hash (std's `DefaultHasher` may change between Rust releases).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
@@ -564,24 +694,23 @@ async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Respon
         Method::GET | Method::HEAD => {
             let path = req.uri().path();
             match shared.store.get_generation(path) {
-                Some((body, generation)) => {
+                Err(_) => status_response(StatusCode::INTERNAL_SERVER_ERROR),
+                Ok(Some((body, generation))) => {
                     let mut resp = respond(StatusCode::OK, ResponseBody::bytes(body));
                     resp.extensions_mut().insert(Generation(generation));
                     resp
                 }
-                None if path == "/" => respond(StatusCode::OK, ResponseBody::text("ok\n")),
-                None => status_response(StatusCode::NOT_FOUND),
+                Ok(None) if path == "/" => respond(StatusCode::OK, ResponseBody::text("ok\n")),
+                Ok(None) => status_response(StatusCode::NOT_FOUND),
             }
         }
         Method::PUT => store_put(shared, req, StatusCode::CREATED).await,
         Method::POST => store_put(shared, req, StatusCode::OK).await,
-        Method::DELETE => {
-            if shared.store.delete(req.uri().path()) {
-                respond(StatusCode::NO_CONTENT, ResponseBody::empty())
-            } else {
-                status_response(StatusCode::NOT_FOUND)
-            }
-        }
+        Method::DELETE => match shared.store.delete(req.uri().path()) {
+            Ok(true) => respond(StatusCode::NO_CONTENT, ResponseBody::empty()),
+            Ok(false) => status_response(StatusCode::NOT_FOUND),
+            Err(_) => status_response(StatusCode::INTERNAL_SERVER_ERROR),
+        },
         _ => method_not_allowed("GET, HEAD, PUT, POST, DELETE"),
     }
 }
@@ -595,7 +724,11 @@ async fn store_put<B: RequestBody>(shared: &Shared, req: Request<B>, ok: StatusC
     };
     match shared.store.put(parts.uri.path(), body) {
         Ok(()) => respond(ok, ResponseBody::empty()),
-        Err(_) => status_response(StatusCode::INSUFFICIENT_STORAGE),
+        Err(crate::store::PutError::Full) => status_response(StatusCode::INSUFFICIENT_STORAGE),
+        Err(crate::store::PutError::Io(e)) => respond(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ResponseBody::bytes(Bytes::from(format!("the store failed: {e}\n"))),
+        ),
     }
 }
 
@@ -726,6 +859,29 @@ mod range_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_are_sized_by_their_id_alone_and_their_bodies_have_that_size() {
+        let shared = Shared::new(&ServeConfig::default()).unwrap();
+        let sizes: SizeDist = "lognormal:4k,1.0".parse().unwrap();
+        let none = HeaderMap::new();
+        let lens = || -> Vec<u64> {
+            (0..200).map(|i| object_route(&shared, &sizes, &i.to_string(), &none).body().len()).collect()
+        };
+        let first = lens();
+        // Again, as another origin or a later request would: the same sizes.
+        assert_eq!(lens(), first);
+        let mut distinct = first.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 150, "sizes vary by id: {} distinct", distinct.len());
+        let mean = first.iter().sum::<u64>() as f64 / first.len() as f64;
+        // A log-normal of median 4 KiB and sigma 1 has a mean of 4096·e^0.5 ≈ 6.7 KiB.
+        assert!((4500.0..9500.0).contains(&mean), "mean {mean}");
+        let resp = object_route(&shared, &sizes, "7", &none);
+        let etag = resp.headers()[ETAG].to_str().unwrap().to_string();
+        assert!(etag.ends_with(&format!("-{:x}\"", first[7])), "{etag}");
+    }
 
     #[test]
     fn fnv1a_is_stable() {

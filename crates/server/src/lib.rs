@@ -19,14 +19,18 @@
 //! | `/obj/{id}` | a deterministic object sized by [`ServeConfig::object_size`], with an `ETag` |
 //! | `POST /albums` | a multipart form with a JSON `profile` part and an `image` part stored as an album: `{"albumID": ID, "imageSize": N}` (see [`ServeConfig::album_store`]) |
 //! | `/albums/{id}` | the album's profile; 404 for an unknown id, 400 for one that is not 32 lowercase hex digits |
-//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with TLS also `"handshakes": {"tls", "quic", "resumed"}` (see [`Handshakes`]), with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max); not counted, never queued by [`ServeConfig::max_concurrency`] |
-//! | any other path | PUT/POST store the body (256 MiB in all), GET returns it, DELETE removes it; `GET /` is `ok` |
+//! | `/_barrage/stats` | `{"requests": N, "albums": {"created", "read", "not_found", "rejected", "failed"}}`, with TLS also `"handshakes": {"tls", "quic", "resumed"}` (see [`Handshakes`]), with a latency also `"delay_us"`: the delays applied, by the origin's clock (count, p50, p90, p99, max), with a queue bound `"queue_full"`: requests answered 503 because the queue was full, with a shape other than the default (or an access log) `"shape"`: the [`Shape`] in force; not counted, never queued by [`ServeConfig::max_concurrency`] |
+//! | any other path | PUT/POST store the body (256 MiB in all; in a directory origins share with [`ServeConfig::store_dir`]), GET returns it, DELETE removes it; `GET /` is `ok` |
 //!
 //! The shape of the origin is set by [`LatencyDist`] (delay per response), an error rate,
 //! [`SizeDist`] (object sizes), [`Stall`] (one stop-the-world pause, to expose
 //! coordinated omission in load generators) and [`ServeConfig::max_concurrency`] (at most
 //! N requests served at once, the rest queued in arrival order: with a latency of `L`, a
-//! capacity of N / L requests per second, beyond which queueing delay grows).
+//! capacity of N / L requests per second, beyond which queueing delay grows;
+//! [`ServeConfig::max_queue`] bounds the queue, answering 503 beyond it). Latency, sizes,
+//! error rate and capacity together are a [`Shape`], written as one line
+//! (`latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64`, see [`ShapeSpec`]) and
+//! swapped while the origin serves by [`RunningServer::set_shape`].
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -46,6 +50,7 @@
 
 #![warn(missing_docs)]
 
+mod access_log;
 mod album;
 mod body;
 mod cachesim;
@@ -53,6 +58,7 @@ mod dist;
 mod h3;
 mod handler;
 mod server;
+mod shape;
 mod store;
 mod tls;
 
@@ -63,6 +69,7 @@ pub use album::{MAX_ALBUMS, MAX_ALBUM_IMAGE, MAX_ALBUM_PROFILE, MAX_ALBUM_REQUES
 pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
 pub use server::RunningServer;
+pub use shape::{Capacity, Shape, ShapeError, ShapeSpec, MAX_CAPACITY};
 pub use tls::{generate_pki, Pki};
 
 /// The TLS handshakes an origin completed, by its own count (see
@@ -120,9 +127,22 @@ pub struct ServeConfig {
     /// The limit is shared by all [`ServeConfig::threads`]. A request holds its turn until
     /// its response is produced (the body is sent after), through the [`ServeConfig::stall`]
     /// pause, the `latency` delay and `/delay/{ms}` alike. Queued requests wait without limit
-    /// (the client's timeout bounds them) and count in [`RunningServer::requests`] from
-    /// arrival. `/_barrage/stats` never queues. Must be at least 1.
+    /// (the client's timeout bounds them) unless [`ServeConfig::max_queue`] bounds the queue,
+    /// and count in [`RunningServer::requests`] from arrival. `/_barrage/stats` never queues. Must be at least 1.
     pub max_concurrency: Option<usize>,
+    /// With [`ServeConfig::max_concurrency`]: at most this many requests wait for a turn;
+    /// one more is answered `503` at once and counted (`queue_full` in `/_barrage/stats`).
+    /// `None`: the queue has no bound.
+    pub max_queue: Option<usize>,
+    /// Keep the PUT/GET/DELETE store in this directory, one file per path (see the
+    /// crate's store module), instead of in memory: every origin started with the same
+    /// directory sees every body. Created for this user alone if missing; one that is a
+    /// link, someone else's or writable by others is refused.
+    pub store_dir: Option<PathBuf>,
+    /// Append one line per request here (`serve --access-log`): time (Unix seconds),
+    /// method, path, status, body bytes, duration (µs). Buffered, written at least every
+    /// second and at shutdown; `/_barrage/stats` is not logged.
+    pub access_log: Option<PathBuf>,
     /// Keep `/albums` in this directory (created for this user alone if missing), one file
     /// per album, instead of in memory: every origin, in this process or another, started
     /// with the same directory sees every album, so a GET behind a balancer finds an album
@@ -161,6 +181,9 @@ impl Default for ServeConfig {
             objects: None,
             tls_cert: None,
             max_concurrency: None,
+            max_queue: None,
+            store_dir: None,
+            access_log: None,
             album_store: None,
             http3: false,
             max_streams: DEFAULT_MAX_STREAMS,
@@ -205,6 +228,23 @@ pub enum ServeError {
     #[error("cannot use the album store {}", path.display())]
     AlbumStore {
         /// The directory.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store directory cannot be used.
+    #[error("cannot use the store directory {}: {reason}", path.display())]
+    Store {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The access log could not be opened.
+    #[error("cannot open the access log {}", path.display())]
+    AccessLog {
+        /// The file.
         path: PathBuf,
         /// What the OS said.
         #[source]

@@ -126,6 +126,18 @@ impl RunningServer {
         self.ca_path.as_deref()
     }
 
+    /// Swaps the origin's shape while it serves: requests arriving from now on meet it,
+    /// those in progress finish under the old one, no connection is touched. With the same
+    /// capacity, the queue stays as it is.
+    pub fn set_shape(&self, shape: crate::Shape) -> Result<(), ServeError> {
+        self.shared.set_shape(shape)
+    }
+
+    /// The shape in force.
+    pub fn shape(&self) -> crate::Shape {
+        self.shared.live().shape.clone()
+    }
+
     /// How many requests reached this origin so far, not counting `/_barrage/stats`.
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::Relaxed)
@@ -143,6 +155,7 @@ impl RunningServer {
             // A panicked server thread has nothing left to clean up.
             let _ = thread.join();
         }
+        self.shared.flush_log();
         if self.remove_ca {
             if let Some(path) = &self.ca_path {
                 let _ = std::fs::remove_file(path);

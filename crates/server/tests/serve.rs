@@ -366,7 +366,7 @@ fn stats_do_not_queue_behind_max_concurrency() {
         assert!(answered_in < Duration::from_millis(300), "stats waited: {answered_in:?}");
         assert_eq!(stats.status(), StatusCode::OK);
         // The queued request is counted on arrival; the probe is not counted.
-        assert_eq!(stats.body(), "{\"requests\": 3, \"albums\": {\"created\": 0, \"read\": 0, \"not_found\": 0, \"rejected\": 0, \"failed\": 0}}\n");
+        assert_eq!(stats.body(), "{\"requests\": 3, \"albums\": {\"created\": 0, \"read\": 0, \"not_found\": 0, \"rejected\": 0, \"failed\": 0}, \"shape\": \"latency=0,size=1024,errors=0%,capacity=2\"}\n");
 
         assert_eq!(queued.await.unwrap(), StatusCode::OK);
         assert!(slow_sent.elapsed() >= slow, "the queued request waited for a turn: {:?}", slow_sent.elapsed());
@@ -465,4 +465,49 @@ fn http3_serves_the_same_routes_and_counts_and_would_let_a_client_resume() {
 fn http3_needs_tls() {
     let e = RunningServer::start(ServeConfig { http3: true, ..Default::default() }).unwrap_err();
     assert_eq!(e.to_string(), "invalid http3: HTTP/3 runs over QUIC, which is always encrypted: serve TLS too");
+}
+
+/// Capacity 1 with a queue of 1: of four requests at once, one is served, one waits its
+/// turn, two are answered 503 at once and counted; a new shape swapped in while they wait
+/// lifts the bound for the requests after it.
+#[test]
+fn a_full_queue_answers_503_at_once_and_a_new_shape_takes_over_live() {
+    let server = start(ServeConfig { max_concurrency: Some(1), max_queue: Some(1), ..Default::default() });
+    let url = server.url();
+    bounded(async {
+        let client = client();
+        let spawn_get = |path: &str| {
+            let (client, url) = (client.clone(), format!("{url}{path}"));
+            tokio::spawn(async move {
+                let sent = Instant::now();
+                let status = get(&client, url).await.status();
+                (status, sent.elapsed())
+            })
+        };
+        let served = spawn_get("/delay/600");
+        while server.requests() < 1 {
+            // Polling the counter, not sleeping in place of synchronisation.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let queued = spawn_get("/delay/1");
+        while server.requests() < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        for _ in 0..2 {
+            let (status, took) = spawn_get("/").await.unwrap();
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+            assert!(took < Duration::from_millis(300), "answered at once: {took:?}");
+        }
+        let stats = get(&client, format!("{url}/_barrage/stats")).await;
+        let json: serde_json::Value = serde_json::from_slice(stats.body()).unwrap();
+        assert_eq!(json["queue_full"].as_u64(), Some(2), "{json}");
+        assert_eq!(json["shape"], "latency=0,size=1024,errors=0%,capacity=1+1");
+        // No capacity from now on: a request arriving now is served at once.
+        server.set_shape(barrage_server::Shape::default()).unwrap();
+        let (status, took) = spawn_get("/").await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert!(took < Duration::from_millis(300), "not queued behind the old capacity: {took:?}");
+        assert_eq!(served.await.unwrap().0, StatusCode::OK);
+        assert_eq!(queued.await.unwrap().0, StatusCode::OK, "the queued request finished under the old shape");
+    });
 }

@@ -37,8 +37,10 @@ const _: () = assert!(
         < barrage_plan::pick::MAX_STREAMS
 );
 
-/// A testbed a case runs against: `testbed = "varnish"` (and `testbed-tls = true`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A testbed a case runs against: `testbed = "varnish"` (and `testbed-tls = true`,
+/// `testbed-backends`, `testbed-balance`, `testbed-weights`, `testbed-shape`). Cases with
+/// the same one share a testbed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Environment {
     /// Which servers.
     pub topology: Topology,
@@ -46,30 +48,82 @@ pub struct Environment {
     pub tls: bool,
     /// Origins; `None`: the topology's default.
     pub backends: Option<u32>,
+    /// How balancers spread requests.
+    pub balance: Balance,
+    /// The origins' weights at the balancers; empty: equal.
+    pub weights: Vec<u32>,
+    /// The origins' shapes, as `testbed up --shape` takes them.
+    pub shapes: Vec<String>,
 }
 
 impl Environment {
+    /// A testbed of `topology` with nothing else said.
+    pub fn of(topology: Topology) -> Environment {
+        Environment {
+            topology,
+            tls: false,
+            backends: None,
+            balance: Balance::RoundRobin,
+            weights: Vec::new(),
+            shapes: Vec::new(),
+        }
+    }
+
     /// The testbed's options, its origins run by the `barrage` binary at that path.
-    pub fn options(self, barrage: &Path) -> Options {
+    pub fn options(&self, barrage: &Path) -> Options {
         Options {
             topology: self.topology,
             backends: self.backends.unwrap_or(self.topology.default_backends()),
             tls: self.tls,
-            balance: Balance::RoundRobin,
+            balance: self.balance,
             barrage: barrage.to_path_buf(),
+            shapes: self.shapes.clone(),
+            weights: self.weights.clone(),
         }
     }
 
-    /// `varnish`, `nginx-lb (tls)` or `haproxy-lb ×3`.
-    pub fn name(self) -> String {
-        let backends = self.backends.map_or(String::new(), |n| format!(" ×{n}"));
-        format!("{}{}{backends}", self.topology.name(), if self.tls { " (tls)" } else { "" })
+    /// What it has beyond topology, TLS and origins: `uri-hash, weights 3,1, shape latency=100ms`.
+    fn extras(&self) -> String {
+        let mut parts = Vec::new();
+        if self.balance != Balance::RoundRobin {
+            parts.push(self.balance.name().to_string());
+        }
+        if !self.weights.is_empty() {
+            parts.push(format!("weights {}", self.weights.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
+        }
+        if !self.shapes.is_empty() {
+            parts.push(format!("shape {}", self.shapes.join(" ")));
+        }
+        parts.join(", ")
     }
 
-    /// Its directory inside the experiment's.
-    pub fn dir(self, results: &Path) -> PathBuf {
+    /// `varnish`, `nginx-lb (tls)`, `haproxy-lb ×3` or `haproxy-lb ×3 [uri-hash, shape capacity=4]`.
+    pub fn name(&self) -> String {
+        let backends = self.backends.map_or(String::new(), |n| format!(" ×{n}"));
+        let extras = self.extras();
+        let extras = if extras.is_empty() { extras } else { format!(" [{extras}]") };
+        format!("{}{}{backends}{extras}", self.topology.name(), if self.tls { " (tls)" } else { "" })
+    }
+
+    /// Its directory inside the experiment's: `testbed-haproxy-lb-tls-3`, and a digest of
+    /// the balancing, weights and shapes when any is set (`-1a2b3c4d`), so the name stays
+    /// short and safe whatever a shape says (a `file:` path, slashes).
+    pub fn dir(&self, results: &Path) -> PathBuf {
         let backends = self.backends.map_or(String::new(), |n| format!("-{n}"));
-        results.join(format!("testbed-{}{}{backends}", self.topology.name(), if self.tls { "-tls" } else { "" }))
+        let extras = self.extras();
+        let digest = if extras.is_empty() {
+            String::new()
+        } else {
+            // FNV-1a: stable across releases, so a resumed experiment finds its directory.
+            let h =
+                extras.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+            format!("-{:08x}", h as u32 ^ (h >> 32) as u32)
+        };
+        results.join(format!(
+            "testbed-{}{}{backends}{digest}",
+            self.topology.name(),
+            if self.tls { "-tls" } else { "" }
+        ))
     }
 }
 
@@ -186,7 +240,7 @@ pub fn manifest(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) ->
             levels: c.levels.iter().cloned().collect(),
             run: c.shown_flags(),
             background: c.shown_background(),
-            testbed: c.testbed.map(Environment::name),
+            testbed: c.testbed.as_ref().map(Environment::name),
             phases: c.phases.clone(),
         })
         .collect();
@@ -217,11 +271,13 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
     let mut out = format!("{}: {} case(s) × {} repeat(s), {} order\n", e.name, cases.len(), e.repeats, order_name(e));
     for c in cases {
         out.push_str(&format!("{}  {}\n    run {}\n", c.id, levels_text(c), shell_words(&c.shown_flags())));
-        if let Some(env) = c.testbed {
+        if let Some(env) = &c.testbed {
             let tls = if env.tls { " with HTTPS" } else { "" };
             let backends =
                 env.backends.map_or(String::new(), |n| format!(", {n} origin{}", if n == 1 { "" } else { "s" }));
-            out.push_str(&format!("    against a testbed: {}{tls}{backends}\n", env.topology.name()));
+            let extras = env.extras();
+            let extras = if extras.is_empty() { extras } else { format!(" ({extras})") };
+            out.push_str(&format!("    against a testbed: {}{tls}{backends}{extras}\n", env.topology.name()));
         }
         if !c.phases.is_empty() {
             out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
@@ -323,7 +379,7 @@ impl Experiment<'_> {
                 finished = false;
                 break;
             }
-            let bed = match case.testbed.map(|env| testbeds.up(env, &self.dir.path, &self.barrage, runner)) {
+            let bed = match case.testbed.clone().map(|env| testbeds.up(env, &self.dir.path, &self.barrage, runner)) {
                 // Stopped while it came up (and it went down again): the study ends there.
                 Some(Err(StudyError::Testbed(TestbedError::Interrupted))) => {
                     finished = false;
@@ -663,6 +719,32 @@ mod tests {
             let err = fill(&[flag.to_string()], servers).unwrap_err();
             assert!(err.contains(want), "{err}");
         }
+    }
+
+    #[test]
+    fn environments_with_other_shapes_are_other_testbeds_in_short_safe_directories() {
+        let plain = Environment::of(Topology::HaproxyLb);
+        let mut slow = plain.clone();
+        slow.backends = Some(3);
+        slow.balance = Balance::UriHash;
+        slow.shapes = vec!["latency=100ms,size=file:/some where/sizes.txt".into()];
+        let mut fast = slow.clone();
+        fast.shapes = vec!["latency=1ms".into()];
+        let results = Path::new("/r");
+        assert_eq!(plain.dir(results), Path::new("/r/testbed-haproxy-lb"));
+        let (a, b) = (slow.dir(results), fast.dir(results));
+        assert_ne!(a, b);
+        for d in [&a, &b] {
+            let name = d.file_name().unwrap().to_str().unwrap();
+            assert!(
+                name.starts_with("testbed-haproxy-lb-3-") && name.len() == "testbed-haproxy-lb-3-".len() + 8,
+                "{name}"
+            );
+        }
+        assert_eq!(slow.dir(results), a, "stable");
+        assert_eq!(fast.name(), "haproxy-lb ×3 [uri-hash, shape latency=1ms]");
+        let set: std::collections::HashSet<Environment> = [plain, slow, fast.clone(), fast].into_iter().collect();
+        assert_eq!(set.len(), 3);
     }
 
     #[test]

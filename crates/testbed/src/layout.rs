@@ -130,20 +130,101 @@ pub struct Options {
     pub balance: Balance,
     /// The barrage binary that runs the origins.
     pub barrage: PathBuf,
+    /// Shapes of the origins, in order, later ones laid over earlier ones key by key:
+    /// `latency=100ms,capacity=8` for every origin, `origin-2:latency=200ms` for one (see
+    /// [`parse_shape`]).
+    #[serde(default)]
+    pub shapes: Vec<String>,
+    /// The origins' weights at the balancers, one per origin; empty: equal.
+    #[serde(default)]
+    pub weights: Vec<u32>,
 }
 
 impl Options {
     /// Refuses what no testbed can be: `--tls` with memcached. memcached 1.6 could serve
     /// TLS (`-Z`), but barrage has no memcache-over-TLS target, so nothing could load it.
+    ///
+    /// Also refuses weights whose count is not the number of origins, or where no balancer
+    /// reads them (Caddy 2.6 has no weighted policy), and shapes that do not parse or name
+    /// an origin the testbed does not have.
     pub fn check(&self) -> Result<(), crate::TestbedError> {
+        use crate::TestbedError::Options as Bad;
         if self.tls && self.topology == Topology::Memcached {
             return Err(crate::TestbedError::NoTls {
                 topology: self.topology.name(),
                 why: "barrage has no memcache-over-TLS target (memcache:// is plain TCP) to load it with",
             });
         }
+        let balancers = matches!(self.topology, Topology::NginxLb | Topology::HaproxyLb | Topology::All);
+        if !self.weights.is_empty() {
+            if self.topology == Topology::Caddy {
+                return Err(Bad("--weights: Caddy 2.6 has no weighted balancing (weighted_round_robin came in 2.8): use nginx-lb or haproxy-lb".into()));
+            }
+            if !balancers {
+                return Err(Bad(format!(
+                    "--weights: the {} testbed has no balancer to weigh origins (nginx-lb, haproxy-lb, all)",
+                    self.topology.name()
+                )));
+            }
+            if self.weights.len() != self.backends as usize {
+                return Err(Bad(format!(
+                    "--weights {}: {} weight(s) for {} origin(s) (--backends): give one per origin",
+                    join(&self.weights),
+                    self.weights.len(),
+                    self.backends
+                )));
+            }
+        }
+        if self.topology.store().is_some() && !self.shapes.is_empty() {
+            return Err(Bad(format!("--shape: the {} testbed has no origins to shape", self.topology.name())));
+        }
+        for shape in &self.shapes {
+            let (target, _) = parse_shape(shape).map_err(|e| Bad(format!("--shape '{shape}': {e}")))?;
+            if let Some(name) = target {
+                let known = name.strip_prefix("origin-").and_then(|n| n.parse::<u32>().ok());
+                if !known.is_some_and(|n| (1..=self.backends).contains(&n)) {
+                    return Err(Bad(format!(
+                        "--shape '{shape}': no origin '{name}' (this testbed has origin-1 to origin-{})",
+                        self.backends
+                    )));
+                }
+            }
+        }
         Ok(())
     }
+}
+
+fn join(weights: &[u32]) -> String {
+    weights.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// A `--shape` value: `SPEC` for every origin or `NAME:SPEC` for one (`origin-2:latency=200ms`),
+/// SPEC as [`barrage_server::ShapeSpec`] reads it. A prefix is what comes before the first
+/// `:` when that holds no `=` (`latency=exp:20ms` has none). The error names the bad part.
+pub fn parse_shape(s: &str) -> Result<(Option<String>, barrage_server::ShapeSpec), String> {
+    let (target, spec) = match s.split_once(':') {
+        Some((name, spec)) if !name.contains('=') => (Some(name.trim().to_string()), spec),
+        _ => (None, s),
+    };
+    let spec = spec.parse::<barrage_server::ShapeSpec>().map_err(|e| e.to_string())?;
+    Ok((target, spec))
+}
+
+/// The shape of origin `name`: every `shapes` entry for all origins or for it, laid over
+/// each other in order, as written.
+pub fn origin_shape(shapes: &[String], name: &str) -> String {
+    let mut merged = String::new();
+    for s in shapes {
+        let Ok((target, _)) = parse_shape(s) else { continue };
+        if target.as_deref().is_some_and(|t| t != name) {
+            continue;
+        }
+        let spec = if target.is_some() { s.split_once(':').map_or("", |(_, spec)| spec) } else { s.as_str() };
+        if let Ok(m) = barrage_server::ShapeSpec::merge(&merged, spec) {
+            merged = m;
+        }
+    }
+    merged
 }
 
 /// One server of the testbed, ready to start.
@@ -179,6 +260,9 @@ pub struct ServerSpec {
     /// It serves HTTP/3 on the UDP port of `tls_listen` too.
     #[serde(default)]
     pub quic: bool,
+    /// Its own logs (an origin's `access.log`).
+    #[serde(default)]
+    pub logs: Vec<PathBuf>,
 }
 
 impl ServerSpec {
@@ -190,6 +274,20 @@ impl ServerSpec {
             Kind::Memcached => format!("memcache://{}", self.listen),
             _ => format!("http://{}/", self.listen),
         }
+    }
+
+    /// An origin's shape file (`DIR/shape`), re-read on SIGHUP.
+    pub fn shape_file(&self) -> Option<&Path> {
+        (self.kind == Kind::Origin)
+            .then(|| self.files.iter().find(|(p, _)| p.ends_with(SHAPE_FILE)))
+            .flatten()
+            .map(|(p, _)| p.as_path())
+    }
+
+    /// An origin's shape as written (`latency=100ms,capacity=8`); empty for none.
+    pub fn shape(&self) -> Option<&str> {
+        let file = self.shape_file()?;
+        self.files.iter().find(|(p, _)| p == file).map(|(_, text)| text.trim())
     }
 
     /// `https://127.0.0.1:PORT/` when it serves HTTPS; `rediss://127.0.0.1:PORT` for a
@@ -229,6 +327,7 @@ impl ServerSpec {
             leftovers: l.leftovers,
             env: l.env,
             quic: l.quic,
+            logs: Vec::new(),
         }
     }
 }
@@ -253,15 +352,17 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
             .collect();
     }
     let origins: Vec<Origin> = (1..=o.backends.max(1))
-        .map(|i| Ok(Origin { name: format!("origin-{i}"), addr: ports.next()? }))
+        .map(|i| {
+            let weight = o.weights.get(i as usize - 1).copied();
+            Ok(Origin { name: format!("origin-{i}"), addr: ports.next()?, weight })
+        })
         .collect::<std::io::Result<_>>()?;
     let mut specs = Vec::new();
-    let albums = album_dir(dir);
     for origin in &origins {
         // Origins serve HTTPS (and HTTP/3) too, for the direct comparison; fronts reach them
         // over HTTP.
         let tls_listen = if o.tls { Some(ports.next_with_udp()?) } else { None };
-        specs.push(origin_spec(o, origin, &dir.join(&origin.name), tls_listen, &tls, &albums));
+        specs.push(origin_spec(o, origin, dir, tls_listen, &tls));
     }
     for &kind in o.topology.fronts() {
         let name = kind.front_name();
@@ -309,12 +410,17 @@ fn store_spec(kind: Kind, i: u32, dir: &Path, listen: SocketAddr, tls: Option<(S
 }
 
 fn balancer_role(program: &str, o: &Options, origins: usize) -> String {
-    let balance = match o.balance {
-        Balance::RoundRobin => "roundrobin",
-        Balance::LeastConn => "leastconn",
-        Balance::IpHash => "iphash",
-    };
-    format!("balancer ({program}, {balance} over {origins} origins)")
+    let weights = if o.weights.is_empty() { String::new() } else { format!(", weights {}", join(&o.weights)) };
+    format!("balancer ({program}, {} over {origins} origins{weights})", o.balance.name())
+}
+
+/// The name of an origin's shape file in its directory.
+const SHAPE_FILE: &str = "shape";
+
+/// The store directory every origin of a testbed in `dir` shares (`serve --store-dir`),
+/// so a body PUT through a balancer is found by a GET that lands on another origin.
+pub fn store_dir(dir: &Path) -> PathBuf {
+    dir.join("store")
 }
 
 /// The album directory every origin of a testbed in `dir` shares (`serve --album-store`),
@@ -324,15 +430,9 @@ pub fn album_dir(dir: &Path) -> PathBuf {
     dir.join("albums")
 }
 
-/// An origin: this very barrage binary, `serve`.
-fn origin_spec(
-    o: &Options,
-    origin: &Origin,
-    dir: &Path,
-    tls_listen: Option<SocketAddr>,
-    tls: &TlsFiles,
-    albums: &Path,
-) -> ServerSpec {
+/// An origin of the testbed in `bed`: this very barrage binary, `serve`.
+fn origin_spec(o: &Options, origin: &Origin, bed: &Path, tls_listen: Option<SocketAddr>, tls: &TlsFiles) -> ServerSpec {
+    let dir = &bed.join(&origin.name);
     let mut args: Vec<String> = vec![
         "serve".into(),
         "--listen".into(),
@@ -345,8 +445,16 @@ fn origin_spec(
         "--threads".into(),
         "1".into(),
         "--album-store".into(),
-        albums.display().to_string(),
+        album_dir(bed).display().to_string(),
+        "--store-dir".into(),
+        store_dir(bed).display().to_string(),
+        // Re-read on SIGHUP: `testbed set` changes the shape of a running origin.
+        "--shape-file".into(),
+        dir.join(SHAPE_FILE).display().to_string(),
+        "--access-log".into(),
+        dir.join("access.log").display().to_string(),
     ];
+    let shape = format!("{}\n", origin_shape(&o.shapes, &origin.name));
     if let Some(addr) = tls_listen {
         args.extend(["--tls-listen".into(), addr.to_string(), "--http3".into()]);
         args.extend(["--cert".into(), tls.cert.display().to_string(), "--key".into(), tls.key.display().to_string()]);
@@ -360,12 +468,13 @@ fn origin_spec(
         tls_listen,
         program: o.barrage.display().to_string(),
         args,
-        files: Vec::new(),
+        files: vec![(dir.join(SHAPE_FILE), shape)],
         package: "barrage".into(),
         owner: None,
         leftovers: Vec::new(),
         env: Vec::new(),
         quic: tls_listen.is_some(),
+        logs: vec![dir.join("access.log")],
     }
 }
 
@@ -409,7 +518,15 @@ mod tests {
     use super::*;
 
     fn options(topology: Topology, tls: bool) -> Options {
-        Options { topology, backends: 3, tls, balance: Balance::RoundRobin, barrage: "/bin/barrage".into() }
+        Options {
+            topology,
+            backends: 3,
+            tls,
+            balance: Balance::RoundRobin,
+            barrage: "/bin/barrage".into(),
+            shapes: Vec::new(),
+            weights: Vec::new(),
+        }
     }
 
     #[test]
@@ -508,6 +625,53 @@ mod tests {
         ports.sort_unstable();
         ports.dedup();
         assert_eq!(ports.len(), 6, "no port twice");
+    }
+
+    #[test]
+    fn origins_get_their_shapes_a_shared_store_and_an_access_log() {
+        let mut o = options(Topology::HaproxyLb, false);
+        o.shapes = vec!["latency=100ms,size=lognormal:4k,1.0,capacity=8+64".into(), "origin-2:latency=200ms".into()];
+        o.weights = vec![3, 1, 1];
+        o.balance = Balance::UriHash;
+        o.check().unwrap();
+        let dir = Path::new("/tmp/bed");
+        let specs = plan(&o, dir).unwrap();
+        let shapes: Vec<Option<&str>> = specs.iter().map(ServerSpec::shape).collect();
+        assert_eq!(
+            shapes,
+            [
+                Some("latency=100ms,size=lognormal:4k,1.0,capacity=8+64"),
+                Some("latency=200ms,size=lognormal:4k,1.0,capacity=8+64"),
+                Some("latency=100ms,size=lognormal:4k,1.0,capacity=8+64"),
+                None
+            ]
+        );
+        for origin in &specs[..3] {
+            let at = |flag: &str| origin.args.iter().position(|a| a == flag).map(|i| origin.args[i + 1].as_str());
+            assert_eq!(at("--store-dir"), Some("/tmp/bed/store"));
+            assert_eq!(at("--shape-file"), Some(origin.dir.join("shape").to_str().unwrap()));
+            assert_eq!(origin.logs, [origin.dir.join("access.log")]);
+            assert_eq!(at("--access-log"), origin.logs[0].to_str());
+        }
+        assert_eq!(specs[3].role, "balancer (haproxy, uri-hash over 3 origins, weights 3,1,1)");
+        assert!(specs[3].files[0].1.contains("server origin-1 ") && specs[3].files[0].1.contains(" weight 3\n"));
+    }
+
+    #[test]
+    fn bad_weights_and_shapes_are_refused_by_name() {
+        let with = |topology, weights: &[u32], shapes: &[&str]| {
+            let mut o = options(topology, false);
+            o.weights = weights.to_vec();
+            o.shapes = shapes.iter().map(|s| s.to_string()).collect();
+            o.check().err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert!(with(Topology::HaproxyLb, &[3, 1], &[]).contains("2 weight(s) for 3 origin(s)"));
+        assert!(with(Topology::Caddy, &[1, 1, 1], &[]).contains("Caddy 2.6 has no weighted balancing"));
+        assert!(with(Topology::Varnish, &[1, 1, 1], &[]).contains("no balancer"));
+        assert!(with(Topology::Direct, &[], &["origin-4:latency=1ms"]).contains("no origin 'origin-4'"));
+        assert!(with(Topology::Direct, &[], &["latency=1ms,speed=2"]).contains("invalid shape part 'speed=2'"));
+        assert!(with(Topology::Redis, &[], &["latency=1ms"]).contains("no origins to shape"));
+        assert_eq!(with(Topology::NginxLb, &[1, 2, 3], &["origin-3:errors=1%"]), "");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! [`up`] starts the supervisor in the background (`barrage testbed supervise`, a session
 //! of its own) and returns once every server answers (HTTP, or a key-value ping); [`control`] sends it `stop NAME`,
-//! `start NAME` or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
+//! `start NAME`, `set NAME SHAPE` (an origin's [`barrage_server::Shape`], live) or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
 //! itself, also used in the foreground by `testbed up --foreground`.
 
 #![warn(missing_docs)]
@@ -15,7 +15,7 @@ pub mod servers;
 mod state;
 mod supervisor;
 
-pub use layout::{album_dir, plan, Kind, Options, ServerSpec, Topology};
+pub use layout::{album_dir, origin_shape, parse_shape, plan, store_dir, Kind, Options, ServerSpec, Topology};
 pub use servers::Balance;
 pub use state::{check_dir, create_dir, default_dir, Owner, ServerState, State, Status};
 pub use supervisor::{answers, answers_http, program_path, supervise, Tie, READY_DEADLINE, STOP_DEADLINE};
@@ -53,6 +53,10 @@ pub enum TestbedError {
         /// Why not.
         why: &'static str,
     },
+    /// Options that do not fit together (weights for another number of origins, a shape
+    /// for an origin that is not there).
+    #[error("{0}")]
+    Options(String),
     /// No testbed runs in the directory.
     #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
     NotUp(String),

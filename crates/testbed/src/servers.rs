@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// How a balancer picks the origin of the next request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Balance {
     /// In turn.
     RoundRobin,
@@ -16,6 +16,31 @@ pub enum Balance {
     LeastConn,
     /// By a hash of the client address (sticky).
     IpHash,
+    /// By a consistent hash of the request's URI (path and query): each URL always goes
+    /// to one origin, and only 1/N of them move when an origin is added or removed.
+    UriHash,
+}
+
+impl Balance {
+    /// Its command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Balance::RoundRobin => "roundrobin",
+            Balance::LeastConn => "leastconn",
+            Balance::IpHash => "iphash",
+            Balance::UriHash => "uri-hash",
+        }
+    }
+}
+
+impl std::str::FromStr for Balance {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Balance::RoundRobin, Balance::LeastConn, Balance::IpHash, Balance::UriHash]
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| format!("unknown balancing '{s}': expected roundrobin, leastconn, iphash or uri-hash"))
+    }
 }
 
 /// The testbed's certificate (generated once per testbed), as files.
@@ -36,6 +61,9 @@ pub struct Origin {
     pub name: String,
     /// Its plain-HTTP address.
     pub addr: SocketAddr,
+    /// Its share of the requests a balancer spreads, against the others' (`--weights`);
+    /// `None`: equal.
+    pub weight: Option<u32>,
 }
 
 /// What one front (balancer or cache) is asked to be.
@@ -212,6 +240,7 @@ fn nginx_upstream(origins: &[Origin], balance: Balance) -> String {
         Balance::RoundRobin => "# Round robin: nginx's default.\n",
         Balance::LeastConn => "least_conn;\n",
         Balance::IpHash => "# Hashes the first three octets of the client's IPv4 address.\n        ip_hash;\n",
+        Balance::UriHash => "# Consistent (ketama) hashing of the request URI: a URL always goes to one origin.\n        hash $request_uri consistent;\n",
     };
     let mut c = format!(
         "
@@ -223,7 +252,8 @@ fn nginx_upstream(origins: &[Origin], balance: Balance) -> String {
         # origin out for 2 s, after which it gets requests again.
 ";
     for o in origins {
-        let _ = writeln!(c, "        server {} max_fails=1 fail_timeout=2s;", o.addr);
+        let weight = o.weight.map_or(String::new(), |w| format!(" weight={w}"));
+        let _ = writeln!(c, "        server {}{weight} max_fails=1 fail_timeout=2s;", o.addr);
     }
     c += "        # Idle connections to the origins kept open for later requests.
         keepalive 32;
@@ -337,6 +367,9 @@ fn haproxy_backend(origins: &[Origin], balance: Balance) -> String {
         Balance::RoundRobin => "roundrobin",
         Balance::LeastConn => "leastconn",
         Balance::IpHash => "source",
+        // The path and query; consistent hashing moves only 1/N of the URLs when an
+        // origin goes down or comes back.
+        Balance::UriHash => "uri whole\n    hash-type consistent",
     };
     let mut c = format!(
         "
@@ -355,7 +388,8 @@ backend origins
 "
     );
     for o in origins {
-        let _ = writeln!(c, "    server {} {}", o.name, o.addr);
+        let weight = o.weight.map_or(String::new(), |w| format!(" weight {w}"));
+        let _ = writeln!(c, "    server {} {}{weight}", o.name, o.addr);
     }
     c
 }
@@ -686,6 +720,8 @@ fn caddy_site(site: &str, addr: SocketAddr, tls: Option<&TlsFiles>, f: &Front) -
         Balance::RoundRobin => "round_robin",
         Balance::LeastConn => "least_conn",
         Balance::IpHash => "ip_hash",
+        // Caddy 2.6 hashes by highest random weight (rendezvous): consistent.
+        Balance::UriHash => "uri_hash",
     };
     let upstreams: Vec<String> = f.origins.iter().map(|o| o.addr.to_string()).collect();
     let _ = write!(
@@ -846,8 +882,8 @@ mod tests {
 
     fn origins() -> Vec<Origin> {
         vec![
-            Origin { name: "origin-1".to_string(), addr: "127.0.0.1:9001".parse().unwrap() },
-            Origin { name: "origin-2".to_string(), addr: "127.0.0.1:9002".parse().unwrap() },
+            Origin { name: "origin-1".to_string(), addr: "127.0.0.1:9001".parse().unwrap(), weight: None },
+            Origin { name: "origin-2".to_string(), addr: "127.0.0.1:9002".parse().unwrap(), weight: None },
         ]
     }
 
@@ -959,10 +995,35 @@ mod tests {
     #[test]
     fn nginx_balancing_method_comes_before_keepalive() {
         let origins = origins();
-        for (balance, line) in [(Balance::LeastConn, "least_conn;"), (Balance::IpHash, "ip_hash;")] {
+        for (balance, line) in [
+            (Balance::LeastConn, "least_conn;"),
+            (Balance::IpHash, "ip_hash;"),
+            (Balance::UriHash, "hash $request_uri consistent;"),
+        ] {
             let text = &nginx(&front(&origins, None, balance)).files[0].1;
             assert!(position(text, line) < position(text, "keepalive 32;"), "{balance:?}");
         }
+    }
+
+    #[test]
+    fn weights_go_on_each_origins_server_line() {
+        let mut origins = origins();
+        origins[0].weight = Some(3);
+        origins[1].weight = Some(1);
+        let text = &nginx(&front(&origins, None, Balance::UriHash)).files[0].1;
+        position(text, "server 127.0.0.1:9001 weight=3 max_fails=1 fail_timeout=2s;");
+        position(text, "server 127.0.0.1:9002 weight=1 max_fails=1 fail_timeout=2s;");
+        let text = &haproxy(&front(&origins, None, Balance::RoundRobin)).files[0].1;
+        position(text, "server origin-1 127.0.0.1:9001 weight 3");
+        position(text, "server origin-2 127.0.0.1:9002 weight 1");
+    }
+
+    #[test]
+    fn balancing_names_parse_back() {
+        for b in [Balance::RoundRobin, Balance::LeastConn, Balance::IpHash, Balance::UriHash] {
+            assert_eq!(b.name().parse::<Balance>(), Ok(b));
+        }
+        assert!("random".parse::<Balance>().unwrap_err().contains("uri-hash"));
     }
 
     #[test]
@@ -1041,6 +1102,8 @@ mod tests {
             (Balance::RoundRobin, "balance roundrobin"),
             (Balance::LeastConn, "balance leastconn"),
             (Balance::IpHash, "balance source"),
+            (Balance::UriHash, "balance uri whole"),
+            (Balance::UriHash, "hash-type consistent"),
         ] {
             position(&haproxy(&front(&origins, None, balance)).files[0].1, line);
         }
@@ -1109,6 +1172,7 @@ mod tests {
             (Balance::RoundRobin, "lb_policy round_robin"),
             (Balance::LeastConn, "lb_policy least_conn"),
             (Balance::IpHash, "lb_policy ip_hash"),
+            (Balance::UriHash, "lb_policy uri_hash"),
         ] {
             let launch = caddy(&front(&origins, Some(&files), balance));
             assert!(launch.quic, "HTTP/3 on the TLS port");

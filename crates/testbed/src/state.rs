@@ -6,7 +6,9 @@
 //! DIR/supervisor.log  the supervisor's own messages
 //! DIR/ca.pem …        the certificate files, with --tls
 //! DIR/albums/        the origins' shared album store (`serve --album-store`)
-//! DIR/NAME/           one per server: configs, output.log, pid (while it runs)
+//! DIR/store/          the origins' shared PUT/GET/DELETE store (`serve --store-dir`)
+//! DIR/NAME/           one per server: configs, output.log, pid (while it runs); an
+//!                     origin's shape (`serve --shape-file`) and access.log
 //! ```
 
 use crate::layout::{Options, ServerSpec};

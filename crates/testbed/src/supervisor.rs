@@ -1,10 +1,11 @@
 //! The supervisor: starts the servers, reaps every child (and, as a child subreaper, every
 //! orphan of theirs), and carries out `stop`, `start` and `down` sent to its socket.
 //!
-//! The protocol is one line per connection: `stop NAME`, `start NAME` or `down`; the reply is
-//! one line, `ok` or `error: WHY`, sent once the work is done (a stopped server has exited
-//! and been reaped, a started one answers: HTTP, or a key-value server's ping, on its plain
-//! port and over TLS on its TLS port).
+//! The protocol is one line per connection: `stop NAME`, `start NAME`, `set NAME|all SHAPE`
+//! or `down`; the reply is one line, `ok` or `error: WHY`, sent once the work is done (a
+//! stopped server has exited and been reaped, a started one answers: HTTP, or a key-value
+//! server's ping, on its plain port and over TLS on its TLS port; a shaped origin says its
+//! new shape in `/_barrage/stats`).
 
 use crate::layout::{plan, tls_files, Kind, Options, ServerSpec};
 use crate::state::{Owner, ServerState, State, Status};
@@ -182,6 +183,11 @@ impl Supervisor {
         }
         let mut words = line.split_whitespace();
         let reply = match (words.next(), words.next()) {
+            (Some("set"), Some(name)) => {
+                // The shape is the rest of the line (a `file:` path may hold spaces).
+                let rest = line.trim().splitn(3, char::is_whitespace).nth(2).unwrap_or("");
+                self.set_shape(name, rest.trim())
+            }
             (Some("down"), None) => {
                 self.down();
                 let _ = (&conn).write_all(b"ok\n");
@@ -200,6 +206,70 @@ impl Supervisor {
         };
         let _ = (&conn).write_all(answer.as_bytes());
         false
+    }
+
+    /// Lays `spec` over the shape of origin `name` (every origin for `all`): rewrites its
+    /// shape file (also what a later `start` writes) and, while it runs, sends it SIGHUP and
+    /// waits, bounded, until its `/_barrage/stats` says the new shape. Nothing restarts and
+    /// no connection is dropped.
+    fn set_shape(&mut self, name: &str, spec: &str) -> Result<(), TestbedError> {
+        let targets: Vec<usize> = if name == "all" {
+            (0..self.state.servers.len()).filter(|&i| self.state.servers[i].spec.kind == Kind::Origin).collect()
+        } else {
+            match self.index(name) {
+                Some(i) if self.state.servers[i].spec.kind == Kind::Origin => vec![i],
+                Some(_) => {
+                    return Err(TestbedError::Options(format!(
+                        "{name} is not an origin: only origins (origin-N, or all) have a shape"
+                    )))
+                }
+                None => return Err(TestbedError::NoSuchServer { name: name.into(), known: self.state.names() }),
+            }
+        };
+        if targets.is_empty() {
+            return Err(TestbedError::Options("this testbed has no origins to shape".into()));
+        }
+        spec.parse::<barrage_server::ShapeSpec>().map_err(|e| TestbedError::Options(format!("set {name}: {e}")))?;
+        for i in targets {
+            let spec_of = &self.state.servers[i].spec;
+            let merged = barrage_server::ShapeSpec::merge(spec_of.shape().unwrap_or(""), spec)
+                .map_err(|e| TestbedError::Options(e.to_string()))?;
+            let file = spec_of.shape_file().expect("an origin has a shape file").to_path_buf();
+            let text = format!("{merged}\n");
+            // Renamed into place: the origin never reads half a file.
+            let tmp = file.with_extension("tmp");
+            std::fs::write(&tmp, &text)?;
+            std::fs::rename(&tmp, &file)?;
+            let server = &mut self.state.servers[i];
+            if let Some(entry) = server.spec.files.iter_mut().find(|(p, _)| *p == file) {
+                entry.1 = text;
+            }
+            self.state.save()?;
+            let server = &self.state.servers[i];
+            if let (Status::Running, Some(pid)) = (&server.status, server.pid) {
+                let mut want = barrage_server::Shape::default();
+                merged.parse::<barrage_server::ShapeSpec>().expect("checked").apply(&mut want);
+                let want = want.to_string();
+                signal(pid as i32, libc::SIGHUP);
+                let deadline = Instant::now() + SET_DEADLINE;
+                loop {
+                    let now = stats_shape(server.spec.listen);
+                    if now.as_deref() == Some(want.as_str()) {
+                        break;
+                    }
+                    if Instant::now() >= deadline {
+                        let now = now.unwrap_or_else(|| "no answer".into());
+                        return Err(TestbedError::Options(format!(
+                            "{}: the shape file says {want}, the origin still {now} after {SET_DEADLINE:?} (see {})",
+                            server.spec.name,
+                            server.log().display()
+                        )));
+                    }
+                    std::thread::sleep(TICK);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn index(&self, name: &str) -> Option<usize> {
@@ -522,6 +592,21 @@ const UDP_SILENCE: Duration = Duration::from_millis(50);
 /// varnishd accepts before it serves).
 pub fn answers_http(addr: SocketAddr) -> bool {
     answers(Kind::Origin, addr)
+}
+
+/// How long an origin may take to take a new shape after SIGHUP.
+const SET_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The shape an origin at `addr` says it has (`shape` in `/_barrage/stats`).
+fn stats_shape(addr: SocketAddr) -> Option<String> {
+    let mut conn = connect(addr)?;
+    let request = format!("GET /_barrage/stats HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).ok()?;
+    let mut reply = String::new();
+    conn.take(1 << 20).read_to_string(&mut reply).ok()?;
+    let body = reply.split_once("\r\n\r\n")?.1;
+    let json: serde_json::Value = serde_json::from_str(body).ok()?;
+    Some(json.get("shape")?.as_str()?.to_string())
 }
 
 /// A connection to `addr` with bounded waits, or `None` when it is refused or slow.
