@@ -655,6 +655,8 @@ fn plant_state(dir: &Path, victim: u32, started: Option<u64>) {
         tls: false,
         balance: barrage_testbed::Balance::RoundRobin,
         barrage: "sleep".into(),
+        memory: None,
+        eviction: None,
     };
     let mut spec = barrage_testbed::plan(&options, dir).unwrap().remove(0);
     spec.program = "sleep".into();

@@ -2,7 +2,7 @@
 //! in [`super::bench`], and `up` (but in the foreground) in [`up`], dispatched by `main` with
 //! the signal handler.
 
-use crate::args::{BalanceArg, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
+use crate::args::{BalanceArg, StatusFormat, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
 use crate::Outcome;
 use anyhow::Context;
 use barrage_engine::CancellationToken;
@@ -15,7 +15,14 @@ pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
     match command {
         // `main` runs `up` in the background itself, with the signal handler.
         TestbedCommand::Up(a) => foreground(a),
-        TestbedCommand::Status(a) => status(&dir(&a)),
+        TestbedCommand::Status(a) => status(&dir(&a.dir), a.format),
+        TestbedCommand::Purge(a) => {
+            let dir = dir(&a.dir);
+            let command = a.name.as_deref().map_or("purge".to_string(), |name| format!("purge {name}"));
+            barrage_testbed::control(&dir, &command)?;
+            println!("purged {}", a.name.as_deref().unwrap_or("every cache"));
+            Ok(Outcome::Ok)
+        }
         TestbedCommand::Down(a) => {
             let dir = dir(&a);
             barrage_testbed::down(&dir)?;
@@ -36,6 +43,11 @@ pub fn dir(a: &TestbedDirArgs) -> PathBuf {
 }
 
 /// The testbed options of `up`.
+fn up_options(a: &TestbedUpArgs) -> anyhow::Result<Options> {
+    Ok(Options { memory: a.memory, eviction: a.eviction, ..options(a.topology, a.backends, a.tls, a.balance)? })
+}
+
+/// The testbed options of a topology, caches at their default sizes.
 pub fn options(
     topology: barrage_testbed::Topology,
     backends: Option<u32>,
@@ -52,6 +64,8 @@ pub fn options(
             BalanceArg::Iphash => Balance::IpHash,
         },
         barrage: std::env::current_exe().context("finding the barrage binary to run the origins")?,
+        memory: None,
+        eviction: None,
     })
 }
 
@@ -59,7 +73,7 @@ pub fn options(
 /// signal (`stop`) while it comes up takes it down again.
 pub fn up(a: TestbedUpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let dir = absolute(&dir(&a.dir))?;
-    let options = options(a.topology, a.backends, a.tls, a.balance)?;
+    let options = up_options(&a)?;
     let state = barrage_testbed::up(&options, &dir, Lifetime::UntilDown, &|| stop.is_cancelled())?;
     print_table(&state)?;
     println!("testbed up in {}; `barrage testbed down{}` stops it", dir.display(), dir_flag(&dir));
@@ -69,7 +83,7 @@ pub fn up(a: TestbedUpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> 
 /// `testbed up --foreground`: the supervisor is this process, until a signal.
 fn foreground(a: TestbedUpArgs) -> anyhow::Result<Outcome> {
     let dir = absolute(&dir(&a.dir))?;
-    let options = options(a.topology, a.backends, a.tls, a.balance)?;
+    let options = up_options(&a)?;
     barrage_testbed::prepare(&options, &dir)?;
     barrage_testbed::supervise(options, &dir, Tie::None, |ready| {
         if let Ok(state) = ready {
@@ -108,7 +122,7 @@ fn silence_stdout() {
     }
 }
 
-fn status(dir: &Path) -> anyhow::Result<Outcome> {
+fn status(dir: &Path, format: StatusFormat) -> anyhow::Result<Outcome> {
     barrage_testbed::check_dir(dir)?;
     let Some(state) = State::load(dir) else { return Err(TestbedError::NotUp(dir.display().to_string()).into()) };
     if !barrage_testbed::is_up(dir) {
@@ -118,8 +132,56 @@ fn status(dir: &Path) -> anyhow::Result<Outcome> {
             dir_flag(dir)
         );
     }
-    print_table(&state)?;
+    match format {
+        StatusFormat::Text => print_table(&state)?,
+        StatusFormat::Json => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &status_json(&state))?;
+            writeln!(out)?;
+            out.flush()?;
+        }
+    }
     Ok(Outcome::Ok)
+}
+
+/// The version of `testbed status --format json` (schema/testbed-status.schema.json).
+pub const STATUS_VERSION: u32 = 1;
+
+/// `testbed status --format json`: the testbed and every server, with its directory, its
+/// output and its own logs.
+pub fn status_json(state: &State) -> serde_json::Value {
+    let servers: Vec<serde_json::Value> = state
+        .servers
+        .iter()
+        .map(|s| {
+            let (status, exit) = match &s.status {
+                barrage_testbed::Status::Running => ("running", None),
+                barrage_testbed::Status::Stopped => ("stopped", None),
+                barrage_testbed::Status::Exited(how) => ("exited", Some(how.as_str())),
+            };
+            serde_json::json!({
+                "name": s.spec.name,
+                "kind": s.spec.kind.name(),
+                "role": s.spec.role,
+                "urls": s.spec.urls(),
+                "pid": s.pid,
+                "status": status,
+                "exit": exit,
+                "dir": s.spec.dir,
+                "output": s.log(),
+                "logs": s.spec.logs,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "version": STATUS_VERSION,
+        "dir": state.dir,
+        "topology": state.options.topology.name(),
+        "tls": state.options.tls,
+        "supervisor_pid": state.supervisor_pid,
+        "ca": state.ca,
+        "servers": servers,
+    })
 }
 
 fn control(dir: &Path, verb: &str, name: &str) -> anyhow::Result<Outcome> {
@@ -134,7 +196,7 @@ pub fn print_table(state: &State) -> anyhow::Result<()> {
     let mut rows = vec![["NAME".to_string(), "ROLE".into(), "URL".into(), "PID".into(), "STATUS".into()]];
     for s in &state.servers {
         let pid = s.pid.map_or("-".to_string(), |p| p.to_string());
-        for url in std::iter::once(s.spec.url()).chain(s.spec.tls_url()) {
+        for url in s.spec.urls() {
             rows.push([s.spec.name.clone(), s.spec.role.clone(), url, pid.clone(), s.status.to_string()]);
         }
     }

@@ -416,10 +416,9 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
     Ok(flags)
 }
 
-/// Takes `testbed` and `testbed-tls` out of a case's settings: the topology's name and
-/// whether it serves HTTPS.
-/// A case's testbed: `testbed = "haproxy-lb"`, `testbed-tls = true`, `testbed-backends = 3`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A case's testbed: `testbed = "haproxy-lb"`, `testbed-tls = true`, `testbed-backends = 3`,
+/// `testbed-memory = "64m"`, `testbed-eviction = "allkeys-lru"`, `testbed-purge = true`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TestbedSetting {
     /// The topology's name.
     pub topology: String,
@@ -427,9 +426,37 @@ pub struct TestbedSetting {
     pub tls: bool,
     /// Origins (1..=32); `None`: the topology's default.
     pub backends: Option<u32>,
+    /// The caches' size in bytes (`testbed-memory`, a size such as "64m" or a number of
+    /// bytes).
+    pub memory: Option<u64>,
+    /// redis-server's eviction policy, as Redis names it (`testbed-eviction`).
+    pub eviction: Option<String>,
+    /// Empty the testbed's caches before each repeat of the case (`testbed-purge`).
+    pub purge: bool,
 }
 
+/// Takes the `testbed…` settings out of a case's settings.
 fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, String> {
+    let purge = match settings.remove("testbed-purge") {
+        None | Some(toml::Value::Boolean(false)) => false,
+        Some(toml::Value::Boolean(true)) => true,
+        Some(v) => return Err(format!("testbed-purge = {v}: expected true or false")),
+    };
+    let memory = match settings.remove("testbed-memory") {
+        None => None,
+        Some(toml::Value::Integer(n)) if n > 0 => Some(n as u64),
+        Some(toml::Value::String(s)) => match barrage_metrics::units::parse_size(&s) {
+            Ok(n) if n > 0 => Some(n),
+            _ => return Err(format!("testbed-memory = {s:?}: expected a size such as \"64m\" or \"1g\"")),
+        },
+        Some(v) => return Err(format!("testbed-memory = {v}: expected a size such as \"64m\" or \"1g\"")),
+    };
+    let eviction = match settings.remove("testbed-eviction") {
+        None => None,
+        Some(toml::Value::String(s)) => Some(s),
+        Some(v) => return Err(format!("testbed-eviction = {v}: expected a Redis policy name such as \"allkeys-lru\"")),
+    };
+    let sized = memory.is_some() || eviction.is_some() || purge;
     let tls = match settings.remove("testbed-tls") {
         None | Some(toml::Value::Boolean(false)) => false,
         Some(toml::Value::Boolean(true)) => true,
@@ -441,11 +468,14 @@ fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, Strin
         Some(v) => return Err(format!("testbed-backends = {v}: expected a number of origins from 1 to 32")),
     };
     match settings.remove("testbed") {
-        None if backends.is_some() || tls => {
-            Err("testbed-backends and testbed-tls go with testbed = \"TOPOLOGY\"".into())
-        }
+        None if backends.is_some() || tls || sized => Err(
+            "testbed-backends, testbed-tls, testbed-memory, testbed-eviction and testbed-purge go with testbed = \"TOPOLOGY\""
+                .into(),
+        ),
         None => Ok(None),
-        Some(toml::Value::String(topology)) => Ok(Some(TestbedSetting { topology, tls, backends })),
+        Some(toml::Value::String(topology)) => {
+            Ok(Some(TestbedSetting { topology, tls, backends, memory, eviction, purge }))
+        }
         Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
     }
 }
@@ -711,7 +741,7 @@ busy = { background = { rate = 100 } }
         let c = e.case_flags(&e.cases()[0]).unwrap();
         assert_eq!(c.flags, ["--concurrency", "4", "--duration", "2s", "{varnish}/obj/{id}"]);
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
-        assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, backends: None }));
+        assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, ..Default::default() }));
         assert_eq!(c.phases, ["fill", "measure"]);
         // The background's workload is its own: the case's objects, hit ratio, pick, seed
         // and count stay the case's.

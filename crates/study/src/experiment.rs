@@ -13,7 +13,7 @@ use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_report::compare::{compare, pool, CaseComparison};
 use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
-use barrage_testbed::{Balance, Lifetime, Options, TestbedError, Topology};
+use barrage_testbed::{Balance, Eviction, Lifetime, Options, TestbedError, Topology};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +46,10 @@ pub struct Environment {
     pub tls: bool,
     /// Origins; `None`: the topology's default.
     pub backends: Option<u32>,
+    /// The caches' size in bytes (`testbed-memory`).
+    pub memory: Option<u64>,
+    /// redis-server's eviction policy (`testbed-eviction`).
+    pub eviction: Option<Eviction>,
 }
 
 impl Environment {
@@ -57,19 +61,38 @@ impl Environment {
             tls: self.tls,
             balance: Balance::RoundRobin,
             barrage: barrage.to_path_buf(),
+            memory: self.memory,
+            eviction: self.eviction,
         }
     }
 
-    /// `varnish`, `nginx-lb (tls)` or `haproxy-lb ×3`.
+    /// `varnish`, `nginx-lb (tls)`, `haproxy-lb ×3` or `redis 64MiB allkeys-lru`.
     pub fn name(self) -> String {
         let backends = self.backends.map_or(String::new(), |n| format!(" ×{n}"));
-        format!("{}{}{backends}", self.topology.name(), if self.tls { " (tls)" } else { "" })
+        let sizing = self.sizing().map_or(String::new(), |s| format!(" {}", s.join(" ")));
+        format!("{}{}{backends}{sizing}", self.topology.name(), if self.tls { " (tls)" } else { "" })
     }
 
-    /// Its directory inside the experiment's.
+    /// Its directory inside the experiment's: one per distinct environment.
     pub fn dir(self, results: &Path) -> PathBuf {
         let backends = self.backends.map_or(String::new(), |n| format!("-{n}"));
-        results.join(format!("testbed-{}{}{backends}", self.topology.name(), if self.tls { "-tls" } else { "" }))
+        let sizing = self.sizing().map_or(String::new(), |s| format!("-{}", s.join("-")));
+        results.join(format!(
+            "testbed-{}{}{backends}{sizing}",
+            self.topology.name(),
+            if self.tls { "-tls" } else { "" }
+        ))
+    }
+
+    /// `testbed-memory` (in KiB, MiB or bytes) and `testbed-eviction`, when set.
+    fn sizing(self) -> Option<Vec<String>> {
+        let memory = self.memory.map(|b| match b {
+            b if b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+            b if b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+            b => format!("{b}B"),
+        });
+        let words: Vec<String> = memory.into_iter().chain(self.eviction.map(|e| e.name().to_string())).collect();
+        (!words.is_empty()).then_some(words)
     }
 }
 
@@ -77,8 +100,11 @@ impl Environment {
 pub type Server = (String, String, Option<String>);
 
 /// The servers of a testbed as URL placeholders see them.
+/// A server whose TLS another terminates (varnish, behind hitch as `varnish-tls`) has that
+/// one's HTTPS URL as its `{NAME:https}`.
 pub fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<Server> {
-    specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url())).collect()
+    let terminator = |name: &str| specs.iter().find(|t| t.name == format!("{name}-tls")).and_then(|t| t.tls_url());
+    specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url().or_else(|| terminator(&s.name)))).collect()
 }
 
 /// `{NAME}` (or `{NAME:http}`) and `{NAME:https}` of every server replaced by its URL
@@ -152,6 +178,10 @@ pub struct CaseSpec {
     pub levels: Vec<(String, String)>,
     /// The testbed it runs against.
     pub testbed: Option<Environment>,
+    /// Its testbed's caches are emptied (`testbed purge`) before each repeat's first phase,
+    /// after the warm-up: every repeat starts from an empty cache, its fill phase included,
+    /// and its later phases (measure) see what the fill put there.
+    pub purge: bool,
     /// Its phases (fill, measure); empty: one run per repeat.
     pub phases: Vec<String>,
     /// The measured run as `run` flags, `{SERVER}` placeholders unfilled (for the manifest
@@ -334,7 +364,7 @@ impl Experiment<'_> {
             };
             let built = build(c, &bed).map_err(|m| StudyError::Plan(format!("case {}: {m}", case.id)))?;
             runner.note(&format!("[{}/{total}] {} repeat {repeat}: {}", n + 1, case.id, levels_text(case)));
-            if !self.run_repeat(c, repeat, &built, runner)? {
+            if !self.run_repeat(c, repeat, &built, bed.dir.as_deref(), runner)? {
                 finished = false;
                 break;
             }
@@ -380,7 +410,14 @@ impl Experiment<'_> {
     /// One repeat: a warm-up, then each phase with its background load. Files appear under
     /// their final names only once complete; an interrupted run stays `.part`, so
     /// `--resume` redoes it. False when the study was stopped.
-    fn run_repeat(&self, c: usize, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
+    fn run_repeat(
+        &self,
+        c: usize,
+        repeat: u32,
+        built: &Built,
+        testbed: Option<&Path>,
+        runner: &mut Runner,
+    ) -> Result<bool, StudyError> {
         let case = &self.cases[c];
         let phases = barrage_plan::phases::parse(&case.phases).map_err(StudyError::Plan)?;
         // Each case, repeat, warm-up and background load is a stream of its own (its index
@@ -414,6 +451,11 @@ impl Experiment<'_> {
             if m.is_none_or(|d| d.interrupted) {
                 return Ok(false);
             }
+        }
+        if let Some(dir) = testbed.filter(|_| case.purge) {
+            // After the warm-up, which would otherwise fill what was just emptied.
+            runner.note(&format!("purging the caches of testbed {}", dir.display()));
+            barrage_testbed::control(dir, "purge")?;
         }
         let names: Vec<Option<&str>> = Self::phases(case);
         let mut warmed = 0;

@@ -16,7 +16,7 @@ mod state;
 mod supervisor;
 
 pub use layout::{album_dir, plan, Kind, Options, ServerSpec, Topology};
-pub use servers::Balance;
+pub use servers::{Balance, Eviction};
 pub use state::{check_dir, create_dir, default_dir, Owner, ServerState, State, Status};
 pub use supervisor::{answers, answers_http, program_path, supervise, Tie, READY_DEADLINE, STOP_DEADLINE};
 
@@ -52,6 +52,22 @@ pub enum TestbedError {
         topology: &'static str,
         /// Why not.
         why: &'static str,
+    },
+    /// An option the topology cannot take.
+    #[error("{option}: {why}")]
+    Option {
+        /// The option.
+        option: &'static str,
+        /// Why not.
+        why: String,
+    },
+    /// A cache could not be purged.
+    #[error("cannot purge {name}: {reason}")]
+    Purge {
+        /// The server.
+        name: String,
+        /// Why.
+        reason: String,
     },
     /// No testbed runs in the directory.
     #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
@@ -106,8 +122,9 @@ pub fn check_programs(options: &Options, dir: &Path) -> Result<(), TestbedError>
     // Planning in a scratch place gives the programs without touching `dir`.
     let scratch = dir.join(".plan");
     for spec in plan(options, &scratch)? {
-        if program_path(&spec.program).is_none() {
-            return Err(TestbedError::Missing { program: spec.program, package: spec.package });
+        let companions = spec.companions.iter().filter_map(|c| c.first());
+        if let Some(program) = std::iter::once(&spec.program).chain(companions).find(|p| program_path(p).is_none()) {
+            return Err(TestbedError::Missing { program: program.clone(), package: spec.package });
         }
     }
     Ok(())
@@ -240,7 +257,7 @@ pub fn is_up(dir: &Path) -> bool {
         || State::load(dir).is_some_and(|s| s.supervisor_pid != std::process::id() && living(s.supervisor_pid))
 }
 
-/// Sends one command (`stop NAME`, `start NAME`, `down`) to the supervisor in `dir` and
+/// Sends one command (`stop NAME`, `start NAME`, `purge [NAME]`, `down`) to the supervisor in `dir` and
 /// waits for it to be done.
 pub fn control(dir: &Path, command: &str) -> Result<(), TestbedError> {
     check_dir(dir)?;

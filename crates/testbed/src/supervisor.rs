@@ -1,10 +1,10 @@
 //! The supervisor: starts the servers, reaps every child (and, as a child subreaper, every
 //! orphan of theirs), and carries out `stop`, `start` and `down` sent to its socket.
 //!
-//! The protocol is one line per connection: `stop NAME`, `start NAME` or `down`; the reply is
-//! one line, `ok` or `error: WHY`, sent once the work is done (a stopped server has exited
-//! and been reaped, a started one answers: HTTP, or a key-value server's ping, on its plain
-//! port and over TLS on its TLS port).
+//! The protocol is one line per connection: `stop NAME`, `start NAME`, `purge [NAME]` or
+//! `down`; the reply is one line, `ok` or `error: WHY`, sent once the work is done (a
+//! stopped server has exited and been reaped, a started one answers: HTTP, or a key-value
+//! server's ping, on its plain port and over TLS on its TLS port; a purged cache is empty).
 
 use crate::layout::{plan, tls_files, Kind, Options, ServerSpec};
 use crate::state::{Owner, ServerState, State, Status};
@@ -187,6 +187,7 @@ impl Supervisor {
                 let _ = (&conn).write_all(b"ok\n");
                 return true;
             }
+            (Some("purge"), name) if words.next().is_none() => self.purge(name),
             (Some(cmd @ ("stop" | "start")), Some(name)) => match self.index(name) {
                 Some(i) if cmd == "stop" => self.stop(i),
                 Some(i) => self.start(i),
@@ -213,6 +214,10 @@ impl Supervisor {
             return Ok(());
         }
         let pid = spawn(&self.state.servers[i])?;
+        if let Err(e) = spawn_companions(&self.state.servers[i], pid) {
+            signal(-(pid as i32), libc::SIGKILL);
+            return Err(e);
+        }
         let server = &mut self.state.servers[i];
         server.pid = Some(pid);
         // Not yet reaped, so the PID is still this child's: its start time is its own.
@@ -247,8 +252,14 @@ impl Supervisor {
     /// certificate the server cannot read, Redis asking for client certificates).
     fn silent(&self, i: usize) -> Option<String> {
         let spec = &self.state.servers[i].spec;
-        if !answers(spec.kind, spec.listen) {
+        // Hitch has no plain port: its `listen` is its TLS one, asked below.
+        if spec.kind != Kind::Hitch && !answers(spec.kind, spec.listen) {
             return Some(spec.listen.to_string());
+        }
+        // varnishncsa reads the shared-memory log from where it is when it attaches: only
+        // once it logged a request (these checks) are all later ones in the access log.
+        if spec.kind == Kind::Varnish && !spec.logs.first().is_some_and(|log| has_a_line(log)) {
+            return Some(format!("{} (its access log, by varnishncsa)", spec.listen));
         }
         let tls = spec.tls_listen?;
         let answered = self.trust.as_ref().is_some_and(|trust| answers_tls(spec.kind, tls, trust));
@@ -287,6 +298,99 @@ impl Supervisor {
         let _ = std::fs::remove_file(server.pid_file());
         remove_leftovers(&server.spec);
         self.state.save()?;
+        Ok(())
+    }
+
+    /// Empties cache `name`, or every cache of the testbed (see [`Kind::is_cache`]).
+    fn purge(&mut self, name: Option<&str>) -> Result<(), TestbedError> {
+        let caches: Vec<usize> =
+            (0..self.state.servers.len()).filter(|&i| self.state.servers[i].spec.kind.is_cache()).collect();
+        let names = || caches.iter().map(|&i| self.state.servers[i].spec.name.as_str()).collect::<Vec<_>>().join(", ");
+        let targets = match name {
+            None if caches.is_empty() => {
+                return Err(TestbedError::Purge { name: "the testbed".into(), reason: "it has no cache".into() })
+            }
+            None => caches.clone(),
+            Some(name) => {
+                let i = self
+                    .index(name)
+                    .ok_or_else(|| TestbedError::NoSuchServer { name: name.into(), known: self.state.names() })?;
+                if !caches.contains(&i) {
+                    let reason = format!(
+                        "it keeps no cache (the caches here: {})",
+                        if caches.is_empty() { "none".to_string() } else { names() }
+                    );
+                    return Err(TestbedError::Purge { name: name.into(), reason });
+                }
+                vec![i]
+            }
+        };
+        for i in targets {
+            self.purge_one(i)?;
+        }
+        Ok(())
+    }
+
+    /// Empties the cache of server `i`: Varnish bans every object (`varnishadm ban`), squid
+    /// (a memory cache) restarts, nginx's cache files are removed, redis-server and
+    /// memcached flush their keys.
+    fn purge_one(&mut self, i: usize) -> Result<(), TestbedError> {
+        let server = &self.state.servers[i];
+        let spec = server.spec.clone();
+        let failed = |reason: String| TestbedError::Purge { name: spec.name.clone(), reason };
+        if server.status != Status::Running {
+            return Err(failed(format!("it is {} (start it first)", server.status)));
+        }
+        match spec.kind {
+            Kind::Varnish => {
+                let varnishadm = program_path("varnishadm")
+                    .ok_or_else(|| TestbedError::Missing { program: "varnishadm".into(), package: "varnish".into() })?;
+                // Every object cached before now is a miss from now on (the ban is checked at
+                // lookup; the ban lurker frees the memory later).
+                let out = Command::new(varnishadm)
+                    .arg("-n")
+                    .arg(&spec.dir)
+                    .args(["-t", "5", "ban", "req.url", "~", "."])
+                    .stdin(Stdio::null())
+                    .output()?;
+                if !out.status.success() {
+                    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+                    return Err(failed(format!("varnishadm ban: {} ({})", text.trim(), describe_exit(out.status))));
+                }
+            }
+            // A memory cache: a restart empties it (its counters start again too).
+            Kind::Squid => {
+                self.stop(i)?;
+                self.start(i)?;
+            }
+            Kind::NginxCache => {
+                let cache = spec.dir.join("cache");
+                for entry in std::fs::read_dir(&cache).into_iter().flatten().flatten() {
+                    let path = entry.path();
+                    let removed = if entry.file_type()?.is_dir() {
+                        std::fs::remove_dir_all(&path)
+                    } else {
+                        std::fs::remove_file(&path)
+                    };
+                    removed.or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
+                }
+            }
+            Kind::Redis => {
+                let mut conn = connect(spec.listen).ok_or_else(|| failed("no connection".into()))?;
+                if !ping(&mut conn, b"FLUSHALL\r\n", b"+OK\r\n") {
+                    return Err(failed("FLUSHALL did not answer +OK".into()));
+                }
+            }
+            Kind::Memcached => {
+                let mut conn = connect(spec.listen).ok_or_else(|| failed("no connection".into()))?;
+                if !ping(&mut conn, b"flush_all\r\n", b"OK\r\n") {
+                    return Err(failed("flush_all did not answer OK".into()));
+                }
+            }
+            Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Caddy | Kind::Hitch => {
+                return Err(failed("it keeps no cache".into()))
+            }
+        }
         Ok(())
     }
 
@@ -397,11 +501,50 @@ fn spawn(server: &ServerState) -> Result<u32, TestbedError> {
     for (path, contents) in &spec.files {
         std::fs::write(path, contents)?;
     }
+    // Squid, once it is `proxy`, cannot reach its directory inside the private testbed
+    // directory: its access log is opened here (created before `give_to`, so it is proxy's)
+    // and handed over as descriptor 3, which squid opens again as /dev/fd/3.
+    let squid_log = match spec.kind {
+        Kind::Squid => {
+            let path = crate::servers::squid_access_log(&spec.dir);
+            Some(std::fs::OpenOptions::new().create(true).append(true).open(path)?)
+        }
+        _ => None,
+    };
     if let Some(owner) = &spec.owner {
         give_to(&spec.dir, owner)?;
     }
     let log = std::fs::OpenOptions::new().create(true).append(true).open(server.log())?;
-    let child = Command::new(program_path(&spec.program).ok_or_else(|| missing(spec))?)
+    let mut cmd = Command::new(program_path(&spec.program).ok_or_else(|| missing(spec))?);
+    if let Some(file) = squid_log {
+        use std::os::fd::IntoRawFd;
+        let fd = file.into_raw_fd();
+        // SAFETY: between fork and exec only async-signal-safe calls: dup2 and fcntl. The
+        // descriptor stays open in the supervisor until the child has been spawned.
+        unsafe {
+            cmd.pre_exec(move || {
+                if fd == 3 {
+                    // dup2 onto itself keeps close-on-exec: clear it instead.
+                    libc::fcntl(3, libc::F_SETFD, 0);
+                } else if libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let spawned = spawn_with_output(cmd, server, log);
+        // SAFETY: `fd` came from into_raw_fd above and is closed once, here.
+        unsafe { libc::close(fd) };
+        return spawned;
+    }
+    spawn_with_output(cmd, server, log)
+}
+
+/// Spawns `cmd` as server `server`: its arguments and environment, in its directory, in a
+/// process group of its own, its output to `log`.
+fn spawn_with_output(mut cmd: Command, server: &ServerState, log: std::fs::File) -> Result<u32, TestbedError> {
+    let spec = &server.spec;
+    let child = cmd
         .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.dir)
@@ -413,6 +556,42 @@ fn spawn(server: &ServerState) -> Result<u32, TestbedError> {
         .map_err(|e| TestbedError::Start { name: spec.name.clone(), reason: format!("{}: {e}", spec.program) })?;
     // The child is reaped by `reap`, through waitpid(-1): the handle is not needed.
     Ok(child.id())
+}
+
+/// Starts the programs that run beside server `pid` ([`ServerSpec::companions`]) in its
+/// process group, so that they end with it, their output with its.
+fn spawn_companions(server: &ServerState, pid: u32) -> Result<(), TestbedError> {
+    for companion in &server.spec.companions {
+        let Some((program, args)) = companion.split_first() else { continue };
+        let path = program_path(program)
+            .ok_or_else(|| TestbedError::Missing { program: program.clone(), package: server.spec.package.clone() })?;
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(server.log())?;
+        Command::new(path)
+            .args(args)
+            .current_dir(&server.spec.dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(pid as i32)
+            .spawn()
+            .map_err(|e| TestbedError::Start { name: server.spec.name.clone(), reason: format!("{program}: {e}") })?;
+    }
+    Ok(())
+}
+
+/// Whether the file at `path` has a whole line.
+fn has_a_line(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| bytes.contains(&b'\n'))
+}
+
+/// "exit 1", "signal 9", from a finished command.
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => status.to_string(),
+    }
 }
 
 fn missing(spec: &ServerSpec) -> TestbedError {
@@ -537,7 +716,14 @@ fn probe(kind: Kind, addr: SocketAddr, conn: &mut (impl Read + Write)) -> bool {
     match kind {
         Kind::Redis => ping(conn, b"PING\r\n", b"+PONG\r\n"),
         Kind::Memcached => ping(conn, b"version\r\n", b"VERSION "),
-        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid | Kind::Caddy => {
+        Kind::Origin
+        | Kind::Nginx
+        | Kind::Haproxy
+        | Kind::Varnish
+        | Kind::Squid
+        | Kind::Caddy
+        | Kind::NginxCache
+        | Kind::Hitch => {
             let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
             let mut start = [0u8; 12];
             conn.write_all(request.as_bytes()).is_ok()
