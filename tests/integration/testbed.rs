@@ -27,6 +27,7 @@ fn programs(topology: &str) -> &'static [&'static str] {
         "redis" => &["redis-server"],
         "memcached" => &["memcached"],
         "caddy" => &["caddy"],
+        "nginx-cache" => &["nginx"],
         _ => &[],
     }
 }
@@ -35,7 +36,9 @@ impl Testbed {
     /// `barrage testbed up TOPOLOGY ARGS`; `None` (the test is skipped) when a server
     /// program is not installed.
     pub(crate) fn up(topology: &str, args: &[&str]) -> Option<Testbed> {
-        for program in programs(topology) {
+        // With --tls, hitch serves HTTPS in front of varnish.
+        let hitch = args.contains(&"--tls") && ["varnish", "all"].contains(&topology);
+        for program in programs(topology).iter().chain(hitch.then_some(&"hitch")) {
             if !require(program, program_path(program).is_some()) {
                 return None;
             }
@@ -84,7 +87,7 @@ impl Testbed {
     }
 
     /// `barrage testbed ARGS --dir DIR`.
-    fn command(&self, args: &[&str]) -> Output {
+    pub(crate) fn command(&self, args: &[&str]) -> Output {
         barrage().arg("testbed").args(args).arg("--dir").arg(self.dir()).output().unwrap()
     }
 }
@@ -99,13 +102,13 @@ impl Drop for Testbed {
 }
 
 /// `barrage run ARGS --format json`, successful, as JSON.
-fn run_json(args: &[&str]) -> Value {
+pub(crate) fn run_json(args: &[&str]) -> Value {
     let out = barrage().arg("run").args(args).args(["--format", "json"]).output().unwrap();
     assert!(out.status.success(), "run {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn f(v: &Value) -> f64 {
+pub(crate) fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 

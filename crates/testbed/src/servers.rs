@@ -463,7 +463,8 @@ pub struct VarnishPorts<'a> {
 ///
 /// Varnish has no TLS of its own: `f.tls` is ignored, and with `v.proxy` hitch ([`hitch`])
 /// terminates TLS in front, passing the connections on in the PROXY protocol to the
-/// listener named `tls`. Both listeners share the one cache.
+/// listener named `tls`. Both listeners share the one cache: objects are keyed by URL
+/// alone (not by Host, which differs by port).
 ///
 /// Its access log, `DIR/access.log`, is written by `varnishncsa` ([`Launch::companions`]):
 /// NCSA's fields, then the time taken (µs), the handling (`hit`, `miss`, `pass`...) and
@@ -547,6 +548,13 @@ vcl 4.1;
 backend origin {{
     .host = \"{host}\";
     .port = \"{port}\";
+}}
+
+# One site: objects are keyed by URL alone. The default key adds the Host header, which
+# names the port the client reached, so HTTP and HTTPS (through hitch) would cache apart.
+sub vcl_hash {{
+    hash_data(req.url);
+    return (lookup);
 }}
 
 sub vcl_deliver {{
@@ -811,6 +819,8 @@ netdb_filename none
 # off by default), to DIR/access.log: as the user proxy, squid cannot reach the testbed
 # directory, so the supervisor hands it the file open as descriptor 3.
 access_log stdio:/dev/fd/3 squid
+# Whole URLs in it, query strings included (the default logs `/path?` alone).
+strip_query_terms off
 "
     )
 }
