@@ -725,6 +725,34 @@ cache-miss = { header = ["X-Want: miss"] }
 "#;
 
     #[test]
+    fn testbed_memory_eviction_and_purge_are_testbed_settings() {
+        let case = |settings: &str| {
+            let text = format!("[base]\nurl = \"http://a/\"\n{settings}\n[factors.f]\nx = {{}}\n");
+            let e = Experiment::parse(&text, "t").unwrap();
+            e.case_flags(&e.cases()[0])
+        };
+        let c = case(
+            "testbed = \"redis\"\ntestbed-memory = \"64mb\"\ntestbed-eviction = \"allkeys-lru\"\ntestbed-purge = true",
+        )
+        .unwrap();
+        let t = c.testbed.unwrap();
+        assert_eq!((t.memory, t.eviction.as_deref(), t.purge), (Some(64 << 20), Some("allkeys-lru"), true));
+        assert!(!c.flags.iter().any(|f| f.starts_with("--testbed")), "{:?}", c.flags);
+        assert_eq!(
+            case("testbed = \"squid\"\ntestbed-memory = 1048576").unwrap().testbed.unwrap().memory,
+            Some(1 << 20)
+        );
+        for (settings, error) in [
+            ("testbed-purge = true", "go with testbed = \"TOPOLOGY\""),
+            ("testbed = \"varnish\"\ntestbed-memory = \"lots\"", "testbed-memory = \"lots\": expected a size"),
+            ("testbed = \"varnish\"\ntestbed-purge = 1", "testbed-purge = 1: expected true or false"),
+        ] {
+            let e = case(settings).unwrap_err();
+            assert!(e.contains(error), "{settings}: {e}");
+        }
+    }
+
+    #[test]
     fn a_case_splits_into_flags_background_testbed_and_phases() {
         let text = r#"
 duration = "2s"

@@ -708,6 +708,25 @@ mod tests {
     }
 
     #[test]
+    fn varnish_https_is_hitchs_and_sized_environments_get_testbeds_of_their_own() {
+        let o = Environment { topology: Topology::Varnish, tls: true, backends: None, memory: None, eviction: None }
+            .options(Path::new("barrage"));
+        let specs = barrage_testbed::plan(&o, Path::new("/tmp/v")).unwrap();
+        let servers = servers_of(&specs);
+        let hitch = specs.iter().find(|s| s.name == "varnish-tls").unwrap().tls_url().unwrap();
+        let filled = fill(&["{varnish:https}/a".to_string(), "{varnish-tls}/b".to_string()], &servers).unwrap();
+        assert_eq!(filled, [format!("{hitch}a"), format!("{hitch}b")]);
+        let redis =
+            |memory, eviction| Environment { topology: Topology::Redis, tls: false, backends: None, memory, eviction };
+        let plain = redis(None, None);
+        let sized = redis(Some(64 << 20), Some(Eviction::AllKeysLru));
+        assert_eq!(sized.name(), "redis 64MiB allkeys-lru");
+        assert_eq!(sized.dir(Path::new("/r")), Path::new("/r/testbed-redis-64MiB-allkeys-lru"));
+        assert_ne!(plain.dir(Path::new("/r")), sized.dir(Path::new("/r")));
+        assert_ne!(redis(Some(1536), None).dir(Path::new("/r")), redis(Some(1 << 20), None).dir(Path::new("/r")));
+    }
+
+    #[test]
     fn all_names_every_instance_of_a_kind() {
         let servers: Vec<Server> = ["memcached-1", "memcached-2", "memcached-10", "memcachedx-1", "redis-1"]
             .iter()

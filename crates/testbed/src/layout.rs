@@ -666,6 +666,58 @@ mod tests {
     }
 
     #[test]
+    fn nginx_cache_fronts_one_origin_by_default_and_caches_in_its_directory() {
+        assert_eq!(Topology::NginxCache.default_backends(), 1);
+        let one = Options { backends: 1, ..options(Topology::NginxCache, true) };
+        let specs = plan(&one, Path::new("/tmp/nc")).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["origin-1", "nginx-cache"]);
+        let cache = &specs[1];
+        assert_eq!(
+            (cache.kind, cache.program.as_str(), cache.role.as_str()),
+            (Kind::NginxCache, "nginx", "cache (nginx) of origin-1")
+        );
+        assert!(cache.kind.is_cache() && cache.tls_listen.is_some());
+        assert!(cache.files[0].1.contains("proxy_cache_path \"/tmp/nc/nginx-cache/cache\""), "{}", cache.files[0].1);
+        assert_eq!(cache.logs, [PathBuf::from("/tmp/nc/nginx-cache/access.log")]);
+        let three = plan(&options(Topology::NginxCache, false), Path::new("/tmp/nc")).unwrap();
+        assert_eq!(three[3].role, "cache (nginx, roundrobin over 3 origins)");
+    }
+
+    #[test]
+    fn memory_and_eviction_go_to_the_caches_and_only_there() {
+        let sized = |topology, memory, eviction| Options { memory, eviction, ..options(topology, false) };
+        for topology in [Topology::Varnish, Topology::Squid, Topology::NginxCache, Topology::All, Topology::Memcached] {
+            assert!(sized(topology, Some(1 << 20), None).check().is_ok(), "{topology:?}");
+        }
+        assert!(sized(Topology::Redis, Some(1 << 20), Some(Eviction::AllKeysLru)).check().is_ok());
+        let e = sized(Topology::NginxLb, Some(1 << 20), None).check().unwrap_err().to_string();
+        assert!(e.starts_with("--memory (testbed-memory): the nginx-lb testbed has no cache to size"), "{e}");
+        let e = sized(Topology::Memcached, None, Some(Eviction::AllKeysLru)).check().unwrap_err().to_string();
+        assert!(e.contains("maxmemory-policy: the memcached testbed runs none"), "{e}");
+        // Into each server's config.
+        let redis =
+            plan(&sized(Topology::Redis, Some(2 << 20), Some(Eviction::VolatileTtl)), Path::new("/tmp/r")).unwrap();
+        let conf = &redis[0].files[0].1;
+        assert!(
+            conf.lines().any(|l| l == "maxmemory 2097152")
+                && conf.lines().any(|l| l == "maxmemory-policy volatile-ttl"),
+            "{conf}"
+        );
+        let memcached = plan(&sized(Topology::Memcached, Some(8 << 20), None), Path::new("/tmp/m")).unwrap();
+        assert!(memcached[0].args.windows(2).any(|w| w == ["-m", "8"]), "{:?}", memcached[0].args);
+        let all = plan(&sized(Topology::All, Some(32 << 20), None), Path::new("/tmp/a")).unwrap();
+        let by_name = |n: &str| all.iter().find(|s| s.name == n).unwrap();
+        assert!(by_name("varnish").args.iter().any(|a| a == "malloc,33554432"));
+        assert!(by_name("squid").files[0].1.contains("cache_mem 32 MB"));
+        for (name, policy) in Eviction::NAMES.iter().zip(Eviction::NAMES.iter().map(|n| n.parse::<Eviction>().unwrap()))
+        {
+            assert_eq!(policy.name(), *name);
+        }
+        assert!("lru".parse::<Eviction>().unwrap_err().contains("allkeys-lru"));
+    }
+
+    #[test]
     fn a_missing_program_names_its_debian_package() {
         let e = crate::TestbedError::Missing { program: "varnishd".into(), package: "varnish".into() };
         assert_eq!(e.to_string(), "varnishd not found: install the Debian package 'varnish' (apt-get install varnish)");

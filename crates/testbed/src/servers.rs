@@ -1289,6 +1289,43 @@ mod tests {
         nginx(&front(&[], None, Balance::RoundRobin));
     }
 
+    #[test]
+    fn nginx_cache_caches_by_uri_as_the_origin_says_and_logs_the_cache_status() {
+        let origins = origins();
+        let files = tls_files();
+        let launch = nginx_cache(&front(&origins, Some(&files), Balance::RoundRobin));
+        assert_eq!(launch.logs, [PathBuf::from(format!("{DIR}/access.log"))]);
+        let text = text(&launch, "nginx.conf");
+        let path = position(
+            text,
+            &format!(
+                "proxy_cache_path \"{DIR}/cache\" levels=1:2 keys_zone=barrage_cache:10m max_size=1073741824 inactive=1h use_temp_path=off;"
+            ),
+        );
+        let location = position(text, "location / {");
+        assert!(path < location);
+        for line in [
+            "proxy_cache barrage_cache;",
+            "proxy_cache_key $request_uri;",
+            "add_header X-Cache-Status $upstream_cache_status always;",
+            "proxy_pass http://barrage_origins;",
+            "listen 127.0.0.1:8443 ssl;",
+        ] {
+            position(text, line);
+        }
+        // Only what the origin's headers allow is stored.
+        let ignored = ["proxy_cache_valid", "proxy_ignore_headers"];
+        assert!(directives(text).iter().all(|l| !ignored.iter().any(|d| l.starts_with(d))), "{text}");
+        for line in directives(text) {
+            assert!(line.ends_with(';') || line.ends_with('{') || line == "}", "bad line `{line}`");
+        }
+        assert_eq!(text.matches('{').count(), text.matches('}').count());
+        let sized = nginx_cache(&Front { memory: Some(1 << 20), ..front(&origins, None, Balance::RoundRobin) });
+        assert!(sized.files[0].1.contains("max_size=1048576 "));
+        // The balancer has no cache.
+        assert!(!nginx(&front(&origins, None, Balance::RoundRobin)).files[0].1.contains("proxy_cache"));
+    }
+
     // HAProxy -----------------------------------------------------------------------------
 
     #[test]
