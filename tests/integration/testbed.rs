@@ -387,10 +387,21 @@ fn down_leaves_no_process_and_no_state_even_when_the_test_fails() {
     })
     .join();
     assert!(failed.is_err());
-    assert_eq!(pids.len(), 6, "two origins, nginx, haproxy, varnish and squid: {pids:?}");
+    assert_eq!(pids.len(), 7, "two origins, nginx, haproxy, varnish, hitch and squid: {pids:?}");
     for pid in pids {
         assert!(!alive(pid), "server {pid} still runs");
     }
+    // Nor what ran beside a server (varnishncsa, in varnish's process group): nothing left
+    // names the testbed's directory on its command line.
+    let named: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok_and(alive))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&*dir.to_string_lossy()))
+        .collect();
+    assert!(named.is_empty(), "{named:?}");
     assert!(!dir.exists(), "state removed: {}", dir.display());
     let left = shm_files(&squid_shm);
     assert!(left.is_empty(), "squid's shared memory removed: {left:?}");
