@@ -230,6 +230,12 @@ fn a_purge_empties_squid() {
     let codes: Vec<&str> = lines.iter().map(|l| l.split_whitespace().nth(3).unwrap()).collect();
     let expected = ["TCP_MISS/200", "TCP_MEM_HIT/200", "TCP_MEM_HIT/200", "TCP_MEM_HIT/200", "TCP_MEM_HIT/200"];
     assert_eq!(codes, [expected, expected].concat(), "{lines:#?}");
+    // Its cache manager answers this machine.
+    let (head, body) = raw_get(bed.addr("squid"), "/squid-internal-mgr/info", "");
+    assert!(
+        head.starts_with("HTTP/1.1 200") && String::from_utf8_lossy(&body).contains("Squid Object Cache"),
+        "{head}"
+    );
 }
 
 /// X-Cache-Status of a GET to nginx-cache.

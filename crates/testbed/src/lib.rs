@@ -1,10 +1,11 @@
-//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd, squid;
-//! redis-server, memcached) on loopback, started from generated configs and owned by a
-//! small supervisor process.
+//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd with hitch
+//! for TLS, squid, Caddy; redis-server, memcached) on loopback, started from generated
+//! configs and owned by a small supervisor process. Every server keeps its own log
+//! ([`ServerSpec::logs`]).
 //!
 //! [`up`] starts the supervisor in the background (`barrage testbed supervise`, a session
 //! of its own) and returns once every server answers (HTTP, or a key-value ping); [`control`] sends it `stop NAME`,
-//! `start NAME` or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
+//! `start NAME`, `purge [NAME]` (empty the caches) or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
 //! itself, also used in the foreground by `testbed up --foreground`.
 
 #![warn(missing_docs)]

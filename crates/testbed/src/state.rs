@@ -6,7 +6,8 @@
 //! DIR/supervisor.log  the supervisor's own messages
 //! DIR/ca.pem …        the certificate files, with --tls
 //! DIR/albums/        the origins' shared album store (`serve --album-store`)
-//! DIR/NAME/           one per server: configs, output.log, pid (while it runs)
+//! DIR/NAME/           one per server: configs, output.log, its own logs (access.log…),
+//!                     pid (while it runs), nginx-cache's cache/
 //! ```
 
 use crate::layout::{Options, ServerSpec};
