@@ -52,6 +52,18 @@ fn validator() -> jsonschema::Validator {
     jsonschema::draft202012::new(&schema).expect("the schema compiles")
 }
 
+/// The schema names every topology and every kind of server there is.
+#[test]
+fn the_status_schema_knows_every_topology_and_kind() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/testbed-status.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let names = |v: &Value| v.as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&schema["properties"]["topology"]["enum"]), barrage_testbed::Topology::NAMES);
+    use barrage_testbed::Kind::*;
+    let kinds = [Origin, Nginx, Haproxy, Varnish, Squid, Redis, Memcached, Caddy, NginxCache, Hitch].map(|k| k.name());
+    assert_eq!(names(&schema["$defs"]["server"]["properties"]["kind"]["enum"]), kinds);
+}
+
 fn assert_valid(v: &jsonschema::Validator, instance: &Value) {
     let errors: Vec<String> = v.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
     assert!(errors.is_empty(), "{errors:#?}\n{instance:#}");

@@ -251,7 +251,9 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
             let tls = if env.tls { " with HTTPS" } else { "" };
             let backends =
                 env.backends.map_or(String::new(), |n| format!(", {n} origin{}", if n == 1 { "" } else { "s" }));
-            out.push_str(&format!("    against a testbed: {}{tls}{backends}\n", env.topology.name()));
+            let sizing = env.sizing().map_or(String::new(), |s| format!(", {}", s.join(" ")));
+            let purge = if c.purge { ", its caches purged before each repeat" } else { "" };
+            out.push_str(&format!("    against a testbed: {}{tls}{backends}{sizing}{purge}\n", env.topology.name()));
         }
         if !c.phases.is_empty() {
             out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
