@@ -409,3 +409,39 @@ fn memcached_takes_its_memory_size() {
     }
     assert!(settings.lines().any(|l| l == "STAT maxbytes 8388608"), "{settings}");
 }
+
+/// `examples/cache/https.toml` as shipped (cut to one second a case): HTTP and HTTPS,
+/// directly and through one Varnish; the HTTPS cache row hits what the HTTP one stored.
+#[test]
+fn the_https_cache_example_runs_as_shipped() {
+    for program in ["varnishd", "hitch"] {
+        if !require(program, program_path(program).is_some()) {
+            return;
+        }
+    }
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cache/https.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("https.toml");
+    std::fs::write(&file, text.replace("duration = \"2s\"", "duration = \"1s\"")).unwrap();
+    let out = barrage()
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(dir.path().join("results"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["matrix"].as_array().unwrap();
+    let labels: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["labels"]["protocol"].as_str().unwrap(), r["labels"]["server"].as_str().unwrap()))
+        .collect();
+    assert_eq!(labels, [("http", "backend"), ("http", "cache"), ("https", "backend"), ("https", "cache")]);
+    for row in rows {
+        assert_eq!(row["verdict"], "ok", "{row}");
+    }
+    assert!(rows[0]["hit_ratio"].is_null() && rows[2]["hit_ratio"].is_null(), "the origin directly");
+    assert!(f(&rows[1]["hit_ratio"]) > 0.99 && f(&rows[3]["hit_ratio"]) == 1.0, "{} {}", rows[1], rows[3]);
+}
