@@ -375,7 +375,11 @@ fn redis_takes_maxmemory_and_an_eviction_policy() {
         .unwrap_or_else(|| panic!("{info}"));
     assert!(evicted > 0, "4 MB written into 2 MB: {info}");
     let keys: u64 = redis(&mut conn, &["DBSIZE"])[0].trim_start_matches(':').parse().unwrap();
-    assert!(keys < 4000, "{keys} keys kept");
+    assert!(keys > 0 && keys < 4000, "{keys} keys kept");
+    // A purge flushes them.
+    let out = bed.command(&["purge", "redis-1"]);
+    assert!(out.status.success(), "purge: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(redis(&mut conn, &["DBSIZE"]), [":0"]);
     let status = status_json(&bed);
     assert_valid(&validator(), &status);
     let logs = status["servers"][0]["logs"].as_array().unwrap();
@@ -408,6 +412,26 @@ fn memcached_takes_its_memory_size() {
         assert!(reader.read_line(&mut settings).unwrap() > 0, "{settings}");
     }
     assert!(settings.lines().any(|l| l == "STAT maxbytes 8388608"), "{settings}");
+    // A purge flushes its items.
+    let mut get = |reader: &mut BufReader<TcpStream>| {
+        reader.get_mut().write_all(b"get k\r\n").unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.starts_with("VALUE") {
+            for _ in 0..2 {
+                reader.read_line(&mut line).unwrap();
+            }
+        }
+        line
+    };
+    reader.get_mut().write_all(b"set k 0 0 1\r\nx\r\n").unwrap();
+    let mut stored = String::new();
+    reader.read_line(&mut stored).unwrap();
+    assert_eq!(stored, "STORED\r\n");
+    assert!(get(&mut reader).starts_with("VALUE k 0 1"));
+    let out = bed.command(&["purge"]);
+    assert!(out.status.success(), "purge: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(get(&mut reader), "END\r\n", "flushed");
 }
 
 /// `examples/cache/https.toml` as shipped (cut to one second a case): HTTP and HTTPS,
