@@ -221,6 +221,16 @@ fn a_purge_empties_varnish() {
     run_json(&["-n", "10", "-c", "1", &url]);
     let (_, h2, m2) = varnish_counters(&bed);
     assert_eq!((h2 - h1, m2 - m1), (9, 1), "after the purge, a miss again");
+    // Restarted, it logs from its first request on (varnishncsa attached before `start`
+    // returned).
+    for verb in ["stop", "start"] {
+        let out = bed.command(&[verb, "varnish"]);
+        assert!(out.status.success(), "{verb}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (head, _) = raw_get(bed.addr("varnish"), "/bytes/1k?after-restart", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let log = bed.state.server("varnish").unwrap().spec.logs[0].clone();
+    assert_eq!(lines_with(&log, "?after-restart", 1).len(), 1, "{}", read(&log));
     // Only caches purge.
     let out = bed.command(&["purge", "origin-1"]);
     assert!(!out.status.success());

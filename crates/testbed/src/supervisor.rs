@@ -35,6 +35,9 @@ struct Supervisor {
     exits: HashMap<u32, String>,
     trust: Option<Arc<rustls::ClientConfig>>,
     quit: Arc<AtomicBool>,
+    /// The length of each server's first log when it was last started: varnishd is ready
+    /// once its access log grew past it (see [`Supervisor::silent`]).
+    log_marks: HashMap<usize, u64>,
 }
 
 /// What ties a supervisor to the process that brought its testbed up. That process holds
@@ -161,7 +164,7 @@ impl Supervisor {
             .map(|spec| ServerState { spec, pid: None, started: None, status: Status::Stopped })
             .collect();
         let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), owner, ca, servers };
-        let mut sup = Supervisor { state, exits: HashMap::new(), trust, quit };
+        let mut sup = Supervisor { state, exits: HashMap::new(), trust, quit, log_marks: HashMap::new() };
         for i in 0..sup.state.servers.len() {
             if let Err(e) = sup.start(i) {
                 sup.down();
@@ -213,6 +216,8 @@ impl Supervisor {
         if self.state.servers[i].status == Status::Running {
             return Ok(());
         }
+        let first_log = self.state.servers[i].spec.logs.first();
+        self.log_marks.insert(i, first_log.map_or(0, |log| file_len(log)));
         let pid = spawn(&self.state.servers[i])?;
         if let Err(e) = spawn_companions(&self.state.servers[i], pid) {
             signal(-(pid as i32), libc::SIGKILL);
@@ -257,8 +262,10 @@ impl Supervisor {
             return Some(spec.listen.to_string());
         }
         // varnishncsa reads the shared-memory log from where it is when it attaches: only
-        // once it logged a request (these checks) are all later ones in the access log.
-        if spec.kind == Kind::Varnish && !spec.logs.first().is_some_and(|log| has_a_line(log)) {
+        // once it logged a request (these checks) are all later ones in the access log,
+        // which it appends to across restarts.
+        let mark = self.log_marks.get(&i).copied().unwrap_or(0);
+        if spec.kind == Kind::Varnish && !spec.logs.first().is_some_and(|log| file_len(log) > mark) {
             return Some(format!("{} (its access log, by varnishncsa)", spec.listen));
         }
         let tls = spec.tls_listen?;
@@ -377,8 +384,10 @@ impl Supervisor {
             }
             Kind::Redis => {
                 let mut conn = connect(spec.listen).ok_or_else(|| failed("no connection".into()))?;
-                if !ping(&mut conn, b"FLUSHALL\r\n", b"+OK\r\n") {
-                    return Err(failed("FLUSHALL did not answer +OK".into()));
+                // ASYNC: the keys are gone at once, their memory is freed in the background
+                // (a large data set would outlast the connection's timeout otherwise).
+                if !ping(&mut conn, b"FLUSHALL ASYNC\r\n", b"+OK\r\n") {
+                    return Err(failed("FLUSHALL ASYNC did not answer +OK".into()));
                 }
             }
             Kind::Memcached => {
@@ -579,9 +588,9 @@ fn spawn_companions(server: &ServerState, pid: u32) -> Result<(), TestbedError> 
     Ok(())
 }
 
-/// Whether the file at `path` has a whole line.
-fn has_a_line(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| bytes.contains(&b'\n'))
+/// The length of the file at `path`; 0 when there is none.
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// "exit 1", "signal 9", from a finished command.
