@@ -219,11 +219,12 @@ pub struct TestbedDirArgs {
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
     /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb, caddy (HTTP/3 with
-    /// --tls), all (nginx, haproxy, varnish and squid), redis or memcached.
+    /// --tls), nginx-cache (nginx's proxy_cache), all (nginx, haproxy, varnish and squid),
+    /// redis or memcached.
     #[arg(value_name = "TOPOLOGY")]
     pub topology: barrage_testbed::Topology,
     /// Origins; redis-server or memcached instances for redis and memcached. [default: 2; 1
-    /// for varnish, squid, redis and memcached]
+    /// for varnish, squid, nginx-cache, redis and memcached]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub backends: Option<u32>,
     /// Serve HTTPS beside HTTP at the fronts and the origins (at varnish through hitch, a
