@@ -123,7 +123,8 @@ pub fn nginx(f: &Front) -> Launch {
 /// URI alone, so that HTTP and HTTPS share the cache as Varnish behind hitch does.
 /// `X-Cache-Status` is nginx's `$upstream_cache_status`: `MISS`, `HIT`, `EXPIRED`,
 /// `STALE`, `UPDATING`, `REVALIDATED` or `BYPASS`; the access log has it too. Removing
-/// the files in `DIR/cache` empties it: nginx takes a key whose file is gone for a miss.
+/// the files in `DIR/cache` empties it: nginx takes a key whose file is gone for a miss
+/// (`testbed purge` swaps the directory for an empty one).
 ///
 /// # Panics
 /// If `f.origins` is empty.

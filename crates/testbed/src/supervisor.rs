@@ -370,17 +370,21 @@ impl Supervisor {
                 self.stop(i)?;
                 self.start(i)?;
             }
+            // nginx opens cache files by path, and takes a key whose file is gone for a miss:
+            // the cache directory is swapped for an empty one at once, and the old one
+            // removed in the background (thousands of files take seconds).
             Kind::NginxCache => {
                 let cache = spec.dir.join("cache");
-                for entry in std::fs::read_dir(&cache).into_iter().flatten().flatten() {
-                    let path = entry.path();
-                    let removed = if entry.file_type()?.is_dir() {
-                        std::fs::remove_dir_all(&path)
-                    } else {
-                        std::fs::remove_file(&path)
-                    };
-                    removed.or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
+                let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let old = spec.dir.join(format!("cache.purged-{}", stamp.as_nanos()));
+                match std::fs::rename(&cache, &old) {
+                    Ok(()) => {
+                        std::thread::spawn(move || std::fs::remove_dir_all(old));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
                 }
+                std::fs::create_dir_all(&cache)?;
             }
             Kind::Redis => {
                 let mut conn = connect(spec.listen).ok_or_else(|| failed("no connection".into()))?;
