@@ -423,7 +423,7 @@ fn memcached_takes_its_memory_size() {
     }
     assert!(settings.lines().any(|l| l == "STAT maxbytes 8388608"), "{settings}");
     // A purge flushes its items.
-    let mut get = |reader: &mut BufReader<TcpStream>| {
+    let get = |reader: &mut BufReader<TcpStream>| {
         reader.get_mut().write_all(b"get k\r\n").unwrap();
         let mut line = String::new();
         reader.read_line(&mut line).unwrap();

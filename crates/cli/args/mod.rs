@@ -267,8 +267,8 @@ pub enum BalanceArg {
 /// `barrage testbed status`.
 #[derive(Args, Debug)]
 pub struct TestbedStatusArgs {
-    /// text: a table; json: the servers with their directories and log files
-    /// (schema/testbed-status.schema.json).
+    /// How to print: a table (text), or the servers with their directories and log files
+    /// (json, schema/testbed-status.schema.json).
     #[arg(long, value_enum, default_value = "text")]
     pub format: StatusFormat,
     #[command(flatten)]

@@ -265,7 +265,7 @@ impl Supervisor {
         // once it logged a request (these checks) are all later ones in the access log,
         // which it appends to across restarts.
         let mark = self.log_marks.get(&i).copied().unwrap_or(0);
-        if spec.kind == Kind::Varnish && !spec.logs.first().is_some_and(|log| file_len(log) > mark) {
+        if spec.kind == Kind::Varnish && spec.logs.first().is_none_or(|log| file_len(log) <= mark) {
             return Some(format!("{} (its access log, by varnishncsa)", spec.listen));
         }
         let tls = spec.tls_listen?;
