@@ -11,6 +11,7 @@ mod experiments;
 mod faults;
 mod files;
 mod flows;
+mod fronts;
 mod gates;
 mod hostile;
 mod html;

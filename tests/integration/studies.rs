@@ -146,6 +146,7 @@ fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
             id: format!("TC{}", w - 1),
             levels: vec![("workers".into(), w.to_string())],
             testbed: None,
+            purge: false,
             phases: vec!["fill".into(), "measure".into()],
             flags: Vec::new(),
             background: None,

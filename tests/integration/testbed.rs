@@ -27,6 +27,7 @@ fn programs(topology: &str) -> &'static [&'static str] {
         "redis" => &["redis-server"],
         "memcached" => &["memcached"],
         "caddy" => &["caddy"],
+        "nginx-cache" => &["nginx"],
         _ => &[],
     }
 }
@@ -35,7 +36,9 @@ impl Testbed {
     /// `barrage testbed up TOPOLOGY ARGS`; `None` (the test is skipped) when a server
     /// program is not installed.
     pub(crate) fn up(topology: &str, args: &[&str]) -> Option<Testbed> {
-        for program in programs(topology) {
+        // With --tls, hitch serves HTTPS in front of varnish.
+        let hitch = args.contains(&"--tls") && ["varnish", "all"].contains(&topology);
+        for program in programs(topology).iter().chain(hitch.then_some(&"hitch")) {
             if !require(program, program_path(program).is_some()) {
                 return None;
             }
@@ -84,7 +87,7 @@ impl Testbed {
     }
 
     /// `barrage testbed ARGS --dir DIR`.
-    fn command(&self, args: &[&str]) -> Output {
+    pub(crate) fn command(&self, args: &[&str]) -> Output {
         barrage().arg("testbed").args(args).arg("--dir").arg(self.dir()).output().unwrap()
     }
 }
@@ -99,13 +102,13 @@ impl Drop for Testbed {
 }
 
 /// `barrage run ARGS --format json`, successful, as JSON.
-fn run_json(args: &[&str]) -> Value {
+pub(crate) fn run_json(args: &[&str]) -> Value {
     let out = barrage().arg("run").args(args).args(["--format", "json"]).output().unwrap();
     assert!(out.status.success(), "run {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn f(v: &Value) -> f64 {
+pub(crate) fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
@@ -384,10 +387,21 @@ fn down_leaves_no_process_and_no_state_even_when_the_test_fails() {
     })
     .join();
     assert!(failed.is_err());
-    assert_eq!(pids.len(), 6, "two origins, nginx, haproxy, varnish and squid: {pids:?}");
+    assert_eq!(pids.len(), 7, "two origins, nginx, haproxy, varnish, hitch and squid: {pids:?}");
     for pid in pids {
         assert!(!alive(pid), "server {pid} still runs");
     }
+    // Nor what ran beside a server (varnishncsa, in varnish's process group): nothing left
+    // names the testbed's directory on its command line.
+    let named: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok_and(alive))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&*dir.to_string_lossy()))
+        .collect();
+    assert!(named.is_empty(), "{named:?}");
     assert!(!dir.exists(), "state removed: {}", dir.display());
     let left = shm_files(&squid_shm);
     assert!(left.is_empty(), "squid's shared memory removed: {left:?}");
@@ -683,6 +697,8 @@ fn plant_state(dir: &Path, victim: u32, started: Option<u64>) {
         barrage: "sleep".into(),
         shapes: Vec::new(),
         weights: Vec::new(),
+        memory: None,
+        eviction: None,
     };
     let mut spec = barrage_testbed::plan(&options, dir).unwrap().remove(0);
     spec.program = "sleep".into();

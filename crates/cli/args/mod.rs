@@ -166,6 +166,11 @@ const TESTBED_EXAMPLES: &str = "Examples:
   barrage testbed up haproxy-lb --backends 3 --balance uri-hash --weights 2,1,1
   barrage testbed up direct --shape latency=20ms,capacity=4+16 --shape origin-2:latency=100ms
   barrage testbed status
+  barrage testbed up varnish --tls                      varnish, HTTPS through hitch (varnish-tls)
+  barrage testbed up nginx-cache --memory 256m          nginx's proxy_cache in front of an origin
+  barrage testbed up redis --memory 64mb --eviction allkeys-lru
+  barrage testbed status --format json                  servers, URLs, PIDs, directories, logs
+  barrage testbed purge                                 empty every cache (or: purge varnish)
   barrage run -c 20 -d 20s http://127.0.0.1:PORT/ --at 5s 'barrage testbed stop origin-2' --at 12s 'barrage testbed start origin-2'
   barrage run -c 8 -d 10s http://127.0.0.1:PORT/ --at 5s 'barrage testbed set origin-1 latency=50ms'
   barrage testbed down
@@ -183,10 +188,15 @@ pub struct TestbedArgs {
 #[derive(Subcommand, Debug)]
 pub enum TestbedCommand {
     /// Start the servers of a topology (direct, varnish, squid, nginx-lb, haproxy-lb, caddy,
-    /// all, redis, memcached).
+    /// nginx-cache, all, redis, memcached).
     Up(TestbedUpArgs),
-    /// Show the servers, their URLs and PIDs.
-    Status(TestbedDirArgs),
+    /// Show the servers, their URLs and PIDs (with --format json also their directories and
+    /// logs).
+    Status(TestbedStatusArgs),
+    /// Empty a cache, or every cache of the testbed: varnish (a ban of every object), squid
+    /// (restarted: its cache is in memory), nginx-cache (its files removed), redis and
+    /// memcached (flushed).
+    Purge(TestbedPurgeArgs),
     /// Stop every server and remove the state.
     Down(TestbedDirArgs),
     /// Stop one server (SIGTERM, then SIGKILL after 5 s).
@@ -216,18 +226,30 @@ pub struct TestbedDirArgs {
 #[derive(Args, Debug)]
 pub struct TestbedUpArgs {
     /// Which servers: direct, varnish, squid, nginx-lb, haproxy-lb, caddy (HTTP/3 with
-    /// --tls), all (nginx, haproxy, varnish and squid), redis or memcached.
+    /// --tls), nginx-cache (nginx's proxy_cache), all (nginx, haproxy, varnish and squid),
+    /// redis or memcached.
     #[arg(value_name = "TOPOLOGY")]
     pub topology: barrage_testbed::Topology,
     /// Origins; redis-server or memcached instances for redis and memcached. [default: 2; 1
-    /// for varnish, squid, redis and memcached]
+    /// for varnish, squid, nginx-cache, redis and memcached]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub backends: Option<u32>,
-    /// Serve HTTPS beside HTTP at the fronts and the origins (varnish has no TLS), HTTP/3
-    /// on the same ports at Caddy and the origins, and rediss:// beside redis:// at redis
-    /// (memcached refuses it), with a generated certificate; its CA is printed for --cacert.
+    /// Serve HTTPS beside HTTP at the fronts and the origins (at varnish through hitch, a
+    /// server of its own: varnish-tls), HTTP/3 on the same ports at Caddy and the origins,
+    /// and rediss:// beside redis:// at redis (memcached refuses it), with a generated
+    /// certificate; its CA is printed for --cacert.
     #[arg(long)]
     pub tls: bool,
+    /// The caches' size (64m, 1g): varnish's storage, squid's cache_mem, nginx-cache's
+    /// files, redis-server's maxmemory, memcached's memory (whole megabytes). [default: 64m;
+    /// nginx-cache 1g; redis no limit]
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory: Option<u64>,
+    /// What redis-server does at --memory: noeviction, allkeys-lru, allkeys-lfu,
+    /// allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl. [default:
+    /// noeviction]
+    #[arg(long, value_name = "POLICY")]
+    pub eviction: Option<barrage_testbed::Eviction>,
     /// How the balancers spread requests (uri-hash: consistent, by path and query; Caddy
     /// too).
     #[arg(long, value_enum, default_value = "roundrobin")]
@@ -277,6 +299,36 @@ pub struct TestbedSetArgs {
     /// capacity=4+16 (several words are joined with commas).
     #[arg(value_name = "SHAPE", required = true, num_args = 1..)]
     pub shape: Vec<String>,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
+}
+
+/// `barrage testbed status`.
+#[derive(Args, Debug)]
+pub struct TestbedStatusArgs {
+    /// How to print: a table (text), or the servers with their directories and log files
+    /// (json, schema/testbed-status.schema.json).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: StatusFormat,
+    #[command(flatten)]
+    pub dir: TestbedDirArgs,
+}
+
+/// How `testbed status` prints.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusFormat {
+    /// A table.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// `barrage testbed purge [NAME]`.
+#[derive(Args, Debug)]
+pub struct TestbedPurgeArgs {
+    /// The cache (varnish, squid, nginx-cache, redis-1…); every cache when left out.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
     #[command(flatten)]
     pub dir: TestbedDirArgs,
 }
@@ -910,6 +962,14 @@ pub struct ServeArgs {
 
 fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
     http::HeaderName::from_bytes(s.trim().as_bytes()).map_err(|_| format!("invalid header name '{s}'"))
+}
+
+/// A cache's size: more than nothing.
+fn parse_memory(s: &str) -> Result<u64, String> {
+    match barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())? {
+        0 => Err(format!("'{s}' leaves no memory: give a size such as 64m")),
+        n => Ok(n),
+    }
 }
 
 /// A size up to the largest body (it is held in memory once).

@@ -116,6 +116,7 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
         anyhow::anyhow!("{}: case {} ({levels}; levels on lines {}): {what}", file.display(), case.id, lines.join(", "))
     };
     let c = e.case_flags(&case).map_err(|m| at(&m))?;
+    let purge = c.testbed.as_ref().is_some_and(|t| t.purge);
     let testbed = match c.testbed {
         Some(t) => {
             let env = Environment {
@@ -133,6 +134,11 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
                 },
                 weights: t.weights,
                 shapes: t.shapes,
+                memory: t.memory,
+                eviction: match &t.eviction {
+                    Some(e) => Some(e.parse().map_err(|m: String| at(&format!("testbed-eviction = {e:?}: {m}")))?),
+                    None => None,
+                },
             };
             // Weights for the number of origins, shapes that parse and name origins it has.
             env.options(Path::new("barrage")).check().map_err(|e| {
@@ -144,19 +150,22 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
         None => None,
     };
     // Checked now with stand-in addresses for the testbed's servers, which start later.
-    let stand_in = Bed {
-        servers: match &testbed {
-            Some(env) => {
-                servers_of(&barrage_testbed::plan(&env.options(Path::new("barrage")), Path::new("/nonexistent"))?)
-            }
-            None => Vec::new(),
-        },
-        ..Default::default()
+    let specs = match &testbed {
+        Some(env) => barrage_testbed::plan(&env.options(Path::new("barrage")), Path::new("/nonexistent"))?,
+        None => Vec::new(),
     };
+    if purge && !specs.iter().any(|s| s.kind.is_cache()) {
+        let topology = testbed.as_ref().map_or("", |env| env.topology.name());
+        return Err(at(&format!(
+            "testbed-purge = true: the {topology} testbed has no cache to purge (varnish, squid, nginx-cache, all, redis and memcached have)"
+        )));
+    }
+    let stand_in = Bed { servers: servers_of(&specs), ..Default::default() };
     let mut spec = CaseSpec {
         id: case.id.clone(),
         levels: case.levels.clone(),
         testbed,
+        purge,
         phases: c.phases,
         flags: c.flags,
         background: c.background,

@@ -2,7 +2,7 @@
 //! in [`super::bench`], and `up` (but in the foreground) in [`up`], dispatched by `main` with
 //! the signal handler.
 
-use crate::args::{BalanceArg, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
+use crate::args::{BalanceArg, StatusFormat, TestbedCommand, TestbedDirArgs, TestbedUpArgs};
 use crate::Outcome;
 use anyhow::Context;
 use barrage_engine::CancellationToken;
@@ -15,7 +15,14 @@ pub fn testbed(command: TestbedCommand) -> anyhow::Result<Outcome> {
     match command {
         // `main` runs `up` in the background itself, with the signal handler.
         TestbedCommand::Up(a) => foreground(a),
-        TestbedCommand::Status(a) => status(&dir(&a)),
+        TestbedCommand::Status(a) => status(&dir(&a.dir), a.format),
+        TestbedCommand::Purge(a) => {
+            let dir = dir(&a.dir);
+            let command = a.name.as_deref().map_or("purge".to_string(), |name| format!("purge {name}"));
+            barrage_testbed::control(&dir, &command)?;
+            println!("purged {}", a.name.as_deref().unwrap_or("every cache"));
+            Ok(Outcome::Ok)
+        }
         TestbedCommand::Down(a) => {
             let dir = dir(&a);
             barrage_testbed::down(&dir)?;
@@ -36,7 +43,7 @@ pub fn dir(a: &TestbedDirArgs) -> PathBuf {
     a.dir.clone().unwrap_or_else(barrage_testbed::default_dir)
 }
 
-/// The testbed options of `up`.
+/// The testbed options of a topology, caches at their default sizes.
 pub fn options(
     topology: barrage_testbed::Topology,
     backends: Option<u32>,
@@ -56,6 +63,8 @@ pub fn options(
         barrage: std::env::current_exe().context("finding the barrage binary to run the origins")?,
         shapes: Vec::new(),
         weights: Vec::new(),
+        memory: None,
+        eviction: None,
     })
 }
 
@@ -64,6 +73,7 @@ fn up_options(a: &TestbedUpArgs) -> anyhow::Result<Options> {
     let mut o = options(a.topology, a.backends, a.tls, a.balance)?;
     o.shapes = a.shape.clone();
     o.weights = a.weights.clone();
+    (o.memory, o.eviction) = (a.memory, a.eviction);
     o.check()?;
     Ok(o)
 }
@@ -136,7 +146,7 @@ fn silence_stdout() {
     }
 }
 
-fn status(dir: &Path) -> anyhow::Result<Outcome> {
+fn status(dir: &Path, format: StatusFormat) -> anyhow::Result<Outcome> {
     barrage_testbed::check_dir(dir)?;
     let Some(state) = State::load(dir) else { return Err(TestbedError::NotUp(dir.display().to_string()).into()) };
     if !barrage_testbed::is_up(dir) {
@@ -146,8 +156,56 @@ fn status(dir: &Path) -> anyhow::Result<Outcome> {
             dir_flag(dir)
         );
     }
-    print_table(&state)?;
+    match format {
+        StatusFormat::Text => print_table(&state)?,
+        StatusFormat::Json => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &status_json(&state))?;
+            writeln!(out)?;
+            out.flush()?;
+        }
+    }
     Ok(Outcome::Ok)
+}
+
+/// The version of `testbed status --format json` (schema/testbed-status.schema.json).
+pub const STATUS_VERSION: u32 = 1;
+
+/// `testbed status --format json`: the testbed and every server, with its directory, its
+/// output and its own logs.
+pub fn status_json(state: &State) -> serde_json::Value {
+    let servers: Vec<serde_json::Value> = state
+        .servers
+        .iter()
+        .map(|s| {
+            let (status, exit) = match &s.status {
+                barrage_testbed::Status::Running => ("running", None),
+                barrage_testbed::Status::Stopped => ("stopped", None),
+                barrage_testbed::Status::Exited(how) => ("exited", Some(how.as_str())),
+            };
+            serde_json::json!({
+                "name": s.spec.name,
+                "kind": s.spec.kind.name(),
+                "role": s.spec.role,
+                "urls": s.spec.urls(),
+                "pid": s.pid,
+                "status": status,
+                "exit": exit,
+                "dir": s.spec.dir,
+                "output": s.log(),
+                "logs": s.spec.logs,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "version": STATUS_VERSION,
+        "dir": state.dir,
+        "topology": state.options.topology.name(),
+        "tls": state.options.tls,
+        "supervisor_pid": state.supervisor_pid,
+        "ca": state.ca,
+        "servers": servers,
+    })
 }
 
 fn control(dir: &Path, verb: &str, name: &str) -> anyhow::Result<Outcome> {
@@ -165,7 +223,7 @@ pub fn print_table(state: &State) -> anyhow::Result<()> {
         let pid = s.pid.map_or("-".to_string(), |p| p.to_string());
         // Empty for an origin as fast as it can be, so the column shows only when set.
         let shape = s.spec.shape().unwrap_or_default().to_string();
-        for url in std::iter::once(s.spec.url()).chain(s.spec.tls_url()) {
+        for url in s.spec.urls() {
             let row = [s.spec.name.clone(), s.spec.role.clone(), url, pid.clone(), s.status.to_string(), shape.clone()];
             rows.push(row);
         }

@@ -416,10 +416,9 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
     Ok(flags)
 }
 
-/// Takes `testbed` and `testbed-tls` out of a case's settings: the topology's name and
-/// whether it serves HTTPS.
-/// A case's testbed: `testbed = "haproxy-lb"`, `testbed-tls = true`, `testbed-backends = 3`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A case's testbed: `testbed = "haproxy-lb"`, `testbed-tls = true`, `testbed-backends = 3`,
+/// `testbed-memory = "64m"`, `testbed-eviction = "allkeys-lru"`, `testbed-purge = true`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TestbedSetting {
     /// The topology's name.
     pub topology: String,
@@ -434,9 +433,37 @@ pub struct TestbedSetting {
     /// `testbed-shape = "latency=100ms,capacity=8"` (or a list): the origins' shapes, as
     /// `testbed up --shape` takes them.
     pub shapes: Vec<String>,
+    /// The caches' size in bytes (`testbed-memory`, a size such as "64m" or a number of
+    /// bytes).
+    pub memory: Option<u64>,
+    /// redis-server's eviction policy, as Redis names it (`testbed-eviction`).
+    pub eviction: Option<String>,
+    /// Empty the testbed's caches before each repeat of the case (`testbed-purge`).
+    pub purge: bool,
 }
 
+/// Takes the `testbed…` settings out of a case's settings.
 fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, String> {
+    let purge = match settings.remove("testbed-purge") {
+        None | Some(toml::Value::Boolean(false)) => false,
+        Some(toml::Value::Boolean(true)) => true,
+        Some(v) => return Err(format!("testbed-purge = {v}: expected true or false")),
+    };
+    let memory = match settings.remove("testbed-memory") {
+        None => None,
+        Some(toml::Value::Integer(n)) if n > 0 => Some(n as u64),
+        Some(toml::Value::String(s)) => match barrage_metrics::units::parse_size(&s) {
+            Ok(n) if n > 0 => Some(n),
+            _ => return Err(format!("testbed-memory = {s:?}: expected a size such as \"64m\" or \"1g\"")),
+        },
+        Some(v) => return Err(format!("testbed-memory = {v}: expected a size such as \"64m\" or \"1g\"")),
+    };
+    let eviction = match settings.remove("testbed-eviction") {
+        None => None,
+        Some(toml::Value::String(s)) => Some(s),
+        Some(v) => return Err(format!("testbed-eviction = {v}: expected a Redis policy name such as \"allkeys-lru\"")),
+    };
+    let sized = memory.is_some() || eviction.is_some() || purge;
     let tls = match settings.remove("testbed-tls") {
         None | Some(toml::Value::Boolean(false)) => false,
         Some(toml::Value::Boolean(true)) => true,
@@ -486,15 +513,15 @@ fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, Strin
             ))
         }
     };
-    let extras = balance.is_some() || !weights.is_empty() || !shapes.is_empty();
+    let extras = balance.is_some() || !weights.is_empty() || !shapes.is_empty() || sized;
     match settings.remove("testbed") {
         None if backends.is_some() || tls || extras => Err(
-            "testbed-backends, testbed-tls, testbed-balance, testbed-weights and testbed-shape go with testbed = \"TOPOLOGY\""
+            "testbed-backends, testbed-tls, testbed-balance, testbed-weights, testbed-shape, testbed-memory, testbed-eviction and testbed-purge go with testbed = \"TOPOLOGY\""
                 .into(),
         ),
         None => Ok(None),
         Some(toml::Value::String(topology)) => {
-            Ok(Some(TestbedSetting { topology, tls, backends, balance, weights, shapes }))
+            Ok(Some(TestbedSetting { topology, tls, backends, balance, weights, shapes, memory, eviction, purge }))
         }
         Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
     }
@@ -776,6 +803,34 @@ slow = { testbed-shape = ["latency=100ms,capacity=8+64", "origin-2:latency=200ms
     }
 
     #[test]
+    fn testbed_memory_eviction_and_purge_are_testbed_settings() {
+        let case = |settings: &str| {
+            let text = format!("[base]\nurl = \"http://a/\"\n{settings}\n[factors.f]\nx = {{}}\n");
+            let e = Experiment::parse(&text, "t").unwrap();
+            e.case_flags(&e.cases()[0])
+        };
+        let c = case(
+            "testbed = \"redis\"\ntestbed-memory = \"64mb\"\ntestbed-eviction = \"allkeys-lru\"\ntestbed-purge = true",
+        )
+        .unwrap();
+        let t = c.testbed.unwrap();
+        assert_eq!((t.memory, t.eviction.as_deref(), t.purge), (Some(64 << 20), Some("allkeys-lru"), true));
+        assert!(!c.flags.iter().any(|f| f.starts_with("--testbed")), "{:?}", c.flags);
+        assert_eq!(
+            case("testbed = \"squid\"\ntestbed-memory = 1048576").unwrap().testbed.unwrap().memory,
+            Some(1 << 20)
+        );
+        for (settings, error) in [
+            ("testbed-purge = true", "go with testbed = \"TOPOLOGY\""),
+            ("testbed = \"varnish\"\ntestbed-memory = \"lots\"", "testbed-memory = \"lots\": expected a size"),
+            ("testbed = \"varnish\"\ntestbed-purge = 1", "testbed-purge = 1: expected true or false"),
+        ] {
+            let e = case(settings).unwrap_err();
+            assert!(e.contains(error), "{settings}: {e}");
+        }
+    }
+
+    #[test]
     fn a_case_splits_into_flags_background_testbed_and_phases() {
         let text = r#"
 duration = "2s"
@@ -792,15 +847,7 @@ busy = { background = { rate = 100 } }
         let c = e.case_flags(&e.cases()[0]).unwrap();
         assert_eq!(c.flags, ["--concurrency", "4", "--duration", "2s", "{varnish}/obj/{id}"]);
         assert_eq!(c.background.unwrap(), ["--duration", "2s", "--rate", "100", "{varnish}/obj/{id}"]);
-        let want = TestbedSetting {
-            topology: "varnish".into(),
-            tls: true,
-            backends: None,
-            balance: None,
-            weights: Vec::new(),
-            shapes: Vec::new(),
-        };
-        assert_eq!(c.testbed, Some(want));
+        assert_eq!(c.testbed, Some(TestbedSetting { topology: "varnish".into(), tls: true, ..Default::default() }));
         assert_eq!(c.phases, ["fill", "measure"]);
         // The background's workload is its own: the case's objects, hit ratio, pick, seed
         // and count stay the case's.

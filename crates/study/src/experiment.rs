@@ -13,7 +13,7 @@ use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_report::compare::{compare, pool, CaseComparison};
 use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
-use barrage_testbed::{Balance, Lifetime, Options, TestbedError, Topology};
+use barrage_testbed::{Balance, Eviction, Lifetime, Options, TestbedError, Topology};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,6 +54,10 @@ pub struct Environment {
     pub weights: Vec<u32>,
     /// The origins' shapes, as `testbed up --shape` takes them.
     pub shapes: Vec<String>,
+    /// The caches' size in bytes (`testbed-memory`).
+    pub memory: Option<u64>,
+    /// redis-server's eviction policy (`testbed-eviction`).
+    pub eviction: Option<Eviction>,
 }
 
 impl Environment {
@@ -66,6 +70,8 @@ impl Environment {
             balance: Balance::RoundRobin,
             weights: Vec::new(),
             shapes: Vec::new(),
+            memory: None,
+            eviction: None,
         }
     }
 
@@ -79,10 +85,13 @@ impl Environment {
             barrage: barrage.to_path_buf(),
             shapes: self.shapes.clone(),
             weights: self.weights.clone(),
+            memory: self.memory,
+            eviction: self.eviction,
         }
     }
 
-    /// What it has beyond topology, TLS and origins: `uri-hash, weights 3,1, shape latency=100ms`.
+    /// What it has beyond topology, TLS and origins: `uri-hash, weights 3,1, shape latency=100ms`,
+    /// `64MiB, allkeys-lru`.
     fn extras(&self) -> String {
         let mut parts = Vec::new();
         if self.balance != Balance::RoundRobin {
@@ -94,6 +103,14 @@ impl Environment {
         if !self.shapes.is_empty() {
             parts.push(format!("shape {}", self.shapes.join(" ")));
         }
+        if let Some(b) = self.memory {
+            parts.push(match b {
+                b if b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+                b if b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+                b => format!("{b}B"),
+            });
+        }
+        parts.extend(self.eviction.map(|e| e.name().to_string()));
         parts.join(", ")
     }
 
@@ -106,7 +123,7 @@ impl Environment {
     }
 
     /// Its directory inside the experiment's: `testbed-haproxy-lb-tls-3`, and a digest of
-    /// the balancing, weights and shapes when any is set (`-1a2b3c4d`), so the name stays
+    /// the balancing, weights, shapes and sizes when any is set (`-1a2b3c4d`), so the name stays
     /// short and safe whatever a shape says (a `file:` path, slashes).
     pub fn dir(&self, results: &Path) -> PathBuf {
         let backends = self.backends.map_or(String::new(), |n| format!("-{n}"));
@@ -131,8 +148,11 @@ impl Environment {
 pub type Server = (String, String, Option<String>);
 
 /// The servers of a testbed as URL placeholders see them.
+/// A server whose TLS another terminates (varnish, behind hitch as `varnish-tls`) has that
+/// one's HTTPS URL as its `{NAME:https}`.
 pub fn servers_of(specs: &[barrage_testbed::ServerSpec]) -> Vec<Server> {
-    specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url())).collect()
+    let terminator = |name: &str| specs.iter().find(|t| t.name == format!("{name}-tls")).and_then(|t| t.tls_url());
+    specs.iter().map(|s| (s.name.clone(), s.url(), s.tls_url().or_else(|| terminator(&s.name)))).collect()
 }
 
 /// `{NAME}` (or `{NAME:http}`) and `{NAME:https}` of every server replaced by its URL
@@ -206,6 +226,10 @@ pub struct CaseSpec {
     pub levels: Vec<(String, String)>,
     /// The testbed it runs against.
     pub testbed: Option<Environment>,
+    /// Its testbed's caches are emptied (`testbed purge`) before each repeat's first phase,
+    /// after the warm-up: every repeat starts from an empty cache, its fill phase included,
+    /// and its later phases (measure) see what the fill put there.
+    pub purge: bool,
     /// Its phases (fill, measure); empty: one run per repeat.
     pub phases: Vec<String>,
     /// The measured run as `run` flags, `{SERVER}` placeholders unfilled (for the manifest
@@ -277,7 +301,8 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
                 env.backends.map_or(String::new(), |n| format!(", {n} origin{}", if n == 1 { "" } else { "s" }));
             let extras = env.extras();
             let extras = if extras.is_empty() { extras } else { format!(" ({extras})") };
-            out.push_str(&format!("    against a testbed: {}{tls}{backends}{extras}\n", env.topology.name()));
+            let purge = if c.purge { ", its caches purged before each repeat" } else { "" };
+            out.push_str(&format!("    against a testbed: {}{tls}{backends}{extras}{purge}\n", env.topology.name()));
         }
         if !c.phases.is_empty() {
             out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
@@ -390,7 +415,7 @@ impl Experiment<'_> {
             };
             let built = build(c, &bed).map_err(|m| StudyError::Plan(format!("case {}: {m}", case.id)))?;
             runner.note(&format!("[{}/{total}] {} repeat {repeat}: {}", n + 1, case.id, levels_text(case)));
-            if !self.run_repeat(c, repeat, &built, runner)? {
+            if !self.run_repeat(c, repeat, &built, bed.dir.as_deref(), runner)? {
                 finished = false;
                 break;
             }
@@ -436,7 +461,14 @@ impl Experiment<'_> {
     /// One repeat: a warm-up, then each phase with its background load. Files appear under
     /// their final names only once complete; an interrupted run stays `.part`, so
     /// `--resume` redoes it. False when the study was stopped.
-    fn run_repeat(&self, c: usize, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
+    fn run_repeat(
+        &self,
+        c: usize,
+        repeat: u32,
+        built: &Built,
+        testbed: Option<&Path>,
+        runner: &mut Runner,
+    ) -> Result<bool, StudyError> {
         let case = &self.cases[c];
         let phases = barrage_plan::phases::parse(&case.phases).map_err(StudyError::Plan)?;
         // Each case, repeat, warm-up and background load is a stream of its own (its index
@@ -470,6 +502,11 @@ impl Experiment<'_> {
             if m.is_none_or(|d| d.interrupted) {
                 return Ok(false);
             }
+        }
+        if let Some(dir) = testbed.filter(|_| case.purge) {
+            // After the warm-up, which would otherwise fill what was just emptied.
+            runner.note(&format!("purging the caches of testbed {}", dir.display()));
+            barrage_testbed::control(dir, "purge")?;
         }
         let names: Vec<Option<&str>> = Self::phases(case);
         let mut warmed = 0;
@@ -745,6 +782,22 @@ mod tests {
         assert_eq!(fast.name(), "haproxy-lb ×3 [uri-hash, shape latency=1ms]");
         let set: std::collections::HashSet<Environment> = [plain, slow, fast.clone(), fast].into_iter().collect();
         assert_eq!(set.len(), 3);
+    }
+
+    #[test]
+    fn varnish_https_is_hitchs_and_sized_environments_get_testbeds_of_their_own() {
+        let o = Environment { tls: true, ..Environment::of(Topology::Varnish) }.options(Path::new("barrage"));
+        let specs = barrage_testbed::plan(&o, Path::new("/tmp/v")).unwrap();
+        let servers = servers_of(&specs);
+        let hitch = specs.iter().find(|s| s.name == "varnish-tls").unwrap().tls_url().unwrap();
+        let filled = fill(&["{varnish:https}/a".to_string(), "{varnish-tls}/b".to_string()], &servers).unwrap();
+        assert_eq!(filled, [format!("{hitch}a"), format!("{hitch}b")]);
+        let redis = |memory, eviction| Environment { memory, eviction, ..Environment::of(Topology::Redis) };
+        let plain = redis(None, None);
+        let sized = redis(Some(64 << 20), Some(Eviction::AllKeysLru));
+        assert_eq!(sized.name(), "redis [64MiB, allkeys-lru]");
+        assert_ne!(plain.dir(Path::new("/r")), sized.dir(Path::new("/r")));
+        assert_ne!(redis(Some(1536), None).dir(Path::new("/r")), redis(Some(1 << 20), None).dir(Path::new("/r")));
     }
 
     #[test]

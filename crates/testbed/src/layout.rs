@@ -1,6 +1,6 @@
 //! From a topology to the servers to start: names, roles, free ports, configs.
 
-use crate::servers::{self, Balance, Front, Launch, Origin, Store, TlsFiles};
+use crate::servers::{self, Balance, Eviction, Front, Hitch, Launch, Origin, Store, TlsFiles, VarnishPorts};
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -26,12 +26,14 @@ pub enum Topology {
     Memcached,
     /// Origins behind Caddy, which serves HTTP/3 too with `--tls`.
     Caddy,
+    /// Origins behind nginx as a cache (`proxy_cache`).
+    NginxCache,
 }
 
 impl Topology {
     /// Every topology, as named on the command line.
-    pub const NAMES: [&'static str; 9] =
-        ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all", "redis", "memcached", "caddy"];
+    pub const NAMES: [&'static str; 10] =
+        ["direct", "varnish", "squid", "nginx-lb", "haproxy-lb", "all", "redis", "memcached", "caddy", "nginx-cache"];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -42,7 +44,7 @@ impl Topology {
     /// one behind a cache, one key-value server.
     pub fn default_backends(self) -> u32 {
         match self {
-            Topology::Varnish | Topology::Squid | Topology::Redis | Topology::Memcached => 1,
+            Topology::Varnish | Topology::Squid | Topology::NginxCache | Topology::Redis | Topology::Memcached => 1,
             _ => 2,
         }
     }
@@ -55,6 +57,7 @@ impl Topology {
             Topology::NginxLb => &[Kind::Nginx],
             Topology::HaproxyLb => &[Kind::Haproxy],
             Topology::Caddy => &[Kind::Caddy],
+            Topology::NginxCache => &[Kind::NginxCache],
             Topology::All => &[Kind::Nginx, Kind::Haproxy, Kind::Varnish, Kind::Squid],
         }
     }
@@ -73,7 +76,7 @@ impl std::str::FromStr for Topology {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         use Topology::*;
-        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All, Redis, Memcached, Caddy];
+        let all = [Direct, Varnish, Squid, NginxLb, HaproxyLb, All, Redis, Memcached, Caddy, NginxCache];
         all.into_iter()
             .find(|t| t.name() == s)
             .ok_or_else(|| format!("unknown topology '{s}': expected one of {}", Self::NAMES.join(", ")))
@@ -99,6 +102,10 @@ pub enum Kind {
     Memcached,
     /// Caddy as a balancer (HTTP/3 with TLS).
     Caddy,
+    /// nginx as a cache.
+    NginxCache,
+    /// hitch, TLS in front of varnishd.
+    Hitch,
 }
 
 impl Kind {
@@ -113,7 +120,31 @@ impl Kind {
             Kind::Redis => "redis",
             Kind::Memcached => "memcached",
             Kind::Caddy => "caddy",
+            Kind::NginxCache => "nginx-cache",
+            Kind::Hitch => "varnish-tls",
         }
+    }
+
+    /// Its name in `testbed status --format json`: the program's (`nginx-cache` for nginx
+    /// as a cache).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Origin => "origin",
+            Kind::Nginx => "nginx",
+            Kind::Haproxy => "haproxy",
+            Kind::Varnish => "varnish",
+            Kind::Squid => "squid",
+            Kind::Redis => "redis",
+            Kind::Memcached => "memcached",
+            Kind::Caddy => "caddy",
+            Kind::NginxCache => "nginx-cache",
+            Kind::Hitch => "hitch",
+        }
+    }
+
+    /// Whether it keeps a cache that `testbed purge` empties.
+    pub fn is_cache(self) -> bool {
+        matches!(self, Kind::Varnish | Kind::Squid | Kind::NginxCache | Kind::Redis | Kind::Memcached)
     }
 }
 
@@ -138,6 +169,13 @@ pub struct Options {
     /// The origins' weights at the balancers, one per origin; empty: equal.
     #[serde(default)]
     pub weights: Vec<u32>,
+    /// The caches' size in bytes (`--memory`): varnishd's storage, squid's `cache_mem`,
+    /// nginx-cache's files, redis-server's `maxmemory`, memcached's `-m`.
+    #[serde(default)]
+    pub memory: Option<u64>,
+    /// redis-server's `maxmemory-policy` (`--eviction`).
+    #[serde(default)]
+    pub eviction: Option<Eviction>,
 }
 
 impl Options {
@@ -189,6 +227,19 @@ impl Options {
                     )));
                 }
             }
+        }
+        let caches = self.topology.fronts().iter().chain(self.topology.store().as_slice()).any(|k| k.is_cache());
+        if self.memory.is_some() && !caches {
+            return Err(Bad(format!(
+                "--memory (testbed-memory): the {} testbed has no cache to size (varnish, squid, nginx-cache, all, redis and memcached have)",
+                self.topology.name()
+            )));
+        }
+        if self.eviction.is_some() && self.topology != Topology::Redis {
+            return Err(Bad(format!(
+                "--eviction (testbed-eviction): it is redis-server's maxmemory-policy: the {} testbed runs none",
+                self.topology.name()
+            )));
         }
         Ok(())
     }
@@ -254,24 +305,29 @@ pub struct ServerSpec {
     pub owner: Option<String>,
     /// Files outside `dir` to remove once it exited.
     pub leftovers: Vec<PathBuf>,
+    /// Programs started beside it, in its process group (see [`Launch::companions`]).
+    #[serde(default)]
+    pub companions: Vec<Vec<String>>,
     /// Environment variables it is started with.
     #[serde(default)]
     pub env: Vec<(String, String)>,
     /// It serves HTTP/3 on the UDP port of `tls_listen` too.
     #[serde(default)]
     pub quic: bool,
-    /// Its own logs (an origin's `access.log`).
+    /// Its own logs (access logs first), besides its output (`output.log`).
     #[serde(default)]
     pub logs: Vec<PathBuf>,
 }
 
 impl ServerSpec {
     /// `http://127.0.0.1:PORT/`; `redis://127.0.0.1:PORT` or `memcache://127.0.0.1:PORT`
-    /// for the key-value servers.
+    /// for the key-value servers; `https://127.0.0.1:PORT/` for hitch, which serves HTTPS
+    /// alone (its `listen` is its `tls_listen`).
     pub fn url(&self) -> String {
         match self.kind {
             Kind::Redis => format!("redis://{}", self.listen),
             Kind::Memcached => format!("memcache://{}", self.listen),
+            Kind::Hitch => format!("https://{}/", self.listen),
             _ => format!("http://{}/", self.listen),
         }
     }
@@ -327,8 +383,16 @@ impl ServerSpec {
             leftovers: l.leftovers,
             env: l.env,
             quic: l.quic,
-            logs: Vec::new(),
+            logs: l.logs,
+            companions: l.companions,
         }
+    }
+
+    /// Its URLs: [`ServerSpec::url`], then [`ServerSpec::tls_url`] when that is another.
+    pub fn urls(&self) -> Vec<String> {
+        let url = self.url();
+        let tls = self.tls_url().filter(|t| *t != url);
+        std::iter::once(url).chain(tls).collect()
     }
 }
 
@@ -347,7 +411,7 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
                 let listen = ports.next()?;
                 // memcached has no TLS here (see `Options::check`).
                 let tls_listen = if o.tls && kind == Kind::Redis { Some(ports.next()?) } else { None };
-                Ok(store_spec(kind, i, dir, listen, tls_listen.map(|a| (a, &tls))))
+                Ok(store_spec(o, kind, i, dir, listen, tls_listen.map(|a| (a, &tls))))
             })
             .collect();
     }
@@ -368,7 +432,7 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
         let name = kind.front_name();
         let dir = dir.join(name);
         let listen = ports.next()?;
-        // Varnish has no TLS; Caddy serves HTTP/3 on its TLS port's UDP twin.
+        // Varnish has no TLS (hitch, after it, has); Caddy serves HTTP/3 on its TLS port's UDP twin.
         let tls_listen = match (o.tls, kind) {
             (false, _) | (true, Kind::Varnish) => None,
             (true, Kind::Caddy) => Some(ports.next_with_udp()?),
@@ -381,32 +445,75 @@ pub fn plan(o: &Options, dir: &Path) -> std::io::Result<Vec<ServerSpec>> {
             tls: tls_listen.map(|a| (a, &tls)),
             origins: &origins,
             balance: o.balance,
+            memory: o.memory,
         };
+        // Hitch, in front of varnish with --tls: its address, and varnish's listener for it.
+        let hitch = if o.tls && kind == Kind::Varnish { Some((ports.next()?, ports.next()?)) } else { None };
+        let secret = secret();
         let (launch, role) = match kind {
             Kind::Nginx => (servers::nginx(&front), balancer_role("nginx", o, origins.len())),
             Kind::Haproxy => (servers::haproxy(&front), balancer_role("haproxy", o, origins.len())),
-            Kind::Varnish => (servers::varnish(&front), format!("cache (varnish) of {}", origins[0].name)),
+            Kind::Varnish => {
+                let ports = VarnishPorts { admin: ports.next()?, secret: &secret, proxy: hitch.map(|h| h.1) };
+                (servers::varnish(&front, &ports), format!("cache (varnish) of {}", origins[0].name))
+            }
             Kind::Squid => (servers::squid(&front), format!("cache (squid) of {}", origins[0].name)),
             Kind::Caddy => (servers::caddy(&front), balancer_role("caddy", o, origins.len())),
-            Kind::Origin | Kind::Redis | Kind::Memcached => unreachable!("{kind:?} is not a front"),
+            Kind::NginxCache => (servers::nginx_cache(&front), cache_role("nginx", o, origins.len())),
+            Kind::Origin | Kind::Redis | Kind::Memcached | Kind::Hitch => unreachable!("{kind:?} is not a front"),
         };
         specs.push(ServerSpec::front(name, kind, role, &front, launch));
+        if let Some((listen, backend)) = hitch {
+            let name = Kind::Hitch.front_name();
+            let dir = dir.parent().expect("a front's directory is in the testbed's").join(name);
+            // Hitch refuses to run its workers as root.
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let user = (unsafe { libc::geteuid() } == 0).then_some("nobody");
+            let launch = servers::hitch(&Hitch { name, dir: &dir, listen, backend, files: &tls, user });
+            let role = "TLS for varnish (hitch)".to_string();
+            specs.push(ServerSpec::launched(name, Kind::Hitch, role, &dir, listen, Some(listen), launch));
+        }
     }
     Ok(specs)
 }
 
+/// A secret for a management port (varnishd's `-S`): 32 hex digits from the standard
+/// library's randomly seeded hasher (random per process and per call).
+fn secret() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let word = || std::collections::hash_map::RandomState::new().build_hasher().finish();
+    format!("{:016x}{:016x}", word(), word())
+}
+
 /// Key-value server number `i` (`redis-2`, `memcached-3`), with TLS too when `tls` says
 /// where.
-fn store_spec(kind: Kind, i: u32, dir: &Path, listen: SocketAddr, tls: Option<(SocketAddr, &TlsFiles)>) -> ServerSpec {
+fn store_spec(
+    o: &Options,
+    kind: Kind,
+    i: u32,
+    dir: &Path,
+    listen: SocketAddr,
+    tls: Option<(SocketAddr, &TlsFiles)>,
+) -> ServerSpec {
     let name = format!("{}-{i}", kind.front_name());
     let dir = dir.join(&name);
-    let store = Store { name: &name, dir: &dir, listen, tls };
+    let store = Store { name: &name, dir: &dir, listen, tls, memory: o.memory, eviction: o.eviction };
     let (launch, role) = match kind {
         Kind::Redis => (servers::redis(&store), "key-value store (redis-server)"),
         Kind::Memcached => (servers::memcached(&store), "key-value cache (memcached)"),
         _ => unreachable!("{kind:?} is not a key-value server"),
     };
     ServerSpec::launched(&name, kind, role.to_string(), &dir, listen, tls.map(|t| t.0), launch)
+}
+
+/// "cache (nginx) of origin-1", "cache (nginx) of 3 origins, roundrobin".
+fn cache_role(program: &str, o: &Options, origins: usize) -> String {
+    if origins == 1 {
+        return format!("cache ({program}) of origin-1");
+    }
+    let balancer = balancer_role(program, o, origins);
+    let over = balancer.split_once(", ").map_or("", |(_, over)| over.trim_end_matches(')'));
+    format!("cache ({program}, {over})")
 }
 
 fn balancer_role(program: &str, o: &Options, origins: usize) -> String {
@@ -475,6 +582,7 @@ fn origin_spec(o: &Options, origin: &Origin, bed: &Path, tls_listen: Option<Sock
         env: Vec::new(),
         quic: tls_listen.is_some(),
         logs: vec![dir.join("access.log")],
+        companions: Vec::new(),
     }
 }
 
@@ -526,6 +634,8 @@ mod tests {
             barrage: "/bin/barrage".into(),
             shapes: Vec::new(),
             weights: Vec::new(),
+            memory: None,
+            eviction: None,
         }
     }
 
@@ -534,17 +644,36 @@ mod tests {
         let dir = Path::new("/tmp/bed");
         let specs = plan(&options(Topology::All, true), dir).unwrap();
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["origin-1", "origin-2", "origin-3", "nginx-lb", "haproxy-lb", "varnish", "squid"]);
-        let mut ports: Vec<u16> =
-            specs.iter().flat_map(|s| std::iter::once(s.listen).chain(s.tls_listen)).map(|a| a.port()).collect();
+        assert_eq!(
+            names,
+            ["origin-1", "origin-2", "origin-3", "nginx-lb", "haproxy-lb", "varnish", "varnish-tls", "squid"]
+        );
+        // Hitch (varnish-tls) serves HTTPS alone: its `listen` is its TLS address.
+        let hitch = &specs[6];
+        assert_eq!(
+            (hitch.kind, Some(hitch.listen), hitch.url()),
+            (Kind::Hitch, hitch.tls_listen, hitch.tls_url().unwrap())
+        );
+        assert_eq!(hitch.urls().len(), 1);
+        let mut ports: Vec<u16> = specs
+            .iter()
+            .flat_map(|s| std::iter::once(s.listen).chain(s.tls_listen.filter(|t| *t != s.listen)))
+            .map(|a| a.port())
+            .collect();
         let n = ports.len();
         ports.sort_unstable();
         ports.dedup();
         assert_eq!(ports.len(), n, "no port twice");
-        assert_eq!(n, 7 + 6, "HTTPS everywhere but varnish");
+        assert_eq!(n, 8 + 6, "HTTPS everywhere, at varnish through hitch");
         assert!(specs.iter().all(|s| s.listen.ip().is_loopback() && s.dir.starts_with(dir)));
         let packages: Vec<&str> = specs[3..].iter().map(|s| s.package.as_str()).collect();
-        assert_eq!(packages, ["nginx", "haproxy", "varnish", "squid"]);
+        assert_eq!(packages, ["nginx", "haproxy", "varnish", "hitch", "squid"]);
+        // Varnish's listener for hitch, on another port than any above.
+        let proxy = specs[5].args.iter().find_map(|a| a.strip_prefix("tls=")).unwrap();
+        let backend =
+            format!("backend = \"[127.0.0.1]:{}\"", proxy.strip_suffix(",PROXY").unwrap().rsplit(':').next().unwrap());
+        assert!(hitch.files[0].1.contains(&backend), "{}", hitch.files[0].1);
+        assert!(!ports.contains(&proxy.rsplit_once(':').unwrap().1.trim_end_matches(",PROXY").parse().unwrap()));
         let origin = &specs[0];
         assert_eq!(origin.program, "/bin/barrage");
         assert!(origin.args.windows(2).any(|w| w == ["--name", "origin-1"]), "{:?}", origin.args);
@@ -684,6 +813,58 @@ mod tests {
             "the memcached testbed has no TLS: barrage has no memcache-over-TLS target (memcache:// is plain TCP) \
              to load it with; leave out --tls (testbed-tls in an experiment)"
         );
+    }
+
+    #[test]
+    fn nginx_cache_fronts_one_origin_by_default_and_caches_in_its_directory() {
+        assert_eq!(Topology::NginxCache.default_backends(), 1);
+        let one = Options { backends: 1, ..options(Topology::NginxCache, true) };
+        let specs = plan(&one, Path::new("/tmp/nc")).unwrap();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["origin-1", "nginx-cache"]);
+        let cache = &specs[1];
+        assert_eq!(
+            (cache.kind, cache.program.as_str(), cache.role.as_str()),
+            (Kind::NginxCache, "nginx", "cache (nginx) of origin-1")
+        );
+        assert!(cache.kind.is_cache() && cache.tls_listen.is_some());
+        assert!(cache.files[0].1.contains("proxy_cache_path \"/tmp/nc/nginx-cache/cache\""), "{}", cache.files[0].1);
+        assert_eq!(cache.logs, [PathBuf::from("/tmp/nc/nginx-cache/access.log")]);
+        let three = plan(&options(Topology::NginxCache, false), Path::new("/tmp/nc")).unwrap();
+        assert_eq!(three[3].role, "cache (nginx, roundrobin over 3 origins)");
+    }
+
+    #[test]
+    fn memory_and_eviction_go_to_the_caches_and_only_there() {
+        let sized = |topology, memory, eviction| Options { memory, eviction, ..options(topology, false) };
+        for topology in [Topology::Varnish, Topology::Squid, Topology::NginxCache, Topology::All, Topology::Memcached] {
+            assert!(sized(topology, Some(1 << 20), None).check().is_ok(), "{topology:?}");
+        }
+        assert!(sized(Topology::Redis, Some(1 << 20), Some(Eviction::AllKeysLru)).check().is_ok());
+        let e = sized(Topology::NginxLb, Some(1 << 20), None).check().unwrap_err().to_string();
+        assert!(e.starts_with("--memory (testbed-memory): the nginx-lb testbed has no cache to size"), "{e}");
+        let e = sized(Topology::Memcached, None, Some(Eviction::AllKeysLru)).check().unwrap_err().to_string();
+        assert!(e.contains("maxmemory-policy: the memcached testbed runs none"), "{e}");
+        // Into each server's config.
+        let redis =
+            plan(&sized(Topology::Redis, Some(2 << 20), Some(Eviction::VolatileTtl)), Path::new("/tmp/r")).unwrap();
+        let conf = &redis[0].files[0].1;
+        assert!(
+            conf.lines().any(|l| l == "maxmemory 2097152")
+                && conf.lines().any(|l| l == "maxmemory-policy volatile-ttl"),
+            "{conf}"
+        );
+        let memcached = plan(&sized(Topology::Memcached, Some(8 << 20), None), Path::new("/tmp/m")).unwrap();
+        assert!(memcached[0].args.windows(2).any(|w| w == ["-m", "8"]), "{:?}", memcached[0].args);
+        let all = plan(&sized(Topology::All, Some(32 << 20), None), Path::new("/tmp/a")).unwrap();
+        let by_name = |n: &str| all.iter().find(|s| s.name == n).unwrap();
+        assert!(by_name("varnish").args.iter().any(|a| a == "malloc,33554432"));
+        assert!(by_name("squid").files[0].1.contains("cache_mem 32 MB"));
+        for (name, policy) in Eviction::NAMES.iter().zip(Eviction::NAMES.iter().map(|n| n.parse::<Eviction>().unwrap()))
+        {
+            assert_eq!(policy.name(), *name);
+        }
+        assert!("lru".parse::<Eviction>().unwrap_err().contains("allkeys-lru"));
     }
 
     #[test]

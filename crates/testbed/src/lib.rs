@@ -1,10 +1,12 @@
-//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd, squid;
-//! redis-server, memcached) on loopback, started from generated configs and owned by a
-//! small supervisor process.
+//! `barrage testbed`: real servers (barrage origins, nginx, haproxy, varnishd with hitch
+//! for TLS, squid, Caddy; redis-server, memcached) on loopback, started from generated
+//! configs and owned by a small supervisor process. Every server keeps its own log
+//! ([`ServerSpec::logs`]).
 //!
 //! [`up`] starts the supervisor in the background (`barrage testbed supervise`, a session
 //! of its own) and returns once every server answers (HTTP, or a key-value ping); [`control`] sends it `stop NAME`,
-//! `start NAME`, `set NAME SHAPE` (an origin's [`barrage_server::Shape`], live) or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
+//! `start NAME`, `set NAME SHAPE` (an origin's [`barrage_server::Shape`], live), `purge [NAME]`
+//! (empty the caches) or `down`; [`State::load`] reads what runs. [`supervise`] is the supervisor
 //! itself, also used in the foreground by `testbed up --foreground`.
 
 #![warn(missing_docs)]
@@ -16,7 +18,7 @@ mod state;
 mod supervisor;
 
 pub use layout::{album_dir, origin_shape, parse_shape, plan, store_dir, Kind, Options, ServerSpec, Topology};
-pub use servers::Balance;
+pub use servers::{Balance, Eviction};
 pub use state::{check_dir, create_dir, default_dir, Owner, ServerState, State, Status};
 pub use supervisor::{answers, answers_http, program_path, supervise, Tie, READY_DEADLINE, STOP_DEADLINE};
 
@@ -57,6 +59,14 @@ pub enum TestbedError {
     /// for an origin that is not there).
     #[error("{0}")]
     Options(String),
+    /// A cache could not be purged.
+    #[error("cannot purge {name}: {reason}")]
+    Purge {
+        /// The server.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// No testbed runs in the directory.
     #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
     NotUp(String),
@@ -110,8 +120,9 @@ pub fn check_programs(options: &Options, dir: &Path) -> Result<(), TestbedError>
     // Planning in a scratch place gives the programs without touching `dir`.
     let scratch = dir.join(".plan");
     for spec in plan(options, &scratch)? {
-        if program_path(&spec.program).is_none() {
-            return Err(TestbedError::Missing { program: spec.program, package: spec.package });
+        let companions = spec.companions.iter().filter_map(|c| c.first());
+        if let Some(program) = std::iter::once(&spec.program).chain(companions).find(|p| program_path(p).is_none()) {
+            return Err(TestbedError::Missing { program: program.clone(), package: spec.package });
         }
     }
     Ok(())
@@ -244,7 +255,7 @@ pub fn is_up(dir: &Path) -> bool {
         || State::load(dir).is_some_and(|s| s.supervisor_pid != std::process::id() && living(s.supervisor_pid))
 }
 
-/// Sends one command (`stop NAME`, `start NAME`, `down`) to the supervisor in `dir` and
+/// Sends one command (`stop NAME`, `start NAME`, `purge [NAME]`, `down`) to the supervisor in `dir` and
 /// waits for it to be done.
 pub fn control(dir: &Path, command: &str) -> Result<(), TestbedError> {
     check_dir(dir)?;

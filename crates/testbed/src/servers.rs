@@ -81,6 +81,8 @@ pub struct Front<'a> {
     pub origins: &'a [Origin],
     /// How a balancer spreads requests.
     pub balance: Balance,
+    /// A cache's size (`--memory`); `None`: its default here (64 MB; nginx-cache 1 GB of disk).
+    pub memory: Option<u64>,
 }
 
 /// How to start one server process.
@@ -104,6 +106,11 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// It serves HTTP/3 on the UDP port of its TLS address too.
     pub quic: bool,
+    /// Its own logs (access logs, error logs), besides its output (`DIR/output.log`).
+    pub logs: Vec<PathBuf>,
+    /// Programs (with their arguments) the supervisor starts beside it, in its process
+    /// group, so that they end with it: Varnish's access log writer, `varnishncsa`.
+    pub companions: Vec<Vec<String>>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -131,6 +138,31 @@ pub struct Launch {
 /// # Panics
 /// If `f.origins` is empty.
 pub fn nginx(f: &Front) -> Launch {
+    nginx_launch(f, nginx_conf(f, false))
+}
+
+/// nginx as a cache in front of all `f.origins` (`proxy_cache`), in the foreground, started
+/// as [`nginx`] is and balancing as it does.
+///
+/// Responses are cached in `DIR/cache` as the origin's `Cache-Control` (or `Expires`)
+/// says, and only then (no `proxy_cache_valid`: a response that says nothing is not
+/// stored; nor is one with `Set-Cookie`), at most `f.memory` bytes of it (default 1 GB:
+/// nginx's cache is on disk, its keys in 10 MB of shared memory). The key is the request
+/// URI alone, so that HTTP and HTTPS share the cache as Varnish behind hitch does.
+/// `X-Cache-Status` is nginx's `$upstream_cache_status`: `MISS`, `HIT`, `EXPIRED`,
+/// `STALE`, `UPDATING`, `REVALIDATED` or `BYPASS`; the access log has it too. Removing
+/// the files in `DIR/cache` empties it: nginx takes a key whose file is gone for a miss
+/// (`testbed purge` swaps the directory for an empty one).
+///
+/// # Panics
+/// If `f.origins` is empty.
+pub fn nginx_cache(f: &Front) -> Launch {
+    nginx_launch(f, nginx_conf(f, true))
+}
+
+/// nginx in the foreground with `conf` as its config: `nginx -e stderr -p DIR -c
+/// DIR/nginx.conf -g 'daemon off;'`, its access log `DIR/access.log`.
+fn nginx_launch(f: &Front, text: String) -> Launch {
     let conf = f.dir.join("nginx.conf");
     let args = vec![
         // Errors before the config is read go to stderr, not /var/log/nginx/error.log.
@@ -145,22 +177,46 @@ pub fn nginx(f: &Front) -> Launch {
         "-g".to_string(),
         "daemon off;".to_string(),
     ];
-    let files = vec![(conf, nginx_conf(f))];
-    Launch { program: "nginx", args, files, package: "nginx", ..Launch::default() }
+    let files = vec![(conf, text)];
+    let logs = vec![nginx_access_log(f.dir)];
+    Launch { program: "nginx", args, files, package: "nginx", logs, ..Launch::default() }
 }
 
-/// The whole `nginx.conf`.
-fn nginx_conf(f: &Front) -> String {
+/// Where nginx writes its access log.
+fn nginx_access_log(dir: &Path) -> PathBuf {
+    dir.join("access.log")
+}
+
+/// The whole `nginx.conf`: a balancer, or with `cache` a cache.
+fn nginx_conf(f: &Front, cache: bool) -> String {
     assert!(!f.origins.is_empty(), "nginx {}: a balancer needs at least one origin", f.name);
-    let mut c = format!("# nginx for the barrage testbed: {}, a load balancer.\n", f.name);
+    let what = if cache { "a cache" } else { "a load balancer" };
+    let mut c = format!("# nginx for the barrage testbed: {}, {what}.\n", f.name);
     c += &nginx_main(f.dir);
     c += "\nhttp {\n";
     c += &nginx_http(f.dir);
+    if cache {
+        c += &nginx_cache_path(f);
+    }
     c += &nginx_backend_map(f.origins);
     c += &nginx_upstream(f.origins, f.balance);
-    c += &nginx_server(f);
+    c += &nginx_server(f, cache);
     c += "}\n";
     c
+}
+
+/// The cache's directory and size (`proxy_cache_path`).
+fn nginx_cache_path(f: &Front) -> String {
+    let size = f.memory.unwrap_or(1 << 30);
+    format!(
+        "
+    # The cache: files in the testbed directory (two levels of subdirectories), keys in
+    # 10 MB of shared memory (about 80,000 of them), at most {size} bytes of files. Files
+    # are written there directly, not moved from proxy_temp (use_temp_path=off).
+    proxy_cache_path {path} levels=1:2 keys_zone=barrage_cache:10m max_size={size} inactive=1h use_temp_path=off;
+",
+        path = quoted(&f.dir.join("cache")),
+    )
 }
 
 /// The main context: processes, pid file, error log, connections.
@@ -191,9 +247,12 @@ events {{
 
 /// Settings of the `http` context: logging, body size, temp paths.
 fn nginx_http(dir: &Path) -> String {
-    let mut c = String::from(
-        "    # A load test sends millions of requests; errors still go to stderr.
-    access_log off;
+    let mut c = format!(
+        "    # One line per request, written at once (no buffer: a test reads it right after):
+    # the origin that answered ($upstream_addr, \"A, B\" after a failover) and the cache
+    # status (\"-\" when not caching). Errors go to stderr.
+    log_format barrage '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent $request_time upstream=$upstream_addr cache=$upstream_cache_status';
+    access_log {log} barrage;
     # Request bodies of any size pass (the default answers 413 above 1 MB).
     client_max_body_size 0;
     # Bodies stream through instead of going to temp files when they outgrow the memory
@@ -203,6 +262,7 @@ fn nginx_http(dir: &Path) -> String {
     proxy_max_temp_file_size 0;
     # Temp files nginx still wants go inside the testbed directory, not /var/lib/nginx.
 ",
+        log = quoted(&nginx_access_log(dir)),
     );
     for (directive, sub) in [
         ("client_body_temp_path", "client_body_temp"),
@@ -262,8 +322,8 @@ fn nginx_upstream(origins: &[Origin], balance: Balance) -> String {
     c
 }
 
-/// The `server` block: listeners and the proxying location.
-fn nginx_server(f: &Front) -> String {
+/// The `server` block: listeners and the proxying location, with `cache` through the cache.
+fn nginx_server(f: &Front, cache: bool) -> String {
     let mut c = format!("\n    server {{\n        listen {};\n", f.listen);
     if let Some((addr, files)) = f.tls {
         let _ = writeln!(c, "        listen {addr} ssl;");
@@ -285,9 +345,16 @@ fn nginx_server(f: &Front) -> String {
             proxy_next_upstream error timeout;
             # `always`: on error statuses too.
             add_header X-Backend $barrage_backend always;
-        }
-    }
 ";
+    if cache {
+        c += "            # Cached as the origin's Cache-Control says (no proxy_cache_valid), keyed
+            # by the URI alone: HTTP and HTTPS share the cache.
+            proxy_cache barrage_cache;
+            proxy_cache_key $request_uri;
+            add_header X-Cache-Status $upstream_cache_status always;
+";
+    }
+    c += "        }\n    }\n";
     c
 }
 
@@ -295,7 +362,8 @@ fn nginx_server(f: &Front) -> String {
 // HAProxy
 
 /// HAProxy as a load balancer over all `f.origins`, in the foreground: `haproxy -db -f CFG`
-/// (no daemon, chroot, user, pid file or log lines; alerts go to stderr).
+/// (no daemon, chroot, user or pid file; alerts go to stderr, and the access log, in
+/// HAProxy's `httplog` format, to stdout: both in `DIR/output.log`).
 ///
 /// It balances per `f.balance` (`roundrobin`, `leastconn`, `source`), keeps connections
 /// alive on both sides (idle origin connections are reused, `http-reuse safe` by default),
@@ -326,16 +394,24 @@ pub fn haproxy(f: &Front) -> Launch {
     );
     // -db: foreground, no fork; the supervisor owns the process.
     let args = vec!["-db".to_string(), "-f".to_string(), cfg.display().to_string()];
-    Launch { program: "haproxy", args, files: vec![(cfg, text)], package: "haproxy", ..Launch::default() }
+    // Its access log is its standard output (see HAPROXY_DEFAULTS).
+    let logs = vec![f.dir.join("output.log")];
+    Launch { program: "haproxy", args, files: vec![(cfg, text)], package: "haproxy", logs, ..Launch::default() }
 }
 
 /// Global and default settings.
 const HAPROXY_DEFAULTS: &str = "
-# No `global` section: no daemon, chroot, user, pid file, stats socket or syslog; startup
-# errors and alerts go to stderr.
+# No daemon, chroot, user, pid file, stats socket or syslog; startup errors and alerts go
+# to stderr.
+global
+    # The access log, one line per request (httplog), to standard output: the supervisor
+    # keeps it in DIR/output.log, no syslog needed.
+    log stdout format raw local0 info
 
 defaults
     mode http
+    log global
+    option httplog
     # Keep-alive on both sides (HAProxy's default, said here because it matters).
     option http-keep-alive
     # A stopped origin refuses at once on loopback; this bounds a stuck one.
@@ -397,8 +473,21 @@ backend origins
 // ---------------------------------------------------------------------------------------
 // Varnish
 
-/// Varnish as a cache in front of `f.origins[0]`, in the foreground:
-/// `varnishd -F -j none -n DIR -a LISTEN -f DIR/default.vcl -T none -s malloc,64m -t 0`.
+/// What Varnish needs beside its [`Front`]: its management port and the listener hitch
+/// reaches it on.
+#[derive(Clone, Debug)]
+pub struct VarnishPorts<'a> {
+    /// The management CLI (`-T`), for `varnishadm` (the purge's ban).
+    pub admin: SocketAddr,
+    /// The secret the CLI asks for (`-S`), written to `DIR/secret`.
+    pub secret: &'a str,
+    /// A listener speaking the PROXY protocol (`-a tls=ADDR,PROXY`), for hitch in front.
+    pub proxy: Option<SocketAddr>,
+}
+
+/// Varnish as a cache in front of `f.origins[0]`, in the foreground: `varnishd -F -j none
+/// -n DIR -a http=LISTEN [-a tls=PROXY,PROXY] -f DIR/default.vcl -T ADMIN -S DIR/secret -s
+/// malloc,SIZE -t 0` (SIZE `f.memory`, default 64 MB).
 ///
 /// Responses are cached as the origin's `Cache-Control` (or `Expires`) says, and only then:
 /// `-t 0` turns off the 120 s default lifetime for responses that say nothing. Otherwise
@@ -407,46 +496,80 @@ backend origins
 /// `PASS` (not cacheable) or `STALE` (served in grace while being refreshed). Varnish also
 /// adds its usual `Via`, `X-Varnish` and `Age` headers.
 ///
-/// Varnish has no TLS: `f.tls` is ignored and the cache serves plain HTTP only.
+/// Varnish has no TLS of its own: `f.tls` is ignored, and with `v.proxy` hitch ([`hitch`])
+/// terminates TLS in front, passing the connections on in the PROXY protocol to the
+/// listener named `tls`. Both listeners share the one cache: objects are keyed by URL
+/// alone (not by Host, which differs by port).
+///
+/// Its access log, `DIR/access.log`, is written by `varnishncsa` ([`Launch::companions`]):
+/// NCSA's fields, then the time taken (µs), the handling (`hit`, `miss`, `pass`...) and
+/// the listener (`http` or `tls`).
 ///
 /// `-n DIR` keeps its working files (shared-memory log, compiled VCL) in the testbed
-/// directory, unique per testbed; `-j none` keeps every process the starting user; `-T
-/// none` opens no management port. The manager also sends its few lifecycle messages to
+/// directory, unique per testbed; `-j none` keeps every process the starting user. The
+/// management CLI listens on loopback and asks for the secret in `DIR/secret`
+/// (`varnishadm -n DIR` finds both). The manager also sends its few lifecycle messages to
 /// syslog(3) besides stderr, which cannot be turned off (only varnishtest's `vtc_mode`
 /// debug flag does, and it changes behaviour); with no `/dev/log` they are dropped.
 /// SIGTERM makes the manager stop the cache process and exit.
 ///
 /// # Panics
 /// If `f.origins` is empty.
-pub fn varnish(f: &Front) -> Launch {
+pub fn varnish(f: &Front, v: &VarnishPorts) -> Launch {
     let origin = &f.origins.first().unwrap_or_else(|| panic!("varnish {}: no origin", f.name)).addr;
     let vcl = f.dir.join("default.vcl");
+    let secret = f.dir.join("secret");
     let text = varnish_vcl(f.name, origin);
-    let args = [
+    let dir = f.dir.display().to_string();
+    let mut args = vec![
         // Foreground: the manager stays the supervisor's child.
-        "-F",
+        "-F".to_string(),
         // No jail: no switching to the varnish users, so files in `dir` stay readable.
-        "-j",
-        "none",
-        "-n",
-        &f.dir.display().to_string(),
-        "-a",
-        &f.listen.to_string(),
-        "-f",
-        &vcl.display().to_string(),
-        // No management CLI port (and so no secret file).
-        "-T",
-        "none",
-        "-s",
-        "malloc,64m",
+        "-j".into(),
+        "none".into(),
+        "-n".into(),
+        dir.clone(),
+        "-a".into(),
+        format!("http={}", f.listen),
+    ];
+    if let Some(proxy) = v.proxy {
+        args.extend(["-a".into(), format!("tls={proxy},PROXY")]);
+    }
+    args.extend([
+        "-f".into(),
+        vcl.display().to_string(),
+        // The management CLI, on loopback, behind the secret.
+        "-T".into(),
+        v.admin.to_string(),
+        "-S".into(),
+        secret.display().to_string(),
+        "-s".into(),
+        format!("malloc,{}", f.memory.unwrap_or(64 << 20)),
         // Default TTL 0: only the origin's headers make a response cacheable.
-        "-t",
-        "0",
-    ]
-    .map(String::from)
-    .to_vec();
-    Launch { program: "varnishd", args, files: vec![(vcl, text)], package: "varnish", ..Launch::default() }
+        "-t".into(),
+        "0".into(),
+    ]);
+    let log = f.dir.join("access.log");
+    // -a: appended across restarts; -t off: waits for varnishd's shared memory, which it is
+    // started before. It writes each line as the request ends.
+    let ncsa =
+        ["varnishncsa", "-n", &dir, "-a", "-w", &log.display().to_string(), "-t", "off", "-F", VARNISH_LOG_FORMAT]
+            .map(String::from)
+            .to_vec();
+    Launch {
+        program: "varnishd",
+        args,
+        files: vec![(vcl, text), (secret, format!("{}\n", v.secret))],
+        package: "varnish",
+        logs: vec![log],
+        companions: vec![ncsa],
+        ..Launch::default()
+    }
 }
+
+/// varnishncsa's format: NCSA's fields, the time taken (µs), Varnish's handling and the
+/// listener's name (`http`, or `tls` behind hitch).
+const VARNISH_LOG_FORMAT: &str = r#"%h %l %u %t "%r" %s %b %D %{Varnish:handling}x %{VSL:ReqStart[3]}x"#;
 
 /// The VCL: the origin as the backend and `X-Cache-Status` on every delivered response.
 fn varnish_vcl(name: &str, origin: &SocketAddr) -> String {
@@ -460,6 +583,13 @@ vcl 4.1;
 backend origin {{
     .host = \"{host}\";
     .port = \"{port}\";
+}}
+
+# One site: objects are keyed by URL alone. The default key adds the Host header, which
+# names the port the client reached, so HTTP and HTTPS (through hitch) would cache apart.
+sub vcl_hash {{
+    hash_data(req.url);
+    return (lookup);
 }}
 
 sub vcl_deliver {{
@@ -481,11 +611,83 @@ sub vcl_deliver {{
     )
 }
 
+/// hitch, Varnish's TLS proxy, in front of a Varnish listener that speaks the PROXY
+/// protocol.
+#[derive(Clone, Debug)]
+pub struct Hitch<'a> {
+    /// Testbed name of this process (`varnish-tls`).
+    pub name: &'a str,
+    /// A directory of its own (absolute): its config and log.
+    pub dir: &'a Path,
+    /// Where it serves HTTPS.
+    pub listen: SocketAddr,
+    /// Varnish's PROXY listener ([`VarnishPorts::proxy`]).
+    pub backend: SocketAddr,
+    /// The testbed's certificate (hitch reads `combined`).
+    pub files: &'a TlsFiles,
+    /// The user its workers run as: hitch refuses to run them as root (`nobody` then; `None`
+    /// when not started as root).
+    pub user: Option<&'a str>,
+}
+
+/// hitch in the foreground: `hitch --config=DIR/hitch.conf`, one worker, TLS 1.2 and 1.3
+/// with the testbed certificate, HTTP/1.1 (ALPN), each connection passed on to Varnish
+/// with a PROXY v2 header (so Varnish sees the client's address and the `tls` listener).
+/// Its log, `DIR/hitch.log`, has a few lines per connection (`log-level = 2`: handshake,
+/// backend connected, closed). OCSP stapling is off (the testbed's CA has no responder).
+/// SIGTERM stops it at once.
+pub fn hitch(h: &Hitch) -> Launch {
+    let conf = h.dir.join("hitch.conf");
+    let log = h.dir.join("hitch.log");
+    let mut text = format!(
+        "\
+# hitch for the barrage testbed: {name}, TLS in front of Varnish.
+frontend = \"[{ip}]:{port}\"
+backend = \"[{bip}]:{bport}\"
+pem-file = {pem}
+# Varnish's listener for hitch speaks the PROXY protocol.
+write-proxy-v2 = on
+alpn-protos = \"http/1.1\"
+tls-protos = TLSv1.2 TLSv1.3
+# Foreground: the supervisor owns the process.
+daemon = off
+# One worker leaves the CPUs to the load generator and the other servers.
+workers = 1
+backlog = 1024
+# A line per connection event, to a file of its own; no syslog.
+log-filename = {log}
+log-level = 2
+syslog = off
+# No OCSP stapling (no responder to ask, and no /var/lib/hitch).
+ocsp-dir = \"\"
+",
+        name = h.name,
+        ip = h.listen.ip(),
+        port = h.listen.port(),
+        bip = h.backend.ip(),
+        bport = h.backend.port(),
+        pem = quoted(&h.files.combined),
+        log = quoted(&log),
+    );
+    if let Some(user) = h.user {
+        let _ = writeln!(text, "# hitch refuses to run its workers as root.\nuser = \"{user}\"");
+    }
+    Launch {
+        program: "hitch",
+        args: vec![format!("--config={}", conf.display())],
+        files: vec![(conf, text)],
+        package: "hitch",
+        logs: vec![log],
+        ..Launch::default()
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Squid
 
 /// Squid as a reverse-proxy cache in front of `f.origins[0]`, in the foreground:
-/// `squid -N -n NAME -f DIR/squid.conf`, memory cache only (64 MB, objects up to 16 MB).
+/// `squid -N -n NAME -f DIR/squid.conf`, memory cache only (`f.memory`, default 64 MB;
+/// objects up to 16 MB).
 ///
 /// Responses are cached as the origin's `Cache-Control` (or `Expires`) says, with no
 /// heuristic lifetime for responses that say nothing. Squid's own `X-Cache: HIT from NAME`
@@ -508,8 +710,10 @@ sub vcl_deliver {{
 /// `dir`; the certificate is read before that. `NAME` (its `-n` service name) is derived
 /// from `dir`, which keeps apart the shared-memory segments it creates in `/dev/shm`
 /// (`NAME-cf__*.shm`); it removes them on a clean exit, and [`Launch::leftovers`] lists
-/// them for any other. Logs go to `DIR/cache.log` (startup errors also to stderr); there
-/// is no access log. SIGTERM stops it in 1.5 to 2 s, and no setting makes that shorter:
+/// them for any other. Its messages go to stderr (once it is `proxy` it cannot reach
+/// `DIR/cache.log` in the private testbed directory), a line per request to
+/// `DIR/access.log` (squid's native format), which the supervisor opens and hands it as
+/// descriptor 3 (`stdio:/dev/fd/3`); the cache manager answers clients on this machine. SIGTERM stops it in 1.5 to 2 s, and no setting makes that shorter:
 /// Squid stops `shutdown_lifetime` (here 0) plus one second after its event loop notices
 /// the signal. Unlike Varnish, Squid 5.7 did not cache 404 answers, even with `max-age`.
 ///
@@ -521,8 +725,12 @@ pub fn squid(f: &Front) -> Launch {
     let origin = &f.origins.first().unwrap_or_else(|| panic!("squid {}: no origin", f.name)).addr;
     let conf = f.dir.join("squid.conf");
     let name = squid_service_name(f.dir);
-    let text =
-        format!("{}{}{}", squid_ports(f, origin), squid_access(origin, f.tls.is_some()), squid_rest(f.name, f.dir));
+    let text = format!(
+        "{}{}{}",
+        squid_ports(f, origin),
+        squid_access(origin, f.tls.is_some()),
+        squid_rest(f.name, f.dir, f.memory)
+    );
     // -N: no daemon and no worker processes; the supervisor owns the one process.
     let args = ["-N", "-n", &name, "-f", &conf.display().to_string()].map(String::from).to_vec();
     Launch {
@@ -532,8 +740,14 @@ pub fn squid(f: &Front) -> Launch {
         package: "squid",
         owner: Some("proxy"),
         leftovers: vec![PathBuf::from(format!("/dev/shm/{name}-"))],
+        logs: vec![squid_access_log(f.dir)],
         ..Launch::default()
     }
+}
+
+/// Squid's access log, which the supervisor opens and hands it as descriptor 3.
+pub fn squid_access_log(dir: &Path) -> PathBuf {
+    dir.join("access.log")
 }
 
 /// The `-n` service name: alphanumeric (squid refuses anything else), at most 32
@@ -594,6 +808,8 @@ http_access deny connect
 # Only requests that arrived on our ports for the origin. (Accelerator ports already
 # rewrite an absolute URL naming another host to the origin, and refuse CONNECT.)
 http_access allow front origin_host origin_port
+# The cache manager (squidclient mgr:info, /squid-internal-mgr/...) from this machine only.
+http_access allow localhost manager
 http_access deny all
 ",
         host = origin.ip(),
@@ -602,13 +818,15 @@ http_access deny all
 }
 
 /// Cache, network and process settings.
-fn squid_rest(name: &str, dir: &Path) -> String {
+fn squid_rest(name: &str, dir: &Path, memory: Option<u64>) -> String {
     let dir = dir.display();
+    // Whole megabytes, at least one.
+    let mb = memory.map_or(64, |b| b.div_ceil(1 << 20).max(1));
     format!(
         "
 # Memory cache only (no cache_dir). The defaults would keep nothing above 512 KB in
 # memory and nothing above 4 MB at all.
-cache_mem 64 MB
+cache_mem {mb} MB
 maximum_object_size_in_memory 16 MB
 maximum_object_size 16 MB
 # Freshness only from the origin's Cache-Control or Expires: no heuristic lifetime from
@@ -632,8 +850,12 @@ pid_filename {dir}/squid.pid
 cache_log {dir}/cache.log
 coredump_dir {dir}
 netdb_filename none
-# A load test sends millions of requests.
-access_log none
+# A line per request (TCP_MISS/200, TCP_MEM_HIT/200...), written at once (buffered_logs is
+# off by default), to DIR/access.log: as the user proxy, squid cannot reach the testbed
+# directory, so the supervisor hands it the file open as descriptor 3.
+access_log stdio:/dev/fd/3 squid
+# Whole URLs in it, query strings included (the default logs `/path?` alone).
+strip_query_terms off
 "
     )
 }
@@ -673,8 +895,14 @@ pub fn caddy(f: &Front) -> Launch {
         package: "caddy",
         env,
         quic: f.tls.is_some(),
+        logs: vec![caddy_access_log(f.dir)],
         ..Launch::default()
     }
+}
+
+/// Where Caddy writes its access log.
+fn caddy_access_log(dir: &Path) -> PathBuf {
+    dir.join("access.log")
 }
 
 /// The whole Caddyfile: global options, then a site per listener.
@@ -716,6 +944,8 @@ fn caddy_site(site: &str, addr: SocketAddr, tls: Option<&TlsFiles>, f: &Front) -
     if let Some(files) = tls {
         let _ = writeln!(c, "\ttls {} {}", quoted(&files.cert), quoted(&files.key));
     }
+    // The access log (JSON lines), both sites to one file.
+    let _ = writeln!(c, "\tlog {{\n\t\toutput file {}\n\t}}", quoted(&caddy_access_log(f.dir)));
     let policy = match f.balance {
         Balance::RoundRobin => "round_robin",
         Balance::LeastConn => "least_conn",
@@ -755,11 +985,68 @@ pub struct Store<'a> {
     pub listen: SocketAddr,
     /// TLS listen address and certificate, when it also serves TLS (redis-server only).
     pub tls: Option<(SocketAddr, &'a TlsFiles)>,
+    /// Its memory for data (`--memory`): redis-server's `maxmemory`, memcached's `-m`.
+    pub memory: Option<u64>,
+    /// What redis-server does at `maxmemory` (`--eviction`).
+    pub eviction: Option<Eviction>,
+}
+
+/// What redis-server does when its data reaches `maxmemory` (`maxmemory-policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Eviction {
+    /// Refuse writes.
+    NoEviction,
+    /// Evict the least recently used key.
+    AllKeysLru,
+    /// Evict the least frequently used key.
+    AllKeysLfu,
+    /// Evict a random key.
+    AllKeysRandom,
+    /// Evict the least recently used key of those with an expiry.
+    VolatileLru,
+    /// Evict the least frequently used key of those with an expiry.
+    VolatileLfu,
+    /// Evict a random key of those with an expiry.
+    VolatileRandom,
+    /// Evict the key of those with an expiry that expires soonest.
+    VolatileTtl,
+}
+
+impl Eviction {
+    /// Every policy, as Redis names it (and `--eviction` takes it).
+    pub const NAMES: [&'static str; 8] = [
+        "noeviction",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ];
+
+    /// Redis's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+impl std::str::FromStr for Eviction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        use Eviction::*;
+        let all =
+            [NoEviction, AllKeysLru, AllKeysLfu, AllKeysRandom, VolatileLru, VolatileLfu, VolatileRandom, VolatileTtl];
+        all.into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| format!("unknown eviction policy '{s}': expected one of {}", Self::NAMES.join(", ")))
+    }
 }
 
 /// redis-server in the foreground with its config in `DIR/redis.conf`: loopback only, no
 /// persistence (`save ""`, `appendonly no`, so a restarted instance starts empty and a stop
-/// writes nothing), logging to stdout, and `DEBUG` allowed from loopback clients
+/// writes nothing), logging to `DIR/redis.log`, `maxmemory` and `maxmemory-policy` as
+/// `s.memory` and `s.eviction` say (Redis's defaults otherwise: no limit, `noeviction`), and `DEBUG` allowed from loopback clients
 /// (`enable-debug-command local`, refused by default since Redis 7) so that tests can
 /// inject a known server-side delay with `DEBUG SLEEP`. SIGTERM shuts it down at once.
 ///
@@ -780,8 +1067,8 @@ save \"\"
 appendonly no
 # Where a dump would go, inside the testbed directory rather than the current one.
 dir {dir}
-# The log goes to stdout, the server's output.log.
-logfile \"\"
+# Its log, a file of its own.
+logfile {log}
 # DEBUG SLEEP from loopback clients: a known server-side delay for tests.
 enable-debug-command local
 # It listens on loopback only; protected mode would also refuse clients from 127.0.0.N other
@@ -792,7 +1079,14 @@ protected-mode no
         ip = s.listen.ip(),
         port = s.listen.port(),
         dir = quoted(s.dir),
+        log = quoted(&s.dir.join("redis.log")),
     );
+    if let Some(bytes) = s.memory {
+        let _ = writeln!(text, "# Memory for data; what happens beyond it is maxmemory-policy's.\nmaxmemory {bytes}");
+    }
+    if let Some(policy) = s.eviction {
+        let _ = writeln!(text, "maxmemory-policy {}", policy.name());
+    }
     if let Some((addr, files)) = s.tls {
         text += &redis_tls(addr, files);
     }
@@ -801,6 +1095,7 @@ protected-mode no
         args: vec![conf.display().to_string()],
         files: vec![(conf, text)],
         package: "redis-server",
+        logs: vec![s.dir.join("redis.log")],
         ..Launch::default()
     }
 }
@@ -825,8 +1120,9 @@ tls-auth-clients no
     )
 }
 
-/// memcached in the foreground: `memcached -U 0 -l IP -p PORT -u nobody`, TCP only (`-U 0`:
-/// no UDP port), default memory (64 MB) and connection limit (1024).
+/// memcached in the foreground: `memcached -U 0 -l IP -p PORT -u nobody -m MB -v`, TCP only
+/// (`-U 0`: no UDP port), `s.memory` for items (whole megabytes, default 64), default
+/// connection limit (1024), errors and warnings (`-v`) to its output, `DIR/output.log`.
 ///
 /// memcached refuses to run as root without `-u`: `-u nobody` makes it drop to `nobody`
 /// (it writes no files, so it needs nothing in `dir`); when not started as root, memcached
@@ -835,10 +1131,11 @@ tls-auth-clients no
 /// No TLS: memcached could serve it (`-Z`), but barrage has no memcache-over-TLS target to
 /// load it with, so [`crate::Options::check`] refuses `--tls` and `s.tls` is ignored.
 pub fn memcached(s: &Store) -> Launch {
-    let args = ["-U", "0", "-l", &s.listen.ip().to_string(), "-p", &s.listen.port().to_string(), "-u", "nobody"]
-        .map(String::from)
-        .to_vec();
-    Launch { program: "memcached", args, package: "memcached", ..Launch::default() }
+    let mb = s.memory.map_or(64, |b| b.div_ceil(1 << 20).max(1)).to_string();
+    let (ip, port) = (s.listen.ip().to_string(), s.listen.port().to_string());
+    let args = ["-U", "0", "-l", &ip, "-p", &port, "-u", "nobody", "-m", &mb, "-v"].map(String::from).to_vec();
+    let logs = vec![s.dir.join("output.log")];
+    Launch { program: "memcached", args, package: "memcached", logs, ..Launch::default() }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -903,6 +1200,7 @@ mod tests {
             tls: tls.map(|files| ("127.0.0.1:8443".parse().unwrap(), files)),
             origins,
             balance,
+            memory: None,
         }
     }
 
@@ -942,7 +1240,7 @@ mod tests {
             "worker_processes 1;",
             "user root;",
             "error_log stderr warn;",
-            "access_log off;",
+            &format!("access_log \"{DIR}/access.log\" barrage;"),
             "client_max_body_size 0;",
             "proxy_request_buffering off;",
             "proxy_max_temp_file_size 0;",
@@ -1053,6 +1351,43 @@ mod tests {
         nginx(&front(&[], None, Balance::RoundRobin));
     }
 
+    #[test]
+    fn nginx_cache_caches_by_uri_as_the_origin_says_and_logs_the_cache_status() {
+        let origins = origins();
+        let files = tls_files();
+        let launch = nginx_cache(&front(&origins, Some(&files), Balance::RoundRobin));
+        assert_eq!(launch.logs, [PathBuf::from(format!("{DIR}/access.log"))]);
+        let text = text(&launch, "nginx.conf");
+        let path = position(
+            text,
+            &format!(
+                "proxy_cache_path \"{DIR}/cache\" levels=1:2 keys_zone=barrage_cache:10m max_size=1073741824 inactive=1h use_temp_path=off;"
+            ),
+        );
+        let location = position(text, "location / {");
+        assert!(path < location);
+        for line in [
+            "proxy_cache barrage_cache;",
+            "proxy_cache_key $request_uri;",
+            "add_header X-Cache-Status $upstream_cache_status always;",
+            "proxy_pass http://barrage_origins;",
+            "listen 127.0.0.1:8443 ssl;",
+        ] {
+            position(text, line);
+        }
+        // Only what the origin's headers allow is stored.
+        let ignored = ["proxy_cache_valid", "proxy_ignore_headers"];
+        assert!(directives(text).iter().all(|l| !ignored.iter().any(|d| l.starts_with(d))), "{text}");
+        for line in directives(text) {
+            assert!(line.ends_with(';') || line.ends_with('{') || line == "}", "bad line `{line}`");
+        }
+        assert_eq!(text.matches('{').count(), text.matches('}').count());
+        let sized = nginx_cache(&Front { memory: Some(1 << 20), ..front(&origins, None, Balance::RoundRobin) });
+        assert!(sized.files[0].1.contains("max_size=1048576 "));
+        // The balancer has no cache.
+        assert!(!nginx(&front(&origins, None, Balance::RoundRobin)).files[0].1.contains("proxy_cache"));
+    }
+
     // HAProxy -----------------------------------------------------------------------------
 
     #[test]
@@ -1064,9 +1399,15 @@ mod tests {
         let cfg = format!("{DIR}/haproxy.cfg");
         assert_eq!(args(&launch), ["-db", "-f", &cfg]);
         let text = text(&launch, "haproxy.cfg");
-        for word in ["global", "daemon", "chroot", "user", "log", "pidfile", "stats", "redispatch"] {
+        for word in ["daemon", "chroot", "user", "pidfile", "stats", "redispatch"] {
             assert!(directives(text).iter().all(|l| !l.split_whitespace().any(|w| w == word)), "`{word}` in:\n{text}");
         }
+        // The access log to stdout, which the supervisor keeps in output.log.
+        let global = position(text, "global");
+        assert_eq!(position(text, "log stdout format raw local0 info"), global + 1);
+        let defaults = position(text, "defaults");
+        assert!(defaults < position(text, "log global") && defaults < position(text, "option httplog"));
+        assert_eq!(launch.logs, [PathBuf::from(format!("{DIR}/output.log"))]);
     }
 
     #[test]
@@ -1194,13 +1535,27 @@ mod tests {
 
     // Varnish -----------------------------------------------------------------------------
 
+    fn varnish_ports(proxy: Option<&str>) -> VarnishPorts<'static> {
+        VarnishPorts {
+            admin: "127.0.0.1:8082".parse().unwrap(),
+            secret: "s3cret",
+            proxy: proxy.map(|p| p.parse().unwrap()),
+        }
+    }
+
+    /// The text of the launch's file `name` in DIR.
+    fn file<'a>(launch: &'a Launch, name: &str) -> &'a str {
+        let path = Path::new(DIR).join(name);
+        &launch.files.iter().find(|(p, _)| *p == path).unwrap_or_else(|| panic!("no {name}: {:?}", launch.files)).1
+    }
+
     #[test]
     fn varnish_runs_in_the_foreground_with_its_work_dir_in_dir() {
         let origins = origins();
-        let launch = varnish(&front(&origins, None, Balance::RoundRobin));
+        let launch = varnish(&front(&origins, None, Balance::RoundRobin), &varnish_ports(None));
         assert_eq!((launch.program, launch.package, launch.owner), ("varnishd", "varnish", None));
         assert!(launch.leftovers.is_empty());
-        let vcl = format!("{DIR}/default.vcl");
+        let (vcl, secret) = (format!("{DIR}/default.vcl"), format!("{DIR}/secret"));
         assert_eq!(
             args(&launch),
             [
@@ -1210,24 +1565,33 @@ mod tests {
                 "-n",
                 DIR,
                 "-a",
-                "127.0.0.1:8080",
+                "http=127.0.0.1:8080",
                 "-f",
                 &vcl,
                 "-T",
-                "none",
+                "127.0.0.1:8082",
+                "-S",
+                &secret,
                 "-s",
-                "malloc,64m",
+                "malloc,67108864",
                 "-t",
                 "0"
             ]
+        );
+        assert_eq!(file(&launch, "secret"), "s3cret\n");
+        let log = format!("{DIR}/access.log");
+        assert_eq!(launch.logs, [PathBuf::from(&log)]);
+        assert_eq!(
+            launch.companions,
+            [["varnishncsa", "-n", DIR, "-a", "-w", &log, "-t", "off", "-F", VARNISH_LOG_FORMAT].map(String::from)]
         );
     }
 
     #[test]
     fn varnish_fronts_the_first_origin_and_reports_cache_status() {
         let origins = origins();
-        let launch = varnish(&front(&origins, None, Balance::RoundRobin));
-        let text = text(&launch, "default.vcl");
+        let launch = varnish(&front(&origins, None, Balance::RoundRobin), &varnish_ports(None));
+        let text = file(&launch, "default.vcl");
         assert_eq!(directives(text)[0], "vcl 4.1;");
         let backend = position(text, "backend origin {");
         assert_eq!(position(text, ".host = \"127.0.0.1\";"), backend + 1);
@@ -1241,11 +1605,51 @@ mod tests {
     }
 
     #[test]
-    fn varnish_ignores_tls() {
+    fn varnish_takes_tls_from_hitch_on_a_proxy_listener_and_sizes_its_storage() {
         let origins = origins();
         let files = tls_files();
-        let plain = varnish(&front(&origins, None, Balance::RoundRobin));
-        assert_eq!(varnish(&front(&origins, Some(&files), Balance::RoundRobin)), plain);
+        let plain = varnish(&front(&origins, None, Balance::RoundRobin), &varnish_ports(None));
+        // Its own TLS address is ignored: hitch serves it.
+        assert_eq!(varnish(&front(&origins, Some(&files), Balance::RoundRobin), &varnish_ports(None)), plain);
+        let behind_hitch = varnish(&front(&origins, None, Balance::RoundRobin), &varnish_ports(Some("127.0.0.1:8444")));
+        let args = args(&behind_hitch);
+        assert_eq!(args[5..9], ["-a", "http=127.0.0.1:8080", "-a", "tls=127.0.0.1:8444,PROXY"]);
+        let small = Front { memory: Some(1 << 20), ..front(&origins, None, Balance::RoundRobin) };
+        assert!(varnish(&small, &varnish_ports(None)).args.iter().any(|a| a == "malloc,1048576"));
+    }
+
+    #[test]
+    fn hitch_passes_tls_on_to_varnish_in_the_proxy_protocol() {
+        let files = tls_files();
+        let h = Hitch {
+            name: "varnish-tls",
+            dir: Path::new(DIR),
+            listen: "127.0.0.1:8443".parse().unwrap(),
+            backend: "127.0.0.1:8444".parse().unwrap(),
+            files: &files,
+            user: Some("nobody"),
+        };
+        let launch = hitch(&h);
+        assert_eq!((launch.program, launch.package, launch.owner), ("hitch", "hitch", None));
+        assert_eq!(args(&launch), [format!("--config={DIR}/hitch.conf")]);
+        assert_eq!(launch.logs, [PathBuf::from(format!("{DIR}/hitch.log"))]);
+        let text = text(&launch, "hitch.conf");
+        for line in [
+            "frontend = \"[127.0.0.1]:8443\"",
+            "backend = \"[127.0.0.1]:8444\"",
+            "pem-file = \"/tmp/tb-1/tls/combined.pem\"",
+            "write-proxy-v2 = on",
+            "daemon = off",
+            "workers = 1",
+            &format!("log-filename = \"{DIR}/hitch.log\""),
+            "log-level = 2",
+            "ocsp-dir = \"\"",
+            "user = \"nobody\"",
+        ] {
+            position(text, line);
+        }
+        let unprivileged = hitch(&Hitch { user: None, ..h });
+        assert!(!file(&unprivileged, "hitch.conf").contains("user"));
     }
 
     // Squid -------------------------------------------------------------------------------
@@ -1290,7 +1694,7 @@ mod tests {
             "pinger_enable off",
             "shutdown_lifetime 0 seconds",
             "cache_effective_user proxy",
-            "access_log none",
+            "access_log stdio:/dev/fd/3 squid",
             "netdb_filename none",
             &format!("pid_filename {DIR}/squid.pid"),
             &format!("cache_log {DIR}/cache.log"),
@@ -1310,7 +1714,12 @@ mod tests {
         let rules: Vec<&str> = directives(text).into_iter().filter(|l| l.starts_with("http_access")).collect();
         assert_eq!(
             rules,
-            ["http_access deny connect", "http_access allow front origin_host origin_port", "http_access deny all"]
+            [
+                "http_access deny connect",
+                "http_access allow front origin_host origin_port",
+                "http_access allow localhost manager",
+                "http_access deny all"
+            ]
         );
         position(text, "acl origin_host dstdomain -n 127.0.0.1");
         position(text, "acl origin_port port 9001");
@@ -1332,7 +1741,14 @@ mod tests {
     // Key-value servers -------------------------------------------------------------------
 
     fn store() -> Store<'static> {
-        Store { name: "redis-1", dir: Path::new(DIR), listen: "127.0.0.1:6400".parse().unwrap(), tls: None }
+        Store {
+            name: "redis-1",
+            dir: Path::new(DIR),
+            listen: "127.0.0.1:6400".parse().unwrap(),
+            tls: None,
+            memory: None,
+            eviction: None,
+        }
     }
 
     #[test]
@@ -1349,7 +1765,7 @@ mod tests {
             "save \"\"",
             "appendonly no",
             &format!("dir \"{DIR}\""),
-            "logfile \"\"",
+            &format!("logfile \"{DIR}/redis.log\""),
             "enable-debug-command local",
         ] {
             position(text, line);
@@ -1379,7 +1795,8 @@ mod tests {
         let launch = memcached(&Store { name: "memcached-1", ..store() });
         assert_eq!((launch.program, launch.package, launch.owner), ("memcached", "memcached", None));
         assert!(launch.files.is_empty() && launch.leftovers.is_empty());
-        assert_eq!(args(&launch), ["-U", "0", "-l", "127.0.0.1", "-p", "6400", "-u", "nobody"]);
+        assert_eq!(args(&launch), ["-U", "0", "-l", "127.0.0.1", "-p", "6400", "-u", "nobody", "-m", "64", "-v"]);
+        assert_eq!(launch.logs, [PathBuf::from(format!("{DIR}/output.log"))]);
     }
 
     // Helpers -----------------------------------------------------------------------------

@@ -7,8 +7,9 @@
 //! DIR/ca.pem …        the certificate files, with --tls
 //! DIR/albums/        the origins' shared album store (`serve --album-store`)
 //! DIR/store/          the origins' shared PUT/GET/DELETE store (`serve --store-dir`)
-//! DIR/NAME/           one per server: configs, output.log, pid (while it runs); an
-//!                     origin's shape (`serve --shape-file`) and access.log
+//! DIR/NAME/           one per server: configs, output.log, its own logs (access.log…),
+//!                     pid (while it runs), nginx-cache's cache/, an origin's shape
+//!                     (`serve --shape-file`)
 //! ```
 
 use crate::layout::{Options, ServerSpec};

@@ -1,11 +1,11 @@
 //! The supervisor: starts the servers, reaps every child (and, as a child subreaper, every
 //! orphan of theirs), and carries out `stop`, `start` and `down` sent to its socket.
 //!
-//! The protocol is one line per connection: `stop NAME`, `start NAME`, `set NAME|all SHAPE`
-//! or `down`; the reply is one line, `ok` or `error: WHY`, sent once the work is done (a
-//! stopped server has exited and been reaped, a started one answers: HTTP, or a key-value
-//! server's ping, on its plain port and over TLS on its TLS port; a shaped origin says its
-//! new shape in `/_barrage/stats`).
+//! The protocol is one line per connection: `stop NAME`, `start NAME`, `set NAME|all SHAPE`,
+//! `purge [NAME]` or `down`; the reply is one line, `ok` or `error: WHY`, sent once the work
+//! is done (a stopped server has exited and been reaped, a started one answers: HTTP, or a
+//! key-value server's ping, on its plain port and over TLS on its TLS port; a shaped origin
+//! says its new shape in `/_barrage/stats`; a purged cache is empty).
 
 use crate::layout::{plan, tls_files, Kind, Options, ServerSpec};
 use crate::state::{Owner, ServerState, State, Status};
@@ -36,6 +36,9 @@ struct Supervisor {
     exits: HashMap<u32, String>,
     trust: Option<Arc<rustls::ClientConfig>>,
     quit: Arc<AtomicBool>,
+    /// The length of each server's first log when it was last started: varnishd is ready
+    /// once its access log grew past it (see [`Supervisor::silent`]).
+    log_marks: HashMap<usize, u64>,
 }
 
 /// What ties a supervisor to the process that brought its testbed up. That process holds
@@ -162,7 +165,7 @@ impl Supervisor {
             .map(|spec| ServerState { spec, pid: None, started: None, status: Status::Stopped })
             .collect();
         let state = State { options, dir: dir.to_path_buf(), supervisor_pid: std::process::id(), owner, ca, servers };
-        let mut sup = Supervisor { state, exits: HashMap::new(), trust, quit };
+        let mut sup = Supervisor { state, exits: HashMap::new(), trust, quit, log_marks: HashMap::new() };
         for i in 0..sup.state.servers.len() {
             if let Err(e) = sup.start(i) {
                 sup.down();
@@ -193,6 +196,7 @@ impl Supervisor {
                 let _ = (&conn).write_all(b"ok\n");
                 return true;
             }
+            (Some("purge"), name) if words.next().is_none() => self.purge(name),
             (Some(cmd @ ("stop" | "start")), Some(name)) => match self.index(name) {
                 Some(i) if cmd == "stop" => self.stop(i),
                 Some(i) => self.start(i),
@@ -282,7 +286,13 @@ impl Supervisor {
         if self.state.servers[i].status == Status::Running {
             return Ok(());
         }
+        let first_log = self.state.servers[i].spec.logs.first();
+        self.log_marks.insert(i, first_log.map_or(0, |log| file_len(log)));
         let pid = spawn(&self.state.servers[i])?;
+        if let Err(e) = spawn_companions(&self.state.servers[i], pid) {
+            signal(-(pid as i32), libc::SIGKILL);
+            return Err(e);
+        }
         let server = &mut self.state.servers[i];
         server.pid = Some(pid);
         // Not yet reaped, so the PID is still this child's: its start time is its own.
@@ -317,8 +327,16 @@ impl Supervisor {
     /// certificate the server cannot read, Redis asking for client certificates).
     fn silent(&self, i: usize) -> Option<String> {
         let spec = &self.state.servers[i].spec;
-        if !answers(spec.kind, spec.listen) {
+        // Hitch has no plain port: its `listen` is its TLS one, asked below.
+        if spec.kind != Kind::Hitch && !answers(spec.kind, spec.listen) {
             return Some(spec.listen.to_string());
+        }
+        // varnishncsa reads the shared-memory log from where it is when it attaches: only
+        // once it logged a request (these checks) are all later ones in the access log,
+        // which it appends to across restarts.
+        let mark = self.log_marks.get(&i).copied().unwrap_or(0);
+        if spec.kind == Kind::Varnish && spec.logs.first().is_none_or(|log| file_len(log) <= mark) {
+            return Some(format!("{} (its access log, by varnishncsa)", spec.listen));
         }
         let tls = spec.tls_listen?;
         let answered = self.trust.as_ref().is_some_and(|trust| answers_tls(spec.kind, tls, trust));
@@ -357,6 +375,105 @@ impl Supervisor {
         let _ = std::fs::remove_file(server.pid_file());
         remove_leftovers(&server.spec);
         self.state.save()?;
+        Ok(())
+    }
+
+    /// Empties cache `name`, or every cache of the testbed (see [`Kind::is_cache`]).
+    fn purge(&mut self, name: Option<&str>) -> Result<(), TestbedError> {
+        let caches: Vec<usize> =
+            (0..self.state.servers.len()).filter(|&i| self.state.servers[i].spec.kind.is_cache()).collect();
+        let names = || caches.iter().map(|&i| self.state.servers[i].spec.name.as_str()).collect::<Vec<_>>().join(", ");
+        let targets = match name {
+            None if caches.is_empty() => {
+                return Err(TestbedError::Purge { name: "the testbed".into(), reason: "it has no cache".into() })
+            }
+            None => caches.clone(),
+            Some(name) => {
+                let i = self
+                    .index(name)
+                    .ok_or_else(|| TestbedError::NoSuchServer { name: name.into(), known: self.state.names() })?;
+                if !caches.contains(&i) {
+                    let reason = format!(
+                        "it keeps no cache (the caches here: {})",
+                        if caches.is_empty() { "none".to_string() } else { names() }
+                    );
+                    return Err(TestbedError::Purge { name: name.into(), reason });
+                }
+                vec![i]
+            }
+        };
+        for i in targets {
+            self.purge_one(i)?;
+        }
+        Ok(())
+    }
+
+    /// Empties the cache of server `i`: Varnish bans every object (`varnishadm ban`), squid
+    /// (a memory cache) restarts, nginx's cache files are removed, redis-server and
+    /// memcached flush their keys.
+    fn purge_one(&mut self, i: usize) -> Result<(), TestbedError> {
+        let server = &self.state.servers[i];
+        let spec = server.spec.clone();
+        let failed = |reason: String| TestbedError::Purge { name: spec.name.clone(), reason };
+        if server.status != Status::Running {
+            return Err(failed(format!("it is {} (start it first)", server.status)));
+        }
+        match spec.kind {
+            Kind::Varnish => {
+                let varnishadm = program_path("varnishadm")
+                    .ok_or_else(|| TestbedError::Missing { program: "varnishadm".into(), package: "varnish".into() })?;
+                // Every object cached before now is a miss from now on (the ban is checked at
+                // lookup; the ban lurker frees the memory later).
+                let out = Command::new(varnishadm)
+                    .arg("-n")
+                    .arg(&spec.dir)
+                    .args(["-t", "5", "ban", "req.url", "~", "."])
+                    .stdin(Stdio::null())
+                    .output()?;
+                if !out.status.success() {
+                    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+                    return Err(failed(format!("varnishadm ban: {} ({})", text.trim(), describe_exit(out.status))));
+                }
+            }
+            // A memory cache: a restart empties it (its counters start again too).
+            Kind::Squid => {
+                self.stop(i)?;
+                self.start(i)?;
+            }
+            // nginx opens cache files by path, and takes a key whose file is gone for a miss:
+            // the cache directory is swapped for an empty one at once, and the old one
+            // removed in the background (thousands of files take seconds).
+            Kind::NginxCache => {
+                let cache = spec.dir.join("cache");
+                let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let old = spec.dir.join(format!("cache.purged-{}", stamp.as_nanos()));
+                match std::fs::rename(&cache, &old) {
+                    Ok(()) => {
+                        std::thread::spawn(move || std::fs::remove_dir_all(old));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
+                }
+                std::fs::create_dir_all(&cache)?;
+            }
+            Kind::Redis => {
+                let mut conn = connect(spec.listen).ok_or_else(|| failed("no connection".into()))?;
+                // ASYNC: the keys are gone at once, their memory is freed in the background
+                // (a large data set would outlast the connection's timeout otherwise).
+                if !ping(&mut conn, b"FLUSHALL ASYNC\r\n", b"+OK\r\n") {
+                    return Err(failed("FLUSHALL ASYNC did not answer +OK".into()));
+                }
+            }
+            Kind::Memcached => {
+                let mut conn = connect(spec.listen).ok_or_else(|| failed("no connection".into()))?;
+                if !ping(&mut conn, b"flush_all\r\n", b"OK\r\n") {
+                    return Err(failed("flush_all did not answer OK".into()));
+                }
+            }
+            Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Caddy | Kind::Hitch => {
+                return Err(failed("it keeps no cache".into()))
+            }
+        }
         Ok(())
     }
 
@@ -467,11 +584,50 @@ fn spawn(server: &ServerState) -> Result<u32, TestbedError> {
     for (path, contents) in &spec.files {
         std::fs::write(path, contents)?;
     }
+    // Squid, once it is `proxy`, cannot reach its directory inside the private testbed
+    // directory: its access log is opened here (created before `give_to`, so it is proxy's)
+    // and handed over as descriptor 3, which squid opens again as /dev/fd/3.
+    let squid_log = match spec.kind {
+        Kind::Squid => {
+            let path = crate::servers::squid_access_log(&spec.dir);
+            Some(std::fs::OpenOptions::new().create(true).append(true).open(path)?)
+        }
+        _ => None,
+    };
     if let Some(owner) = &spec.owner {
         give_to(&spec.dir, owner)?;
     }
     let log = std::fs::OpenOptions::new().create(true).append(true).open(server.log())?;
-    let child = Command::new(program_path(&spec.program).ok_or_else(|| missing(spec))?)
+    let mut cmd = Command::new(program_path(&spec.program).ok_or_else(|| missing(spec))?);
+    if let Some(file) = squid_log {
+        use std::os::fd::IntoRawFd;
+        let fd = file.into_raw_fd();
+        // SAFETY: between fork and exec only async-signal-safe calls: dup2 and fcntl. The
+        // descriptor stays open in the supervisor until the child has been spawned.
+        unsafe {
+            cmd.pre_exec(move || {
+                if fd == 3 {
+                    // dup2 onto itself keeps close-on-exec: clear it instead.
+                    libc::fcntl(3, libc::F_SETFD, 0);
+                } else if libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let spawned = spawn_with_output(cmd, server, log);
+        // SAFETY: `fd` came from into_raw_fd above and is closed once, here.
+        unsafe { libc::close(fd) };
+        return spawned;
+    }
+    spawn_with_output(cmd, server, log)
+}
+
+/// Spawns `cmd` as server `server`: its arguments and environment, in its directory, in a
+/// process group of its own, its output to `log`.
+fn spawn_with_output(mut cmd: Command, server: &ServerState, log: std::fs::File) -> Result<u32, TestbedError> {
+    let spec = &server.spec;
+    let child = cmd
         .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.dir)
@@ -483,6 +639,42 @@ fn spawn(server: &ServerState) -> Result<u32, TestbedError> {
         .map_err(|e| TestbedError::Start { name: spec.name.clone(), reason: format!("{}: {e}", spec.program) })?;
     // The child is reaped by `reap`, through waitpid(-1): the handle is not needed.
     Ok(child.id())
+}
+
+/// Starts the programs that run beside server `pid` ([`ServerSpec::companions`]) in its
+/// process group, so that they end with it, their output with its.
+fn spawn_companions(server: &ServerState, pid: u32) -> Result<(), TestbedError> {
+    for companion in &server.spec.companions {
+        let Some((program, args)) = companion.split_first() else { continue };
+        let path = program_path(program)
+            .ok_or_else(|| TestbedError::Missing { program: program.clone(), package: server.spec.package.clone() })?;
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(server.log())?;
+        Command::new(path)
+            .args(args)
+            .current_dir(&server.spec.dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(pid as i32)
+            .spawn()
+            .map_err(|e| TestbedError::Start { name: server.spec.name.clone(), reason: format!("{program}: {e}") })?;
+    }
+    Ok(())
+}
+
+/// The length of the file at `path`; 0 when there is none.
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// "exit 1", "signal 9", from a finished command.
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => status.to_string(),
+    }
 }
 
 fn missing(spec: &ServerSpec) -> TestbedError {
@@ -622,7 +814,14 @@ fn probe(kind: Kind, addr: SocketAddr, conn: &mut (impl Read + Write)) -> bool {
     match kind {
         Kind::Redis => ping(conn, b"PING\r\n", b"+PONG\r\n"),
         Kind::Memcached => ping(conn, b"version\r\n", b"VERSION "),
-        Kind::Origin | Kind::Nginx | Kind::Haproxy | Kind::Varnish | Kind::Squid | Kind::Caddy => {
+        Kind::Origin
+        | Kind::Nginx
+        | Kind::Haproxy
+        | Kind::Varnish
+        | Kind::Squid
+        | Kind::Caddy
+        | Kind::NginxCache
+        | Kind::Hitch => {
             let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
             let mut start = [0u8; 12];
             conn.write_all(request.as_bytes()).is_ok()
