@@ -202,9 +202,10 @@ fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
     assert_eq!(down["exit"].as_i64(), Some(0), "{down}");
     assert!(down["output"].as_str().unwrap().contains("stopped origin-2"), "{down}");
     // Requests to origin-2 fail until a health check (every 250 ms) marks it down; then
-    // they stop within a second.
+    // they stop, within 1.5 s on a machine busy with other testbeds (1.08 s seen at load 8;
+    // without the checks they would fail until the restart, 3 s on).
     let recovery = f(&down["recovery_s"]);
-    assert!(recovery > 0.0 && recovery < 1.0, "recovery {recovery}: {down}");
+    assert!(recovery > 0.0 && recovery < 1.5, "recovery {recovery}: {down}");
     assert!(down["burst_errors"].as_u64().unwrap() > 0, "{down}");
     let after = &down["after"]["backends"];
     assert_eq!(after.as_object().unwrap().keys().collect::<Vec<_>>(), ["origin-1"], "{after}");
