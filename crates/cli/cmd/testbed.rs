@@ -65,6 +65,7 @@ pub fn options(
         weights: Vec::new(),
         memory: None,
         eviction: None,
+        keep_logs: None,
     })
 }
 

@@ -87,6 +87,7 @@ impl Environment {
             weights: self.weights.clone(),
             memory: self.memory,
             eviction: self.eviction,
+            keep_logs: None,
         }
     }
 
@@ -714,12 +715,23 @@ impl Testbeds {
         runner.note(&format!("bringing up testbed {} in {}", env.name(), dir.display()));
         runner.testbed_up(&dir);
         let stop = runner.token();
-        let state = barrage_testbed::up(&env.options(barrage), &dir, Lifetime::Caller, &|| stop.is_cancelled())?;
+        // The servers' own logs, the study's ground truth, outlive the testbed beside it.
+        let mut options = env.options(barrage);
+        options.keep_logs = Some(logs_dir(&dir));
+        let state = barrage_testbed::up(&options, &dir, Lifetime::Caller, &|| stop.is_cancelled())?;
         let servers = servers_of(&state.servers.iter().map(|s| s.spec.clone()).collect::<Vec<_>>());
         let bed = Bed { servers, dir: Some(dir), ca: state.ca.clone() };
         self.up.insert(env, bed.clone());
         Ok(bed)
     }
+}
+
+/// Where the servers' logs of the testbed in `dir` are kept once it is down:
+/// `testbed-squid.logs/squid/access.log`.
+pub fn logs_dir(dir: &Path) -> PathBuf {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(".logs");
+    PathBuf::from(name)
 }
 
 impl Drop for Testbeds {

@@ -176,6 +176,11 @@ pub struct Options {
     /// redis-server's `maxmemory-policy` (`--eviction`).
     #[serde(default)]
     pub eviction: Option<Eviction>,
+    /// Where `down` moves the servers' logs (`NAME/output.log` and each of
+    /// [`ServerSpec::logs`]) before it removes the state directory: an experiment's ground
+    /// truth outlives its testbed. `None`: they go with it.
+    #[serde(default)]
+    pub keep_logs: Option<PathBuf>,
 }
 
 impl Options {
@@ -636,6 +641,7 @@ mod tests {
             weights: Vec::new(),
             memory: None,
             eviction: None,
+            keep_logs: None,
         }
     }
 

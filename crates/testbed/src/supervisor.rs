@@ -489,6 +489,9 @@ impl Supervisor {
             let _ = self.stop(i);
         }
         self.reap();
+        if let Some(keep) = &self.state.options.keep_logs {
+            keep_logs(&self.state, keep);
+        }
         remove_at_once(&self.state.dir);
     }
 
@@ -515,6 +518,35 @@ impl Supervisor {
         self.exits.clear();
         if changed {
             let _ = self.state.save();
+        }
+    }
+}
+
+/// Moves each stopped server's output and own logs to `keep/NAME/` (a directory of this
+/// user's alone, as the state directory is). Best effort: a log that cannot be moved is lost
+/// with the testbed, as it would be without `keep`.
+fn keep_logs(state: &State, keep: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    for s in &state.servers {
+        let into = keep.join(&s.spec.name);
+        if std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&into).is_err() {
+            continue;
+        }
+        for log in std::iter::once(s.spec.dir.join("output.log")).chain(s.spec.logs.iter().cloned()) {
+            let Some(name) = log.file_name() else { continue };
+            // A resumed study's testbed keeps its logs beside the first one's.
+            let free = |n: u32| {
+                let mut to = name.to_owned();
+                if n > 0 {
+                    to.push(format!(".{n}"));
+                }
+                into.join(to)
+            };
+            let Some(to) = (0..100).map(free).find(|p| !p.exists()) else { continue };
+            // The state directory is inside the experiment's: a rename, else a copy.
+            if std::fs::rename(&log, &to).is_err() {
+                let _ = std::fs::copy(&log, &to);
+            }
         }
     }
 }
