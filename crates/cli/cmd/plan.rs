@@ -19,8 +19,14 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
         .map_err(anyhow::Error::msg)?;
     // `barrage` in an `--at` command is this binary, wherever PATH points.
     let barrage = std::env::current_exe().ok();
-    job.at = barrage_study::watch::schedule(&a.watch.at, job.plan.attack_limit(), barrage.as_deref())
-        .map_err(anyhow::Error::msg)?;
+    // `barrage testbed ...` in it acts on the testbed of --testbed (a case's own).
+    job.at = barrage_study::watch::schedule(
+        &a.watch.at,
+        job.plan.attack_limit(),
+        barrage.as_deref(),
+        a.watch.testbed.as_deref(),
+    )
+    .map_err(anyhow::Error::msg)?;
     job.output = a.output.output.clone();
     job.log = a.output.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: a.output.log_sample });
     job.hdr_log = a.output.hdr_log.clone();
