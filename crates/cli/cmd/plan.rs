@@ -214,7 +214,10 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             body.flag
         );
     }
-    let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
+    // Stepped rates end after their last step; a scenario whose groups all end by
+    // themselves (durations, iterations) after its last group.
+    let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. })
+        || scenario.as_deref().is_some_and(barrage_plan::scenario::ends_by_itself);
     // A scenario whose groups all end by themselves lasts until the last one ends.
     let span = scenario.as_deref().and_then(barrage_plan::scenario::span);
     let duration =
@@ -241,6 +244,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         timeout: c.timeout.0,
         connect_timeout: c.connect_timeout.0.min(c.timeout.0),
         threads: l.threads,
+        rate_cap: l.rate_cap.map(|r| r.0),
         pick: match (&kv, &a.kv.key_pattern, &r.pick) {
             (_, Some(p), _) | (_, None, Some(p)) => p.clone(),
             // memtier's default key pattern is random (R:R).
