@@ -659,13 +659,13 @@ fn worker_task(
     let first = window.start + ramp.mul_f64(number as f64 / all.max(1) as f64);
     let deadline = closed.deadline();
     let new_connections = !w.plan.keepalive;
-    // `--rate-cap`: this worker's share of the cap, its first start staggered by its place
-    // among all the loop's workers so that together they go evenly.
     // A group's `iterations`: the flows this worker runs before it stops.
     let iterations = match work {
         Work::Flows(g) => w.plan.scenario.as_ref().and_then(|s| s.groups[g].iterations),
         Work::Requests => None,
     };
+    // `--rate-cap`: this worker's share of the cap, its first start staggered by its place
+    // among all the loop's workers so that together they go evenly.
     let cap = match work {
         Work::Requests => {
             w.plan.worker_interval().map(|every| (every, every.mul_f64(number as f64 / all.max(1) as f64)))

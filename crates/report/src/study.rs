@@ -613,6 +613,17 @@ impl StudyTable {
         o.insert("slos".into(), Value::Array(slos));
         o.insert("failed".into(), json!(r.failure()));
         o.insert("verdict".into(), json!(r.verdict()));
+        let events: Vec<Value> = (1..)
+            .zip(&r.runs)
+            .flat_map(|(run, s)| {
+                s.events
+                    .iter()
+                    .map(move |e| json!({ "run": run, "at_s": e.at_s, "command": e.command, "failed": e.failed }))
+            })
+            .collect();
+        if !events.is_empty() {
+            o.insert("events".into(), Value::Array(events));
+        }
         Value::Object(o)
     }
 }
