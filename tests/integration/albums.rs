@@ -327,3 +327,107 @@ fn an_album_store_that_is_a_file_is_a_one_line_error() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot use the album store") && err.contains(file.path().to_str().unwrap()), "{err}");
 }
+
+/// `examples/albums/albums.toml` run exactly as its header says (only the origin's port is
+/// the test's: never a fixed one), from a directory holding the repository's `examples/`,
+/// against `barrage serve`: every flow succeeds, each of the 30 workers ran its 50 flows
+/// and stopped, and the origin's own album counts are barrage's (found in issue 34: the
+/// example's unbounded workers filled the store and 42% of flows failed with 507).
+#[test]
+fn the_album_example_runs_as_shipped_with_every_flow_succeeding() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/albums/albums.toml")).unwrap();
+    // The command of the header: its `#   barrage run` line and the lines it continues to.
+    let mut command = String::new();
+    for line in text.lines().map(|l| l.trim_start_matches('#').trim()) {
+        if command.is_empty() && !line.starts_with("barrage run") {
+            continue;
+        }
+        command.push_str(line.trim_end_matches('\\'));
+        command.push(' ');
+        if !line.ends_with('\\') {
+            break;
+        }
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert!(words.starts_with(&["barrage", "run", "--scenario", "examples/albums/albums.toml"]), "{command}");
+    let origin = ServeProcess::start(&[]);
+    let base = "base=http://127.0.0.1:8080";
+    assert!(words.contains(&base), "the header's base URL: {command}");
+    let own_base = format!("base=http://{}", origin.addr);
+    let args: Vec<&str> = words[1..].iter().map(|w| if *w == base { own_base.as_str() } else { w }).collect();
+    let work = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root.join("examples"), work.path().join("examples")).unwrap();
+    let started = std::time::Instant::now();
+    let out = barrage().args(&args).current_dir(work.path()).output().unwrap();
+    let took = started.elapsed();
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    // Each worker's 50 flows 100 ms apart (its think time), phase-2 from 2 s: about 9 s.
+    assert!(took > Duration::from_secs(5) && took < Duration::from_secs(40), "well under a minute: {took:?}");
+    let report =
+        barrage().args(["report", "--format", "json", "albums.brg"]).current_dir(work.path()).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let s: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let total = &s["flows_total"];
+    assert_eq!((total["flows"].as_u64(), total["ok"].as_u64()), (Some(1500), Some(1500)), "30 workers × 50: {total}");
+    // Over the time the flows took, not the groups' 60 s bound.
+    let per_sec = total["flows_per_sec"].as_f64().unwrap();
+    assert!(per_sec >= 1500.0 / took.as_secs_f64(), "{per_sec} flows/s in {took:?}");
+    for (group, workers) in [("phase-1", 10), ("phase-2", 20)] {
+        let g = s["flows"].as_array().unwrap().iter().find(|g| g["name"] == group).unwrap();
+        assert_eq!(g["flows"].as_u64(), Some(workers * 50), "{g}");
+        assert_eq!(g["load"], format!("{workers} workers, {} flows", workers * 50), "{g}");
+    }
+    assert_eq!(s["requests"]["ok"], s["requests"]["total"], "{}", s["errors"]);
+    // The origin's own counts: an album created for every POST barrage saw succeed, read
+    // for every GET; none missing, none refused.
+    let ok_of = |step: &str| -> u64 {
+        let named = s["by_name"].as_array().unwrap();
+        named
+            .iter()
+            .filter(|n| n["name"].as_str().unwrap().ends_with(step))
+            .map(|n| n["requests"].as_u64().unwrap())
+            .sum()
+    };
+    let counts = album_counts(origin.addr);
+    assert_eq!(counts["created"].as_u64(), Some(ok_of("post-album")), "{counts}");
+    assert_eq!(counts["read"].as_u64(), Some(ok_of("get-album")), "{counts}");
+    assert_eq!(counts["created"].as_u64(), Some(1500), "{counts}");
+    assert_eq!((&counts["not_found"], &counts["rejected"], &counts["failed"]), (&0.into(), &0.into(), &0.into()));
+    // The request log the command asked for: a row per request.
+    let log = std::fs::read_to_string(work.path().join("albums.csv")).unwrap();
+    assert_eq!(log.lines().count(), 1 + 3000, "a header and 3,000 rows");
+
+    // Cut short by -d, a group of iterations says it ran fewer flows than it asked for.
+    let out = barrage()
+        .args(["run", "--scenario", "examples/albums/albums.toml", "--var", &own_base, "-d", "1s"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let warning = text.lines().find(|l| l.contains("group phase-1: ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(warning.contains(" of the 500 flows asked (10 workers, 500 flows) finished"), "{warning}");
+}
+
+/// `iterations` is for closed-loop groups, and a whole number from 1: anything else is
+/// refused with the file, line and key, exit 2.
+#[test]
+fn iterations_that_cannot_run_are_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    for (group, want) in [
+        (
+            "rate = 5\niterations = 3\n",
+            "s.toml:6: group.g.iterations: iterations counts each closed-loop worker's flows",
+        ),
+        ("concurrency = 2\niterations = 0\n", "s.toml:6: group.g.iterations: 0: flows per worker, from 1 to"),
+        ("concurrency = 2\niterations = \"many\"\n", "s.toml:6"),
+    ] {
+        let text = format!("[[flow.f.step]]\nname = \"s\"\nurl = \"http://127.0.0.1:9/\"\n[group.g]\n{group}");
+        std::fs::write(&file, text).unwrap();
+        let out = barrage().args(["run", "--scenario"]).arg(&file).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want) && err.trim_end().lines().count() == 1, "{err}");
+    }
+}

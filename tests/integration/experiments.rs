@@ -648,3 +648,106 @@ fn a_fail_if_on_a_change_not_significant_says_how_it_decided() {
         "{err}"
     );
 }
+
+/// `at` events of an experiment's case act on the case's own testbed (haproxy over two
+/// origins): origin-2 stopped at 1 s and started at 2 s shows as a gap in its answers
+/// (X-Served-By) in that case alone; a case that stops it and never starts it again leaves
+/// it stopped, and the study starts it again before the next case, saying so; the next
+/// case is served by both origins throughout.
+#[test]
+fn events_of_a_case_act_on_its_testbed_and_the_next_case_has_every_server() {
+    use barrage_testbed::program_path;
+    if !crate::util::require("haproxy", program_path("haproxy").is_some()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("events.toml");
+    std::fs::write(
+        &file,
+        r#"name = "events"
+duration = "3s"
+
+[base]
+url = "{haproxy-lb}/bytes/16"
+rate = 200
+testbed = "haproxy-lb"
+testbed-backends = 2
+
+[factors.event]
+outage = { at = [["1s", "barrage testbed stop origin-2"], ["2s", "barrage testbed start origin-2"]] }
+left-stopped = { at = [["1s", "barrage testbed stop origin-2"]] }
+none = {}
+"#,
+    )
+    .unwrap();
+    let listing = ok(&barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap());
+    assert!(listing.contains("events of each measured run (not the warm-up), on its testbed:"), "{listing}");
+    assert!(listing.contains("at 1s: barrage testbed stop origin-2"), "{listing}");
+    let results = dir.path().join("results");
+    let out = barrage()
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(&results)
+        .env("BARRAGE_TESTBED_DIR", dir.path().join("no-testbed-here"))
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TC1 repeat 1 left origin-2 stopped: starting it again"), "{stderr}");
+    assert!(!stderr.contains("TC0 repeat 1 left"), "the outage case started origin-2 itself: {stderr}");
+    assert!(text.contains("events of TC0 outage: +1.0"), "{text}");
+    let report = |case: &str| -> Value {
+        let out = barrage()
+            .args(["report", "--format", "json"])
+            .arg(results.join(format!("{case}.r1.brg")))
+            .output()
+            .unwrap();
+        serde_json::from_slice(ok_bytes(&out)).unwrap()
+    };
+    let backend = |s: &Value, name: &str| -> Value {
+        s["backends"].as_array().unwrap().iter().find(|b| b["name"] == name).cloned().unwrap_or(Value::Null)
+    };
+    let long_gaps = |b: &Value| -> Vec<(f64, f64)> {
+        b["gaps"].as_array().map_or(Vec::new(), |g| {
+            g.iter()
+                .filter(|g| g["length_s"].as_f64().unwrap() > 0.5)
+                .map(|g| (g["from_s"].as_f64().unwrap(), g["to_s"].as_f64().unwrap()))
+                .collect()
+        })
+    };
+    // The outage: both commands succeeded on the case's testbed, origin-2 answered nothing
+    // from the stop until after the start.
+    let tc0 = report("TC0");
+    let events = tc0["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for e in events {
+        assert_eq!(e["exit"].as_i64(), Some(0), "{e}");
+    }
+    assert!(events[0]["output"].as_str().unwrap().contains("stopped origin-2"), "{}", events[0]);
+    let gaps = long_gaps(&backend(&tc0, "origin-2"));
+    assert_eq!(gaps.len(), 1, "{}", backend(&tc0, "origin-2"));
+    let (from, to) = gaps[0];
+    assert!((0.9..1.6).contains(&from) && to >= 1.9, "origin-2 silent {from}–{to} s");
+    assert!(long_gaps(&backend(&tc0, "origin-1")).is_empty(), "{}", backend(&tc0, "origin-1"));
+    // Left stopped: silent from 1 s to the end.
+    let tc1 = report("TC1");
+    assert_eq!(tc1["events"].as_array().unwrap().len(), 1);
+    let b = backend(&tc1, "origin-2");
+    assert!(b["last_second"].as_u64().unwrap() <= 1, "origin-2 answered after its stop: {b}");
+    // The next case: both origins from its start to its end, no gap, no error.
+    let tc2 = report("TC2");
+    assert!(tc2["events"].as_array().is_none_or(|e| e.is_empty()), "{}", tc2["events"]);
+    assert_eq!(tc2["requests"]["ok"], tc2["requests"]["total"], "{}", tc2["errors"]);
+    for name in ["origin-1", "origin-2"] {
+        let b = backend(&tc2, name);
+        let share = b["share"].as_f64().unwrap_or(0.0);
+        assert!((0.4..0.6).contains(&share), "{name}: {b}");
+        assert!(long_gaps(&b).is_empty() && b["first_second"] == 0, "{name}: {b}");
+    }
+}
+
+fn ok_bytes(out: &Output) -> &[u8] {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    &out.stdout
+}

@@ -286,3 +286,66 @@ fn closed_loop_measures_the_first_requests_too() {
     assert!(s.latency.service.min_us >= 20_000, "min {} µs", s.latency.service.min_us);
     assert!(s.duration.total_s >= 0.04, "total {} s", s.duration.total_s);
 }
+
+/// `--rate-cap`: a closed loop held to at most R a second, spread over its workers, with
+/// latency still the service time. `-c 1` capped at 50/s for 2 s sends 100 ± 2 requests
+/// to an origin that answers in 5 ms (each in well under its 20 ms turn); `-c 4` capped at
+/// 100/s sends 200 ± 4; against an origin slower than the turn the cap is only a bound:
+/// the worker sends as fast as answers come and never bursts to catch up.
+#[test]
+fn a_capped_closed_loop_sends_at_most_its_cap_and_measures_the_service_time() {
+    let delay = Duration::from_millis(5);
+    let o = origin(ServeConfig { latency: Some(LatencyDist::Fixed(delay)), ..Default::default() });
+    let capped = |workers: usize, cap: f64| {
+        let mut p = plan(&format!("{}/bytes/64", o.url()), closed(workers));
+        p.duration = Some(Duration::from_secs(2));
+        p.rate_cap = Some(cap);
+        run(p)
+    };
+    let s = capped(1, 50.0);
+    assert!((98..=102).contains(&s.requests.total), "-c 1 at most 50/s for 2 s: {}", s.requests.total);
+    assert_eq!(s.requests.ok, s.requests.total);
+    // The service time (5 ms plus loopback), not the 20 ms turn: a capped worker's wait
+    // for its turn is in no latency.
+    let (p50, p99) = (s.latency.service.p50_us, s.latency.service.p99_us);
+    assert!((5_000..9_000).contains(&p50) && p99 < 15_000, "p50 {p50} µs, p99 {p99} µs");
+    assert_eq!(s.latency.corrected.p50_us, p50, "closed loop: corrected is the service time");
+    let s = capped(4, 100.0);
+    assert!((196..=204).contains(&s.requests.total), "-c 4 at most 100/s for 2 s: {}", s.requests.total);
+    // Evenly over the run: no second sends more than its share (plus one each).
+    for i in s.intervals.iter().filter(|i| i.length_s >= 0.99) {
+        assert!(i.sent <= 104, "second {} sent {}", i.second, i.sent);
+    }
+
+    let slow =
+        origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(30))), ..Default::default() });
+    let mut p = plan(&format!("{}/bytes/64", slow.url()), closed(1));
+    p.duration = Some(Duration::from_secs(2));
+    p.rate_cap = Some(50.0);
+    let s = run(p);
+    // One at a time at 30 ms each: about 66, fewer than the cap's 100, and no burst.
+    assert!((50..=70).contains(&s.requests.total), "a slow origin bounds the rate: {}", s.requests.total);
+}
+
+/// The cap is shown where the load is (the report's header), and misuse is refused in one
+/// line naming the flag, exit 2.
+#[test]
+fn the_rate_cap_is_shown_and_misuse_is_refused() {
+    let o = origin(ServeConfig::default());
+    let url = format!("{}/bytes/16", o.url());
+    let out =
+        crate::util::barrage().args(["run", "-c", "1", "--rate-cap", "20", "-d", "500ms", &url]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("1 workers, at most 20/s"), "{text}");
+    for (args, names) in [
+        (&["--rate", "10", "--rate-cap", "5"][..], "--rate-cap"),
+        (&["-c", "1", "--rate-cap", "0"][..], "--rate-cap"),
+        (&["-c", "1", "--rate-cap", "fast"][..], "--rate-cap"),
+    ] {
+        let out = crate::util::barrage().arg("run").args(args).args(["-d", "1s", &url]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+    }
+}

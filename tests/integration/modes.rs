@@ -135,6 +135,7 @@ fn sample(flag: &str, w: &World) -> Sample {
         "max-in-flight" => plain(s(&["--max-in-flight", "7"])),
         "concurrency" => closed(s(&["-c", "3"])),
         "think-time" => closed(s(&["--think-time", "20ms"])),
+        "rate-cap" => closed(s(&["--rate-cap", "10"])),
         "duration" => plain(s(&["-d", "300ms"])),
         "requests" => plain(s(&["-n", "3"])),
         "threads" => plain(s(&["--threads", "1"])),

@@ -519,6 +519,12 @@ pub struct LoadArgs {
     /// Closed loop: pause between a response and the worker's next request.
     #[arg(long, value_name = "DURATION", help_heading = "Load")]
     pub think_time: Option<Dur>,
+    /// Closed loop: at most this many requests a second over all -c workers, spread evenly
+    /// (each worker at most its share, with no catch-up burst): `-c 1 --rate-cap 2` is a
+    /// probe, one request at a time, two a second. Latency stays the service time; unlike
+    /// --rate, a slow answer delays the next request instead of queueing it.
+    #[arg(long, value_name = "RATE", conflicts_with = "rate", help_heading = "Load")]
+    pub rate_cap: Option<barrage_plan::units::Rate>,
     /// Stop sending after this long. [default: 10s unless --requests is given]
     #[arg(short = 'd', long, value_name = "DURATION", help_heading = "Load")]
     pub duration: Option<PositiveDur>,

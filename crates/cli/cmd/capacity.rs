@@ -31,6 +31,9 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     if !run.request.phases.is_empty() {
         bail!("--phases runs a stream once per phase; capacity probes each rate once: use `barrage sweep --phases` at its rates");
     }
+    if run.load.rate_cap.is_some() {
+        bail!("--rate-cap caps a closed loop (-c); capacity probes open-loop rates: drop it");
+    }
     if run.load.rate.is_some() || run.load.concurrency.is_some() {
         bail!("capacity chooses the rates itself: drop --rate and -c (use --start-rate and --max-rate)");
     }

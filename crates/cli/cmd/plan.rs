@@ -19,8 +19,14 @@ pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
         .map_err(anyhow::Error::msg)?;
     // `barrage` in an `--at` command is this binary, wherever PATH points.
     let barrage = std::env::current_exe().ok();
-    job.at = barrage_study::watch::schedule(&a.watch.at, job.plan.attack_limit(), barrage.as_deref())
-        .map_err(anyhow::Error::msg)?;
+    // `barrage testbed ...` in it acts on the testbed of --testbed (a case's own).
+    job.at = barrage_study::watch::schedule(
+        &a.watch.at,
+        job.plan.attack_limit(),
+        barrage.as_deref(),
+        a.watch.testbed.as_deref(),
+    )
+    .map_err(anyhow::Error::msg)?;
     job.output = a.output.output.clone();
     job.log = a.output.log.clone().map(|path| barrage_engine::reqlog::LogSpec { path, sample: a.output.log_sample });
     job.hdr_log = a.output.hdr_log.clone();
@@ -208,7 +214,10 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             body.flag
         );
     }
-    let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. });
+    // Stepped rates end after their last step; a scenario whose groups all end by
+    // themselves (durations, iterations) after its last group.
+    let natural_end = matches!(&load, Load::Open { pacer: Pacer::Steps { .. }, .. })
+        || scenario.as_deref().is_some_and(barrage_plan::scenario::ends_by_itself);
     // A scenario whose groups all end by themselves lasts until the last one ends.
     let span = scenario.as_deref().and_then(barrage_plan::scenario::span);
     let duration =
@@ -235,6 +244,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         timeout: c.timeout.0,
         connect_timeout: c.connect_timeout.0.min(c.timeout.0),
         threads: l.threads,
+        rate_cap: l.rate_cap.map(|r| r.0),
         pick: match (&kv, &a.kv.key_pattern, &r.pick) {
             (_, Some(p), _) | (_, None, Some(p)) => p.clone(),
             // memtier's default key pattern is random (R:R).

@@ -39,6 +39,9 @@ pub struct ScheduledCommand {
     pub command: String,
     /// The barrage binary `barrage` in the command runs (the one running); `None`: PATH's.
     pub barrage: Option<PathBuf>,
+    /// The testbed the run aims at: `barrage testbed stop NAME` in the command acts on it
+    /// (set as `BARRAGE_TESTBED_DIR`); `None`: the environment's, or the default one.
+    pub testbed: Option<PathBuf>,
 }
 
 /// Runs the scheduled commands in the background.
@@ -113,7 +116,11 @@ fn run_one(index: u32, c: ScheduledCommand, start: Instant, tx: &Sender<EventRec
     // Standard output and error apart: a failed command is shown with the first line of
     // its error, which says why (`sh: 1: barrage: not found`), whatever it printed after.
     // A process group of its own: what the command starts goes with it when it is killed.
-    let spawned = Command::new("sh")
+    let mut sh = Command::new("sh");
+    if let Some(dir) = &c.testbed {
+        sh.env("BARRAGE_TESTBED_DIR", dir);
+    }
+    let spawned = sh
         .arg("-c")
         .arg(script(&c))
         .stdin(Stdio::null())
@@ -237,7 +244,7 @@ mod tests {
     use super::*;
 
     fn at(ms: u64, command: &str) -> ScheduledCommand {
-        ScheduledCommand { offset: Duration::from_millis(ms), command: command.into(), barrage: None }
+        ScheduledCommand { offset: Duration::from_millis(ms), command: command.into(), barrage: None, testbed: None }
     }
 
     /// The records of `commands` once every one has ended (bounded).
@@ -270,6 +277,17 @@ mod tests {
         let records = all_ended(vec![c]);
         let EventKind::Ended { exit, output, .. } = &ended(&records, 0).kind else { unreachable!() };
         assert_eq!((*exit, output.as_str()), (Some(0), "it's me"));
+    }
+
+    /// A command runs with the run's testbed as `BARRAGE_TESTBED_DIR`, which `barrage
+    /// testbed` honours: an experiment's case acts on its own testbed.
+    #[test]
+    fn a_command_acts_on_the_runs_testbed() {
+        let mut c = at(0, "echo \"$BARRAGE_TESTBED_DIR\"");
+        c.testbed = Some("/tmp/the case's testbed".into());
+        let records = all_ended(vec![c]);
+        let EventKind::Ended { exit, output, .. } = &ended(&records, 0).kind else { unreachable!() };
+        assert_eq!((*exit, output.as_str()), (Some(0), "/tmp/the case's testbed"));
     }
 
     fn ended(records: &[EventRecord], index: u32) -> &EventRecord {

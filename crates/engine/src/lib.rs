@@ -279,10 +279,13 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
             (Mode::Open, steps)
         }
         Load::Closed { concurrency, .. } => {
-            let label = match plan.streams {
+            let mut label = match plan.streams {
                 1 => format!("{concurrency} workers"),
                 n => format!("{concurrency} connections × {n} streams"),
             };
+            if let Some(rate) = plan.rate_cap {
+                label.push_str(&format!(", at most {rate}/s"));
+            }
             (Mode::Closed, vec![StepInfo { label, start_ms: 0 }])
         }
     };
@@ -362,7 +365,13 @@ fn group_infos(s: &barrage_plan::flow::Scenario, run_end: Option<Duration>) -> V
                     };
                     (pacer.step_labels().join(", ").replace("req/s", "flows/s"), rate, None)
                 }
-                Load::Closed { concurrency, .. } => (format!("{concurrency} workers"), None, Some(*concurrency as u32)),
+                Load::Closed { concurrency, .. } => {
+                    // The flows asked for in all (not per worker): merged shards add up.
+                    let each = g
+                        .iterations
+                        .map_or(String::new(), |n| format!(", {} flows", n.saturating_mul(*concurrency as u64)));
+                    (format!("{concurrency} workers{each}"), None, Some(*concurrency as u32))
+                }
             };
             barrage_metrics::GroupInfo {
                 name: g.name.clone(),
@@ -372,7 +381,9 @@ fn group_infos(s: &barrage_plan::flow::Scenario, run_end: Option<Duration>) -> V
                 rate,
                 workers,
                 start_ms: g.start.as_millis() as u64,
-                end_ms: own_end(g, run_end).map(|d| d.as_millis() as u64),
+                // A group of iterations ends when its workers are done, which no header can
+                // know: counted to the end of the attack, not to its window's end.
+                end_ms: own_end(g, run_end).filter(|_| g.iterations.is_none()).map(|d| d.as_millis() as u64),
             }
         })
         .collect()

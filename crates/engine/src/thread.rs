@@ -659,16 +659,52 @@ fn worker_task(
     let first = window.start + ramp.mul_f64(number as f64 / all.max(1) as f64);
     let deadline = closed.deadline();
     let new_connections = !w.plan.keepalive;
+    // A group's `iterations`: the flows this worker runs before it stops.
+    let iterations = match work {
+        Work::Flows(g) => w.plan.scenario.as_ref().and_then(|s| s.groups[g].iterations),
+        Work::Requests => None,
+    };
+    // `--rate-cap`: this worker's share of the cap, its first start staggered by its place
+    // among all the loop's workers so that together they go evenly.
+    let cap = match work {
+        Work::Requests => {
+            w.plan.worker_interval().map(|every| (every, every.mul_f64(number as f64 / all.max(1) as f64)))
+        }
+        Work::Flows(_) => None,
+    };
     tokio::task::spawn_local(async move {
         let mut iteration = 0;
         let mut turns = Turns::default();
+        // A timerfd only for a worker that waits for its turn (a ramp, a cap).
+        let mut timer: Option<PreciseTimer> = None;
         if !first.is_zero() {
             // A worker whose turn in the ramp comes after the end never starts.
-            PreciseTimer::new().sleep_until(instant_at(w.start, first.min(deadline.unwrap_or(first)))).await;
+            timer
+                .get_or_insert_with(PreciseTimer::new)
+                .sleep_until(instant_at(w.start, first.min(deadline.unwrap_or(first))))
+                .await;
         }
+        let mut due = cap.map(|(_, stagger)| first + stagger);
         loop {
+            if iterations.is_some_and(|n| iteration >= n) {
+                // Its flows are run: the worker is done, its loop's end noted.
+                closed.ended_at(w.start.elapsed());
+                return;
+            }
+            if let Some(at) = due {
+                // Capped: the next start waits for its turn, never past the end (where
+                // `admit` ends the worker).
+                let wake = instant_at(w.start, at.min(deadline.unwrap_or(at)));
+                timer.get_or_insert_with(PreciseTimer::new).sleep_until(wake).await;
+            }
             let now = w.start.elapsed();
             let Some(last) = closed.admit(now, w.stop.is_cancelled(), &mut turns) else { return };
+            if let (Some(at), Some((every, _))) = (due.as_mut(), cap) {
+                // On a grid, so that timer lateness does not add up; a worker that fell
+                // behind (a slow answer) starts its next request at once, without a burst
+                // to catch up: the cap is an upper bound, not a schedule.
+                *at = (*at + every).max(now);
+            }
             match work {
                 Work::Requests => slot.request(&w, closed.request(now, &mut turns)).await,
                 Work::Flows(g) => {

@@ -1504,8 +1504,22 @@ fn flow_check(s: &RunSummary) -> Vec<String> {
                 g.name, g.unfinished
             ));
         }
+        if let Some(asked) = asked_flows(&g.load).filter(|n| g.flows < *n) {
+            w.push(format!(
+                "group {}: {} of the {asked} flows asked ({}) finished: its window or the run ended first",
+                g.name, g.flows, g.load
+            ));
+        }
     }
     w
+}
+
+/// The flows a closed-loop group of `iterations` asked for in all, from its load as the
+/// header says it (`10 workers, 500 flows`); `None` for any other load.
+fn asked_flows(load: &str) -> Option<u64> {
+    let (workers, flows) = load.strip_suffix(" flows")?.split_once(" workers, ")?;
+    workers.parse::<u64>().ok()?;
+    flows.parse().ok()
 }
 
 /// A warning when the server answered with errors: figures built on them must say so.
@@ -1846,6 +1860,21 @@ fn self_check(s: &RunSummary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flows a group of iterations asked for, read back from its load's label (merged
+    /// shards' labels add up); other loads ask for no count.
+    #[test]
+    fn a_group_of_iterations_asks_for_workers_times_iterations_flows() {
+        for (load, want) in [
+            ("10 workers, 500 flows", Some(500)),
+            (sum_labels(&["10 workers, 500 flows", "20 workers, 1000 flows"]).as_str(), Some(1500)),
+            ("10 workers", None),
+            ("50 flows/s", None),
+            ("10 workers, many flows", None),
+        ] {
+            assert_eq!(asked_flows(load), want, "{load}");
+        }
+    }
 
     #[test]
     fn a_rate_needs_enough_requests_in_its_window() {

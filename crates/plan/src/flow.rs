@@ -569,6 +569,9 @@ pub struct Group {
     pub ramp: Duration,
     /// Its load is its own (`rate` or `concurrency`), not the run's flags'.
     pub own_load: bool,
+    /// Closed loop: flows each worker runs before it stops (`iterations`, JMeter's loop
+    /// count); `None`: until the group's end.
+    pub iterations: Option<u64>,
 }
 
 /// Flows, feeders and the groups that run them.

@@ -298,6 +298,11 @@ pub struct Plan {
     pub connect_timeout: Duration,
     /// Engine threads; 0 = one per CPU the process may run on.
     pub threads: usize,
+    /// `--rate-cap`: a closed loop's cap, in requests a second over all its workers, spread
+    /// evenly: each worker starts a request at most once every `workers / rate` seconds,
+    /// and one that fell behind does not catch up in a burst. `None`: as fast as answers
+    /// come.
+    pub rate_cap: Option<f64>,
     /// How the next target is chosen.
     pub pick: Pick,
     /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
@@ -445,6 +450,7 @@ impl Plan {
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             threads: 0,
+            rate_cap: None,
             pick: Pick::RoundRobin,
             hit_ratio: None,
             objects: None,
@@ -592,6 +598,7 @@ impl Plan {
         if self.targets.is_empty() {
             return Err("no targets".into());
         }
+        self.validate_rate_cap()?;
         if let Some(kv) = &self.kv {
             return self.validate_kv(kv);
         }
@@ -650,6 +657,41 @@ impl Plan {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// `--rate-cap` caps the requests of a closed loop's workers: not an open loop's (its
+    /// `--rate` is its rate), nor a key-value run's or a scenario's flows.
+    fn validate_rate_cap(&self) -> Result<(), String> {
+        let Some(rate) = self.rate_cap else { return Ok(()) };
+        let flag = format!("--rate-cap {rate}");
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(format!("{flag}: a cap must be above 0 requests a second"));
+        }
+        if matches!(self.load, Load::Open { .. }) {
+            return Err(format!("{flag} caps a closed loop (-c); an open loop (--rate) sends at its rate already"));
+        }
+        if self.kv.is_some() {
+            return Err(format!("{flag} caps HTTP requests; a key-value run has no cap"));
+        }
+        if self.scenario.is_some() {
+            return Err(format!(
+                "{flag} caps the requests of URLs and target files; a --scenario's flows pace with think times"
+            ));
+        }
+        if self.rounds {
+            return Err(format!("{flag} with --rounds: a capped worker's requests go when it may send, not in rounds"));
+        }
+        Ok(())
+    }
+
+    /// The pause a closed-loop worker keeps between the starts of its requests under
+    /// `--rate-cap` (its share of the cap: workers / rate); `None` without a cap.
+    pub fn worker_interval(&self) -> Option<Duration> {
+        let rate = self.rate_cap?;
+        let Load::Closed { .. } = &self.load else { return None };
+        Some(Duration::from_secs_f64(
+            (self.clients() as f64 / rate).min(barrage_metrics::limits::MAX_DURATION.as_secs_f64()),
+        ))
     }
 
     /// `--rounds`: HTTP/2 streams, in a closed loop without think time (an open loop's
@@ -872,6 +914,47 @@ mod tests {
             "--http3 needs https:// URLs (QUIC is always encrypted): 1 of 2 targets is http://"
         );
         assert_eq!(plan(&["https://h/"], true).unwrap_err(), "--http2 and --http3 exclude each other: give one");
+    }
+
+    /// `--rate-cap`: each closed-loop worker's share, workers / rate apart (streams count as
+    /// workers); refused where it would cap nothing.
+    #[test]
+    fn a_rate_cap_is_shared_by_the_workers_of_a_closed_loop_alone() {
+        let capped = |load: Load, cap: f64, streams: u32| {
+            let mut p = Plan::new(vec![Target::new(Method::GET, "http://h/").unwrap()], load);
+            (p.rate_cap, p.streams, p.http2) = (Some(cap), streams, streams > 1);
+            p
+        };
+        let closed = |c| Load::Closed { concurrency: c, think_time: Duration::ZERO };
+        for (workers, streams, cap, every_ms) in
+            [(1, 1, 50.0, 20), (4, 1, 100.0, 40), (2, 4, 80.0, 100), (1, 1, 0.5, 2000)]
+        {
+            let p = capped(closed(workers), cap, streams);
+            assert_eq!(p.validate(), Ok(()));
+            assert_eq!(
+                p.worker_interval(),
+                Some(Duration::from_millis(every_ms)),
+                "-c {workers} × {streams} at {cap}/s"
+            );
+        }
+        assert_eq!(Plan::new(vec![Target::new(Method::GET, "http://h/").unwrap()], closed(1)).worker_interval(), None);
+        let open = Load::Open { pacer: Pacer::Constant { rate: 10.0 }, max_in_flight: 4 };
+        for (p, want) in [
+            (capped(open, 5.0, 1), "caps a closed loop (-c); an open loop (--rate) sends at its rate already"),
+            (capped(closed(1), 0.0, 1), "a cap must be above 0"),
+            (capped(closed(1), f64::NAN, 1), "a cap must be above 0"),
+            (
+                {
+                    let mut p = capped(closed(1), 5.0, 2);
+                    p.rounds = true;
+                    p
+                },
+                "with --rounds",
+            ),
+        ] {
+            let e = p.validate().unwrap_err();
+            assert!(e.starts_with("--rate-cap") && e.contains(want), "{e}");
+        }
     }
 
     /// A Gaussian median outside the ids is refused, whether the ids are a template's

@@ -36,7 +36,8 @@
 //! concurrency = 10                # or rate = 50 (flows started per second)
 //! ramp = "5s"
 //! start = "0s"
-//! duration = "30s"
+//! duration = "30s"               # at most; with iterations = 100, each worker stops
+//!                                 # after its 100th flow
 //! ```
 //!
 //! Everything is checked as the file is read, and each error names the file, the line and
@@ -187,10 +188,19 @@ fn peak_rate(p: &Pacer) -> f64 {
     }
 }
 
+/// The most flows a group's worker may be asked to run (`iterations`).
+pub const MAX_ITERATIONS: u64 = 1_000_000_000;
+
 /// When the last group ends (its start plus its duration); `None` when a group runs to
-/// the end of the run.
+/// the end of the run (or until its workers ran their `iterations`).
 pub fn span(s: &Scenario) -> Option<Duration> {
     s.groups.iter().map(|g| g.duration.map(|d| g.start + d)).collect::<Option<Vec<_>>>()?.into_iter().max()
+}
+
+/// Whether every group ends by itself (a duration, or its workers' `iterations`): the run
+/// then lasts until the last one ends, with no default duration.
+pub fn ends_by_itself(s: &Scenario) -> bool {
+    s.groups.iter().all(|g| g.duration.is_some() || g.iterations.is_some())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -336,6 +346,7 @@ struct RawGroup {
     ramp: Option<Spanned<String>>,
     start: Option<Spanned<String>>,
     duration: Option<Spanned<String>>,
+    iterations: Option<Spanned<i64>>,
 }
 
 /// A value written alone or as a list (`status = 200`, `status = [200, 201]`). Items of a
@@ -1338,6 +1349,7 @@ fn groups(doc: &Doc, raw: &RawFile, flows: &[Flow], default_load: &Load) -> Res<
             duration: None,
             ramp: Duration::ZERO,
             own_load: false,
+            iterations: None,
         }]);
     }
     if let Some((name, g)) = raw.group.get_index(MAX_GROUPS) {
@@ -1378,8 +1390,24 @@ fn group(doc: &Doc, name: &str, raw: &Spanned<RawGroup>, flows: &[Flow], default
             an open-loop group ramps its rate: rate = \"10:100\"";
         return Err(doc.fail(r.span(), &key("ramp"), what));
     }
+    let iterations = match &g.iterations {
+        None => None,
+        Some(n) if matches!(load, Load::Open { .. }) => {
+            let what = "iterations counts each closed-loop worker's flows (concurrency); \
+                an open-loop group starts flows at its rate";
+            return Err(doc.fail(n.span(), &key("iterations"), what));
+        }
+        Some(n) => match u64::try_from(*n.get_ref()) {
+            Ok(i @ 1..=MAX_ITERATIONS) => Some(i),
+            _ => {
+                let what = format!("{}: flows per worker, from 1 to {MAX_ITERATIONS}", n.get_ref());
+                return Err(doc.fail(n.span(), &key("iterations"), what));
+            }
+        },
+    };
     let own_load = g.rate.is_some() || g.concurrency.is_some();
-    Ok(Group { name: name.to_string(), flow, load, start, duration, ramp: ramp.unwrap_or_default(), own_load })
+    let ramp = ramp.unwrap_or_default();
+    Ok(Group { name: name.to_string(), flow, load, start, duration, ramp, own_load, iterations })
 }
 
 /// A group's load: closed loop with `concurrency`, open loop with `rate`, else the run's
@@ -1875,6 +1903,21 @@ duration = "30s"
         assert_eq!(span(&s), Some(Duration::from_secs(25)));
         let e = parse(text, "s.toml", Path::new("."), &[], &closed(2)).unwrap_err();
         assert!(e.to_string().starts_with("s.toml:12: group.three.max-in-flight: is for open loop"), "{e}");
+    }
+
+    /// A group of `iterations` ends by itself: with every other group timed, the run has no
+    /// default duration; a group that runs to the run's end takes one again.
+    #[test]
+    fn iterations_end_a_group_by_themselves() {
+        let text = |other: &str| {
+            format!("[[flow.a.step]]\nname = \"s\"\nurl = \"http://h:1/\"\n[group.one]\nconcurrency = 3\niterations = 7\n[group.two]\nconcurrency = 1\n{other}")
+        };
+        let (s, _) = parse(&text("duration = \"2s\"\n"), "s.toml", Path::new("."), &[], &closed(2)).unwrap();
+        assert_eq!((s.groups[0].iterations, s.groups[1].iterations), (Some(7), None));
+        assert!(ends_by_itself(&s));
+        assert_eq!(span(&s), None, "no group's end is known before the run");
+        let (s, _) = parse(&text(""), "s.toml", Path::new("."), &[], &closed(2)).unwrap();
+        assert!(!ends_by_itself(&s), "group two runs to the run's end");
     }
 
     #[test]

@@ -395,9 +395,35 @@ impl StudyTable {
         for line in self.failures() {
             out.push_str(&format!("WARNING: {line}: its figures are not a result\n"));
         }
+        out.push_str(&self.events_text());
         if let Some(line) = self.partial_line() {
             out.push_str(&line);
             out.push('\n');
+        }
+        out
+    }
+
+    /// A line per run that had `--at` events (an experiment case's `at`): when each
+    /// started and whether it succeeded; a run's own report says what each changed.
+    fn events_text(&self) -> String {
+        let mut out = String::new();
+        for r in &self.rows {
+            for (i, s) in r.runs.iter().enumerate().filter(|(_, s)| !s.events.is_empty()) {
+                let events: Vec<String> = s
+                    .events
+                    .iter()
+                    .map(|e| {
+                        let how = match (e.failed, e.exit) {
+                            (false, _) => "ok".to_string(),
+                            (true, Some(code)) => format!("failed, exit {code}"),
+                            (true, None) => "failed".to_string(),
+                        };
+                        format!("+{:.2}s '{}' {how}", e.at_s, e.command)
+                    })
+                    .collect();
+                let run = if r.runs.len() > 1 { format!(" run {}", i + 1) } else { String::new() };
+                out.push_str(&format!("events of {}{run}: {}\n", r.labels.join(" "), events.join(", ")));
+            }
         }
         out
     }
@@ -587,6 +613,17 @@ impl StudyTable {
         o.insert("slos".into(), Value::Array(slos));
         o.insert("failed".into(), json!(r.failure()));
         o.insert("verdict".into(), json!(r.verdict()));
+        let events: Vec<Value> = (1..)
+            .zip(&r.runs)
+            .flat_map(|(run, s)| {
+                s.events
+                    .iter()
+                    .map(move |e| json!({ "run": run, "at_s": e.at_s, "command": e.command, "failed": e.failed }))
+            })
+            .collect();
+        if !events.is_empty() {
+            o.insert("events".into(), Value::Array(events));
+        }
         Value::Object(o)
     }
 }

@@ -319,6 +319,18 @@ fn experiment() -> ExperimentReport {
             if phase == "measure" && !repeats.is_empty() {
                 pooled.push((case, pool(repeats.clone())));
             }
+            let mut repeats = repeats;
+            if case == "TC1" && phase == "measure" {
+                // An `at` event in each repeat's measured run, the second failing.
+                for (k, s) in repeats.iter_mut().enumerate() {
+                    s.events = vec![barrage_metrics::events::EventSummary {
+                        command: "barrage testbed stop origin-2".into(),
+                        at_s: 1.0,
+                        failed: k == 1,
+                        ..Default::default()
+                    }];
+                }
+            }
             let labels = vec![case.into(), server.into(), tls.into(), phase.into()];
             t.rows.push(StudyRow { labels, runs: repeats, background, slos, offered: None });
         }
@@ -435,6 +447,11 @@ fn study_json_matches_the_schema() {
     assert!(matrix[0]["sd"]["p99_us"].as_f64().unwrap() > 0.0 && matrix[0]["sd"]["hit_ratio"].is_number());
     assert!(matrix[4]["background_throughput_per_sec"].is_number());
     assert!(matrix[0].get("background_throughput_per_sec").is_none());
+    // A case's `at` events, run by run; a row without any has none.
+    let events = matrix[3]["events"].as_array().unwrap();
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!((events[1]["run"].as_u64(), events[1]["failed"].as_bool()), (Some(2), Some(true)));
+    assert!(matrix[0].get("events").is_none());
     let never_ran = &matrix[7];
     assert_eq!(
         (&never_ran["runs"], &never_ran["p99_us"], &never_ran["failed"]),

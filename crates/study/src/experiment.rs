@@ -248,6 +248,17 @@ impl CaseSpec {
         self.redaction.args(&self.flags)
     }
 
+    /// Its `at` events as (offset, command), as shown.
+    fn events(&self) -> Vec<(String, String)> {
+        let flags = self.shown_flags();
+        flags
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| *f == "--at")
+            .filter_map(|(i, _)| Some((flags.get(i + 1)?.clone(), flags.get(i + 2)?.clone())))
+            .collect()
+    }
+
     /// The background load's flags as shown.
     fn shown_background(&self) -> Option<Vec<String>> {
         self.background.as_ref().map(|b| self.redaction.args(b))
@@ -307,6 +318,21 @@ pub fn listing(e: &barrage_plan::experiment::Experiment, cases: &[CaseSpec]) -> 
         }
         if !c.phases.is_empty() {
             out.push_str(&format!("    phases {}\n", c.phases.join(", ")));
+        }
+        let events = c.events();
+        if !events.is_empty() {
+            let when = match c.phases.last() {
+                Some(p) => format!("of phase {} (the measured one)", barrage_plan::phases::name(p)),
+                None => "of each measured run (not the warm-up)".into(),
+            };
+            let on = if c.testbed.is_some() { ", on its testbed" } else { "" };
+            out.push_str(&format!("    events {when}{on}:\n"));
+            for (offset, command) in events {
+                out.push_str(&format!("      at {offset}: {command}\n"));
+            }
+            if c.testbed.is_some() {
+                out.push_str("      (a server they leave stopped is started again before the next run)\n");
+            }
         }
         if let Some(flags) = &c.shown_background() {
             out.push_str(&format!("    background {}\n", shell_words(flags)));
@@ -420,6 +446,9 @@ impl Experiment<'_> {
                 finished = false;
                 break;
             }
+            if let Some(dir) = &bed.dir {
+                restore(dir, &format!("{} repeat {repeat}", case.id), runner)?;
+            }
             if let Some(d) = self.pause.filter(|_| n + 1 < total) {
                 pause(d, runner);
             }
@@ -490,6 +519,8 @@ impl Experiment<'_> {
                 let mut j = stream(j, role);
                 j.plan.duration = Some(w);
                 j.plan.requests = None;
+                // `at` events belong to the measured run: a warm-up does not stop servers.
+                j.at.clear();
                 j
             };
             let main = warm(&built.main, StreamRole::WarmUp)
@@ -510,6 +541,7 @@ impl Experiment<'_> {
             barrage_testbed::control(dir, "purge")?;
         }
         let names: Vec<Option<&str>> = Self::phases(case);
+        let last = names.len() - 1;
         let mut warmed = 0;
         for (i, phase) in names.into_iter().enumerate() {
             let file = self.dir.file(&case.id, repeat, phase, Role::Measured);
@@ -521,6 +553,11 @@ impl Experiment<'_> {
                 main = main.label("phase", p);
             }
             main.output = Some(StudyDir::part(&file));
+            // `at` events happen in the last phase, the measured one (a fill only warms),
+            // their offsets counted from its start.
+            if i != last {
+                main.at.clear();
+            }
             let bg = bg_job.as_ref().map(|b| {
                 let mut b = b.clone().label("case", case.id.as_str()).label("role", "background");
                 b.plan.in_study(self.stream_index(c, repeat, StreamRole::Background, i), &[], 0, 0);
@@ -694,6 +731,22 @@ fn pause(d: Duration, runner: &Runner) {
         }
         std::thread::sleep(left.min(Duration::from_millis(50)));
     }
+}
+
+/// After a repeat: every server of the testbed in `dir` that is not running (stopped by
+/// the case's `at` events, or ended on its own) is started again, and the study says so,
+/// so that the next case never runs against a half-stopped testbed. One that will not start
+/// ends the study with the reason.
+fn restore(dir: &Path, after: &str, runner: &mut Runner) -> Result<(), StudyError> {
+    let Some(state) = barrage_testbed::State::load(dir) else { return Ok(()) };
+    for s in state.servers.iter().filter(|s| s.status != barrage_testbed::Status::Running) {
+        let name = &s.spec.name;
+        runner.note(&format!("{after} left {name} {}: starting it again for the next run", s.status));
+        barrage_testbed::control(dir, &format!("start {name}")).map_err(|e| {
+            StudyError::Plan(format!("{after} left {name} {} and it did not start again: {e}", s.status))
+        })?;
+    }
+    Ok(())
 }
 
 /// The testbeds the cases need, each brought up once and taken down when the experiment

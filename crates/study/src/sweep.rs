@@ -51,6 +51,10 @@ impl Level {
     pub fn apply(self, base: &Plan, step: Duration) -> Plan {
         let mut plan = base.clone();
         plan.load = self.load_from(&base.load);
+        // A closed loop's cap, spread over each level's workers; a rate level is its rate.
+        if matches!(plan.load, Load::Open { .. }) {
+            plan.rate_cap = None;
+        }
         plan.duration = Some(step);
         plan.requests = None;
         // A one-group scenario runs its flows at the level's load, from the group's own (its

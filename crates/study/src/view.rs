@@ -29,6 +29,7 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
         "targets": targets.collect::<Vec<_>>(),
         "target_count": p.targets.len(),
         "load": load_view(&p.load),
+        "rate_cap_per_sec": p.rate_cap,
         "duration_s": p.duration.map(|d| d.as_secs_f64()),
         "requests": p.requests,
         "keepalive": p.keepalive,
@@ -118,6 +119,7 @@ fn scenario_view(s: &barrage_plan::flow::Scenario, redaction: &Redaction) -> Val
             "start_s": g.start.as_secs_f64(),
             "duration_s": g.duration.map(|d| d.as_secs_f64()),
             "ramp_s": g.ramp.as_secs_f64(),
+            "iterations": g.iterations,
         })).collect::<Vec<_>>(),
     })
 }

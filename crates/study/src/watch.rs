@@ -80,11 +80,13 @@ fn aims_at(state: &State, plan: &Plan) -> bool {
 }
 
 /// `--at OFFSET COMMAND` pairs, each offset within the run; `barrage` in a command runs
-/// the binary at `barrage` (the one running) when given.
+/// the binary at `barrage` (the one running) when given, and `barrage testbed ...` acts on
+/// the testbed in `testbed` (`--testbed DIR`; an experiment's case: its own) when given.
 pub fn schedule(
     at: &[String],
     duration: Option<Duration>,
     barrage: Option<&Path>,
+    testbed: Option<&Path>,
 ) -> Result<Vec<ScheduledCommand>, String> {
     at.chunks(2)
         .map(|pair| {
@@ -98,7 +100,12 @@ pub fn schedule(
             if let Some(d) = duration.filter(|d| parsed.0 >= *d) {
                 return Err(format!("--at {offset}: after the end of the run ({}s)", d.as_secs_f64()));
             }
-            Ok(ScheduledCommand { offset: parsed.0, command: command.clone(), barrage: barrage.map(Path::to_path_buf) })
+            Ok(ScheduledCommand {
+                offset: parsed.0,
+                command: command.clone(),
+                barrage: barrage.map(Path::to_path_buf),
+                testbed: testbed.map(Path::to_path_buf),
+            })
         })
         .collect()
 }
@@ -109,14 +116,14 @@ mod tests {
 
     #[test]
     fn at_pairs_are_checked_against_the_run() {
-        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5)), None).unwrap();
+        let ok = schedule(&["1s".into(), "true".into()], Some(Duration::from_secs(5)), None, None).unwrap();
         assert_eq!(ok[0].offset, Duration::from_secs(1));
         for (pair, want) in [
             (["9s", "true"], "after the end of the run"),
             (["1s", " "], "the command is empty"),
             (["soon", "true"], "--at 'soon'"),
         ] {
-            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5)), None).unwrap_err();
+            let e = schedule(&pair.map(String::from), Some(Duration::from_secs(5)), None, None).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
     }
