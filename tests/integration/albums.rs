@@ -431,3 +431,52 @@ fn iterations_that_cannot_run_are_refused_naming_the_key() {
         assert!(err.contains(want) && err.trim_end().lines().count() == 1, "{err}");
     }
 }
+
+/// `examples/albums/study.toml` as shipped: origins of known capacity (one request at a
+/// time, 40 ms each) behind haproxy, 1 to 4 of them. Four give at least 3.5 times the
+/// throughput of one, every flow succeeds, and the origins' own access logs (kept beside
+/// each testbed when it goes down) hold every request barrage counted.
+#[test]
+fn the_album_study_scales_with_capacity_limited_origins() {
+    if !crate::util::require("haproxy", barrage_testbed::program_path("haproxy").is_some()) {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = barrage()
+        .args(["experiment", "examples/albums/study.toml", "--format", "json", "-o"])
+        .arg(out_dir.path().join("study"))
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["matrix"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{v}");
+    let mut throughput = Vec::new();
+    for (row, origins) in rows.iter().zip(1..) {
+        assert_eq!(row["labels"]["origins"], origins.to_string(), "{row}");
+        assert_eq!(row["flow_success_ratio"].as_f64(), Some(1.0), "{row}");
+        assert_eq!(row["success_ratio"].as_f64(), Some(1.0), "{row}");
+        throughput.push(row["throughput_per_sec"].as_f64().unwrap());
+        // The origins' own logs of this case's testbed: one line per request barrage sent.
+        let logs = std::fs::read_dir(out_dir.path().join("study"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.to_string_lossy().contains(&format!("testbed-haproxy-lb-{origins}-"))
+                    && p.extension().is_some_and(|e| e == "logs")
+            })
+            .unwrap_or_else(|| panic!("no kept logs for {origins} origin(s)"));
+        let lines: usize = (1..=origins)
+            .map(|i| {
+                let log = std::fs::read_to_string(logs.join(format!("origin-{i}/access.log"))).unwrap();
+                log.lines().filter(|l| l.contains(" /albums")).count()
+            })
+            .sum();
+        assert_eq!(lines as u64, row["requests"].as_u64().unwrap(), "{origins} origin(s): {row}");
+    }
+    let ratio = throughput[3] / throughput[0];
+    assert!(ratio >= 3.5, "4 origins give {ratio:.2}× the throughput of 1: {throughput:?}");
+}
