@@ -136,6 +136,55 @@ fn the_svload_matrix_is_what_varnishstat_counts() {
     assert_eq!(served, misses + direct, "the origin made each miss and each request sent to it directly");
 }
 
+const WPB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/wpb/study.toml");
+
+/// The WPB example as shipped, checked against Squid's own access log (kept beside its
+/// testbed when the experiment takes it down): Squid's hits are barrage's, every measure
+/// row through Squid gets the 50% of hits it asks for, with a byte hit ratio near it (sizes
+/// are a function of the object, not of its being a hit), and the rows with no cache show
+/// the origin's 50 ms latency.
+#[test]
+fn the_wpb_example_runs_as_shipped_and_squids_log_counts_its_hits() {
+    if !require("squid", program_path("squid").is_some()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let (code, json) = experiment(Path::new(WPB), &results);
+    assert_eq!(code, 0, "{json}");
+    let rows = json["matrix"].as_array().unwrap();
+    assert_eq!(rows.len(), 12, "6 cases in two phases");
+    let mut got_hits: f64 = 0.0;
+    for row in rows {
+        assert_eq!(row["verdict"], "ok", "{row}");
+        let requests = row["requests"].as_f64().unwrap();
+        match (label(row, "caching"), label(row, "phase")) {
+            ("no-caching", _) => {
+                let p50 = row["p50_us"].as_f64().unwrap();
+                assert!((50_000.0..55_000.0).contains(&p50), "the origin's 50 ms: {row}");
+            }
+            ("caching", "measure") => {
+                let (asked, got) = hits(row);
+                assert!((asked - 0.5).abs() < 0.03 && (got - asked).abs() < 0.02, "{row}");
+                let bytes = row["byte_hit_ratio"].as_f64().unwrap();
+                assert!((bytes - got).abs() < 0.15, "byte hit ratio {bytes} against {got}: {row}");
+                got_hits += got * requests;
+            }
+            _ => assert_eq!(hits(row), (0.0, 0.0), "a fill asks for new objects: {row}"),
+        }
+    }
+    let logs = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "logs"))
+        .expect("the testbed's logs, kept");
+    let log = std::fs::read_to_string(logs.join("squid/access.log")).unwrap();
+    let squid_hits = log.lines().filter(|l| l.contains("/obj/") && l.contains("_HIT/")).count();
+    assert!(squid_hits > 500, "{squid_hits}");
+    assert_eq!(squid_hits as f64, got_hits.round(), "Squid's hits are barrage's");
+}
+
 /// The results files of an experiment's directory.
 fn brg_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
