@@ -185,6 +185,66 @@ fn the_wpb_example_runs_as_shipped_and_squids_log_counts_its_hits() {
     assert_eq!(squid_hits as f64, got_hits.round(), "Squid's hits are barrage's");
 }
 
+const KVSTORE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/kvstore/study.toml");
+
+/// The key-value example as shipped (seed 001 over HTTP): haproxy hashes each key to one of
+/// 3 origins sharing a store. Checked against the origins' own access logs, kept beside the
+/// testbed: while all are up, every key's Put and Get land on one origin, and every origin
+/// has keys; with origin-2 leaving for 2 s and coming back, the flows still find their keys
+/// (the retries cover what was in flight to it), and the 1-server testbed's origin served
+/// exactly the requests barrage counted.
+#[test]
+fn the_kvstore_example_hashes_each_key_to_one_origin_by_their_logs() {
+    if !require("haproxy", program_path("haproxy").is_some()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let (code, json) = experiment(Path::new(KVSTORE), &results);
+    assert_eq!(code, 0, "{json}");
+    let rows = json["matrix"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{json}");
+    let mut one_server_requests = 0;
+    for row in rows {
+        let flows = row["flow_success_ratio"].as_f64().unwrap();
+        match label(row, "membership") {
+            "steady" => assert_eq!(flows, 1.0, "{row}"),
+            _ => {
+                assert!(flows >= 0.95, "{row}");
+                let events = row["events"].as_array().unwrap_or_else(|| panic!("no events in {row}"));
+                assert_eq!(events.len(), 2, "{row}");
+            }
+        }
+        if label(row, "servers") == "1-server" {
+            one_server_requests += row["requests"].as_u64().unwrap();
+        }
+    }
+    let kept = |servers: u32| -> PathBuf {
+        std::fs::read_dir(&results)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().contains(&format!("testbed-haproxy-lb-{servers}-")))
+            .unwrap_or_else(|| panic!("no kept logs of the {servers}-server testbed"))
+    };
+    let kv_lines = |log: &Path, tag: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(log).unwrap();
+        text.lines().filter_map(|l| l.split(' ').nth(2).filter(|p| p.starts_with(tag)).map(str::to_string)).collect()
+    };
+    let one = kv_lines(&kept(1).join("origin-1/access.log"), "/kv/");
+    assert_eq!(one.len() as u64, one_server_requests, "the origin's log against barrage's count");
+    let mut home: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for origin in 1..=3 {
+        let keys = kv_lines(&kept(3).join(format!("origin-{origin}/access.log")), "/kv/steady-");
+        assert!(!keys.is_empty(), "origin-{origin} has keys");
+        for key in keys {
+            let first = *home.entry(key.clone()).or_insert(origin);
+            assert_eq!(first, origin, "{key} on origin-{first} and origin-{origin}");
+        }
+    }
+    assert!(home.len() > 100, "{} keys", home.len());
+}
+
 /// The results files of an experiment's directory.
 fn brg_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
