@@ -700,6 +700,7 @@ fn plant_state(dir: &Path, victim: u32, started: Option<u64>) {
         weights: Vec::new(),
         memory: None,
         eviction: None,
+        keep_logs: None,
     };
     let mut spec = barrage_testbed::plan(&options, dir).unwrap().remove(0);
     spec.program = "sleep".into();
