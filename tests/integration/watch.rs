@@ -197,7 +197,9 @@ fn per_second(s: &Value, figure: &str, name: &str) -> BTreeMap<u64, f64> {
 /// in its samples, another host in its header.
 fn as_if_from(host: &str, from: &Path, to: &Path) {
     let mut r = ResultsReader::open(from).unwrap();
-    let header = RunHeader { host: host.into(), ..r.header().clone() };
+    // Another machine's run: its host, and an id of its own.
+    let mut header = RunHeader { host: host.into(), ..r.header().clone() };
+    header.launch.run_id = format!("{:032x}", u128::from_str_radix(&header.launch.run_id, 16).unwrap() ^ 1);
     let mut w = ResultsWriter::create(to, &header).unwrap();
     while let Some(i) = r.next_interval() {
         w.write_interval(&i).unwrap();
