@@ -378,6 +378,13 @@ fn the_album_example_runs_as_shipped_with_every_flow_succeeding() {
         assert_eq!(g["flows"].as_u64(), Some(workers * 50), "{g}");
         assert_eq!(g["load"], format!("{workers} workers, {} flows", workers * 50), "{g}");
     }
+    // Phase-1's workers are done after their 50 flows, 100 ms apart (about 5 s), while
+    // phase-2's still run: its rate is over the time it ran (it read 55/s over the whole
+    // run's 9 s).
+    let phase_1 = s["flows"].as_array().unwrap().iter().find(|g| g["name"] == "phase-1").unwrap();
+    let (span, rate) = (phase_1["duration_s"].as_f64().unwrap(), phase_1["flows_per_sec"].as_f64().unwrap());
+    assert!(span > 4.5 && span < took.as_secs_f64() - 1.0, "{phase_1}");
+    assert!((rate - 500.0 / span).abs() < 1.0 && rate > 70.0, "{phase_1}");
     assert_eq!(s["requests"]["ok"], s["requests"]["total"], "{}", s["errors"]);
     // The origin's own counts: an album created for every POST barrage saw succeed, read
     // for every GET; none missing, none refused.

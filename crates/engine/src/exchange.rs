@@ -878,8 +878,9 @@ impl Slot {
                 timer.sleep_until(crate::thread::instant_at(w.start, wake)).await;
             }
         }
-        let latency = w.start.elapsed().saturating_sub(job.intended);
-        w.recorder.borrow_mut().flows.record_flow(&keys.group, failure, latency, skipped);
+        let ended = w.start.elapsed();
+        let latency = ended.saturating_sub(job.intended);
+        w.recorder.borrow_mut().flows.record_flow(&keys.group, failure, latency, skipped, ended);
         true
     }
 

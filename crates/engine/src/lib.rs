@@ -382,8 +382,9 @@ fn group_infos(s: &barrage_plan::flow::Scenario, run_end: Option<Duration>) -> V
                 workers,
                 start_ms: g.start.as_millis() as u64,
                 // A group of iterations ends when its workers are done, which no header can
-                // know: counted to the end of the attack, not to its window's end.
+                // know: its flows' timeline tells (see `iterations`).
                 end_ms: own_end(g, run_end).filter(|_| g.iterations.is_none()).map(|d| d.as_millis() as u64),
+                iterations: g.iterations,
             }
         })
         .collect()

@@ -59,7 +59,8 @@
 //! could read the file. The reader gathers them back into [`RunHeader::urls`]. Version 10
 //! files, all of their URLs in the header, read as they are. Its launch names the run: a
 //! random id each run draws (see [`Launch::run_id`]); files before it read without one
-//! (module `v10`).
+//! (module `v10`), and a group of iterations says so, so that its rate is over the time its
+//! workers ran.
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -229,6 +230,10 @@ pub struct GroupInfo {
     pub start_ms: u64,
     /// When it ends, ms from the run's start; `None`: with the run.
     pub end_ms: Option<u64>,
+    /// Closed loop: the flows each worker runs before it stops (`iterations`); such a group
+    /// ends with its last flow, which its flows' timeline says. `None` in files before
+    /// version 11.
+    pub iterations: Option<u64>,
 }
 
 /// One closed interval (normally one second) of samples, by completion time.
@@ -696,8 +701,43 @@ mod v10 {
         pub threads: u32,
         pub insecure: bool,
         #[serde(deserialize_with = "bounded::vec::<super::GroupLimit, _, _>")]
-        pub groups: Vec<super::GroupInfo>,
+        pub groups: Vec<GroupInfo>,
         pub launch: Launch,
+    }
+
+    /// A group as version 10 and before told it: without its iterations.
+    #[derive(Clone, Serialize, Deserialize)]
+    pub(super) struct GroupInfo {
+        pub name: String,
+        pub flow: String,
+        #[serde(deserialize_with = "bounded::vec::<super::GroupStepLimit, _, _>")]
+        pub steps: Vec<String>,
+        pub load: String,
+        pub rate: Option<f64>,
+        pub workers: Option<u32>,
+        pub start_ms: u64,
+        pub end_ms: Option<u64>,
+    }
+
+    impl From<GroupInfo> for super::GroupInfo {
+        fn from(g: GroupInfo) -> Self {
+            super::GroupInfo {
+                name: g.name,
+                flow: g.flow,
+                steps: g.steps,
+                load: g.load,
+                rate: g.rate,
+                workers: g.workers,
+                start_ms: g.start_ms,
+                end_ms: g.end_ms,
+                iterations: None,
+            }
+        }
+    }
+
+    /// Version 10's groups as today's.
+    pub(super) fn groups(old: Vec<GroupInfo>) -> Vec<super::GroupInfo> {
+        old.into_iter().map(Into::into).collect()
     }
 
     #[derive(Clone, Serialize, Deserialize)]
@@ -723,7 +763,7 @@ mod v10 {
                 steps: h.steps,
                 threads: h.threads,
                 insecure: h.insecure,
-                groups: h.groups,
+                groups: groups(h.groups),
                 launch: super::Launch {
                     shard: l.shard,
                     plan_digest: l.plan_digest,
@@ -752,7 +792,20 @@ mod v10 {
                 steps: h.steps.clone(),
                 threads: h.threads,
                 insecure: h.insecure,
-                groups: h.groups.clone(),
+                groups: h
+                    .groups
+                    .iter()
+                    .map(|g| GroupInfo {
+                        name: g.name.clone(),
+                        flow: g.flow.clone(),
+                        steps: g.steps.clone(),
+                        load: g.load.clone(),
+                        rate: g.rate,
+                        workers: g.workers,
+                        start_ms: g.start_ms,
+                        end_ms: g.end_ms,
+                    })
+                    .collect(),
                 launch: Launch {
                     shard: l.shard,
                     plan_digest: l.plan_digest,
@@ -1060,7 +1113,7 @@ mod v6 {
         pub threads: u32,
         pub insecure: bool,
         #[serde(deserialize_with = "bounded::vec::<super::GroupLimit, _, _>")]
-        pub groups: Vec<super::GroupInfo>,
+        pub groups: Vec<super::v10::GroupInfo>,
     }
 
     #[derive(Serialize, Deserialize)]
@@ -1085,7 +1138,7 @@ mod v6 {
                 steps: h.steps,
                 threads: h.threads,
                 insecure: h.insecure,
-                groups: h.groups,
+                groups: super::v10::groups(h.groups),
                 launch: super::Launch { ready_unix_us: h.started_unix_ms * 1000, ..Default::default() },
             }
         }
@@ -1702,6 +1755,7 @@ mod tests {
     /// Writes `records` as a file of an older format `version` did.
     /// `h` as a version 6 header: without its launch.
     fn as_v6(h: &RunHeader) -> v6::RunHeader {
+        let groups = v10::RunHeader::from(h).groups;
         let h = h.clone();
         v6::RunHeader {
             barrage_version: h.barrage_version,
@@ -1714,7 +1768,7 @@ mod tests {
             steps: h.steps,
             threads: h.threads,
             insecure: h.insecure,
-            groups: h.groups,
+            groups,
         }
     }
 
@@ -2023,7 +2077,7 @@ mod tests {
             ..header(5_000)
         };
         let mut i = interval(0, 5_000, 3);
-        i.recorder.flows.record_flow(b"writers", None, Duration::from_millis(3), 0);
+        i.recorder.flows.record_flow(b"writers", None, Duration::from_millis(3), 0, Duration::ZERO);
         i.recorder.names.record(b"writers/post", &sample_at(2));
         let old_interval = v5::IntervalRecord {
             index: 0,

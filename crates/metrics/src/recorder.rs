@@ -705,12 +705,25 @@ impl Keyed {
     }
 
     /// Counts a finished flow under its group's `key`: its latency from its intended start
-    /// to its last step's end, how it failed if it did, and the steps it skipped.
-    pub fn record_flow(&mut self, key: &[u8], failure: Option<FlowFailure>, latency: Duration, skipped: u64) {
+    /// to its last step's end, how it failed if it did, and the steps it skipped; `ended`
+    /// (from the run's start) goes on the key's timeline, which says when a group of
+    /// iterations ended.
+    pub fn record_flow(
+        &mut self,
+        key: &[u8],
+        failure: Option<FlowFailure>,
+        latency: Duration,
+        skipped: u64,
+        ended: Duration,
+    ) {
+        let timed = self.timed;
         let b = self.entry(key);
         b.requests += 1;
         b.failed += u64::from(failure.is_some());
         b.latency.saturating_record(us(latency));
+        if timed {
+            b.timeline.record(ended, failure.is_none(), us(latency));
+        }
         match failure {
             Some(FlowFailure::Check) => b.flow.check_failed += 1,
             Some(FlowFailure::Capture) => b.flow.capture_failed += 1,
@@ -1177,7 +1190,7 @@ impl Recorder {
             backends: Keyed::timed(),
             names: Keyed::default(),
             methods: Keyed::default(),
-            flows: Keyed::default(),
+            flows: Keyed::timed(),
             replies: Keyed::default(),
             whole: None,
             timeline: Timeline::default(),
@@ -1805,7 +1818,7 @@ fn from_wire(w: Wire) -> Result<Recorder, String> {
     r.backends = Keyed::decode(w.backends, true)?;
     r.names = Keyed::decode(w.names, false)?;
     r.methods = Keyed::decode(w.methods, false)?;
-    r.flows = Keyed::decode(w.flows, false)?;
+    r.flows = Keyed::decode(w.flows, true)?;
     r.replies = Keyed::decode(w.replies, false)?;
     for (code, n) in w.status.0 {
         r.status[status_slot(code)] += n;
@@ -1873,7 +1886,7 @@ mod tests {
             r.record_keyed(&sample(3, Outcome::Status(200)), &keys);
         }
         r.record_keyed(&sample(3, Outcome::Status(500)), &keys);
-        r.flows.record_flow(b"group", Some(FlowFailure::Check), Duration::from_millis(3), 0);
+        r.flows.record_flow(b"group", Some(FlowFailure::Check), Duration::from_millis(3), 0, Duration::ZERO);
         // As version 9 wrote a 200 whose check failed: failed under its name alone.
         r.names.stats[0].failed += 1;
         r.names.mark(b"step", FlowFailure::Check, || "check".into());
@@ -2351,8 +2364,8 @@ mod tests {
         r.names.record(b"get", &Sample { rejected: true, ..sample(5, Outcome::Status(404)) });
         r.names.mark(b"get", FlowFailure::Check, || "check status".into());
         r.names.skip(b"get");
-        r.flows.record_flow(b"writers", Some(FlowFailure::Capture), Duration::from_millis(30), 1);
-        r.flows.record_flow(b"writers", None, Duration::from_millis(10), 0);
+        r.flows.record_flow(b"writers", Some(FlowFailure::Capture), Duration::from_millis(30), 1, Duration::ZERO);
+        r.flows.record_flow(b"writers", None, Duration::from_millis(10), 0, Duration::ZERO);
         r.flows.record_dropped(b"writers", 3);
         r.flows.record_unfinished(b"writers");
         let post = &r.names[0];

@@ -1352,6 +1352,13 @@ fn flow_summaries(
                 (Some(end), false) => end,
                 (end, _) => end.unwrap_or(run_end).min(run_end),
             };
+            // A group of iterations ended with its last flow (its workers were done): its
+            // rate is over the time it ran, not over the rest of the run. One file's only:
+            // the flows of merged files end on their own clocks.
+            let end = match (g.iterations, last_flow_ms(total, &g.name)) {
+                (Some(_), Some(last)) if readers.len() == 1 => end.min(last),
+                _ => end,
+            };
             let end = end.max(g.start_ms);
             let (start_ms, end_ms) = (offset + g.start_ms, offset + end);
             match asked.iter_mut().find(|a| a.name == g.name) {
@@ -1428,6 +1435,13 @@ fn flow_summaries(
     total.flow = distinct(asked.iter().map(|a| a.flow).filter(|f| !f.is_empty()), asked.len()).join(", ");
     total.load = groups.iter().map(|g| g.load.as_str()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" + ");
     (groups, Some(total))
+}
+
+/// When the last flow of `group` ended, ms from the run's start (to the end of its tick).
+fn last_flow_ms(total: &Recorder, group: &str) -> Option<u64> {
+    let tick = crate::recorder::TICK.as_millis() as u64;
+    let flows = total.flows.iter().find(|k| k.name == group)?;
+    flows.timeline.last().map(|t| (u64::from(t.tick) + 1) * tick)
 }
 
 /// The figures of a group's flows over its span (ms since the start of the earliest run).

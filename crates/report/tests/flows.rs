@@ -98,13 +98,13 @@ fn interval(i: u64, plan: Plan) -> IntervalRecord {
             }
         };
         let skipped = u64::from(failure == Some(FlowFailure::Capture));
-        r.flows.record_flow(b"writers", failure, Duration::from_micros(latency), skipped);
+        r.flows.record_flow(b"writers", failure, Duration::from_micros(latency), skipped, Duration::ZERO);
     }
     if i == 1 || i == 2 {
         for k in 0..5 {
             let s = sample(i * 1_000_000 + k * 200_000, READER_US, 200);
             request(&mut r, b"readers/list", b"GET", &s);
-            r.flows.record_flow(b"readers", None, Duration::from_micros(READER_US), 0);
+            r.flows.record_flow(b"readers", None, Duration::from_micros(READER_US), 0, Duration::ZERO);
         }
     }
     if i == SECONDS - 1 {
