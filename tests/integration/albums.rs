@@ -448,16 +448,9 @@ fn the_album_study_scales_with_capacity_limited_origins() {
     if !crate::util::require("haproxy", barrage_testbed::program_path("haproxy").is_some()) {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out_dir = tempfile::tempdir().unwrap();
-    let out = barrage()
-        .args(["experiment", "examples/albums/study.toml", "--format", "json", "-o"])
-        .arg(out_dir.path().join("study"))
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = out_dir.path().join("study");
+    let v = crate::util::experiment_ok(Path::new("examples/albums/study.toml"), &results);
     let rows = v["matrix"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "{v}");
     let mut throughput = Vec::new();
@@ -467,15 +460,7 @@ fn the_album_study_scales_with_capacity_limited_origins() {
         assert_eq!(row["success_ratio"].as_f64(), Some(1.0), "{row}");
         throughput.push(row["throughput_per_sec"].as_f64().unwrap());
         // The origins' own logs of this case's testbed: one line per request barrage sent.
-        let logs = std::fs::read_dir(out_dir.path().join("study"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.to_string_lossy().contains(&format!("testbed-haproxy-lb-{origins}-"))
-                    && p.extension().is_some_and(|e| e == "logs")
-            })
-            .unwrap_or_else(|| panic!("no kept logs for {origins} origin(s)"));
+        let logs = crate::util::kept_logs(&results, &format!("testbed-haproxy-lb-{origins}-"));
         let lines: usize = (1..=origins)
             .map(|i| {
                 let log = std::fs::read_to_string(logs.join(format!("origin-{i}/access.log"))).unwrap();

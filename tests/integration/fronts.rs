@@ -314,9 +314,7 @@ purged = { url = "{nginx-cache}/bytes/1k?each-repeat" }
 "#;
     std::fs::write(&file, text).unwrap();
     let results = dir.path().join("results");
-    let out =
-        barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    crate::util::experiment_ok(&file, &results);
     for repeat in ["TC0.r1.brg", "TC0.r2.brg"] {
         let report = barrage().arg("report").arg(results.join(repeat)).args(["--format", "json"]).output().unwrap();
         let s: Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -457,16 +455,7 @@ fn the_https_cache_example_runs_as_shipped() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("https.toml");
     std::fs::write(&file, text.replace("duration = \"2s\"", "duration = \"1s\"")).unwrap();
-    let out = barrage()
-        .arg("experiment")
-        .arg(&file)
-        .arg("-o")
-        .arg(dir.path().join("results"))
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = crate::util::experiment_ok(&file, &dir.path().join("results"));
     let rows = json["matrix"].as_array().unwrap();
     let labels: Vec<(&str, &str)> = rows
         .iter()

@@ -245,10 +245,7 @@ slow = { testbed-shape = ["latency=5ms", "origin-1:latency=50ms"] }
 "#;
     std::fs::write(&file, text).unwrap();
     let results = dir.path().join("results");
-    let out =
-        barrage().arg("experiment").arg(&file).arg("-o").arg(&results).args(["--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = crate::util::experiment_ok(&file, &results);
     let matrix = json["matrix"].as_array().unwrap();
     let p50 = |row: &Value| f(&row["p50_us"]) / 1000.0;
     let (fast, slow) = (p50(&matrix[0]), p50(&matrix[1]));

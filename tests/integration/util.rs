@@ -379,3 +379,38 @@ impl RawServer {
         }))
     }
 }
+
+/// `barrage experiment FILE -o OUT --format json`, run from the repository's root (so an
+/// example's relative paths hold): its exit code and JSON.
+pub fn experiment(file: &Path, out: &Path) -> (i32, serde_json::Value) {
+    let output = barrage()
+        .arg("experiment")
+        .arg(file)
+        .arg("-o")
+        .arg(out)
+        .args(["--format", "json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code().unwrap_or(-1), json)
+}
+
+/// [`experiment`] that must succeed: its JSON.
+pub fn experiment_ok(file: &Path, out: &Path) -> serde_json::Value {
+    let (code, json) = experiment(file, out);
+    assert_eq!(code, 0, "{json}");
+    json
+}
+
+/// The servers' logs an experiment in `results` kept of the testbed whose directory name
+/// holds `name` (`testbed-squid-…`): `testbed-….logs/`.
+pub fn kept_logs(results: &Path, name: &str) -> PathBuf {
+    std::fs::read_dir(results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "logs") && p.to_string_lossy().contains(name))
+        .unwrap_or_else(|| panic!("no kept logs of a testbed named like {name} in {}", results.display()))
+}

@@ -4,7 +4,7 @@
 //! asked and got told by the origin's stamps.
 
 use crate::testbed::Testbed;
-use crate::util::{barrage, require};
+use crate::util::{barrage, experiment, kept_logs, require};
 use barrage_metrics::summary::{summarize, RunSummary};
 use barrage_testbed::program_path;
 use serde_json::Value;
@@ -21,14 +21,6 @@ fn label<'v>(row: &'v Value, column: &str) -> &'v str {
 fn hits(row: &Value) -> (f64, f64) {
     let h = &row["hits"];
     (h["asked"].as_f64().unwrap_or_else(|| panic!("no hits in {row}")), h["got"].as_f64().expect("answers told"))
-}
-
-/// `barrage experiment FILE -o DIR --format json`: its exit code and JSON.
-fn experiment(file: &Path, dir: &Path) -> (i32, Value) {
-    let out = barrage().arg("experiment").arg(file).arg("-o").arg(dir).args(["--format", "json"]).output().unwrap();
-    let json =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap_or(-1), json)
 }
 
 /// What every row of the svLoad matrix must show: a cache-hit measure asks for 100% hits
@@ -173,13 +165,7 @@ fn the_wpb_example_runs_as_shipped_and_squids_log_counts_its_hits() {
             _ => assert_eq!(hits(row), (0.0, 0.0), "a fill asks for new objects: {row}"),
         }
     }
-    let logs = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "logs"))
-        .expect("the testbed's logs, kept");
-    let log = std::fs::read_to_string(logs.join("squid/access.log")).unwrap();
+    let log = std::fs::read_to_string(kept_logs(&results, "testbed-squid-").join("squid/access.log")).unwrap();
     let squid_hits = log.lines().filter(|l| l.contains("/obj/") && l.contains("_HIT/")).count();
     assert!(squid_hits > 500, "{squid_hits}");
     assert_eq!(squid_hits as f64, got_hits.round(), "Squid's hits are barrage's");
@@ -219,14 +205,7 @@ fn the_kvstore_example_hashes_each_key_to_one_origin_by_their_logs() {
             one_server_requests += row["requests"].as_u64().unwrap();
         }
     }
-    let kept = |servers: u32| -> PathBuf {
-        std::fs::read_dir(&results)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.to_string_lossy().contains(&format!("testbed-haproxy-lb-{servers}-")))
-            .unwrap_or_else(|| panic!("no kept logs of the {servers}-server testbed"))
-    };
+    let kept = |servers: u32| kept_logs(&results, &format!("testbed-haproxy-lb-{servers}-"));
     let kv_lines = |log: &Path, tag: &str| -> Vec<String> {
         let text = std::fs::read_to_string(log).unwrap();
         text.lines().filter_map(|l| l.split(' ').nth(2).filter(|p| p.starts_with(tag)).map(str::to_string)).collect()
