@@ -41,11 +41,16 @@
 //! the same key of `background` or `vars`) is an error naming both, since neither could
 //! be said to win: factors compose through `vars` instead.
 
+mod testbed;
+
+pub use testbed::TestbedSetting;
+
 use crate::limits::{MAX_CASES, MAX_EXPERIMENT_FILE, MAX_REPEATS, MAX_RUNS};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+use testbed::take_testbed;
 use toml::Spanned;
 
 /// Settings of a run: `run` flags as keys.
@@ -416,117 +421,6 @@ fn to_flags(settings: &Settings) -> Result<Vec<String>, String> {
     Ok(flags)
 }
 
-/// A case's testbed: `testbed = "haproxy-lb"`, `testbed-tls = true`, `testbed-backends = 3`,
-/// `testbed-memory = "64m"`, `testbed-eviction = "allkeys-lru"`, `testbed-purge = true`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TestbedSetting {
-    /// The topology's name.
-    pub topology: String,
-    /// HTTPS at the fronts and origins.
-    pub tls: bool,
-    /// Origins (1..=32); `None`: the topology's default.
-    pub backends: Option<u32>,
-    /// `testbed-balance = "uri-hash"`: how balancers spread requests; `None`: round robin.
-    pub balance: Option<String>,
-    /// `testbed-weights = [3, 1]`: the origins' weights at the balancers.
-    pub weights: Vec<u32>,
-    /// `testbed-shape = "latency=100ms,capacity=8"` (or a list): the origins' shapes, as
-    /// `testbed up --shape` takes them.
-    pub shapes: Vec<String>,
-    /// The caches' size in bytes (`testbed-memory`, a size such as "64m" or a number of
-    /// bytes).
-    pub memory: Option<u64>,
-    /// redis-server's eviction policy, as Redis names it (`testbed-eviction`).
-    pub eviction: Option<String>,
-    /// Empty the testbed's caches before each repeat of the case (`testbed-purge`).
-    pub purge: bool,
-}
-
-/// Takes the `testbed…` settings out of a case's settings.
-fn take_testbed(settings: &mut Settings) -> Result<Option<TestbedSetting>, String> {
-    let purge = match settings.remove("testbed-purge") {
-        None | Some(toml::Value::Boolean(false)) => false,
-        Some(toml::Value::Boolean(true)) => true,
-        Some(v) => return Err(format!("testbed-purge = {v}: expected true or false")),
-    };
-    let memory = match settings.remove("testbed-memory") {
-        None => None,
-        Some(toml::Value::Integer(n)) if n > 0 => Some(n as u64),
-        Some(toml::Value::String(s)) => match barrage_metrics::units::parse_size(&s) {
-            Ok(n) if n > 0 => Some(n),
-            _ => return Err(format!("testbed-memory = {s:?}: expected a size such as \"64m\" or \"1g\"")),
-        },
-        Some(v) => return Err(format!("testbed-memory = {v}: expected a size such as \"64m\" or \"1g\"")),
-    };
-    let eviction = match settings.remove("testbed-eviction") {
-        None => None,
-        Some(toml::Value::String(s)) => Some(s),
-        Some(v) => return Err(format!("testbed-eviction = {v}: expected a Redis policy name such as \"allkeys-lru\"")),
-    };
-    let sized = memory.is_some() || eviction.is_some() || purge;
-    let tls = match settings.remove("testbed-tls") {
-        None | Some(toml::Value::Boolean(false)) => false,
-        Some(toml::Value::Boolean(true)) => true,
-        Some(v) => return Err(format!("testbed-tls = {v}: expected true or false")),
-    };
-    let backends = match settings.remove("testbed-backends") {
-        None => None,
-        Some(toml::Value::Integer(n)) if (1..=32).contains(&n) => Some(n as u32),
-        Some(v) => return Err(format!("testbed-backends = {v}: expected a number of origins from 1 to 32")),
-    };
-    let balance = match settings.remove("testbed-balance") {
-        None => None,
-        Some(toml::Value::String(b)) => Some(b),
-        Some(v) => {
-            return Err(format!(
-                "testbed-balance = {v}: expected \"roundrobin\", \"leastconn\", \"iphash\" or \"uri-hash\""
-            ))
-        }
-    };
-    let weights = match settings.remove("testbed-weights") {
-        None => Vec::new(),
-        Some(toml::Value::Array(a)) if !a.is_empty() => a
-            .iter()
-            .map(|w| match w {
-                toml::Value::Integer(n) if (1..=256).contains(n) => Ok(*n as u32),
-                _ => Err(format!(
-                    "testbed-weights = {}: expected a list of weights from 1 to 256, one per origin ([3, 1])",
-                    toml::Value::Array(a.clone())
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(v) => {
-            return Err(format!(
-                "testbed-weights = {v}: expected a list of weights from 1 to 256, one per origin ([3, 1])"
-            ))
-        }
-    };
-    let shapes = match settings.remove("testbed-shape") {
-        None => Vec::new(),
-        Some(toml::Value::String(s)) => vec![s],
-        Some(toml::Value::Array(a)) if a.iter().all(|v| v.is_str()) => {
-            a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
-        }
-        Some(v) => {
-            return Err(format!(
-                "testbed-shape = {v}: expected a shape such as \"latency=100ms,capacity=8\", or a list of them"
-            ))
-        }
-    };
-    let extras = balance.is_some() || !weights.is_empty() || !shapes.is_empty() || sized;
-    match settings.remove("testbed") {
-        None if backends.is_some() || tls || extras => Err(
-            "testbed-backends, testbed-tls, testbed-balance, testbed-weights, testbed-shape, testbed-memory, testbed-eviction and testbed-purge go with testbed = \"TOPOLOGY\""
-                .into(),
-        ),
-        None => Ok(None),
-        Some(toml::Value::String(topology)) => {
-            Ok(Some(TestbedSetting { topology, tls, backends, balance, weights, shapes, memory, eviction, purge }))
-        }
-        Some(v) => Err(format!("testbed = {v}: expected a topology name such as \"varnish\"")),
-    }
-}
-
 /// Takes `phases` out of a case's settings: a list of names, or one comma-separated text.
 fn take_phases(settings: &mut Settings) -> Result<Vec<String>, String> {
     let names = match settings.remove("phases") {
@@ -770,65 +664,6 @@ backend = {}
 cache-hit = { header = ["X-Want: hit"] }
 cache-miss = { header = ["X-Want: miss"] }
 "#;
-
-    #[test]
-    fn testbed_shapes_balance_and_weights_are_case_settings() {
-        let text = r#"
-[base]
-url = "{haproxy-lb}/kv/{id}"
-testbed = "haproxy-lb"
-testbed-backends = 2
-testbed-balance = "uri-hash"
-testbed-weights = [3, 1]
-[factors.origin]
-fast = { testbed-shape = "latency=1ms" }
-slow = { testbed-shape = ["latency=100ms,capacity=8+64", "origin-2:latency=200ms"] }
-"#;
-        let e = Experiment::parse(text, "t").unwrap();
-        let cases = e.cases();
-        let t = e.case_flags(&cases[1]).unwrap().testbed.unwrap();
-        assert_eq!((t.balance.as_deref(), t.weights.as_slice()), (Some("uri-hash"), &[3, 1][..]));
-        assert_eq!(t.shapes, ["latency=100ms,capacity=8+64", "origin-2:latency=200ms"]);
-        assert_eq!(e.case_flags(&cases[0]).unwrap().testbed.unwrap().shapes, ["latency=1ms"]);
-        for (setting, want) in [
-            ("testbed-shape = 3", "testbed-shape = 3: expected a shape"),
-            ("testbed-weights = [0]", "testbed-weights = [0]: expected a list of weights"),
-            ("testbed-balance = 1", "testbed-balance = 1: expected"),
-        ] {
-            let text = format!("[base]\nurl = \"http://a/\"\ntestbed = \"direct\"\n{setting}\n");
-            let e = Experiment::parse(&text, "t").unwrap();
-            let err = e.case_flags(&e.cases()[0]).unwrap_err();
-            assert!(err.starts_with(want), "{err}");
-        }
-    }
-
-    #[test]
-    fn testbed_memory_eviction_and_purge_are_testbed_settings() {
-        let case = |settings: &str| {
-            let text = format!("[base]\nurl = \"http://a/\"\n{settings}\n[factors.f]\nx = {{}}\n");
-            let e = Experiment::parse(&text, "t").unwrap();
-            e.case_flags(&e.cases()[0])
-        };
-        let c = case(
-            "testbed = \"redis\"\ntestbed-memory = \"64mb\"\ntestbed-eviction = \"allkeys-lru\"\ntestbed-purge = true",
-        )
-        .unwrap();
-        let t = c.testbed.unwrap();
-        assert_eq!((t.memory, t.eviction.as_deref(), t.purge), (Some(64 << 20), Some("allkeys-lru"), true));
-        assert!(!c.flags.iter().any(|f| f.starts_with("--testbed")), "{:?}", c.flags);
-        assert_eq!(
-            case("testbed = \"squid\"\ntestbed-memory = 1048576").unwrap().testbed.unwrap().memory,
-            Some(1 << 20)
-        );
-        for (settings, error) in [
-            ("testbed-purge = true", "go with testbed = \"TOPOLOGY\""),
-            ("testbed = \"varnish\"\ntestbed-memory = \"lots\"", "testbed-memory = \"lots\": expected a size"),
-            ("testbed = \"varnish\"\ntestbed-purge = 1", "testbed-purge = 1: expected true or false"),
-        ] {
-            let e = case(settings).unwrap_err();
-            assert!(e.contains(error), "{settings}: {e}");
-        }
-    }
 
     #[test]
     fn a_case_splits_into_flags_background_testbed_and_phases() {
