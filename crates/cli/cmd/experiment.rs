@@ -37,12 +37,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         bail!("{}: every combination is excluded: no case to run", a.file.display());
     }
     // Everything that can be checked is, before the listing: a dry run that passes runs.
-    let mut slos: Vec<Slo> = e
-        .slo
-        .iter()
-        .map(|s| s.parse().map_err(|m: String| anyhow::anyhow!("{}: slo = [{s:?}]: {m}", a.file.display())))
-        .collect::<anyhow::Result<_>>()?;
-    slos.extend(a.slo.iter().cloned());
+    let slos = slos(&e, &a)?;
     let warmup = e.warmup.as_deref().map(|w| duration(w, "warmup", &a.file)).transpose()?;
     let pause = e.pause.as_deref().map(|p| duration(p, "pause", &a.file)).transpose()?;
     // cache-study.toml → cache-study.results
@@ -85,15 +80,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         comparisons: results.comparisons,
     };
     let report = Report::Experiment(&report);
-    // The tables and the page go beside the results, whatever the flags say.
-    super::emit::write(&path.join("summary.txt"), report.text(false), report.unredacted())?;
-    let beside = EmitArgs {
-        format: Format::Text,
-        html: Some(path.join("report.html")),
-        xlsx: None,
-        csv_dir: Some(path.clone()),
-    };
-    files(&report, &beside)?;
+    keep_beside(&report, &path)?;
     emit(&report, &a.emit)?;
     let suite = format!("barrage experiment {}", e.name);
     let passed = gates(
@@ -106,6 +93,29 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     )?;
     let rows = report.table().map_or(0, |t| t.rows.len());
     Ok(outcome(&report, rows, "case", passed))
+}
+
+/// The file's objectives (`slo = [...]`), then those of `--slo`.
+fn slos(e: &Experiment, a: &ExperimentArgs) -> anyhow::Result<Vec<Slo>> {
+    let mut slos: Vec<Slo> = e
+        .slo
+        .iter()
+        .map(|s| s.parse().map_err(|m: String| anyhow::anyhow!("{}: slo = [{s:?}]: {m}", a.file.display())))
+        .collect::<anyhow::Result<_>>()?;
+    slos.extend(a.slo.iter().cloned());
+    Ok(slos)
+}
+
+/// The tables and the page go beside the results in `dir`, whatever the flags say.
+fn keep_beside(report: &Report, dir: &Path) -> anyhow::Result<()> {
+    super::emit::write(&dir.join("summary.txt"), report.text(false), report.unredacted())?;
+    let beside = EmitArgs {
+        format: Format::Text,
+        html: Some(dir.join("report.html")),
+        xlsx: None,
+        csv_dir: Some(dir.to_path_buf()),
+    };
+    files(report, &beside)
 }
 
 /// The case's settings as `run` flags, parsed and checked like `run`'s own.

@@ -262,6 +262,7 @@ struct Metrics {
 }
 
 impl Metrics {
+    /// The metrics, registered in `r` in the order they are exposed.
     fn register(r: &mut Registry) -> Metrics {
         let m = Metrics {
             sent: Counter::default(),
@@ -291,23 +292,34 @@ impl Metrics {
             runs: Counter::default(),
             current_run: Family::default(),
         };
-        // Fixed label sets exist from the start at zero, so a dashboard's `rate()` sees the
-        // first error of a kind as an increase rather than a series appearing.
+        m.zero_fixed_labels();
+        Self::register_traffic(&m, r);
+        Self::register_timing(&m, r);
+        m
+    }
+
+    /// Fixed label sets exist from the start at zero, so a dashboard's `rate()` sees the
+    /// first error of a kind as an increase rather than a series appearing.
+    fn zero_fixed_labels(&self) {
         for outcome in ["ok", "rejected", "http_error", "error"] {
-            let _ = m.completed.get_or_create(&OutcomeLabel { outcome });
+            let _ = self.completed.get_or_create(&OutcomeLabel { outcome });
         }
         for kind in ErrorKind::ALL {
-            let _ = m.errors.get_or_create(&KindLabel { kind: kind.name() });
+            let _ = self.errors.get_or_create(&KindLabel { kind: kind.name() });
         }
         for status in CacheStatus::ALL {
-            let _ = m.cache.get_or_create(&CacheLabel { status: status.name() });
+            let _ = self.cache.get_or_create(&CacheLabel { status: status.name() });
         }
         for protocol in Protocol::ALL {
-            let _ = m.protocols.get_or_create(&ProtocolLabel { protocol: protocol.name() });
+            let _ = self.protocols.get_or_create(&ProtocolLabel { protocol: protocol.name() });
         }
         for direction in ["send", "receive"] {
-            let _ = m.stalls.get_or_create(&DirectionLabel { direction });
+            let _ = self.stalls.get_or_create(&DirectionLabel { direction });
         }
+    }
+
+    /// What was sent and received: requests, errors, bytes, connections, streams, backends.
+    fn register_traffic(m: &Metrics, r: &mut Registry) {
         // Names without their unit: prometheus-client appends the unit, then `_total` to counters.
         r.register("requests_sent", "Requests started", m.sent.clone());
         r.register(
@@ -344,6 +356,10 @@ impl Metrics {
         );
         r.register("cache_responses", "Finished requests by cache status", m.cache.clone());
         r.register("backend_responses", "Finished requests by backend", m.backends.clone());
+    }
+
+    /// Latencies, rates, the clock, the processes' CPU and memory, and the runs.
+    fn register_timing(m: &Metrics, r: &mut Registry) {
         r.register_with_unit(
             "request_latency",
             "Latency from the intended start (corrected for coordinated omission)",
@@ -381,7 +397,6 @@ impl Metrics {
         );
         r.register("runs_started", "Runs begun (a study runs several, one after another)", m.runs.clone());
         r.register("current_run", "1 for the current run, labelled as the study names it", m.current_run.clone());
-        m
     }
 
     fn begin(&self, label: Option<&str>, span: &mut Span) {

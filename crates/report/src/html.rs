@@ -424,6 +424,27 @@ fn warnings(list: &[String]) -> String {
 }
 
 fn run_body(s: &RunSummary) -> String {
+    let mut out = run_header(s);
+    out.push_str(&run_figures(s));
+    // A run built on failure, or on another workload than it asked for, says so first,
+    // among the warnings.
+    let failed = match crate::study::run_verdict(s) {
+        v if v == "ok" => None,
+        v => Some(format!("{v}: these figures are not a result")),
+    };
+    out.push_str(&warnings(&failed.into_iter().chain(s.warnings.iter().cloned()).collect::<Vec<_>>()));
+    out.push_str(&events(&s.events));
+    if !s.events.is_empty() || !s.intervals.is_empty() {
+        out.push_str(
+            "<p class=\"hint\">Hover a chart for its values; drag across a time chart to zoom (all time charts \
+             follow), double-click to zoom out; click a legend entry to hide or show its series.</p>\n",
+        );
+    }
+    out
+}
+
+/// The run's header: what kind of run, when and how long, and its targets.
+fn run_header(s: &RunSummary) -> String {
     let mut out = String::from("<header>\n<h1>barrage run</h1>\n");
     let loop_kind = if s.mode == "open" { "open loop" } else { "closed loop" };
     let mut meta = vec![loop_kind.to_string()];
@@ -451,6 +472,11 @@ fn run_body(s: &RunSummary) -> String {
         let _ = writeln!(out, "<p class=\"meta\">{}: {}</p>", esc(&from), esc(&s.hosts.join(", ")));
     }
     out.push_str("</header>\n");
+    out
+}
+
+/// The run's headline figures, a failing one marked.
+fn run_figures(s: &RunSummary) -> String {
     let r = &s.requests;
     let l = &s.latency.corrected;
     let failed = r.total.saturating_sub(r.ok);
@@ -492,22 +518,7 @@ fn run_body(s: &RunSummary) -> String {
         items.push(("false hits", thousands(h.false_hits), h.false_hits > 0));
         items.push(("false misses", thousands(h.false_misses), h.false_misses > 0));
     }
-    out.push_str(&figures(&items));
-    // A run built on failure, or on another workload than it asked for, says so first,
-    // among the warnings.
-    let failed = match crate::study::run_verdict(s) {
-        v if v == "ok" => None,
-        v => Some(format!("{v}: these figures are not a result")),
-    };
-    out.push_str(&warnings(&failed.into_iter().chain(s.warnings.iter().cloned()).collect::<Vec<_>>()));
-    out.push_str(&events(&s.events));
-    if !s.events.is_empty() || !s.intervals.is_empty() {
-        out.push_str(
-            "<p class=\"hint\">Hover a chart for its values; drag across a time chart to zoom (all time charts \
-             follow), double-click to zoom out; click a legend entry to hide or show its series.</p>\n",
-        );
-    }
-    out
+    figures(&items)
 }
 
 fn events(events: &[EventSummary]) -> String {

@@ -501,39 +501,12 @@ impl Experiment<'_> {
     ) -> Result<bool, StudyError> {
         let case = &self.cases[c];
         let phases = barrage_plan::phases::parse(&case.phases).map_err(StudyError::Plan)?;
-        // Each case, repeat, warm-up and background load is a stream of its own (its index
-        // in the study, so that no two ask for the same new object, and its seed), and the
-        // phases of a repeat share one: the fill asks for what the measure asks for again.
-        // A background's phases do not: its new objects are new in every phase.
-        let stream = |j: &Job, role: StreamRole| {
-            let mut j = j.clone();
-            j.plan.in_study(self.stream_index(c, repeat, role, 0), &[], 0, 0);
-            j
-        };
         let (main_job, bg_job) = (
-            stream(&built.main, StreamRole::Measured),
-            built.background.as_ref().map(|b| stream(b, StreamRole::Background)),
+            self.streamed(&built.main, c, repeat, StreamRole::Measured),
+            built.background.as_ref().map(|b| self.streamed(b, c, repeat, StreamRole::Background)),
         );
-        if let Some(w) = self.warmup {
-            let warm = |j: &Job, role: StreamRole| {
-                let mut j = stream(j, role);
-                j.plan.duration = Some(w);
-                j.plan.requests = None;
-                // `at` events belong to the measured run: a warm-up does not stop servers.
-                j.at.clear();
-                j
-            };
-            let main = warm(&built.main, StreamRole::WarmUp)
-                .label("case", case.id.as_str())
-                .label("warmup", repeat.to_string());
-            let bg = built
-                .background
-                .as_ref()
-                .map(|b| warm(b, StreamRole::WarmUpBackground).label("case", case.id.as_str()));
-            let (m, _) = self.pair(runner, main, bg)?;
-            if m.is_none_or(|d| d.interrupted) {
-                return Ok(false);
-            }
+        if !self.warm_up(c, repeat, built, runner)? {
+            return Ok(false);
         }
         if let Some(dir) = testbed.filter(|_| case.purge) {
             // After the warm-up, which would otherwise fill what was just emptied.
@@ -579,6 +552,37 @@ impl Experiment<'_> {
             rename(m.path.as_deref().expect("written to a file"), &file)?;
         }
         Ok(true)
+    }
+
+    /// `j` as a stream of its own. Each case, repeat, warm-up and background load is one (its
+    /// index in the study, so that no two ask for the same new object, and its seed), and the
+    /// phases of a repeat share one: the fill asks for what the measure asks for again. A
+    /// background's phases do not: its new objects are new in every phase.
+    fn streamed(&self, j: &Job, c: usize, repeat: u32, role: StreamRole) -> Job {
+        let mut j = j.clone();
+        j.plan.in_study(self.stream_index(c, repeat, role, 0), &[], 0, 0);
+        j
+    }
+
+    /// The warm-up before a repeat, when the study has one: the case and its background for
+    /// the warm-up's length, on streams of their own. False when the study was stopped.
+    fn warm_up(&self, c: usize, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
+        let Some(w) = self.warmup else { return Ok(true) };
+        let case = &self.cases[c];
+        let warm = |j: &Job, role: StreamRole| {
+            let mut j = self.streamed(j, c, repeat, role);
+            j.plan.duration = Some(w);
+            j.plan.requests = None;
+            // `at` events belong to the measured run: a warm-up does not stop servers.
+            j.at.clear();
+            j
+        };
+        let main =
+            warm(&built.main, StreamRole::WarmUp).label("case", case.id.as_str()).label("warmup", repeat.to_string());
+        let bg =
+            built.background.as_ref().map(|b| warm(b, StreamRole::WarmUpBackground).label("case", case.id.as_str()));
+        let (m, _) = self.pair(runner, main, bg)?;
+        Ok(!m.is_none_or(|d| d.interrupted))
     }
 
     /// The study's index of a run: one for each case, repeat, phase and role, in that order.
