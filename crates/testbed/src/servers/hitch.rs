@@ -16,7 +16,7 @@ pub struct Hitch<'a> {
     pub dir: &'a Path,
     /// Where it serves HTTPS.
     pub listen: SocketAddr,
-    /// Varnish's PROXY listener ([`VarnishPorts::proxy`]).
+    /// Varnish's PROXY listener ([`VarnishPorts::proxy`](super::VarnishPorts::proxy)).
     pub backend: SocketAddr,
     /// The testbed's certificate (hitch reads `combined`).
     pub files: &'a TlsFiles,

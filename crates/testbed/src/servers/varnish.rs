@@ -27,7 +27,7 @@ pub struct VarnishPorts<'a> {
 /// `PASS` (not cacheable) or `STALE` (served in grace while being refreshed). Varnish also
 /// adds its usual `Via`, `X-Varnish` and `Age` headers.
 ///
-/// Varnish has no TLS of its own: `f.tls` is ignored, and with `v.proxy` hitch ([`hitch`])
+/// Varnish has no TLS of its own: `f.tls` is ignored, and with `v.proxy` hitch ([`hitch`](fn@super::hitch))
 /// terminates TLS in front, passing the connections on in the PROXY protocol to the
 /// listener named `tls`. Both listeners share the one cache: objects are keyed by URL
 /// alone (not by Host, which differs by port).
