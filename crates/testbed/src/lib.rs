@@ -130,7 +130,7 @@ pub fn check_programs(options: &Options, dir: &Path) -> Result<(), TestbedError>
 
 /// Starts a testbed in `dir` under a supervisor in the background (a new session, away from
 /// the terminal's signals) and returns its state once every server answers. It lives for
-/// `lifetime`. `stopped` is asked every [`TICK`] while the servers come up: once it says
+/// `lifetime`. `stopped` is asked every 20 ms while the servers come up: once it says
 /// so, what had started is taken down and the answer is [`TestbedError::Interrupted`].
 pub fn up(
     options: &Options,
