@@ -94,6 +94,7 @@ fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Report(a) => cmd::report::report(a),
         Command::Serve(a) => cmd::serve::serve(*a),
         Command::Compare(a) => cmd::compare::compare(a),
+        Command::Generated(a) => cmd::completions::generated(a),
     }
 }
 
