@@ -7,6 +7,8 @@
 mod args;
 mod cmd;
 #[cfg(test)]
+mod docs;
+#[cfg(test)]
 mod fuzz;
 mod message;
 mod signals;
