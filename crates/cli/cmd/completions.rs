@@ -46,7 +46,9 @@ fn man() -> anyhow::Result<Outcome> {
 /// `command`'s page, then its subcommands' pages in order, depth first; clap's own `help`
 /// subcommand has none, and hidden ones (the testbed's supervisor) none either.
 fn render_pages(command: &clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
-    clap_mangen::Man::new(command.clone()).render(out)?;
+    // Every page's footer names barrage and its version, not the subcommand's own name.
+    let source = concat!("barrage ", env!("CARGO_PKG_VERSION"));
+    clap_mangen::Man::new(command.clone()).source(source).render(out)?;
     for sub in command.get_subcommands().filter(|s| s.get_name() != "help" && !s.is_hide_set()) {
         render_pages(sub, out)?;
     }
