@@ -73,7 +73,7 @@ PY
     esac
 }
 
-# barrage's command line for a Redis case, in one place to adjust: memtier's flags (README,
+# barrage's command line for a Redis case, in one place to adjust: memtier's flags (docs/protocols.md,
 # "Redis and memcached"). --ratio 1:0 sends SETs only, 0:1 GETs only; -c CONNS connections
 # each keep --pipeline DEPTH commands in flight (a closed loop of CONNS × DEPTH); -n counts
 # commands; the keys are redis-benchmark's `key:%012d` (a key's length and format change

@@ -7,6 +7,8 @@
 mod args;
 mod cmd;
 #[cfg(test)]
+mod docs;
+#[cfg(test)]
 mod fuzz;
 mod message;
 mod signals;
@@ -94,6 +96,7 @@ fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Report(a) => cmd::report::report(a),
         Command::Serve(a) => cmd::serve::serve(*a),
         Command::Compare(a) => cmd::compare::compare(a),
+        Command::Generated(a) => cmd::completions::generated(a),
     }
 }
 

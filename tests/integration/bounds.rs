@@ -36,7 +36,7 @@ fn rates_past_the_limit_are_refused_and_the_highest_rate_ends_within_duration_an
         let args = ["run", "--rate", rate, "-d", "1s", url.as_str()];
         assert_refused(&bounded(&args, None), &args, "--rate", Duration::from_secs(2));
     }
-    // The promise of the README: no run lasts longer than its duration, its timeout and a
+    // The promise of docs/reference.md (Limits): no run lasts longer than its duration, its timeout and a
     // second, however hostile the valid inputs (measured from outside, start-up included).
     let (d, timeout) = (1.0, 1.0);
     let error_url = format!("{url}/status/500");

@@ -1,4 +1,5 @@
-//! The built binary: bad input gets one line and exit 2; Ctrl-C prints the partial report.
+//! The built binary: bad input gets one line and exit 2; Ctrl-C prints the partial report;
+//! completions and the man page come from the parser.
 
 use crate::util::{barrage, origin};
 use barrage_server::ServeConfig;
@@ -31,6 +32,7 @@ fn bad_input_is_one_line_and_exit_2() {
         (&["run", "--http3", "--http2", "https://127.0.0.1:9/", "-n", "1"], "--http2"),
         (&["run", "--http3", "redis://127.0.0.1:9", "-n", "1"], "--http3 is for HTTP targets"),
         (&["serve", "--http3"], "--http3 runs over QUIC"),
+        (&["completions", "tcsh"], "tcsh"),
     ];
     let garbage = dir.path().join("garbage.brg");
     std::fs::write(&garbage, b"not a results file").unwrap();
@@ -213,4 +215,83 @@ fn a_closed_stderr_keeps_the_exit_code() {
     let missing = dir.path().join("missing.brg");
     let status = barrage().arg("report").arg(&missing).stderr(Stdio::from(write)).status().unwrap();
     assert_eq!(status.code(), Some(2), "{status}");
+}
+
+/// The subcommands as `barrage --help` lists them, clap's `help` left out.
+fn subcommands() -> Vec<String> {
+    let out = barrage().arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let commands = help.split("Commands:").nth(1).expect("a Commands section").split("\n\n").next().unwrap();
+    let names: Vec<String> = commands
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "help")
+        .map(str::to_string)
+        .collect();
+    assert!(names.len() >= 10 && names.iter().any(|n| n == "completions"), "{names:?}");
+    names
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = barrage().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn bash_completion_is_valid_and_completes_subcommands() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("barrage.bash");
+    std::fs::write(&script, stdout_of(&["completions", "bash"])).unwrap();
+    let check = std::process::Command::new("bash").arg("-n").arg(&script).output().unwrap();
+    assert!(check.status.success(), "bash -n: {}", String::from_utf8_lossy(&check.stderr));
+    // What bash does on `barrage <TAB>` and `barrage testbed u<TAB>`: the function the
+    // script registers, called with the words typed so far.
+    let complete = |words: &str, cword: usize| {
+        let line = format!(
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD={cword}; _barrage barrage \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let out = std::process::Command::new("bash").arg("-c").arg(line).output().unwrap();
+        assert!(out.status.success(), "{words}: {}", String::from_utf8_lossy(&out.stderr));
+        // Flags are offered beside the words: only the words are under test.
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|w| !w.starts_with('-'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let top = complete("barrage ''", 1);
+    for name in subcommands() {
+        assert!(top.contains(&name), "barrage <TAB> does not offer {name}: {top:?}");
+    }
+    assert_eq!(complete("barrage testbed u", 2), ["up"]);
+    assert_eq!(complete("barrage completions ''", 2), ["bash", "zsh", "fish"]);
+}
+
+#[test]
+fn zsh_and_fish_completions_name_every_subcommand() {
+    // How each script lists a subcommand with its help: zsh `'run:Generate load…'`, fish
+    // `-a "run" -d 'Generate load…'`.
+    let zsh = stdout_of(&["completions", "zsh"]);
+    let fish = stdout_of(&["completions", "fish"]);
+    for name in subcommands() {
+        assert!(zsh.contains(&format!("\n'{name}:")), "zsh: no {name}");
+        assert!(fish.contains(&format!("-a \"{name}\" -d")), "fish: no {name}");
+    }
+    assert!(zsh.starts_with("#compdef barrage"));
+}
+
+#[test]
+fn the_man_page_has_a_page_per_subcommand() {
+    let man = stdout_of(&["man"]);
+    assert!(man.lines().any(|l| l.starts_with(".TH barrage 1")), "no .TH for barrage(1)");
+    for name in subcommands() {
+        assert!(man.lines().any(|l| l.starts_with(&format!(".TH barrage-{name} 1"))), "no page for {name}");
+    }
+    // A page per testbed command too; the hidden supervisor has none.
+    assert!(man.contains(".TH barrage-testbed-up 1"));
+    assert!(!man.contains(".TH barrage-testbed-supervise"));
 }

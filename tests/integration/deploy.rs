@@ -320,7 +320,7 @@ fn relay(client: TcpStream, to: SocketAddr) {
 
 // ---- Kubernetes ----
 
-/// What envsubst fills in (and nothing else), as the README's one-liner names them.
+/// What envsubst fills in (and nothing else), as the one-liner in docs/scale-out.md names them.
 const ENVSUBST: [&str; 3] = ["BARRAGE_IMAGE", "BARRAGE_SHARDS", "BARRAGE_START_AT"];
 
 /// The manifests in apply order, rendered as `envsubst '$BARRAGE_IMAGE $BARRAGE_SHARDS
@@ -337,7 +337,7 @@ fn render(values: &[(&str, String)]) -> String {
 fn envsubst(text: &str, values: &[(&str, String)]) -> String {
     let mut out = text.to_string();
     for (name, value) in values {
-        assert!(ENVSUBST.contains(name), "{name} is not one of the README's envsubst names");
+        assert!(ENVSUBST.contains(name), "{name} is not one of the envsubst names of docs/scale-out.md");
         out = out.replace(&format!("${{{name}}}"), value);
         let bare = format!("${name}");
         let mut rest = out.as_str();

@@ -4,17 +4,15 @@ use barrage_plan::limits::{MAX_RETRIES, MAX_THREADS, MAX_WORKERS};
 use barrage_plan::units::{self, Dur, Header, PositiveDur, Rate, RateSpec, Resolve};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+pub mod completions;
 
-/// barrage: a fast, truthful load tester for web services, caches and load balancers.
 #[derive(Parser, Debug)]
 #[command(name = "barrage", version, about, propagate_version = true)]
 pub struct Cli {
-    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Generate load against one or more URLs and report on it.
@@ -43,6 +41,8 @@ pub enum Command {
     /// Compare runs against the first (the baseline), with significance; --fail-if for CI.
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    #[command(flatten)]
+    Generated(completions::Generated),
 }
 
 const SWEEP_EXAMPLES: &str = "Examples:

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod capacity;
 pub mod compare;
+pub mod completions;
 pub mod demo;
 pub mod emit;
 pub mod experiment;

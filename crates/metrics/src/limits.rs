@@ -1,4 +1,4 @@
-//! The upper limits of what this crate reads and parses, in one place (README, "Limits"):
+//! The upper limits of what this crate reads and parses, in one place (docs/reference.md, "Limits"):
 //! every duration a flag or file gives, every record and histogram of a results file, and
 //! [`read_capped`], the one way a file someone else may have written is read whole.
 //!
@@ -132,7 +132,7 @@ fn over(cap: u64) -> io::Error {
     io::Error::new(io::ErrorKind::FileTooLarge, format!("over the {} limit", fmt_limit(cap)))
 }
 
-/// A limit in bytes as the README writes it: `1 GiB`, `16 MiB`, `512 bytes`.
+/// A limit in bytes as docs/reference.md writes it: `1 GiB`, `16 MiB`, `512 bytes`.
 pub fn fmt_limit(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),

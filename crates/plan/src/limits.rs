@@ -1,4 +1,4 @@
-//! The upper limits of what a plan may ask for, in one place (README, "Limits"). Each
+//! The upper limits of what a plan may ask for, in one place (docs/reference.md, "Limits"). Each
 //! bounds what an input could otherwise make barrage allocate or spend: a rate, a count of
 //! workers or connections, a file read whole, the cases of an experiment. A value over
 //! one is refused up front, naming the flag or key and the limit. Durations are bounded
