@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive; doc comments are the help text): the subcommands
 //! here, their flags in one file per group of subcommands, the parsers they share below.
 
+mod flags;
 mod run;
 mod serve;
 mod study;
