@@ -1,9 +1,10 @@
 //! The run's flags as the plan crate's plain values ([`LoadFlags`], [`ProtocolFlags`],
-//! [`KvFlags`]…): clap's types stay on this side, and what the flags mean is decided there.
+//! [`KvFlags`], [`RequestFlags`]…): clap's types stay on this side, and what the flags mean is decided there.
 
 use super::{MeasureArgs, OutputArgs, RunArgs};
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::kv_flags::KvFlags;
+use barrage_plan::request_flags::RequestFlags;
 use barrage_plan::units::LoadFlags;
 use barrage_plan::{ProtocolFlags, ResponseRules};
 
@@ -32,6 +33,24 @@ impl RunArgs {
             streams: c.streams,
             rounds: c.rounds,
             no_keepalive: c.no_keepalive,
+        }
+    }
+
+    /// What every request is: the targets, method, body and headers the flags give.
+    pub fn request_flags(&self) -> RequestFlags {
+        let r = &self.request;
+        RequestFlags {
+            urls: self.target.urls.clone(),
+            targets_file: r.targets.clone(),
+            urls_file: r.urls_file.clone(),
+            method: r.method.clone(),
+            headers: r.headers.clone(),
+            body: r.body.clone(),
+            body_size: r.body_size,
+            body_pattern: r.body_pattern.clone(),
+            body_unique: r.body_unique,
+            form: r.form.clone(),
+            seed: r.seed,
         }
     }
 

@@ -12,7 +12,6 @@ pub mod limits;
 pub mod live;
 pub mod plan;
 pub mod report;
-pub mod request;
 pub mod run;
 pub mod serve;
 pub mod sweep;

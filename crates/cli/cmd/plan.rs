@@ -139,11 +139,11 @@ fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
             (Some(Arc::new(s.in_shard(shard.index.into(), shard.count.into()))), targets)
         }
         (None, Some(kv)) => (None, kv.targets.clone()),
-        (None, None) => (None, super::request::targets(a)?),
+        (None, None) => (None, a.request_flags().targets().map_err(anyhow::Error::msg)?),
     };
     let (c, r) = (&a.conn, &a.request);
     let mut plan = Plan {
-        targets: super::request::with_flags(a, targets)?.into(),
+        targets: a.request_flags().apply(targets).map_err(anyhow::Error::msg)?.into(),
         duration: duration(a, flags, &load, scenario.as_deref())?,
         load,
         requests: a.load.requests,

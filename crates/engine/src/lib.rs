@@ -28,6 +28,7 @@ mod exchange;
 pub mod fuzz;
 mod http;
 pub mod kv;
+pub mod limits;
 pub mod reqlog;
 mod schedule;
 mod thread;

@@ -28,6 +28,7 @@ pub mod phases;
 pub mod pick;
 pub mod plan;
 pub mod protocol;
+pub mod request_flags;
 pub mod retry;
 pub mod ring;
 pub mod scenario;
