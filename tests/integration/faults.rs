@@ -119,7 +119,7 @@ fn a_slow_stream_among_quick_ones_gets_its_whole_timeout() {
     // Over HTTP/2 the quick streams' answers wake the workers many times while a slow one
     // waits, and the timer is polled only when its waker changed: it must still fire.
     slow_after_quick(|p| {
-        (p.http2, p.streams, p.requests) = (true, 4, Some(12));
+        (p.protocol, p.requests) = (barrage_plan::Protocol::http2(4), Some(12));
     });
 }
 

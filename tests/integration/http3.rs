@@ -5,6 +5,7 @@
 
 use crate::util::{closed, errors_of, origin, plan, run};
 use barrage_metrics::summary::RunSummary;
+use barrage_plan::{Protocol, Streams};
 use barrage_server::{Handshakes, LatencyDist, RunningServer, ServeConfig};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ fn h3_origin(config: ServeConfig) -> RunningServer {
 /// A `--http3` plan for `path` of `o`, trusting its CA, with `n` requests.
 fn h3_plan(o: &RunningServer, path: &str, workers: usize, n: u64) -> barrage_engine::Plan {
     let mut p = plan(&format!("{}{path}", o.url()), closed(workers));
-    p.http3 = true;
+    p.protocol = Protocol::http3(1);
     p.requests = Some(n);
     p.tls.cacert = o.ca_path().map(Into::into);
     p
@@ -78,7 +79,7 @@ fn the_report_says_why_tls_and_send_are_not_measured_over_http3() {
 fn every_new_connection_pays_a_full_handshake_so_no_0rtt() {
     let o = h3_origin(ServeConfig::default());
     let mut p = h3_plan(&o, "/", 1, 5);
-    p.keepalive = false;
+    p.protocol = Protocol::Http3 { streams: Streams::PerRequest };
     let s = run(p);
     assert_eq!(s.requests.ok, 5, "{:?}", s.errors);
     assert_eq!((s.requests.connections, phase(&s, "connect").count), (5, 5));
@@ -110,7 +111,7 @@ fn nothing_listening_on_the_udp_port_is_refused_at_once() {
     // unreachable), which barrage reads as refused without waiting out the connect timeout.
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut p = plan(&format!("https://127.0.0.1:{port}/"), closed(1));
-    (p.http3, p.requests, p.connect_timeout) = (true, Some(3), Duration::from_secs(5));
+    (p.protocol, p.requests, p.connect_timeout) = (Protocol::http3(1), Some(3), Duration::from_secs(5));
     let started = Instant::now();
     let s = run(p);
     assert_eq!(errors_of(&s, "refused"), 3, "{:?}", s.errors);
@@ -123,7 +124,7 @@ fn a_udp_port_that_never_answers_ends_at_the_connect_timeout() {
     // Bound, so no ICMP comes back, and never read: the QUIC handshake gets no answer.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut p = plan(&format!("https://{}/", silent.local_addr().unwrap()), closed(1));
-    (p.http3, p.requests, p.connect_timeout) = (true, Some(2), Duration::from_millis(300));
+    (p.protocol, p.requests, p.connect_timeout) = (Protocol::http3(1), Some(2), Duration::from_millis(300));
     let started = Instant::now();
     let s = run(p);
     assert_eq!(errors_of(&s, "connect_timeout"), 2, "{:?}", s.errors);
@@ -208,7 +209,7 @@ fn check_multiplexed(s: &RunSummary, o: &RunningServer, connections: u64) {
 fn closed_loop_streams_share_each_quic_connection_ten_at_once() {
     let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), ..Default::default() });
     let mut p = h3_plan(&o, "/", 2, 800);
-    (p.streams, p.threads) = (10, 2);
+    (p.protocol, p.threads) = (Protocol::http3(10), 2);
     let s = run(p);
     assert_eq!(s.requests.total, 800);
     check_multiplexed(&s, &o, 2);
@@ -234,7 +235,7 @@ fn open_loop_streams_keep_the_rate_on_the_quic_connections_asked() {
     let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), ..Default::default() });
     let mut p = h3_plan(&o, "/", 1, 600);
     p.load = barrage_engine::Load::Open { pacer: barrage_engine::Pacer::Constant { rate: 300.0 }, max_in_flight: 20 };
-    (p.streams, p.threads) = (10, 1);
+    (p.protocol, p.threads) = (Protocol::http3(10), 1);
     let s = run(p);
     assert_eq!(s.requests.total, 600);
     check_multiplexed(&s, &o, 2);
@@ -254,7 +255,7 @@ fn open_loop_streams_keep_the_rate_on_the_quic_connections_asked() {
 fn a_server_allowing_fewer_streams_makes_the_rest_wait_and_is_said() {
     let o = h3_origin(ServeConfig { latency: Some(LatencyDist::Fixed(DELAY)), max_streams: 5, ..Default::default() });
     let mut p = h3_plan(&o, "/", 1, 100);
-    p.streams = 8;
+    p.protocol = Protocol::http3(8);
     let s = run(p);
     assert_eq!((s.requests.ok, o.requests()), (100, 100), "{:?}", s.errors);
     assert_eq!(s.requests.connections, 1);
@@ -290,7 +291,7 @@ fn reset_streams_are_classified_and_rejected_ones_retried_once() {
     for (reason, kind, code, streams) in table {
         let before = o.requests();
         let mut p = h3_plan(&o, &format!("/reset/{reason}"), 1, 12);
-        p.streams = streams;
+        p.protocol = Protocol::http3(streams);
         let s = run(p);
         assert_eq!(errors_of(&s, kind), 12, "{reason}: {:?}", s.errors);
         assert!(s.errors[0].example.contains(code), "{}", s.errors[0].example);
@@ -299,7 +300,7 @@ fn reset_streams_are_classified_and_rejected_ones_retried_once() {
     }
     let before = o.requests();
     let mut p = h3_plan(&o, "/reset/refused_stream", 1, 12);
-    p.streams = 4;
+    p.protocol = Protocol::http3(4);
     let s = run(p);
     assert_eq!(errors_of(&s, "reset"), 12, "{:?}", s.errors);
     assert!(s.errors[0].example.contains("H3_REQUEST_REJECTED"), "{}", s.errors[0].example);
@@ -316,7 +317,7 @@ fn bodies_beyond_a_window_count_flow_control_stalls() {
     let o = h3_origin(ServeConfig::default());
     let size = 2 << 20;
     let mut p = h3_plan(&o, "/upload", 1, 8);
-    p.streams = 4;
+    p.protocol = Protocol::http3(4);
     for t in &mut p.targets {
         t.method = http::Method::PUT;
         t.body = bytes::Bytes::from(vec![7u8; size]);
@@ -327,7 +328,7 @@ fn bodies_beyond_a_window_count_flow_control_stalls() {
     assert!(stalls >= 8, "send stalls: {stalls}");
     assert!(s.bytes.out_total >= 8 * size as u64, "{}", s.bytes.out_total);
     let mut p = h3_plan(&o, "/bytes/4m", 1, 4);
-    p.streams = 2;
+    p.protocol = Protocol::http3(2);
     let s = run(p);
     assert_eq!(s.requests.ok, 4, "{:?}", s.errors);
     assert!(s.streams.as_ref().unwrap().recv_stalls >= 1, "{:?}", s.streams);

@@ -89,7 +89,7 @@ fn new_connection_per_request_times_connect_and_tls() {
     let o = origin(ServeConfig { tls: true, ..Default::default() });
     let mut p = plan(&format!("{}/bytes/100", o.url()), closed(2));
     p.requests = Some(40);
-    p.keepalive = false;
+    p.protocol = barrage_plan::Protocol::Http1 { keepalive: false };
     p.tls.cacert = o.ca_path().map(Into::into);
     let s = run(p);
     assert_eq!(s.requests.ok, 40, "{:?}", s.errors);
@@ -223,7 +223,7 @@ fn http2_over_tls_and_cleartext() {
     for (url, ca) in [(tls.url(), tls.ca_path().map(Into::into)), (plain.url(), None)] {
         let mut p = plan(&format!("{url}/bytes/1k"), closed(2));
         p.requests = Some(20);
-        p.http2 = true;
+        p.protocol = barrage_plan::Protocol::http2(1);
         p.tls.cacert = ca;
         let s = run(p);
         assert_eq!(s.requests.ok, 20, "{url}: {:?}", s.errors);

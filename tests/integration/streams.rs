@@ -5,6 +5,7 @@
 use crate::util::{barrage, errors_of, origin, plan, run};
 use barrage_engine::{Load, Pacer, Plan};
 use barrage_metrics::RunSummary;
+use barrage_plan::Protocol;
 use barrage_server::{LatencyDist, RunningServer, ServeConfig};
 use barrage_study::{Job, Level, Quiet, Runner, Sweep};
 use serde_json::Value;
@@ -21,8 +22,7 @@ fn delayed() -> RunningServer {
 /// An HTTP/2 plan of `load` with `streams` to a connection, on `threads` threads.
 fn h2_plan(url: &str, load: Load, streams: u32, threads: usize) -> Plan {
     let mut p = plan(url, load);
-    p.http2 = true;
-    p.streams = streams;
+    p.protocol = Protocol::http2(streams);
     p.threads = threads;
     p
 }
@@ -64,7 +64,7 @@ fn closed_loop_streams_share_each_connection_ten_at_once() {
         let o = delayed();
         let mut p = h2_plan(&o.url(), crate::util::closed(2), 10, 2);
         p.requests = Some(800);
-        p.rounds = rounds;
+        p.protocol = Protocol::Http2 { streams: barrage_plan::Streams::Kept(10), rounds };
         let s = run(p);
         assert_eq!(s.requests.total, 800);
         check_multiplexed(&s, &o, 2);

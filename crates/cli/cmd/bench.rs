@@ -39,7 +39,7 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Out
         super::emit::check_dir(out, "--output-dir")?;
     }
     if a.rate.is_none() {
-        super::plan::check_connections(a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize, 0, "-c")?;
+        super::limits::check_connections(a.concurrency.unwrap_or(DEFAULT_CONCURRENCY) as usize, 0, "-c")?;
     }
     eprintln!("bringing up nginx, haproxy, varnish and squid over {} origins…", a.backends);
     crate::signals::down_on_exit(&dir);

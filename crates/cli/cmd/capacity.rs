@@ -7,7 +7,7 @@ use crate::args::CapacityArgs;
 use crate::Outcome;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
-use barrage_plan::units::RateSpec;
+use barrage_plan::units::{LoadFlags, RateSpec};
 use barrage_report::{CapacityReport, Report, Slo, StudyTable};
 use barrage_study::capacity::{generator_limited, knee, Bounds, Capacity};
 use barrage_study::Runner;
@@ -17,8 +17,8 @@ use std::time::Duration;
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
 
 /// Runs the search and prints what it found.
-pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
-    let run = &mut a.run;
+pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+    let run = &a.run;
     if run.gates.slo.is_empty() {
         bail!("capacity needs at least one --slo, e.g. --slo 'p99<100ms' --slo 'success>=99.9%'");
     }
@@ -47,12 +47,13 @@ pub fn capacity(mut a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<
     if let Some(dir) = &run.output.output {
         super::emit::check_dir(dir, "-o")?;
     }
-    let step = run.load.step.take().map_or(DEFAULT_STEP, |s| s.0);
-    run.load.rate = Some(RateSpec::Constant(start_rate));
-    run.load.duration = Some(barrage_plan::units::PositiveDur(step));
+    let step = run.load.step.map_or(DEFAULT_STEP, |s| s.0);
+    // The base plan at the first probe's rate for one step; each probe replaces the load.
+    let first =
+        LoadFlags { rate: Some(RateSpec::Constant(start_rate)), step: None, duration: Some(step), ..run.load_flags() };
     super::plan::one_machine(run, "capacity")?;
-    let mut base = super::plan::job(run)?;
-    super::plan::one_group(&base.plan, "capacity")?;
+    let mut base = super::plan::job_at(run, &first)?;
+    barrage_study::sweep::one_group(&base.plan, "capacity").map_err(anyhow::Error::msg)?;
     let dir = base.output.take();
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };

@@ -9,6 +9,7 @@ pub mod completions;
 pub mod demo;
 pub mod emit;
 pub mod experiment;
+pub mod limits;
 pub mod live;
 pub mod plan;
 pub mod report;

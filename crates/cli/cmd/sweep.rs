@@ -7,7 +7,7 @@ use crate::args::RunArgs;
 use crate::Outcome;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
-use barrage_plan::units::{Levels, RateSpec};
+use barrage_plan::units::{Levels, LoadFlags, RateSpec};
 use barrage_report::{Report, Slo};
 use barrage_study::{Level, Runner, Sweep};
 use std::time::Duration;
@@ -16,7 +16,7 @@ use std::time::Duration;
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
 
 /// Runs every level and prints the table.
-pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     if a.load.requests.is_some() {
         bail!("-n/--requests is for `barrage run`; `barrage sweep` runs each level for --step");
     }
@@ -34,7 +34,7 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
         })
         .max()
     {
-        super::plan::check_connections(most as usize, a.load.threads, "-c")?;
+        super::limits::check_connections(most as usize, a.load.threads, "-c")?;
     }
     if let (Some(step), Some(d)) = (a.load.step, a.load.duration) {
         bail!("-d/--duration {:?} and --step {:?} both set a level's length: give one (--step)", d.0, step.0);
@@ -42,14 +42,14 @@ pub fn sweep(mut a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome>
     let step = a.load.step.map(|s| s.0).or(a.load.duration.map(|d| d.0)).unwrap_or(DEFAULT_STEP);
     // The base plan at the first level for one step (so `--at` is checked against a
     // level's length); each level replaces the load.
-    a.load.duration = Some(barrage_plan::units::PositiveDur(step));
-    (a.load.rate, a.load.concurrency, a.load.step) = match levels[0] {
-        Level::Rate(r) => (Some(RateSpec::Constant(r)), None, None),
-        Level::Workers(n) => (None, Some(Levels(vec![n])), None),
+    let (rate, concurrency) = match levels[0] {
+        Level::Rate(r) => (Some(RateSpec::Constant(r)), None),
+        Level::Workers(n) => (None, Some(Levels(vec![n]))),
     };
+    let first = LoadFlags { rate, concurrency, step: None, duration: Some(step), ..a.load_flags() };
     super::plan::one_machine(&a, "sweep")?;
-    let mut base = super::plan::job(&a)?;
-    super::plan::one_group(&base.plan, "sweep")?;
+    let mut base = super::plan::job_at(&a, &first)?;
+    barrage_study::sweep::one_group(&base.plan, "sweep").map_err(anyhow::Error::msg)?;
     // -o names a directory of level files.
     let dir = base.output.take();
     let phases = super::plan::phases(&a)?;

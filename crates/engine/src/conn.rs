@@ -3,7 +3,7 @@
 //! is QUIC over UDP, with the same rustls configuration and DNS: [`crate::http::h3`].
 
 use barrage_metrics::ErrorKind;
-use barrage_plan::{Load, Plan, TlsOptions};
+use barrage_plan::{Load, Plan, Protocol, TlsOptions};
 use rustls::pki_types::ServerName;
 use std::io;
 use std::net::SocketAddr;
@@ -100,13 +100,14 @@ fn back_to_back(plan: &Plan) -> bool {
 /// Shared, immutable connection settings of a run.
 pub struct Connector {
     tls: Option<Arc<rustls::ClientConfig>>,
-    http2: bool,
+    /// The run asked for HTTP/2 (`--http2`).
+    asks_http2: bool,
     /// `--streams`: requests an HTTP/2 connection carries at once (its windows are sized
     /// for them; HTTP/3's are in `quic`).
     streams: u32,
     /// HTTP/2 connections send their requests in rounds: `--rounds`, in a closed loop
     /// without think time (see [`crate::http::h2::Conn::handshake`]).
-    rounds: bool,
+    in_rounds: bool,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
     pub(crate) quic: Option<crate::http::h3::Quic>,
     connect_timeout: Duration,
@@ -119,22 +120,24 @@ impl Connector {
     pub fn new(plan: &Plan, needs_tls: bool) -> Result<Connector, crate::EngineError> {
         // Redis and memcached negotiate no application protocol: they get no ALPN. HTTP/3
         // offers h3 alone: a QUIC server that does not speak it fails the handshake.
-        let alpn: &[&[u8]] = match (plan.kv.is_some(), plan.http2, plan.http3) {
-            (true, _, _) => &[],
-            (false, _, true) => &[b"h3"],
-            (false, true, false) => &[b"h2", b"http/1.1"],
-            (false, false, false) => &[b"http/1.1"],
+        let alpn: &[&[u8]] = match &plan.protocol {
+            Protocol::Kv(_) => &[],
+            Protocol::Http3 { .. } => &[b"h3"],
+            Protocol::Http2 { .. } => &[b"h2", b"http/1.1"],
+            Protocol::Http1 { .. } => &[b"http/1.1"],
         };
-        let tls = if needs_tls || plan.http3 { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
-        let quic = match (&tls, plan.http3) {
-            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone(), plan.streams, plan.connections())?),
+        let http3 = matches!(plan.protocol, Protocol::Http3 { .. });
+        let tls = if needs_tls || http3 { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
+        let streams = plan.protocol.streams();
+        let quic = match (&tls, http3) {
+            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone(), streams, plan.connections())?),
             _ => None,
         };
         Ok(Connector {
             tls,
-            http2: plan.http2,
-            streams: plan.streams,
-            rounds: plan.rounds && back_to_back(plan),
+            asks_http2: matches!(plan.protocol, Protocol::Http2 { .. }),
+            streams,
+            in_rounds: matches!(plan.protocol, Protocol::Http2 { rounds: true, .. }) && back_to_back(plan),
             quic,
             connect_timeout: plan.connect_timeout,
             bind: plan.bind,
@@ -142,8 +145,8 @@ impl Connector {
     }
 
     /// Whether the run asked for HTTP/2.
-    pub(crate) fn http2(&self) -> bool {
-        self.http2
+    pub(crate) fn asks_http2(&self) -> bool {
+        self.asks_http2
     }
 
     /// `--streams`.
@@ -152,8 +155,8 @@ impl Connector {
     }
 
     /// Whether HTTP/2 connections send their requests in rounds.
-    pub(crate) fn rounds(&self) -> bool {
-        self.rounds
+    pub(crate) fn in_rounds(&self) -> bool {
+        self.in_rounds
     }
 
     /// Opens a stream to `ep` as [`Connector::open`] does; with it, the protocol the server
@@ -162,7 +165,7 @@ impl Connector {
         let stream = self.open(ep, phases).await?;
         let h2 = match &stream {
             Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
-            Stream::Left(_) => self.http2,
+            Stream::Left(_) => self.asks_http2,
         };
         Ok((stream, h2))
     }

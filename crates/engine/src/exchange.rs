@@ -231,7 +231,7 @@ pub fn prepare(plan: &Plan, log: Option<&Redaction>) -> (Arc<[Prepared]>, Vec<En
     let mut alike = Alike {
         plan,
         heads: HashMap::new(),
-        keeps_heads: plan.http3 || plan.scenario.is_some(),
+        keeps_heads: matches!(plan.protocol, barrage_plan::Protocol::Http3 { .. }) || plan.scenario.is_some(),
         bytes: HashSet::new(),
         endpoint_of: HashMap::new(),
         endpoints: Vec::new(),
@@ -258,7 +258,7 @@ impl<'a> Alike<'a> {
         };
         let rest = self.bytes(crate::http::h1::Template::rest(&head.headers, body.len()));
         let h1 = crate::http::h1::Template::new(&t.method, h1_path, rest);
-        let h2 = self.plan.http2.then(|| {
+        let h2 = matches!(self.plan.protocol, barrage_plan::Protocol::Http2 { .. }).then(|| {
             let pseudo = self.bytes(crate::http::h2::Template::pseudo_headers(&t.method, &full_uri));
             let after = self.bytes(crate::http::h2::Template::fields(&head.h2_headers));
             Box::new(crate::http::h2::Template::new(pseudo, template.is_none().then_some(&*path), after))
@@ -305,7 +305,7 @@ impl<'a> Alike<'a> {
             // authenticate by Basic unless an Authorization header says otherwise.
             headers.insert(AUTHORIZATION, basic_auth(credentials));
         }
-        if !plan.keepalive && !plan.http2 && !plan.http3 {
+        if let barrage_plan::Protocol::Http1 { keepalive: false } = plan.protocol {
             // Let the server close first so TIME_WAIT piles up on its side, not ours.
             headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
@@ -771,7 +771,7 @@ impl Slot {
             }
         }
         let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
-        if !w.plan.keepalive {
+        if !w.plan.protocol.keepalive() {
             self.conn = None;
         }
         let mut sample = Sample {
@@ -987,8 +987,8 @@ impl Slot {
             None => (None, None),
         };
         let mut reading = Reading {
-            rules: &w.plan.cache_rules,
-            backend_headers: &w.plan.backend_headers,
+            rules: &w.plan.responses.cache,
+            backend_headers: &w.plan.responses.backend_headers,
             last_backend: &mut self.backend,
             headers,
             body,
@@ -1058,9 +1058,9 @@ impl Slot {
 /// one on which it chose HTTP/1.1 cannot carry the streams: its request fails.
 fn count_connection(w: &Worker, conn: &Conn) -> Result<(), Failure> {
     let protocol = conn.protocol();
-    let fallback = w.connector.http2() && protocol == Protocol::Http1;
+    let fallback = w.connector.asks_http2() && protocol == Protocol::Http1;
     w.recorder.borrow_mut().record_http_connection(protocol, fallback);
-    if fallback && w.plan.streams > 1 {
+    if fallback && w.plan.protocol.streams() > 1 {
         return Err(Failure::new(
             ErrorKind::Protocol,
             "the server did not agree to HTTP/2 (ALPN chose HTTP/1.1): --streams needs HTTP/2",
@@ -1162,7 +1162,7 @@ mod tests {
     fn sent(t: &Target, out: impl FnOnce(&Prepared) -> (u64, u64, Option<Filled>)) -> String {
         let mut plan = Plan::new(vec![t.clone()], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
         // Keeps the header maps a flow's step sends per request, as an HTTP/3 run does.
-        plan.http3 = true;
+        plan.protocol = barrage_plan::Protocol::http3(1);
         let (prepared, _) = prepare(&plan, None);
         let (id, number, filled) = out(&prepared[0]);
         let outgoing = Outgoing { target: &prepared[0], id, number, filled: filled.as_ref() };
@@ -1175,7 +1175,7 @@ mod tests {
     /// The HTTP/2 header block a target's request goes out as, decoded.
     fn h2_sent(t: &Target, id: u64, filled: Option<Filled>) -> Vec<(String, String)> {
         let mut plan = Plan::new(vec![t.clone()], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
-        plan.http2 = true;
+        plan.protocol = barrage_plan::Protocol::http2(1);
         let (prepared, _) = prepare(&plan, None);
         let outgoing = Outgoing { target: &prepared[0], id, number: 0, filled: filled.as_ref() };
         let mut block = Vec::new();
@@ -1197,12 +1197,12 @@ mod tests {
             Target::new(Method::GET, "http://b.test:81/1").unwrap(),
         ];
         let mut plan = Plan::new(targets, Load::Closed { concurrency: 1, think_time: Duration::ZERO });
-        plan.http3 = true;
+        plan.protocol = barrage_plan::Protocol::http3(1);
         let (p, _) = prepare(&plan, None);
         let head = |i: usize| p[i].head.clone().unwrap();
         assert!(Arc::ptr_eq(&head(0), &head(1)) && !Arc::ptr_eq(&head(0), &head(2)));
         assert!(!Arc::ptr_eq(&head(0), &head(3)), "another authority, another Host");
-        (plan.http2, plan.http3) = (true, false);
+        plan.protocol = barrage_plan::Protocol::http2(1);
         let (p, endpoints) = prepare(&plan, None);
         assert!(p.iter().all(|t| t.head.is_none()), "sent encoded, kept once");
         let h2 = |i: usize| p[i].h2.clone().unwrap().after_path();

@@ -28,6 +28,7 @@ mod exchange;
 pub mod fuzz;
 mod http;
 pub mod kv;
+pub mod limits;
 pub mod reqlog;
 mod schedule;
 mod thread;
@@ -114,8 +115,8 @@ pub fn run(
     on_interval: &mut dyn FnMut(IntervalRecord),
 ) -> Result<RunFooter, EngineError> {
     let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
-        || plan.kv.as_ref().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
-    let kv = plan.kv.clone().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
+        || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
+    let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
     let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
@@ -279,7 +280,7 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
             (Mode::Open, steps)
         }
         Load::Closed { concurrency, .. } => {
-            let mut label = match plan.streams {
+            let mut label = match plan.protocol.streams() {
                 1 => format!("{concurrency} workers"),
                 n => format!("{concurrency} connections × {n} streams"),
             };
@@ -323,7 +324,7 @@ pub fn listed_urls<'a>(plan: &'a Plan, redaction: &'a Redaction) -> Box<dyn Exac
         };
         changed.unwrap_or(url)
     };
-    if let Some(kv) = &plan.kv {
+    if let Some(kv) = plan.protocol.kv() {
         return Box::new(kv.servers.iter().map(barrage_plan::kv::KvServer::url).map(redacted));
     }
     match plan.scenario.as_deref() {

@@ -236,10 +236,10 @@ struct Window {
 /// An open loop's bound counts requests in HTTP (`--streams` to a connection), connections
 /// in a key-value run.
 async fn run_load(w: &Rc<Worker>, load: &Load, window: Window, work: Work) -> LoadOutcome {
-    let per_conn = w.kv.as_ref().map_or(w.plan.streams.max(1) as usize, |kv| kv.pipeline());
+    let per_conn = w.plan.protocol.per_connection();
     match load {
-        Load::Open { pacer, max_in_flight } => {
-            let conns = if w.kv.is_some() { *max_in_flight } else { max_in_flight.div_ceil(per_conn) };
+        Load::Open { pacer, .. } => {
+            let conns = w.plan.protocol.connections(load);
             open_loop(w, pacer, w.share(conns) * per_conn, window, work).await
         }
         Load::Closed { concurrency, think_time } => {
@@ -492,7 +492,7 @@ impl Closed {
 /// This thread's `n` HTTP slots (or closed-loop workers), numbered within the run for the
 /// request log; with `--streams` N, each N in a row share their connections.
 fn new_slots(w: &Worker, n: usize) -> impl Iterator<Item = Slot> + '_ {
-    let per_conn = w.plan.streams.max(1) as usize;
+    let per_conn = w.plan.protocol.streams().max(1) as usize;
     let mut shared = Rc::new(Shared::default());
     (0..n).map(move |i| {
         let number = w.index + i * w.threads;
@@ -658,7 +658,7 @@ fn worker_task(
     let (w, closed) = (w.clone(), closed.clone());
     let first = window.start + ramp.mul_f64(number as f64 / all.max(1) as f64);
     let deadline = closed.deadline();
-    let new_connections = !w.plan.keepalive;
+    let new_connections = !w.plan.protocol.keepalive();
     // A group's `iterations`: the flows this worker runs before it stops.
     let iterations = match work {
         Work::Flows(g) => w.plan.scenario.as_ref().and_then(|s| s.groups[g].iterations),

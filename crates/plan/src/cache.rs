@@ -12,6 +12,23 @@
 //! path classifies a response without building a map of its headers.
 
 pub use barrage_metrics::sample::{CacheStatus, CACHE_STATUS_COUNT};
+
+/// How a run reads each response's headers: its cache status, and the backend that
+/// answered it.
+#[derive(Clone, Debug)]
+pub struct ResponseRules {
+    /// How the cache status is read (`--cache-rule`, then the built-in rules).
+    pub cache: CacheRules,
+    /// Headers naming the backend that answered, tried in order (`--backend-header`).
+    pub backend_headers: Vec<HeaderName>,
+}
+
+impl Default for ResponseRules {
+    /// The built-in rules and [`crate::DEFAULT_BACKEND_HEADERS`].
+    fn default() -> ResponseRules {
+        ResponseRules { cache: CacheRules::default(), backend_headers: crate::default_backend_headers() }
+    }
+}
 use http::{HeaderMap, HeaderName};
 use std::str::FromStr;
 

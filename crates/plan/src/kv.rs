@@ -292,7 +292,7 @@ impl KvCommand {
 /// The longest key barrage builds (memcached's limit).
 pub const MAX_KEY: usize = 250;
 
-/// What a key-value run sends where: the engine's side of `Plan::kv`. Its `commands` are
+/// What a key-value run sends where: the engine's side of `Protocol::Kv`. Its `commands` are
 /// indexed like the plan's targets (one target per command of a ratio's round, each named
 /// after its command), so the schedule, picks, retries and every figure work as for HTTP.
 #[derive(Clone, Debug)]

@@ -21,11 +21,14 @@ pub mod experiment;
 pub mod flow;
 pub mod json;
 pub mod kv;
+pub mod kv_flags;
 pub mod limits;
 pub mod pacer;
 pub mod phases;
 pub mod pick;
 pub mod plan;
+pub mod protocol;
+pub mod request_flags;
 pub mod retry;
 pub mod ring;
 pub mod scenario;
@@ -33,12 +36,13 @@ pub mod targets;
 pub mod units;
 
 pub use body::{BodySource, FormField};
-pub use cache::{CacheRule, CacheRules, CacheStatus, HeaderLines, HeaderView};
+pub use cache::{CacheRule, CacheRules, CacheStatus, HeaderLines, HeaderView, ResponseRules};
 pub use pacer::Pacer;
 pub use pick::{derive_seed, Part, Pick, Picker, Stream};
 pub use plan::{
     default_backend_headers, lane_number, requests_of, Headers, IdTemplate, Load, Plan, Shard, Target, Targets,
     TlsOptions, DEFAULT_BACKEND_HEADERS,
 };
+pub use protocol::{Protocol, ProtocolFlags, Streams};
 pub use retry::{Backoff, RetryOn, RetryPolicy};
 pub use targets::TargetError;

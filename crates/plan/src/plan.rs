@@ -1,9 +1,10 @@
 //! [`Plan`]: a validated description of a run. The CLI builds it from flags; the engine
 //! never sees clap types.
 
-use crate::cache::CacheRules;
+use crate::cache::ResponseRules;
 use crate::pacer::Pacer;
 use crate::pick::Pick;
+use crate::protocol::Protocol;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 use std::collections::HashMap;
@@ -269,21 +270,8 @@ pub struct Plan {
     pub duration: Option<Duration>,
     /// Stop after this many requests.
     pub requests: Option<u64>,
-    /// Reuse connections.
-    pub keepalive: bool,
-    /// Speak HTTP/2 (ALPN over TLS, prior knowledge over cleartext).
-    pub http2: bool,
-    /// HTTP/2 or HTTP/3 streams per connection (`--streams`, h2load's `-m`): each of the load's
-    /// connections carries this many requests at once. A closed loop runs `concurrency` ×
-    /// `streams` workers, an open loop's `max_in_flight` requests go `streams` to a
-    /// connection. 1: each connection carries one request at a time.
-    pub streams: u32,
-    /// `--rounds`: a closed loop's HTTP/2 connections send their requests in rounds (see
-    /// the engine's `h2::Conn::handshake`), each request's wait for its round in its send.
-    pub rounds: bool,
-    /// Speak HTTP/3: QUIC over UDP to each URL's host and port, ALPN `h3`, no 0-RTT.
-    /// HTTPS targets only (QUIC is always encrypted).
-    pub http3: bool,
+    /// How the run speaks to its targets, and what each connection carries.
+    pub protocol: Protocol,
     /// TLS settings.
     pub tls: TlsOptions,
     /// `--resolve host:port:addr` overrides, keyed by (host, port).
@@ -317,19 +305,14 @@ pub struct Plan {
     pub stream: crate::pick::Stream,
     /// `--shard i/N`: which part of the run this process sends.
     pub shard: Shard,
-    /// How each response's cache status is read from its headers.
-    pub cache_rules: CacheRules,
-    /// Headers naming the backend that answered, tried in order.
-    pub backend_headers: Vec<http::HeaderName>,
+    /// How each response's cache status and backend are read from its headers.
+    pub responses: ResponseRules,
     /// Retries of failed requests; `None` sends each request once.
     pub retry: Option<crate::retry::RetryPolicy>,
     /// Flows run by groups (`--scenario`): each step's request is one of `targets`, and the
     /// groups' loads replace `load`, which then only sums them up (see
     /// [`crate::scenario::overall_load`]).
     pub scenario: Option<std::sync::Arc<crate::flow::Scenario>>,
-    /// A key-value run (Redis, memcached): what each target's command sends and where.
-    /// Ids are keys' numbers then: picks choose them over `objects`, targets go round robin.
-    pub kv: Option<std::sync::Arc<crate::kv::KvPlan>>,
 }
 
 /// `--shard i/N`: this process sends part `index` (from 0) of `count` of one run's plan.
@@ -439,11 +422,7 @@ impl Plan {
             load,
             duration: None,
             requests: None,
-            keepalive: true,
-            http2: false,
-            streams: 1,
-            rounds: false,
-            http3: false,
+            protocol: Protocol::default(),
             tls: TlsOptions::default(),
             resolve: HashMap::new(),
             bind: None,
@@ -457,11 +436,9 @@ impl Plan {
             seed: 1,
             stream: crate::pick::Stream::default(),
             shard: Shard::WHOLE,
-            cache_rules: CacheRules::default(),
-            backend_headers: default_backend_headers(),
+            responses: ResponseRules::default(),
             retry: None,
             scenario: None,
-            kv: None,
         }
     }
 
@@ -492,16 +469,10 @@ impl Plan {
         engine_threads(self.threads, self.shard.share(self.connections() as u64) as usize)
     }
 
-    /// The connections the load keeps (at most): closed loop one per worker of `-c`, each
-    /// carrying `streams` requests (or a key-value run's `--pipeline` commands); open loop
-    /// the in-flight bound over the streams per connection (a key-value run's bound counts
-    /// connections already).
+    /// The connections the load keeps (at most), as its protocol carries requests
+    /// ([`Protocol::connections`]).
     pub fn connections(&self) -> usize {
-        match &self.load {
-            Load::Closed { concurrency, .. } => *concurrency,
-            Load::Open { max_in_flight, .. } if self.kv.is_some() => *max_in_flight,
-            Load::Open { max_in_flight, .. } => max_in_flight.div_ceil(self.streams.max(1) as usize),
-        }
+        self.protocol.connections(&self.load)
     }
 
     /// This plan as run `index` of its study (its draws and its new objects its own; the
@@ -533,7 +504,7 @@ impl Plan {
     /// seconds). Never the in-flight bound, which a shard may set for itself: the shards of
     /// a split run must draw one stream.
     pub fn clients(&self) -> u64 {
-        let per_connection = self.kv.as_ref().map_or(self.streams.max(1) as u64, |kv| kv.pipeline as u64);
+        let per_connection = self.protocol.per_connection() as u64;
         match &self.load {
             Load::Closed { concurrency, .. } => (*concurrency as u64).saturating_mul(per_connection).max(1),
             Load::Open { pacer, .. } => pacer.peak_rate().ceil().clamp(1.0, u64::MAX as f64) as u64,
@@ -552,7 +523,7 @@ impl Plan {
     /// Whether a target holds `{id}`: picks then choose ids, and the targets go round robin
     /// (a target file's `PUT /obj/{id}` and `GET /obj/{id}` each get an id of their own).
     pub fn templated(&self) -> bool {
-        self.kv.is_some() || self.targets.iter().any(|t| t.id_template.is_some())
+        self.protocol.kv().is_some() || self.targets.iter().any(|t| t.id_template.is_some())
     }
 
     /// How a request becomes (target, id): `turn` is its place in its client's round of
@@ -599,11 +570,10 @@ impl Plan {
             return Err("no targets".into());
         }
         self.validate_rate_cap()?;
-        if let Some(kv) = &self.kv {
+        if let Protocol::Kv(kv) = &self.protocol {
             return self.validate_kv(kv);
         }
-        self.validate_protocol()?;
-        self.validate_streams()?;
+        self.protocol.validate(&self.load, &self.targets)?;
         let templates = self.targets.iter().filter(|t| t.id_template.is_some()).count();
         if templates > 0 && self.objects.is_none() {
             return Err("a URL with {id} needs --objects N (ids 0..N)".into());
@@ -623,42 +593,6 @@ impl Plan {
         Ok(())
     }
 
-    /// `--streams`: HTTP/2 or HTTP/3 over kept-alive connections, within the bounds, with
-    /// whole connections of streams in an open loop.
-    fn validate_streams(&self) -> Result<(), String> {
-        let n = self.streams;
-        if !(1..=crate::limits::MAX_STREAMS).contains(&n) {
-            return Err(format!("--streams {n}: must be 1 to {}", crate::limits::MAX_STREAMS));
-        }
-        self.validate_rounds()?;
-        if n == 1 {
-            return Ok(());
-        }
-        if !self.http2 && !self.http3 {
-            return Err(format!(
-                "--streams {n} multiplexes HTTP/2 or HTTP/3 streams: it needs HTTP/2 (--http2) or HTTP/3 (--http3)"
-            ));
-        }
-        if !self.keepalive {
-            return Err(format!(
-                "--streams {n} shares each connection among {n} requests; --no-keepalive opens one per request"
-            ));
-        }
-        let workers = |c: usize| c.saturating_mul(n as usize) > crate::limits::MAX_WORKERS as usize;
-        match &self.load {
-            Load::Closed { concurrency, .. } if workers(*concurrency) => Err(format!(
-                "-c {concurrency} with --streams {n} is {} requests in flight, over the limit of {}",
-                concurrency.saturating_mul(n as usize),
-                crate::limits::MAX_WORKERS
-            )),
-            Load::Open { max_in_flight, .. } if max_in_flight % n as usize != 0 => Err(format!(
-                "--max-in-flight {max_in_flight} with --streams {n}: the in-flight bound is whole connections of {n} streams; give a multiple of {n} such as {}",
-                (max_in_flight / n as usize).max(1) * n as usize
-            )),
-            _ => Ok(()),
-        }
-    }
-
     /// `--rate-cap` caps the requests of a closed loop's workers: not an open loop's (its
     /// `--rate` is its rate), nor a key-value run's or a scenario's flows.
     fn validate_rate_cap(&self) -> Result<(), String> {
@@ -670,7 +604,7 @@ impl Plan {
         if matches!(self.load, Load::Open { .. }) {
             return Err(format!("{flag} caps a closed loop (-c); an open loop (--rate) sends at its rate already"));
         }
-        if self.kv.is_some() {
+        if self.protocol.kv().is_some() {
             return Err(format!("{flag} caps HTTP requests; a key-value run has no cap"));
         }
         if self.scenario.is_some() {
@@ -678,7 +612,7 @@ impl Plan {
                 "{flag} caps the requests of URLs and target files; a --scenario's flows pace with think times"
             ));
         }
-        if self.rounds {
+        if let Protocol::Http2 { rounds: true, .. } = self.protocol {
             return Err(format!("{flag} with --rounds: a capped worker's requests go when it may send, not in rounds"));
         }
         Ok(())
@@ -694,41 +628,6 @@ impl Plan {
         ))
     }
 
-    /// `--rounds`: HTTP/2 streams, in a closed loop without think time (an open loop's
-    /// requests go when due, a think time's when the simulated user sends them).
-    fn validate_rounds(&self) -> Result<(), String> {
-        if !self.rounds {
-            return Ok(());
-        }
-        if self.streams < 2 || self.http3 {
-            return Err("--rounds batches the requests of an HTTP/2 connection's streams: it needs --streams 2 or more, over HTTP/2".into());
-        }
-        match &self.load {
-            Load::Closed { think_time, .. } if think_time.is_zero() => Ok(()),
-            Load::Closed { .. } => Err("--rounds with --think-time: a think time's requests go when the simulated user sends them, not in rounds".into()),
-            Load::Open { .. } => Err("--rounds with --rate: an open loop's requests go when they are due, not in rounds".into()),
-        }
-    }
-
-    /// One HTTP version at most is forced, and HTTP/3 goes to HTTPS targets only: QUIC has
-    /// no cleartext form.
-    fn validate_protocol(&self) -> Result<(), String> {
-        if !self.http3 {
-            return Ok(());
-        }
-        if self.http2 {
-            return Err("--http2 and --http3 exclude each other: give one".into());
-        }
-        let cleartext = self.targets.iter().filter(|t| t.url.scheme_str() != Some("https")).count();
-        if cleartext > 0 {
-            let (total, verb) = (self.targets.len(), if cleartext == 1 { "is" } else { "are" });
-            return Err(format!(
-                "--http3 needs https:// URLs (QUIC is always encrypted): {cleartext} of {total} targets {verb} http://"
-            ));
-        }
-        Ok(())
-    }
-
     /// A key-value plan: its commands match its targets, its key space is given, and it is
     /// not mixed with what only HTTP has.
     fn validate_kv(&self, kv: &crate::kv::KvPlan) -> Result<(), String> {
@@ -741,17 +640,6 @@ impl Plan {
         }
         if self.scenario.is_some() {
             return Err("--scenario runs HTTP flows; Redis and memcached runs take --ratio or --command".into());
-        }
-        if self.http2 || self.http3 || self.streams > 1 {
-            // --streams implies --http2 on the command line: both are named then.
-            let flags = match (self.http3, self.streams > 1) {
-                (true, false) => "--http3 is",
-                (true, true) => "--http3 and --streams are",
-                (false, _) => "--http2 and --streams are",
-            };
-            return Err(format!(
-                "{flags} for HTTP targets, not redis:// or memcache:// (a key-value run keeps commands in flight with --pipeline)"
-            ));
         }
         Ok(())
     }
@@ -820,7 +708,8 @@ mod tests {
                 vec![Target::new(Method::GET, "http://h/").unwrap()],
                 Load::Closed { concurrency, think_time: Duration::ZERO },
             );
-            (p.requests, p.streams, p.http2) = (Some(n), streams, streams > 1);
+            (p.requests, p.protocol) =
+                (Some(n), if streams > 1 { Protocol::http2(streams) } else { Protocol::default() });
             let all = p.clients();
             let mut numbers = Vec::new();
             for index in 0..shards {
@@ -854,66 +743,26 @@ mod tests {
         }
     }
 
-    /// `--streams`: HTTP/2, kept alive, whole connections of streams, within the bounds;
-    /// and what counts as a connection then.
+    /// What counts as a connection of a plan, and its threads: never more than connections.
     #[test]
-    fn streams_need_a_multiplexed_protocol_and_whole_connections() {
+    fn connections_carry_streams_and_threads_never_outnumber_them() {
         let open = |m| Load::Open { pacer: crate::Pacer::Constant { rate: 1.0 }, max_in_flight: m };
         let closed = |c| Load::Closed { concurrency: c, think_time: Duration::ZERO };
-        // `version`: the HTTP version asked for, 1 when none is.
-        let plan = |load, streams, version, keepalive| {
+        let plan = |load, protocol| {
             let mut p = Plan::new(vec![Target::new(Method::GET, "https://h/").unwrap()], load);
-            (p.streams, p.http2, p.http3, p.keepalive) = (streams, version == 2, version == 3, keepalive);
+            p.protocol = protocol;
             p
         };
-        // (plan, error containing, or None when valid)
-        let table = [
-            (plan(closed(10), 10, 2, true), None),
-            (plan(closed(10), 10, 3, true), None),
-            (plan(closed(10), 1, 1, true), None),
-            (plan(open(40), 10, 2, true), None),
-            (plan(open(40), 10, 3, true), None),
-            (plan(closed(10), 0, 2, true), Some("--streams 0: must be 1 to 1024")),
-            (plan(closed(10), 1025, 3, true), Some("--streams 1025: must be 1 to 1024")),
-            (plan(closed(10), 4, 1, true), Some("it needs HTTP/2 (--http2) or HTTP/3 (--http3)")),
-            (plan(closed(10), 4, 2, false), Some("--no-keepalive opens one per request")),
-            (plan(closed(10), 4, 3, false), Some("--no-keepalive opens one per request")),
-            (plan(open(42), 4, 2, true), Some("give a multiple of 4 such as 40")),
-            (plan(open(42), 4, 3, true), Some("give a multiple of 4 such as 40")),
-            (plan(open(3), 4, 2, true), Some("such as 4")),
-            (plan(closed(1_000_000), 2, 2, true), Some("2000000 requests in flight, over the limit")),
-        ];
-        for (i, (p, want)) in table.into_iter().enumerate() {
-            match (p.validate(), want) {
-                (Ok(()), None) => {}
-                (Err(e), Some(want)) => assert!(e.contains(want), "row {i}: {e}"),
-                (got, want) => panic!("row {i}: {got:?}, wanted {want:?}"),
-            }
-        }
-        assert_eq!(plan(open(40), 10, 2, true).connections(), 4);
-        assert_eq!(plan(open(40), 10, 3, true).connections(), 4);
-        assert_eq!(plan(closed(3), 10, 3, true).connections(), 3);
+        assert_eq!(plan(open(40), Protocol::http2(10)).connections(), 4);
+        assert_eq!(plan(open(40), Protocol::http3(10)).connections(), 4);
+        assert_eq!(plan(closed(3), Protocol::http3(10)).connections(), 3);
+        assert_eq!(plan(closed(3), Protocol::http3(10)).clients(), 30);
+        assert_eq!(plan(open(40), Protocol::http2(10)).validate(), Ok(()));
+        assert!(plan(open(42), Protocol::http2(4)).validate().unwrap_err().contains("give a multiple of 4"));
         // Threads are never more than connections: one connection, one thread.
-        let mut one = plan(open(10), 10, 2, true);
+        let mut one = plan(open(10), Protocol::http2(10));
         one.threads = 8;
         assert_eq!(one.thread_count(), 1);
-    }
-
-    #[test]
-    fn http3_goes_to_https_targets_alone_and_excludes_http2() {
-        let closed = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
-        let plan = |urls: &[&str], http2: bool| {
-            let targets = urls.iter().map(|u| Target::new(Method::GET, u).unwrap()).collect();
-            let mut p = Plan::new(targets, closed.clone());
-            (p.http2, p.http3) = (http2, true);
-            p.validate()
-        };
-        assert_eq!(plan(&["https://h/", "https://g:8443/x"], false), Ok(()));
-        assert_eq!(
-            plan(&["https://h/", "http://h/"], false).unwrap_err(),
-            "--http3 needs https:// URLs (QUIC is always encrypted): 1 of 2 targets is http://"
-        );
-        assert_eq!(plan(&["https://h/"], true).unwrap_err(), "--http2 and --http3 exclude each other: give one");
     }
 
     /// `--rate-cap`: each closed-loop worker's share, workers / rate apart (streams count as
@@ -922,7 +771,10 @@ mod tests {
     fn a_rate_cap_is_shared_by_the_workers_of_a_closed_loop_alone() {
         let capped = |load: Load, cap: f64, streams: u32| {
             let mut p = Plan::new(vec![Target::new(Method::GET, "http://h/").unwrap()], load);
-            (p.rate_cap, p.streams, p.http2) = (Some(cap), streams, streams > 1);
+            p.rate_cap = Some(cap);
+            if streams > 1 {
+                p.protocol = Protocol::http2(streams);
+            }
             p
         };
         let closed = |c| Load::Closed { concurrency: c, think_time: Duration::ZERO };
@@ -946,7 +798,7 @@ mod tests {
             (
                 {
                     let mut p = capped(closed(1), 5.0, 2);
-                    p.rounds = true;
+                    p.protocol = Protocol::Http2 { streams: crate::protocol::Streams::Kept(2), rounds: true };
                     p
                 },
                 "with --rounds",

@@ -89,6 +89,25 @@ impl Level {
     }
 }
 
+/// Whether a study that sets the load itself (`mode`: a sweep or a capacity search) can
+/// run `plan`: a scenario of one group, whose load it replaces, but not one of several
+/// groups with loads of their own.
+pub fn one_group(plan: &Plan, mode: &str) -> Result<(), String> {
+    match plan.scenario.as_deref() {
+        // Capacity judges delivery in requests per second against the rate it asked; a
+        // flow rate asks for several requests per arrival, so its verdict would be wrong.
+        Some(_) if mode == "capacity" => Err(
+            "capacity searches a request rate; a --scenario's rate is of flows: sweep --rate over the scenario instead"
+                .into(),
+        ),
+        Some(s) if s.groups.len() > 1 => Err(format!(
+            "{mode} sets the load of each run; --scenario has {} groups with loads of their own: give it one group (or none, to use the flags' load)",
+            s.groups.len()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A study of levels × phases: one run each, one row each.
 #[derive(Clone, Debug)]
 pub struct Sweep {

@@ -12,6 +12,7 @@
 
 use barrage_engine::{Load, Pacer, Plan, Target};
 use barrage_metrics::secrets::Redaction;
+use barrage_plan::Protocol;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -32,11 +33,11 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
         "rate_cap_per_sec": p.rate_cap,
         "duration_s": p.duration.map(|d| d.as_secs_f64()),
         "requests": p.requests,
-        "keepalive": p.keepalive,
-        "http2": p.http2,
-        "streams": p.streams,
-        "rounds": p.rounds,
-        "http3": p.http3,
+        "keepalive": p.protocol.keepalive(),
+        "http2": matches!(p.protocol, Protocol::Http2 { .. }),
+        "streams": p.protocol.streams(),
+        "rounds": matches!(p.protocol, Protocol::Http2 { rounds: true, .. }),
+        "http3": matches!(p.protocol, Protocol::Http3 { .. }),
         "insecure": p.tls.insecure,
         "cacert": p.tls.cacert.as_ref().map(|c| c.display().to_string()),
         "timeout_s": p.timeout.as_secs_f64(),
@@ -55,12 +56,12 @@ pub fn plan_view(p: &Plan, redaction: &Redaction) -> Value {
             "backoff_max_s": r.backoff_max.as_secs_f64(),
             "on": format!("{:?}", r.on),
         })),
-        "backend_headers": p.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
-        "cache_rules": p.cache_rules.user().iter().map(|r| r.text()).collect::<Vec<_>>(),
+        "backend_headers": p.responses.backend_headers.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
+        "cache_rules": p.responses.cache.user().iter().map(|r| r.text()).collect::<Vec<_>>(),
         "resolve": resolve.iter().map(|((host, port), addr)| format!("{host}:{port}:{}", addr.ip())).collect::<Vec<_>>(),
         "bind": p.bind.map(|b| b.to_string()),
         "scenario": p.scenario.as_deref().map(|s| scenario_view(s, redaction)),
-        "kv": p.kv.as_deref().map(kv_view),
+        "kv": p.protocol.kv().map(|kv| kv_view(kv)),
     })
 }
 

@@ -1066,7 +1066,7 @@ pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> crate::fuzz::Http2 {
     let target = barrage_plan::Target::new(Method::GET, "http://127.0.0.1:1/x").expect("a valid target");
     let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
     let mut plan = barrage_plan::Plan::new(vec![target], load);
-    plan.http2 = true;
+    plan.protocol = barrage_plan::Protocol::http2(1);
     let (prepared, _) = crate::exchange::prepare(&plan, None);
     let mut inner = Inner::new(4, false);
     let streams: Vec<usize> = (0..4)
@@ -1572,7 +1572,7 @@ mod tests {
     /// Target `t` of an HTTP/2 run under `load`, prepared.
     fn prepared(t: Target, load: Load) -> Arc<[Prepared]> {
         let mut plan = Plan::new(vec![t], load);
-        plan.http2 = true;
+        plan.protocol = barrage_plan::Protocol::http2(1);
         prepare(&plan, None).0
     }
 

@@ -166,7 +166,7 @@ impl Conn {
         }
         let (stream, h2) = connector.connect(ep, phases).await?;
         if h2 {
-            let handshake = h2::Conn::handshake(stream, connector.streams(), connector.rounds());
+            let handshake = h2::Conn::handshake(stream, connector.streams(), connector.in_rounds());
             return Ok(Conn::H2(Box::pin(handshake).await?));
         }
         Ok(Conn::H1(h1::Conn::new(stream)))

@@ -1,0 +1,112 @@
+//! The flags of the studies and reports: `capacity`, `experiment`, `compare` and
+//! `report`, apart from `run`'s own flags, which `capacity` takes beside its own.
+
+use super::{EmitArgs, LiveArgs, RunArgs};
+use barrage_plan::units::{PositiveDur, Rate};
+use clap::Args;
+use std::path::PathBuf;
+
+/// `barrage capacity`.
+#[derive(Args, Debug)]
+pub struct CapacityArgs {
+    /// The rate of the first probe; the ramp doubles it until an objective is missed.
+    #[arg(long, value_name = "RATE", default_value = "100")]
+    pub start_rate: Rate,
+    /// The highest rate probed (at most 10000000/s).
+    #[arg(long, value_name = "RATE", default_value = "500000")]
+    pub max_rate: Rate,
+    /// Stop when the bracket is this narrow, relative to its top.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_positive_percent)]
+    pub precision: f64,
+    /// Bound on the whole search; the capacity found so far is reported when it runs out.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub max_time: PositiveDur,
+    /// The run's flags (URL, --slo, --step, headers, TLS…).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `barrage experiment`.
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// The experiment file (TOML).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// List the cases with their ids and flags; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Show the cases' flags as written in the listing and experiment.json (which is then
+    /// its owner's alone): header values and URL credentials, otherwise redacted.
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// The results directory. [default: FILE's name with .results]
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Continue an interrupted experiment in the directory, skipping finished runs.
+    #[arg(long)]
+    pub resume: bool,
+    /// An objective of every case, besides the file's (repeatable).
+    #[arg(long, value_name = "EXPR")]
+    pub slo: Vec<barrage_report::Slo>,
+    /// Write the objectives' verdicts as JUnit XML.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Smallest change between two cases called significant, however small the p-value.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub noise: f64,
+    #[command(flatten)]
+    pub emit: EmitArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+/// `barrage compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results files, directories whose results files are merged into one run (one run from
+    /// several machines), or experiment directories (compared case by case); the first is
+    /// the baseline.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Exit 1 when a run's change against the baseline crosses this bound (repeatable):
+    /// 'p99>+10%', 'throughput<-5%'. Metrics: throughput, success, errors, mean, p50, p90,
+    /// p99, max.
+    #[arg(long = "fail-if", value_name = "BOUND")]
+    pub fail_if: Vec<barrage_report::compare::FailIf>,
+    /// Smallest change called significant, however small the p-value.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub noise: f64,
+    #[command(flatten)]
+    pub emit: EmitArgs,
+}
+
+/// A percentage above zero: a bracket of 0% is never narrow enough.
+fn parse_positive_percent(s: &str) -> Result<f64, String> {
+    match parse_percent(s)? {
+        p if p > 0.0 => Ok(p),
+        _ => Err(format!("invalid percentage '{s}': expected above 0% up to 100%, e.g. 2%")),
+    }
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    s.strip_suffix('%')
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|p| (0.0..=100.0).contains(p))
+        .map(|p| p / 100.0)
+        .ok_or_else(|| format!("invalid percentage '{s}': expected 0% to 100%, e.g. 2%"))
+}
+
+/// `barrage report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files; several are merged (histograms added, intervals aligned by clock).
+    /// The shards of a split run (`run --shard`) must all be there, once each, of one plan.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Merge shards even when some are missing, twice or of different plans (the report
+    /// says so).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub emit: EmitArgs,
+}
