@@ -7,8 +7,6 @@
 mod args;
 mod cmd;
 #[cfg(test)]
-mod docs;
-#[cfg(test)]
 mod fuzz;
 mod message;
 mod signals;

@@ -1,12 +1,18 @@
 //! barrage's integration tests: one binary, real servers on 127.0.0.1:0, every run bounded.
 
 mod albums;
+// barrage's own argument parser (the definition clap parses), so that tests can walk every
+// flag (modes) and parse every command line of the docs (docs) without running barrage.
+#[allow(dead_code)]
+#[path = "../../crates/cli/args/mod.rs"]
+mod args;
 mod backends;
 mod bounds;
 mod cache;
 mod cli;
 mod counting;
 mod deploy;
+mod docs;
 mod experiments;
 mod faults;
 mod files;

@@ -10,11 +10,7 @@
 //! Each flag is compared with the same command without it. Runs are short (200 ms levels
 //! and probes at 20/s) against a testbed's `barrage serve` origin on loopback.
 
-// The definition of `run`'s flags itself, so that the walk enumerates what clap parses.
-#[allow(dead_code)]
-#[path = "../../crates/cli/args/mod.rs"]
-mod args;
-
+use crate::args;
 use crate::testbed::Testbed;
 use crate::util::barrage;
 use clap::CommandFactory;
