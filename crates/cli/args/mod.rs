@@ -71,7 +71,7 @@ const EXPERIMENT_EXAMPLES: &str = "Examples:
   barrage experiment study.toml --dry-run        list the cases (TC0, TC1, …) and their flags
   barrage experiment study.toml -o study.results run them; a results file per case and repeat
   barrage experiment study.toml -o study.results --resume    finish an interrupted one
-The file format is in the README (Experiments).";
+The file format is in docs/studies.md (Experiments).";
 
 const COMPARE_EXAMPLES: &str = "Examples:
   barrage compare before.brg after.brg

@@ -260,7 +260,7 @@ pub struct RequestArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Request")]
     pub objects: Option<u64>,
     /// A scenario file: flows of requests with captures, checks and think times, run by
-    /// groups each with its own load (README, "Flows"). Without groups, its one flow runs
+    /// groups each with its own load (docs/flows.md). Without groups, its one flow runs
     /// under this run's --rate or -c.
     #[arg(
         long,

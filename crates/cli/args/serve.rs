@@ -47,7 +47,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", requires = "max_concurrency", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1_000_000))]
     pub max_queue: Option<usize>,
     /// Read the shape (latency=100ms,size=lognormal:4k,1.0,errors=1%,capacity=8+64; see
-    /// the README) from this file, laid over the flags, and again on every SIGHUP, which
+    /// docs/getting-started.md) from this file, laid over the flags, and again on every SIGHUP, which
     /// then swaps it in without a restart or a dropped connection instead of stopping.
     #[arg(long, value_name = "FILE")]
     pub shape_file: Option<PathBuf>,
