@@ -135,7 +135,7 @@ pub(super) struct Inner {
     /// Of `out`, the bytes that are whole requests without a body (a round may wait).
     pub(super) request_bytes: usize,
     /// Send requests in rounds (`--rounds`): see [`Inner::round_waits`].
-    pub(super) rounds: bool,
+    pub(super) in_rounds: bool,
     pub(super) peer: PeerSettings,
     /// What we may still send on the connection.
     pub(super) send_window: SendWindow,
@@ -192,7 +192,7 @@ impl Inner {
             unsent_acks: 0,
             unwritten: VecDeque::with_capacity(streams as usize),
             request_bytes: 0,
-            rounds: rounds && streams > 1,
+            in_rounds: rounds && streams > 1,
             peer: PeerSettings {
                 came: false,
                 // Until the server's SETTINGS say how many streams it takes, one: a burst
@@ -234,7 +234,7 @@ impl Inner {
     /// acknowledgements, window updates, resets, bodies), and fewer of them than are out.
     pub(super) fn round_waits(&self) -> bool {
         let queued = self.unwritten.len();
-        self.rounds
+        self.in_rounds
             && self.ended.is_none()
             && self.goaway.is_none()
             && queued > 0
