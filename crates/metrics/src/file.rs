@@ -18,37 +18,37 @@
 //! Version 4 added the machine's boot ID to the header and the roots of each watched
 //! process tree (PID and start time) to its samples, so merged files can tell one process
 //! watched by several runs from several processes, and each backend's answers per tenth of
-//! a second, for the gaps in them. Version 3 files are still read (module `v3`): their
+//! a second, for the gaps in them. Version 3 files are still read (module `legacy::v3`): their
 //! samples carry no roots and their backends no timeline.
 //!
 //! Version 5 added flows: each recorder's figures per scenario group, and each key's flow
 //! counts (checks and captures failed, steps skipped, arrivals dropped). Version 4 files
-//! read with none (module `v4`).
+//! read with none (module `legacy::v4`).
 //!
 //! Version 6 added the server error replies of key-value stores: each recorder's replies
 //! per class (`ERR`, `MOVED`, `SERVER_ERROR`, ...) with an example each. Version 5 files
-//! read with none (module `v5`).
+//! read with none (module `legacy::v5`).
 //!
 //! Version 7 added how a run was launched: its shard of a split run (`--shard`), a digest
 //! of the plan the shards must share, the start asked for (`--start-at`) and the actual
 //! one, and the clock offset an orchestrator measured. Version 6 files read as unsplit runs
-//! started when they say (module `v6`).
+//! started when they say (module `legacy::v6`).
 //!
 //! Version 8 added what HTTP/2 and HTTP/3 runs need: connections by the protocol the
 //! server agreed to (and how many fell back to HTTP/1.1), the most streams open at once on
 //! one connection, the server's stream limit when it was below `--streams`, flow-control
 //! stalls each way, and requests sent again because the server had not processed them.
-//! Version 7 and 6 files read with them at 0 (module `v7`).
+//! Version 7 and 6 files read with them at 0 (module `legacy::v7`).
 //!
 //! Version 9 added what a cache study meant and met: each recorder's requests for new and
 //! for repeated objects, its false hits and false misses, and the answers the origin
 //! stamped; and in the footer the prefix of the stream that was all sent. Version 8 files
-//! read with none (module `v8`).
+//! read with none (module `legacy::v8`).
 //!
 //! Version 10 counts the requests a flow's step rejected apart: a 2xx or 3xx answer whose
 //! check or capture failed is no longer `ok` but `rejected`. Files of versions 5 to 9
 //! counted it `ok` in the totals (and failed under its step's name); they are read with
-//! the totals put right from the names (module `v9`, [`crate::recorder::RecorderV9`]).
+//! the totals put right from the names (module `legacy::v9`, `legacy::v9::RecorderV9`).
 //! Its footer says what a closed loop with `-n` was due to send (its workers' part of the
 //! count); version 9 footers read without it.
 //!
@@ -59,7 +59,7 @@
 //! could read the file. The reader gathers them back into [`RunHeader::urls`]. Version 10
 //! files, all of their URLs in the header, read as they are. Its launch names the run: a
 //! random id each run draws (see [`Launch::run_id`]); files before it read without one
-//! (module `v10`), and a group of iterations says so, so that its rate is over the time its
+//! (module `legacy::v10`), and a group of iterations says so, so that its rate is over the time its
 //! workers ran.
 
 use crate::bounded::{self, limit};
@@ -75,9 +75,7 @@ use std::path::{Path, PathBuf};
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
 pub const FORMAT_VERSION: u16 = 11;
-/// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
-/// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
-pub const OLDEST_READ_VERSION: u16 = 3;
+pub use crate::legacy::OLDEST_READ_VERSION;
 /// The length of an interval the engine closes; only the last of a run is shorter.
 pub const INTERVAL_MS: u32 = 1000;
 /// The most URLs one record holds (the header's, or a record of the URLs after them).
@@ -665,737 +663,8 @@ fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, Un
     if crc32fast::hash(&payload) != crc {
         return Err(Unreadable::corrupt("a record fails its checksum: corrupt".into()));
     }
-    let record = bounded::decoding(|| match version {
-        3 => postcard::from_bytes::<v3::Record>(&payload).map(Record::from),
-        4 => postcard::from_bytes::<v4::Record>(&payload).map(Record::from),
-        5 => postcard::from_bytes::<v5::Record>(&payload).map(Record::from),
-        6 => postcard::from_bytes::<v6::Record>(&payload).map(Record::from),
-        7 => postcard::from_bytes::<v7::Record>(&payload).map(Record::from),
-        8 => postcard::from_bytes::<v8::Record>(&payload).map(Record::from),
-        9 => postcard::from_bytes::<v9::Record>(&payload).map(Record::from),
-        10 => postcard::from_bytes::<v10::Record>(&payload).map(Record::from),
-        _ => postcard::from_bytes(&payload),
-    });
+    let record = bounded::decoding(|| crate::legacy::decode(version, &payload));
     record.map(Some).map_err(|reason| Unreadable::corrupt(format!("a record does not decode: {reason}")))
-}
-
-/// The records of format version 10, as they were, read into today's: a launch without
-/// the run's id (all its URLs in the header, which today's reader takes as they are).
-mod v10 {
-    use crate::bounded;
-    use crate::watch::EventRecord;
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Clone, Serialize, Deserialize)]
-    pub(super) struct RunHeader {
-        pub barrage_version: String,
-        pub started_unix_ms: u64,
-        pub host: String,
-        pub boot_id: String,
-        pub mode: super::Mode,
-        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
-        pub urls: Vec<String>,
-        pub settings_json: String,
-        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
-        pub steps: Vec<super::StepInfo>,
-        pub threads: u32,
-        pub insecure: bool,
-        #[serde(deserialize_with = "bounded::vec::<super::GroupLimit, _, _>")]
-        pub groups: Vec<GroupInfo>,
-        pub launch: Launch,
-    }
-
-    /// A group as version 10 and before told it: without its iterations.
-    #[derive(Clone, Serialize, Deserialize)]
-    pub(super) struct GroupInfo {
-        pub name: String,
-        pub flow: String,
-        #[serde(deserialize_with = "bounded::vec::<super::GroupStepLimit, _, _>")]
-        pub steps: Vec<String>,
-        pub load: String,
-        pub rate: Option<f64>,
-        pub workers: Option<u32>,
-        pub start_ms: u64,
-        pub end_ms: Option<u64>,
-    }
-
-    impl From<GroupInfo> for super::GroupInfo {
-        fn from(g: GroupInfo) -> Self {
-            super::GroupInfo {
-                name: g.name,
-                flow: g.flow,
-                steps: g.steps,
-                load: g.load,
-                rate: g.rate,
-                workers: g.workers,
-                start_ms: g.start_ms,
-                end_ms: g.end_ms,
-                iterations: None,
-            }
-        }
-    }
-
-    /// Version 10's groups as today's.
-    pub(super) fn groups(old: Vec<GroupInfo>) -> Vec<super::GroupInfo> {
-        old.into_iter().map(Into::into).collect()
-    }
-
-    #[derive(Clone, Serialize, Deserialize)]
-    pub(super) struct Launch {
-        pub shard: Option<(u32, u32)>,
-        pub plan_digest: String,
-        pub start_at_unix_us: Option<u64>,
-        pub ready_unix_us: u64,
-        pub clock_offset_us: Option<i64>,
-    }
-
-    impl From<RunHeader> for super::RunHeader {
-        fn from(h: RunHeader) -> Self {
-            let l = h.launch;
-            super::RunHeader {
-                barrage_version: h.barrage_version,
-                started_unix_ms: h.started_unix_ms,
-                host: h.host,
-                boot_id: h.boot_id,
-                mode: h.mode,
-                urls: h.urls,
-                settings_json: h.settings_json,
-                steps: h.steps,
-                threads: h.threads,
-                insecure: h.insecure,
-                groups: groups(h.groups),
-                launch: super::Launch {
-                    shard: l.shard,
-                    plan_digest: l.plan_digest,
-                    start_at_unix_us: l.start_at_unix_us,
-                    ready_unix_us: l.ready_unix_us,
-                    clock_offset_us: l.clock_offset_us,
-                    run_id: String::new(),
-                },
-            }
-        }
-    }
-
-    /// Today's header as version 10 wrote it: without the run's id.
-    #[cfg(test)]
-    impl From<&super::RunHeader> for RunHeader {
-        fn from(h: &super::RunHeader) -> Self {
-            let l = h.launch.clone();
-            RunHeader {
-                barrage_version: h.barrage_version.clone(),
-                started_unix_ms: h.started_unix_ms,
-                host: h.host.clone(),
-                boot_id: h.boot_id.clone(),
-                mode: h.mode,
-                urls: h.urls.clone(),
-                settings_json: h.settings_json.clone(),
-                steps: h.steps.clone(),
-                threads: h.threads,
-                insecure: h.insecure,
-                groups: h
-                    .groups
-                    .iter()
-                    .map(|g| GroupInfo {
-                        name: g.name.clone(),
-                        flow: g.flow.clone(),
-                        steps: g.steps.clone(),
-                        load: g.load.clone(),
-                        rate: g.rate,
-                        workers: g.workers,
-                        start_ms: g.start_ms,
-                        end_ms: g.end_ms,
-                    })
-                    .collect(),
-                launch: Launch {
-                    shard: l.shard,
-                    plan_digest: l.plan_digest,
-                    start_at_unix_us: l.start_at_unix_us,
-                    ready_unix_us: l.ready_unix_us,
-                    clock_offset_us: l.clock_offset_us,
-                },
-            }
-        }
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(RunHeader),
-        Interval(super::IntervalRecord),
-        Event(EventRecord),
-        Footer(super::RunFooter),
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(i),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f),
-            }
-        }
-    }
-}
-
-/// The records of format version 9, as they were, read into today's: recorders that
-/// counted a flow's rejected requests as `ok`.
-mod v9 {
-    use crate::recorder::RecorderV9 as Recorder;
-    use crate::watch::{EventRecord, WatchSample};
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct IntervalRecord {
-        pub index: u32,
-        pub start_unix_ms: u64,
-        pub length_ms: u32,
-        pub step: u32,
-        pub recorder: Recorder,
-        pub watch: Option<WatchSample>,
-    }
-
-    impl From<IntervalRecord> for super::IntervalRecord {
-        fn from(i: IntervalRecord) -> Self {
-            super::IntervalRecord {
-                index: i.index,
-                start_unix_ms: i.start_unix_ms,
-                length_ms: i.length_ms,
-                step: i.step,
-                recorder: i.recorder.0,
-                watch: i.watch,
-            }
-        }
-    }
-
-    /// The footer of version 9: without what a closed loop with `-n` was due to send.
-    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-    pub(super) struct RunFooter {
-        pub ended_unix_ms: u64,
-        pub attack_us: u64,
-        pub wait_us: u64,
-        pub cpu_user_us: u64,
-        pub cpu_system_us: u64,
-        pub interrupted: bool,
-        pub bound_reached: bool,
-        pub log_chunks_dropped: u64,
-        pub peak_rss_kib: u64,
-        pub sent_prefix: u64,
-    }
-
-    impl From<RunFooter> for super::RunFooter {
-        fn from(f: RunFooter) -> Self {
-            super::RunFooter {
-                ended_unix_ms: f.ended_unix_ms,
-                attack_us: f.attack_us,
-                wait_us: f.wait_us,
-                cpu_user_us: f.cpu_user_us,
-                cpu_system_us: f.cpu_system_us,
-                interrupted: f.interrupted,
-                bound_reached: f.bound_reached,
-                log_chunks_dropped: f.log_chunks_dropped,
-                peak_rss_kib: f.peak_rss_kib,
-                sent_prefix: f.sent_prefix,
-                due: None,
-            }
-        }
-    }
-
-    impl From<super::RunFooter> for RunFooter {
-        /// Only for tests that write older files.
-        fn from(f: super::RunFooter) -> Self {
-            RunFooter {
-                ended_unix_ms: f.ended_unix_ms,
-                attack_us: f.attack_us,
-                wait_us: f.wait_us,
-                cpu_user_us: f.cpu_user_us,
-                cpu_system_us: f.cpu_system_us,
-                interrupted: f.interrupted,
-                bound_reached: f.bound_reached,
-                log_chunks_dropped: f.log_chunks_dropped,
-                peak_rss_kib: f.peak_rss_kib,
-                sent_prefix: f.sent_prefix,
-            }
-        }
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(super::v10::RunHeader),
-        Interval(IntervalRecord),
-        Event(EventRecord),
-        Footer(RunFooter),
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(i.into()),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
-}
-
-/// The records of format version 8, as they were, read into today's: recorders without
-/// the workload's intents, a footer without the sent prefix.
-mod v8 {
-    use crate::recorder::RecorderV8 as Recorder;
-    use crate::watch::{EventRecord, WatchSample};
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct IntervalRecord {
-        pub index: u32,
-        pub start_unix_ms: u64,
-        pub length_ms: u32,
-        pub step: u32,
-        pub recorder: Recorder,
-        pub watch: Option<WatchSample>,
-    }
-
-    impl From<IntervalRecord> for super::IntervalRecord {
-        fn from(i: IntervalRecord) -> Self {
-            super::IntervalRecord {
-                index: i.index,
-                start_unix_ms: i.start_unix_ms,
-                length_ms: i.length_ms,
-                step: i.step,
-                recorder: i.recorder.0,
-                watch: i.watch,
-            }
-        }
-    }
-
-    /// The footer of versions 3 to 8.
-    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-    pub(super) struct RunFooter {
-        pub ended_unix_ms: u64,
-        pub attack_us: u64,
-        pub wait_us: u64,
-        pub cpu_user_us: u64,
-        pub cpu_system_us: u64,
-        pub interrupted: bool,
-        pub bound_reached: bool,
-        pub log_chunks_dropped: u64,
-        pub peak_rss_kib: u64,
-    }
-
-    impl From<RunFooter> for super::RunFooter {
-        fn from(f: RunFooter) -> Self {
-            super::RunFooter {
-                ended_unix_ms: f.ended_unix_ms,
-                attack_us: f.attack_us,
-                wait_us: f.wait_us,
-                cpu_user_us: f.cpu_user_us,
-                cpu_system_us: f.cpu_system_us,
-                interrupted: f.interrupted,
-                bound_reached: f.bound_reached,
-                log_chunks_dropped: f.log_chunks_dropped,
-                peak_rss_kib: f.peak_rss_kib,
-                sent_prefix: 0,
-                due: None,
-            }
-        }
-    }
-
-    impl From<super::RunFooter> for RunFooter {
-        /// Only for tests that write older files.
-        fn from(f: super::RunFooter) -> Self {
-            RunFooter {
-                ended_unix_ms: f.ended_unix_ms,
-                attack_us: f.attack_us,
-                wait_us: f.wait_us,
-                cpu_user_us: f.cpu_user_us,
-                cpu_system_us: f.cpu_system_us,
-                interrupted: f.interrupted,
-                bound_reached: f.bound_reached,
-                log_chunks_dropped: f.log_chunks_dropped,
-                peak_rss_kib: f.peak_rss_kib,
-            }
-        }
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(super::v10::RunHeader),
-        Interval(IntervalRecord),
-        Event(EventRecord),
-        Footer(RunFooter),
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(i.into()),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
-}
-
-/// The records of format version 7, as they were, read into today's: recorders without
-/// connections by protocol and without the HTTP/2 figures.
-mod v7 {
-    use crate::recorder::RecorderV7 as Recorder;
-    use crate::watch::{EventRecord, WatchSample};
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct IntervalRecord {
-        pub index: u32,
-        pub start_unix_ms: u64,
-        pub length_ms: u32,
-        pub step: u32,
-        pub recorder: Recorder,
-        pub watch: Option<WatchSample>,
-    }
-
-    impl From<IntervalRecord> for super::IntervalRecord {
-        fn from(i: IntervalRecord) -> Self {
-            super::IntervalRecord {
-                index: i.index,
-                start_unix_ms: i.start_unix_ms,
-                length_ms: i.length_ms,
-                step: i.step,
-                recorder: i.recorder.0,
-                watch: i.watch,
-            }
-        }
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(super::v10::RunHeader),
-        Interval(IntervalRecord),
-        Event(EventRecord),
-        Footer(super::v8::RunFooter),
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(i.into()),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
-}
-
-/// The records of format version 6, as they were, read into today's: a header without how
-/// the run was launched, recorders as version 7's.
-mod v6 {
-    use crate::bounded;
-    use crate::watch::EventRecord;
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Clone, Serialize, Deserialize)]
-    pub(super) struct RunHeader {
-        pub barrage_version: String,
-        pub started_unix_ms: u64,
-        pub host: String,
-        pub boot_id: String,
-        pub mode: super::Mode,
-        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
-        pub urls: Vec<String>,
-        pub settings_json: String,
-        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
-        pub steps: Vec<super::StepInfo>,
-        pub threads: u32,
-        pub insecure: bool,
-        #[serde(deserialize_with = "bounded::vec::<super::GroupLimit, _, _>")]
-        pub groups: Vec<super::v10::GroupInfo>,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(RunHeader),
-        Interval(super::v7::IntervalRecord),
-        Event(EventRecord),
-        Footer(super::v8::RunFooter),
-    }
-
-    impl From<RunHeader> for super::RunHeader {
-        fn from(h: RunHeader) -> Self {
-            super::RunHeader {
-                barrage_version: h.barrage_version,
-                started_unix_ms: h.started_unix_ms,
-                host: h.host,
-                boot_id: h.boot_id,
-                mode: h.mode,
-                urls: h.urls,
-                settings_json: h.settings_json,
-                steps: h.steps,
-                threads: h.threads,
-                insecure: h.insecure,
-                groups: super::v10::groups(h.groups),
-                launch: super::Launch { ready_unix_us: h.started_unix_ms * 1000, ..Default::default() },
-            }
-        }
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(i.into()),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
-}
-
-/// The records of format version 5, as they were, read into today's: recorders without
-/// server replies.
-mod v5 {
-    use crate::recorder::RecorderV5 as Recorder;
-    use crate::watch::{EventRecord, WatchSample};
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct IntervalRecord {
-        pub index: u32,
-        pub start_unix_ms: u64,
-        pub length_ms: u32,
-        pub step: u32,
-        pub recorder: Recorder,
-        pub watch: Option<WatchSample>,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(super::v6::RunHeader),
-        Interval(IntervalRecord),
-        Event(EventRecord),
-        Footer(super::v8::RunFooter),
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
-                    index: i.index,
-                    start_unix_ms: i.start_unix_ms,
-                    length_ms: i.length_ms,
-                    step: i.step,
-                    recorder: i.recorder.0,
-                    watch: i.watch,
-                }),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
-}
-
-/// The records of format version 4, as they were, read into today's: recorders without
-/// flows.
-mod v4 {
-    use crate::bounded;
-    use crate::recorder::RecorderV4 as Recorder;
-    use crate::watch::{EventRecord, WatchSample};
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct IntervalRecord {
-        pub index: u32,
-        pub start_unix_ms: u64,
-        pub length_ms: u32,
-        pub step: u32,
-        pub recorder: Recorder,
-        pub watch: Option<WatchSample>,
-    }
-
-    #[derive(Clone, Serialize, Deserialize)]
-    pub(super) struct RunHeader {
-        pub barrage_version: String,
-        pub started_unix_ms: u64,
-        pub host: String,
-        pub boot_id: String,
-        pub mode: super::Mode,
-        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
-        pub urls: Vec<String>,
-        pub settings_json: String,
-        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
-        pub steps: Vec<super::StepInfo>,
-        pub threads: u32,
-        pub insecure: bool,
-    }
-
-    impl From<RunHeader> for super::RunHeader {
-        fn from(h: RunHeader) -> Self {
-            super::v6::RunHeader {
-                barrage_version: h.barrage_version,
-                started_unix_ms: h.started_unix_ms,
-                host: h.host,
-                boot_id: h.boot_id,
-                mode: h.mode,
-                urls: h.urls,
-                settings_json: h.settings_json,
-                steps: h.steps,
-                threads: h.threads,
-                insecure: h.insecure,
-                groups: Vec::new(),
-            }
-            .into()
-        }
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(RunHeader),
-        Interval(IntervalRecord),
-        Event(EventRecord),
-        Footer(super::v8::RunFooter),
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(h.into()),
-                Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
-                    index: i.index,
-                    start_unix_ms: i.start_unix_ms,
-                    length_ms: i.length_ms,
-                    step: i.step,
-                    recorder: i.recorder.0,
-                    watch: i.watch,
-                }),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
-}
-
-/// The records of format version 3, as they were, read into today's: the header without a
-/// boot ID, process samples without roots.
-mod v3 {
-    use crate::bounded;
-    use crate::recorder::RecorderV3 as Recorder;
-    use crate::watch::{EventRecord, HostSample};
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct RunHeader {
-        pub barrage_version: String,
-        pub started_unix_ms: u64,
-        pub host: String,
-        pub mode: super::Mode,
-        #[serde(deserialize_with = "bounded::vec::<super::UrlLimit, _, _>")]
-        pub urls: Vec<String>,
-        pub settings_json: String,
-        #[serde(deserialize_with = "bounded::vec::<super::StepLimit, _, _>")]
-        pub steps: Vec<super::StepInfo>,
-        pub threads: u32,
-        pub insecure: bool,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct ProcSample {
-        pub name: String,
-        pub processes: u32,
-        pub cpu_user_percent: f32,
-        pub cpu_system_percent: f32,
-        pub rss_kib: u64,
-        pub threads: u32,
-        pub fds: u32,
-        pub context_switches: u64,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct WatchSample {
-        pub host: HostSample,
-        pub generator: ProcSample,
-        #[serde(deserialize_with = "bounded::vec::<crate::watch::ProcessLimit, _, _>")]
-        pub processes: Vec<ProcSample>,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    pub(super) struct IntervalRecord {
-        pub index: u32,
-        pub start_unix_ms: u64,
-        pub length_ms: u32,
-        pub step: u32,
-        pub recorder: Recorder,
-        pub watch: Option<WatchSample>,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    #[allow(clippy::large_enum_variant)]
-    pub(super) enum Record {
-        Header(RunHeader),
-        Interval(IntervalRecord),
-        Event(EventRecord),
-        Footer(super::v8::RunFooter),
-    }
-
-    impl From<ProcSample> for crate::watch::ProcSample {
-        fn from(p: ProcSample) -> Self {
-            crate::watch::ProcSample {
-                name: p.name,
-                roots: Vec::new(),
-                processes: p.processes,
-                cpu_user_percent: p.cpu_user_percent,
-                cpu_system_percent: p.cpu_system_percent,
-                rss_kib: p.rss_kib,
-                threads: p.threads,
-                fds: p.fds,
-                context_switches: p.context_switches,
-            }
-        }
-    }
-
-    impl From<Record> for super::Record {
-        fn from(r: Record) -> Self {
-            match r {
-                Record::Header(h) => super::Record::Header(
-                    super::v6::RunHeader {
-                        barrage_version: h.barrage_version,
-                        started_unix_ms: h.started_unix_ms,
-                        host: h.host,
-                        boot_id: String::new(),
-                        mode: h.mode,
-                        urls: h.urls,
-                        settings_json: h.settings_json,
-                        steps: h.steps,
-                        threads: h.threads,
-                        insecure: h.insecure,
-                        groups: Vec::new(),
-                    }
-                    .into(),
-                ),
-                Record::Interval(i) => super::Record::Interval(super::IntervalRecord {
-                    index: i.index,
-                    start_unix_ms: i.start_unix_ms,
-                    length_ms: i.length_ms,
-                    step: i.step,
-                    recorder: i.recorder.0,
-                    watch: i.watch.map(|w| crate::watch::WatchSample {
-                        host: w.host,
-                        generator: w.generator.into(),
-                        processes: w.processes.into_iter().map(Into::into).collect(),
-                    }),
-                }),
-                Record::Event(e) => super::Record::Event(e),
-                Record::Footer(f) => super::Record::Footer(f.into()),
-            }
-        }
-    }
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.
@@ -1534,6 +803,7 @@ impl Iterator for MergedIntervals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::legacy::{v10, v3, v4, v5, v6, v7, v8, v9};
     use crate::sample::{Outcome, Sample};
     use std::time::Duration;
 
@@ -1736,7 +1006,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: 0,
-            recorder: crate::recorder::RecorderV3(i.recorder.clone()),
+            recorder: crate::legacy::v3::RecorderV3(i.recorder.clone()),
             watch: Some(v3::WatchSample { host: Default::default(), generator: me, processes: vec![nginx] }),
         };
         write_old(&p, 3, &[v3::Record::Header(old_header), v3::Record::Interval(old_interval)]);
@@ -1810,7 +1080,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: i.step,
-            recorder: crate::recorder::RecorderV7(i.recorder.clone()),
+            recorder: crate::legacy::v7::RecorderV7(i.recorder.clone()),
             watch: i.watch.clone(),
         }
     }
@@ -1871,7 +1141,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: i.step,
-            recorder: crate::recorder::RecorderV8(before.clone()),
+            recorder: crate::legacy::v8::RecorderV8(before.clone()),
             watch: i.watch.clone(),
         };
         write_old(
@@ -1907,7 +1177,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: i.step,
-            recorder: crate::recorder::RecorderV9(i.recorder.clone()),
+            recorder: crate::legacy::v9::RecorderV9(i.recorder.clone()),
             watch: i.watch.clone(),
         };
         write_old(
@@ -2007,7 +1277,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: 0,
-            recorder: crate::recorder::RecorderV4(i.recorder.clone()),
+            recorder: crate::legacy::v4::RecorderV4(i.recorder.clone()),
             watch: None,
         };
         write_old(&p, 4, &[v4::Record::Header(old_header), v4::Record::Interval(old_interval)]);
@@ -2084,7 +1354,7 @@ mod tests {
             start_unix_ms: i.start_unix_ms,
             length_ms: i.length_ms,
             step: 0,
-            recorder: crate::recorder::RecorderV5(i.recorder.clone()),
+            recorder: crate::legacy::v5::RecorderV5(i.recorder.clone()),
             watch: None,
         };
         let footer = RunFooter { attack_us: 7, ..Default::default() };
@@ -2163,7 +1433,7 @@ mod tests {
                 start_unix_ms,
                 length_ms,
                 step,
-                recorder: crate::recorder::RecorderV3(r),
+                recorder: crate::legacy::v3::RecorderV3(r),
                 watch: None,
             })),
             4 => postcard::to_stdvec(&v4::Record::Interval(v4::IntervalRecord {
@@ -2171,7 +1441,7 @@ mod tests {
                 start_unix_ms,
                 length_ms,
                 step,
-                recorder: crate::recorder::RecorderV4(r),
+                recorder: crate::legacy::v4::RecorderV4(r),
                 watch: i.watch.clone(),
             })),
             5 => postcard::to_stdvec(&v5::Record::Interval(v5::IntervalRecord {
@@ -2179,7 +1449,7 @@ mod tests {
                 start_unix_ms,
                 length_ms,
                 step,
-                recorder: crate::recorder::RecorderV5(r),
+                recorder: crate::legacy::v5::RecorderV5(r),
                 watch: i.watch.clone(),
             })),
             _ => postcard::to_stdvec(&Record::Interval(i.clone())),

@@ -32,6 +32,7 @@ mod bounded;
 pub mod events;
 pub mod file;
 pub mod gaps;
+mod legacy;
 pub mod limits;
 pub mod recorder;
 pub mod sample;

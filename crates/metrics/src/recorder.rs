@@ -201,345 +201,6 @@ impl Counts {
     }
 }
 
-/// [`Counts`] as version 9 of the results file wrote them: before rejected requests (a
-/// flow's step whose check or capture failed on a 2xx counted in `ok`).
-#[derive(Clone, Serialize, Deserialize)]
-pub(crate) struct CountsV9 {
-    sent: u64,
-    completed: u64,
-    ok: u64,
-    late: u64,
-    dropped: u64,
-    bytes_in: u64,
-    bytes_out: u64,
-    connections: u64,
-    errors: [u64; ERROR_KIND_COUNT],
-    cache: [u64; CACHE_STATUS_COUNT],
-    cache_bytes: [u64; CACHE_STATUS_COUNT],
-    logical: u64,
-    first_ok: u64,
-    final_ok: u64,
-    attempts: u64,
-    stale_retries: u64,
-    protocols: [u64; PROTOCOL_COUNT],
-    http1_fallbacks: u64,
-    streams_max: u64,
-    stream_cap: u64,
-    send_stalls: u64,
-    recv_stalls: u64,
-    stream_retries: u64,
-    workload: Workload,
-}
-
-impl From<CountsV9> for Counts {
-    fn from(c: CountsV9) -> Counts {
-        Counts {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok,
-            rejected: 0,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: c.errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            stale_retries: c.stale_retries,
-            protocols: c.protocols,
-            http1_fallbacks: c.http1_fallbacks,
-            streams_max: c.streams_max,
-            stream_cap: c.stream_cap,
-            send_stalls: c.send_stalls,
-            recv_stalls: c.recv_stalls,
-            stream_retries: c.stream_retries,
-            workload: c.workload,
-        }
-    }
-}
-
-impl From<Counts> for CountsV9 {
-    /// Only for tests that write older files: rejected requests count as `ok` again.
-    fn from(c: Counts) -> CountsV9 {
-        CountsV9 {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok + c.rejected,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: c.errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            stale_retries: c.stale_retries,
-            protocols: c.protocols,
-            http1_fallbacks: c.http1_fallbacks,
-            streams_max: c.streams_max,
-            stream_cap: c.stream_cap,
-            send_stalls: c.send_stalls,
-            recv_stalls: c.recv_stalls,
-            stream_retries: c.stream_retries,
-            workload: c.workload,
-        }
-    }
-}
-
-/// [`Counts`] as version 8 of the results file wrote them: before the workload's intents.
-#[derive(Clone, Serialize, Deserialize)]
-pub(crate) struct CountsV8 {
-    sent: u64,
-    completed: u64,
-    ok: u64,
-    late: u64,
-    dropped: u64,
-    bytes_in: u64,
-    bytes_out: u64,
-    connections: u64,
-    errors: [u64; ERROR_KIND_COUNT],
-    cache: [u64; CACHE_STATUS_COUNT],
-    cache_bytes: [u64; CACHE_STATUS_COUNT],
-    logical: u64,
-    first_ok: u64,
-    final_ok: u64,
-    attempts: u64,
-    stale_retries: u64,
-    protocols: [u64; PROTOCOL_COUNT],
-    http1_fallbacks: u64,
-    streams_max: u64,
-    stream_cap: u64,
-    send_stalls: u64,
-    recv_stalls: u64,
-    stream_retries: u64,
-}
-
-impl From<CountsV8> for Counts {
-    fn from(c: CountsV8) -> Counts {
-        Counts {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok,
-            rejected: 0,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: c.errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            stale_retries: c.stale_retries,
-            protocols: c.protocols,
-            http1_fallbacks: c.http1_fallbacks,
-            streams_max: c.streams_max,
-            stream_cap: c.stream_cap,
-            send_stalls: c.send_stalls,
-            recv_stalls: c.recv_stalls,
-            stream_retries: c.stream_retries,
-            workload: Workload::default(),
-        }
-    }
-}
-
-impl From<Counts> for CountsV8 {
-    /// Only for tests that write older files: the intents are dropped.
-    fn from(c: Counts) -> CountsV8 {
-        CountsV8 {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok + c.rejected,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: c.errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            stale_retries: c.stale_retries,
-            protocols: c.protocols,
-            http1_fallbacks: c.http1_fallbacks,
-            streams_max: c.streams_max,
-            stream_cap: c.stream_cap,
-            send_stalls: c.send_stalls,
-            recv_stalls: c.recv_stalls,
-            stream_retries: c.stream_retries,
-        }
-    }
-}
-
-/// [`Counts`] as versions 4 to 7 of the results file wrote them: before connections by
-/// protocol and the HTTP/2 figures.
-#[derive(Clone, Serialize, Deserialize)]
-pub(crate) struct CountsV7 {
-    sent: u64,
-    completed: u64,
-    ok: u64,
-    late: u64,
-    dropped: u64,
-    bytes_in: u64,
-    bytes_out: u64,
-    connections: u64,
-    errors: [u64; ERROR_KIND_COUNT],
-    cache: [u64; CACHE_STATUS_COUNT],
-    cache_bytes: [u64; CACHE_STATUS_COUNT],
-    logical: u64,
-    first_ok: u64,
-    final_ok: u64,
-    attempts: u64,
-    stale_retries: u64,
-}
-
-impl From<CountsV7> for Counts {
-    fn from(c: CountsV7) -> Counts {
-        Counts {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: c.errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            stale_retries: c.stale_retries,
-            ..Counts::default()
-        }
-    }
-}
-
-impl From<Counts> for CountsV7 {
-    /// Only for tests that write older files: the figures those versions did not have are
-    /// dropped.
-    fn from(c: Counts) -> CountsV7 {
-        CountsV7 {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: c.errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            stale_retries: c.stale_retries,
-        }
-    }
-}
-
-/// [`Counts`] as version 3 of the results file wrote them: before
-/// [`ErrorKind::Unreachable`] and stale connection retries.
-#[derive(Serialize, Deserialize)]
-struct CountsV3 {
-    sent: u64,
-    completed: u64,
-    ok: u64,
-    late: u64,
-    dropped: u64,
-    bytes_in: u64,
-    bytes_out: u64,
-    connections: u64,
-    errors: [u64; 8],
-    cache: [u64; CACHE_STATUS_COUNT],
-    cache_bytes: [u64; CACHE_STATUS_COUNT],
-    logical: u64,
-    first_ok: u64,
-    final_ok: u64,
-    attempts: u64,
-}
-
-/// The error kinds of version 3, in its order.
-const KINDS_V3: [ErrorKind; 8] = [
-    ErrorKind::Refused,
-    ErrorKind::ConnectTimeout,
-    ErrorKind::RequestTimeout,
-    ErrorKind::Reset,
-    ErrorKind::Tls,
-    ErrorKind::Protocol,
-    ErrorKind::Dns,
-    ErrorKind::Other,
-];
-
-impl From<CountsV3> for Counts {
-    fn from(c: CountsV3) -> Counts {
-        let mut errors = [0; ERROR_KIND_COUNT];
-        for (kind, n) in KINDS_V3.iter().zip(c.errors) {
-            errors[*kind as usize] = n;
-        }
-        Counts {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors,
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-            ..Counts::default()
-        }
-    }
-}
-
-impl From<Counts> for CountsV3 {
-    /// Only for tests that write version 3 files: kinds version 3 did not have are dropped.
-    fn from(c: Counts) -> CountsV3 {
-        CountsV3 {
-            sent: c.sent,
-            completed: c.completed,
-            ok: c.ok,
-            late: c.late,
-            dropped: c.dropped,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            connections: c.connections,
-            errors: KINDS_V3.map(|kind| c.errors[kind as usize]),
-            cache: c.cache,
-            cache_bytes: c.cache_bytes,
-            logical: c.logical,
-            first_ok: c.first_ok,
-            final_ok: c.final_ok,
-            attempts: c.attempts,
-        }
-    }
-}
-
 /// What one HTTP/2 or HTTP/3 connection saw of its streams since it was last asked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StreamFigures {
@@ -841,161 +502,13 @@ impl Keyed {
 
 /// One key in the results file: name, requests, failed, latency, timeline (empty untimed),
 /// flow counts, an example of a failed check or capture.
-type KeyedWire = (String, u64, u64, Vec<u8>, KeyTicks, FlowCounts, Option<String>);
-
-/// One key in a file of format version 4: no flow counts.
-type KeyedWireV4 = (String, u64, u64, Vec<u8>, KeyTicks);
+pub(crate) type KeyedWire = (String, u64, u64, Vec<u8>, KeyTicks, FlowCounts, Option<String>);
 
 /// A key's timeline in the results file.
-type KeyTicks = Bounded<Tick, KeyTickLimit>;
+pub(crate) type KeyTicks = Bounded<Tick, KeyTickLimit>;
 
 /// The keyed lists of a recorder in the results file, flows and replies.
-type Keys<L> = Bounded<KeyedWire, L>;
-
-/// One key in a file of format version 3: no timeline.
-type KeyedWireV3 = (String, u64, u64, Vec<u8>);
-
-/// A recorder as format version 3 wrote it, read into today's: keys without timelines,
-/// counters and example indices moved to today's error kinds, stale connection retries 0.
-pub struct RecorderV3(pub Recorder);
-
-impl<'de> Deserialize<'de> for RecorderV3 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV3, CountsV3, (), ()>::deserialize(d)?;
-        let w = w.map(
-            |(name, requests, failed, latency)| {
-                (name, requests, failed, latency, Bounded::default(), FlowCounts::default(), None)
-            },
-            Counts::from,
-            |i| KINDS_V3.get(usize::from(i)).map(|k| *k as u8),
-            |()| Bounded::default(),
-            |()| Bounded::default(),
-        );
-        from_wire(w).map(RecorderV3).map_err(refuse)
-    }
-}
-
-impl Serialize for RecorderV3 {
-    /// Only so that the version 3 record types derive both ways (tests write old files).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let w = self.0.wire().map(
-            |(name, requests, failed, latency, ..)| (name, requests, failed, latency),
-            CountsV3::from,
-            |i| KINDS_V3.iter().position(|k| *k as u8 == i).map(|p| p as u8),
-            |_| (),
-            |_| (),
-        );
-        w.serialize(s)
-    }
-}
-
-/// A recorder as format version 4 wrote it, read into today's: no flows, keys without flow
-/// counts.
-pub struct RecorderV4(pub Recorder);
-
-impl<'de> Deserialize<'de> for RecorderV4 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWireV4, CountsV7, (), ()>::deserialize(d)?;
-        let w = w.map(
-            |(name, requests, failed, latency, ticks)| {
-                (name, requests, failed, latency, ticks, FlowCounts::default(), None)
-            },
-            Counts::from,
-            Some,
-            |()| Bounded::default(),
-            |()| Bounded::default(),
-        );
-        from_wire(w).map(RecorderV4).map_err(refuse)
-    }
-}
-
-impl Serialize for RecorderV4 {
-    /// Only so that the version 4 record types derive both ways (tests write old files).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let w = self.0.wire().map(
-            |(name, requests, failed, latency, ticks, ..)| (name, requests, failed, latency, ticks),
-            CountsV7::from,
-            Some,
-            |_| (),
-            |_| (),
-        );
-        w.serialize(s)
-    }
-}
-
-/// A recorder as format version 5 wrote it, read into today's: no server replies.
-pub struct RecorderV5(pub Recorder);
-
-impl<'de> Deserialize<'de> for RecorderV5 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWire, CountsV7, Keys<FlowLimit>, ()>::deserialize(d)?;
-        let w = w.map(|k| k, Counts::from, Some, |f| f, |()| Bounded::default());
-        from_wire(w).map(|r| RecorderV5(r.count_rejections())).map_err(refuse)
-    }
-}
-
-impl Serialize for RecorderV5 {
-    /// Only so that the version 5 record types derive both ways (tests write old files).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.wire().map(|k| k, CountsV7::from, Some, |f| f, |_| ()).serialize(s)
-    }
-}
-
-/// A recorder as format version 9 wrote it, read into today's: a flow's requests that a
-/// check or a capture rejected counted in `ok` ([`Recorder::count_rejections`]).
-pub struct RecorderV9(pub Recorder);
-
-impl<'de> Deserialize<'de> for RecorderV9 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWire, CountsV9>::deserialize(d)?;
-        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
-        from_wire(w).map(|r| RecorderV9(r.count_rejections())).map_err(refuse)
-    }
-}
-
-impl Serialize for RecorderV9 {
-    /// Only so that the version 9 record types derive both ways (tests write old files).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.wire().map(|k| k, CountsV9::from, Some, |f| f, |r| r).serialize(s)
-    }
-}
-
-/// A recorder as format version 8 wrote it, read into today's: no workload intents.
-pub struct RecorderV8(pub Recorder);
-
-impl<'de> Deserialize<'de> for RecorderV8 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWire, CountsV8>::deserialize(d)?;
-        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
-        from_wire(w).map(|r| RecorderV8(r.count_rejections())).map_err(refuse)
-    }
-}
-
-impl Serialize for RecorderV8 {
-    /// Only so that the version 8 record types derive both ways (tests write old files).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.wire().map(|k| k, CountsV8::from, Some, |f| f, |r| r).serialize(s)
-    }
-}
-
-/// A recorder as format versions 6 and 7 wrote it, read into today's: no connections by
-/// protocol, no HTTP/2 figures.
-pub struct RecorderV7(pub Recorder);
-
-impl<'de> Deserialize<'de> for RecorderV7 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<KeyedWire, CountsV7>::deserialize(d)?;
-        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
-        from_wire(w).map(|r| RecorderV7(r.count_rejections())).map_err(refuse)
-    }
-}
-
-impl Serialize for RecorderV7 {
-    /// Only so that the version 7 record types derive both ways (tests write old files).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.wire().map(|k| k, CountsV7::from, Some, |f| f, |r| r).serialize(s)
-    }
-}
+pub(crate) type Keys<L> = Bounded<KeyedWire, L>;
 
 /// Test files only: a recorder whose replies hold `n` classes, written as today's, so that
 /// a file can hold more classes than a recorder keeps (a crafted one).
@@ -1021,7 +534,7 @@ impl<K, C, F, R> Wire<K, C, F, R> {
     /// The same recorder written another way: its keys, its counters, the error kind
     /// index of each example (dropped when `example` says `None`), its flows and its
     /// server replies.
-    fn map<J, D, G, S>(
+    pub(crate) fn map<J, D, G, S>(
         self,
         key: impl Fn(K) -> J,
         counts: impl FnOnce(C) -> D,
@@ -1449,7 +962,7 @@ impl Recorder {
     /// exactly the requests that did not succeed: the rest of `ok` was rejected. The
     /// methods are put right when there is one (one key holds every request); the seconds'
     /// timelines, the status classes and the backends stay as they were written.
-    fn count_rejections(mut self) -> Recorder {
+    pub(crate) fn count_rejections(mut self) -> Recorder {
         let named: u64 = self.names.iter().map(|k| k.requests).sum();
         if self.flows.is_empty() || named != self.counts.completed {
             return self;
@@ -1587,15 +1100,15 @@ impl Timeline {
 /// The serialised form: histograms in HdrHistogram's compressed V2 encoding, status codes
 /// sparse. Used by the results file; `K` is how a key is written, `C` the counters' layout,
 /// `F` the flows and `R` the server replies ([`KeyedWire`], [`Counts`] and two lists of
-/// keys; in files of version 3 [`KeyedWireV3`], [`CountsV3`] and nothing twice, `()`,
-/// which postcard writes as no bytes; in version 4 [`KeyedWireV4`], [`Counts`] and nothing
+/// keys; in files of version 3 `KeyedWireV3`, `CountsV3` and nothing twice, `()`,
+/// which postcard writes as no bytes; in version 4 `KeyedWireV4`, [`Counts`] and nothing
 /// twice; in version 5 no replies).
 ///
 /// Every list holds no more than a recorder does, refused from its length before it is
 /// decoded ([`Bounded`]): an entry decodes to many times its bytes (an empty key of 11
 /// bytes to 150).
 #[derive(Serialize, Deserialize)]
-struct Wire<K = KeyedWire, C = Counts, F = Keys<FlowLimit>, R = Keys<ReplyLimit>> {
+pub(crate) struct Wire<K = KeyedWire, C = Counts, F = Keys<FlowLimit>, R = Keys<ReplyLimit>> {
     corrected: Vec<u8>,
     service: Vec<u8>,
     lag: Vec<u8>,
@@ -1753,7 +1266,7 @@ fn counters(low: u64, high: u64, digits: u32) -> Option<u64> {
 
 impl Recorder {
     /// The serialised form.
-    fn wire(&self) -> Wire {
+    pub(crate) fn wire(&self) -> Wire {
         Wire {
             corrected: encode(&self.corrected),
             service: encode(&self.service),
@@ -1796,7 +1309,7 @@ impl<'de> Deserialize<'de> for Recorder {
 }
 
 /// A recorder from its serialised form.
-fn from_wire(w: Wire) -> Result<Recorder, String> {
+pub(crate) fn from_wire(w: Wire) -> Result<Recorder, String> {
     let hist = |b: &[u8]| decode(b);
     let array = |v: &[Vec<u8>]| -> Result<Vec<Histogram<u64>>, String> { v.iter().map(|b| hist(b)).collect() };
     let mut r = Recorder::new();
@@ -1834,6 +1347,7 @@ fn from_wire(w: Wire) -> Result<Recorder, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::legacy::v9::RecorderV9;
     use proptest::prelude::*;
 
     fn sample(latency_ms: u64, outcome: Outcome) -> Sample {
