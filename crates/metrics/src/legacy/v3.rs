@@ -2,10 +2,10 @@
 //! boot ID, process samples without roots.
 
 use crate::bounded;
-use crate::watch::{EventRecord, HostSample};
 use crate::bounded::{refuse, Bounded};
 use crate::recorder::{from_wire, Counts, FlowCounts, Recorder, Wire};
 use crate::sample::{ErrorKind, CACHE_STATUS_COUNT, ERROR_KIND_COUNT};
+use crate::watch::{EventRecord, HostSample};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

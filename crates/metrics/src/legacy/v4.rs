@@ -2,10 +2,10 @@
 //! flows.
 
 use crate::bounded;
-use crate::watch::{EventRecord, WatchSample};
 use crate::bounded::{refuse, Bounded};
 use crate::legacy::v7::CountsV7;
 use crate::recorder::{from_wire, Counts, FlowCounts, KeyTicks, Recorder, Wire};
+use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

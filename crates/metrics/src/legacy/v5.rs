@@ -1,10 +1,10 @@
 //! The records of format version 5, as they were, read into today's: recorders without
 //! server replies.
 
-use crate::watch::{EventRecord, WatchSample};
 use crate::bounded::{refuse, Bounded};
 use crate::legacy::v7::CountsV7;
 use crate::recorder::{from_wire, Counts, FlowLimit, KeyedWire, Keys, Recorder, Wire};
+use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

@@ -1,10 +1,10 @@
 //! The records of format version 7, as they were, read into today's: recorders without
 //! connections by protocol and without the HTTP/2 figures.
 
-use crate::watch::{EventRecord, WatchSample};
 use crate::bounded::refuse;
 use crate::recorder::{from_wire, Counts, KeyedWire, Recorder, Wire};
 use crate::sample::{CACHE_STATUS_COUNT, ERROR_KIND_COUNT};
+use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

@@ -1,10 +1,10 @@
 //! The records of format version 8, as they were, read into today's: recorders without
 //! the workload's intents, a footer without the sent prefix.
 
-use crate::watch::{EventRecord, WatchSample};
 use crate::bounded::refuse;
 use crate::recorder::{from_wire, Counts, KeyedWire, Recorder, Wire, Workload};
 use crate::sample::{CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PROTOCOL_COUNT};
+use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

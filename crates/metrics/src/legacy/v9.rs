@@ -1,10 +1,10 @@
 //! The records of format version 9, as they were, read into today's: recorders that
 //! counted a flow's rejected requests as `ok`.
 
-use crate::watch::{EventRecord, WatchSample};
 use crate::bounded::refuse;
-use crate::recorder::{from_wire, Counts, KeyedWire, Recorder, Workload, Wire};
+use crate::recorder::{from_wire, Counts, KeyedWire, Recorder, Wire, Workload};
 use crate::sample::{CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PROTOCOL_COUNT};
+use crate::watch::{EventRecord, WatchSample};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

@@ -1,8 +1,8 @@
 use super::wire::{counters, crafted_key, decode, encode, NameLimit, Wire, V2_COOKIE, V2_DEFLATE_COOKIE};
-use crate::bounded::Bounded;
-use crate::limits::{MAX_HISTOGRAM_BYTES, MAX_INTERVAL_SAMPLES, MAX_INTERVAL_TICKS};
 use super::*;
+use crate::bounded::Bounded;
 use crate::legacy::v9::RecorderV9;
+use crate::limits::{MAX_HISTOGRAM_BYTES, MAX_INTERVAL_SAMPLES, MAX_INTERVAL_TICKS};
 use proptest::prelude::*;
 
 fn sample(latency_ms: u64, outcome: Outcome) -> Sample {

@@ -1,8 +1,8 @@
 //! A recorder's requests in time: finished requests per tenth of a second ([`Timeline`]) and
 //! a few of them each tick for the scatter plot ([`RequestPoint`]).
 
-use crate::limits::MAX_INTERVAL_TICKS;
 use crate::bounded::Bounded;
+use crate::limits::MAX_INTERVAL_TICKS;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

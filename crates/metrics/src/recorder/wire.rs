@@ -3,11 +3,11 @@
 //! allocate more than a recorder holds.
 
 use super::{
-    new_histogram, status_slot, Counts, FlowCounts, Keyed, PhaseSet, Recorder, RequestPoint, Tick, Timeline, CLASS_COUNT,
-    MAX_KEYS, STATUS_SLOTS,
+    new_histogram, status_slot, Counts, FlowCounts, Keyed, PhaseSet, Recorder, RequestPoint, Tick, Timeline,
+    CLASS_COUNT, MAX_KEYS, STATUS_SLOTS,
 };
-use crate::bounded::{limit, refuse, Bounded};
 use super::{HIGHEST_US, SIGNIFICANT_DIGITS};
+use crate::bounded::{limit, refuse, Bounded};
 use crate::limits::{fmt_limit, MAX_HISTOGRAM_BYTES, MAX_HISTOGRAM_COUNTERS, MAX_INTERVAL_SAMPLES, MAX_INTERVAL_TICKS};
 use crate::sample::{ERROR_KIND_COUNT, PHASE_COUNT};
 use hdrhistogram::Histogram;
