@@ -7,7 +7,7 @@
 //! [`OLDEST_READ_VERSION`] on: users keep their results files, re-render and merge them
 //! long after the run, and the run history imports them. A version's reader is frozen
 //! code: it changes only to fix a bug in reading that version, never to follow today's
-//! types, and each is tested by a file of that version (see `file`'s tests). A new
+//! types, and each is tested by a file of that version (in `tests`). A new
 //! version moves the reader of the one it replaces here, as `vN`, and adds its arm to
 //! [`decode`]; which version reads through which module is decided there and nowhere else.
 //!
@@ -25,6 +25,9 @@ pub(crate) mod v6;
 pub(crate) mod v7;
 pub(crate) mod v8;
 pub(crate) mod v9;
+
+#[cfg(test)]
+mod tests;
 
 /// The oldest encoding version this build still reads. Version 3 has no boot ID, process roots,
 /// per-backend timelines, `unreachable` error kind or stale connection retries: they read empty.
