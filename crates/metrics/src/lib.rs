@@ -40,6 +40,8 @@ pub mod secrets;
 pub mod shards;
 pub mod stats;
 pub mod summary;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod units;
 pub mod watch;
 

@@ -661,49 +661,14 @@ pub(crate) mod tests {
     use crate::sample::{Outcome, Sample};
     use std::time::Duration;
 
-    pub(crate) fn header(start: u64) -> RunHeader {
-        RunHeader {
-            barrage_version: "test".into(),
-            started_unix_ms: start,
-            host: "h".into(),
-            boot_id: "b".into(),
-            mode: Mode::Open,
-            urls: vec!["http://127.0.0.1:1/".into()],
-            settings_json: "{}".into(),
-            steps: vec![StepInfo { label: "10/s".into(), start_ms: 0 }],
-            threads: 1,
-            insecure: false,
-            groups: Vec::new(),
-            launch: Default::default(),
-        }
-    }
+    pub(crate) use crate::testing::header;
 
     pub(crate) fn interval(index: u32, start: u64, n: u64) -> IntervalRecord {
         let mut recorder = Recorder::new();
         for k in 0..n {
-            recorder.record(&Sample {
-                intended: Duration::ZERO,
-                started: Duration::ZERO,
-                ended: Duration::from_millis(1 + k),
-                phases: [None; 6],
-                outcome: Outcome::Status(200),
-                bytes_in: 1,
-                bytes_out: 1,
-                late: false,
-                cache: crate::CacheStatus::Unknown,
-                intent: Default::default(),
-                origin: Default::default(),
-                rejected: false,
-            });
+            recorder.record(&sample_at(1 + k));
         }
-        IntervalRecord {
-            index,
-            start_unix_ms: start + u64::from(index) * 1000,
-            length_ms: 1000,
-            step: 0,
-            recorder,
-            watch: None,
-        }
+        crate::testing::interval(index, start + u64::from(index) * 1000, recorder)
     }
 
     pub(crate) fn write(path: &Path, start: u64, intervals: u32, footer: bool) {
@@ -849,21 +814,9 @@ pub(crate) mod tests {
         i
     }
 
+    /// A 200 that ended `ms` after the run's start, of one byte each way.
     pub(crate) fn sample_at(ms: u64) -> Sample {
-        Sample {
-            intended: Duration::ZERO,
-            started: Duration::ZERO,
-            ended: Duration::from_millis(ms),
-            phases: [None; 6],
-            outcome: Outcome::Status(200),
-            bytes_in: 1,
-            bytes_out: 1,
-            late: false,
-            cache: crate::CacheStatus::Unknown,
-            intent: Default::default(),
-            origin: Default::default(),
-            rejected: false,
-        }
+        Sample { bytes_in: 1, bytes_out: 1, ..crate::testing::sample(Duration::from_millis(ms), Outcome::Status(200)) }
     }
 
     /// Server replies are written in today's format and read back as they were.

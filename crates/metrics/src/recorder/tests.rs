@@ -6,20 +6,9 @@ use crate::limits::{MAX_HISTOGRAM_BYTES, MAX_INTERVAL_SAMPLES, MAX_INTERVAL_TICK
 use proptest::prelude::*;
 
 fn sample(latency_ms: u64, outcome: Outcome) -> Sample {
-    Sample {
-        intended: Duration::ZERO,
-        started: Duration::from_millis(1),
-        ended: Duration::from_millis(1 + latency_ms),
-        phases: [None, Some(Duration::from_micros(50)), None, None, None, None],
-        outcome,
-        bytes_in: 100,
-        bytes_out: 10,
-        late: false,
-        cache: CacheStatus::Unknown,
-        intent: Default::default(),
-        origin: Default::default(),
-        rejected: false,
-    }
+    let ms = Duration::from_millis;
+    let phases = [None, Some(Duration::from_micros(50)), None, None, None, None];
+    Sample { started: ms(1), phases, ..crate::testing::sample(ms(1 + latency_ms), outcome) }
 }
 
 /// A step's check that fails on a 200 fails the request in every figure it goes into:
