@@ -173,41 +173,15 @@ fn a_crafted_record_of_millions_of_tiny_entries_reads_in_bounded_memory() {
 /// its watch sample (none: one byte), so the list's length is the record's next to last byte.
 fn crafted_replies(path: &std::path::Path, n: u64) -> usize {
     use barrage_metrics::file::{ResultsWriter, MAGIC};
-    use barrage_metrics::{IntervalRecord, Mode, Outcome, Recorder, RunHeader, Sample, StepInfo};
-    let header = RunHeader {
-        barrage_version: "test".into(),
-        started_unix_ms: 0,
-        host: "h".into(),
-        boot_id: "b".into(),
-        mode: Mode::Open,
-        urls: vec!["http://127.0.0.1:1/".into()],
-        settings_json: "{}".into(),
-        steps: vec![StepInfo { label: "10/s".into(), start_ms: 0 }],
-        threads: 1,
-        insecure: false,
-        groups: Vec::new(),
-        launch: Default::default(),
-    };
+    use barrage_metrics::{testing, Outcome, Recorder, Sample};
+    let header = testing::header(0);
     let interval = |index: u32| {
         let mut recorder = Recorder::new();
         for ms in [5, 150, 420] {
-            recorder.record(&Sample {
-                intended: Duration::ZERO,
-                started: Duration::ZERO,
-                ended: Duration::from_millis(u64::from(index) * 1000 + ms),
-                phases: [None; 6],
-                outcome: Outcome::Status(200),
-                bytes_in: 1,
-                bytes_out: 1,
-                late: false,
-                cache: barrage_metrics::CacheStatus::Unknown,
-                intent: Default::default(),
-                origin: Default::default(),
-                rejected: false,
-            });
+            let ended = Duration::from_millis(u64::from(index) * 1000 + ms);
+            recorder.record(&Sample { bytes_in: 1, bytes_out: 1, ..testing::sample(ended, Outcome::Status(200)) });
         }
-        let start_unix_ms = u64::from(index) * 1000;
-        IntervalRecord { index, start_unix_ms, length_ms: 1000, step: 0, recorder, watch: None }
+        testing::interval(index, u64::from(index) * 1000, recorder)
     };
     let mut w = ResultsWriter::create(path, &header).unwrap();
     w.write_interval(&interval(0)).unwrap();

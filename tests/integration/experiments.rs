@@ -567,22 +567,15 @@ fn compare_of_runs_too_short_to_test_says_no_test_in_text_csv_and_json() {
 /// A results file of `p50s_ms.len()` one-second intervals, each of 100 requests that all
 /// took that interval's latency: the test's own known samples.
 fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
-    use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader};
-    use barrage_metrics::{CacheStatus, Outcome, Recorder, Sample};
+    use barrage_metrics::file::{ResultsWriter, RunFooter, RunHeader};
+    use barrage_metrics::{testing, Outcome, Recorder, Sample};
     let start_ms = 1_700_000_000_000;
     let header = RunHeader {
-        barrage_version: "test".into(),
-        started_unix_ms: start_ms,
         host: "test".into(),
         boot_id: String::new(),
-        mode: Mode::Open,
         urls: vec!["http://test/".into()],
-        settings_json: "{}".into(),
         steps: Vec::new(),
-        threads: 1,
-        insecure: false,
-        groups: Vec::new(),
-        launch: Default::default(),
+        ..testing::header(start_ms)
     };
     let mut w = ResultsWriter::create(path, &header).unwrap();
     for (i, ms) in p50s_ms.iter().enumerate() {
@@ -590,26 +583,11 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         for k in 0..100u64 {
             let intended = Duration::from_millis(i as u64 * 1000 + k * 10);
             let ended = intended + Duration::from_millis(*ms);
-            let (phases, cache) = ([None; 6], CacheStatus::Unknown);
             r.record_sent();
-            r.record(&Sample {
-                intended,
-                started: intended,
-                ended,
-                phases,
-                outcome: Outcome::Status(200),
-                bytes_in: 100,
-                bytes_out: 10,
-                late: false,
-                cache,
-                intent: Default::default(),
-                origin: Default::default(),
-                rejected: false,
-            });
+            let s = testing::sample(Duration::from_millis(*ms), Outcome::Status(200));
+            r.record(&Sample { intended, started: intended, ended, ..s });
         }
-        let (index, start_unix_ms) = (i as u32, start_ms + i as u64 * 1000);
-        w.write_interval(&IntervalRecord { index, start_unix_ms, length_ms: 1000, step: 0, recorder: r, watch: None })
-            .unwrap();
+        w.write_interval(&testing::interval(i as u32, start_ms + i as u64 * 1000, r)).unwrap();
     }
     let attack_us = p50s_ms.len() as u64 * 1_000_000;
     w.finish(&RunFooter {

@@ -70,11 +70,10 @@ impl HdrLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_metrics::Recorder;
+    use barrage_metrics::{testing, Recorder};
 
     fn interval(index: u32) -> IntervalRecord {
-        let start_unix_ms = 1_700_000_000_000 + u64::from(index) * 1000;
-        IntervalRecord { index, start_unix_ms, length_ms: 1000, step: 0, recorder: Recorder::new(), watch: None }
+        testing::interval(index, 1_700_000_000_000 + u64::from(index) * 1000, Recorder::new())
     }
 
     #[test]

@@ -249,14 +249,7 @@ mod tests {
             live.begin(RunInfo { label: Some(format!("level {level}/2")), ..RunInfo::default() });
             let mut recorder = barrage_metrics::Recorder::new();
             (0..5).for_each(|_| recorder.record_sent());
-            live.interval(IntervalRecord {
-                index: 0,
-                start_unix_ms: 0,
-                length_ms: 1000,
-                step: 0,
-                recorder,
-                watch: None,
-            });
+            live.interval(barrage_metrics::testing::interval(0, 0, recorder));
             live.end();
         }
         let body = get(addr, "/metrics");
@@ -280,7 +273,7 @@ mod tests {
         live.begin(RunInfo::default());
         let mut recorder = barrage_metrics::Recorder::new();
         (0..3).for_each(|_| recorder.record_connection());
-        live.interval(IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder, watch: None });
+        live.interval(barrage_metrics::testing::interval(0, 0, recorder));
 
         let scraped = get(addr, "/metrics");
         assert_eq!(status(&scraped), 200, "{scraped}");

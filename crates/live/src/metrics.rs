@@ -640,26 +640,14 @@ fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_metrics::{Outcome, ProcSample, Recorder, Sample, WatchSample};
+    use barrage_metrics::{testing, Outcome, ProcSample, Recorder, Sample, WatchSample};
     use prometheus_parse::{Scrape, Value};
     use std::io::{Read, Write};
 
     /// A finished request of `latency_ms` (corrected), started `lag_ms` late.
     fn sample(latency_ms: u64, lag_ms: u64, outcome: Outcome, cache: CacheStatus) -> Sample {
-        Sample {
-            intended: Duration::ZERO,
-            started: Duration::from_millis(lag_ms),
-            ended: Duration::from_millis(latency_ms),
-            phases: [None; 6],
-            outcome,
-            bytes_in: 100,
-            bytes_out: 10,
-            late: false,
-            cache,
-            intent: Default::default(),
-            origin: Default::default(),
-            rejected: false,
-        }
+        let s = testing::sample(Duration::from_millis(latency_ms), outcome);
+        Sample { started: Duration::from_millis(lag_ms), cache, ..s }
     }
 
     fn record(r: &mut Recorder, s: Sample, backend: Option<&str>) {
@@ -702,14 +690,7 @@ mod tests {
             processes: vec![proc("nginx", 40.0, 1000)],
             ..Default::default()
         };
-        IntervalRecord {
-            index: 0,
-            start_unix_ms: 1_700_000_000_000,
-            length_ms: 1000,
-            step: 0,
-            recorder: r,
-            watch: Some(watch),
-        }
+        IntervalRecord { watch: Some(watch), ..testing::interval(0, 1_700_000_000_000, r) }
     }
 
     /// Interval 1: sent 3, completed 3: 200 ×2 in 1 ms (backend b1), a 503 in 1 ms; 500 ms
@@ -721,7 +702,7 @@ mod tests {
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), Some("b1"));
         record(&mut r, sample(1, 0, Outcome::Status(503), CacheStatus::Unknown), None);
-        IntervalRecord { index: 1, start_unix_ms: 1_700_000_001_000, length_ms: 500, step: 0, recorder: r, watch: None }
+        IntervalRecord { length_ms: 500, ..testing::interval(1, 1_700_000_001_000, r) }
     }
 
     /// A plain HTTP/1.1 GET: status, head, body.
@@ -812,7 +793,7 @@ mod tests {
         record(&mut r, sample(1, 0, Outcome::Status(200), CacheStatus::Unknown), None);
         record(&mut r, Sample { rejected: true, ..sample(1, 0, Outcome::Status(200), CacheStatus::Unknown) }, None);
         record(&mut r, sample(1, 0, Outcome::Status(503), CacheStatus::Unknown), None);
-        let i = IntervalRecord { index: 0, start_unix_ms: 0, length_ms: 1000, step: 0, recorder: r, watch: None };
+        let i = testing::interval(0, 0, r);
         endpoint.update(&i, &i);
         let (s, _) = scrape(endpoint.local_addr());
         for (outcome, n) in [("ok", 1.0), ("rejected", 1.0), ("http_error", 1.0), ("error", 0.0)] {

@@ -87,28 +87,16 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_metrics::{Outcome, Recorder, Sample};
+    use barrage_metrics::{testing, Outcome, Recorder};
 
     fn interval(index: u32) -> IntervalRecord {
         let mut recorder = Recorder::new();
         for outcome in [Outcome::Status(200), Outcome::Status(200), Outcome::Status(500)] {
             recorder.record_sent();
-            recorder.record(&Sample {
-                intended: Duration::ZERO,
-                started: Duration::ZERO,
-                ended: Duration::from_millis(2),
-                phases: [None; 6],
-                outcome,
-                bytes_in: 100,
-                bytes_out: 10,
-                late: false,
-                cache: barrage_metrics::CacheStatus::Unknown,
-                intent: Default::default(),
-                origin: Default::default(),
-                rejected: false,
-            });
+            let s = testing::sample(Duration::from_millis(2), outcome);
+            recorder.record(&s);
         }
-        IntervalRecord { index, start_unix_ms: 0, length_ms: 500, step: 0, recorder, watch: None }
+        IntervalRecord { length_ms: 500, ..testing::interval(index, 0, recorder) }
     }
 
     /// A progress that draws nothing (the test's stderr may be a terminal).

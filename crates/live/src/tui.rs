@@ -606,26 +606,14 @@ fn footer_line(view: &View) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_metrics::{Outcome, ProcSample, Sample, WatchSample};
+    use barrage_metrics::{testing, Outcome, ProcSample, Sample, WatchSample};
     use ratatui::backend::TestBackend;
 
     const URL: &str = "http://cache.test:8080/items";
 
     fn sample(ms: u64, outcome: Outcome, cache: CacheStatus) -> Sample {
-        Sample {
-            intended: Duration::ZERO,
-            started: Duration::from_millis(1),
-            ended: Duration::from_millis(1 + ms),
-            phases: [None; 6],
-            outcome,
-            bytes_in: 1000,
-            bytes_out: 80,
-            late: false,
-            cache,
-            intent: Default::default(),
-            origin: Default::default(),
-            rejected: false,
-        }
+        let s = testing::sample(Duration::from_millis(1 + ms), outcome);
+        Sample { started: Duration::from_millis(1), bytes_in: 1000, bytes_out: 80, cache, ..s }
     }
 
     /// Ten requests a second: 6 hits from origin-1, 2 misses from origin-2, a 503 miss from
@@ -653,14 +641,8 @@ mod tests {
             cpu_system_percent: 12.0,
             ..ProcSample::default()
         };
-        IntervalRecord {
-            index,
-            start_unix_ms: 1_700_000_000_000 + u64::from(index) * 1000,
-            length_ms: 1000,
-            step: 0,
-            recorder: r,
-            watch: Some(WatchSample { generator, ..WatchSample::default() }),
-        }
+        let watch = Some(WatchSample { generator, ..WatchSample::default() });
+        IntervalRecord { watch, ..testing::interval(index, 1_700_000_000_000 + u64::from(index) * 1000, r) }
     }
 
     fn view_of(info: RunInfo, intervals: u32) -> View {

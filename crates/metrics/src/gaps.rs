@@ -113,26 +113,13 @@ fn gap(from: u32, to: Option<u32>, end_s: f64, finished: u64) -> Gap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CacheStatus, Outcome, Recorder, Sample};
+    use crate::{Outcome, Recorder, Sample};
     use std::time::Duration;
 
     fn sample(ended: Duration, outcome: Outcome) -> Sample {
         let intended = ended.saturating_sub(Duration::from_millis(1));
-        let (phases, late, cache) = ([None; 6], false, CacheStatus::Unknown);
-        Sample {
-            intended,
-            started: intended,
-            ended,
-            phases,
-            outcome,
-            bytes_in: 0,
-            bytes_out: 0,
-            late,
-            cache,
-            intent: Default::default(),
-            origin: Default::default(),
-            rejected: false,
-        }
+        let s = crate::testing::sample(ended, outcome);
+        Sample { intended, started: intended, bytes_in: 0, bytes_out: 0, ..s }
     }
 
     fn gaps_of(r: &Recorder, end_s: f64) -> BTreeMap<String, Vec<Gap>> {

@@ -32,6 +32,7 @@ mod bounded;
 pub mod events;
 pub mod file;
 pub mod gaps;
+mod legacy;
 pub mod limits;
 pub mod recorder;
 pub mod sample;
@@ -39,6 +40,8 @@ pub mod secrets;
 pub mod shards;
 pub mod stats;
 pub mod summary;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod units;
 pub mod watch;
 

@@ -6,9 +6,10 @@
 
 use barrage_metrics::file::{FORMAT_VERSION, MAGIC};
 use barrage_metrics::recorder::RequestPoint;
+use barrage_metrics::testing;
 use barrage_metrics::{
-    CacheStatus, IntervalRecord, Mode, Outcome, ProcSample, Recorder, ResultsReader, ResultsWriter, RunFooter,
-    RunHeader, Sample, StepInfo, WatchSample,
+    IntervalRecord, Outcome, ProcSample, Recorder, ResultsReader, ResultsWriter, RunFooter, RunHeader, Sample,
+    WatchSample,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -81,37 +82,11 @@ fn peak_of<R>(f: impl FnOnce() -> R) -> (R, usize) {
 const SLACK: usize = 8 << 20;
 
 fn header(urls: Vec<String>) -> RunHeader {
-    RunHeader {
-        barrage_version: "test".into(),
-        started_unix_ms: 0,
-        host: "h".into(),
-        boot_id: "b".into(),
-        mode: Mode::Open,
-        urls,
-        settings_json: "{}".into(),
-        steps: vec![StepInfo { label: "10/s".into(), start_ms: 0 }],
-        threads: 1,
-        insecure: false,
-        groups: Vec::new(),
-        launch: Default::default(),
-    }
+    RunHeader { urls, ..testing::header(0) }
 }
 
 fn sample(ended_ms: u64) -> Sample {
-    Sample {
-        intended: Duration::ZERO,
-        started: Duration::ZERO,
-        ended: Duration::from_millis(ended_ms),
-        phases: [None; 6],
-        outcome: Outcome::Status(200),
-        bytes_in: 1,
-        bytes_out: 1,
-        late: false,
-        cache: CacheStatus::Unknown,
-        intent: Default::default(),
-        origin: Default::default(),
-        rejected: false,
-    }
+    Sample { bytes_in: 1, bytes_out: 1, ..testing::sample(Duration::from_millis(ended_ms), Outcome::Status(200)) }
 }
 
 /// A good interval of three requests.
@@ -121,12 +96,8 @@ fn interval(index: u32) -> IntervalRecord {
         recorder.record(&sample(u64::from(index) * 1000 + ms));
     }
     IntervalRecord {
-        index,
-        start_unix_ms: u64::from(index) * 1000,
-        length_ms: 1000,
-        step: 0,
-        recorder,
         watch: Some(WatchSample::default()),
+        ..testing::interval(index, u64::from(index) * 1000, recorder)
     }
 }
 

@@ -4,8 +4,9 @@
 
 use barrage_metrics::file::{IntervalRecord, Launch, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_metrics::testing;
 use barrage_metrics::watch::ProcRoot;
-use barrage_metrics::{CacheStatus, Outcome, ProcSample, Recorder, Sample, WatchSample};
+use barrage_metrics::{Outcome, ProcSample, Recorder, Sample, WatchSample};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -47,20 +48,8 @@ impl Run<'_> {
 }
 
 fn sample(ended_ms: u64) -> Sample {
-    Sample {
-        intended: Duration::from_millis(ended_ms - 1),
-        started: Duration::from_millis(ended_ms - 1),
-        ended: Duration::from_millis(ended_ms),
-        phases: [None; 6],
-        outcome: Outcome::Status(200),
-        bytes_in: 100,
-        bytes_out: 10,
-        late: false,
-        cache: CacheStatus::Unknown,
-        intent: Default::default(),
-        origin: Default::default(),
-        rejected: false,
-    }
+    let intended = Duration::from_millis(ended_ms - 1);
+    Sample { intended, started: intended, ..testing::sample(Duration::from_millis(ended_ms), Outcome::Status(200)) }
 }
 
 /// `n` requests that ended in the interval starting at `start_ms` (from the run's start).
@@ -105,18 +94,12 @@ fn watch(roots: &[ProcRoot], sliver: bool) -> WatchSample {
 fn write(dir: &Path, name: &str, run: &Run) -> PathBuf {
     let path = dir.join(format!("{name}.brg"));
     let header = RunHeader {
-        barrage_version: "test".into(),
-        started_unix_ms: START_MS,
         host: run.host.into(),
         boot_id: run.boot_id.into(),
-        mode: Mode::Open,
         urls: vec![run.url.into()],
-        settings_json: "{}".into(),
         steps: vec![StepInfo { label: run.step.into(), start_ms: 0 }],
-        threads: 1,
-        insecure: false,
-        groups: Vec::new(),
         launch: own_run(),
+        ..testing::header(START_MS)
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut start = 0u64;
@@ -271,17 +254,14 @@ fn with_secrets(dir: &Path, name: &str, settings: &str) -> PathBuf {
     let url = "http://u:S3CRET@127.0.0.1:1/?token=S3CRET&x=1";
     let header = RunHeader {
         barrage_version: "old".into(),
-        started_unix_ms: START_MS,
         host: "client-1".into(),
         boot_id: String::new(),
         mode: Mode::Closed,
         urls: vec![url.into()],
         settings_json: settings.into(),
         steps: vec![StepInfo { label: "1 workers".into(), start_ms: 0 }],
-        threads: 1,
-        insecure: false,
-        groups: Vec::new(),
         launch: own_run(),
+        ..testing::header(START_MS)
     };
     let mut w = ResultsWriter::create(&path, &header).unwrap();
     let mut rec = recorder(0, 10);

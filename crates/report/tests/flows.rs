@@ -8,7 +8,7 @@ mod common;
 use barrage_metrics::file::{GroupInfo, IntervalRecord, Mode, RunHeader, StepInfo};
 use barrage_metrics::recorder::{new_histogram, FlowFailure};
 use barrage_metrics::summary::{FlowSummary, LatencyStats};
-use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
+use barrage_metrics::{testing, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Figure, Report, Slo, StudyRow, StudyTable};
 use common::{cells, row, sheet, summary_of, us, write_run};
 use hdrhistogram::Histogram;
@@ -49,14 +49,7 @@ fn sample(at_us: u64, latency_us: u64, status: u16) -> Sample {
         started: us(at_us),
         ended: us(at_us + latency_us),
         phases: [None, None, None, None, Some(us(latency_us)), None],
-        outcome: Outcome::Status(status),
-        bytes_in: 100,
-        bytes_out: 10,
-        late: false,
-        cache: CacheStatus::Unknown,
-        intent: Default::default(),
-        origin: Default::default(),
-        rejected: false,
+        ..testing::sample(Duration::ZERO, Outcome::Status(status))
     }
 }
 

@@ -9,7 +9,7 @@ mod common;
 use barrage_metrics::file::{IntervalRecord, Mode, RunHeader, StepInfo};
 use barrage_metrics::recorder::new_histogram;
 use barrage_metrics::summary::{GroupSummary, LatencyStats};
-use barrage_metrics::{CacheStatus, Outcome, Recorder, RunSummary, Sample};
+use barrage_metrics::{testing, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Page, Report};
 use common::{cells, row, sheet, summary_of, us, write_run};
 use hdrhistogram::Histogram;
@@ -66,14 +66,9 @@ fn interval(run: Run, i: u64) -> IntervalRecord {
             started: us(at),
             ended: us(at + latency_us(i, k)),
             phases: [None, None, None, Some(us(10)), Some(us(latency_us(i, k) - 10)), None],
-            outcome: Outcome::Status(replied.map_or(200, |(_, status, _)| status)),
             bytes_in: 16,
             bytes_out: 40,
-            late: false,
-            cache: CacheStatus::Unknown,
-            intent: Default::default(),
-            origin: Default::default(),
-            rejected: false,
+            ..testing::sample(Duration::ZERO, Outcome::Status(replied.map_or(200, |(_, status, _)| status)))
         };
         r.record_sent();
         r.record(&s);

@@ -7,7 +7,8 @@
 use barrage_metrics::file::{IntervalRecord, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
 use barrage_metrics::summary::summarize;
 use barrage_metrics::{
-    ErrorKind, EventKind, EventRecord, HostSample, Outcome, ProcSample, Recorder, RunSummary, Sample, WatchSample,
+    testing, ErrorKind, EventKind, EventRecord, HostSample, Outcome, ProcSample, Recorder, RunSummary, Sample,
+    WatchSample,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,7 +72,6 @@ pub fn interval(i: u64) -> IntervalRecord {
             started: us(intended_us + lag_us),
             ended: us(intended_us + lag_us + service_us),
             phases,
-            outcome,
             bytes_in: if failed { 0 } else { 512 + (k % 3) * 100 },
             bytes_out: 120,
             late: lag_us > 10_000,
@@ -82,9 +82,7 @@ pub fn interval(i: u64) -> IntervalRecord {
                 (false, 1) if i == 0 => barrage_metrics::CacheStatus::Stale,
                 _ => barrage_metrics::CacheStatus::Hit,
             },
-            intent: Default::default(),
-            origin: Default::default(),
-            rejected: false,
+            ..testing::sample(Duration::ZERO, outcome)
         };
         r.record(&sample);
         // Named requests: a PUT of an object now and then, GETs otherwise.

@@ -1,0 +1,885 @@
+//! The results file (`.brg`): a run streamed to disk as it goes, re-rendered and merged later.
+//!
+//! # Encoding
+//! ```text
+//! file    = magic version record*
+//! magic   = "BARRAGE\n"                       8 bytes
+//! version = u16 little-endian                 (FORMAT_VERSION)
+//! record  = len:u32le crc:u32le payload[len]  crc = CRC-32 of payload
+//! payload = postcard(Record)                  first a Header and the Urls beyond its own,
+//!                                             then Intervals, last a Footer
+//! ```
+//! Histograms inside an interval use HdrHistogram's compressed V2 encoding (deflate), so a
+//! one-second interval of a busy run takes a few hundred bytes to a few KiB. Each record is
+//! flushed as it is written (at least once per second), so a run killed with SIGKILL leaves
+//! a file that reads back up to its last complete record; the reader stops at a truncated or
+//! corrupt tail with a warning instead of failing.
+//!
+//! Version 4 added the machine's boot ID to the header and the roots of each watched
+//! process tree (PID and start time) to its samples, so merged files can tell one process
+//! watched by several runs from several processes, and each backend's answers per tenth of
+//! a second, for the gaps in them. Version 3 files are still read (module `legacy::v3`): their
+//! samples carry no roots and their backends no timeline.
+//!
+//! Version 5 added flows: each recorder's figures per scenario group, and each key's flow
+//! counts (checks and captures failed, steps skipped, arrivals dropped). Version 4 files
+//! read with none (module `legacy::v4`).
+//!
+//! Version 6 added the server error replies of key-value stores: each recorder's replies
+//! per class (`ERR`, `MOVED`, `SERVER_ERROR`, ...) with an example each. Version 5 files
+//! read with none (module `legacy::v5`).
+//!
+//! Version 7 added how a run was launched: its shard of a split run (`--shard`), a digest
+//! of the plan the shards must share, the start asked for (`--start-at`) and the actual
+//! one, and the clock offset an orchestrator measured. Version 6 files read as unsplit runs
+//! started when they say (module `legacy::v6`).
+//!
+//! Version 8 added what HTTP/2 and HTTP/3 runs need: connections by the protocol the
+//! server agreed to (and how many fell back to HTTP/1.1), the most streams open at once on
+//! one connection, the server's stream limit when it was below `--streams`, flow-control
+//! stalls each way, and requests sent again because the server had not processed them.
+//! Version 7 and 6 files read with them at 0 (module `legacy::v7`).
+//!
+//! Version 9 added what a cache study meant and met: each recorder's requests for new and
+//! for repeated objects, its false hits and false misses, and the answers the origin
+//! stamped; and in the footer the prefix of the stream that was all sent. Version 8 files
+//! read with none (module `legacy::v8`).
+//!
+//! Version 10 counts the requests a flow's step rejected apart: a 2xx or 3xx answer whose
+//! check or capture failed is no longer `ok` but `rejected`. Files of versions 5 to 9
+//! counted it `ok` in the totals (and failed under its step's name); they are read with
+//! the totals put right from the names (module `legacy::v9`, `legacy::v9::RecorderV9`).
+//! Its footer says what a closed loop with `-n` was due to send (its workers' part of the
+//! count); version 9 footers read without it.
+//!
+//! Version 11 keeps the header's record small however many targets a run has: it holds the
+//! run's first URLs (at most [`URLS_PER_RECORD`], [`URL_BYTES_PER_RECORD`] of text), and
+//! records of the next ones follow it, each as bounded, before the first interval. A
+//! million URLs in the header's record took more than the 64 MiB a record may, and nothing
+//! could read the file. The reader gathers them back into [`RunHeader::urls`]. Version 10
+//! files, all of their URLs in the header, read as they are. Its launch names the run: a
+//! random id each run draws (see [`Launch::run_id`]); files before it read without one
+//! (module `legacy::v10`), and a group of iterations says so, so that its rate is over the time its
+//! workers ran.
+
+use crate::bounded::{self, limit};
+use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
+use crate::recorder::Recorder;
+use crate::watch::{EventRecord, WatchSample};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// First bytes of every results file.
+pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
+/// The encoding version this build writes and reads.
+pub const FORMAT_VERSION: u16 = 11;
+pub use crate::legacy::OLDEST_READ_VERSION;
+pub use merge::{MergedInterval, MergedIntervals, SliverFold};
+
+mod merge;
+/// The length of an interval the engine closes; only the last of a run is shorter.
+pub const INTERVAL_MS: u32 = 1000;
+/// The most URLs one record holds (the header's, or a record of the URLs after them).
+pub const URLS_PER_RECORD: usize = 65_536;
+/// The most bytes of URLs one record holds, unless a single URL is longer (the http crate
+/// takes at most 64 KiB): a record of URLs stays far below the 64 MiB a record may take.
+pub const URL_BYTES_PER_RECORD: usize = 1 << 20;
+
+/// Errors of reading or writing a results file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file could not be opened, read or written.
+    #[error("{path}: {cause}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause, in the message and not a `source` as well: an error chain printed
+        /// whole (`{:#}`) would say it twice.
+        cause: io::Error,
+    },
+    /// Not a barrage results file.
+    #[error("{path}: not a barrage results file (bad magic bytes)")]
+    NotResults {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Written by a barrage whose format this build does not know.
+    #[error("{path}: results format version {found} is not supported (this barrage reads versions {OLDEST_READ_VERSION} to {FORMAT_VERSION})")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u16,
+    },
+    /// Files that are not the shards of one run, each once (see [`crate::shards::check`]).
+    #[error("{0}")]
+    Shards(String),
+    /// The header record is missing or unreadable.
+    #[error("{path}: no readable run header: {reason}")]
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Open loop (a schedule of arrivals) or closed loop (workers waiting for responses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// Requests sent on a schedule of intended start times.
+    Open,
+    /// Each worker sends its next request when the last one finished.
+    Closed,
+}
+
+/// One step of a stepped rate (`--rate 10,50,100 --step 10s`); a constant rate or a ramp is
+/// a single step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepInfo {
+    /// How the step is shown ("100/s", "100/s → 2000/s", "50 workers").
+    pub label: String,
+    /// Offset of the step's start from the run's start, in milliseconds.
+    pub start_ms: u64,
+}
+
+/// What a run was: written first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// Version of the barrage that wrote the file.
+    pub barrage_version: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// Host name of the machine that ran it.
+    pub host: String,
+    /// The machine's boot ID (`/proc/sys/kernel/random/boot_id`): with the host name, which
+    /// machine, and since which boot, the PIDs of its watched processes belong to. Empty in
+    /// version 3 files and where it cannot be read.
+    pub boot_id: String,
+    /// Open or closed loop.
+    pub mode: Mode,
+    /// Target URLs, every one: the header's record holds the first of them and records of
+    /// URLs the others (since version 11), which the reader puts back here.
+    #[serde(deserialize_with = "bounded::vec::<UrlLimit, _, _>")]
+    pub urls: Vec<String>,
+    /// The run's settings as JSON (as `barrage run` resolved them).
+    pub settings_json: String,
+    /// Steps of the load profile.
+    #[serde(deserialize_with = "bounded::vec::<StepLimit, _, _>")]
+    pub steps: Vec<StepInfo>,
+    /// Engine threads.
+    pub threads: u32,
+    /// TLS certificate verification was off (`--insecure`).
+    pub insecure: bool,
+    /// The groups of a scenario (`--scenario`): what each was asked to do, and when.
+    #[serde(deserialize_with = "bounded::vec::<GroupLimit, _, _>")]
+    pub groups: Vec<GroupInfo>,
+    /// How the run was split and started.
+    pub launch: Launch,
+}
+
+/// How a run was launched: which shard of a split run it is (`--shard i/N`), and when it
+/// was asked to start and did (`--start-at`). Merging shard files checks them against
+/// each other: every shard once, all of one plan.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    /// `--shard i/N`: (i, N); `None` for an unsplit run.
+    pub shard: Option<(u32, u32)>,
+    /// A digest of the plan (the settings without what may differ between shards: the
+    /// shard, the source address, the thread count, the start): shards of one run share it.
+    pub plan_digest: String,
+    /// `--start-at`: the start asked for, µs since the Unix epoch. The schedule counts from
+    /// it, so shards started together align to the microsecond.
+    pub start_at_unix_us: Option<u64>,
+    /// When the engine was ready to send, µs since the Unix epoch: the asked start, or
+    /// later when the process came late to it.
+    pub ready_unix_us: u64,
+    /// `--clock-offset`: this machine's clock minus the reference, µs, as the orchestrator
+    /// measured it.
+    pub clock_offset_us: Option<i64>,
+    /// 32 hex digits the run drew at random when it started (each shard its own): a copy of
+    /// its file shares it, no other run's file does. Empty in files before version 11.
+    pub run_id: String,
+}
+
+limit!(UrlLimit = MAX_RUN_URLS, "URLs");
+limit!(RecordUrlLimit = URLS_PER_RECORD, "URLs of a record");
+limit!(StepLimit = MAX_RUN_STEPS, "steps");
+limit!(GroupLimit = MAX_RUN_GROUPS, "scenario groups");
+limit!(GroupStepLimit = MAX_GROUP_STEPS, "steps of a scenario group");
+
+/// A group of a scenario as it was asked to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// Its name: the key of its flows' figures.
+    pub name: String,
+    /// The flow it runs.
+    pub flow: String,
+    /// Its steps' names in the order they run once (a repeated block once).
+    #[serde(deserialize_with = "bounded::vec::<GroupStepLimit, _, _>")]
+    pub steps: Vec<String>,
+    /// Its load as asked: `10 workers`, `50 flows/s`.
+    pub load: String,
+    /// Open loop: flows asked per second (constant rate); `None` for workers or a ramp.
+    pub rate: Option<f64>,
+    /// Closed loop: workers.
+    pub workers: Option<u32>,
+    /// When it starts, ms from the run's start.
+    pub start_ms: u64,
+    /// When it ends, ms from the run's start; `None`: with the run.
+    pub end_ms: Option<u64>,
+    /// Closed loop: the flows each worker runs before it stops (`iterations`); such a group
+    /// ends with its last flow, which its flows' timeline says. `None` in files before
+    /// version 11.
+    pub iterations: Option<u64>,
+}
+
+/// One closed interval (normally one second) of samples, by completion time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    /// Index of the interval from the start of the run (0, 1, 2, ...).
+    pub index: u32,
+    /// Wall-clock start of the interval, milliseconds since the Unix epoch.
+    pub start_unix_ms: u64,
+    /// Length of the interval in milliseconds (the last one may be shorter).
+    pub length_ms: u32,
+    /// Index into [`RunHeader::steps`] of the step the interval belongs to.
+    pub step: u32,
+    /// The samples of the interval.
+    pub recorder: Recorder,
+    /// The machine, barrage and the watched processes over the interval.
+    pub watch: Option<WatchSample>,
+}
+
+impl IntervalRecord {
+    /// Whether this is a sliver: an interval shorter than half of [`INTERVAL_MS`]. Only the
+    /// last interval of a run can be one (the few ms between the last whole second and the
+    /// last response). A per-second figure computed over it (a rate, a CPU share, a backend
+    /// share) is a spike made of a handful of requests or clock ticks, so every consumer
+    /// folds it into the interval before it ([`IntervalRecord::absorb`]).
+    pub fn is_sliver(&self) -> bool {
+        self.length_ms < INTERVAL_MS / 2
+    }
+
+    /// Folds `later`, the interval that follows this one, into this one: samples added,
+    /// the length grown to cover both, watch samples weighted by their lengths.
+    pub fn absorb(&mut self, later: &IntervalRecord) {
+        self.recorder.add(&later.recorder);
+        let (secs, later_secs) = (f64::from(self.length_ms) / 1e3, f64::from(later.length_ms) / 1e3);
+        let end_ms = later.start_unix_ms + u64::from(later.length_ms);
+        self.length_ms = u32::try_from(end_ms.saturating_sub(self.start_unix_ms))
+            .unwrap_or(u32::MAX)
+            .max(self.length_ms + later.length_ms);
+        match (&mut self.watch, &later.watch) {
+            (Some(mine), Some(theirs)) => mine.absorb(theirs, secs, later_secs),
+            (None, Some(theirs)) => self.watch = Some(theirs.clone()),
+            _ => {}
+        }
+    }
+}
+
+/// How a run ended: written last. A file without one comes from a run that was killed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFooter {
+    /// Wall-clock end, milliseconds since the Unix epoch.
+    pub ended_unix_ms: u64,
+    /// Time spent sending new requests, µs.
+    pub attack_us: u64,
+    /// Time spent waiting for the last responses after the attack, µs.
+    pub wait_us: u64,
+    /// barrage's own user CPU time, µs.
+    pub cpu_user_us: u64,
+    /// barrage's own system CPU time, µs.
+    pub cpu_system_us: u64,
+    /// Stopped early by Ctrl-C.
+    pub interrupted: bool,
+    /// The in-flight bound (`--max-in-flight`, or the connection count) was reached.
+    pub bound_reached: bool,
+    /// Chunks of `--log` rows dropped because the disk fell behind.
+    pub log_chunks_dropped: u64,
+    /// barrage's peak resident memory, KiB.
+    pub peak_rss_kib: u64,
+    /// Requests 0, 1, … `sent_prefix` − 1 of the stream were all sent: what a fill phase
+    /// warmed, for its measure to ask for (a closed loop's threads stop at different
+    /// numbers, an open loop at the last arrival it sent).
+    pub sent_prefix: u64,
+    /// A closed loop with `-n`: the requests it was due to send, its workers' part of the
+    /// whole run's count (a shard's part of a split run); `None` otherwise.
+    pub due: Option<u64>,
+}
+
+/// One record of the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum Record {
+    /// The run's description (first).
+    Header(RunHeader),
+    /// A closed interval.
+    Interval(IntervalRecord),
+    /// A command of `--at` started or ended.
+    Event(EventRecord),
+    /// The run's end (last).
+    Footer(RunFooter),
+    /// The run's URLs after those of the header (or of the record of URLs before), in
+    /// order: right after the header (since version 11).
+    Urls(#[serde(deserialize_with = "bounded::vec::<RecordUrlLimit, _, _>")] Vec<String>),
+}
+
+/// Streams a run into a results file.
+pub struct ResultsWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    buf: Vec<u8>,
+}
+
+impl ResultsWriter {
+    /// Creates `path`, readable by its owner alone, and writes the magic, the version and
+    /// the header (its URLs over as many records as they take), flushed.
+    pub fn create(path: &Path, header: &RunHeader) -> Result<Self, FileError> {
+        Self::create_with_urls(path, header, header.urls.iter().cloned())
+    }
+
+    /// [`ResultsWriter::create`], with `urls` for the header's URLs (its own are not
+    /// written): made as they are written, a run of a million targets does not hold its
+    /// list of URLs all at once.
+    pub fn create_with_urls(
+        path: &Path,
+        header: &RunHeader,
+        urls: impl Iterator<Item = String>,
+    ) -> Result<Self, FileError> {
+        let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
+        // Private: it holds the run's URLs, error messages and `--at` commands (redacted,
+        // unless `--no-redact`), and the machine's process names.
+        let file = crate::secrets::create(path, true).map_err(io_err)?;
+        let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new() };
+        w.out.write_all(MAGIC).map_err(io_err)?;
+        w.out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io_err)?;
+        let mut records = url_records(urls);
+        w.write(&Record::Header(header.with_urls(records.next().unwrap_or_default())))?;
+        for urls in records {
+            w.write(&Record::Urls(urls))?;
+        }
+        Ok(w)
+    }
+
+    /// Appends a closed interval and flushes it to the OS.
+    pub fn write_interval(&mut self, interval: &IntervalRecord) -> Result<(), FileError> {
+        // Cloning the recorder would cost more than encoding it in place.
+        self.buf.clear();
+        postcard::to_io(&RecordRef::Interval(interval), &mut self.buf).expect("encoding into memory cannot fail");
+        self.write_payload()
+    }
+
+    /// Appends an event and flushes it.
+    pub fn write_event(&mut self, event: &EventRecord) -> Result<(), FileError> {
+        self.write(&Record::Event(event.clone()))
+    }
+
+    /// Appends the footer and flushes.
+    pub fn finish(mut self, footer: &RunFooter) -> Result<(), FileError> {
+        self.write(&Record::Footer(footer.clone()))
+    }
+
+    fn write(&mut self, record: &Record) -> Result<(), FileError> {
+        self.buf = postcard::to_stdvec(record).expect("encoding into memory cannot fail");
+        self.write_payload()
+    }
+
+    fn write_payload(&mut self) -> Result<(), FileError> {
+        let len = u32::try_from(self.buf.len()).expect("records are far below 4 GiB");
+        let crc = crc32fast::hash(&self.buf);
+        let res = (|| {
+            self.out.write_all(&len.to_le_bytes())?;
+            self.out.write_all(&crc.to_le_bytes())?;
+            self.out.write_all(&self.buf)?;
+            self.out.flush()
+        })();
+        res.map_err(|cause| FileError::Io { path: self.path.clone(), cause })
+    }
+}
+
+/// `urls` in consecutive runs of at most [`URLS_PER_RECORD`] URLs and [`URL_BYTES_PER_RECORD`]
+/// bytes, each of one URL at least: the URLs of each record.
+fn url_records(urls: impl Iterator<Item = String>) -> impl Iterator<Item = Vec<String>> {
+    let mut urls = urls.peekable();
+    std::iter::from_fn(move || {
+        let first = urls.next()?;
+        let mut bytes = first.len();
+        let mut record = vec![first];
+        while record.len() < URLS_PER_RECORD {
+            let Some(url) = urls.next_if(|u| bytes + u.len() <= URL_BYTES_PER_RECORD) else { break };
+            bytes += url.len();
+            record.push(url);
+        }
+        Some(record)
+    })
+}
+
+impl RunHeader {
+    /// The header with `urls` instead of its own (which it does not copy): what its record
+    /// holds.
+    fn with_urls(&self, urls: Vec<String>) -> RunHeader {
+        RunHeader {
+            barrage_version: self.barrage_version.clone(),
+            started_unix_ms: self.started_unix_ms,
+            host: self.host.clone(),
+            boot_id: self.boot_id.clone(),
+            mode: self.mode,
+            urls,
+            settings_json: self.settings_json.clone(),
+            steps: self.steps.clone(),
+            threads: self.threads,
+            insecure: self.insecure,
+            groups: self.groups.clone(),
+            launch: self.launch.clone(),
+        }
+    }
+}
+
+/// Borrowing twin of [`Record`] with the same encoding, to write an interval without a copy.
+#[derive(Serialize)]
+enum RecordRef<'a> {
+    #[allow(dead_code)]
+    Header(&'a RunHeader),
+    Interval(&'a IntervalRecord),
+}
+
+/// Reads a results file record by record.
+pub struct ResultsReader {
+    input: BufReader<File>,
+    version: u16,
+    path: PathBuf,
+    header: RunHeader,
+    /// The record read after the header's URLs, for [`ResultsReader::next_interval`].
+    pending: Option<Record>,
+    footer: Option<RunFooter>,
+    events: Vec<EventRecord>,
+    warning: Option<String>,
+    /// Reading stopped where the file ends inside a record, not at a corrupt one.
+    cut_off: bool,
+    intervals: u32,
+}
+
+impl ResultsReader {
+    /// Opens `path`, checks magic and version, and reads the header with all its URLs.
+    pub fn open(path: &Path) -> Result<Self, FileError> {
+        let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
+        let mut input = BufReader::new(File::open(path).map_err(io_err)?);
+        let mut magic = [0u8; 8];
+        if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
+            return Err(FileError::NotResults { path: path.to_path_buf() });
+        }
+        let mut version = [0u8; 2];
+        input.read_exact(&mut version).map_err(|_| FileError::NotResults { path: path.to_path_buf() })?;
+        let found = u16::from_le_bytes(version);
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&found) {
+            return Err(FileError::Version { path: path.to_path_buf(), found });
+        }
+        let no_header = |reason: String| FileError::NoHeader { path: path.to_path_buf(), reason };
+        let header = match read_record(&mut input, found) {
+            Ok(Some(Record::Header(h))) => h,
+            Ok(Some(_)) => return Err(no_header("the first record is not a header".into())),
+            Ok(None) => return Err(no_header("the file ends before it".into())),
+            Err(e) => return Err(no_header(e.reason)),
+        };
+        let mut reader = ResultsReader {
+            input,
+            version: found,
+            path: path.to_path_buf(),
+            header,
+            pending: None,
+            footer: None,
+            events: Vec::new(),
+            warning: None,
+            cut_off: false,
+            intervals: 0,
+        };
+        reader.read_more_urls();
+        Ok(reader)
+    }
+
+    /// Reads the records of URLs after the header into it; keeps the record after them.
+    /// URLs cut off or over the limit end the read there, with a warning.
+    fn read_more_urls(&mut self) {
+        loop {
+            match read_record(&mut self.input, self.version) {
+                Ok(Some(Record::Urls(more))) if self.header.urls.len() + more.len() > MAX_RUN_URLS => {
+                    self.stop_with(format!("more than {MAX_RUN_URLS} URLs"));
+                    return;
+                }
+                Ok(Some(Record::Urls(more))) => self.header.urls.extend(more),
+                Ok(next) => {
+                    self.pending = next;
+                    return;
+                }
+                Err(e) => {
+                    self.cut_off = e.cut_off;
+                    self.stop_with(e.reason);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The run's header.
+    pub fn header(&self) -> &RunHeader {
+        &self.header
+    }
+
+    /// The footer, once the reader has reached it; `None` for a run that was killed.
+    pub fn footer(&self) -> Option<&RunFooter> {
+        self.footer.as_ref()
+    }
+
+    /// The events read so far (all of them once the reader has reached the end).
+    pub fn events(&self) -> &[EventRecord] {
+        &self.events
+    }
+
+    /// The file, as opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A warning about a truncated or corrupt tail, once reading has stopped there.
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
+    }
+
+    /// Reading stopped at a corrupt record (bytes that are not one, or a second header), not
+    /// where the file is cut off: what follows it, the footer too, was never read.
+    pub fn corrupt(&self) -> bool {
+        self.warning.is_some() && !self.cut_off
+    }
+
+    /// The next interval, or `None` at the end of the readable part of the file.
+    pub fn next_interval(&mut self) -> Option<IntervalRecord> {
+        if self.warning.is_some() {
+            return None;
+        }
+        loop {
+            let next = match self.pending.take() {
+                Some(record) => Ok(Some(record)),
+                None => read_record(&mut self.input, self.version),
+            };
+            match next {
+                Ok(Some(Record::Interval(i))) => {
+                    self.intervals += 1;
+                    return Some(i);
+                }
+                Ok(Some(Record::Footer(f))) => self.footer = Some(f),
+                Ok(Some(Record::Event(e))) => self.events.push(e),
+                Ok(Some(Record::Header(_))) => {
+                    self.stop_with(format!("a second header after interval {}", self.intervals));
+                    return None;
+                }
+                Ok(Some(Record::Urls(_))) => {
+                    self.stop_with(format!("URLs apart from the header, after interval {}", self.intervals));
+                    return None;
+                }
+                Ok(None) => return None,
+                Err(e) => {
+                    self.cut_off = e.cut_off;
+                    self.stop_with(e.reason);
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn stop_with(&mut self, reason: String) {
+        self.warning = Some(format!(
+            "{}: {reason}; read the first {} interval(s) and stopped there",
+            self.path.display(),
+            self.intervals
+        ));
+    }
+}
+
+/// Why a record could not be read: the file ends inside it (a run killed as it wrote it),
+/// or its bytes are not a record (corrupt).
+struct Unreadable {
+    reason: String,
+    cut_off: bool,
+}
+
+impl Unreadable {
+    fn cut_off(reason: &str) -> Unreadable {
+        Unreadable { reason: reason.into(), cut_off: true }
+    }
+
+    fn corrupt(reason: String) -> Unreadable {
+        Unreadable { reason, cut_off: false }
+    }
+}
+
+/// Reads one record of a file of `version`; `Ok(None)` at a clean end of file, `Err` for a
+/// truncated or corrupt one.
+fn read_record(input: &mut impl Read, version: u16) -> Result<Option<Record>, Unreadable> {
+    let mut frame = [0u8; 8];
+    match read_full(input, &mut frame) {
+        0 => return Ok(None),
+        8 => {}
+        _ => return Err(Unreadable::cut_off("the file is cut off inside a record frame")),
+    }
+    let len = u32::from_le_bytes(frame[..4].try_into().unwrap());
+    let crc = u32::from_le_bytes(frame[4..].try_into().unwrap());
+    if len > crate::limits::MAX_RECORD_BYTES {
+        return Err(Unreadable::corrupt(format!("a record claims {len} bytes: corrupt")));
+    }
+    let mut payload = vec![0u8; len as usize];
+    if read_full(input, &mut payload) != payload.len() {
+        return Err(Unreadable::cut_off("the file is cut off inside a record"));
+    }
+    if crc32fast::hash(&payload) != crc {
+        return Err(Unreadable::corrupt("a record fails its checksum: corrupt".into()));
+    }
+    let record = bounded::decoding(|| crate::legacy::decode(version, &payload));
+    record.map(Some).map_err(|reason| Unreadable::corrupt(format!("a record does not decode: {reason}")))
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::sample::{Outcome, Sample};
+    use std::time::Duration;
+
+    pub(crate) use crate::testing::header;
+
+    pub(crate) fn interval(index: u32, start: u64, n: u64) -> IntervalRecord {
+        let mut recorder = Recorder::new();
+        for k in 0..n {
+            recorder.record(&sample_at(1 + k));
+        }
+        crate::testing::interval(index, start + u64::from(index) * 1000, recorder)
+    }
+
+    pub(crate) fn write(path: &Path, start: u64, intervals: u32, footer: bool) {
+        let mut w = ResultsWriter::create(path, &header(start)).unwrap();
+        for i in 0..intervals {
+            w.write_interval(&interval(i, start, 10)).unwrap();
+        }
+        if footer {
+            w.finish(&RunFooter { attack_us: 1, ..Default::default() }).unwrap();
+        }
+    }
+
+    /// The most URLs a run lists, each as long as a target file's may well be: together
+    /// over the 64 MiB a record may take. The file reads back whole, every URL in order.
+    #[test]
+    fn a_million_long_urls_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        let mut h = header(1);
+        let long = "x".repeat(100);
+        h.urls = (0..MAX_RUN_URLS).map(|i| format!("http://127.0.0.1:1/{long}/{i}")).collect();
+        let mut w = ResultsWriter::create(&p, &h).unwrap();
+        w.write_interval(&interval(0, 1, 10)).unwrap();
+        w.finish(&RunFooter::default()).unwrap();
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &h);
+        assert_eq!(r.next_interval(), Some(interval(0, 1, 10)));
+        assert_eq!((r.next_interval(), r.warning()), (None, None));
+        assert!(r.footer().is_some());
+    }
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        write(&p, 1_000_000, 3, true);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.header(), &header(1_000_000));
+        let got: Vec<_> = std::iter::from_fn(|| r.next_interval()).collect();
+        assert_eq!(got, vec![interval(0, 1_000_000, 10), interval(1, 1_000_000, 10), interval(2, 1_000_000, 10)]);
+        assert_eq!(r.footer().unwrap().attack_us, 1);
+        assert!(r.warning().is_none());
+    }
+
+    #[test]
+    fn truncated_tail_reads_with_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.brg");
+        write(&p, 0, 3, false);
+        let len = std::fs::metadata(&p).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(len - 5).unwrap();
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(std::iter::from_fn(|| r.next_interval()).count(), 2);
+        assert!(r.warning().unwrap().contains("cut off"), "{:?}", r.warning());
+        assert!(r.footer().is_none());
+    }
+
+    #[test]
+    fn bad_magic_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        std::fs::write(&p, b"hello world").unwrap();
+        assert!(matches!(ResultsReader::open(&p), Err(FileError::NotResults { .. })));
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&99u16.to_le_bytes());
+        std::fs::write(&p, bytes).unwrap();
+        let err = ResultsReader::open(&p).err().unwrap();
+        assert!(err.to_string().contains("version 99"), "{err}");
+    }
+
+    proptest::proptest! {
+        /// The reader parses user files: arbitrary bytes after a valid start, or a valid file
+        /// with bytes flipped, give an error or a warning, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512),
+                                       flip in 0usize..4096, cut in 0usize..4096) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("f.brg");
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&tail);
+            std::fs::write(&p, &bytes).unwrap();
+            if let Ok(mut r) = ResultsReader::open(&p) {
+                while r.next_interval().is_some() {}
+            }
+            write(&p, 0, 2, true);
+            let mut good = std::fs::read(&p).unwrap();
+            let i = flip % good.len();
+            good[i] ^= 0x5a;
+            good.truncate(good.len() - cut % good.len());
+            std::fs::write(&p, &good).unwrap();
+            if let Ok(mut r) = ResultsReader::open(&p) {
+                while r.next_interval().is_some() {}
+            }
+        }
+    }
+
+    /// Records of URLs belong right after the header, and add up to at most
+    /// [`MAX_RUN_URLS`]: else the read stops there with a warning, as at a corrupt record.
+    #[test]
+    fn urls_apart_from_the_header_or_over_the_limit_stop_the_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls = |n: usize| Record::Urls((0..n).map(|i| format!("http://h/{i}")).collect());
+        let p = dir.path().join("late.brg");
+        let i = interval(0, 1, 3);
+        write_old(&p, FORMAT_VERSION, &[Record::Header(header(1)), Record::Interval(i.clone()), urls(1)]);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!((r.next_interval(), r.next_interval()), (Some(i), None));
+        assert!(r.warning().unwrap().contains("URLs apart from the header, after interval 1"), "{:?}", r.warning());
+        let p = dir.path().join("many.brg");
+        let mut records = vec![Record::Header(header(1))];
+        records.extend((0..MAX_RUN_URLS / URLS_PER_RECORD + 1).map(|_| urls(URLS_PER_RECORD)));
+        records.push(Record::Interval(interval(0, 1, 3)));
+        write_old(&p, FORMAT_VERSION, &records);
+        let mut r = ResultsReader::open(&p).unwrap();
+        assert_eq!(r.next_interval(), None);
+        assert!(r.warning().unwrap().contains("more than 1000000 URLs"), "{:?}", r.warning());
+        assert!(r.header().urls.len() <= MAX_RUN_URLS);
+    }
+
+    pub(crate) fn write_old<R: Serialize>(path: &Path, version: u16, records: &[R]) {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&version.to_le_bytes());
+        for record in records {
+            let payload = postcard::to_stdvec(record).unwrap();
+            bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            bytes.extend_from_slice(&payload);
+        }
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// An interval of `n` requests of which the last two were server error replies, `ERR`
+    /// then `MOVED`, as the key-value engine records them.
+    pub(crate) fn interval_with_replies(index: u32, start: u64, n: u64) -> IntervalRecord {
+        let mut i = interval(index, start, n);
+        for (class, status, text) in [(&b"ERR"[..], 500, "ERR unknown command"), (b"MOVED", 421, "MOVED 1 h:1")] {
+            let s = Sample { outcome: Outcome::Status(status), ..sample_at(5) };
+            i.recorder.record(&s);
+            i.recorder.replies.record_example(class, &s, || text.into());
+        }
+        i
+    }
+
+    /// A 200 that ended `ms` after the run's start, of one byte each way.
+    pub(crate) fn sample_at(ms: u64) -> Sample {
+        Sample { bytes_in: 1, bytes_out: 1, ..crate::testing::sample(Duration::from_millis(ms), Outcome::Status(200)) }
+    }
+
+    /// Server replies are written in today's format and read back as they were.
+    #[test]
+    fn replies_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("kv.brg");
+        let mut w = ResultsWriter::create(&p, &header(0)).unwrap();
+        w.write_interval(&interval_with_replies(0, 0, 3)).unwrap();
+        w.finish(&RunFooter::default()).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), FORMAT_VERSION);
+        let mut r = ResultsReader::open(&p).unwrap();
+        let got = r.next_interval().unwrap();
+        assert_eq!(got, interval_with_replies(0, 0, 3));
+        let classes: Vec<_> =
+            got.recorder.replies.iter().map(|k| (k.name.as_str(), k.requests, k.example.as_deref())).collect();
+        assert_eq!(classes, [("ERR", 1, Some("ERR unknown command")), ("MOVED", 1, Some("MOVED 1 h:1"))]);
+    }
+
+    /// A crafted file whose interval holds more reply classes than a recorder keeps reads up
+    /// to that interval, with a warning, as one with too many names does.
+    #[test]
+    fn a_file_with_too_many_reply_classes_stops_with_a_warning() {
+        use crate::recorder::{WideReplies, MAX_KEYS};
+        /// [`Record`] as written, with a recorder of `n` reply classes.
+        #[derive(Serialize)]
+        enum Crafted {
+            Header(RunHeader),
+            Interval {
+                index: u32,
+                start_unix_ms: u64,
+                length_ms: u32,
+                step: u32,
+                recorder: WideReplies,
+                watch: Option<WatchSample>,
+            },
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let interval = |index, n| Crafted::Interval {
+            index,
+            start_unix_ms: u64::from(index) * 1000,
+            length_ms: 1000,
+            step: 0,
+            recorder: WideReplies(n),
+            watch: None,
+        };
+        let read = |records: &[Crafted]| {
+            let p = dir.path().join("crafted.brg");
+            write_old(&p, FORMAT_VERSION, records);
+            let mut r = ResultsReader::open(&p).unwrap();
+            let read: Vec<usize> = std::iter::from_fn(|| r.next_interval()).map(|i| i.recorder.replies.len()).collect();
+            (read, r.warning().map(str::to_string))
+        };
+        // As many as a recorder keeps read; one more does not.
+        assert_eq!(read(&[Crafted::Header(header(0)), interval(0, MAX_KEYS)]), (vec![MAX_KEYS], None));
+        let (got, warning) = read(&[Crafted::Header(header(0)), interval(0, 2), interval(1, MAX_KEYS + 1)]);
+        let warning = warning.expect("the crafted interval is refused");
+        assert_eq!(got.len(), 1, "{warning}");
+        assert!(
+            warning.contains("a record does not decode: 65 server reply classes, over the limit of 64"),
+            "{warning}"
+        );
+        assert!(warning.contains("read the first 1 interval(s)"), "{warning}");
+    }
+}

@@ -1,0 +1,215 @@
+//! The records of format version 9, as they were, read into today's: recorders that
+//! counted a flow's rejected requests as `ok`.
+
+use crate::bounded::refuse;
+use crate::recorder::{from_wire, Counts, KeyedWire, Recorder, Wire, Workload};
+use crate::sample::{CACHE_STATUS_COUNT, ERROR_KIND_COUNT, PROTOCOL_COUNT};
+use crate::watch::{EventRecord, WatchSample};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+pub(crate) struct IntervalRecord {
+    pub index: u32,
+    pub start_unix_ms: u64,
+    pub length_ms: u32,
+    pub step: u32,
+    pub recorder: RecorderV9,
+    pub watch: Option<WatchSample>,
+}
+
+impl From<IntervalRecord> for crate::file::IntervalRecord {
+    fn from(i: IntervalRecord) -> Self {
+        crate::file::IntervalRecord {
+            index: i.index,
+            start_unix_ms: i.start_unix_ms,
+            length_ms: i.length_ms,
+            step: i.step,
+            recorder: i.recorder.0,
+            watch: i.watch,
+        }
+    }
+}
+
+/// The footer of version 9: without what a closed loop with `-n` was due to send.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunFooter {
+    pub ended_unix_ms: u64,
+    pub attack_us: u64,
+    pub wait_us: u64,
+    pub cpu_user_us: u64,
+    pub cpu_system_us: u64,
+    pub interrupted: bool,
+    pub bound_reached: bool,
+    pub log_chunks_dropped: u64,
+    pub peak_rss_kib: u64,
+    pub sent_prefix: u64,
+}
+
+impl From<RunFooter> for crate::file::RunFooter {
+    fn from(f: RunFooter) -> Self {
+        crate::file::RunFooter {
+            ended_unix_ms: f.ended_unix_ms,
+            attack_us: f.attack_us,
+            wait_us: f.wait_us,
+            cpu_user_us: f.cpu_user_us,
+            cpu_system_us: f.cpu_system_us,
+            interrupted: f.interrupted,
+            bound_reached: f.bound_reached,
+            log_chunks_dropped: f.log_chunks_dropped,
+            peak_rss_kib: f.peak_rss_kib,
+            sent_prefix: f.sent_prefix,
+            due: None,
+        }
+    }
+}
+
+impl From<crate::file::RunFooter> for RunFooter {
+    /// Only for tests that write older files.
+    fn from(f: crate::file::RunFooter) -> Self {
+        RunFooter {
+            ended_unix_ms: f.ended_unix_ms,
+            attack_us: f.attack_us,
+            wait_us: f.wait_us,
+            cpu_user_us: f.cpu_user_us,
+            cpu_system_us: f.cpu_system_us,
+            interrupted: f.interrupted,
+            bound_reached: f.bound_reached,
+            log_chunks_dropped: f.log_chunks_dropped,
+            peak_rss_kib: f.peak_rss_kib,
+            sent_prefix: f.sent_prefix,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Record {
+    Header(crate::legacy::v10::RunHeader),
+    Interval(IntervalRecord),
+    Event(EventRecord),
+    Footer(RunFooter),
+}
+
+impl From<Record> for crate::file::Record {
+    fn from(r: Record) -> Self {
+        match r {
+            Record::Header(h) => crate::file::Record::Header(h.into()),
+            Record::Interval(i) => crate::file::Record::Interval(i.into()),
+            Record::Event(e) => crate::file::Record::Event(e),
+            Record::Footer(f) => crate::file::Record::Footer(f.into()),
+        }
+    }
+}
+
+/// [`Counts`] as version 9 of the results file wrote them: before rejected requests (a
+/// flow's step whose check or capture failed on a 2xx counted in `ok`).
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct CountsV9 {
+    sent: u64,
+    completed: u64,
+    ok: u64,
+    late: u64,
+    dropped: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    connections: u64,
+    errors: [u64; ERROR_KIND_COUNT],
+    cache: [u64; CACHE_STATUS_COUNT],
+    cache_bytes: [u64; CACHE_STATUS_COUNT],
+    logical: u64,
+    first_ok: u64,
+    final_ok: u64,
+    attempts: u64,
+    stale_retries: u64,
+    protocols: [u64; PROTOCOL_COUNT],
+    http1_fallbacks: u64,
+    streams_max: u64,
+    stream_cap: u64,
+    send_stalls: u64,
+    recv_stalls: u64,
+    stream_retries: u64,
+    workload: Workload,
+}
+
+impl From<CountsV9> for Counts {
+    fn from(c: CountsV9) -> Counts {
+        Counts {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok,
+            rejected: 0,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            protocols: c.protocols,
+            http1_fallbacks: c.http1_fallbacks,
+            streams_max: c.streams_max,
+            stream_cap: c.stream_cap,
+            send_stalls: c.send_stalls,
+            recv_stalls: c.recv_stalls,
+            stream_retries: c.stream_retries,
+            workload: c.workload,
+        }
+    }
+}
+
+impl From<Counts> for CountsV9 {
+    /// Only for tests that write older files: rejected requests count as `ok` again.
+    fn from(c: Counts) -> CountsV9 {
+        CountsV9 {
+            sent: c.sent,
+            completed: c.completed,
+            ok: c.ok + c.rejected,
+            late: c.late,
+            dropped: c.dropped,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            connections: c.connections,
+            errors: c.errors,
+            cache: c.cache,
+            cache_bytes: c.cache_bytes,
+            logical: c.logical,
+            first_ok: c.first_ok,
+            final_ok: c.final_ok,
+            attempts: c.attempts,
+            stale_retries: c.stale_retries,
+            protocols: c.protocols,
+            http1_fallbacks: c.http1_fallbacks,
+            streams_max: c.streams_max,
+            stream_cap: c.stream_cap,
+            send_stalls: c.send_stalls,
+            recv_stalls: c.recv_stalls,
+            stream_retries: c.stream_retries,
+            workload: c.workload,
+        }
+    }
+}
+
+/// A recorder as format version 9 wrote it, read into today's: a flow's requests that a
+/// check or a capture rejected counted in `ok` ([`Recorder::count_rejections`]).
+pub struct RecorderV9(pub Recorder);
+
+impl<'de> Deserialize<'de> for RecorderV9 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::<KeyedWire, CountsV9>::deserialize(d)?;
+        let w = w.map(|k| k, Counts::from, Some, |f| f, |r| r);
+        from_wire(w).map(|r| RecorderV9(r.count_rejections())).map_err(refuse)
+    }
+}
+
+impl Serialize for RecorderV9 {
+    /// Only so that the version 9 record types derive both ways (tests write old files).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.wire().map(|k| k, CountsV9::from, Some, |f| f, |r| r).serialize(s)
+    }
+}
