@@ -337,7 +337,7 @@ fn a_long_target_list_leaves_the_charts_on_the_first_screen() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut s = RunSummary { version: 1, mode: "closed".into(), ..Default::default() };
+    let mut s = RunSummary { version: 1, mode: barrage_metrics::file::Mode::Closed, ..Default::default() };
     s.urls = (0..2000).map(|i| format!("http://127.0.0.1:8080/bytes/{i}")).collect();
     let page = html(&Page::Run(&s));
     assert_eq!(page.matches("<p class=\"meta\"><code>").count(), 5);

@@ -253,7 +253,7 @@ fn closed_loop_with_think_time_and_request_count() {
     assert_eq!(s.requests.total, 40);
     // 4 workers, 10 requests each, 20 ms apart: at least 180 ms.
     assert!(s.duration.attack_s >= 0.18, "{}", s.duration.attack_s);
-    assert_eq!(s.mode, "closed");
+    assert_eq!(s.mode, barrage_metrics::file::Mode::Closed);
 }
 
 #[test]

@@ -154,7 +154,7 @@ pub fn split(headers: &[&RunHeader]) -> bool {
 /// others is judged over all of them ([`judge_ends`]).
 pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> ShardSummary {
     let (i, n) = header.launch.shard.unwrap_or((0, 1));
-    let open = s.mode == "open";
+    let open = s.mode == crate::file::Mode::Open;
     let due = match (open, s.requests.quota) {
         (true, _) => s.requests.sent + s.requests.dropped,
         (false, Some(part)) => part,

@@ -82,7 +82,7 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     // Not every URL: a million of them in a cell, over a spreadsheet's 32,767 characters,
     // failed --xlsx.
     put("urls", Cell::from(crate::sections::urls_line(&s.urls)));
-    put("mode", Cell::from(s.mode.clone()));
+    put("mode", Cell::from(s.mode.name()));
     put("started_unix_ms", Cell::from(s.started_unix_ms));
     put("duration_s", Cell::from(s.duration.total_s));
     put("requests", Cell::from(s.requests.total));

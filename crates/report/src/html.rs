@@ -39,7 +39,7 @@
 //! ```
 //! use barrage_metrics::summary::{LatencyStats, RunSummary};
 //!
-//! let mut s = RunSummary { version: 1, mode: "closed".into(), ..Default::default() };
+//! let mut s = RunSummary { version: 1, mode: barrage_metrics::file::Mode::Closed, ..Default::default() };
 //! s.urls.push("http://127.0.0.1:8080/</script>".into());
 //! s.latency.corrected = LatencyStats { count: 10, p50_us: 1_200, ..Default::default() };
 //! let page = barrage_report::html(&barrage_report::Page::Run(&s));
@@ -53,6 +53,7 @@ use crate::export::{Cell, Sheet};
 use crate::sections::{self, rate_or_count, thousands, Section};
 use crate::text::{utc, Align};
 use barrage_metrics::events::EventSummary;
+use barrage_metrics::file::Mode;
 use barrage_metrics::recorder::RequestPoint;
 use barrage_metrics::summary::{IntervalRow, RunSummary};
 use barrage_metrics::units::fmt_us;
@@ -446,7 +447,7 @@ fn run_body(s: &RunSummary) -> String {
 /// The run's header: what kind of run, when and how long, and its targets.
 fn run_header(s: &RunSummary) -> String {
     let mut out = String::from("<header>\n<h1>barrage run</h1>\n");
-    let loop_kind = if s.mode == "open" { "open loop" } else { "closed loop" };
+    let loop_kind = if s.mode == Mode::Open { "open loop" } else { "closed loop" };
     let mut meta = vec![loop_kind.to_string()];
     let steps: Vec<&str> = s.steps.iter().map(|st| st.label.as_str()).filter(|l| !l.is_empty()).collect();
     if !steps.is_empty() {
@@ -489,7 +490,7 @@ fn run_figures(s: &RunSummary) -> String {
         ("p99", fmt_us(l.p99_us as f64), false),
         ("max", fmt_us(l.max_us as f64), false),
     ];
-    if s.mode == "open" {
+    if s.mode == Mode::Open {
         items.insert(1, ("offered rate", rate_or_count(s.rate_per_sec, r.sent, rate), false));
     }
     if r.dropped > 0 {

@@ -15,7 +15,7 @@
 //! ```
 //! use barrage_metrics::summary::{LatencyStats, RunSummary};
 //!
-//! let mut s = RunSummary { version: 1, mode: "closed".into(), ..Default::default() };
+//! let mut s = RunSummary { version: 1, mode: barrage_metrics::file::Mode::Closed, ..Default::default() };
 //! s.urls.push("http://127.0.0.1:8080/".into());
 //! s.requests.total = 1000;
 //! s.requests.ok = 1000;

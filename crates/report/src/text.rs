@@ -219,7 +219,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 fn is_open(s: &RunSummary) -> bool {
-    s.mode == "open"
+    s.mode == barrage_metrics::file::Mode::Open
 }
 
 fn header(s: &RunSummary) -> String {
@@ -784,7 +784,7 @@ mod tests {
     use super::*;
     use barrage_metrics::summary::{ErrorStat, PhaseStats, StepSummary};
 
-    fn summary(mode: &str) -> RunSummary {
+    fn summary(mode: barrage_metrics::file::Mode) -> RunSummary {
         let lat = |p50| LatencyStats {
             count: 10,
             min_us: 100,
@@ -793,7 +793,7 @@ mod tests {
             max_us: 9_000,
             ..Default::default()
         };
-        let mut s = RunSummary { version: 1, mode: mode.into(), ..Default::default() };
+        let mut s = RunSummary { version: 1, mode, ..Default::default() };
         s.urls = vec!["http://a.test/".into()];
         s.requests.total = 10;
         s.requests.ok = 10;
@@ -810,7 +810,7 @@ mod tests {
 
     #[test]
     fn open_loop_shows_both_latencies_and_one_note() {
-        let t = text(&summary("open"), false);
+        let t = text(&summary(barrage_metrics::file::Mode::Open), false);
         assert!(t.contains("open loop"));
         assert_eq!(t.matches("corrected (from intended start)").count(), 1, "{t}");
         assert_eq!(t.matches("service (from actual send)").count(), 1, "{t}");
@@ -820,7 +820,7 @@ mod tests {
 
     #[test]
     fn closed_loop_shows_one_latency_row_without_note() {
-        let t = text(&summary("closed"), false);
+        let t = text(&summary(barrage_metrics::file::Mode::Closed), false);
         assert!(t.contains("closed loop"));
         assert!(!t.contains("corrected (from intended start)"), "{t}");
         assert!(!t.contains("coordinated omission"));
@@ -831,7 +831,7 @@ mod tests {
 
     #[test]
     fn unmeasured_phase_is_not_zero() {
-        let t = text(&summary("open"), false);
+        let t = text(&summary(barrage_metrics::file::Mode::Open), false);
         let dns = t.lines().find(|l| l.trim_start().starts_with("dns")).unwrap();
         assert!(dns.contains("not measured: no new connection was opened"), "{dns}");
         // Phases in request order, not alphabetical.
@@ -840,7 +840,7 @@ mod tests {
 
     #[test]
     fn columns_line_up() {
-        let t = text(&summary("open"), false);
+        let t = text(&summary(barrage_metrics::file::Mode::Open), false);
         let lines: Vec<&str> = t.lines().skip_while(|l| !l.starts_with("Latency")).take(3).collect();
         let end = |l: &str| l.chars().count();
         assert_eq!(end(lines[0]), end(lines[1]), "{lines:#?}");
@@ -849,7 +849,7 @@ mod tests {
 
     #[test]
     fn colour_only_on_warnings_and_errors() {
-        let mut s = summary("open");
+        let mut s = summary(barrage_metrics::file::Mode::Open);
         assert!(!text(&s, true).contains('\x1b'));
         s.warnings.push("careful".into());
         s.errors.push(ErrorStat { kind: "reset".into(), count: 2, example: "connection reset".into() });
@@ -869,7 +869,7 @@ mod tests {
 
     #[test]
     fn optional_sections() {
-        let mut s = summary("open");
+        let mut s = summary(barrage_metrics::file::Mode::Open);
         let t = text(&s, false);
         assert!(!t.contains("Steps") && !t.contains("Latency by status class") && !t.contains("Errors"));
         assert!(!t.contains("hosts"), "hosts only when merged");

@@ -180,7 +180,7 @@ fn page_is_self_contained() {
 /// A one-hour run at the limits: 3600 intervals with three backends, four processes and
 /// every phase, 20,000 sampled requests, a long spectrum.
 fn hour() -> RunSummary {
-    let mut s = RunSummary { version: 1, mode: "open".into(), ..Default::default() };
+    let mut s = RunSummary { version: 1, mode: barrage_metrics::file::Mode::Open, ..Default::default() };
     s.urls = vec!["http://lb.test/api/items".into()];
     s.started_unix_ms = START_MS;
     s.duration.total_s = 3600.25;

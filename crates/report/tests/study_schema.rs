@@ -74,7 +74,7 @@ fn run(rate: f64, success: f64, p50_us: u64, seconds: u64) -> RunSummary {
     let ok = (total as f64 * success) as u64;
     let mut s = RunSummary {
         version: 1,
-        mode: "open".into(),
+        mode: barrage_metrics::file::Mode::Open,
         urls: vec!["http://127.0.0.1:8080/".into()],
         rate_per_sec: Some(rate),
         throughput_per_sec: Some(ok as f64 / seconds as f64),

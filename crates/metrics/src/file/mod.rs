@@ -128,12 +128,47 @@ pub enum FileError {
 }
 
 /// Open loop (a schedule of arrivals) or closed loop (workers waiting for responses).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Results files keep it by serde's derive (its variant's index); a summary says it by
+/// [`Mode::name`] ([`mode_name`]), as its JSON always has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mode {
     /// Requests sent on a schedule of intended start times.
     Open,
-    /// Each worker sends its next request when the last one finished.
+    /// Each worker sends its next request when the last one finished (also what an empty
+    /// summary says).
+    #[default]
     Closed,
+}
+
+impl Mode {
+    /// `open` or `closed`, as reports and the summary's JSON say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Open => "open",
+            Mode::Closed => "closed",
+        }
+    }
+}
+
+/// A [`Mode`] in a summary's JSON: `"open"` or `"closed"`.
+pub mod mode_name {
+    use super::Mode;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes [`Mode::name`].
+    pub fn serialize<S: Serializer>(mode: &Mode, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(mode.name())
+    }
+
+    /// Reads `open` or `closed`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "open" => Ok(Mode::Open),
+            "closed" => Ok(Mode::Closed),
+            other => Err(serde::de::Error::custom(format!("mode {other:?}: open or closed"))),
+        }
+    }
 }
 
 /// One step of a stepped rate (`--rate 10,50,100 --step 10s`); a constant rate or a ramp is

@@ -112,7 +112,7 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
             counted &= own.requests.quota.is_some();
             s.shards.push(crate::shards::row(path, header, &own, origin_ms));
         }
-        crate::shards::judge_ends(&mut s.shards, s.mode == "closed" && counted);
+        crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
         for row in &s.shards {
             if let Some(why) = &row.behind {
                 s.warnings.push(format!(
@@ -586,10 +586,7 @@ fn identity(readers: &[ResultsReader], redaction: &Redaction) -> RunSummary {
         files: readers.iter().map(|r| r.path().display().to_string()).collect(),
         hosts: readers.iter().map(|r| r.header().host.clone()).collect(),
         started_unix_ms: readers.iter().map(|r| r.header().started_unix_ms).min().unwrap_or(0),
-        mode: match first.mode {
-            Mode::Open => "open".into(),
-            Mode::Closed => "closed".into(),
-        },
+        mode: first.mode,
         urls: distinct(
             readers.iter().flat_map(|r| r.header().urls.iter()),
             readers.iter().map(|r| r.header().urls.len()).sum(),

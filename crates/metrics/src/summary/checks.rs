@@ -146,7 +146,7 @@ pub(crate) fn saturated(s: &RunSummary) -> bool {
 
 /// An open loop's sends lagged behind the schedule.
 pub(crate) fn lagging(s: &RunSummary) -> bool {
-    s.mode == "open" && s.generator.lag_p99_us > LAG_LIMIT_US
+    s.mode == crate::file::Mode::Open && s.generator.lag_p99_us > LAG_LIMIT_US
 }
 
 pub(super) fn self_check(s: &RunSummary) -> Vec<String> {

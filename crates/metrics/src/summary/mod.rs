@@ -554,8 +554,9 @@ pub struct RunSummary {
     pub hosts: Vec<String>,
     /// Earliest start, ms since the Unix epoch.
     pub started_unix_ms: u64,
-    /// `open` or `closed`.
-    pub mode: String,
+    /// Open or closed loop (`open` or `closed` in JSON).
+    #[serde(with = "crate::file::mode_name")]
+    pub mode: crate::file::Mode,
     /// Target URLs.
     pub urls: Vec<String>,
     /// Settings of the (first) run.
