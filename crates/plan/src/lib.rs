@@ -34,6 +34,7 @@ pub mod ring;
 pub mod scenario;
 pub mod targets;
 pub mod units;
+pub mod view;
 
 pub use body::{BodySource, FormField};
 pub use cache::{CacheRule, CacheRules, CacheStatus, HeaderLines, HeaderView, ResponseRules};

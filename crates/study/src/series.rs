@@ -77,7 +77,7 @@ impl Job {
     pub fn settings_json(&self, mode: &str) -> String {
         let labels: serde_json::Map<String, serde_json::Value> =
             self.labels.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect();
-        let plan = crate::view::plan_view(&self.plan, &self.redaction);
+        let plan = crate::view::PlanView::of(&self.plan, &self.redaction);
         // The request log's share, not its path (the file is the user's, wherever it is).
         let log = self.log.as_ref().map(|l| serde_json::json!({ "sample": l.sample }));
         serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction, "log": log })
@@ -89,24 +89,7 @@ impl Job {
     /// threads, source address and in-flight bound; the shard and the start are not in the
     /// view), and every target, of which the view lists the first.
     pub fn plan_digest(&self) -> String {
-        use md5::Digest;
-        let redaction = Redaction::default();
-        let mut plan = crate::view::plan_view(&self.plan, &redaction);
-        if let Some(o) = plan.as_object_mut() {
-            o.remove("threads");
-            o.remove("bind");
-        }
-        if let Some(open) = plan.pointer_mut("/load/open").and_then(|o| o.as_object_mut()) {
-            open.remove("max_in_flight");
-        }
-        // Written into the digest as they are made: a million targets' JSON is never held.
-        let mut md5 = md5::Md5::new();
-        let fails = "writing into a digest cannot fail";
-        serde_json::to_writer(&mut md5, &plan).expect(fails);
-        for t in &self.plan.targets {
-            serde_json::to_writer(&mut md5, &crate::view::TargetView::of(t, &redaction)).expect(fails);
-        }
-        md5.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        crate::view::digest(&self.plan)
     }
 }
 
