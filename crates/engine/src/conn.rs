@@ -161,7 +161,7 @@ impl Connector {
 
     /// Opens a stream to `ep` as [`Connector::open`] does; with it, the protocol the server
     /// chose by ALPN (HTTP/2 when it said `h2`; over cleartext, the run's choice).
-    pub async fn connect(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<(Stream, bool), Failure> {
+    pub async fn connect(&self, ep: &Endpoint, phases: &crate::timing::Phases) -> Result<(Stream, bool), Failure> {
         let stream = self.open(ep, phases).await?;
         let h2 = match &stream {
             Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
@@ -182,7 +182,7 @@ impl Connector {
     /// connect and TLS into `phases`. The opening is marked there while under way, for the
     /// slot's watchdog to bound by the connect timeout (a key-value connection's opening is
     /// bounded by its caller).
-    pub(crate) async fn open(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<Stream, Failure> {
+    pub(crate) async fn open(&self, ep: &Endpoint, phases: &crate::timing::Phases) -> Result<Stream, Failure> {
         use barrage_metrics::Phase;
         let began = Instant::now();
         phases.opening(Some(began));
@@ -216,7 +216,7 @@ impl Connector {
     pub(crate) async fn address(
         &self,
         ep: &Endpoint,
-        phases: &crate::exchange::Phases,
+        phases: &crate::timing::Phases,
         began: Instant,
     ) -> Result<(SocketAddr, Instant), Failure> {
         match ep.fixed_addr {

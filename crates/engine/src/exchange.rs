@@ -4,59 +4,21 @@
 use crate::conn::{Endpoint, Failure};
 use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::thread::Worker;
+use crate::timing::Phases;
 use crate::watchdog::{Expired, Watchdog};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};
 use barrage_metrics::secrets::Redaction;
-use barrage_metrics::{CacheStatus, ErrorKind, Intent, Origin, Outcome, Phase, Protocol, Sample};
+use barrage_metrics::{CacheStatus, ErrorKind, Intent, Origin, Outcome, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
 use barrage_plan::{IdTemplate, Plan, Target};
 use bytes::Bytes;
 use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The timing of one attempt, filled as it goes: each phase's duration (`None` where the
-/// phase did not happen), and while a connection is being opened, when that began (its
-/// connect timeout runs from then). Cells, so that the slot's [`Watchdog`] reads it while
-/// the attempt fills it.
-#[derive(Default)]
-pub struct Phases {
-    durations: [Cell<Option<Duration>>; barrage_metrics::sample::PHASE_COUNT],
-    opening: Cell<Option<Instant>>,
-}
-
-impl Phases {
-    /// Records a phase.
-    pub fn set(&self, p: Phase, d: Duration) {
-        self.durations[p as usize].set(Some(d));
-    }
-
-    /// A phase's duration, if it happened.
-    pub fn get(&self, p: Phase) -> Option<Duration> {
-        self.durations[p as usize].get()
-    }
-
-    /// Every phase's duration, as a sample keeps them.
-    pub fn values(&self) -> [Option<Duration>; barrage_metrics::sample::PHASE_COUNT] {
-        std::array::from_fn(|i| self.durations[i].get())
-    }
-
-    /// Marks a connection's opening (DNS, connect, TLS) as begun at `at`, or, with `None`,
-    /// as over.
-    pub(crate) fn opening(&self, at: Option<Instant>) {
-        self.opening.set(at);
-    }
-
-    /// When the opening of a connection under way began.
-    pub(crate) fn opening_since(&self) -> Option<Instant> {
-        self.opening.get()
-    }
-}
 
 /// A target made ready to send: its HTTP/1.1 head and HTTP/2 header block encoded, the
 /// absolute URI for HTTP/3, headers with Host, its endpoint. What it has alike with other
@@ -647,7 +609,7 @@ pub struct Slot {
     backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
     /// so a millisecond timer's oversleep would count in its latency. Made at the first.
-    timer: Option<crate::thread::PreciseTimer>,
+    timer: Option<crate::timing::PreciseTimer>,
     /// Worker (closed loop) or slot (open loop) number within the run, for the log.
     worker: usize,
     /// Bounds its attempts and their openings of connections. Made at the first.
@@ -750,7 +712,7 @@ impl Slot {
         // Taken while the attempt borrows the slot; a cancelled one's is made again.
         let mut dog =
             self.watchdog.take().unwrap_or_else(|| Watchdog::new(w.plan.timeout, w.connector.connect_timeout()));
-        let began = crate::thread::instant_at(w.start, started);
+        let began = crate::timing::instant_at(w.start, started);
         let res = dog.bound(began, &phases, self.attempt(w, target, what, &phases, io.as_deref_mut())).await;
         self.watchdog = Some(dog);
         let mut done = match res {
@@ -764,7 +726,7 @@ impl Slot {
         if let Some(io) = io.as_deref_mut() {
             // Judged within the request's bound, as its answer was read: a run still ends
             // within its duration and --timeout however long the answers' judging takes.
-            io.judge(done.outcome, crate::thread::instant_at(began, w.plan.timeout));
+            io.judge(done.outcome, crate::timing::instant_at(began, w.plan.timeout));
             if io.verdict == Verdict::OutOfTime {
                 let late = Failure::new(ErrorKind::RequestTimeout, "captures and checks not judged within --timeout");
                 done = Done { bytes_in: done.bytes_in, bytes_out: done.bytes_out, ..failure_done(w, late) };
@@ -874,8 +836,8 @@ impl Slot {
             if let (Some(think), None, true) = (step.think, failure, index + 1 < flow.order.len()) {
                 intended += Scenario::think(&mut state, think);
                 let wake = end.map_or(intended, |end| intended.min(end));
-                let timer = self.timer.get_or_insert_with(crate::thread::PreciseTimer::new);
-                timer.sleep_until(crate::thread::instant_at(w.start, wake)).await;
+                let timer = self.timer.get_or_insert_with(crate::timing::PreciseTimer::new);
+                timer.sleep_until(crate::timing::instant_at(w.start, wake)).await;
             }
         }
         let ended = w.start.elapsed();

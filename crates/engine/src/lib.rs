@@ -32,6 +32,7 @@ pub mod limits;
 pub mod reqlog;
 mod schedule;
 mod thread;
+mod timing;
 mod watch;
 mod watchdog;
 

@@ -8,6 +8,7 @@ use crate::exchange::{GroupKeys, Job, Prepared, Slot};
 use crate::http::Shared;
 use crate::reqlog::LogHandle;
 use crate::schedule::{Decision, Schedule};
+use crate::timing::{instant_at, PreciseTimer};
 use barrage_metrics::Recorder;
 use barrage_plan::{Load, Pacer, Picker, Plan};
 use std::cell::{Cell, RefCell};
@@ -755,54 +756,6 @@ async fn join_or_abort(handles: Vec<tokio::task::JoinHandle<()>>, stop: &Cancell
     }
 }
 
-/// Far enough to be never, near enough to add to any clock reading.
-const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-/// `start + offset`, or a far future when that cannot be represented: an offset from the
-/// schedule of a slow `-n` run, or a think time, must not overflow the clock (a panic in
-/// an engine thread).
-pub(crate) fn instant_at(start: Instant, offset: Duration) -> Instant {
-    start.checked_add(offset).or_else(|| start.checked_add(FAR_FUTURE)).unwrap_or(start)
-}
-
-/// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole
-/// milliseconds, which would add up to a millisecond of schedule lag to every paced request;
-/// a timerfd wakes the runtime when the deadline passes, without blocking the thread.
-pub(crate) struct PreciseTimer {
-    fd: Option<tokio::io::unix::AsyncFd<timerfd::TimerFd>>,
-}
-
-impl PreciseTimer {
-    pub(crate) fn new() -> Self {
-        let fd = timerfd::TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|t| {
-            // SAFETY: the TimerFd owns its descriptor and keeps it open, unchanged, until it
-            // is dropped together with the AsyncFd that owns it.
-            unsafe { tokio::io::unix::AsyncFd::register_with_interest(t, tokio::io::Interest::READABLE) }.ok()
-        });
-        PreciseTimer { fd }
-    }
-
-    pub(crate) async fn sleep_until(&mut self, at: Instant) {
-        let now = Instant::now();
-        if at <= now {
-            return;
-        }
-        let Some(fd) = &mut self.fd else {
-            // No timerfd (not Linux, or out of descriptors): millisecond precision it is.
-            return tokio::time::sleep_until(TokioInstant::from_std(at)).await;
-        };
-        fd.get_mut().set_state(timerfd::TimerState::Oneshot(at - now), timerfd::SetTimeFlags::Default);
-        loop {
-            let Ok(mut guard) = fd.readable().await else { return };
-            let fired = guard.get_inner().read() > 0;
-            guard.clear_ready();
-            if fired {
-                return;
-            }
-        }
-    }
-}
-
 /// The process's peak resident memory, KiB.
 pub(crate) fn peak_rss_kib() -> u64 {
     // VmHWM, the peak of this process image: getrusage's ru_maxrss would also count the
@@ -820,17 +773,4 @@ fn thread_cpu() -> (Duration, Duration) {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     (tv(ru.ru_utime), tv(ru.ru_stime))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_past_any_clock_saturate() {
-        let now = Instant::now();
-        assert_eq!(instant_at(now, Duration::from_secs(1)), now + Duration::from_secs(1));
-        assert_eq!(instant_at(now, Duration::MAX), now + FAR_FUTURE);
-        assert_eq!(instant_at(now, Duration::from_secs(9_300_000_000_000_000_000)), now + FAR_FUTURE);
-    }
 }

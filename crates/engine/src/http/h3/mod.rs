@@ -44,7 +44,7 @@
 
 use super::{Answer, Outgoing, Reading};
 use crate::conn::{connect_failure, same_family, Connector, Endpoint, Failure};
-use crate::exchange::Phases;
+use crate::timing::Phases;
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, ErrorKind, Phase};
 use bytes::{Buf, Bytes};
