@@ -118,7 +118,7 @@ pub fn run(
     let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
         || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
-    let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
+    let connector = Arc::new(conn::Connector::new(&plan, needs_tls, http::h3::client_config)?);
     let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
     // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
