@@ -289,12 +289,40 @@ fn make_room(buf: &mut Vec<u8>, pos: &mut usize) {
     }
 }
 
+/// How an HTTP/1.1 response read ended.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Complete; whether it left the connection open.
+    Complete {
+        /// The connection may carry another request.
+        keep_alive: bool,
+    },
+    /// Failed: the error's kind and message.
+    Failed(String),
+    /// Never: the input always ends with the server closing.
+    NeedsMore,
+}
+
+/// What reading an HTTP/1.1 response gave.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Http1 {
+    /// The final status (0 before a head).
+    pub status: u16,
+    /// Body bytes read.
+    pub body: u64,
+    /// How it ended.
+    pub end: End,
+    /// The most bytes the read buffer and what was kept held.
+    pub peak: usize,
+}
+
 /// Reads `response` as a connection does, through [`Reader`], its buffer and
 /// [`Reading`]: each read takes the next of `reads` bytes (what the socket had) or as many
 /// as the buffer has room for, whichever is fewer; the server closes after the last byte.
 #[cfg(any(test, feature = "fuzz"))]
-pub(crate) fn fuzz_read(response: &[u8], reads: &[usize], head_request: bool) -> crate::fuzz::Http1 {
-    use crate::fuzz::{End, Http1};
+pub(crate) fn fuzz_read(response: &[u8], reads: &[usize], head_request: bool) -> Http1 {
     let rules = barrage_plan::CacheRules::default();
     let backend_headers = barrage_plan::default_backend_headers();
     let (mut last_backend, mut headers, mut body) = (None, HeaderMap::new(), Vec::new());

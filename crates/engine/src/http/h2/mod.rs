@@ -55,6 +55,8 @@ pub use frames::{
 };
 #[cfg(any(test, feature = "fuzz"))]
 pub(crate) use handle::fuzz_frames;
+#[cfg(any(test, feature = "fuzz"))]
+pub use handle::{Http2, Http2Stream};
 pub(crate) use template::Template;
 
 use super::hpack::Fields;
