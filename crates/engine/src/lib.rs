@@ -23,6 +23,7 @@
 mod conn;
 mod events;
 mod exchange;
+mod prepared;
 #[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
@@ -119,7 +120,7 @@ pub fn run(
         || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls, http::h3::client_config)?);
-    let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
+    let (targets, endpoints) = prepared::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
     // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
     // temporary file is the caller's to remove).
@@ -142,7 +143,7 @@ pub fn run(
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let attack_limit = plan.attack_limit();
-    let keys: Arc<[exchange::GroupKeys]> = exchange::group_keys(&plan).into();
+    let keys: Arc<[prepared::GroupKeys]> = prepared::group_keys(&plan).into();
     let plan = Arc::new(plan);
     let endpoints: Arc<[_]> = endpoints.into();
     let mut handles = Vec::with_capacity(threads);

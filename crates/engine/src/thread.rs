@@ -4,7 +4,8 @@
 //! tasks share is in its one [`Worker`].
 
 use crate::conn::{Connector, Endpoint};
-use crate::exchange::{GroupKeys, Job, Prepared, Slot};
+use crate::exchange::{Job, Slot};
+use crate::prepared::{GroupKeys, Prepared};
 use crate::http::Shared;
 use crate::reqlog::LogHandle;
 use crate::schedule::{Decision, Schedule};

@@ -18,7 +18,7 @@ mod shared;
 pub(crate) use shared::Shared;
 
 use crate::conn::{Connector, Endpoint, Failure};
-use crate::exchange::Prepared;
+use crate::prepared::Prepared;
 use crate::timing::Phases;
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, Protocol};

@@ -416,7 +416,7 @@ pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> Http2 {
     let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
     let mut plan = barrage_plan::Plan::new(vec![target], load);
     plan.protocol = barrage_plan::Protocol::http2(1);
-    let (prepared, _) = crate::exchange::prepare(&plan, None);
+    let (prepared, _) = crate::prepared::prepare(&plan, None);
     let mut inner = Inner::new(4, false);
     let streams: Vec<usize> = (0..4)
         .map(|n| {
