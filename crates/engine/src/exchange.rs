@@ -4,7 +4,7 @@
 use crate::conn::Failure;
 use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::prepared::Prepared;
-use crate::thread::Worker;
+use crate::worker::Worker;
 use crate::timing::Phases;
 use crate::watchdog::{Expired, Watchdog};
 use barrage_metrics::recorder::{FlowFailure, SampleKeys};

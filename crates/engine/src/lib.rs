@@ -36,6 +36,7 @@ mod thread;
 mod timing;
 mod watch;
 mod watchdog;
+mod worker;
 
 pub use events::ScheduledCommand;
 pub use watch::{Watch, WatchTarget};
@@ -53,7 +54,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use thread::{Msg, ThreadCpu, Worker, INTERVAL};
+use worker::{Msg, ThreadCpu, Worker, INTERVAL};
 
 /// Errors that stop a run before or while it runs (failed requests are data, not errors).
 #[derive(Debug, thiserror::Error)]
