@@ -4,11 +4,12 @@
 //! attempt, which send what is prepared here; uses the conn and http floors.
 
 use crate::conn::Endpoint;
-use crate::http::Outgoing;
+use crate::http::h1_encode;
+use crate::http::h2::template as h2_encode;
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::{IdTemplate, Plan, Target};
 use bytes::Bytes;
-use http::header::{HeaderValue, AUTHORIZATION, CONNECTION, HOST};
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONNECTION, HOST};
 use http::{HeaderMap, Method, Uri};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -20,9 +21,9 @@ use std::sync::Arc;
 pub struct Prepared {
     pub(crate) method: Method,
     /// The HTTP/1.1 request head, encoded once.
-    h1: crate::http::h1::Template,
+    h1: h1_encode::Template,
     /// The HTTP/2 request header block, encoded once, for a run that speaks HTTP/2.
-    h2: Option<Box<crate::http::h2::Template>>,
+    h2: Option<Box<h2_encode::Template>>,
     /// Absolute form, for HTTP/3 (`:scheme` and `:authority` come from it) and a flow's
     /// steps (an unfilled path, the log's URL of a filled one); `None` for other runs.
     full_uri: Option<Box<Uri>>,
@@ -89,6 +90,29 @@ pub fn group_keys(plan: &Plan) -> Vec<GroupKeys> {
     (0..s.groups.len()).map(keys).collect()
 }
 
+/// A request to send: a prepared target, with its template's id and its number in the
+/// run's stream, or a flow's step with what its variables filled.
+pub(crate) struct Outgoing<'a> {
+    pub target: &'a Prepared,
+    /// A template's id.
+    pub id: u64,
+    /// The request's number in the run's stream (a unique body's window).
+    pub number: u64,
+    /// A flow's step: its filled path, headers and body.
+    pub filled: Option<&'a Filled>,
+}
+
+/// What a flow's variables filled in a step's request.
+#[derive(Default)]
+pub(crate) struct Filled {
+    /// The path and query, percent-encoded where needed.
+    pub path: Option<String>,
+    /// Headers added to the target's.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body, instead of the target's.
+    pub body: Option<Bytes>,
+}
+
 /// Prepares the plan's targets; returns them and the distinct endpoints they use. With a
 /// request log, each keeps its URL as `log` (the log's redaction) shows it.
 pub fn prepare(plan: &Plan, log: Option<&Redaction>) -> (Arc<[Prepared]>, Vec<Endpoint>) {
@@ -120,12 +144,12 @@ impl<'a> Alike<'a> {
             Some(tpl) => (tpl.prefix.as_str(), Some(tpl.suffix.as_str())),
             None => (&*path, None),
         };
-        let rest = self.bytes(crate::http::h1::Template::rest(&head.headers, body.len()));
-        let h1 = crate::http::h1::Template::new(&t.method, h1_path, rest);
+        let rest = self.bytes(h1_encode::Template::rest(&head.headers, body.len()));
+        let h1 = h1_encode::Template::new(&t.method, h1_path, rest);
         let h2 = matches!(self.plan.protocol, barrage_plan::Protocol::Http2 { .. }).then(|| {
-            let pseudo = self.bytes(crate::http::h2::Template::pseudo_headers(&t.method, &full_uri));
-            let after = self.bytes(crate::http::h2::Template::fields(&head.h2_headers));
-            Box::new(crate::http::h2::Template::new(pseudo, template.is_none().then_some(&*path), after))
+            let pseudo = self.bytes(h2_encode::Template::pseudo_headers(&t.method, &full_uri));
+            let after = self.bytes(h2_encode::Template::fields(&head.h2_headers));
+            Box::new(h2_encode::Template::new(pseudo, template.is_none().then_some(&*path), after))
         });
         Prepared {
             method: t.method.clone(),
@@ -279,11 +303,11 @@ impl Prepared {
                     (None, None) => origin_form(self.full_uri()),
                 };
                 let headers = &self.head().headers;
-                crate::http::h1::encode_head(head, &self.method, &path, headers, &filled.headers, body.len());
+                h1_encode::encode_head(head, &self.method, &path, headers, &filled.headers, body.len());
             }
             None => self.h1.write(out.id, head),
         }
-        if crate::http::h1::copies_body(body.len()) {
+        if h1_encode::copies_body(body.len()) {
             head.extend_from_slice(body);
             return &[];
         }
@@ -354,7 +378,6 @@ impl Prepared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::Filled;
     use std::time::Duration;
     use barrage_plan::{Load, Target};
 

@@ -42,7 +42,7 @@ mod driver;
 mod frames;
 mod handle;
 mod state;
-mod template;
+pub(crate) mod template;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -57,7 +57,6 @@ pub use frames::{
 pub(crate) use handle::fuzz_frames;
 #[cfg(any(test, feature = "fuzz"))]
 pub use handle::{Http2, Http2Stream};
-pub(crate) use template::Template;
 
 use super::hpack::Fields;
 use super::{Answer, Outgoing, Reading};
