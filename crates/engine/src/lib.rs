@@ -20,6 +20,7 @@
 //! println!("attack took {} µs", footer.attack_us);
 //! ```
 
+mod attempt;
 mod conn;
 mod events;
 mod exchange;

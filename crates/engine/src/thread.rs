@@ -3,7 +3,8 @@
 //! collector once per interval (HdrHistogram's "phase shift"). Everything the thread's
 //! tasks share is in its one [`Worker`].
 
-use crate::exchange::{Job, Slot};
+use crate::attempt::Job;
+use crate::exchange::Slot;
 use crate::http::Shared;
 use crate::worker::{thread_cpu, Msg, ThreadCpu, Worker, INTERVAL};
 use crate::schedule::{Decision, Schedule};
@@ -454,8 +455,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Dropped { count } => {
                     // The schedule gives up on its lane from its next number on.
                     match work {
-                        Work::Requests => crate::exchange::record_dropped(w, schedule.next_index(), lanes, count),
-                        Work::Flows(g) => crate::exchange::record_dropped_flows(w, g, count),
+                        Work::Requests => crate::attempt::record_dropped(w, schedule.next_index(), lanes, count),
+                        Work::Flows(g) => crate::attempt::record_dropped_flows(w, g, count),
                     }
                     continue;
                 }
