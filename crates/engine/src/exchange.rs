@@ -5,9 +5,9 @@ use crate::attempt::{failure_done, log_row, record_done, retry_pause, Done, Flow
 use crate::conn::Failure;
 use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
 use crate::prepared::Prepared;
-use crate::worker::Worker;
 use crate::timing::Phases;
 use crate::watchdog::{Expired, Watchdog};
+use crate::worker::Worker;
 use barrage_metrics::recorder::FlowFailure;
 use barrage_metrics::{ErrorKind, Intent, Origin, Outcome, Protocol, Sample};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};

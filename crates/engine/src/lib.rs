@@ -24,13 +24,13 @@ mod attempt;
 mod conn;
 mod events;
 mod exchange;
-mod prepared;
 #[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
 mod http;
 pub mod kv;
 pub mod limits;
+mod prepared;
 pub mod reqlog;
 mod schedule;
 mod thread;

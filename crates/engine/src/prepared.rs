@@ -378,8 +378,8 @@ impl Prepared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use barrage_plan::{Load, Target};
+    use std::time::Duration;
 
     /// The HTTP/1.1 bytes a target's request goes out as.
     fn sent(t: &Target, out: impl FnOnce(&Prepared) -> (u64, u64, Option<Filled>)) -> String {

@@ -6,9 +6,9 @@
 use crate::attempt::Job;
 use crate::exchange::Slot;
 use crate::http::Shared;
-use crate::worker::{thread_cpu, Msg, ThreadCpu, Worker, INTERVAL};
 use crate::schedule::{Decision, Schedule};
 use crate::timing::{instant_at, PreciseTimer};
+use crate::worker::{thread_cpu, Msg, ThreadCpu, Worker, INTERVAL};
 use barrage_plan::{Load, Pacer, Picker};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

@@ -20,13 +20,13 @@
 //! before the response was complete is `reset`. A failure says whether any of the request
 //! was written and any of the response read, for the slot's stale-connection retry.
 
-use super::{Answer, Outgoing, Reading};
 #[cfg(test)]
 use super::h1_encode::{encode_head, push_decimal, Template};
-#[cfg(test)]
-use http::{header::CONTENT_LENGTH, Method};
+use super::{Answer, Outgoing, Reading};
 use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::ErrorKind;
+#[cfg(test)]
+use http::{header::CONTENT_LENGTH, Method};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
