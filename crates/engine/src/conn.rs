@@ -97,6 +97,20 @@ fn back_to_back(plan: &Plan) -> bool {
         })
 }
 
+/// The QUIC side of a run's connector: TLS over the run's rustls configuration, the
+/// transport settings, and the endpoint configuration each connection's endpoint is made
+/// with. Built by `http::h3` (see its `client_config`), held here so that the connector
+/// names no protocol above it.
+pub(crate) struct Quic {
+    pub(crate) crypto: Arc<quinn::crypto::rustls::QuicClientConfig>,
+    pub(crate) transport: Arc<quinn::TransportConfig>,
+    pub(crate) endpoint: quinn::EndpointConfig,
+    /// `--streams`: a server limit below it is reported.
+    pub(crate) streams: u64,
+    /// The connections receive with UDP GRO (see `http::h3`'s `Datagrams`).
+    pub(crate) gro: bool,
+}
+
 /// Shared, immutable connection settings of a run.
 pub struct Connector {
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -109,15 +123,20 @@ pub struct Connector {
     /// without think time (see [`crate::http::h2::Conn::handshake`]).
     in_rounds: bool,
     /// `--http3`: QUIC's configuration, over the same rustls configuration as TLS.
-    pub(crate) quic: Option<crate::http::h3::Quic>,
+    pub(crate) quic: Option<Quic>,
     connect_timeout: Duration,
     /// `--bind`: the local address connections are made from.
     pub(crate) bind: Option<std::net::IpAddr>,
 }
 
 impl Connector {
-    /// Builds the TLS configuration when any target is HTTPS.
-    pub fn new(plan: &Plan, needs_tls: bool) -> Result<Connector, crate::EngineError> {
+    /// Builds the TLS configuration when any target is HTTPS; an HTTP/3 run's QUIC
+    /// configuration, over it, is `quic`'s (the HTTP/3 client's), so this floor names none.
+    pub fn new(
+        plan: &Plan,
+        needs_tls: bool,
+        quic: impl FnOnce(Arc<rustls::ClientConfig>, u32, usize) -> Result<Quic, crate::EngineError>,
+    ) -> Result<Connector, crate::EngineError> {
         // Redis and memcached negotiate no application protocol: they get no ALPN. HTTP/3
         // offers h3 alone: a QUIC server that does not speak it fails the handshake.
         let alpn: &[&[u8]] = match &plan.protocol {
@@ -130,7 +149,7 @@ impl Connector {
         let tls = if needs_tls || http3 { Some(Arc::new(tls_config(&plan.tls, alpn)?)) } else { None };
         let streams = plan.protocol.streams();
         let quic = match (&tls, http3) {
-            (Some(tls), true) => Some(crate::http::h3::client_config(tls.clone(), streams, plan.connections())?),
+            (Some(tls), true) => Some(quic(tls.clone(), streams, plan.connections())?),
             _ => None,
         };
         Ok(Connector {
@@ -161,7 +180,7 @@ impl Connector {
 
     /// Opens a stream to `ep` as [`Connector::open`] does; with it, the protocol the server
     /// chose by ALPN (HTTP/2 when it said `h2`; over cleartext, the run's choice).
-    pub async fn connect(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<(Stream, bool), Failure> {
+    pub async fn connect(&self, ep: &Endpoint, phases: &crate::timing::Phases) -> Result<(Stream, bool), Failure> {
         let stream = self.open(ep, phases).await?;
         let h2 = match &stream {
             Stream::Right(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
@@ -182,7 +201,7 @@ impl Connector {
     /// connect and TLS into `phases`. The opening is marked there while under way, for the
     /// slot's watchdog to bound by the connect timeout (a key-value connection's opening is
     /// bounded by its caller).
-    pub(crate) async fn open(&self, ep: &Endpoint, phases: &crate::exchange::Phases) -> Result<Stream, Failure> {
+    pub(crate) async fn open(&self, ep: &Endpoint, phases: &crate::timing::Phases) -> Result<Stream, Failure> {
         use barrage_metrics::Phase;
         let began = Instant::now();
         phases.opening(Some(began));
@@ -216,7 +235,7 @@ impl Connector {
     pub(crate) async fn address(
         &self,
         ep: &Endpoint,
-        phases: &crate::exchange::Phases,
+        phases: &crate::timing::Phases,
         began: Instant,
     ) -> Result<(SocketAddr, Instant), Failure> {
         match ep.fixed_addr {

@@ -88,7 +88,7 @@ fn schedule(commands: Vec<ScheduledCommand>, start: Instant, finished: Receiver<
     };
     let mut waiters = Vec::new();
     for (index, c) in order {
-        let due = crate::thread::instant_at(start, c.offset);
+        let due = crate::timing::instant_at(start, c.offset);
         match finished.recv_timeout(due.saturating_duration_since(Instant::now())) {
             Err(RecvTimeoutError::Timeout) => {}
             // The run ended before this one was due.

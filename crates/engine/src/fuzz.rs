@@ -21,6 +21,11 @@ pub use crate::http::h1::{MAX_HEAD as HTTP1_MAX_HEAD, READ_BUF as HTTP1_READ_BUF
 pub use crate::http::h2::{MAX_FRAME, MAX_HEADER_LIST, READ_BUF as HTTP2_READ_BUF};
 pub use crate::http::hpack::TABLE_SIZE;
 
+/// What the parsers report: each protocol's module fills its own, so none names this one.
+pub use crate::http::h1::{End, Http1};
+pub use crate::http::h2::{Http2, Http2Stream};
+pub use crate::http::hpack::{HeaderList, Hpack};
+
 /// HTTP/2's frame types and flags (RFC 9113 6), to build what a server sends.
 pub mod frame {
     pub use crate::http::h2::{
@@ -29,80 +34,15 @@ pub mod frame {
     };
 }
 
-/// How an HTTP/1.1 response read ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum End {
-    /// Complete; whether it left the connection open.
-    Complete {
-        /// The connection may carry another request.
-        keep_alive: bool,
-    },
-    /// Failed: the error's kind and message.
-    Failed(String),
-    /// Never: the input always ends with the server closing.
-    NeedsMore,
-}
-
-/// What reading an HTTP/1.1 response gave.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Http1 {
-    /// The final status (0 before a head).
-    pub status: u16,
-    /// Body bytes read.
-    pub body: u64,
-    /// How it ended.
-    pub end: End,
-    /// The most bytes the read buffer and what was kept held.
-    pub peak: usize,
-}
-
 /// Reads `response` as a connection does, each read taking the next of `reads` bytes (or
 /// what the buffer has room for); the server closes after its last byte.
 pub fn http1(response: &[u8], reads: &[usize], head_request: bool) -> Http1 {
     crate::http::h1::fuzz_read(response, reads, head_request)
 }
 
-/// One stream of [`http2`]'s connection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Http2Stream {
-    /// Its response's status (0 before a final head).
-    pub status: u16,
-    /// Body bytes kept (two of the four streams keep theirs).
-    pub body: usize,
-    /// `None` in flight, `Ok` complete, `Err` failed with this message.
-    pub ended: Option<Result<(), String>>,
-}
-
-/// What an HTTP/2 connection made of a server's frames.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Http2 {
-    /// The connection error that ended it (its code and why), if one did.
-    pub error: Option<String>,
-    /// Streams 1, 3, 5 and 7.
-    pub streams: Vec<Http2Stream>,
-    /// The most bytes the read buffer, the header block, decoded heads, kept bodies and the
-    /// HPACK table held.
-    pub peak: usize,
-    /// Bytes the connection queued to send in answer (acknowledgements, window updates,
-    /// resets, GOAWAY).
-    pub out: usize,
-}
-
 /// Reads `frames`, what a server sent after its preface, as a connection's driver does.
 pub fn http2(frames: &[u8], reads: &[usize]) -> Http2 {
     crate::http::h2::fuzz_frames(frames, reads)
-}
-
-/// A decoded header list: each field's name and value.
-pub type HeaderList = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// What one HPACK decoder made of a connection's header blocks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hpack {
-    /// Each block's fields, or why it was refused.
-    pub blocks: Vec<Result<HeaderList, String>>,
-    /// The most bytes the table, its memo and the decoded list held.
-    pub peak: usize,
 }
 
 /// Decodes `blocks` in turn on one table, each list at most `limit` bytes (RFC 7541's count);

@@ -20,6 +20,7 @@
 //! println!("attack took {} µs", footer.attack_us);
 //! ```
 
+mod attempt;
 mod conn;
 mod events;
 mod exchange;
@@ -29,11 +30,14 @@ pub mod fuzz;
 mod http;
 pub mod kv;
 pub mod limits;
+mod prepared;
 pub mod reqlog;
 mod schedule;
 mod thread;
+mod timing;
 mod watch;
 mod watchdog;
+mod worker;
 
 pub use events::ScheduledCommand;
 pub use watch::{Watch, WatchTarget};
@@ -51,7 +55,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use thread::{Msg, ThreadCpu, Worker, INTERVAL};
+use worker::{Msg, ThreadCpu, Worker, INTERVAL};
 
 /// Errors that stop a run before or while it runs (failed requests are data, not errors).
 #[derive(Debug, thiserror::Error)]
@@ -117,8 +121,8 @@ pub fn run(
     let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
         || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
-    let connector = Arc::new(conn::Connector::new(&plan, needs_tls)?);
-    let (targets, endpoints) = exchange::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
+    let connector = Arc::new(conn::Connector::new(&plan, needs_tls, http::h3::client_config)?);
+    let (targets, endpoints) = prepared::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
     let threads = plan.thread_count();
     // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
     // temporary file is the caller's to remove).
@@ -141,7 +145,7 @@ pub fn run(
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let attack_limit = plan.attack_limit();
-    let keys: Arc<[exchange::GroupKeys]> = exchange::group_keys(&plan).into();
+    let keys: Arc<[prepared::GroupKeys]> = prepared::group_keys(&plan).into();
     let plan = Arc::new(plan);
     let endpoints: Arc<[_]> = endpoints.into();
     let mut handles = Vec::with_capacity(threads);

@@ -3,151 +3,19 @@
 //! collector once per interval (HdrHistogram's "phase shift"). Everything the thread's
 //! tasks share is in its one [`Worker`].
 
-use crate::conn::{Connector, Endpoint};
-use crate::exchange::{GroupKeys, Job, Prepared, Slot};
+use crate::attempt::Job;
+use crate::exchange::Slot;
 use crate::http::Shared;
-use crate::reqlog::LogHandle;
 use crate::schedule::{Decision, Schedule};
-use barrage_metrics::Recorder;
-use barrage_plan::{Load, Pacer, Picker, Plan};
+use crate::timing::{instant_at, PreciseTimer};
+use crate::worker::{thread_cpu, Msg, ThreadCpu, Worker, INTERVAL};
+use barrage_plan::{Load, Pacer, Picker};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::mpsc::Sender;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant as TokioInstant;
 use tokio_util::sync::CancellationToken;
-
-/// Length of an interval.
-pub const INTERVAL: Duration = Duration::from_secs(1);
-
-/// What a thread tells the collector, with its index.
-pub enum Msg {
-    /// A closed interval of this thread.
-    Interval {
-        /// Interval index.
-        index: u32,
-        /// Offset of the interval's end from the run's start.
-        end: Duration,
-        /// Its samples.
-        recorder: Box<Recorder>,
-        /// The thread's CPU time since the run's start, as the interval was handed over.
-        cpu: ThreadCpu,
-    },
-    /// The thread has finished; no more intervals follow from it.
-    Done {
-        /// When it stopped sending new requests.
-        attack_end: Duration,
-        /// When its last request finished.
-        end: Duration,
-        /// The thread's CPU time from the run's start to `end`.
-        cpu: ThreadCpu,
-        /// Every slot was busy at least once when a request was due.
-        bound_reached: bool,
-        /// The first number of its lane of the stream it did not send.
-        unsent: u64,
-    },
-}
-
-/// One engine thread: everything its open-loop scheduler, its slots and its closed-loop
-/// workers share, built once per thread and borrowed by all of them. Only this thread
-/// touches it (hence `Cell` and `RefCell`, not locks): the hot path records into its
-/// recorder with no lock and no channel.
-pub struct Worker {
-    /// This thread's index.
-    pub index: usize,
-    /// Number of threads.
-    pub threads: usize,
-    /// The run.
-    pub plan: Arc<Plan>,
-    /// The run's targets, ready to send.
-    pub targets: Arc<[Prepared]>,
-    /// A scenario's keys of figures, per group.
-    pub keys: Arc<[GroupKeys]>,
-    /// How URLs are shown in the request log.
-    pub redaction: barrage_metrics::secrets::Redaction,
-    /// A key-value run's servers and commands.
-    pub kv: Option<Arc<crate::kv::KvRun>>,
-    /// Their distinct endpoints, by index.
-    pub endpoints: Arc<[Endpoint]>,
-    /// Opens connections.
-    pub connector: Arc<Connector>,
-    /// The run's start, common to all threads: every time in a sample is an offset from it.
-    pub start: Instant,
-    /// The same instant on the wall clock, µs since the Unix epoch, for log timestamps.
-    pub start_unix_us: u64,
-    /// The plan's end of the attack, if it ends by time (worked out once, not per retry).
-    pub attack_limit: Option<Duration>,
-    /// Ctrl-C.
-    pub stop: CancellationToken,
-    /// This thread's recorder for the current interval.
-    pub recorder: RefCell<Recorder>,
-    /// `--log`: this thread's side of the request log.
-    pub log: Option<RefCell<LogHandle>>,
-    /// To the collector.
-    pub tx: Sender<(usize, Msg)>,
-    /// Index of the current interval.
-    pub interval: Cell<u32>,
-    /// The thread's CPU time when the run started (after the runtime was built and the
-    /// common start waited for): what came before is not the run's.
-    pub cpu_at_start: Cell<ThreadCpu>,
-}
-
-/// An engine thread's CPU time since the run's start, and when it was read: barrage's own
-/// CPU is its engine threads' (not an origin's, a study's or the collector's in the same
-/// process), counted over the run only, so it can never exceed 100% per thread.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ThreadCpu {
-    /// When it was read, from the run's start.
-    pub at: Duration,
-    /// User CPU time.
-    pub user: Duration,
-    /// System CPU time.
-    pub system: Duration,
-}
-
-impl Worker {
-    /// Hands the current interval, which ends at `end`, to the collector and starts the next.
-    fn hand_over(&self, end: Duration) {
-        let cpu = self.cpu();
-        let recorder = Box::new(std::mem::take(&mut *self.recorder.borrow_mut()));
-        let index = self.interval.get();
-        let _ = self.tx.send((self.index, Msg::Interval { index, end, recorder, cpu }));
-        self.interval.set(index + 1);
-    }
-
-    /// This thread's CPU time since the run's start, read now.
-    fn cpu(&self) -> ThreadCpu {
-        let (user, system) = thread_cpu();
-        let base = self.cpu_at_start.get();
-        ThreadCpu {
-            at: self.start.elapsed(),
-            user: user.saturating_sub(base.user),
-            system: system.saturating_sub(base.system),
-        }
-    }
-
-    /// This thread's part of `n` (slots, workers, requests) of the whole run: the shard's
-    /// part (`--shard`), split evenly over the threads.
-    fn share(&self, n: usize) -> usize {
-        let n = self.plan.shard.share(n as u64) as usize;
-        n / self.threads + usize::from(self.index < n % self.threads)
-    }
-
-    /// This thread's lane of the run's request numbers: it owns k = lane + j × lanes. The
-    /// shards' threads interleave, so together they own every number once.
-    fn lane(&self) -> (u64, u64) {
-        let shard = self.plan.shard;
-        let lanes = u64::from(shard.count) * self.threads as u64;
-        (u64::from(shard.index) + u64::from(shard.count) * self.index as u64, lanes)
-    }
-
-    /// What request k asks for: the same in every thread and every shard.
-    fn picker(&self) -> Picker {
-        Picker::of(&self.plan)
-    }
-}
 
 /// Runs the thread to completion.
 pub fn run(worker: Worker) -> std::io::Result<()> {
@@ -587,8 +455,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Dropped { count } => {
                     // The schedule gives up on its lane from its next number on.
                     match work {
-                        Work::Requests => crate::exchange::record_dropped(w, schedule.next_index(), lanes, count),
-                        Work::Flows(g) => crate::exchange::record_dropped_flows(w, g, count),
+                        Work::Requests => crate::attempt::record_dropped(w, schedule.next_index(), lanes, count),
+                        Work::Flows(g) => crate::attempt::record_dropped_flows(w, g, count),
                     }
                     continue;
                 }
@@ -755,82 +623,9 @@ async fn join_or_abort(handles: Vec<tokio::task::JoinHandle<()>>, stop: &Cancell
     }
 }
 
-/// Far enough to be never, near enough to add to any clock reading.
-const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-/// `start + offset`, or a far future when that cannot be represented: an offset from the
-/// schedule of a slow `-n` run, or a think time, must not overflow the clock (a panic in
-/// an engine thread).
-pub(crate) fn instant_at(start: Instant, offset: Duration) -> Instant {
-    start.checked_add(offset).or_else(|| start.checked_add(FAR_FUTURE)).unwrap_or(start)
-}
-
-/// Sleeps to the microsecond. tokio's timer wheel rounds deadlines up to whole
-/// milliseconds, which would add up to a millisecond of schedule lag to every paced request;
-/// a timerfd wakes the runtime when the deadline passes, without blocking the thread.
-pub(crate) struct PreciseTimer {
-    fd: Option<tokio::io::unix::AsyncFd<timerfd::TimerFd>>,
-}
-
-impl PreciseTimer {
-    pub(crate) fn new() -> Self {
-        let fd = timerfd::TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|t| {
-            // SAFETY: the TimerFd owns its descriptor and keeps it open, unchanged, until it
-            // is dropped together with the AsyncFd that owns it.
-            unsafe { tokio::io::unix::AsyncFd::register_with_interest(t, tokio::io::Interest::READABLE) }.ok()
-        });
-        PreciseTimer { fd }
-    }
-
-    pub(crate) async fn sleep_until(&mut self, at: Instant) {
-        let now = Instant::now();
-        if at <= now {
-            return;
-        }
-        let Some(fd) = &mut self.fd else {
-            // No timerfd (not Linux, or out of descriptors): millisecond precision it is.
-            return tokio::time::sleep_until(TokioInstant::from_std(at)).await;
-        };
-        fd.get_mut().set_state(timerfd::TimerState::Oneshot(at - now), timerfd::SetTimeFlags::Default);
-        loop {
-            let Ok(mut guard) = fd.readable().await else { return };
-            let fired = guard.get_inner().read() > 0;
-            guard.clear_ready();
-            if fired {
-                return;
-            }
-        }
-    }
-}
-
 /// The process's peak resident memory, KiB.
 pub(crate) fn peak_rss_kib() -> u64 {
     // VmHWM, the peak of this process image: getrusage's ru_maxrss would also count the
     // memory of the parent that forked us before exec (a test binary, a shell).
     procfs::process::Process::myself().ok().and_then(|p| p.status().ok()).and_then(|s| s.vmhwm).unwrap_or(0)
-}
-
-/// CPU time of the calling thread.
-fn thread_cpu() -> (Duration, Duration) {
-    // SAFETY: getrusage writes into the struct we pass and reads nothing else.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    if rc != 0 {
-        return (Duration::ZERO, Duration::ZERO);
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    (tv(ru.ru_utime), tv(ru.ru_stime))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_past_any_clock_saturate() {
-        let now = Instant::now();
-        assert_eq!(instant_at(now, Duration::from_secs(1)), now + Duration::from_secs(1));
-        assert_eq!(instant_at(now, Duration::MAX), now + FAR_FUTURE);
-        assert_eq!(instant_at(now, Duration::from_secs(9_300_000_000_000_000_000)), now + FAR_FUTURE);
-    }
 }

@@ -10,7 +10,7 @@
 //! or opening that begins later can end. So it fires about once per shortest bound per busy
 //! slot, and every bound still fires on time, to the timer wheel's millisecond.
 
-use crate::exchange::Phases;
+use crate::timing::Phases;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -71,7 +71,7 @@ pub(crate) struct Watchdog {
 impl Watchdog {
     /// A watchdog for attempts bounded by `timeout`, their openings by `connect_timeout`.
     pub(crate) fn new(timeout: Duration, connect_timeout: Duration) -> Watchdog {
-        let first = crate::thread::instant_at(Instant::now(), timeout.min(connect_timeout));
+        let first = crate::timing::instant_at(Instant::now(), timeout.min(connect_timeout));
         Watchdog { sleep: Box::pin(tokio::time::sleep_until(first.into())), waker: None, timeout, connect_timeout }
     }
 
@@ -82,7 +82,7 @@ impl Watchdog {
     /// the pinned copy of it side by side, which doubled the attempt in every future above
     /// it, and each of those is copied whole into its caller's once a request.
     pub(crate) fn bound<'a, F: Future>(&'a mut self, began: Instant, phases: &'a Phases, attempt: F) -> Bound<'a, F> {
-        let due = crate::thread::instant_at(began, self.timeout);
+        let due = crate::timing::instant_at(began, self.timeout);
         Bound { dog: self, due, phases, attempt }
     }
 
@@ -107,14 +107,14 @@ impl Watchdog {
     /// the bound that passed (the opening's first, as it is the nearer cause), or when to
     /// look again.
     fn passed(&self, due: Instant, opening: Option<Instant>, now: Instant) -> Result<Instant, Expired> {
-        let opening_due = opening.map(|since| crate::thread::instant_at(since, self.connect_timeout));
+        let opening_due = opening.map(|since| crate::timing::instant_at(since, self.connect_timeout));
         if opening_due.is_some_and(|d| now >= d) {
             return Err(Expired::Opening);
         }
         if now >= due {
             return Err(Expired::Attempt);
         }
-        let shortest = crate::thread::instant_at(now, self.timeout.min(self.connect_timeout));
+        let shortest = crate::timing::instant_at(now, self.timeout.min(self.connect_timeout));
         Ok(opening_due.into_iter().chain([due, shortest]).min().expect("three instants"))
     }
 }

@@ -1,11 +1,11 @@
 //! HTTP/1.1, lean: one request at a time on a connection the slot owns, with no task, no
 //! channel and no map of headers per request.
 //!
-//! - A target's request head is encoded once ([`Template`]): a request copies it into the
+//! - A target's request head is encoded once ([`Template`](super::h1_encode::Template)): a request copies it into the
 //!   connection's reused output buffer, with a template's id written in between and a small
 //!   body behind it, and goes out in one write (a large body follows by `writev`, from its
 //!   shared buffer, never copied). A flow's step, whose variables fill its path, headers or
-//!   body, is encoded per request ([`encode_head`]): flows are not the hot path.
+//!   body, is encoded per request ([`encode_head`](super::h1_encode::encode_head)): flows are not the hot path.
 //! - The response is read through one bounded buffer per connection: `httparse` parses the
 //!   head where it lies, the cache status and backend are read off its lines, and the body
 //!   streams through the same buffer ([`Reader`]), never accumulated (a flow's step keeps
@@ -20,16 +20,18 @@
 //! before the response was complete is `reset`. A failure says whether any of the request
 //! was written and any of the response read, for the slot's stale-connection retry.
 
+#[cfg(test)]
+use super::h1_encode::{encode_head, push_decimal, Template};
 use super::{Answer, Outgoing, Reading};
 use crate::conn::{io_failure, Failure, Stream};
 use barrage_metrics::ErrorKind;
-use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, Method};
+#[cfg(test)]
+use http::{header::CONTENT_LENGTH, Method};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -46,10 +48,6 @@ pub(crate) const MAX_CHUNK_LINE: usize = 4 * 1024;
 /// body as 64 KiB ones for 1.6 MiB less memory, 16 KiB ones twice the CPU (four times the
 /// reads). A head (or trailers) longer than the buffer grows it, up to [`MAX_HEAD`].
 pub const READ_BUF: usize = 32 * 1024;
-/// Request bodies up to this size are copied behind the head, for one write; larger ones go
-/// out from their shared buffer by `writev`, however many requests are in flight.
-const COPY_BODY: usize = 16 * 1024;
-
 /// An open HTTP/1.1 connection.
 pub(crate) struct Conn {
     io: Stream,
@@ -289,12 +287,40 @@ fn make_room(buf: &mut Vec<u8>, pos: &mut usize) {
     }
 }
 
+/// How an HTTP/1.1 response read ended.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Complete; whether it left the connection open.
+    Complete {
+        /// The connection may carry another request.
+        keep_alive: bool,
+    },
+    /// Failed: the error's kind and message.
+    Failed(String),
+    /// Never: the input always ends with the server closing.
+    NeedsMore,
+}
+
+/// What reading an HTTP/1.1 response gave.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Http1 {
+    /// The final status (0 before a head).
+    pub status: u16,
+    /// Body bytes read.
+    pub body: u64,
+    /// How it ended.
+    pub end: End,
+    /// The most bytes the read buffer and what was kept held.
+    pub peak: usize,
+}
+
 /// Reads `response` as a connection does, through [`Reader`], its buffer and
 /// [`Reading`]: each read takes the next of `reads` bytes (what the socket had) or as many
 /// as the buffer has room for, whichever is fewer; the server closes after the last byte.
 #[cfg(any(test, feature = "fuzz"))]
-pub(crate) fn fuzz_read(response: &[u8], reads: &[usize], head_request: bool) -> crate::fuzz::Http1 {
-    use crate::fuzz::{End, Http1};
+pub(crate) fn fuzz_read(response: &[u8], reads: &[usize], head_request: bool) -> Http1 {
     let rules = barrage_plan::CacheRules::default();
     let backend_headers = barrage_plan::default_backend_headers();
     let (mut last_backend, mut headers, mut body) = (None, HeaderMap::new(), Vec::new());
@@ -364,105 +390,6 @@ fn keep_lines(keep: &mut HeaderMap, lines: &[httparse::Header<'_>]) {
             keep.append(name, value);
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------
-// Requests
-
-/// A target's request head, encoded once: the request line up to a URL template's id (the
-/// whole path when there is no id), the rest of the path after the id, and the rest of the
-/// head, which the targets with the same headers and body length share.
-#[derive(Clone, Debug)]
-pub(crate) struct Template {
-    line: Box<[u8]>,
-    suffix: Option<Box<[u8]>>,
-    rest: Arc<[u8]>,
-}
-
-impl Template {
-    /// The head of `method` to `path` (origin-form; a template's id goes between `path.0`
-    /// and `path.1`), then `rest` ([`Template::rest`]).
-    pub(crate) fn new(method: &Method, path: (&str, Option<&str>), rest: Arc<[u8]>) -> Template {
-        let mut line = Vec::with_capacity(method.as_str().len() + 1 + path.0.len());
-        line.extend_from_slice(method.as_str().as_bytes());
-        line.push(b' ');
-        line.extend_from_slice(path.0.as_bytes());
-        Template { line: line.into(), suffix: path.1.map(|s| s.as_bytes().into()), rest }
-    }
-
-    /// What follows a request's path: the version, `headers` and a body of `body_len` bytes.
-    pub(crate) fn rest(headers: &HeaderMap, body_len: usize) -> Vec<u8> {
-        let mut rest = Vec::with_capacity(256);
-        encode_rest(&mut rest, "", headers, &[], body_len);
-        rest
-    }
-
-    /// Appends the head, with `id` when the target is a template, to `out`.
-    pub(crate) fn write(&self, id: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.line);
-        if let Some(suffix) = &self.suffix {
-            push_decimal(out, id);
-            out.extend_from_slice(suffix);
-        }
-        out.extend_from_slice(&self.rest);
-    }
-}
-
-/// Appends a head to `out`: the request line of `method` and `path`, `headers`, then
-/// `extra` headers (a flow's), and the body's length.
-pub(crate) fn encode_head(
-    out: &mut Vec<u8>,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    extra: &[(HeaderName, HeaderValue)],
-    body_len: usize,
-) {
-    out.extend_from_slice(method.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(path.as_bytes());
-    encode_rest(out, "", headers, extra, body_len);
-}
-
-/// The rest of a head after the path (or the part of it before an id): `suffix`, the
-/// version, the headers and the body's length. A body's length is its own: a
-/// `Content-Length` or `Transfer-Encoding` among the headers goes only with an empty body,
-/// where it is the user's to send (as hyper's client did).
-fn encode_rest(
-    out: &mut Vec<u8>,
-    suffix: &str,
-    headers: &HeaderMap,
-    extra: &[(HeaderName, HeaderValue)],
-    body_len: usize,
-) {
-    out.extend_from_slice(suffix.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    let lines = headers.iter().chain(extra.iter().map(|(n, v)| (n, v)));
-    for (name, value) in lines {
-        if body_len > 0 && (name == CONTENT_LENGTH || name == TRANSFER_ENCODING) {
-            continue;
-        }
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if body_len > 0 {
-        out.extend_from_slice(b"content-length: ");
-        push_decimal(out, body_len as u64);
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends `n` in decimal (itoa: no formatter, no allocation).
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-}
-
-/// Whether a body of `len` bytes goes out behind the head, copied into one write.
-pub(crate) fn copies_body(len: usize) -> bool {
-    len <= COPY_BODY
 }
 
 // ---------------------------------------------------------------------------------------

@@ -374,12 +374,26 @@ pub(crate) fn static_name(name: &str) -> usize {
     STATIC.iter().position(|&(n, _)| n == name).map_or(0, |i| i + 1)
 }
 
+/// A decoded header list: each field's name and value.
+#[cfg(any(test, feature = "fuzz"))]
+pub type HeaderList = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// What one HPACK decoder made of a connection's header blocks.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hpack {
+    /// Each block's fields, or why it was refused.
+    pub blocks: Vec<Result<HeaderList, String>>,
+    /// The most bytes the table, its memo and the decoded list held.
+    pub peak: usize,
+}
+
 /// Decodes `blocks` one after the other on one table, as a connection's header blocks are,
 /// each into a list of at most `limit` bytes; after each, checks the table's accounting.
 #[cfg(any(test, feature = "fuzz"))]
-pub(crate) fn fuzz_blocks(blocks: &[&[u8]], limit: usize) -> crate::fuzz::Hpack {
+pub(crate) fn fuzz_blocks(blocks: &[&[u8]], limit: usize) -> Hpack {
     let (mut decoder, mut fields) = (Decoder::default(), Fields::default());
-    let mut out = crate::fuzz::Hpack { blocks: Vec::new(), peak: 0 };
+    let mut out = Hpack { blocks: Vec::new(), peak: 0 };
     for block in blocks {
         let decoded = decoder.decode(block, &mut fields, limit);
         out.blocks.push(decoded.map(|()| fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect()).map_err(

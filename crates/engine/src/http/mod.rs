@@ -10,6 +10,7 @@
 //! `quinn`.
 
 pub(crate) mod h1;
+pub(crate) mod h1_encode;
 pub(crate) mod h2;
 pub(crate) mod h3;
 pub(crate) mod hpack;
@@ -18,36 +19,13 @@ mod shared;
 pub(crate) use shared::Shared;
 
 use crate::conn::{Connector, Endpoint, Failure};
-use crate::exchange::{Phases, Prepared};
+pub(crate) use crate::prepared::{Filled, Outgoing};
+use crate::timing::Phases;
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, Protocol};
 use barrage_plan::{CacheRules, HeaderView};
-use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
-
-/// A request to send: a prepared target, with its template's id and its number in the
-/// run's stream, or a flow's step with what its variables filled.
-pub(crate) struct Outgoing<'a> {
-    pub target: &'a Prepared,
-    /// A template's id.
-    pub id: u64,
-    /// The request's number in the run's stream (a unique body's window).
-    pub number: u64,
-    /// A flow's step: its filled path, headers and body.
-    pub filled: Option<&'a Filled>,
-}
-
-/// What a flow's variables filled in a step's request.
-#[derive(Default)]
-pub(crate) struct Filled {
-    /// The path and query, percent-encoded where needed.
-    pub path: Option<String>,
-    /// Headers added to the target's.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body, instead of the target's.
-    pub body: Option<Bytes>,
-}
 
 /// What an exchange reads off the response's head, and what it keeps of the response for
 /// a flow's step whose captures or checks read it.

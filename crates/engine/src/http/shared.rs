@@ -10,7 +10,7 @@
 
 use super::Conn;
 use crate::conn::{Connector, Endpoint, Failure};
-use crate::exchange::Phases;
+use crate::timing::Phases;
 use barrage_metrics::ErrorKind;
 use std::cell::{Cell, RefCell};
 use tokio::sync::Notify;

@@ -17,9 +17,11 @@
 
 use super::conn::{Answered, KvConn};
 use super::run::{connect, done, encode, fill_keys, parse_of, KvRun, Unopened};
+use crate::attempt::{failure_done, log_row, record_done, retry_pause, Job, Logged};
 use crate::conn::{Failure, Stream};
-use crate::exchange::{failure_done, log_row, record_done, retry_pause, Job, Logged, Phases};
-use crate::thread::{instant_at, Closed, Free, Pool, Turns, Worker};
+use crate::thread::{Closed, Free, Pool, Turns};
+use crate::timing::{instant_at, Phases};
+use crate::worker::Worker;
 use barrage_metrics::recorder::SampleKeys;
 use barrage_metrics::{ErrorKind, Phase, Sample};
 use barrage_plan::kv::KvCommand;

@@ -8,8 +8,9 @@
 
 use super::conn::{Answer, Got, Parse};
 use super::{memcache, resp, ErrorClass};
+use crate::attempt::Done;
 use crate::conn::{Connector, Endpoint, Failure, Stream};
-use crate::exchange::{Done, Phases};
+use crate::timing::Phases;
 use barrage_metrics::{CacheStatus, ErrorKind, Outcome, Phase};
 use barrage_plan::kv::{Arg, KvCommand, KvPlan, Protocol};
 use barrage_plan::Plan;

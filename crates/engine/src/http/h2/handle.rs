@@ -376,20 +376,47 @@ fn parse_status(v: &[u8]) -> Option<u16> {
     }
 }
 
+/// One stream of [`fuzz_frames`]'s connection.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Http2Stream {
+    /// Its response's status (0 before a final head).
+    pub status: u16,
+    /// Body bytes kept (two of the four streams keep theirs).
+    pub body: usize,
+    /// `None` in flight, `Ok` complete, `Err` failed with this message.
+    pub ended: Option<Result<(), String>>,
+}
+
+/// What an HTTP/2 connection made of a server's frames.
+#[cfg(any(test, feature = "fuzz"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Http2 {
+    /// The connection error that ended it (its code and why), if one did.
+    pub error: Option<String>,
+    /// Streams 1, 3, 5 and 7.
+    pub streams: Vec<Http2Stream>,
+    /// The most bytes the read buffer, the header block, decoded heads, kept bodies and the
+    /// HPACK table held.
+    pub peak: usize,
+    /// Bytes the connection queued to send in answer (acknowledgements, window updates,
+    /// resets, GOAWAY).
+    pub out: usize,
+}
+
 /// Reads `bytes`, what a server sent after its preface, as a connection's driver does:
 /// four requests in flight (streams 1, 3, 5 and 7, two of them keeping their bodies, as a
 /// flow's steps do), each read taking the next of `reads` bytes or what the buffer has
 /// room for, the frames handled as they complete. Stops at the first connection error.
 #[cfg(any(test, feature = "fuzz"))]
-pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> crate::fuzz::Http2 {
+pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> Http2 {
     use super::driver::read_room;
-    use crate::fuzz::{Http2, Http2Stream};
     use crate::http::Outgoing;
     let target = barrage_plan::Target::new(http::Method::GET, "http://127.0.0.1:1/x").expect("a valid target");
     let load = barrage_plan::Load::Closed { concurrency: 1, think_time: std::time::Duration::ZERO };
     let mut plan = barrage_plan::Plan::new(vec![target], load);
     plan.protocol = barrage_plan::Protocol::http2(1);
-    let (prepared, _) = crate::exchange::prepare(&plan, None);
+    let (prepared, _) = crate::prepared::prepare(&plan, None);
     let mut inner = Inner::new(4, false);
     let streams: Vec<usize> = (0..4)
         .map(|n| {

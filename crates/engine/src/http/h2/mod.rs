@@ -42,7 +42,7 @@ mod driver;
 mod frames;
 mod handle;
 mod state;
-mod template;
+pub(crate) mod template;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -55,7 +55,8 @@ pub use frames::{
 };
 #[cfg(any(test, feature = "fuzz"))]
 pub(crate) use handle::fuzz_frames;
-pub(crate) use template::Template;
+#[cfg(any(test, feature = "fuzz"))]
+pub use handle::{Http2, Http2Stream};
 
 use super::hpack::Fields;
 use super::{Answer, Outgoing, Reading};

@@ -3,7 +3,7 @@
 
 use super::frames::*;
 use super::*;
-use crate::exchange::{prepare, Prepared};
+use crate::prepared::{prepare, Prepared};
 use barrage_metrics::ErrorKind;
 use barrage_plan::{Load, Plan, Target};
 use http::Method;

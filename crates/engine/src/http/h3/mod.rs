@@ -44,7 +44,7 @@
 
 use super::{Answer, Outgoing, Reading};
 use crate::conn::{connect_failure, same_family, Connector, Endpoint, Failure};
-use crate::exchange::Phases;
+use crate::timing::Phases;
 use barrage_metrics::recorder::StreamFigures;
 use barrage_metrics::{CacheStatus, ErrorKind, Phase};
 use bytes::{Buf, Bytes};
@@ -65,26 +65,13 @@ mod quic_counted;
 /// larger heads fail the request (`protocol`), so a hostile server cannot grow memory.
 const MAX_RESPONSE_HEAD: u64 = 256 * 1024;
 
-/// The QUIC side of a run's connector: TLS over the run's rustls configuration, the
-/// transport settings, and the endpoint configuration each connection's endpoint is made
-/// with.
-pub(crate) struct Quic {
-    crypto: Arc<quinn::crypto::rustls::QuicClientConfig>,
-    transport: Arc<quinn::TransportConfig>,
-    endpoint: quinn::EndpointConfig,
-    /// `--streams`: a server limit below it is reported.
-    streams: u64,
-    /// The connections receive with UDP GRO (see [`Datagrams`]).
-    gro: bool,
-}
-
 /// QUIC's configuration over `tls` (which offers ALPN `h3` alone and keeps no session), for
 /// `streams` requests at once on each of `connections` connections.
 pub(crate) fn client_config(
     tls: Arc<rustls::ClientConfig>,
     streams: u32,
     connections: usize,
-) -> Result<Quic, crate::EngineError> {
+) -> Result<crate::conn::Quic, crate::EngineError> {
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| crate::EngineError::Tls(format!("QUIC needs TLS 1.3 with AES-128-GCM: {e}")))?;
     let mut transport = quinn::TransportConfig::default();
@@ -92,7 +79,7 @@ pub(crate) fn client_config(
     // stays quinn's (unbounded): only a stream's ever holds the server back, and the
     // streams in use (at most --streams) bound the whole.
     transport.stream_receive_window(super::h2::STREAM_WINDOW.into());
-    Ok(Quic {
+    Ok(crate::conn::Quic {
         crypto: Arc::new(crypto),
         transport: Arc::new(transport),
         endpoint: quinn::EndpointConfig::default(),

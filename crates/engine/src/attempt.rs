@@ -1,0 +1,235 @@
+//! The attempt's bookkeeping, one home for HTTP (plain requests and flows' steps) and
+//! key-value lanes alike: the job an attempt runs, what a finished one yields ([`Done`]), its
+//! failure made data, its sample recorded and logged, whether it is retried and after what
+//! pause, and the requests and flows that were due and never sent. Below the slot and the
+//! key-value lanes, which both call it; uses the worker, prepared, conn and timing floors.
+
+use crate::conn::Failure;
+use crate::prepared::Prepared;
+use crate::worker::Worker;
+use barrage_metrics::recorder::SampleKeys;
+use barrage_metrics::{CacheStatus, Intent, Origin, Outcome, Sample};
+use http::header::HeaderValue;
+use std::borrow::Cow;
+use std::time::Duration;
+
+/// One request to make.
+#[derive(Clone, Copy, Debug)]
+pub struct Job {
+    /// Intended start offset.
+    pub intended: Duration,
+    /// Index into the run's targets.
+    pub target: u64,
+    /// A template's id.
+    pub id: u64,
+    /// Its number in the whole run's request stream (`k`, see [`barrage_plan::Picker`]):
+    /// what it sends beyond target and id (a unique body's window, a value's size) is drawn
+    /// from it, so a split run sends what the unsplit one would.
+    pub number: u64,
+    /// Could not start on time because every slot was busy.
+    pub late: bool,
+    /// Attempt number: 1, then 2, 3… for retries.
+    pub attempt: u32,
+    /// `intended` was read off the clock just now, so the attempt starts then too (a closed
+    /// loop's request, a retry): one clock read fewer per request.
+    pub starts_now: bool,
+    /// What its object was meant to meet in a cache (its stream's draw).
+    pub intent: Intent,
+}
+
+impl Job {
+    /// A job due at `intended` with nothing drawn yet: a flow's arrival (its steps draw
+    /// their own), a lane before its first command.
+    pub(crate) fn at(intended: Duration) -> Job {
+        Job { intended, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false, intent: Intent::Any }
+    }
+}
+
+/// What one finished request yields besides its times.
+pub(crate) struct Done<'a> {
+    pub outcome: Outcome,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub cache: CacheStatus,
+    /// Where the answer came from, by the origin's stamp.
+    pub origin: Origin,
+    /// The backend header's value (a reference-counted clone, no copy), or the key-value
+    /// server that answered.
+    pub backend: Option<Cow<'a, HeaderValue>>,
+    /// A key-value server's error reply: its class and message.
+    pub reply: Option<(crate::kv::ErrorClass, Box<str>)>,
+    /// When the answer was complete, if the attempt knows (a key-value reply's parse): else
+    /// when the slot saw it.
+    pub ended: Option<Duration>,
+}
+
+/// What a request log row says of the request, besides its sample.
+pub(crate) struct Logged<'a> {
+    pub target: &'a Prepared,
+    pub id: u64,
+    pub attempt: u32,
+    pub backend: Option<&'a HeaderValue>,
+    /// A flow's step.
+    pub flow: Option<FlowLog<'a>>,
+    /// A key-value command's server (its URL, as the run lists it) and key: the target's
+    /// URL is the first server's.
+    pub kv: Option<(&'a str, &'a [u8])>,
+}
+
+/// What a request log row says of a flow's step.
+pub(crate) struct FlowLog<'a> {
+    /// The flow instance.
+    pub id: u64,
+    /// The step's place in the flow's run order.
+    pub index: usize,
+    /// `ok`, `check_failed:status`, ...
+    pub outcome: String,
+    /// The path as filled, when variables filled it.
+    pub path: Option<String>,
+    /// The step's key (its name, or `group/step`).
+    pub key: &'a [u8],
+}
+
+/// Most requests of one give-up whose targets are worked out one by one, for their names
+/// and methods: beyond it (an impossible rate, millions due at once) the rest are counted
+/// in the totals only. The draws take a few ms, once per thread, as the attack ends (it
+/// has ended: its end is noted already).
+const ATTRIBUTED: u64 = 1 << 16;
+
+/// Counts `count` requests of the run's stream that were due and never sent, numbers
+/// `first`, `first + lanes`, …: in the totals, and under the name and the method of the
+/// target each would have asked for, so that every table counts them against its success.
+pub(crate) fn record_dropped(w: &Worker, first: u64, lanes: u64, count: u64) {
+    let mut rec = w.recorder.borrow_mut();
+    rec.record_dropped(count);
+    // A key-value run's figures have names (its commands) and no methods.
+    let http = w.kv.is_none();
+    fn key(t: &Prepared, http: bool) -> (Option<&str>, Option<&str>) {
+        (t.name.as_deref(), http.then(|| t.method.as_str()))
+    }
+    let mut put = |t: &Prepared, n: u64| {
+        let (name, method) = key(t, http);
+        if let Some(name) = name {
+            rec.names.record_dropped(name.as_bytes(), n);
+        }
+        if let Some(method) = method {
+            rec.methods.record_dropped(method.as_bytes(), n);
+        }
+    };
+    if w.targets.windows(2).all(|p| key(&p[0], http) == key(&p[1], http)) {
+        // One name and one method for all (the usual case): which target is no matter.
+        if let Some(t) = w.targets.first() {
+            put(t, count);
+        }
+        return;
+    }
+    let (picker, request_of) = (barrage_plan::Picker::of(&w.plan), w.plan.request_of());
+    let mut each = vec![0u64; w.targets.len()];
+    for j in 0..count.min(ATTRIBUTED) {
+        let k = first + j * lanes;
+        let (target, _) = request_of(k, picker.draw(k).0);
+        each[target as usize] += 1;
+    }
+    for (t, n) in w.targets.iter().zip(each).filter(|(_, n)| *n > 0) {
+        put(t, n);
+    }
+}
+
+/// Counts `count` flows of group `g` that were due and never started, and each one's first
+/// step as a request due and never sent (its later steps were never due: each is due when
+/// the one before it ends).
+pub(crate) fn record_dropped_flows(w: &Worker, g: usize, count: u64) {
+    let scenario = w.plan.scenario.as_deref().expect("a scenario run");
+    let flow = &scenario.flows[scenario.groups[g].flow];
+    let keys = &w.keys[g];
+    let mut rec = w.recorder.borrow_mut();
+    rec.flows.record_dropped(&keys.group, count);
+    if let Some(&first) = flow.order.first() {
+        rec.names.record_dropped(&keys.steps[first], count);
+        rec.methods.record_dropped(w.targets[flow.steps[first].target].method.as_str().as_bytes(), count);
+    }
+}
+
+/// What a failed attempt yields: its kind as the outcome, its message kept as the kind's
+/// example while the interval has none (formatted only then).
+pub(crate) fn failure_done(w: &Worker, f: Failure) -> Done<'static> {
+    let mut rec = w.recorder.borrow_mut();
+    if rec.wants_example(f.kind) {
+        rec.set_example(f.kind, f.message());
+    }
+    Done {
+        outcome: Outcome::Error(f.kind),
+        bytes_in: 0,
+        bytes_out: 0,
+        cache: CacheStatus::Unknown,
+        origin: Origin::Unstamped,
+        backend: None,
+        reply: None,
+        ended: None,
+    }
+}
+
+/// Records a finished attempt into the thread's recorder: its sample, and under its name,
+/// its method, the backend that answered and the class of a key-value server's error reply
+/// (with the reply as the class's example).
+pub(crate) fn record_done(w: &Worker, sample: &Sample, name: Option<&[u8]>, method: Option<&[u8]>, done: &Done<'_>) {
+    let mut rec = w.recorder.borrow_mut();
+    let backend = done.backend.as_deref().map(HeaderValue::as_bytes);
+    rec.record_keyed(sample, &SampleKeys { name, method, backend });
+    if let Some((class, message)) = &done.reply {
+        rec.replies.record_example(class.name().as_bytes(), sample, || message.to_string());
+    }
+}
+
+/// How long to wait before attempt `attempt + 1`, when the retry policy says the attempt
+/// that ended with `outcome` is to be retried and the retry would start before the attack
+/// ends (runs stay bounded).
+pub(crate) fn retry_pause(w: &Worker, attempt: u32, outcome: Outcome) -> Option<Duration> {
+    let policy = w.plan.retry.as_ref()?;
+    if attempt > policy.max_retries || !policy.on.matches(outcome) {
+        return None;
+    }
+    let pause = policy.backoff(attempt, rand::random::<f64>());
+    match w.attack_limit {
+        Some(end) if w.start.elapsed() + pause >= end => None,
+        _ => Some(pause),
+    }
+}
+
+/// Writes an attempt's row into the request log, when the log wants it; `worker` is the
+/// slot's (or key-value lane's) number.
+pub(crate) fn log_row(
+    log: &mut crate::reqlog::LogHandle,
+    w: &Worker,
+    worker: usize,
+    what: &Logged<'_>,
+    sample: &Sample,
+) {
+    if !log.wants() {
+        return;
+    }
+    let t = what.target;
+    // A filled path is shown as sent, redacted as the run's URLs are.
+    let filled = what.flow.as_ref().and_then(|f| f.path.as_ref()).map(|path| {
+        let uri = t.full_uri();
+        let base = uri.authority().map_or(String::new(), |a| format!("{}://{a}", uri.scheme_str().unwrap_or("http")));
+        w.redaction.url(&format!("{base}{path}")).into_owned()
+    });
+    let server = what.kv.map(|(url, _)| w.redaction.url(url));
+    let row = crate::reqlog::Row {
+        run_start_unix_us: w.start_unix_us,
+        worker,
+        name: match &what.flow {
+            Some(f) => std::str::from_utf8(f.key).ok(),
+            None => t.name.as_deref(),
+        },
+        method: t.method.as_str(),
+        url: server.as_deref().or(filled.as_deref()).or(t.url_text.as_deref()).unwrap_or_default(),
+        id: t.template.is_some().then_some(what.id),
+        key: what.kv.map(|(_, key)| key),
+        attempt: what.attempt,
+        backend: what.backend.map(HeaderValue::as_bytes),
+        flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),
+    };
+    log.row(&row, sample);
+}
