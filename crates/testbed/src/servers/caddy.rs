@@ -1,7 +1,7 @@
 //! Caddy, a load balancer over every origin that also serves HTTP/3: its Caddyfile and
 //! its homes, all inside its directory.
 
-use super::{quoted, Balance, Front, Launch, TlsFiles};
+use super::{quoted, Balance, Front, Launch, TlsFiles, ORIGIN_POOL};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! nginx, as a load balancer over every origin (`nginx-lb`) or a cache in front of
 //! them (`nginx-cache`): one config file, run in the foreground.
 
-use super::{quoted, regex_escape, Balance, Front, Launch, Origin};
+use super::{quoted, regex_escape, Balance, Front, Launch, Origin, ORIGIN_POOL};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// `nginx -e stderr -p DIR -c DIR/nginx.conf -g 'daemon off;'`.
 ///
 /// It balances per `f.balance` (round robin, `least_conn`, `ip_hash`), keeps connections
-/// alive on both sides (`keepalive 32` idle connections to the origins), names the origin
+/// alive on both sides (`keepalive 1024` idle connections to the origins), names the origin
 /// that answered in `X-Backend`, and takes a failing origin out for 2 s after one failed
 /// attempt (passive health checks), retrying the request on the next origin. With
 /// `f.tls` it also serves HTTPS (HTTP/1.1, no ALPN) with the testbed certificate.
@@ -204,10 +204,14 @@ fn nginx_upstream(origins: &[Origin], balance: Balance) -> String {
         let weight = o.weight.map_or(String::new(), |w| format!(" weight={w}"));
         let _ = writeln!(c, "        server {}{weight} max_fails=1 fail_timeout=2s;", o.addr);
     }
-    c += "        # Idle connections to the origins kept open for later requests.
-        keepalive 32;
-    }
-";
+    let _ = write!(
+        c,
+        "        # Idle connections to the origins kept open for later requests: more than
+        # the clients' connections, so no request waits for a new origin connection.
+        keepalive {ORIGIN_POOL};
+    }}
+"
+    );
     c
 }
 
@@ -298,7 +302,7 @@ mod tests {
     fn nginx_proxies_to_every_origin_with_keepalive_and_passive_checks() {
         let origins = origins();
         let text = &nginx(&front(&origins, None, Balance::RoundRobin)).files[0].1;
-        let keepalive = position(text, "keepalive 32;");
+        let keepalive = position(text, "keepalive 1024;");
         assert!(position(text, "server 127.0.0.1:9001 max_fails=1 fail_timeout=2s;") < keepalive);
         assert!(position(text, "server 127.0.0.1:9002 max_fails=1 fail_timeout=2s;") < keepalive);
         for line in [
@@ -325,7 +329,7 @@ mod tests {
             (Balance::UriHash, "hash $request_uri consistent;"),
         ] {
             let text = &nginx(&front(&origins, None, balance)).files[0].1;
-            assert!(position(text, line) < position(text, "keepalive 32;"), "{balance:?}");
+            assert!(position(text, line) < position(text, "keepalive 1024;"), "{balance:?}");
         }
     }
 
