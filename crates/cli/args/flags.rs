@@ -1,7 +1,7 @@
 //! The run's flags as the plan crate's plain values ([`LoadFlags`], [`ProtocolFlags`],
 //! [`KvFlags`], [`RequestFlags`]…): clap's types stay on this side, and what the flags mean is decided there.
 
-use super::{MeasureArgs, OutputArgs, RunArgs};
+use super::{EmitArgs, LiveArgs, MeasureArgs, OutputArgs, RunArgs};
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::kv_flags::KvFlags;
 use barrage_plan::request_flags::RequestFlags;
@@ -116,5 +116,20 @@ impl OutputArgs {
         } else {
             Redaction::with_names(&self.redact_headers)
         }
+    }
+}
+
+impl EmitArgs {
+    /// The files `--html`, `--xlsx` and `--csv-dir` ask for beside standard output.
+    pub fn files(&self) -> barrage_report::output::Files {
+        let (html, xlsx, csv_dir) = (self.html.clone(), self.xlsx.clone(), self.csv_dir.clone());
+        barrage_report::output::Files { html, xlsx, csv_dir }
+    }
+}
+
+impl LiveArgs {
+    /// The live views `--tui` and `--metrics-addr` ask for.
+    pub fn options(&self) -> barrage_live::LiveOptions {
+        barrage_live::LiveOptions { tui: self.tui, metrics_addr: self.metrics_addr }
     }
 }

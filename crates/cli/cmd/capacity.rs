@@ -2,9 +2,9 @@
 //! barrage-study's search with real probes.
 
 use super::emit::{emit, gates, not_a_result};
-use super::live::Views;
+use barrage_study::views::Views;
 use crate::args::CapacityArgs;
-use crate::Outcome;
+use crate::Exit;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
 use barrage_plan::units::{LoadFlags, RateSpec};
@@ -17,7 +17,7 @@ use std::time::Duration;
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
 
 /// Runs the search and prints what it found.
-pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let run = &a.run;
     if run.gates.slo.is_empty() {
         bail!("capacity needs at least one --slo, e.g. --slo 'p99<100ms' --slo 'success>=99.9%'");
@@ -57,7 +57,7 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outc
     let dir = base.output.take();
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };
-    let mut views = Views::start(&run.live, &stop, true)?;
+    let mut views = Views::start(&run.live.options(), &stop, true)?;
     let found = search.run(&mut Runner::new("capacity", stop, &mut views));
     views.finish();
     let found = found?;
@@ -81,8 +81,8 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outc
     // depends on the lowest probe: built on failure, nothing was measured at all.
     Ok(match no_rate {
         Some(line) => not_a_result(&[line], 1, "lowest probe").expect("a failure"),
-        None if found.outcome.capacity.is_some() => Outcome::Ok,
-        None => Outcome::Failed,
+        None if found.outcome.capacity.is_some() => Exit::Ok,
+        None => Exit::Failed,
     })
 }
 

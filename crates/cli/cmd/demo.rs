@@ -1,8 +1,8 @@
 //! `barrage demo`: the origin in-process, a short open-loop and closed-loop run against it.
 
-use super::live::Views;
-use crate::args::{DemoArgs, LiveArgs};
-use crate::Outcome;
+use barrage_study::views::Views;
+use crate::args::DemoArgs;
+use crate::Exit;
 use barrage_engine::{CancellationToken, Load, Pacer, Plan, Target};
 use barrage_plan::units::RateSpec;
 use barrage_report::Report;
@@ -11,7 +11,7 @@ use barrage_study::{Job, Runner};
 use std::time::Duration;
 
 /// Runs the demo and prints both reports.
-pub fn demo(a: DemoArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn demo(a: DemoArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let server =
         RunningServer::start(ServeConfig { threads: 1, name: Some("demo-origin".into()), ..ServeConfig::default() })?;
     let url = format!("{}/bytes/1k", server.url());
@@ -24,7 +24,7 @@ pub fn demo(a: DemoArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
             Load::Closed { concurrency: a.concurrency as usize, think_time: Duration::ZERO },
         ),
     ];
-    let mut views = Views::start(&LiveArgs { tui: false, metrics_addr: None }, &stop, false)?;
+    let mut views = Views::start(&Default::default(), &stop, false)?;
     let mut runner = Runner::new("demo", stop, &mut views);
     for (i, (title, load)) in runs.into_iter().enumerate() {
         println!("{}== {title} against {url}\n", if i > 0 { "\n" } else { "" });
@@ -36,7 +36,7 @@ pub fn demo(a: DemoArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     views.finish();
     println!("\nThe origin answered {} requests. Try: barrage run --help", server.requests());
     server.shutdown();
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// The demo's plan: one GET, a 10 s timeout, and one engine thread so that the in-process

@@ -1,14 +1,15 @@
 //! `barrage experiment FILE`: a case's settings are `run` flags, read with `run`'s parser;
 //! barrage-study runs the cases into their directory and tabulates them.
 
-use super::emit::{emit, files, gates, outcome};
-use super::live::Views;
-use crate::args::{EmitArgs, ExperimentArgs, Format, RunArgs};
-use crate::Outcome;
+use super::emit::{emit, gates, outcome};
+use barrage_study::views::Views;
+use crate::args::{ExperimentArgs, RunArgs};
+use crate::Exit;
 use anyhow::{bail, Context};
 use barrage_engine::CancellationToken;
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::experiment::{Case, Experiment, Order};
+use barrage_report::output::Files;
 use barrage_report::{ExperimentReport, Report, Slo};
 use barrage_study::experiment::{
     fill, listing, manifest, servers_of, Bed, Built, CaseSpec, Environment, Experiment as Study,
@@ -26,7 +27,7 @@ struct RunOnly {
 }
 
 /// Checks every case, then lists them (`--dry-run`) or runs them.
-pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let e = Experiment::read(&a.file)?;
     let mut cases = e.cases().into_iter().map(|c| prepare(&e, &a.file, c)).collect::<anyhow::Result<Vec<_>>>()?;
     if a.show_secrets {
@@ -46,7 +47,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     super::emit::check_outputs(&a.emit, a.junit.as_deref())?;
     if a.dry_run {
         print!("{}", listing(&e, &cases));
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     let dir = StudyDir::create(&path, manifest(&e, &cases), a.resume)?;
     let study = Study {
@@ -68,7 +69,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         noise: a.noise,
     };
     let build = |c: usize, bed: &Bed| build(&cases[c], bed);
-    let mut views = Views::start(&a.live, &stop, true)?;
+    let mut views = Views::start(&a.live.options(), &stop, true)?;
     let results = study.run(&build, &mut Runner::new("experiment", stop, &mut views));
     views.finish();
     let results = results?;
@@ -108,14 +109,9 @@ fn slos(e: &Experiment, a: &ExperimentArgs) -> anyhow::Result<Vec<Slo>> {
 
 /// The tables and the page go beside the results in `dir`, whatever the flags say.
 fn keep_beside(report: &Report, dir: &Path) -> anyhow::Result<()> {
-    super::emit::write(&dir.join("summary.txt"), report.text(false), report.unredacted())?;
-    let beside = EmitArgs {
-        format: Format::Text,
-        html: Some(dir.join("report.html")),
-        xlsx: None,
-        csv_dir: Some(dir.to_path_buf()),
-    };
-    files(report, &beside)
+    barrage_metrics::secrets::write(&dir.join("summary.txt"), report.text(false), report.unredacted())?;
+    let beside = Files { html: Some(dir.join("report.html")), xlsx: None, csv_dir: Some(dir.to_path_buf()) };
+    Ok(beside.write(report)?)
 }
 
 /// The case's settings as `run` flags, parsed and checked like `run`'s own.
@@ -127,49 +123,10 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
     };
     let c = e.case_flags(&case).map_err(|m| at(&m))?;
     let purge = c.testbed.as_ref().is_some_and(|t| t.purge);
-    let testbed = match c.testbed {
-        Some(t) => {
-            let env = Environment {
-                topology: t.topology.parse().map_err(|m: String| {
-                    at(&format!(
-                        "testbed = {:?}: {m} (a case's testbed is a topology the experiment brings up, not the directory of run's --testbed)",
-                        t.topology
-                    ))
-                })?,
-                tls: t.tls,
-                backends: t.backends,
-                balance: match &t.balance {
-                    Some(b) => b.parse().map_err(|m: String| at(&format!("testbed-balance = {b:?}: {m}")))?,
-                    None => barrage_testbed::Balance::RoundRobin,
-                },
-                weights: t.weights,
-                shapes: t.shapes,
-                memory: t.memory,
-                eviction: match &t.eviction {
-                    Some(e) => Some(e.parse().map_err(|m: String| at(&format!("testbed-eviction = {e:?}: {m}")))?),
-                    None => None,
-                },
-            };
-            // Weights for the number of origins, shapes that parse and name origins it has.
-            env.options(Path::new("barrage")).check().map_err(|e| {
-                let e = e.to_string().replace("--weights", "testbed-weights").replace("--shape", "testbed-shape");
-                at(&e.replace("--backends", "testbed-backends"))
-            })?;
-            Some(env)
-        }
-        None => None,
-    };
+    let testbed = c.testbed.as_ref().map(Environment::from_setting).transpose().map_err(|m| at(&m))?;
     // Checked now with stand-in addresses for the testbed's servers, which start later.
-    let specs = match &testbed {
-        Some(env) => barrage_testbed::plan(&env.options(Path::new("barrage")), Path::new("/nonexistent"))?,
-        None => Vec::new(),
-    };
-    if purge && !specs.iter().any(|s| s.kind.is_cache()) {
-        let topology = testbed.as_ref().map_or("", |env| env.topology.name());
-        return Err(at(&format!(
-            "testbed-purge = true: the {topology} testbed has no cache to purge (varnish, squid, nginx-cache, all, redis and memcached have)"
-        )));
-    }
+    let specs = barrage_study::testbeds::planned(testbed.as_ref())?;
+    barrage_study::testbeds::check_purge(testbed.as_ref(), &specs, purge).map_err(|m| at(&m))?;
     let stand_in = Bed { servers: servers_of(&specs), ..Default::default() };
     let mut spec = CaseSpec {
         id: case.id.clone(),

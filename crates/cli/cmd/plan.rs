@@ -123,7 +123,7 @@ fn slo_scopes(slos: &[barrage_report::Slo], plan: &Plan) -> anyhow::Result<()> {
 /// Builds and validates the plan from the flags, its load from `flags`.
 fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
     // Reading a million targets takes a while: a signal meanwhile ends barrage at once.
-    let _loading = crate::signals::loading();
+    let _loading = barrage_study::signals::loading();
     let kv = a.kv_flags().setup().map_err(anyhow::Error::msg)?;
     let protocol = a.protocol_flags().protocol(kv.as_ref().map(|k| k.plan.clone())).map_err(anyhow::Error::msg)?;
     let mut load = flags.load().map_err(anyhow::Error::msg)?;

@@ -2,9 +2,9 @@
 //! The classic "latency and errors vs number of clients" and "report per rate" tables.
 
 use super::emit::{emit, gates, outcome};
-use super::live::Views;
+use barrage_study::views::Views;
 use crate::args::RunArgs;
-use crate::Outcome;
+use crate::Exit;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
 use barrage_plan::units::{Levels, LoadFlags, RateSpec};
@@ -16,7 +16,7 @@ use std::time::Duration;
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
 
 /// Runs every level and prints the table.
-pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     if a.load.requests.is_some() {
         bail!("-n/--requests is for `barrage run`; `barrage sweep` runs each level for --step");
     }
@@ -54,7 +54,7 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let dir = base.output.take();
     let phases = super::plan::phases(&a)?;
     let sweep = Sweep { base, levels, step, phases, dir, slos: a.gates.slo.clone() };
-    let mut views = Views::start(&a.live, &stop, true)?;
+    let mut views = Views::start(&a.live.options(), &stop, true)?;
     let table = sweep.run(&mut Runner::new("sweep", stop, &mut views));
     views.finish();
     let table = table?;
