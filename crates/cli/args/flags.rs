@@ -5,10 +5,24 @@ use super::{EmitArgs, LiveArgs, MeasureArgs, OutputArgs, RunArgs};
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::kv_flags::KvFlags;
 use barrage_plan::request_flags::RequestFlags;
+use barrage_plan::run_flags::ScenarioFlags;
 use barrage_plan::units::LoadFlags;
 use barrage_plan::{ProtocolFlags, ResponseRules};
 
 impl RunArgs {
+    /// The flags that meet `--scenario`.
+    pub fn scenario_flags(&self) -> ScenarioFlags {
+        let r = &self.request;
+        ScenarioFlags {
+            scenario: r.scenario.clone(),
+            vars: r.vars.clone(),
+            method: r.method.is_some(),
+            pick: r.pick.is_some(),
+            key_pattern: self.kv.key_pattern.is_some(),
+            requests: self.load.requests,
+        }
+    }
+
     /// What `--rate`, `-c` and their companions ask for. A study that sets the load itself
     /// (`sweep`, `capacity`) builds its base plan from its own.
     pub fn load_flags(&self) -> LoadFlags {

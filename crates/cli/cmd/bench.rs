@@ -2,13 +2,13 @@
 //! barrage-study's [`Bench`] runs the same load against each front in turn.
 
 use super::emit::{emit, outcome};
-use barrage_study::views::Views;
 use crate::args::{BalanceArg, TestbedBenchArgs};
 use crate::Exit;
 use anyhow::Context;
 use barrage_engine::CancellationToken;
 use barrage_report::Report;
 use barrage_study::bench::{Bench, Down, DEFAULT_CONCURRENCY};
+use barrage_study::views::Views;
 use barrage_study::Runner;
 use barrage_testbed::Topology;
 
@@ -24,7 +24,7 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Exi
     }
     let concurrency = a.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
     if a.rate.is_none() {
-        super::limits::check_connections(concurrency as usize, 0, "-c")?;
+        barrage_engine::limits::check_connections(concurrency as usize, 0, "-c").map_err(anyhow::Error::msg)?;
     }
     eprintln!("bringing up nginx, haproxy, varnish and squid over {} origins…", a.backends);
     barrage_study::signals::down_on_exit(&dir);

@@ -2,15 +2,14 @@
 //! barrage-study's search with real probes.
 
 use super::emit::{emit, gates, not_a_result};
-use barrage_study::views::Views;
 use crate::args::CapacityArgs;
 use crate::Exit;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
-use barrage_plan::units::{LoadFlags, RateSpec};
 use barrage_report::{CapacityReport, Report, Slo, StudyTable};
 use barrage_study::capacity::{generator_limited, knee, Bounds, Capacity};
-use barrage_study::Runner;
+use barrage_study::views::Views;
+use barrage_study::{Level, Runner};
 use std::time::Duration;
 
 /// Length of a probe when --step is not given.
@@ -49,8 +48,7 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     }
     let step = run.load.step.map_or(DEFAULT_STEP, |s| s.0);
     // The base plan at the first probe's rate for one step; each probe replaces the load.
-    let first =
-        LoadFlags { rate: Some(RateSpec::Constant(start_rate)), step: None, duration: Some(step), ..run.load_flags() };
+    let first = Level::Rate(start_rate).flags(step, run.load_flags());
     super::plan::one_machine(run, "capacity")?;
     let mut base = super::plan::job_at(run, &first)?;
     barrage_study::sweep::one_group(&base.plan, "capacity").map_err(anyhow::Error::msg)?;

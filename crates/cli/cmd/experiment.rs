@@ -2,18 +2,19 @@
 //! barrage-study runs the cases into their directory and tabulates them.
 
 use super::emit::{emit, gates, outcome};
-use barrage_study::views::Views;
 use crate::args::{ExperimentArgs, RunArgs};
 use crate::Exit;
 use anyhow::{bail, Context};
 use barrage_engine::CancellationToken;
 use barrage_metrics::secrets::Redaction;
-use barrage_plan::experiment::{Case, Experiment, Order};
+use barrage_plan::experiment::{Case, Experiment};
 use barrage_report::output::Files;
-use barrage_report::{ExperimentReport, Report, Slo};
+use barrage_report::{ExperimentReport, Report};
+use barrage_study::cases::Settings;
 use barrage_study::experiment::{
     fill, listing, manifest, servers_of, Bed, Built, CaseSpec, Environment, Experiment as Study,
 };
+use barrage_study::views::Views;
 use barrage_study::{Runner, StudyDir};
 use clap::Parser;
 use std::path::Path;
@@ -38,9 +39,9 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         bail!("{}: every combination is excluded: no case to run", a.file.display());
     }
     // Everything that can be checked is, before the listing: a dry run that passes runs.
-    let slos = slos(&e, &a)?;
-    let warmup = e.warmup.as_deref().map(|w| duration(w, "warmup", &a.file)).transpose()?;
-    let pause = e.pause.as_deref().map(|p| duration(p, "pause", &a.file)).transpose()?;
+    let mut settings = Settings::of(&e, &a.file).map_err(anyhow::Error::msg)?;
+    // The file's objectives (`slo = [...]`), then those of `--slo`.
+    settings.slos.extend(a.slo.iter().cloned());
     // cache-study.toml → cache-study.results
     let path = a.output.clone().unwrap_or_else(|| a.file.with_extension("results"));
     super::emit::check_dir(&path, "-o")?;
@@ -50,24 +51,8 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         return Ok(Exit::Ok);
     }
     let dir = StudyDir::create(&path, manifest(&e, &cases), a.resume)?;
-    let study = Study {
-        name: e.name.clone(),
-        dir: &dir,
-        cases: &cases,
-        factors: e
-            .factors
-            .iter()
-            .map(|f| (f.name.clone(), f.levels.iter().map(|l| l.name.clone()).collect()))
-            .collect(),
-        compare: e.compare.clone(),
-        repeats: e.repeats,
-        shuffle: (e.order == Order::Random).then_some(e.seed),
-        warmup,
-        pause,
-        barrage: std::env::current_exe().context("finding the barrage binary to run testbed origins")?,
-        slos,
-        noise: a.noise,
-    };
+    let barrage = std::env::current_exe().context("finding the barrage binary to run testbed origins")?;
+    let study = Study::new(&e, &dir, &cases, settings, barrage, a.noise);
     let build = |c: usize, bed: &Bed| build(&cases[c], bed);
     let mut views = Views::start(&a.live.options(), &stop, true)?;
     let results = study.run(&build, &mut Runner::new("experiment", stop, &mut views));
@@ -96,17 +81,6 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     Ok(outcome(&report, rows, "case", passed))
 }
 
-/// The file's objectives (`slo = [...]`), then those of `--slo`.
-fn slos(e: &Experiment, a: &ExperimentArgs) -> anyhow::Result<Vec<Slo>> {
-    let mut slos: Vec<Slo> = e
-        .slo
-        .iter()
-        .map(|s| s.parse().map_err(|m: String| anyhow::anyhow!("{}: slo = [{s:?}]: {m}", a.file.display())))
-        .collect::<anyhow::Result<_>>()?;
-    slos.extend(a.slo.iter().cloned());
-    Ok(slos)
-}
-
 /// The tables and the page go beside the results in `dir`, whatever the flags say.
 fn keep_beside(report: &Report, dir: &Path) -> anyhow::Result<()> {
     barrage_metrics::secrets::write(&dir.join("summary.txt"), report.text(false), report.unredacted())?;
@@ -125,8 +99,8 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
     let purge = c.testbed.as_ref().is_some_and(|t| t.purge);
     let testbed = c.testbed.as_ref().map(Environment::from_setting).transpose().map_err(|m| at(&m))?;
     // Checked now with stand-in addresses for the testbed's servers, which start later.
-    let specs = barrage_study::testbeds::planned(testbed.as_ref())?;
-    barrage_study::testbeds::check_purge(testbed.as_ref(), &specs, purge).map_err(|m| at(&m))?;
+    let specs = barrage_study::cases::planned(testbed.as_ref())?;
+    barrage_study::cases::check_purge(testbed.as_ref(), &specs, purge).map_err(|m| at(&m))?;
     let stand_in = Bed { servers: servers_of(&specs), ..Default::default() };
     let mut spec = CaseSpec {
         id: case.id.clone(),
@@ -165,9 +139,4 @@ fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
     let main = job(&p.flags, "")?;
     let background = p.background.as_deref().map(|f| job(f, "background: ")).transpose()?;
     Ok(Built { main, background })
-}
-
-/// The file's `key = "s"` as a duration.
-fn duration(s: &str, key: &str, file: &Path) -> anyhow::Result<std::time::Duration> {
-    barrage_metrics::units::parse_duration(s).map_err(|e| anyhow::anyhow!("{}: {key} = {s:?}: {e}", file.display()))
 }

@@ -8,7 +8,6 @@ pub mod completions;
 pub mod demo;
 pub mod emit;
 pub mod experiment;
-pub mod limits;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -2,12 +2,12 @@
 //! level), each reported on its own and then side by side.
 
 use super::emit::{emit, gates, not_a_result};
-use barrage_study::views::Views;
 use crate::args::{EmitArgs, Format, RunArgs};
 use crate::Exit;
 use barrage_engine::CancellationToken;
 use barrage_report::Report;
 use barrage_study::sweep::suffixed;
+use barrage_study::views::Views;
 use barrage_study::{Runner, Sweep};
 use std::path::Path;
 use std::time::Duration;

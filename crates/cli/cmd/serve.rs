@@ -13,8 +13,10 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Exit> {
     if a.http3 && !a.tls && a.tls_listen.is_none() {
         anyhow::bail!("--http3 runs over QUIC, which is always encrypted: add --tls or --tls-listen ADDR");
     }
-    // Before any address is printed: a script may signal as soon as it reads one.
-    let mut stop = Stop::install()?;
+    // Before any address is printed: a script may signal as soon as it reads one. Ctrl-C,
+    // SIGTERM (as `kill`, a supervisor or a test sends) or SIGHUP (a closed terminal) each
+    // shut the origin down cleanly, removing the CA file it generated.
+    let mut stop = barrage_study::signals::Waiter::install()?;
     let instances = Instances { base: config(&a), count: usize::from(a.instances.max(1)), tls_listen: a.tls_listen };
     let shape = a.shape_file.as_deref().map(|path| instances.read_shape(path)).transpose()?;
     let servers = instances.configs(shape.as_ref())?.into_iter().map(RunningServer::start);
@@ -23,7 +25,10 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Exit> {
     for s in &servers {
         let tls = s.url().starts_with("https");
         // Before the address: whoever reads that line has had the warning too.
-        barrage_server::warn_if_exposed(if tls && a.tls_listen.is_some() { "--tls-listen" } else { "--listen" }, s.addr());
+        barrage_server::warn_if_exposed(
+            if tls && a.tls_listen.is_some() { "--tls-listen" } else { "--listen" },
+            s.addr(),
+        );
         // The address bound, as it is: a wildcard is not shown as loopback.
         writeln!(out, "listening on {}://{}", if tls { "https" } else { "http" }, s.addr())?;
         if s.http3() {
@@ -37,20 +42,13 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<Exit> {
     out.flush()?;
     drop(out);
     // With a shape file, SIGHUP re-reads it; only SIGINT and SIGTERM stop.
-    while stop.wait() == libc::SIGHUP && a.shape_file.is_some() {
-        let path = a.shape_file.as_deref().expect("checked");
-        match instances.read_shape(path).map_err(anyhow::Error::from).and_then(|shape| {
-            servers.iter().try_for_each(|s| s.set_shape(shape.clone())).map_err(anyhow::Error::from)?;
-            Ok(shape)
-        }) {
-            Ok(shape) => {
-                let _ = writeln!(std::io::stderr(), "barrage serve: shape now {shape}");
-            }
+    while let (libc::SIGHUP, Some(path)) = (stop.wait(), a.shape_file.as_deref()) {
+        let said = match instances.reload(path, &servers) {
+            Ok(shape) => format!("shape now {shape}"),
             // A bad file leaves the shape as it was; the origin serves on.
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "barrage serve: {e:#}; the shape is unchanged");
-            }
-        }
+            Err(e) => format!("{:#}; the shape is unchanged", anyhow::Error::from(e)),
+        };
+        let _ = writeln!(std::io::stderr(), "barrage serve: {said}");
     }
     let served: u64 = servers.iter().map(RunningServer::requests).sum();
     // Shut down (the generated CA file removed) before the last word, and say it without
@@ -84,25 +82,5 @@ fn config(a: &ServeArgs) -> ServeConfig {
         max_streams: a.max_streams.unwrap_or(barrage_server::DEFAULT_MAX_STREAMS),
         album_store: a.album_store.clone(),
         http3: a.http3,
-    }
-}
-
-/// Ctrl-C, SIGTERM (as `kill`, a supervisor or a test sends) or SIGHUP (a closed terminal):
-/// each shuts the origin down cleanly, removing the CA file it generated.
-struct Stop {
-    rt: tokio::runtime::Runtime,
-    signals: [tokio::signal::unix::Signal; 3],
-}
-
-impl Stop {
-    fn install() -> anyhow::Result<Stop> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let signals = rt.block_on(async { barrage_study::signals::listen() })?;
-        Ok(Stop { rt, signals })
-    }
-
-    /// The next signal.
-    fn wait(&mut self) -> i32 {
-        self.rt.block_on(barrage_study::signals::next(&mut self.signals))
     }
 }

@@ -3,7 +3,7 @@
 //! a shape file laid over the configured shape (re-read on SIGHUP). Apart from the server,
 //! which serves one configuration and knows nothing of instances or files.
 
-use crate::{Capacity, ServeConfig, ServeError, Shape, ShapeSpec};
+use crate::{Capacity, RunningServer, ServeConfig, ServeError, Shape, ShapeSpec};
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -73,8 +73,10 @@ impl Instances {
         let what = |what: &str| format!("{what} {}", path.display());
         let text = barrage_metrics::limits::read_capped(path, SHAPE_FILE_MAX)
             .map_err(|e| ServeError::ShapeFile { what: what("reading the shape file"), source: e.into() })?;
-        let text = String::from_utf8(text)
-            .map_err(|e| ServeError::ShapeFile { what: format!("{} is not text", what("the shape file")), source: e.into() })?;
+        let text = String::from_utf8(text).map_err(|e| ServeError::ShapeFile {
+            what: format!("{} is not text", what("the shape file")),
+            source: e.into(),
+        })?;
         let base = &self.base;
         let mut shape = Shape {
             latency: base.latency,
@@ -83,10 +85,22 @@ impl Instances {
             capacity: base.max_concurrency.map(|n| Capacity { concurrency: n, queue: base.max_queue }),
         };
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-            let spec: ShapeSpec =
-                line.parse().map_err(|e: crate::ShapeError| ServeError::ShapeFile { what: what("the shape file"), source: e.into() })?;
+            let spec: ShapeSpec = line.parse().map_err(|e: crate::ShapeError| ServeError::ShapeFile {
+                what: what("the shape file"),
+                source: e.into(),
+            })?;
             spec.apply(&mut shape);
         }
+        Ok(shape)
+    }
+}
+
+impl Instances {
+    /// Re-reads the shape file at `path` (on SIGHUP) and sets it on every one of `servers`:
+    /// the shape they serve now. A bad file leaves the shape as it was.
+    pub fn reload(&self, path: &Path, servers: &[RunningServer]) -> Result<Shape, ServeError> {
+        let shape = self.read_shape(path)?;
+        servers.iter().try_for_each(|s| s.set_shape(shape.clone()))?;
         Ok(shape)
     }
 }

@@ -9,10 +9,11 @@
 //! - [`sweep`]: [`Level`]s and phases derived from a base plan ([`Sweep`]);
 //! - [`capacity`]: the search as a pure function over a probe callback ([`capacity::search`]);
 //! - [`experiment`]: cases, repeats, warm-up, order, background load and testbeds;
-//! - [`testbeds`]: a case's testbed from the experiment file's keys, checked;
+//! - [`cases`]: an experiment as its file says it (objectives, warm-up, a case's testbed), checked;
 //! - [`bench`]: `testbed bench`, the same load against each front of a testbed;
 //! - [`compare`]: the runs `barrage compare` reads, and experiment directories case by case;
 //! - [`dir`]: [`StudyDir`], the versioned experiment directory;
+//! - [`machine`]: whether a run's plan fits this machine;
 //! - [`view`]: what a results file says was run;
 //! - [`views`]: [`views::Views`], the observer that shows a study's runs live;
 //! - [`signals`]: the process's SIGINT, SIGTERM and SIGHUP, and its panics, as the stop of a study.
@@ -40,13 +41,15 @@
 
 pub mod bench;
 pub mod capacity;
+pub mod cases;
 pub mod compare;
+pub mod demo;
 pub mod dir;
 pub mod experiment;
+pub mod machine;
 pub mod series;
 pub mod signals;
 pub mod sweep;
-pub mod testbeds;
 pub mod view;
 pub mod views;
 pub mod watch;

@@ -88,17 +88,39 @@ fn quit_if_loading(signal: i32) {
 
 /// SIGINT, SIGTERM and SIGHUP taken from their default action (ending the process), for
 /// [`next`]. Call inside a tokio runtime.
-pub fn listen() -> std::io::Result<[Signal; 3]> {
+fn listen() -> std::io::Result<[Signal; 3]> {
     Ok([signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::hangup())?])
 }
 
 /// The next of SIGINT, SIGTERM and SIGHUP to arrive.
-pub async fn next(streams: &mut [Signal; 3]) -> i32 {
+async fn next(streams: &mut [Signal; 3]) -> i32 {
     let [int, term, hup] = streams;
     tokio::select! {
         _ = int.recv() => libc::SIGINT,
         _ = term.recv() => libc::SIGTERM,
         _ = hup.recv() => libc::SIGHUP,
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP waited for one at a time, by a command that handles them its
+/// own way rather than with [`install`]'s token (`serve`: each ends it cleanly, removing the
+/// CA file it generated; SIGHUP re-reads its shape file).
+pub struct Waiter {
+    rt: tokio::runtime::Runtime,
+    signals: [Signal; 3],
+}
+
+impl Waiter {
+    /// Takes the three signals from their default action (ending the process).
+    pub fn install() -> std::io::Result<Waiter> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let signals = rt.block_on(async { listen() })?;
+        Ok(Waiter { rt, signals })
+    }
+
+    /// Blocks until the next signal, and says which.
+    pub fn wait(&mut self) -> i32 {
+        self.rt.block_on(next(&mut self.signals))
     }
 }
 

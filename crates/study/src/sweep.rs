@@ -5,6 +5,7 @@ use crate::series::{Job, Runner};
 use crate::StudyError;
 use barrage_engine::{Load, Pacer, Plan};
 use barrage_plan::phases::PhaseSpec;
+use barrage_plan::units::{Levels, LoadFlags, RateSpec};
 use barrage_report::{Slo, StudyRow, StudyTable};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -275,6 +276,36 @@ pub fn suffixed(path: &Path, parts: &[String]) -> PathBuf {
         None => format!("{stem}.{middle}"),
     };
     path.with_file_name(name)
+}
+
+impl Level {
+    /// The levels of `--rate 10,50,100` or `-c 8..96/8`.
+    pub fn of_flags(rate: Option<&RateSpec>, concurrency: Option<&Levels>) -> Result<Vec<Level>, String> {
+        match (rate, concurrency) {
+            (Some(RateSpec::Steps(rates)), _) => Ok(rates.iter().map(|r| Level::Rate(*r)).collect()),
+            (Some(RateSpec::Constant(r)), _) => Ok(vec![Level::Rate(*r)]),
+            (Some(RateSpec::Ramp(..)), _) => {
+                Err("a sweep takes levels, not a ramp: --rate 10,50,100 or -c 8..96/8".into())
+            }
+            (None, Some(Levels(n))) => Ok(n.iter().map(|n| Level::Workers(*n)).collect()),
+            (None, None) => Err("a sweep needs levels: --rate 10,50,100 or -c 8..96/8".into()),
+        }
+    }
+
+    /// `flags` at this level for one `step`: the load a study's base plan is built at (so
+    /// that `--at` is checked against a level's length), which each level then replaces.
+    pub fn flags(self, step: Duration, flags: LoadFlags) -> LoadFlags {
+        let (rate, concurrency) = match self {
+            Level::Rate(r) => (Some(RateSpec::Constant(r)), None),
+            Level::Workers(n) => (None, Some(Levels(vec![n]))),
+        };
+        LoadFlags { rate, concurrency, step: None, duration: Some(step), ..flags }
+    }
+}
+
+/// The labels of the highest level whose row met every objective and is a result.
+pub fn highest_meeting(table: &StudyTable) -> Option<String> {
+    table.rows.iter().rev().find(|r| r.passed() && r.failure().is_none()).map(|r| r.labels.join(" "))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! each origin serving, and how to name the directory back to the user. Apart from the
 //! supervisor, since it only reads the state the supervisor wrote.
 
-use crate::{check_dir, default_dir, is_up, control, State, Status, TestbedError};
+use crate::{check_dir, control, default_dir, is_up, State, Status, TestbedError};
 use std::path::{Path, PathBuf};
 
 /// The version of `testbed status --format json` (schema/testbed-status.schema.json).
