@@ -18,9 +18,9 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Exi
         a.dir.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("barrage-bench-{}", std::process::id())));
     let options = super::testbed::options(Topology::All, Some(a.backends), !a.no_tls, BalanceArg::Roundrobin)?;
     // Checked before the servers come up: a bad output is not worth a testbed.
-    super::emit::check_outputs(&a.emit, None)?;
+    a.emit.files().check(None)?;
     if let Some(out) = &a.output_dir {
-        super::emit::check_dir(out, "--output-dir")?;
+        barrage_report::output::check_dir(out, "--output-dir")?;
     }
     let concurrency = a.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
     if a.rate.is_none() {

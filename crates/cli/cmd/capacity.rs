@@ -42,9 +42,9 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
             "--start-rate {start_rate} is above --max-rate {max_rate}: the search goes from the first up to the second"
         );
     }
-    super::emit::check_outputs(&run.emit, run.gates.junit.as_deref())?;
+    run.emit.files().check(run.gates.junit.as_deref())?;
     if let Some(dir) = &run.output.output {
-        super::emit::check_dir(dir, "-o")?;
+        barrage_report::output::check_dir(dir, "-o")?;
     }
     let step = run.load.step.map_or(DEFAULT_STEP, |s| s.0);
     // The base plan at the first probe's rate for one step; each probe replaces the load.

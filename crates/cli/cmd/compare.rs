@@ -15,7 +15,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<Exit> {
     if a.runs.len() < 2 {
         bail!("compare needs at least two runs: a baseline and one to compare with it");
     }
-    super::emit::check_outputs(&a.emit, None)?;
+    a.emit.files().check(None)?;
     if a.runs.iter().all(|p| StudyDir::is_one(p)) {
         return compare_experiments(&a);
     }

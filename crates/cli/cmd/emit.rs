@@ -26,17 +26,6 @@ pub fn emit(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks, before anything runs, that the files `e` asks for and `--junit` can be written:
-/// they are written at the end, after a run of any length.
-pub fn check_outputs(e: &EmitArgs, junit: Option<&Path>) -> anyhow::Result<()> {
-    Ok(e.files().check(junit)?)
-}
-
-/// A directory can be written at `dir` (given by `flag`).
-pub fn check_dir(dir: &Path, flag: &str) -> anyhow::Result<()> {
-    Ok(barrage_report::output::check_dir(dir, flag)?)
-}
-
 /// A partial table or a failed row is said on stderr too when stdout carries data.
 fn warn_partial(report: &Report, format: Format) {
     let Some(table) = report.table().filter(|_| format != Format::Text) else { return };

@@ -9,7 +9,7 @@ use barrage_engine::CancellationToken;
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::experiment::{Case, Experiment};
 use barrage_report::output::Files;
-use barrage_report::{ExperimentReport, Report};
+use barrage_report::Report;
 use barrage_study::cases::Settings;
 use barrage_study::experiment::{
     fill, listing, manifest, servers_of, Bed, Built, CaseSpec, Environment, Experiment as Study,
@@ -44,8 +44,8 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     settings.slos.extend(a.slo.iter().cloned());
     // cache-study.toml → cache-study.results
     let path = a.output.clone().unwrap_or_else(|| a.file.with_extension("results"));
-    super::emit::check_dir(&path, "-o")?;
-    super::emit::check_outputs(&a.emit, a.junit.as_deref())?;
+    barrage_report::output::check_dir(&path, "-o")?;
+    a.emit.files().check(a.junit.as_deref())?;
     if a.dry_run {
         print!("{}", listing(&e, &cases));
         return Ok(Exit::Ok);
@@ -58,13 +58,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     let results = study.run(&build, &mut Runner::new("experiment", stop, &mut views));
     views.finish();
     let results = results?;
-    let report = ExperimentReport {
-        name: e.name.clone(),
-        repeats: e.repeats,
-        compare: e.compare.clone(),
-        table: results.table,
-        comparisons: results.comparisons,
-    };
+    let report = barrage_study::cases::report(&e, results);
     let report = Report::Experiment(&report);
     keep_beside(&report, &path)?;
     emit(&report, &a.emit)?;

@@ -3,7 +3,7 @@
 
 use crate::args::RunArgs;
 use barrage_engine::{Load, Plan, TlsOptions};
-use barrage_plan::run_flags::{check_scope, shard_of};
+use barrage_plan::run_flags::{self, check_scope, shard_of};
 use barrage_plan::units::LoadFlags;
 use barrage_study::Job;
 use std::sync::Arc;
@@ -42,25 +42,14 @@ pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Job> {
     Ok(job)
 }
 
-/// `--phases fill,measure[:LENGTH]`, checked. Flows draw no objects from the run's stream,
-/// so a scenario has no phases to fill and measure.
+/// `--phases`, checked ([`run_flags::phases`]).
 pub fn phases(a: &RunArgs) -> anyhow::Result<Vec<barrage_plan::phases::PhaseSpec>> {
-    let phases = barrage_plan::phases::parse(&a.request.phases).map_err(|e| anyhow::anyhow!("--phases: {e}"))?;
-    if !phases.is_empty() && a.request.scenario.is_some() {
-        anyhow::bail!("--phases fills and measures a run's request stream; a --scenario's flows ask for what their steps say: drop --phases");
-    }
-    Ok(phases)
+    run_flags::phases(&a.request.phases, a.request.scenario.is_some()).map_err(anyhow::Error::msg)
 }
 
-/// A study of several runs (`mode`) is not split or started at a time: each of its runs
-/// would be. Refused with the way to do it.
+/// A study of several runs (`mode`) is not split or started at a time ([`run_flags::one_machine`]).
 pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
-    if a.launch.shard.is_some() || a.launch.start_at.is_some() {
-        anyhow::bail!(
-            "--shard and --start-at split and start one run; {mode} is a series of runs: split each run with `barrage run --shard`"
-        );
-    }
-    Ok(())
+    run_flags::one_machine(a.launch.shard.is_some(), a.launch.start_at.is_some(), mode).map_err(anyhow::Error::msg)
 }
 
 /// An objective on a scenario's group or step that does not exist is refused before the

@@ -9,7 +9,7 @@ use std::io::Write;
 
 /// Renders the files (merged) as the flags ask.
 pub fn report(a: ReportArgs) -> anyhow::Result<Exit> {
-    super::emit::check_outputs(&a.emit, None)?;
+    a.emit.files().check(None)?;
     let summary = barrage_metrics::summary::summarize_with(&a.files, a.force)?;
     if a.emit.format == Format::HdrLog {
         let mut out = std::io::stdout().lock();

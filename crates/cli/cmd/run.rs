@@ -17,7 +17,7 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     if a.emit.format == Format::HdrLog {
         anyhow::bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
-    super::emit::check_outputs(&a.emit, a.gates.junit.as_deref())?;
+    a.emit.files().check(a.gates.junit.as_deref())?;
     let job = super::plan::job(&a)?;
     let phases = super::plan::phases(&a)?;
     let mut views = Views::start(&a.live.options(), &stop, !a.request.phases.is_empty())?;

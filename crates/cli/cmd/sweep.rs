@@ -20,9 +20,9 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
         bail!("-n/--requests is for `barrage run`; `barrage sweep` runs each level for --step");
     }
     let levels = Level::of_flags(a.load.rate.as_ref(), a.load.concurrency.as_ref()).map_err(anyhow::Error::msg)?;
-    super::emit::check_outputs(&a.emit, a.gates.junit.as_deref())?;
+    a.emit.files().check(a.gates.junit.as_deref())?;
     if let Some(dir) = &a.output.output {
-        super::emit::check_dir(dir, "-o")?;
+        barrage_report::output::check_dir(dir, "-o")?;
     }
     // Every level within the process's limits, not only the first the base plan is built at.
     if let Some(most) = levels

@@ -6,7 +6,7 @@ use crate::args::{BalanceArg, StatusFormat, TestbedCommand, TestbedDirArgs, Test
 use crate::Exit;
 use anyhow::Context;
 use barrage_engine::CancellationToken;
-use barrage_testbed::{Balance, Lifetime, Options, State, Tie};
+use barrage_testbed::{Balance, Lifetime, Options, State, Tie, Topology};
 use std::path::{Path, PathBuf};
 
 /// Dispatches a testbed subcommand.
@@ -43,28 +43,19 @@ pub fn dir(a: &TestbedDirArgs) -> PathBuf {
 }
 
 /// The testbed options of a topology, caches at their default sizes.
-pub fn options(
-    topology: barrage_testbed::Topology,
-    backends: Option<u32>,
-    tls: bool,
-    balance: BalanceArg,
-) -> anyhow::Result<Options> {
+pub fn options(topology: Topology, backends: Option<u32>, tls: bool, balance: BalanceArg) -> anyhow::Result<Options> {
+    let barrage = std::env::current_exe().context("finding the barrage binary to run the origins")?;
+    let balance = match balance {
+        BalanceArg::Roundrobin => Balance::RoundRobin,
+        BalanceArg::Leastconn => Balance::LeastConn,
+        BalanceArg::Iphash => Balance::IpHash,
+        BalanceArg::UriHash => Balance::UriHash,
+    };
     Ok(Options {
-        topology,
         backends: backends.unwrap_or(topology.default_backends()),
         tls,
-        balance: match balance {
-            BalanceArg::Roundrobin => Balance::RoundRobin,
-            BalanceArg::Leastconn => Balance::LeastConn,
-            BalanceArg::Iphash => Balance::IpHash,
-            BalanceArg::UriHash => Balance::UriHash,
-        },
-        barrage: std::env::current_exe().context("finding the barrage binary to run the origins")?,
-        shapes: Vec::new(),
-        weights: Vec::new(),
-        memory: None,
-        eviction: None,
-        keep_logs: None,
+        balance,
+        ..Options::new(topology, barrage)
     })
 }
 

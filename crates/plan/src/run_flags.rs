@@ -4,6 +4,7 @@
 //! Apart from the scenario parser and the plan, which know files and values, not flags.
 
 use crate::flow::Scenario;
+use crate::phases::PhaseSpec;
 use crate::plan::{Load, Plan, Shard, Target};
 use crate::units::LoadFlags;
 use crate::Pacer;
@@ -102,6 +103,27 @@ pub fn check_scope(scenario: Option<&Scenario>, text: &str, group: bool, name: &
     Ok(())
 }
 
+/// `--phases fill,measure[:LENGTH]`, checked. Flows draw no objects from the run's stream,
+/// so a run of a `scenario` has no phases to fill and measure.
+pub fn phases(texts: &[String], scenario: bool) -> Result<Vec<PhaseSpec>, String> {
+    let phases = crate::phases::parse(texts).map_err(|e| format!("--phases: {e}"))?;
+    if !phases.is_empty() && scenario {
+        return Err("--phases fills and measures a run's request stream; a --scenario's flows ask for what their steps say: drop --phases".into());
+    }
+    Ok(phases)
+}
+
+/// A study of several runs (`mode`) is not split (`shard`) or started at a time
+/// (`start_at`): each of its runs would be. Refused with the way to do it.
+pub fn one_machine(shard: bool, start_at: bool, mode: &str) -> Result<(), String> {
+    if shard || start_at {
+        return Err(format!(
+            "--shard and --start-at split and start one run; {mode} is a series of runs: split each run with `barrage run --shard`"
+        ));
+    }
+    Ok(())
+}
+
 /// This shard's part of `plan` (`--shard`; the whole run without): refused when it would
 /// have nothing to do, connections being never split between shards.
 pub fn shard_of(shard: Option<Shard>, plan: &Plan) -> Result<Shard, String> {
@@ -122,4 +144,40 @@ pub fn shard_of(shard: Option<Shard>, plan: &Plan) -> Result<Shard, String> {
         ));
     }
     Ok(shard)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn closed() -> Load {
+        Load::Closed { concurrency: 1, think_time: Duration::ZERO }
+    }
+
+    #[test]
+    fn a_run_lasts_its_duration_the_default_or_until_it_ends_by_itself() {
+        let none = ScenarioFlags::default();
+        assert_eq!(none.duration(&LoadFlags::default(), &closed(), None), Ok(Some(DEFAULT_DURATION)));
+        let given = LoadFlags { duration: Some(Duration::from_secs(3)), ..LoadFlags::default() };
+        assert_eq!(none.duration(&given, &closed(), None), Ok(Some(Duration::from_secs(3))));
+        let counted = ScenarioFlags { requests: Some(100), ..ScenarioFlags::default() };
+        assert_eq!(counted.duration(&LoadFlags::default(), &closed(), None), Ok(None));
+        let steps =
+            Load::Open { pacer: Pacer::Steps { rates: vec![1.0], step: Duration::from_secs(1) }, max_in_flight: 1 };
+        assert_eq!(none.duration(&LoadFlags::default(), &steps, None), Ok(None));
+    }
+
+    #[test]
+    fn flags_that_would_choose_nothing_are_refused() {
+        let vars = ScenarioFlags { vars: vec![("a".into(), "b".into())], ..ScenarioFlags::default() };
+        let e = vars.read(&LoadFlags::default(), &closed()).unwrap_err();
+        assert_eq!(e, "--var sets a {{NAME}} of a --scenario file: give --scenario FILE");
+        assert!(matches!(ScenarioFlags::default().read(&LoadFlags::default(), &closed()), Ok(None)));
+        assert!(phases(&["fill".into(), "measure".into()], true).unwrap_err().contains("drop --phases"));
+        assert!(phases(&[], true).unwrap().is_empty());
+        assert!(one_machine(true, false, "sweep").unwrap_err().contains("sweep is a series of runs"));
+        assert_eq!(one_machine(false, false, "sweep"), Ok(()));
+        assert!(check_scope(None, "checkout:p99<1s", true, "checkout").unwrap_err().contains("need a --scenario"));
+        assert_eq!(check_scope(None, "GET /:p99<1s", false, "GET /"), Ok(()));
+    }
 }

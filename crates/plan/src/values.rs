@@ -100,3 +100,32 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
         .map(|p| p / 100.0)
         .ok_or_else(|| format!("invalid percentage '{s}': expected 0% to 100%, e.g. 2%"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_or_say_what_would_be_valid() {
+        assert_eq!(parse_fraction("0"), Ok(0.0));
+        assert_eq!(parse_fraction("1"), Ok(1.0));
+        assert!(parse_fraction("1.5").unwrap_err().contains("a number from 0 to 1"));
+        assert_eq!(parse_positive_fraction("0.01"), Ok(0.01));
+        assert!(parse_positive_fraction("0").unwrap_err().contains("above 0"));
+        assert_eq!(parse_percent("5%"), Ok(0.05));
+        assert!(parse_percent("5").unwrap_err().contains("0% to 100%"));
+        assert!(parse_positive_percent("0%").unwrap_err().contains("above 0%"));
+        assert_eq!(parse_threads("0"), Ok(0));
+        assert!(parse_threads(&(MAX_THREADS + 1).to_string()).unwrap_err().contains("one per CPU"));
+        assert_eq!(parse_var(" host =127.0.0.1:80"), Ok(("host".into(), "127.0.0.1:80".into())));
+        assert!(parse_var("=x").unwrap_err().contains("NAME=VALUE"));
+        assert_eq!(parse_bind("[::1]"), Ok("::1".parse().unwrap()));
+        assert!(parse_bind("localhost").unwrap_err().contains("--bind 'localhost'"));
+        assert_eq!(parse_key_pattern("R:R"), Ok(crate::Pick::Random));
+        assert_eq!(parse_key_pattern("S"), Ok(crate::Pick::RoundRobin));
+        assert!(parse_key_pattern("R:S").unwrap_err().contains("one stream"));
+        assert!(parse_memory("0").unwrap_err().contains("leaves no memory"));
+        assert!(parse_size("2g").unwrap_err().contains("1 GiB"));
+        assert!(parse_header_name("a b").is_err());
+    }
+}

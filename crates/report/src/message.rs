@@ -116,4 +116,12 @@ mod tests {
         let unquoted = format!("cannot read {}: no such file", "d/".repeat(50_000));
         assert_eq!(one_line(&unquoted).chars().count(), MAX_MESSAGE + 1);
     }
+
+    #[test]
+    fn failures_are_said_in_one_line() {
+        assert_eq!(not_a_result(&[], 3, "run"), None);
+        assert_eq!(not_a_result(&["refused".into()], 1, "run").unwrap(), "the run is not a result: refused");
+        let two = ["a: refused".to_string(), "b: refused".into()];
+        assert_eq!(not_a_result(&two, 4, "case").unwrap(), "2 of 4 cases are not a result: a: refused; and 1 more");
+    }
 }

@@ -132,3 +132,22 @@ fn writable_dir(dir: &Path) -> Result<(), String> {
         format!("cannot create a file in {}: {}", dir.display(), e.kind())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_cannot_be_written_is_refused_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let e = check_file(dir.path(), "--html").unwrap_err().to_string();
+        assert_eq!(e, format!("--html {d}: cannot be written: it is a directory"));
+        let e = check_file(&dir.path().join("no/x.html"), "--html").unwrap_err().to_string();
+        assert_eq!(e, format!("--html {d}/no/x.html: cannot be written: no directory {d}/no"));
+        check_file(&dir.path().join("x.html"), "--html").unwrap();
+        check_dir(&dir.path().join("new/tables"), "--csv-dir").unwrap();
+        // Nothing is left behind by the checks.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -127,3 +127,54 @@ pub fn warn_if_exposed(flag: &str, addr: SocketAddr) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instances(listen: &str, name: Option<&str>, count: usize, tls_listen: Option<&str>) -> Instances {
+        let base = ServeConfig {
+            listen: listen.parse().unwrap(),
+            name: name.map(String::from),
+            ca_out: Some("ca.pem".into()),
+            ..ServeConfig::default()
+        };
+        Instances { base, count, tls_listen: tls_listen.map(|a| a.parse().unwrap()) }
+    }
+
+    /// Each instance on the next port with a name of its own; one alone keeps the name given.
+    #[test]
+    fn instances_take_the_next_ports_and_names_of_their_own() {
+        let table = [
+            ("127.0.0.1:8000", None, 1, vec![("127.0.0.1:8000", None)]),
+            ("127.0.0.1:8000", Some("o"), 1, vec![("127.0.0.1:8000", Some("o"))]),
+            (
+                "127.0.0.1:8000",
+                None,
+                2,
+                vec![("127.0.0.1:8000", Some("origin-1")), ("127.0.0.1:8001", Some("origin-2"))],
+            ),
+            ("127.0.0.1:0", Some("o"), 2, vec![("127.0.0.1:0", Some("o-1")), ("127.0.0.1:0", Some("o-2"))]),
+        ];
+        for (listen, name, count, want) in table {
+            let configs = instances(listen, name, count, None).configs(None).unwrap();
+            let got: Vec<(String, Option<&str>)> =
+                configs.iter().map(|c| (c.listen.to_string(), c.name.as_deref())).collect();
+            let want: Vec<(String, Option<&str>)> = want.into_iter().map(|(l, n)| (l.to_string(), n)).collect();
+            assert_eq!(got, want, "{listen} {name:?} × {count}");
+            // One CA file, written by the first.
+            assert!(configs.iter().skip(1).all(|c| c.ca_out.is_none()));
+        }
+    }
+
+    #[test]
+    fn an_https_server_comes_before_each_instance_and_ports_end_at_65535() {
+        let configs = instances("127.0.0.1:8000", None, 2, Some("127.0.0.1:9000")).configs(None).unwrap();
+        let got: Vec<(String, bool)> = configs.iter().map(|c| (c.listen.to_string(), c.tls)).collect();
+        let want =
+            [("127.0.0.1:9000", true), ("127.0.0.1:8000", false), ("127.0.0.1:9001", true), ("127.0.0.1:8001", false)];
+        assert_eq!(got, want.map(|(l, t)| (l.to_string(), t)));
+        let e = instances("127.0.0.1:65535", None, 2, None).configs(None).unwrap_err();
+        assert_eq!(e.to_string(), "--listen: --instances: ports run past 65535");
+    }
+}

@@ -4,10 +4,10 @@
 //! planned with stand-in addresses (it starts later). Apart from running the cases, which
 //! brings the testbeds up.
 
-use crate::experiment::{CaseSpec, Environment, Experiment};
+use crate::experiment::{CaseSpec, Environment, Experiment, Results};
 use crate::StudyDir;
 use barrage_plan::experiment::{Experiment as File, Order, TestbedSetting};
-use barrage_report::Slo;
+use barrage_report::{ExperimentReport, Slo};
 use barrage_testbed::{Balance, ServerSpec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -122,4 +122,15 @@ pub fn check_purge(testbed: Option<&Environment>, specs: &[ServerSpec], purge: b
         ));
     }
     Ok(())
+}
+
+/// The report of the experiment of the file `e`, from its `results`.
+pub fn report(e: &File, results: Results) -> ExperimentReport {
+    ExperimentReport {
+        name: e.name.clone(),
+        repeats: e.repeats,
+        compare: e.compare.clone(),
+        table: results.table,
+        comparisons: results.comparisons,
+    }
 }

@@ -1,6 +1,6 @@
 //! Whether a run fits this machine: its `--bind` address, and its connections within the
-//! process's limits (the engine's [`barrage_engine::limits`]). Apart from the plan, since
-//! it asks the system, not the flags; here, since every study's runs are checked alike.
+//! process's limits (the engine's [`barrage_engine::limits`]). Apart from the plan crate,
+//! since it asks the system, not the flags; every mode's base plan is checked with it.
 
 use barrage_engine::{Load, Plan};
 use barrage_plan::units::LoadFlags;

@@ -388,4 +388,19 @@ mod tests {
         assert_eq!(jobs[1].job.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
         assert_eq!(jobs[1].labels, ["measure"]);
     }
+
+    #[test]
+    fn levels_come_from_rates_or_worker_counts_never_a_ramp() {
+        let steps = RateSpec::Steps(vec![10.0, 50.0]);
+        assert_eq!(Level::of_flags(Some(&steps), None), Ok(vec![Level::Rate(10.0), Level::Rate(50.0)]));
+        assert_eq!(Level::of_flags(None, Some(&Levels(vec![8, 16]))), Ok(vec![Level::Workers(8), Level::Workers(16)]));
+        assert!(Level::of_flags(Some(&RateSpec::Ramp(1.0, 2.0)), None).unwrap_err().contains("not a ramp"));
+        assert!(Level::of_flags(None, None).unwrap_err().contains("needs levels"));
+        let first = Level::Workers(8)
+            .flags(Duration::from_secs(5), LoadFlags { step: Some(Duration::ZERO), ..Default::default() });
+        assert_eq!(
+            (first.concurrency, first.rate, first.step, first.duration),
+            (Some(Levels(vec![8])), None, None, Some(Duration::from_secs(5)))
+        );
+    }
 }
