@@ -9,15 +9,16 @@ mod cmd;
 #[cfg(test)]
 mod fuzz;
 mod message;
-mod signals;
 
 use args::{Cli, Command, TestbedCommand};
+use barrage_study::signals;
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// What a subcommand reports back.
-pub enum Outcome {
+/// How a subcommand ended, for the exit code `main` decides (not a sample's
+/// [`barrage_metrics::Outcome`]).
+pub enum Exit {
     /// Everything went as asked.
     Ok,
     /// A threshold or comparison failed.
@@ -28,7 +29,7 @@ pub enum Outcome {
     NotAResult(String),
 }
 
-/// Exit code of [`Outcome::NotAResult`]: apart from 1, so that a script or CI job can tell
+/// Exit code of [`Exit::NotAResult`]: apart from 1, so that a script or CI job can tell
 /// "the service missed an objective" from "nothing worked: the test itself is broken"
 /// (an untrusted certificate, a refused port).
 const NOT_A_RESULT: u8 = 3;
@@ -37,7 +38,7 @@ const NOT_A_RESULT: u8 = 3;
 const INTERNAL_ERROR: i32 = 101;
 
 fn main() -> ExitCode {
-    install_panic_hook();
+    signals::quit_on_panic(INTERNAL_ERROR);
     test_panic();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -51,9 +52,9 @@ fn main() -> ExitCode {
         return ExitCode::from(code);
     }
     match result {
-        Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::Failed) => ExitCode::from(1),
-        Ok(Outcome::NotAResult(why)) => {
+        Ok(Exit::Ok) => ExitCode::SUCCESS,
+        Ok(Exit::Failed) => ExitCode::from(1),
+        Ok(Exit::NotAResult(why)) => {
             say(&format!("FAILED: {why}"));
             ExitCode::from(NOT_A_RESULT)
         }
@@ -71,14 +72,14 @@ fn main() -> ExitCode {
 /// Not `eprintln!`: with stderr a pipe nobody reads (`2>&1 | head -1`), that panics, and the
 /// exit code would be 101 (a bug) instead of the one decided here.
 fn say(line: &str) {
-    let line = message::one_line(&barrage_metrics::secrets::Redaction::default().text(line));
+    let line = barrage_report::message::one_line(&barrage_metrics::secrets::Redaction::default().text(line));
     let _ = writeln!(std::io::stderr(), "barrage: {line}");
 }
 
 /// Commands that send load, and `testbed up` (which takes down what it started when stopped
 /// while its testbed comes up), get the signal handler; `serve` and the testbed's other
 /// commands handle signals their way (each ends cleanly on SIGINT, SIGTERM and SIGHUP).
-fn dispatch(command: Command) -> anyhow::Result<Outcome> {
+fn dispatch(command: Command) -> anyhow::Result<Exit> {
     let stop = || signals::install();
     match command {
         Command::Run(a) => cmd::run::run(*a, stop()?),
@@ -118,36 +119,6 @@ fn usage(e: clap::Error) -> ExitCode {
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
-}
-
-/// A panic anywhere is a bug, never a result: one line saying so and exit 101 at once, from
-/// whichever thread panicked. Without this a panic in an engine, server or tokio worker
-/// thread is caught by its runtime or join and the process goes on, exiting 0 with an empty
-/// or partial report. With `RUST_BACKTRACE` set, Rust's own message and backtrace come first.
-fn install_panic_hook() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
-            default(info);
-        }
-        let payload = info.payload();
-        let message = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
-        // One line: a multi-line assertion message is joined, control characters dropped.
-        let message: String = message
-            .unwrap_or("(no message)")
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ")
-            .chars()
-            .filter(|c| !c.is_control())
-            .collect();
-        let at = info.location().map(|l| format!(" at {l}")).unwrap_or_default();
-        // Not eprintln!, which would panic again (and abort) on a closed stderr.
-        let _ = writeln!(std::io::stderr(), "barrage: internal error: {message}{at}; this is a bug, please report it");
-        signals::quit(INTERNAL_ERROR);
-    }));
 }
 
 /// `BARRAGE_TEST_PANIC=main|worker`: a panic on purpose, for the tests of the panic hook

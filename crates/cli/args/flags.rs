@@ -1,14 +1,28 @@
 //! The run's flags as the plan crate's plain values ([`LoadFlags`], [`ProtocolFlags`],
 //! [`KvFlags`], [`RequestFlags`]…): clap's types stay on this side, and what the flags mean is decided there.
 
-use super::{MeasureArgs, OutputArgs, RunArgs};
+use super::{EmitArgs, LiveArgs, MeasureArgs, OutputArgs, RunArgs};
 use barrage_metrics::secrets::Redaction;
 use barrage_plan::kv_flags::KvFlags;
 use barrage_plan::request_flags::RequestFlags;
+use barrage_plan::run_flags::ScenarioFlags;
 use barrage_plan::units::LoadFlags;
 use barrage_plan::{ProtocolFlags, ResponseRules};
 
 impl RunArgs {
+    /// The flags that meet `--scenario`.
+    pub fn scenario_flags(&self) -> ScenarioFlags {
+        let r = &self.request;
+        ScenarioFlags {
+            scenario: r.scenario.clone(),
+            vars: r.vars.clone(),
+            method: r.method.is_some(),
+            pick: r.pick.is_some(),
+            key_pattern: self.kv.key_pattern.is_some(),
+            requests: self.load.requests,
+        }
+    }
+
     /// What `--rate`, `-c` and their companions ask for. A study that sets the load itself
     /// (`sweep`, `capacity`) builds its base plan from its own.
     pub fn load_flags(&self) -> LoadFlags {
@@ -116,5 +130,20 @@ impl OutputArgs {
         } else {
             Redaction::with_names(&self.redact_headers)
         }
+    }
+}
+
+impl EmitArgs {
+    /// The files `--html`, `--xlsx` and `--csv-dir` ask for beside standard output.
+    pub fn files(&self) -> barrage_report::output::Files {
+        let (html, xlsx, csv_dir) = (self.html.clone(), self.xlsx.clone(), self.csv_dir.clone());
+        barrage_report::output::Files { html, xlsx, csv_dir }
+    }
+}
+
+impl LiveArgs {
+    /// The live views `--tui` and `--metrics-addr` ask for.
+    pub fn options(&self) -> barrage_live::LiveOptions {
+        barrage_live::LiveOptions { tui: self.tui, metrics_addr: self.metrics_addr }
     }
 }

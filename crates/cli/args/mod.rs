@@ -13,7 +13,9 @@ pub use serve::*;
 pub use study::*;
 pub use testbed::*;
 
-use barrage_plan::limits::MAX_THREADS;
+use barrage_plan::values::{
+    parse_fraction, parse_header_name, parse_memory, parse_positive_fraction, parse_size, parse_threads, parse_var,
+};
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
@@ -144,27 +146,6 @@ pub enum Format {
     Html,
 }
 
-fn parse_header_name(s: &str) -> Result<http::HeaderName, String> {
-    http::HeaderName::from_bytes(s.trim().as_bytes()).map_err(|_| format!("invalid header name '{s}'"))
-}
-
-/// A cache's size: more than nothing.
-fn parse_memory(s: &str) -> Result<u64, String> {
-    match barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())? {
-        0 => Err(format!("'{s}' leaves no memory: give a size such as 64m")),
-        n => Ok(n),
-    }
-}
-
-/// A size up to the largest body (it is held in memory once).
-fn parse_size(s: &str) -> Result<u64, String> {
-    let n = barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())?;
-    if n > barrage_plan::limits::MAX_BODY {
-        return Err(format!("'{s}' is over the 1 GiB limit of a generated body"));
-    }
-    Ok(n)
-}
-
 /// An origin's response size, as `/bytes/SIZE` takes it: at most the origin's 1 GiB.
 fn parse_response_size(s: &str) -> Result<String, String> {
     let n = barrage_metrics::units::parse_size(s).map_err(|e| e.to_string())?;
@@ -172,35 +153,6 @@ fn parse_response_size(s: &str) -> Result<String, String> {
         return Err(format!("'{s}' is over the 1 GiB limit of a response"));
     }
     Ok(s.trim().to_string())
-}
-
-/// Engine or serving threads: 0 (one per CPU) to [`MAX_THREADS`].
-fn parse_threads(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n <= MAX_THREADS as usize => Ok(n),
-        _ => Err(format!("invalid thread count '{s}': expected 0 (one per CPU) to {MAX_THREADS}")),
-    }
-}
-
-fn parse_positive_fraction(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
-        _ => Err(format!("invalid fraction '{s}': expected a number above 0 and at most 1, e.g. 0.01")),
-    }
-}
-
-fn parse_var(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.to_string())),
-        _ => Err(format!("invalid --var '{s}': expected NAME=VALUE, e.g. host=127.0.0.1:8080")),
-    }
-}
-
-fn parse_fraction(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
-        _ => Err(format!("invalid fraction '{s}': expected a number from 0 to 1, e.g. 0.01")),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use super::{parse_fraction, parse_header_name, parse_positive_fraction, parse_size, parse_threads, parse_var, Format};
 use barrage_plan::limits::{MAX_RETRIES, MAX_WORKERS};
 use barrage_plan::units::{self, Dur, Header, PositiveDur, RateSpec, Resolve};
+use barrage_plan::values::{parse_bind, parse_key_pattern};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -211,31 +212,6 @@ pub struct KvArgs {
     /// libmemcached) or modulo. [default: ketama]
     #[arg(long, value_name = "HOW", value_parser = ["ketama", "modulo"], help_heading = "Key-value")]
     pub distribution: Option<String>,
-}
-
-/// `--bind`: an IP address (no port: each connection gets its own).
-fn parse_bind(s: &str) -> Result<std::net::IpAddr, String> {
-    s.trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse()
-        .map_err(|_| format!("invalid --bind '{s}': expected a local IP address such as 127.0.0.2 or ::1"))
-}
-
-/// memtier's `--key-pattern`: `R`, `S` or `G`, optionally written twice (`R:R`).
-fn parse_key_pattern(s: &str) -> Result<barrage_plan::Pick, String> {
-    let bad = || {
-        format!("invalid --key-pattern '{s}': expected R (random), S (sequential) or G (Gaussian), the same for SETs and GETs (R:R)")
-    };
-    let (set, get) = s.split_once(':').unwrap_or((s, s));
-    if set != get {
-        return Err(format!("{}; barrage draws SET and GET keys from one stream", bad()));
-    }
-    match set {
-        "R" => Ok(barrage_plan::Pick::Random),
-        "S" => Ok(barrage_plan::Pick::RoundRobin),
-        "G" => "gauss".parse(),
-        _ => Err(bad()),
-    }
 }
 
 /// What each request is (heading: Request).

@@ -3,6 +3,7 @@
 
 use super::{EmitArgs, LiveArgs, RunArgs};
 use barrage_plan::units::{PositiveDur, Rate};
+use barrage_plan::values::{parse_percent, parse_positive_percent};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -78,22 +79,6 @@ pub struct CompareArgs {
     pub noise: f64,
     #[command(flatten)]
     pub emit: EmitArgs,
-}
-
-/// A percentage above zero: a bracket of 0% is never narrow enough.
-fn parse_positive_percent(s: &str) -> Result<f64, String> {
-    match parse_percent(s)? {
-        p if p > 0.0 => Ok(p),
-        _ => Err(format!("invalid percentage '{s}': expected above 0% up to 100%, e.g. 2%")),
-    }
-}
-
-fn parse_percent(s: &str) -> Result<f64, String> {
-    s.strip_suffix('%')
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|p| (0.0..=100.0).contains(p))
-        .map(|p| p / 100.0)
-        .ok_or_else(|| format!("invalid percentage '{s}': expected 0% to 100%, e.g. 2%"))
 }
 
 /// `barrage report`.

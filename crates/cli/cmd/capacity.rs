@@ -2,22 +2,21 @@
 //! barrage-study's search with real probes.
 
 use super::emit::{emit, gates, not_a_result};
-use super::live::Views;
 use crate::args::CapacityArgs;
-use crate::Outcome;
+use crate::Exit;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
-use barrage_plan::units::{LoadFlags, RateSpec};
 use barrage_report::{CapacityReport, Report, Slo, StudyTable};
 use barrage_study::capacity::{generator_limited, knee, Bounds, Capacity};
-use barrage_study::Runner;
+use barrage_study::views::Views;
+use barrage_study::{Level, Runner};
 use std::time::Duration;
 
 /// Length of a probe when --step is not given.
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
 
 /// Runs the search and prints what it found.
-pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let run = &a.run;
     if run.gates.slo.is_empty() {
         bail!("capacity needs at least one --slo, e.g. --slo 'p99<100ms' --slo 'success>=99.9%'");
@@ -43,21 +42,20 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outc
             "--start-rate {start_rate} is above --max-rate {max_rate}: the search goes from the first up to the second"
         );
     }
-    super::emit::check_outputs(&run.emit, run.gates.junit.as_deref())?;
+    run.emit.files().check(run.gates.junit.as_deref())?;
     if let Some(dir) = &run.output.output {
-        super::emit::check_dir(dir, "-o")?;
+        barrage_report::output::check_dir(dir, "-o")?;
     }
     let step = run.load.step.map_or(DEFAULT_STEP, |s| s.0);
     // The base plan at the first probe's rate for one step; each probe replaces the load.
-    let first =
-        LoadFlags { rate: Some(RateSpec::Constant(start_rate)), step: None, duration: Some(step), ..run.load_flags() };
+    let first = Level::Rate(start_rate).flags(step, run.load_flags());
     super::plan::one_machine(run, "capacity")?;
     let mut base = super::plan::job_at(run, &first)?;
     barrage_study::sweep::one_group(&base.plan, "capacity").map_err(anyhow::Error::msg)?;
     let dir = base.output.take();
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };
-    let mut views = Views::start(&run.live, &stop, true)?;
+    let mut views = Views::start(&run.live.options(), &stop, true)?;
     let found = search.run(&mut Runner::new("capacity", stop, &mut views));
     views.finish();
     let found = found?;
@@ -81,8 +79,8 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Outc
     // depends on the lowest probe: built on failure, nothing was measured at all.
     Ok(match no_rate {
         Some(line) => not_a_result(&[line], 1, "lowest probe").expect("a failure"),
-        None if found.outcome.capacity.is_some() => Outcome::Ok,
-        None => Outcome::Failed,
+        None if found.outcome.capacity.is_some() => Exit::Ok,
+        None => Exit::Failed,
     })
 }
 

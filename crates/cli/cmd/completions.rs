@@ -3,12 +3,12 @@
 
 use crate::args::completions::{Generated, Shell};
 use crate::args::Cli;
-use crate::Outcome;
+use crate::Exit;
 use clap::CommandFactory;
 use std::io::Write;
 
 /// Prints what `command` asks for on stdout.
-pub fn generated(command: Generated) -> anyhow::Result<Outcome> {
+pub fn generated(command: Generated) -> anyhow::Result<Exit> {
     match command {
         Generated::Completions { shell } => completions(shell),
         Generated::Man => man(),
@@ -16,7 +16,7 @@ pub fn generated(command: Generated) -> anyhow::Result<Outcome> {
 }
 
 /// Prints the completion script for `shell` on stdout.
-fn completions(shell: Shell) -> anyhow::Result<Outcome> {
+fn completions(shell: Shell) -> anyhow::Result<Exit> {
     let mut cli = Cli::command();
     let name = cli.get_name().to_string();
     let shell = match shell {
@@ -34,7 +34,7 @@ fn completions(shell: Shell) -> anyhow::Result<Outcome> {
 /// Prints the manual on stdout: barrage(1), then a page for each subcommand (barrage-run(1),
 /// barrage-testbed-up(1)…), which the first page's SUBCOMMANDS section names, all in one roff
 /// stream (`barrage man | man -l -`).
-fn man() -> anyhow::Result<Outcome> {
+fn man() -> anyhow::Result<Exit> {
     let mut cli = Cli::command();
     // Built, so that each subcommand knows its display name (barrage-run) and inherited args.
     cli.build();
@@ -55,9 +55,9 @@ fn render_pages(command: &clap::Command, out: &mut Vec<u8>) -> std::io::Result<(
     Ok(())
 }
 
-fn print(bytes: &[u8]) -> anyhow::Result<Outcome> {
+fn print(bytes: &[u8]) -> anyhow::Result<Exit> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)?;
     out.flush()?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

@@ -1,6 +1,5 @@
 //! One module per subcommand: glue from arguments to the library crates; `emit` is the one
-//! way a report leaves, `live` the one observer of runs, `plan` the one way flags become a
-//! plan.
+//! way a report leaves, `plan` the one way flags become a plan.
 
 pub mod bench;
 pub mod capacity;
@@ -9,8 +8,6 @@ pub mod completions;
 pub mod demo;
 pub mod emit;
 pub mod experiment;
-pub mod limits;
-pub mod live;
 pub mod plan;
 pub mod report;
 pub mod run;

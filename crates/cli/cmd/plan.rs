@@ -2,14 +2,11 @@
 //! beside sending). Every mode builds its base plan here; levels and cases derive from it.
 
 use crate::args::RunArgs;
-use barrage_engine::{Load, Pacer, Plan, Target, TlsOptions};
+use barrage_engine::{Load, Plan, TlsOptions};
+use barrage_plan::run_flags::{self, check_scope, shard_of};
 use barrage_plan::units::LoadFlags;
 use barrage_study::Job;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Default duration when neither --duration nor --requests is given (as wrk).
-const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 /// The job of `a`: its plan, watches, `--at` commands and logs; results to `-o`.
 pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
@@ -45,77 +42,21 @@ pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Job> {
     Ok(job)
 }
 
-/// `--phases fill,measure[:LENGTH]`, checked. Flows draw no objects from the run's stream,
-/// so a scenario has no phases to fill and measure.
+/// `--phases`, checked ([`run_flags::phases`]).
 pub fn phases(a: &RunArgs) -> anyhow::Result<Vec<barrage_plan::phases::PhaseSpec>> {
-    let phases = barrage_plan::phases::parse(&a.request.phases).map_err(|e| anyhow::anyhow!("--phases: {e}"))?;
-    if !phases.is_empty() && a.request.scenario.is_some() {
-        anyhow::bail!("--phases fills and measures a run's request stream; a --scenario's flows ask for what their steps say: drop --phases");
-    }
-    Ok(phases)
+    run_flags::phases(&a.request.phases, a.request.scenario.is_some()).map_err(anyhow::Error::msg)
 }
 
-/// A study of several runs (`mode`) is not split or started at a time: each of its runs
-/// would be. Refused with the way to do it.
+/// A study of several runs (`mode`) is not split or started at a time ([`run_flags::one_machine`]).
 pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
-    if a.launch.shard.is_some() || a.launch.start_at.is_some() {
-        anyhow::bail!(
-            "--shard and --start-at split and start one run; {mode} is a series of runs: split each run with `barrage run --shard`"
-        );
-    }
-    Ok(())
-}
-
-/// This shard's part of the run: refused when it would have nothing to do.
-fn shard(a: &RunArgs, plan: &Plan) -> anyhow::Result<barrage_plan::Shard> {
-    let Some(shard) = a.launch.shard else { return Ok(barrage_plan::Shard::WHOLE) };
-    let flag = match &plan.load {
-        Load::Closed { .. } => "-c",
-        Load::Open { .. } => "--max-in-flight",
-    };
-    // Connections are never split between shards.
-    let n = plan.connections();
-    if shard.share(n as u64) == 0 {
-        let what = match plan.protocol.streams() {
-            1 => format!("{flag} {n}"),
-            s => format!("{n} connection(s) of --streams {s}"),
-        };
-        anyhow::bail!(
-            "--shard {shard}: {what} leaves this shard nothing; give at least {} over {} shards",
-            shard.count,
-            shard.count
-        );
-    }
-    Ok(shard)
+    run_flags::one_machine(a.launch.shard.is_some(), a.launch.start_at.is_some(), mode).map_err(anyhow::Error::msg)
 }
 
 /// An objective on a scenario's group or step that does not exist is refused before the
 /// run, not found missing after it.
 fn slo_scopes(slos: &[barrage_report::Slo], plan: &Plan) -> anyhow::Result<()> {
-    let Some(s) = plan.scenario.as_deref() else {
-        if let Some(slo) = slos.iter().find(|slo| matches!(slo.scope(), Some((true, _)))) {
-            anyhow::bail!("--slo '{}': flow objectives need a --scenario", slo.text());
-        }
-        return Ok(());
-    };
-    let groups: Vec<&str> = s.groups.iter().map(|g| g.name.as_str()).collect();
-    let steps: Vec<String> = (0..s.groups.len())
-        .flat_map(|g| s.flows[s.groups[g].flow].steps.iter().map(move |st| s.step_key(g, st)))
-        .collect();
-    for slo in slos {
-        let (known, what): (Vec<&str>, &str) = match slo.scope() {
-            None => continue,
-            Some((true, _)) => (groups.clone(), "group"),
-            Some((false, _)) => (steps.iter().map(String::as_str).collect(), "step"),
-        };
-        let name = slo.scope().map_or("", |(_, n)| n);
-        if !known.contains(&name) {
-            anyhow::bail!(
-                "--slo '{}': the scenario has no {what} {name} (its {what}s: {})",
-                slo.text(),
-                known.join(", ")
-            );
-        }
+    for (slo, (group, name)) in slos.iter().filter_map(|slo| Some((slo, slo.scope()?))) {
+        check_scope(plan.scenario.as_deref(), slo.text(), group, name).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
@@ -123,7 +64,7 @@ fn slo_scopes(slos: &[barrage_report::Slo], plan: &Plan) -> anyhow::Result<()> {
 /// Builds and validates the plan from the flags, its load from `flags`.
 fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
     // Reading a million targets takes a while: a signal meanwhile ends barrage at once.
-    let _loading = crate::signals::loading();
+    let _loading = barrage_study::signals::loading();
     let kv = a.kv_flags().setup().map_err(anyhow::Error::msg)?;
     let protocol = a.protocol_flags().protocol(kv.as_ref().map(|k| k.plan.clone())).map_err(anyhow::Error::msg)?;
     let mut load = flags.load().map_err(anyhow::Error::msg)?;
@@ -131,7 +72,8 @@ fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
         // --connections counts connections; the bound counts what they carry.
         *max_in_flight = protocol.open_bound(*max_in_flight);
     }
-    let (scenario, targets) = match (scenario(a, flags, &load)?, &kv) {
+    let sf = a.scenario_flags();
+    let (scenario, targets) = match (sf.read(flags, &load).map_err(anyhow::Error::msg)?, &kv) {
         (Some((s, targets)), _) => {
             // The groups' loads replace the flags'; the plan's load only sums them up.
             load = barrage_plan::scenario::overall_load(&s);
@@ -144,7 +86,7 @@ fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
     let (c, r) = (&a.conn, &a.request);
     let mut plan = Plan {
         targets: a.request_flags().apply(targets).map_err(anyhow::Error::msg)?.into(),
-        duration: duration(a, flags, &load, scenario.as_deref())?,
+        duration: sf.duration(flags, &load, scenario.as_deref()).map_err(anyhow::Error::msg)?,
         load,
         requests: a.load.requests,
         protocol,
@@ -176,62 +118,7 @@ fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
         shard: barrage_plan::Shard::WHOLE,
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
-    plan.shard = shard(a, &plan)?;
-    super::limits::fits(&plan, flags)?;
+    plan.shard = shard_of(a.launch.shard, &plan).map_err(anyhow::Error::msg)?;
+    barrage_study::machine::fits(&plan, flags).map_err(anyhow::Error::msg)?;
     Ok(plan)
-}
-
-/// `--scenario`, read under `load` with its variables, and its targets: refused with the
-/// flags that would choose nothing beside it.
-fn scenario(
-    a: &RunArgs,
-    flags: &LoadFlags,
-    load: &Load,
-) -> anyhow::Result<Option<(barrage_plan::flow::Scenario, Vec<Target>)>> {
-    let r = &a.request;
-    // clap does not require --scenario of --var when a URL (which --scenario excludes) is given.
-    if !r.vars.is_empty() && r.scenario.is_none() {
-        anyhow::bail!("--var sets a {{{{NAME}}}} of a --scenario file: give --scenario FILE");
-    }
-    let Some(path) = &r.scenario else { return Ok(None) };
-    let (s, targets) =
-        barrage_plan::scenario::read(path, &r.vars, load).map_err(|e| anyhow::anyhow!("--scenario {e}"))?;
-    if (flags.rate.is_some() || flags.concurrency.is_some()) && s.groups.iter().all(|g| g.own_load) {
-        anyhow::bail!(
-            "{}: every group of --scenario {} has its own rate or concurrency: the flags' load would apply to none",
-            if flags.rate.is_some() { "--rate" } else { "-c" },
-            path.display()
-        );
-    }
-    // Each step has its method and its target: flags that choose them would choose nothing.
-    let chooses = [(r.method.is_some(), "-X/--method"), (r.pick.is_some(), "--pick")];
-    if let Some((_, flag)) = chooses.iter().find(|(given, _)| *given) {
-        anyhow::bail!(
-            "{flag} chooses the requests of URLs and target files; the steps of --scenario {} say their own",
-            path.display()
-        );
-    }
-    if a.kv.key_pattern.is_some() {
-        anyhow::bail!("--key-pattern is for redis:// and memcache:// targets, not a --scenario's steps");
-    }
-    Ok(Some((s, targets)))
-}
-
-/// How long the run lasts: `-d`, a scenario's span, or the default unless it ends by
-/// itself (`-n`, stepped rates, a scenario whose groups all end by themselves).
-fn duration(
-    a: &RunArgs,
-    flags: &LoadFlags,
-    load: &Load,
-    scenario: Option<&barrage_plan::flow::Scenario>,
-) -> anyhow::Result<Option<Duration>> {
-    let requests = a.load.requests;
-    if scenario.is_some() && requests.is_some() {
-        anyhow::bail!("-n counts requests; a --scenario runs flows for a duration: give -d (or group durations)");
-    }
-    let natural_end = matches!(load, Load::Open { pacer: Pacer::Steps { .. }, .. })
-        || scenario.is_some_and(barrage_plan::scenario::ends_by_itself);
-    let span = scenario.and_then(barrage_plan::scenario::span);
-    let default = (requests.is_none() && !natural_end).then_some(DEFAULT_DURATION);
-    Ok(flags.duration.or(span).or(default))
 }

@@ -2,20 +2,20 @@
 
 use super::emit::{emit, outcome};
 use crate::args::{Format, ReportArgs};
-use crate::Outcome;
+use crate::Exit;
 use anyhow::Context;
 use barrage_report::Report;
 use std::io::Write;
 
 /// Renders the files (merged) as the flags ask.
-pub fn report(a: ReportArgs) -> anyhow::Result<Outcome> {
-    super::emit::check_outputs(&a.emit, None)?;
+pub fn report(a: ReportArgs) -> anyhow::Result<Exit> {
+    a.emit.files().check(None)?;
     let summary = barrage_metrics::summary::summarize_with(&a.files, a.force)?;
     if a.emit.format == Format::HdrLog {
         let mut out = std::io::stdout().lock();
         barrage_report::write_hdr_log(&a.files, &mut out).context("writing the HdrHistogram log")?;
         out.flush()?;
-        super::emit::files(&Report::Run(&summary), &a.emit)?;
+        a.emit.files().write(&Report::Run(&summary))?;
         return Ok(outcome(&Report::Run(&summary), 1, "run", true));
     }
     emit(&Report::Run(&summary), &a.emit)?;

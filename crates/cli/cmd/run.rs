@@ -2,25 +2,25 @@
 //! level), each reported on its own and then side by side.
 
 use super::emit::{emit, gates, not_a_result};
-use super::live::Views;
 use crate::args::{EmitArgs, Format, RunArgs};
-use crate::Outcome;
+use crate::Exit;
 use barrage_engine::CancellationToken;
 use barrage_report::Report;
 use barrage_study::sweep::suffixed;
+use barrage_study::views::Views;
 use barrage_study::{Runner, Sweep};
 use std::path::Path;
 use std::time::Duration;
 
 /// Runs the load and prints the report; with `--phases`, once per phase.
-pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     if a.emit.format == Format::HdrLog {
         anyhow::bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
-    super::emit::check_outputs(&a.emit, a.gates.junit.as_deref())?;
+    a.emit.files().check(a.gates.junit.as_deref())?;
     let job = super::plan::job(&a)?;
     let phases = super::plan::phases(&a)?;
-    let mut views = Views::start(&a.live, &stop, !a.request.phases.is_empty())?;
+    let mut views = Views::start(&a.live.options(), &stop, !a.request.phases.is_empty())?;
     let sweep =
         Sweep { base: job, levels: Vec::new(), step: Duration::ZERO, phases, dir: None, slos: a.gates.slo.clone() };
     let table = sweep.run(&mut Runner::new("run", stop, &mut views));
@@ -54,7 +54,7 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
         0 => (Report::Run(&table.rows[0].runs[0]).failures(), "run"),
         _ => (table.failures(), "phase"),
     };
-    Ok(not_a_result(&failures, table.rows.len(), what).unwrap_or(if passed { Outcome::Ok } else { Outcome::Failed }))
+    Ok(not_a_result(&failures, table.rows.len(), what).unwrap_or(if passed { Exit::Ok } else { Exit::Failed }))
 }
 
 /// `--html run.html` becomes `run.fill.html` in phase `fill`.

@@ -2,13 +2,12 @@
 //! The classic "latency and errors vs number of clients" and "report per rate" tables.
 
 use super::emit::{emit, gates, outcome};
-use super::live::Views;
 use crate::args::RunArgs;
-use crate::Outcome;
+use crate::Exit;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
-use barrage_plan::units::{Levels, LoadFlags, RateSpec};
 use barrage_report::{Report, Slo};
+use barrage_study::views::Views;
 use barrage_study::{Level, Runner, Sweep};
 use std::time::Duration;
 
@@ -16,14 +15,14 @@ use std::time::Duration;
 const DEFAULT_STEP: Duration = Duration::from_secs(10);
 
 /// Runs every level and prints the table.
-pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
+pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     if a.load.requests.is_some() {
         bail!("-n/--requests is for `barrage run`; `barrage sweep` runs each level for --step");
     }
-    let levels = levels(&a)?;
-    super::emit::check_outputs(&a.emit, a.gates.junit.as_deref())?;
+    let levels = Level::of_flags(a.load.rate.as_ref(), a.load.concurrency.as_ref()).map_err(anyhow::Error::msg)?;
+    a.emit.files().check(a.gates.junit.as_deref())?;
     if let Some(dir) = &a.output.output {
-        super::emit::check_dir(dir, "-o")?;
+        barrage_report::output::check_dir(dir, "-o")?;
     }
     // Every level within the process's limits, not only the first the base plan is built at.
     if let Some(most) = levels
@@ -34,7 +33,7 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
         })
         .max()
     {
-        super::limits::check_connections(most as usize, a.load.threads, "-c")?;
+        barrage_engine::limits::check_connections(most as usize, a.load.threads, "-c").map_err(anyhow::Error::msg)?;
     }
     if let (Some(step), Some(d)) = (a.load.step, a.load.duration) {
         bail!("-d/--duration {:?} and --step {:?} both set a level's length: give one (--step)", d.0, step.0);
@@ -42,11 +41,7 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let step = a.load.step.map(|s| s.0).or(a.load.duration.map(|d| d.0)).unwrap_or(DEFAULT_STEP);
     // The base plan at the first level for one step (so `--at` is checked against a
     // level's length); each level replaces the load.
-    let (rate, concurrency) = match levels[0] {
-        Level::Rate(r) => (Some(RateSpec::Constant(r)), None),
-        Level::Workers(n) => (None, Some(Levels(vec![n]))),
-    };
-    let first = LoadFlags { rate, concurrency, step: None, duration: Some(step), ..a.load_flags() };
+    let first = levels[0].flags(step, a.load_flags());
     super::plan::one_machine(&a, "sweep")?;
     let mut base = super::plan::job_at(&a, &first)?;
     barrage_study::sweep::one_group(&base.plan, "sweep").map_err(anyhow::Error::msg)?;
@@ -54,7 +49,7 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let dir = base.output.take();
     let phases = super::plan::phases(&a)?;
     let sweep = Sweep { base, levels, step, phases, dir, slos: a.gates.slo.clone() };
-    let mut views = Views::start(&a.live, &stop, true)?;
+    let mut views = Views::start(&a.live.options(), &stop, true)?;
     let table = sweep.run(&mut Runner::new("sweep", stop, &mut views));
     views.finish();
     let table = table?;
@@ -62,7 +57,7 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let report = Report::Sweep { table: &table, slo_ms: &slo_ms };
     emit(&report, &a.emit)?;
     if !a.gates.slo.is_empty() {
-        let best = table.rows.iter().rev().find(|r| r.passed() && r.failure().is_none()).map(|r| r.labels.join(" "));
+        let best = barrage_study::sweep::highest_meeting(&table);
         let line = format!("highest level meeting every SLO: {}", best.as_deref().unwrap_or("none"));
         if a.emit.format == crate::args::Format::Text {
             println!("\n{line}");
@@ -79,15 +74,4 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
         report.unredacted(),
     )?;
     Ok(outcome(&report, table.rows.len(), "run", passed))
-}
-
-/// The levels of `--rate 10,50,100` or `-c 8..96/8`.
-fn levels(a: &RunArgs) -> anyhow::Result<Vec<Level>> {
-    match (&a.load.rate, &a.load.concurrency) {
-        (Some(RateSpec::Steps(rates)), _) => Ok(rates.iter().map(|r| Level::Rate(*r)).collect()),
-        (Some(RateSpec::Constant(r)), _) => Ok(vec![Level::Rate(*r)]),
-        (Some(RateSpec::Ramp(..)), _) => bail!("a sweep takes levels, not a ramp: --rate 10,50,100 or -c 8..96/8"),
-        (None, Some(Levels(n))) => Ok(n.iter().map(|n| Level::Workers(*n)).collect()),
-        (None, None) => bail!("a sweep needs levels: --rate 10,50,100 or -c 8..96/8"),
-    }
 }

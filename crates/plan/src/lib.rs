@@ -31,9 +31,11 @@ pub mod protocol;
 pub mod request_flags;
 pub mod retry;
 pub mod ring;
+pub mod run_flags;
 pub mod scenario;
 pub mod targets;
 pub mod units;
+pub mod values;
 pub mod view;
 
 pub use body::{BodySource, FormField};

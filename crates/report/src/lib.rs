@@ -36,6 +36,8 @@ pub mod export;
 pub mod figure;
 mod hdr;
 pub mod html;
+pub mod message;
+pub mod output;
 pub mod reports;
 mod sections;
 pub mod slo;

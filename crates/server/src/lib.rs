@@ -57,6 +57,7 @@ mod cachesim;
 mod dist;
 mod h3;
 mod handler;
+mod instances;
 mod server;
 mod shape;
 mod store;
@@ -68,6 +69,7 @@ use std::path::PathBuf;
 pub use album::{MAX_ALBUMS, MAX_ALBUM_IMAGE, MAX_ALBUM_PROFILE, MAX_ALBUM_REQUEST};
 pub use cachesim::CacheStyle;
 pub use dist::{LatencyDist, ParseError, SizeDist, Stall, MAX_BODY};
+pub use instances::{warn_if_exposed, Instances};
 pub use server::RunningServer;
 pub use shape::{Capacity, Shape, ShapeError, ShapeSpec, MAX_CAPACITY};
 pub use tls::{generate_pki, Pki};
@@ -249,6 +251,21 @@ pub enum ServeError {
         /// What the OS said.
         #[source]
         source: std::io::Error,
+    },
+    /// A shape file that cannot be read or does not parse ([`Instances::read_shape`]).
+    #[error("{what}")]
+    ShapeFile {
+        /// What was read, and how it failed.
+        what: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Instances on ports after a fixed one run past the last port.
+    #[error("{flag}: --instances: ports run past 65535")]
+    PortsRunOut {
+        /// The flag of the first port.
+        flag: &'static str,
     },
     /// Any other I/O failure while starting (runtime, threads, socket options).
     #[error(transparent)]

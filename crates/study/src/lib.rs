@@ -9,8 +9,14 @@
 //! - [`sweep`]: [`Level`]s and phases derived from a base plan ([`Sweep`]);
 //! - [`capacity`]: the search as a pure function over a probe callback ([`capacity::search`]);
 //! - [`experiment`]: cases, repeats, warm-up, order, background load and testbeds;
+//! - [`cases`]: an experiment as its file says it (objectives, warm-up, a case's testbed), checked;
+//! - [`bench`]: `testbed bench`, the same load against each front of a testbed;
+//! - [`compare`]: the runs `barrage compare` reads, and experiment directories case by case;
 //! - [`dir`]: [`StudyDir`], the versioned experiment directory;
-//! - [`view`]: what a results file says was run.
+//! - [`machine`]: whether a run's plan fits this machine;
+//! - [`view`]: what a results file says was run;
+//! - [`views`]: [`views::Views`], the observer that shows a study's runs live;
+//! - [`signals`]: the process's SIGINT, SIGTERM and SIGHUP, and its panics, as the stop of a study.
 //!
 //! ```no_run
 //! use barrage_engine::{Load, Plan, Target};
@@ -33,12 +39,19 @@
 //! print!("{}", table.to_text());
 //! ```
 
+pub mod bench;
 pub mod capacity;
+pub mod cases;
+pub mod compare;
+pub mod demo;
 pub mod dir;
 pub mod experiment;
+pub mod machine;
 pub mod series;
+pub mod signals;
 pub mod sweep;
 pub mod view;
+pub mod views;
 pub mod watch;
 
 pub use dir::StudyDir;

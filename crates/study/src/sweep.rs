@@ -5,6 +5,7 @@ use crate::series::{Job, Runner};
 use crate::StudyError;
 use barrage_engine::{Load, Pacer, Plan};
 use barrage_plan::phases::PhaseSpec;
+use barrage_plan::units::{Levels, LoadFlags, RateSpec};
 use barrage_report::{Slo, StudyRow, StudyTable};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -277,6 +278,36 @@ pub fn suffixed(path: &Path, parts: &[String]) -> PathBuf {
     path.with_file_name(name)
 }
 
+impl Level {
+    /// The levels of `--rate 10,50,100` or `-c 8..96/8`.
+    pub fn of_flags(rate: Option<&RateSpec>, concurrency: Option<&Levels>) -> Result<Vec<Level>, String> {
+        match (rate, concurrency) {
+            (Some(RateSpec::Steps(rates)), _) => Ok(rates.iter().map(|r| Level::Rate(*r)).collect()),
+            (Some(RateSpec::Constant(r)), _) => Ok(vec![Level::Rate(*r)]),
+            (Some(RateSpec::Ramp(..)), _) => {
+                Err("a sweep takes levels, not a ramp: --rate 10,50,100 or -c 8..96/8".into())
+            }
+            (None, Some(Levels(n))) => Ok(n.iter().map(|n| Level::Workers(*n)).collect()),
+            (None, None) => Err("a sweep needs levels: --rate 10,50,100 or -c 8..96/8".into()),
+        }
+    }
+
+    /// `flags` at this level for one `step`: the load a study's base plan is built at (so
+    /// that `--at` is checked against a level's length), which each level then replaces.
+    pub fn flags(self, step: Duration, flags: LoadFlags) -> LoadFlags {
+        let (rate, concurrency) = match self {
+            Level::Rate(r) => (Some(RateSpec::Constant(r)), None),
+            Level::Workers(n) => (None, Some(Levels(vec![n]))),
+        };
+        LoadFlags { rate, concurrency, step: None, duration: Some(step), ..flags }
+    }
+}
+
+/// The labels of the highest level whose row met every objective and is a result.
+pub fn highest_meeting(table: &StudyTable) -> Option<String> {
+    table.rows.iter().rev().find(|r| r.passed() && r.failure().is_none()).map(|r| r.labels.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,5 +387,20 @@ mod tests {
         assert_eq!(jobs[0].job.output.as_deref(), Some(Path::new("run.fill.brg")));
         assert_eq!(jobs[1].job.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
         assert_eq!(jobs[1].labels, ["measure"]);
+    }
+
+    #[test]
+    fn levels_come_from_rates_or_worker_counts_never_a_ramp() {
+        let steps = RateSpec::Steps(vec![10.0, 50.0]);
+        assert_eq!(Level::of_flags(Some(&steps), None), Ok(vec![Level::Rate(10.0), Level::Rate(50.0)]));
+        assert_eq!(Level::of_flags(None, Some(&Levels(vec![8, 16]))), Ok(vec![Level::Workers(8), Level::Workers(16)]));
+        assert!(Level::of_flags(Some(&RateSpec::Ramp(1.0, 2.0)), None).unwrap_err().contains("not a ramp"));
+        assert!(Level::of_flags(None, None).unwrap_err().contains("needs levels"));
+        let first = Level::Workers(8)
+            .flags(Duration::from_secs(5), LoadFlags { step: Some(Duration::ZERO), ..Default::default() });
+        assert_eq!(
+            (first.concurrency, first.rate, first.step, first.duration),
+            (Some(Levels(vec![8])), None, None, Some(Duration::from_secs(5)))
+        );
     }
 }

@@ -184,6 +184,23 @@ pub struct Options {
 }
 
 impl Options {
+    /// A testbed of `topology` with nothing else said (its default origins, no TLS, round
+    /// robin, no shapes, weights or cache settings), its origins run by the `barrage` binary.
+    pub fn new(topology: Topology, barrage: PathBuf) -> Options {
+        Options {
+            topology,
+            backends: topology.default_backends(),
+            tls: false,
+            balance: Balance::RoundRobin,
+            barrage,
+            shapes: Vec::new(),
+            weights: Vec::new(),
+            memory: None,
+            eviction: None,
+            keep_logs: None,
+        }
+    }
+
     /// Refuses what no testbed can be: `--tls` with memcached. memcached 1.6 could serve
     /// TLS (`-Z`), but barrage has no memcache-over-TLS target, so nothing could load it.
     ///

@@ -15,11 +15,13 @@ mod layout;
 mod process;
 pub mod servers;
 mod state;
+mod status;
 mod supervisor;
 
 pub use layout::{album_dir, origin_shape, parse_shape, plan, store_dir, Kind, Options, ServerSpec, Topology};
 pub use servers::{Balance, Eviction};
 pub use state::{check_dir, create_dir, default_dir, Owner, ServerState, State, Status};
+pub use status::{absolute, answer_up, dir_flag, running, set, status_json, table, STATUS_VERSION};
 pub use supervisor::{answers, answers_http, program_path, supervise, Tie, READY_DEADLINE, STOP_DEADLINE};
 
 use std::io::{BufRead, BufReader, Write};
@@ -70,6 +72,14 @@ pub enum TestbedError {
     /// No testbed runs in the directory.
     #[error("no testbed is up in {0} (start one with `barrage testbed up TOPOLOGY --dir {0}`)")]
     NotUp(String),
+    /// The testbed's state is there, its supervisor is not.
+    #[error("the testbed supervisor in {dir} is gone (servers may be left): run `barrage testbed down{flag}`")]
+    Gone {
+        /// The directory.
+        dir: String,
+        /// ` --dir DIR` unless it is the default ([`dir_flag`]).
+        flag: String,
+    },
     /// No server of that name.
     #[error("no server '{name}' in this testbed (it has {known})")]
     NoSuchServer {

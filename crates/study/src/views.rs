@@ -1,13 +1,23 @@
-//! The study's observer: barrage-live's views (the progress line, `--tui`, `--metrics-addr`),
-//! each run's `--hdr-log`, the study's progress lines on stderr, and the testbeds a second
-//! signal must take down.
+//! The study's observer as the command line shows it: barrage-live's views (the progress
+//! line, `--tui`, `--metrics-addr`), each run's `--hdr-log`, the study's progress lines on
+//! stderr, and the testbeds a second signal must take down ([`crate::signals`]). Apart from
+//! the runner, which knows only the [`Observer`] it feeds.
 
-use crate::args::LiveArgs;
-use anyhow::Context;
+use crate::{Job, Observer};
 use barrage_engine::{CancellationToken, Load, Pacer};
-use barrage_live::{HdrLog, Live, LiveOptions, RunInfo};
+use barrage_live::{HdrLog, Live, LiveError, LiveOptions, RunInfo};
 use barrage_metrics::IntervalRecord;
-use barrage_study::{Job, Observer};
+
+/// The views could not start: the flag that asked for them, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag}")]
+pub struct ViewsError {
+    /// `--metrics-addr ADDR` or `--tui`.
+    pub flag: String,
+    /// Why.
+    #[source]
+    pub source: LiveError,
+}
 
 /// What watches a command's runs.
 pub struct Views {
@@ -19,16 +29,17 @@ pub struct Views {
 
 impl Views {
     /// Starts the views `a` asks for; `q` in the TUI cancels `stop`.
-    pub fn start(a: &LiveArgs, stop: &CancellationToken, notes: bool) -> anyhow::Result<Views> {
-        let opts = LiveOptions { tui: a.tui, metrics_addr: a.metrics_addr };
-        let live =
-            Live::start(&opts, stop.clone()).map_err(anyhow::Error::new).with_context(|| match a.metrics_addr {
+    pub fn start(a: &LiveOptions, stop: &CancellationToken, notes: bool) -> Result<Views, ViewsError> {
+        let live = Live::start(a, stop.clone()).map_err(|source| ViewsError {
+            flag: match a.metrics_addr {
                 Some(addr) if !a.tui => format!("--metrics-addr {addr}"),
                 _ => "--tui".into(),
-            })?;
+            },
+            source,
+        })?;
         if let Some(addr) = live.metrics_addr() {
             eprintln!("metrics on http://{addr}/metrics");
-            super::serve::warn_if_exposed("--metrics-addr", addr);
+            barrage_server::warn_if_exposed("--metrics-addr", addr);
         }
         Ok(Views { live: Some(live), hdr: None, notes })
     }
@@ -105,8 +116,8 @@ fn info(job: &Job, label: Option<String>) -> RunInfo {
 
 #[cfg(test)]
 mod tests {
+    use crate::Job;
     use barrage_engine::{Load, Plan, Target};
-    use barrage_study::Job;
 
     /// The TUI's header and every view show the URLs as the run's outputs do.
     #[test]

@@ -1,6 +1,6 @@
 //! Whether a run fits this machine: its `--bind` address, and its connections within the
-//! process's limits (the engine's [`barrage_engine::limits`]). Apart from the plan, since
-//! it asks the system, not the flags.
+//! process's limits (the engine's [`barrage_engine::limits`]). Apart from the plan crate,
+//! since it asks the system, not the flags; every mode's base plan is checked with it.
 
 use barrage_engine::{Load, Plan};
 use barrage_plan::units::LoadFlags;
@@ -8,11 +8,11 @@ use barrage_plan::units::LoadFlags;
 /// The plan fits this machine: its `--bind` address is one of its own, its connections
 /// within the process's limits; a scenario's group that would start after the end is
 /// warned of.
-pub fn fits(plan: &Plan, flags: &LoadFlags) -> anyhow::Result<()> {
+pub fn fits(plan: &Plan, flags: &LoadFlags) -> Result<(), String> {
     if let Some(local) = plan.bind {
         // Refused now, not as every request's error: an address this machine does not have.
         std::net::TcpListener::bind((local, 0))
-            .map_err(|e| anyhow::anyhow!("--bind {local}: not a local address of this machine ({e})"))?;
+            .map_err(|e| format!("--bind {local}: not a local address of this machine ({e})"))?;
     }
     if let (Some(s), Some(end)) = (plan.scenario.as_deref(), plan.attack_limit()) {
         for g in s.groups.iter().filter(|g| g.start >= end) {
@@ -27,11 +27,5 @@ pub fn fits(plan: &Plan, flags: &LoadFlags) -> anyhow::Result<()> {
         Load::Open { .. } if flags.max_in_flight.is_some() => "--max-in-flight",
         Load::Open { .. } => "--connections",
     };
-    check_connections(plan.connections(), plan.threads, flag)
-}
-
-/// A run of `connections` connections (given by `flag`) on `threads` engine threads (0: one
-/// per CPU) fits in the process's limits: open files and address space.
-pub fn check_connections(connections: usize, threads: usize, flag: &str) -> anyhow::Result<()> {
-    barrage_engine::limits::check_connections(connections, threads, flag).map_err(anyhow::Error::msg)
+    barrage_engine::limits::check_connections(plan.connections(), plan.threads, flag)
 }
