@@ -106,6 +106,10 @@ fn caddy_site(site: &str, addr: SocketAddr, tls: Option<&TlsFiles>, f: &Front) -
 \t\thealth_uri /_barrage/stats
 \t\thealth_interval 250ms
 \t\thealth_timeout 1s
+\t\t# Idle origin connections kept: more than the clients' (Caddy's default is 32).
+\t\ttransport http {{
+\t\t\tkeepalive_idle_conns_per_host {ORIGIN_POOL}
+\t\t}}
 \t}}
 }}
 ",
@@ -147,6 +151,7 @@ mod tests {
             "lb_policy round_robin",
             "health_uri /_barrage/stats",
             "health_interval 250ms",
+            "keepalive_idle_conns_per_host 1024",
         ] {
             position(&text, line);
         }
