@@ -73,7 +73,7 @@ fn json_and_csv_from_the_binary() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["requests"]["total"], 50);
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     // Re-rendering the file gives the same figures.
     let again = barrage().args(["report", "--format", "json", path.to_str().unwrap()]).output().unwrap();
     let w: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();

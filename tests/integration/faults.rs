@@ -2,6 +2,7 @@
 
 use crate::util::{barrage, closed, errors_of, origin, plan, refused_url, run, Fault, FaultServer};
 use barrage_engine::{Load, Pacer, Plan};
+use barrage_metrics::summary::WarningKind;
 use barrage_server::ServeConfig;
 use std::time::{Duration, Instant};
 
@@ -198,7 +199,7 @@ fn tls_failure_without_the_ca() {
     let s = run(p);
     assert_eq!(s.requests.ok, 2, "{:?}", s.errors);
     assert!(s.insecure);
-    assert!(s.warnings.iter().any(|w| w.contains("--insecure")));
+    assert!(s.warnings.iter().any(|w| w.kind == WarningKind::Insecure && w.text.contains("--insecure")));
 }
 
 #[test]
@@ -228,7 +229,7 @@ fn open_loop_ends_on_time_when_every_slot_is_stuck() {
     assert!(t.elapsed() < Duration::from_millis(2500), "took {:?}", t.elapsed());
     assert!(s.requests.sent <= 8, "sent {}", s.requests.sent);
     assert_eq!(s.requests.sent + s.requests.dropped, 200, "{:?}", s.requests);
-    assert!(s.warnings.iter().any(|w| w.contains("never sent")), "{:?}", s.warnings);
+    assert!(s.warnings.iter().any(|w| w.kind == WarningKind::RequestsNeverSent), "{:?}", s.warnings);
     assert!((s.duration.attack_s - 1.0).abs() < 0.05, "attack {}", s.duration.attack_s);
 }
 

@@ -6,6 +6,7 @@
 
 use crate::albums::{album_counts, image, IMAGE_LEN};
 use crate::util::{barrage, ServeProcess};
+use barrage_metrics::summary::{Warning, WarningKind};
 use barrage_metrics::{Recorder, ResultsReader};
 use std::path::Path;
 
@@ -161,7 +162,8 @@ fn a_capture_that_cannot_match_fails_the_flow_and_skips_the_rest() {
     assert_eq!(album_counts(origin.addr)["read"].as_u64(), Some(0));
     // The report says why: what the capture saw.
     let s = barrage_metrics::summary::summarize(&[dir.path().join("run.brg")]).unwrap();
-    let why = s.warnings.iter().find(|w| w.starts_with("step post-album: ")).expect("an example");
+    let step = |w: &&Warning| w.kind == WarningKind::StepFailed && w.text.starts_with("step post-album: ");
+    let why = &s.warnings.iter().find(step).expect("an example").text;
     assert!(why.contains("capture albumID found nothing in a 200 answer of") && why.contains("imageSize"), "{why}");
     // The log says why each flow failed, and shows every skipped step with no status.
     let rows: Vec<serde_json::Value> =
@@ -194,7 +196,8 @@ fn a_status_check_that_does_not_hold_fails_the_flow_as_check_failed() {
     assert_eq!((post.flow.check_failed, post.failed), (post.requests, post.requests));
     let s = barrage_metrics::summary::summarize(&[dir.path().join("run.brg")]).unwrap();
     assert!(
-        s.warnings.iter().any(|w| w.starts_with("step post-album: check status failed on a 200 answer")),
+        s.warnings.iter().any(|w| w.kind == WarningKind::StepFailed
+            && w.text.starts_with("step post-album: check status failed on a 200 answer")),
         "{:?}",
         s.warnings
     );
@@ -246,7 +249,7 @@ duration = "2s"
         assert_eq!(g.asked_per_sec, Some(asked));
         assert!((ran - asked).abs() <= asked * 0.01, "{group}: {ran}/s of {asked}/s over {} s", g.duration_s);
     }
-    assert!(summary.warnings.iter().all(|w| !w.contains("group")), "{:?}", summary.warnings);
+    assert!(summary.warnings.iter().all(|w| !w.text.contains("group")), "{:?}", summary.warnings);
     // The late group sent nothing before its start, and everything within its window.
     let text = std::fs::read_to_string(&log).unwrap();
     let start_us = header.started_unix_ms * 1000;
@@ -434,7 +437,8 @@ start = "100h"
         "{stderr}"
     );
     let s = barrage_metrics::summary::summarize(&[out_file]).unwrap();
-    assert!(s.warnings.iter().any(|w| w.starts_with("group later: never ran")), "{:?}", s.warnings);
+    let never = |w: &Warning| w.kind == WarningKind::GroupNeverRan && w.text.starts_with("group later: never ran");
+    assert!(s.warnings.iter().any(never), "{:?}", s.warnings);
     let all = s.flows_total.as_ref().unwrap();
     assert_eq!((all.flows, all.duration_s), (20, 1.0));
 }

@@ -6,6 +6,7 @@
 
 use crate::testbed::Testbed;
 use crate::util::barrage;
+use barrage_metrics::summary::WarningKind;
 use barrage_metrics::summary::{summarize, GroupSummary, RunSummary};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -599,7 +600,11 @@ fn server_error_replies_are_classified_with_an_example() {
     assert_eq!((by_name(&s, "INCR").failed, by_name(&s, "SET").failed), (errors, 0));
     assert_eq!(s.status_codes.get("500"), Some(&errors), "{:?}", s.status_codes);
     let warning = format!("{errors} server error replies (ERR: {errors})");
-    assert!(s.warnings.iter().any(|w| w.contains(&warning)), "{:?}", s.warnings);
+    assert!(
+        s.warnings.iter().any(|w| w.kind == WarningKind::ServerErrors && w.text.contains(&warning)),
+        "{:?}",
+        s.warnings
+    );
 
     let Some(bed) = Testbed::up("memcached", &["--backends", "1"]) else { return };
     let url = bed.url("memcached-1");

@@ -2,6 +2,7 @@
 
 use crate::util::{closed, errors_of, http_get, open, origin, plan, run};
 use barrage_engine::{Load, Pacer};
+use barrage_metrics::summary::WarningKind;
 use barrage_server::{LatencyDist, ServeConfig, Stall};
 use std::time::Duration;
 
@@ -272,7 +273,7 @@ fn max_in_flight_bound_counts_late_requests() {
     assert!(s.latency.corrected.p99_us > 500_000, "{}", s.latency.corrected.p99_us);
     let (service, origin_p50) = (s.latency.service.p50_us, origin_delay_p50(&o, 60));
     assert!((origin_p50..=origin_p50 + WAKE_UPS_US).contains(&service), "service {service} µs, origin {origin_p50} µs");
-    assert!(s.warnings.iter().any(|w| w.contains("late")), "{:?}", s.warnings);
+    assert!(s.warnings.iter().any(|w| w.kind == WarningKind::RequestsLate), "{:?}", s.warnings);
 }
 
 #[test]

@@ -174,7 +174,11 @@ fn an_incomplete_set_of_shards_is_refused() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["requests"]["total"], 40);
-    assert!(v["warnings"][0].as_str().unwrap().contains("merged anyway (--force)"), "{v}");
+    let first = &v["warnings"][0];
+    assert!(
+        first["kind"] == "shards_forced" && first["text"].as_str().unwrap().contains("merged anyway (--force)"),
+        "{v}"
+    );
 }
 
 /// A shard whose in-flight bound cannot carry its share (one slot, 50 ms per request, 50
@@ -210,7 +214,9 @@ fn a_shard_that_fell_behind_is_flagged() {
     for i in [0, 2] {
         assert!(!behind(i).contains("on time"), "{}", rows[i]);
     }
-    let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with("shard 1/3 on "));
+    let behind =
+        |w: &serde_json::Value| w["kind"] == "shard_behind" && w["text"].as_str().unwrap().starts_with("shard 1/3 on ");
+    let warned = v["warnings"].as_array().unwrap().iter().any(behind);
     assert!(warned, "{}", v["warnings"]);
 }
 
@@ -408,7 +414,9 @@ fn a_closed_loop_shard_that_finished_its_part_last_is_flagged() {
     let behind = |i: usize| rows[i]["behind"].as_str().unwrap_or("").to_string();
     assert!(behind(2).contains("finished its part"), "{rows:#?}");
     assert!(behind(0).is_empty() && behind(1).is_empty(), "{rows:?}");
-    let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with("shard 2/3 on "));
+    let behind =
+        |w: &serde_json::Value| w["kind"] == "shard_behind" && w["text"].as_str().unwrap().starts_with("shard 2/3 on ");
+    let warned = v["warnings"].as_array().unwrap().iter().any(behind);
     assert!(warned, "{}", v["warnings"]);
 }
 

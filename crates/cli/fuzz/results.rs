@@ -199,7 +199,11 @@ fn the_seeds_are_valid_results_files() {
     for (i, name) in SEEDS.iter().enumerate() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
         let s = barrage_metrics::summary::summarize(&[path]).unwrap();
-        assert!(s.requests.total > 0 && s.warnings.iter().all(|w| !w.contains("stopped")), "{name}: {:?}", s.warnings);
+        assert!(
+            s.requests.total > 0 && s.warnings.iter().all(|w| !w.text.contains("stopped")),
+            "{name}: {:?}",
+            s.warnings
+        );
         assert!(records(&seed(i)).len() >= 3, "{name}");
     }
 }

@@ -3,7 +3,7 @@
 //! files are written here with known figures, so every expectation is exact.
 
 use barrage_metrics::file::{IntervalRecord, Launch, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
-use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_metrics::summary::{summarize, RunSummary, Warning, WarningKind};
 use barrage_metrics::testing;
 use barrage_metrics::watch::ProcRoot;
 use barrage_metrics::{Outcome, ProcSample, Recorder, Sample, WatchSample};
@@ -200,10 +200,8 @@ fn samples_without_identity_add_up_with_a_warning() {
     let paths = vec![write(dir.path(), "a", &old()), write(dir.path(), "b", &old())];
     let s = summarize(&paths).unwrap();
     assert_eq!(server(&s).rss_max_kib, 2 * 10_240);
-    assert!(s
-        .warnings
-        .iter()
-        .any(|w| w.contains("server was watched by several results files without process identity")));
+    assert!(s.warnings.iter().any(|w| w.kind == WarningKind::ProcessIdentity
+        && w.text.starts_with("server was watched by several results files without process identity")));
 }
 
 /// A run that ends 3 ms after a whole second: its last interval (5 requests, CPU read as
@@ -224,7 +222,10 @@ fn the_sliver_that_ends_a_run_is_folded_into_the_second_before() {
     let weighted = (30.0 * 1.0 + 200.0 * 0.003) / 1.003;
     assert!((last.cpu_percent["server"] - weighted).abs() < 1e-3, "{:?}", last.cpu_percent);
     assert!(s.generator.cpu_max_percent < 11.0, "{:?}", s.generator);
-    assert!(!s.warnings.iter().any(|w| w.contains("CPU")), "{:?}", s.warnings);
+    let cpu = |k| {
+        matches!(k, WarningKind::GeneratorSaturated | WarningKind::GeneratorNearSaturation | WarningKind::MachineBusy)
+    };
+    assert!(!s.warnings.iter().any(|w| cpu(w.kind)), "{:?}", s.warnings);
 }
 
 /// Labels of one shape add up number by number; different shapes are listed.
@@ -298,11 +299,14 @@ fn a_file_holding_secrets_is_reported_redacted_unless_every_file_says_no_redact(
     );
     assert_eq!(s.events[0].command, "curl -H 'Authorization: Bearer <redacted>' http://127.0.0.1:1/");
     assert_eq!(s.settings["plan"]["targets"][0]["url"], "http://u:<redacted>@h/");
-    assert!(!s.unredacted && !s.warnings.iter().any(|w| w.contains("--no-redact")));
+    assert!(!s.unredacted && !s.warnings.iter().any(|w| w.kind == WarningKind::Unredacted));
     // Written with --no-redact: shown as written, and said so.
     let s = summarize(std::slice::from_ref(&unredacted)).unwrap();
     assert!(s.unredacted && s.urls[0].contains("S3CRET") && s.events[0].command.contains("S3CRET"));
-    assert!(s.warnings.iter().any(|w| w.starts_with("secrets were not redacted (--no-redact)")), "{:?}", s.warnings);
+    let warned = |w: &Warning| {
+        w.kind == WarningKind::Unredacted && w.text.starts_with("secrets were not redacted (--no-redact)")
+    };
+    assert!(s.warnings.iter().any(warned), "{:?}", s.warnings);
     // Merged with a redacted file: redacted.
     let s = summarize(&[unredacted, old]).unwrap();
     assert!(!s.unredacted && !serde_json::to_string(&s).unwrap().contains("S3CRET"));

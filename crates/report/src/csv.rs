@@ -148,7 +148,7 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
     // What the other reports say in words, so that no table stands without it (a server
     // that refused HTTP/2, a generator that was the limit, ...).
     for w in &s.warnings {
-        put("warning", Cell::from(w.as_str()));
+        put("warning", Cell::from(w.text.as_str()));
     }
     sheet
 }

@@ -410,7 +410,7 @@ fn figures(items: &[(&str, String, bool)]) -> String {
     out
 }
 
-fn warnings(list: &[String]) -> String {
+fn warnings<T: AsRef<str>>(list: &[T]) -> String {
     if list.is_empty() {
         return String::new();
     }
@@ -418,7 +418,7 @@ fn warnings(list: &[String]) -> String {
         "<section class=\"warnings\" role=\"note\" aria-label=\"Warnings\"><strong>Warnings</strong><ul>\n",
     );
     for w in list {
-        let _ = writeln!(out, "<li>{}</li>", esc(w));
+        let _ = writeln!(out, "<li>{}</li>", esc(w.as_ref()));
     }
     out.push_str("</ul></section>\n");
     out
@@ -433,7 +433,7 @@ fn run_body(s: &RunSummary) -> String {
         v if v == "ok" => None,
         v => Some(format!("{v}: these figures are not a result")),
     };
-    out.push_str(&warnings(&failed.into_iter().chain(s.warnings.iter().cloned()).collect::<Vec<_>>()));
+    out.push_str(&warnings(&failed.into_iter().chain(s.warnings.iter().map(|w| w.text.clone())).collect::<Vec<_>>()));
     out.push_str(&events(&s.events));
     if !s.events.is_empty() || !s.intervals.is_empty() {
         out.push_str(
@@ -720,7 +720,7 @@ fn compare_body(runs: &[(String, RunSummary)], comparison: &Sheet) -> Body {
     for (label, s) in runs {
         if !s.warnings.is_empty() {
             let _ = writeln!(out, "<h3>{}</h3>", esc(label));
-            out.push_str(&warnings(&s.warnings));
+            out.push_str(&warnings(&s.warnings.iter().map(|w| w.text.as_str()).collect::<Vec<_>>()));
         }
     }
     (out, String::new())

@@ -756,7 +756,7 @@ fn window(w: &barrage_metrics::events::Window) -> String {
 fn warnings(s: &RunSummary, paint: Paint) -> String {
     let mut out = String::new();
     for w in &s.warnings {
-        out.push_str(&paint.yellow(&format!("warning: {w}")));
+        out.push_str(&paint.yellow(&format!("warning: {}", w.text)));
         out.push('\n');
     }
     out
@@ -782,7 +782,7 @@ pub(crate) fn utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_metrics::summary::{ErrorStat, PhaseStats, StepSummary};
+    use barrage_metrics::summary::{ErrorStat, PhaseStats, StepSummary, Warning, WarningKind};
 
     fn summary(mode: barrage_metrics::file::Mode) -> RunSummary {
         let lat = |p50| LatencyStats {
@@ -851,7 +851,7 @@ mod tests {
     fn colour_only_on_warnings_and_errors() {
         let mut s = summary(barrage_metrics::file::Mode::Open);
         assert!(!text(&s, true).contains('\x1b'));
-        s.warnings.push("careful".into());
+        s.warnings.push(Warning::new(WarningKind::Other, "careful"));
         s.errors.push(ErrorStat { kind: "reset".into(), count: 2, example: "connection reset".into() });
         assert!(!text(&s, false).contains('\x1b'));
         let t = text(&s, true);

@@ -9,7 +9,9 @@
 
 use barrage_metrics::events::EventSummary;
 use barrage_metrics::recorder::RequestPoint;
-use barrage_metrics::summary::{BackendSummary, IntervalRow, LatencyStats, PhaseStats, RunSummary, Spectrum};
+use barrage_metrics::summary::{
+    BackendSummary, IntervalRow, LatencyStats, PhaseStats, RunSummary, Spectrum, Warning, WarningKind,
+};
 use barrage_metrics::HostSummary;
 use barrage_report::{html, Cell, Page, Sheet};
 use serde_json::Value;
@@ -168,7 +170,7 @@ fn page_is_self_contained() {
     let command = "echo '</SCRIPT><img src=https://evil.test/p.png>' <!-- -->";
     s.urls.push(url.into());
     s.events[0].command = command.into();
-    s.warnings.push("<link rel=stylesheet href=https://evil.test/s.css>".into());
+    s.warnings.push(Warning::new(WarningKind::Other, "<link rel=stylesheet href=https://evil.test/s.css>"));
     let page = html(&Page::Run(&s));
     assert_self_contained(&page);
     let data = embedded(&page);

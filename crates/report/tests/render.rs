@@ -4,7 +4,7 @@
 //! The fixed run is in `common/`, shared with the HTML tests.
 
 use barrage_metrics::file::{Mode, ResultsWriter, RunFooter, RunHeader};
-use barrage_metrics::summary::summarize;
+use barrage_metrics::summary::{summarize, Warning, WarningKind};
 use barrage_metrics::RunSummary;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::Histogram;
@@ -81,7 +81,7 @@ fn stream_figures_are_shown_in_every_format() {
         http1_fallbacks: 1,
     });
     let warning = "HTTP/2 was asked, but the server chose HTTP/1.1 (ALPN) on 1 of 4 connection(s)";
-    s.warnings.push(warning.into());
+    s.warnings.push(Warning::new(WarningKind::Http1Fallback, warning));
     let text = barrage_report::text(&s, false);
     assert_eq!(row(&text, "HTTP/1.1 connections"), ["HTTP/1.1", "connections", "1", "HTTP/2", "connections", "3"]);
     assert_eq!(row(&text, "streams in use"), ["streams", "in", "use", "(most)", "5", "(server", "allows", "5)"]);
@@ -93,7 +93,7 @@ fn stream_figures_are_shown_in_every_format() {
     assert_eq!(json["requests"]["stream_retries"], 4);
     assert_eq!((json["streams"]["streams_max"].as_u64(), json["streams"]["stream_cap"].as_u64()), (Some(5), Some(5)));
     assert_eq!((json["streams"]["send_stalls"].as_u64(), json["streams"]["recv_stalls"].as_u64()), (Some(2), Some(9)));
-    assert!(json["warnings"].as_array().unwrap().iter().any(|w| w == warning));
+    assert!(json["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "http1_fallback" && w["text"] == warning));
     let validator = jsonschema::draft202012::new(&schema()).expect("the schema compiles");
     let errors: Vec<String> = validator.iter_errors(&json).map(|e| format!("{}: {e}", e.instance_path)).collect();
     assert!(errors.is_empty(), "{errors:#?}");
@@ -194,8 +194,10 @@ fn schema_rejects_what_it_should() {
     let (_dir, _, s) = fixture();
     let good: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
     type Mutation = (&'static str, fn(&mut serde_json::Value));
-    let mutations: [Mutation; 5] = [
-        ("another version", |v| v["version"] = 2.into()),
+    let mutations: [Mutation; 7] = [
+        ("another version", |v| v["version"] = 1.into()),
+        ("a warning as a plain string (version 1)", |v| v["warnings"] = serde_json::json!(["careful"])),
+        ("a warning of an unknown kind", |v| v["warnings"] = serde_json::json!([{"kind": "vague", "text": "careful"}])),
         ("an unknown field", |v| v["requests"]["extra"] = 1.into()),
         ("a missing field", |v| {
             v["latency"]["corrected"].as_object_mut().unwrap().remove("p99_us");

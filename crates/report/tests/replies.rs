@@ -8,7 +8,7 @@
 mod common;
 use barrage_metrics::file::{IntervalRecord, Mode, RunHeader, StepInfo};
 use barrage_metrics::recorder::new_histogram;
-use barrage_metrics::summary::{GroupSummary, LatencyStats};
+use barrage_metrics::summary::{GroupSummary, LatencyStats, WarningKind};
 use barrage_metrics::{testing, Outcome, Recorder, RunSummary, Sample};
 use barrage_report::{Cell, Page, Report};
 use common::{cells, row, sheet, summary_of, us, write_run};
@@ -186,15 +186,15 @@ fn the_text_and_html_reports_show_server_replies() {
 fn server_error_replies_are_warned_about_and_only_then() {
     let (_dir, s) = summary(&[Run::Redis]);
     let line = "5 server error replies (ERR: 3, LOADING: 1, MOVED: 1): see Server replies";
-    assert!(s.warnings.iter().any(|w| w == line), "{:?}", s.warnings);
+    assert!(s.warnings.iter().any(|w| w.kind == WarningKind::ServerErrors && w.text == line), "{:?}", s.warnings);
     assert!(barrage_report::text(&s, false).contains(&format!("warning: {line}")));
     assert!(barrage_report::html(&Page::Run(&s)).contains(&format!("<li>{line}</li>")));
     let json: Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
-    assert!(json["warnings"].as_array().unwrap().iter().any(|w| w == line));
+    assert!(json["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "server_errors" && w["text"] == line));
 
     let (_dir, s) = summary(&[Run::Clean]);
     assert!(s.replies.is_empty());
-    assert!(!s.warnings.iter().any(|w| w.contains("server error")), "{:?}", s.warnings);
+    assert!(!s.warnings.iter().any(|w| w.kind == WarningKind::ServerErrors), "{:?}", s.warnings);
     let text = barrage_report::text(&s, false);
     assert!(!text.contains("Server replies") && !text.contains("server error"), "{text}");
     assert!(!barrage_report::html(&Page::Run(&s)).contains("table-server-replies"));
@@ -328,7 +328,8 @@ fn merged_runs_add_their_replies_exactly() {
     assert!(
         s.warnings
             .iter()
-            .any(|w| w == "9 server error replies (ERR: 6, LOADING: 1, MOVED: 1, SERVER_ERROR: 1): see Server replies"),
+            .any(|w| w.text
+                == "9 server error replies (ERR: 6, LOADING: 1, MOVED: 1, SERVER_ERROR: 1): see Server replies"),
         "{:?}",
         s.warnings
     );

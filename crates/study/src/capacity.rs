@@ -601,8 +601,8 @@ pub fn generator_limited(found: &Found) -> Vec<String> {
         .iter()
         .filter(near)
         .flat_map(|r| r.runs.iter().flat_map(|s| s.warnings.iter()))
-        .filter(|w| w.contains("generator") || w.contains("lagged") || w.contains("barrage's own CPU"))
-        .cloned()
+        .filter(|w| w.kind.generator_limited())
+        .map(|w| w.text.clone())
         .collect()
 }
 

@@ -6,7 +6,8 @@ use super::flows::flow_summaries;
 use super::{
     success_ratio, BackendSummary, Bytes, CacheSide, CacheSummary, Durations, ErrorStat, Generator, GroupSummary,
     IntervalRow, Latencies, LatencyStats, PhaseStats, RequestCounts, RetrySummary, RunSummary, Spectrum, StepSummary,
-    StreamSummary, WorkloadSummary, GENERATOR, MIN_RATE_REQUESTS, SCATTER_POINTS, SUMMARY_VERSION,
+    StreamSummary, Warning, WarningKind, WorkloadSummary, GENERATOR, MIN_RATE_REQUESTS, SCATTER_POINTS,
+    SUMMARY_VERSION,
 };
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{new_histogram, Counts, PhaseSet, Recorder, CLASS_NAMES};
@@ -87,9 +88,9 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
         drop(readers);
         let mut s = merge(paths)?;
         if let Some((i, n)) = shard {
-            s.warnings.push(format!(
+            s.warnings.push(Warning::new(WarningKind::OneShard, format!(
                 "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
-            ));
+            )));
         }
         return Ok(s);
     }
@@ -102,7 +103,8 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
     drop(readers);
     let mut s = merge(paths)?;
     if let Some(why) = unfit {
-        s.warnings.insert(0, format!("{why}; merged anyway (--force): the totals are not one run's"));
+        let text = format!("{why}; merged anyway (--force): the totals are not one run's");
+        s.warnings.insert(0, Warning::new(WarningKind::ShardsForced, text));
     }
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
         let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
@@ -115,10 +117,10 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
         crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
         for row in &s.shards {
             if let Some(why) = &row.behind {
-                s.warnings.push(format!(
+                s.warnings.push(Warning::new(WarningKind::ShardBehind, format!(
                     "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
                     row.shard, row.host
-                ));
+                )));
             }
         }
     }
@@ -172,9 +174,9 @@ fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
         }
     }
     s.warnings.extend(unproven.into_iter().map(|name| {
-        format!(
+        Warning::new(WarningKind::ProcessIdentity, format!(
             "{name} was watched by several results files without process identity (written by a barrage before format version 4): its samples were added up as different processes; if they watched the same process, its CPU and memory are overstated"
-        )
+        ))
     }));
     // Runs merged from different start times end where the last interval ends.
     let end_s = s.intervals.last().map_or(0.0, |r| r.second as f64 + r.length_s).max(s.duration.total_s);
@@ -609,12 +611,15 @@ fn identity(readers: &[ResultsReader], redaction: &Redaction) -> RunSummary {
 /// The warnings of the files (a cut-off tail, a lost log) and those the figures call for,
 /// after every figure is in.
 fn add_warnings(s: &mut RunSummary, readers: &[ResultsReader]) {
-    s.warnings.extend(readers.iter().filter_map(|r| r.warning().map(str::to_string)));
+    s.warnings.extend(readers.iter().filter_map(|r| {
+        let kind = if r.corrupt() { WarningKind::FileCorrupt } else { WarningKind::FileCutOff };
+        r.warning().map(|text| Warning::new(kind, text))
+    }));
     let log_dropped: u64 = readers.iter().filter_map(|r| r.footer()).map(|f| f.log_chunks_dropped).sum();
     if log_dropped > 0 {
-        s.warnings.push(format!(
+        s.warnings.push(Warning::new(WarningKind::LogDropped, format!(
             "the request log lost {log_dropped} chunk(s) of rows because the disk fell behind (the load was not slowed down for it; the results file is complete)"
-        ));
+        )));
     }
     s.warnings.extend(flow_check(s));
     s.warnings.extend(reply_check(s));
@@ -663,7 +668,7 @@ fn stream_summary(c: &crate::recorder::Counts) -> Option<StreamSummary> {
     })
 }
 
-fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mut Vec<String>) -> Durations {
+fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mut Vec<Warning>) -> Durations {
     let footers: Vec<_> = readers.iter().filter_map(|r| r.footer()).collect();
     if footers.len() == readers.len() {
         // Merged runs ran side by side: the longest one is the run's duration.
@@ -688,12 +693,13 @@ fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mu
         format!("figures cover the {seconds:.0} s of the {} interval(s) read", intervals.len())
     };
     if killed > 0 {
-        warnings.push(format!("{killed} of {n} results file(s) have no footer (the run was killed): {covered}"));
+        let text = format!("{killed} of {n} results file(s) have no footer (the run was killed): {covered}");
+        warnings.push(Warning::new(WarningKind::RunKilled, text));
     }
     if corrupt > 0 {
-        warnings.push(format!(
+        warnings.push(Warning::new(WarningKind::FooterUnread, format!(
             "{corrupt} of {n} results file(s) stop at a corrupt record (see its warning), their footer unread: {covered}"
-        ));
+        )));
     }
     Durations { total_s: seconds, attack_s: seconds, wait_s: 0.0 }
 }

@@ -12,13 +12,15 @@ use std::collections::BTreeMap;
 mod build;
 mod checks;
 mod flows;
+mod warning;
 
 use build::ratio;
 pub use build::{summarize, summarize_with};
 pub(crate) use checks::{lagging, saturated};
+pub use warning::{Warning, WarningKind};
 
 /// Version of the JSON summary (`schema/summary.schema.json`).
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
 /// Fewest requests a rate is taken over. Below it the window is set by the requests
 /// themselves (`-n 1` lasts one response), so "requests per second" would be one over a
@@ -650,8 +652,9 @@ pub struct RunSummary {
     /// The shards of a split run (`--shard`), each from its own file; empty otherwise.
     #[serde(default)]
     pub shards: Vec<crate::shards::ShardSummary>,
-    /// Plain-language warnings: barrage was the bottleneck, a file was cut short, ...
-    pub warnings: Vec<String>,
+    /// Plain-language warnings, each of a kind: barrage was the bottleneck, a file was cut
+    /// short, ...
+    pub warnings: Vec<Warning>,
     /// Requests finished (answered or failed) by the end of the attack, from the run's
     /// finished requests per tenth of a second (exact when the attack lasted whole tenths):
     /// the others of `requests.total` finished in the wait after it. The intervals cannot
@@ -730,9 +733,13 @@ mod tests {
         let mut s = RunSummary::default();
         assert_eq!(reply_check(&s), None);
         s.replies = vec![class("ERR", 1)];
-        assert_eq!(reply_check(&s).as_deref(), Some("1 server error reply (ERR: 1): see Server replies"));
+        assert_eq!(
+            reply_check(&s),
+            Some(Warning::new(WarningKind::ServerErrors, "1 server error reply (ERR: 1): see Server replies"))
+        );
         s.replies = vec![class("ERR", 12), class("MOVED", 3)];
-        assert_eq!(reply_check(&s).as_deref(), Some("15 server error replies (ERR: 12, MOVED: 3): see Server replies"));
+        let said = "15 server error replies (ERR: 12, MOVED: 3): see Server replies";
+        assert_eq!(reply_check(&s), Some(Warning::new(WarningKind::ServerErrors, said)));
     }
 
     #[test]
@@ -770,10 +777,22 @@ mod tests {
         for (protocols, setting) in table {
             let warnings = with(protocols, Some(5));
             assert_eq!(warnings.len(), 1, "{protocols:?}");
-            assert!(
-                warnings[0].starts_with(&format!("the server allows 5 concurrent stream(s) per connection {setting}"))
-            );
+            assert_eq!(warnings[0].kind, WarningKind::StreamCap);
+            assert!(warnings[0]
+                .text
+                .starts_with(&format!("the server allows 5 concurrent stream(s) per connection {setting}")));
         }
         assert!(with(&["HTTP/3"], None).is_empty());
+    }
+
+    /// A summary written before warnings had kinds (JSON version 1, each warning a string)
+    /// still reads, its warnings as they were, of kind `other`.
+    #[test]
+    fn a_version_1_summary_with_plain_warnings_reads() {
+        let mut old = serde_json::to_value(RunSummary::default()).unwrap();
+        old["version"] = 1.into();
+        old["warnings"] = serde_json::json!(["a results file was cut off"]);
+        let s: RunSummary = serde_json::from_value(old).unwrap();
+        assert_eq!(s.warnings, [Warning::new(WarningKind::Other, "a results file was cut off")]);
     }
 }
