@@ -140,4 +140,32 @@ mod tests {
         assert_eq!(read, [Warning::new(WarningKind::Other, "TLS certificate verification was off (--insecure)")]);
         assert!(serde_json::from_value::<Warning>(serde_json::json!({"kind": "no_such_kind", "text": "x"})).is_err());
     }
+
+    /// The schema lists every kind and no other: each kind it lists reads, and it lists as
+    /// many as the enum has variants (counted in this file's source, so a kind added to the
+    /// enum and not to the schema fails here).
+    #[test]
+    fn the_schema_lists_every_kind() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../schema/summary.schema.json")).unwrap();
+        let listed =
+            schema["properties"]["warnings"]["items"]["properties"]["kind"]["enum"].as_array().unwrap().clone();
+        for kind in &listed {
+            let read: WarningKind = serde_json::from_value(kind.clone()).unwrap();
+            assert_eq!(&serde_json::to_value(read).unwrap(), kind);
+        }
+        let source = include_str!("warning.rs");
+        let body = &source[source.find("pub enum WarningKind {").unwrap()..];
+        let body = &body[..body.find("\n}").unwrap()];
+        let variants = body
+            .lines()
+            .filter(|l| l.starts_with("    ") && !l.trim_start().starts_with("//") && l.trim_end().ends_with(','))
+            .count();
+        assert_eq!(
+            listed.len(),
+            variants,
+            "schema/summary.schema.json lists {} kinds, WarningKind has {variants}",
+            listed.len()
+        );
+    }
 }
