@@ -9,7 +9,7 @@ use crate::Outcome;
 use anyhow::Context;
 use barrage_engine::{CancellationToken, Load, Pacer, Plan, Target, Watch, WatchTarget};
 use barrage_report::{Report, StudyRow, StudyTable};
-use barrage_study::{Job, Runner};
+use barrage_study::{RunOrder, Runner};
 use barrage_testbed::{State, Topology};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -106,7 +106,7 @@ fn cases(state: &State, size: &str, tls: bool) -> Vec<(String, String, bool)> {
 }
 
 /// One run against one front, watching every server of the testbed.
-fn job(label: &str, url: &str, unique: bool, a: &TestbedBenchArgs, state: &State) -> anyhow::Result<Job> {
+fn job(label: &str, url: &str, unique: bool, a: &TestbedBenchArgs, state: &State) -> anyhow::Result<RunOrder> {
     let target = Target::new(http::Method::GET, url).map_err(anyhow::Error::msg)?;
     let load = match a.rate {
         Some(rate) => Load::Open {
@@ -128,7 +128,7 @@ fn job(label: &str, url: &str, unique: bool, a: &TestbedBenchArgs, state: &State
     }
     plan.tls.cacert = state.ca.clone();
     plan.validate().map_err(anyhow::Error::msg)?;
-    let mut job = Job::new(plan).label("front", label);
+    let mut job = RunOrder::new(plan).label("front", label);
     job.output = a
         .output_dir
         .as_ref()

@@ -7,7 +7,7 @@ use barrage_engine::{CancellationToken, Load, Pacer, Plan, Target};
 use barrage_plan::units::RateSpec;
 use barrage_report::Report;
 use barrage_server::{RunningServer, ServeConfig};
-use barrage_study::{Job, Runner};
+use barrage_study::{RunOrder, Runner};
 use std::time::Duration;
 
 /// Runs the demo and prints both reports.
@@ -28,7 +28,7 @@ pub fn demo(a: DemoArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let mut runner = Runner::new("demo", stop, &mut views);
     for (i, (title, load)) in runs.into_iter().enumerate() {
         println!("{}== {title} against {url}\n", if i > 0 { "\n" } else { "" });
-        let job = Job::new(plan(&url, load, a.duration.0)?).label("demo", title);
+        let job = RunOrder::new(plan(&url, load, a.duration.0)?).label("demo", title);
         let Some(done) = runner.run(&job)? else { break };
         super::emit::print(&Report::Run(&done.summary).text(false))?;
     }

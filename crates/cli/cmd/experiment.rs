@@ -188,7 +188,7 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
 
 /// The case's runs against its testbed: the flags filled with the servers' URLs.
 fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
-    let job = |flags: &[String], what: &str| -> Result<barrage_study::Job, String> {
+    let job = |flags: &[String], what: &str| -> Result<barrage_study::RunOrder, String> {
         let args =
             std::iter::once("run".to_string()).chain(fill(flags, &bed.servers).map_err(|m| format!("{what}{m}"))?);
         let mut run = RunOnly::try_parse_from(args)

@@ -7,7 +7,7 @@ use anyhow::Context;
 use barrage_engine::{CancellationToken, Load, Pacer};
 use barrage_live::{HdrLog, Live, LiveOptions, RunInfo};
 use barrage_metrics::IntervalRecord;
-use barrage_study::{Job, Observer};
+use barrage_study::{Observer, RunOrder};
 
 /// What watches a command's runs.
 pub struct Views {
@@ -42,7 +42,7 @@ impl Views {
 }
 
 impl Observer for Views {
-    fn begin(&mut self, job: &Job, index: usize, planned: usize) -> Result<(), String> {
+    fn begin(&mut self, job: &RunOrder, index: usize, planned: usize) -> Result<(), String> {
         self.hdr = Some(HdrLog::create(job.hdr_log.clone()).map_err(|e| e.to_string())?);
         let title = job.title();
         let label = (!title.is_empty()).then(|| match planned {
@@ -83,7 +83,7 @@ impl Observer for Views {
 }
 
 /// What the views know about a run before it starts.
-fn info(job: &Job, label: Option<String>) -> RunInfo {
+fn info(job: &RunOrder, label: Option<String>) -> RunInfo {
     let plan = &job.plan;
     let (target_rate, concurrency) = match &plan.load {
         Load::Open { pacer: Pacer::Constant { rate }, .. } => (Some(*rate), None),
@@ -106,13 +106,14 @@ fn info(job: &Job, label: Option<String>) -> RunInfo {
 #[cfg(test)]
 mod tests {
     use barrage_engine::{Load, Plan, Target};
-    use barrage_study::Job;
+    use barrage_study::RunOrder;
 
     /// The TUI's header and every view show the URLs as the run's outputs do.
     #[test]
     fn the_live_views_show_urls_redacted() {
         let t = Target::new(http::Method::GET, "http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1").unwrap();
-        let mut job = Job::new(Plan::new(vec![t], Load::Closed { concurrency: 1, think_time: Default::default() }));
+        let mut job =
+            RunOrder::new(Plan::new(vec![t], Load::Closed { concurrency: 1, think_time: Default::default() }));
         assert_eq!(super::info(&job, None).urls, ["http://u:<redacted>@127.0.0.1/?token=<redacted>&x=1"]);
         job.redaction = barrage_metrics::secrets::Redaction::off();
         assert_eq!(super::info(&job, None).urls, ["http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1"]);
