@@ -8,7 +8,7 @@ use barrage_metrics::summary::WarningKind;
 use barrage_metrics::RunSummary;
 use barrage_plan::Protocol;
 use barrage_server::{LatencyDist, RunningServer, ServeConfig};
-use barrage_study::{Job, Level, Quiet, Runner, Sweep};
+use barrage_study::{Level, Quiet, RunOrder, Runner, Sweep};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -185,7 +185,7 @@ fn a_sweep_level_with_streams_gives_the_runs_figures() {
     base.duration = Some(Duration::from_secs(2));
     let single = run(base.clone());
     let sweep = Sweep {
-        base: Job::new(base),
+        base: RunOrder::new(base),
         levels: vec![Level::Workers(2)],
         step: Duration::from_secs(2),
         phases: Vec::new(),

@@ -7,7 +7,7 @@ use barrage_report::{Report, Slo};
 use barrage_server::{CacheStyle, LatencyDist, ServeConfig};
 use barrage_study::capacity::{Bounds, Capacity, Found};
 use barrage_study::experiment::{Bed, Built, CaseSpec, Experiment};
-use barrage_study::{Job, Level, Quiet, Runner, StudyDir, Sweep};
+use barrage_study::{Level, Quiet, RunOrder, Runner, StudyDir, Sweep};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -22,7 +22,7 @@ fn a_sweep_in_process_derives_levels_from_a_base_plan_and_counts_match_the_serve
     let server = delayed(5);
     let base = plan(&server.url(), closed(1));
     let sweep = Sweep {
-        base: Job::new(base),
+        base: RunOrder::new(base),
         levels: vec![Level::Workers(1), Level::Workers(4)],
         step: Duration::from_secs(2),
         phases: Vec::new(),
@@ -50,7 +50,7 @@ fn a_capacity_search_in_process_finds_a_known_capacity() {
         ..Default::default()
     });
     let search = Capacity {
-        base: Job::new(plan(&server.url(), open(100.0))),
+        base: RunOrder::new(plan(&server.url(), open(100.0))),
         bounds: Bounds {
             start_rate: 100.0,
             max_rate: 5000.0,
@@ -62,12 +62,12 @@ fn a_capacity_search_in_process_finds_a_known_capacity() {
         dir: None,
     };
     let found = search.run(&mut Runner::new("capacity", Default::default(), &mut Quiet)).unwrap();
-    let capacity = found.outcome.capacity.expect("100/s is within capacity");
-    assert!((200.0..=420.0).contains(&capacity), "4 slots of 10 ms: found {capacity}/s: {:?}", found.outcome);
-    assert!(found.outcome.failed_at.unwrap() > capacity);
+    let capacity = found.findings.capacity.expect("100/s is within capacity");
+    assert!((200.0..=420.0).contains(&capacity), "4 slots of 10 ms: found {capacity}/s: {:?}", found.findings);
+    assert!(found.findings.failed_at.unwrap() > capacity);
     // Every probe the search counted is a row, in the order tried.
     let rates: Vec<f64> = found.table.rows.iter().map(|r| r.offered.unwrap()).collect();
-    assert_eq!(rates, found.outcome.rates());
+    assert_eq!(rates, found.findings.rates());
 }
 
 /// Issue 32, finding 6: two identical searches against nginx gave 188 and 700 req/s. The
@@ -89,20 +89,20 @@ fn a_capacity_probe_that_missed_within_its_resolution_is_probed_again_and_the_ca
             && first.contains("queued at the end), within the 2.0% a 2 s probe resolves: probed again)"),
         "{rows:#?}"
     );
-    assert_eq!(found.outcome.capacity, Some(400.0), "{rows:#?}");
+    assert_eq!(found.findings.capacity, Some(400.0), "{rows:#?}");
     let stages: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(stages, ["200/s ramp", "200/s again", "400/s ramp", "400/s hold"], "{rows:#?}");
     assert!(rows[1..].iter().all(|(_, v)| v == "ok"), "{rows:#?}");
     // The capacity was held once more for a step, and says so.
-    assert_eq!(found.outcome.verified(), Some(true));
-    assert_eq!(found.outcome.interval(), (400.0, None));
+    assert_eq!(found.findings.verified(), Some(true));
+    assert_eq!(found.findings.interval(), (400.0, None));
 }
 
 /// A capacity search of `server` from 200/s to 400/s in 2 s probes against `slo`, with its
 /// rows as (stage, verdict).
 fn search_200_to_400(server: &crate::util::RawServer, slo: &str) -> (Found, Vec<(String, String)>) {
     let search = Capacity {
-        base: Job::new(plan(&server.url(), open(200.0))),
+        base: RunOrder::new(plan(&server.url(), open(200.0))),
         bounds: Bounds {
             start_rate: 200.0,
             max_rate: 400.0,
@@ -129,7 +129,7 @@ fn a_capacity_probe_that_missed_in_a_pause_is_probed_again() {
     let (found, rows) = search_200_to_400(&server, "p99<100ms");
     let first = &rows[0].1;
     assert!(first.starts_with("SLO missed: p99<100ms (actual ") && first.ends_with(": probed again)"), "{rows:#?}");
-    assert_eq!(found.outcome.capacity, Some(400.0), "{rows:#?}");
+    assert_eq!(found.findings.capacity, Some(400.0), "{rows:#?}");
     let stages: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(stages, ["200/s ramp", "200/s again", "400/s ramp", "400/s hold"], "{rows:#?}");
 }
@@ -163,7 +163,7 @@ fn an_experiment_in_process_runs_cases_with_phases_into_its_directory() {
         p.hit_ratio = Some(1.0);
         // Each case its own seed; its own new objects are the study's doing.
         p.seed = 100 + c as u64;
-        Ok(Built { main: Job::new(p), background: None })
+        Ok(Built { main: RunOrder::new(p), background: None })
     };
     let study = Experiment {
         name: "t".into(),

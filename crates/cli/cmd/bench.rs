@@ -1,7 +1,7 @@
 //! `barrage testbed bench`: the classic comparisons in one command. `all` comes up, and
 //! barrage-study's [`Bench`] runs the same load against each front in turn.
 
-use super::emit::{emit, outcome};
+use super::emit::{emit, exit};
 use crate::args::{BalanceArg, TestbedBenchArgs};
 use crate::Exit;
 use anyhow::Context;
@@ -50,5 +50,5 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Exi
     if a.no_tls && a.emit.format == crate::args::Format::Text {
         println!("(HTTPS rows skipped: --no-tls)");
     }
-    Ok(outcome(&report, table.rows.len(), "front", true))
+    Ok(exit(&report, table.rows.len(), "front", true))
 }

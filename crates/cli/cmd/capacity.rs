@@ -60,11 +60,11 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     views.finish();
     let found = found?;
     let report = CapacityReport {
-        capacity: found.outcome.capacity,
-        failed_at: found.outcome.failed_at,
-        interval: found.outcome.interval(),
-        verified: found.outcome.verified(),
-        stopped: found.outcome.stop_text(&bounds),
+        capacity: found.findings.capacity,
+        failed_at: found.findings.failed_at,
+        interval: found.findings.interval(),
+        verified: found.findings.verified(),
+        stopped: found.findings.stop_text(&bounds),
         knee: knee(&found.table),
         generator_limited: generator_limited(&found),
         slo_ms: run.gates.slo.iter().filter_map(Slo::latency_bound_ms).collect(),
@@ -79,7 +79,7 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     // depends on the lowest probe: built on failure, nothing was measured at all.
     Ok(match no_rate {
         Some(line) => not_a_result(&[line], 1, "lowest probe").expect("a failure"),
-        None if found.outcome.capacity.is_some() => Exit::Ok,
+        None if found.findings.capacity.is_some() => Exit::Ok,
         None => Exit::Failed,
     })
 }

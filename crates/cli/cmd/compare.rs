@@ -1,7 +1,7 @@
 //! `barrage compare A B [C …]`: runs side by side against the first, with significance,
 //! and `--fail-if` bounds for CI; experiment directories case by case.
 
-use super::emit::{emit, not_a_result, outcome, print};
+use super::emit::{emit, exit, not_a_result, print};
 use crate::args::{CompareArgs, Format};
 use crate::Exit;
 use anyhow::bail;
@@ -25,7 +25,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<Exit> {
     emit(&report, &a.emit)?;
     // A run built on failure makes the comparison meaningless, whatever the bounds say.
     let passed = !crossed(&a, &c, "");
-    Ok(outcome(&report, runs.len(), "compared run", passed))
+    Ok(exit(&report, runs.len(), "compared run", passed))
 }
 
 /// Prints the runs whose change crosses a --fail-if bound, and how that was decided; true

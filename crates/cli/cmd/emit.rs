@@ -67,7 +67,7 @@ pub fn gates(
 /// What a command's report says for its exit code: built on failure when any of its runs
 /// or rows is (`report.failures()`; `of` of them, each a `what`), else whether every
 /// objective `passed`.
-pub fn outcome(report: &Report, of: usize, what: &str, passed: bool) -> Exit {
+pub fn exit(report: &Report, of: usize, what: &str, passed: bool) -> Exit {
     not_a_result(&report.failures(), of, what).unwrap_or(if passed { Exit::Ok } else { Exit::Failed })
 }
 

@@ -1,7 +1,7 @@
 //! `barrage experiment FILE`: a case's settings are `run` flags, read with `run`'s parser;
 //! barrage-study runs the cases into their directory and tabulates them.
 
-use super::emit::{emit, gates, outcome};
+use super::emit::{emit, exit, gates};
 use crate::args::{ExperimentArgs, RunArgs};
 use crate::Exit;
 use anyhow::{bail, Context};
@@ -72,7 +72,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         report.unredacted(),
     )?;
     let rows = report.table().map_or(0, |t| t.rows.len());
-    Ok(outcome(&report, rows, "case", passed))
+    Ok(exit(&report, rows, "case", passed))
 }
 
 /// The tables and the page go beside the results in `dir`, whatever the flags say.
@@ -113,7 +113,7 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
 
 /// The case's runs against its testbed: the flags filled with the servers' URLs.
 fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
-    let job = |flags: &[String], what: &str| -> Result<barrage_study::Job, String> {
+    let job = |flags: &[String], what: &str| -> Result<barrage_study::RunOrder, String> {
         let args =
             std::iter::once("run".to_string()).chain(fill(flags, &bed.servers).map_err(|m| format!("{what}{m}"))?);
         let mut run = RunOnly::try_parse_from(args)

@@ -1,23 +1,23 @@
-//! `run`'s flags to a validated [`Plan`] and a [`Job`] (what it watches, logs and does
+//! `run`'s flags to a validated [`Plan`] and a [`RunOrder`] (what it watches, logs and does
 //! beside sending). Every mode builds its base plan here; levels and cases derive from it.
 
 use crate::args::RunArgs;
 use barrage_engine::{Load, Plan, TlsOptions};
 use barrage_plan::run_flags::{self, check_scope, shard_of};
 use barrage_plan::units::LoadFlags;
-use barrage_study::Job;
+use barrage_study::RunOrder;
 use std::sync::Arc;
 
 /// The job of `a`: its plan, watches, `--at` commands and logs; results to `-o`.
-pub fn job(a: &RunArgs) -> anyhow::Result<Job> {
+pub fn job(a: &RunArgs) -> anyhow::Result<RunOrder> {
     job_at(a, &a.load_flags())
 }
 
 /// The job of `a` under the load of `flags` (a study's first level, not the flags').
-pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Job> {
+pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<RunOrder> {
     let plan = plan(a, flags)?;
     slo_scopes(&a.gates.slo, &plan)?;
-    let mut job = Job::new(plan);
+    let mut job = RunOrder::new(plan);
     job.watch = barrage_study::watch::watches(&a.watch.monitor, a.watch.testbed.as_deref(), &job.plan)
         .map_err(anyhow::Error::msg)?;
     // `barrage` in an `--at` command is this binary, wherever PATH points.

@@ -1,6 +1,6 @@
 //! `barrage report`: render and merge results files, in any format and as any file.
 
-use super::emit::{emit, outcome};
+use super::emit::{emit, exit};
 use crate::args::{Format, ReportArgs};
 use crate::Exit;
 use anyhow::Context;
@@ -16,8 +16,8 @@ pub fn report(a: ReportArgs) -> anyhow::Result<Exit> {
         barrage_report::write_hdr_log(&a.files, &mut out).context("writing the HdrHistogram log")?;
         out.flush()?;
         a.emit.files().write(&Report::Run(&summary))?;
-        return Ok(outcome(&Report::Run(&summary), 1, "run", true));
+        return Ok(exit(&Report::Run(&summary), 1, "run", true));
     }
     emit(&Report::Run(&summary), &a.emit)?;
-    Ok(outcome(&Report::Run(&summary), 1, "run", true))
+    Ok(exit(&Report::Run(&summary), 1, "run", true))
 }

@@ -1,7 +1,7 @@
 //! `barrage sweep`: one run per load level (rates or worker counts) and phase, one row each.
 //! The classic "latency and errors vs number of clients" and "report per rate" tables.
 
-use super::emit::{emit, gates, outcome};
+use super::emit::{emit, exit, gates};
 use crate::args::RunArgs;
 use crate::Exit;
 use anyhow::bail;
@@ -73,5 +73,5 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
         report.duration_s(),
         report.unredacted(),
     )?;
-    Ok(outcome(&report, table.rows.len(), "run", passed))
+    Ok(exit(&report, table.rows.len(), "run", passed))
 }

@@ -84,7 +84,7 @@ const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The live metrics endpoint of a study (or of a lone run).
 pub(crate) struct MetricsEndpoint {
     metrics: Metrics,
-    shared: Arc<Shared>,
+    shared: Arc<EndpointState>,
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -113,7 +113,7 @@ impl MetricsEndpoint {
         };
         let mut registry = Registry::with_prefix("barrage");
         let metrics = Metrics::register(&mut registry);
-        let shared = Arc::new(Shared { registry, snapshot: RwLock::new(Span::default()) });
+        let shared = Arc::new(EndpointState { registry, snapshot: RwLock::new(Span::default()) });
         let (stop, stopped) = oneshot::channel();
         let served = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -167,7 +167,7 @@ impl Drop for MetricsEndpoint {
 }
 
 /// What the endpoint's thread shares with the run.
-struct Shared {
+struct EndpointState {
     registry: Registry,
     /// Taken for writing by an update and for reading by a scrape; holds what the gauges are
     /// computed from.
@@ -577,7 +577,7 @@ impl EncodeMetric for HdrBuckets {
 }
 
 /// Accepts connections until told to stop.
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
+async fn serve(listener: TcpListener, shared: Arc<EndpointState>, mut stop: oneshot::Receiver<()>) {
     let mut http = http1::Builder::new();
     // One request per connection, as a scraper sends every few seconds at most: no idle
     // connections to keep, and a client reading to the end of the stream gets its end.
@@ -598,7 +598,7 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Re
 }
 
 /// Serves one connection, bounded in time so a client that stalls holds nothing for long.
-async fn answer(http: http1::Builder, stream: TcpStream, shared: Arc<Shared>) {
+async fn answer(http: http1::Builder, stream: TcpStream, shared: Arc<EndpointState>) {
     let service = service_fn(move |req| {
         let response = respond(&req, &shared);
         async move { Ok::<_, Infallible>(response) }
@@ -607,7 +607,7 @@ async fn answer(http: http1::Builder, stream: TcpStream, shared: Arc<Shared>) {
 }
 
 /// The response to a request; hyper leaves the body out for HEAD and keeps its length.
-fn respond<B>(req: &Request<B>, shared: &Shared) -> Response<Full<Bytes>> {
+fn respond<B>(req: &Request<B>, shared: &EndpointState) -> Response<Full<Bytes>> {
     if req.uri().path() != "/metrics" {
         return plain(StatusCode::NOT_FOUND, "not found: the metrics are at /metrics\n");
     }

@@ -108,7 +108,7 @@ type HeaderLine = (HeaderName, HeaderValue);
 /// targets of one upload list give the same few), each name and each body file (read once,
 /// however many targets send it).
 #[derive(Default)]
-struct Shared {
+struct Interner {
     headers: HashMap<Vec<HeaderLine>, Headers>,
     names: HashMap<String, Arc<str>>,
     bodies: HashMap<PathBuf, Bytes>,
@@ -116,7 +116,7 @@ struct Shared {
     body_bytes: u64,
 }
 
-impl Shared {
+impl Interner {
     /// The most sets of header lines, and names, kept to share: the targets beyond a file's
     /// first this many distinct ones have their own.
     const KEPT: usize = 1024;
@@ -178,13 +178,13 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
     // The target being read, and its header lines so far.
     let mut current: Option<(Target, Vec<HeaderLine>)> = None;
     let mut name: Option<String> = None;
-    let mut shared = Shared::default();
+    let mut interner = Interner::default();
     for (i, raw) in text.lines().enumerate() {
         let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
         let line = raw.trim();
         if line.is_empty() {
             if let Some(t) = current.take() {
-                shared.finish(t, &mut out).map_err(err)?;
+                interner.finish(t, &mut out).map_err(err)?;
             }
             continue;
         }
@@ -202,18 +202,18 @@ pub fn parse_text(text: &str, file: &str, base: &Path) -> Result<Vec<Target>, Ta
                 let method =
                     Method::from_bytes(method.as_bytes()).map_err(|_| err(format!("invalid method '{method}'")))?;
                 let mut t = Target::new(method, url.trim()).map_err(err)?;
-                t.name = name.take().map(|n| shared.name(&n));
+                t.name = name.take().map(|n| interner.name(&n));
                 current = Some((t, Vec::new()));
             }
             Some((t, lines)) => match line.strip_prefix('@') {
-                Some(body) => t.body = shared.body(base.join(body)).map_err(err)?,
+                Some(body) => t.body = interner.body(base.join(body)).map_err(err)?,
                 None => lines.push(header(line).map_err(err)?),
             },
         }
     }
     if let Some(t) = current {
         let line = text.lines().count();
-        shared.finish(t, &mut out).map_err(|message| TargetError { file: file.into(), line, message })?;
+        interner.finish(t, &mut out).map_err(|message| TargetError { file: file.into(), line, message })?;
     }
     Ok(out)
 }
@@ -228,7 +228,7 @@ fn header(line: &str) -> Result<HeaderLine, String> {
 /// Parses Vegeta's JSON-lines format (with an optional `name`).
 pub fn parse_json_lines(text: &str, file: &str) -> Result<Vec<Target>, TargetError> {
     let mut out = Vec::new();
-    let mut shared = Shared::default();
+    let mut interner = Interner::default();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -236,18 +236,18 @@ pub fn parse_json_lines(text: &str, file: &str) -> Result<Vec<Target>, TargetErr
         }
         let err = |message: String| TargetError { file: file.into(), line: i + 1, message };
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
-        push(&mut out, json_target(&v, &mut shared).map_err(err)?).map_err(err)?;
+        push(&mut out, json_target(&v, &mut interner).map_err(err)?).map_err(err)?;
     }
     Ok(out)
 }
 
-fn json_target(v: &serde_json::Value, shared: &mut Shared) -> Result<Target, String> {
+fn json_target(v: &serde_json::Value, interner: &mut Interner) -> Result<Target, String> {
     let field = |k: &str| v.get(k).and_then(|x| x.as_str());
     let url = field("url").ok_or("missing \"url\"")?;
     let method = field("method").unwrap_or("GET");
     let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("invalid method '{method}'"))?;
     let mut t = Target::new(method, url)?;
-    t.name = field("name").map(|n| shared.name(n));
+    t.name = field("name").map(|n| interner.name(n));
     if let Some(b64) = field("body") {
         use base64::Engine;
         let body = base64::engine::general_purpose::STANDARD
@@ -267,7 +267,7 @@ fn json_target(v: &serde_json::Value, shared: &mut Shared) -> Result<Target, Str
                 lines.push(header(&format!("{k}: {value}"))?);
             }
         }
-        t.headers = shared.headers(lines);
+        t.headers = interner.headers(lines);
     }
     Ok(t)
 }

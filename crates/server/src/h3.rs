@@ -18,7 +18,7 @@ use http_body_util::BodyExt;
 use hyper::body::Frame;
 use tokio::sync::watch;
 
-use crate::handler::{self, Shared};
+use crate::handler::{self, ServerState};
 use crate::ServeError;
 
 /// The largest request head (QPACK-decoded) taken; larger ones are refused by h3.
@@ -30,7 +30,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 pub(crate) struct Listener {
     runtime: tokio::runtime::Runtime,
     endpoint: quinn::Endpoint,
-    shared: Arc<Shared>,
+    state: Arc<ServerState>,
 }
 
 impl Listener {
@@ -41,7 +41,7 @@ impl Listener {
     pub(crate) fn new(
         socket: UdpSocket,
         tls: Arc<rustls::ServerConfig>,
-        shared: Arc<Shared>,
+        state: Arc<ServerState>,
         threads: usize,
         max_streams: u32,
     ) -> Result<Listener, ServeError> {
@@ -61,12 +61,12 @@ impl Listener {
             let _guard = runtime.enter();
             quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(config), socket, Arc::new(quinn::TokioRuntime))?
         };
-        Ok(Listener { runtime, endpoint, shared })
+        Ok(Listener { runtime, endpoint, state })
     }
 
     /// Serves until `shutdown`, then closes every connection after a short grace.
     pub(crate) fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let Listener { runtime, endpoint, shared } = self;
+        let Listener { runtime, endpoint, state } = self;
         runtime.block_on(async {
             loop {
                 let incoming = tokio::select! {
@@ -77,7 +77,7 @@ impl Listener {
                         None => break,
                     },
                 };
-                tokio::spawn(serve_connection(incoming, shared.clone()));
+                tokio::spawn(serve_connection(incoming, state.clone()));
             }
             // Refuse new connections, let those open finish what they were sending, then
             // close them all (H3_NO_ERROR).
@@ -91,10 +91,10 @@ impl Listener {
 }
 
 /// One QUIC connection: its handshake (counted), then each request it opens in a task.
-async fn serve_connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
+async fn serve_connection(incoming: quinn::Incoming, state: Arc<ServerState>) {
     // A failed handshake has no one to answer; the client sees it on its side.
     let Ok(conn) = incoming.await else { return };
-    if let Some(h) = &shared.handshakes {
+    if let Some(h) = &state.handshakes {
         h.quic.fetch_add(1, Ordering::Relaxed);
     }
     let mut builder = h3::server::builder();
@@ -102,10 +102,10 @@ async fn serve_connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
     let Ok(mut h3) = builder.build(h3_quinn::Connection::new(conn)).await else { return };
     // Ends when the client closes the connection, or breaks HTTP/3.
     while let Ok(Some(resolver)) = h3.accept().await {
-        let shared = shared.clone();
+        let state = state.clone();
         tokio::spawn(async move {
             if let Ok((request, stream)) = resolver.resolve_request().await {
-                serve_request(request, stream, shared).await;
+                serve_request(request, stream, state).await;
             }
         });
     }
@@ -115,10 +115,14 @@ type Stream<S> = h3::server::RequestStream<S, Bytes>;
 
 /// Answers one request: its body is read as the handler asks, the answer's body is sent as
 /// it is made (a frame at a time, as over TCP).
-async fn serve_request(request: http::Request<()>, stream: Stream<h3_quinn::BidiStream<Bytes>>, shared: Arc<Shared>) {
+async fn serve_request(
+    request: http::Request<()>,
+    stream: Stream<h3_quinn::BidiStream<Bytes>>,
+    state: Arc<ServerState>,
+) {
     let (mut send, recv) = stream.split();
     let request = request.map(|()| RequestBody(recv));
-    let response = match handler::handle(shared, request).await {
+    let response = match handler::handle(state, request).await {
         Ok(response) => response,
         Err(reset) => {
             send.stop_stream(reset_code(reset.reason()));

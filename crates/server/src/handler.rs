@@ -3,7 +3,7 @@
 //! This is the server's hot path. It allocates nothing of its own on `/`, `/bytes/{n}`
 //! and `/status/{code}` (bodies are static or slices of the pattern buffer, headers are
 //! prebuilt), takes one uncontended read lock to clone the shape in force (an `Arc`: the
-//! shape can be swapped while the origin serves, see [`Shared::set_shape`]), no other lock
+//! shape can be swapped while the origin serves, see [`ServerState::set_shape`]), no other lock
 //! unless the store is in use or a latency delay was applied (then one short lock to record
 //! it, beside a sleep of milliseconds). With an access log, a line is formatted into the
 //! thread's own buffer. With a capacity ([`ServeConfig::max_concurrency`]) every request
@@ -55,11 +55,11 @@ fn with_rng<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
 
 /// State shared by every thread and connection of one server.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct ServerState {
     /// Requests received, except those to [`STATS_PATH`].
     pub(crate) requests: AtomicU64,
     /// The shape every request meets (latency, sizes, errors, capacity), swapped whole by
-    /// [`Shared::set_shape`] while the origin serves: a request reads it once, on arrival,
+    /// [`ServerState::set_shape`] while the origin serves: a request reads it once, on arrival,
     /// and keeps that copy to the end (a read lock held for an `Arc` clone).
     live: RwLock<Arc<Live>>,
     /// The delays applied, as this origin's clock measured them (µs; the client's
@@ -183,7 +183,7 @@ impl Live {
     }
 }
 
-impl Shared {
+impl ServerState {
     /// Checks the configuration and prebuilds the per-response headers.
     pub(crate) fn new(config: &ServeConfig) -> Result<Self, ServeError> {
         let shape = Shape {
@@ -203,7 +203,7 @@ impl Shared {
             }
             None => None,
         };
-        Ok(Shared {
+        Ok(ServerState {
             requests: AtomicU64::new(0),
             live: RwLock::new(Arc::new(live)),
             delays: Mutex::new(barrage_metrics::recorder::new_histogram()),
@@ -280,28 +280,28 @@ impl<B> RequestBody for B where
 /// (hyper sends the reason of an `h2::Error`), HTTP/3 with its counterpart ([`crate::h3`]),
 /// HTTP/1.1 closes the connection unanswered.
 pub(crate) async fn handle<B: RequestBody>(
-    shared: Arc<Shared>,
+    state: Arc<ServerState>,
     req: Request<B>,
 ) -> Result<Response<ResponseBody>, h2::Error> {
     if req.uri().path() == STATS_PATH {
-        return Ok(stats(&shared, req.method()));
+        return Ok(stats(&state, req.method()));
     }
     let began = Instant::now();
-    let logged = shared.access_log.as_ref().map(|_| (req.method().clone(), req.uri().clone()));
-    let resp = handle_counted(&shared, req).await;
-    if let (Some(log), Some((method, uri)), Ok(resp)) = (&shared.access_log, logged, &resp) {
+    let logged = state.access_log.as_ref().map(|_| (req.method().clone(), req.uri().clone()));
+    let resp = handle_counted(&state, req).await;
+    if let (Some(log), Some((method, uri)), Ok(resp)) = (&state.access_log, logged, &resp) {
         log.record(&method, &uri, resp.status(), resp.body().len(), began.elapsed());
     }
     resp
 }
 
 async fn handle_counted<B: RequestBody>(
-    shared: &Arc<Shared>,
+    state: &Arc<ServerState>,
     req: Request<B>,
 ) -> Result<Response<ResponseBody>, h2::Error> {
     // Counted on arrival, so requests waiting for a permit are counted too.
-    let number = shared.requests.fetch_add(1, Ordering::Relaxed) + 1;
-    let live = shared.live();
+    let number = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let live = state.live();
     // The stamp's time: the request had been sent by now, so an answer made for it is
     // stamped after its send, and a cache's copy of an earlier answer before.
     let arrived = std::time::SystemTime::now();
@@ -313,20 +313,20 @@ async fn handle_counted<B: RequestBody>(
             )),
         };
     }
-    if let Some(stall) = &shared.stall {
+    if let Some(stall) = &state.stall {
         stall.trigger(number);
     }
     // Held until the response is produced: the stall, the latency and the route are all
     // service time under the limit. Dropped (so the next in line goes) if the client
     // goes away while this request waits or is served.
     let Ok(_permit) = live.permit().await else {
-        shared.queue_full.fetch_add(1, Ordering::Relaxed);
+        state.queue_full.fetch_add(1, Ordering::Relaxed);
         let mut resp = status_response(StatusCode::SERVICE_UNAVAILABLE);
-        shared.add_headers(resp.headers_mut());
-        shared.stamp(&mut resp, arrived, number);
+        state.add_headers(resp.headers_mut());
+        state.stamp(&mut resp, arrived, number);
         return Ok(resp);
     };
-    if let Some(stall) = &shared.stall {
+    if let Some(stall) = &state.stall {
         // After the permit: requests queued behind the limit must not be served during
         // the pause either.
         stall.wait().await;
@@ -339,21 +339,21 @@ async fn handle_counted<B: RequestBody>(
             // origin's, which `/_barrage/stats` reports.
             let asleep = Instant::now();
             tokio::time::sleep(delay).await;
-            shared.record_delay(asleep.elapsed());
+            state.record_delay(asleep.elapsed());
         }
     }
     let head = req.method() == Method::HEAD;
     // Only a successful GET would be cached; its path keys the simulated cache.
-    let cache_key = (shared.cache_sim.is_some() && req.method() == Method::GET).then(|| req.uri().path().to_string());
+    let cache_key = (state.cache_sim.is_some() && req.method() == Method::GET).then(|| req.uri().path().to_string());
     let error_rate = live.shape.error_rate;
     let mut resp = if error_rate > 0.0 && with_rng(|rng| rng.gen_bool(error_rate)) {
         status_response(StatusCode::INTERNAL_SERVER_ERROR)
     } else {
-        route(shared, &live.shape.object_size, req).await
+        route(state, &live.shape.object_size, req).await
     };
-    shared.add_headers(resp.headers_mut());
-    shared.stamp(&mut resp, arrived, number);
-    if let (Some(sim), Some(path)) = (&shared.cache_sim, cache_key) {
+    state.add_headers(resp.headers_mut());
+    state.stamp(&mut resp, arrived, number);
+    if let (Some(sim), Some(path)) = (&state.cache_sim, cache_key) {
         if resp.status().is_success() {
             sim.label(&path, resp.headers_mut());
         }
@@ -364,7 +364,7 @@ async fn handle_counted<B: RequestBody>(
     Ok(resp)
 }
 
-impl Shared {
+impl ServerState {
     /// The shape in force now.
     pub(crate) fn live(&self) -> Arc<Live> {
         // Nothing panics while the lock is held (a swap of one `Arc`): a poisoned lock
@@ -531,19 +531,19 @@ fn classify(path: &str) -> Route<'_> {
     }
 }
 
-async fn route<B: RequestBody>(shared: &Shared, sizes: &SizeDist, req: Request<B>) -> Response<ResponseBody> {
+async fn route<B: RequestBody>(state: &ServerState, sizes: &SizeDist, req: Request<B>) -> Response<ResponseBody> {
     let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
     match classify(req.uri().path()) {
-        Route::Store => store_route(shared, req).await,
-        Route::Multipart if req.method() == Method::POST => multipart_route(shared, req).await,
+        Route::Store => store_route(state, req).await,
+        Route::Multipart if req.method() == Method::POST => multipart_route(state, req).await,
         Route::Multipart => method_not_allowed("POST"),
-        Route::Albums => album::create_route(&shared.albums, &shared.store, req).await,
-        Route::Album(id) => album::read_route(&shared.albums, &shared.store, id, req.method()),
+        Route::Albums => album::create_route(&state.albums, &state.store, req).await,
+        Route::Album(id) => album::read_route(&state.albums, &state.store, id, req.method()),
         _ if !read_only => method_not_allowed("GET, HEAD"),
         Route::Bytes(n) => bytes_route(n),
         Route::Delay(ms) => delay_route(ms).await,
         Route::Status(code) => status_route(code),
-        Route::Object(id) => object_route(shared, sizes, id, req.headers()),
+        Route::Object(id) => object_route(state, sizes, id, req.headers()),
     }
 }
 
@@ -605,11 +605,11 @@ fn status_route(code: &str) -> Response<ResponseBody> {
 
 /// A deterministic object: size and bytes are functions of the id alone, so repeated
 /// requests (through a cache, from several clients) see the same object.
-fn object_route(shared: &Shared, sizes: &SizeDist, id: &str, req_headers: &HeaderMap) -> Response<ResponseBody> {
+fn object_route(state: &ServerState, sizes: &SizeDist, id: &str, req_headers: &HeaderMap) -> Response<ResponseBody> {
     if id.is_empty() {
         return bad_request("/obj/{id}: the id is missing\n");
     }
-    if let Some(n) = shared.objects {
+    if let Some(n) = state.objects {
         if id.parse::<u64>().map_or(true, |i| i >= n) {
             return status_response(StatusCode::NOT_FOUND);
         }
@@ -689,11 +689,11 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
-async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<ResponseBody> {
+async fn store_route<B: RequestBody>(state: &ServerState, req: Request<B>) -> Response<ResponseBody> {
     match *req.method() {
         Method::GET | Method::HEAD => {
             let path = req.uri().path();
-            match shared.store.get_generation(path) {
+            match state.store.get_generation(path) {
                 Err(_) => status_response(StatusCode::INTERNAL_SERVER_ERROR),
                 Ok(Some((body, generation))) => {
                     let mut resp = respond(StatusCode::OK, ResponseBody::bytes(body));
@@ -704,9 +704,9 @@ async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Respon
                 Ok(None) => status_response(StatusCode::NOT_FOUND),
             }
         }
-        Method::PUT => store_put(shared, req, StatusCode::CREATED).await,
-        Method::POST => store_put(shared, req, StatusCode::OK).await,
-        Method::DELETE => match shared.store.delete(req.uri().path()) {
+        Method::PUT => store_put(state, req, StatusCode::CREATED).await,
+        Method::POST => store_put(state, req, StatusCode::OK).await,
+        Method::DELETE => match state.store.delete(req.uri().path()) {
             Ok(true) => respond(StatusCode::NO_CONTENT, ResponseBody::empty()),
             Ok(false) => status_response(StatusCode::NOT_FOUND),
             Err(_) => status_response(StatusCode::INTERNAL_SERVER_ERROR),
@@ -715,14 +715,14 @@ async fn store_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Respon
     }
 }
 
-async fn store_put<B: RequestBody>(shared: &Shared, req: Request<B>, ok: StatusCode) -> Response<ResponseBody> {
+async fn store_put<B: RequestBody>(state: &ServerState, req: Request<B>, ok: StatusCode) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let body = match Limited::new(body, STORE_CAP).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<LengthLimitError>() => return status_response(StatusCode::INSUFFICIENT_STORAGE),
         Err(_) => return bad_request("the request body could not be read\n"),
     };
-    match shared.store.put(parts.uri.path(), body) {
+    match state.store.put(parts.uri.path(), body) {
         Ok(()) => respond(ok, ResponseBody::empty()),
         Err(crate::store::PutError::Full) => status_response(StatusCode::INSUFFICIENT_STORAGE),
         Err(crate::store::PutError::Io(e)) => respond(
@@ -735,7 +735,7 @@ async fn store_put<B: RequestBody>(shared: &Shared, req: Request<B>, ok: StatusC
 /// Parses a multipart/form-data body and answers, as JSON, each part's name, file name,
 /// content type, length and CRC-32, so a client can check what arrived intact. The answer
 /// is also kept at [`MULTIPART_LAST`].
-async fn multipart_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Response<ResponseBody> {
+async fn multipart_route<B: RequestBody>(state: &ServerState, req: Request<B>) -> Response<ResponseBody> {
     let mut parts = match multipart_form(req, STORE_CAP as u64) {
         Ok(parts) => parts,
         Err(refusal) => return refusal.into(),
@@ -760,7 +760,7 @@ async fn multipart_route<B: RequestBody>(shared: &Shared, req: Request<B>) -> Re
         }
     }
     let json = Bytes::from(serde_json::Value::Array(out).to_string());
-    let _ = shared.store.put(MULTIPART_LAST, json.clone());
+    let _ = state.store.put(MULTIPART_LAST, json.clone());
     let mut resp = respond(StatusCode::OK, ResponseBody::bytes(json));
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
@@ -822,11 +822,11 @@ fn body_too_large(limit: u64) -> Refusal {
     }
 }
 
-fn stats(shared: &Shared, method: &Method) -> Response<ResponseBody> {
+fn stats(state: &ServerState, method: &Method) -> Response<ResponseBody> {
     if !matches!(*method, Method::GET | Method::HEAD) {
         return method_not_allowed("GET, HEAD");
     }
-    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(Bytes::from(shared.stats_json())));
+    let mut resp = respond(StatusCode::OK, ResponseBody::bytes(Bytes::from(state.stats_json())));
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if *method == Method::HEAD {
         strip_body(&mut resp);
@@ -862,11 +862,11 @@ mod tests {
 
     #[test]
     fn objects_are_sized_by_their_id_alone_and_their_bodies_have_that_size() {
-        let shared = Shared::new(&ServeConfig::default()).unwrap();
+        let state = ServerState::new(&ServeConfig::default()).unwrap();
         let sizes: SizeDist = "lognormal:4k,1.0".parse().unwrap();
         let none = HeaderMap::new();
         let lens = || -> Vec<u64> {
-            (0..200).map(|i| object_route(&shared, &sizes, &i.to_string(), &none).body().len()).collect()
+            (0..200).map(|i| object_route(&state, &sizes, &i.to_string(), &none).body().len()).collect()
         };
         let first = lens();
         // Again, as another origin or a later request would: the same sizes.
@@ -878,7 +878,7 @@ mod tests {
         let mean = first.iter().sum::<u64>() as f64 / first.len() as f64;
         // A log-normal of median 4 KiB and sigma 1 has a mean of 4096·e^0.5 ≈ 6.7 KiB.
         assert!((4500.0..9500.0).contains(&mean), "mean {mean}");
-        let resp = object_route(&shared, &sizes, "7", &none);
+        let resp = object_route(&state, &sizes, "7", &none);
         let etag = resp.headers()[ETAG].to_str().unwrap().to_string();
         assert!(etag.ends_with(&format!("-{:x}\"", first[7])), "{etag}");
     }

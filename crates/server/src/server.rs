@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
-use crate::handler::{self, Shared};
+use crate::handler::{self, ServerState};
 use crate::{tls, ServeConfig, ServeError};
 
 /// How long connections get to finish in-flight requests at shutdown before they are dropped.
@@ -45,7 +45,7 @@ pub struct RunningServer {
     ca_path: Option<PathBuf>,
     /// The CA file is ours to remove (we chose its path in the temp directory).
     remove_ca: bool,
-    shared: Arc<Shared>,
+    state: Arc<ServerState>,
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -59,34 +59,33 @@ impl RunningServer {
             let reason = "HTTP/3 runs over QUIC, which is always encrypted: serve TLS too".to_string();
             return Err(ServeError::Config { field: "http3", reason });
         }
-        let mut shared = Shared::new(&config)?;
+        let mut state = ServerState::new(&config)?;
         let (listener, udp) = bind_both(config.listen, config.http3)?;
         let addr = listener.local_addr()?;
-        let resumed = shared.handshakes.as_ref().map(|h| h.resumed.clone()).unwrap_or_default();
+        let resumed = state.handshakes.as_ref().map(|h| h.resumed.clone()).unwrap_or_default();
         let tls = setup_tls(&config, addr, resumed)?;
         if udp.is_some() {
             // Clients that came over TCP learn that HTTP/3 answers on the same port.
-            shared.alt_svc = Some(
+            state.alt_svc = Some(
                 http::HeaderValue::from_str(&format!("h3=\":{}\"; ma=86400", addr.port())).expect("a valid header"),
             );
         }
-        let shared = Arc::new(shared);
+        let state = Arc::new(state);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut server = RunningServer {
             addr,
             url: url_for(addr, config.tls),
             ca_path: tls.ca_path,
             remove_ca: tls.remove_ca,
-            shared: shared.clone(),
+            state: state.clone(),
             shutdown,
             threads: Vec::new(),
         };
         let max_streams = config.max_streams.max(1);
-        let ctx =
-            ConnContext { shared: shared.clone(), builder: Arc::new(http_builder(max_streams)), tls: tls.acceptor };
+        let ctx = ConnContext { state: state.clone(), builder: Arc::new(http_builder(max_streams)), tls: tls.acceptor };
         // On an error part-way, dropping `server` stops the threads already started.
         if let (Some(udp), Some(quic)) = (udp, tls.quic) {
-            let h3 = crate::h3::Listener::new(udp, quic, shared, thread_count(config.threads), max_streams)?;
+            let h3 = crate::h3::Listener::new(udp, quic, state, thread_count(config.threads), max_streams)?;
             let rx = shutdown_rx.clone();
             server.threads.push(std::thread::Builder::new().name("barrage-serve-h3".into()).spawn(move || h3.run(rx))?);
         }
@@ -111,14 +110,14 @@ impl RunningServer {
 
     /// With TLS, the handshakes this origin has completed (as `/_barrage/stats` says them).
     pub fn handshakes(&self) -> Option<crate::Handshakes> {
-        let h = self.shared.handshakes.as_ref()?;
+        let h = self.state.handshakes.as_ref()?;
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Some(crate::Handshakes { tls: n(&h.tls), quic: n(&h.quic), resumed: n(&h.resumed) })
     }
 
     /// Whether HTTP/3 is served too (UDP, same address and port).
     pub fn http3(&self) -> bool {
-        self.shared.alt_svc.is_some()
+        self.state.alt_svc.is_some()
     }
 
     /// The CA certificate (PEM) to trust, when TLS is on.
@@ -130,17 +129,17 @@ impl RunningServer {
     /// those in progress finish under the old one, no connection is touched. With the same
     /// capacity, the queue stays as it is.
     pub fn set_shape(&self, shape: crate::Shape) -> Result<(), ServeError> {
-        self.shared.set_shape(shape)
+        self.state.set_shape(shape)
     }
 
     /// The shape in force.
     pub fn shape(&self) -> crate::Shape {
-        self.shared.live().shape.clone()
+        self.state.live().shape.clone()
     }
 
     /// How many requests reached this origin so far, not counting `/_barrage/stats`.
     pub fn requests(&self) -> u64 {
-        self.shared.requests.load(Ordering::Relaxed)
+        self.state.requests.load(Ordering::Relaxed)
     }
 
     /// Stops accepting, gives open connections a short grace to finish in-flight requests,
@@ -155,7 +154,7 @@ impl RunningServer {
             // A panicked server thread has nothing left to clean up.
             let _ = thread.join();
         }
-        self.shared.flush_log();
+        self.state.flush_log();
         if self.remove_ca {
             if let Some(path) = &self.ca_path {
                 let _ = std::fs::remove_file(path);
@@ -288,7 +287,7 @@ fn http_builder(max_streams: u32) -> HttpBuilder {
 /// What every connection needs, cloned once per connection.
 #[derive(Clone)]
 struct ConnContext {
-    shared: Arc<Shared>,
+    state: Arc<ServerState>,
     builder: Arc<HttpBuilder>,
     tls: Option<TlsAcceptor>,
 }
@@ -356,7 +355,7 @@ impl ConnContext {
                 let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
                 // A failed handshake has no one to answer; the client sees it on its side.
                 if let Ok(Ok(stream)) = handshake.await {
-                    if let Some(h) = &self.shared.handshakes {
+                    if let Some(h) = &self.state.handshakes {
                         h.tls.fetch_add(1, Ordering::Relaxed);
                     }
                     self.serve_http(stream, shutdown).await;
@@ -369,8 +368,8 @@ impl ConnContext {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let shared = self.shared.clone();
-        let service = service_fn(move |req| handler::handle(shared.clone(), req));
+        let state = self.state.clone();
+        let service = service_fn(move |req| handler::handle(state.clone(), req));
         let conn = self.builder.serve_connection(TokioIo::new(io), service);
         tokio::pin!(conn);
         tokio::select! {

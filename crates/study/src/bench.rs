@@ -2,7 +2,7 @@
 //! against each front of the `all` testbed in turn (direct, nginx, haproxy, varnish and
 //! squid with hits and with misses, then each again over HTTPS), one row each.
 
-use crate::{Job, Runner, StudyError};
+use crate::{RunOrder, Runner, StudyError};
 use barrage_engine::{Load, Pacer, Plan, Target, Watch, WatchTarget};
 use barrage_report::{StudyRow, StudyTable};
 use barrage_testbed::State;
@@ -37,10 +37,10 @@ impl Bench {
         table.planned = cases.len();
         runner.plan_runs(cases.len());
         for (i, (label, url, unique)) in cases.into_iter().enumerate() {
-            let mut job = self.job(&label, &url, unique, state).map_err(StudyError::Plan)?;
+            let mut order = self.order(&label, &url, unique, state).map_err(StudyError::Plan)?;
             // Each front its own stream: the HTTPS misses row must not hit what HTTP cached.
-            job.plan.in_study(i as u64 + 1, &[], 0, 0);
-            let Some(done) = runner.run(&job)? else { break };
+            order.plan.in_study(i as u64 + 1, &[], 0, 0);
+            let Some(done) = runner.run(&order)? else { break };
             let ok = done
                 .summary
                 .throughput_per_sec
@@ -56,7 +56,7 @@ impl Bench {
     }
 
     /// One run against one front, watching every server of the testbed.
-    fn job(&self, label: &str, url: &str, unique: bool, state: &State) -> Result<Job, String> {
+    fn order(&self, label: &str, url: &str, unique: bool, state: &State) -> Result<RunOrder, String> {
         let target = Target::new(http::Method::GET, url)?;
         let load = match self.rate {
             Some(rate) => Load::Open {
@@ -75,17 +75,17 @@ impl Bench {
         }
         plan.tls.cacert = state.ca.clone();
         plan.validate()?;
-        let mut job = Job::new(plan).label("front", label);
-        job.output = self
+        let mut order = RunOrder::new(plan).label("front", label);
+        order.output = self
             .output_dir
             .as_ref()
             .map(|d| d.join(format!("{}.brg", label.replace([' ', '(', ')'], "-").replace("--", "-"))));
-        job.watch = state
+        order.watch = state
             .servers
             .iter()
             .map(|s| Watch { label: s.spec.name.clone(), target: WatchTarget::PidFile(s.pid_file()) })
             .collect();
-        Ok(job)
+        Ok(order)
     }
 }
 

@@ -9,7 +9,7 @@
 //! [`search`] is a pure function over a probe callback and a clock, tested with tables like
 //! the pacer, and so is [`Delivery::of`]; [`Capacity::run`] gives the search real probes.
 
-use crate::series::{Job, Runner};
+use crate::series::{RunOrder, Runner};
 use crate::sweep::{row_note, suffixed, Level};
 use crate::StudyError;
 use barrage_metrics::RunSummary;
@@ -98,7 +98,7 @@ pub struct Probed {
 
 /// What the search found.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Outcome {
+pub struct Findings {
     /// The highest rate judged to meet every objective and not missed when held: the
     /// capacity.
     pub capacity: Option<f64>,
@@ -115,7 +115,7 @@ pub struct Outcome {
     pub held: Vec<(f64, bool)>,
 }
 
-impl Outcome {
+impl Findings {
     /// The rates probed, in order.
     pub fn rates(&self) -> Vec<f64> {
         self.probed.iter().map(|p| p.rate).collect()
@@ -180,7 +180,7 @@ struct Searching<'a> {
     b: &'a Bounds,
     elapsed: &'a mut dyn FnMut() -> Duration,
     probe: &'a mut dyn FnMut(f64, Stage) -> Option<Verdict>,
-    out: Outcome,
+    out: Findings,
     /// Every rate judged, in order, and whether it met.
     judged: Vec<(f64, bool)>,
 }
@@ -210,13 +210,13 @@ impl Searching<'_> {
         Some(verdict)
     }
 
-    fn interrupted(mut self) -> Outcome {
+    fn interrupted(mut self) -> Findings {
         self.out.stop = Stop::Interrupted;
         self.out
     }
 
     /// The ramp, then the bisection, then the hold.
-    fn search(mut self) -> Outcome {
+    fn search(mut self) -> Findings {
         // A search probe starts only if it and the hold after it end within the bound.
         let mut rate = self.b.start_rate.min(self.b.max_rate);
         loop {
@@ -268,7 +268,7 @@ impl Searching<'_> {
     /// The rate found, probed once more for a step (Nighthawk's "testing stage"). A miss
     /// makes it a rate that missed: the search steps down, bisecting again from the next
     /// lower rate judged met up to it, and holds what it finds.
-    fn hold(mut self) -> Outcome {
+    fn hold(mut self) -> Findings {
         while let Some(rate) = self.out.capacity {
             if !self.fits(1) {
                 break;
@@ -297,8 +297,8 @@ pub fn search(
     b: &Bounds,
     elapsed: &mut dyn FnMut() -> Duration,
     probe: &mut dyn FnMut(f64, Stage) -> Option<Verdict>,
-) -> Outcome {
-    let out = Outcome {
+) -> Findings {
+    let out = Findings {
         capacity: None,
         failed_at: None,
         collapsed_at: None,
@@ -472,11 +472,11 @@ impl Delivery {
     }
 }
 
-/// A capacity search against a base job.
+/// A capacity search against a base run order.
 #[derive(Clone, Debug)]
 pub struct Capacity {
-    /// The base job: every probe is its plan at one rate for `bounds.step`.
-    pub base: Job,
+    /// The base run order: every probe is its plan at one rate for `bounds.step`.
+    pub base: RunOrder,
     /// The search's bounds.
     pub bounds: Bounds,
     /// The objectives every probe must meet.
@@ -489,7 +489,7 @@ pub struct Capacity {
 #[derive(Clone, Debug)]
 pub struct Found {
     /// What the search found.
-    pub outcome: Outcome,
+    pub findings: Findings,
     /// A row per probe, in the order tried.
     pub table: StudyTable,
 }
@@ -504,7 +504,7 @@ impl Capacity {
         table.offered_column = Some("rate_per_sec".into());
         let started = Instant::now();
         let mut error = None;
-        let outcome = search(&self.bounds, &mut || started.elapsed(), &mut |rate, stage| match self.probe(
+        let findings = search(&self.bounds, &mut || started.elapsed(), &mut |rate, stage| match self.probe(
             runner,
             rate,
             stage,
@@ -531,8 +531,8 @@ impl Capacity {
             return Err(e);
         }
         table.planned = table.rows.len();
-        table.partial = outcome.stop == Stop::Interrupted;
-        Ok(Found { outcome, table })
+        table.partial = findings.stop == Stop::Interrupted;
+        Ok(Found { findings, table })
     }
 
     fn probe(
@@ -544,23 +544,23 @@ impl Capacity {
     ) -> Result<Option<(StudyRow, Verdict)>, StudyError> {
         let level = Level::Rate(rate);
         let name = format!("probe-{:02}-{}", index + 1, level.file_label());
-        let mut job = self.base.clone();
-        job.plan = level.apply(&self.base.plan, self.bounds.step);
+        let mut order = self.base.clone();
+        order.plan = level.apply(&self.base.plan, self.bounds.step);
         // Each probe its own request stream: a probe's new objects were not asked for by
         // any other probe.
-        job.plan.in_study(index as u64 + 1, &[], 0, 0);
-        job.labels.clear();
-        job = job
+        order.plan.in_study(index as u64 + 1, &[], 0, 0);
+        order.labels.clear();
+        order = order
             .label("probe", (index + 1).to_string())
             .label("rate", format!("{rate:.0}/s"))
             .label("stage", stage.name());
-        job.output = self.dir.as_ref().map(|d| d.join(format!("{name}.brg")));
-        job.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, std::slice::from_ref(&name)));
-        job.log = self.base.log.clone().map(|mut l| {
+        order.output = self.dir.as_ref().map(|d| d.join(format!("{name}.brg")));
+        order.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, std::slice::from_ref(&name)));
+        order.log = self.base.log.clone().map(|mut l| {
             l.path = suffixed(&l.path, std::slice::from_ref(&name));
             l
         });
-        let Some(done) = runner.run(&job)? else { return Ok(None) };
+        let Some(done) = runner.run(&order)? else { return Ok(None) };
         // Delivering the rate first: the objectives of a rate not delivered say little.
         let delivery = Delivery::of(&done.summary, rate);
         let slos = std::iter::once(delivery.result()).chain(self.slos.iter().map(|s| s.check(&done.summary))).collect();
@@ -593,7 +593,7 @@ pub fn knee(table: &StudyTable) -> Option<f64> {
 /// barrage itself limited the probes next to the capacity: its CPU or its schedule.
 pub fn generator_limited(found: &Found) -> Vec<String> {
     let near = |r: &&StudyRow| {
-        r.offered.is_some() && (r.offered == found.outcome.failed_at || r.offered == found.outcome.capacity)
+        r.offered.is_some() && (r.offered == found.findings.failed_at || r.offered == found.findings.capacity)
     };
     found
         .table
@@ -624,7 +624,7 @@ mod tests {
 
     /// A target that meets its objectives up to `capacity` and collapses above `collapse`;
     /// each probe takes a step of a fake clock.
-    fn against(b: &Bounds, capacity: f64, collapse: f64, stop_after: usize) -> Outcome {
+    fn against(b: &Bounds, capacity: f64, collapse: f64, stop_after: usize) -> Findings {
         noisy(b, capacity, collapse, stop_after, &mut |_, _, _| None)
     }
 
@@ -636,7 +636,7 @@ mod tests {
         collapse: f64,
         stop_after: usize,
         noise: &mut dyn FnMut(f64, Stage, usize) -> Option<Verdict>,
-    ) -> Outcome {
+    ) -> Findings {
         let clock = std::cell::Cell::new(Duration::ZERO);
         let mut n = 0;
         search(b, &mut || clock.get(), &mut |rate, stage| {
@@ -652,7 +652,7 @@ mod tests {
     /// A probe built on failure (every request refused).
     const FAILED: Verdict = Verdict { met: false, collapsed: true, failed: true };
 
-    fn stages(o: &Outcome) -> Vec<(f64, Stage)> {
+    fn stages(o: &Findings) -> Vec<(f64, Stage)> {
         o.probed.iter().map(|p| (p.rate, p.stage)).collect()
     }
 

@@ -3,11 +3,11 @@
 //! case and phase, mean ± sd over the repeats) and the comparisons along factors, tested
 //! for significance as `barrage compare` does.
 //!
-//! The binary turns each case's settings into [`Job`]s (they are `run` flags); this module
+//! The binary turns each case's settings into [`RunOrder`]s (they are `run` flags); this module
 //! owns everything else.
 
 use crate::dir::{Role, StudyDir};
-use crate::series::{measure, Done, Job, Runner};
+use crate::series::{measure, Finished, RunOrder, Runner};
 use crate::StudyError;
 use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
@@ -357,9 +357,9 @@ fn shell_words(flags: &[String]) -> String {
 /// A case's runs, built once its testbed's servers are known.
 pub struct Built {
     /// The measured run: plan and watches (labels and files are the experiment's).
-    pub main: Job,
+    pub main: RunOrder,
     /// The background load beside it.
-    pub background: Option<Job>,
+    pub background: Option<RunOrder>,
 }
 
 /// The testbed a case runs against, as its runs need it.
@@ -501,7 +501,7 @@ impl Experiment<'_> {
     ) -> Result<bool, StudyError> {
         let case = &self.cases[c];
         let phases = barrage_plan::phases::parse(&case.phases).map_err(StudyError::Plan)?;
-        let (main_job, bg_job) = (
+        let (main_order, bg_order) = (
             self.streamed(&built.main, c, repeat, StreamRole::Measured),
             built.background.as_ref().map(|b| self.streamed(b, c, repeat, StreamRole::Background)),
         );
@@ -519,7 +519,7 @@ impl Experiment<'_> {
         for (i, phase) in names.into_iter().enumerate() {
             let file = self.dir.file(&case.id, repeat, phase, Role::Measured);
             let bg_file = self.dir.file(&case.id, repeat, phase, Role::Background);
-            let mut main = main_job.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
+            let mut main = main_order.clone().label("case", case.id.as_str()).label("repeat", repeat.to_string());
             let index = main.plan.stream.index;
             main.plan.in_study(index, &phases, i, warmed);
             if let Some(p) = phase {
@@ -531,7 +531,7 @@ impl Experiment<'_> {
             if i != last {
                 main.at.clear();
             }
-            let bg = bg_job.as_ref().map(|b| {
+            let bg = bg_order.as_ref().map(|b| {
                 let mut b = b.clone().label("case", case.id.as_str()).label("role", "background");
                 b.plan.in_study(self.stream_index(c, repeat, StreamRole::Background, i), &[], 0, 0);
                 b.output = Some(StudyDir::part(&bg_file));
@@ -558,7 +558,7 @@ impl Experiment<'_> {
     /// index in the study, so that no two ask for the same new object, and its seed), and the
     /// phases of a repeat share one: the fill asks for what the measure asks for again. A
     /// background's phases do not: its new objects are new in every phase.
-    fn streamed(&self, j: &Job, c: usize, repeat: u32, role: StreamRole) -> Job {
+    fn streamed(&self, j: &RunOrder, c: usize, repeat: u32, role: StreamRole) -> RunOrder {
         let mut j = j.clone();
         j.plan.in_study(self.stream_index(c, repeat, role, 0), &[], 0, 0);
         j
@@ -569,7 +569,7 @@ impl Experiment<'_> {
     fn warm_up(&self, c: usize, repeat: u32, built: &Built, runner: &mut Runner) -> Result<bool, StudyError> {
         let Some(w) = self.warmup else { return Ok(true) };
         let case = &self.cases[c];
-        let warm = |j: &Job, role: StreamRole| {
+        let warm = |j: &RunOrder, role: StreamRole| {
             let mut j = self.streamed(j, c, repeat, role);
             j.plan.duration = Some(w);
             j.plan.requests = None;
@@ -597,16 +597,16 @@ impl Experiment<'_> {
     fn pair(
         &self,
         runner: &mut Runner,
-        main: Job,
-        bg: Option<Job>,
-    ) -> Result<(Option<Done>, Option<Done>), StudyError> {
+        main: RunOrder,
+        bg: Option<RunOrder>,
+    ) -> Result<(Option<Finished>, Option<Finished>), StudyError> {
         let token = runner.token();
         let (m, b) = std::thread::scope(|s| {
-            let b = bg.as_ref().map(|job| s.spawn(|| measure("experiment", job, token.child_token(), &mut |_| {})));
+            let b = bg.as_ref().map(|order| s.spawn(|| measure("experiment", order, token.child_token(), &mut |_| {})));
             let m = runner.run(&main);
             (m, b.map(|h| h.join().expect("a background run does not panic")))
         });
-        // A warm-up's jobs have no output: their temporary files are gone already.
+        // A warm-up's runs have no output: their temporary files are gone already.
         Ok((m?, b.transpose()?.flatten()))
     }
 

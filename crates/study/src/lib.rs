@@ -5,7 +5,7 @@
 //! on a signal (the finished runs kept, the table marked partial), and give a typed
 //! [`barrage_report::StudyTable`] that `barrage-report` renders once for every format.
 //!
-//! - [`series`]: [`Job`] (a plan, its labels and files), [`Runner`], [`Observer`];
+//! - [`series`]: [`RunOrder`] (a plan, its labels and files), [`Runner`], [`Observer`];
 //! - [`sweep`]: [`Level`]s and phases derived from a base plan ([`Sweep`]);
 //! - [`capacity`]: the search as a pure function over a probe callback ([`capacity::search`]);
 //! - [`experiment`]: cases, repeats, warm-up, order, background load and testbeds;
@@ -20,13 +20,13 @@
 //!
 //! ```no_run
 //! use barrage_engine::{Load, Plan, Target};
-//! use barrage_study::{Job, Level, Quiet, Runner, Sweep};
+//! use barrage_study::{RunOrder, Level, Quiet, Runner, Sweep};
 //! use std::time::Duration;
 //!
 //! let target = Target::new(http::Method::GET, "http://127.0.0.1:8080/").unwrap();
 //! let plan = Plan::new(vec![target], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
 //! let sweep = Sweep {
-//!     base: Job::new(plan),
+//!     base: RunOrder::new(plan),
 //!     levels: vec![Level::Workers(4), Level::Workers(8)],
 //!     step: Duration::from_secs(5),
 //!     phases: Vec::new(),
@@ -55,7 +55,7 @@ pub mod views;
 pub mod watch;
 
 pub use dir::StudyDir;
-pub use series::{Done, Job, Observer, Quiet, Runner};
+pub use series::{Finished, Observer, Quiet, RunOrder, Runner};
 pub use sweep::{Level, Sweep};
 
 use std::path::PathBuf;

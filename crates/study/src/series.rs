@@ -20,7 +20,7 @@ use std::path::PathBuf;
 /// One run of a study: the plan, what it is within the study, where its results go and
 /// what it watches and does beside sending.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub struct RunOrder {
     /// What runs.
     pub plan: Plan,
     /// What the run is within its study, in order: `("level", "16 workers")`,
@@ -44,10 +44,10 @@ pub struct Job {
     pub clock_offset_us: Option<i64>,
 }
 
-impl Job {
-    /// A job for `plan` with no labels, no files and nothing watched.
-    pub fn new(plan: Plan) -> Job {
-        Job {
+impl RunOrder {
+    /// A run order for `plan` with no labels, no files and nothing watched.
+    pub fn new(plan: Plan) -> RunOrder {
+        RunOrder {
             plan,
             labels: Vec::new(),
             output: None,
@@ -61,8 +61,8 @@ impl Job {
         }
     }
 
-    /// The job with one more label.
-    pub fn label(mut self, key: &str, value: impl Into<String>) -> Job {
+    /// The run order with one more label.
+    pub fn label(mut self, key: &str, value: impl Into<String>) -> RunOrder {
         self.labels.push((key.into(), value.into()));
         self
     }
@@ -97,7 +97,7 @@ impl Job {
 /// endpoint, an HdrHistogram log. The engine's per-interval callback feeds it.
 pub trait Observer {
     /// A run starts (`index` of `planned`, counting from 0; `planned` is 0 when unknown).
-    fn begin(&mut self, _job: &Job, _index: usize, _planned: usize) -> Result<(), String> {
+    fn begin(&mut self, _order: &RunOrder, _index: usize, _planned: usize) -> Result<(), String> {
         Ok(())
     }
     /// One closed interval of the run.
@@ -120,7 +120,7 @@ impl Observer for Quiet {}
 
 /// A finished (or interrupted) run.
 #[derive(Clone, Debug)]
-pub struct Done {
+pub struct Finished {
     /// Its summary, read back from its results file.
     pub summary: RunSummary,
     /// Its results file, when kept.
@@ -129,7 +129,7 @@ pub struct Done {
     pub interrupted: bool,
 }
 
-/// Runs a study's jobs one after another under one cancellation token.
+/// Runs a study's runs one after another under one cancellation token.
 pub struct Runner<'a> {
     mode: &'static str,
     stop: CancellationToken,
@@ -170,34 +170,34 @@ impl<'a> Runner<'a> {
         self.stop.clone()
     }
 
-    /// Runs `job` to its end (or to the study's stop) and reads its summary back from its
+    /// Runs `order` to its end (or to the study's stop) and reads its summary back from its
     /// results file, so that what is shown now and a report re-rendered later are the same.
     /// `None` when the study was stopped before the run could start.
-    pub fn run(&mut self, job: &Job) -> Result<Option<Done>, StudyError> {
+    pub fn run(&mut self, order: &RunOrder) -> Result<Option<Finished>, StudyError> {
         if self.stopped() {
             return Ok(None);
         }
         let index = self.started;
         self.started += 1;
-        self.observer.begin(job, index, self.planned).map_err(StudyError::Output)?;
-        let result = measure(self.mode, job, self.stop.child_token(), &mut |i| self.observer.interval(i));
+        self.observer.begin(order, index, self.planned).map_err(StudyError::Output)?;
+        let result = measure(self.mode, order, self.stop.child_token(), &mut |i| self.observer.interval(i));
         let ended = self.observer.end().map_err(StudyError::Output);
         let done = result?;
         ended?;
-        Ok(done.map(|done| Done { interrupted: self.stopped(), ..done }))
+        Ok(done.map(|done| Finished { interrupted: self.stopped(), ..done }))
     }
 }
 
-/// Runs one job into its results file (or a temporary one) and summarizes it; `None` when
+/// Runs one run order into its results file (or a temporary one) and summarizes it; `None` when
 /// `stop` came before the run started.
 pub fn measure(
     mode: &str,
-    job: &Job,
+    order: &RunOrder,
     stop: CancellationToken,
     on_interval: &mut dyn FnMut(IntervalRecord),
-) -> Result<Option<Done>, StudyError> {
+) -> Result<Option<Finished>, StudyError> {
     let temp;
-    let path = match &job.output {
+    let path = match &order.output {
         Some(p) => p.clone(),
         None => {
             temp = tempfile::Builder::new()
@@ -210,24 +210,24 @@ pub fn measure(
     };
     let spec = RunSpec {
         output: path.clone(),
-        settings_json: job.settings_json(mode),
-        log: job.log.clone(),
-        watch: job.watch.clone(),
-        at: job.at.clone(),
-        redaction: job.redaction.clone(),
-        start_at: job.start_at,
-        clock_offset_us: job.clock_offset_us,
-        plan_digest: job.plan_digest(),
+        settings_json: order.settings_json(mode),
+        log: order.log.clone(),
+        watch: order.watch.clone(),
+        at: order.at.clone(),
+        redaction: order.redaction.clone(),
+        start_at: order.start_at,
+        clock_offset_us: order.clock_offset_us,
+        plan_digest: order.plan_digest(),
     };
     // The settings and digest of a million targets take a moment: a stop meanwhile starts
     // no run.
     if stop.is_cancelled() {
         return Ok(None);
     }
-    match barrage_engine::run(job.plan.clone(), &spec, stop.clone(), on_interval) {
+    match barrage_engine::run(order.plan.clone(), &spec, stop.clone(), on_interval) {
         Err(barrage_engine::EngineError::Stopped) => return Ok(None),
         ran => ran?,
     };
     let summary = summarize(std::slice::from_ref(&path))?;
-    Ok(Some(Done { summary, path: job.output.clone(), interrupted: stop.is_cancelled() }))
+    Ok(Some(Finished { summary, path: order.output.clone(), interrupted: stop.is_cancelled() }))
 }

@@ -1,7 +1,7 @@
 //! Levels and phases: plans derived from a base plan, one run per level and phase, one row
 //! each. `run --phases` is a sweep of one level; a capacity search probes levels it chooses.
 
-use crate::series::{Job, Runner};
+use crate::series::{RunOrder, Runner};
 use crate::StudyError;
 use barrage_engine::{Load, Pacer, Plan};
 use barrage_plan::phases::PhaseSpec;
@@ -112,10 +112,10 @@ pub fn one_group(plan: &Plan, mode: &str) -> Result<(), String> {
 /// A study of levels × phases: one run each, one row each.
 #[derive(Clone, Debug)]
 pub struct Sweep {
-    /// The base job: its plan's load is replaced per level; its `--log` and `--hdr-log`
+    /// The base run order: its plan's load is replaced per level; its `--log` and `--hdr-log`
     /// paths get the level and phase in their names; its watches and commands apply to
     /// every run.
-    pub base: Job,
+    pub base: RunOrder,
     /// The levels; empty: the base plan as it is (`run --phases`).
     pub levels: Vec<Level>,
     /// Length of each level's run (ignored without levels).
@@ -129,9 +129,9 @@ pub struct Sweep {
     pub slos: Vec<Slo>,
 }
 
-/// One run of a sweep: its row's labels and offered load, its phase, and the job.
+/// One run of a sweep: its row's labels and offered load, its phase, and its run order.
 #[derive(Clone, Debug)]
-pub struct SweepJob {
+pub struct SweepRun {
     /// The row's labels (level, phase).
     pub labels: Vec<String>,
     /// The level's offered load.
@@ -139,14 +139,14 @@ pub struct SweepJob {
     /// Its phase's place among the level's phases (0 without phases).
     pub phase: usize,
     /// What runs; a measure's part and length are set once its fill has run.
-    pub job: Job,
+    pub order: RunOrder,
 }
 
 impl Sweep {
-    /// The jobs in the order they run. Each level is a stream of its own (its new objects
+    /// The runs in the order they run. Each level is a stream of its own (its new objects
     /// are new, whatever the other levels asked for); its phases share it: the fill asks
     /// for what the measures ask for again.
-    pub fn jobs(&self) -> Vec<SweepJob> {
+    pub fn runs(&self) -> Vec<SweepRun> {
         let levels: Vec<Option<Level>> =
             if self.levels.is_empty() { vec![None] } else { self.levels.iter().copied().map(Some).collect() };
         let phases: Vec<Option<&PhaseSpec>> =
@@ -154,31 +154,31 @@ impl Sweep {
         let mut out = Vec::new();
         for (i, level) in levels.iter().enumerate() {
             for (p, phase) in phases.iter().enumerate() {
-                let mut job = self.base.clone();
-                job.labels.clear();
+                let mut order = self.base.clone();
+                order.labels.clear();
                 let mut parts = Vec::new();
                 let mut labels = Vec::new();
                 if let Some(l) = level {
-                    job.plan = l.apply(&self.base.plan, self.step);
-                    job = job.label("level", l.label());
+                    order.plan = l.apply(&self.base.plan, self.step);
+                    order = order.label("level", l.label());
                     parts.push(format!("level-{:02}-{}", i + 1, l.file_label()));
                     labels.push(l.label());
                 }
                 // A lone run's phases keep its stream; each level is run i + 1 of the study.
                 let index = if self.levels.is_empty() { self.base.plan.stream.index } else { i as u64 + 1 };
-                job.plan.in_study(index, &self.phases, p, 0);
+                order.plan.in_study(index, &self.phases, p, 0);
                 if let Some(phase) = phase {
-                    job = job.label("phase", phase.name.as_str());
+                    order = order.label("phase", phase.name.as_str());
                     parts.push(phase.name.clone());
                     labels.push(phase.name.clone());
                 }
-                job.output = self.output(&parts);
-                job.log = self.base.log.clone().map(|mut l| {
+                order.output = self.output(&parts);
+                order.log = self.base.log.clone().map(|mut l| {
                     l.path = suffixed(&l.path, &parts);
                     l
                 });
-                job.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, &parts));
-                out.push(SweepJob { labels, offered: level.map(Level::offered), phase: p, job });
+                order.hdr_log = self.base.hdr_log.as_ref().map(|p| suffixed(p, &parts));
+                out.push(SweepRun { labels, offered: level.map(Level::offered), phase: p, order });
             }
         }
         out
@@ -207,7 +207,7 @@ impl Sweep {
     /// Runs every level and phase; on a stop, the table has the runs that ran (the one
     /// stopped included, marked interrupted) and says it is partial.
     pub fn run(&self, runner: &mut Runner) -> Result<StudyTable, StudyError> {
-        let jobs = self.jobs();
+        let runs = self.runs();
         let mut table = StudyTable::new("sweep", &self.label_columns());
         if !self.levels.is_empty() {
             table.offered_column = Some("offered".into());
@@ -215,24 +215,24 @@ impl Sweep {
         if self.levels.is_empty() {
             table.name = "phases".into();
         }
-        table.planned = jobs.len();
+        table.planned = runs.len();
         if let Some(dir) = &self.dir {
             std::fs::create_dir_all(dir).map_err(|e| StudyError::Io(dir.clone(), e))?;
         }
-        runner.plan_runs(jobs.len());
+        runner.plan_runs(runs.len());
         // What the level's fill sent, for its measures.
         let mut warmed = 0;
-        for SweepJob { labels, offered, phase, mut job } in jobs {
+        for SweepRun { labels, offered, phase, mut order } in runs {
             if phase > 0 {
-                job.plan.in_study(job.plan.stream.index, &self.phases, phase, warmed);
+                order.plan.in_study(order.plan.stream.index, &self.phases, phase, warmed);
             }
-            let Some(done) = runner.run(&job)? else { break };
+            let Some(done) = runner.run(&order)? else { break };
             if phase == 0 {
                 warmed = done.summary.sent_prefix;
             }
             let slos = self.slos.iter().map(|s| s.check(&done.summary)).collect();
             let row = StudyRow { labels, offered, runs: vec![done.summary], slos, ..Default::default() };
-            runner.note(&format!("{}: {}", job.title(), row_note(&row)));
+            runner.note(&format!("{}: {}", order.title(), row_note(&row)));
             table.rows.push(row);
             if done.interrupted {
                 break;
@@ -335,18 +335,18 @@ mod tests {
 
     #[test]
     fn levels_times_phases_give_one_job_each_with_its_files() {
-        let mut job = Job::new(base(Load::Closed { concurrency: 1, think_time: Duration::ZERO }));
-        job.hdr_log = Some("/tmp/x/lat.hlog".into());
+        let mut order = RunOrder::new(base(Load::Closed { concurrency: 1, think_time: Duration::ZERO }));
+        order.hdr_log = Some("/tmp/x/lat.hlog".into());
         let s = Sweep {
-            base: job,
+            base: order,
             levels: vec![Level::Workers(4), Level::Workers(8)],
             step: Duration::from_secs(2),
             phases: barrage_plan::phases::parse(&["fill".into(), "measure".into()]).unwrap(),
             dir: Some("/tmp/out".into()),
             slos: Vec::new(),
         };
-        let jobs = s.jobs();
-        let names: Vec<String> = jobs.iter().map(|j| j.job.output.as_ref().unwrap().display().to_string()).collect();
+        let runs = s.runs();
+        let names: Vec<String> = runs.iter().map(|j| j.order.output.as_ref().unwrap().display().to_string()).collect();
         assert_eq!(
             names,
             [
@@ -356,16 +356,16 @@ mod tests {
                 "/tmp/out/level-02-8workers.measure.brg"
             ]
         );
-        assert_eq!(jobs[3].labels, ["8 workers", "measure"]);
-        assert_eq!(jobs[3].offered, Some(8.0));
+        assert_eq!(runs[3].labels, ["8 workers", "measure"]);
+        assert_eq!(runs[3].offered, Some(8.0));
         assert_eq!(
-            jobs[1].job.hdr_log.as_ref().unwrap().display().to_string(),
+            runs[1].order.hdr_log.as_ref().unwrap().display().to_string(),
             "/tmp/x/lat.level-01-4workers.measure.hlog"
         );
-        assert_eq!(jobs[2].job.title(), "level 8 workers, phase fill");
+        assert_eq!(runs[2].order.title(), "level 8 workers, phase fill");
         // Each level a stream of its own, its phases sharing it: the fill then the measure.
         let streams: Vec<(u64, Part)> =
-            jobs.iter().map(|j| (j.job.plan.stream.index, j.job.plan.stream.part)).collect();
+            runs.iter().map(|j| (j.order.plan.stream.index, j.order.plan.stream.part)).collect();
         let measure = Part::Measure { warmed: 0 };
         assert_eq!(streams, [(1, Part::Fill), (1, measure), (2, Part::Fill), (2, measure)]);
         assert_eq!(s.label_columns(), ["level", "phase"]);
@@ -373,20 +373,20 @@ mod tests {
 
     #[test]
     fn phases_alone_keep_the_plan_and_name_files_after_the_output() {
-        let mut job = Job::new(base(Load::Closed { concurrency: 3, think_time: Duration::ZERO }));
-        job.output = Some("run.brg".into());
+        let mut order = RunOrder::new(base(Load::Closed { concurrency: 3, think_time: Duration::ZERO }));
+        order.output = Some("run.brg".into());
         let s = Sweep {
-            base: job,
+            base: order,
             levels: Vec::new(),
             step: Duration::ZERO,
             phases: barrage_plan::phases::parse(&["fill".into(), "measure".into()]).unwrap(),
             dir: None,
             slos: Vec::new(),
         };
-        let jobs = s.jobs();
-        assert_eq!(jobs[0].job.output.as_deref(), Some(Path::new("run.fill.brg")));
-        assert_eq!(jobs[1].job.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
-        assert_eq!(jobs[1].labels, ["measure"]);
+        let runs = s.runs();
+        assert_eq!(runs[0].order.output.as_deref(), Some(Path::new("run.fill.brg")));
+        assert_eq!(runs[1].order.plan.load, Load::Closed { concurrency: 3, think_time: Duration::ZERO });
+        assert_eq!(runs[1].labels, ["measure"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! stderr, and the testbeds a second signal must take down ([`crate::signals`]). Apart from
 //! the runner, which knows only the [`Observer`] it feeds.
 
-use crate::{Job, Observer};
+use crate::{Observer, RunOrder};
 use barrage_engine::{CancellationToken, Load, Pacer};
 use barrage_live::{HdrLog, Live, LiveError, LiveOptions, RunInfo};
 use barrage_metrics::IntervalRecord;
@@ -53,15 +53,15 @@ impl Views {
 }
 
 impl Observer for Views {
-    fn begin(&mut self, job: &Job, index: usize, planned: usize) -> Result<(), String> {
-        self.hdr = Some(HdrLog::create(job.hdr_log.clone()).map_err(|e| e.to_string())?);
-        let title = job.title();
+    fn begin(&mut self, order: &RunOrder, index: usize, planned: usize) -> Result<(), String> {
+        self.hdr = Some(HdrLog::create(order.hdr_log.clone()).map_err(|e| e.to_string())?);
+        let title = order.title();
         let label = (!title.is_empty()).then(|| match planned {
             0 | 1 => title.clone(),
             n => format!("{}/{n}: {title}", index + 1),
         });
         if let Some(live) = &mut self.live {
-            live.begin(info(job, label));
+            live.begin(info(order, label));
         }
         Ok(())
     }
@@ -94,14 +94,14 @@ impl Observer for Views {
 }
 
 /// What the views know about a run before it starts.
-fn info(job: &Job, label: Option<String>) -> RunInfo {
-    let plan = &job.plan;
+fn info(order: &RunOrder, label: Option<String>) -> RunInfo {
+    let plan = &order.plan;
     let (target_rate, concurrency) = match &plan.load {
         Load::Open { pacer: Pacer::Constant { rate }, .. } => (Some(*rate), None),
         Load::Open { .. } => (None, None),
         Load::Closed { concurrency, .. } => (None, Some(*concurrency)),
     };
-    let urls = barrage_engine::listed_urls(plan, &job.redaction);
+    let urls = barrage_engine::listed_urls(plan, &order.redaction);
     RunInfo {
         label,
         url_count: urls.len(),
@@ -116,16 +116,17 @@ fn info(job: &Job, label: Option<String>) -> RunInfo {
 
 #[cfg(test)]
 mod tests {
-    use crate::Job;
+    use crate::RunOrder;
     use barrage_engine::{Load, Plan, Target};
 
     /// The TUI's header and every view show the URLs as the run's outputs do.
     #[test]
     fn the_live_views_show_urls_redacted() {
         let t = Target::new(http::Method::GET, "http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1").unwrap();
-        let mut job = Job::new(Plan::new(vec![t], Load::Closed { concurrency: 1, think_time: Default::default() }));
-        assert_eq!(super::info(&job, None).urls, ["http://u:<redacted>@127.0.0.1/?token=<redacted>&x=1"]);
-        job.redaction = barrage_metrics::secrets::Redaction::off();
-        assert_eq!(super::info(&job, None).urls, ["http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1"]);
+        let mut order =
+            RunOrder::new(Plan::new(vec![t], Load::Closed { concurrency: 1, think_time: Default::default() }));
+        assert_eq!(super::info(&order, None).urls, ["http://u:<redacted>@127.0.0.1/?token=<redacted>&x=1"]);
+        order.redaction = barrage_metrics::secrets::Redaction::off();
+        assert_eq!(super::info(&order, None).urls, ["http://u:S3CRET@127.0.0.1/?token=S3CRET&x=1"]);
     }
 }
