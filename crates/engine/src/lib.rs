@@ -23,7 +23,7 @@
 mod attempt;
 mod conn;
 mod events;
-mod exchange;
+mod feed;
 #[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
@@ -33,6 +33,7 @@ pub mod limits;
 mod prepared;
 pub mod reqlog;
 mod schedule;
+mod slot;
 mod thread;
 mod timing;
 mod watch;

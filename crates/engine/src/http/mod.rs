@@ -1,5 +1,5 @@
 //! One HTTP request on an open connection, whatever the protocol: the slot
-//! ([`crate::exchange::Slot`]) hands a connection an [`Outgoing`] request and a [`Reading`]
+//! ([`crate::slot::Slot`]) hands a connection an [`Outgoing`] request and a [`Reading`]
 //! (what to read off the response, what to keep of it for a flow's step), and gets back an
 //! [`Answer`]: the status, what the headers said, the bytes each way and when the request
 //! was written, its head arrived and its last byte came in. Phases, samples and retries are
@@ -16,7 +16,7 @@ pub(crate) mod h3;
 pub(crate) mod hpack;
 mod shared;
 
-pub(crate) use shared::Shared;
+pub(crate) use shared::SharedConns;
 
 use crate::conn::{Connector, Endpoint, Failure};
 pub(crate) use crate::prepared::{Filled, Outgoing};

@@ -19,19 +19,18 @@ use super::conn::{Answered, KvConn};
 use super::run::{connect, done, encode, fill_keys, parse_of, KvRun, Unopened};
 use crate::attempt::{failure_done, log_row, record_done, retry_pause, Job, Logged};
 use crate::conn::{Failure, Stream};
-use crate::thread::{Closed, Free, Pool, Turns};
+use crate::feed::{Closed, Free, Inbox, Pool, Turns};
 use crate::timing::{instant_at, Phases};
 use crate::worker::Worker;
 use barrage_metrics::recorder::SampleKeys;
 use barrage_metrics::{ErrorKind, Phase, Sample};
 use barrage_plan::kv::KvCommand;
-use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::ops::Range;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Where a group's lanes get their commands.
@@ -41,32 +40,6 @@ pub(crate) enum Feed {
     Closed(Rc<Closed>),
     /// An open loop: the scheduler hands free lanes their commands ([`Inbox`]).
     Open(Rc<Pool>),
-}
-
-/// What an open loop's scheduler hands a group: commands for its free lanes.
-#[derive(Default)]
-pub(crate) struct Inbox {
-    jobs: RefCell<Vec<(u32, Job)>>,
-    waker: RefCell<Option<Waker>>,
-}
-
-impl Inbox {
-    /// Hands lane `lane` its `job`.
-    pub(crate) fn push(&self, lane: u32, job: Job) {
-        self.jobs.borrow_mut().push((lane, job));
-        self.wake();
-    }
-
-    /// The loop has ended ([`Pool::closed`]): the group finishes once its lanes are done.
-    pub(crate) fn close(&self) {
-        self.wake();
-    }
-
-    fn wake(&self) {
-        if let Some(w) = self.waker.borrow_mut().take() {
-            w.wake();
-        }
-    }
 }
 
 /// Spawns the groups of this thread's `lanes` lanes of a load loop, `--pipeline` to a
@@ -374,13 +347,8 @@ impl Group {
         if matches!(self.feed, Feed::Closed(_)) {
             return false;
         }
-        {
-            let mut waker = self.inbox.waker.borrow_mut();
-            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *waker = Some(cx.waker().clone());
-            }
-        }
-        std::mem::swap(&mut *self.inbox.jobs.borrow_mut(), &mut self.jobs);
+        self.inbox.register(cx.waker());
+        self.inbox.take(&mut self.jobs);
         if self.jobs.is_empty() {
             return false;
         }

@@ -1,9 +1,12 @@
-//! One request on a slot's connection, measured into a [`Sample`]. The hot path: no lock, no
-//! channel, no formatting; the recorder is this thread's own.
+//! The slot: at most one HTTP request at a time on its own connection (or, with
+//! `--streams`, one its group shares), a plain request or a flow's step, measured into a
+//! [`Sample`] and settled by the attempt floor. Also a flow's run of steps, which the slot
+//! sends one after the other. The hot path: no lock, no channel, no formatting; the
+//! recorder is this thread's own.
 
 use crate::attempt::{failure_done, log_row, record_done, retry_pause, Done, FlowLog, Job, Logged};
 use crate::conn::Failure;
-use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
+use crate::http::{Conn, Filled, Outgoing, Reading, SharedConns};
 use crate::prepared::Prepared;
 use crate::timing::Phases;
 use crate::watchdog::{Expired, Watchdog};
@@ -160,7 +163,7 @@ pub struct Slot {
     conn: Option<(usize, Conn)>,
     /// With `--streams` above 1: the connections this slot shares with the others of its
     /// group (a handle to one is in `conn` while a request uses it).
-    shared: Option<Rc<Shared>>,
+    shared: Option<Rc<SharedConns>>,
     /// The backend its last response named.
     backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
@@ -184,7 +187,7 @@ impl Slot {
     }
 
     /// A slot of a group that shares its connections (`--streams`).
-    pub(crate) fn sharing(worker: usize, shared: Rc<Shared>) -> Self {
+    pub(crate) fn sharing(worker: usize, shared: Rc<SharedConns>) -> Self {
         Slot { shared: Some(shared), ..Slot::new(worker) }
     }
 
