@@ -107,17 +107,10 @@ pub(crate) struct Answer {
 impl Answer {
     /// The send, wait and receive phases of the exchange.
     pub(crate) fn phases(&self, phases: &Phases) {
-        use barrage_metrics::Phase;
-        let waited_from = match self.written {
-            Some(written) => {
-                let written = written.clamp(self.sent, self.head);
-                phases.set(Phase::Send, written - self.sent);
-                written
-            }
-            None => self.sent,
-        };
-        phases.set(Phase::Wait, self.head.saturating_sub(waited_from));
-        phases.set(Phase::Receive, self.end.saturating_sub(self.head));
+        // A connection's write may be stamped after the head it carried the request for
+        // came in (HTTP/2 stamps by the write's turn): the request was written by then.
+        let written = self.written.map(|w| w.clamp(self.sent, self.head));
+        phases.exchanged(self.sent, written, self.head, self.end);
     }
 }
 
