@@ -296,28 +296,11 @@ fn worker_task(
     window: Window,
     work: Work,
 ) -> tokio::task::JoinHandle<()> {
-    let ramp = match work {
-        Work::Flows(g) => w.plan.scenario.as_ref().map_or(Duration::ZERO, |s| s.groups[g].ramp),
-        Work::Requests => Duration::ZERO,
-    };
     let number = slot.number();
+    let (first, iterations, cap) = worker_pace(w, work, window, (number, all));
     let (w, closed) = (w.clone(), closed.clone());
-    let first = window.start + ramp.mul_f64(number as f64 / all.max(1) as f64);
     let deadline = closed.deadline();
     let new_connections = !w.plan.protocol.keepalive();
-    // A group's `iterations`: the flows this worker runs before it stops.
-    let iterations = match work {
-        Work::Flows(g) => w.plan.scenario.as_ref().and_then(|s| s.groups[g].iterations),
-        Work::Requests => None,
-    };
-    // `--rate-cap`: this worker's share of the cap, its first start staggered by its place
-    // among all the loop's workers so that together they go evenly.
-    let cap = match work {
-        Work::Requests => {
-            w.plan.worker_interval().map(|every| (every, every.mul_f64(number as f64 / all.max(1) as f64)))
-        }
-        Work::Flows(_) => None,
-    };
     tokio::task::spawn_local(async move {
         let mut iteration = 0;
         let mut turns = Turns::default();
@@ -368,23 +351,52 @@ fn worker_task(
                 let wake = w.start.elapsed().saturating_add(closed.think).min(deadline.unwrap_or(Duration::MAX));
                 tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, wake))).await;
             }
-            if new_connections {
-                // With a connection per request, the worker lets the others whose requests
-                // ended in this turn of the runtime finish theirs before it opens its next:
-                // the server then takes the new connections in one wake-up rather than one
-                // each. Measured against nginx: its context switches per request fell from
-                // 0.74-0.77 to 0.53-0.64, and the generator's CPU per request by 3-6 %
-                // (bench/results/2026-11-26_1035-i17-watchdog-gather.md). The next request
-                // starts after the wait, so it is in no latency.
-                tokio::task::yield_now().await;
-            } else {
-                // A failure that returns at once (a refused connect on loopback, EMFILE)
-                // awaits nothing: yield now and then so the thread's other tasks and the
-                // interval ticker still run.
-                tokio::task::consume_budget().await;
-            }
+            between_requests(new_connections).await;
         }
     })
+}
+
+/// What a closed loop's worker awaits between one request and its next, besides thinking.
+async fn between_requests(new_connections: bool) {
+    if new_connections {
+        // With a connection per request, the worker lets the others whose requests ended in
+        // this turn of the runtime finish theirs before it opens its next: the server then
+        // takes the new connections in one wake-up rather than one each. Measured against
+        // nginx: its context switches per request fell from 0.74-0.77 to 0.53-0.64, and the
+        // generator's CPU per request by 3-6 % (bench/results/2026-11-26_1035-i17-watchdog-gather.md).
+        // The next request starts after the wait, so it is in no latency.
+        tokio::task::yield_now().await;
+    } else {
+        // A failure that returns at once (a refused connect on loopback, EMFILE) awaits
+        // nothing: yield now and then so the thread's other tasks and the interval ticker
+        // still run.
+        tokio::task::consume_budget().await;
+    }
+}
+
+/// The pace of a closed loop's worker, number `number` of `all`: when it first starts (a
+/// group's workers evenly over its ramp), how many flows it runs (a group's `iterations`),
+/// and with `--rate-cap` its share of the cap (the interval between its starts) and its
+/// first start's stagger, by its place among all the loop's workers so that together they
+/// go evenly.
+fn worker_pace(
+    w: &Worker,
+    work: Work,
+    window: Window,
+    (number, all): (usize, usize),
+) -> (Duration, Option<u64>, Option<(Duration, Duration)>) {
+    let place = number as f64 / all.max(1) as f64;
+    let group = match work {
+        Work::Flows(g) => w.plan.scenario.as_ref().map(|s| &s.groups[g]),
+        Work::Requests => None,
+    };
+    let ramp = group.map_or(Duration::ZERO, |g| g.ramp);
+    let iterations = group.and_then(|g| g.iterations);
+    let cap = match work {
+        Work::Requests => w.plan.worker_interval().map(|every| (every, every.mul_f64(place))),
+        Work::Flows(_) => None,
+    };
+    (window.start + ramp.mul_f64(place), iterations, cap)
 }
 
 /// Waits for the tasks to finish; on Ctrl-C aborts them, leaving their requests unfinished.
