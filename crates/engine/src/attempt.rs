@@ -1,11 +1,14 @@
 //! The attempt's bookkeeping, one home for HTTP (plain requests and flows' steps) and
 //! key-value lanes alike: the job an attempt runs, what a finished one yields ([`Done`]), its
-//! failure made data, its sample recorded and logged, whether it is retried and after what
-//! pause, and the requests and flows that were due and never sent. Below the slot and the
-//! key-value lanes, which both call it; uses the worker, prepared, conn and timing floors.
+//! failure made data, its sample, recorded and logged, and what comes after it ([`settle`]:
+//! the one place that decides whether it is retried and after what pause, and counts the
+//! request as the client saw it), and the requests and flows that were due and never sent.
+//! The slot and the key-value lanes differ only in how they wait: the slot awaits, the lanes'
+//! state machine polls. Below both; uses the worker, prepared, conn and timing floors.
 
 use crate::conn::Failure;
 use crate::prepared::Prepared;
+use crate::timing::Phases;
 use crate::worker::Worker;
 use barrage_metrics::recorder::SampleKeys;
 use barrage_metrics::{CacheStatus, Intent, Origin, Outcome, Sample};
@@ -43,6 +46,51 @@ impl Job {
     pub(crate) fn at(intended: Duration) -> Job {
         Job { intended, target: 0, id: 0, number: 0, late: false, attempt: 1, starts_now: false, intent: Intent::Any }
     }
+
+    /// The attempt after this one, starting `now`, when its retry's pause ended: on time
+    /// (its pause was the policy's, not a busy slot's).
+    pub(crate) fn retried(self, now: Duration) -> Job {
+        Job { intended: now, late: false, attempt: self.attempt + 1, starts_now: true, ..self }
+    }
+}
+
+/// What comes after an attempt ([`settle`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Next {
+    /// The request is sent again ([`Job::retried`]) once `pause` has passed.
+    Retry { pause: Duration },
+    /// The request is done with.
+    Finished,
+}
+
+/// A request's first attempt, as a retry policy counts the request: when it was due, and
+/// whether it succeeded.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FirstAttempt {
+    intended: Duration,
+    ok: bool,
+}
+
+/// Settles attempt `job`, which ended with `outcome` (`ok`: whether it succeeded, a flow
+/// step's checks and captures included), once it is recorded: whether the request is retried
+/// and after what pause, the policy's one decision for HTTP, flows' steps and key-value
+/// commands. A request done with under a policy is counted once more, as the client saw
+/// it: its attempts, whether the first and the last succeeded, its latency from the first's
+/// intended start. `first` carries the first attempt's figures to the last.
+#[inline]
+pub(crate) fn settle(w: &Worker, job: &Job, outcome: Outcome, ok: bool, first: &mut FirstAttempt) -> Next {
+    if w.plan.retry.is_none() {
+        return Next::Finished;
+    }
+    if job.attempt == 1 {
+        *first = FirstAttempt { intended: job.intended, ok };
+    }
+    if let Some(pause) = retry_pause(w, job.attempt, outcome) {
+        return Next::Retry { pause };
+    }
+    let whole = w.start.elapsed().saturating_sub(first.intended);
+    w.recorder.borrow_mut().record_logical(first.ok, ok, job.attempt, whole);
+    Next::Finished
 }
 
 /// What one finished request yields besides its times.
@@ -61,6 +109,28 @@ pub(crate) struct Done<'a> {
     /// When the answer was complete, if the attempt knows (a key-value reply's parse): else
     /// when the slot saw it.
     pub ended: Option<Duration>,
+}
+
+impl Done<'_> {
+    /// The sample of `job`'s attempt, started at `started` with its `phases` filled: it
+    /// ended when its answer was complete, as far as the attempt knows, else now.
+    #[inline]
+    pub(crate) fn sample(&self, w: &Worker, job: &Job, started: Duration, phases: &Phases) -> Sample {
+        Sample {
+            intended: job.intended,
+            started,
+            ended: self.ended.unwrap_or_else(|| w.start.elapsed()),
+            phases: phases.values(),
+            outcome: self.outcome,
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            late: job.late,
+            cache: self.cache,
+            intent: job.intent,
+            origin: self.origin,
+            rejected: false,
+        }
+    }
 }
 
 /// What a request log row says of the request, besides its sample.
@@ -184,7 +254,7 @@ pub(crate) fn record_done(w: &Worker, sample: &Sample, name: Option<&[u8]>, meth
 /// How long to wait before attempt `attempt + 1`, when the retry policy says the attempt
 /// that ended with `outcome` is to be retried and the retry would start before the attack
 /// ends (runs stay bounded).
-pub(crate) fn retry_pause(w: &Worker, attempt: u32, outcome: Outcome) -> Option<Duration> {
+fn retry_pause(w: &Worker, attempt: u32, outcome: Outcome) -> Option<Duration> {
     let policy = w.plan.retry.as_ref()?;
     if attempt > policy.max_retries || !policy.on.matches(outcome) {
         return None;

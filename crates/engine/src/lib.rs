@@ -23,7 +23,7 @@
 mod attempt;
 mod conn;
 mod events;
-mod exchange;
+mod feed;
 #[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
@@ -33,6 +33,7 @@ pub mod limits;
 mod prepared;
 pub mod reqlog;
 mod schedule;
+mod slot;
 mod thread;
 mod timing;
 mod watch;
@@ -188,11 +189,25 @@ pub fn run(
     }
     release_freed_memory();
     result?;
-    for mut event in events.finish(stop.is_cancelled()) {
+    collector.interrupted = stop.is_cancelled();
+    finish_file(writer, &collector, events, log, spec, started_unix_ms)
+}
+
+/// Ends the results file of a run whose threads have finished: the `--at` commands' events
+/// (those still running ended as the run did), the request log's count of dropped chunks,
+/// and the footer, which it returns.
+fn finish_file(
+    mut writer: ResultsWriter,
+    collector: &Collector,
+    events: events::EventRunner,
+    log: Option<reqlog::RequestLog>,
+    spec: &RunSpec,
+    started_unix_ms: u64,
+) -> Result<RunFooter, EngineError> {
+    for mut event in events.finish(collector.interrupted) {
         event.redact(&spec.redaction);
         writer.write_event(&event)?;
     }
-    collector.interrupted = stop.is_cancelled();
     let mut footer = collector.footer(started_unix_ms);
     if let (Some(log), Some(spec)) = (log, &spec.log) {
         footer.log_chunks_dropped = log.finish(&spec.path).map_err(|e| EngineError::Log(spec.path.clone(), e))?;

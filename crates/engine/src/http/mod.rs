@@ -1,5 +1,5 @@
 //! One HTTP request on an open connection, whatever the protocol: the slot
-//! ([`crate::exchange::Slot`]) hands a connection an [`Outgoing`] request and a [`Reading`]
+//! ([`crate::slot::Slot`]) hands a connection an [`Outgoing`] request and a [`Reading`]
 //! (what to read off the response, what to keep of it for a flow's step), and gets back an
 //! [`Answer`]: the status, what the headers said, the bytes each way and when the request
 //! was written, its head arrived and its last byte came in. Phases, samples and retries are
@@ -16,7 +16,7 @@ pub(crate) mod h3;
 pub(crate) mod hpack;
 mod shared;
 
-pub(crate) use shared::Shared;
+pub(crate) use shared::SharedConns;
 
 use crate::conn::{Connector, Endpoint, Failure};
 pub(crate) use crate::prepared::{Filled, Outgoing};
@@ -107,17 +107,10 @@ pub(crate) struct Answer {
 impl Answer {
     /// The send, wait and receive phases of the exchange.
     pub(crate) fn phases(&self, phases: &Phases) {
-        use barrage_metrics::Phase;
-        let waited_from = match self.written {
-            Some(written) => {
-                let written = written.clamp(self.sent, self.head);
-                phases.set(Phase::Send, written - self.sent);
-                written
-            }
-            None => self.sent,
-        };
-        phases.set(Phase::Wait, self.head.saturating_sub(waited_from));
-        phases.set(Phase::Receive, self.end.saturating_sub(self.head));
+        // A connection's write may be stamped after the head it carried the request for
+        // came in (HTTP/2 stamps by the write's turn): the request was written by then.
+        let written = self.written.map(|w| w.clamp(self.sent, self.head));
+        phases.exchanged(self.sent, written, self.head, self.end);
     }
 }
 

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 /// The connections of one group of slots, one per endpoint.
 #[derive(Default)]
-pub(crate) struct Shared {
+pub(crate) struct SharedConns {
     links: RefCell<Vec<Link>>,
     /// Wakes the slots waiting for an opening when it ends, either way.
     opened: Notify,
@@ -38,7 +38,7 @@ enum Link {
     Open(Conn),
 }
 
-impl Shared {
+impl SharedConns {
     /// Whether `held` is a usable handle to the group's connection to endpoint `index`:
     /// a slot keeps its handle from one request to the next while it is.
     pub(crate) fn holds(&self, index: usize, held: &mut Conn) -> bool {
@@ -130,7 +130,7 @@ impl Shared {
 /// An opening in progress: if it is dropped before it ends (its request timed out or the
 /// run stopped), the link is free again and the waiting slots are woken.
 struct Opening<'a> {
-    shared: &'a Shared,
+    shared: &'a SharedConns,
     index: usize,
     done: bool,
 }

@@ -17,21 +17,20 @@
 
 use super::conn::{Answered, KvConn};
 use super::run::{connect, done, encode, fill_keys, parse_of, KvRun, Unopened};
-use crate::attempt::{failure_done, log_row, record_done, retry_pause, Job, Logged};
+use crate::attempt::{failure_done, log_row, record_done, settle, FirstAttempt, Job, Logged, Next};
 use crate::conn::{Failure, Stream};
-use crate::thread::{Closed, Free, Pool, Turns};
+use crate::feed::{Closed, Free, Inbox, Pool, Turns};
 use crate::timing::{instant_at, Phases};
 use crate::worker::Worker;
 use barrage_metrics::recorder::SampleKeys;
 use barrage_metrics::{ErrorKind, Phase, Sample};
 use barrage_plan::kv::KvCommand;
-use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::ops::Range;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Where a group's lanes get their commands.
@@ -41,32 +40,6 @@ pub(crate) enum Feed {
     Closed(Rc<Closed>),
     /// An open loop: the scheduler hands free lanes their commands ([`Inbox`]).
     Open(Rc<Pool>),
-}
-
-/// What an open loop's scheduler hands a group: commands for its free lanes.
-#[derive(Default)]
-pub(crate) struct Inbox {
-    jobs: RefCell<Vec<(u32, Job)>>,
-    waker: RefCell<Option<Waker>>,
-}
-
-impl Inbox {
-    /// Hands lane `lane` its `job`.
-    pub(crate) fn push(&self, lane: u32, job: Job) {
-        self.jobs.borrow_mut().push((lane, job));
-        self.wake();
-    }
-
-    /// The loop has ended ([`Pool::closed`]): the group finishes once its lanes are done.
-    pub(crate) fn close(&self) {
-        self.wake();
-    }
-
-    fn wake(&self) {
-        if let Some(w) = self.waker.borrow_mut().take() {
-            w.wake();
-        }
-    }
 }
 
 /// Spawns the groups of this thread's `lanes` lanes of a load loop, `--pipeline` to a
@@ -125,8 +98,8 @@ struct Lane {
     phases: Phases,
     /// The closed loop's quota ends with this command: no think after it.
     last: bool,
-    /// With `--retry`: the first attempt's intended start and whether it succeeded.
-    first: (Duration, bool),
+    /// With `--retry`: its command's first attempt.
+    first: FirstAttempt,
     /// A closed loop's lane runs the round of commands itself (`--ratio`, `--command`).
     turns: Turns,
 }
@@ -197,7 +170,7 @@ impl Group {
                 server: 0,
                 phases: Phases::default(),
                 last: false,
-                first: (Duration::ZERO, false),
+                first: FirstAttempt::default(),
                 turns: Turns::default(),
             })
             .collect();
@@ -374,13 +347,8 @@ impl Group {
         if matches!(self.feed, Feed::Closed(_)) {
             return false;
         }
-        {
-            let mut waker = self.inbox.waker.borrow_mut();
-            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *waker = Some(cx.waker().clone());
-            }
-        }
-        std::mem::swap(&mut *self.inbox.jobs.borrow_mut(), &mut self.jobs);
+        self.inbox.register(cx.waker());
+        self.inbox.take(&mut self.jobs);
         if self.jobs.is_empty() {
             return false;
         }
@@ -417,8 +385,7 @@ impl Group {
             started = true;
             match self.lanes[i].state {
                 State::Retry(_) => {
-                    let job = self.lanes[i].job;
-                    let job = Job { intended: now, late: false, attempt: job.attempt + 1, starts_now: true, ..job };
+                    let job = self.lanes[i].job.retried(now);
                     self.start(i, job, now);
                 }
                 State::Waiting(_) => {
@@ -538,22 +505,9 @@ impl Group {
             Ok(a) => done(a, lane.submitted, lane.bytes_out, label, &lane.phases),
             Err(f) => failure_done(w, f),
         };
-        let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
         let job = lane.job;
-        let sample = Sample {
-            intended: job.intended,
-            started: lane.started,
-            ended,
-            phases: lane.phases.values(),
-            outcome: done.outcome,
-            bytes_in: done.bytes_in,
-            bytes_out: done.bytes_out,
-            late: job.late,
-            cache: done.cache,
-            intent: job.intent,
-            origin: done.origin,
-            rejected: false,
-        };
+        let sample = done.sample(w, &job, lane.started, &lane.phases);
+        let ended = sample.ended;
         let target = &w.targets[job.target as usize];
         if let Some(log) = &w.log {
             // A command that failed is logged against the server it was meant for (the
@@ -582,17 +536,11 @@ impl Group {
             let answered_by = done.backend.is_some().then_some(lane.server);
             tally(w, run, &mut self.alike, Alike { sample, n: 1, target: job.target, answered_by });
         }
-        if w.plan.retry.is_some() {
-            if job.attempt == 1 {
-                lane.first = (job.intended, done.outcome.is_success());
-            }
-            if let Some(pause) = retry_pause(w, job.attempt, done.outcome) {
-                lane.state = State::Retry(w.start.elapsed() + pause);
-                self.due += 1;
-                return;
-            }
-            let whole = w.start.elapsed().saturating_sub(lane.first.0);
-            w.recorder.borrow_mut().record_logical(lane.first.1, done.outcome.is_success(), job.attempt, whole);
+        let ok = done.outcome.is_success();
+        if let Next::Retry { pause } = settle(w, &job, done.outcome, ok, &mut lane.first) {
+            lane.state = State::Retry(w.start.elapsed() + pause);
+            self.due += 1;
+            return;
         }
         match &self.feed {
             Feed::Closed(closed) if !closed.think.is_zero() && !lane.last => {

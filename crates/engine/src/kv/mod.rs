@@ -24,7 +24,7 @@ pub mod memcache;
 pub mod resp;
 mod run;
 
-pub(crate) use group::{spawn_groups, Feed, Inbox};
+pub(crate) use group::{spawn_groups, Feed};
 pub use run::KvRun;
 
 use std::ops::Range;

@@ -107,10 +107,7 @@ pub(super) fn done<'a>(
     backend: &'a HeaderValue,
     phases: &Phases,
 ) -> Done<'a> {
-    let written = a.written.max(submitted);
-    phases.set(Phase::Send, written - submitted);
-    phases.set(Phase::Wait, a.first_byte.saturating_sub(written));
-    phases.set(Phase::Receive, a.done.saturating_sub(a.first_byte.max(written)));
+    phases.exchanged(submitted, Some(a.written), a.first_byte, a.done);
     let (status, cache, reply) = match a.got {
         Got::Value => (200, CacheStatus::Hit, None),
         Got::Miss => (200, CacheStatus::Miss, None),

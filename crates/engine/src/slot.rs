@@ -1,15 +1,18 @@
-//! One request on a slot's connection, measured into a [`Sample`]. The hot path: no lock, no
-//! channel, no formatting; the recorder is this thread's own.
+//! The slot: at most one HTTP request at a time on its own connection (or, with
+//! `--streams`, one its group shares), a plain request or a flow's step, measured into a
+//! [`barrage_metrics::Sample`] and settled by the attempt floor; and a flow's run of steps,
+//! which the slot sends one after the other. The hot path: no lock, no channel, no
+//! formatting; the recorder is this thread's own.
 
-use crate::attempt::{failure_done, log_row, record_done, retry_pause, Done, FlowLog, Job, Logged};
+use crate::attempt::{failure_done, log_row, record_done, settle, Done, FirstAttempt, FlowLog, Job, Logged, Next};
 use crate::conn::Failure;
-use crate::http::{Conn, Filled, Outgoing, Reading, Shared};
+use crate::http::{Conn, Filled, Outgoing, Reading, SharedConns};
 use crate::prepared::Prepared;
 use crate::timing::Phases;
 use crate::watchdog::{Expired, Watchdog};
 use crate::worker::Worker;
 use barrage_metrics::recorder::FlowFailure;
-use barrage_metrics::{ErrorKind, Intent, Origin, Outcome, Protocol, Sample};
+use barrage_metrics::{ErrorKind, Intent, Origin, Outcome, Protocol};
 use barrage_plan::flow::{FlowState, Response, Scenario, Step, Verdict, CHECK_KINDS};
 use bytes::Bytes;
 use http::header::HeaderValue;
@@ -160,7 +163,7 @@ pub struct Slot {
     conn: Option<(usize, Conn)>,
     /// With `--streams` above 1: the connections this slot shares with the others of its
     /// group (a handle to one is in `conn` while a request uses it).
-    shared: Option<Rc<Shared>>,
+    shared: Option<Rc<SharedConns>>,
     /// The backend its last response named.
     backend: Option<HeaderValue>,
     /// A flow's pauses, to the microsecond: the step after one is due when the pause ends,
@@ -184,7 +187,7 @@ impl Slot {
     }
 
     /// A slot of a group that shares its connections (`--streams`).
-    pub(crate) fn sharing(worker: usize, shared: Rc<Shared>) -> Self {
+    pub(crate) fn sharing(worker: usize, shared: Rc<SharedConns>) -> Self {
         Slot { shared: Some(shared), ..Slot::new(worker) }
     }
 
@@ -198,26 +201,19 @@ impl Slot {
     /// [`Slot::request`], for a plain request or a flow's step; returns the last attempt's
     /// outcome.
     async fn send(&mut self, w: &Worker, mut job: Job, mut io: Option<&mut StepIo<'_>>) -> Outcome {
-        if w.plan.retry.is_none() {
-            return self.exchange(w, job, io).await;
+        let mut first = FirstAttempt::default();
+        loop {
+            let outcome = self.exchange(w, job, io.as_deref_mut()).await;
+            // An attempt a step's check or capture rejected failed, as its sample says.
+            let ok = outcome.is_success() && io.as_ref().is_none_or(|io| io.rejection().is_none());
+            match settle(w, &job, outcome, ok, &mut first) {
+                Next::Finished => return outcome,
+                Next::Retry { pause } => {
+                    tokio::time::sleep(pause).await;
+                    job = job.retried(w.start.elapsed());
+                }
+            }
         }
-        let first_intended = job.intended;
-        let mut attempt = 1;
-        // An attempt a step's check or capture rejected failed, as its sample says.
-        let succeeded = |outcome: Outcome, io: &Option<&mut StepIo<'_>>| {
-            outcome.is_success() && io.as_ref().is_none_or(|io| io.rejection().is_none())
-        };
-        let mut outcome = self.exchange(w, job, io.as_deref_mut()).await;
-        let first_ok = succeeded(outcome, &io);
-        while let Some(pause) = retry_pause(w, attempt, outcome) {
-            tokio::time::sleep(pause).await;
-            attempt += 1;
-            job = Job { intended: w.start.elapsed(), late: false, attempt, starts_now: true, ..job };
-            outcome = self.exchange(w, job, io.as_deref_mut()).await;
-        }
-        let whole = w.start.elapsed().saturating_sub(first_intended);
-        w.recorder.borrow_mut().record_logical(first_ok, succeeded(outcome, &io), attempt, whole);
-        outcome
     }
 
     /// Sends one attempt and records it; a flow's step is judged too.
@@ -256,24 +252,10 @@ impl Slot {
                 done = Done { bytes_in: done.bytes_in, bytes_out: done.bytes_out, ..failure_done(w, late) };
             }
         }
-        let ended = done.ended.unwrap_or_else(|| w.start.elapsed());
+        let mut sample = done.sample(w, &job, started, &phases);
         if !w.plan.protocol.keepalive() {
             self.conn = None;
         }
-        let mut sample = Sample {
-            intended: job.intended,
-            started,
-            ended,
-            phases: phases.values(),
-            outcome: done.outcome,
-            bytes_in: done.bytes_in,
-            bytes_out: done.bytes_out,
-            late: job.late,
-            cache: done.cache,
-            intent: job.intent,
-            origin: done.origin,
-            rejected: false,
-        };
         let mut rejection = None;
         if let Some(io) = io.as_deref_mut() {
             // Judged before it is recorded: a check or capture that failed fails the request
