@@ -6,7 +6,7 @@
 use crate::attempt::Job;
 use crate::feed::{Closed, Free, Mailbox, Pool, Turns, Work};
 use crate::http::SharedConns;
-use crate::schedule::{Decision, Schedule};
+use crate::schedule::{Decision, Schedule, END_GRACE};
 use crate::slot::Slot;
 use crate::timing::{instant_at, PreciseTimer};
 use crate::worker::{thread_cpu, Msg, ThreadCpu, Worker, INTERVAL};
@@ -204,13 +204,15 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     let (lane, lanes) = w.lane();
     let mut schedule = Schedule::new(pacer, lane, lanes, slots, limit, count);
     let mut timer = PreciseTimer::new();
-    let end_of_attack = async {
+    // A request due before the end still waits for a slot until it is END_GRACE late: the
+    // latest such wait ends END_GRACE after the end.
+    let end_of_grace = async {
         match window.end {
-            Some(l) => tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, l))).await,
+            Some(l) => tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, l + END_GRACE))).await,
             None => std::future::pending().await,
         }
     };
-    let mut end_of_attack = std::pin::pin!(end_of_attack);
+    let mut end_of_grace = std::pin::pin!(end_of_grace);
     let picker = w.picker();
     let request_of = w.plan.request_of();
     let run = async {
@@ -226,10 +228,10 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                     continue;
                 }
                 Decision::Bound => {
-                    // Waiting for a slot must not carry the attack past its end.
+                    // Waiting for a slot must not carry the attack past its end's grace.
                     tokio::select! {
                         _ = pool.freed() => {}
-                        _ = end_of_attack.as_mut() => {}
+                        _ = end_of_grace.as_mut() => {}
                     }
                     continue;
                 }
