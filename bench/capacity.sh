@@ -9,7 +9,8 @@
 #   compiler of a colleague, without starving them as a real-time class would), TAG (a
 #   suffix of the results' name), QUIET (0.3) and QUIET_WAIT (600): before each run, wait up
 #   to QUIET_WAIT seconds for the machine's other tenants to use under QUIET cores over 5 s
-#   (the run starts anyway then, and its row says how busy the machine was).
+#   (the run starts anyway then, and its row says how busy the machine was). REF_CONNS (256)
+#   and REF_TIME (3): wrk's reference runs around each search (see reference() below).
 # Targets, all on loopback, free ports:
 #   known    barrage serve --max-concurrency 10 --latency 10ms: 10 requests at a time of
 #            about 11 ms, about 900 req/s, whatever the CPU does
@@ -104,6 +105,17 @@ quiet() {
     echo "$waited"
 }
 
+# The target's own saturated throughput at this moment, by wrk (a peer: outside barrage),
+# closed loop over REF_CONNS connections (256: capacity's in-flight bound) for REF_TIME
+# seconds: run just before and just after each search, it tells the target's drift from
+# minute to minute (its other tenants, its caches) from the search's own spread, as a
+# reference build does for a perf dashboard. Empty without wrk.
+reference() {
+    command -v wrk >/dev/null || return 0
+    nice -n "$NICE" taskset -c "$GEN_CPU" wrk -t1 -c"${REF_CONNS:-256}" -d"${REF_TIME:-3}s" "$1" 2>/dev/null |
+        awk '/^Requests\/sec/ { print $2 }'
+}
+
 slo_args=()
 for s in $SLOS; do slo_args+=(--slo "$s"); done
 {
@@ -122,6 +134,7 @@ for target in $TARGETS; do
     echo "${cmd[*]}" > "$OUT/$target.command"
     for run in $(seq 1 "$RUNS"); do
         quiet > "$OUT/$target-$run.waited"
+        ref_before=$(reference "$url")
         before=$(cpu_now) t0=$(date +%s.%N)
         /usr/bin/time -f "%U %S" -o "$OUT/$target-$run.time" "${cmd[@]}" > "$OUT/$target-$run.json" 2> "$OUT/$target-$run.err" || true
         after=$(cpu_now) t1=$(date +%s.%N)
@@ -130,6 +143,7 @@ for target in $TARGETS; do
             printf "%.1f %.1f %.1f %.1f %.1f\n", $2 - $1, $6 - $3, $7 - $4, $8 - $5, $9 + $10 }' > "$OUT/$target-$run.cpu"
         echo "  run $run: $(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); print(v["capacity_per_sec"], v["interval_per_sec"], "verified" if v["verified"] else "not verified")' "$OUT/$target-$run.json")" >&2
         cut -d' ' -f1-3 /proc/loadavg > "$OUT/$target-$run.load"
+        echo "$ref_before $(reference "$url")" > "$OUT/$target-$run.wrk"
     done
     stop "$target"
 done

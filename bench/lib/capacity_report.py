@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The reruns of bench/capacity.sh as a table: per target, each run's capacity, its
 interval and hold, the spread of the capacities (max / min - 1) and whether they agree
-within 5%.
+within 5%; and, where wrk measured the target's saturated throughput just before and after
+each run, each capacity over that reference and the spread of those ratios: what is left of
+the spread once the target's own drift is taken out.
 
     capacity_report.py RAW_DIR OUT_STEM      # writes OUT_STEM.md and OUT_STEM.json
 """
@@ -25,6 +27,9 @@ def runs(raw, target):
         v["load_after"] = load.read_text().strip() if load.exists() else None
         waited = raw / f"{target}-{k}.waited"
         v["waited_s"] = int(waited.read_text()) if waited.exists() else None
+        ref = raw / f"{target}-{k}.wrk"
+        refs = [float(x) for x in ref.read_text().split()] if ref.exists() else []
+        v["reference_per_sec"] = sum(refs) / len(refs) if len(refs) == 2 else None
         cpu = raw / f"{target}-{k}.cpu"
         if cpu.exists():
             wall, busy, steal, servers, barrage = map(float, cpu.read_text().split())
@@ -42,7 +47,15 @@ def summary(rs):
     found = [c for c in caps if c]
     spread = max(found) / min(found) - 1 if len(found) == len(caps) and found else None
     probes = [r.get("probes", []) for r in rs]
+    refs = [r.get("reference_per_sec") for r in rs]
+    ratios = [c / f for c, f in zip(caps, refs) if c and f]
+    ratio_spread = max(ratios) / min(ratios) - 1 if ratios and len(ratios) == len(caps) else None
+    ref_spread = max(refs) / min(refs) - 1 if refs and all(refs) else None
     return {
+        "reference_per_sec": refs,
+        "reference_spread": ref_spread,
+        "capacity_over_reference": ratios,
+        "capacity_over_reference_spread": ratio_spread,
         "capacities_per_sec": caps,
         "intervals_per_sec": [r.get("interval_per_sec") for r in rs],
         "verified": [r.get("verified") for r in rs],
@@ -79,6 +92,17 @@ def main():
         pr = ", ".join(f"{n} ({a})" for n, a in zip(s["probes"], s["again"]))
         spread = "—" if s["spread"] is None else f"{s['spread'] * 100:.1f}%"
         md.append(f"| {t} | {caps} | {spread} | {'yes' if s['agree_within_5_percent'] else 'NO'} | {iv} | {held} | {pr} |")
+    pct = lambda x: "—" if x is None else f"{x * 100:.1f}%"
+    md += ["", "The target's own saturated throughput by wrk (closed loop, mean of a run just before and "
+           "just after each search), and each capacity over it:", "",
+           "| target | wrk (req/s) | wrk's spread | capacity ÷ wrk | spread of ÷ | within 5% |", "|---|---|---:|---|---:|---|"]
+    for t in targets:
+        s = result["targets"][t]
+        refs = ", ".join("—" if f is None else f"{f:.0f}" for f in s["reference_per_sec"])
+        ratios = ", ".join(f"{x:.3f}" for x in s["capacity_over_reference"])
+        rs_ = s["capacity_over_reference_spread"]
+        md.append(f"| {t} | {refs} | {pct(s['reference_spread'])} | {ratios or '—'} | {pct(rs_)} "
+                  f"| {'—' if rs_ is None else ('yes' if rs_ <= AGREE else 'NO')} |")
     md += ["", "The machine's other tenants during each run (busy CPU that was neither the servers nor barrage, cores on average; steal in brackets):", ""]
     for t in targets:
         cpu = result["targets"][t]["cpu"]
