@@ -8,7 +8,8 @@
 #   SERVER="nginx barrage" bench/peers.sh   # also wrk against `barrage serve`, interleaved
 #   SERVER=redis REPEAT=3 bench/peers.sh    # redis-benchmark and barrage vs redis-server only
 #
-# Env knobs: TOOLS, CASES (small large rate rate20k noka h2-m10 h2-m100), DURATION (s,
+# Env knobs: TOOLS, CASES (small large-c1 large-c4 large body-8m body-64m rate rate20k noka
+#   h2-m10 h2-m100; large-cN is 1 MiB at N connections, body-Nm an N MiB body), DURATION (s,
 #   default 10), CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), H2_CONNS (10:
 #   the HTTP/2 connections of an h2-mN case, each with N streams), GEN_CPU (1), SRV_CPU (0),
 #   COOLDOWN (s between runs, 2), REPEAT (1; >1 repeats each case with rotated tool order,
@@ -40,7 +41,7 @@ SRV_CPU="${SRV_CPU:-0}"
 COOLDOWN="${COOLDOWN:-2}"
 REPEAT="${REPEAT:-1}"
 TOOLS="${TOOLS:-wrk ab hey vegeta oha k6 h2load barrage}"
-CASES="${CASES:-small large rate rate20k noka h2-m10 h2-m100}"
+CASES="${CASES:-small large-c1 large-c4 large body-8m body-64m rate rate20k noka h2-m10 h2-m100}"
 export H2_CONNS="${H2_CONNS:-10}"
 SERVER="${SERVER:-nginx}"
 SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
@@ -80,6 +81,10 @@ case_rate() {
     esac
 }
 is_rate_case() { [ "$(case_rate "$1")" != 0 ]; }
+
+# 1 MiB at N connections is large-cN (large itself is at CONNS); body-Nm is an N MiB body
+# at CONNS (the body-size sweep). run_one sets CONNS for the case (tools read it).
+case_conns() { if [[ "$1" =~ ^large-c([1-9][0-9]*)$ ]]; then echo "${BASH_REMATCH[1]}"; else echo "$CONNS"; fi; }
 
 # HTTP/2 cases are h2-mN: H2_CONNS connections, N streams in flight on each (h2load's
 # -c H2_CONNS -m N), against nginx's h2c listener (tools call these from their cmd).
@@ -179,10 +184,12 @@ cpu_snap() {   # /proc/stat lines of the generator and server CPUs (steal/softir
 case_url() {   # case_url SERVER CASE
     local port; port="$(server_port "$1")"
     case "$1:$2" in
-    nginx:large) echo "http://$HOST:$port/large" ;;
+    nginx:large | nginx:large-c*) echo "http://$HOST:$port/large" ;;
+    nginx:body-*) echo "http://$HOST:$port/$2" ;;
     nginx:h2-m*) echo "http://$HOST:18082/small" ;;
     nginx:*) echo "http://$HOST:$port/small" ;;
-    barrage:large) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
+    barrage:large | barrage:large-c*) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
+    barrage:body-*) echo "http://$HOST:$port/bytes/${2#body-}" ;;
     barrage:*) echo "http://$HOST:$port/bytes/1k" ;;
     redis:*) echo "redis://$HOST:$port" ;;
     esac
@@ -193,6 +200,8 @@ run_bound() { if [ "$1" = redis ]; then echo "$REDIS_BOUND"; else echo "$BOUND";
 emit() { "$PY" "$HERE/lib/merge.py" --server "$srv" --tool "$t" --case "$c" "$@" "${extra[@]}" >> "$RAW/results.jsonl"; }
 run_one() {
     local srv="$1" t="$2" c="$3" rep="${4:-1}" url rc s0 s1 w0 w1 status reason=""
+    # The case's connections, for the tools (bash's dynamic scope).
+    local CONNS; CONNS="$(case_conns "$c")"
     local pfx="$RAW/$srv.$t.$c"
     [ "$REPEAT" -gt 1 ] && pfx="$pfx.r$rep"
     url="$(case_url "$srv" "$c")"

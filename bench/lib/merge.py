@@ -9,6 +9,15 @@ import re
 BODY = {"small": 1024, "large": 1048576, "rate": 1024, "rate20k": 1024, "noka": 1024}
 
 
+def body_size(case):
+    """Response bytes of a case: large-cN is 1 MiB at N connections, body-Nm N MiB."""
+    if case.startswith("large-c"):
+        return BODY["large"]
+    if case.startswith("body-") and case.endswith("m"):
+        return int(case[5:-1]) * 2**20
+    return BODY.get(case, 1024)
+
+
 def parse_time(path):
     out = {}
     try:
@@ -137,7 +146,7 @@ def main():
     if a.srv_hwm_kb:
         rec["srv_hwm_kb"] = a.srv_hwm_kb
     if rec.get("ok") is not None and rec.get("duration_s") and a.case in BODY:
-        rec["mib_s"] = round(rec["ok"] * BODY[a.case] / rec["duration_s"] / 2**20, 1)
+        rec["mib_s"] = round(rec["ok"] * body_size(a.case) / rec["duration_s"] / 2**20, 1)
     if a.srv_counts0 and a.srv_counts1:
         rec.update(server_counts(a.srv_counts0, a.srv_counts1))
     if a.stat0 and a.stat1 and os.path.exists(a.stat0) and os.path.exists(a.stat1):

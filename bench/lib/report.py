@@ -29,7 +29,17 @@ def is_h2(case):
     return case.startswith("h2-m")
 
 
+def is_big(case):
+    """The 1 MiB cases at each concurrency (large, large-cN) and the body-size sweep (body-Nm)."""
+    return case == "large" or case.startswith("large-c") or case.startswith("body-")
+
+
 def case_title(case, s):
+    if case.startswith("large-c"):
+        return f"B. Max throughput, keep-alive, {case[7:]} conns, {s['duration_s']} s, 1 MiB response"
+    if case.startswith("body-"):
+        return (f"G. Body size sweep: keep-alive, {s['conns']} conns, {s['duration_s']} s, "
+                f"{case[5:-1]} MiB response (peak RSS: bounded memory)")
     if is_h2(case):
         return (f"F. HTTP/2 (h2c), {s.get('h2_conns', 10)} connections × {case[4:]} streams, "
                 f"{s['duration_s']} s, 1 KiB response (h2load -c/-m, barrage -c/--streams)")
@@ -252,6 +262,68 @@ def summary_section(rows, s):
     return out
 
 
+def targets_section(rows, s):
+    """Issue 36's performance targets, each judged from this run's medians: met, missed, or
+    not measured (its case or its peer did not run). Ratios are barrage ÷ peer."""
+    checks = []   # (target, case, what was measured, goal, met or None)
+
+    def both(case, peer, server="nginx"):
+        return pick(rows, server, case, SUBJECT), pick(rows, server, case, peer)
+
+    def check(target, case, peer, goals, server="nginx"):
+        """goals: (key, op, bound): ratio of key (barrage ÷ peer) op bound."""
+        b, p = both(case, peer, server)
+        if not (b and p):
+            checks.append((target, case, f"not measured (barrage or {peer} missing)", "", None))
+            return
+        parts, ok = [], True
+        for key, op, bound in goals:
+            r = ratio(b.get(key), p.get(key))
+            parts.append(f"{key} {rfmt(r)}")
+            ok = ok and r is not None and (r >= bound if op == ">=" else r <= bound)
+        goal = ", ".join(f"{k} {op} {b_}" for k, op, b_ in goals)
+        checks.append((target, case, f"÷ {peer}: " + ", ".join(parts), goal, ok))
+
+    for case in ("large-c1", "large-c4", "large"):
+        check("1. 1 MiB", case, REF, [("rps", ">=", 1.0), ("cpu_us_per_req", "<=", 1.0)])
+    big = [c for c in s["cases"] if c.startswith("body-")]
+    one = pick(rows, "nginx", "large", SUBJECT)
+    for case in big:
+        b = pick(rows, "nginx", case, SUBJECT)
+        if not (b and one and rss(b) and rss(one)):
+            checks.append(("1. bounded memory", case, "not measured", "", None))
+            continue
+        grow = rss(b) / rss(one)
+        checks.append(("1. bounded memory", case, f"peak RSS {fmt(rss(b), 1)} MiB, {grow:.2f}× the 1 MiB case's",
+                       "≤ 1.25× the 1 MiB case's", grow <= 1.25))
+    for case in ("small", "noka"):
+        check("2. keep-alive, new connection", case, REF, [("cpu_us_per_req", "<=", 0.9)])
+    b, o = both("rate20k", "oha")
+    if b and o:
+        exact = achieved(b) is not None and achieved(b) >= 0.999 * titles(s)["rate2"]
+        late = b.get("late") or 0
+        cpu, p99 = ratio(b.get("cpu_us_per_req"), o.get("cpu_us_per_req")), ratio(b.get("p99_ms"), o.get("p99_ms"))
+        ok = exact and late == 0 and cpu is not None and cpu <= 0.9 and p99 is not None and p99 <= 1.5
+        checks.append(("3. open loop 20,000/s", "rate20k",
+                       f"achieved {fmt(achieved(b))}/s, {fmt(late)} late, ÷ oha: CPU {rfmt(cpu)}, p99 {rfmt(p99)}",
+                       "exact, 0 late, CPU ≤ 0.9, p99 ≤ 1.5", ok))
+    else:
+        checks.append(("3. open loop 20,000/s", "rate20k", "not measured (barrage or oha missing)", "", None))
+    for case in ("h2-m10", "h2-m100"):
+        check("4. HTTP/2", case, H2_REF, [("rps", ">=", 1.0), ("cpu_us_per_req", "<=", 0.9)])
+    if "redis" in s.get("servers", []):
+        for case in ("get-p16", "set-p16"):
+            check("5. Redis pipeline 16", case, REDIS_REF, [("rps", ">=", 1.0), ("cpu_us_per_req", "<=", 0.9)], "redis")
+    out = ["## Targets (issue 36)", "",
+           "Each target judged from this run's medians; a target whose case or peer did not run is "
+           "not measured here.", "",
+           "| target | case | measured | goal | met |", "|---|---|---|---|---|"]
+    for target, case, measured, goal, ok in checks:
+        out.append(f"| {target} | {case} | {measured} | {goal} | {'—' if ok is None else ('yes' if ok else 'NO')} |")
+    out.append("")
+    return out
+
+
 def case_table(rows, case, s):
     out = []
     crows = [r for r in rows if r.get("server", "nginx") == "nginx" and r["case"] == case]
@@ -299,7 +371,7 @@ def case_table(rows, case, s):
                 f"| {notes(r)} | {steal(r)} |")
     else:
         w = pick(rows, "nginx", case, REF)
-        big = case == "large"
+        big = is_big(case)
         out.append("| tool | " + ("MiB/s | " if big else "") +
                    "req/s | ÷ wrk | CPU µs/req | ÷ wrk | gen CPU % | nginx CPU % | peak RSS MiB | ÷ wrk "
                    "| p50 ms | p99 ms | errors | notes | steal % g/s |")
@@ -453,6 +525,7 @@ def render_run(run):
         out.append("")
     rows = summarize(run["results"], s["tools"] + s.get("serve_tools", []) + s.get("redis_tools", []))
     out += summary_section(rows, s)
+    out += targets_section(rows, s)
     for case in s["cases"]:
         out += case_table(rows, case, s)
     out += server_section(rows, s)
@@ -522,7 +595,7 @@ def render_combined(runs):
         if is_rate(case):
             out.append("| tool | achieved req/s | p50 ms | p99 ms | CPU µs/req | RSS MiB |")
             out.append("|---|---:|---:|---:|---:|---:|")
-        elif case == "large":
+        elif is_big(case):
             out.append("| tool | MiB/s | CPU µs/req | nginx CPU % | RSS MiB |")
             out.append("|---|---:|---:|---:|---:|")
         else:
@@ -541,7 +614,7 @@ def render_combined(runs):
                 out.append(f"| {t} | {cell(case, t, 'achieved_rate', f=achieved)} "
                            f"| {cell(case, t, 'p50_ms')} | {cell(case, t, 'p99_ms')} "
                            f"| {cell(case, t, 'cpu_us_per_req', 1)} | {cell(case, t, 'rss', 1, rss)} |")
-            elif case == "large":
+            elif is_big(case):
                 out.append(f"| {t} | {cell(case, t, 'mib_s')} | {cell(case, t, 'cpu_us_per_req', 1)} "
                            f"| {cell(case, t, 'srv_cpu_pct')} | {cell(case, t, 'rss', 1, rss)} |")
             else:

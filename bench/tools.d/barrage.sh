@@ -26,7 +26,7 @@ tool_barrage() {
         local c="$1" url="$2" pfx="$3"
         local base=("$b" run "$url" --duration "${DUR}s" --timeout 10s --format json)
         case "$c" in
-        small|large) CMD=("${base[@]}" --concurrency "$CONNS") ;;
+        small|large|large-c*|body-*) CMD=("${base[@]}" --concurrency "$CONNS") ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         noka) CMD=("${base[@]}" --concurrency "$CONNS" --no-keepalive) ;;
         h2-m*) CMD=("${base[@]}" --concurrency "$H2_CONNS" --streams "$(h2_streams "$c")") ;;

@@ -13,7 +13,7 @@ tool_bflow() {
         printf '[[flow.one.step]]\nname = "get"\nurl = "{{url}}"\n' > "$scenario"
         local base=("$(tool_barrage bin)" run --scenario "$scenario" --var "url=$url" --duration "${DUR}s" --timeout 10s --format json)
         case "$c" in
-        small|large) CMD=("${base[@]}" --concurrency "$CONNS") ;;
+        small|large|large-c*|body-*) CMD=("${base[@]}" --concurrency "$CONNS") ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         *) REASON="unknown case"; return 3 ;;
         esac ;;

@@ -10,7 +10,7 @@ tool_oha() {
         local c="$1" url="$2" pfx="$3"
         local base=(oha -z "${DUR}s" -c "$CONNS" -t 10s --no-tui --output-format json)
         case "$c" in
-        small|large) CMD=("${base[@]}" "$url") ;;
+        small|large|large-c*|body-*) CMD=("${base[@]}" "$url") ;;
         rate|rate20k) CMD=("${base[@]}" -q "$(case_rate "$c")" "$url") ;;
         noka) CMD=("${base[@]}" --disable-keepalive "$url") ;;
         # HTTP/2 (prior knowledge over http://): H2_CONNS connections, -p streams on each.

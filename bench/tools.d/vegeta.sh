@@ -14,7 +14,7 @@ tool_vegeta() {
         local base=(vegeta attack -targets="$pfx.targets" -duration="${DUR}s" -timeout=10s
                     -max-body=0 -output="$pfx.bin")
         case "$c" in
-        small|large) CMD=("${base[@]}" -rate=0 -workers="$CONNS" -max-workers="$CONNS" -keepalive=true) ;;
+        small|large|large-c*|body-*) CMD=("${base[@]}" -rate=0 -workers="$CONNS" -max-workers="$CONNS" -keepalive=true) ;;
         # Workers capped at 4*CONNS (k6 gets maxVUs=4*CONNS, oha/hey CONNS): with the default
         # (unbounded) a short stall made vegeta spawn >4k workers/connections and spiral.
         rate|rate20k) CMD=("${base[@]}" -rate="$(case_rate "$c")/1s" -workers="$CONNS" -max-workers="$(( CONNS * 4 ))" -keepalive=true) ;;
