@@ -200,8 +200,10 @@ run_bound() { if [ "$1" = redis ]; then echo "$REDIS_BOUND"; else echo "$BOUND";
 emit() { "$PY" "$HERE/lib/merge.py" --server "$srv" --tool "$t" --case "$c" "$@" "${extra[@]}" >> "$RAW/results.jsonl"; }
 run_one() {
     local srv="$1" t="$2" c="$3" rep="${4:-1}" url rc s0 s1 w0 w1 status reason=""
-    # The case's connections, for the tools (bash's dynamic scope).
-    local CONNS; CONNS="$(case_conns "$c")"
+    # The case's connections, for the tools (bash's dynamic scope); worked out before the
+    # local hides the global.
+    local conns; conns="$(case_conns "$c")"
+    local CONNS="$conns"
     local pfx="$RAW/$srv.$t.$c"
     [ "$REPEAT" -gt 1 ] && pfx="$pfx.r$rep"
     url="$(case_url "$srv" "$c")"

@@ -17,7 +17,8 @@ use crate::kv::{Partial, ProtocolError, Reply};
 
 /// The bounds the parsers are held to: HTTP/1.1's head and read buffer, HTTP/2's frame,
 /// header list and read buffer, HPACK's table.
-pub use crate::http::h1::{MAX_HEAD as HTTP1_MAX_HEAD, READ_BUF as HTTP1_READ_BUF};
+pub use crate::http::h1::READ_BUF as HTTP1_READ_BUF;
+pub use crate::http::h1_read::MAX_HEAD as HTTP1_MAX_HEAD;
 pub use crate::http::h2::{MAX_FRAME, MAX_HEADER_LIST, READ_BUF as HTTP2_READ_BUF};
 pub use crate::http::hpack::TABLE_SIZE;
 

@@ -8,6 +8,7 @@
 //! - [`series`]: [`RunOrder`] (a plan, its labels and files), [`Runner`], [`Observer`];
 //! - [`sweep`]: [`Level`]s and phases derived from a base plan ([`Sweep`]);
 //! - [`capacity`]: the search as a pure function over a probe callback ([`capacity::search`]);
+//! - [`delivery`]: what a capacity probe delivered of its rate, counted in requests;
 //! - [`experiment`]: cases, repeats, warm-up, order, background load and testbeds;
 //! - [`cases`]: an experiment as its file says it (objectives, warm-up, a case's testbed), checked;
 //! - [`bench`]: `testbed bench`, the same load against each front of a testbed;
@@ -43,6 +44,7 @@ pub mod bench;
 pub mod capacity;
 pub mod cases;
 pub mod compare;
+pub mod delivery;
 pub mod demo;
 pub mod dir;
 pub mod experiment;

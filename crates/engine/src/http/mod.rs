@@ -11,6 +11,7 @@
 
 pub(crate) mod h1;
 pub(crate) mod h1_encode;
+pub(crate) mod h1_read;
 pub(crate) mod h2;
 pub(crate) mod h3;
 pub(crate) mod hpack;
