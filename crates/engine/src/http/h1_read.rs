@@ -317,76 +317,53 @@ mod tests {
     /// Reads `response` fed in the pieces `cuts` makes (offsets), then EOF when `eof`; as
     /// a connection does: a piece is added to what is left when the reader needs more.
     fn read_in_pieces(response: &[u8], cuts: &[usize], head_request: bool, eof: bool) -> Result<Read, String> {
+        pieces(response, cuts, head_request, eof, false).map(|(read, _)| read)
+    }
+
+    /// [`read_in_pieces`], and with `discard` as a connection that drops a body nobody
+    /// reads: a piece that comes while the reader is in a body's data, with nothing left in
+    /// the buffer, is discarded up to [`Reader::body_left`] (what follows it kept). Gives
+    /// the response read (its body without the bytes dropped) and how many were dropped.
+    fn pieces(
+        response: &[u8],
+        cuts: &[usize],
+        head_request: bool,
+        eof: bool,
+        discard: bool,
+    ) -> Result<(Read, usize), String> {
         let mut reader = Reader::new(head_request);
         let (mut buf, mut pos, mut fed) = (Vec::new(), 0, 0);
         let mut ends: Vec<usize> = cuts.iter().copied().filter(|&c| c < response.len()).collect();
         ends.sort();
         ends.push(response.len());
         let mut ends = ends.into_iter();
-        let (mut status, mut body, mut used) = (0, Vec::new(), 0);
+        let (mut status, mut body, mut used, mut dropped) = (0, Vec::new(), 0, 0);
+        let err = |f: Failure| format!("{}: {}", f.kind.name(), f.message());
         loop {
-            let step = reader
-                .read(&buf[pos..], &mut |s, _| status = s)
-                .map_err(|f| format!("{}: {}", f.kind.name(), f.message()))?;
+            let step = reader.read(&buf[pos..], &mut |s, _| status = s).map_err(err)?;
             body.extend_from_slice(&buf[pos..][step.data.clone()]);
             pos += step.used;
             used += step.used;
             if step.done {
-                return Ok(Read { status, body, used, keep_alive: reader.keep_alive });
-            }
-            if step.used > 0 {
-                continue;
-            }
-            match ends.next() {
-                Some(end) => {
-                    buf.extend_from_slice(&response[fed..end]);
-                    fed = end;
-                }
-                None if eof => {
-                    reader.eof().map_err(|f| format!("{}: {}", f.kind.name(), f.message()))?;
-                    return Ok(Read { status, body, used, keep_alive: false });
-                }
-                None => return Err("needs more".into()),
-            }
-        }
-    }
-
-    /// As [`read_in_pieces`], but as a connection that drops a body nobody reads: a piece
-    /// that comes while the reader is in a body's data, with nothing left in the buffer, is
-    /// discarded up to [`Reader::body_left`] (what follows it kept). Gives the response read
-    /// with its body's length in place of its bytes.
-    fn discard_in_pieces(response: &[u8], cuts: &[usize], eof: bool) -> Result<(u16, usize, usize, bool), String> {
-        let mut reader = Reader::new(false);
-        let (mut buf, mut pos, mut fed) = (Vec::new(), 0, 0);
-        let mut ends: Vec<usize> = cuts.iter().copied().filter(|&c| c < response.len()).collect();
-        ends.sort();
-        ends.push(response.len());
-        let mut ends = ends.into_iter();
-        let (mut status, mut body, mut used) = (0, 0, 0);
-        let err = |f: Failure| format!("{}: {}", f.kind.name(), f.message());
-        loop {
-            let step = reader.read(&buf[pos..], &mut |s, _| status = s).map_err(err)?;
-            body += step.data.len();
-            pos += step.used;
-            used += step.used;
-            if step.done {
-                return Ok((status, body, used, reader.keep_alive));
+                return Ok((Read { status, body, used, keep_alive: reader.keep_alive }, dropped));
             }
             if step.used > 0 {
                 continue;
             }
             let Some(end) = ends.next() else {
                 return match eof {
-                    true => reader.eof().map(|()| (status, body, used, false)).map_err(err),
+                    true => {
+                        reader.eof().map(|()| (Read { status, body, used, keep_alive: false }, dropped)).map_err(err)
+                    }
                     false => Err("needs more".into()),
                 };
             };
             let mut piece = &response[fed..end];
             fed = end;
-            if let Some(left) = reader.body_left().filter(|_| pos == buf.len()) {
+            if let Some(left) = reader.body_left().filter(|_| discard && pos == buf.len()) {
                 let n = piece.len().min(usize::try_from(left).unwrap_or(usize::MAX));
                 reader.discarded(n as u64);
-                (body, used, piece) = (body + n, used + n, &piece[n..]);
+                (used, dropped, piece) = (used + n, dropped + n, &piece[n..]);
             }
             buf.extend_from_slice(piece);
         }
@@ -543,15 +520,19 @@ mod tests {
         #[test]
         fn a_discarded_body_reads_the_same((response, to_close) in response(), cuts in proptest::collection::vec(0usize..700, 0..12)) {
             let whole = read_in_pieces(&response, &[], false, to_close).unwrap();
+            // The response read with its body's length in place of its bytes.
+            let dropping = |response: &[u8], cuts: &[usize], eof: bool| {
+                pieces(response, cuts, false, eof, true).map(|(r, n)| (r.status, r.body.len() + n, r.used, r.keep_alive))
+            };
             let same = Ok((whole.status, whole.body.len(), whole.used, whole.keep_alive));
-            prop_assert_eq!(discard_in_pieces(&response, &cuts, to_close), same.clone());
+            prop_assert_eq!(dropping(&response, &cuts, to_close), same.clone());
             let bytewise: Vec<usize> = (1..response.len()).collect();
-            prop_assert_eq!(discard_in_pieces(&response, &bytewise, to_close), same);
+            prop_assert_eq!(dropping(&response, &bytewise, to_close), same);
             // A second response behind the first, on the same connection, is left whole.
             if !to_close {
                 let mut two = response.clone();
                 two.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
-                let first = discard_in_pieces(&two, &cuts, false).unwrap();
+                let first = dropping(&two, &cuts, false).unwrap();
                 prop_assert_eq!(first.2, whole.used);
             }
         }
