@@ -20,6 +20,18 @@ mod wire;
 
 pub use keyed::{FlowCounts, FlowFailure, Keyed, KeyedStats, MAX_KEYS};
 pub use timeline::{RequestPoint, Tick, Timeline, SAMPLES_PER_TICK, TICK};
+
+/// A histogram in HdrHistogram's compressed V2 form, as results files hold it (the run
+/// history keeps its intervals' histograms so).
+pub fn encode_histogram(h: &Histogram<u64>) -> Vec<u8> {
+    wire::encode(h)
+}
+
+/// A histogram from its compressed V2 form, bounded as a results file's are whatever the
+/// bytes say, in this crate's bounds ([`new_histogram`]).
+pub fn decode_histogram(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    wire::decode(bytes)
+}
 #[cfg(test)]
 pub(crate) use wire::WideReplies;
 pub(crate) use wire::{from_wire, FlowLimit, KeyTicks, KeyedWire, Keys, Wire};
