@@ -95,6 +95,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Report(a) => cmd::report::report(a),
         Command::Serve(a) => cmd::serve::serve(*a),
         Command::Compare(a) => cmd::compare::compare(a),
+        Command::History(a) => cmd::history::history(a),
         Command::Generated(a) => cmd::completions::generated(a),
     }
 }

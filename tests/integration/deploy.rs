@@ -170,6 +170,8 @@ fn playbook_command(root: &Path, vars: Value) -> Command {
     extra.insert("ansible_remote_tmp".into(), root.join("ansible-tmp").to_str().unwrap().into());
     extra.insert("ansible_async_dir".into(), root.join("ansible-async").to_str().unwrap().into());
     let mut cmd = Command::new("ansible-playbook");
+    // The shards' runs go into the tests' history, never the user's.
+    cmd.env("XDG_DATA_HOME", crate::util::data_home());
     cmd.current_dir(root)
         .args(["-i", &format!("{DEPLOY}/ansible/inventory.local.ini"), &format!("{DEPLOY}/ansible/playbook.yml")])
         .arg("-e")

@@ -94,9 +94,11 @@ fn capacity_finds_the_known_capacity_in_bounded_time() {
     let capacity_ref = saturated["throughput_per_sec"].as_f64().unwrap();
     assert!((700.0..1000.0).contains(&capacity_ref), "10 slots of 10 ms: {capacity_ref}");
     let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
     let out = barrage()
         .args(["capacity", &server.url(), "--slo", "p99<60ms", "--slo", "success>=99%", "--step", "2s"])
-        .args(["--start-rate", "200", "--max-time", "90s", "--format", "json"])
+        .args(["--start-rate", "200", "--max-time", "90s", "--format", "json", "--history", db.to_str().unwrap()])
         .output()
         .unwrap();
     let took = started.elapsed();
@@ -117,6 +119,17 @@ fn capacity_finds_the_known_capacity_in_bounded_time() {
     assert!(took < Duration::from_secs(60), "bounded: {took:?}");
     let probes = json["probes"].as_array().unwrap();
     assert!(probes.len() >= 4 && probes.iter().any(|p| p["verdict"] != "ok"), "{probes:?}");
+    // The history keeps the search's result, once, not its probes: its capacity and its
+    // last hold's figures, in a series of capacity searches.
+    let out =
+        barrage().args(["history", "list", "--format", "json", "--history", db.to_str().unwrap()]).output().unwrap();
+    let runs: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["kind"], "capacity");
+    assert_eq!(runs[0]["labels"]["load"], "capacity search");
+    assert_eq!(runs[0]["figures"]["capacity"].as_f64(), Some(found));
+    assert!(runs[0]["figures"]["throughput"].as_f64().unwrap() > 0.5 * found, "{}", runs[0]);
 }
 
 #[test]

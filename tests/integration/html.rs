@@ -10,7 +10,7 @@
 
 use crate::util::{barrage, origin, refused_url, require};
 use barrage_metrics::summary::{summarize, RunSummary};
-use barrage_report::{html, Cell, Page, Sheet};
+use barrage_report::{html, Cell, Page, Sheet, TrendChart};
 use barrage_server::{CacheStyle, ServeConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -310,6 +310,21 @@ fn html_report_draws_every_chart() {
         &page,
         &[("exp-throughput_per_sec", 1), ("exp-p50_ms", 1), ("exp-p99_ms", 1)],
     );
+
+    // A history trend: a series with a change point, and one without.
+    let charts: Vec<TrendChart> = (0..2)
+        .map(|k| {
+            let mut sheet = Sheet::new("series", &["run", "started", "p99_ms", "note"]);
+            for run in 0..40 {
+                let step = if k == 0 && run >= 25 { 1.2 } else { 1.0 };
+                sheet.push(vec![Cell::from(run as f64), "2026-11-28".into(), Cell::from(10.0 * step), "".into()]);
+            }
+            let changes = if k == 0 { vec![(25, "p99 +20%: REGRESSION".to_string())] } else { Vec::new() };
+            TrendChart { title: format!("series #{k}"), sheet, column: "p99_ms".into(), changes }
+        })
+        .collect();
+    let page = html(&Page::Trend { figure: "p99", series: &charts });
+    check_page(&chromium, dir.path(), "trend.html", &page, &[("trend-0", 1), ("trend-1", 1)]);
 }
 
 /// Where the charts start on the page, in CSS pixels from its top, as Chromium lays it out.

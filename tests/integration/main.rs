@@ -19,6 +19,7 @@ mod files;
 mod flows;
 mod fronts;
 mod gates;
+mod history;
 mod hostile;
 mod html;
 mod http1;

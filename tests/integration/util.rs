@@ -56,9 +56,18 @@ pub fn errors_of(s: &RunSummary, kind: &str) -> u64 {
     s.errors.iter().find(|e| e.kind == kind).map_or(0, |e| e.count)
 }
 
-/// The built binary.
+/// The built binary, keeping its runs in the test process's own history (under its own
+/// `XDG_DATA_HOME`), never in the user's; `--at` commands it runs inherit that.
 pub fn barrage() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_barrage"))
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_barrage"));
+    c.env_remove("BARRAGE_HISTORY").env("XDG_DATA_HOME", data_home());
+    c
+}
+
+/// The tests' data directory: under the target directory's own scratch space (cargo's
+/// `CARGO_TARGET_TMPDIR`), so that `cargo clean` removes the history the tests' runs keep.
+pub fn data_home() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("data-home")
 }
 
 /// How a misbehaving server treats each connection.

@@ -3,11 +3,13 @@
 
 pub mod completions;
 mod flags;
+mod history;
 mod run;
 mod serve;
 mod study;
 mod testbed;
 
+pub use history::*;
 pub use run::*;
 pub use serve::*;
 pub use study::*;
@@ -53,6 +55,9 @@ pub enum Command {
     /// Compare runs against the first (the baseline), with significance; --fail-if for CI.
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    /// The runs kept in the run history: series, trends, change points, a CI gate.
+    #[command(after_help = HISTORY_EXAMPLES)]
+    History(HistoryCommandArgs),
     #[command(flatten)]
     Generated(completions::Generated),
 }
@@ -79,6 +84,17 @@ const COMPARE_EXAMPLES: &str = "Examples:
   barrage compare before.brg after.brg
   barrage compare before.brg after.brg --fail-if 'p99>+10%' --fail-if 'throughput<-5%'
   barrage compare http.brg https.brg h2.brg --xlsx comparison.xlsx";
+
+const HISTORY_EXAMPLES: &str = "Examples:
+  barrage history list                                  the last runs kept, newest first
+  barrage history list --series                         the series (runs sharing their labels)
+  barrage history show 42                               run 42: labels, machine, figures
+  barrage history trend p99 --where target=https://shop.example/ --last 60   with change points
+  barrage history check --junit history.xml            exit 1 when the newest run regressed (CI)
+  barrage history regressions --since 7d
+  barrage history baseline set release-1.4 42
+  barrage history import nightly/*.brg --label branch=main
+Every run, sweep level, experiment case and capacity result is kept unless --no-history.";
 
 const TESTBED_EXAMPLES: &str = "Examples:
   barrage testbed up haproxy-lb --backends 3            three origins behind haproxy

@@ -38,6 +38,8 @@ pub struct RunArgs {
     pub live: LiveArgs,
     #[command(flatten)]
     pub launch: LaunchArgs,
+    #[command(flatten)]
+    pub keep: super::HistoryArgs,
 }
 
 /// One run split over several load machines (heading: Scale-out).

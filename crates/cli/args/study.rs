@@ -1,7 +1,7 @@
 //! The flags of the studies and reports: `capacity`, `experiment`, `compare` and
 //! `report`, apart from `run`'s own flags, which `capacity` takes beside its own.
 
-use super::{EmitArgs, LiveArgs, RunArgs};
+use super::{EmitArgs, HistoryArgs, LiveArgs, RunArgs};
 use barrage_plan::units::{PositiveDur, Rate};
 use barrage_plan::values::{parse_percent, parse_positive_percent};
 use clap::Args;
@@ -59,6 +59,8 @@ pub struct ExperimentArgs {
     pub emit: EmitArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+    #[command(flatten)]
+    pub keep: HistoryArgs,
 }
 
 /// `barrage compare`.

@@ -56,7 +56,11 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };
     let mut views = Views::start(&run.live.options(), &stop, true)?;
-    let found = search.run(&mut Runner::new("capacity", stop, &mut views));
+    let found = search.run(
+        &mut Runner::new("capacity", stop, &mut views)
+            .with_history(super::history::keeper(&a.run.keep))
+            .with_control(a.run.keep.control.clone()),
+    );
     views.finish();
     let found = found?;
     let report = CapacityReport {

@@ -55,7 +55,12 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     let study = Study::new(&e, &dir, &cases, settings, barrage, a.noise);
     let build = |c: usize, bed: &Bed| build(&cases[c], bed);
     let mut views = Views::start(&a.live.options(), &stop, true)?;
-    let results = study.run(&build, &mut Runner::new("experiment", stop, &mut views));
+    let results = study.run(
+        &build,
+        &mut Runner::new("experiment", stop, &mut views)
+            .with_history(super::history::keeper(&a.keep))
+            .with_control(a.keep.control.clone()),
+    );
     views.finish();
     let results = results?;
     let report = barrage_study::cases::report(&e, results);

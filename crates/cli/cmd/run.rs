@@ -23,7 +23,11 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let mut views = Views::start(&a.live.options(), &stop, !a.request.phases.is_empty())?;
     let sweep =
         Sweep { base: job, levels: Vec::new(), step: Duration::ZERO, phases, dir: None, slos: a.gates.slo.clone() };
-    let table = sweep.run(&mut Runner::new("run", stop, &mut views));
+    let table = sweep.run(
+        &mut Runner::new("run", stop, &mut views)
+            .with_history(super::history::keeper(&a.keep))
+            .with_control(a.keep.control.clone()),
+    );
     views.finish();
     let table = table?;
     let phases = sweep.phases.len();

@@ -50,7 +50,11 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let phases = super::plan::phases(&a)?;
     let sweep = Sweep { base, levels, step, phases, dir, slos: a.gates.slo.clone() };
     let mut views = Views::start(&a.live.options(), &stop, true)?;
-    let table = sweep.run(&mut Runner::new("sweep", stop, &mut views));
+    let table = sweep.run(
+        &mut Runner::new("sweep", stop, &mut views)
+            .with_history(super::history::keeper(&a.keep))
+            .with_control(a.keep.control.clone()),
+    );
     views.finish();
     let table = table?;
     let slo_ms: Vec<(String, f64)> = a.gates.slo.iter().filter_map(Slo::latency_bound_ms).collect();

@@ -108,7 +108,7 @@ impl Entry {
             run_id: header.launch.run_id.clone(),
             started_ms: summary.started_unix_ms,
             study: study.to_vec(),
-            fingerprint: Fingerprint::of(kind, &header, study, labels, &env),
+            fingerprint: Fingerprint::of(kind, &header, paths.len() > 1, study, labels, &env),
             env,
             figures: figures_of(&summary),
             intervals,

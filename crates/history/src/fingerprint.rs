@@ -35,10 +35,12 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     /// The default fingerprint of a run of `kind` (`run`, `sweep`, `experiment`, ...) with
-    /// `header`, at `study` labels within its study, then the user's `labels` applied.
+    /// `header` (the first shard's, `merged` with the others), at `study` labels within its
+    /// study, then the user's `labels` applied.
     pub fn of(
         kind: &str,
         header: &RunHeader,
+        merged: bool,
         study: &[(String, String)],
         labels: &[(String, Option<String>)],
         env: &Environment,
@@ -55,7 +57,7 @@ impl Fingerprint {
         f.set("load", &load(&plan));
         f.set("plan", &digest(&plan));
         f.set("machine", &env.host);
-        if let Some((i, n)) = header.launch.shard {
+        if let Some((i, n)) = header.launch.shard.filter(|_| !merged) {
             f.set("shard", &format!("{i}/{n}"));
         }
         f.apply(labels, env);
@@ -155,12 +157,12 @@ fn load(plan: &Value) -> String {
     let l = &plan["load"];
     let shape = if let Some(open) = l.get("open") {
         let p = &open["pacer"];
-        if let Some(r) = p.get("constant").and_then(|c| c.get("constant_per_sec")) {
-            format!("open {}/s", r)
-        } else if let Some(r) = p.get("ramp") {
-            format!("open {}→{}/s over {}s", r["ramp_per_sec"][0], r["ramp_per_sec"][1], r["over_s"])
-        } else if let Some(s) = p.get("steps") {
-            format!("open steps {}/s of {}s", s["steps_per_sec"], s["step_s"])
+        if let Some(r) = p.get("constant_per_sec") {
+            format!("open {r}/s")
+        } else if let Some(r) = p.get("ramp_per_sec") {
+            format!("open {}→{}/s over {}s", r[0], r[1], p["over_s"])
+        } else if let Some(r) = p.get("steps_per_sec") {
+            format!("open steps {r}/s of {}s", p["step_s"])
         } else {
             "open".to_string()
         }
@@ -315,25 +317,25 @@ mod tests {
         }
     }
 
-    const SETTINGS: &str = r#"{"plan":{"load":{"open":{"max_in_flight":1000,"pacer":{"constant":{"constant_per_sec":500.0}}}},"duration_s":10.0,"threads":2,"targets":[{"url":"http://127.0.0.1:4000/"}],"target_count":1,"http2":false,"http3":false,"streams":1,"kv":null}}"#;
+    const SETTINGS: &str = r#"{"plan":{"load":{"open":{"max_in_flight":1000,"pacer":{"constant_per_sec":500.0}}},"duration_s":10.0,"threads":2,"targets":[{"url":"http://127.0.0.1:4000/"}],"target_count":1,"http2":false,"http3":false,"streams":1,"kv":null}}"#;
 
     #[test]
     fn the_same_run_on_another_port_or_thread_count_is_the_same_series() {
         let env = Environment { host: "m1".into(), kernel: "6.1".into(), ..Default::default() };
-        let a = Fingerprint::of("run", &header(SETTINGS, "http://127.0.0.1:4000/"), &[], &[], &env);
+        let a = Fingerprint::of("run", &header(SETTINGS, "http://127.0.0.1:4000/"), false, &[], &[], &env);
         let other = SETTINGS.replace("4000", "5123").replace("\"threads\":2", "\"threads\":8");
-        let b = Fingerprint::of("run", &header(&other, "http://127.0.0.1:5123/"), &[], &[], &env);
+        let b = Fingerprint::of("run", &header(&other, "http://127.0.0.1:5123/"), false, &[], &[], &env);
         assert_eq!(a, b);
         assert_eq!(a.labels["load"], "open 500.0/s, d=10s");
         assert_eq!(a.labels["target"], "http://127.0.0.1:*/");
         assert_eq!(a.labels["protocol"], "http");
         // Another rate is another series.
         let faster = SETTINGS.replace("500.0", "600.0");
-        let c = Fingerprint::of("run", &header(&faster, "http://127.0.0.1:4000/"), &[], &[], &env);
+        let c = Fingerprint::of("run", &header(&faster, "http://127.0.0.1:4000/"), false, &[], &[], &env);
         assert_ne!(a.key(), c.key());
         // A repeat is a point of its case's series; the case is part of it.
         let study = [("case".to_string(), "TC1".to_string()), ("repeat".to_string(), "2".to_string())];
-        let d = Fingerprint::of("experiment", &header(SETTINGS, "http://127.0.0.1:4000/"), &study, &[], &env);
+        let d = Fingerprint::of("experiment", &header(SETTINGS, "http://127.0.0.1:4000/"), false, &study, &[], &env);
         assert_eq!(d.labels.get("case").map(String::as_str), Some("TC1"));
         assert!(!d.labels.contains_key("repeat"));
     }
@@ -346,7 +348,7 @@ mod tests {
             ("machine".to_string(), Some(String::new())),
             ("kernel".to_string(), None),
         ];
-        let f = Fingerprint::of("run", &header(SETTINGS, "http://127.0.0.1:4000/"), &[], &labels, &env);
+        let f = Fingerprint::of("run", &header(SETTINGS, "http://127.0.0.1:4000/"), false, &[], &labels, &env);
         assert_eq!(f.labels["branch"], "main");
         assert!(!f.labels.contains_key("machine"));
         assert_eq!(f.labels["kernel"], "6.1");

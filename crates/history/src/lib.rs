@@ -6,12 +6,16 @@
 //! pooled, is computed again exactly. Runs whose [`fingerprint`] is the same form a series;
 //! [`changepoint`] finds where a series' figure changed beyond its noise.
 
+pub mod analysis;
+pub mod changepoint;
 pub mod entry;
 pub mod fingerprint;
+pub mod keeper;
 pub mod store;
 
 pub use entry::{Entry, Interval};
 pub use fingerprint::{Environment, Fingerprint};
+pub use keeper::Keeper;
 pub use store::{RunRow, Store};
 
 use std::path::PathBuf;

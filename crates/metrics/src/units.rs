@@ -18,10 +18,11 @@ pub struct UnitError {
     pub expected: &'static str,
 }
 
-const DURATION_FORM: &str = "a number with a unit: us, ms, s, m or h, at most 8760h (a year; e.g. 250ms, 30s, 1.5m)";
+const DURATION_FORM: &str =
+    "a number with a unit: us, ms, s, m, h or d, at most 8760h (a year; e.g. 250ms, 30s, 1.5m, 7d)";
 const SIZE_FORM: &str = "a byte count with an optional k, m or g suffix (e.g. 512, 1k, 1m)";
 
-/// Parses `250ms`, `30s`, `1.5m`, `2h`, `100us`, up to [`MAX_DURATION`](crate::limits::MAX_DURATION).
+/// Parses `250ms`, `30s`, `1.5m`, `2h`, `7d`, `100us`, up to [`MAX_DURATION`](crate::limits::MAX_DURATION).
 /// A bare number is rejected: the unit is never guessed, since `10` could mean ten seconds
 /// or ten milliseconds.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
@@ -40,6 +41,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         "s" => value,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
+        "d" => value * 86_400.0,
         _ => return Err(err()),
     };
     Duration::try_from_secs_f64(secs).ok().filter(|d| *d <= crate::limits::MAX_DURATION).ok_or_else(err)
@@ -113,6 +115,7 @@ mod tests {
             ("30s", Duration::from_secs(30)),
             ("1.5m", Duration::from_secs(90)),
             ("2h", Duration::from_secs(7200)),
+            ("7d", Duration::from_secs(7 * 86_400)),
             ("100us", Duration::from_micros(100)),
             ("0s", Duration::ZERO),
         ];

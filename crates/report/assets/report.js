@@ -916,6 +916,33 @@
     }
   }
 
+  function trendPage(d) {
+    const grid = section("Over the runs");
+    d.series.forEach((c, k) => {
+      const sh = c.sheet;
+      const vi = sh.header.indexOf(c.column);
+      if (vi < 0 || !sh.rows.length) return;
+      const xs = sh.rows.map((r, i) => i + 1);
+      const ys = sh.rows.map((r) => (finite(r[vi]) ? r[vi] : null));
+      const ms = /_ms$/.test(c.column);
+      const f = ms ? fmt.ms : fmt.num;
+      const marks = c.changes.map((ch) => ({ at: ch.row + 1, label: ch.label, colour: OI.vermillion }));
+      chart(grid, {
+        id: "trend-" + k,
+        title: c.title,
+        aria: "Line chart: " + c.column + " of each run of the series, oldest first",
+        note: marks.length ? "Dashed lines: change points." : null,
+        data: [xs, ys],
+        opts: {
+          series: [{ label: "run", value: (u, v) => (v == null ? "" : String(sh.rows[v - 1][0])) }, line(d.figure, OI.blue, f, { points: { show: true, size: 5 }, spanGaps: true })],
+          scales: { y: { range: fromZero } },
+          axes: [axis("run of the series (oldest first)"), axis(c.column)],
+          plugins: [linesPlugin(marks, [])],
+        },
+      });
+    });
+  }
+
   // ---- start ---------------------------------------------------------------------------
 
   function resize() {
@@ -929,7 +956,7 @@
   function main() {
     try {
       const data = JSON.parse(document.getElementById("barrage-data").textContent);
-      const pages = { run: runPage, curve: curvePage, compare: comparePage, experiment: experimentPage, table: function () {} };
+      const pages = { run: runPage, curve: curvePage, compare: comparePage, experiment: experimentPage, trend: trendPage, table: function () {} };
       if (!pages[data.page]) throw new Error("unknown page kind " + data.page);
       pages[data.page](data);
     } catch (e) {

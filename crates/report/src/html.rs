@@ -108,6 +108,14 @@ pub enum Page<'a> {
         /// The comparisons between cases.
         comparisons: &'a Sheet,
     },
+    /// A figure over the runs of one or more series of the run history, a chart and a table
+    /// each, change points and notes marked.
+    Trend {
+        /// The figure's name (`p99`, `throughput`).
+        figure: &'a str,
+        /// A chart per series.
+        series: &'a [TrendChart],
+    },
     /// A table without charts (`testbed bench`, `run --phases`).
     Table {
         /// The page's title.
@@ -115,6 +123,20 @@ pub enum Page<'a> {
         /// The table.
         sheet: &'a Sheet,
     },
+}
+
+/// One series of a [`Page::Trend`].
+#[derive(Clone, Debug)]
+pub struct TrendChart {
+    /// What the series is (its labels).
+    pub title: String,
+    /// A row per run, oldest first: `run`, `started`, the figure's column (its
+    /// [`crate::Figure::column`] unit), and `note` (why it is not a result, a change).
+    pub sheet: Sheet,
+    /// The figure's column in the sheet.
+    pub column: String,
+    /// Change points: the row where each starts, and what it is.
+    pub changes: Vec<(usize, String)>,
 }
 
 /// The page as one self-contained HTML document.
@@ -149,6 +171,19 @@ pub fn html(page: &Page) -> String {
                 "comparisons": sheet_data(comparisons),
             });
             (format!("barrage experiment {title}"), experiment_body(title, matrix, comparisons), data)
+        }
+        Page::Trend { figure, series } => {
+            let data = json!({
+                "page": "trend",
+                "figure": figure,
+                "series": series.iter().map(|c| json!({
+                    "title": c.title,
+                    "column": c.column,
+                    "sheet": sheet_data(&c.sheet),
+                    "changes": c.changes.iter().map(|(row, what)| json!({"row": row, "label": what})).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            });
+            (format!("barrage history trend {figure}"), trend_body(figure, series), data)
         }
         Page::Table { title, sheet } => {
             let data = json!({ "page": "table", "title": title, "sheet": sheet_data(sheet) });
@@ -731,6 +766,23 @@ fn experiment_body(title: &str, matrix: &Sheet, comparisons: &Sheet) -> Body {
     let mut out = format!("<header>\n<h1>barrage experiment {}</h1>\n", esc(title));
     let _ = writeln!(out, "<p class=\"meta\">{} cases</p>\n</header>", matrix.rows.len());
     (out, table("Matrix", matrix) + &table("Comparisons", comparisons))
+}
+
+fn trend_body(figure: &str, series: &[TrendChart]) -> Body {
+    let mut out = format!("<header>\n<h1>barrage history: {}</h1>\n", esc(figure));
+    let _ = writeln!(out, "<p class=\"meta\">{} series; dashed lines mark change points</p>\n</header>", series.len());
+    let mut tables = String::new();
+    for c in series {
+        let mut changes = String::new();
+        for (_, what) in &c.changes {
+            let _ = writeln!(changes, "<li>{}</li>", esc(what));
+        }
+        if !changes.is_empty() {
+            let _ = write!(tables, "<h2>{}</h2>\n<ul>\n{changes}</ul>\n", esc(&c.title));
+        }
+        tables.push_str(&table(&c.title, &c.sheet));
+    }
+    (out, tables)
 }
 
 #[cfg(test)]

@@ -49,12 +49,12 @@ pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, replies_she
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
 pub use crate::figure::{Figure, Spread};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
-pub use crate::html::{html, Page};
+pub use crate::html::{html, Page, TrendChart};
 pub use crate::reports::{CapacityReport, ExperimentReport, Report};
 pub use crate::sections::urls_line;
 pub use crate::slo::{junit, slo_lines, Slo, SloResult};
 pub use crate::study::{StudyRow, StudyTable};
-pub use crate::text::{text, Align, Table};
+pub use crate::text::{text, utc, Align, Table};
 
 use barrage_metrics::file::FileError;
 use barrage_metrics::RunSummary;

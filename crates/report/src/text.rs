@@ -763,7 +763,7 @@ fn warnings(s: &RunSummary, paint: Paint) -> String {
 }
 
 /// `ms` since the Unix epoch as `YYYY-MM-DD hh:mm:ss UTC`.
-pub(crate) fn utc(ms: u64) -> String {
+pub fn utc(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), for days >= 0.

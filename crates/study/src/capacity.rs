@@ -416,6 +416,9 @@ impl Capacity {
         }
         table.planned = table.rows.len();
         table.partial = findings.stop == Stop::Interrupted;
+        if !table.partial {
+            runner.keep_capacity(findings.capacity, &self.base.plan_digest());
+        }
         Ok(Found { findings, table })
     }
 

@@ -602,7 +602,9 @@ impl Experiment<'_> {
     ) -> Result<(Option<Finished>, Option<Finished>), StudyError> {
         let token = runner.token();
         let (m, b) = std::thread::scope(|s| {
-            let b = bg.as_ref().map(|order| s.spawn(|| measure("experiment", order, token.child_token(), &mut |_| {})));
+            let b = bg
+                .as_ref()
+                .map(|order| s.spawn(|| measure("experiment", order, token.child_token(), &mut |_| {}, &mut |_| {})));
             let m = runner.run(&main);
             (m, b.map(|h| h.join().expect("a background run does not panic")))
         });

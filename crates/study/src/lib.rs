@@ -44,6 +44,7 @@ pub mod bench;
 pub mod capacity;
 pub mod cases;
 pub mod compare;
+pub mod control;
 pub mod delivery;
 pub mod demo;
 pub mod dir;

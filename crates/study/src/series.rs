@@ -136,13 +136,62 @@ pub struct Runner<'a> {
     observer: &'a mut dyn Observer,
     planned: usize,
     started: usize,
+    /// Where each finished run is kept (the run history), if anywhere.
+    history: Option<barrage_history::Keeper>,
+    /// A capacity search's last hold, kept once the search knows its capacity.
+    hold: Option<barrage_history::Entry>,
+    /// The control run to keep before the study's first (`--control`), until it ran.
+    control: Option<crate::control::Control>,
 }
 
 impl<'a> Runner<'a> {
     /// A runner for `mode` (`run`, `sweep`, `capacity`, `experiment`, `bench`), stopped by
     /// `stop`, shown by `observer`.
     pub fn new(mode: &'static str, stop: CancellationToken, observer: &'a mut dyn Observer) -> Runner<'a> {
-        Runner { mode, stop, observer, planned: 0, started: 0 }
+        Runner { mode, stop, observer, planned: 0, started: 0, history: None, hold: None, control: None }
+    }
+
+    /// Keeps every finished run in the run history through `keeper`.
+    pub fn with_history(mut self, keeper: Option<barrage_history::Keeper>) -> Runner<'a> {
+        self.history = keeper;
+        self
+    }
+
+    /// Before the study's first run, runs `control` and keeps it in the history (nothing
+    /// without a history).
+    pub fn with_control(mut self, control: Option<crate::control::Control>) -> Runner<'a> {
+        self.control = control;
+        self
+    }
+
+    /// Runs and keeps the control run, once.
+    fn run_control(&mut self) -> Result<(), StudyError> {
+        let (Some(control), Some(keeper)) = (self.control.take(), self.history.as_mut()) else { return Ok(()) };
+        let own = match &control {
+            crate::control::Control::Own => Some(
+                barrage_server::RunningServer::start(barrage_server::ServeConfig {
+                    threads: 1,
+                    name: Some("control".into()),
+                    ..Default::default()
+                })
+                .map_err(|e| StudyError::Plan(format!("--control self: the control origin: {e}")))?,
+            ),
+            crate::control::Control::Url(_) => None,
+        };
+        let url = match (&control, &own) {
+            (crate::control::Control::Url(u), _) => u.clone(),
+            (_, Some(server)) => format!("{}/bytes/1k", server.url()),
+            _ => unreachable!("the own control has a server"),
+        };
+        let order = crate::control::order(&url).map_err(StudyError::Plan)?;
+        self.observer.note(&format!("control run against {url} ({:?})", crate::control::CONTROL_LENGTH));
+        let result = measure("control", &order, self.stop.child_token(), &mut |_| {}, &mut |p| {
+            keeper.keep_files(&[p.to_path_buf()], "control", &order.labels);
+        });
+        if let Some(server) = own {
+            server.shutdown();
+        }
+        result.map(|_| ())
     }
 
     /// How many runs the study means to do, for the live views ("level 2/4").
@@ -158,6 +207,19 @@ impl<'a> Runner<'a> {
     /// Passes a progress line to the observer.
     pub fn note(&mut self, line: &str) {
         self.observer.note(line);
+    }
+
+    /// Keeps a capacity search's result: its last hold's run, as kind `capacity`, with the
+    /// `capacity` found, in the series of the search's `plan_digest` (not of the held rate).
+    pub fn keep_capacity(&mut self, capacity: Option<f64>, plan_digest: &str) {
+        let (Some(keeper), Some(mut entry)) = (self.history.as_mut(), self.hold.take()) else { return };
+        if let Some(c) = capacity {
+            entry.figures.insert("capacity".into(), c);
+        }
+        let labels = &mut entry.fingerprint.labels;
+        labels.insert("load".into(), "capacity search".into());
+        labels.insert("plan".into(), plan_digest.chars().take(12).collect());
+        keeper.keep(&entry);
     }
 
     /// Tells the observer of a testbed the study brings up.
@@ -177,10 +239,25 @@ impl<'a> Runner<'a> {
         if self.stopped() {
             return Ok(None);
         }
+        self.run_control()?;
         let index = self.started;
         self.started += 1;
         self.observer.begin(order, index, self.planned).map_err(StudyError::Output)?;
-        let result = measure(self.mode, order, self.stop.child_token(), &mut |i| self.observer.interval(i));
+        let (observer, history, hold, mode) = (&mut *self.observer, &mut self.history, &mut self.hold, self.mode);
+        let mut keep = |path: &std::path::Path| {
+            let Some(keeper) = history.as_mut() else { return };
+            let files = [path.to_path_buf()];
+            // A capacity search's probes are not runs of a series (each is at another rate):
+            // its result is, kept with its last hold once the search ends.
+            if mode == "capacity" {
+                if order.labels.iter().any(|(k, v)| k == "stage" && v == "hold") {
+                    *hold = keeper.entry(&files, mode, &order.labels);
+                }
+                return;
+            }
+            keeper.keep_files(&files, mode, &order.labels);
+        };
+        let result = measure(mode, order, self.stop.child_token(), &mut |i| observer.interval(i), &mut keep);
         let ended = self.observer.end().map_err(StudyError::Output);
         let done = result?;
         ended?;
@@ -188,13 +265,15 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// Runs one run order into its results file (or a temporary one) and summarizes it; `None` when
-/// `stop` came before the run started.
+/// Runs one run order into its results file (or a temporary one), summarizes it and hands
+/// the file to `on_file` before a temporary one is removed; `None` when `stop` came before the
+/// run started.
 pub fn measure(
     mode: &str,
     order: &RunOrder,
     stop: CancellationToken,
     on_interval: &mut dyn FnMut(IntervalRecord),
+    on_file: &mut dyn FnMut(&std::path::Path),
 ) -> Result<Option<Finished>, StudyError> {
     let temp;
     let path = match &order.output {
@@ -229,5 +308,6 @@ pub fn measure(
         ran => ran?,
     };
     let summary = summarize(std::slice::from_ref(&path))?;
+    on_file(&path);
     Ok(Some(Finished { summary, path: order.output.clone(), interrupted: stop.is_cancelled() }))
 }

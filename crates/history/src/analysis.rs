@@ -1,0 +1,191 @@
+//! A series' figure over its runs: its change points, each judged a regression or not and,
+//! when the machine's control series changed at the same time, laid at the machine's door
+//! ([`trend`]); and the CI gate, the newest run against the last stable runs ([`gate`]).
+//!
+//! Runs that are not results (built on failure, or on another workload than they asked
+//! for) are shown but left out of both: a failed run's p99 is not the system's.
+
+use crate::changepoint::{change_points, prediction_check, ChangePoint, Check, Options, Sense, Verdict};
+use crate::entry::higher_is_better;
+use crate::store::{Annotation, Point, Series};
+use crate::{HistoryError, Store};
+
+/// The label a control series carries ([`CONTROL`] is its value): runs against a fixed
+/// reference, recorded beside the system's, that tell the machine's changes from the
+/// system's.
+pub const CHANNEL: &str = "channel";
+/// The value of [`CHANNEL`] on control runs.
+pub const CONTROL: &str = "control";
+
+/// The control series' figures that say the machine changed, whichever figure of a system
+/// changed with it.
+const MACHINE_FIGURES: [&str; 3] = ["p50", "mean", "throughput"];
+
+/// Whether higher or lower values of `figure` are better.
+pub fn sense(figure: &str) -> Sense {
+    if higher_is_better(figure) {
+        Sense::HigherIsBetter
+    } else {
+        Sense::LowerIsBetter
+    }
+}
+
+/// A change point of a series' figure.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Change {
+    /// The first run after the change.
+    pub run: i64,
+    /// Its start, ms since the Unix epoch.
+    pub started_ms: u64,
+    /// What changed, by how much, how surely.
+    pub point: ChangePoint,
+    /// Whether it is for the worse.
+    pub regression: bool,
+    /// When the machine's control series changed at the same time: which, and when; the
+    /// change is then the machine's, not the system's.
+    pub machine: Option<String>,
+}
+
+/// A series' figure over its runs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Trend {
+    /// The series.
+    pub series: Series,
+    /// The figure.
+    pub figure: String,
+    /// Its points, oldest first (runs that are not results included, marked).
+    pub points: Vec<Point>,
+    /// Its change points.
+    pub changes: Vec<Change>,
+    /// Notes on its time line.
+    pub annotations: Vec<Annotation>,
+}
+
+/// The points detection looks at: the results.
+fn valid(points: &[Point]) -> Vec<&Point> {
+    points.iter().filter(|p| p.failure.is_none() && p.value.is_finite()).collect()
+}
+
+/// The change points of `figure` over the last `last` runs of `series`.
+pub fn trend(store: &Store, series: &Series, figure: &str, last: usize, opts: &Options) -> Result<Trend, HistoryError> {
+    let points = store.points(series.id, figure, last)?;
+    let changes = changes_of(&points, figure, opts);
+    let mut trend = Trend {
+        series: series.clone(),
+        figure: figure.to_string(),
+        points,
+        changes,
+        annotations: store.annotations(Some(series.id))?,
+    };
+    attribute(store, &mut trend, opts)?;
+    Ok(trend)
+}
+
+fn changes_of(points: &[Point], figure: &str, opts: &Options) -> Vec<Change> {
+    let valid = valid(points);
+    let values: Vec<f64> = valid.iter().map(|p| p.value).collect();
+    change_points(&values, opts)
+        .into_iter()
+        .map(|cp| Change {
+            run: valid[cp.index].run,
+            started_ms: valid[cp.index].started_ms,
+            regression: cp.is_regression(sense(figure)),
+            point: cp,
+            machine: None,
+        })
+        .collect()
+}
+
+/// Marks each change of `trend` that its machine's control series also shows, within a run
+/// of it either way (change points are placed to a run or so); a change of a control series
+/// is the machine's by definition.
+fn attribute(store: &Store, trend: &mut Trend, opts: &Options) -> Result<(), HistoryError> {
+    let labels = &trend.series.labels;
+    if labels.get(CHANNEL).map(String::as_str) == Some(CONTROL) {
+        for c in &mut trend.changes {
+            c.machine = Some("this is the machine's control series".to_string());
+        }
+        return Ok(());
+    }
+    if trend.changes.is_empty() {
+        return Ok(());
+    }
+    let machine = labels.get("machine").cloned().unwrap_or_default();
+    let filter = [(CHANNEL.to_string(), Some(CONTROL.to_string())), ("machine".to_string(), Some(machine))];
+    // The control's own figure may be too noisy to place the change (a max of a few
+    // seconds' requests): its headline figures say the machine changed as well.
+    let mut figures = vec![trend.figure.as_str()];
+    figures.extend(MACHINE_FIGURES.iter().filter(|f| **f != trend.figure));
+    let mut control = Vec::new();
+    for s in store.matching(&filter)? {
+        for f in &figures {
+            let points = store.points(s.id, f, usize::MAX >> 1)?;
+            control.extend(changes_of(&points, f, opts).into_iter().map(|c| (s.id, *f, c)));
+        }
+    }
+    let valid = valid(&trend.points);
+    for change in &mut trend.changes {
+        let at = valid.iter().position(|p| p.run == change.run).unwrap_or(0);
+        let from = valid[at.saturating_sub(2)].started_ms;
+        let to = valid.get(at + 2).map_or(u64::MAX, |p| p.started_ms);
+        if let Some((s, f, c)) = control.iter().find(|(_, _, c)| c.started_ms > from && c.started_ms < to) {
+            change.machine = Some(format!(
+                "the machine's control series #{s} changed ({f} {:+.1}%) at the same time",
+                c.point.relative_change * 100.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The CI gate's verdict on a series' newest run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Gate {
+    /// The series.
+    pub series: Series,
+    /// The figure.
+    pub figure: String,
+    /// The newest run judged.
+    pub run: i64,
+    /// The runs it was judged against: the series' runs since its last change point, at
+    /// most a window of them.
+    pub stable: Vec<i64>,
+    /// The verdict.
+    pub check: Check,
+}
+
+/// Judges the newest result of `series` on `figure` against the stable runs before it.
+/// `None` when the series has no result with the figure.
+pub fn gate(
+    store: &Store,
+    series: &Series,
+    figure: &str,
+    confidence: f64,
+    opts: &Options,
+) -> Result<Option<Gate>, HistoryError> {
+    let points = store.points(series.id, figure, opts.window * 4)?;
+    let valid = valid(&points);
+    let Some((newest, before)) = valid.split_last() else { return Ok(None) };
+    let values: Vec<f64> = before.iter().map(|p| p.value).collect();
+    // The stable segment: the runs after the last change point among those before the
+    // newest, less any that its own stable runs would have failed (a regression just
+    // judged is not yet the new normal: it widened the interval and let the next slip by).
+    let start = change_points(&values, opts).last().map_or(0, |c| c.index);
+    let mut stable: Vec<&Point> = Vec::new();
+    for p in &before[start..] {
+        let recent: Vec<f64> = stable.iter().rev().take(opts.window).map(|p| p.value).collect();
+        let check = prediction_check(&recent, p.value, sense(figure), confidence);
+        if !matches!(check.verdict, Verdict::Regression | Verdict::Improvement) {
+            stable.push(p);
+        }
+    }
+    let stable = &stable[stable.len().saturating_sub(opts.window)..];
+    let stable_values: Vec<f64> = stable.iter().map(|p| p.value).collect();
+    Ok(Some(Gate {
+        series: series.clone(),
+        figure: figure.to_string(),
+        run: newest.run,
+        stable: stable.iter().map(|p| p.run).collect(),
+        check: prediction_check(&stable_values, newest.value, sense(figure), confidence),
+    }))
+}

@@ -1,0 +1,211 @@
+//! The run history on the real workflow: runs of `barrage run` against origins whose latency
+//! the test steps at a known run, kept as they finish, then `history trend`, `check`,
+//! `regressions`, `import` and the control channel read back from the file.
+
+use crate::util::{barrage, origin};
+use barrage_server::{LatencyDist, ServeConfig, Shape};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+/// A shape answering after 18–22 ms, `scale` times that.
+fn latency(scale: f64) -> Shape {
+    let ms = |m: f64| Duration::from_micros((m * scale * 1000.0) as u64);
+    Shape { latency: Some(LatencyDist::Uniform(ms(18.0), ms(22.0))), ..Shape::default() }
+}
+
+fn history(db: &Path, args: &[&str]) -> Output {
+    barrage().arg("history").args(args).args(["--history", db.to_str().unwrap()]).output().unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// One short run of 20 requests by 2 workers against `url`, kept in `db` with `labels`.
+fn run(db: &Path, url: &str, labels: &[&str]) {
+    let mut c = barrage();
+    c.args(["run", url, "-n", "20", "-c", "2", "--format", "json", "--history", db.to_str().unwrap()]);
+    for l in labels {
+        c.args(["--label", l]);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The change points of `figure` in the one series with `labels`: (run index in the series
+/// from 1, regression, the machine's).
+fn changes(db: &Path, figure: &str, labels: &str) -> Vec<(usize, bool, bool)> {
+    let t = json(&history(db, &["trend", figure, "--where", labels, "--format", "json"]));
+    let series = t.as_array().unwrap();
+    assert_eq!(series.len(), 1, "{labels}: {t}");
+    let runs: Vec<i64> = series[0]["points"].as_array().unwrap().iter().map(|p| p["run"].as_i64().unwrap()).collect();
+    assert_eq!(runs.len(), 40, "{labels}");
+    series[0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let at = runs.iter().position(|r| Some(*r) == c["run"].as_i64()).unwrap() + 1;
+            (at, c["regression"].as_bool().unwrap(), !c["machine"].is_null())
+        })
+        .collect()
+}
+
+/// 40 rounds of four series against origins on one machine: the control (`channel=control`)
+/// and a system that both step up 20% at run 25 (the machine changed); a system that never
+/// steps; a system that steps alone at run 25, on a machine without a control. The step is
+/// found at run 25 ± 1 in each series that has one and nowhere else, the gate fails the
+/// stepped system by its 27th run and passes the steady one's last, and only the system that
+/// stepped alone is a regression.
+#[test]
+fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let (reference, moved, steady, alone) = (
+        origin(ServeConfig::default()),
+        origin(ServeConfig::default()),
+        origin(ServeConfig::default()),
+        origin(ServeConfig::default()),
+    );
+    let url = |o: &barrage_server::RunningServer| format!("{}/obj/1", o.url());
+    let mut gate_failed_at = Vec::new();
+    for round in 1..=40 {
+        let scale = if round >= 25 { 1.2 } else { 1.0 };
+        for o in [&reference, &moved, &alone] {
+            o.set_shape(latency(scale)).unwrap();
+        }
+        steady.set_shape(latency(1.0)).unwrap();
+        // The four series' runs side by side, as a machine running its suite would.
+        std::thread::scope(|s| {
+            s.spawn(|| run(&db, &url(&reference), &["channel=control", "series=ref"]));
+            s.spawn(|| run(&db, &url(&moved), &["series=moved"]));
+            s.spawn(|| run(&db, &url(&steady), &["series=steady"]));
+            s.spawn(|| run(&db, &url(&alone), &["series=alone", "machine=other"]));
+        });
+        if (25..=28).contains(&round) {
+            let out = history(&db, &["check", "--where", "series=alone", "--figure", "p50", "--confidence", "0.999"]);
+            if out.status.code() == Some(1) {
+                gate_failed_at.push(round);
+            }
+        }
+    }
+    assert!(gate_failed_at.iter().any(|r| *r == 26 || *r == 27), "the gate failed at rounds {gate_failed_at:?}");
+    // The gate passes the steady series' newest run (at 99.9%: a false alarm in 2,000).
+    let out = history(&db, &["check", "--where", "series=steady", "--figure", "p50", "--confidence", "0.999"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let near = |c: &[(usize, bool, bool)]| c.len() == 1 && (24..=26).contains(&c[0].0) && c[0].1;
+    let of = |labels: &str| changes(&db, "p50", labels);
+    let (r, m, s, a) = (of("series=ref"), of("series=moved"), of("series=steady"), of("series=alone"));
+    assert!(near(&r) && r[0].2, "the control steps, the machine's: {r:?}");
+    assert!(near(&m) && m[0].2, "a step the control shows too is the machine's: {m:?}");
+    // No alert: no change for the worse (the first runs of a cold machine may be slower, a
+    // change for the better at run 4 or so).
+    assert!(s.iter().all(|c| !c.1), "no step, no regression: {s:?}");
+    assert!(near(&a) && !a[0].2, "a step of the system alone is a regression: {a:?}");
+    // Regressions: only the system's fails.
+    let out = history(&db, &["regressions", "--where", "series=alone"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    for labels in ["series=ref", "series=moved", "series=steady"] {
+        let out = history(&db, &["regressions", "--where", labels]);
+        assert_eq!(out.status.code(), Some(0), "{labels}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    // The trend's page draws a chart per series.
+    let page = dir.path().join("trend.html");
+    let out = history(&db, &["trend", "p50", "--html", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("\"page\":\"trend\""));
+}
+
+fn list(db: &Path) -> Vec<Value> {
+    json(&history(db, &["list", "--format", "json", "--last", "1000"])).as_array().unwrap().clone()
+}
+
+/// Two processes started together by `--start-at`, of the same length: both finish within
+/// a moment of each other, and both runs land.
+#[test]
+fn two_processes_finishing_at_once_both_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let server = origin(ServeConfig::default());
+    let at = (std::time::SystemTime::now() + Duration::from_secs(2)).duration_since(std::time::UNIX_EPOCH).unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            barrage()
+                .args(["run", &server.url(), "--rate", "200", "-d", "1s", "--format", "json"])
+                .args(["--start-at", &at.as_secs().to_string(), "--history", db.to_str().unwrap()])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let runs = list(&db);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["series"], runs[1]["series"], "the same run twice: one series");
+}
+
+/// A split run's shards imported together are one run, with every request of the unsplit
+/// run's count; `--no-history` keeps nothing, and the default history is the user's own.
+#[test]
+fn shards_import_as_one_run_and_the_default_history_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = origin(ServeConfig::default());
+    let home = dir.path().join("home");
+    let mut files = Vec::new();
+    for i in 0..3 {
+        let file = dir.path().join(format!("s{i}.brg"));
+        let out = barrage()
+            .args(["run", &server.url(), "--rate", "300", "-d", "1s", "--shard", &format!("{i}/3"), "--no-history"])
+            .args(["-o", file.to_str().unwrap()])
+            .env("XDG_DATA_HOME", &home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        files.push(file);
+    }
+    assert!(!home.exists(), "--no-history keeps nothing, and makes no directory");
+    let db = dir.path().join("history.db");
+    let mut args = vec!["import", "--label", "branch=main"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    assert!(history(&db, &args).status.success());
+    let runs = list(&db);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["shards"], 3);
+    assert_eq!(runs[0]["labels"]["branch"], "main");
+    let shown = json(&history(&db, &["show", &runs[0]["id"].to_string(), "--format", "json"]));
+    assert_eq!(shown["pooled"]["requests"], 300, "every shard's requests, once: {shown}");
+    // The default place: the user's data directory, the file for the user alone.
+    let out = barrage().args(["run", &server.url(), "-n", "10"]).env("XDG_DATA_HOME", &home).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    let file = home.join("barrage").join("history.db");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(list(&file).len(), 1);
+}
+
+/// `--control self` keeps a control run against barrage's own origin before the study's
+/// first run, in the machine's control series.
+#[test]
+fn a_control_run_is_kept_before_the_study() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let server = origin(ServeConfig::default());
+    let out = barrage()
+        .args(["sweep", &server.url(), "-c", "1,2", "--step", "500ms", "--control", "self", "--format", "json"])
+        .args(["--history", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = list(&db);
+    let kinds: Vec<&str> = runs.iter().rev().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["control", "sweep", "sweep"], "{runs:?}");
+    let control = runs.last().unwrap();
+    assert_eq!(control["labels"]["channel"], "control");
+    assert!(control["figures"]["throughput"].as_f64().unwrap() > 100.0, "{control}");
+    assert_ne!(runs[0]["series"], runs[1]["series"], "each level its own series");
+}
