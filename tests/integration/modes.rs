@@ -216,6 +216,11 @@ fn sample(flag: &str, w: &World) -> Sample {
             plain(vec!["--start-at".into(), soon.to_string()])
         }
         "clock-offset" => plain(s(&["--clock-offset", "+1ms"])),
+        // History
+        "history" => plain(s(&["--history", "kept.db"])),
+        "no-history" => plain(s(&["--no-history"])),
+        "label" => plain(s(&["--label", "walk=1"])),
+        "control" => plain(s(&["--control", "self"])),
         other => panic!("--{other} is a flag of run the walk does not know: give it a sample in modes.rs"),
     }
 }
@@ -266,10 +271,12 @@ struct Ran {
 /// Runs `barrage ARGS` in `dir` and gathers what it shows of what it ran.
 fn run_in(w: &World, dir: &Path, args: &[String], stored: Option<&str>, results: &str) -> Ran {
     std::fs::create_dir_all(dir).unwrap();
+    // Its runs kept in its own directory, so that what it kept is seen.
     let out = barrage()
         .args(args)
         .current_dir(dir)
         .env("BARRAGE_TESTBED_DIR", w.dir.path().join("no-testbed"))
+        .env("XDG_DATA_HOME", dir.join("data"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -298,8 +305,20 @@ fn run_in(w: &World, dir: &Path, args: &[String], stored: Option<&str>, results:
         "objectives": objectives,
         "metrics": stderr.contains("/metrics"),
         "stored": stored.map(|path| crate::util::http_get(w.bed.addr("origin-1"), path)),
+        "kept": kept(dir),
     });
     Ran { code: out.status.code(), stderr, what }
+}
+
+/// What the run history kept of the runs (at the default place or `--history kept.db`):
+/// each run's kind and labels.
+fn kept(dir: &Path) -> Value {
+    let db = [dir.join("kept.db"), dir.join("data/barrage/history.db")].into_iter().find(|p| p.is_file());
+    let Some(db) = db else { return Value::Null };
+    let out = barrage().args(["history", "list", "--format", "json", "--history"]).arg(&db).output().unwrap();
+    let runs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let runs = runs.as_array().cloned().unwrap_or_default();
+    json!(runs.iter().map(|r| json!([r["kind"], r["labels"]])).collect::<Vec<_>>())
 }
 
 /// What a results file says was run.

@@ -284,7 +284,7 @@ impl Experiment {
 }
 
 /// Case settings that are the experiment's own outputs, not a case's.
-const NOT_CASE_SETTINGS: [&str; 12] = [
+const NOT_CASE_SETTINGS: [&str; 16] = [
     "slo",
     "junit",
     "log",
@@ -297,6 +297,10 @@ const NOT_CASE_SETTINGS: [&str; 12] = [
     "csv-dir",
     "format",
     "output",
+    "history",
+    "no-history",
+    "label",
+    "control",
 ];
 
 /// The settings of a background load that are its own and never the case's: its load and
