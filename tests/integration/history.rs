@@ -19,6 +19,22 @@ fn history(db: &Path, args: &[&str]) -> Output {
     barrage().arg("history").args(args).args(["--history", db.to_str().unwrap()]).output().unwrap()
 }
 
+/// Checks `instance` against alternative `which` of `schema/history.schema.json` (0: list,
+/// 1: series, 2: trend, 3: check, 4: show).
+fn assert_schema(which: usize, instance: &Value) {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/history.schema.json");
+    let mut schema: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let alternative = schema["anyOf"][which].clone();
+    let root = schema.as_object_mut().unwrap();
+    root.remove("anyOf");
+    for (k, v) in alternative.as_object().unwrap() {
+        root.insert(k.clone(), v.clone());
+    }
+    let v = jsonschema::draft202012::new(&schema).expect("the schema compiles");
+    let errors: Vec<String> = v.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{instance:#}");
+}
+
 fn json(out: &Output) -> Value {
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
@@ -39,6 +55,7 @@ fn run(db: &Path, url: &str, labels: &[&str]) {
 /// from 1, regression, the machine's).
 fn changes(db: &Path, figure: &str, labels: &str) -> Vec<(usize, bool, bool)> {
     let t = json(&history(db, &["trend", figure, "--where", labels, "--format", "json"]));
+    assert_schema(2, &t);
     let series = t.as_array().unwrap();
     assert_eq!(series.len(), 1, "{labels}: {t}");
     let runs: Vec<i64> = series[0]["points"].as_array().unwrap().iter().map(|p| p["run"].as_i64().unwrap()).collect();
@@ -96,6 +113,9 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
     // The gate passes the steady series' newest run (at 99.9%: a false alarm in 2,000).
     let out = history(&db, &["check", "--where", "series=steady", "--figure", "p50", "--confidence", "0.999"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let gates = json(&history(&db, &["check", "--where", "series=alone", "--format", "json"]));
+    assert_schema(3, &gates);
+    assert_schema(1, &json(&history(&db, &["list", "--series", "--format", "json"])));
     let near = |c: &[(usize, bool, bool)]| c.len() == 1 && (24..=26).contains(&c[0].0) && c[0].1;
     let of = |labels: &str| changes(&db, "p50", labels);
     let (r, m, s, a) = (of("series=ref"), of("series=moved"), of("series=steady"), of("series=alone"));
@@ -120,7 +140,9 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
 }
 
 fn list(db: &Path) -> Vec<Value> {
-    json(&history(db, &["list", "--format", "json", "--last", "1000"])).as_array().unwrap().clone()
+    let runs = json(&history(db, &["list", "--format", "json", "--last", "1000"]));
+    assert_schema(0, &runs);
+    runs.as_array().unwrap().clone()
 }
 
 /// Two processes started together by `--start-at`, of the same length: both finish within
@@ -178,6 +200,7 @@ fn shards_import_as_one_run_and_the_default_history_is_private() {
     assert_eq!(runs[0]["shards"], 3);
     assert_eq!(runs[0]["labels"]["branch"], "main");
     let shown = json(&history(&db, &["show", &runs[0]["id"].to_string(), "--format", "json"]));
+    assert_schema(4, &shown);
     assert_eq!(shown["pooled"]["requests"], 300, "every shard's requests, once: {shown}");
     // The default place: the user's data directory, the file for the user alone.
     let out = barrage().args(["run", &server.url(), "-n", "10"]).env("XDG_DATA_HOME", &home).output().unwrap();
