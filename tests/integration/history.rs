@@ -132,6 +132,13 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
         let out = history(&db, &["regressions", "--where", labels]);
         assert_eq!(out.status.code(), Some(0), "{labels}: {}", String::from_utf8_lossy(&out.stdout));
     }
+    // The first run and the last of the stepped system, compared as `barrage compare` does.
+    let runs = json(&history(&db, &["list", "--where", "series=alone", "--last", "40", "--format", "json"]));
+    let ids: Vec<String> = runs.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
+    let out = history(&db, &["compare", &ids[0], "--against", &ids[39], "--fail-if", "p50>+10%"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = history(&db, &["compare", &ids[0], "--fail-if", "p50>+10%"]);
+    assert_eq!(out.status.code(), Some(0), "against the previous run: {}", String::from_utf8_lossy(&out.stdout));
     // The trend's page draws a chart per series.
     let page = dir.path().join("trend.html");
     let out = history(&db, &["trend", "p50", "--html", page.to_str().unwrap()]);

@@ -98,6 +98,22 @@ pub enum HistoryCommand {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
+    /// A run against another with `barrage compare`'s figures and significance test.
+    Compare {
+        /// The run (a number, or a baseline's name).
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The run it is compared against: `previous` (the run before it in its series), a
+        /// run number, or a baseline's name.
+        #[arg(long, value_name = "previous|RUN|NAME", default_value = "previous")]
+        against: String,
+        /// Exit 1 when the change crosses this bound (repeatable), as `compare --fail-if`.
+        #[arg(long = "fail-if", value_name = "BOUND")]
+        fail_if: Vec<barrage_report::compare::FailIf>,
+        /// Smallest change called significant, however small the p-value.
+        #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = barrage_plan::values::parse_percent)]
+        noise: f64,
+    },
     /// Every change for the worse found in the series' runs since a time.
     Regressions {
         #[command(flatten)]

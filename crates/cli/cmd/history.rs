@@ -31,6 +31,15 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
     }
     let mut store = Store::open(&path)?;
     let json = a.format == Format::Json;
+    if let HistoryCommand::Compare { run, against, fail_if, noise } = &a.command {
+        return compare(&store, run, against, fail_if, *noise, a.format);
+    }
+    if !matches!(a.format, Format::Text | Format::Json) {
+        bail!(
+            "--format {}: history prints text or json (history compare also csv and html)",
+            format!("{:?}", a.format).to_lowercase()
+        );
+    }
     let mut out = String::new();
     let o = &mut out;
     let exit = match a.command {
@@ -45,6 +54,7 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
         HistoryCommand::Check { filter, figures, confidence, junit } => {
             super::history_trend::check(o, &store, &filter.filter, &figures, confidence, junit.as_deref(), json)
         }
+        HistoryCommand::Compare { .. } => unreachable!("compared above"),
         HistoryCommand::Baseline { command } => baseline(o, &mut store, command, json),
         HistoryCommand::Annotate { text, at, filter } => {
             let series = one_series(&store, &filter.filter)?;
@@ -169,6 +179,44 @@ pub(super) fn run_id(store: &Store, run: &str) -> anyhow::Result<i64> {
         Ok(id) => Ok(id),
         Err(_) => Ok(store.baseline(run)?),
     }
+}
+
+/// `history compare RUN --against previous|RUN|NAME`: `barrage compare` of the two runs as
+/// the history kept them.
+fn compare(
+    store: &Store,
+    run: &str,
+    against: &str,
+    fail_if: &[barrage_report::compare::FailIf],
+    noise: f64,
+    format: Format,
+) -> anyhow::Result<Exit> {
+    let id = run_id(store, run)?;
+    let base = match against {
+        "previous" => {
+            let row = store.run(id)?;
+            let before = store.runs(Some(row.series), 0, usize::MAX >> 1)?;
+            match before.iter().find(|r| (r.started_ms, r.id) < (row.started_ms, row.id)) {
+                Some(r) => r.id,
+                None => bail!("run {id} is the first of its series #{}: --against a run or a baseline", row.series),
+            }
+        }
+        other => run_id(store, other)?,
+    };
+    let summary = |id| barrage_history::summary::summary(store, id).map(|s| (format!("run {id}"), s));
+    let runs = vec![summary(base)?, summary(id)?];
+    let c = barrage_report::compare::compare(&runs, noise);
+    let report = barrage_report::Report::Comparison { runs: &runs, comparison: &c };
+    let emit = crate::args::EmitArgs { format, html: None, xlsx: None, csv_dir: None };
+    super::emit::emit(&report, &emit)?;
+    let mut passed = true;
+    for bound in fail_if {
+        for (label, change) in bound.crossed(&c) {
+            eprintln!("{}", bound.failure(label, change));
+            passed = false;
+        }
+    }
+    Ok(super::emit::exit(&report, 2, "compared run", passed))
 }
 
 /// Percentiles shown of a run's (or pooled runs') latency, recomputed from its histograms.

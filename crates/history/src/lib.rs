@@ -12,6 +12,7 @@ pub mod entry;
 pub mod fingerprint;
 pub mod keeper;
 pub mod store;
+pub mod summary;
 
 pub use entry::{Entry, Interval};
 pub use fingerprint::{Environment, Fingerprint};
