@@ -144,6 +144,25 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
     let out = history(&db, &["trend", "p50", "--html", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(std::fs::read_to_string(&page).unwrap().contains("\"page\":\"trend\""));
+    // A note on the time line shows in the series' trend.
+    assert!(history(&db, &["annotate", "origin slowed", "--where", "series=alone"]).status.success());
+    let out = history(&db, &["trend", "p50", "--where", "series=alone"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(": origin slowed"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Stale: every series had a run within the hour, none within a millisecond.
+    assert_eq!(history(&db, &["stale", "--max-age", "1h"]).status.code(), Some(0));
+    assert_eq!(history(&db, &["stale", "--max-age", "1ms"]).status.code(), Some(1));
+    // gc keeps the newest 10 of each series and the baseline.
+    assert!(history(&db, &["baseline", "set", "before", &ids[39]]).status.success());
+    assert!(history(&db, &["gc", "--keep-last", "10"]).status.success());
+    let kept = json(&history(&db, &["list", "--where", "series=alone", "--last", "100", "--format", "json"]));
+    let kept: Vec<String> = kept.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
+    assert_eq!(kept.len(), 11, "{kept:?}");
+    assert!(kept.contains(&ids[39]) && kept.contains(&ids[0]));
+    assert!(history(&db, &["show", "before"]).status.success(), "a baseline by its name");
 }
 
 fn list(db: &Path) -> Vec<Value> {

@@ -320,7 +320,8 @@ fn html_report_draws_every_chart() {
                 sheet.push(vec![Cell::from(run as f64), "2026-11-28".into(), Cell::from(10.0 * step), "".into()]);
             }
             let changes = if k == 0 { vec![(25, "p99 +20%: REGRESSION".to_string())] } else { Vec::new() };
-            TrendChart { title: format!("series #{k}"), sheet, column: "p99_ms".into(), changes }
+            let notes = vec![(24.5, "nginx 1.27".to_string())];
+            TrendChart { title: format!("series #{k}"), sheet, column: "p99_ms".into(), changes, notes }
         })
         .collect();
     let page = html(&Page::Trend { figure: "p99", series: &charts });

@@ -267,7 +267,17 @@ fn print_run(o: &mut String, r: &RunRow) {
         say!(o, "  in its study: {}", study.join(" "));
     }
     let Environment { host, cpu, cpus, kernel, governor, version, commit } = &r.env;
-    say!(o, "  machine: {host}, {cpus} CPU(s) {cpu}, kernel {kernel}, governor {governor}; barrage {version} {commit}");
+    let or = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
+    say!(
+        o,
+        "  machine: {}, {cpus} CPU(s) {}, kernel {}, governor {}; barrage {} {}",
+        or(host),
+        or(cpu),
+        or(kernel),
+        or(governor),
+        or(version),
+        or(commit)
+    );
     if r.shards > 1 {
         say!(o, "  {} shards merged", r.shards);
     }

@@ -112,12 +112,14 @@ fn chart(t: &Trend) -> TrendChart {
             Cell::Text(note),
         ]);
     }
-    TrendChart {
-        title: format!("series #{} {}", t.series.id, label_line(&t.series.labels, &[])),
-        sheet,
-        column: name,
-        changes,
-    }
+    // A note falls between the runs before and after it.
+    let notes = t
+        .annotations
+        .iter()
+        .map(|a| (t.points.iter().filter(|p| p.started_ms <= a.at_ms).count() as f64 - 0.5, a.text.clone()))
+        .collect();
+    let title = format!("series #{} {}", t.series.id, label_line(&t.series.labels, &[]));
+    TrendChart { title, sheet, column: name, changes, notes }
 }
 
 fn print_trend(o: &mut String, t: &Trend, keys: &[String]) {

@@ -96,9 +96,13 @@ fn changes_of(points: &[Point], figure: &str, opts: &Options) -> Vec<Change> {
         .collect()
 }
 
-/// Marks each change of `trend` that its machine's control series also shows, within a run
-/// of it either way (change points are placed to a run or so); a change of a control series
-/// is the machine's by definition.
+/// How many runs apart a system's change and its control's may be placed and still be one
+/// change: a noisy figure (the max of a short run) places a step a run or two off.
+const NEAR: usize = 2;
+
+/// Marks each change of `trend` that its machine's control series also shows, within
+/// [`NEAR`] runs of it either way; a change of a control series is the machine's by
+/// definition.
 fn attribute(store: &Store, trend: &mut Trend, opts: &Options) -> Result<(), HistoryError> {
     let labels = &trend.series.labels;
     if labels.get(CHANNEL).map(String::as_str) == Some(CONTROL) {
@@ -126,8 +130,8 @@ fn attribute(store: &Store, trend: &mut Trend, opts: &Options) -> Result<(), His
     let valid = valid(&trend.points);
     for change in &mut trend.changes {
         let at = valid.iter().position(|p| p.run == change.run).unwrap_or(0);
-        let from = valid[at.saturating_sub(2)].started_ms;
-        let to = valid.get(at + 2).map_or(u64::MAX, |p| p.started_ms);
+        let from = valid[at.saturating_sub(1 + NEAR)].started_ms;
+        let to = valid.get(at + 1 + NEAR).map_or(u64::MAX, |p| p.started_ms);
         if let Some((s, f, c)) = control.iter().find(|(_, _, c)| c.started_ms > from && c.started_ms < to) {
             change.machine = Some(format!(
                 "the machine's control series #{s} changed ({f} {:+.1}%) at the same time",

@@ -926,12 +926,14 @@
       const ys = sh.rows.map((r) => (finite(r[vi]) ? r[vi] : null));
       const ms = /_ms$/.test(c.column);
       const f = ms ? fmt.ms : fmt.num;
-      const marks = c.changes.map((ch) => ({ at: ch.row + 1, label: ch.label, colour: OI.vermillion }));
+      const marks = c.changes
+        .map((ch) => ({ at: ch.row + 1, label: ch.label, colour: OI.vermillion }))
+        .concat((c.notes || []).map((n) => ({ at: n.at + 1, label: n.label, colour: OI.purple, dash: [2, 3] })));
       chart(grid, {
         id: "trend-" + k,
         title: c.title,
         aria: "Line chart: " + c.column + " of each run of the series, oldest first",
-        note: marks.length ? "Dashed lines: change points." : null,
+        note: marks.length ? "Dashed lines: change points; dotted: notes." : null,
         data: [xs, ys],
         opts: {
           series: [{ label: "run", value: (u, v) => (v == null ? "" : String(sh.rows[v - 1][0])) }, line(d.figure, OI.blue, f, { points: { show: true, size: 5 }, spanGaps: true })],

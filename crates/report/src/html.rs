@@ -137,6 +137,9 @@ pub struct TrendChart {
     pub column: String,
     /// Change points: the row where each starts, and what it is.
     pub changes: Vec<(usize, String)>,
+    /// Notes on the time line (`history annotate`): where they fall, in rows (2.5: between
+    /// the third and fourth runs), and what they say.
+    pub notes: Vec<(f64, String)>,
 }
 
 /// The page as one self-contained HTML document.
@@ -181,6 +184,7 @@ pub fn html(page: &Page) -> String {
                     "column": c.column,
                     "sheet": sheet_data(&c.sheet),
                     "changes": c.changes.iter().map(|(row, what)| json!({"row": row, "label": what})).collect::<Vec<_>>(),
+                    "notes": c.notes.iter().map(|(at, what)| json!({"at": at, "label": what})).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             });
             (format!("barrage history trend {figure}"), trend_body(figure, series), data)
