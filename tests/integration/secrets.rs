@@ -187,6 +187,7 @@ fn no_output_of_any_command_holds_a_secret_and_the_origin_got_every_credential()
         ("--junit", "junit.xml"),
         ("--log", "requests.csv"),
         ("--hdr-log", "run.hdr"),
+        ("--history", "history.db"),
     ] {
         run.extend([flag.to_string(), o(file)]);
     }
@@ -295,6 +296,18 @@ fn no_redact_writes_the_secrets_and_says_so() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("not redacted (--no-redact)"), "the page says so too");
     assert_eq!((mode(&brg), mode(&html)), (0o600, 0o600), "both hold secrets");
+    // The run history is kept beside every other run's: redacted whatever --no-redact says.
+    let again = cmd().args(&args).arg("--history").arg(tmp.path().join("history.db")).output().unwrap();
+    ok(&again);
+    assert!(tmp.path().join("history.db").is_file(), "the run was kept");
+    for f in std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().starts_with("history"))
+    {
+        let bytes = std::fs::read(f.path()).unwrap();
+        assert!(!bytes.windows(6).any(|w| w == b"S3CRET"), "{} holds a secret", f.path().display());
+    }
     // Redacted, the same run says nothing of the kind.
     let plain =
         cmd().args(["run", "-n", "1", "--format", "json"]).arg(format!("http://{}/", server.addr)).output().unwrap();

@@ -11,6 +11,7 @@
 //! A target on loopback is named without its port: a testbed's servers listen on free ports,
 //! a new one each time it comes up, and its nightly runs must still be one series.
 
+use barrage_metrics::secrets::Redaction;
 use barrage_metrics::RunHeader;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,14 +47,19 @@ impl Fingerprint {
         env: &Environment,
     ) -> Fingerprint {
         let settings: Value = serde_json::from_str(&header.settings_json).unwrap_or(Value::Null);
-        let plan = settings.get("plan").cloned().unwrap_or(Value::Null);
+        // Redacted whatever `--no-redact` said: a history outlives the run, and is kept
+        // beside every other run's.
+        let redaction = Redaction::strictest([&Redaction::default(), &Redaction::of_settings(&settings)]);
+        let mut plan = settings.get("plan").cloned().unwrap_or(Value::Null);
+        redaction.json(&mut plan);
+        let urls: Vec<String> = header.urls.iter().take(1).map(|u| redaction.url(u).into_owned()).collect();
         let mut f = Fingerprint::default();
         f.set("kind", kind);
         for (k, v) in study.iter().filter(|(k, _)| !NOT_IDENTITY.contains(&k.as_str())) {
             f.set(k, v);
         }
-        f.set("target", &target(&plan, &header.urls));
-        f.set("protocol", &protocol(&plan, &header.urls));
+        f.set("target", &target(&plan, &urls));
+        f.set("protocol", &protocol(&plan, &urls));
         f.set("load", &load(&plan));
         f.set("plan", &digest(&plan));
         f.set("machine", &env.host);

@@ -152,7 +152,9 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, HistoryError> {
         prepare(path)?;
         let sql = |e| HistoryError::Sql(path.to_path_buf(), e);
-        let conn = Connection::open(path).map_err(sql)?;
+        // No link followed even if one appeared since `prepare` looked.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sql)?;
         let mut store = Store { conn, path: path.to_path_buf() };
         store.migrate()?;
@@ -525,6 +527,22 @@ fn prepare(path: &Path) -> Result<(), HistoryError> {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
     }
     let refuse = |why: &str| Err(HistoryError::Refused(path.to_path_buf(), why.to_string()));
+    // SQLite writes beside it (`-wal`, `-shm`, `-journal`): one another user planted, or a
+    // link, would be written through.
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(suffix);
+        match std::fs::symlink_metadata(&beside) {
+            Ok(m) if m.file_type().is_symlink() || !m.is_file() => {
+                return refuse(&format!("its {suffix} file is not a regular file"))
+            }
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            Ok(m) if m.uid() != unsafe { libc::geteuid() } => {
+                return refuse(&format!("its {suffix} file is another user's"))
+            }
+            _ => {}
+        }
+    }
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => return refuse("a symbolic link: give the file itself"),
         Ok(m) if !m.is_file() => return refuse("not a regular file"),

@@ -76,6 +76,12 @@ fn files_that_are_not_its_own_are_refused() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let e = Store::open(&link).err().unwrap().to_string();
     assert!(e.contains("symbolic link"), "{e}");
+    // Nor one planted beside it, where SQLite would write.
+    let beside = dir.path().join("beside.db");
+    std::os::unix::fs::symlink(dir.path().join("victim"), dir.path().join("beside.db-wal")).unwrap();
+    let e = Store::open(&beside).err().unwrap().to_string();
+    assert!(e.contains("-wal file is not a regular file"), "{e}");
+    assert!(!dir.path().join("victim").exists());
     // A newer barrage's file is not changed.
     Connection::open(&real).unwrap().execute_batch("PRAGMA user_version=99").unwrap();
     let e = Store::open(&real).err().unwrap().to_string();
