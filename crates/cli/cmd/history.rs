@@ -57,6 +57,9 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
         HistoryCommand::Compare { .. } => unreachable!("compared above"),
         HistoryCommand::Baseline { command } => baseline(o, &mut store, command, json),
         HistoryCommand::Annotate { text, at, filter } => {
+            if text.len() > MAX_NOTE_BYTES {
+                bail!("a note is at most {MAX_NOTE_BYTES} bytes; this one is {}", text.len());
+            }
             let series = one_series(&store, &filter.filter)?;
             let at_ms = at.map_or_else(now_ms, |t| t.unix_us() / 1000);
             store.annotate(at_ms, series, &text)?;
@@ -64,6 +67,9 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
         }
         HistoryCommand::Stale { filter, max_age } => stale(o, &store, &filter.filter, max_age.0, json),
         HistoryCommand::Gc { keep_last } => {
+            if keep_last == 0 {
+                bail!("--keep-last 0 would remove every run but the baselines: keep at least 1");
+            }
             let removed = store.gc(keep_last)?;
             say!(o, "removed {removed} run(s); kept the newest {keep_last} of each series and every baseline");
             Ok(Exit::Ok)
@@ -73,6 +79,9 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
     super::emit::print(&out)?;
     Ok(exit)
 }
+
+/// Longest note `history annotate` keeps.
+const MAX_NOTE_BYTES: usize = 1_000;
 
 /// The one series `filter` selects, `None` for an empty filter (every series).
 fn one_series(store: &Store, filter: &[(String, Option<String>)]) -> anyhow::Result<Option<i64>> {

@@ -132,7 +132,8 @@ pub struct Point {
     pub started_ms: u64,
     /// The figure's value.
     pub value: f64,
-    /// Why the run is not a result, if it is not (such points are left out of detection).
+    /// Why the run is not a result (built on failure, on another workload, or interrupted),
+    /// if it is not: such points are shown and left out of detection.
     pub failure: Option<String>,
 }
 
@@ -368,7 +369,9 @@ impl Store {
         let mut q = self
             .conn
             .prepare(
-                "SELECT r.id, r.started_ms, f.value, r.failure FROM runs r JOIN figures f ON f.run_id = r.id
+                "SELECT r.id, r.started_ms, f.value,
+                        coalesce(r.failure, CASE WHEN r.interrupted THEN 'interrupted: its figures are of what finished' END)
+                 FROM runs r JOIN figures f ON f.run_id = r.id
                  WHERE r.series_id = ?1 AND f.name = ?2 ORDER BY r.started_ms DESC, r.id DESC LIMIT ?3",
             )
             .map_err(|e| self.sql(e))?;
