@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod changepoint;
 pub mod entry;
 pub mod fingerprint;
+pub mod import;
 pub mod keeper;
 pub mod store;
 pub mod summary;
@@ -43,4 +44,15 @@ pub enum HistoryError {
     /// Something in it that cannot be read back (a histogram, a label set).
     #[error("history {0}: {1}")]
     Corrupt(PathBuf, String),
+    /// Another tool's results file that cannot be imported: `line` is the line (from 1)
+    /// where it went wrong, when it is one line's fault.
+    #[error("import {}{}: {why}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Import {
+        /// The file.
+        path: PathBuf,
+        /// Its line, from 1.
+        line: Option<u64>,
+        /// What is wrong.
+        why: String,
+    },
 }
