@@ -258,3 +258,33 @@ fn a_control_run_is_kept_before_the_study() {
     assert!(control["figures"]["throughput"].as_f64().unwrap() > 100.0, "{control}");
     assert_ne!(runs[0]["series"], runs[1]["series"], "each level its own series");
 }
+
+/// The peers' files come in with their figures, their format told from their first bytes
+/// (wrk2's README output, JMeter's test file, HdrHistogram's jHiccup log), and a file of no
+/// format barrage knows is refused in one line naming it.
+#[test]
+fn the_peers_files_import_with_their_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/crates/history/tests/data");
+    let files = ["wrk2-latency.txt", "jmeter-HTMLReportTestFile.csv", "jHiccup-2.0.7S.logV2.hlog"];
+    let mut args = vec!["import".to_string(), "--label".into(), "team=web".into()];
+    args.extend(files.iter().map(|f| format!("{data}/{f}")));
+    let out = barrage().arg("history").args(&args).args(["--history", db.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = list(&db);
+    let mut tools: Vec<&str> = runs.iter().map(|r| r["labels"]["tool"].as_str().unwrap()).collect();
+    tools.sort();
+    assert_eq!(tools, ["hdr-log", "jmeter", "wrk2"], "{runs:?}");
+    let wrk2 = runs.iter().find(|r| r["labels"]["tool"] == "wrk2").unwrap();
+    // The README's own figures: 2000.28 requests a second, p99 11.18 ms.
+    assert!((wrk2["figures"]["throughput"].as_f64().unwrap() - 2000.28).abs() < 1.0, "{wrk2}");
+    assert!((wrk2["figures"]["p99"].as_f64().unwrap() - 11_180.0).abs() < 20.0, "{wrk2}");
+    assert!(runs.iter().all(|r| r["labels"]["team"] == "web" && r["kind"] == "import"));
+    let junk = dir.path().join("notes.txt");
+    std::fs::write(&junk, "nothing a tool wrote\n").unwrap();
+    let out = history(&db, &["import", junk.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.lines().count() == 1 && err.contains("notes.txt") && err.contains("--from"), "{err}");
+}

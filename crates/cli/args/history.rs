@@ -170,9 +170,19 @@ pub enum HistoryCommand {
     },
     /// Add results files (`run -o`) to the history; a split run's shards become one run.
     Import {
-        /// Results files.
+        /// Results files of barrage (`run -o`), or of the tools people migrate from: k6's
+        /// JSON summary, Vegeta's results (CSV or JSON lines), wrk2's output, HdrHistogram
+        /// interval logs, JMeter's JTL (CSV), Locust's stats CSV.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+        /// The files' format: barrage, k6, vegeta, wrk2, hdr-log, jmeter or locust
+        /// [default: told from each file's first bytes].
+        #[arg(long, value_name = "FORMAT")]
+        from: Option<String>,
+        /// Of a tagged HdrHistogram log, the tag whose intervals are read [default: the
+        /// untagged ones].
+        #[arg(long, value_name = "TAG")]
+        tag: Option<String>,
         /// A label of their series (as on `run`).
         #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
         labels: Vec<(String, Option<String>)>,

@@ -4,6 +4,7 @@
 use crate::args::{BaselineCommand, Format, HistoryArgs, HistoryCommand, HistoryCommandArgs};
 use crate::Exit;
 use anyhow::{bail, Context};
+use barrage_history::import::Foreign;
 use barrage_history::store::{default_path, now_ms, Series};
 use barrage_history::{Entry, Environment, Keeper, RunRow, Store};
 use barrage_report::{utc, Align, Figure, Table};
@@ -74,7 +75,9 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
             say!(o, "removed {removed} run(s); kept the newest {keep_last} of each series and every baseline");
             Ok(Exit::Ok)
         }
-        HistoryCommand::Import { files, labels } => import(o, &mut store, &files, &labels, json),
+        HistoryCommand::Import { files, labels, from, tag } => {
+            import(o, &mut store, &files, from.as_deref(), tag, &labels, json)
+        }
     }?;
     super::emit::print(&out)?;
     Ok(exit)
@@ -95,7 +98,7 @@ fn one_series(store: &Store, filter: &[(String, Option<String>)]) -> anyhow::Res
     }
 }
 
-fn show_filter(filter: &[(String, Option<String>)]) -> String {
+pub(super) fn show_filter(filter: &[(String, Option<String>)]) -> String {
     filter.iter().map(|(k, v)| v.as_ref().map_or(k.clone(), |v| format!("{k}={v}"))).collect::<Vec<_>>().join(" ")
 }
 
@@ -342,14 +345,70 @@ fn stale(
     Ok(if stale.is_empty() { Exit::Ok } else { Exit::Failed })
 }
 
-/// Imports results files: those of one split run (one run id, each a shard) as one run.
+/// Imports files: barrage's results files (those of one split run as one run) and the
+/// peers' (each a run of its own).
 fn import(
     o: &mut String,
     store: &mut Store,
     files: &[PathBuf],
+    from: Option<&str>,
+    tag: Option<String>,
     labels: &[(String, Option<String>)],
     json: bool,
 ) -> anyhow::Result<Exit> {
+    let from = match from {
+        None => None,
+        Some("barrage") => Some(None),
+        Some(name) => Some(Some(name.parse::<Foreign>().map_err(|e| anyhow::anyhow!("--from {e}"))?)),
+    };
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for f in files {
+        match from.map_or_else(|| format_of(f), Ok)? {
+            None => ours.push(f.clone()),
+            Some(format) => theirs.push((f, format)),
+        }
+    }
+    let mut kept = import_ours(store, &ours, labels)?;
+    let options = barrage_history::import::Options { tag };
+    for (f, format) in theirs {
+        let entry = barrage_history::import::entry_with(f, format, labels, &options)?;
+        kept.push((store.record(&entry)?, format!("from {format}: {}", f.display())));
+    }
+    if json {
+        say!(o, "{}", serde_json::json!({ "runs": kept.iter().map(|k| k.0).collect::<Vec<_>>() }));
+    } else {
+        for (id, what) in &kept {
+            say!(o, "run {id}: {what}");
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// A file's format: `None` for barrage's results file, else the peer's it looks like.
+fn format_of(path: &std::path::Path) -> anyhow::Result<Option<Foreign>> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let file = std::fs::File::open(path).with_context(|| format!("import {}", path.display()))?;
+    file.take(8192).read_to_end(&mut head).with_context(|| format!("import {}", path.display()))?;
+    if head.starts_with(b"BARRAGE\n") {
+        return Ok(None);
+    }
+    match barrage_history::import::detect(path, &head) {
+        Some(format) => Ok(Some(format)),
+        None => bail!(
+            "import {}: neither a barrage results file nor a format barrage can tell: give --from (k6, vegeta, wrk2, hdr-log, jmeter, locust)",
+            path.display()
+        ),
+    }
+}
+
+/// Imports barrage's results files: those of one split run (one plan, count of shards and
+/// start) as one run.
+fn import_ours(
+    store: &mut Store,
+    files: &[PathBuf],
+    labels: &[(String, Option<String>)],
+) -> anyhow::Result<Vec<(i64, String)>> {
     let mut groups: BTreeMap<String, (String, Vec<PathBuf>)> = BTreeMap::new();
     for (k, f) in files.iter().enumerate() {
         let header = barrage_metrics::ResultsReader::open(f).with_context(|| format!("import {}", f.display()))?;
@@ -368,15 +427,11 @@ fn import(
         // its name is known.
         let env = Environment { host: host.clone(), ..Default::default() };
         let entry = Entry::of_files(paths, "import", &[], labels, &env)?;
-        kept.push((store.record(&entry)?, paths.len()));
+        let what = match paths.len() {
+            1 => paths[0].display().to_string(),
+            n => format!("{n} shards merged"),
+        };
+        kept.push((store.record(&entry)?, what));
     }
-    if json {
-        say!(o, "{}", serde_json::json!({ "runs": kept.iter().map(|k| k.0).collect::<Vec<_>>() }));
-    } else {
-        for (id, shards) in &kept {
-            let of = if *shards > 1 { format!(" ({shards} shards merged)") } else { String::new() };
-            say!(o, "run {id}{of}");
-        }
-    }
-    Ok(Exit::Ok)
+    Ok(kept)
 }

@@ -1,11 +1,12 @@
 //! `barrage history trend`, `regressions` and `check`: a figure over each series' runs with
 //! its change points, every change for the worse since a time, and the CI gate.
 
-use super::history::{distinct_labels, label_line};
+use super::history::{distinct_labels, label_line, show_filter};
 use crate::Exit;
 use anyhow::bail;
 use barrage_history::analysis::{gate, sense, trend, Change, Gate, Trend};
 use barrage_history::changepoint::{Options, Sense};
+use barrage_history::entry::EXTRA_FIGURES;
 use barrage_history::store::{now_ms, Series};
 use barrage_history::Store;
 use barrage_report::{utc, Cell, Figure, Sheet, SloResult, TrendChart};
@@ -22,16 +23,12 @@ fn show(figure: &str, v: f64) -> String {
 
 /// Refuses a figure the history never keeps (a typo would otherwise find nothing).
 fn known(figure: &str) -> anyhow::Result<()> {
-    let extra = ["error_ratio", "capacity"];
-    if figure.parse::<Figure>().is_ok()
-        || extra.contains(&figure)
-        || figure.starts_with("cpu:")
-        || figure.starts_with("memory:")
-    {
+    let extra = |e: &&str| e.strip_suffix("NAME").map_or(figure == *e, |stem| figure.starts_with(stem));
+    if figure.parse::<Figure>().is_ok() || EXTRA_FIGURES.iter().any(extra) {
         return Ok(());
     }
-    let names: Vec<&str> = Figure::ALL.iter().map(|f| f.name()).chain(extra).collect();
-    bail!("unknown figure '{figure}': expected one of {}, cpu:NAME or memory:NAME", names.join(", "))
+    let names: Vec<&str> = Figure::ALL.iter().map(|f| f.name()).chain(EXTRA_FIGURES).collect();
+    bail!("unknown figure '{figure}': expected one of {}", names.join(", "))
 }
 
 fn series(store: &Store, filter: &[(String, Option<String>)]) -> anyhow::Result<Vec<Series>> {
@@ -39,7 +36,7 @@ fn series(store: &Store, filter: &[(String, Option<String>)]) -> anyhow::Result<
     if all.is_empty() {
         bail!(
             "no series in the history matches {}",
-            if filter.is_empty() { "(the history is empty)".into() } else { format!("{filter:?}") }
+            if filter.is_empty() { "(the history is empty)".into() } else { show_filter(filter) }
         );
     }
     Ok(all)
@@ -187,7 +184,7 @@ fn sparkline(values: &[f64]) -> String {
 }
 
 /// `history regressions --since AGE`: every change for the worse at a run newer than AGE,
-/// in every figure of [`Figure::ALL`] the series has, and capacity and the error ratio.
+/// in every figure a series' runs have.
 pub fn regressions(
     o: &mut String,
     store: &Store,
@@ -197,11 +194,11 @@ pub fn regressions(
 ) -> anyhow::Result<Exit> {
     let opts = Options::default();
     let from = now_ms().saturating_sub(since.as_millis() as u64);
-    let figures: Vec<&str> = Figure::ALL.iter().map(|f| f.name()).chain(["error_ratio", "capacity"]).collect();
     let mut found: Vec<(Trend, Change)> = Vec::new();
     for s in series(store, filter)? {
-        for f in &figures {
-            let t = trend(store, &s, f, usize::MAX >> 1, &opts)?;
+        // Every figure its runs have: the watched servers' CPU and memory too.
+        for f in store.figure_names(s.id)? {
+            let t = trend(store, &s, &f, usize::MAX >> 1, &opts)?;
             for c in t.changes.iter().filter(|c| c.regression && c.started_ms >= from) {
                 found.push((t.clone(), c.clone()));
             }

@@ -193,3 +193,73 @@ pub fn gate(
         check: prediction_check(&stable_values, newest.value, sense(figure), confidence),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::Entry;
+    use crate::fingerprint::Fingerprint;
+
+    /// A store of one series whose p50 is `values`, a run a minute apart, with `labels`.
+    fn store_of(dir: &std::path::Path, values: &[f64], labels: &[(&str, &str)]) -> (Store, Series) {
+        let mut store = Store::open(&dir.join("history.db")).unwrap();
+        let labels: std::collections::BTreeMap<String, String> =
+            labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        for (k, v) in values.iter().enumerate() {
+            let entry = Entry {
+                kind: "run".into(),
+                started_ms: 1_000_000 + k as u64 * 60_000,
+                fingerprint: Fingerprint { labels: labels.clone() },
+                figures: [("p50".to_string(), *v)].into(),
+                shards: 1,
+                ..Default::default()
+            };
+            store.record(&entry).unwrap();
+        }
+        let series = store.series().unwrap().pop().unwrap();
+        (store, series)
+    }
+
+    /// 24 runs around 100, then 20% up: the gate fails the first step's run, and the next
+    /// two too, for the first is not taken as the new normal.
+    #[test]
+    fn a_regression_judged_does_not_widen_the_interval_for_the_next() {
+        let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.0, -0.1, 0.3, -0.2, 0.5, -0.4, 0.1];
+        let mut values: Vec<f64> = (0..24).map(|k| 100.0 + noise[k % noise.len()]).collect();
+        for n in &noise[..3] {
+            values.push(120.0 + n);
+            let dir = tempfile::tempdir().unwrap();
+            let (store, series) = store_of(dir.path(), &values, &[("machine", "m")]);
+            let g = gate(&store, &series, "p50", 0.99, &Options::default()).unwrap().unwrap();
+            assert!(g.check.is_regression(), "run {}: {g:?}", values.len());
+            assert_eq!(g.stable.len(), 24, "the stepped runs before it are not its baseline");
+        }
+    }
+
+    /// A step in the control series of the machine at the system's step makes the system's
+    /// change the machine's; the control's own change is the machine's.
+    #[test]
+    fn a_change_the_control_shows_too_is_the_machines() {
+        let dir = tempfile::tempdir().unwrap();
+        let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.0, -0.1, 0.3, -0.2, 0.5, -0.4, 0.1];
+        let stepped: Vec<f64> = (0..40).map(|k| if k < 25 { 100.0 } else { 120.0 } + noise[k % noise.len()]).collect();
+        let (mut store, _) = store_of(dir.path(), &stepped, &[("machine", "m"), ("channel", "control")]);
+        for (k, v) in stepped.iter().enumerate() {
+            let entry = Entry {
+                kind: "run".into(),
+                started_ms: 1_000_000 + k as u64 * 60_000 + 1,
+                fingerprint: Fingerprint { labels: [("machine".to_string(), "m".to_string())].into() },
+                figures: [("p50".to_string(), *v)].into(),
+                shards: 1,
+                ..Default::default()
+            };
+            store.record(&entry).unwrap();
+        }
+        let all = store.series().unwrap();
+        for s in &all {
+            let t = trend(&store, s, "p50", 100, &Options::default()).unwrap();
+            assert_eq!(t.changes.len(), 1, "{:?}", s.labels);
+            assert!(t.changes[0].regression && t.changes[0].machine.is_some(), "{:?}: {:?}", s.labels, t.changes);
+        }
+    }
+}

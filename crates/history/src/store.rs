@@ -390,6 +390,16 @@ impl Store {
         Ok(points)
     }
 
+    /// The figures the runs of `series` have, by name.
+    pub fn figure_names(&self, series: i64) -> Result<Vec<String>, HistoryError> {
+        let mut q = self
+            .conn
+            .prepare("SELECT DISTINCT f.name FROM figures f JOIN runs r ON r.id = f.run_id WHERE r.series_id = ?1 ORDER BY 1")
+            .map_err(|e| self.sql(e))?;
+        let rows = q.query_map([series], |r| r.get(0)).map_err(|e| self.sql(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
+    }
+
     /// The intervals of run `id`, in order.
     pub fn intervals(&self, id: i64) -> Result<Vec<Interval>, HistoryError> {
         let mut q = self
