@@ -288,3 +288,28 @@ fn the_peers_files_import_with_their_figures() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.lines().count() == 1 && err.contains("notes.txt") && err.contains("--from"), "{err}");
 }
+
+/// On a testbed the machine's control is kept by default, before the study; `--control
+/// none` keeps none.
+#[test]
+fn a_run_on_a_testbed_keeps_the_machines_control_by_default() {
+    let Some(bed) = crate::testbed::Testbed::up("direct", &["--backends", "1"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let run = |extra: &[&str]| {
+        let out = barrage()
+            .args(["run", &bed.url("origin-1"), "-n", "20", "-c", "2", "--format", "json", "--testbed"])
+            .arg(bed.dir())
+            .args(["--history", db.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&[]);
+    let kinds =
+        |runs: Vec<Value>| runs.iter().rev().map(|r| r["kind"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(kinds(list(&db)), ["control", "run"]);
+    run(&["--control", "none"]);
+    assert_eq!(kinds(list(&db)), ["control", "run", "run"]);
+}

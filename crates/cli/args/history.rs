@@ -22,8 +22,9 @@ pub struct HistoryArgs {
     pub labels: Vec<(String, Option<String>)>,
     /// Before the study, a 2 s run against a fixed reference, kept as the machine's control
     /// series: a change it shows too is the machine's, not the system's. `self`: barrage's own
-    /// origin in the process; or the URL of a reference (a static nginx).
-    #[arg(long, value_name = "self|URL", help_heading = "History")]
+    /// origin in the process (the default with a testbed); a reference's URL (a static
+    /// nginx); `none`.
+    #[arg(long, value_name = "self|URL|none", help_heading = "History")]
     pub control: Option<barrage_study::control::Control>,
 }
 

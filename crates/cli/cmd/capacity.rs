@@ -8,6 +8,7 @@ use anyhow::bail;
 use barrage_engine::CancellationToken;
 use barrage_report::{CapacityReport, Report, Slo, StudyTable};
 use barrage_study::capacity::{generator_limited, knee, Bounds, Capacity};
+use barrage_study::control::Control;
 use barrage_study::views::Views;
 use barrage_study::{Level, Runner};
 use std::time::Duration;
@@ -59,7 +60,7 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     let found = search.run(
         &mut Runner::new("capacity", stop, &mut views)
             .with_history(super::history::keeper(&a.run.keep))
-            .with_control(a.run.keep.control.clone()),
+            .with_control(Control::of(a.run.keep.control.as_ref(), a.run.watch.testbed.is_some())),
     );
     views.finish();
     let found = found?;

@@ -11,6 +11,7 @@ use barrage_plan::experiment::{Case, Experiment};
 use barrage_report::output::Files;
 use barrage_report::Report;
 use barrage_study::cases::Settings;
+use barrage_study::control::Control;
 use barrage_study::experiment::{
     fill, listing, manifest, servers_of, Bed, Built, CaseSpec, Environment, Experiment as Study,
 };
@@ -59,7 +60,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         &build,
         &mut Runner::new("experiment", stop, &mut views)
             .with_history(super::history::keeper(&a.keep))
-            .with_control(a.keep.control.clone()),
+            .with_control(Control::of(a.keep.control.as_ref(), cases.iter().any(|c| c.testbed.is_some()))),
     );
     views.finish();
     let results = results?;

@@ -6,6 +6,7 @@ use crate::args::{EmitArgs, Format, RunArgs};
 use crate::Exit;
 use barrage_engine::CancellationToken;
 use barrage_report::Report;
+use barrage_study::control::Control;
 use barrage_study::sweep::suffixed;
 use barrage_study::views::Views;
 use barrage_study::{Runner, Sweep};
@@ -26,7 +27,7 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let table = sweep.run(
         &mut Runner::new("run", stop, &mut views)
             .with_history(super::history::keeper(&a.keep))
-            .with_control(a.keep.control.clone()),
+            .with_control(Control::of(a.keep.control.as_ref(), a.watch.testbed.is_some())),
     );
     views.finish();
     let table = table?;

@@ -7,6 +7,7 @@ use crate::Exit;
 use anyhow::bail;
 use barrage_engine::CancellationToken;
 use barrage_report::{Report, Slo};
+use barrage_study::control::Control;
 use barrage_study::views::Views;
 use barrage_study::{Level, Runner, Sweep};
 use std::time::Duration;
@@ -53,7 +54,7 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let table = sweep.run(
         &mut Runner::new("sweep", stop, &mut views)
             .with_history(super::history::keeper(&a.keep))
-            .with_control(a.keep.control.clone()),
+            .with_control(Control::of(a.keep.control.as_ref(), a.watch.testbed.is_some())),
     );
     views.finish();
     let table = table?;

@@ -17,6 +17,8 @@ pub enum Control {
     Own,
     /// A fixed reference the user keeps (a static nginx on the load machine).
     Url(String),
+    /// None, even where a testbed is used (`--control none`).
+    Off,
 }
 
 impl std::str::FromStr for Control {
@@ -24,8 +26,21 @@ impl std::str::FromStr for Control {
     fn from_str(s: &str) -> Result<Control, String> {
         match s {
             "self" => Ok(Control::Own),
+            "none" => Ok(Control::Off),
             url if url.starts_with("http://") || url.starts_with("https://") => Ok(Control::Url(url.to_string())),
-            other => Err(format!("'{other}': `self` (barrage's own origin) or an http:// or https:// URL")),
+            other => Err(format!("'{other}': `self` (barrage's own origin), `none`, or an http:// or https:// URL")),
+        }
+    }
+}
+
+impl Control {
+    /// The control of a study: the one asked for, else barrage's own origin where the study
+    /// uses a testbed (its changes are the system's own to find), else none.
+    pub fn of(asked: Option<&Control>, testbed: bool) -> Option<Control> {
+        match asked {
+            Some(Control::Off) => None,
+            Some(c) => Some(c.clone()),
+            None => testbed.then_some(Control::Own),
         }
     }
 }

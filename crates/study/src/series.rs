@@ -176,12 +176,12 @@ impl<'a> Runner<'a> {
                 })
                 .map_err(|e| StudyError::Plan(format!("--control self: the control origin: {e}")))?,
             ),
-            crate::control::Control::Url(_) => None,
+            crate::control::Control::Url(_) | crate::control::Control::Off => None,
         };
         let url = match (&control, &own) {
             (crate::control::Control::Url(u), _) => u.clone(),
             (_, Some(server)) => format!("{}/bytes/1k", server.url()),
-            _ => unreachable!("the own control has a server"),
+            _ => return Ok(()),
         };
         let order = crate::control::order(&url).map_err(StudyError::Plan)?;
         self.observer.note(&format!("control run against {url} ({:?})", crate::control::CONTROL_LENGTH));
