@@ -275,5 +275,9 @@ fn result(g: &Gate) -> SloResult {
         ),
         None => format!("run {}: {} {}, too few runs before it to judge", g.run, f, show(f, g.check.newest)),
     };
-    SloResult { slo: format!("series {} {f} not worse", g.series.id), actual, pass: !g.check.is_regression() }
+    let actual = match &g.machine {
+        Some(why) => format!("{actual}; the machine's, not the system's: {why}"),
+        None => actual,
+    };
+    SloResult { slo: format!("series {} {f} not worse", g.series.id), actual, pass: !g.fails() }
 }

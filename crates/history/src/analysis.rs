@@ -156,10 +156,21 @@ pub struct Gate {
     pub stable: Vec<i64>,
     /// The verdict.
     pub check: Check,
+    /// When the verdict is worse and the machine's control run of the same time is worse
+    /// too: which, and how; the change is then the machine's, and the gate passes.
+    pub machine: Option<String>,
 }
 
-/// Judges the newest result of `series` on `figure` against the stable runs before it.
-/// `None` when the series has no result with the figure.
+impl Gate {
+    /// Whether the gate fails: the run is worse, and the machine's control run is not.
+    pub fn fails(&self) -> bool {
+        self.check.is_regression() && self.machine.is_none()
+    }
+}
+
+/// Judges the newest result of `series` on `figure` against the stable runs before it,
+/// and a regression against the machine's control run of the same time. `None` when the
+/// series has no result with the figure.
 pub fn gate(
     store: &Store,
     series: &Series,
@@ -169,11 +180,31 @@ pub fn gate(
 ) -> Result<Option<Gate>, HistoryError> {
     let points = store.points(series.id, figure, opts.window * 4)?;
     let valid = valid(&points);
-    let Some((newest, before)) = valid.split_last() else { return Ok(None) };
+    let Some(newest) = valid.len().checked_sub(1) else { return Ok(None) };
+    let Some((stable, check)) = judge(&valid, newest, figure, confidence, opts) else { return Ok(None) };
+    let mut gate = Gate {
+        series: series.clone(),
+        figure: figure.to_string(),
+        run: valid[newest].run,
+        stable,
+        check,
+        machine: None,
+    };
+    if gate.check.is_regression() && series.labels.get(CHANNEL).map(String::as_str) != Some(CONTROL) {
+        let after = valid.len().checked_sub(2).map_or(0, |k| valid[k].started_ms);
+        gate.machine = control_worse(store, &series.labels, figure, after, confidence, opts)?;
+    }
+    Ok(Some(gate))
+}
+
+/// Judges `valid[k]` against the stable runs before it: the runs after the last change
+/// point among them, less any that its own stable runs would have failed (a regression
+/// just judged is not yet the new normal: it widened the interval and let the next slip
+/// by), at most a window. `None` when there is no `valid[k]`.
+fn judge(valid: &[&Point], k: usize, figure: &str, confidence: f64, opts: &Options) -> Option<(Vec<i64>, Check)> {
+    let newest = valid.get(k)?;
+    let before = &valid[..k];
     let values: Vec<f64> = before.iter().map(|p| p.value).collect();
-    // The stable segment: the runs after the last change point among those before the
-    // newest, less any that its own stable runs would have failed (a regression just
-    // judged is not yet the new normal: it widened the interval and let the next slip by).
     let start = change_points(&values, opts).last().map_or(0, |c| c.index);
     let mut stable: Vec<&Point> = Vec::new();
     for p in &before[start..] {
@@ -185,13 +216,40 @@ pub fn gate(
     }
     let stable = &stable[stable.len().saturating_sub(opts.window)..];
     let stable_values: Vec<f64> = stable.iter().map(|p| p.value).collect();
-    Ok(Some(Gate {
-        series: series.clone(),
-        figure: figure.to_string(),
-        run: newest.run,
-        stable: stable.iter().map(|p| p.run).collect(),
-        check: prediction_check(&stable_values, newest.value, sense(figure), confidence),
-    }))
+    let check = prediction_check(&stable_values, newest.value, sense(figure), confidence);
+    Some((stable.iter().map(|p| p.run).collect(), check))
+}
+
+/// Whether the machine's control run after `after_ms` (the first, the same time as the
+/// judged run) is worse too, in `figure` or in one of [`MACHINE_FIGURES`]: which, if so.
+fn control_worse(
+    store: &Store,
+    labels: &std::collections::BTreeMap<String, String>,
+    figure: &str,
+    after_ms: u64,
+    confidence: f64,
+    opts: &Options,
+) -> Result<Option<String>, HistoryError> {
+    let machine = labels.get("machine").cloned().unwrap_or_default();
+    let filter = [(CHANNEL.to_string(), Some(CONTROL.to_string())), ("machine".to_string(), Some(machine))];
+    for s in store.matching(&filter)? {
+        let mut figures = vec![figure];
+        figures.extend(MACHINE_FIGURES.iter().filter(|f| **f != figure));
+        for f in figures {
+            let points = store.points(s.id, f, opts.window * 4)?;
+            let valid = valid(&points);
+            let Some(k) = valid.iter().position(|p| p.started_ms > after_ms) else { continue };
+            if let Some((_, check)) = judge(&valid, k, f, confidence, opts).filter(|(_, c)| c.is_regression()) {
+                return Ok(Some(format!(
+                    "the machine's control series #{} was worse too ({f} {} outside {})",
+                    s.id,
+                    check.newest,
+                    check.interval.map_or("-".into(), |i| format!("{:.0} .. {:.0}", i.lower, i.upper))
+                )));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -261,5 +319,32 @@ mod tests {
             assert_eq!(t.changes.len(), 1, "{:?}", s.labels);
             assert!(t.changes[0].regression && t.changes[0].machine.is_some(), "{:?}: {:?}", s.labels, t.changes);
         }
+    }
+
+    /// The newest run of a system worse, and the machine's control run of the same time
+    /// worse too: the gate calls it the machine's and passes; without the control it fails.
+    #[test]
+    fn the_gate_passes_a_regression_the_control_shows_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.0, -0.1, 0.3, -0.2, 0.5, -0.4, 0.1];
+        let mut values: Vec<f64> = (0..20).map(|k| 100.0 + noise[k % noise.len()]).collect();
+        values.push(120.0);
+        let (mut store, control) = store_of(dir.path(), &values, &[("machine", "m"), ("channel", "control")]);
+        for (k, v) in values.iter().enumerate() {
+            let entry = Entry {
+                kind: "run".into(),
+                started_ms: 1_000_000 + k as u64 * 60_000 + 1,
+                fingerprint: Fingerprint { labels: [("machine".to_string(), "m".to_string())].into() },
+                figures: [("p50".to_string(), *v)].into(),
+                shards: 1,
+                ..Default::default()
+            };
+            store.record(&entry).unwrap();
+        }
+        let system = store.series().unwrap().into_iter().find(|s| s.id != control.id).unwrap();
+        let g = gate(&store, &system, "p50", 0.99, &Options::default()).unwrap().unwrap();
+        assert!(g.check.is_regression() && g.machine.is_some() && !g.fails(), "{g:?}");
+        let g = gate(&store, &control, "p50", 0.99, &Options::default()).unwrap().unwrap();
+        assert!(g.fails(), "the control's own gate is not excused by itself: {g:?}");
     }
 }

@@ -550,3 +550,44 @@ const TIGERBEETLE: [u32; 365] = [
     29303, 29894, 29091, 29018, 29537, 29614, 29180, 29736, 29500, 29218, 29581, 28906, 28542, 29306, 28987, 29878,
     28865, 30272, 29707, 29662, 29815, 30492, 29347, 30096, 29054, 30238, 28813, 31895, 28915,
 ];
+
+/// Horreum's E-Divisive test data (Hyperfoil/Horreum,
+/// `horreum-backend/src/test/resources/change/eDivisive/valid/tests/resources/horreum.csv`,
+/// the numbers only): its test expects the first change point at dataset 1535410, the 14th
+/// point (index 13), where the KPI drops from about 219 to about 207 for three runs.
+#[test]
+fn horreum_kpi_series() {
+    let kpi = [
+        218.18, 220.10, 227.12, 223.78, 216.40, 223.16, 216.08, 221.22, 215.02, 215.60, 215.04, 220.50, 217.76, 208.28,
+        205.98, 207.66, 272.28, 394.14, 391.28, 391.64, 392.70, 386.06, 291.36, 290.66, 292.48, 295.60, 294.22, 293.54,
+        289.58, 293.18, 296.98, 292.06, 245.02, 243.02, 246.40, 246.42, 245.82, 246.04, 248.62, 246.60, 242.62, 241.64,
+        436.54, 437.38, 438.98, 442.50, 445.08, 444.62, 445.26, 441.32, 444.20, 446.12, 446.62,
+    ];
+    // As Otava (whose Hunter Horreum runs) places them: the first at 13, as Horreum's test
+    // expects, then the rise through 16 to 17, and each level after.
+    let theirs = otava_indexes(&kpi, &otava(30, 0.001, 0.0));
+    assert_eq!(theirs.first(), Some(&13), "{theirs:?}");
+    // With the filter on (three runs a side, most of them on their side): the dip at 13 is
+    // three runs before the next step, one of them half way up, so it is not a level of its
+    // own; the four level changes are found where Otava finds them.
+    let ours = indexes(&kpi, &Options::default());
+    for level in [17, 22, 32, 42] {
+        assert!(ours.contains(&level) && theirs.contains(&level), "{level}: {ours:?} {theirs:?}");
+    }
+    assert!(!ours.contains(&13), "{ours:?}");
+}
+
+/// Horreum's model test: runs of 1 and 2 give no change; a 10 after them is +542.9% (its
+/// alert). Here a single run after the stretch is not a change point (three runs a side, as
+/// Chromium's filter asks), and the prediction check is what flags it at once.
+#[test]
+fn horreum_one_run_jump_is_the_gates_to_flag() {
+    let runs = [1.0, 2.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0];
+    assert!(indexes(&runs, &Options::default()).is_empty());
+    let with_ten: Vec<f64> = runs.iter().copied().chain([10.0]).collect();
+    assert!(indexes(&with_ten, &Options::default()).is_empty(), "one run is not yet a change point");
+    let check = prediction_check(&runs, 10.0, Sense::LowerIsBetter, 0.99);
+    assert!(check.is_regression(), "{check:?}");
+    let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+    assert!(close((10.0 - mean) / mean * 100.0, 542.9, 0.05), "Horreum's +542.9%");
+}
