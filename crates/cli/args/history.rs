@@ -119,6 +119,9 @@ pub enum HistoryCommand {
     Regressions {
         #[command(flatten)]
         filter: WhereArgs,
+        /// Only these figures (repeatable) [default: every figure the series' runs have].
+        #[arg(long = "figure", value_name = "FIGURE")]
+        figures: Vec<String>,
         /// Changes at runs newer than this (7d, 12h).
         #[arg(long, value_name = "AGE", default_value = "7d")]
         since: PositiveDur,

@@ -49,8 +49,8 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
         HistoryCommand::Trend { figure, filter, last, html } => {
             super::history_trend::trend_cmd(o, &store, &figure, &filter.filter, last, html.as_deref(), json)
         }
-        HistoryCommand::Regressions { filter, since } => {
-            super::history_trend::regressions(o, &store, &filter.filter, since.0, json)
+        HistoryCommand::Regressions { filter, figures, since } => {
+            super::history_trend::regressions(o, &store, &filter.filter, &figures, since.0, json)
         }
         HistoryCommand::Check { filter, figures, confidence, junit } => {
             super::history_trend::check(o, &store, &filter.filter, &figures, confidence, junit.as_deref(), json)

@@ -189,15 +189,18 @@ pub fn regressions(
     o: &mut String,
     store: &Store,
     filter: &[(String, Option<String>)],
+    figures: &[String],
     since: Duration,
     json: bool,
 ) -> anyhow::Result<Exit> {
+    figures.iter().try_for_each(|f| known(f))?;
     let opts = Options::default();
     let from = now_ms().saturating_sub(since.as_millis() as u64);
     let mut found: Vec<(Trend, Change)> = Vec::new();
     for s in series(store, filter)? {
         // Every figure its runs have: the watched servers' CPU and memory too.
-        for f in store.figure_names(s.id)? {
+        let names = store.figure_names(s.id)?;
+        for f in names.into_iter().filter(|f| figures.is_empty() || figures.contains(f)) {
             let t = trend(store, &s, &f, usize::MAX >> 1, &opts)?;
             for c in t.changes.iter().filter(|c| c.regression && c.started_ms >= from) {
                 found.push((t.clone(), c.clone()));

@@ -47,12 +47,6 @@ impl Keeper {
         }
     }
 
-    /// Reads and stores the run in `files`.
-    pub fn keep_files(&mut self, files: &[PathBuf], kind: &str, study: &[(String, String)]) -> Option<i64> {
-        let entry = self.entry(files, kind, study)?;
-        self.keep(&entry)
-    }
-
     fn warn<T>(&mut self, e: HistoryError) -> Option<T> {
         if !std::mem::replace(&mut self.warned, true) {
             use std::io::Write;

@@ -186,7 +186,10 @@ impl<'a> Runner<'a> {
         let order = crate::control::order(&url).map_err(StudyError::Plan)?;
         self.observer.note(&format!("control run against {url} ({:?})", crate::control::CONTROL_LENGTH));
         let result = measure("control", &order, self.stop.child_token(), &mut |_| {}, &mut |p| {
-            keeper.keep_files(&[p.to_path_buf()], "control", &order.labels);
+            if let Some(mut entry) = keeper.entry(&[p.to_path_buf()], "control", &order.labels) {
+                entry.files.clear();
+                keeper.keep(&entry);
+            }
         });
         if let Some(server) = own {
             server.shutdown();
@@ -246,16 +249,20 @@ impl<'a> Runner<'a> {
         let (observer, history, hold, mode) = (&mut *self.observer, &mut self.history, &mut self.hold, self.mode);
         let mut keep = |path: &std::path::Path| {
             let Some(keeper) = history.as_mut() else { return };
-            let files = [path.to_path_buf()];
+            let Some(mut entry) = keeper.entry(&[path.to_path_buf()], mode, &order.labels) else { return };
+            // A temporary results file is gone once read: the history names none.
+            if order.output.is_none() {
+                entry.files.clear();
+            }
             // A capacity search's probes are not runs of a series (each is at another rate):
             // its result is, kept with its last hold once the search ends.
             if mode == "capacity" {
                 if order.labels.iter().any(|(k, v)| k == "stage" && v == "hold") {
-                    *hold = keeper.entry(&files, mode, &order.labels);
+                    *hold = Some(entry);
                 }
                 return;
             }
-            keeper.keep_files(&files, mode, &order.labels);
+            keeper.keep(&entry);
         };
         let result = measure(mode, order, self.stop.child_token(), &mut |i| observer.interval(i), &mut keep);
         let ended = self.observer.end().map_err(StudyError::Output);
