@@ -258,7 +258,11 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGTERM: nginx's fast shutdown, its worker included. A SIGKILL of the master left
+        // the worker listening, orphaned, after every run of the tests.
+        // SAFETY: kill takes a PID and a signal number; the PID is our own child's, not yet
+        // waited for, so it is still ours.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let _ = self.child.wait();
     }
 }
