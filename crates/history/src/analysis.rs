@@ -100,6 +100,22 @@ fn changes_of(points: &[Point], figure: &str, opts: &Options) -> Vec<Change> {
 /// change: a noisy figure (the max of a short run) places a step a run or two off.
 const NEAR: usize = 2;
 
+/// The control series of the machine a series with `labels` ran on, and the figures of
+/// theirs that say the machine changed with `figure`: the figure itself, then
+/// [`MACHINE_FIGURES`] (the control's own figure may be too noisy to place a change: the
+/// max of a few seconds' requests).
+fn controls<'f>(
+    store: &Store,
+    labels: &std::collections::BTreeMap<String, String>,
+    figure: &'f str,
+) -> Result<(Vec<Series>, Vec<&'f str>), HistoryError> {
+    let machine = labels.get("machine").cloned().unwrap_or_default();
+    let filter = [(CHANNEL.to_string(), Some(CONTROL.to_string())), ("machine".to_string(), Some(machine))];
+    let mut figures = vec![figure];
+    figures.extend(MACHINE_FIGURES.iter().filter(|f| **f != figure));
+    Ok((store.matching(&filter)?, figures))
+}
+
 /// Marks each change of `trend` that its machine's control series also shows, within
 /// [`NEAR`] runs of it either way; a change of a control series is the machine's by
 /// definition.
@@ -114,14 +130,9 @@ fn attribute(store: &Store, trend: &mut Trend, opts: &Options) -> Result<(), His
     if trend.changes.is_empty() {
         return Ok(());
     }
-    let machine = labels.get("machine").cloned().unwrap_or_default();
-    let filter = [(CHANNEL.to_string(), Some(CONTROL.to_string())), ("machine".to_string(), Some(machine))];
-    // The control's own figure may be too noisy to place the change (a max of a few
-    // seconds' requests): its headline figures say the machine changed as well.
-    let mut figures = vec![trend.figure.as_str()];
-    figures.extend(MACHINE_FIGURES.iter().filter(|f| **f != trend.figure));
+    let (series, figures) = controls(store, labels, &trend.figure)?;
     let mut control = Vec::new();
-    for s in store.matching(&filter)? {
+    for s in series {
         for f in &figures {
             let points = store.points(s.id, f, usize::MAX >> 1)?;
             control.extend(changes_of(&points, f, opts).into_iter().map(|c| (s.id, *f, c)));
@@ -230,12 +241,9 @@ fn control_worse(
     confidence: f64,
     opts: &Options,
 ) -> Result<Option<String>, HistoryError> {
-    let machine = labels.get("machine").cloned().unwrap_or_default();
-    let filter = [(CHANNEL.to_string(), Some(CONTROL.to_string())), ("machine".to_string(), Some(machine))];
-    for s in store.matching(&filter)? {
-        let mut figures = vec![figure];
-        figures.extend(MACHINE_FIGURES.iter().filter(|f| **f != figure));
-        for f in figures {
+    let (series, figures) = controls(store, labels, figure)?;
+    for s in series {
+        for &f in &figures {
             let points = store.points(s.id, f, opts.window * 4)?;
             let valid = valid(&points);
             let Some(k) = valid.iter().position(|p| p.started_ms > after_ms) else { continue };
@@ -258,15 +266,15 @@ mod tests {
     use crate::entry::Entry;
     use crate::fingerprint::Fingerprint;
 
-    /// A store of one series whose p50 is `values`, a run a minute apart, with `labels`.
-    fn store_of(dir: &std::path::Path, values: &[f64], labels: &[(&str, &str)]) -> (Store, Series) {
-        let mut store = Store::open(&dir.join("history.db")).unwrap();
+    /// Records a series whose p50 is `values`, a run a minute apart from `offset_ms`, with
+    /// `labels`.
+    fn record(store: &mut Store, values: &[f64], labels: &[(&str, &str)], offset_ms: u64) {
         let labels: std::collections::BTreeMap<String, String> =
             labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         for (k, v) in values.iter().enumerate() {
             let entry = Entry {
                 kind: "run".into(),
-                started_ms: 1_000_000 + k as u64 * 60_000,
+                started_ms: 1_000_000 + k as u64 * 60_000 + offset_ms,
                 fingerprint: Fingerprint { labels: labels.clone() },
                 figures: [("p50".to_string(), *v)].into(),
                 shards: 1,
@@ -274,6 +282,12 @@ mod tests {
             };
             store.record(&entry).unwrap();
         }
+    }
+
+    /// A store of one series whose p50 is `values` ([`record`]).
+    fn store_of(dir: &std::path::Path, values: &[f64], labels: &[(&str, &str)]) -> (Store, Series) {
+        let mut store = Store::open(&dir.join("history.db")).unwrap();
+        record(&mut store, values, labels, 0);
         let series = store.series().unwrap().pop().unwrap();
         (store, series)
     }
@@ -302,17 +316,7 @@ mod tests {
         let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.0, -0.1, 0.3, -0.2, 0.5, -0.4, 0.1];
         let stepped: Vec<f64> = (0..40).map(|k| if k < 25 { 100.0 } else { 120.0 } + noise[k % noise.len()]).collect();
         let (mut store, _) = store_of(dir.path(), &stepped, &[("machine", "m"), ("channel", "control")]);
-        for (k, v) in stepped.iter().enumerate() {
-            let entry = Entry {
-                kind: "run".into(),
-                started_ms: 1_000_000 + k as u64 * 60_000 + 1,
-                fingerprint: Fingerprint { labels: [("machine".to_string(), "m".to_string())].into() },
-                figures: [("p50".to_string(), *v)].into(),
-                shards: 1,
-                ..Default::default()
-            };
-            store.record(&entry).unwrap();
-        }
+        record(&mut store, &stepped, &[("machine", "m")], 1);
         let all = store.series().unwrap();
         for s in &all {
             let t = trend(&store, s, "p50", 100, &Options::default()).unwrap();
@@ -330,17 +334,7 @@ mod tests {
         let mut values: Vec<f64> = (0..20).map(|k| 100.0 + noise[k % noise.len()]).collect();
         values.push(120.0);
         let (mut store, control) = store_of(dir.path(), &values, &[("machine", "m"), ("channel", "control")]);
-        for (k, v) in values.iter().enumerate() {
-            let entry = Entry {
-                kind: "run".into(),
-                started_ms: 1_000_000 + k as u64 * 60_000 + 1,
-                fingerprint: Fingerprint { labels: [("machine".to_string(), "m".to_string())].into() },
-                figures: [("p50".to_string(), *v)].into(),
-                shards: 1,
-                ..Default::default()
-            };
-            store.record(&entry).unwrap();
-        }
+        record(&mut store, &values, &[("machine", "m")], 1);
         let system = store.series().unwrap().into_iter().find(|s| s.id != control.id).unwrap();
         let g = gate(&store, &system, "p50", 0.99, &Options::default()).unwrap().unwrap();
         assert!(g.check.is_regression() && g.machine.is_some() && !g.fails(), "{g:?}");
