@@ -87,11 +87,15 @@ impl Fingerprint {
         }
     }
 
+    /// Sets label `k`, its value redacted by the built-in rules (a URL's password, a token
+    /// in its query): every label, a run's, an imported file's or the user's, goes through
+    /// here into a file kept beside every other run's.
     fn set(&mut self, k: &str, v: &str) {
         if self.labels.len() >= MAX_LABELS && !self.labels.contains_key(k) {
             return;
         }
-        self.labels.insert(cut(k, 64), cut(v, MAX_LABEL_BYTES));
+        let v = Redaction::default().text(v);
+        self.labels.insert(cut(k, 64), cut(&v, MAX_LABEL_BYTES));
     }
 
     /// The series' key: `k=v` pairs, sorted, joined by `,` (a value's `,` and `=` escaped).
@@ -360,6 +364,16 @@ mod tests {
         assert_eq!(f.labels["kernel"], "6.1");
         assert!(f.matches(&[("branch".into(), Some("main".into())), ("kernel".into(), None)]));
         assert!(!f.matches(&[("branch".into(), Some("dev".into()))]));
+    }
+
+    #[test]
+    fn a_label_never_holds_a_credential() {
+        let mut f = Fingerprint::default();
+        f.apply(
+            &[("target".into(), Some("http://u:S3CRET-A@127.0.0.1:1/?token=S3CRET-B".into()))],
+            &Environment::default(),
+        );
+        assert!(!f.labels["target"].contains("S3CRET"), "{:?}", f.labels);
     }
 
     #[test]
