@@ -42,6 +42,7 @@ pub mod stats;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod trace;
 pub mod units;
 pub mod watch;
 

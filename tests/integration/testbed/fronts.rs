@@ -98,10 +98,13 @@ fn haproxy_marks_a_stopped_origin_down_and_takes_it_back() {
     assert!(down["output"].as_str().unwrap().contains("stopped origin-2"), "{down}");
     // Requests to origin-2 fail until a health check (every 250 ms) marks it down; then
     // they stop, within 1.5 s on a machine busy with other testbeds (1.08 s seen at load 8;
-    // without the checks they would fail until the restart, 3 s on).
+    // without the checks they would fail until the restart, 3 s on). The origin drains its
+    // kept-alive connections as it stops, so a check that comes before the next request
+    // to origin-2 leaves no burst at all (seen once in CI): then nothing failed either.
     let recovery = f(&down["recovery_s"]);
-    assert!(recovery > 0.0 && recovery < 1.5, "recovery {recovery}: {down}");
-    assert!(down["burst_errors"].as_u64().unwrap() > 0, "{down}");
+    assert!((0.0..1.5).contains(&recovery), "recovery {recovery}: {down}");
+    let burst = down["burst_errors"].as_u64().unwrap();
+    assert_eq!(burst > 0, recovery > 0.0, "a burst takes time to end, and only a burst does: {down}");
     let after = &down["after"]["backends"];
     assert_eq!(after.as_object().unwrap().keys().collect::<Vec<_>>(), ["origin-1"], "{after}");
     assert_eq!(f(&down["after"]["error_ratio"]), 0.0, "{down}");
