@@ -8,12 +8,14 @@ mod run;
 mod serve;
 mod study;
 mod testbed;
+mod trace;
 
 pub use history::*;
 pub use run::*;
 pub use serve::*;
 pub use study::*;
 pub use testbed::*;
+pub use trace::*;
 
 use barrage_plan::values::{
     parse_fraction, parse_header_name, parse_memory, parse_positive_fraction, parse_size, parse_threads, parse_var,

@@ -37,6 +37,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     #[command(flatten)]
+    pub trace: super::TraceArgs,
+    #[command(flatten)]
     pub launch: LaunchArgs,
     #[command(flatten)]
     pub keep: super::HistoryArgs,

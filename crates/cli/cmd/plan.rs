@@ -116,6 +116,7 @@ fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
         }),
         scenario,
         shard: barrage_plan::Shard::WHOLE,
+        trace: a.trace.spec(),
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     plan.shard = shard_of(a.launch.shard, &plan).map_err(anyhow::Error::msg)?;

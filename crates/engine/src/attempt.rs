@@ -144,6 +144,8 @@ pub(crate) struct Logged<'a> {
     /// A key-value command's server (its URL, as the run lists it) and key: the target's
     /// URL is the first server's.
     pub kv: Option<(&'a str, &'a [u8])>,
+    /// `--trace-context`: its trace id and whether it is sampled.
+    pub trace: Option<(barrage_metrics::trace::TraceId, bool)>,
 }
 
 /// What a request log row says of a flow's step.
@@ -300,6 +302,7 @@ pub(crate) fn log_row(
         attempt: what.attempt,
         backend: what.backend.map(HeaderValue::as_bytes),
         flow: what.flow.as_ref().map(|f| crate::reqlog::FlowCols { id: f.id, step: f.index, outcome: &f.outcome }),
+        trace: what.trace,
     };
     log.row(&row, sample);
 }

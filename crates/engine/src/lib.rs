@@ -36,6 +36,7 @@ mod schedule;
 mod slot;
 mod thread;
 mod timing;
+pub mod trace;
 mod watch;
 mod watchdog;
 mod worker;
@@ -138,6 +139,8 @@ pub fn run(
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
     let started_unix_ms = start_unix_us / 1000;
     // The header's URLs (a million, maybe) are listed as they are written.
+    // Each request's trace id derives from the run id (each shard's its own).
+    let trace = trace::RunTrace::of(plan.trace, &launch.run_id);
     let header = header(&plan, spec, started_unix_ms, threads, launch);
     let mut writer = ResultsWriter::create_with_urls(&spec.output, &header, listed_urls(&plan, &spec.redaction))?;
     let log = match &spec.log {
@@ -158,6 +161,7 @@ pub fn run(
             targets: targets.clone(),
             keys: keys.clone(),
             redaction: spec.redaction.clone(),
+            trace: trace.clone(),
             endpoints: endpoints.clone(),
             kv: kv.clone(),
             connector: connector.clone(),

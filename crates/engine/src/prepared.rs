@@ -100,6 +100,8 @@ pub(crate) struct Outgoing<'a> {
     pub number: u64,
     /// A flow's step: its filled path, headers and body.
     pub filled: Option<&'a Filled>,
+    /// `--trace-context`: its `traceparent` and `tracestate`.
+    pub trace: Option<crate::trace::TraceHeaders<'a>>,
 }
 
 /// What a flow's variables filled in a step's request.
@@ -307,6 +309,9 @@ impl Prepared {
             }
             None => self.h1.write(out.id, head),
         }
+        if let Some(trace) = &out.trace {
+            crate::trace::put_h1(trace, head);
+        }
         if h1_encode::copies_body(body.len()) {
             head.extend_from_slice(body);
             return &[];
@@ -343,6 +348,9 @@ impl Prepared {
         let extra = out.filled.map(|f| &f.headers[..]).unwrap_or_default();
         let h2 = self.h2.as_ref().expect("a run that speaks HTTP/2 prepares its targets for it");
         h2.write(path, extra.iter().map(|(n, v)| (n, v)), block);
+        if let Some(trace) = &out.trace {
+            crate::trace::put_h2(trace, block);
+        }
     }
 
     /// The HTTP/3 request `out` asks for, without its body: the absolute URI
@@ -370,6 +378,9 @@ impl Prepared {
                 headers.append(name.clone(), value.clone());
             }
         }
+        if let Some(trace) = &out.trace {
+            crate::trace::put_h3(trace, &mut headers);
+        }
         *req.headers_mut() = headers;
         req
     }
@@ -388,7 +399,7 @@ mod tests {
         plan.protocol = barrage_plan::Protocol::http3(1);
         let (prepared, _) = prepare(&plan, None);
         let (id, number, filled) = out(&prepared[0]);
-        let outgoing = Outgoing { target: &prepared[0], id, number, filled: filled.as_ref() };
+        let outgoing = Outgoing { target: &prepared[0], id, number, filled: filled.as_ref(), trace: None };
         let mut head = Vec::new();
         let body = prepared[0].h1_request(&outgoing, &mut head).to_vec();
         head.extend(body);
@@ -400,7 +411,7 @@ mod tests {
         let mut plan = Plan::new(vec![t.clone()], Load::Closed { concurrency: 1, think_time: Duration::ZERO });
         plan.protocol = barrage_plan::Protocol::http2(1);
         let (prepared, _) = prepare(&plan, None);
-        let outgoing = Outgoing { target: &prepared[0], id, number: 0, filled: filled.as_ref() };
+        let outgoing = Outgoing { target: &prepared[0], id, number: 0, filled: filled.as_ref(), trace: None };
         let mut block = Vec::new();
         prepared[0].h2_block(&outgoing, &mut block);
         crate::http::hpack::decode_list(&block)
@@ -437,7 +448,7 @@ mod tests {
         assert_eq!(p.iter().map(|t| t.endpoint).collect::<Vec<_>>(), [0, 0, 0, 1]);
         let sent = |i: usize| {
             let mut head = Vec::new();
-            p[i].h1_request(&Outgoing { target: &p[i], id: 0, number: 0, filled: None }, &mut head);
+            p[i].h1_request(&Outgoing { target: &p[i], id: 0, number: 0, filled: None, trace: None }, &mut head);
             String::from_utf8(head).unwrap()
         };
         assert_eq!(sent(1), "GET /2 HTTP/1.1\r\nhost: a.test\r\n\r\n");

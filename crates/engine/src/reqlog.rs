@@ -44,7 +44,7 @@ impl LogSpec {
     }
 }
 
-const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome,intended_unix_us,key";
+const COLUMNS: &str = "start_unix_us,worker,name,method,url,attempt,status,error,cache,backend,bytes_in,bytes_out,dns_us,connect_us,tls_us,send_us,wait_us,receive_us,service_us,corrected_us,flow_id,step_index,outcome,intended_unix_us,key,trace_id,sampled";
 
 /// The writer thread and what the engine threads share with it.
 pub struct RequestLog {
@@ -138,6 +138,8 @@ pub struct Row<'a> {
     pub backend: Option<&'a [u8]>,
     /// A flow's step.
     pub flow: Option<FlowCols<'a>>,
+    /// `--trace-context`: the trace id its `traceparent` carried, and whether it said sampled.
+    pub trace: Option<(barrage_metrics::trace::TraceId, bool)>,
 }
 
 /// What a row of a flow's step says: `name` is the step's key.
@@ -183,8 +185,9 @@ impl LogHandle {
                 csv_field(&mut self.buf, row.method);
                 self.buf.push(b',');
                 csv_field(&mut self.buf, row.url);
-                // Attempt 0; status to corrected_us (14 fields), when due and key empty.
-                let _ = writeln!(self.buf, ",0{},{},{},{},,", ",".repeat(14), flow.id, flow.step, flow.outcome);
+                // Attempt 0; status to corrected_us (14 fields), when due, key, trace id and
+                // sampled empty: a step not sent carried no traceparent.
+                let _ = writeln!(self.buf, ",0{},{},{},{},,,,", ",".repeat(14), flow.id, flow.step, flow.outcome);
             }
             LogFormat::JsonLines => {
                 let text = serde_json::json!({
@@ -270,6 +273,12 @@ fn csv_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
     }
     let _ = write!(out, ",{},", intended_unix_us(row, s));
     csv_field(out, &String::from_utf8_lossy(row.key.unwrap_or_default()));
+    match row.trace {
+        Some((id, sampled)) => {
+            let _ = write!(out, ",{id},{}", u8::from(sampled));
+        }
+        None => out.extend_from_slice(b",,"),
+    }
     out.push(b'\n');
 }
 
@@ -325,6 +334,9 @@ fn json_row(out: &mut Vec<u8>, row: &Row<'_>, s: &Sample) {
     if let Some(f) = &row.flow {
         let _ = write!(out, ",\"flow_id\":{},\"step_index\":{},\"outcome\":", f.id, f.step);
         string(out, f.outcome);
+    }
+    if let Some((id, sampled)) = row.trace {
+        let _ = write!(out, ",\"trace_id\":\"{id}\",\"sampled\":{sampled}");
     }
     out.extend_from_slice(b"}\n");
 }

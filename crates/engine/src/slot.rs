@@ -9,6 +9,7 @@ use crate::conn::Failure;
 use crate::http::{Conn, Filled, Outgoing, Reading, SharedConns};
 use crate::prepared::Prepared;
 use crate::timing::Phases;
+use crate::trace::TraceHeaders;
 use crate::watchdog::{Expired, Watchdog};
 use crate::worker::Worker;
 use barrage_metrics::recorder::FlowFailure;
@@ -27,7 +28,11 @@ struct StepIo<'a> {
     step: &'a Step,
     state: &'a mut FlowState,
     key: &'a [u8],
-    /// The flow instance and the step's place in it, for the request log.
+    /// The flow instance and the step's place in it, for the request log. The instance's
+    /// id is also its trace's number (`--trace-context`): a flow's arrival draws no number
+    /// from the run's stream (its `Job` has 0; its steps ask for what they say), and the
+    /// id is unique per instance across threads and shards ([`Scenario::start_flow`]
+    /// numbers them from one counter, in the shard's lane), as a plain run's numbers are.
     flow_id: u64,
     index: usize,
     headers: HeaderMap,
@@ -225,7 +230,12 @@ impl Slot {
             (all, Some(io)) => (&all[io.step.target], 0),
             (all, None) => (&all[job.target as usize], job.id),
         };
-        let what = (id, job.number);
+        let trace = w.trace.as_ref().map(|t| match io.as_deref() {
+            // A flow's trace is its instance (see `StepIo::flow_id`); each step a span in it.
+            Some(io) => t.headers(io.flow_id, io.index as u32 + 1, job.attempt),
+            None => t.headers(job.number, 0, job.attempt),
+        });
+        let what = (id, job.number, trace);
         if let Some(io) = io.as_deref_mut() {
             io.reset();
         }
@@ -280,7 +290,9 @@ impl Slot {
                 path: io.shown_path(w.redaction.enabled),
                 key: io.key,
             });
-            let what = Logged { target, id, attempt: job.attempt, backend: done.backend.as_deref(), flow, kv: None };
+            let trace = trace.map(|t| (t.trace, t.sampled));
+            let what =
+                Logged { target, id, attempt: job.attempt, backend: done.backend.as_deref(), flow, kv: None, trace };
             log_row(&mut log.borrow_mut(), w, self.worker, &what, &sample);
         }
         done.outcome
@@ -371,6 +383,7 @@ impl Slot {
             attempt: 0,
             backend: None,
             flow: Some(crate::reqlog::FlowCols { id, step: index, outcome: "skipped" }),
+            trace: None,
         };
         log.borrow_mut().skipped(&row, w.start.elapsed());
     }
@@ -389,12 +402,12 @@ impl Slot {
         failure_done(w, f)
     }
 
-    /// `what`: the template's id and the request's number in the stream.
+    /// `what`: the template's id, the request's number in the stream and its trace headers.
     async fn attempt(
         &mut self,
         w: &Worker,
         t: &Prepared,
-        what: (u64, u64),
+        what: (u64, u64, Option<TraceHeaders<'_>>),
         phases: &Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
@@ -437,7 +450,7 @@ impl Slot {
         &mut self,
         w: &Worker,
         target: &Prepared,
-        (id, number): (u64, u64),
+        (id, number, trace): (u64, u64, Option<TraceHeaders<'_>>),
         phases: &Phases,
         mut io: Option<&mut StepIo<'_>>,
     ) -> Result<Done<'static>, Failure> {
@@ -446,7 +459,7 @@ impl Slot {
             Some(io) => Some(io.fill()?),
             None => None,
         };
-        let out = Outgoing { target, id, number, filled: filled.as_ref() };
+        let out = Outgoing { target, id, number, filled: filled.as_ref(), trace };
         // A step whose captures or checks read the response keeps what they read.
         let (keep_headers, keep_body) =
             io.as_deref().map_or((false, false), |io| (io.step.reads_headers(), io.step.reads_body()));

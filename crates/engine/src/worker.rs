@@ -61,6 +61,9 @@ pub struct Worker {
     pub targets: Arc<[Prepared]>,
     /// A scenario's keys of figures, per group.
     pub keys: Arc<[GroupKeys]>,
+    /// `--trace-context`: the run's trace key, sampling and `tracestate`; `None` sends no
+    /// trace headers.
+    pub trace: Option<crate::trace::RunTrace>,
     /// How URLs are shown in the request log.
     pub redaction: barrage_metrics::secrets::Redaction,
     /// A key-value run's servers and commands.

@@ -13,8 +13,6 @@
 //! thread and rerun of a run's stream samples the same requests, and a server's consistent
 //! sampler given the same threshold (in `tracestate`, `ot=th:…`) keeps exactly those.
 
-use std::fmt::Write as _;
-
 /// The length of a `traceparent` value: `00-` 32 hex `-` 16 hex `-` 2 hex.
 pub const TRACEPARENT_LEN: usize = 55;
 
@@ -150,10 +148,18 @@ impl Sampling {
 }
 
 /// The `traceparent` value of a request: version 00, its trace and span ids, sampled or not.
+/// Written into a stack buffer digit by digit: a request's hot path formats nothing.
 pub fn traceparent(trace: TraceId, span: SpanId, sampled: bool) -> [u8; TRACEPARENT_LEN] {
-    let mut text = String::with_capacity(TRACEPARENT_LEN);
-    let _ = write!(text, "00-{trace}-{span}-{:02x}", u8::from(sampled));
-    text.into_bytes().try_into().expect("a traceparent is 55 bytes")
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+    for (i, b) in out[3..35].iter_mut().enumerate() {
+        *b = HEX[((trace.0 >> (124 - 4 * i)) & 0xf) as usize];
+    }
+    for (i, b) in out[36..52].iter_mut().enumerate() {
+        *b = HEX[((span.0 >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out[54] = b'0' + u8::from(sampled);
+    out
 }
 
 /// The `tracestate` value of a run's requests: `barrage=` the run id's first 16 hex digits

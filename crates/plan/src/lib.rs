@@ -44,7 +44,7 @@ pub use pacer::Pacer;
 pub use pick::{derive_seed, Part, Pick, Picker, Stream};
 pub use plan::{
     default_backend_headers, lane_number, requests_of, Headers, IdTemplate, Load, Plan, Shard, Target, Targets,
-    TlsOptions, DEFAULT_BACKEND_HEADERS,
+    TlsOptions, TraceSpec, DEFAULT_BACKEND_HEADERS,
 };
 pub use protocol::{Protocol, ProtocolFlags, Streams};
 pub use retry::{Backoff, RetryOn, RetryPolicy};

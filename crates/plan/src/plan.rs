@@ -313,6 +313,34 @@ pub struct Plan {
     /// groups' loads replace `load`, which then only sums them up (see
     /// [`crate::scenario::overall_load`]).
     pub scenario: Option<std::sync::Arc<crate::flow::Scenario>>,
+    /// `--trace-context`: every HTTP request carries a W3C `traceparent` derived from the
+    /// run and its number; `None` sends none (and costs nothing).
+    pub trace: Option<TraceSpec>,
+}
+
+/// `--trace-context` and `--trace-sample`: which requests' `traceparent` says sampled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraceSpec {
+    /// The share of requests marked sampled, 0 < sample ≤ 1.
+    pub sample: f64,
+}
+
+impl TraceSpec {
+    /// The bytes the two headers add to each request of a run that speaks `protocol`:
+    /// HTTP/1.1's two lines (`traceparent: ` and its 55 bytes and CRLF: 70), or HTTP/2's two
+    /// HPACK literals without indexing, each a byte of type, its name's length and name,
+    /// its value's length and value, no Huffman coding (HTTP/3's QPACK literals are counted
+    /// alike). The engine's encoders are tested to add exactly this.
+    pub fn header_bytes(&self, protocol: &Protocol) -> u64 {
+        let state = barrage_metrics::trace::Sampling::new(self.sample)
+            .map_or(0, |s| "barrage=,ot=th:".len() + 16 + s.threshold_hex().len());
+        let parent = barrage_metrics::trace::TRACEPARENT_LEN;
+        let bytes = match protocol {
+            Protocol::Http1 { .. } => ("traceparent: \r\n".len() + parent) + ("tracestate: \r\n".len() + state),
+            _ => (3 + "traceparent".len() + parent) + (3 + "tracestate".len() + state),
+        };
+        bytes as u64
+    }
 }
 
 /// `--shard i/N`: this process sends part `index` (from 0) of `count` of one run's plan.
@@ -439,6 +467,7 @@ impl Plan {
             responses: ResponseRules::default(),
             retry: None,
             scenario: None,
+            trace: None,
         }
     }
 
@@ -570,7 +599,16 @@ impl Plan {
             return Err("no targets".into());
         }
         self.validate_rate_cap()?;
+        if let Some(trace) = self.trace {
+            if !(trace.sample > 0.0 && trace.sample <= 1.0) {
+                return Err(format!("--trace-sample {}: a share above 0 and at most 1", trace.sample));
+            }
+        }
         if let Protocol::Kv(kv) = &self.protocol {
+            if self.trace.is_some() {
+                // Key-value commands have no headers to carry a traceparent in.
+                return Err("--trace-context puts a traceparent header on HTTP requests; redis:// and memcache:// commands have no headers".into());
+            }
             return self.validate_kv(kv);
         }
         self.protocol.validate(&self.load, &self.targets)?;

@@ -524,7 +524,7 @@ impl Group {
             );
             let key = self.ranges.first().map_or(&[][..], |r| &self.keys[r.clone()]);
             let kv = Some((run.urls[lane.server].as_str(), key));
-            let what = Logged { target, id: job.id, attempt: job.attempt, backend, flow: None, kv };
+            let what = Logged { target, id: job.id, attempt: job.attempt, backend, flow: None, kv, trace: None };
             log_row(&mut log.borrow_mut(), w, lane.number, &what, &sample);
         }
         if done.reply.is_some() {

@@ -420,7 +420,7 @@ pub(crate) fn fuzz_frames(bytes: &[u8], reads: &[usize]) -> Http2 {
     let mut inner = Inner::new(4, false);
     let streams: Vec<usize> = (0..4)
         .map(|n| {
-            let out = Outgoing { target: &prepared[0], id: 0, number: n, filled: None };
+            let out = Outgoing { target: &prepared[0], id: 0, number: n, filled: None, trace: None };
             inner.open_stream(&out, true, n % 2 == 0)
         })
         .collect();

@@ -89,7 +89,7 @@ fn get(addr: std::net::SocketAddr) -> Result<(u16, Vec<u8>), Failure> {
     local.block_on(&rt, async {
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         let mut conn = Conn::handshake(Stream::Left(tcp), 4, false).await?;
-        let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None };
+        let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None, trace: None };
         let rules = barrage_plan::CacheRules::default();
         let (mut last, mut body) = (None, Vec::new());
         let mut reading = Reading {
@@ -182,7 +182,7 @@ fn a_closed_loop_sends_in_rounds_and_a_round_waits_at_most_round_wait() {
                 tokio::task::spawn_local(async move {
                     let mut sends = Vec::new();
                     for _ in 0..if w == 3 { 1 } else { 2 } {
-                        let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None };
+                        let out = Outgoing { target: &prepared[0], id: 0, number: 0, filled: None, trace: None };
                         let rules = barrage_plan::CacheRules::default();
                         let mut last = None;
                         let mut reading = Reading {
