@@ -615,6 +615,7 @@ fn synthetic_run(path: &Path, p50s_ms: &[u64]) {
         peak_rss_kib: 0,
         sent_prefix: 0,
         due: None,
+        trace_sampled: 0,
     })
     .unwrap();
 }

@@ -162,6 +162,7 @@ pub fn run(
             keys: keys.clone(),
             redaction: spec.redaction.clone(),
             trace: trace.clone(),
+            trace_sampled: Cell::new(0),
             endpoints: endpoints.clone(),
             kv: kv.clone(),
             connector: connector.clone(),
@@ -447,6 +448,8 @@ struct Collector {
     bound_reached: bool,
     /// The least of the threads' first unsent numbers (`u64::MAX` until one ends).
     sent_prefix: u64,
+    /// The threads' requests whose `traceparent` said sampled.
+    trace_sampled: u64,
     pacer: Option<Pacer>,
     /// A closed loop with `-n`: what it was due to send ([`Plan::closed_requests_due`]).
     due: Option<u64>,
@@ -474,6 +477,7 @@ impl Collector {
             cpu: (Duration::ZERO, Duration::ZERO),
             bound_reached: false,
             sent_prefix: u64::MAX,
+            trace_sampled: 0,
             pacer,
             due: plan.scenario.is_none().then(|| plan.closed_requests_due()).flatten(),
             interrupted: false,
@@ -522,7 +526,8 @@ impl Collector {
                         slot.cpu_percent.1 += percent(cpu.system, seen.system);
                     }
                 }
-                Msg::Done { attack_end, end, cpu, bound_reached, unsent } => {
+                Msg::Done { attack_end, end, cpu, bound_reached, unsent, trace_sampled } => {
+                    self.trace_sampled += trace_sampled;
                     self.done[thread] = true;
                     self.sent_prefix = self.sent_prefix.min(unsent);
                     self.attack_end = self.attack_end.max(attack_end);
@@ -585,6 +590,7 @@ impl Collector {
             // No thread ended: nothing is known to have been sent.
             sent_prefix: if self.sent_prefix == u64::MAX { 0 } else { self.sent_prefix },
             due: self.due,
+            trace_sampled: self.trace_sampled,
         }
     }
 }

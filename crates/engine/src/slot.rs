@@ -235,6 +235,9 @@ impl Slot {
             Some(io) => t.headers(io.flow_id, io.index as u32 + 1, job.attempt),
             None => t.headers(job.number, 0, job.attempt),
         });
+        if trace.is_some_and(|t| t.sampled) {
+            w.trace_sampled.set(w.trace_sampled.get() + 1);
+        }
         let what = (id, job.number, trace);
         if let Some(io) = io.as_deref_mut() {
             io.reset();

@@ -71,6 +71,7 @@ async fn body(worker: Worker) {
         cpu,
         bound_reached: outcome.bound_reached,
         unsent: outcome.unsent,
+        trace_sampled: w.trace_sampled.get(),
     };
     let _ = w.tx.send((w.index, done));
 }

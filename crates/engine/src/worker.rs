@@ -43,6 +43,8 @@ pub enum Msg {
         bound_reached: bool,
         /// The first number of its lane of the stream it did not send.
         unsent: u64,
+        /// Its requests whose `traceparent` said sampled.
+        trace_sampled: u64,
     },
 }
 
@@ -64,6 +66,8 @@ pub struct Worker {
     /// `--trace-context`: the run's trace key, sampling and `tracestate`; `None` sends no
     /// trace headers.
     pub trace: Option<crate::trace::RunTrace>,
+    /// Requests this thread sent whose `traceparent` said sampled (each attempt).
+    pub trace_sampled: Cell<u64>,
     /// How URLs are shown in the request log.
     pub redaction: barrage_metrics::secrets::Redaction,
     /// A key-value run's servers and commands.

@@ -77,6 +77,20 @@ pub struct PlanView<'a> {
     #[serde(skip_serializing_if = "Local::left_out")]
     pub threads: Local<usize>,
     pub timeout_s: f64,
+    /// `--trace-context`: left out when off, so that a run without it shows (and digests)
+    /// as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceView>,
+}
+
+/// `--trace-context`: the share sampled and what the headers cost each request.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceView {
+    /// Bytes the `traceparent` and `tracestate` headers add to each request, as the run's
+    /// protocol sends them ([`crate::TraceSpec::header_bytes`]).
+    pub header_bytes_per_request: u64,
+    /// `--trace-sample`.
+    pub sample: f64,
 }
 
 /// A value of the load machine rather than of the run (its threads, its source address, a
@@ -139,6 +153,9 @@ impl<'a> PlanView<'a> {
             targets: p.targets.iter().take(VIEW_TARGETS).map(|t| TargetView::of(t, redaction)).collect(),
             threads: Local::of(local, p.threads),
             timeout_s: p.timeout.as_secs_f64(),
+            trace: p
+                .trace
+                .map(|t| TraceView { header_bytes_per_request: t.header_bytes(&p.protocol), sample: t.sample }),
         }
     }
 }

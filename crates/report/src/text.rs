@@ -33,6 +33,7 @@ pub fn text(s: &RunSummary, color: bool) -> String {
         section(sections::phases(s)),
         by_name_and_method(s),
         retries(s),
+        trace_context(s),
         cache(s),
         workload(s),
         backends(s),
@@ -419,6 +420,17 @@ fn by_name_and_method(s: &RunSummary) -> String {
     let [name, method] = sections::by_name_and_method(s);
     let parts: Vec<String> = [section(name), section(method)].into_iter().filter(|t| !t.is_empty()).collect();
     parts.join("\n")
+}
+
+/// `--trace-context` in one line: what it sampled and what its headers cost each request.
+fn trace_context(s: &RunSummary) -> String {
+    let Some(t) = &s.trace_context else { return String::new() };
+    format!(
+        "Trace context  {} sampled ({} requests), traceparent and tracestate added {} B to each request\n",
+        percent(t.sample),
+        t.requests_sampled,
+        t.header_bytes_per_request
+    )
 }
 
 /// Requests as the client saw them when failed attempts were retried.

@@ -7,7 +7,9 @@
 //! time (Unix seconds, µs), method, path (and query, its secret parameters `<redacted>` as
 //! in every file barrage writes; cut at [`MAX_TARGET`] bytes, anything but visible ASCII as
 //! `?`), status, body bytes, and the time from arrival to the answer
-//! made (µs; queueing, latency and routing; not the body's sending).
+//! made (µs; queueing, latency and routing; not the body's sending); then, for a request
+//! that carried one, its W3C `traceparent` (cut at [`MAX_TRACEPARENT`] bytes), so that a
+//! client's trace context (`barrage run --trace-context`) can be checked as it arrived.
 //!
 //! Lines are buffered per thread (a shard each thread keeps to itself: its lock is never
 //! contended, and nothing is written per request), written whole when a buffer passes
@@ -33,6 +35,8 @@ fn redaction() -> &'static barrage_metrics::secrets::Redaction {
 
 /// The longest path (with query) logged: longer ones are cut, so a line stays short.
 pub(crate) const MAX_TARGET: usize = 1024;
+/// The longest `traceparent` logged (version 00's is 55 bytes; later versions may add).
+const MAX_TRACEPARENT: usize = 128;
 /// The longest method logged.
 const MAX_METHOD: usize = 32;
 /// A thread's buffer is written out once it holds this much.
@@ -80,8 +84,16 @@ impl AccessLog {
         Ok(AccessLog { inner, _stop: stop })
     }
 
-    /// Buffers one request's line.
-    pub(crate) fn record(&self, method: &Method, uri: &Uri, status: StatusCode, bytes: u64, took: Duration) {
+    /// Buffers one request's line: its answer's status and body bytes, the time it took,
+    /// and the `traceparent` it carried.
+    pub(crate) fn record(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        (status, bytes): (StatusCode, u64),
+        took: Duration,
+        traceparent: Option<&[u8]>,
+    ) {
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let target = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
         // A query may carry a credential (`?token=…`): logged as every file barrage writes
@@ -98,7 +110,12 @@ impl AccessLog {
         buf.extend(method.as_str().as_bytes().iter().take(MAX_METHOD).map(visible));
         buf.push(b' ');
         buf.extend(target.as_bytes().iter().take(MAX_TARGET).map(visible));
-        let _ = writeln!(buf, " {} {bytes} {}", status.as_u16(), took.as_micros());
+        let _ = write!(buf, " {} {bytes} {}", status.as_u16(), took.as_micros());
+        if let Some(trace) = traceparent {
+            buf.push(b' ');
+            buf.extend(trace.iter().take(MAX_TRACEPARENT).map(visible));
+        }
+        buf.push(b'\n');
         if buf.len() >= BUFFER {
             self.inner.write(&mut buf);
         }
@@ -144,19 +161,24 @@ mod tests {
         let path = tmp.path().join("access.log");
         let log = AccessLog::open(&path).unwrap();
         let long: Uri = format!("/kv/{}?x=1", "a".repeat(5000)).parse().unwrap();
-        log.record(&Method::GET, &"/obj/7".parse().unwrap(), StatusCode::OK, 1024, Duration::from_micros(100_213));
-        log.record(&Method::PUT, &long, StatusCode::CREATED, 0, Duration::from_micros(5));
+        let ok = (StatusCode::OK, 1024);
+        log.record(&Method::GET, &"/obj/7".parse().unwrap(), ok, Duration::from_micros(100_213), None);
+        log.record(&Method::PUT, &long, (StatusCode::CREATED, 0), Duration::from_micros(5), None);
+        let tp = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        log.record(&Method::GET, &"/a".parse().unwrap(), (StatusCode::OK, 1), Duration::from_micros(9), Some(tp));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "buffered");
         log.flush();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines.len(), 3, "{text}");
         let first: Vec<&str> = lines[0].split(' ').collect();
         assert_eq!(&first[1..], ["GET", "/obj/7", "200", "1024", "100213"]);
         assert!(first[0].split_once('.').is_some_and(|(s, us)| s.len() >= 10 && us.len() == 6), "{}", first[0]);
         let second: Vec<&str> = lines[1].split(' ').collect();
         assert_eq!(second[2].len(), MAX_TARGET, "cut");
         assert_eq!(&second[3..], ["201", "0", "5"]);
+        let third: Vec<&str> = lines[2].split(' ').collect();
+        assert_eq!(&third[1..], ["GET", "/a", "200", "1", "9", std::str::from_utf8(tp).unwrap()]);
         drop(log);
     }
 
@@ -166,7 +188,7 @@ mod tests {
         let path = tmp.path().join("access.log");
         let log = AccessLog::open(&path).unwrap();
         let uri: Uri = "/kv/1?token=s3cret&page=2".parse().unwrap();
-        log.record(&Method::GET, &uri, StatusCode::OK, 2, Duration::from_micros(7));
+        log.record(&Method::GET, &uri, (StatusCode::OK, 2), Duration::from_micros(7), None);
         log.flush();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(" /kv/1?token=<redacted>&page=2 200 "), "{text}");

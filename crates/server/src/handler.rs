@@ -287,10 +287,14 @@ pub(crate) async fn handle<B: RequestBody>(
         return Ok(stats(&state, req.method()));
     }
     let began = Instant::now();
-    let logged = state.access_log.as_ref().map(|_| (req.method().clone(), req.uri().clone()));
+    let logged = state.access_log.as_ref().map(|_| {
+        let trace = req.headers().get("traceparent").cloned();
+        (req.method().clone(), req.uri().clone(), trace)
+    });
     let resp = handle_counted(&state, req).await;
-    if let (Some(log), Some((method, uri)), Ok(resp)) = (&state.access_log, logged, &resp) {
-        log.record(&method, &uri, resp.status(), resp.body().len(), began.elapsed());
+    if let (Some(log), Some((method, uri, trace)), Ok(resp)) = (&state.access_log, logged, &resp) {
+        let trace = trace.as_ref().map(http::HeaderValue::as_bytes);
+        log.record(&method, &uri, (resp.status(), resp.body().len()), began.elapsed(), trace);
     }
     resp
 }

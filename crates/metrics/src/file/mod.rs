@@ -61,6 +61,9 @@
 //! random id each run draws (see [`Launch::run_id`]); files before it read without one
 //! (module `legacy::v10`), and a group of iterations says so, so that its rate is over the time its
 //! workers ran.
+//!
+//! Version 12 counts in the footer the requests whose `traceparent` said sampled
+//! (`--trace-context`); version 11 files read with none (module `legacy::v11`).
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -74,7 +77,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 11;
+pub const FORMAT_VERSION: u16 = 12;
 pub use crate::legacy::OLDEST_READ_VERSION;
 pub use merge::{MergedInterval, MergedIntervals, SliverFold};
 
@@ -344,6 +347,9 @@ pub struct RunFooter {
     /// A closed loop with `-n`: the requests it was due to send, its workers' part of the
     /// whole run's count (a shard's part of a split run); `None` otherwise.
     pub due: Option<u64>,
+    /// `--trace-context`: the requests (each attempt) whose `traceparent` said sampled
+    /// (since version 12; 0 before, and without trace context).
+    pub trace_sampled: u64,
 }
 
 /// One record of the file.

@@ -18,6 +18,7 @@
 use crate::file::Record;
 
 pub(crate) mod v10;
+pub(crate) mod v11;
 pub(crate) mod v3;
 pub(crate) mod v4;
 pub(crate) mod v5;
@@ -44,6 +45,7 @@ pub(crate) fn decode(version: u16, payload: &[u8]) -> postcard::Result<Record> {
         8 => postcard::from_bytes::<v8::Record>(payload).map(Record::from),
         9 => postcard::from_bytes::<v9::Record>(payload).map(Record::from),
         10 => postcard::from_bytes::<v10::Record>(payload).map(Record::from),
+        11 => postcard::from_bytes::<v11::Record>(payload).map(Record::from),
         _ => postcard::from_bytes(payload),
     }
 }

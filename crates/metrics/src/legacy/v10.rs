@@ -142,7 +142,7 @@ pub(crate) enum Record {
     Header(RunHeader),
     Interval(crate::file::IntervalRecord),
     Event(EventRecord),
-    Footer(crate::file::RunFooter),
+    Footer(crate::legacy::v11::RunFooter),
 }
 
 impl From<Record> for crate::file::Record {
@@ -151,7 +151,7 @@ impl From<Record> for crate::file::Record {
             Record::Header(h) => crate::file::Record::Header(h.into()),
             Record::Interval(i) => crate::file::Record::Interval(i),
             Record::Event(e) => crate::file::Record::Event(e),
-            Record::Footer(f) => crate::file::Record::Footer(f),
+            Record::Footer(f) => crate::file::Record::Footer(f.into()),
         }
     }
 }

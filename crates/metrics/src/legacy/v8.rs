@@ -58,6 +58,7 @@ impl From<RunFooter> for crate::file::RunFooter {
             peak_rss_kib: f.peak_rss_kib,
             sent_prefix: 0,
             due: None,
+            trace_sampled: 0,
         }
     }
 }

@@ -59,6 +59,7 @@ impl From<RunFooter> for crate::file::RunFooter {
             peak_rss_kib: f.peak_rss_kib,
             sent_prefix: f.sent_prefix,
             due: None,
+            trace_sampled: 0,
         }
     }
 }

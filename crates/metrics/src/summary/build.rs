@@ -6,8 +6,8 @@ use super::flows::flow_summaries;
 use super::{
     success_ratio, BackendSummary, Bytes, CacheSide, CacheSummary, Durations, ErrorStat, Generator, GroupSummary,
     IntervalRow, Latencies, LatencyStats, PhaseStats, RequestCounts, RetrySummary, RunSummary, Spectrum, StepSummary,
-    StreamSummary, Warning, WarningKind, WorkloadSummary, GENERATOR, MIN_RATE_REQUESTS, SCATTER_POINTS,
-    SUMMARY_VERSION,
+    StreamSummary, TraceContextSummary, Warning, WarningKind, WorkloadSummary, GENERATOR, MIN_RATE_REQUESTS,
+    SCATTER_POINTS, SUMMARY_VERSION,
 };
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{new_histogram, Counts, PhaseSet, Recorder, CLASS_NAMES};
@@ -389,6 +389,17 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
     out
 }
 
+/// `--trace-context`, as the first file's settings say it was asked, with the requests the
+/// files' footers counted sampled.
+fn trace_context(readers: &[ResultsReader], settings: &serde_json::Value) -> Option<TraceContextSummary> {
+    let trace = settings.get("plan")?.get("trace")?;
+    Some(TraceContextSummary {
+        sample: trace.get("sample")?.as_f64()?,
+        requests_sampled: readers.iter().filter_map(|r| r.footer()).map(|f| f.trace_sampled).sum(),
+        header_bytes_per_request: trace.get("header_bytes_per_request")?.as_u64()?,
+    })
+}
+
 fn retry_summary(total: &Recorder) -> Option<RetrySummary> {
     let c = &total.counts;
     // A request due and never sent had no attempt: it failed at the first and in the end.
@@ -542,6 +553,7 @@ fn build(
     s.sent_prefix = readers.iter().map(|r| r.footer().map_or(0, |f| f.sent_prefix)).min().unwrap_or(0);
     s.backends = backend_summaries(&total);
     s.retries = retry_summary(&total);
+    s.trace_context = trace_context(readers, &s.settings);
     s.by_name = groups(&total.names, total.counts.completed, s.duration.total_s);
     s.by_method = groups(&total.methods, total.counts.completed, s.duration.total_s);
     s.replies = groups(&total.replies, total.counts.completed, s.duration.total_s);

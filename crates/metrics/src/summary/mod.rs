@@ -327,6 +327,18 @@ pub struct IntervalRow {
     pub phase_mean_us: BTreeMap<String, f64>,
 }
 
+/// `--trace-context`: what the `traceparent` headers sampled and cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceContextSummary {
+    /// `--trace-sample`: the share of requests whose `traceparent` says sampled.
+    pub sample: f64,
+    /// Requests (each attempt) whose `traceparent` said sampled, over merged files.
+    pub requests_sampled: u64,
+    /// Bytes the `traceparent` and `tracestate` headers added to each request as the run's
+    /// protocol sent them (HTTP/1.1 lines, HTTP/2 HPACK literals).
+    pub header_bytes_per_request: u64,
+}
+
 /// Requests as the client saw them, when failed attempts were retried.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RetrySummary {
@@ -606,6 +618,10 @@ pub struct RunSummary {
     pub sent_prefix: u64,
     /// With `--retries`: requests as the client saw them (the other figures count attempts).
     pub retries: Option<RetrySummary>,
+    /// `--trace-context`: the share sampled, the requests sampled and the header bytes per
+    /// request; `None` without it.
+    #[serde(default)]
+    pub trace_context: Option<TraceContextSummary>,
     /// Per target name (`# name:`), by requests; empty when no target was named.
     pub by_name: Vec<GroupSummary>,
     /// Per method, by requests.

@@ -197,6 +197,7 @@ pub fn write_results(path: &Path) {
         peak_rss_kib: 18_432,
         sent_prefix: 0,
         due: None,
+        trace_sampled: 0,
     })
     .unwrap();
 }
