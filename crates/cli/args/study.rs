@@ -94,6 +94,14 @@ pub struct ReportArgs {
     /// says so).
     #[arg(long)]
     pub force: bool,
+    /// Find the request a trace id (32 hex digits, or a whole traceparent) of a run with
+    /// --trace-context names: its run and file, its number, when it was due. Exit 1 when
+    /// none of the files' runs has it.
+    #[arg(long, value_name = "ID", value_parser = |s: &str| s.parse::<barrage_metrics::trace::TraceId>())]
+    pub trace_id: Option<barrage_metrics::trace::TraceId>,
+    /// With --trace-id: also print the rows of this request log (`run --log`) that have it.
+    #[arg(long, value_name = "FILE", requires = "trace_id")]
+    pub log: Option<PathBuf>,
     #[command(flatten)]
     pub emit: EmitArgs,
 }

@@ -25,3 +25,4 @@ pub mod run;
 pub mod serve;
 pub mod sweep;
 pub mod testbed;
+pub mod trace;

@@ -9,6 +9,9 @@ use std::io::Write;
 
 /// Renders the files (merged) as the flags ask.
 pub fn report(a: ReportArgs) -> anyhow::Result<Exit> {
+    if let Some(id) = a.trace_id {
+        return super::trace::find(id, &a.files, a.log.as_deref(), a.emit.format);
+    }
     a.emit.files().check(None)?;
     let summary = barrage_metrics::summary::summarize_with(&a.files, a.force)?;
     if a.emit.format == Format::HdrLog {
