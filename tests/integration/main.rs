@@ -41,6 +41,7 @@ mod streams;
 mod studies;
 mod targets;
 mod testbed;
+mod trace;
 mod uploads;
 mod util;
 mod watch;

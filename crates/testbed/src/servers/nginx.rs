@@ -139,8 +139,9 @@ fn nginx_http(dir: &Path) -> String {
     let mut c = format!(
         "    # One line per request, written at once (no buffer: a test reads it right after):
     # the origin that answered ($upstream_addr, \"A, B\" after a failover) and the cache
-    # status (\"-\" when not caching). Errors go to stderr.
-    log_format barrage '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent $request_time upstream=$upstream_addr cache=$upstream_cache_status';
+    # status (\"-\" when not caching), and the W3C traceparent the request carried (\"-\"
+    # without one: `barrage run --trace-context` sends it). Errors go to stderr.
+    log_format barrage '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent $request_time upstream=$upstream_addr cache=$upstream_cache_status traceparent=$http_traceparent';
     access_log {log} barrage;
     # Request bodies of any size pass (the default answers 413 above 1 MB).
     client_max_body_size 0;
