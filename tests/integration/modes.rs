@@ -209,6 +209,9 @@ fn sample(flag: &str, w: &World) -> Sample {
         "no-redact" => plain(s(&["--no-redact"])),
         "tui" => plain(s(&["--tui"])),
         "metrics-addr" => plain(s(&["--metrics-addr", "127.0.0.1:0"])),
+        // Tracing: the plan's view says it (the share and the bytes per request).
+        "trace-context" => plain(s(&["--trace-context"])),
+        "trace-sample" => plain(s(&["--trace-sample", "0.5"])),
         // Scale-out
         "shard" => plain(s(&["--shard", "0/2"])),
         "start-at" => {

@@ -57,7 +57,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub store_dir: Option<PathBuf>,
     /// Append one line per request to FILE: time (Unix s), method, path, status, bytes,
-    /// duration (µs); buffered, written at least every second and at shutdown.
+    /// duration (µs), and the traceparent it carried if any; buffered, written at least
+    /// every second and at shutdown.
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
     /// Serve this certificate chain (PEM) over TLS instead of a generated one; with --key.

@@ -111,4 +111,22 @@ mod tests {
         );
         assert!(RunTrace::of(None, RUN).is_none());
     }
+
+    /// The bytes the plan's view reports are what the encoders add, at every share (the
+    /// threshold's digits vary: 1 at 1 and 0.25, 14 at 0.01).
+    #[test]
+    fn the_bytes_reported_are_the_bytes_sent() {
+        for (sample, http1) in [(1.0, 116), (0.25, 116), (0.01, 129)] {
+            let spec = barrage_plan::TraceSpec { sample };
+            let t = RunTrace::of(Some(spec), RUN).unwrap();
+            let h = t.headers(3, 0, 1);
+            let mut head = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+            put_h1(&h, &mut head);
+            let added = (head.len() - b"GET / HTTP/1.1\r\n\r\n".len()) as u64;
+            assert_eq!((spec.header_bytes(&barrage_plan::Protocol::Http1 { keepalive: true }), added), (http1, http1));
+            let mut block = Vec::new();
+            put_h2(&h, &mut block);
+            assert_eq!(spec.header_bytes(&barrage_plan::Protocol::http2(1)), block.len() as u64, "{sample}");
+        }
+    }
 }
