@@ -64,6 +64,39 @@ fn stale_connection_retries_are_shown_when_there_were_any() {
     assert!(sheet.contains("stale_connection_retries"), "{sheet}");
 }
 
+/// `--trace-context`'s figures: one line in the text report, `trace_context` in the JSON
+/// (null without it), both kept to the schema.
+#[test]
+fn trace_context_is_one_line_and_a_json_object_in_the_schema() {
+    let (_dir, _, mut s) = fixture();
+    let validator = jsonschema::draft202012::new(&schema()).expect("the schema compiles");
+    let valid = |json: &serde_json::Value| {
+        let errors: Vec<String> = validator.iter_errors(json).map(|e| format!("{}: {e}", e.instance_path)).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    };
+    assert!(!barrage_report::text(&s, false).contains("Trace context"));
+    let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    assert!(json["trace_context"].is_null());
+    valid(&json);
+    s.trace_context = Some(barrage_metrics::summary::TraceContextSummary {
+        sample: 0.01,
+        requests_sampled: 12,
+        header_bytes_per_request: 129,
+    });
+    let text = barrage_report::text(&s, false);
+    let line = text.lines().find(|l| l.starts_with("Trace context")).expect("a line");
+    assert_eq!(
+        line,
+        "Trace context  1.00% sampled (12 requests), traceparent and tracestate added 129 B to each request"
+    );
+    let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
+    assert_eq!(
+        json["trace_context"],
+        serde_json::json!({"sample": 0.01, "requests_sampled": 12, "header_bytes_per_request": 129})
+    );
+    valid(&json);
+}
+
 /// HTTP/2's figures (connections by protocol, streams in use and the server's cap, stalls,
 /// unprocessed stream retries) and its warnings show in every format, and the JSON keeps
 /// to the schema.

@@ -2,7 +2,7 @@
 
 use crate::file::tests::{header, interval, sample_at, write_old};
 use crate::file::*;
-use crate::legacy::{v10, v3, v4, v5, v6, v7, v8, v9};
+use crate::legacy::{v10, v11, v3, v4, v5, v6, v7, v8, v9};
 use crate::recorder::Recorder;
 use std::time::Duration;
 
@@ -265,6 +265,31 @@ fn version_10_files_read_with_every_url_in_the_header_and_no_run_id() {
     let p = dir.path().join("v11.brg");
     ResultsWriter::create(&p, &h).unwrap().finish(&RunFooter::default()).unwrap();
     assert_eq!(ResultsReader::open(&p).unwrap().header().launch.run_id, h.launch.run_id);
+}
+
+/// A version 11 footer has no count of requests sent sampled (`--trace-context` came
+/// after): it reads as 0, its other figures as they were; today's file keeps the count.
+#[test]
+fn version_11_files_read_with_no_requests_sampled() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v11.brg");
+    let h = header(11_000);
+    let footer = RunFooter { attack_us: 11, sent_prefix: 40, due: Some(7), trace_sampled: 12, ..Default::default() };
+    let old = [
+        v11::Record::Header(h.clone()),
+        v11::Record::Interval(interval(0, 11_000, 3)),
+        v11::Record::Footer(footer.clone().into()),
+    ];
+    write_old(&p, 11, &old);
+    let mut r = ResultsReader::open(&p).unwrap();
+    assert_eq!(r.next_interval(), Some(interval(0, 11_000, 3)));
+    assert!(r.next_interval().is_none());
+    assert_eq!(r.footer(), Some(&RunFooter { trace_sampled: 0, ..footer.clone() }));
+    let p = dir.path().join("v12.brg");
+    ResultsWriter::create(&p, &h).unwrap().finish(&footer).unwrap();
+    let mut r = ResultsReader::open(&p).unwrap();
+    while r.next_interval().is_some() {}
+    assert_eq!(r.footer().map(|f| f.trace_sampled), Some(12));
 }
 
 /// A file written before flows (format version 4) reads back whole, with no flows.
