@@ -324,3 +324,28 @@ fn trace_flags_are_checked() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// A retried request stays in its trace, each attempt a span of its own
+/// (`span_id(number, 0, attempt)`), its sampled flag the trace's.
+#[test]
+fn each_attempt_of_a_retried_request_is_its_own_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, log) = logging_origin(dir.path(), ServeConfig { error_rate: 0.5, ..Default::default() });
+    let url = o.url();
+    let args = ["-n", "40", "-c", "2", "--retries", "3", "--retry-on", "5xx", "--backoff", "1ms..2ms"];
+    let (file, _) = run(dir.path(), "retried", &[&args[..], &["--trace-sample", "0.5", &url]].concat());
+    let key = key_of(&file);
+    let mut attempts: BTreeMap<u64, Vec<Arrived>> = BTreeMap::new();
+    for tp in origin_saw(o, &log) {
+        let a = parse(tp.as_deref().unwrap());
+        attempts.entry(key.number_of(a.trace).unwrap()).or_default().push(a);
+    }
+    assert_eq!(attempts.keys().copied().collect::<Vec<_>>(), (0..40).collect::<Vec<_>>());
+    for (&n, seen) in &attempts {
+        let spans: HashSet<u64> = seen.iter().map(|a| a.span.0).collect();
+        let want: HashSet<u64> = (1..=seen.len() as u32).map(|a| key.span_id(n, 0, a).0).collect();
+        assert_eq!(spans, want, "request {n}: one span per attempt, attempts 1..{}", seen.len());
+        assert!(seen.iter().all(|a| a.sampled == seen[0].sampled), "request {n}: one flag for its trace");
+    }
+    assert!(attempts.values().any(|seen| seen.len() > 1), "half the answers fail: some request was retried");
+}
