@@ -138,15 +138,12 @@ pub fn run(
     // The schedule's zero on the wall clock: the asked start, or when the engine was ready.
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
     let started_unix_ms = start_unix_us / 1000;
-    // The header's URLs (a million, maybe) are listed as they are written.
     // Each request's trace id derives from the run id (each shard's its own).
     let trace = trace::RunTrace::of(plan.trace, &launch.run_id);
+    // The header's URLs (a million, maybe) are listed as they are written.
     let header = header(&plan, spec, started_unix_ms, threads, launch);
     let mut writer = ResultsWriter::create_with_urls(&spec.output, &header, listed_urls(&plan, &spec.redaction))?;
-    let log = match &spec.log {
-        Some(l) => Some(reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))?),
-        None => None,
-    };
+    let log = spec.log.as_ref().map(open_log).transpose()?;
     let (tx, rx) = std::sync::mpsc::channel();
     let attack_limit = plan.attack_limit();
     let keys: Arc<[prepared::GroupKeys]> = prepared::group_keys(&plan).into();
@@ -196,6 +193,11 @@ pub fn run(
     result?;
     collector.interrupted = stop.is_cancelled();
     finish_file(writer, &collector, events, log, spec, started_unix_ms)
+}
+
+/// Creates the request log `l` asks for and starts its writer.
+fn open_log(l: &reqlog::LogSpec) -> Result<reqlog::RequestLog, EngineError> {
+    reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))
 }
 
 /// Ends the results file of a run whose threads have finished: the `--at` commands' events
