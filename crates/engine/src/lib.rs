@@ -108,6 +108,8 @@ pub struct RunSpec {
     pub clock_offset_us: Option<i64>,
     /// What the shards of one run must share (see [`barrage_metrics::file::Launch`]).
     pub plan_digest: String,
+    /// `--otlp` with `--trace-context`: where sampled requests' client spans go.
+    pub spans: Option<barrage_metrics::trace::Spans>,
 }
 
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
@@ -124,7 +126,8 @@ pub fn run(
         || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls, http::h3::client_config)?);
-    let (targets, endpoints) = prepared::prepare(&plan, spec.log.is_some().then_some(&spec.redaction));
+    let (targets, endpoints) =
+        prepared::prepare(&plan, (spec.log.is_some() || spec.spans.is_some()).then_some(&spec.redaction));
     let threads = plan.thread_count();
     // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
     // temporary file is the caller's to remove).
@@ -139,7 +142,7 @@ pub fn run(
     let start_unix_us = launch.start_at_unix_us.unwrap_or(launch.ready_unix_us);
     let started_unix_ms = start_unix_us / 1000;
     // Each request's trace id derives from the run id (each shard's its own).
-    let trace = trace::RunTrace::of(plan.trace, &launch.run_id);
+    let trace = trace::RunTrace::of(plan.trace, &launch.run_id, spec.spans.clone());
     // The header's URLs (a million, maybe) are listed as they are written.
     let header = header(&plan, spec, started_unix_ms, threads, launch);
     let mut writer = ResultsWriter::create_with_urls(&spec.output, &header, listed_urls(&plan, &spec.redaction))?;

@@ -35,8 +35,8 @@ pub struct Prepared {
     pub(crate) template: Option<Box<IdTemplate>>,
     /// The name, for the request log and the figures by name.
     pub(crate) name: Option<Arc<str>>,
-    /// The URL as given (a template keeps `{id}`), redacted, for the request log: only
-    /// when there is one.
+    /// The URL as given (a template keeps `{id}`), redacted, for the request log and the
+    /// client spans: only when there is one of them.
     pub(crate) url_text: Option<Box<str>>,
     /// Index into the run's endpoints.
     pub endpoint: usize,

@@ -9,7 +9,7 @@ use crate::conn::Failure;
 use crate::http::{Conn, Filled, Outgoing, Reading, SharedConns};
 use crate::prepared::Prepared;
 use crate::timing::Phases;
-use crate::trace::TraceHeaders;
+use crate::trace::{Attempted, TraceHeaders};
 use crate::watchdog::{Expired, Watchdog};
 use crate::worker::Worker;
 use barrage_metrics::recorder::FlowFailure;
@@ -281,6 +281,11 @@ impl Slot {
             (None, name) => name.as_deref().map(str::as_bytes),
         };
         record_done(w, &sample, name, Some(target.method.as_str().as_bytes()), &done);
+        if let (Some(run), Some(t)) = (&w.trace, trace.filter(|t| t.sampled)) {
+            let number = io.as_deref().map_or(job.number, |io| io.flow_id);
+            let step = io.as_deref().map(|io| io.step);
+            run.ended(w, &t, &sample, &Attempted { number, attempt: job.attempt, target, step });
+        }
         if let (Some(io), Some(failure)) = (io.as_deref(), rejection) {
             let example = || failure_example(io, done.outcome, &w.redaction);
             w.recorder.borrow_mut().names.mark(io.key, failure, example);

@@ -4,7 +4,10 @@
 //! stored per request: the ids are a function of (run id, number, step, attempt), which is
 //! also how `barrage report --trace-id` finds a request again.
 
-use barrage_metrics::trace::{self, Sampling, TraceId, TraceKey, TRACEPARENT_LEN};
+use crate::prepared::Prepared;
+use crate::worker::Worker;
+use barrage_metrics::trace::{self, Sampling, SpanId, TraceId, TraceKey, TRACEPARENT_LEN};
+use barrage_metrics::Sample;
 use http::HeaderValue;
 
 /// The run's trace context: its key, its sampling, its `tracestate` (the same for every
@@ -14,6 +17,8 @@ pub struct RunTrace {
     key: TraceKey,
     sampling: Sampling,
     state: HeaderValue,
+    /// Where sampled requests' client spans go (`--otlp`); `None` keeps none.
+    spans: Option<trace::Spans>,
 }
 
 /// The trace headers of one attempt: its `traceparent` (on the stack, formatted without
@@ -25,17 +30,19 @@ pub(crate) struct TraceHeaders<'a> {
     /// The trace and whether it is sampled, for the request log.
     pub trace: TraceId,
     pub sampled: bool,
+    /// The attempt's own span: the `traceparent`'s parent id.
+    pub span: SpanId,
 }
 
 impl RunTrace {
     /// The trace context of a run with `run_id` asked by `spec`; `None` without one (or a
     /// run id that is not 32 hex digits, which [`crate::run`] never makes).
-    pub fn of(spec: Option<barrage_plan::TraceSpec>, run_id: &str) -> Option<RunTrace> {
+    pub fn of(spec: Option<barrage_plan::TraceSpec>, run_id: &str, spans: Option<trace::Spans>) -> Option<RunTrace> {
         let spec = spec?;
         let key = TraceKey::of_run(run_id)?;
         let sampling = Sampling::new(spec.sample)?;
         let state = HeaderValue::from_str(&trace::tracestate(run_id, &sampling)).ok()?;
-        Some(RunTrace { key, sampling, state })
+        Some(RunTrace { key, sampling, state, spans })
     }
 
     /// The headers of attempt `attempt` of step `step` (0: a plain request; a flow's steps
@@ -44,9 +51,85 @@ impl RunTrace {
     pub(crate) fn headers(&self, number: u64, step: u32, attempt: u32) -> TraceHeaders<'_> {
         let id = self.key.trace_id(number);
         let sampled = self.sampling.sampled(id);
-        let parent = trace::traceparent(id, self.key.span_id(number, step, attempt), sampled);
-        TraceHeaders { parent, state: &self.state, trace: id, sampled }
+        let span = self.key.span_id(number, step, attempt);
+        let parent = trace::traceparent(id, span, sampled);
+        TraceHeaders { parent, state: &self.state, trace: id, sampled, span }
     }
+}
+
+/// The most targets whose URLs a span names (beyond, a list's span names its server).
+const SPAN_URLS: usize = 64;
+
+/// What a sampled attempt's span says besides its sample.
+pub(crate) struct Attempted<'a> {
+    /// The request's (or flow's) number and the attempt.
+    pub number: u64,
+    pub attempt: u32,
+    pub target: &'a Prepared,
+    /// A flow's step.
+    pub step: Option<&'a barrage_plan::flow::Step>,
+}
+
+impl RunTrace {
+    /// A sampled attempt ended: kept as an exemplar when it is among its interval's
+    /// slowest, and its client span handed to the exporter. Only sampled attempts come
+    /// here: a server keeps their traces, so an exemplar or a span always leads to one.
+    pub(crate) fn ended(&self, w: &Worker, t: &TraceHeaders<'_>, sample: &Sample, a: &Attempted<'_>) {
+        let latency_us = sample.corrected().as_micros() as u64;
+        let ended_ms = u32::try_from(sample.ended.as_millis()).unwrap_or(u32::MAX);
+        let exemplar = trace::Exemplar { trace: t.trace.0, span: t.span.0, latency_us, ended_ms };
+        trace::keep_exemplar(&mut w.recorder.borrow_mut().exemplars, exemplar);
+        let Some(spans) = &self.spans else { return };
+        let unix = |d: std::time::Duration| w.start_unix_us.saturating_add(d.as_micros() as u64);
+        let endpoint = &w.endpoints[a.target.endpoint];
+        // Bounded cardinality: a step's URL as written (its variables unfilled), a target's
+        // name, a URL template (its id unfilled), a short list's URL; a long list's
+        // targets are only their server.
+        let target = match (a.step, &a.target.name, &a.target.url_text) {
+            (Some(step), _, _) => step.url_text.as_str().into(),
+            (None, Some(name), _) => name.clone(),
+            (None, None, Some(url)) if a.target.template.is_some() || w.targets.len() <= SPAN_URLS => {
+                url.as_ref().into()
+            }
+            _ => {
+                format!("{}://{}:{}", if endpoint.tls { "https" } else { "http" }, endpoint.host, endpoint.port).into()
+            }
+        };
+        spans.0.put(trace::SpanRecord {
+            trace: t.trace,
+            span: t.span,
+            // A flow's steps are spans of its trace beside each other: the flow itself is
+            // no span of its own (its latency is in the flows' figures).
+            parent: None,
+            number: a.number,
+            attempt: a.attempt,
+            intended_unix_us: unix(sample.intended),
+            started_unix_us: unix(sample.started),
+            ended_unix_us: unix(sample.ended),
+            phases: sample.phases,
+            outcome: sample.outcome,
+            rejected: sample.rejected,
+            method: method_name(&a.target.method),
+            target,
+            server: format!("{}:{}", endpoint.host, endpoint.port).into(),
+            step: a.step.map(|s| s.name.as_str().into()),
+            captures: a.step.map(|s| s.captures.iter().map(|c| c.name.as_str().into()).collect()).unwrap_or_default(),
+            bytes_in: sample.bytes_in,
+            bytes_out: sample.bytes_out,
+            cache: sample.cache,
+        });
+    }
+}
+
+/// A method's name as OpenTelemetry's HTTP conventions want it: the standard ones, and
+/// `_OTHER` for any other (a bounded attribute).
+fn method_name(m: &http::Method) -> &'static str {
+    use http::Method as M;
+    [M::GET, M::HEAD, M::POST, M::PUT, M::DELETE, M::CONNECT, M::OPTIONS, M::TRACE, M::PATCH]
+        .iter()
+        .zip(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
+        .find_map(|(known, name)| (known == m).then_some(name))
+        .unwrap_or("_OTHER")
 }
 
 /// `traceparent` and `tracestate` as HTTP/1.1 header lines, inserted before the blank line
@@ -84,7 +167,7 @@ mod tests {
 
     #[test]
     fn headers_are_the_trace_modules_and_the_encoders_append_them() {
-        let t = RunTrace::of(Some(barrage_plan::TraceSpec { sample: 0.25 }), RUN).unwrap();
+        let t = RunTrace::of(Some(barrage_plan::TraceSpec { sample: 0.25 }), RUN, None).unwrap();
         let h = t.headers(7, 0, 1);
         let key = TraceKey::of_run(RUN).unwrap();
         assert_eq!(h.parent, trace::traceparent(key.trace_id(7), key.span_id(7, 0, 1), h.sampled));
@@ -109,7 +192,7 @@ mod tests {
             barrage_plan::TraceSpec { sample: 0.25 }.header_bytes(&barrage_plan::Protocol::http2(1)) as usize,
             block.len()
         );
-        assert!(RunTrace::of(None, RUN).is_none());
+        assert!(RunTrace::of(None, RUN, None).is_none());
     }
 
     /// The bytes the plan's view reports are what the encoders add, at every share (the
@@ -118,7 +201,7 @@ mod tests {
     fn the_bytes_reported_are_the_bytes_sent() {
         for (sample, http1) in [(1.0, 116), (0.25, 116), (0.01, 129)] {
             let spec = barrage_plan::TraceSpec { sample };
-            let t = RunTrace::of(Some(spec), RUN).unwrap();
+            let t = RunTrace::of(Some(spec), RUN, None).unwrap();
             let h = t.headers(3, 0, 1);
             let mut head = b"GET / HTTP/1.1\r\n\r\n".to_vec();
             put_h1(&h, &mut head);

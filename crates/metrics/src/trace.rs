@@ -13,6 +13,8 @@
 //! thread and rerun of a run's stream samples the same requests, and a server's consistent
 //! sampler given the same threshold (in `tracestate`, `ot=th:…`) keeps exactly those.
 
+use serde::{Deserialize, Serialize};
+
 /// The length of a `traceparent` value: `00-` 32 hex `-` 16 hex `-` 2 hex.
 pub const TRACEPARENT_LEN: usize = 55;
 
@@ -214,6 +216,66 @@ pub struct SpanRecord {
     pub cache: crate::CacheStatus,
 }
 
+/// Where the engine hands each sampled request's span: the OTLP exporter's queue, which
+/// never blocks (a full one drops and counts).
+pub trait SpanOut: Send + Sync {
+    /// Takes `span`, or drops it.
+    fn put(&self, span: SpanRecord);
+}
+
+/// A run's [`SpanOut`], as the engine's settings hold it.
+#[derive(Clone)]
+pub struct Spans(pub std::sync::Arc<dyn SpanOut>);
+
+impl std::fmt::Debug for Spans {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Spans")
+    }
+}
+
+/// A sampled request kept as an exemplar: its ids and its latency, so a histogram's bucket
+/// (OTLP, OpenMetrics) or a chart's p99 point (the HTML report) can name a trace the
+/// server recorded for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exemplar {
+    /// Its trace.
+    pub trace: u128,
+    /// Its client span (the server span's parent).
+    pub span: u64,
+    /// Its latency from the intended start (corrected), µs.
+    pub latency_us: u64,
+    /// When it ended, ms from the run's start.
+    pub ended_ms: u32,
+}
+
+impl Exemplar {
+    /// Its trace id.
+    pub fn trace_id(&self) -> TraceId {
+        TraceId(self.trace)
+    }
+
+    /// Its span id.
+    pub fn span_id(&self) -> SpanId {
+        SpanId(self.span)
+    }
+}
+
+/// Exemplars an interval keeps: its slowest sampled requests, the ones a p99 spike is made of.
+pub const EXEMPLARS_PER_INTERVAL: usize = 8;
+
+/// Keeps `e` among `kept` if it is one of the [`EXEMPLARS_PER_INTERVAL`] slowest (ties: the
+/// first kept stays). At most one comparison with each kept: cheap per sampled request.
+pub fn keep_exemplar(kept: &mut Vec<Exemplar>, e: Exemplar) {
+    if kept.len() < EXEMPLARS_PER_INTERVAL {
+        kept.push(e);
+        return;
+    }
+    let (i, fastest) = kept.iter().enumerate().min_by_key(|(_, k)| k.latency_us).expect("full");
+    if e.latency_us > fastest.latency_us {
+        kept[i] = e;
+    }
+}
+
 /// SplitMix64's finalizer: a bijection of 64-bit values that scatters consecutive ones.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -344,5 +406,45 @@ mod tests {
         assert_eq!(parts[1].parse::<TraceId>(), Ok(trace));
         assert!("xyz".parse::<TraceId>().is_err());
         assert_eq!(tracestate(RUN, &Sampling::new(0.5).unwrap()), "barrage=4bf92f3577b34da6,ot=th:8");
+    }
+
+    fn exemplar(trace: u128, latency_us: u64) -> Exemplar {
+        Exemplar { trace, span: 1, latency_us, ended_ms: 0 }
+    }
+
+    #[test]
+    fn an_interval_keeps_its_slowest_sampled_requests_and_merging_keeps_the_slowest_of_all() {
+        let mut kept = Vec::new();
+        for (i, us) in [5, 900, 7, 30, 2, 800, 1, 60, 70, 1000, 3].into_iter().enumerate() {
+            keep_exemplar(&mut kept, exemplar(i as u128, us));
+        }
+        let mut latencies: Vec<u64> = kept.iter().map(|e| e.latency_us).collect();
+        latencies.sort_unstable();
+        assert_eq!(latencies, [3, 5, 7, 30, 60, 70, 800, 900, 1000][1..]);
+        let mut a = crate::Recorder::new();
+        let mut b = crate::Recorder::new();
+        a.exemplars = kept;
+        b.exemplars = vec![exemplar(99, 5000), exemplar(98, 4)];
+        a.add(&b);
+        assert_eq!(a.exemplars.len(), EXEMPLARS_PER_INTERVAL);
+        assert!(a.exemplars.iter().any(|e| e.trace == 99) && !a.exemplars.iter().any(|e| e.trace == 98));
+    }
+
+    #[test]
+    fn exemplars_travel_with_their_interval_through_the_results_file() {
+        use crate::file::{ResultsReader, ResultsWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.brg");
+        let mut w = ResultsWriter::create(&path, &crate::testing::header(0)).unwrap();
+        let mut with = crate::Recorder::new();
+        with.exemplars = vec![exemplar(7, 1500), exemplar(8, 900)];
+        w.write_interval(&crate::testing::interval(0, 0, with)).unwrap();
+        w.write_interval(&crate::testing::interval(1, 1000, crate::Recorder::new())).unwrap();
+        w.finish(&Default::default()).unwrap();
+        let mut r = ResultsReader::open(&path).unwrap();
+        let first = r.next_interval().unwrap();
+        assert_eq!(first.recorder.exemplars, [exemplar(7, 1500), exemplar(8, 900)]);
+        assert!(r.next_interval().unwrap().recorder.exemplars.is_empty(), "each interval its own");
+        assert!(r.next_interval().is_none() && r.warning().is_none());
     }
 }

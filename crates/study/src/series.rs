@@ -42,6 +42,8 @@ pub struct RunOrder {
     pub start_at: Option<std::time::SystemTime>,
     /// `--clock-offset`, µs.
     pub clock_offset_us: Option<i64>,
+    /// `--otlp` with `--trace-context`: where sampled requests' client spans go.
+    pub spans: Option<barrage_metrics::trace::Spans>,
 }
 
 impl RunOrder {
@@ -58,6 +60,7 @@ impl RunOrder {
             redaction: Redaction::default(),
             start_at: None,
             clock_offset_us: None,
+            spans: None,
         }
     }
 
@@ -304,6 +307,7 @@ pub fn measure(
         start_at: order.start_at,
         clock_offset_us: order.clock_offset_us,
         plan_digest: order.plan_digest(),
+        spans: order.spans.clone(),
     };
     // The settings and digest of a million targets take a moment: a stop meanwhile starts
     // no run.

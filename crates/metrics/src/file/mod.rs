@@ -245,6 +245,7 @@ pub struct Launch {
 
 limit!(UrlLimit = MAX_RUN_URLS, "URLs");
 limit!(RecordUrlLimit = URLS_PER_RECORD, "URLs of a record");
+limit!(ExemplarLimit = crate::trace::EXEMPLARS_PER_INTERVAL, "exemplars of an interval");
 limit!(StepLimit = MAX_RUN_STEPS, "steps");
 limit!(GroupLimit = MAX_RUN_GROUPS, "scenario groups");
 limit!(GroupStepLimit = MAX_GROUP_STEPS, "steps of a scenario group");
@@ -367,6 +368,9 @@ pub enum Record {
     /// The run's URLs after those of the header (or of the record of URLs before), in
     /// order: right after the header (since version 11).
     Urls(#[serde(deserialize_with = "bounded::vec::<RecordUrlLimit, _, _>")] Vec<String>),
+    /// The exemplars of the interval that follows (since version 12; see
+    /// [`Recorder::exemplars`]).
+    Exemplars(#[serde(deserialize_with = "bounded::vec::<ExemplarLimit, _, _>")] Vec<crate::trace::Exemplar>),
 }
 
 /// Streams a run into a results file.
@@ -408,6 +412,9 @@ impl ResultsWriter {
 
     /// Appends a closed interval and flushes it to the OS.
     pub fn write_interval(&mut self, interval: &IntervalRecord) -> Result<(), FileError> {
+        if !interval.recorder.exemplars.is_empty() {
+            self.write(&Record::Exemplars(interval.recorder.exemplars.clone()))?;
+        }
         // Cloning the recorder would cost more than encoding it in place.
         self.buf.clear();
         postcard::to_io(&RecordRef::Interval(interval), &mut self.buf).expect("encoding into memory cannot fail");
@@ -496,6 +503,8 @@ pub struct ResultsReader {
     header: RunHeader,
     /// The record read after the header's URLs, for [`ResultsReader::next_interval`].
     pending: Option<Record>,
+    /// The exemplars read for the next interval.
+    exemplars: Vec<crate::trace::Exemplar>,
     footer: Option<RunFooter>,
     events: Vec<EventRecord>,
     warning: Option<String>,
@@ -532,6 +541,7 @@ impl ResultsReader {
             path: path.to_path_buf(),
             header,
             pending: None,
+            exemplars: Vec::new(),
             footer: None,
             events: Vec::new(),
             warning: None,
@@ -607,10 +617,12 @@ impl ResultsReader {
                 None => read_record(&mut self.input, self.version),
             };
             match next {
-                Ok(Some(Record::Interval(i))) => {
+                Ok(Some(Record::Interval(mut i))) => {
                     self.intervals += 1;
+                    i.recorder.exemplars = std::mem::take(&mut self.exemplars);
                     return Some(i);
                 }
+                Ok(Some(Record::Exemplars(e))) => self.exemplars = e,
                 Ok(Some(Record::Footer(f))) => self.footer = Some(f),
                 Ok(Some(Record::Event(e))) => self.events.push(e),
                 Ok(Some(Record::Header(_))) => {

@@ -355,6 +355,11 @@ pub struct Recorder {
     /// A few individual requests of each tenth of a second (the first
     /// [`SAMPLES_PER_TICK`]), for a scatter plot of the run.
     pub samples: Vec<RequestPoint>,
+    /// `--trace-context`: the slowest sampled requests ([`crate::trace::keep_exemplar`]).
+    /// Not in the recorder's own encoding: the results file writes them as a record of
+    /// their own before their interval's ([`crate::file::ResultsWriter::write_interval`]),
+    /// so files without them read as they were.
+    pub exemplars: Vec<crate::trace::Exemplar>,
     /// Responses per status code; index `code - 99`, index 0 for codes outside 100..=999.
     status: Box<[u64; STATUS_SLOTS]>,
     /// One example message per error kind.
@@ -387,6 +392,7 @@ impl Recorder {
             whole: None,
             timeline: Timeline::default(),
             samples: Vec::new(),
+            exemplars: Vec::new(),
             status: Box::new([0; STATUS_SLOTS]),
             examples: Default::default(),
         }
@@ -611,6 +617,9 @@ impl Recorder {
         }
         self.timeline.add(&other.timeline);
         self.samples.extend_from_slice(&other.samples);
+        for e in &other.exemplars {
+            crate::trace::keep_exemplar(&mut self.exemplars, *e);
+        }
         self.backends.add(&other.backends);
         self.names.add(&other.names);
         self.methods.add(&other.methods);
