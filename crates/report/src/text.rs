@@ -422,16 +422,24 @@ fn by_name_and_method(s: &RunSummary) -> String {
     parts.join("\n")
 }
 
-/// `--trace-context` in one line: what it sampled and what its headers cost each request.
+/// `--trace-context` in one line: what it sampled and what its headers cost each request;
+/// then the slowest sampled requests' traces, the ones a server's tracing has for the tail.
 fn trace_context(s: &RunSummary) -> String {
     let Some(t) = &s.trace_context else { return String::new() };
-    format!(
+    let mut out = format!(
         "Trace context  {} sampled ({} requests), traceparent and tracestate added {} B to each request\n",
         percent(t.sample),
         t.requests_sampled,
         t.header_bytes_per_request
-    )
+    );
+    for e in t.slowest.iter().take(SLOWEST_SHOWN) {
+        let _ = writeln!(out, "  slowest sampled  {:>9}  trace {}  at {:.1}s", us(e.latency_us), e.trace_id, e.ended_s);
+    }
+    out
 }
+
+/// The slowest sampled requests the text report names (the JSON has them all).
+const SLOWEST_SHOWN: usize = 3;
 
 /// Requests as the client saw them when failed attempts were retried.
 fn retries(s: &RunSummary) -> String {

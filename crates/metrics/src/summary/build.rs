@@ -4,10 +4,10 @@
 use super::checks::{flow_check, reply_check, self_check, stream_check, watch_check};
 use super::flows::flow_summaries;
 use super::{
-    success_ratio, BackendSummary, Bytes, CacheSide, CacheSummary, Durations, ErrorStat, Generator, GroupSummary,
-    IntervalRow, Latencies, LatencyStats, PhaseStats, RequestCounts, RetrySummary, RunSummary, Spectrum, StepSummary,
-    StreamSummary, TraceContextSummary, Warning, WarningKind, WorkloadSummary, GENERATOR, MIN_RATE_REQUESTS,
-    SCATTER_POINTS, SUMMARY_VERSION,
+    success_ratio, BackendSummary, Bytes, CacheSide, CacheSummary, Durations, ErrorStat, ExemplarRow, Generator,
+    GroupSummary, IntervalRow, Latencies, LatencyStats, PhaseStats, RequestCounts, RetrySummary, RunSummary, Spectrum,
+    StepSummary, StreamSummary, TraceContextSummary, Warning, WarningKind, WorkloadSummary, GENERATOR,
+    MIN_RATE_REQUESTS, SCATTER_POINTS, SUMMARY_VERSION,
 };
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{new_histogram, Counts, PhaseSet, Recorder, CLASS_NAMES};
@@ -351,6 +351,7 @@ fn row(second: u64, length_s: f64, r: &Recorder) -> IntervalRow {
         max_us: if r.corrected.is_empty() { 0 } else { r.corrected.max() },
         service_p50_us: quantile(&r.service, 0.5),
         service_p99_us: quantile(&r.service, 0.99),
+        exemplars: ExemplarRow::of(&r.exemplars),
         phase_mean_us: Phase::ALL
             .iter()
             .filter(|p| !r.phase(**p).is_empty())
@@ -391,12 +392,17 @@ fn groups(keyed: &crate::recorder::Keyed, all: u64, run_s: f64) -> Vec<GroupSumm
 
 /// `--trace-context`, as the first file's settings say it was asked, with the requests the
 /// files' footers counted sampled.
-fn trace_context(readers: &[ResultsReader], settings: &serde_json::Value) -> Option<TraceContextSummary> {
+fn trace_context(
+    readers: &[ResultsReader],
+    settings: &serde_json::Value,
+    total: &Recorder,
+) -> Option<TraceContextSummary> {
     let trace = settings.get("plan")?.get("trace")?;
     Some(TraceContextSummary {
         sample: trace.get("sample")?.as_f64()?,
         requests_sampled: readers.iter().filter_map(|r| r.footer()).map(|f| f.trace_sampled).sum(),
         header_bytes_per_request: trace.get("header_bytes_per_request")?.as_u64()?,
+        slowest: ExemplarRow::of(&total.exemplars),
     })
 }
 
@@ -553,7 +559,7 @@ fn build(
     s.sent_prefix = readers.iter().map(|r| r.footer().map_or(0, |f| f.sent_prefix)).min().unwrap_or(0);
     s.backends = backend_summaries(&total);
     s.retries = retry_summary(&total);
-    s.trace_context = trace_context(readers, &s.settings);
+    s.trace_context = trace_context(readers, &s.settings, &total);
     s.by_name = groups(&total.names, total.counts.completed, s.duration.total_s);
     s.by_method = groups(&total.methods, total.counts.completed, s.duration.total_s);
     s.replies = groups(&total.replies, total.counts.completed, s.duration.total_s);

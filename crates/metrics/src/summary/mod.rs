@@ -325,6 +325,40 @@ pub struct IntervalRow {
     pub service_p99_us: u64,
     /// Mean of each phase that happened in the interval, µs.
     pub phase_mean_us: BTreeMap<String, f64>,
+    /// `--trace-context`: the interval's slowest sampled requests, slowest first.
+    #[serde(default)]
+    pub exemplars: Vec<ExemplarRow>,
+}
+
+/// A sampled request named by its trace: what leads from a latency figure to the trace a
+/// server recorded for it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExemplarRow {
+    /// Its trace id, 32 hex digits.
+    pub trace_id: String,
+    /// Its client span's id (the server span's parent), 16 hex digits.
+    pub span_id: String,
+    /// Its latency from the intended start, µs.
+    pub latency_us: u64,
+    /// When it ended, seconds from the run's start.
+    pub ended_s: f64,
+}
+
+impl ExemplarRow {
+    /// `kept`, slowest first.
+    pub fn of(kept: &[crate::trace::Exemplar]) -> Vec<ExemplarRow> {
+        let mut rows: Vec<ExemplarRow> = kept
+            .iter()
+            .map(|e| ExemplarRow {
+                trace_id: e.trace_id().to_string(),
+                span_id: e.span_id().to_string(),
+                latency_us: e.latency_us,
+                ended_s: f64::from(e.ended_ms) / 1e3,
+            })
+            .collect();
+        rows.sort_by(|a, b| b.latency_us.cmp(&a.latency_us).then_with(|| a.trace_id.cmp(&b.trace_id)));
+        rows
+    }
 }
 
 /// `--trace-context`: what the `traceparent` headers sampled and cost.
@@ -337,6 +371,10 @@ pub struct TraceContextSummary {
     /// Bytes the `traceparent` and `tracestate` headers added to each request as the run's
     /// protocol sent them (HTTP/1.1 lines, HTTP/2 HPACK literals).
     pub header_bytes_per_request: u64,
+    /// The run's slowest sampled requests, slowest first (at most
+    /// [`crate::trace::EXEMPLARS_PER_INTERVAL`]).
+    #[serde(default)]
+    pub slowest: Vec<ExemplarRow>,
 }
 
 /// Requests as the client saw them, when failed attempts were retried.
