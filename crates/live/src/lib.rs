@@ -48,6 +48,7 @@
 
 #![warn(missing_docs)]
 
+mod exemplars;
 mod hdr_log;
 pub mod metrics;
 mod progress;

@@ -46,6 +46,7 @@
 //! The histogram buckets are [`LATENCY_BUCKETS`]. The process and monitor gauges appear
 //! once the run samples its processes.
 
+use crate::exemplars::BucketExemplar;
 use crate::LiveError;
 use barrage_metrics::{CacheStatus, ErrorKind, IntervalRecord, Protocol};
 use bytes::Bytes;
@@ -113,7 +114,8 @@ impl MetricsEndpoint {
         };
         let mut registry = Registry::with_prefix("barrage");
         let metrics = Metrics::register(&mut registry);
-        let shared = Arc::new(EndpointState { registry, snapshot: RwLock::new(Span::default()) });
+        let latency = metrics.latency.clone();
+        let shared = Arc::new(EndpointState { registry, snapshot: RwLock::new(Span::default()), latency });
         let (stop, stopped) = oneshot::channel();
         let served = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -172,6 +174,8 @@ struct EndpointState {
     /// Taken for writing by an update and for reading by a scrape; holds what the gauges are
     /// computed from.
     snapshot: RwLock<Span>,
+    /// The corrected latency's buckets, for their exemplars ([`crate::exemplars`]).
+    latency: HdrBuckets,
 }
 
 /// The wall-clock span of the current run's intervals, for `barrage_elapsed_seconds`.
@@ -472,6 +476,7 @@ impl Metrics {
         self.ok_rate.set(if secs > 0.0 { ok as f64 / secs } else { 0.0 });
         self.interval.set(i64::from(i.index));
         let first = *span.first_start_ms.get_or_insert(i.start_unix_ms);
+        self.latency.add_exemplars(&r.exemplars, first);
         let end = i.start_unix_ms + u64::from(i.length_ms);
         self.elapsed.set(end.saturating_sub(first) as f64 / 1000.0);
         if let Some(w) = &rated.watch {
@@ -541,14 +546,16 @@ struct BucketState {
     /// Sum of the values, µs.
     sum_us: u128,
     count: u64,
+    /// Each bucket's latest exemplar (`--trace-context`).
+    exemplars: Vec<Option<BucketExemplar>>,
 }
 
 impl HdrBuckets {
     fn new(bounds_s: &[f64]) -> Self {
         let bounds_us = bounds_s.iter().map(|s| (s * 1e6).round() as u64).collect();
         let bounds_s: Vec<f64> = bounds_s.iter().copied().chain([f64::MAX]).collect();
-        let counts = vec![0; bounds_s.len()];
-        HdrBuckets(Arc::new(Mutex::new(BucketState { bounds_us, bounds_s, counts, sum_us: 0, count: 0 })))
+        let (counts, exemplars) = (vec![0; bounds_s.len()], vec![None; bounds_s.len()]);
+        HdrBuckets(Arc::new(Mutex::new(BucketState { bounds_us, bounds_s, counts, sum_us: 0, count: 0, exemplars })))
     }
 
     /// Adds the recorded buckets of an HdrHistogram (µs): for each, its lowest and its median
@@ -561,6 +568,19 @@ impl HdrBuckets {
             s.sum_us += u128::from(median) * u128::from(n);
             s.count += n;
         }
+    }
+
+    /// Puts each exemplar in the bucket its latency falls in, replacing what it held.
+    fn add_exemplars(&self, exemplars: &[barrage_metrics::trace::Exemplar], run_start_unix_ms: u64) {
+        let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for e in exemplars {
+            let bucket = s.bounds_us.partition_point(|&bound| bound < e.latency_us);
+            s.exemplars[bucket] = Some(BucketExemplar::of(e, run_start_unix_ms));
+        }
+    }
+
+    fn exemplars(&self) -> Vec<Option<BucketExemplar>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).exemplars.clone()
     }
 }
 
@@ -622,6 +642,7 @@ fn respond<B>(req: &Request<B>, shared: &EndpointState) -> Response<Full<Bytes>>
         if prometheus_client::encoding::text::encode(&mut body, &shared.registry).is_err() {
             return plain(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode the metrics\n");
         }
+        crate::exemplars::annotate(&mut body, "barrage_request_latency_seconds_bucket", &shared.latency.exemplars());
     }
     response(StatusCode::OK, OPENMETRICS, body)
 }
