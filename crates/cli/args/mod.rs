@@ -4,12 +4,14 @@
 pub mod completions;
 mod flags;
 mod history;
+mod otel;
 mod run;
 mod serve;
 mod study;
 mod testbed;
 
 pub use history::*;
+pub use otel::*;
 pub use run::*;
 pub use serve::*;
 pub use study::*;

@@ -37,6 +37,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     #[command(flatten)]
+    pub otel: super::OtelArgs,
+    #[command(flatten)]
     pub launch: LaunchArgs,
     #[command(flatten)]
     pub keep: super::HistoryArgs,
