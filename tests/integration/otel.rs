@@ -238,3 +238,76 @@ fn otlp_bad_values_are_one_line_and_exit_2() {
         assert!(stderr.contains(want) && !stderr.contains(SECRET) && !stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// Request `number` of a run as the engine would hand it over: a GET of a template.
+fn span_record(number: u64) -> barrage_metrics::trace::SpanRecord {
+    let key = barrage_metrics::trace::TraceKey::of_run("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+    let ms = std::time::Duration::from_millis;
+    barrage_metrics::trace::SpanRecord {
+        trace: key.trace_id(number),
+        span: key.span_id(number, 0, 1),
+        parent: None,
+        number,
+        attempt: 1,
+        intended_unix_us: 1_700_000_000_000_000 + number * 1000,
+        started_unix_us: 1_700_000_000_000_000 + number * 1000 + 50,
+        ended_unix_us: 1_700_000_000_000_000 + number * 1000 + 2050,
+        phases: [None, Some(ms(1)), None, None, Some(ms(1)), None],
+        outcome: barrage_metrics::Outcome::Status(200),
+        rejected: false,
+        method: "GET",
+        target: "/items/{id}".into(),
+        server: "127.0.0.1:8080".into(),
+        step: None,
+        captures: Vec::new(),
+        bytes_in: 100,
+        bytes_out: 10,
+        cache: barrage_metrics::CacheStatus::Unknown,
+    }
+}
+
+#[test]
+fn otlp_spans_from_the_sink_arrive_as_client_spans() {
+    use base64::Engine as _;
+    let received_dir = tempfile::tempdir().unwrap();
+    let Some(receiver) = Receiver::start(received_dir.path(), &[]) else { return };
+    for (transport, port, protocol) in [("http", receiver.http, "http/protobuf"), ("grpc", receiver.grpc, "grpc")] {
+        let flags = barrage_otel::Flags {
+            endpoint: Some(format!("http://127.0.0.1:{port}")),
+            protocol: Some(protocol.into()),
+            ..Default::default()
+        };
+        let config = barrage_otel::resolve(&flags, &|_| None).unwrap().unwrap();
+        let exporter = barrage_otel::Exporter::start(config.clone(), barrage_otel::metrics::resource(&config)).unwrap();
+        let sink = exporter.spans();
+        // More than a batch (512): two requests at least.
+        assert!((0..600).all(|n| sink.try_send(span_record(n))));
+        let report = exporter.finish(std::time::Duration::from_secs(10));
+        assert_eq!((report.spans, report.spans_delivered, report.line()), (600, 600, None), "{transport}");
+        let received = receiver.received();
+        let requests: Vec<&Value> =
+            received.iter().filter(|r| r["transport"] == transport && r["signal"] == "traces").collect();
+        assert!(requests.len() >= 2, "{transport}");
+        let spans: Vec<&Value> = requests
+            .iter()
+            .flat_map(|r| r["body"]["resourceSpans"].as_array().unwrap())
+            .flat_map(|rs| rs["scopeSpans"].as_array().unwrap())
+            .flat_map(|ss| ss["spans"].as_array().unwrap())
+            .collect();
+        assert_eq!(spans.len(), 600, "{transport}");
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        for (n, s) in spans.iter().enumerate() {
+            let r = span_record(n as u64);
+            assert_eq!(s["traceId"], b64(&r.trace.bytes()));
+            assert_eq!(s["spanId"], b64(&r.span.bytes()));
+            assert_eq!((s["kind"].as_str(), s["name"].as_str()), (Some("SPAN_KIND_CLIENT"), Some("GET /items/{id}")));
+            assert_eq!(int(&s["startTimeUnixNano"]), r.started_unix_us * 1000);
+            let attrs = s["attributes"].as_array().unwrap();
+            let template = attrs.iter().find(|a| a["key"] == "url.template").unwrap();
+            assert_eq!(template["value"]["stringValue"], "/items/{id}");
+            let events: Vec<&str> =
+                s["events"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+            assert_eq!(events, ["barrage.intended_start", "connect", "first_byte"]);
+        }
+    }
+}
