@@ -211,7 +211,9 @@ fn otlp_to_a_collector_that_is_down_costs_one_line_not_the_run() {
 
 #[test]
 fn otlp_bad_values_are_one_line_and_exit_2() {
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    // (flags, variables, what the error names)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (&["--otlp", "ftp://x"], &[], "--otlp 'ftp://x'"),
         (&["--otlp-scale", "21"], &[], "--otlp-scale"),
         (

@@ -324,7 +324,9 @@ mod tests {
     #[test]
     fn bad_values_name_the_flag_or_variable_and_never_a_secret() {
         let base = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")];
-        let cases: &[(&[(&str, &str)], Flags, &str)] = &[
+        // (variables, flags, the error's start)
+        type Case<'a> = (&'a [(&'a str, &'a str)], Flags, &'a str);
+        let cases: &[Case] = &[
             (&[("OTEL_EXPORTER_OTLP_PROTOCOL", "udp")], Flags::default(), "OTEL_EXPORTER_OTLP_PROTOCOL 'udp'"),
             (&[], Flags { protocol: Some("json".into()), ..Default::default() }, "--otlp-protocol 'json'"),
             (&[], Flags { scale: Some(21), ..Default::default() }, "--otlp-scale '21'"),
