@@ -130,7 +130,7 @@ impl Exporter {
         let s = &self.stats;
         let mut error = s.last_error.lock().ok().and_then(|e| e.clone());
         if !finished && error.is_none() {
-            error = Some(format!("still sending after {} s", wait.as_secs()));
+            error = Some(format!("still sending after {:.1} s", wait.as_secs_f64()));
         }
         ExportReport {
             metric_batches: s.metric_batches.load(Ordering::Relaxed),
@@ -351,5 +351,57 @@ async fn post(
     match tokio::time::timeout(c.timeout, exchange).await {
         Ok(result) => result,
         Err(_) => Err(Failure { retryable: true, why: format!("no answer within {} ms", c.timeout.as_millis()) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{resolve, Flags};
+    use std::time::Instant;
+
+    fn config(url: String, protocol: &str) -> Config {
+        let flags = Flags { endpoint: Some(url), protocol: Some(protocol.into()), ..Default::default() };
+        let env = |k: &str| (k == "OTEL_EXPORTER_OTLP_TIMEOUT").then(|| "200".to_string());
+        resolve(&flags, &env).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_collector_that_never_answers_costs_drops_not_time() {
+        // Accepts connections (the kernel's backlog) and never answers a byte.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        for protocol in ["http/protobuf", "grpc"] {
+            let exporter = Exporter::start(config(url.clone(), protocol), Resource::default()).unwrap();
+            let began = Instant::now();
+            for _ in 0..200 {
+                exporter.send_metrics(ExportMetricsServiceRequest::default());
+            }
+            // Queuing never waits for the collector.
+            assert!(began.elapsed() < Duration::from_secs(1), "{:?}", began.elapsed());
+            let report = exporter.finish(Duration::from_millis(500));
+            assert!(began.elapsed() < Duration::from_secs(3), "{:?}", began.elapsed());
+            assert_eq!((report.metric_batches, report.metric_batches_delivered), (200, 0));
+            let line = report.line().unwrap();
+            assert!(line.starts_with("otlp: 200 of 200 metric batches not delivered: "), "{line}");
+        }
+        drop(listener);
+    }
+
+    #[test]
+    fn the_report_line_says_what_was_lost() {
+        let all = ExportReport { metric_batches: 60, metric_batches_delivered: 60, ..Default::default() };
+        assert_eq!(all.line(), None);
+        let some = ExportReport {
+            metric_batches: 60,
+            metric_batches_delivered: 57,
+            spans: 10,
+            spans_delivered: 4,
+            error: Some("Connection refused (os error 111)".into()),
+        };
+        assert_eq!(
+            some.line().as_deref(),
+            Some("otlp: 3 of 60 metric batches and 6 of 10 spans not delivered: Connection refused (os error 111)")
+        );
     }
 }
