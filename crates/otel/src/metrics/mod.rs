@@ -92,7 +92,8 @@ impl MetricsEncoder {
             Temporality::Delta => (start_ns, &i.recorder, AggregationTemporality::Delta),
             Temporality::Cumulative => {
                 let (run_start, total) = self.total.get_or_insert_with(|| (start_ns, Recorder::new()));
-                total.add(&stripped(&i.recorder));
+                total.add(&i.recorder);
+                forget_unexported(total);
                 (*run_start, &*total, AggregationTemporality::Cumulative)
             }
         };
@@ -141,16 +142,14 @@ fn durations(kv: bool, r: &Recorder, f: &Frame) -> Vec<Metric> {
     out
 }
 
-/// A copy of `r` without what the export never reads and what would grow with the run
-/// (timelines, scatter points, per-backend and per-flow timelines).
-fn stripped(r: &Recorder) -> Recorder {
-    let mut c = r.clone();
-    c.timeline = Default::default();
-    c.samples.clear();
-    c.backends = Default::default();
-    c.flows = Default::default();
-    c.names = Default::default();
-    c
+/// Empties what the export never reads and what would grow with the run (timelines,
+/// scatter points, per-backend and per-flow breakdowns), rather than copy each interval.
+fn forget_unexported(r: &mut Recorder) {
+    r.timeline = Default::default();
+    r.samples.clear();
+    r.backends = barrage_metrics::recorder::Keyed::timed();
+    r.flows = barrage_metrics::recorder::Keyed::timed();
+    r.names = Default::default();
 }
 
 /// OTel's rule: a method outside the known set is `_OTHER` (barrage's own `(other)` too).
