@@ -96,3 +96,12 @@ fn bucket_boundaries_are_exact() {
     assert_eq!(bucket_index(4.5, -1), 1);
     assert!((relative_error_bound(8) - (1.0 / 2048.0 + (2f64.powf(1.0 / 256.0) - 1.0) / 2.0)).abs() < 1e-15);
 }
+
+#[test]
+fn every_scale_keeps_counts_and_bounds() {
+    let h = service_like();
+    for scale in MIN_SCALE..=MAX_SCALE {
+        let p = check(&h, scale);
+        assert!(p.scale <= scale);
+    }
+}
