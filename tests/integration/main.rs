@@ -29,6 +29,7 @@ mod live;
 mod measure;
 mod modes;
 mod origins;
+mod otel;
 mod panics;
 mod pick;
 mod reqlog;

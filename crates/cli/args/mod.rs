@@ -4,6 +4,7 @@
 pub mod completions;
 mod flags;
 mod history;
+mod otel;
 mod run;
 mod serve;
 mod study;
@@ -11,6 +12,7 @@ mod testbed;
 mod trace;
 
 pub use history::*;
+pub use otel::*;
 pub use run::*;
 pub use serve::*;
 pub use study::*;

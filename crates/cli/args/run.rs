@@ -39,6 +39,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub trace: super::TraceArgs,
     #[command(flatten)]
+    pub otel: super::OtelArgs,
+    #[command(flatten)]
     pub launch: LaunchArgs,
     #[command(flatten)]
     pub keep: super::HistoryArgs,

@@ -55,14 +55,19 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     barrage_study::sweep::one_group(&base.plan, "capacity").map_err(anyhow::Error::msg)?;
     let dir = base.output.take();
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
+    let mut otlp = super::otel::Otlp::start(&run.otel)?;
+    base.spans = otlp.as_ref().and_then(|o| o.spans(&base));
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };
     let mut views = Views::start(&run.live.options(), &stop, true)?;
     let found = search.run(
-        &mut Runner::new("capacity", stop, &mut views)
+        &mut Runner::new("capacity", stop, &mut super::otel::Exported { views: &mut views, otlp: otlp.as_mut() })
             .with_history(super::history::keeper(&a.run.keep))
             .with_control(Control::of(a.run.keep.control.as_ref(), a.run.watch.testbed.is_some())),
     );
     views.finish();
+    if let Some(o) = otlp {
+        o.finish();
+    }
     let found = found?;
     let report = CapacityReport {
         capacity: found.findings.capacity,

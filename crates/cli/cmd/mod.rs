@@ -19,6 +19,7 @@ pub mod emit;
 pub mod experiment;
 pub mod history;
 pub mod history_trend;
+pub mod otel;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -19,17 +19,22 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
         anyhow::bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
     a.emit.files().check(a.gates.junit.as_deref())?;
-    let job = super::plan::job(&a)?;
+    let mut job = super::plan::job(&a)?;
     let phases = super::plan::phases(&a)?;
+    let mut otlp = super::otel::Otlp::start(&a.otel)?;
+    job.spans = otlp.as_ref().and_then(|o| o.spans(&job));
     let mut views = Views::start(&a.live.options(), &stop, !a.request.phases.is_empty())?;
     let sweep =
         Sweep { base: job, levels: Vec::new(), step: Duration::ZERO, phases, dir: None, slos: a.gates.slo.clone() };
     let table = sweep.run(
-        &mut Runner::new("run", stop, &mut views)
+        &mut Runner::new("run", stop, &mut super::otel::Exported { views: &mut views, otlp: otlp.as_mut() })
             .with_history(super::history::keeper(&a.keep))
             .with_control(Control::of(a.keep.control.as_ref(), a.watch.testbed.is_some())),
     );
     views.finish();
+    if let Some(o) = otlp {
+        o.finish();
+    }
     let table = table?;
     let phases = sweep.phases.len();
     let mut passed = true;

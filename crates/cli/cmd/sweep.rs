@@ -49,14 +49,19 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     // -o names a directory of level files.
     let dir = base.output.take();
     let phases = super::plan::phases(&a)?;
+    let mut otlp = super::otel::Otlp::start(&a.otel)?;
+    base.spans = otlp.as_ref().and_then(|o| o.spans(&base));
     let sweep = Sweep { base, levels, step, phases, dir, slos: a.gates.slo.clone() };
     let mut views = Views::start(&a.live.options(), &stop, true)?;
     let table = sweep.run(
-        &mut Runner::new("sweep", stop, &mut views)
+        &mut Runner::new("sweep", stop, &mut super::otel::Exported { views: &mut views, otlp: otlp.as_mut() })
             .with_history(super::history::keeper(&a.keep))
             .with_control(Control::of(a.keep.control.as_ref(), a.watch.testbed.is_some())),
     );
     views.finish();
+    if let Some(o) = otlp {
+        o.finish();
+    }
     let table = table?;
     let slo_ms: Vec<(String, f64)> = a.gates.slo.iter().filter_map(Slo::latency_bound_ms).collect();
     let report = Report::Sweep { table: &table, slo_ms: &slo_ms };
