@@ -99,3 +99,33 @@ fn report_and_run_write_the_html_page() {
         assert!(html.contains("\"requests\""), "the run's figures are embedded");
     }
 }
+
+/// `--trace-context`: a latency bucket names the trace of a sampled request that fell in
+/// it, as an OpenMetrics exemplar whose value lies within the bucket.
+#[test]
+fn the_metrics_endpoint_names_sampled_traces_as_exemplars() {
+    let server = origin(ServeConfig::default());
+    let (mut child, addr) = with_metrics(&["run", "--rate", "200", "-d", "4s", "--trace-context", &server.url()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let line = loop {
+        let (status, body) = scrape(&addr);
+        assert!(status.contains("200"), "{status}");
+        let found =
+            body.lines().find(|l| l.starts_with("barrage_request_latency_seconds_bucket") && l.contains(" # {"));
+        if let Some(line) = found {
+            break line.to_string();
+        }
+        assert!(Instant::now() < deadline, "no exemplar: {body}");
+        std::thread::yield_now();
+    };
+    assert!(child.wait().unwrap().success());
+    // barrage_request_latency_seconds_bucket{le="0.001"} 12 # {trace_id="…",span_id="…"} 0.0004 1795…
+    let (bucket, exemplar) = line.split_once(" # ").unwrap();
+    let le: f64 = bucket.split('"').nth(1).unwrap().parse().unwrap_or(f64::INFINITY);
+    let (labels, rest) = exemplar.split_once("} ").unwrap();
+    let ids: Vec<&str> = labels.split('"').skip(1).step_by(2).collect();
+    assert_eq!((ids[0].len(), ids[1].len()), (32, 16), "{line}");
+    assert!(ids.iter().all(|id| id.bytes().all(|b| b.is_ascii_hexdigit())), "{line}");
+    let value: f64 = rest.split(' ').next().unwrap().parse().unwrap();
+    assert!(value > 0.0 && value <= le, "{line}");
+}

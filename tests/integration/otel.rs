@@ -313,3 +313,125 @@ fn otlp_spans_from_the_sink_arrive_as_client_spans() {
         }
     }
 }
+
+/// tests/traced_origin.py: an origin instrumented with OpenTelemetry's Python SDK, which
+/// continues each request's trace and exports its server spans to `traces_url`.
+struct TracedOrigin {
+    child: Child,
+    port: u16,
+}
+
+impl TracedOrigin {
+    fn start(traces_url: &str) -> TracedOrigin {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traced_origin.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(traces_url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 starts");
+        let line = BufReader::new(child.stdout.take().unwrap()).lines().next().expect("it prints its port").unwrap();
+        let port = line.strip_prefix("port ").expect("port N").parse().unwrap();
+        TracedOrigin { child, port }
+    }
+
+    /// Stops it (stdin closed) and waits, at most 20 s, until it has flushed its spans and
+    /// exited.
+    fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "the traced origin did not stop");
+            // Polled: its exit is what the test waits for, and it takes its flush's time.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for TracedOrigin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The spans received, by service name, each as (trace id, span id, parent span id) in hex.
+fn spans_by_service(received: &[Value]) -> std::collections::HashMap<String, Vec<(String, String, String)>> {
+    use base64::Engine as _;
+    let hex = |v: &Value| -> String {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap_or("")).unwrap();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let mut by = std::collections::HashMap::<String, Vec<(String, String, String)>>::new();
+    for rs in
+        received.iter().filter(|r| r["signal"] == "traces").flat_map(|r| r["body"]["resourceSpans"].as_array().unwrap())
+    {
+        let attrs = rs["resource"]["attributes"].as_array().unwrap();
+        let service =
+            attrs.iter().find(|a| a["key"] == "service.name").unwrap()["value"]["stringValue"].as_str().unwrap();
+        for s in rs["scopeSpans"].as_array().unwrap().iter().flat_map(|ss| ss["spans"].as_array().unwrap()) {
+            by.entry(service.to_string()).or_default().push((
+                hex(&s["traceId"]),
+                hex(&s["spanId"]),
+                hex(&s["parentSpanId"]),
+            ));
+        }
+    }
+    by
+}
+
+/// The join: barrage's client span of every sampled request is the parent of the span an
+/// instrumented origin (OpenTelemetry's own SDK, honouring the sampled flag) recorded for
+/// it, both exported to one receiver; the report's slowest sampled requests are among them.
+#[test]
+fn a_traced_origin_continues_each_sampled_request_under_barrages_span() {
+    let received_dir = tempfile::tempdir().unwrap();
+    let Some(receiver) = Receiver::start(received_dir.path(), &[]) else { return };
+    let origin = TracedOrigin::start(&format!("http://127.0.0.1:{}/v1/traces", receiver.http));
+    let work = tempfile::tempdir().unwrap();
+    let out = barrage()
+        .current_dir(work.path())
+        .env("XDG_DATA_HOME", work.path().join("data"))
+        .args(["run", "-n", "600", "--rate", "200", "--trace-sample", "0.2", "--format", "json"])
+        .arg(format!("http://127.0.0.1:{}/item", origin.port))
+        .args(["--otlp", &format!("http://127.0.0.1:{}", receiver.http)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    origin.stop();
+    let spans = spans_by_service(&receiver.received());
+    let ours = &spans["barrage"];
+    let sampled = report["trace_context"]["requests_sampled"].as_u64().unwrap();
+    assert_eq!(report["requests"]["ok"].as_u64(), Some(600));
+    // 600 × 0.2: within 5 standard deviations (≈ 9.8 each).
+    assert!((70..=170).contains(&sampled), "{sampled} sampled");
+    assert_eq!(ours.len() as u64, sampled, "one client span per sampled request");
+    let theirs: std::collections::HashSet<(String, String)> =
+        spans.get("traced-origin").into_iter().flatten().map(|(t, _, parent)| (t.clone(), parent.clone())).collect();
+    let joined = ours.iter().filter(|(t, s, _)| theirs.contains(&(t.clone(), s.clone()))).count();
+    assert!(joined * 100 >= ours.len() * 99, "{joined} of {} sampled requests continued by the origin", ours.len());
+    // The origin's head sampler kept only what barrage marked sampled.
+    assert_eq!(theirs.len(), ours.len(), "the origin traced exactly the sampled requests");
+    let ids: std::collections::HashSet<&String> = ours.iter().map(|(t, _, _)| t).collect();
+    // The duration's exemplars name sampled requests too.
+    let received = receiver.received();
+    let durations = metrics(&received, "http", "http.client.request.duration");
+    let exemplars: Vec<&Value> = points(&durations, "exponentialHistogram")
+        .iter()
+        .flat_map(|p| p["exemplars"].as_array().into_iter().flatten())
+        .collect();
+    assert!(!exemplars.is_empty(), "exemplars on the request duration");
+    for e in exemplars {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(e["traceId"].as_str().unwrap()).unwrap();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(ids.contains(&hex), "exemplar {e} is a sampled request's");
+    }
+    let slowest = report["trace_context"]["slowest"].as_array().unwrap();
+    assert!(!slowest.is_empty());
+    for e in slowest {
+        assert!(ids.contains(&e["trace_id"].as_str().unwrap().to_string()), "exemplar {e} has a span");
+    }
+}

@@ -21,8 +21,8 @@ use hdrhistogram::Histogram;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{
-    metric, number_data_point, AggregationTemporality, ExponentialHistogram, Metric, NumberDataPoint, ResourceMetrics,
-    ScopeMetrics, Sum,
+    exemplar, metric, number_data_point, AggregationTemporality, Exemplar, ExponentialHistogram, Metric,
+    NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
@@ -66,6 +66,8 @@ pub struct MetricsEncoder {
 
 /// The times and temporality of the points of one request.
 struct Frame {
+    /// The run's start, ms since the Unix epoch: exemplars' times count from it.
+    run_start_ms: u64,
     start_ns: u64,
     end_ns: u64,
     temporality: i32,
@@ -97,7 +99,9 @@ impl MetricsEncoder {
                 (*run_start, &*total, AggregationTemporality::Cumulative)
             }
         };
-        let f = Frame { start_ns, end_ns, temporality: temporality as i32, scale: self.scale };
+        // Intervals are whole seconds from the run's start.
+        let run_start_ms = i.start_unix_ms.saturating_sub(u64::from(i.index) * 1000);
+        let f = Frame { run_start_ms, start_ns, end_ns, temporality: temporality as i32, scale: self.scale };
         let mut metrics = durations(self.kv, r, &f);
         metrics.extend(counters(r, &f));
         ExportMetricsServiceRequest {
@@ -124,6 +128,7 @@ fn durations(kv: bool, r: &Recorder, f: &Frame) -> Vec<Metric> {
         vec![(Vec::new(), &r.corrected)]
     };
     let mut out = vec![histogram(name, what, request, f)];
+    attach_exemplars(&mut out[0], r, f);
     out.push(histogram(
         "barrage.request.service_time",
         "Duration from the actual start (without schedule lag)",
@@ -140,6 +145,25 @@ fn durations(kv: bool, r: &Recorder, f: &Frame) -> Vec<Metric> {
         out.push(histogram("barrage.request.phase.duration", "Duration of each phase that happened", phases, f));
     }
     out
+}
+
+/// `--trace-context`: the slowest sampled requests as the duration's exemplars, so a
+/// backend links its tail to their traces. An exemplar carries no method, so only an
+/// unsplit duration (one point) takes them.
+fn attach_exemplars(m: &mut Metric, r: &Recorder, f: &Frame) {
+    let Some(metric::Data::ExponentialHistogram(h)) = &mut m.data else { return };
+    let [point] = &mut h.data_points[..] else { return };
+    point.exemplars = r
+        .exemplars
+        .iter()
+        .map(|e| Exemplar {
+            filtered_attributes: Vec::new(),
+            time_unix_nano: (f.run_start_ms + u64::from(e.ended_ms)).saturating_mul(1_000_000),
+            span_id: e.span_id().bytes().to_vec(),
+            trace_id: e.trace_id().bytes().to_vec(),
+            value: Some(exemplar::Value::AsDouble(e.latency_us as f64 / 1e6)),
+        })
+        .collect();
 }
 
 /// Empties what the export never reads and what would grow with the run (timelines,
