@@ -220,7 +220,6 @@
     let panel = null;
     let shown = null;
     let pinned = false;
-    let downX = 0;
     const hint = "Ringed p99 points have traces: hover one to list its interval's slowest sampled requests; click to keep the list.";
     function show(i, force) {
       if (!panel || (i === shown && !force)) return;
@@ -253,10 +252,8 @@
             panel = el("div", { class: "exemplars", id: "exemplars", "aria-live": "polite" });
             (u.root.closest("figure") || document.getElementById("chart-latency")).appendChild(panel);
             show(null, true);
-            u.over.addEventListener("mousedown", (e) => (downX = e.clientX));
-            u.over.addEventListener("click", (e) => {
-              // The end of a drag (a zoom) is no click.
-              if (Math.abs(e.clientX - downX) > 3) return;
+            // uPlot stops the click that ends a drag (a zoom) before it gets here.
+            u.over.addEventListener("click", () => {
               const i = u.cursor.idx;
               pinned = !(pinned && i === shown) && i != null && !!(ex[i] && ex[i].length);
               show(i, true);
