@@ -444,3 +444,237 @@ fn a_stepped_run_of_named_targets_has_the_text_reports_tables() {
         assert_eq!(check["charts"][id]["markers"], 2, "{id}: {check}");
     }
 }
+
+/// Jaeger's trace page: the template the traced runs link through.
+const JAEGER: &str = "http://localhost:16686/trace/{trace_id}";
+
+/// `barrage run` of 2 s at 200/s against the built-in origin's `/delay/1` with `args`,
+/// writing `page.html` and `run.brg` in `dir`: the page, and the summary it printed as JSON.
+fn run_with(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> (String, Value) {
+    let o = origin(ServeConfig::default());
+    let out = barrage()
+        .arg("run")
+        .arg(format!("{}/delay/1", o.url()))
+        .args(["--rate", "200", "-d", "2s", "--no-history", "--format", "json", "--html"])
+        .arg(dir.join("page.html"))
+        .arg("-o")
+        .arg(dir.join("run.brg"))
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (std::fs::read_to_string(dir.join("page.html")).unwrap(), summary)
+}
+
+/// The trace ids of the page's trace section in order, each with its link (`None`: text to
+/// copy), as the page's markup has them.
+fn section_trace_ids(page: &str) -> Vec<(String, Option<String>)> {
+    let Some(start) = page.find("<section id=\"trace-context\">") else { return Vec::new() };
+    let section = &page[start..start + page[start..].find("</section>").unwrap()];
+    section
+        .match_indices("class=\"trace-id\"")
+        .map(|(at, _)| {
+            let open = section[..at].rfind('<').unwrap();
+            let end = at + section[at..].find('>').unwrap();
+            let tag = &section[open + 1..end];
+            let text = &section[end + 1..end + 1 + section[end + 1..].find('<').unwrap()];
+            let href = tag.strip_prefix("a ").map(|attrs| {
+                let from = attrs.find("href=\"").expect("a link has an href") + 6;
+                attrs[from..from + attrs[from..].find('"').unwrap()].replace("&amp;", "&")
+            });
+            (text.to_string(), href)
+        })
+        .collect()
+}
+
+/// The summary's slowest sampled requests: (trace id, span id).
+fn slowest(summary: &Value) -> Vec<(String, String)> {
+    let rows = summary["trace_context"]["slowest"].as_array().expect("trace context in the summary");
+    rows.iter().map(|e| (e["trace_id"].as_str().unwrap().into(), e["span_id"].as_str().unwrap().into())).collect()
+}
+
+/// After the page has drawn, hovers the first ringed p99 point of the latency chart and
+/// clicks it (which keeps the list), then writes what the list under the chart shows into
+/// the self-check: the interval and each trace id with its link.
+const HOVER_EXEMPLAR: &str = r##"<script>
+setTimeout(function () {
+  const out = {};
+  try {
+    const u = window.barrageCharts.latency;
+    const k = u.series.length - 1;
+    out.label = u.series[k].label;
+    const i = u.data[k].findIndex((v) => v != null);
+    out.interval = i;
+    const r = u.over.getBoundingClientRect();
+    const at = { clientX: r.left + u.valToPos(u.data[0][i], "x"), clientY: r.top + u.valToPos(u.data[k][i], "y"), bubbles: true };
+    u.over.dispatchEvent(new MouseEvent("mouseenter", at));
+    u.over.dispatchEvent(new MouseEvent("mousemove", at));
+    out.hovered = document.querySelectorAll("#exemplars .trace-id").length;
+    u.over.dispatchEvent(new MouseEvent("mousedown", at));
+    document.dispatchEvent(new MouseEvent("mouseup", at));
+    u.over.dispatchEvent(new MouseEvent("click", at));
+    out.kept = document.getElementById("exemplars").textContent.indexOf("kept") >= 0;
+    // Leaving the chart, or hovering an interval without traces, keeps the list clicked.
+    u.over.dispatchEvent(new MouseEvent("mouseleave", at));
+    u.setCursor({ left: u.valToPos(u.data[0][u.data[0].length - 1], "x"), top: 1 });
+    out.listed = Array.from(document.querySelectorAll("#exemplars .trace-id")).map((a) => [a.textContent, a.getAttribute("href")]);
+  } catch (e) {
+    out.error = String(e.stack || e);
+  }
+  document.getElementById("barrage-selfcheck").textContent = JSON.stringify(out);
+}, 200);
+</script>
+"##;
+
+/// A run with trace context: its page rings the p99 of every interval that kept exemplars,
+/// lists the run's slowest sampled requests (the JSON summary's, in its order), and links
+/// every trace id through `--trace-url`; hovering a ringed point lists that interval's.
+#[test]
+fn a_traced_run_marks_its_p99_exemplars_and_links_its_slowest_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let (page, summary) = run_with(dir.path(), &["--trace-sample", "0.25", "--trace-url", JAEGER], &[]);
+    let slowest = slowest(&summary);
+    assert!(!slowest.is_empty(), "{}", summary["trace_context"]);
+    let listed = section_trace_ids(&page);
+    let wanted: Vec<(String, Option<String>)> =
+        slowest.iter().map(|(t, _)| (t.clone(), Some(JAEGER.replace("{trace_id}", t)))).collect();
+    assert_eq!(listed, wanted);
+
+    // The intervals the chart should ring: those with exemplars and finished requests.
+    let intervals = summary["intervals"].as_array().unwrap();
+    let ringed: Vec<usize> = (0..intervals.len())
+        .filter(|&i| {
+            let r = &intervals[i];
+            !r["exemplars"].as_array().unwrap().is_empty()
+                && r["ok"].as_u64().unwrap() + r["errors"].as_u64().unwrap() > 0
+        })
+        .collect();
+    assert!(!ringed.is_empty(), "no interval kept exemplars: {summary}");
+
+    let Some(chromium) = chromium() else {
+        require("chromium", false);
+        return;
+    };
+    let check = check_page(&chromium, dir.path(), "traced.html", &page, &[("latency", 7)]);
+    assert_eq!(check["charts"]["latency"]["series"], 7, "p99 traced beside the six: {check}");
+    assert_eq!(check["charts"]["latency"]["exemplars"], ringed.len(), "{check}");
+
+    let path = dir.path().join("hover.html");
+    let at = page.rfind("</body>").unwrap();
+    std::fs::write(&path, format!("{}{HOVER_EXEMPLAR}{}", &page[..at], &page[at..])).unwrap();
+    let hovered = selfcheck(&headless(&chromium, dir.path(), &path, &["--dump-dom"]));
+    eprintln!("hovered: {hovered}");
+    assert_eq!(hovered["error"], Value::Null, "{hovered}");
+    assert_eq!(hovered["label"], "p99 traced");
+    assert_eq!(hovered["kept"], true, "a click keeps the list: {hovered}");
+    assert!(hovered["hovered"].as_u64().unwrap() > 0, "hovering lists them: {hovered}");
+    let i = hovered["interval"].as_u64().unwrap() as usize;
+    assert_eq!(i, ringed[0]);
+    let shown: Vec<(String, String)> = hovered["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap().into(), p[1].as_str().unwrap_or_default().into()))
+        .collect();
+    // The page keeps an interval's three slowest.
+    let expected: Vec<(String, String)> = intervals[i]["exemplars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(3)
+        .map(|e| {
+            let t = e["trace_id"].as_str().unwrap();
+            (t.to_string(), JAEGER.replace("{trace_id}", t))
+        })
+        .collect();
+    assert_eq!(shown, expected);
+}
+
+/// Without `--trace-context` nothing of traces appears, whatever template is given.
+#[test]
+fn without_trace_context_the_page_has_no_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let (page, summary) = run_with(dir.path(), &[], &[("BARRAGE_TRACE_URL", JAEGER)]);
+    assert_eq!(summary["trace_context"], Value::Null);
+    assert!(!page.contains("<section id=\"trace-context\">") && section_trace_ids(&page).is_empty());
+    let open = r#"<script type="application/json" id="barrage-data">"#;
+    let data = &page[page.find(open).unwrap() + open.len()..];
+    let data: Value = serde_json::from_str(&data[..data.find("</script>").unwrap()]).unwrap();
+    assert!(
+        data["series"]["p99_ms"].is_array() && data["series"].get("exemplars").is_none(),
+        "no exemplars in the data"
+    );
+    let Some(chromium) = chromium() else {
+        require("chromium", false);
+        return;
+    };
+    let check = check_page(&chromium, dir.path(), "untraced.html", &page, &[("latency", 6)]);
+    assert_eq!(check["charts"]["latency"]["series"], 6, "{check}");
+    assert_eq!(check["charts"]["latency"]["exemplars"], Value::Null, "{check}");
+}
+
+/// `barrage report --trace-url` links a results file's traces anew (`{span_id}` too), and
+/// BARRAGE_TRACE_URL when the flag is absent; a template that could carry markup, or is no
+/// http(s) URL, is one line naming the flag (or the variable) and exit 2; a sweep refuses
+/// the flag, its page having no trace ids.
+#[test]
+fn report_trace_url_links_a_results_files_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, summary) = run_with(dir.path(), &["--trace-context"], &[]);
+    let slowest = slowest(&summary);
+    let results = dir.path().join("run.brg");
+    let report = |args: &[&str], envs: &[(&str, &str)]| {
+        let page = dir.path().join("again.html");
+        let _ = std::fs::remove_file(&page);
+        let out = barrage()
+            .arg("report")
+            .arg(&results)
+            .arg("--html")
+            .arg(&page)
+            .args(args)
+            .envs(envs.iter().copied())
+            .output();
+        let out = out.unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), std::fs::read_to_string(&page).ok())
+    };
+
+    let tempo = "https://tempo.test/explore?trace={trace_id}&span={span_id}";
+    let (code, stderr, page) = report(&["--trace-url", tempo], &[("BARRAGE_TRACE_URL", JAEGER)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let fill = |(t, s): &(String, String)| Some(tempo.replace("{trace_id}", t).replace("{span_id}", s));
+    let wanted: Vec<_> = slowest.iter().map(|e| (e.0.clone(), fill(e))).collect();
+    assert_eq!(section_trace_ids(&page.unwrap()), wanted, "the flag over the variable");
+
+    let (code, stderr, page) = report(&[], &[("BARRAGE_TRACE_URL", JAEGER)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let wanted: Vec<_> = slowest.iter().map(|(t, _)| (t.clone(), Some(JAEGER.replace("{trace_id}", t)))).collect();
+    assert_eq!(section_trace_ids(&page.unwrap()), wanted, "the variable");
+
+    let (code, stderr, page) = report(&[], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let wanted: Vec<_> = slowest.iter().map(|(t, _)| (t.clone(), None)).collect();
+    assert_eq!(section_trace_ids(&page.unwrap()), wanted, "text to copy");
+
+    for (args, envs, names) in [
+        (vec!["--trace-url", "http://x/\"><script>alert(1)</script>{trace_id}"], vec![], "--trace-url"),
+        (vec!["--trace-url", "javascript:alert(1)//{trace_id}"], vec![], "--trace-url"),
+        (vec!["--trace-url", "http://localhost:16686/trace/"], vec![], "--trace-url"),
+        (vec![], vec![("BARRAGE_TRACE_URL", "http://x/'><img src=x onerror=alert(1)>{trace_id}")], "BARRAGE_TRACE_URL"),
+    ] {
+        let (code, stderr, page) = report(&args, &envs);
+        assert_eq!(code, Some(2), "{args:?} {envs:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(names) && !stderr.contains("panicked"), "{stderr}");
+        assert!(page.is_none(), "no page written");
+    }
+
+    let out = barrage()
+        .args(["sweep", "http://127.0.0.1:9/", "--rate", "10,20", "--step", "200ms", "--trace-url", JAEGER])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--trace-url") && stderr.lines().count() == 1, "{stderr}");
+}

@@ -212,6 +212,8 @@ fn sample(flag: &str, w: &World) -> Sample {
         // Tracing: the plan's view says it (the share and the bytes per request).
         "trace-context" => plain(s(&["--trace-context"])),
         "trace-sample" => plain(s(&["--trace-sample", "0.5"])),
+        // Refused: a study's pages have no trace ids to link.
+        "trace-url" => plain(s(&["--trace-url", "http://localhost:16686/trace/{trace_id}"])),
         // Scale-out
         "shard" => plain(s(&["--shard", "0/2"])),
         "start-at" => {

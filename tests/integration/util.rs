@@ -60,7 +60,8 @@ pub fn errors_of(s: &RunSummary, kind: &str) -> u64 {
 /// `XDG_DATA_HOME`), never in the user's; `--at` commands it runs inherit that.
 pub fn barrage() -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_barrage"));
-    c.env_remove("BARRAGE_HISTORY").env("XDG_DATA_HOME", data_home());
+    // Nor the user's trace links: a test gives its own.
+    c.env_remove("BARRAGE_HISTORY").env_remove("BARRAGE_TRACE_URL").env("XDG_DATA_HOME", data_home());
     c
 }
 

@@ -103,5 +103,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE", requires = "trace_id")]
     pub log: Option<PathBuf>,
     #[command(flatten)]
+    pub links: super::TraceUrlArgs,
+    #[command(flatten)]
     pub emit: EmitArgs,
 }

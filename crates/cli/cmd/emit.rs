@@ -5,23 +5,28 @@
 use crate::args::{EmitArgs, Format};
 use crate::Exit;
 use anyhow::bail;
-use barrage_report::{Report, SloResult};
+use barrage_report::{HtmlOptions, Report, SloResult};
 use std::io::Write;
 use std::path::Path;
 
 /// Prints `report` in `e.format` and writes the files `e` asks for.
 pub fn emit(report: &Report, e: &EmitArgs) -> anyhow::Result<()> {
+    emit_with(report, e, &HtmlOptions::default())
+}
+
+/// [`emit`], its HTML page rendered as `html` says (`--trace-url` of `run` and `report`).
+pub fn emit_with(report: &Report, e: &EmitArgs, html: &HtmlOptions) -> anyhow::Result<()> {
     let text = match e.format {
         Format::Text => report.text(use_color()),
         Format::Json => report.json(),
         Format::Csv => report.csv(),
-        Format::Html => report.html(),
+        Format::Html => report.html(html),
         Format::HdrLog => {
             bail!("--format hdr-log is for `barrage report` of results files; on `run` use --hdr-log FILE")
         }
     };
     print(&text)?;
-    e.files().write(report)?;
+    e.files().write(report, html)?;
     warn_partial(report, e.format);
     Ok(())
 }

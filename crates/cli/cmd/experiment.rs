@@ -85,7 +85,7 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
 fn keep_beside(report: &Report, dir: &Path) -> anyhow::Result<()> {
     barrage_metrics::secrets::write(&dir.join("summary.txt"), report.text(false), report.unredacted())?;
     let beside = Files { html: Some(dir.join("report.html")), xlsx: None, csv_dir: Some(dir.to_path_buf()) };
-    Ok(beside.write(report)?)
+    Ok(beside.write(report, &barrage_report::HtmlOptions::default())?)
 }
 
 /// The case's settings as `run` flags, parsed and checked like `run`'s own.

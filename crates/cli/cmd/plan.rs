@@ -47,8 +47,14 @@ pub fn phases(a: &RunArgs) -> anyhow::Result<Vec<barrage_plan::phases::PhaseSpec
     run_flags::phases(&a.request.phases, a.request.scenario.is_some()).map_err(anyhow::Error::msg)
 }
 
-/// A study of several runs (`mode`) is not split or started at a time ([`run_flags::one_machine`]).
+/// A study of several runs (`mode`) is not split or started at a time ([`run_flags::one_machine`]),
+/// and its page has no trace ids to link (`--trace-url`: a flag it would take and ignore).
 pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
+    if a.trace.links.trace_url.is_some() {
+        anyhow::bail!(
+            "--trace-url links the trace ids of a run's page; {mode} shows none: give it to `barrage report --html` of a run's results file"
+        );
+    }
     run_flags::one_machine(a.launch.shard.is_some(), a.launch.start_at.is_some(), mode).map_err(anyhow::Error::msg)
 }
 

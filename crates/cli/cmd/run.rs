@@ -1,7 +1,7 @@
 //! `barrage run`: one run, or with `--phases` the same run once per phase (a sweep of one
 //! level), each reported on its own and then side by side.
 
-use super::emit::{emit, gates, not_a_result};
+use super::emit::{emit_with, gates, not_a_result};
 use crate::args::{EmitArgs, Format, RunArgs};
 use crate::Exit;
 use barrage_engine::CancellationToken;
@@ -19,6 +19,8 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
         anyhow::bail!("--format hdr-log is for `barrage report`; on `run` use --hdr-log FILE");
     }
     a.emit.files().check(a.gates.junit.as_deref())?;
+    // Checked before the run, as the files are: a bad template is known at once.
+    let html = a.trace.links.html_options()?;
     let mut job = super::plan::job(&a)?;
     let phases = super::plan::phases(&a)?;
     let mut otlp = super::otel::Otlp::start(&a.otel)?;
@@ -43,7 +45,7 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
         if let (Some(name), Format::Text) = (phase, a.emit.format) {
             println!("== phase {}/{phases}: {name}\n", i + 1);
         }
-        emit(&Report::Run(&row.runs[0]), &per_phase(&a.emit, phase))?;
+        emit_with(&Report::Run(&row.runs[0]), &per_phase(&a.emit, phase), &html)?;
         let junit = a.gates.junit.as_deref().map(|j| per(j, phase));
         let suite = format!("barrage run {}", barrage_report::urls_line(&row.runs[0].urls));
         let time = row.runs[0].duration.total_s;

@@ -177,7 +177,7 @@ fn render(report: &Report) {
     report.text(true);
     report.json();
     report.csv();
-    report.html();
+    report.html(&barrage_report::HtmlOptions::default());
     for sheet in report.sheets() {
         barrage_report::to_csv(&sheet);
     }

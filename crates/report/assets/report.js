@@ -3,7 +3,8 @@
    this file draws nothing itself but event markers and reference lines (a uPlot plugin).
    After drawing it writes a self-check (#barrage-selfcheck) that tests read:
    {"charts": {id: {"series": n, "points": non-null values, "drawn": draws, "markers": vertical
-   markers drawn in the last draw}}, "errors": [...]};
+   markers drawn in the last draw, and on the latency chart of a run with trace context
+   "exemplars": ringed p99 points drawn in the last draw}}, "errors": [...]};
    window.__barrageFlush() rewrites it, and window.barrageCharts holds the uPlot instances. */
 (function () {
   "use strict";
@@ -49,6 +50,7 @@
         }
       }
       out.charts[id] = { series: c.u.series.length - 1, points: points, drawn: c.drawn, markers: c.u.__markers || 0 };
+      if (c.u.__exemplars != null) out.charts[id].exemplars = c.u.__exemplars;
     }
     const pre = document.getElementById("barrage-selfcheck");
     if (pre) pre.textContent = JSON.stringify(out);
@@ -199,6 +201,72 @@
               label(ctx, text, left + width - w - 4 * r, y - 15 * r, w, r, m.colour || OI.vermillion);
             });
             ctx.restore();
+          },
+        ],
+      },
+    };
+  }
+
+  /**
+   * A run's exemplars (`--trace-context`): the p99 of each interval that has some is ringed
+   * (the last series, `p99 traced`), and the interval under the cursor has its slowest sampled
+   * requests listed under the chart: latency, trace id (a link when the page was written with
+   * --trace-url; the URL comes filled in from the data, never built here) and when it ended.
+   * A click keeps the list while the mouse moves on (to follow a link); another lets it go.
+   * ex: each interval's slowest exemplars, [ms, ended_s, trace_id, span_id, url?]; T: the
+   * series (t, length_s, p99_ms).
+   */
+  function exemplarsPlugin(ex, T) {
+    let panel = null;
+    let shown = null;
+    let pinned = false;
+    const hint = "Ringed p99 points have traces: hover one to list its interval's slowest sampled requests; click to keep the list.";
+    function show(i, force) {
+      if (!panel || (i === shown && !force)) return;
+      shown = i;
+      panel.textContent = "";
+      const list = (i != null && ex[i]) || [];
+      if (!list.length) {
+        panel.appendChild(el("p", { class: "hint" }, hint));
+        return;
+      }
+      const span = fmt.secs(T.t[i]) + "–" + fmt.secs(T.t[i] + T.length_s[i]);
+      const kept = pinned ? " (kept: click the chart to let go)" : "";
+      panel.appendChild(el("p", { class: "head" }, "Slowest sampled requests of " + span + ", p99 " + fmt.ms(T.p99_ms[i]) + kept));
+      const ol = el("ol");
+      for (const [ms, at, trace, spanId, url] of list) {
+        const li = el("li");
+        li.appendChild(el("span", { class: "ms" }, fmt.ms(ms)));
+        li.appendChild(document.createTextNode(" trace "));
+        const attrs = url ? { class: "trace-id", href: url, target: "_blank", rel: "noopener noreferrer" } : { class: "trace-id" };
+        li.appendChild(el(url ? "a" : "code", attrs, trace));
+        li.appendChild(document.createTextNode(" span " + spanId + ", ended at " + fmt.secs(at)));
+        ol.appendChild(li);
+      }
+      panel.appendChild(ol);
+    }
+    return {
+      hooks: {
+        ready: [
+          (u) => {
+            panel = el("div", { class: "exemplars", id: "exemplars", "aria-live": "polite" });
+            (u.root.closest("figure") || document.getElementById("chart-latency")).appendChild(panel);
+            show(null, true);
+            // uPlot stops the click that ends a drag (a zoom) before it gets here.
+            u.over.addEventListener("click", () => {
+              const i = u.cursor.idx;
+              pinned = !(pinned && i === shown) && i != null && !!(ex[i] && ex[i].length);
+              show(i, true);
+            });
+          },
+        ],
+        // Leaving the chart keeps the list (the mouse is on its way to a link).
+        setCursor: [(u) => u.cursor.idx != null && !pinned && show(u.cursor.idx)],
+        draw: [
+          (u) => {
+            const k = u.series.length - 1;
+            const { min, max } = u.scales.x;
+            u.__exemplars = u.series[k].show ? u.data[k].filter((v, i) => finite(v) && u.data[0][i] >= min && u.data[0][i] <= max).length : 0;
           },
         ],
       },
@@ -407,13 +475,25 @@
     const hasScatter = d.scatter && d.scatter.length > 0;
     const hasSpectrum = corrected.nines.length > 0 || service.nines.length > 0;
     const latencyGrid = n || hasScatter || hasSpectrum ? section("Latency") : null;
+    // With trace context: the p99 of each interval that kept exemplars, ringed.
+    const ex = T.exemplars || [];
+    const traced = whenDone(T.p99_ms).map((v, i) => (ex[i] && ex[i].length ? v : null));
+    const hasTraces = traced.some(finite);
     if (n) {
+      const tracedSeries = Object.assign(dots("p99 traced", OI.orange, fmt.ms), {
+        fill: "#ffffff",
+        points: { show: true, size: 11, width: 2, stroke: OI.black, fill: "rgba(255, 255, 255, 0)" },
+        value: (u, v, si, i) => (i != null && ex[i] && ex[i].length ? "slowest traced " + fmt.ms(ex[i][0][0]) : dash),
+      });
       chart(latencyGrid, {
         id: "latency",
         title: "Latency over time",
-        aria: "Line chart: corrected latency p50, p90, p99 and max, and service time p50 and p99, in milliseconds, per interval over the run",
+        aria:
+          "Line chart: corrected latency p50, p90, p99 and max, and service time p50 and p99, in milliseconds, per interval over the run" +
+          (hasTraces ? "; ringed p99 points have traces of their slowest sampled requests, listed under the chart" : ""),
         note:
           "Corrected latency counts from when each request was due (free of coordinated omission); service time from when it was sent. Each interval is drawn at its middle. " +
+          (hasTraces ? "Ringed p99 points: intervals with traced requests (hover or click one). " : "") +
           (eventNote || ""),
         time: true,
         data: [
@@ -424,7 +504,7 @@
           whenDone(T.max_ms),
           whenDone(T.service_p50_ms),
           whenDone(T.service_p99_ms),
-        ],
+        ].concat(hasTraces ? [traced] : []),
         opts: {
           series: [
             xTime,
@@ -434,10 +514,10 @@
             line("max", OI.vermillion, fmt.ms, { width: 1 }),
             line("service p50", OI.green, fmt.ms, { dash: [6, 4] }),
             line("service p99", OI.purple, fmt.ms, { dash: [6, 4] }),
-          ],
+          ].concat(hasTraces ? [tracedSeries] : []),
           scales: { y: { range: fromZero } },
           axes: [axis("time (s)"), axis("latency (ms)")],
-          plugins: markers(),
+          plugins: markers().concat(hasTraces ? [exemplarsPlugin(ex, T)] : []),
         },
       });
     }

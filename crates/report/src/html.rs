@@ -22,7 +22,9 @@
 //! `errors`, latencies in ms with 3 decimals: `p50_ms`,
 //! `p90_ms`, `p99_ms`, `max_ms`, `service_p50_ms`, `service_p99_ms`; `hit_ratio` and
 //! `byte_hit_ratio` (null when unknown); `host_cpu_percent`; and maps of columns by name:
-//! `phase_mean_ms`, `backends` (responses), `cpu_percent`, `rss_kib`). `spectrum` is
+//! `phase_mean_ms`, `backends` (responses), `cpu_percent`, `rss_kib`; with trace context,
+//! `exemplars`: each interval's three slowest sampled requests, `[[ms, ended_s, trace_id,
+//! span_id, url], ...]`, `url` (filled from [`HtmlOptions::trace_url`]) only with one). `spectrum` is
 //! `{"corrected"|"service": {"nines": [..], "ms": [..]}}`, the percentile spectrum with
 //! percentiles as nines (-log10(1 - p/100); 100% dropped). `scatter` is `[[t_s, latency_ms,
 //! ok 0/1], ...]` sorted by time, from [`RunSummary::scatter`].
@@ -30,7 +32,9 @@
 //! Charts of a run, by self-check id: `latency`, `scatter`, `distribution`, `throughput`,
 //! `phases`, `phases-run`, `status`, `cache-ratio`, `cache-latency`, `backends` (two
 //! backends or more), `cpu` and `memory` (with host samples). A chart without data is left
-//! out. Time charts mark the events (dashed) and, in a stepped run, the start of each step
+//! out. The latency chart marks the p99 of each interval with exemplars (a ring, its series
+//! `p99 traced`; `exemplars` in its self-check counts them) and lists an interval's
+//! exemplars under the chart when hovered or clicked. Time charts mark the events (dashed) and, in a stepped run, the start of each step
 //! (dotted grey); `markers` counts those drawn. A curve has `curve-latency`,
 //! `curve-throughput`, `curve-errors`; a comparison
 //! `compare-distribution`, `compare-p99`, `compare-throughput`; an experiment
@@ -52,10 +56,11 @@
 use crate::export::{Cell, Sheet};
 use crate::sections::{self, rate_or_count, thousands, Section};
 use crate::text::{utc, Align};
+use crate::traces::TraceUrl;
 use barrage_metrics::events::EventSummary;
 use barrage_metrics::file::Mode;
 use barrage_metrics::recorder::RequestPoint;
-use barrage_metrics::summary::{IntervalRow, RunSummary};
+use barrage_metrics::summary::{ExemplarRow, IntervalRow, RunSummary};
 use barrage_metrics::units::fmt_us;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -142,10 +147,24 @@ pub struct TrendChart {
     pub notes: Vec<(f64, String)>,
 }
 
-/// The page as one self-contained HTML document.
+/// How a page is rendered beyond what it shows: what the reader's flags ask for.
+#[derive(Clone, Debug, Default)]
+pub struct HtmlOptions {
+    /// `--trace-url`: a run's trace ids become links through this template; without it
+    /// they are text to copy.
+    pub trace_url: Option<TraceUrl>,
+}
+
+/// The page as one self-contained HTML document, with the default [`HtmlOptions`].
 pub fn html(page: &Page) -> String {
+    html_with(page, &HtmlOptions::default())
+}
+
+/// The page as one self-contained HTML document, rendered as `options` say.
+pub fn html_with(page: &Page, options: &HtmlOptions) -> String {
+    let links = options.trace_url.as_ref();
     let (title, (before, after), data) = match page {
-        Page::Run(s) => ("barrage run".to_string(), (run_body(s), run_tables(s)), run_data(s)),
+        Page::Run(s) => ("barrage run".to_string(), (run_body(s), run_tables(s, links)), run_data(s, links)),
         Page::Curve { title, sheet, x, slo_ms, knee, capacity } => {
             let data = json!({
                 "page": "curve",
@@ -272,7 +291,7 @@ fn round_floats(v: &mut Value) {
     }
 }
 
-fn run_data(s: &RunSummary) -> Value {
+fn run_data(s: &RunSummary, links: Option<&TraceUrl>) -> Value {
     let mut summary = serde_json::to_value(s).expect("a RunSummary always serialises: its map keys are strings");
     if let Value::Object(m) = &mut summary {
         for drawn_or_unused in
@@ -282,10 +301,15 @@ fn run_data(s: &RunSummary) -> Value {
         }
     }
     round_floats(&mut summary);
+    let mut series = series(&s.intervals);
+    // Only a run with trace context has them: a page without says nothing of traces.
+    if s.intervals.iter().any(|r| !r.exemplars.is_empty()) {
+        series.insert("exemplars".into(), exemplars(&s.intervals, links));
+    }
     json!({
         "page": "run",
         "summary": summary,
-        "series": Value::Object(series(&s.intervals)),
+        "series": Value::Object(series),
         "spectrum": {
             "corrected": spectrum(&s.latency_spectrum.corrected),
             "service": spectrum(&s.latency_spectrum.service),
@@ -319,6 +343,22 @@ fn series(rows: &[IntervalRow]) -> Map<String, Value> {
     m.insert("rss_kib".into(), by_key(rows, |r| &r.rss_kib, |v| v.map_or(Value::Null, |k| Value::from(*k))));
     m
 }
+
+/// Each interval's slowest sampled requests, at most [`EXEMPLARS_SHOWN`], as `[ms, at_s,
+/// trace_id, span_id]`, and the link filled from `--trace-url` fifth when there is one.
+fn exemplars(rows: &[IntervalRow], links: Option<&TraceUrl>) -> Value {
+    let one = |e: &ExemplarRow| {
+        let mut v = vec![ms(e.latency_us as f64), num(e.ended_s, 3), json!(e.trace_id), json!(e.span_id)];
+        v.extend(links.and_then(|t| t.url(&e.trace_id, &e.span_id)).map(Value::from));
+        Value::Array(v)
+    };
+    let interval = |r: &IntervalRow| Value::Array(r.exemplars.iter().take(EXEMPLARS_SHOWN).map(one).collect());
+    Value::Array(rows.iter().map(interval).collect())
+}
+
+/// The exemplars the page keeps of each interval, slowest first: an hour traced would
+/// otherwise add megabytes (the results file and the JSON summary have them all).
+const EXEMPLARS_SHOWN: usize = 3;
 
 /// A column per key of the rows' maps (every key any row has), `cell` of each row's value.
 fn by_key<T>(
@@ -394,7 +434,7 @@ fn compare_run(label: &str, s: &RunSummary) -> Value {
 // ---- text ----------------------------------------------------------------------------
 
 /// `s` with HTML's special characters escaped, for text and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -603,11 +643,12 @@ fn table(heading: &str, sheet: &Sheet) -> String {
     data_table(heading, None, &sheet.header, &rows, &[])
 }
 
-/// The tables of a run the text report shows too, after the charts: flows, server replies,
-/// phases, steps, by name and by method, each when it has something to say.
-fn run_tables(s: &RunSummary) -> String {
+/// What a run's page shows after the charts: its trace context, then the tables the text
+/// report shows too: flows, server replies, phases, steps, by name and by method, each when
+/// it has something to say.
+fn run_tables(s: &RunSummary, links: Option<&TraceUrl>) -> String {
     let [by_name, by_method] = sections::by_name_and_method(s);
-    [
+    let tables: String = [
         sections::flows(s),
         sections::replies(s),
         sections::shards(s),
@@ -619,7 +660,8 @@ fn run_tables(s: &RunSummary) -> String {
     .into_iter()
     .flatten()
     .map(|t| section_table(&t))
-    .collect()
+    .collect();
+    crate::traces::html_section(s, links) + &tables
 }
 
 /// A [`Section`] as an HTML table, with the same cells as in the text report; its id is

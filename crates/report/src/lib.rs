@@ -43,18 +43,20 @@ mod sections;
 pub mod slo;
 pub mod study;
 mod text;
+pub mod traces;
 pub mod workload;
 
 pub use crate::csv::{csv, flows_sheet, intervals_sheet, names_sheet, replies_sheet, steps_sheet, summary_sheet};
 pub use crate::export::{to_csv, write_xlsx, Cell, Sheet};
 pub use crate::figure::{Figure, Spread};
 pub use crate::hdr::{write_hdr_log, HdrLogWriter, SERVICE_TAG};
-pub use crate::html::{html, Page, TrendChart};
+pub use crate::html::{html, html_with, HtmlOptions, Page, TrendChart};
 pub use crate::reports::{CapacityReport, ExperimentReport, Report};
 pub use crate::sections::urls_line;
 pub use crate::slo::{junit, slo_lines, Slo, SloResult};
 pub use crate::study::{StudyRow, StudyTable};
 pub use crate::text::{text, utc, Align, Table};
+pub use crate::traces::TraceUrl;
 
 use barrage_metrics::file::FileError;
 use barrage_metrics::RunSummary;

@@ -3,7 +3,7 @@
 //! written readable by others as usual, or by their owner alone when the report was not
 //! redacted. Apart from the renderers, which never do I/O.
 
-use crate::{Report, ReportError, Sheet};
+use crate::{HtmlOptions, Report, ReportError, Sheet};
 use std::path::{Path, PathBuf};
 
 /// What went wrong with a report's file.
@@ -52,12 +52,12 @@ impl Files {
         Ok(())
     }
 
-    /// Writes `report` to these files: for their owner alone when it was not redacted
-    /// (`--no-redact`).
-    pub fn write(&self, report: &Report) -> Result<(), OutputError> {
+    /// Writes `report` to these files, its page rendered as `options` say: for their owner
+    /// alone when it was not redacted (`--no-redact`).
+    pub fn write(&self, report: &Report, options: &HtmlOptions) -> Result<(), OutputError> {
         let private = report.unredacted();
         if let Some(path) = &self.html {
-            write(path, report.html(), private, &format!("--html {}", path.display()))?;
+            write(path, report.html(options), private, &format!("--html {}", path.display()))?;
         }
         if self.xlsx.is_some() || self.csv_dir.is_some() {
             // Made only when asked for: a million URLs make them cost.

@@ -9,7 +9,7 @@ use crate::compare::{
     case_comparisons_sheet, case_comparisons_text, comparison_sheet, comparison_text, CaseComparison, Comparison,
 };
 use crate::export::Sheet;
-use crate::html::{html, Page};
+use crate::html::{html_with, HtmlOptions, Page};
 use crate::slo::SloResult;
 use crate::study::{failure_of, StudyTable};
 use barrage_metrics::RunSummary;
@@ -190,8 +190,9 @@ impl Report<'_> {
         }
     }
 
-    /// The HTML page.
-    pub fn html(&self) -> String {
+    /// The HTML page, rendered as `options` say (a run's trace links).
+    pub fn html(&self, options: &HtmlOptions) -> String {
+        let html = |page: &Page| html_with(page, options);
         match self {
             Report::Run(s) => html(&Page::Run(s)),
             Report::Sweep { table, slo_ms } => {

@@ -228,6 +228,7 @@ fn hour() -> RunSummary {
                     .map(|(k, p)| (p.to_string(), 100_000 + i * 10 + k as u64))
                     .collect(),
                 host_cpu_percent: Some(50.0 + 40.0 * wobble(9)),
+                exemplars: Vec::new(),
                 phase_mean_us: ["dns", "connect", "tls", "send", "wait", "receive"]
                     .iter()
                     .enumerate()
@@ -275,7 +276,7 @@ fn hour() -> RunSummary {
 }
 
 #[test]
-fn an_hour_fits_in_two_mib() {
+fn an_hour_fits_in_two_mib_or_three_traced() {
     let s = hour();
     let page = html(&Page::Run(&s));
     let data = embedded(&page);
@@ -286,6 +287,24 @@ fn an_hour_fits_in_two_mib() {
     assert_eq!(data["series"]["backends"]["web-2"].as_array().unwrap().len(), 3600);
     assert_eq!(data["scatter"].as_array().unwrap().len(), 20_000);
     assert_self_contained(&page);
+
+    // Traced all along, its three slowest sampled requests linked in each interval.
+    let mut s = s;
+    for r in &mut s.intervals {
+        r.exemplars = (0..8u64)
+            .map(|k| barrage_metrics::summary::ExemplarRow {
+                trace_id: format!("{:032x}", r.second * 1_000_003 + k),
+                span_id: format!("{:016x}", r.second * 7 + k),
+                latency_us: 250_000 - k * 1_000,
+                ended_s: r.second as f64 + 0.123,
+            })
+            .collect();
+    }
+    let template = "http://localhost:16686/trace/{trace_id}".parse().unwrap();
+    let page = barrage_report::html_with(&Page::Run(&s), &barrage_report::HtmlOptions { trace_url: Some(template) });
+    eprintln!("a one-hour page traced and linked: {} bytes", page.len());
+    assert!(page.len() < 3 * 1024 * 1024, "{} bytes", page.len());
+    assert_eq!(embedded(&page)["series"]["exemplars"][3599].as_array().unwrap().len(), 3);
 
     // A typical page, for the record: the fixed run.
     let (_dir, _, s) = fixture();
@@ -437,4 +456,111 @@ fn an_experiment_renders_with_its_data() {
     assert_eq!(data["comparisons"]["rows"][0][6], 50);
     assert!(page.contains("<title>barrage experiment cache &amp; &lt;tls&gt;</title>"));
     assert_eq!(page.matches("<table class=\"data\">").count(), 2);
+}
+
+/// `s` with trace context: three sampled requests kept in the first interval, one in the
+/// third, the run's slowest those four.
+fn traced(mut s: RunSummary) -> RunSummary {
+    use barrage_metrics::summary::{ExemplarRow, TraceContextSummary};
+    let ex = |k: u64, latency_us: u64, ended_s: f64| ExemplarRow {
+        trace_id: format!("{k:032x}"),
+        span_id: format!("{:016x}", k + 100),
+        latency_us,
+        ended_s,
+    };
+    s.intervals[0].exemplars = vec![ex(0xa1, 9_000, 0.9), ex(0xa2, 5_000, 0.5), ex(0xa3, 1_000, 0.1)];
+    s.intervals[2].exemplars = vec![ex(0xc1, 12_000, 2.4)];
+    let mut slowest: Vec<ExemplarRow> = s.intervals.iter().flat_map(|r| r.exemplars.clone()).collect();
+    slowest.sort_by_key(|e| std::cmp::Reverse(e.latency_us));
+    s.trace_context =
+        Some(TraceContextSummary { sample: 0.05, requests_sampled: 1_234, header_bytes_per_request: 116, slowest });
+    s
+}
+
+/// The trace ids of the page's trace section, and each one's link (`None`: text to copy).
+fn trace_ids(page: &str) -> Vec<(String, Option<String>)> {
+    let start = page.find("<section id=\"trace-context\">").expect("a trace section");
+    let section = &page[start..start + page[start..].find("</section>").unwrap()];
+    section
+        .match_indices("class=\"trace-id\"")
+        .map(|(at, _)| {
+            let start = section[..at].rfind('<').unwrap();
+            let end = at + section[at..].find('>').unwrap();
+            let tag = &section[start + 1..end];
+            let text = &section[end + 1..end + 1 + section[end + 1..].find('<').unwrap()];
+            let href = tag.starts_with("a ").then(|| attribute(tag, "href").expect("a link has an href").to_string());
+            (text.to_string(), href.map(|h| h.replace("&amp;", "&")))
+        })
+        .collect()
+}
+
+#[test]
+fn a_traced_run_lists_its_slowest_trace_ids_and_marks_its_intervals() {
+    let (_dir, _, s) = fixture();
+    let s = traced(s);
+    let page = html(&Page::Run(&s));
+    let wanted: Vec<String> = s.trace_context.as_ref().unwrap().slowest.iter().map(|e| e.trace_id.clone()).collect();
+    assert_eq!(trace_ids(&page), wanted.iter().map(|id| (id.clone(), None)).collect::<Vec<_>>());
+    assert!(page.contains("5.00% of requests sampled (1,234 requests); traceparent and tracestate added 116 B"));
+    assert!(page.contains("--trace-url TEMPLATE"), "says how to make them links");
+
+    // The chart's data: each interval's exemplars, in its column, without links.
+    let data = embedded(&page);
+    let ex = data["series"]["exemplars"].as_array().unwrap();
+    assert_eq!(ex.len(), s.intervals.len());
+    assert_eq!(ex.iter().filter(|e| !e.as_array().unwrap().is_empty()).count(), 2);
+    assert_eq!(ex[0][0], serde_json::json!([9, 0.9, format!("{:032x}", 0xa1), format!("{:016x}", 0xa1 + 100)]));
+    assert_eq!(ex[2][0][1], 2.4);
+}
+
+#[test]
+fn trace_ids_link_through_the_template_escaped() {
+    let (_dir, _, s) = fixture();
+    let s = traced(s);
+    // `&` and `'` are URL characters that HTML must escape in an attribute.
+    let template: barrage_report::TraceUrl = "https://ui.test/t/{trace_id}?span={span_id}&q='x'".parse().unwrap();
+    let options = barrage_report::HtmlOptions { trace_url: Some(template) };
+    let page = barrage_report::html_with(&Page::Run(&s), &options);
+    let links = trace_ids(&page);
+    assert_eq!(links.len(), 4);
+    for (e, (id, href)) in s.trace_context.as_ref().unwrap().slowest.iter().zip(&links) {
+        assert_eq!(id, &e.trace_id);
+        let href = href.as_deref().expect("a link").replace("&#39;", "'");
+        assert_eq!(href, format!("https://ui.test/t/{}?span={}&q='x'", e.trace_id, e.span_id));
+    }
+    assert!(page.contains("&amp;q=&#39;x&#39;\">"), "escaped in the href");
+    assert_eq!(
+        embedded(&page)["series"]["exemplars"][2][0][4],
+        format!("https://ui.test/t/{:032x}?span={:016x}&q='x'", 0xc1, 0xc1 + 100)
+    );
+    // The links lead out of the page only when followed: nothing is loaded.
+    let tags = tags(&page);
+    assert_eq!(tags.iter().filter(|(n, _)| n == "script").count(), 4);
+    assert!(tags.iter().all(|(n, _)| n != "img" && n != "link" && n != "iframe"));
+}
+
+#[test]
+fn a_template_that_could_inject_markup_is_refused() {
+    for t in [
+        "http://x/\"><script>alert(1)</script>/{trace_id}",
+        "javascript:alert(document.cookie)//{trace_id}",
+        "http://x/{trace_id}' onmouseover='alert(1)",
+        "http://x/<img src=x onerror=alert(1)>{trace_id}",
+    ] {
+        assert!(t.parse::<barrage_report::TraceUrl>().is_err(), "{t}");
+    }
+}
+
+#[test]
+fn without_trace_context_the_page_says_nothing_of_traces() {
+    let (_dir, _, s) = fixture();
+    assert!(s.trace_context.is_none() && s.intervals.iter().all(|r| r.exemplars.is_empty()));
+    let template = "http://localhost:16686/trace/{trace_id}".parse().unwrap();
+    let page = barrage_report::html_with(&Page::Run(&s), &barrage_report::HtmlOptions { trace_url: Some(template) });
+    assert!(!page.contains("<section id=\"trace-context\">") && !page.contains("class=\"trace-id\""));
+    let data = embedded(&page);
+    assert!(data["series"].get("exemplars").is_none());
+    assert_eq!(data["summary"]["trace_context"], Value::Null);
+    // Rendered alike with or without a template when there is nothing to link.
+    assert_eq!(page, html(&Page::Run(&s)));
 }

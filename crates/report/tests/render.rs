@@ -82,6 +82,7 @@ fn trace_context_is_one_line_and_a_json_object_in_the_schema() {
         sample: 0.01,
         requests_sampled: 12,
         header_bytes_per_request: 129,
+        slowest: Vec::new(),
     });
     let text = barrage_report::text(&s, false);
     let line = text.lines().find(|l| l.starts_with("Trace context")).expect("a line");
@@ -92,7 +93,7 @@ fn trace_context_is_one_line_and_a_json_object_in_the_schema() {
     let json: serde_json::Value = serde_json::from_str(&barrage_report::json(&s)).unwrap();
     assert_eq!(
         json["trace_context"],
-        serde_json::json!({"sample": 0.01, "requests_sampled": 12, "header_bytes_per_request": 129})
+        serde_json::json!({"sample": 0.01, "requests_sampled": 12, "header_bytes_per_request": 129, "slowest": []})
     );
     valid(&json);
 }

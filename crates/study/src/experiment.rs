@@ -173,7 +173,12 @@ pub fn fill(flags: &[String], servers: &[Server]) -> Result<Vec<String>, String>
                 }
             }
             f = fill_all(&f, servers);
-            match barrage_plan::experiment::placeholders(&f).into_iter().find(|p| *p != "id") {
+            // `{id}` is a URL template's; `{trace_id}` and `{span_id}` a --trace-url template's,
+            // which an experiment refuses by name once its flags are read.
+            match barrage_plan::experiment::placeholders(&f)
+                .into_iter()
+                .find(|p| !matches!(*p, "id" | "trace_id" | "span_id"))
+            {
                 Some(p) => Err(unknown_placeholder(p, &f, servers)),
                 None => Ok(f),
             }
