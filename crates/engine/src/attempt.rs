@@ -9,8 +9,10 @@
 use crate::conn::Failure;
 use crate::prepared::Prepared;
 use crate::timing::Phases;
+use crate::trace::TraceHeaders;
 use crate::worker::Worker;
 use barrage_metrics::recorder::SampleKeys;
+use barrage_metrics::trace;
 use barrage_metrics::{CacheStatus, Intent, Origin, Outcome, Sample};
 use http::header::HeaderValue;
 use std::borrow::Cow;
@@ -305,4 +307,74 @@ pub(crate) fn log_row(
         trace: what.trace,
     };
     log.row(&row, sample);
+}
+
+/// The most targets whose URLs a span names (beyond, a list's span names its server).
+const SPAN_URLS: usize = 64;
+
+/// What a sampled attempt's span says besides its sample.
+pub(crate) struct Attempted<'a> {
+    /// The request's (or flow's) number and the attempt.
+    pub number: u64,
+    pub attempt: u32,
+    pub target: &'a Prepared,
+    /// A flow's step.
+    pub step: Option<&'a barrage_plan::flow::Step>,
+}
+
+/// An attempt ended: when its `traceparent` said sampled, it is kept as an exemplar if it
+/// is among its interval's slowest, and its client span is handed to the exporter. Only
+/// sampled attempts: a server keeps their traces, so an exemplar or a span leads to one.
+pub(crate) fn traced(w: &Worker, trace: Option<TraceHeaders<'_>>, sample: &Sample, a: &Attempted<'_>) {
+    let (Some(run), Some(t)) = (&w.trace, trace.filter(|t| t.sampled)) else { return };
+    let latency_us = sample.corrected().as_micros() as u64;
+    let ended_ms = u32::try_from(sample.ended.as_millis()).unwrap_or(u32::MAX);
+    let exemplar = trace::Exemplar { trace: t.trace.0, span: t.span.0, latency_us, ended_ms };
+    trace::keep_exemplar(&mut w.recorder.borrow_mut().exemplars, exemplar);
+    let Some(spans) = run.spans() else { return };
+    let unix = |d: std::time::Duration| w.start_unix_us.saturating_add(d.as_micros() as u64);
+    let endpoint = &w.endpoints[a.target.endpoint];
+    // Bounded cardinality: a step's URL as written (its variables unfilled), a target's
+    // name, a URL template (its id unfilled), a short list's URL; a long list's
+    // targets are only their server.
+    let target = match (a.step, &a.target.name, &a.target.url_text) {
+        (Some(step), _, _) => step.url_text.as_str().into(),
+        (None, Some(name), _) => name.clone(),
+        (None, None, Some(url)) if a.target.template.is_some() || w.targets.len() <= SPAN_URLS => url.as_ref().into(),
+        _ => format!("{}://{}:{}", if endpoint.tls { "https" } else { "http" }, endpoint.host, endpoint.port).into(),
+    };
+    spans.0.put(trace::SpanRecord {
+        trace: t.trace,
+        span: t.span,
+        // A flow's steps are spans of its trace beside each other: the flow itself is
+        // no span of its own (its latency is in the flows' figures).
+        parent: None,
+        number: a.number,
+        attempt: a.attempt,
+        intended_unix_us: unix(sample.intended),
+        started_unix_us: unix(sample.started),
+        ended_unix_us: unix(sample.ended),
+        phases: sample.phases,
+        outcome: sample.outcome,
+        rejected: sample.rejected,
+        method: method_name(&a.target.method),
+        target,
+        server: format!("{}:{}", endpoint.host, endpoint.port).into(),
+        step: a.step.map(|s| s.name.as_str().into()),
+        captures: a.step.map(|s| s.captures.iter().map(|c| c.name.as_str().into()).collect()).unwrap_or_default(),
+        bytes_in: sample.bytes_in,
+        bytes_out: sample.bytes_out,
+        cache: sample.cache,
+    });
+}
+
+/// A method's name as OpenTelemetry's HTTP conventions want it: the standard ones, and
+/// `_OTHER` for any other (a bounded attribute).
+fn method_name(m: &http::Method) -> &'static str {
+    use http::Method as M;
+    [M::GET, M::HEAD, M::POST, M::PUT, M::DELETE, M::CONNECT, M::OPTIONS, M::TRACE, M::PATCH]
+        .iter()
+        .zip(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
+        .find_map(|(known, name)| (known == m).then_some(name))
+        .unwrap_or("_OTHER")
 }

@@ -112,6 +112,14 @@ pub struct RunSpec {
     pub spans: Option<barrage_metrics::trace::Spans>,
 }
 
+impl RunSpec {
+    /// How the targets' URLs are shown, when something shows them (the request log, the
+    /// client spans).
+    fn shown_urls(&self) -> Option<&Redaction> {
+        (self.log.is_some() || self.spans.is_some()).then_some(&self.redaction)
+    }
+}
+
 /// Runs the plan, writing intervals to `spec.output` as they close and calling
 /// `on_interval` with each. Ctrl-C (`stop`) ends the attack early; the file is complete
 /// either way. Returns the footer written last, or [`EngineError::Stopped`] when `stop`
@@ -126,8 +134,7 @@ pub fn run(
         || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
     let connector = Arc::new(conn::Connector::new(&plan, needs_tls, http::h3::client_config)?);
-    let (targets, endpoints) =
-        prepared::prepare(&plan, (spec.log.is_some() || spec.spans.is_some()).then_some(&spec.redaction));
+    let (targets, endpoints) = prepared::prepare(&plan, spec.shown_urls());
     let threads = plan.thread_count();
     // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
     // temporary file is the caller's to remove).

@@ -4,12 +4,14 @@
 //! which the slot sends one after the other. The hot path: no lock, no channel, no
 //! formatting; the recorder is this thread's own.
 
-use crate::attempt::{failure_done, log_row, record_done, settle, Done, FirstAttempt, FlowLog, Job, Logged, Next};
+use crate::attempt::{
+    failure_done, log_row, record_done, settle, traced, Attempted, Done, FirstAttempt, FlowLog, Job, Logged, Next,
+};
 use crate::conn::Failure;
 use crate::http::{Conn, Filled, Outgoing, Reading, SharedConns};
 use crate::prepared::Prepared;
 use crate::timing::Phases;
-use crate::trace::{Attempted, TraceHeaders};
+use crate::trace::TraceHeaders;
 use crate::watchdog::{Expired, Watchdog};
 use crate::worker::Worker;
 use barrage_metrics::recorder::FlowFailure;
@@ -230,14 +232,7 @@ impl Slot {
             (all, Some(io)) => (&all[io.step.target], 0),
             (all, None) => (&all[job.target as usize], job.id),
         };
-        let trace = w.trace.as_ref().map(|t| match io.as_deref() {
-            // A flow's trace is its instance (see `StepIo::flow_id`); each step a span in it.
-            Some(io) => t.headers(io.flow_id, io.index as u32 + 1, job.attempt),
-            None => t.headers(job.number, 0, job.attempt),
-        });
-        if trace.is_some_and(|t| t.sampled) {
-            w.trace_sampled.set(w.trace_sampled.get() + 1);
-        }
+        let trace = trace_headers(w, io.as_deref(), &job);
         let what = (id, job.number, trace);
         if let Some(io) = io.as_deref_mut() {
             io.reset();
@@ -281,11 +276,8 @@ impl Slot {
             (None, name) => name.as_deref().map(str::as_bytes),
         };
         record_done(w, &sample, name, Some(target.method.as_str().as_bytes()), &done);
-        if let (Some(run), Some(t)) = (&w.trace, trace.filter(|t| t.sampled)) {
-            let number = io.as_deref().map_or(job.number, |io| io.flow_id);
-            let step = io.as_deref().map(|io| io.step);
-            run.ended(w, &t, &sample, &Attempted { number, attempt: job.attempt, target, step });
-        }
+        let (number, step) = io.as_deref().map_or((job.number, None), |io| (io.flow_id, Some(io.step)));
+        traced(w, trace, &sample, &Attempted { number, attempt: job.attempt, target, step });
         if let (Some(io), Some(failure)) = (io.as_deref(), rejection) {
             let example = || failure_example(io, done.outcome, &w.redaction);
             w.recorder.borrow_mut().names.mark(io.key, failure, example);
@@ -541,6 +533,19 @@ impl Slot {
         self.conn = Some((endpoint, conn));
         Ok(true)
     }
+}
+
+/// `--trace-context`: the trace headers of `job`'s attempt, counted when sampled. A flow's
+/// trace is its instance (see `StepIo::flow_id`), each step a span in it.
+fn trace_headers<'w>(w: &'w Worker, io: Option<&StepIo<'_>>, job: &Job) -> Option<TraceHeaders<'w>> {
+    let headers = w.trace.as_ref().map(|t| match io {
+        Some(io) => t.headers(io.flow_id, io.index as u32 + 1, job.attempt),
+        None => t.headers(job.number, 0, job.attempt),
+    });
+    if headers.is_some_and(|t| t.sampled) {
+        w.trace_sampled.set(w.trace_sampled.get() + 1);
+    }
+    headers
 }
 
 /// Counts a new connection by the protocol the server agreed to. With `--streams` above 1,

@@ -4,10 +4,7 @@
 //! stored per request: the ids are a function of (run id, number, step, attempt), which is
 //! also how `barrage report --trace-id` finds a request again.
 
-use crate::prepared::Prepared;
-use crate::worker::Worker;
 use barrage_metrics::trace::{self, Sampling, SpanId, TraceId, TraceKey, TRACEPARENT_LEN};
-use barrage_metrics::Sample;
 use http::HeaderValue;
 
 /// The run's trace context: its key, its sampling, its `tracestate` (the same for every
@@ -45,6 +42,11 @@ impl RunTrace {
         Some(RunTrace { key, sampling, state, spans })
     }
 
+    /// Where sampled requests' client spans go, if anywhere.
+    pub(crate) fn spans(&self) -> Option<&trace::Spans> {
+        self.spans.as_ref()
+    }
+
     /// The headers of attempt `attempt` of step `step` (0: a plain request; a flow's steps
     /// from 1) of the request (or flow) numbered `number`.
     #[inline]
@@ -55,81 +57,6 @@ impl RunTrace {
         let parent = trace::traceparent(id, span, sampled);
         TraceHeaders { parent, state: &self.state, trace: id, sampled, span }
     }
-}
-
-/// The most targets whose URLs a span names (beyond, a list's span names its server).
-const SPAN_URLS: usize = 64;
-
-/// What a sampled attempt's span says besides its sample.
-pub(crate) struct Attempted<'a> {
-    /// The request's (or flow's) number and the attempt.
-    pub number: u64,
-    pub attempt: u32,
-    pub target: &'a Prepared,
-    /// A flow's step.
-    pub step: Option<&'a barrage_plan::flow::Step>,
-}
-
-impl RunTrace {
-    /// A sampled attempt ended: kept as an exemplar when it is among its interval's
-    /// slowest, and its client span handed to the exporter. Only sampled attempts come
-    /// here: a server keeps their traces, so an exemplar or a span always leads to one.
-    pub(crate) fn ended(&self, w: &Worker, t: &TraceHeaders<'_>, sample: &Sample, a: &Attempted<'_>) {
-        let latency_us = sample.corrected().as_micros() as u64;
-        let ended_ms = u32::try_from(sample.ended.as_millis()).unwrap_or(u32::MAX);
-        let exemplar = trace::Exemplar { trace: t.trace.0, span: t.span.0, latency_us, ended_ms };
-        trace::keep_exemplar(&mut w.recorder.borrow_mut().exemplars, exemplar);
-        let Some(spans) = &self.spans else { return };
-        let unix = |d: std::time::Duration| w.start_unix_us.saturating_add(d.as_micros() as u64);
-        let endpoint = &w.endpoints[a.target.endpoint];
-        // Bounded cardinality: a step's URL as written (its variables unfilled), a target's
-        // name, a URL template (its id unfilled), a short list's URL; a long list's
-        // targets are only their server.
-        let target = match (a.step, &a.target.name, &a.target.url_text) {
-            (Some(step), _, _) => step.url_text.as_str().into(),
-            (None, Some(name), _) => name.clone(),
-            (None, None, Some(url)) if a.target.template.is_some() || w.targets.len() <= SPAN_URLS => {
-                url.as_ref().into()
-            }
-            _ => {
-                format!("{}://{}:{}", if endpoint.tls { "https" } else { "http" }, endpoint.host, endpoint.port).into()
-            }
-        };
-        spans.0.put(trace::SpanRecord {
-            trace: t.trace,
-            span: t.span,
-            // A flow's steps are spans of its trace beside each other: the flow itself is
-            // no span of its own (its latency is in the flows' figures).
-            parent: None,
-            number: a.number,
-            attempt: a.attempt,
-            intended_unix_us: unix(sample.intended),
-            started_unix_us: unix(sample.started),
-            ended_unix_us: unix(sample.ended),
-            phases: sample.phases,
-            outcome: sample.outcome,
-            rejected: sample.rejected,
-            method: method_name(&a.target.method),
-            target,
-            server: format!("{}:{}", endpoint.host, endpoint.port).into(),
-            step: a.step.map(|s| s.name.as_str().into()),
-            captures: a.step.map(|s| s.captures.iter().map(|c| c.name.as_str().into()).collect()).unwrap_or_default(),
-            bytes_in: sample.bytes_in,
-            bytes_out: sample.bytes_out,
-            cache: sample.cache,
-        });
-    }
-}
-
-/// A method's name as OpenTelemetry's HTTP conventions want it: the standard ones, and
-/// `_OTHER` for any other (a bounded attribute).
-fn method_name(m: &http::Method) -> &'static str {
-    use http::Method as M;
-    [M::GET, M::HEAD, M::POST, M::PUT, M::DELETE, M::CONNECT, M::OPTIONS, M::TRACE, M::PATCH]
-        .iter()
-        .zip(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
-        .find_map(|(known, name)| (known == m).then_some(name))
-        .unwrap_or("_OTHER")
 }
 
 /// `traceparent` and `tracestate` as HTTP/1.1 header lines, inserted before the blank line

@@ -33,6 +33,20 @@ impl BucketExemplar {
     }
 }
 
+/// Puts each of `exemplars` into `per_bucket`, at the bucket of `bounds_us` (upper bounds,
+/// µs; `+Inf` after them) its latency falls in, replacing what the bucket held.
+pub(crate) fn place(
+    per_bucket: &mut [Option<BucketExemplar>],
+    bounds_us: &[u64],
+    exemplars: &[Exemplar],
+    run_start_unix_ms: u64,
+) {
+    for e in exemplars {
+        let bucket = bounds_us.partition_point(|&bound| bound < e.latency_us);
+        per_bucket[bucket] = Some(BucketExemplar::of(e, run_start_unix_ms));
+    }
+}
+
 /// Appends each bucket's exemplar to the line of `bucket_metric` (`…_bucket`) for that
 /// bucket, in order: `per_bucket[i]` goes on the `i`th such line.
 pub(crate) fn annotate(body: &mut String, bucket_metric: &str, per_bucket: &[Option<BucketExemplar>]) {

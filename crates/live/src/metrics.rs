@@ -572,11 +572,8 @@ impl HdrBuckets {
 
     /// Puts each exemplar in the bucket its latency falls in, replacing what it held.
     fn add_exemplars(&self, exemplars: &[barrage_metrics::trace::Exemplar], run_start_unix_ms: u64) {
-        let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        for e in exemplars {
-            let bucket = s.bounds_us.partition_point(|&bound| bound < e.latency_us);
-            s.exemplars[bucket] = Some(BucketExemplar::of(e, run_start_unix_ms));
-        }
+        let s = &mut *self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        crate::exemplars::place(&mut s.exemplars, &s.bounds_us, exemplars, run_start_unix_ms);
     }
 
     fn exemplars(&self) -> Vec<Option<BucketExemplar>> {
