@@ -214,6 +214,14 @@ fn sample(flag: &str, w: &World) -> Sample {
         "trace-sample" => plain(s(&["--trace-sample", "0.5"])),
         // Refused: a study's pages have no trace ids to link.
         "trace-url" => plain(s(&["--trace-url", "http://localhost:16686/trace/{trace_id}"])),
+        // OpenTelemetry: to a collector that refuses (the run says so on stderr); the
+        // results file's settings say how it was exported.
+        "otlp" => plain(vec!["--otlp".into(), crate::util::refused_url()]),
+        "otlp-protocol" => with(s(&["--otlp-protocol", "grpc"]), vec!["--otlp".into(), crate::util::refused_url()]),
+        "otlp-temporality" => {
+            with(s(&["--otlp-temporality", "cumulative"]), vec!["--otlp".into(), crate::util::refused_url()])
+        }
+        "otlp-scale" => with(s(&["--otlp-scale", "4"]), vec!["--otlp".into(), crate::util::refused_url()]),
         // Scale-out
         "shard" => plain(s(&["--shard", "0/2"])),
         "start-at" => {

@@ -388,6 +388,14 @@ fn spans_by_service(received: &[Value]) -> std::collections::HashMap<String, Vec
 fn a_traced_origin_continues_each_sampled_request_under_barrages_span() {
     let received_dir = tempfile::tempdir().unwrap();
     let Some(receiver) = Receiver::start(received_dir.path(), &[]) else { return };
+    let sdk = Command::new("python3")
+        .args(["-c", "import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require("opentelemetry-sdk", sdk) {
+        return;
+    }
     let origin = TracedOrigin::start(&format!("http://127.0.0.1:{}/v1/traces", receiver.http));
     let work = tempfile::tempdir().unwrap();
     let out = barrage()
@@ -434,4 +442,49 @@ fn a_traced_origin_continues_each_sampled_request_under_barrages_span() {
     for e in slowest {
         assert!(ids.contains(&e["trace_id"].as_str().unwrap().to_string()), "exemplar {e} has a span");
     }
+}
+
+/// An experiment exports each case's run, its sampled requests' spans too; a case that
+/// asks for an export of its own is refused, naming the flag.
+#[test]
+fn an_experiment_exports_every_case_and_refuses_a_cases_own_export() {
+    let received_dir = tempfile::tempdir().unwrap();
+    let Some(receiver) = Receiver::start(received_dir.path(), &[]) else { return };
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.toml");
+    let text = format!(
+        "[base]\nurl = \"{}\"\nrequests = 200\nrate = 400\ntrace-sample = 0.5\n\n[factors.workers]\none = {{ max-in-flight = 1 }}\ntwo = {{ max-in-flight = 2 }}\n",
+        o.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = barrage()
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .arg("experiment")
+        .arg(&file)
+        .arg("-o")
+        .arg(dir.path().join("out"))
+        .args(["--format", "json", "--otlp", &format!("http://127.0.0.1:{}", receiver.http)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let received = receiver.received();
+    let sent = metrics(&received, "http", "barrage.requests.sent");
+    let total: u64 = points(&sent, "sum").iter().map(|p| int(&p["asInt"])).sum();
+    assert_eq!(total, 400, "both cases' requests");
+    let spans = spans_by_service(&received);
+    // 400 requests × 0.5: within 5 standard deviations (10 each).
+    assert!((150..=250).contains(&spans["barrage"].len()), "{}", spans["barrage"].len());
+    std::fs::write(
+        &file,
+        format!(
+            "[base]\nurl = \"{}\"\nrequests = 20\n\n[factors.export]\nmine = {{ otlp = \"http://127.0.0.1:1\" }}\n",
+            o.url()
+        ),
+    )
+    .unwrap();
+    let out = barrage().arg("experiment").arg(&file).arg("--dry-run").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--otlp") && stderr.lines().count() == 1, "{stderr}");
 }

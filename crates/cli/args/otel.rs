@@ -31,6 +31,18 @@ pub struct OtelArgs {
 }
 
 impl OtelArgs {
+    /// The first of the flags given, if any.
+    pub fn given(&self) -> Option<&'static str> {
+        [
+            ("otlp", self.otlp.is_some()),
+            ("otlp-protocol", self.otlp_protocol.is_some()),
+            ("otlp-temporality", self.otlp_temporality.is_some()),
+            ("otlp-scale", self.otlp_scale.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+    }
+
     /// The flags as the exporter's configuration takes them.
     pub fn flags(&self) -> barrage_otel::Flags {
         barrage_otel::Flags {

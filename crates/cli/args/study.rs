@@ -61,6 +61,8 @@ pub struct ExperimentArgs {
     pub live: LiveArgs,
     #[command(flatten)]
     pub keep: HistoryArgs,
+    #[command(flatten)]
+    pub otel: super::OtelArgs,
 }
 
 /// `barrage compare`.

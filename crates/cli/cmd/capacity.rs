@@ -56,7 +56,9 @@ pub fn capacity(a: CapacityArgs, stop: CancellationToken) -> anyhow::Result<Exit
     let dir = base.output.take();
     let bounds = Bounds { start_rate, max_rate, precision: a.precision, step, max_time: a.max_time.0 };
     let mut otlp = super::otel::Otlp::start(&run.otel)?;
-    base.spans = otlp.as_ref().and_then(|o| o.spans(&base));
+    if let Some(o) = &otlp {
+        o.feed().apply(&mut base);
+    }
     let search = Capacity { base, bounds, slos: run.gates.slo.clone(), dir };
     let mut views = Views::start(&run.live.options(), &stop, true)?;
     let found = search.run(

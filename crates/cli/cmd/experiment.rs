@@ -54,15 +54,26 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     let dir = StudyDir::create(&path, manifest(&e, &cases), a.resume)?;
     let barrage = std::env::current_exe().context("finding the barrage binary to run testbed origins")?;
     let study = Study::new(&e, &dir, &cases, settings, barrage, a.noise);
-    let build = |c: usize, bed: &Bed| build(&cases[c], bed);
+    let mut otlp = super::otel::Otlp::start(&a.otel)?;
+    let feed = otlp.as_ref().map(super::otel::Otlp::feed);
+    let build = |c: usize, bed: &Bed| {
+        let mut job = build(&cases[c], bed)?;
+        if let Some(feed) = &feed {
+            feed.apply(&mut job.main);
+        }
+        Ok(job)
+    };
     let mut views = Views::start(&a.live.options(), &stop, true)?;
     let results = study.run(
         &build,
-        &mut Runner::new("experiment", stop, &mut views)
+        &mut Runner::new("experiment", stop, &mut super::otel::Exported { views: &mut views, otlp: otlp.as_mut() })
             .with_history(super::history::keeper(&a.keep))
             .with_control(Control::of(a.keep.control.as_ref(), cases.iter().any(|c| c.testbed.is_some()))),
     );
     views.finish();
+    if let Some(o) = otlp {
+        o.finish();
+    }
     let results = results?;
     let report = barrage_study::cases::report(&e, results);
     let report = Report::Experiment(&report);
@@ -131,6 +142,11 @@ fn build(p: &CaseSpec, bed: &Bed) -> Result<Built, String> {
             run.conn.cacert = bed.ca.clone();
         }
         super::plan::one_machine(&run, "an experiment").map_err(|e| format!("{what}{e:#}"))?;
+        if let Some(flag) = run.otel.given() {
+            return Err(format!(
+                "{what}--{flag} is the whole experiment's: give it to `barrage experiment`, not to a case"
+            ));
+        }
         // The case's phases, checked as `run --phases` checks them (a scenario has none).
         run.request.phases = p.phases.clone();
         super::plan::phases(&run).map_err(|e| format!("{what}{e:#}"))?;

@@ -30,10 +30,16 @@ impl Otlp {
         Ok(Some(Otlp { config, exporter, encoder: None }))
     }
 
-    /// Where the engine hands sampled requests' client spans, for a run with
-    /// `--trace-context`: without it no request is sampled and there is nothing to send.
-    pub fn spans(&self, order: &RunOrder) -> Option<barrage_metrics::trace::Spans> {
-        order.plan.trace.is_some().then(|| barrage_metrics::trace::Spans(std::sync::Arc::new(self.exporter.spans())))
+    /// What each run of the export needs to know of it ([`Feed::apply`]).
+    pub fn feed(&self) -> Feed {
+        Feed { spans: barrage_metrics::trace::Spans(std::sync::Arc::new(self.exporter.spans())), view: self.view() }
+    }
+
+    /// What the results file's settings say of the export: how, never where (an endpoint may
+    /// hold credentials, and where the figures went is the user's).
+    pub fn view(&self) -> serde_json::Value {
+        let c = &self.config;
+        serde_json::json!({ "protocol": c.protocol.name(), "temporality": c.temporality.name(), "scale": c.scale })
     }
 
     /// Sends what is queued (waiting at most [`FLUSH_WAIT`]) and says on stderr what the
@@ -42,6 +48,23 @@ impl Otlp {
         if let Some(line) = self.exporter.finish(FLUSH_WAIT).line() {
             eprintln!("{line}");
         }
+    }
+}
+
+/// What a run order takes of the export: where its sampled requests' client spans go, and
+/// what its settings say of the export.
+#[derive(Clone)]
+pub struct Feed {
+    spans: barrage_metrics::trace::Spans,
+    view: serde_json::Value,
+}
+
+impl Feed {
+    /// `order` exported: its client spans when it has `--trace-context` (without it no
+    /// request is sampled), and its settings saying how.
+    pub fn apply(&self, order: &mut RunOrder) {
+        order.spans = order.plan.trace.is_some().then(|| self.spans.clone());
+        order.otlp = Some(self.view.clone());
     }
 }
 

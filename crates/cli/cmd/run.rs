@@ -24,7 +24,9 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let mut job = super::plan::job(&a)?;
     let phases = super::plan::phases(&a)?;
     let mut otlp = super::otel::Otlp::start(&a.otel)?;
-    job.spans = otlp.as_ref().and_then(|o| o.spans(&job));
+    if let Some(o) = &otlp {
+        o.feed().apply(&mut job);
+    }
     let mut views = Views::start(&a.live.options(), &stop, !a.request.phases.is_empty())?;
     let sweep =
         Sweep { base: job, levels: Vec::new(), step: Duration::ZERO, phases, dir: None, slos: a.gates.slo.clone() };

@@ -50,7 +50,9 @@ pub fn sweep(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let dir = base.output.take();
     let phases = super::plan::phases(&a)?;
     let mut otlp = super::otel::Otlp::start(&a.otel)?;
-    base.spans = otlp.as_ref().and_then(|o| o.spans(&base));
+    if let Some(o) = &otlp {
+        o.feed().apply(&mut base);
+    }
     let sweep = Sweep { base, levels, step, phases, dir, slos: a.gates.slo.clone() };
     let mut views = Views::start(&a.live.options(), &stop, true)?;
     let table = sweep.run(

@@ -15,6 +15,14 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Its name, as [`Protocol::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Grpc => "grpc",
+            Protocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+
     /// `grpc` or `http/protobuf`, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
     pub fn parse(s: &str) -> Option<Protocol> {
         match s.trim() {
@@ -35,6 +43,14 @@ pub enum Temporality {
 }
 
 impl Temporality {
+    /// Its name, as [`Temporality::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Temporality::Delta => "delta",
+            Temporality::Cumulative => "cumulative",
+        }
+    }
+
     /// `delta` or `cumulative` (ASCII case ignored, as the SDKs read the preference; its
     /// `lowmemory` is delta for histograms and counters alike here).
     pub fn parse(s: &str) -> Option<Temporality> {

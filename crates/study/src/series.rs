@@ -44,6 +44,8 @@ pub struct RunOrder {
     pub clock_offset_us: Option<i64>,
     /// `--otlp` with `--trace-context`: where sampled requests' client spans go.
     pub spans: Option<barrage_metrics::trace::Spans>,
+    /// `--otlp`: how the run's figures are exported, for its settings.
+    pub otlp: Option<serde_json::Value>,
 }
 
 impl RunOrder {
@@ -61,6 +63,7 @@ impl RunOrder {
             start_at: None,
             clock_offset_us: None,
             spans: None,
+            otlp: None,
         }
     }
 
@@ -83,8 +86,11 @@ impl RunOrder {
         let plan = crate::view::PlanView::of(&self.plan, &self.redaction);
         // The request log's share, not its path (the file is the user's, wherever it is).
         let log = self.log.as_ref().map(|l| serde_json::json!({ "sample": l.sample }));
-        serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction, "log": log })
-            .to_string()
+        let mut settings = serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction, "log": log });
+        if let Some(otlp) = &self.otlp {
+            settings["otlp"] = otlp.clone();
+        }
+        settings.to_string()
     }
 
     /// A digest of what the shards of one split run must share: the plan as the results
