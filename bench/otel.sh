@@ -76,7 +76,9 @@ for c in "${cases[@]}"; do
     P99[$c]=$(cut -d' ' -f3 "$WORK/$c.runs" | median)
 done
 
-# The long run, its memory sampled every 10 s; what the receiver got before it is not its.
+# The long run (LONG=0: none), its memory sampled every 10 s; what the receiver got before
+# it is not its.
+if [ "$LONG" -gt 0 ]; then
 before=$(wc -l < "$WORK/received.jsonl" 2>/dev/null || echo 0)
 taskset -c 1 "$BIN" run "$URL" --rate "$RATE" -d "${LONG}s" --trace-context --trace-sample 0.01 --otlp "$OTLP" \
     --no-history --format json > "$WORK/long.json" 2> "$WORK/long.err" &
@@ -108,6 +110,7 @@ last = [r for t, r in rows if rows[-1][0] - t <= 60]
 print(max(first) // 1024, max(last) // 1024, max(r for _, r in rows) // 1024)
 EOF
 )
+fi
 {
     echo "# Trace context and OTLP export at ${RATE}/s: $STAMP"
     echo
@@ -122,6 +125,7 @@ EOF
     for c in "${cases[@]}"; do
         echo "| $c: ${CASE[$c]#*|} | ${CPU[$c]} | $(echo "scale=3; ${CPU[$c]} / ${CPU[off]}" | bc) | ${P99[$c]} |"
     done
+    if [ "$LONG" -gt 0 ]; then
     echo
     echo "## ${LONG}s at ${RATE}/s, --trace-sample 0.01, --otlp"
     echo
@@ -136,5 +140,6 @@ EOF
     echo "| corrected p99 | ${long_p99} µs |"
     echo
     echo "stderr of the long run: $(tr '\n' ' ' < "$WORK/long.err")"
+    fi
 } > "$OUT"
 cat "$OUT"
