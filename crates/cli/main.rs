@@ -96,6 +96,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Serve(a) => cmd::serve::serve(*a),
         Command::Compare(a) => cmd::compare::compare(a),
         Command::History(a) => cmd::history::history(a),
+        Command::Collect(a) => cmd::collect::collect(*a, stop()?),
         Command::Generated(a) => cmd::completions::generated(a),
     }
 }

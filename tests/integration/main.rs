@@ -16,6 +16,7 @@ mod docs;
 mod experiments;
 mod faults;
 mod files;
+mod fleet;
 mod flows;
 mod fronts;
 mod gates;

@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive; doc comments are the help text): the subcommands
 //! here, their flags in one file per group of subcommands, the parsers they share below.
 
+mod collect;
 pub mod completions;
 mod flags;
 mod history;
@@ -11,6 +12,7 @@ mod study;
 mod testbed;
 mod trace;
 
+pub use collect::*;
 pub use history::*;
 pub use otel::*;
 pub use run::*;
@@ -59,6 +61,10 @@ pub enum Command {
     /// Compare runs against the first (the baseline), with significance; --fail-if for CI.
     #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    /// Collect the shards of a split run as they run (`run --report-to`): the fleet's live
+    /// view, its start (`run --rendezvous`), and the merged report when every shard ended.
+    #[command(after_help = COLLECT_EXAMPLES)]
+    Collect(Box<CollectArgs>),
     /// The runs kept in the run history: series, trends, change points, a CI gate.
     #[command(after_help = HISTORY_EXAMPLES)]
     History(HistoryCommandArgs),
@@ -72,6 +78,11 @@ const SWEEP_EXAMPLES: &str = "Examples:
   barrage sweep URL -c 1,2,4,8 -o sweep-dir --xlsx sweep.xlsx    keep each level's results
   barrage sweep URL -c 4,8,16 --step 5s --phases fill,measure      hit ratio and latency per level and phase
 All flags of `run` apply to every level (--log, --hdr-log and -o get the level in their names); -o names a directory.";
+
+const COLLECT_EXAMPLES: &str = "Examples:
+  barrage collect --shards 3 --listen 0.0.0.0:7340 --slo 'p99<100ms'        on the controller
+  barrage run URL --rate 30000 -d 5m --shard 0/3 --report-to http://ctl:7340/ --rendezvous   on each load machine
+The report at the end is `barrage report DIR/shard-*.brg`'s; a lost shard's share is shown as never sent.";
 
 const CAPACITY_EXAMPLES: &str = "Examples:
   barrage capacity URL --slo 'p99<100ms' --slo 'success>=99.9%'

@@ -64,6 +64,15 @@ pub struct LaunchArgs {
     /// orchestrator measured it; recorded with the run.
     #[arg(long, value_name = "OFFSET", allow_hyphen_values = true, value_parser = |s: &str| s.parse::<barrage_plan::units::ClockOffset>(), help_heading = "Scale-out")]
     pub clock_offset: Option<barrage_plan::units::ClockOffset>,
+    /// Stream the results to a collector as the run goes (`barrage collect`, at
+    /// http://HOST:PORT/): the fleet's live view, and its merge when every shard ended.
+    #[arg(long, value_name = "URL", help_heading = "Scale-out")]
+    pub report_to: Option<String>,
+    /// Start when the collector says: measure this machine's clock against the
+    /// collector's (NTP's four timestamps), report ready, and start the schedule at the
+    /// time it publishes once every shard is ready (instead of --start-at).
+    #[arg(long, requires = "report_to", conflicts_with_all = ["start_at", "clock_offset"], help_heading = "Scale-out")]
+    pub rendezvous: bool,
 }
 /// What to send to: URLs, a target file or a URL list.
 #[derive(Args, Debug, Clone)]

@@ -12,6 +12,7 @@ macro_rules! say {
 
 pub mod bench;
 pub mod capacity;
+pub mod collect;
 pub mod compare;
 pub mod completions;
 pub mod demo;

@@ -55,6 +55,9 @@ pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
             "--trace-url links the trace ids of a run's page; {mode} shows none: give it to `barrage report --html` of a run's results file"
         );
     }
+    if a.launch.report_to.is_some() {
+        anyhow::bail!("--report-to streams one run to a collector; {mode} is a series of runs");
+    }
     run_flags::one_machine(a.launch.shard.is_some(), a.launch.start_at.is_some(), mode).map_err(anyhow::Error::msg)
 }
 

@@ -23,6 +23,10 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let html = a.trace.links.html_options()?;
     let mut job = super::plan::job(&a)?;
     let phases = super::plan::phases(&a)?;
+    if a.launch.report_to.is_some() && !phases.is_empty() {
+        anyhow::bail!("--report-to streams one run to a collector; --phases makes one run per phase");
+    }
+    let shard = super::collect::Shard::join(&a.launch, &mut job, &stop)?;
     let mut otlp = super::otel::Otlp::start(&a.otel)?;
     if let Some(o) = &otlp {
         o.feed().apply(&mut job);
@@ -38,6 +42,9 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     views.finish();
     if let Some(o) = otlp {
         o.finish();
+    }
+    if let Some(s) = shard {
+        s.finish();
     }
     let table = table?;
     let phases = sweep.phases.len();

@@ -110,6 +110,8 @@ pub struct RunSpec {
     pub plan_digest: String,
     /// `--otlp` with `--trace-context`: where sampled requests' client spans go.
     pub spans: Option<barrage_metrics::trace::Spans>,
+    /// `--report-to`: a copy of the results file's bytes as they are written.
+    pub mirror: Option<barrage_metrics::file::Mirror>,
 }
 
 impl RunSpec {
@@ -150,9 +152,8 @@ pub fn run(
     let started_unix_ms = start_unix_us / 1000;
     // Each request's trace id derives from the run id (each shard's its own).
     let trace = trace::RunTrace::of(plan.trace, &launch.run_id, spec.spans.clone());
-    // The header's URLs (a million, maybe) are listed as they are written.
     let header = header(&plan, spec, started_unix_ms, threads, launch);
-    let mut writer = ResultsWriter::create_with_urls(&spec.output, &header, listed_urls(&plan, &spec.redaction))?;
+    let mut writer = writer(&plan, spec, &header)?;
     let log = spec.log.as_ref().map(open_log).transpose()?;
     let (tx, rx) = std::sync::mpsc::channel();
     let attack_limit = plan.attack_limit();
@@ -605,4 +606,10 @@ impl Collector {
             trace_sampled: self.trace_sampled,
         }
     }
+}
+
+/// The run's results file, its header written (its URLs, a million maybe, listed as they
+/// are written), mirrored to `--report-to` if asked.
+fn writer(plan: &Plan, spec: &RunSpec, header: &RunHeader) -> Result<ResultsWriter, FileError> {
+    ResultsWriter::create_mirrored(&spec.output, header, listed_urls(plan, &spec.redaction), spec.mirror.clone())
 }

@@ -46,6 +46,11 @@ pub struct RunOrder {
     pub spans: Option<barrage_metrics::trace::Spans>,
     /// `--otlp`: how the run's figures are exported, for its settings.
     pub otlp: Option<serde_json::Value>,
+    /// `--report-to`: where a copy of its results file's bytes goes as they are written.
+    pub mirror: Option<barrage_metrics::file::Mirror>,
+    /// `--rendezvous`: the start and clock offset measured against the collector, for its
+    /// settings.
+    pub fleet: Option<serde_json::Value>,
 }
 
 impl RunOrder {
@@ -64,6 +69,8 @@ impl RunOrder {
             clock_offset_us: None,
             spans: None,
             otlp: None,
+            mirror: None,
+            fleet: None,
         }
     }
 
@@ -89,6 +96,9 @@ impl RunOrder {
         let mut settings = serde_json::json!({ "mode": mode, "labels": labels, "plan": plan, "redaction": self.redaction, "log": log });
         if let Some(otlp) = &self.otlp {
             settings["otlp"] = otlp.clone();
+        }
+        if let Some(fleet) = &self.fleet {
+            settings["fleet"] = fleet.clone();
         }
         settings.to_string()
     }
@@ -314,6 +324,7 @@ pub fn measure(
         clock_offset_us: order.clock_offset_us,
         plan_digest: order.plan_digest(),
         spans: order.spans.clone(),
+        mirror: order.mirror.clone(),
     };
     // The settings and digest of a million targets take a moment: a stop meanwhile starts
     // no run.

@@ -378,6 +378,22 @@ pub struct ResultsWriter {
     out: BufWriter<File>,
     path: PathBuf,
     buf: Vec<u8>,
+    mirror: Option<Mirror>,
+}
+
+/// Where a copy of a results file's bytes goes as they are written (`run --report-to`: a
+/// collector): the magic and version in one call, then each whole record (its frame and
+/// payload) in one call each, once it is in the file. The copy is the file, byte for byte.
+#[derive(Clone)]
+pub struct Mirror(pub std::sync::Arc<MirrorFn>);
+
+/// What a [`Mirror`] calls with each piece of the file.
+pub type MirrorFn = dyn Fn(&[u8]) + Send + Sync;
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mirror")
+    }
 }
 
 impl ResultsWriter {
@@ -395,13 +411,26 @@ impl ResultsWriter {
         header: &RunHeader,
         urls: impl Iterator<Item = String>,
     ) -> Result<Self, FileError> {
+        Self::create_mirrored(path, header, urls, None)
+    }
+
+    /// [`ResultsWriter::create_with_urls`], every byte also handed to `mirror`.
+    pub fn create_mirrored(
+        path: &Path,
+        header: &RunHeader,
+        urls: impl Iterator<Item = String>,
+        mirror: Option<Mirror>,
+    ) -> Result<Self, FileError> {
         let io_err = |cause| FileError::Io { path: path.to_path_buf(), cause };
         // Private: it holds the run's URLs, error messages and `--at` commands (redacted,
         // unless `--no-redact`), and the machine's process names.
         let file = crate::secrets::create(path, true).map_err(io_err)?;
-        let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new() };
-        w.out.write_all(MAGIC).map_err(io_err)?;
-        w.out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io_err)?;
+        let mut w = ResultsWriter { out: BufWriter::new(file), path: path.to_path_buf(), buf: Vec::new(), mirror };
+        let start: Vec<u8> = MAGIC.iter().copied().chain(FORMAT_VERSION.to_le_bytes()).collect();
+        w.out.write_all(&start).map_err(io_err)?;
+        if let Some(m) = &w.mirror {
+            (m.0)(&start);
+        }
         let mut records = url_records(urls);
         w.write(&Record::Header(header.with_urls(records.next().unwrap_or_default())))?;
         for urls in records {
@@ -445,7 +474,15 @@ impl ResultsWriter {
             self.out.write_all(&self.buf)?;
             self.out.flush()
         })();
-        res.map_err(|cause| FileError::Io { path: self.path.clone(), cause })
+        res.map_err(|cause| FileError::Io { path: self.path.clone(), cause })?;
+        if let Some(m) = &self.mirror {
+            let mut record = Vec::with_capacity(8 + self.buf.len());
+            record.extend_from_slice(&len.to_le_bytes());
+            record.extend_from_slice(&crc.to_le_bytes());
+            record.extend_from_slice(&self.buf);
+            (m.0)(&record);
+        }
+        Ok(())
     }
 }
 

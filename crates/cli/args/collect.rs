@@ -1,0 +1,41 @@
+//! The flags of `barrage collect`.
+
+use super::{EmitArgs, GateArgs, LiveArgs, TraceUrlArgs};
+use barrage_plan::units::PositiveDur;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `barrage collect`: the shards of a split run stream here (`run --report-to`).
+#[derive(Args, Debug, Clone)]
+pub struct CollectArgs {
+    /// N: the shards of the run (`run --shard I/N`).
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// Where the shards reach the collector; 0.0.0.0:PORT for other machines, port 0
+    /// picks a free one (the first line on stderr says which).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7340")]
+    pub listen: std::net::SocketAddr,
+    /// Its copies of the shards' results files, byte for byte (shard-I.brg): a new
+    /// directory, the user's alone. [default: fleet-<UTC time>]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// A shard whose data stops for this long before it ends is lost: its intervals so far
+    /// count, the rest of its share is shown as never sent.
+    #[arg(long, value_name = "DUR", default_value = "5s")]
+    pub lateness: PositiveDur,
+    /// With `run --rendezvous`: the start fails when a shard's clock is further than this
+    /// from the collector's.
+    #[arg(long, value_name = "DUR", default_value = "50ms")]
+    pub max_clock_offset: PositiveDur,
+    /// With `run --rendezvous`: from the last shard ready to the start.
+    #[arg(long, value_name = "DUR", default_value = "2s")]
+    pub lead: PositiveDur,
+    #[command(flatten)]
+    pub gates: GateArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub links: TraceUrlArgs,
+    #[command(flatten)]
+    pub emit: EmitArgs,
+}

@@ -1,0 +1,125 @@
+//! `barrage collect`: the shards of a split run stream their results here as they run; the
+//! fleet's live view while they do, and at the end the report `barrage report` gives of
+//! their files (the collector's copies are those files, byte for byte).
+
+use super::emit::{emit_with, exit, gates};
+use crate::args::CollectArgs;
+use crate::Exit;
+use barrage_engine::CancellationToken;
+use barrage_fleet::{Collected, Collector, Config};
+use barrage_report::{Report, Slo};
+use std::path::PathBuf;
+
+/// Collects until every shard ended or was lost, then reports the merged run.
+pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
+    a.emit.files().check(a.gates.junit.as_deref())?;
+    let html = a.links.html_options()?;
+    let dir = a.dir.clone().unwrap_or_else(default_dir);
+    let config = Config {
+        listen: a.listen,
+        shards: a.shards,
+        dir: dir.clone(),
+        lateness: a.lateness.0,
+        max_clock_offset: a.max_clock_offset.0,
+        lead: a.lead.0,
+    };
+    let mut collector = Collector::start(config)?;
+    eprintln!(
+        "barrage collect: listening on http://{}/ for {} shard(s), their files in {}",
+        collector.addr(),
+        a.shards,
+        dir.display()
+    );
+    let mut live = barrage_live::Live::start(&a.live.options(), stop.clone())?;
+    if let Some(addr) = live.metrics_addr() {
+        eprintln!("metrics on http://{addr}/metrics");
+    }
+    let collected = collector.collect(&mut live, &mut |files| fleet_slo(&a.gates.slo, files), &stop);
+    live.finish();
+    drop(collector);
+    report(&a, collected, &html)
+}
+
+/// The merged report of what came, as `barrage report` gives it; the lost shards named first.
+fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> anyhow::Result<Exit> {
+    for lost in &c.lost {
+        eprintln!("barrage collect: shard {}/{} lost: {}", lost.shard, a.shards, lost.why);
+    }
+    if let Some(why) = &c.stopped {
+        eprintln!("barrage collect: every shard was told to stop: {why}");
+    }
+    if let Some(why) = c.aborted {
+        anyhow::bail!("the start failed: {why}");
+    }
+    if c.files.is_empty() {
+        anyhow::bail!("no shard sent its run");
+    }
+    // A partial set is merged anyway, and the report says so first.
+    let force = c.files.len() < a.shards as usize;
+    let summary = barrage_metrics::summary::summarize_with(&c.files, force)?;
+    emit_with(&Report::Run(&summary), &a.emit, html)?;
+    let results: Vec<_> = a.gates.slo.iter().map(|s| s.check(&summary)).collect();
+    let suite = format!("barrage collect {}", barrage_report::urls_line(&summary.urls));
+    let passed =
+        gates(&results, a.emit.format, a.gates.junit.as_deref(), &suite, summary.duration.total_s, summary.unredacted)?;
+    Ok(exit(&Report::Run(&summary), 1, "run", passed))
+}
+
+/// A fleet-wide objective missed by the run so far: why every shard must stop.
+fn fleet_slo(slos: &[Slo], files: &[PathBuf]) -> Option<String> {
+    if slos.is_empty() || files.is_empty() {
+        return None;
+    }
+    let summary = barrage_metrics::summary::summarize_with(files, true).ok()?;
+    let missed: Vec<String> = slos
+        .iter()
+        .map(|s| s.check(&summary))
+        .filter(|r| !r.pass)
+        .map(|r| format!("{} (actual {})", r.slo, r.actual))
+        .collect();
+    (!missed.is_empty()).then(|| format!("fleet-wide --slo missed: {}", missed.join(", ")))
+}
+
+/// `fleet-<Unix seconds>` in the working directory.
+fn default_dir() -> PathBuf {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    PathBuf::from(format!("fleet-{secs}"))
+}
+
+/// A shard's part in a fleet (`run --report-to`, `--rendezvous`): its stream to the
+/// collector, joined to the run's order.
+pub struct Shard {
+    reporter: barrage_fleet::Reporter,
+}
+
+impl Shard {
+    /// Starts streaming `job` to the collector of `--report-to`; with `--rendezvous`, waits
+    /// for the collector's start first and sets it, and the clock offset measured, on `job`.
+    /// `None` without `--report-to`.
+    pub fn join(
+        launch: &crate::args::LaunchArgs,
+        job: &mut barrage_study::RunOrder,
+        stop: &CancellationToken,
+    ) -> anyhow::Result<Option<Shard>> {
+        let Some(url) = &launch.report_to else { return Ok(None) };
+        let shard = (job.plan.shard.index, job.plan.shard.count);
+        if launch.rendezvous {
+            let client = barrage_fleet::client::Client::new(url)?;
+            let met = barrage_fleet::rendezvous::rendezvous(&client, shard, stop)?;
+            job.start_at = Some(met.start);
+            job.clock_offset_us = Some(met.clock.offset_us);
+            job.fleet = Some(serde_json::json!({ "rendezvous": met.clock }));
+        }
+        let client = barrage_fleet::client::Client::new(url)?;
+        let (reporter, mirror) = barrage_fleet::Reporter::start(client, shard, stop.clone())?;
+        job.mirror = Some(mirror);
+        Ok(Some(Shard { reporter }))
+    }
+
+    /// The run ended: the rest of its stream sent, or a line on why not.
+    pub fn finish(self) {
+        if let Err(why) = self.reporter.finish() {
+            eprintln!("barrage: --report-to: {why}");
+        }
+    }
+}

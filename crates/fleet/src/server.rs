@@ -1,0 +1,253 @@
+//! The collector's HTTP side (see [`crate::protocol`]): the shards' clocks, readiness, the
+//! start, and their results streams appended to the collector's copies. A thread of its
+//! own with a current-thread runtime; each exchange bounded in time and size.
+
+use crate::protocol::{Ack, Ready, ShardStatus, Start, Status, MAX_POST_BYTES};
+use crate::rendezvous::now_us;
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// The longest one connection may take (a data post of a few MiB on a slow link included).
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a question for the start is held when there is none yet.
+const START_WAIT: Duration = Duration::from_secs(1);
+
+/// One shard as received.
+#[derive(Default)]
+pub(crate) struct Shard {
+    pub bytes: u64,
+    pub file: Option<File>,
+    pub first_data: Option<Instant>,
+    pub last_data: Option<Instant>,
+    pub ready: Option<Ready>,
+    pub status: ShardStatus,
+}
+
+/// What the collector knows, shared by the server and the merging loop.
+pub(crate) struct State {
+    pub shards: Vec<Shard>,
+    pub dir: PathBuf,
+    /// Why the shards must stop, once they must.
+    pub stop: Option<String>,
+    pub final_intervals: u32,
+    /// The budget of a shard's clock offset, and the time from the last ready to the start.
+    pub max_offset_us: i64,
+    pub lead: Duration,
+}
+
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    pub start: watch::Sender<Option<Start>>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The path of shard `i`'s copy in `dir`.
+pub fn shard_file(dir: &std::path::Path, i: u32) -> PathBuf {
+    dir.join(format!("shard-{i}.brg"))
+}
+
+/// Accepts connections until `stop` fires.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let http = http1::Builder::new();
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let (http, shared) = (http.clone(), Arc::clone(&shared));
+                    tokio::spawn(async move {
+                        let service = service_fn(move |req| {
+                            let shared = Arc::clone(&shared);
+                            async move { Ok::<_, Infallible>(respond(req, &shared).await) }
+                        });
+                        let _ = tokio::time::timeout(CONNECTION_TIMEOUT, http.serve_connection(TokioIo::new(stream), service)).await;
+                    });
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
+        }
+    }
+}
+
+async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+    let t2 = now_us();
+    let query = Query::of(req.uri().query().unwrap_or(""));
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/v1/clock") => json(StatusCode::OK, &serde_json::json!({ "t2": t2, "t3": now_us() })),
+        (&Method::POST, "/v1/ready") => match body(req, 64 << 10).await {
+            Ok(b) => ready(shared, &b),
+            Err((status, why)) => error(status, &why),
+        },
+        (&Method::GET, "/v1/start") => start(shared).await,
+        (&Method::POST, "/v1/data") => match (query.shard(shared), body(req, MAX_POST_BYTES).await) {
+            (Ok(i), Ok(b)) => data(shared, i, query.offset, &b),
+            (Err((status, why)), _) | (_, Err((status, why))) => error(status, &why),
+        },
+        (&Method::GET, "/v1/status") => json(StatusCode::OK, &status(shared)),
+        _ => error(StatusCode::NOT_FOUND, "not a collector's path (see barrage collect --help)"),
+    }
+}
+
+/// A request's query: `shard`, `shards` and `offset`.
+#[derive(Default)]
+struct Query {
+    shard: Option<u32>,
+    shards: Option<u32>,
+    offset: u64,
+}
+
+impl Query {
+    fn of(q: &str) -> Query {
+        let mut out = Query::default();
+        for (k, v) in q.split('&').filter_map(|kv| kv.split_once('=')) {
+            match k {
+                "shard" => out.shard = v.parse().ok(),
+                "shards" => out.shards = v.parse().ok(),
+                "offset" => out.offset = v.parse().unwrap_or(u64::MAX),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The shard named, checked against the collector's N.
+    fn shard(&self, shared: &Shared) -> Result<u32, Refusal> {
+        let n = shared.lock().shards.len() as u32;
+        match (self.shard, self.shards) {
+            (Some(i), Some(of)) if of == n && i < n => Ok(i),
+            (Some(i), Some(of)) => Err((
+                StatusCode::CONFLICT,
+                format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)"),
+            )),
+            _ => Err((StatusCode::BAD_REQUEST, "give shard=I&shards=N".into())),
+        }
+    }
+}
+
+/// A request refused: its status and why.
+type Refusal = (StatusCode, String);
+
+async fn body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Refusal> {
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(_) => Err((StatusCode::PAYLOAD_TOO_LARGE, format!("a body over {limit} bytes, or cut off"))),
+    }
+}
+
+fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
+    let Ok(r) = serde_json::from_slice::<Ready>(body) else {
+        return error(StatusCode::BAD_REQUEST, "not a ready message");
+    };
+    let mut state = shared.lock();
+    let n = state.shards.len() as u32;
+    if r.shards != n || r.shard >= n {
+        return error(
+            StatusCode::CONFLICT,
+            &format!("shard {}/{} does not belong here: this collector collects {n} shard(s)", r.shard, r.shards),
+        );
+    }
+    if shared.start.borrow().is_some() {
+        return error(StatusCode::CONFLICT, &format!("shard {} came after the start was published", r.shard));
+    }
+    let shard = &mut state.shards[r.shard as usize];
+    shard.status.clock = Some(r.clock);
+    shard.ready = Some(r);
+    if state.shards.iter().all(|s| s.ready.is_some()) {
+        let start = decide(&state);
+        shared.start.send_replace(Some(start));
+    }
+    json(StatusCode::OK, &serde_json::json!({ "ready": true }))
+}
+
+/// Every shard is ready: the start, unless a clock is further off than the budget.
+fn decide(state: &State) -> Start {
+    let off = state.shards.iter().enumerate().filter_map(|(i, s)| Some((i, s.ready.as_ref()?.clock)));
+    if let Some((i, c)) =
+        off.filter(|(_, c)| c.offset_us.abs() > state.max_offset_us).max_by_key(|(_, c)| c.offset_us.abs())
+    {
+        return Start::Abort(format!(
+            "shard {i}'s clock is {:.3} ms off the collector's (within {:.3} ms), over --max-clock-offset {:.3} ms",
+            c.offset_us as f64 / 1e3,
+            c.round_trip_us as f64 / 2e3,
+            state.max_offset_us as f64 / 1e3
+        ));
+    }
+    Start::At(now_us() as u64 + state.lead.as_micros() as u64)
+}
+
+async fn start(shared: &Shared) -> Response<Full<Bytes>> {
+    let mut rx = shared.start.subscribe();
+    let _ = tokio::time::timeout(START_WAIT, rx.wait_for(Option::is_some)).await;
+    let start = rx.borrow().clone();
+    match start {
+        Some(s) => json(StatusCode::OK, &s),
+        None => {
+            Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).expect("a valid response")
+        }
+    }
+}
+
+/// Appends a shard's bytes at `offset`, if that is where its copy ends.
+fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Bytes>> {
+    let mut state = shared.lock();
+    let stop = state.stop.clone();
+    let dir = state.dir.clone();
+    let shard = &mut state.shards[i as usize];
+    if offset != shard.bytes {
+        return json(StatusCode::CONFLICT, &Ack { have: shard.bytes, stop });
+    }
+    if shard.file.is_none() {
+        match barrage_metrics::secrets::create(&shard_file(&dir, i), true) {
+            Ok(f) => shard.file = Some(f),
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot keep shard {i}'s file: {e}")),
+        }
+    }
+    if let Err(e) = shard.file.as_mut().expect("made above").write_all(bytes) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot keep shard {i}'s file: {e}"));
+    }
+    shard.bytes += bytes.len() as u64;
+    shard.status.bytes = shard.bytes;
+    let now = Instant::now();
+    shard.first_data.get_or_insert(now);
+    shard.last_data = Some(now);
+    json(StatusCode::OK, &Ack { have: shard.bytes, stop })
+}
+
+fn status(shared: &Shared) -> Status {
+    let state = shared.lock();
+    Status { shards: state.shards.iter().map(|s| s.status.clone()).collect(), final_intervals: state.final_intervals }
+}
+
+fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Full<Bytes>> {
+    let body = serde_json::to_vec(value).expect("our own values encode");
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid response")
+}
+
+fn error(status: StatusCode, why: &str) -> Response<Full<Bytes>> {
+    json(status, &serde_json::json!({ "error": why }))
+}

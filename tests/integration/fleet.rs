@@ -1,0 +1,221 @@
+//! Issue 39: a live fleet. Shards stream their results to `barrage collect` as they run
+//! (`run --report-to`), start together at the time it publishes once their clocks are
+//! measured (`--rendezvous`); its final report is the post-run merge of their files,
+//! exactly; a lost shard is named, never silent; one fleet-wide `--slo` stops every shard.
+
+use crate::util::{barrage, http_get, origin, require};
+use barrage_server::{LatencyDist, ServeConfig};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Requests the origin has served, by its own count.
+fn served(addr: std::net::SocketAddr) -> u64 {
+    serde_json::from_str::<Value>(&http_get(addr, "/_barrage/stats")).unwrap()["requests"].as_u64().unwrap()
+}
+
+/// A collector of `n` shards in `dir`/fleet, JSON on stdout; its URL from its first line.
+struct Collect {
+    child: Child,
+    url: String,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+fn collect(dir: &Path, n: u32, more: &[&str]) -> Collect {
+    let mut child = barrage()
+        .args(["collect", "--shards", &n.to_string(), "--listen", "127.0.0.1:0", "--format", "json"])
+        .args(["--dir", dir.join("fleet").to_str().unwrap()])
+        .args(more)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect(&first).to_string();
+    let stderr = std::thread::spawn(move || {
+        let mut rest = first;
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    Collect { child, url, stderr }
+}
+
+impl Collect {
+    /// Its exit code, report and stderr, once it ended (within `within`).
+    fn wait(mut self, within: Duration) -> (Option<i32>, Value, String) {
+        let code = wait_for(&mut self.child, within);
+        let mut out = String::new();
+        self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let report = serde_json::from_str(&out).unwrap_or(Value::Null);
+        (code, report, self.stderr.join().unwrap())
+    }
+
+    fn status(&self) -> Value {
+        let addr = self.url.trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+        serde_json::from_str(&http_get(addr, "/v1/status")).unwrap()
+    }
+}
+
+/// Waits for `child` at most `within`; kills it and fails past that.
+fn wait_for(child: &mut Child, within: Duration) -> Option<i32> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a process outlived its {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Shard `i` of 3 of `args`, streaming to `url` with a rendezvous, its file `s{i}.brg`.
+fn shard(dir: &Path, i: u32, url: &str, args: &[&str], wrap: &[&str]) -> Child {
+    let bin = barrage().get_program().to_owned();
+    let mut cmd = match wrap.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(&bin);
+            c
+        }
+        None => Command::new(&bin),
+    };
+    cmd.arg("run")
+        .args(args)
+        .args(["--shard", &format!("{i}/3"), "--report-to", url, "--rendezvous", "--format", "json"])
+        .args(["-o", dir.join(format!("s{i}.brg")).to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    (0..3).map(|i| dir.join(format!("s{i}.brg"))).collect()
+}
+
+/// A report without where its files were: the collector's copies and the shards' own
+/// files are at different paths, and are otherwise the same.
+fn without_paths(mut v: Value) -> Value {
+    v.as_object_mut().unwrap().remove("files");
+    for s in v["shards"].as_array_mut().into_iter().flatten() {
+        s.as_object_mut().unwrap().remove("file");
+    }
+    v
+}
+
+#[test]
+fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_recorded() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &[]);
+    let url = format!("{}/bytes/1k", server.url());
+    let children: Vec<_> =
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "600", "-d", "3s"], &[])).collect();
+    for mut child in children {
+        assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(0));
+    }
+    let (code, live, stderr) = c.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{stderr}");
+    let merged = barrage().arg("report").args(files(dir.path())).args(["--format", "json"]).output().unwrap();
+    let merged: Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert_eq!(live["requests"]["total"], 1800);
+    assert_eq!(served(server.addr()), 1800, "the origin's own count");
+    assert_eq!(without_paths(live.clone()), without_paths(merged), "the collector's report is the merge of the files");
+    for i in 0..3 {
+        let (own, copy) =
+            (dir.path().join(format!("s{i}.brg")), barrage_fleet::shard_file(&dir.path().join("fleet"), i));
+        assert_eq!(std::fs::read(own).unwrap(), std::fs::read(copy).unwrap(), "shard {i}'s copy is its file");
+    }
+    // Each shard measured its clock against the collector's (one machine: within 2 ms),
+    // and started at the time it was given.
+    for s in live["shards"].as_array().unwrap() {
+        let offset = s["clock_offset_us"].as_i64().expect("measured");
+        assert!(offset.abs() < 2_000, "{s}");
+        assert!(s["start_delay_ms"].as_f64().unwrap() < 100.0, "{s}");
+    }
+}
+
+#[test]
+fn a_killed_shard_is_lost_and_named_and_the_others_are_merged() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--lateness", "2s"]);
+    let url = format!("{}/bytes/1k", server.url());
+    let mut children: Vec<_> =
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "300", "-d", "8s"], &[])).collect();
+    // At 40% of the run, by the collector's own view of shard 1's stream.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.status()["shards"][1]["last_interval"].as_u64().is_none_or(|k| k < 2) {
+        assert!(Instant::now() < deadline, "shard 1 never reached its third interval");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    children[1].kill().unwrap();
+    for child in &mut children {
+        wait_for(child, Duration::from_secs(60));
+    }
+    let (code, live, stderr) = c.wait(Duration::from_secs(30));
+    assert!(stderr.contains("shard 1/3 lost: its data stopped"), "{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    let shards = live["shards"].as_array().unwrap();
+    let sent = |i: usize| shards[i]["sent"].as_u64().unwrap();
+    assert_eq!((sent(0), sent(2)), (800, 800));
+    assert!(sent(1) < 400, "shard 1 was killed at 40%: {}", sent(1));
+    // SIGKILL loses at most the last second of the killed shard (100/s).
+    let total = live["requests"]["total"].as_u64().unwrap();
+    let origin_count = served(server.addr());
+    assert!(total <= origin_count && origin_count - total <= 100 + 10, "{total} of {origin_count}");
+}
+
+#[test]
+fn one_fleet_wide_slo_stops_every_shard() {
+    let server =
+        origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(20))), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--slo", "p99<5ms"]);
+    let url = format!("{}/bytes/1k", server.url());
+    let started = Instant::now();
+    let children: Vec<_> =
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "60", "-d", "120s"], &[])).collect();
+    for mut child in children {
+        wait_for(&mut child, Duration::from_secs(60));
+        let out = child.wait_with_output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .contains("the collector stopped the run: fleet-wide --slo missed: p99<5ms"));
+    }
+    assert!(started.elapsed() < Duration::from_secs(60), "stopped long before its 120 s");
+    let (code, _, stderr) = c.wait(Duration::from_secs(30));
+    assert!(stderr.contains("every shard was told to stop: fleet-wide --slo missed: p99<5ms"), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
+}
+
+#[test]
+fn a_clock_beyond_the_budget_fails_the_start_for_every_shard() {
+    if !require("faketime", barrage_testbed::program_path("faketime").is_some()) {
+        return;
+    }
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--max-clock-offset", "100ms"]);
+    let url = format!("{}/bytes/1k", server.url());
+    let skewed = ["env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "faketime", "-f", "+2s"];
+    let children: Vec<_> = (0..3)
+        .map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "60", "-d", "3s"], if i == 1 { &skewed } else { &[] }))
+        .collect();
+    for mut child in children {
+        assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(2));
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("the collector called the start off: shard 1's clock is 2"), "{err}");
+    }
+    let (code, _, stderr) = c.wait(Duration::from_secs(30));
+    assert!(stderr.contains("the start failed: shard 1's clock is 2"), "{stderr}");
+    assert_eq!(code, Some(2));
+    assert_eq!(served(server.addr()), 0, "nobody started");
+}
