@@ -20,6 +20,8 @@ fn served(addr: std::net::SocketAddr) -> u64 {
 struct Collect {
     child: Child,
     url: String,
+    /// Its `/metrics`, with `--metrics-addr`.
+    metrics: Option<std::net::SocketAddr>,
     stderr: std::thread::JoinHandle<String>,
 }
 
@@ -36,12 +38,19 @@ fn collect(dir: &Path, n: u32, more: &[&str]) -> Collect {
     let mut first = String::new();
     err.read_line(&mut first).unwrap();
     let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect(&first).to_string();
+    let metrics = more.contains(&"--metrics-addr").then(|| {
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        first.push_str(&line);
+        let at = line.trim().trim_start_matches("metrics on http://").trim_end_matches("/metrics");
+        at.parse().expect(&line)
+    });
     let stderr = std::thread::spawn(move || {
         let mut rest = first;
         let _ = err.read_to_string(&mut rest);
         rest
     });
-    Collect { child, url, stderr }
+    Collect { child, url, metrics, stderr }
 }
 
 impl Collect {
@@ -114,10 +123,24 @@ fn without_paths(mut v: Value) -> Value {
 fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_recorded() {
     let server = origin(ServeConfig::default());
     let dir = tempfile::tempdir().unwrap();
-    let c = collect(dir.path(), 3, &[]);
+    let c = collect(dir.path(), 3, &["--metrics-addr", "127.0.0.1:0"]);
     let url = format!("{}/bytes/1k", server.url());
-    let children: Vec<_> =
+    let mut children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "600", "-d", "3s"], &[])).collect();
+    // While they run, the collector's /metrics counts the fleet: more than any one shard's
+    // whole share (600) before the end.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let body = http_get(c.metrics.unwrap(), "/metrics");
+        let sent =
+            body.lines().find(|l| l.starts_with("barrage_requests_sent_total")).and_then(|l| l.split(' ').nth(1));
+        if sent.and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 600.0) {
+            assert!(children.iter_mut().all(|c| c.try_wait().unwrap().is_none()), "seen live, not after the run");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the fleet's /metrics never passed one shard's share: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     for mut child in children {
         assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(0));
     }
@@ -171,6 +194,45 @@ fn a_killed_shard_is_lost_and_named_and_the_others_are_merged() {
     let total = live["requests"]["total"].as_u64().unwrap();
     let origin_count = served(server.addr());
     assert!(total <= origin_count && origin_count - total <= 100 + 10, "{total} of {origin_count}");
+    // Its unsent share is never sent, against the whole run's 2,400 intended arrivals,
+    // known exactly from the schedule each file lists.
+    let c = &live["coverage"];
+    assert_eq!(c["intended"], 2400);
+    assert_eq!(c["unsent"].as_u64().unwrap(), 800 - sent(1), "{c}");
+    assert_eq!(shards[1]["due"], 800);
+    assert!(shards[1]["behind"].as_str().unwrap().starts_with("lost: sent"), "{}", shards[1]);
+    let ok = live["requests"]["ok"].as_f64().unwrap();
+    assert!((live["success_ratio"].as_f64().unwrap() - ok / 2400.0).abs() < 1e-9, "never sent counts as failed");
+    let intervals = live["intervals"].as_array().unwrap();
+    assert!(intervals.iter().take(8).all(|r| r["due"] == 300), "300 due each second: {intervals:?}");
+}
+
+#[test]
+fn a_shard_stopped_early_shows_its_share_never_sent_exactly() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &[]);
+    let url = format!("{}/bytes/1k", server.url());
+    let mut children: Vec<_> =
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "300", "-d", "6s"], &[])).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.status()["shards"][2]["last_interval"].as_u64().is_none_or(|k| k < 1) {
+        assert!(Instant::now() < deadline, "shard 2 never reached its second interval");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGTERM: the shard ends cleanly, its file whole: what it sent is exactly known.
+    unsafe { libc::kill(children[2].id() as i32, libc::SIGTERM) };
+    for child in &mut children {
+        wait_for(child, Duration::from_secs(60));
+    }
+    let (code, live, stderr) = c.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{stderr}");
+    let cov = &live["coverage"];
+    let origin_count = served(server.addr());
+    assert_eq!(cov["intended"], 1800);
+    assert_eq!(cov["sent"].as_u64().unwrap(), origin_count, "exactly what the origin saw: {cov}");
+    assert_eq!(cov["unsent"].as_u64().unwrap() + origin_count, 1800, "{cov}");
+    assert!(live["shards"][2]["behind"].as_str().unwrap().starts_with("stopped: sent"), "{}", live["shards"][2]);
 }
 
 #[test]
@@ -218,4 +280,29 @@ fn a_clock_beyond_the_budget_fails_the_start_for_every_shard() {
     assert!(stderr.contains("the start failed: shard 1's clock is 2"), "{stderr}");
     assert_eq!(code, Some(2));
     assert_eq!(served(server.addr()), 0, "nobody started");
+}
+
+#[test]
+fn with_on_shard_loss_abort_a_lost_shard_stops_the_others() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--lateness", "2s", "--on-shard-loss", "abort"]);
+    let url = format!("{}/bytes/1k", server.url());
+    let started = Instant::now();
+    let mut children: Vec<_> =
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "60", "-d", "120s"], &[])).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.status()["shards"][0]["last_interval"].as_u64().is_none_or(|k| k < 1) {
+        assert!(Instant::now() < deadline, "shard 0 never reached its second interval");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    children[0].kill().unwrap();
+    for child in &mut children {
+        wait_for(child, Duration::from_secs(60));
+    }
+    assert!(started.elapsed() < Duration::from_secs(60), "the others stopped long before their 120 s");
+    let (code, live, stderr) = c.wait(Duration::from_secs(30));
+    assert!(stderr.contains("every shard was told to stop: shard 0 was lost (--on-shard-loss abort)"), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(live["shards"][1]["behind"].as_str().unwrap().starts_with("stopped: sent"), "{}", live["shards"][1]);
 }

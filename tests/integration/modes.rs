@@ -229,6 +229,9 @@ fn sample(flag: &str, w: &World) -> Sample {
             plain(vec!["--start-at".into(), soon.to_string()])
         }
         "clock-offset" => plain(s(&["--clock-offset", "+1ms"])),
+        // A study is a series of runs: it streams none to a collector (refused).
+        "report-to" => plain(vec!["--report-to".into(), crate::util::refused_url()]),
+        "rendezvous" => with(s(&["--rendezvous"]), vec!["--report-to".into(), crate::util::refused_url()]),
         // History
         "history" => plain(s(&["--history", "kept.db"])),
         "no-history" => plain(s(&["--no-history"])),

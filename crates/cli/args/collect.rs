@@ -30,6 +30,10 @@ pub struct CollectArgs {
     /// With `run --rendezvous`: from the last shard ready to the start.
     #[arg(long, value_name = "DUR", default_value = "2s")]
     pub lead: PositiveDur,
+    /// When a shard is lost: continue (the others go on, its share shown as never sent) or
+    /// abort (every other shard is told to stop; the collector exits 1).
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "continue")]
+    pub on_shard_loss: ShardLoss,
     #[command(flatten)]
     pub gates: GateArgs,
     #[command(flatten)]
@@ -38,4 +42,23 @@ pub struct CollectArgs {
     pub links: TraceUrlArgs,
     #[command(flatten)]
     pub emit: EmitArgs,
+}
+
+/// `--on-shard-loss`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardLoss {
+    /// The others go on; the lost shard's share is shown as never sent.
+    Continue,
+    /// Every other shard is told to stop.
+    Abort,
+}
+
+impl ShardLoss {
+    /// The collector's setting.
+    pub fn of(self) -> barrage_fleet::OnLoss {
+        match self {
+            ShardLoss::Continue => barrage_fleet::OnLoss::Continue,
+            ShardLoss::Abort => barrage_fleet::OnLoss::Abort,
+        }
+    }
 }

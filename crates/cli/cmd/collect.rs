@@ -22,6 +22,7 @@ pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> 
         lateness: a.lateness.0,
         max_clock_offset: a.max_clock_offset.0,
         lead: a.lead.0,
+        on_loss: a.on_shard_loss.of(),
     };
     let mut collector = Collector::start(config)?;
     eprintln!(
@@ -62,7 +63,9 @@ fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> 
     let suite = format!("barrage collect {}", barrage_report::urls_line(&summary.urls));
     let passed =
         gates(&results, a.emit.format, a.gates.junit.as_deref(), &suite, summary.duration.total_s, summary.unredacted)?;
-    Ok(exit(&Report::Run(&summary), 1, "run", passed))
+    // A run aborted for a lost shard is not the run planned.
+    let aborted = a.on_shard_loss == crate::args::ShardLoss::Abort && !c.lost.is_empty();
+    Ok(exit(&Report::Run(&summary), 1, "run", passed && !aborted))
 }
 
 /// A fleet-wide objective missed by the run so far: why every shard must stop.

@@ -609,7 +609,12 @@ impl Collector {
 }
 
 /// The run's results file, its header written (its URLs, a million maybe, listed as they
-/// are written), mirrored to `--report-to` if asked.
+/// are written) and an open loop's intended arrivals, mirrored to `--report-to` if asked.
 fn writer(plan: &Plan, spec: &RunSpec, header: &RunHeader) -> Result<ResultsWriter, FileError> {
-    ResultsWriter::create_mirrored(&spec.output, header, listed_urls(plan, &spec.redaction), spec.mirror.clone())
+    let urls = listed_urls(plan, &spec.redaction);
+    let mut w = ResultsWriter::create_mirrored(&spec.output, header, urls, spec.mirror.clone())?;
+    if let Some(arrivals) = plan.arrival_seconds() {
+        w.write_schedule(arrivals)?;
+    }
+    Ok(w)
 }

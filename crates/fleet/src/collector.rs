@@ -38,6 +38,18 @@ pub struct Config {
     pub max_clock_offset: Duration,
     /// `--rendezvous`: from the last shard ready to the start.
     pub lead: Duration,
+    /// What a lost shard does to the others.
+    pub on_loss: OnLoss,
+}
+
+/// What the collector does when a shard is lost (`--on-shard-loss`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnLoss {
+    /// The others go on; the lost shard's share is shown as never sent.
+    #[default]
+    Continue,
+    /// Every other shard is told to stop: the run is not the one planned.
+    Abort,
 }
 
 /// Why a collector could not start.
@@ -169,6 +181,7 @@ impl Collector {
         let lateness = self.config.lateness;
         let start = self.shared.start.borrow().clone();
         let first = state.shards.iter().filter_map(|s| s.first_data).min();
+        let mut stop = None;
         for (i, s) in state.shards.iter_mut().enumerate() {
             if s.status.finished || s.status.lost {
                 continue;
@@ -186,8 +199,14 @@ impl Collector {
             };
             if let Some(why) = why {
                 s.status.lost = true;
+                if self.config.on_loss == OnLoss::Abort && stop.is_none() {
+                    stop = Some(format!("shard {i} was lost (--on-shard-loss abort): {why}"));
+                }
                 merge.lost.push(Lost { shard: i as u32, why });
             }
+        }
+        if let Some(why) = stop {
+            state.stop.get_or_insert(why);
         }
     }
 

@@ -11,6 +11,6 @@ pub mod rendezvous;
 pub mod reporter;
 mod server;
 
-pub use collector::{CollectError, Collected, Collector, Config, Lost};
+pub use collector::{CollectError, Collected, Collector, Config, Lost, OnLoss};
 pub use reporter::Reporter;
 pub use server::shard_file;

@@ -29,6 +29,7 @@
 //! ```
 
 mod bounded;
+pub mod coverage;
 pub mod events;
 pub mod file;
 pub mod gaps;

@@ -29,6 +29,11 @@ pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 /// corruption (a busy one-second interval takes a few KiB).
 pub const MAX_RECORD_BYTES: u32 = 64 << 20;
 
+/// The longest run whose arrivals a results file lists second by second (its
+/// [`crate::file::Record::Schedule`], a few MiB at most): a week. A longer run has none,
+/// and its report no coverage of intended arrivals.
+pub const MAX_SCHEDULE_SECONDS: u64 = 7 * 24 * 3600;
+
 /// The largest histogram of a results file once inflated. Ours (1 µs to an hour at three
 /// significant digits: 23,552 counters of at most 9 bytes each) takes under 208 KiB at
 /// worst; the length a crafted file declares is never trusted beyond this.

@@ -240,6 +240,43 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
         .then(|| format!("sends lagged behind the schedule (p99 lag {:.1} ms)", s.generator.lag_p99_us as f64 / 1e3))
 }
 
+/// Each shard's due share of the whole run's `intended` arrivals (of its schedule), and a
+/// row for each shard of the run whose file is not among `ends`; a shard that did not
+/// reach its share is marked, and named in the list returned ("1/3 lost", "2/3 missing").
+pub(crate) fn cover(rows: &mut Vec<ShardSummary>, intended: u64, ends: &[crate::coverage::ShardEnd]) -> Vec<String> {
+    let mut short = Vec::new();
+    if rows.len() != ends.len() {
+        return short;
+    }
+    for (row, end) in rows.iter_mut().zip(ends) {
+        let due = crate::coverage::share(intended, end.shard);
+        let never = due.saturating_sub(row.sent + row.dropped);
+        row.due = due;
+        if never == 0 {
+            continue;
+        }
+        let (what, how) =
+            if end.killed { ("lost", "its results stop there: killed") } else { ("stopped", "it was stopped") };
+        row.behind = Some(format!("{what}: sent {} of its {due} arrivals, {never} never sent ({how})", row.sent));
+        short.push(format!("{} {what}", row.shard));
+    }
+    let Some(n) = ends.first().map(|e| e.shard.1) else { return short };
+    for i in (0..n).filter(|i| !ends.iter().any(|e| e.shard.0 == *i)) {
+        let due = crate::coverage::share(intended, (i, n));
+        rows.push(ShardSummary {
+            shard: format!("{i}/{n}"),
+            host: "-".into(),
+            file: "-".into(),
+            due,
+            behind: Some(format!("missing: none of its results came, its {due} arrivals never sent")),
+            ..Default::default()
+        });
+        short.push(format!("{i}/{n} missing"));
+    }
+    rows.sort_by_key(|r| r.shard.split('/').next().and_then(|i| i.parse::<u32>().ok()));
+    short
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

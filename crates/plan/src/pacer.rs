@@ -58,6 +58,32 @@ impl Pacer {
         Duration::try_from_secs_f64(secs).ok()
     }
 
+    /// How many requests of the schedule are due before `t`, at most `total`: the first
+    /// number due at or after `t` (or the schedule's end). Found by searching [`Pacer::due`]
+    /// (monotone) from the integral's estimate, so it is exact and takes a few dozen steps.
+    pub fn due_before(&self, t: Duration, total: Option<u64>) -> u64 {
+        let cap = total.unwrap_or(u64::MAX);
+        let before = |k: u64| self.due(k).is_some_and(|d| d < t);
+        let mut hi = (self.expected(t).max(0.0).ceil() as u64).saturating_add(2).min(cap);
+        while hi < cap && before(hi) {
+            hi = hi.saturating_mul(2).min(cap);
+        }
+        if before(hi) {
+            return cap;
+        }
+        // The first number not due before `t` is in [0, hi].
+        let mut lo = 0;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// The intended number of requests started in `[0, t)`: the integral of the rate.
     pub fn expected(&self, t: Duration) -> f64 {
         let t = t.as_secs_f64();
@@ -139,6 +165,24 @@ fn steps_due(rates: &[f64], step: f64, k: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    /// Counting by the search is counting one by one, at every rate shape and instant.
+    #[test]
+    fn due_before_counts_the_requests_due_before_an_instant() {
+        let shapes = [
+            Pacer::Constant { rate: 333.0 },
+            Pacer::Ramp { from: 10.0, to: 500.0, over: Duration::from_secs(3) },
+            Pacer::Steps { rates: vec![100.0, 7.5, 900.0], step: Duration::from_millis(1500) },
+        ];
+        for pacer in &shapes {
+            for ms in (0..6000).step_by(137) {
+                let t = Duration::from_millis(ms);
+                let by_one = (0..100_000).take_while(|&k| pacer.due(k).is_some_and(|d| d < t)).count() as u64;
+                assert_eq!(pacer.due_before(t, None), by_one, "{pacer:?} at {t:?}");
+                assert_eq!(pacer.due_before(t, Some(50)), by_one.min(50));
+            }
+        }
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -682,6 +682,30 @@ impl Plan {
         Ok(())
     }
 
+    /// The whole run's intended arrivals second by second: entry `j` is how many are due
+    /// before second `j` of the schedule, the last one all of them. An open loop of known
+    /// length (`-d`, its steps or `-n`) of at most a week
+    /// ([`barrage_metrics::limits::MAX_SCHEDULE_SECONDS`]) has one; any
+    /// shard's share follows from it ([`barrage_metrics::coverage::share`]). `None` for a
+    /// closed loop, a scenario's groups and a run until stopped.
+    pub fn arrival_seconds(&self) -> Option<Vec<u64>> {
+        let Load::Open { pacer, .. } = &self.load else { return None };
+        if self.scenario.is_some() {
+            return None;
+        }
+        let end = match (self.attack_limit(), self.requests) {
+            (Some(limit), _) => limit,
+            (None, Some(n)) => pacer.due(n).unwrap_or(Duration::ZERO),
+            (None, None) => return None,
+        };
+        let seconds = end.as_secs_f64().ceil() as u64;
+        if seconds > barrage_metrics::limits::MAX_SCHEDULE_SECONDS {
+            return None;
+        }
+        let at = |j: u64| pacer.due_before(Duration::from_secs(j).min(end), self.requests);
+        Some((0..=seconds).map(at).collect())
+    }
+
     /// When the attack ends by itself (duration, or the end of a stepped schedule).
     pub fn attack_limit(&self) -> Option<Duration> {
         let natural = match &self.load {

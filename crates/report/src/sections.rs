@@ -478,6 +478,7 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
         right,
         right,
         right,
+        right,
         Align::Left,
     ]);
     table.row([
@@ -491,6 +492,7 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
         "p99",
         "cpu",
         "start",
+        "clock",
         "ended",
         "verdict",
     ]);
@@ -506,12 +508,13 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
             us(r.p99_us),
             format!("{:.0}%", r.cpu_percent),
             r.start_delay_ms.map_or("-".into(), |d| format!("+{}", secs(d / 1e3))),
+            r.clock_offset_us.map_or("-".into(), |us| format!("{:+.3}ms", us as f64 / 1e3)),
             format!("{:.2}s", r.ended_s),
             r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
         ]);
     }
     let notes = vec![
-        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; ended: when it sent its last request)".into(),
+        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; clock: its clock minus the reference's, from --clock-offset or measured by --rendezvous; ended: when it sent its last request)".into(),
     ];
     Some(Section { title: "Shards", table, notes })
 }

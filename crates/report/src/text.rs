@@ -278,6 +278,15 @@ fn requests(s: &RunSummary) -> String {
     if r.stale_retries > 0 {
         t.row(["  stale connection retries".to_string(), r.stale_retries.to_string(), String::new(), String::new()]);
     }
+    if let Some(c) = s.coverage.as_ref().filter(|c| c.unsent > 0) {
+        // Arrivals no shard ever reached (one died, never reported, or was stopped).
+        t.row([
+            "  never sent".to_string(),
+            c.unsent.to_string(),
+            "  coverage".into(),
+            format!("{} of {}", percent(c.ratio), c.intended),
+        ]);
+    }
     if r.rejected > 0 {
         // 2xx and 3xx answers a flow's step refused: failed, neither ok nor HTTP errors.
         t.row(["  check/capture failed".to_string(), r.rejected.to_string(), String::new(), String::new()]);

@@ -194,6 +194,7 @@ fn hour() -> RunSummary {
         .map(|i| {
             let wobble = |k: u64| ((i * 7919 + k * 104_729) % 1000) as f64 / 1000.0;
             IntervalRow {
+                due: None,
                 second: i,
                 length_s: 1.0,
                 sent: 1000 + i % 7,

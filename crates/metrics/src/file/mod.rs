@@ -64,6 +64,10 @@
 //!
 //! Version 12 counts in the footer the requests whose `traceparent` said sampled
 //! (`--trace-context`); version 11 files read with none (module `legacy::v11`).
+//!
+//! Version 13 lists an open loop's intended arrivals second by second, in a record after
+//! the header's URLs ([`Record::Schedule`]): what a shard that died never sent is known
+//! from it. Its records are version 12's and one more, so version 12 files read as they are.
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -77,11 +81,13 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 12;
+pub const FORMAT_VERSION: u16 = 13;
 pub use crate::legacy::OLDEST_READ_VERSION;
 pub use merge::{MergedInterval, MergedIntervals, SliverFold};
 
 mod merge;
+mod mirror;
+pub use mirror::{Mirror, MirrorFn};
 /// The length of an interval the engine closes; only the last of a run is shorter.
 pub const INTERVAL_MS: u32 = 1000;
 /// The most URLs one record holds (the header's, or a record of the URLs after them).
@@ -247,6 +253,7 @@ limit!(UrlLimit = MAX_RUN_URLS, "URLs");
 limit!(RecordUrlLimit = URLS_PER_RECORD, "URLs of a record");
 limit!(ExemplarLimit = crate::trace::EXEMPLARS_PER_INTERVAL, "exemplars of an interval");
 limit!(StepLimit = MAX_RUN_STEPS, "steps");
+limit!(ScheduleLimit = crate::limits::MAX_SCHEDULE_SECONDS as usize + 1, "seconds of a schedule");
 limit!(GroupLimit = MAX_RUN_GROUPS, "scenario groups");
 limit!(GroupStepLimit = MAX_GROUP_STEPS, "steps of a scenario group");
 
@@ -371,6 +378,9 @@ pub enum Record {
     /// The exemplars of the interval that follows (since version 12; see
     /// [`Recorder::exemplars`]).
     Exemplars(#[serde(deserialize_with = "bounded::vec::<ExemplarLimit, _, _>")] Vec<crate::trace::Exemplar>),
+    /// The whole run's intended arrivals due before each second of its schedule
+    /// ([`crate::coverage`]), after the URLs (since version 13).
+    Schedule(#[serde(deserialize_with = "bounded::vec::<ScheduleLimit, _, _>")] Vec<u64>),
 }
 
 /// Streams a run into a results file.
@@ -379,21 +389,6 @@ pub struct ResultsWriter {
     path: PathBuf,
     buf: Vec<u8>,
     mirror: Option<Mirror>,
-}
-
-/// Where a copy of a results file's bytes goes as they are written (`run --report-to`: a
-/// collector): the magic and version in one call, then each whole record (its frame and
-/// payload) in one call each, once it is in the file. The copy is the file, byte for byte.
-#[derive(Clone)]
-pub struct Mirror(pub std::sync::Arc<MirrorFn>);
-
-/// What a [`Mirror`] calls with each piece of the file.
-pub type MirrorFn = dyn Fn(&[u8]) + Send + Sync;
-
-impl std::fmt::Debug for Mirror {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Mirror")
-    }
 }
 
 impl ResultsWriter {
@@ -448,6 +443,12 @@ impl ResultsWriter {
         self.buf.clear();
         postcard::to_io(&RecordRef::Interval(interval), &mut self.buf).expect("encoding into memory cannot fail");
         self.write_payload()
+    }
+
+    /// Appends the run's intended arrivals second by second ([`Record::Schedule`]): right
+    /// after the header, before the first interval.
+    pub fn write_schedule(&mut self, arrivals: Vec<u64>) -> Result<(), FileError> {
+        self.write(&Record::Schedule(arrivals))
     }
 
     /// Appends an event and flushes it.
@@ -548,6 +549,7 @@ pub struct ResultsReader {
     /// Reading stopped where the file ends inside a record, not at a corrupt one.
     cut_off: bool,
     intervals: u32,
+    schedule: Option<Vec<u64>>,
 }
 
 impl ResultsReader {
@@ -584,6 +586,7 @@ impl ResultsReader {
             warning: None,
             cut_off: false,
             intervals: 0,
+            schedule: None,
         };
         reader.read_more_urls();
         Ok(reader)
@@ -599,6 +602,7 @@ impl ResultsReader {
                     return;
                 }
                 Ok(Some(Record::Urls(more))) => self.header.urls.extend(more),
+                Ok(Some(Record::Schedule(arrivals))) => self.schedule = Some(arrivals),
                 Ok(next) => {
                     self.pending = next;
                     return;
@@ -615,6 +619,11 @@ impl ResultsReader {
     /// The run's header.
     pub fn header(&self) -> &RunHeader {
         &self.header
+    }
+
+    /// The run's intended arrivals second by second ([`Record::Schedule`]), if it has them.
+    pub fn schedule(&self) -> Option<&[u64]> {
+        self.schedule.as_deref()
     }
 
     /// The footer, once the reader has reached it; `None` for a run that was killed.
@@ -666,8 +675,11 @@ impl ResultsReader {
                     self.stop_with(format!("a second header after interval {}", self.intervals));
                     return None;
                 }
-                Ok(Some(Record::Urls(_))) => {
-                    self.stop_with(format!("URLs apart from the header, after interval {}", self.intervals));
+                Ok(Some(Record::Urls(_) | Record::Schedule(_))) => {
+                    self.stop_with(format!(
+                        "URLs or a schedule apart from the header, after interval {}",
+                        self.intervals
+                    ));
                     return None;
                 }
                 Ok(None) => return None,
@@ -868,7 +880,11 @@ pub(crate) mod tests {
         write_old(&p, FORMAT_VERSION, &[Record::Header(header(1)), Record::Interval(i.clone()), urls(1)]);
         let mut r = ResultsReader::open(&p).unwrap();
         assert_eq!((r.next_interval(), r.next_interval()), (Some(i), None));
-        assert!(r.warning().unwrap().contains("URLs apart from the header, after interval 1"), "{:?}", r.warning());
+        assert!(
+            r.warning().unwrap().contains("URLs or a schedule apart from the header, after interval 1"),
+            "{:?}",
+            r.warning()
+        );
         let p = dir.path().join("many.brg");
         let mut records = vec![Record::Header(header(1))];
         records.extend((0..MAX_RUN_URLS / URLS_PER_RECORD + 1).map(|_| urls(URLS_PER_RECORD)));

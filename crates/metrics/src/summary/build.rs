@@ -9,6 +9,7 @@ use super::{
     StepSummary, StreamSummary, TraceContextSummary, Warning, WarningKind, WorkloadSummary, GENERATOR,
     MIN_RATE_REQUESTS, SCATTER_POINTS, SUMMARY_VERSION,
 };
+use crate::coverage::ShardEnd;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
 use crate::recorder::{new_histogram, Counts, PhaseSet, Recorder, CLASS_NAMES};
 use crate::sample::{CacheStatus, ErrorKind, Phase, Protocol};
@@ -83,6 +84,8 @@ fn thin(points: Vec<crate::recorder::RequestPoint>) -> Vec<crate::recorder::Requ
 /// shard's report, and says so.
 pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, FileError> {
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
+    // Every shard's file lists the whole run's arrivals (one plan): any one's will do.
+    let arrivals = readers.iter().find_map(|r| r.schedule().map(<[u64]>::to_vec));
     if let [one] = &readers[..] {
         let shard = one.header().launch.shard;
         drop(readers);
@@ -91,6 +94,10 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
             s.warnings.push(Warning::new(WarningKind::OneShard, format!(
                 "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
             )));
+        }
+        let end = ShardEnd { shard: shard.unwrap_or((0, 1)), killed: killed(&s) };
+        if let Some(arrivals) = &arrivals {
+            crate::coverage::apply(&mut s, arrivals, &[end]);
         }
         return Ok(s);
     }
@@ -109,12 +116,17 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
         let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
         let mut counted = true;
+        let mut ends = Vec::new();
         for (path, header) in paths.iter().zip(&headers) {
             let own = merge(std::slice::from_ref(path))?;
             counted &= own.requests.quota.is_some();
             s.shards.push(crate::shards::row(path, header, &own, origin_ms));
+            ends.push(ShardEnd { shard: header.launch.shard.unwrap_or((0, 1)), killed: killed(&own) });
         }
         crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
+        if let Some(arrivals) = &arrivals {
+            crate::coverage::apply(&mut s, arrivals, &ends);
+        }
         for row in &s.shards {
             if let Some(why) = &row.behind {
                 s.warnings.push(Warning::new(WarningKind::ShardBehind, format!(
@@ -125,6 +137,11 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
         }
     }
     Ok(s)
+}
+
+/// Whether the files of `s` end without a footer: their run was killed.
+fn killed(s: &RunSummary) -> bool {
+    s.warnings.iter().any(|w| w.kind == WarningKind::RunKilled)
 }
 
 /// [`summarize_with`], refusing an incomplete or mixed set of shards.

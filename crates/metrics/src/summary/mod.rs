@@ -280,6 +280,10 @@ pub struct IntervalRow {
     /// Length in seconds: normally 1; the last interval of a run, when shorter than half a
     /// second, is folded into the one before ([`crate::IntervalRecord::is_sliver`]).
     pub length_s: f64,
+    /// The run's intended arrivals in this second of its schedule (every shard's), when its
+    /// results file lists them ([`crate::coverage`]).
+    #[serde(default)]
+    pub due: Option<u64>,
     /// Requests started.
     pub sent: u64,
     /// Requests due and never sent, counted in the interval in which the attack gave up on
@@ -703,6 +707,9 @@ pub struct RunSummary {
     pub steps: Vec<StepSummary>,
     /// The time series.
     pub intervals: Vec<IntervalRow>,
+    /// What the run sent of the arrivals it intended (an open loop of known length).
+    #[serde(default)]
+    pub coverage: Option<crate::coverage::Coverage>,
     /// The shards of a split run (`--shard`), each from its own file; empty otherwise.
     #[serde(default)]
     pub shards: Vec<crate::shards::ShardSummary>,

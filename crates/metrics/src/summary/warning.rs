@@ -60,6 +60,8 @@ pub enum WarningKind {
     RequestsNeverSent,
     /// Requests started late because every in-flight slot was busy.
     RequestsLate,
+    /// Intended arrivals were never reached: a shard died, never reported, or stopped.
+    ArrivalsNeverSent,
     /// TLS certificate verification was off (`--insecure`).
     Insecure,
     /// Secrets were not redacted (`--no-redact`).

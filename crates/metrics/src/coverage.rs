@@ -1,0 +1,101 @@
+//! Coverage: what a run sent of the arrivals it intended. An open loop's arrivals are a pure
+//! function of its plan, so a run of known length writes the whole run's second by second
+//! into its results file ([`crate::file::Record::Schedule`]: how many are due before each
+//! second), and any shard's share follows from it ([`share`]). So a split run's merged report
+//! knows exactly what a shard that died (killed, its machine lost) or never reported would
+//! have sent, and shows it as never sent: never as success, never missing silently.
+
+use serde::{Deserialize, Serialize};
+
+/// The arrivals of shard `i` of `n` among the whole run's first `k` (numbers `0..k`): those
+/// whose number is `i` modulo `n`, as a split open loop deals them.
+pub fn share(k: u64, (i, n): (u32, u32)) -> u64 {
+    let (i, n) = (u64::from(i), u64::from(n.max(1)));
+    if k <= i {
+        0
+    } else {
+        (k - i - 1) / n + 1
+    }
+}
+
+/// A run's (or a split run's shards') arrivals: intended, sent, and never sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// The arrivals the whole run intended (every shard's).
+    pub intended: u64,
+    /// Those sent.
+    pub sent: u64,
+    /// Due, and given up at the end of the attack (every slot busy): `requests.dropped`.
+    pub dropped: u64,
+    /// Never reached: the arrivals after a shard died or was stopped, or of a shard whose
+    /// results never came.
+    pub unsent: u64,
+    /// `sent / intended`.
+    pub ratio: f64,
+}
+
+/// A shard of the files merged, for its share: its index, and whether its file ends
+/// without a footer (the shard was killed).
+#[derive(Clone, Copy, Debug)]
+pub struct ShardEnd {
+    /// `(i, n)` of `--shard i/n`.
+    pub shard: (u32, u32),
+    /// Its file has no footer.
+    pub killed: bool,
+}
+
+/// Applies the schedule `arrivals` (the whole run's, due before each second) to `s`: its
+/// coverage, each interval's intended arrivals, each shard's due share and a row for each
+/// shard with no file; and, unless the run was stopped on purpose, the arrivals never sent
+/// counted against its success ratio, with a warning naming the shards.
+pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards: &[ShardEnd]) {
+    // One shard's file alone is its share of the run; several are the whole run, a
+    // missing shard's share never sent.
+    let of = |k: u64| match shards {
+        [one] => share(k, one.shard),
+        _ => k,
+    };
+    let Some(intended) = arrivals.last().map(|&k| of(k)) else { return };
+    let unsent = intended.saturating_sub(s.requests.sent + s.requests.dropped);
+    s.coverage = Some(Coverage {
+        intended,
+        sent: s.requests.sent,
+        dropped: s.requests.dropped,
+        unsent,
+        ratio: if intended == 0 { 1.0 } else { s.requests.sent as f64 / intended as f64 },
+    });
+    for row in &mut s.intervals {
+        let j = row.second as usize;
+        row.due = arrivals.get(j + 1).zip(arrivals.get(j)).map(|(&b, &a)| of(b) - of(a));
+    }
+    let lost = crate::shards::cover(&mut s.shards, arrivals.last().copied().unwrap_or(0), shards);
+    if unsent == 0 || s.interrupted {
+        return;
+    }
+    let r = &s.requests;
+    s.success_ratio = crate::summary::success_ratio(r.ok, r.total, r.dropped + unsent);
+    let whose = if lost.is_empty() { String::new() } else { format!(" (shard {})", lost.join(", ")) };
+    s.warnings.push(crate::summary::Warning::new(
+        crate::summary::WarningKind::ArrivalsNeverSent,
+        format!(
+            "{unsent} of the run's {intended} intended arrivals were never sent{whose}: the coverage is {:.2}%, and the success ratio counts them as failed",
+            s.requests.sent as f64 * 100.0 / intended.max(1) as f64
+        ),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three shards' shares are the whole, at every count.
+    #[test]
+    fn the_shares_of_every_shard_add_up_to_the_whole() {
+        for k in 0..50 {
+            let each: Vec<u64> = (0..3).map(|i| share(k, (i, 3))).collect();
+            assert_eq!(each.iter().sum::<u64>(), k);
+            assert_eq!(each[0], (0..k).filter(|x| x % 3 == 0).count() as u64);
+        }
+        assert_eq!(share(10, (0, 1)), 10);
+    }
+}
