@@ -306,3 +306,80 @@ fn with_on_shard_loss_abort_a_lost_shard_stops_the_others() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(live["shards"][1]["behind"].as_str().unwrap().starts_with("stopped: sent"), "{}", live["shards"][1]);
 }
+
+/// (intended start in ms from the first request's, URL) of every row of request logs, as a
+/// set.
+fn requests(logs: &[PathBuf]) -> std::collections::BTreeSet<(u64, String)> {
+    let mut rows = Vec::new();
+    for p in logs.iter().filter(|p| p.exists()) {
+        let text = std::fs::read_to_string(p).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        for line in lines {
+            let f: Vec<&str> = line.split(',').collect();
+            rows.push((f[col("intended_unix_us")].parse::<u64>().unwrap(), f[col("url")].to_string()));
+        }
+    }
+    let first = rows.iter().map(|r| r.0).min().unwrap_or(0);
+    // Shards' clocks agree to a few µs; arrivals are 3.3 ms apart.
+    rows.into_iter().map(|(t, url)| ((t - first + 500) / 1000, url)).collect()
+}
+
+#[test]
+fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
+    let url = format!("{}/obj/{{id}}", server.url());
+    let plan = [url.as_str(), "--objects", "100000", "--pick", "random", "--rate", "300", "-d", "8s"];
+    let mut children: Vec<_> = (0..3)
+        .map(|i| {
+            let log = dir.path().join(format!("s{i}.csv")).display().to_string();
+            let args: Vec<&str> = plan.iter().copied().chain(["--log", log.as_str()]).collect();
+            shard(dir.path(), i, &c.url, &args, &[])
+        })
+        .collect();
+    // Shard 1 is killed at 40% of the run, by the collector's view of its stream.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.status()["shards"][1]["last_interval"].as_u64().is_none_or(|k| k < 3) {
+        assert!(Instant::now() < deadline, "shard 1 never reached its fourth interval");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    children[1].kill().unwrap();
+    for child in &mut children {
+        wait_for(child, Duration::from_secs(60));
+    }
+    let (code, live, stderr) = c.wait(Duration::from_secs(60));
+    assert!(
+        stderr.contains("shard 1/3 lost: its data stopped") && stderr.contains("takes over its share from second"),
+        "{stderr}"
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    // Every arrival of the plan, exactly: the union of the request logs is the schedule of an
+    // unkilled run (rate 300/s for 8 s: every 10/3 ms), each arrival's URL its own draw.
+    let logs: Vec<PathBuf> =
+        ["s0.csv", "s1.csv", "s2.csv", "s0.takeover-1.csv"].iter().map(|f| dir.path().join(f)).collect();
+    let got = requests(&logs);
+    let times: std::collections::BTreeSet<u64> = got.iter().map(|(t, _)| *t).collect();
+    let planned: std::collections::BTreeSet<u64> = (0..2400u64).map(|k| (k * 10_000 / 3 + 500) / 1000).collect();
+    let (missing, extra): (Vec<_>, Vec<_>) =
+        (planned.difference(&times).collect(), times.difference(&planned).collect());
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the takeover sends what the lost shard did not: missing {} ({:?}…), extra {} ({:?}…)",
+        missing.len(),
+        &missing[..missing.len().min(5)],
+        extra.len(),
+        &extra[..extra.len().min(5)]
+    );
+    assert_eq!(got.len(), 2400, "each arrival with one URL");
+    let takeover = live["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["shard"].as_str().unwrap().contains("takeover"))
+        .expect("a takeover row");
+    assert!(takeover["sent"].as_u64().unwrap() > 300, "{takeover}");
+    assert_eq!(live["coverage"]["unsent"], 0, "{}", live["coverage"]);
+}

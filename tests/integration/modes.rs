@@ -232,6 +232,10 @@ fn sample(flag: &str, w: &World) -> Sample {
         // A study is a series of runs: it streams none to a collector (refused).
         "report-to" => plain(vec!["--report-to".into(), crate::util::refused_url()]),
         "rendezvous" => with(s(&["--rendezvous"]), vec!["--report-to".into(), crate::util::refused_url()]),
+        "resume-at" => {
+            let soon = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2;
+            with(s(&["--resume-at", "1s"]), vec!["--shard".into(), "0/2".into(), "--start-at".into(), soon.to_string()])
+        }
         // History
         "history" => plain(s(&["--history", "kept.db"])),
         "no-history" => plain(s(&["--no-history"])),

@@ -30,8 +30,10 @@ pub struct CollectArgs {
     /// With `run --rendezvous`: from the last shard ready to the start.
     #[arg(long, value_name = "DUR", default_value = "2s")]
     pub lead: PositiveDur,
-    /// When a shard is lost: continue (the others go on, its share shown as never sent) or
-    /// abort (every other shard is told to stop; the collector exits 1).
+    /// When a shard is lost: continue (the others go on, its share shown as never sent),
+    /// abort (every other shard is told to stop; the collector exits 1) or takeover (the
+    /// first shard still sending runs what is left of its share: an open loop's arrivals
+    /// from the last second it recorded, exactly; a closed loop's workers, restarted).
     #[arg(long, value_enum, value_name = "WHAT", default_value = "continue")]
     pub on_shard_loss: ShardLoss,
     #[command(flatten)]
@@ -51,6 +53,8 @@ pub enum ShardLoss {
     Continue,
     /// Every other shard is told to stop.
     Abort,
+    /// A survivor sends what is left of its share.
+    Takeover,
 }
 
 impl ShardLoss {
@@ -59,6 +63,7 @@ impl ShardLoss {
         match self {
             ShardLoss::Continue => barrage_fleet::OnLoss::Continue,
             ShardLoss::Abort => barrage_fleet::OnLoss::Abort,
+            ShardLoss::Takeover => barrage_fleet::OnLoss::Takeover,
         }
     }
 }

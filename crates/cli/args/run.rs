@@ -73,6 +73,12 @@ pub struct LaunchArgs {
     /// time it publishes once every shard is ready (instead of --start-at).
     #[arg(long, requires = "report_to", conflicts_with_all = ["start_at", "clock_offset"], help_heading = "Scale-out")]
     pub rendezvous: bool,
+    /// Send only the open loop's arrivals due from this offset of the schedule on, the
+    /// schedule starting at --start-at even if that is past: how a survivor adopts a lost
+    /// shard's share (`collect --on-shard-loss takeover` starts it); a closed loop's workers
+    /// start at once and run to the run's end.
+    #[arg(long, value_name = "DUR", requires_all = ["start_at", "shard"], help_heading = "Scale-out")]
+    pub resume_at: Option<Dur>,
 }
 /// What to send to: URLs, a target file or a URL list.
 #[derive(Args, Debug, Clone)]

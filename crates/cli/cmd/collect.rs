@@ -55,9 +55,8 @@ fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> 
     if c.files.is_empty() {
         anyhow::bail!("no shard sent its run");
     }
-    // A partial set is merged anyway, and the report says so first.
-    let force = c.files.len() < a.shards as usize;
-    let summary = barrage_metrics::summary::summarize_with(&c.files, force)?;
+    // What came is merged, whatever is missing: the report says first what does not fit.
+    let summary = barrage_metrics::summary::summarize_with(&c.files, true)?;
     emit_with(&Report::Run(&summary), &a.emit, html)?;
     let results: Vec<_> = a.gates.slo.iter().map(|s| s.check(&summary)).collect();
     let suite = format!("barrage collect {}", barrage_report::urls_line(&summary.urls));
@@ -114,7 +113,11 @@ impl Shard {
             job.fleet = Some(serde_json::json!({ "rendezvous": met.clock }));
         }
         let client = barrage_fleet::client::Client::new(url)?;
-        let (reporter, mirror) = barrage_fleet::Reporter::start(client, shard, stop.clone())?;
+        let (part, takeover) = match launch.resume_at {
+            Some(_) => (barrage_fleet::Part::Takeover, None),
+            None => (barrage_fleet::Part::Own, takeover(job)),
+        };
+        let (reporter, mirror) = barrage_fleet::Reporter::start(client, shard, part, takeover, stop.clone())?;
         job.mirror = Some(mirror);
         Ok(Some(Shard { reporter }))
     }
@@ -125,4 +128,22 @@ impl Shard {
             eprintln!("barrage: --report-to: {why}");
         }
     }
+}
+
+/// How this shard takes over a lost one's share: its own command line again, as that shard
+/// from the second the collector gives; `None` without a start to share (no --start-at or
+/// --rendezvous: the shards' schedules are not one).
+fn takeover(job: &barrage_study::RunOrder) -> Option<barrage_fleet::Takeover> {
+    let start = job.start_at?.duration_since(std::time::UNIX_EPOCH).ok()?.as_micros() as u64;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (n, output, log) = (job.plan.shard.count, job.output.clone(), job.log.as_ref().map(|l| l.path.clone()));
+    let exe = std::env::current_exe().ok()?;
+    Some(Box::new(move |a| {
+        let mut command = std::process::Command::new(&exe);
+        command
+            .args(super::takeover::command(&args, a, n, start, output.as_deref(), log.as_deref()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        command
+    }))
 }

@@ -26,5 +26,6 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sweep;
+pub mod takeover;
 pub mod testbed;
 pub mod trace;

@@ -35,8 +35,15 @@ pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<RunOrder> {
     job.hdr_log = a.output.hdr_log.clone();
     job.redaction = a.output.redaction();
     if let Some(at) = a.launch.start_at {
-        at.wait_from(std::time::SystemTime::now()).map_err(anyhow::Error::msg)?;
+        // A takeover joins a schedule that started long ago; anyone else must be on time.
+        if a.launch.resume_at.is_none() {
+            at.wait_from(std::time::SystemTime::now()).map_err(anyhow::Error::msg)?;
+        }
         job.start_at = Some(at.0);
+    }
+    if let Some(from) = a.launch.resume_at {
+        job.resume_from = Some(from.0);
+        job.fleet = Some(serde_json::json!({ "takeover": { "from_s": from.0.as_secs_f64() } }));
     }
     job.clock_offset_us = a.launch.clock_offset.map(|c| c.0);
     Ok(job)

@@ -112,6 +112,9 @@ pub struct RunSpec {
     pub spans: Option<barrage_metrics::trace::Spans>,
     /// `--report-to`: a copy of the results file's bytes as they are written.
     pub mirror: Option<barrage_metrics::file::Mirror>,
+    /// `--resume-at`: an open loop sends only the arrivals due from this offset of its
+    /// schedule on (a survivor adopting a lost shard's share, its start in the past).
+    pub resume_from: Option<Duration>,
 }
 
 impl RunSpec {
@@ -177,6 +180,7 @@ pub fn run(
             start,
             start_unix_us,
             attack_limit,
+            resume_from: spec.resume_from,
             stop: stop.clone(),
             recorder: RefCell::new(Recorder::new()),
             log: log.as_ref().map(|l| RefCell::new(l.handle())),

@@ -203,6 +203,14 @@ impl LogHandle {
         }
     }
 
+    /// Hands over the rows so far, if any: once per interval, so a run killed (SIGKILL)
+    /// loses at most its last second of rows, as its results file does.
+    pub fn flush(&mut self) {
+        if !self.buf.is_empty() {
+            self.hand_over();
+        }
+    }
+
     fn hand_over(&mut self) {
         let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + 1024));
         if let Err(TrySendError::Full(_)) = self.tx.try_send(chunk) {

@@ -127,6 +127,19 @@ impl<'p> Schedule<'p> {
         }
     }
 
+    /// The same schedule from offset `from` on: its lane's first number due at or after it
+    /// (a survivor adopting a lost shard's share sends only what is left of it).
+    pub fn resumed(mut self, from: Option<Duration>) -> Self {
+        if let Some(from) = from {
+            let first = self.pacer.due_before(from, self.total);
+            let lane = self.next;
+            if first > lane {
+                self.next = lane + (first - lane).div_ceil(self.step) * self.step;
+            }
+        }
+        self
+    }
+
     /// What to do at `now` with `in_flight` requests of this thread in flight. A returned
     /// [`Decision::Due`] or [`Decision::Late`] is taken as sent (the caller has a free slot:
     /// `in_flight` was below the bound), and [`Decision::Dropped`] as counted.
@@ -267,6 +280,32 @@ mod tests {
             }
         }
         panic!("the schedule did not end");
+    }
+
+    /// Resumed at 2 s of a 10/s schedule, lane 1 of 3 starts at number 22: the first of
+    /// its own due at or after 2 s (20 is lane 2's, 21 lane 0's); the lanes together resend
+    /// exactly the arrivals from 2 s on.
+    #[test]
+    fn a_resumed_schedule_starts_at_the_first_arrival_due_from_then() {
+        let p = Pacer::Constant { rate: 10.0 };
+        let resumed = Schedule::new(&p, 1, 3, 4, Some(ms(3000)), None).resumed(Some(ms(2000)));
+        assert_eq!(resumed.next_index(), 22);
+        let mut all: Vec<u64> = (0..3)
+            .flat_map(|lane| {
+                let mut s = Schedule::new(&p, lane, 3, 4, Some(ms(3000)), None).resumed(Some(ms(2000)));
+                let (mut out, mut now) = (Vec::new(), ms(2000));
+                loop {
+                    match s.next(now, 0) {
+                        Due { index, .. } => out.push(index),
+                        Wait { until } => now = until,
+                        _ => return out,
+                    }
+                }
+            })
+            .collect();
+        all.sort();
+        assert_eq!(all, (20..30).collect::<Vec<_>>());
+        assert_eq!(Schedule::new(&p, 1, 3, 4, None, None).resumed(None).next_index(), 1);
     }
 
     #[test]

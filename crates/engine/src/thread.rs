@@ -203,7 +203,9 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     };
     let limit = window.end.map(|e| e.saturating_sub(base));
     let (lane, lanes) = w.lane();
-    let mut schedule = Schedule::new(pacer, lane, lanes, slots, limit, count);
+    // A group's window is its own; the resume is the run's (flows are not taken over).
+    let resume = matches!(work, Work::Requests).then_some(w.resume_from).flatten();
+    let mut schedule = Schedule::new(pacer, lane, lanes, slots, limit, count).resumed(resume);
     let mut timer = PreciseTimer::new();
     // A request due before the end still waits for a slot until it is END_GRACE late: the
     // latest such wait ends END_GRACE after the end.

@@ -82,6 +82,8 @@ pub struct Worker {
     pub start_unix_us: u64,
     /// The plan's end of the attack, if it ends by time (worked out once, not per retry).
     pub attack_limit: Option<Duration>,
+    /// `--resume-at`: the open loop's arrivals before this offset are not this run's.
+    pub resume_from: Option<Duration>,
     /// Ctrl-C.
     pub stop: CancellationToken,
     /// This thread's recorder for the current interval.
@@ -113,6 +115,9 @@ pub struct ThreadCpu {
 impl Worker {
     /// Hands the current interval, which ends at `end`, to the collector and starts the next.
     pub(crate) fn hand_over(&self, end: Duration) {
+        if let Some(log) = &self.log {
+            log.borrow_mut().flush();
+        }
         let cpu = self.cpu();
         let recorder = Box::new(std::mem::take(&mut *self.recorder.borrow_mut()));
         let index = self.interval.get();

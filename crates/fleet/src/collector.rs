@@ -7,8 +7,8 @@
 //! heartbeat is not lost, and one whose stream stops for `--lateness` is. The end result is
 //! `barrage report` of the copies: the post-run merge of the shards' own files, exactly.
 
-use crate::protocol::{Start, MAX_SHARDS};
-use crate::server::{self, shard_file, Shard, Shared, State};
+use crate::protocol::{Adopt, Start, MAX_SHARDS};
+use crate::server::{self, stream_file, Shard, Shared, State};
 use barrage_live::{Live, RunInfo, URLS_SHOWN};
 use barrage_metrics::file::{IntervalRecord, ResultsReader};
 use std::collections::BTreeMap;
@@ -50,6 +50,9 @@ pub enum OnLoss {
     Continue,
     /// Every other shard is told to stop: the run is not the one planned.
     Abort,
+    /// A survivor sends what is left of the lost shard's share (an open loop's arrivals
+    /// from the last second it recorded; a closed loop's workers, restarted).
+    Takeover,
 }
 
 /// Why a collector could not start.
@@ -105,9 +108,11 @@ impl Collector {
         let addr = listener.local_addr().map_err(|e| CollectError::Io("--listen".into(), e))?;
         listener.set_nonblocking(true).map_err(|e| CollectError::Io("--listen".into(), e))?;
         let state = State {
-            shards: (0..config.shards)
+            n: config.shards,
+            // Each shard's stream, then each one's takeover's.
+            shards: (0..config.shards * 2)
                 .map(|i| Shard {
-                    status: crate::protocol::ShardStatus { shard: i, ..Default::default() },
+                    status: crate::protocol::ShardStatus { shard: i % config.shards, ..Default::default() },
                     ..Default::default()
                 })
                 .collect(),
@@ -150,7 +155,7 @@ impl Collector {
         check: &mut dyn FnMut(&[PathBuf]) -> Option<String>,
         stop: &CancellationToken,
     ) -> Collected {
-        let mut merge = Merge::new(self.config.shards as usize);
+        let mut merge = Merge::new(self.config.shards as usize * 2);
         let began = Instant::now();
         let mut checked = Instant::now();
         loop {
@@ -160,7 +165,7 @@ impl Collector {
             }
             merge.read(&self.shared, live);
             self.judge(&mut merge);
-            merge.finalize(&self.shared, live, self.config.shards as usize);
+            merge.finalize(&self.shared, live);
             let elapsed = began.elapsed();
             if merge.shown > 0 && checked.elapsed() >= Duration::from_secs(5).max(elapsed / 10) {
                 checked = Instant::now();
@@ -174,40 +179,48 @@ impl Collector {
         }
     }
 
-    /// Marks lost the shards whose data stopped (or never came) for longer than the
-    /// lateness bound.
+    /// Marks lost the streams whose data stopped (or never came) for longer than the
+    /// lateness bound, and does what `--on-shard-loss` says.
     fn judge(&self, merge: &mut Merge) {
         let mut state = self.shared.lock();
+        let n = state.n as usize;
         let lateness = self.config.lateness;
-        let start = self.shared.start.borrow().clone();
-        let first = state.shards.iter().filter_map(|s| s.first_data).min();
-        let mut stop = None;
+        let aborted = matches!(*self.shared.start.borrow(), Some(Start::Abort(_)));
+        let first = state.shards[..n].iter().filter_map(|s| s.first_data).min().filter(|_| !aborted);
+        let mut newly = Vec::new();
         for (i, s) in state.shards.iter_mut().enumerate() {
             if s.status.finished || s.status.lost {
                 continue;
             }
-            let why = match (s.last_data, first) {
-                (Some(last), _) if last.elapsed() > lateness => Some(format!(
-                    "its data stopped {:.1} s ago, after interval {}",
-                    last.elapsed().as_secs_f64(),
-                    s.status.last_interval.map_or("none".into(), |k| k.to_string())
-                )),
-                (None, Some(f)) if f.elapsed() > lateness && !matches!(start, Some(Start::Abort(_))) => {
-                    Some(format!("it sent nothing within {:.0} s of the first shard's data", lateness.as_secs_f64()))
-                }
-                _ => None,
-            };
+            let why = if i < n { silence(s, first, lateness) } else { takeover_silence(s, lateness) };
             if let Some(why) = why {
                 s.status.lost = true;
-                if self.config.on_loss == OnLoss::Abort && stop.is_none() {
-                    stop = Some(format!("shard {i} was lost (--on-shard-loss abort): {why}"));
-                }
-                merge.lost.push(Lost { shard: i as u32, why });
+                newly.push((i, why));
             }
         }
-        if let Some(why) = stop {
-            state.stop.get_or_insert(why);
+        for (i, why) in newly {
+            let lost = self.lose(&mut state, i, why);
+            merge.lost.push(lost);
         }
+    }
+
+    /// Stream `i` was lost for `why`: what follows, said.
+    fn lose(&self, state: &mut State, i: usize, why: String) -> Lost {
+        let n = state.n as usize;
+        let shard = (i % n) as u32;
+        let why = match (i < n, self.config.on_loss) {
+            (false, _) => format!("its takeover: {why}"),
+            (true, OnLoss::Abort) => {
+                state.stop.get_or_insert(format!("shard {shard} was lost (--on-shard-loss abort): {why}"));
+                why
+            }
+            (true, OnLoss::Takeover) => match adopt(state, shard) {
+                Some((by, from)) => format!("{why}; shard {by} takes over its share from second {from}"),
+                None => format!("{why}; no shard is left to take over its share"),
+            },
+            (true, OnLoss::Continue) => why,
+        };
+        Lost { shard, why }
     }
 
     fn done(&self, merge: &Merge, began: Instant) -> Option<Collected> {
@@ -216,7 +229,13 @@ impl Collector {
             Some(Start::Abort(why)) => Some(why.clone()),
             _ => None,
         };
-        let ended = state.shards.iter().all(|s| s.status.finished || s.status.lost);
+        let n = state.n as usize;
+        // Every shard, and every takeover asked for, ended or was lost.
+        let ended = state
+            .shards
+            .iter()
+            .enumerate()
+            .all(|(i, s)| s.status.finished || s.status.lost || (i >= n && s.asked.is_none()));
         let nobody = state.shards.iter().all(|s| s.first_data.is_none())
             && (began.elapsed() > FIRST_DATA_WITHIN || state.stop.is_some() || aborted.is_some());
         if !ended && !nobody {
@@ -242,11 +261,70 @@ impl Drop for Collector {
     }
 }
 
-/// Makes `dir`, the user's alone; refuses one that exists (another run's copies, or a path
-/// someone planted).
+/// Why a shard's stream counts as lost: its data stopped for `lateness`, or none came
+/// within `lateness` of the `first` shard's.
+fn silence(s: &Shard, first: Option<Instant>, lateness: Duration) -> Option<String> {
+    match (s.last_data, first) {
+        (Some(last), _) if last.elapsed() > lateness => Some(format!(
+            "its data stopped {:.1} s ago, after interval {}",
+            last.elapsed().as_secs_f64(),
+            s.status.last_interval.map_or("none".into(), |k| k.to_string())
+        )),
+        (None, Some(f)) if f.elapsed() > lateness => {
+            Some(format!("it sent nothing within {:.0} s of the first shard's data", lateness.as_secs_f64()))
+        }
+        _ => None,
+    }
+}
+
+/// Why a takeover's stream counts as lost: it never began (a process to start, a plan to
+/// make: twice the lateness and 5 s), or its data stopped.
+fn takeover_silence(s: &Shard, lateness: Duration) -> Option<String> {
+    match (s.asked, s.last_data) {
+        (Some(asked), None) if asked.elapsed() > lateness * 2 + Duration::from_secs(5) => {
+            Some(format!("it sent nothing within {:.0} s of being asked", asked.elapsed().as_secs_f64()))
+        }
+        (_, Some(last)) if last.elapsed() > lateness => {
+            Some(format!("its data stopped {:.1} s ago", last.elapsed().as_secs_f64()))
+        }
+        _ => None,
+    }
+}
+
+/// Asks the first shard still sending to take over lost shard `lost`'s share from the last
+/// second it recorded; which, and from when.
+fn adopt(state: &mut State, lost: u32) -> Option<(u32, u32)> {
+    let n = state.n as usize;
+    let from_s = state.shards[lost as usize].status.last_interval.unwrap_or(0);
+    let by = (0..n).find(|&i| {
+        let s = &state.shards[i];
+        i != lost as usize && !s.status.finished && !s.status.lost && s.first_data.is_some()
+    })?;
+    state.shards[by].adopt = Some(Adopt { shard: lost, from_s });
+    state.shards[n + lost as usize].asked = Some(Instant::now());
+    Some((by as u32, from_s))
+}
+
+/// Makes `dir`, the user's alone, or takes an empty directory of the user's that is there
+/// (a volume's mount point) and makes it theirs alone; refuses anything else (another run's
+/// copies, a link, a path someone else planted).
 fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().mode(0o700).create(dir)
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let m = std::fs::symlink_metadata(dir)?;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let mine = m.uid() == unsafe { libc::geteuid() };
+            if !m.is_dir() || !mine || std::fs::read_dir(dir)?.next().is_some() {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    "there already, and not an empty directory of yours: give a new one",
+                ));
+            }
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        }
+        made => made,
+    }
 }
 
 /// The intervals received, merged once final.
@@ -257,6 +335,9 @@ struct Merge {
     pending: BTreeMap<u32, Vec<Option<IntervalRecord>>>,
     lost: Vec<Lost>,
     shown: u32,
+    /// The index after the last interval shown: a takeover's intervals before it (empty:
+    /// its schedule began in the past) are in its file, and not shown again.
+    next: u32,
     begun: bool,
 }
 
@@ -268,6 +349,7 @@ impl Merge {
             pending: BTreeMap::new(),
             lost: Vec::new(),
             shown: 0,
+            next: 0,
             begun: false,
         }
     }
@@ -278,18 +360,18 @@ impl Merge {
 
     /// Reads each copy's new intervals into `pending`.
     fn read(&mut self, shared: &Shared, live: &mut Live) {
-        let n = self.readers.len();
-        let (dir, received): (PathBuf, Vec<bool>) = {
+        let streams = self.readers.len();
+        let (dir, n, received): (PathBuf, u32, Vec<bool>) = {
             let state = shared.lock();
-            (state.dir.clone(), state.shards.iter().map(|s| s.bytes > 0).collect())
+            (state.dir.clone(), state.n, state.shards.iter().map(|s| s.bytes > 0).collect())
         };
         for (i, received) in received.into_iter().enumerate() {
             if self.readers[i].is_none() && received {
                 // The header may not all be there yet: tried again next time.
-                if let Ok(r) = ResultsReader::open(&shard_file(&dir, i as u32)) {
+                if let Ok(r) = ResultsReader::open(&stream_file(&dir, i as u32, n)) {
                     if !self.begun {
                         self.begun = true;
-                        live.begin(info(r.header(), n));
+                        live.begin(info(r.header(), n as usize));
                     }
                     self.paths[i] = Some(r.path().to_path_buf());
                     self.readers[i] = Some(r);
@@ -300,7 +382,9 @@ impl Merge {
             while let Some(interval) = r.next_interval() {
                 let k = interval.index;
                 last = Some(k);
-                self.pending.entry(k).or_insert_with(|| vec![None; n])[i] = Some(interval);
+                if k >= self.next {
+                    self.pending.entry(k).or_insert_with(|| vec![None; streams])[i] = Some(interval);
+                }
             }
             let finished = r.footer().is_some();
             let mut state = shared.lock();
@@ -312,15 +396,20 @@ impl Merge {
         }
     }
 
-    /// Shows, in order, every pending interval each shard still alive has passed.
-    fn finalize(&mut self, shared: &Shared, live: &mut Live, n: usize) {
+    /// Shows, in order, every pending interval each shard still alive has passed (and each
+    /// takeover that began).
+    fn finalize(&mut self, shared: &Shared, live: &mut Live) {
         loop {
             let Some((&k, _)) = self.pending.first_key_value() else { return };
             let passed = {
                 let state = shared.lock();
-                (0..n).all(|i| {
-                    let s = &state.shards[i].status;
-                    s.finished || s.lost || s.last_interval.is_some_and(|last| last > k)
+                let n = state.n as usize;
+                state.shards.iter().enumerate().all(|(i, s)| {
+                    let st = &s.status;
+                    (i >= n && s.first_data.is_none())
+                        || st.finished
+                        || st.lost
+                        || st.last_interval.is_some_and(|last| last > k)
                 })
             };
             if !passed {
@@ -331,6 +420,7 @@ impl Merge {
                 live.interval(merged);
             }
             self.shown += 1;
+            self.next = k + 1;
             shared.lock().final_intervals = self.shown;
         }
     }

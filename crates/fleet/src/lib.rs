@@ -12,5 +12,5 @@ pub mod reporter;
 mod server;
 
 pub use collector::{CollectError, Collected, Collector, Config, Lost, OnLoss};
-pub use reporter::Reporter;
+pub use reporter::{Part, Reporter, Takeover};
 pub use server::shard_file;

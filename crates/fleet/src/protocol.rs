@@ -5,11 +5,12 @@
 //! | `GET /v1/clock` | `{"t2": µs, "t3": µs}`: when the collector received it and answered |
 //! | `POST /v1/ready` with a [`Ready`] | 200, or 409 with `{"error": …}` (wrong N, a second shard I) |
 //! | `GET /v1/start?shard=I` | [`Start`] once every shard is ready (waits up to a second for it), 204 before |
-//! | `POST /v1/data?shard=I&shards=N&offset=O` with bytes | [`Ack`]; 409 with the [`Ack`] when O is not what the collector has |
+//! | `POST /v1/data?shard=I&shards=N&offset=O[&part=1]` with bytes | [`Ack`]; 409 with the [`Ack`] when O is not what the collector has |
 //! | `GET /v1/status` | [`Status`]: every shard, and what is final |
 //!
 //! The data are the shard's results file, byte for byte, in whole records: the collector's
-//! copy is the file. A post is idempotent by its offset, so a shard that lost an answer
+//! copy is the file. Part 1 of a shard is its takeover: the run a survivor started to send
+//! what was left of the shard's share once it was lost ([`Adopt`]). A post is idempotent by its offset, so a shard that lost an answer
 //! sends again from what the collector says it has.
 
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,20 @@ pub struct Ack {
     pub have: u64,
     /// Stop the run, and why (a fleet-wide `--slo` failed, or the collector was stopped).
     pub stop: Option<String>,
+    /// Take over a lost shard's share (`collect --on-shard-loss takeover`): said until the
+    /// takeover's data come.
+    #[serde(default)]
+    pub adopt: Option<Adopt>,
+}
+
+/// A lost shard's share, for a survivor to send from a second of the schedule on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Adopt {
+    /// I of the lost shard.
+    pub shard: u32,
+    /// The schedule's second to resend from: the last the lost shard recorded (what it
+    /// sent of that second may go out twice; nothing before it is lost).
+    pub from_s: u32,
 }
 
 /// One shard as the collector sees it.
@@ -73,6 +88,8 @@ pub struct ShardStatus {
 pub struct Status {
     /// Each shard.
     pub shards: Vec<ShardStatus>,
+    /// Each shard's takeover (its part 1), as far as it went.
+    pub takeovers: Vec<ShardStatus>,
     /// The intervals final so far: every shard still alive has passed them.
     pub final_intervals: u32,
 }

@@ -4,7 +4,7 @@
 //! what it says it has; the run itself never waits for the collector.
 
 use crate::client::Client;
-use crate::protocol::{Ack, BATCH_BYTES};
+use crate::protocol::{Ack, Adopt, BATCH_BYTES};
 use barrage_metrics::file::Mirror;
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -27,6 +27,20 @@ enum Message {
     End,
 }
 
+/// How a shard starts a takeover of a lost shard's share: the command that sends it (the
+/// shard's own, for the other shard from the second given), made by the binary, which
+/// knows its flags.
+pub type Takeover = Box<dyn Fn(Adopt) -> std::process::Command + Send>;
+
+/// Which stream of a shard a run is: its own (0) or its takeover (1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The shard's own run.
+    Own,
+    /// A survivor's run of what was left of the shard's share.
+    Takeover,
+}
+
 /// The thread that streams one run.
 pub struct Reporter {
     tx: mpsc::Sender<Message>,
@@ -35,16 +49,37 @@ pub struct Reporter {
 
 impl Reporter {
     /// Starts streaming shard `shard` (I, N) to `client`'s collector: the mirror to hand the
-    /// run's results writer. A collector's stop cancels `stop`.
-    pub fn start(client: Client, shard: (u32, u32), stop: CancellationToken) -> std::io::Result<(Reporter, Mirror)> {
+    /// run's results writer. A collector's stop cancels `stop`; its request to take over a
+    /// lost shard's share starts `takeover`'s command (once per lost shard), which the
+    /// reporter waits for before it ends.
+    pub fn start(
+        client: Client,
+        shard: (u32, u32),
+        part: Part,
+        takeover: Option<Takeover>,
+        stop: CancellationToken,
+    ) -> std::io::Result<(Reporter, Mirror)> {
         let (tx, rx) = mpsc::channel();
         let sender = tx.clone();
         let mirror = Mirror(Arc::new(move |bytes: &[u8]| {
             let _ = sender.send(Message::Record(bytes.to_vec()));
         }));
-        let thread = std::thread::Builder::new()
-            .name("barrage-report-to".into())
-            .spawn(move || Stream { client, shard, stop, queue: VecDeque::new(), queued: 0, sent: 0 }.run(rx))?;
+        let thread = std::thread::Builder::new().name("barrage-report-to".into()).spawn(move || {
+            let mut stream = Stream {
+                client,
+                shard,
+                part,
+                stop,
+                queue: VecDeque::new(),
+                queued: 0,
+                sent: 0,
+                takeover,
+                adopted: Vec::new(),
+            };
+            let streamed = stream.run(rx);
+            stream.wait_for_takeovers();
+            streamed
+        })?;
         Ok((Reporter { tx, thread }, mirror))
     }
 
@@ -59,16 +94,20 @@ impl Reporter {
 struct Stream {
     client: Client,
     shard: (u32, u32),
+    part: Part,
     stop: CancellationToken,
     /// Records not yet taken by the collector, in order.
     queue: VecDeque<Vec<u8>>,
     queued: usize,
     /// Bytes the collector has: the offset of the queue's first record.
     sent: u64,
+    takeover: Option<Takeover>,
+    /// The takeovers started: the lost shard and its process.
+    adopted: Vec<(u32, std::process::Child)>,
 }
 
 impl Stream {
-    fn run(mut self, rx: mpsc::Receiver<Message>) -> Result<(), String> {
+    fn run(&mut self, rx: mpsc::Receiver<Message>) -> Result<(), String> {
         let mut ending: Option<Instant> = None;
         let mut failure = None;
         loop {
@@ -123,7 +162,11 @@ impl Stream {
             }
             body.extend_from_slice(r);
         }
-        let path = format!("/v1/data?shard={}&shards={}&offset={}", self.shard.0, self.shard.1, self.sent);
+        let part = match self.part {
+            Part::Own => 0,
+            Part::Takeover => 1,
+        };
+        let path = format!("/v1/data?shard={}&shards={}&offset={}&part={part}", self.shard.0, self.shard.1, self.sent);
         let (status, answer) = self.client.send(Method::POST, &path, Bytes::from(body)).map_err(|e| e.to_string())?;
         let ack: Ack = match status {
             StatusCode::OK | StatusCode::CONFLICT => serde_json::from_slice(&answer).map_err(|e| e.to_string())?,
@@ -133,6 +176,9 @@ impl Stream {
             }
         };
         self.taken(ack.have)?;
+        if let Some(adopt) = ack.adopt {
+            self.adopt(adopt);
+        }
         if let Some(why) = ack.stop {
             if !self.stop.is_cancelled() {
                 eprintln!("barrage: the collector stopped the run: {why}");
@@ -140,6 +186,32 @@ impl Stream {
             }
         }
         Ok(())
+    }
+
+    /// Starts the takeover of `a`'s share, once.
+    fn adopt(&mut self, a: Adopt) {
+        let Some(command) = &self.takeover else { return };
+        if self.stop.is_cancelled() || self.adopted.iter().any(|(shard, _)| *shard == a.shard) {
+            return;
+        }
+        match command(a).spawn() {
+            Ok(child) => {
+                eprintln!("barrage: taking over shard {}/{}'s share from second {}", a.shard, self.shard.1, a.from_s);
+                self.adopted.push((a.shard, child));
+            }
+            Err(e) => eprintln!("barrage: cannot take over shard {}/{}: {e}", a.shard, self.shard.1),
+        }
+    }
+
+    /// Waits for the takeovers started: each ends with the run's schedule.
+    fn wait_for_takeovers(&mut self) {
+        for (shard, mut child) in self.adopted.drain(..) {
+            match child.wait() {
+                Ok(status) if status.success() => {}
+                Ok(status) => eprintln!("barrage: the takeover of shard {shard} ended with {status}"),
+                Err(e) => eprintln!("barrage: the takeover of shard {shard}: {e}"),
+            }
+        }
     }
 
     /// The collector has `have` bytes: drops the records it holds.

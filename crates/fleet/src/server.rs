@@ -2,7 +2,7 @@
 //! start, and their results streams appended to the collector's copies. A thread of its
 //! own with a current-thread runtime; each exchange bounded in time and size.
 
-use crate::protocol::{Ack, Ready, ShardStatus, Start, Status, MAX_POST_BYTES};
+use crate::protocol::{Ack, Adopt, Ready, ShardStatus, Start, Status, MAX_POST_BYTES};
 use crate::rendezvous::now_us;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -24,7 +24,7 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a question for the start is held when there is none yet.
 const START_WAIT: Duration = Duration::from_secs(1);
 
-/// One shard as received.
+/// One stream as received: a shard's, or its takeover's (see [`State::shards`]).
 #[derive(Default)]
 pub(crate) struct Shard {
     pub bytes: u64,
@@ -33,10 +33,18 @@ pub(crate) struct Shard {
     pub last_data: Option<Instant>,
     pub ready: Option<Ready>,
     pub status: ShardStatus,
+    /// A lost shard's share this shard is to take over: said in each answer until the
+    /// takeover's data come.
+    pub adopt: Option<Adopt>,
+    /// A takeover's stream: when a survivor was asked to start it.
+    pub asked: Option<Instant>,
 }
 
 /// What the collector knows, shared by the server and the merging loop.
 pub(crate) struct State {
+    /// N: the shards of the run.
+    pub n: u32,
+    /// The streams: shard I's at I, its takeover's at N + I.
     pub shards: Vec<Shard>,
     pub dir: PathBuf,
     /// Why the shards must stop, once they must.
@@ -61,6 +69,14 @@ impl Shared {
 /// The path of shard `i`'s copy in `dir`.
 pub fn shard_file(dir: &std::path::Path, i: u32) -> PathBuf {
     dir.join(format!("shard-{i}.brg"))
+}
+
+/// The path of stream `s`'s copy in `dir` (of `n` shards): a shard's, or its takeover's.
+pub(crate) fn stream_file(dir: &std::path::Path, s: u32, n: u32) -> PathBuf {
+    match s.checked_sub(n) {
+        Some(i) => dir.join(format!("shard-{i}.takeover.brg")),
+        None => shard_file(dir, s),
+    }
 }
 
 /// Accepts connections until `stop` fires.
@@ -109,12 +125,13 @@ async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes
     }
 }
 
-/// A request's query: `shard`, `shards` and `offset`.
+/// A request's query: `shard`, `shards`, `offset` and `part`.
 #[derive(Default)]
 struct Query {
     shard: Option<u32>,
     shards: Option<u32>,
     offset: u64,
+    part: u32,
 }
 
 impl Query {
@@ -125,17 +142,19 @@ impl Query {
                 "shard" => out.shard = v.parse().ok(),
                 "shards" => out.shards = v.parse().ok(),
                 "offset" => out.offset = v.parse().unwrap_or(u64::MAX),
+                "part" => out.part = v.parse().unwrap_or(u32::MAX),
                 _ => {}
             }
         }
         out
     }
 
-    /// The shard named, checked against the collector's N.
+    /// The stream named (shard I's, or with part 1 its takeover's), checked against the
+    /// collector's N.
     fn shard(&self, shared: &Shared) -> Result<u32, Refusal> {
-        let n = shared.lock().shards.len() as u32;
+        let n = shared.lock().n;
         match (self.shard, self.shards) {
-            (Some(i), Some(of)) if of == n && i < n => Ok(i),
+            (Some(i), Some(of)) if of == n && i < n && self.part <= 1 => Ok(i + self.part * n),
             (Some(i), Some(of)) => Err((
                 StatusCode::CONFLICT,
                 format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)"),
@@ -160,7 +179,7 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
         return error(StatusCode::BAD_REQUEST, "not a ready message");
     };
     let mut state = shared.lock();
-    let n = state.shards.len() as u32;
+    let n = state.n;
     if r.shards != n || r.shard >= n {
         return error(
             StatusCode::CONFLICT,
@@ -173,7 +192,7 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     let shard = &mut state.shards[r.shard as usize];
     shard.status.clock = Some(r.clock);
     shard.ready = Some(r);
-    if state.shards.iter().all(|s| s.ready.is_some()) {
+    if state.shards[..n as usize].iter().all(|s| s.ready.is_some()) {
         let start = decide(&state);
         shared.start.send_replace(Some(start));
     }
@@ -208,17 +227,21 @@ async fn start(shared: &Shared) -> Response<Full<Bytes>> {
     }
 }
 
-/// Appends a shard's bytes at `offset`, if that is where its copy ends.
+/// Appends stream `i`'s bytes at `offset`, if that is where its copy ends.
 fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Bytes>> {
     let mut state = shared.lock();
-    let stop = state.stop.clone();
-    let dir = state.dir.clone();
+    let (stop, dir, n) = (state.stop.clone(), state.dir.clone(), state.n);
+    if let Some(lost) = i.checked_sub(n) {
+        // The takeover has begun: nobody is asked to start it any more.
+        state.shards.iter_mut().filter(|s| s.adopt.is_some_and(|a| a.shard == lost)).for_each(|s| s.adopt = None);
+    }
     let shard = &mut state.shards[i as usize];
+    let adopt = shard.adopt;
     if offset != shard.bytes {
-        return json(StatusCode::CONFLICT, &Ack { have: shard.bytes, stop });
+        return json(StatusCode::CONFLICT, &Ack { have: shard.bytes, stop, adopt });
     }
     if shard.file.is_none() {
-        match barrage_metrics::secrets::create(&shard_file(&dir, i), true) {
+        match barrage_metrics::secrets::create(&stream_file(&dir, i, n), true) {
             Ok(f) => shard.file = Some(f),
             Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot keep shard {i}'s file: {e}")),
         }
@@ -231,12 +254,14 @@ fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Byt
     let now = Instant::now();
     shard.first_data.get_or_insert(now);
     shard.last_data = Some(now);
-    json(StatusCode::OK, &Ack { have: shard.bytes, stop })
+    json(StatusCode::OK, &Ack { have: shard.bytes, stop, adopt })
 }
 
 fn status(shared: &Shared) -> Status {
     let state = shared.lock();
-    Status { shards: state.shards.iter().map(|s| s.status.clone()).collect(), final_intervals: state.final_intervals }
+    let (shards, takeovers) = state.shards.split_at(state.n as usize);
+    let statuses = |s: &[Shard]| s.iter().map(|s| s.status.clone()).collect();
+    Status { shards: statuses(shards), takeovers: statuses(takeovers), final_intervals: state.final_intervals }
 }
 
 fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Full<Bytes>> {

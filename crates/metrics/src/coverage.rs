@@ -34,14 +34,16 @@ pub struct Coverage {
     pub ratio: f64,
 }
 
-/// A shard of the files merged, for its share: its index, and whether its file ends
-/// without a footer (the shard was killed).
+/// A shard of the files merged, for its share: its index, whether its file ends without a
+/// footer (the shard was killed), and whether it is a takeover of the shard's share.
 #[derive(Clone, Copy, Debug)]
 pub struct ShardEnd {
     /// `(i, n)` of `--shard i/n`.
     pub shard: (u32, u32),
     /// Its file has no footer.
     pub killed: bool,
+    /// A takeover's run: the second of the schedule it resumed the shard's share from.
+    pub from_s: Option<u64>,
 }
 
 /// Applies the schedule `arrivals` (the whole run's, due before each second) to `s`: its
@@ -68,7 +70,7 @@ pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards
         let j = row.second as usize;
         row.due = arrivals.get(j + 1).zip(arrivals.get(j)).map(|(&b, &a)| of(b) - of(a));
     }
-    let lost = crate::shards::cover(&mut s.shards, arrivals.last().copied().unwrap_or(0), shards);
+    let lost = crate::shards::cover(&mut s.shards, arrivals, shards);
     if unsent == 0 || s.interrupted {
         return;
     }

@@ -90,8 +90,25 @@ pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
             name(first_path)
         ));
     }
+    // A takeover runs the rest of its shard's share: it stands beside the shard's own file
+    // (or for it, when none came), once.
+    let (takeovers, own): (Vec<_>, Vec<_>) = shards.iter().partition(|(_, h, _)| takeover_from(h).is_some());
     let mut seen: Vec<Option<&Path>> = vec![None; count as usize];
-    for &(p, _, (i, _)) in &shards {
+    let mut taken: Vec<Option<&Path>> = vec![None; count as usize];
+    for &&(p, _, (i, _)) in &takeovers {
+        match taken.get_mut(i as usize) {
+            Some(Some(other)) => {
+                return Err(format!(
+                    "two takeovers of shard {i}/{count}: {} and {} (--force merges anyway)",
+                    name(other),
+                    name(p)
+                ))
+            }
+            Some(slot) => *slot = Some(p),
+            None => return Err(format!("{}: shard {i} of {count} does not exist", name(p))),
+        }
+    }
+    for &&(p, _, (i, _)) in &own {
         match seen.get_mut(i as usize) {
             Some(Some(other)) => {
                 return Err(format!("shard {i}/{count} twice: {} and {} (--force merges anyway)", name(other), name(p)))
@@ -100,7 +117,10 @@ pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
             None => return Err(format!("{}: shard {i} of {count} does not exist", name(p))),
         }
     }
-    let missing: Vec<String> = (0..count).filter(|i| seen[*i as usize].is_none()).map(|i| i.to_string()).collect();
+    let missing: Vec<String> = (0..count)
+        .filter(|i| seen[*i as usize].is_none() && taken[*i as usize].is_none())
+        .map(|i| i.to_string())
+        .collect();
     if !missing.is_empty() {
         return Err(format!(
             "shard(s) {} of {count} missing: the merge would not be the whole run (--force merges what is there)",
@@ -145,6 +165,13 @@ fn once_each(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
 }
 
 /// Whether the run these headers belong to was split.
+/// The second a takeover's run resumed its lost shard's schedule from (`run --resume-at`,
+/// its settings' `fleet.takeover`); `None` for a shard's own run.
+pub fn takeover_from(h: &RunHeader) -> Option<u64> {
+    let settings: serde_json::Value = serde_json::from_str(&h.settings_json).ok()?;
+    settings["fleet"]["takeover"]["from_s"].as_f64().map(|s| s as u64)
+}
+
 pub fn split(headers: &[&RunHeader]) -> bool {
     headers.iter().any(|h| h.launch.shard.is_some())
 }
@@ -161,7 +188,10 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
         (false, None) => s.requests.sent,
     };
     let mut row = ShardSummary {
-        shard: format!("{i}/{n}"),
+        shard: match takeover_from(header) {
+            Some(from) => format!("{i}/{n} takeover from {from} s"),
+            None => format!("{i}/{n}"),
+        },
         host: header.host.clone(),
         file: file.display().to_string(),
         sent: s.requests.sent,
@@ -240,18 +270,35 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
         .then(|| format!("sends lagged behind the schedule (p99 lag {:.1} ms)", s.generator.lag_p99_us as f64 / 1e3))
 }
 
-/// Each shard's due share of the whole run's `intended` arrivals (of its schedule), and a
-/// row for each shard of the run whose file is not among `ends`; a shard that did not
-/// reach its share is marked, and named in the list returned ("1/3 lost", "2/3 missing").
-pub(crate) fn cover(rows: &mut Vec<ShardSummary>, intended: u64, ends: &[crate::coverage::ShardEnd]) -> Vec<String> {
+/// Each shard's due share of the whole run's arrivals (`arrivals`, due before each second
+/// of its schedule), split at a takeover's second between the shard's own run and its
+/// takeover; a row for each shard of the run whose file is not among `ends`; a shard that
+/// did not reach its share is marked, and named in the list returned ("1/3 lost", "2/3
+/// missing").
+pub(crate) fn cover(rows: &mut Vec<ShardSummary>, arrivals: &[u64], ends: &[crate::coverage::ShardEnd]) -> Vec<String> {
     let mut short = Vec::new();
+    let (Some(&total), Some(n)) = (arrivals.last(), ends.first().map(|e| e.shard.1)) else { return short };
     if rows.len() != ends.len() {
         return short;
     }
+    let share = |k: u64, i: u32| crate::coverage::share(k, (i, n));
+    // Where each shard's own run hands over to its takeover, if one ran.
+    let handed = |i: u32| ends.iter().find_map(|e| (e.shard.0 == i).then_some(e.from_s).flatten());
     for (row, end) in rows.iter_mut().zip(ends) {
-        let due = crate::coverage::share(intended, end.shard);
-        let never = due.saturating_sub(row.sent + row.dropped);
+        let i = end.shard.0;
+        let at = |s: u64| arrivals.get(s as usize).copied().unwrap_or(total);
+        let due = match (end.from_s, handed(i)) {
+            (Some(from), _) => share(total, i) - share(at(from), i),
+            (None, Some(from)) => share(at(from), i),
+            (None, None) => share(total, i),
+        };
         row.due = due;
+        let never = due.saturating_sub(row.sent + row.dropped);
+        let taken = end.from_s.is_none() && handed(i).is_some();
+        if taken {
+            let how = if end.killed { "lost" } else { "stopped" };
+            row.behind = Some(format!("{how}; its share from second {} taken over", handed(i).unwrap_or(0)));
+        }
         if never == 0 {
             continue;
         }
@@ -260,9 +307,12 @@ pub(crate) fn cover(rows: &mut Vec<ShardSummary>, intended: u64, ends: &[crate::
         row.behind = Some(format!("{what}: sent {} of its {due} arrivals, {never} never sent ({how})", row.sent));
         short.push(format!("{} {what}", row.shard));
     }
-    let Some(n) = ends.first().map(|e| e.shard.1) else { return short };
-    for i in (0..n).filter(|i| !ends.iter().any(|e| e.shard.0 == *i)) {
-        let due = crate::coverage::share(intended, (i, n));
+    for i in (0..n).filter(|i| !ends.iter().any(|e| e.shard.0 == *i && e.from_s.is_none())) {
+        let due =
+            handed(i).map_or(share(total, i), |from| share(arrivals.get(from as usize).copied().unwrap_or(total), i));
+        if due == 0 {
+            continue;
+        }
         rows.push(ShardSummary {
             shard: format!("{i}/{n}"),
             host: "-".into(),

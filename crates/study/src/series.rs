@@ -48,9 +48,11 @@ pub struct RunOrder {
     pub otlp: Option<serde_json::Value>,
     /// `--report-to`: where a copy of its results file's bytes goes as they are written.
     pub mirror: Option<barrage_metrics::file::Mirror>,
-    /// `--rendezvous`: the start and clock offset measured against the collector, for its
-    /// settings.
+    /// `--rendezvous`: the start and clock offset measured against the collector; a
+    /// takeover's shard and second: for its settings.
     pub fleet: Option<serde_json::Value>,
+    /// `--resume-at`: the schedule's arrivals before this offset are not this run's.
+    pub resume_from: Option<std::time::Duration>,
 }
 
 impl RunOrder {
@@ -71,6 +73,7 @@ impl RunOrder {
             otlp: None,
             mirror: None,
             fleet: None,
+            resume_from: None,
         }
     }
 
@@ -325,6 +328,7 @@ pub fn measure(
         plan_digest: order.plan_digest(),
         spans: order.spans.clone(),
         mirror: order.mirror.clone(),
+        resume_from: order.resume_from,
     };
     // The settings and digest of a million targets take a moment: a stop meanwhile starts
     // no run.

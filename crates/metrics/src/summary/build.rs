@@ -95,7 +95,7 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
                 "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
             )));
         }
-        let end = ShardEnd { shard: shard.unwrap_or((0, 1)), killed: killed(&s) };
+        let end = ShardEnd { shard: shard.unwrap_or((0, 1)), killed: killed(&s), from_s: None };
         if let Some(arrivals) = &arrivals {
             crate::coverage::apply(&mut s, arrivals, &[end]);
         }
@@ -121,7 +121,8 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
             let own = merge(std::slice::from_ref(path))?;
             counted &= own.requests.quota.is_some();
             s.shards.push(crate::shards::row(path, header, &own, origin_ms));
-            ends.push(ShardEnd { shard: header.launch.shard.unwrap_or((0, 1)), killed: killed(&own) });
+            let (shard, from_s) = (header.launch.shard.unwrap_or((0, 1)), crate::shards::takeover_from(header));
+            ends.push(ShardEnd { shard, killed: killed(&own), from_s });
         }
         crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
         if let Some(arrivals) = &arrivals {
