@@ -132,8 +132,14 @@ impl Shard {
 
 /// How this shard takes over a lost one's share: its own command line again, as that shard
 /// from the second the collector gives; `None` without a start to share (no --start-at or
-/// --rendezvous: the shards' schedules are not one).
+/// --rendezvous: the shards' schedules are not one), for a scenario's groups (a flow's
+/// state is not a function of the schedule) and for a closed loop's count (`-n`: what the
+/// lost shard's workers sent of it is unknown).
 fn takeover(job: &barrage_study::RunOrder) -> Option<barrage_fleet::Takeover> {
+    let closed = matches!(job.plan.load, barrage_engine::Load::Closed { .. });
+    if job.plan.scenario.is_some() || (closed && job.plan.requests.is_some()) {
+        return None;
+    }
     let start = job.start_at?.duration_since(std::time::UNIX_EPOCH).ok()?.as_micros() as u64;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (n, output, log) = (job.plan.shard.count, job.output.clone(), job.log.as_ref().map(|l| l.path.clone()));
