@@ -29,6 +29,10 @@ fn placeholders() -> Vec<(&'static str, String)> {
         (r"\$(( \$(hostname -s | tr -dc 0-9) - 1 ))", "0".into()),
         ("$SLURM_PROCID", "0".into()),
         ("$SLURM_NTASKS", "3".into()),
+        ("$SLURM_ARRAY_TASK_ID", "0".into()),
+        ("$SLURM_ARRAY_TASK_COUNT", "3".into()),
+        // The collector's host, expanded where the line is typed.
+        ("$(hostname -f)", "ctl.example".into()),
         ("{}", "0".into()),
         ("@cover.jpg", format!("@{a_file}")),
     ]

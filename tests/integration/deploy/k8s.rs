@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// What envsubst fills in (and nothing else), as docs/scale-out.md names them.
 const ENVSUBST: [&str; 3] = ["BARRAGE_IMAGE", "BARRAGE_SHARDS", "BARRAGE_RUN"];
@@ -350,36 +350,12 @@ fn scenario_args() -> Vec<String> {
     text[start..].lines().skip(1).map_while(|l| l.trim_start().strip_prefix("#     - ")).map(str::to_string).collect()
 }
 
-/// TODO(barrage collect): the shard's command without the collector, until `barrage collect`
-/// and `run --report-to/--rendezvous` are in this branch: `--report-to URL` and
-/// `--rendezvous` left out, a common `--start-at` instead. When they are, run the collector
-/// pod's command instead and drop this.
-fn without_collector(argv: Vec<String>, start_at: u64) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut words = argv.into_iter();
-    let mut stripped = 0;
-    while let Some(w) = words.next() {
-        match w.as_str() {
-            "--report-to" => {
-                words.next();
-                stripped += 1;
-            }
-            "--rendezvous" => stripped += 1,
-            _ => out.push(w),
-        }
-    }
-    assert_eq!(stripped, 2, "the shard's command reports to the collector: {out:?}");
-    out.extend(["--start-at".to_string(), start_at.to_string()]);
-    out
-}
-
-/// Runs the shards of `docs` locally (JOB_COMPLETION_INDEX 0..N-1, each pod with its own
-/// emptyDir under `tmp`), with `edits` to the plan's variables and `args` for the plan
-/// when given; then does what the collector does with their streams: keeps each shard's
-/// file as DIR/shard-I.brg (DIR from the collector's args) and merges them with
-/// `barrage report`. The merged report's JSON and text.
+/// Runs the collector and the shards of `docs` locally as the kubelet would (the shards with
+/// JOB_COMPLETION_INDEX 0..N-1, each pod with its own emptyDir under `tmp`), with `edits` to
+/// the plan's variables and `args` for the plan when given. The collector listens on a free
+/// loopback port instead of the Service's 8080, and the shards report to it there. The
+/// collector's report (its log) and `barrage report` of the copies it kept, as JSON.
 fn run_fleet(docs: &[Value], edits: &[(&str, String)], args: Option<Vec<String>>, tmp: &Path) -> (Value, String) {
-    let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 6;
     let bin = tmp.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_barrage"), bin.join("barrage")).unwrap();
@@ -389,6 +365,14 @@ fn run_fleet(docs: &[Value], edits: &[(&str, String)], args: Option<Vec<String>>
     for (name, bytes) in configmap_files(by_name(docs, "ConfigMap", "barrage-scenario")) {
         std::fs::write(scenario.join(name), bytes).unwrap();
     }
+    let results = tmp.join("results");
+    std::fs::create_dir(&results).unwrap();
+    let collector =
+        Pod::of(by_name(docs, "Job", "barrage-collector"), &[], &bin, &BTreeMap::from([("results", results)]));
+    let argv: Vec<String> = collector.argv(&[]).into_iter().map(|a| a.replace("0.0.0.0:8080", "127.0.0.1:0")).collect();
+    let (dir, html) = (PathBuf::from(after(&argv, "--dir")), after(&argv, "--html").to_string());
+    let collecting = collector.spawn(argv, &[], tmp);
+    let url = collector_url(&tmp.join("pod-collector.log"));
     let mut shards = by_name(docs, "Job", "barrage-shards").clone();
     if let Some(args) = args {
         shards["spec"]["template"]["spec"]["containers"][0]["args"] = json!(args);
@@ -400,34 +384,41 @@ fn run_fleet(docs: &[Value], edits: &[(&str, String)], args: Option<Vec<String>>
         std::fs::create_dir(&work).unwrap();
         let volumes = BTreeMap::from([("work", work.clone()), ("scenario", scenario.clone())]);
         let pod = Pod::of(&shards, edits, &bin, &volumes);
-        let argv = without_collector(pod.argv(&[("JOB_COMPLETION_INDEX", i.to_string())]), start_at);
-        children.push((work, pod.spawn(argv, &[("JOB_COMPLETION_INDEX", i.to_string())], tmp)));
+        let argv = pod.argv(&[("JOB_COMPLETION_INDEX", i.to_string())]);
+        assert!(argv.iter().any(|a| a == "--rendezvous"), "the shard starts when the collector says: {argv:?}");
+        let argv = argv.into_iter().map(|a| a.replace("http://barrage-collector:8080/", &url)).collect();
+        children.push(pod.spawn(argv, &[("JOB_COMPLETION_INDEX", i.to_string())], tmp));
     }
-    // The collector's directory and HTML report, from its own args.
-    let results = tmp.join("results");
-    let collector =
-        Pod::of(by_name(docs, "Job", "barrage-collector"), &[], &bin, &BTreeMap::from([("results", results)]));
-    let argv = collector.argv(&[]);
-    let (dir, html) = (PathBuf::from(after(&argv, "--dir")), after(&argv, "--html").to_string());
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut files = Vec::new();
-    for (i, (work, child)) in children.into_iter().enumerate() {
+    for (i, child) in children.into_iter().enumerate() {
         let (out, status) = child.wait(Duration::from_secs(90));
         assert!(status.success(), "shard {i} ({status}): {out}");
-        let kept = dir.join(format!("shard-{i}.brg"));
-        std::fs::copy(work.join("shard.brg"), &kept).unwrap_or_else(|e| panic!("shard {i}'s file: {e}: {out}"));
-        files.push(kept);
     }
-    let barrage = || {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_barrage"));
-        cmd.arg("report").args(&files);
-        cmd
-    };
-    let text = barrage().args(["--html", &html]).output().unwrap();
-    assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+    let (text, status) = collecting.wait(Duration::from_secs(60));
+    assert!(status.success(), "the collector ({status}): {text}");
     assert!(read(Path::new(&html)).contains("<html"));
-    let json = barrage().args(["--format", "json"]).output().unwrap();
-    (serde_json::from_slice(&json.stdout).unwrap(), String::from_utf8(text.stdout).unwrap())
+    let files: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("shard-{i}.brg"))).collect();
+    let json = Command::new(env!("CARGO_BIN_EXE_barrage"))
+        .arg("report")
+        .args(&files)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    (serde_json::from_slice(&json.stdout).unwrap(), text)
+}
+
+/// The collector's address, from the first line of its log once it is there.
+fn collector_url(log: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(url) = text.split_whitespace().find(|w| w.starts_with("http://")) {
+            return url.to_string();
+        }
+        assert!(Instant::now() < deadline, "the collector never said where it listens: {text}");
+        // Polls the collector's log for its first line; synchronises nothing else.
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -470,8 +461,9 @@ fn k8s_shards_run_the_scenario_of_the_configmap() {
 fn k8s_collector_command_runs_collect_in_a_new_directory_per_run() {
     let Some(docs) = manifests(&example_values(), true) else { return };
     let tmp = tempfile::tempdir().unwrap();
-    // A stand-in for the image's barrage that notes its arguments (this branch has no
-    // `barrage collect` yet).
+    // A stand-in for the image's barrage that notes its arguments: the wrapper's own work
+    // (a new directory per run) is what is checked here; the real collector runs in
+    // run_fleet.
     let bin = tmp.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let noted = tmp.path().join("argv");
@@ -582,13 +574,15 @@ fn k8s_image_builds_from_the_repository() {
         assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
         return;
     }
-    // No builder here: the build stage's step, run as written in the repository (the
-    // context /src stands for), then the binary the runtime stage copies.
-    println!("no docker daemon or podman: running the Dockerfile's build step with cargo instead");
-    let out = Command::new("sh").args(["-c", steps[0]]).current_dir(root).output().unwrap();
-    assert!(out.status.success(), "{}: {}", steps[0], String::from_utf8_lossy(&out.stderr));
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(root.join("target"), PathBuf::from);
-    let binary = target.join("release/barrage");
+    // No builder here: the build stage's step, run in the repository (the context /src
+    // stands for) in the test profile: `--locked` and the binary's name checked, the code
+    // built as this test's binary was (a cold release build would take CI's 2 cores most of
+    // ten minutes, and compiles the same code); then the libraries that binary needs.
+    println!("no docker daemon or podman: running the Dockerfile's build step with cargo, without --release");
+    let step = steps[0].replace(" --release", "");
+    let out = Command::new("sh").args(["-c", &step]).current_dir(root).output().unwrap();
+    assert!(out.status.success(), "{step}: {}", String::from_utf8_lossy(&out.stderr));
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_barrage"));
     let version = Command::new(&binary).arg("--version").output().unwrap();
     assert!(version.status.success() && String::from_utf8_lossy(&version.stdout).starts_with("barrage "));
     // It needs nothing debian:bookworm-slim lacks: glibc's own libraries and libgcc_s.
