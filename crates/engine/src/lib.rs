@@ -305,7 +305,7 @@ fn run_id() -> String {
 
 /// The run's header, without its URLs ([`listed_urls`]).
 fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, launch: Launch) -> RunHeader {
-    let groups = plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit())).unwrap_or_default();
+    let groups = plan.scenario.as_deref().map(|s| group_infos(s, plan.attack_limit(), plan.shard)).unwrap_or_default();
     let (mode, mut steps) = match &plan.load {
         Load::Open { pacer, .. } => {
             let step_len = match pacer {
@@ -331,9 +331,11 @@ fn header(plan: &Plan, spec: &RunSpec, started_unix_ms: u64, threads: usize, lau
             (Mode::Closed, vec![StepInfo { label, start_ms: 0 }])
         }
     };
-    if !groups.is_empty() {
-        // The plan's load only sums the groups up: say what each was asked.
-        let each: Vec<String> = groups.iter().map(|g| format!("{} {}", g.name, g.load)).collect();
+    if let Some(s) = plan.scenario.as_deref() {
+        // The plan's load only sums the groups up: say what each was asked, in the whole
+        // run (as every shard's step says).
+        let whole = group_infos(s, plan.attack_limit(), barrage_plan::Shard::WHOLE);
+        let each: Vec<String> = whole.iter().map(|g| format!("{} {}", g.name, g.load)).collect();
         steps = vec![StepInfo { label: format!("scenario: {}", each.join(", ")), start_ms: 0 }];
     }
     RunHeader {
@@ -387,8 +389,13 @@ pub(crate) fn own_end(g: &barrage_plan::flow::Group, run: Option<Duration>) -> O
     }
 }
 
-/// What each group of a scenario was asked to do, for the header.
-fn group_infos(s: &barrage_plan::flow::Scenario, run_end: Option<Duration>) -> Vec<barrage_metrics::GroupInfo> {
+/// What each group of a scenario was asked to do, for the header: this shard's part of it
+/// (its workers, its share of the arrivals), so that merged shards add up to the group.
+fn group_infos(
+    s: &barrage_plan::flow::Scenario,
+    run_end: Option<Duration>,
+    shard: barrage_plan::Shard,
+) -> Vec<barrage_metrics::GroupInfo> {
     s.groups
         .iter()
         .map(|g| {
@@ -401,18 +408,19 @@ fn group_infos(s: &barrage_plan::flow::Scenario, run_end: Option<Duration>) -> V
             }
             let (load, rate, workers) = match &g.load {
                 Load::Open { pacer, .. } => {
+                    // Every N-th arrival: a shard's rate is the N-th part.
+                    let pacer = pacer.scaled(1.0 / f64::from(shard.count.max(1)));
                     let rate = match pacer {
-                        Pacer::Constant { rate } => Some(*rate),
+                        Pacer::Constant { rate } => Some(rate),
                         _ => None,
                     };
                     (pacer.step_labels().join(", ").replace("req/s", "flows/s"), rate, None)
                 }
                 Load::Closed { concurrency, .. } => {
                     // The flows asked for in all (not per worker): merged shards add up.
-                    let each = g
-                        .iterations
-                        .map_or(String::new(), |n| format!(", {} flows", n.saturating_mul(*concurrency as u64)));
-                    (format!("{concurrency} workers{each}"), None, Some(*concurrency as u32))
+                    let workers = shard.share(*concurrency as u64);
+                    let each = g.iterations.map_or(String::new(), |n| format!(", {} flows", n.saturating_mul(workers)));
+                    (format!("{workers} workers{each}"), None, Some(workers as u32))
                 }
             };
             barrage_metrics::GroupInfo {

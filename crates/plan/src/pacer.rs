@@ -33,6 +33,17 @@ pub enum Pacer {
 }
 
 impl Pacer {
+    /// The same schedule at `factor` times its rates (a shard's part of a split run's).
+    pub fn scaled(&self, factor: f64) -> Pacer {
+        match self {
+            Pacer::Constant { rate } => Pacer::Constant { rate: rate * factor },
+            Pacer::Ramp { from, to, over } => Pacer::Ramp { from: from * factor, to: to * factor, over: *over },
+            Pacer::Steps { rates, step } => {
+                Pacer::Steps { rates: rates.iter().map(|r| r * factor).collect(), step: *step }
+            }
+        }
+    }
+
     /// The highest rate of the schedule, per second.
     pub fn peak_rate(&self) -> f64 {
         match self {

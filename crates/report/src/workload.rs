@@ -98,8 +98,10 @@ pub fn deviation_of(runs: &[RunSummary], background: &[RunSummary]) -> Option<St
 /// A run whose named targets (a `--ratio`'s commands) went in rounds: each name's share of
 /// the requests against its share of the round, beyond one round per client.
 fn mix_deviation(s: &RunSummary) -> Option<String> {
-    // Retried requests count once per attempt: a failing command is sent more often.
-    if s.retries.is_some() {
+    // Retried requests count once per attempt: a failing command is sent more often. A
+    // scenario's requests are its flows' steps, named by group, in the groups' mix, not in
+    // rounds of its targets: its groups are checked against the flows they asked instead.
+    if s.retries.is_some() || !s.flows.is_empty() {
         return None;
     }
     let plan = s.settings.get("plan")?;
