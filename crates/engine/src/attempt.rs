@@ -247,6 +247,9 @@ pub(crate) fn failure_done(w: &Worker, f: Failure) -> Done<'static> {
 /// its method, the backend that answered and the class of a key-value server's error reply
 /// (with the reply as the class's example).
 pub(crate) fn record_done(w: &Worker, sample: &Sample, name: Option<&[u8]>, method: Option<&[u8]>, done: &Done<'_>) {
+    if w.first_sent.get().is_none_or(|first| sample.started < first) {
+        w.first_sent.set(Some(sample.started));
+    }
     let mut rec = w.recorder.borrow_mut();
     let backend = done.backend.as_deref().map(HeaderValue::as_bytes);
     rec.record_keyed(sample, &SampleKeys { name, method, backend });

@@ -135,10 +135,8 @@ pub fn run(
     stop: CancellationToken,
     on_interval: &mut dyn FnMut(IntervalRecord),
 ) -> Result<RunFooter, EngineError> {
-    let needs_tls = plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
-        || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls));
     let kv = plan.protocol.kv().cloned().map(|kv| Arc::new(kv::KvRun::new(&plan, kv)));
-    let connector = Arc::new(conn::Connector::new(&plan, needs_tls, http::h3::client_config)?);
+    let connector = Arc::new(conn::Connector::new(&plan, needs_tls(&plan), http::h3::client_config)?);
     let (targets, endpoints) = prepared::prepare(&plan, spec.shown_urls());
     let threads = plan.thread_count();
     // Preparing a million targets takes a moment: a stop meanwhile starts nothing (its
@@ -174,6 +172,7 @@ pub fn run(
             redaction: spec.redaction.clone(),
             trace: trace.clone(),
             trace_sampled: Cell::new(0),
+            first_sent: Cell::new(None),
             endpoints: endpoints.clone(),
             kv: kv.clone(),
             connector: connector.clone(),
@@ -210,6 +209,12 @@ pub fn run(
     finish_file(writer, &collector, events, log, spec, started_unix_ms)
 }
 
+/// Whether any target is reached over TLS (https, rediss).
+fn needs_tls(plan: &Plan) -> bool {
+    plan.targets.iter().any(|t| t.url.scheme_str() == Some("https"))
+        || plan.protocol.kv().is_some_and(|kv| kv.servers.iter().any(|s| s.tls))
+}
+
 /// Creates the request log `l` asks for and starts its writer.
 fn open_log(l: &reqlog::LogSpec) -> Result<reqlog::RequestLog, EngineError> {
     reqlog::RequestLog::create(l).map_err(|e| EngineError::Log(l.path.clone(), e))
@@ -229,6 +234,9 @@ fn finish_file(
     for mut event in events.finish(collector.interrupted) {
         event.redact(&spec.redaction);
         writer.write_event(&event)?;
+    }
+    if let Some(first) = collector.first_sent {
+        writer.write_first_send(first.as_micros() as u64)?;
     }
     let mut footer = collector.footer(started_unix_ms);
     if let (Some(log), Some(spec)) = (log, &spec.log) {
@@ -475,6 +483,8 @@ struct Collector {
     sent_prefix: u64,
     /// The threads' requests whose `traceparent` said sampled.
     trace_sampled: u64,
+    /// The earliest send of a finished request, from the run's start.
+    first_sent: Option<Duration>,
     pacer: Option<Pacer>,
     /// A closed loop with `-n`: what it was due to send ([`Plan::closed_requests_due`]).
     due: Option<u64>,
@@ -503,6 +513,7 @@ impl Collector {
             bound_reached: false,
             sent_prefix: u64::MAX,
             trace_sampled: 0,
+            first_sent: None,
             pacer,
             due: plan.scenario.is_none().then(|| plan.closed_requests_due()).flatten(),
             interrupted: false,
@@ -551,8 +562,9 @@ impl Collector {
                         slot.cpu_percent.1 += percent(cpu.system, seen.system);
                     }
                 }
-                Msg::Done { attack_end, end, cpu, bound_reached, unsent, trace_sampled } => {
+                Msg::Done { attack_end, end, cpu, bound_reached, unsent, trace_sampled, first_sent } => {
                     self.trace_sampled += trace_sampled;
+                    self.first_sent = self.first_sent.into_iter().chain(first_sent).min();
                     self.done[thread] = true;
                     self.sent_prefix = self.sent_prefix.min(unsent);
                     self.attack_end = self.attack_end.max(attack_end);

@@ -72,6 +72,7 @@ async fn body(worker: Worker) {
         bound_reached: outcome.bound_reached,
         unsent: outcome.unsent,
         trace_sampled: w.trace_sampled.get(),
+        first_sent: w.first_sent.get(),
     };
     let _ = w.tx.send((w.index, done));
 }

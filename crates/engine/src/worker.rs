@@ -45,6 +45,8 @@ pub enum Msg {
         unsent: u64,
         /// Its requests whose `traceparent` said sampled.
         trace_sampled: u64,
+        /// When it sent its first request that finished, from the run's start.
+        first_sent: Option<Duration>,
     },
 }
 
@@ -68,6 +70,9 @@ pub struct Worker {
     pub trace: Option<crate::trace::RunTrace>,
     /// Requests this thread sent whose `traceparent` said sampled (each attempt).
     pub trace_sampled: Cell<u64>,
+    /// When this thread sent its first request that finished (the earliest send of its
+    /// finished requests), from the run's start.
+    pub first_sent: Cell<Option<Duration>>,
     /// How URLs are shown in the request log.
     pub redaction: barrage_metrics::secrets::Redaction,
     /// A key-value run's servers and commands.

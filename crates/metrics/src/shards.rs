@@ -51,6 +51,9 @@ pub struct ShardSummary {
     pub start_delay_ms: Option<f64>,
     /// The clock offset its orchestrator measured, µs.
     pub clock_offset_us: Option<i64>,
+    /// When it sent its first request, ms after the schedule's start (its `--start-at`).
+    #[serde(default)]
+    pub first_send_ms: Option<f64>,
     /// When it sent its last request, seconds after the run's (earliest) start.
     #[serde(default)]
     pub ended_s: f64,
@@ -209,6 +212,7 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
             .start_at_unix_us
             .map(|at| header.launch.ready_unix_us.saturating_sub(at) as f64 / 1e3),
         clock_offset_us: header.launch.clock_offset_us,
+        first_send_ms: s.first_send_ms,
         ended_s: header.started_unix_ms.saturating_sub(origin_ms) as f64 / 1e3 + s.duration.attack_s,
         behind: None,
     };

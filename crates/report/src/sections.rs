@@ -465,22 +465,11 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
     if s.shards.is_empty() {
         return None;
     }
-    let right = Align::Right;
-    let mut table = Table::new(&[
-        Align::Left,
-        Align::Left,
-        right,
-        right,
-        right,
-        right,
-        right,
-        right,
-        right,
-        right,
-        right,
-        right,
-        Align::Left,
-    ]);
+    // Shard and host, eleven figures, the verdict.
+    let mut aligns = vec![Align::Left, Align::Left];
+    aligns.extend([Align::Right; 11]);
+    aligns.push(Align::Left);
+    let mut table = Table::new(&aligns);
     table.row([
         "shard",
         "host",
@@ -492,6 +481,7 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
         "p99",
         "cpu",
         "start",
+        "first",
         "clock",
         "ended",
         "verdict",
@@ -508,13 +498,14 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
             us(r.p99_us),
             format!("{:.0}%", r.cpu_percent),
             r.start_delay_ms.map_or("-".into(), |d| format!("+{}", secs(d / 1e3))),
+            r.first_send_ms.map_or("-".into(), |ms| format!("+{}", secs(ms / 1e3))),
             r.clock_offset_us.map_or("-".into(), |us| format!("{:+.3}ms", us as f64 / 1e3)),
             format!("{:.2}s", r.ended_s),
             r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
         ]);
     }
     let notes = vec![
-        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; clock: its clock minus the reference's, from --clock-offset or measured by --rendezvous; ended: when it sent its last request)".into(),
+        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; first: when it sent its first request; clock: its clock minus the reference's, from --clock-offset or measured by --rendezvous; ended: when it sent its last request)".into(),
     ];
     Some(Section { title: "Shards", table, notes })
 }

@@ -575,6 +575,7 @@ fn build(
     s.cache = cache_summary(&total);
     s.workload = WorkloadSummary::of(&total.counts.workload, s.cache.is_some());
     s.sent_prefix = readers.iter().map(|r| r.footer().map_or(0, |f| f.sent_prefix)).min().unwrap_or(0);
+    s.first_send_ms = readers.iter().filter_map(ResultsReader::first_send_us).min().map(|us| us as f64 / 1e3);
     s.backends = backend_summaries(&total);
     s.retries = retry_summary(&total);
     s.trace_context = trace_context(readers, &s.settings, &total);

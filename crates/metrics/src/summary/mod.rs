@@ -658,6 +658,10 @@ pub struct RunSummary {
     /// over merged files, the least.
     #[serde(default)]
     pub sent_prefix: u64,
+    /// When the run sent its first request (of those that finished), ms after its
+    /// schedule's start; over merged files, the earliest. `None` before format 13.
+    #[serde(default)]
+    pub first_send_ms: Option<f64>,
     /// With `--retries`: requests as the client saw them (the other figures count attempts).
     pub retries: Option<RetrySummary>,
     /// `--trace-context`: the share sampled, the requests sampled and the header bytes per
