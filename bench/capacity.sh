@@ -14,15 +14,22 @@
 # Targets, all on loopback, free ports:
 #   known    barrage serve --max-concurrency 10 --latency 10ms: 10 requests at a time of
 #            about 11 ms, about 900 req/s, whatever the CPU does
-#   nginx    nginx in front of one barrage origin (barrage testbed up nginx-lb), /bytes/1k
+#   pool     nginx balancing four origins of 10 requests at a time of 10 ms each (barrage
+#            testbed up nginx-lb --backends 4 --shape latency=10ms,capacity=10+1000): four
+#            times known's capacity, set by the origins' slots, not by a CPU; /bytes/1k
+#   miss     varnishd in front of one origin of 40 slots of 10 ms, every request a new object
+#            (/obj/{id} --hit-ratio 0): the cache-miss case of a cache study, its capacity the
+#            origin's; varnishstat's hits and misses are kept for each run
+#   nginx    nginx in front of one barrage origin (barrage testbed up nginx-lb), /bytes/1k:
+#            nginx's own CPU is the limit, so its capacity moves with the machine's speed
 #   varnish  varnishd in front of one barrage origin (barrage testbed up varnish), /bytes/1k
-#            (one URL: hits after the first)
+#            (one URL: hits after the first): the same, varnish's CPU
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 BIN="${BARRAGE_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/barrage}"
 RUNS="${RUNS:-5}"
-TARGETS="${TARGETS:-known nginx varnish}"
+TARGETS="${TARGETS:-known pool miss nginx varnish}"
 STEP="${STEP:-2s}"
 PRECISION="${PRECISION:-2%}"
 SLOS="${SLOS:-p99<100ms success>=99.9%}"
@@ -56,16 +63,35 @@ start() {
             for _ in $(seq 1 50); do grep -q listening "$WORK/serve.out" && break; sleep 0.1; done
             echo "$(grep -o 'http://[0-9.:]*' "$WORK/serve.out" | head -1)/"
             ;;
-        nginx | varnish)
-            local topology=$1 front=$1
-            [ "$1" = nginx ] && { topology=nginx-lb; front=nginx-lb; }
-            nice -n "$NICE" taskset -c "$SERVER_CPU" "$BIN" testbed up "$topology" --backends 1 --dir "$WORK/bed-$1" \
+        nginx | varnish | pool | miss)
+            local topology front path=/bytes/1k args=()
+            case "$1" in
+                nginx) topology=nginx-lb front=nginx-lb args=(--backends 1) ;;
+                varnish) topology=varnish front=varnish ;;
+                pool) topology=nginx-lb front=nginx-lb args=(--backends 4 --shape latency=10ms,capacity=10+1000) ;;
+                miss) topology=varnish front=varnish path='/obj/{id}' args=(--shape latency=10ms,capacity=40+1000) ;;
+            esac
+            nice -n "$NICE" taskset -c "$SERVER_CPU" "$BIN" testbed up "$topology" "${args[@]}" --dir "$WORK/bed-$1" \
                 > "$WORK/bed-$1.out"
             local url
             url="$(awk -v f="$front" '$1 == f { for (i = 1; i <= NF; i++) if ($i ~ /^http:\/\//) print $i }' "$WORK/bed-$1.out" | head -1)"
-            echo "${url%/}/bytes/1k"
+            echo "${url%/}$path"
             ;;
     esac
+}
+
+# The target's own flags for `barrage capacity`: miss asks for a new object every request.
+target_args() {
+    case "$1" in
+        miss) echo "--objects 1000 --hit-ratio 0" ;;
+    esac
+}
+
+# varnish's hits and misses so far (miss: the ground truth that every request missed).
+varnish_counts() {
+    [ "$1" = miss ] || return 0
+    varnishstat -n "$WORK/bed-$1/varnish" -1 -f MAIN.cache_hit -f MAIN.cache_miss 2>/dev/null |
+        awk '{ v[$1] = $2 } END { print v["MAIN.cache_hit"] + 0, v["MAIN.cache_miss"] + 0 }'
 }
 
 stop() {
@@ -112,7 +138,15 @@ quiet() {
 # reference build does for a perf dashboard. Empty without wrk.
 reference() {
     command -v wrk >/dev/null || return 0
-    nice -n "$NICE" taskset -c "$GEN_CPU" wrk -t1 -c"${REF_CONNS:-256}" -d"${REF_TIME:-3}s" "$1" 2>/dev/null |
+    local script=()
+    if [[ "$1" == *"{id}"* ]]; then
+        # Every request a new object, as the search's: ids from a start no run shares (below
+        # 10^14, which Lua still prints as an integer, not as 1.7e+15).
+        printf 'local n = %s\nrequest = function() n = n + 1; return wrk.format(nil, "%s" .. n) end\n' \
+            "$(( ($(date +%s) % 1000000) * 1000000 ))" "$(echo "$1" | sed -E 's#^https?://[^/]+##; s#\{id\}##')" > "$WORK/new.lua"
+        script=(-s "$WORK/new.lua")
+    fi
+    nice -n "$NICE" taskset -c "$GEN_CPU" wrk -t1 -c"${REF_CONNS:-256}" -d"${REF_TIME:-3}s" "${script[@]}" "${1//\{id\}/0}" 2>/dev/null |
         awk '/^Requests\/sec/ { print $2 }'
 }
 
@@ -129,12 +163,14 @@ for s in $SLOS; do slo_args+=(--slo "$s"); done
 for target in $TARGETS; do
     url="$(start "$target")"
     echo "$target: $url" >&2
-    cmd=(nice -n "$NICE" taskset -c "$GEN_CPU" "$BIN" capacity "$url" "${slo_args[@]}" --step "$STEP"
+    read -r -a own <<< "$(target_args "$target")"
+    cmd=(nice -n "$NICE" taskset -c "$GEN_CPU" "$BIN" capacity "$url" "${own[@]}" "${slo_args[@]}" --step "$STEP"
         --precision "$PRECISION" --max-time 5m --format json)
     echo "${cmd[*]}" > "$OUT/$target.command"
     for run in $(seq 1 "$RUNS"); do
         quiet > "$OUT/$target-$run.waited"
         ref_before=$(reference "$url")
+        cache_before=$(varnish_counts "$target")
         before=$(cpu_now) t0=$(date +%s.%N)
         /usr/bin/time -f "%U %S" -o "$OUT/$target-$run.time" "${cmd[@]}" > "$OUT/$target-$run.json" 2> "$OUT/$target-$run.err" || true
         after=$(cpu_now) t1=$(date +%s.%N)
@@ -143,6 +179,7 @@ for target in $TARGETS; do
             printf "%.1f %.1f %.1f %.1f %.1f\n", $2 - $1, $6 - $3, $7 - $4, $8 - $5, $9 + $10 }' > "$OUT/$target-$run.cpu"
         echo "  run $run: $(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); print(v["capacity_per_sec"], v["interval_per_sec"], "verified" if v["verified"] else "not verified")' "$OUT/$target-$run.json")" >&2
         cut -d' ' -f1-3 /proc/loadavg > "$OUT/$target-$run.load"
+        if [ -n "$cache_before" ]; then echo "$cache_before $(varnish_counts "$target")" > "$OUT/$target-$run.varnish"; fi
         echo "$ref_before $(reference "$url")" > "$OUT/$target-$run.wrk"
     done
     stop "$target"

@@ -12,6 +12,7 @@ import pathlib
 import sys
 
 AGREE = 0.05
+ORDER = ["known", "pool", "miss", "nginx", "varnish"]
 
 
 def runs(raw, target):
@@ -30,6 +31,10 @@ def runs(raw, target):
         ref = raw / f"{target}-{k}.wrk"
         refs = [float(x) for x in ref.read_text().split()] if ref.exists() else []
         v["reference_per_sec"] = sum(refs) / len(refs) if len(refs) == 2 else None
+        cache = raw / f"{target}-{k}.varnish"
+        if cache.exists():
+            h0, m0, h1, m1 = map(int, cache.read_text().split())
+            v["varnish"] = {"hits": h1 - h0, "misses": m1 - m0}
         cpu = raw / f"{target}-{k}.cpu"
         if cpu.exists():
             wall, busy, steal, servers, barrage = map(float, cpu.read_text().split())
@@ -68,13 +73,14 @@ def summary(rs):
         "load_after": [r.get("load_after") for r in rs],
         "cpu": [r.get("cpu") for r in rs],
         "waited_s": [r.get("waited_s") for r in rs],
+        "varnish": [r.get("varnish") for r in rs],
     }
 
 
 def main():
     raw, stem = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     machine = (raw / "machine.txt").read_text()
-    targets = sorted({p.name.rsplit("-", 1)[0] for p in raw.glob("*-*.json")}, key=["known", "nginx", "varnish"].index)
+    targets = sorted({p.name.rsplit("-", 1)[0] for p in raw.glob("*-*.json")}, key=ORDER.index)
     result = {"machine": machine, "targets": {}}
     md = [f"# `barrage capacity`, rerun: {raw.name}", "", "```", machine.strip(), "```", ""]
     md += ["| target | capacities (req/s) | spread | within 5% | intervals | held | probes (again) |", "|---|---|---:|---|---|---|---|"]
@@ -110,6 +116,14 @@ def main():
         waited = result["targets"][t]["waited_s"]
         if any(w is not None for w in waited):
             shown += "; waited for a quiet machine (s): " + ", ".join("—" if w is None else str(w) for w in waited)
+        md.append(f"- {t}: {shown}")
+    counted = [t for t in targets if any(result["targets"][t]["varnish"])]
+    if counted:
+        md += ["", "varnishstat's own count during each search (MAIN.cache_miss of cache_hit + cache_miss), the "
+               "ground truth of what the cache did:", ""]
+    for t in counted:
+        shown = ", ".join("—" if c is None else f"{c['misses']:,} of {c['hits'] + c['misses']:,} missed"
+                          for c in result["targets"][t]["varnish"])
         md.append(f"- {t}: {shown}")
     md += ["", "Commands:", ""]
     md += [f"- {t}: `{result['targets'][t]['command']}`" for t in targets]
