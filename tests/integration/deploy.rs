@@ -150,6 +150,131 @@ fn ansible_shards_stop_by_themselves_when_the_controller_dies() {
     assert!(stats_requests(o.addr()) > 0, "the shards ran without their controller");
 }
 
+/// The album example as shipped (`examples/albums/`: a scenario, its feeder and the image it
+/// uploads) over three shards: the playbook copies the three files to each host, private,
+/// and runs the scenario there. The merged flows and requests are exactly the unsplit run's
+/// (30 workers × 50 flows of two requests, as `albums.rs` runs it), and the origin's own.
+#[test]
+fn ansible_runs_the_album_scenario_on_three_shards_with_its_files() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let o = origin(ServeConfig::default());
+    let relay = Relay::start(o.addr());
+    let tmp = tempfile::tempdir().unwrap();
+    // The paths as a user gives them: relative to where ansible-playbook runs.
+    std::os::unix::fs::symlink(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples"), tmp.path().join("examples"))
+        .unwrap();
+    let (out, status) = playbook(
+        tmp.path(),
+        serde_json::json!({
+            "barrage_scenario": "examples/albums/albums.toml",
+            "barrage_files": ["examples/albums/artists.csv", "examples/albums/nmtb.png"],
+            "barrage_vars": {"base": relay.url().trim_end_matches('/')},
+            "barrage_extra_args": ["--retries", "3", "--backoff", "10ms..1s"],
+        }),
+    );
+    assert_nothing_left(tmp.path());
+    assert!(status.success(), "ansible-playbook failed ({status}):\n{out}");
+    for host in ["shard-a", "shard-b", "shard-c"] {
+        let files = tmp.path().join("hosts").join(host).join("files");
+        assert_eq!(mode(&files), 0o700, "{}", files.display());
+        for name in ["albums.toml", "artists.csv", "nmtb.png"] {
+            let shipped = files.join(name);
+            assert_eq!(read_bytes(&shipped), read_bytes(&tmp.path().join("examples/albums").join(name)));
+            assert_eq!(mode(&shipped), 0o600, "{}", shipped.display());
+        }
+    }
+    let run = run_dir(tmp.path());
+    let json: Value = serde_json::from_str(&read(&run.join("report.json"))).unwrap();
+    let total = &json["flows_total"];
+    assert_eq!((total["flows"].as_u64(), total["ok"].as_u64()), (Some(1500), Some(1500)), "{total}");
+    // Each group as the scenario asks it, once (not once per shard), and all its flows.
+    for (group, load, flows) in [("phase-1", "10 workers, 500 flows", 500), ("phase-2", "20 workers, 1000 flows", 1000)]
+    {
+        let g = json["flows"].as_array().unwrap().iter().find(|g| g["name"] == group).unwrap();
+        assert_eq!((g["load"].as_str(), g["flows"].as_u64()), (Some(load), Some(flows)), "{g}");
+    }
+    assert_eq!(json["requests"]["total"], 3000, "{}", json["requests"]);
+    assert_eq!(json["requests"]["ok"], 3000, "{}", json["errors"]);
+    // The origin saw every request once: no retry was needed, every album was created
+    // once and read back.
+    assert_eq!(stats_requests(o.addr()), 3000, "the origin's count");
+    let albums = crate::albums::album_counts(o.addr());
+    assert_eq!((albums["created"].as_u64(), albums["read"].as_u64()), (Some(1500), Some(1500)), "{albums}");
+    let warnings = json["warnings"].to_string();
+    assert!(!warnings.contains("flows asked"), "{warnings}");
+    // A shard's workers: phase-1's 10 split 4, 3, 3 and phase-2's 20 split 7, 7, 6; each
+    // runs 50 flows of two requests.
+    let sent: Vec<u64> = json["shards"].as_array().unwrap().iter().map(|r| r["sent"].as_u64().unwrap()).collect();
+    assert_eq!(sent, [1100, 1000, 900], "{}", json["shards"]);
+    let sources = relay.sources();
+    let expected: Vec<IpAddr> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"].map(|a| a.parse().unwrap()).to_vec();
+    assert_eq!(sources.keys().copied().collect::<Vec<_>>(), expected, "connections by source: {sources:?}");
+}
+
+/// A bad plan fails the play before anything is copied, with one line naming the variable.
+#[test]
+fn ansible_refuses_a_bad_plan_naming_the_variable() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let url = serde_json::json!(["http://127.0.0.1:9/"]);
+    for (vars, want) in [
+        (serde_json::json!({}), "\"barrage_targets is empty and barrage_scenario unset: "),
+        (
+            serde_json::json!({"barrage_targets": url, "barrage_scenario": "s.toml"}),
+            "\"barrage_targets and barrage_scenario are both set: ",
+        ),
+        (
+            serde_json::json!({"barrage_scenario": "no.toml"}),
+            "\"barrage_scenario: no.toml is not a file on the controller",
+        ),
+        (serde_json::json!({"barrage_targets": url, "barrage_files": "a.csv"}), "\"barrage_files must be a list"),
+        (
+            serde_json::json!({"barrage_targets": url, "barrage_files": ["no.csv"]}),
+            "\"barrage_files: no.csv: no.csv is not a file or directory on the controller",
+        ),
+        (
+            serde_json::json!({"barrage_targets": url, "barrage_files": [{"src": "s.toml", "dest": "../s.toml"}]}),
+            "dest must be a path relative to files/ on each host, without ..",
+        ),
+        (
+            serde_json::json!({"barrage_scenario": "s.toml", "barrage_files": ["d/s.toml"]}),
+            "\"barrage_files: two files would be files/s.toml on the hosts",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("s.toml"), "").unwrap();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::fs::write(tmp.path().join("d/s.toml"), "").unwrap();
+        let (out, status) = playbook(tmp.path(), vars.clone());
+        assert!(!status.success() && out.contains(want), "{vars}: {want}:\n{out}");
+        assert!(!tmp.path().join("hosts").exists(), "{vars}: nothing copied");
+    }
+    // A work directory that is a symbolic link (another user's, in a shared directory).
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir(tmp.path().join("hosts")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, tmp.path().join("hosts/shard-b")).unwrap();
+    let (out, status) = playbook(tmp.path(), serde_json::json!({"barrage_targets": url}));
+    assert_nothing_left(tmp.path());
+    assert!(!status.success() && out.contains("shard-b is a symbolic link on shard-b: refusing it"), "{out}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing went through the link");
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn read_bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Runs deploy/ansible/playbook.yml over inventory.local.ini with `vars` and the test's
 /// binary, work directories and output under `root`: its output (stdout and stderr) and
 /// status.
