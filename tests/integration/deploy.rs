@@ -67,6 +67,50 @@ fn ansible_runs_three_shards_from_their_own_addresses_and_merges_exactly() {
     assert_eq!(sources.keys().copied().collect::<Vec<_>>(), expected, "connections by source: {sources:?}");
 }
 
+/// With `barrage_collect`, the controller runs `barrage collect` and the shards stream to it
+/// and start when it says (their clocks measured): its report (live.json) is the merge of
+/// the fetched files (report.json), figure for figure, and the origin's count.
+#[test]
+fn ansible_collects_the_shards_live_and_the_collector_reports_the_merge() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let o = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let free = crate::util::refused_url();
+    let listen = free.trim_start_matches("http://").trim_end_matches('/');
+    let (out, status) = playbook(
+        tmp.path(),
+        serde_json::json!({
+            "barrage_targets": [o.url()],
+            "barrage_rate": 300,
+            "barrage_duration": "3s",
+            "barrage_collect": true,
+            "barrage_collect_listen": listen,
+        }),
+    );
+    assert_nothing_left(tmp.path());
+    assert!(status.success(), "ansible-playbook failed ({status}):\n{out}");
+    let run = run_dir(tmp.path());
+    let without_paths = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("files");
+        for s in v["shards"].as_array_mut().into_iter().flatten() {
+            s.as_object_mut().unwrap().remove("file");
+        }
+        v
+    };
+    let live: Value = serde_json::from_str(&read(&run.join("live.json"))).unwrap();
+    let merged: Value = serde_json::from_str(&read(&run.join("report.json"))).unwrap();
+    assert_eq!(live["requests"]["total"], 900, "{}", live["requests"]);
+    assert_eq!(stats_requests(o.addr()), 900, "the origin's count");
+    assert_eq!(without_paths(live.clone()), without_paths(merged), "the collector's report is the merge");
+    for s in live["shards"].as_array().unwrap() {
+        assert!(s["clock_offset_us"].as_i64().is_some_and(|o| o.abs() < 2_000), "measured: {s}");
+    }
+    assert!(read(&run.join("live.html")).contains("<html"));
+}
+
 #[test]
 fn ansible_stops_a_shard_that_outlives_its_bound_and_fails() {
     if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
