@@ -126,9 +126,9 @@ fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_record
     let c = collect(dir.path(), 3, &["--metrics-addr", "127.0.0.1:0"]);
     let url = format!("{}/bytes/1k", server.url());
     let mut children: Vec<_> =
-        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "600", "-d", "3s"], &[])).collect();
-    // While they run, the collector's /metrics counts the fleet: more than any one shard's
-    // whole share (600) before the end.
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "600", "-d", "6s"], &[])).collect();
+    // While they run, the collector's /metrics counts the fleet: more than any one shard
+    // sends in its first three seconds (600) while all of them still run.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let body = http_get(c.metrics.unwrap(), "/metrics");
@@ -148,8 +148,8 @@ fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_record
     assert_eq!(code, Some(0), "{stderr}");
     let merged = barrage().arg("report").args(files(dir.path())).args(["--format", "json"]).output().unwrap();
     let merged: Value = serde_json::from_slice(&merged.stdout).unwrap();
-    assert_eq!(live["requests"]["total"], 1800);
-    assert_eq!(served(server.addr()), 1800, "the origin's own count");
+    assert_eq!(live["requests"]["total"], 3600);
+    assert_eq!(served(server.addr()), 3600, "the origin's own count");
     assert_eq!(without_paths(live.clone()), without_paths(merged), "the collector's report is the merge of the files");
     for i in 0..3 {
         let (own, copy) =
@@ -259,6 +259,12 @@ fn one_fleet_wide_slo_stops_every_shard() {
     assert_eq!(code, Some(1), "{stderr}");
 }
 
+/// The offset a refusal names: `shard 1's clock is 1999.997 ms off`.
+fn offset_ms(text: &str) -> f64 {
+    let after = text.split("'s clock is ").nth(1).unwrap_or_default();
+    after.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(f64::NAN)
+}
+
 #[test]
 fn a_clock_beyond_the_budget_fails_the_start_for_every_shard() {
     if !require("faketime", barrage_testbed::program_path("faketime").is_some()) {
@@ -276,10 +282,12 @@ fn a_clock_beyond_the_budget_fails_the_start_for_every_shard() {
         assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(2));
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("the collector called the start off: shard 1's clock is 2"), "{err}");
+        assert!(err.contains("the collector called the start off: shard 1's clock is "), "{err}");
+        assert!((1990.0..2010.0).contains(&offset_ms(&err)), "two seconds ahead: {err}");
     }
     let (code, _, stderr) = c.wait(Duration::from_secs(30));
-    assert!(stderr.contains("the start failed: shard 1's clock is 2"), "{stderr}");
+    assert!(stderr.contains("the start failed: shard 1's clock is "), "{stderr}");
+    assert!((1990.0..2010.0).contains(&offset_ms(&stderr)), "two seconds ahead: {stderr}");
     assert_eq!(code, Some(2));
     assert_eq!(served(server.addr()), 0, "nobody started");
 }
@@ -384,4 +392,33 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
         .expect("a takeover row");
     assert!(takeover["sent"].as_u64().unwrap() > 300, "{takeover}");
     assert_eq!(live["coverage"]["unsent"], 0, "{}", live["coverage"]);
+}
+
+#[test]
+fn a_shard_of_another_run_is_refused_at_once_and_its_run_goes_on() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--lateness", "2s"]);
+    let url = format!("{}/bytes/1k", server.url());
+    // Shard 0 of 2, to a collector of 3: refused at its first post, said on stderr while it
+    // runs; the run itself is whole.
+    let mut run = barrage()
+        .args(["run", &url, "--rate", "50", "-d", "2s", "--shard", "0/2", "--report-to", &c.url, "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert_eq!(wait_for(&mut run, Duration::from_secs(60)), Some(0));
+    let out = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refused the results: shard 0/2 does not belong here: this collector collects 3 shard(s)"),
+        "{err}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["requests"]["total"], 50);
+    // The collector, with no shard of its own run, ends saying so.
+    let mut child = c.child;
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    wait_for(&mut child, Duration::from_secs(30));
 }

@@ -22,6 +22,14 @@ const FLUSH_FOR: Duration = Duration::from_secs(15);
 /// given up (the run's own file is whole), so a dead collector costs no more memory.
 const QUEUE_BYTES: usize = 256 << 20;
 
+/// Why a post did not go through: for now (tried again), or for good.
+enum Failure {
+    /// The collector could not be reached, or failed: tried again.
+    Unreachable(String),
+    /// The collector refused the stream, or lost what it had taken: reporting ends.
+    Refused(String),
+}
+
 enum Message {
     Record(Vec<u8>),
     End,
@@ -130,7 +138,19 @@ impl Stream {
                 ));
             }
             if !self.queue.is_empty() {
-                failure = self.post().err();
+                failure = match self.post() {
+                    Ok(()) => None,
+                    // Refused (not this run's collector, a shard it does not know): said
+                    // at once, not after the run; the run goes on without it.
+                    Err(Failure::Refused(why)) => {
+                        eprintln!(
+                            "barrage: --report-to: the collector at {} refused the results: {why}",
+                            self.client.base()
+                        );
+                        return Ok(());
+                    }
+                    Err(Failure::Unreachable(why)) => Some(why),
+                };
             }
             match ending {
                 Some(_) if self.queue.is_empty() => return Ok(()),
@@ -154,7 +174,7 @@ impl Stream {
 
     /// Posts the queue's first records (whole ones, up to [`BATCH_BYTES`]); drops what the
     /// collector says it has.
-    fn post(&mut self) -> Result<(), String> {
+    fn post(&mut self) -> Result<(), Failure> {
         let mut body = Vec::new();
         for r in &self.queue {
             if !body.is_empty() && body.len() + r.len() > BATCH_BYTES {
@@ -167,15 +187,19 @@ impl Stream {
             Part::Takeover => 1,
         };
         let path = format!("/v1/data?shard={}&shards={}&offset={}&part={part}", self.shard.0, self.shard.1, self.sent);
-        let (status, answer) = self.client.send(Method::POST, &path, Bytes::from(body)).map_err(|e| e.to_string())?;
-        let ack: Ack = match status {
-            StatusCode::OK | StatusCode::CONFLICT => serde_json::from_slice(&answer).map_err(|e| e.to_string())?,
-            other => {
-                let said: serde_json::Value = serde_json::from_slice(&answer).unwrap_or_default();
-                return Err(said["error"].as_str().map(str::to_string).unwrap_or_else(|| other.to_string()));
-            }
+        let sent = self.client.send(Method::POST, &path, Bytes::from(body));
+        let (status, answer) = sent.map_err(|e| Failure::Unreachable(e.to_string()))?;
+        let said = |other: StatusCode| {
+            let said: serde_json::Value = serde_json::from_slice(&answer).unwrap_or_default();
+            said["error"].as_str().map(str::to_string).unwrap_or_else(|| other.to_string())
         };
-        self.taken(ack.have)?;
+        let ack: Ack = match status {
+            StatusCode::OK | StatusCode::CONFLICT => serde_json::from_slice(&answer)
+                .map_err(|e| Failure::Refused(format!("an answer that is not ours: {e}")))?,
+            other if other.is_client_error() => return Err(Failure::Refused(said(other))),
+            other => return Err(Failure::Unreachable(said(other))),
+        };
+        self.taken(ack.have).map_err(Failure::Refused)?;
         if let Some(adopt) = ack.adopt {
             self.adopt(adopt);
         }

@@ -156,7 +156,7 @@ impl Query {
         match (self.shard, self.shards) {
             (Some(i), Some(of)) if of == n && i < n && self.part <= 1 => Ok(i + self.part * n),
             (Some(i), Some(of)) => Err((
-                StatusCode::CONFLICT,
+                StatusCode::BAD_REQUEST,
                 format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)"),
             )),
             _ => Err((StatusCode::BAD_REQUEST, "give shard=I&shards=N".into())),
