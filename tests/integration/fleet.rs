@@ -63,6 +63,16 @@ impl Collect {
         (code, report, self.stderr.join().unwrap())
     }
 
+    /// Waits (at most a minute) until the collector has shard `i`'s interval `k`.
+    fn wait_for_interval(&self, i: usize, k: u64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.status()["shards"][i]["last_interval"].as_u64().is_none_or(|last| last < k) {
+            assert!(Instant::now() < deadline, "shard {i} never reached its interval {k}");
+            // Polls the collector's status; synchronises nothing else.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn status(&self) -> Value {
         let addr = self.url.trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
         serde_json::from_str(&http_get(addr, "/v1/status")).unwrap()
@@ -176,11 +186,7 @@ fn a_killed_shard_is_lost_and_named_and_the_others_are_merged() {
     let mut children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "300", "-d", "8s"], &[])).collect();
     // At 40% of the run, by the collector's own view of shard 1's stream.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while c.status()["shards"][1]["last_interval"].as_u64().is_none_or(|k| k < 2) {
-        assert!(Instant::now() < deadline, "shard 1 never reached its third interval");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    c.wait_for_interval(1, 2);
     children[1].kill().unwrap();
     for child in &mut children {
         wait_for(child, Duration::from_secs(60));
@@ -217,11 +223,7 @@ fn a_shard_stopped_early_shows_its_share_never_sent_exactly() {
     let url = format!("{}/bytes/1k", server.url());
     let mut children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "300", "-d", "6s"], &[])).collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while c.status()["shards"][2]["last_interval"].as_u64().is_none_or(|k| k < 1) {
-        assert!(Instant::now() < deadline, "shard 2 never reached its second interval");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    c.wait_for_interval(2, 1);
     // SIGTERM: the shard ends cleanly, its file whole: what it sent is exactly known.
     unsafe { libc::kill(children[2].id() as i32, libc::SIGTERM) };
     for child in &mut children {
@@ -301,11 +303,7 @@ fn with_on_shard_loss_abort_a_lost_shard_stops_the_others() {
     let started = Instant::now();
     let mut children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "60", "-d", "120s"], &[])).collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while c.status()["shards"][0]["last_interval"].as_u64().is_none_or(|k| k < 1) {
-        assert!(Instant::now() < deadline, "shard 0 never reached its second interval");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    c.wait_for_interval(0, 1);
     children[0].kill().unwrap();
     for child in &mut children {
         wait_for(child, Duration::from_secs(60));
@@ -318,22 +316,11 @@ fn with_on_shard_loss_abort_a_lost_shard_stops_the_others() {
 }
 
 /// (intended start in ms from the first request's, URL) of every row of request logs, as a
-/// set.
+/// set (a killed shard's log may not exist).
 fn requests(logs: &[PathBuf]) -> std::collections::BTreeSet<(u64, String)> {
-    let mut rows = Vec::new();
-    for p in logs.iter().filter(|p| p.exists()) {
-        let text = std::fs::read_to_string(p).unwrap();
-        let mut lines = text.lines();
-        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-        for line in lines {
-            let f: Vec<&str> = line.split(',').collect();
-            rows.push((f[col("intended_unix_us")].parse::<u64>().unwrap(), f[col("url")].to_string()));
-        }
-    }
-    let first = rows.iter().map(|r| r.0).min().unwrap_or(0);
+    let logs: Vec<PathBuf> = logs.iter().filter(|p| p.exists()).cloned().collect();
     // Shards' clocks agree to a few µs; arrivals are 3.3 ms apart.
-    rows.into_iter().map(|(t, url)| ((t - first + 500) / 1000, url)).collect()
+    crate::shard::log_rows(&logs).0.into_iter().map(|(t, url)| ((t + 500) / 1000, url)).collect()
 }
 
 #[test]
@@ -351,11 +338,7 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
         })
         .collect();
     // Shard 1 is killed at 40% of the run, by the collector's view of its stream.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while c.status()["shards"][1]["last_interval"].as_u64().is_none_or(|k| k < 3) {
-        assert!(Instant::now() < deadline, "shard 1 never reached its fourth interval");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    c.wait_for_interval(1, 3);
     children[1].kill().unwrap();
     for child in &mut children {
         wait_for(child, Duration::from_secs(60));
@@ -421,4 +404,15 @@ fn a_shard_of_another_run_is_refused_at_once_and_its_run_goes_on() {
     let mut child = c.child;
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     wait_for(&mut child, Duration::from_secs(30));
+}
+
+#[test]
+fn a_collector_url_with_credentials_is_refused_without_printing_them() {
+    let out = barrage()
+        .args(["run", "http://127.0.0.1:9/", "-n", "1", "--report-to", "http://u:s3cret@127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the collector takes no user or password") && !err.contains("s3cret"), "{err}");
 }

@@ -43,7 +43,7 @@ fn shards(dir: &Path, args: &[String], each: impl Fn(usize) -> Vec<String>) -> V
 
 /// (intended start from the first request's, URL) of every row of request logs, and every
 /// row's corrected latency.
-fn log_rows(paths: &[std::path::PathBuf]) -> (Vec<(u64, String)>, Vec<u64>) {
+pub(crate) fn log_rows(paths: &[std::path::PathBuf]) -> (Vec<(u64, String)>, Vec<u64>) {
     let mut rows = Vec::new();
     let mut corrected = Vec::new();
     for p in paths {

@@ -37,6 +37,13 @@ impl Client {
         if uri.scheme_str() != Some("http") || uri.host().is_none() {
             return Err(ClientError::Url(url.into(), "give the collector's http://HOST:PORT/".into()));
         }
+        // The collector takes no credentials, and a URL is printed in messages: none in it.
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(ClientError::Url(
+                "(redacted)".into(),
+                "the collector takes no user or password in its URL".into(),
+            ));
+        }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

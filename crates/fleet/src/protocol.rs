@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The most shards of one run.
-pub const MAX_SHARDS: u32 = 4096;
+/// The most shards of one run: as many as a run splits into.
+pub use barrage_plan::plan::MAX_SHARDS;
 /// The most bytes of one data post: a results record is at most 64 MiB, and a post holds
 /// whole records (one larger record alone).
 pub const MAX_POST_BYTES: usize = 80 << 20;
