@@ -74,9 +74,10 @@ fn changes(db: &Path, figure: &str, labels: &str) -> Vec<(usize, bool, bool)> {
 /// 40 rounds of four series against origins on one machine: the control (`channel=control`)
 /// and a system that both step up 20% at run 25 (the machine changed); a system that never
 /// steps; a system that steps alone at run 25, on a machine without a control. The step is
-/// found at run 25 ± 1 in each series that has one and nowhere else, the gate fails the
-/// stepped system by its 27th run and passes the steady one's last, and only the system that
-/// stepped alone is a regression.
+/// found at run 25 ± 1 in each series that has one (in the lone system's, nowhere else),
+/// the gate fails the stepped system by its 27th run and passes the steady one's last, and
+/// only the system that stepped alone is a regression. Any other change on the control's
+/// machine (the busy test machine's own) is the machine's.
 #[test]
 fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system() {
     let dir = tempfile::tempdir().unwrap();
@@ -117,13 +118,16 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
     assert_schema(3, &gates);
     assert_schema(1, &json(&history(&db, &["list", "--series", "--format", "json"])));
     let near = |c: &[(usize, bool, bool)]| c.len() == 1 && (24..=26).contains(&c[0].0) && c[0].1;
+    let stepped = |c: &[(usize, bool, bool)]| c.iter().any(|c| (24..=26).contains(&c.0) && c.1);
     let of = |labels: &str| changes(&db, "p50", labels);
     let (r, m, s, a) = (of("series=ref"), of("series=moved"), of("series=steady"), of("series=alone"));
-    assert!(near(&r) && r[0].2, "the control steps, the machine's: {r:?}");
-    assert!(near(&m) && m[0].2, "a step the control shows too is the machine's: {m:?}");
-    // No alert: no change for the worse (the first runs of a cold machine may be slower, a
-    // change for the better at run 4 or so).
-    assert!(s.iter().all(|c| !c.1), "no step, no regression: {s:?}");
+    // On the control's machine, a busy spell of the test machine (a CI neighbour) is a real
+    // change too: it may be found, and then it is the machine's, never the system's.
+    assert!(stepped(&r) && r.iter().all(|c| c.2), "the control steps, the machine's: {r:?}");
+    assert!(stepped(&m) && m.iter().all(|c| c.2), "a step the control shows too is the machine's: {m:?}");
+    // No alert: no change for the worse that is not the machine's (the first runs of a cold
+    // machine may be slower, a change for the better at run 4 or so).
+    assert!(s.iter().all(|c| !c.1 || c.2), "no step, no regression of the system: {s:?}");
     assert!(near(&a) && !a[0].2, "a step of the system alone is a regression: {a:?}");
     // Regressions: only the system's fails.
     // (p50: the max of 20 requests moves with a busy machine's other work.)
