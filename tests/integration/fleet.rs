@@ -1,9 +1,10 @@
 //! Issue 39: a live fleet. Shards stream their results to `barrage collect` as they run
 //! (`run --report-to`), start together at the time it publishes once their clocks are
 //! measured (`--rendezvous`); its final report is the post-run merge of their files,
-//! exactly; a lost shard is named, never silent; one fleet-wide `--slo` stops every shard.
+//! exactly; a lost shard is named, never silent; one fleet-wide `--slo` stops every shard;
+//! its address in a browser is the HTML report of the run so far.
 
-use crate::util::{barrage, http_get, origin, require};
+use crate::util::{barrage, http_get, origin, raw_get, require};
 use barrage_server::{LatencyDist, ServeConfig};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -74,9 +75,22 @@ impl Collect {
     }
 
     fn status(&self) -> Value {
-        let addr = self.url.trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
-        serde_json::from_str(&http_get(addr, "/v1/status")).unwrap()
+        serde_json::from_str(&http_get(self.addr(), "/v1/status")).unwrap()
     }
+
+    fn addr(&self) -> std::net::SocketAddr {
+        self.url.trim_start_matches("http://").trim_end_matches('/').parse().unwrap()
+    }
+}
+
+/// The collector's live page (`GET /`) and the data it draws.
+fn live_page(c: &Collect) -> (String, Value) {
+    let (head, body) = raw_get(c.addr(), "/", "");
+    let page = String::from_utf8(body).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200") && head.to_lowercase().contains("text/html"), "{head}");
+    let data = page.split("id=\"barrage-data\">").nth(1).and_then(|d| d.split("</script>").next()).expect("its data");
+    let data = serde_json::from_str(data).unwrap();
+    (page, data)
 }
 
 /// Waits for `child` at most `within`; kills it and fails past that.
@@ -134,6 +148,9 @@ fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_record
     let server = origin(ServeConfig::default());
     let dir = tempfile::tempdir().unwrap();
     let c = collect(dir.path(), 3, &["--metrics-addr", "127.0.0.1:0"]);
+    // Before any data, the live page says it waits, and asks again.
+    let (head, body) = raw_get(c.addr(), "/", "");
+    assert!(head.starts_with("HTTP/1.1 503") && String::from_utf8_lossy(&body).contains("Waiting"), "{head}");
     let url = format!("{}/bytes/1k", server.url());
     let mut children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "600", "-d", "6s"], &[])).collect();
@@ -145,6 +162,11 @@ fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_record
         let sent =
             body.lines().find(|l| l.starts_with("barrage_requests_sent_total")).and_then(|l| l.split(' ').nth(1));
         if sent.and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 600.0) {
+            assert!(children.iter_mut().all(|c| c.try_wait().unwrap().is_none()), "seen live, not after the run");
+            // The live page is the HTML report of the run so far: the fleet's, loaded again.
+            let page = live_page(&c);
+            assert!(page.0.contains("<meta http-equiv=\"refresh\" content=\"5\">"), "{}", &page.0[..400]);
+            assert!(page.1["summary"]["requests"]["total"].as_u64().unwrap() > 600, "{}", page.1["summary"]);
             assert!(children.iter_mut().all(|c| c.try_wait().unwrap().is_none()), "seen live, not after the run");
             break;
         }

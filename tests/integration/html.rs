@@ -217,7 +217,8 @@ fn html_report_draws_every_chart() {
         ("latency", 6),
         ("scatter", 2),
         ("distribution", 2),
-        ("throughput", 4),
+        // Due, sent, succeeded, failed and the error rate.
+        ("throughput", 5),
         ("phases", 1),
         // Per request beside the mean where it happened.
         ("phases-run", 2),
@@ -438,7 +439,7 @@ fn a_stepped_run_of_named_targets_has_the_text_reports_tables() {
         require("chromium", false);
         return;
     };
-    let check = check_page(&chromium, dir.path(), "stepped.html", &page, &[("latency", 6), ("throughput", 4)]);
+    let check = check_page(&chromium, dir.path(), "stepped.html", &page, &[("latency", 6), ("throughput", 5)]);
     // Every time chart marks both steps' starts.
     for id in ["latency", "throughput", "scatter"] {
         assert_eq!(check["charts"][id]["markers"], 2, "{id}: {check}");

@@ -56,6 +56,6 @@ impl TraceUrlArgs {
             (None, Err(std::env::VarError::NotPresent)) => None,
             (None, Err(e)) => anyhow::bail!("{TRACE_URL_ENV}: {e}"),
         };
-        Ok(HtmlOptions { trace_url })
+        Ok(HtmlOptions { trace_url, ..Default::default() })
     }
 }

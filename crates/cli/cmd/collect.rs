@@ -10,6 +10,9 @@ use barrage_fleet::{Collected, Collector, Config};
 use barrage_report::{Report, Slo};
 use std::path::PathBuf;
 
+/// How often the live page is loaded again.
+const LIVE_PAGE_REFRESH_S: u32 = 5;
+
 /// Collects until every shard ended or was lost, then reports the merged run.
 pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     a.emit.files().check(a.gates.junit.as_deref())?;
@@ -24,9 +27,9 @@ pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> 
         lead: a.lead.0,
         on_loss: a.on_shard_loss.of(),
     };
-    let mut collector = Collector::start(config)?;
+    let mut collector = Collector::start(config, Some(live_page(&html)))?;
     eprintln!(
-        "barrage collect: listening on http://{}/ for {} shard(s), their files in {}",
+        "barrage collect: listening on http://{}/ for {} shard(s) (the run so far: this address in a browser), their files in {}",
         collector.addr(),
         a.shards,
         dir.display()
@@ -65,6 +68,16 @@ fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> 
     // A run aborted for a lost shard is not the run planned.
     let aborted = a.on_shard_loss == crate::args::ShardLoss::Abort && !c.lost.is_empty();
     Ok(exit(&Report::Run(&summary), 1, "run", passed && !aborted))
+}
+
+/// The live page: the HTML report of the copies so far, as `barrage report --html` would
+/// write it, loaded again by the browser every few seconds.
+fn live_page(html: &barrage_report::HtmlOptions) -> barrage_fleet::Render {
+    let options = barrage_report::HtmlOptions { refresh_s: Some(LIVE_PAGE_REFRESH_S), ..html.clone() };
+    std::sync::Arc::new(move |files: &[PathBuf]| {
+        let summary = barrage_metrics::summary::summarize_with(files, true).ok()?;
+        Some(barrage_report::html_with(&barrage_report::Page::Run(&summary), &options))
+    })
 }
 
 /// A fleet-wide objective missed by the run so far: why every shard must stop.

@@ -97,8 +97,9 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Makes the directory and starts listening.
-    pub fn start(config: Config) -> Result<Collector, CollectError> {
+    /// Makes the directory and starts listening; serves `page`'s rendering of the copies so
+    /// far at `/`, if given.
+    pub fn start(config: Config, page: Option<crate::Render>) -> Result<Collector, CollectError> {
         if config.shards == 0 || config.shards > MAX_SHARDS {
             return Err(CollectError::Config(format!("--shards {}: give 1 to {MAX_SHARDS}", config.shards)));
         }
@@ -121,8 +122,13 @@ impl Collector {
             final_intervals: 0,
             max_offset_us: config.max_clock_offset.as_micros() as i64,
             lead: config.lead,
+            files: Vec::new(),
         };
-        let shared = Arc::new(Shared { state: Mutex::new(state), start: tokio::sync::watch::channel(None).0 });
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            start: tokio::sync::watch::channel(None).0,
+            page: page.map(crate::page::Page::new),
+        });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -375,6 +381,7 @@ impl Merge {
                     }
                     self.paths[i] = Some(r.path().to_path_buf());
                     self.readers[i] = Some(r);
+                    shared.lock().files = self.files();
                 }
             }
             let Some(r) = self.readers[i].as_mut() else { continue };

@@ -6,11 +6,13 @@
 pub mod client;
 pub mod clock;
 pub mod collector;
+mod page;
 pub mod protocol;
 pub mod rendezvous;
 pub mod reporter;
 mod server;
 
 pub use collector::{CollectError, Collected, Collector, Config, Lost, OnLoss};
+pub use page::Render;
 pub use reporter::{Part, Reporter, Takeover};
 pub use server::shard_file;

@@ -53,11 +53,15 @@ pub(crate) struct State {
     /// The budget of a shard's clock offset, and the time from the last ready to the start.
     pub max_offset_us: i64,
     pub lead: Duration,
+    /// The copies that hold a run (a whole header), by stream: what the live page shows.
+    pub files: Vec<PathBuf>,
 }
 
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub start: watch::Sender<Option<Start>>,
+    /// The live page, when the collector serves one.
+    pub page: Option<crate::page::Page>,
 }
 
 impl Shared {
@@ -121,6 +125,7 @@ async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes
             (Err((status, why)), _) | (_, Err((status, why))) => error(status, &why),
         },
         (&Method::GET, "/v1/status") => json(StatusCode::OK, &status(shared)),
+        (&Method::GET, "/") => live_page(shared).await,
         _ => error(StatusCode::NOT_FOUND, "not a collector's path (see barrage collect --help)"),
     }
 }
@@ -255,6 +260,12 @@ fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Byt
     shard.first_data.get_or_insert(now);
     shard.last_data = Some(now);
     json(StatusCode::OK, &Ack { have: shard.bytes, stop, adopt })
+}
+
+async fn live_page(shared: &Shared) -> Response<Full<Bytes>> {
+    let Some(page) = &shared.page else { return error(StatusCode::NOT_FOUND, "this collector serves no page") };
+    let files = shared.lock().files.clone();
+    page.get(files).await
 }
 
 fn status(shared: &Shared) -> Status {

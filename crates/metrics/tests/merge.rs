@@ -311,3 +311,10 @@ fn a_file_holding_secrets_is_reported_redacted_unless_every_file_says_no_redact(
     let s = summarize(&[unredacted, old]).unwrap();
     assert!(!s.unredacted && !serde_json::to_string(&s).unwrap().contains("S3CRET"));
 }
+
+/// Nothing to merge is an error to say, not a run (a collector asked before any shard's data).
+#[test]
+fn no_file_is_an_error() {
+    let e = barrage_metrics::summary::summarize_with(&[], true).unwrap_err();
+    assert_eq!(e.to_string(), "no results file to summarize");
+}

@@ -550,15 +550,18 @@
 
     if (n) {
       const grid = section("Throughput");
-      const perSec = (col) => col.map((v, i) => (T.length_s[i] > 0 ? v / T.length_s[i] : null));
+      const perSec = (col) => col.map((v, i) => (v != null && T.length_s[i] > 0 ? v / T.length_s[i] : null));
+      // What the schedule asked for, beside what was sent: a lost shard's gap shows.
+      const due = T.due && T.due.some((v) => v != null) ? [perSec(T.due)] : [];
       chart(grid, {
         id: "throughput",
         title: "Throughput over time",
-        aria: "Line chart: requests sent, succeeded and failed per second, and the error rate in percent, per interval over the run",
+        aria: "Line chart: requests due (when the schedule lists them), sent, succeeded and failed per second, and the error rate in percent, per interval over the run",
         note: eventNote,
         time: true,
         data: [
           X,
+          ...due,
           perSec(T.sent),
           perSec(T.ok),
           perSec(T.errors),
@@ -567,6 +570,7 @@
         opts: {
           series: [
             xTime,
+            ...due.map(() => line("due", OI.grey, fmt.rate, { dash: [2, 3] })),
             line("sent", OI.sky, fmt.rate),
             line("succeeded", OI.green, fmt.rate, { width: 2 }),
             line("failed", OI.vermillion, fmt.rate),

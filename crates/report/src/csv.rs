@@ -6,15 +6,17 @@ use barrage_metrics::RunSummary;
 
 /// The CSV header line (without its newline).
 const HEADER: &str =
-    "second,length_s,sent,dropped,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio,fairness,backend_requests";
+    "second,length_s,due,sent,dropped,ok,errors,throughput_per_sec,p50_ms,p90_ms,p99_ms,bytes_in,bytes_out,hit_ratio,byte_hit_ratio,fairness,backend_requests";
 
 /// One row per interval of [`RunSummary::intervals`], after a header line: [`HEADER`], then,
 /// when the run sampled them, `host_cpu_percent` and a `NAME_cpu_percent,NAME_rss_kib` pair
 /// per watched process (barrage last).
 ///
 /// `second` counts from the start of the (earliest) run; latencies are the corrected ones
-/// (from the intended start), in milliseconds; `dropped` counts the requests due and never
-/// sent (in the second the attack gave up on them, its end); `errors` counts every failed
+/// (from the intended start), in milliseconds; `due` counts the run's intended arrivals in
+/// that second of its schedule, every shard's, sent or not (empty when the results files do
+/// not list them: a closed loop); `dropped` counts the requests due and never sent (in the
+/// second the attack gave up on them, its end); `errors` counts every failed
 /// request (errors, 4xx/5xx, rejected by a flow's check or capture); ratios are fractions; an empty field is a figure the interval has not
 /// (no classified cache answer, no backend).
 pub fn csv(s: &RunSummary) -> String {
@@ -41,6 +43,7 @@ pub fn intervals_sheet(s: &RunSummary) -> Sheet {
         let mut row = vec![
             Cell::from(i.second),
             round(i.length_s, 3),
+            Cell::from(i.due.map(|d| d as f64)),
             Cell::from(i.sent),
             Cell::from(i.dropped),
             Cell::from(i.ok),
@@ -392,6 +395,7 @@ mod tests {
         s.intervals.push(IntervalRow {
             second: 3,
             length_s: 0.5,
+            due: Some(12),
             sent: 10,
             dropped: 2,
             ok: 9,
@@ -414,8 +418,10 @@ mod tests {
         });
         let text = csv(&s);
         let rows: Vec<&str> = text.lines().collect();
-        assert_eq!(rows[1], "3,0.5,10,2,9,1,18,1.234,20.001,0.007,1000,100,,,,");
+        assert_eq!(rows[1], "3,0.5,12,10,2,9,1,18,1.234,20.001,0.007,1000,100,,,,");
         assert!(rows[2].ends_with(",0.75,0.5,,"), "{}", rows[2]);
+        // A schedule not listed (a closed loop) leaves `due` empty.
+        assert!(rows[2].starts_with("4,0,,0,"), "{}", rows[2]);
         // Every row has as many fields as the header.
         assert!(rows.iter().all(|r| r.split(',').count() == HEADER.split(',').count()));
     }

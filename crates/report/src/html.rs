@@ -18,7 +18,8 @@
 //! [`RunSummary`] as in the JSON report, floats rounded to 6 significant digits, without
 //! what the page draws from the other keys or shows only as tables (`intervals`,
 //! `latency_spectrum`, `by_name`, `by_method`, `flows`, `flows_total`, `replies`). `series` holds the
-//! intervals column by column (`t` their start in seconds, `length_s`, `sent`, `ok`,
+//! intervals column by column (`t` their start in seconds, `length_s`, `due` (null when
+//! the results files do not list the schedule), `sent`, `ok`,
 //! `errors`, latencies in ms with 3 decimals: `p50_ms`,
 //! `p90_ms`, `p99_ms`, `max_ms`, `service_p50_ms`, `service_p99_ms`; `hit_ratio` and
 //! `byte_hit_ratio` (null when unknown); `host_cpu_percent`; and maps of columns by name:
@@ -153,6 +154,9 @@ pub struct HtmlOptions {
     /// `--trace-url`: a run's trace ids become links through this template; without it
     /// they are text to copy.
     pub trace_url: Option<TraceUrl>,
+    /// A live page (`barrage collect`'s, of the run so far): the browser loads it again
+    /// after this many seconds, and its title says it is live.
+    pub refresh_s: Option<u32>,
 }
 
 /// The page as one self-contained HTML document, with the default [`HtmlOptions`].
@@ -214,11 +218,21 @@ pub fn html_with(page: &Page, options: &HtmlOptions) -> String {
             (format!("barrage {title}"), (head, table(title, sheet)), data)
         }
     };
-    document(&title, &before, &after, &data)
+    match options.refresh_s {
+        Some(s) => document(
+            &format!("{title} (live)"),
+            &format!("<meta http-equiv=\"refresh\" content=\"{s}\">\n"),
+            &before,
+            &after,
+            &data,
+        ),
+        None => document(&title, "", &before, &after, &data),
+    }
 }
 
-/// The whole document: `before` and `after` the charts, the assets and `data`.
-fn document(title: &str, before: &str, after: &str, data: &Value) -> String {
+/// The whole document: `head` (more of it), `before` and `after` the charts, the assets and
+/// `data`.
+fn document(title: &str, head: &str, before: &str, after: &str, data: &Value) -> String {
     let data = serde_json::to_string(data).expect("the page data always serialises: its map keys are strings");
     let mut out =
         String::with_capacity(UPLOT_JS.len() + REPORT_JS.len() + before.len() + after.len() + data.len() + 8192);
@@ -229,7 +243,7 @@ fn document(title: &str, before: &str, after: &str, data: &Value) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
-         <meta name=\"generator\" content=\"barrage {version}\">\n<title>{title}</title>\n\
+         <meta name=\"generator\" content=\"barrage {version}\">\n<title>{title}</title>\n{head}\
          <style>\n{UPLOT_CSS}\n{REPORT_CSS}</style>\n<script>\n{BOOT_JS}</script>\n</head>\n<body>\n\
          <div class=\"page\">\n{before}<div id=\"charts\"></div>\n{after}\
          <noscript><p>The charts need JavaScript; the figures above do not.</p></noscript>\n\
@@ -325,6 +339,7 @@ fn series(rows: &[IntervalRow]) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("t".into(), col(&|r| r.second.into()));
     m.insert("length_s".into(), col(&|r| num(r.length_s, 3)));
+    m.insert("due".into(), col(&|r| r.due.map_or(Value::Null, Value::from)));
     m.insert("sent".into(), col(&|r| r.sent.into()));
     m.insert("ok".into(), col(&|r| r.ok.into()));
     m.insert("errors".into(), col(&|r| r.errors.into()));

@@ -302,7 +302,10 @@ fn an_hour_fits_in_two_mib_or_three_traced() {
             .collect();
     }
     let template = "http://localhost:16686/trace/{trace_id}".parse().unwrap();
-    let page = barrage_report::html_with(&Page::Run(&s), &barrage_report::HtmlOptions { trace_url: Some(template) });
+    let page = barrage_report::html_with(
+        &Page::Run(&s),
+        &barrage_report::HtmlOptions { trace_url: Some(template), ..Default::default() },
+    );
     eprintln!("a one-hour page traced and linked: {} bytes", page.len());
     assert!(page.len() < 3 * 1024 * 1024, "{} bytes", page.len());
     assert_eq!(embedded(&page)["series"]["exemplars"][3599].as_array().unwrap().len(), 3);
@@ -520,7 +523,7 @@ fn trace_ids_link_through_the_template_escaped() {
     let s = traced(s);
     // `&` and `'` are URL characters that HTML must escape in an attribute.
     let template: barrage_report::TraceUrl = "https://ui.test/t/{trace_id}?span={span_id}&q='x'".parse().unwrap();
-    let options = barrage_report::HtmlOptions { trace_url: Some(template) };
+    let options = barrage_report::HtmlOptions { trace_url: Some(template), ..Default::default() };
     let page = barrage_report::html_with(&Page::Run(&s), &options);
     let links = trace_ids(&page);
     assert_eq!(links.len(), 4);
@@ -557,7 +560,10 @@ fn without_trace_context_the_page_says_nothing_of_traces() {
     let (_dir, _, s) = fixture();
     assert!(s.trace_context.is_none() && s.intervals.iter().all(|r| r.exemplars.is_empty()));
     let template = "http://localhost:16686/trace/{trace_id}".parse().unwrap();
-    let page = barrage_report::html_with(&Page::Run(&s), &barrage_report::HtmlOptions { trace_url: Some(template) });
+    let page = barrage_report::html_with(
+        &Page::Run(&s),
+        &barrage_report::HtmlOptions { trace_url: Some(template), ..Default::default() },
+    );
     assert!(!page.contains("<section id=\"trace-context\">") && !page.contains("class=\"trace-id\""));
     let data = embedded(&page);
     assert!(data["series"].get("exemplars").is_none());

@@ -83,6 +83,9 @@ fn thin(points: Vec<crate::recorder::RequestPoint>) -> Vec<crate::recorder::Requ
 /// does not fit is merged anyway and said in a warning. One shard's file alone is that
 /// shard's report, and says so.
 pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, FileError> {
+    if paths.is_empty() {
+        return Err(FileError::Shards("no results file to summarize".into()));
+    }
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     // Every shard's file lists the whole run's arrivals (one plan): any one's will do.
     let arrivals = readers.iter().find_map(|r| r.schedule().map(<[u64]>::to_vec));
