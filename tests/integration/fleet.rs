@@ -512,6 +512,18 @@ fn a_closed_loop_takeover_restarts_the_lost_shards_workers_for_the_rest_of_the_w
     assert_marked_restarted(&live, "closed-loop workers were restarted");
     let lost = live["shards"].as_array().unwrap().iter().find(|s| s["shard"] == "1/3").expect("the lost shard's row");
     assert!(lost["behind"].as_str().unwrap().contains("taken over, restarted"), "{lost}");
+    // The text and HTML reports of the files say so too: the row, its note, the warning.
+    let page = dir.path().join("r.html");
+    let files = ["s0.brg", "s1.brg", "s2.brg", "s0.takeover-1.brg"].map(|f| dir.path().join(f));
+    let out = barrage().arg("report").args(&files).args(["--format", "text", "--html"]).arg(&page).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for shown in [text.as_ref(), html.as_str()] {
+        assert!(shown.contains(&format!("1/3 takeover from {from_s} s, restarted")), "{shown}");
+        assert!(shown.contains("afresh: not an exact continuation"), "the Shards table's note");
+        assert!(shown.contains("to its end, not continued exactly"), "the warning");
+    }
     // Two workers at 10 ms a request: 200/s; SIGKILL loses at most its last second and a
     // half of results (the interval not yet written, and the one in flight); two, on a busy
     // machine whose post of it came late.

@@ -447,7 +447,11 @@ mod tests {
         let row = |sent: u64| ShardSummary { sent, due: sent, ..Default::default() };
         let end = |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s };
         let mut rows = vec![row(1600), row(500), row(1600)];
-        count_lost(&mut rows, &[end(0, false, None), end(1, true, None), end(2, false, None)], &[h.clone()]);
+        count_lost(
+            &mut rows,
+            &[end(0, false, None), end(1, true, None), end(2, false, None)],
+            std::slice::from_ref(&h),
+        );
         assert_eq!(rows[1].due, 1600);
         let why = rows[1].behind.as_deref().unwrap();
         assert_eq!(why, "lost: sent 500 of its 1600 requests, 1100 never sent (its results stop there: killed)");
