@@ -438,3 +438,198 @@ fn a_collector_url_with_credentials_is_refused_without_printing_them() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the collector takes no user or password") && !err.contains("s3cret"), "{err}");
 }
+
+/// Each row of a request log: (intended start, µs since the Unix epoch; its name: the
+/// step's `group/step` in a scenario; its worker).
+fn log_of(path: &Path) -> Vec<(u64, String, String)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (t, name, worker) = (col("intended_unix_us"), col("name"), col("worker"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[t].parse().unwrap(), f[name].to_string(), f[worker].to_string())
+        })
+        .collect()
+}
+
+/// The shared start (µs since the Unix epoch) and the second resumed from, of a takeover's
+/// results file.
+fn takeover_of(file: &Path) -> (u64, u64) {
+    let reader = barrage_metrics::file::ResultsReader::open(file).unwrap();
+    let h = reader.header();
+    (h.launch.start_at_unix_us.expect("a shared start"), barrage_metrics::shards::takeover_from(h).expect("a takeover"))
+}
+
+/// Runs three shards of `plan` (each with its request log `s{i}.csv`) to a collector that
+/// takes over a lost shard; kills shard 1 once the collector has its interval 3; returns
+/// the collector's report and stderr once all ended.
+fn run_with_takeover(dir: &Path, plan: &[&str]) -> (Value, String) {
+    let c = collect(dir, 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
+    let mut children: Vec<_> = (0..3)
+        .map(|i| {
+            let log = dir.join(format!("s{i}.csv")).display().to_string();
+            let args: Vec<&str> = plan.iter().copied().chain(["--log", log.as_str()]).collect();
+            shard(dir, i, &c.url, &args, &[])
+        })
+        .collect();
+    c.wait_for_interval(1, 3);
+    children[1].kill().unwrap();
+    for child in &mut children {
+        wait_for(child, Duration::from_secs(60));
+    }
+    let (code, live, stderr) = c.wait(Duration::from_secs(60));
+    assert!(
+        stderr.contains("shard 1/3 lost: its data stopped")
+            && stderr.contains("shard 0 takes over its share from second"),
+        "{stderr}"
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    (live, stderr)
+}
+
+/// The merged report marks a takeover that restarted workers: its row, and a warning.
+fn assert_marked_restarted(live: &Value, what: &str) {
+    let rows = live["shards"].as_array().unwrap();
+    let row = rows.iter().find(|s| s["shard"].as_str().unwrap().contains("takeover")).expect("a takeover row");
+    assert!(row["shard"].as_str().unwrap().ends_with(", restarted"), "{row}");
+    assert!(row["sent"].as_u64().unwrap() > 0, "{row}");
+    let warned = live["warnings"].as_array().unwrap().iter().any(|w| {
+        w["kind"] == "takeover_restarted"
+            && w["text"].as_str().unwrap().contains("shard 1/3's share was taken over from second")
+            && w["text"].as_str().unwrap().contains(what)
+    });
+    assert!(warned, "{}", live["warnings"]);
+}
+
+/// The origin served what the report counts, but for what the killed shard sent after its
+/// last record (its results of that stretch died with it): at most `tail`.
+fn assert_served(live: &Value, served: u64, tail: u64) {
+    let total = live["requests"]["total"].as_u64().unwrap();
+    assert!(total <= served && served - total <= tail, "the report counts {total}, the origin served {served}");
+}
+
+#[test]
+fn a_closed_loop_takeover_restarts_the_lost_shards_workers_for_the_rest_of_the_window() {
+    let server =
+        origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(10))), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/bytes/1k", server.url());
+    let (live, _) = run_with_takeover(dir.path(), &[&url, "-c", "6", "-d", "12s"]);
+    let (start_us, from_s) = takeover_of(&dir.path().join("s0.takeover-1.brg"));
+    assert!((3..12).contains(&from_s), "lost after its interval 3: {from_s}");
+    let rows = log_of(&dir.path().join("s0.takeover-1.csv"));
+    let first = rows.iter().map(|r| r.0).min().expect("the takeover sent");
+    let last = rows.iter().map(|r| r.0).max().unwrap();
+    // From the second it took over, not from the start; to the window's end, not a fresh
+    // duration: no request starts after the end (a request's start is its intended one).
+    assert!(first >= start_us + from_s * 1_000_000, "first at {} ms", (first - start_us) / 1000);
+    assert!(last <= start_us + 12_000_000, "last at {} ms", (last - start_us) / 1000);
+    assert!(last >= start_us + 11_000_000, "it ran to the end: last at {} ms", (last - start_us) / 1000);
+    // The lost shard's share of -c 6: two workers.
+    let workers: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    assert_marked_restarted(&live, "closed-loop workers were restarted");
+    let lost = live["shards"].as_array().unwrap().iter().find(|s| s["shard"] == "1/3").expect("the lost shard's row");
+    assert!(lost["behind"].as_str().unwrap().contains("taken over, restarted"), "{lost}");
+    // The text and HTML reports of the files say so too: the row, its note, the warning.
+    let page = dir.path().join("r.html");
+    let files = ["s0.brg", "s1.brg", "s2.brg", "s0.takeover-1.brg"].map(|f| dir.path().join(f));
+    let out = barrage().arg("report").args(&files).args(["--format", "text", "--html"]).arg(&page).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for shown in [text.as_ref(), html.as_str()] {
+        assert!(shown.contains(&format!("1/3 takeover from {from_s} s, restarted")), "{shown}");
+        assert!(shown.contains("afresh: not an exact continuation"), "the Shards table's note");
+        assert!(shown.contains("to its end, not continued exactly"), "the warning");
+    }
+    // Two workers at 10 ms a request: 200/s; SIGKILL loses at most its last second and a
+    // half of results (the interval not yet written, and the one in flight); two, on a busy
+    // machine whose post of it came late.
+    assert_served(&live, served(server.addr()), 400 + 10);
+}
+
+#[test]
+fn a_scenario_takeover_resumes_the_flow_arrivals_and_restarts_the_workers() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("flows.toml");
+    let text = format!(
+        r#"
+[[flow.front.step]]
+name = "page"
+url = "{url}/bytes/1"
+
+[[flow.back.step]]
+name = "api"
+url = "{url}/bytes/2"
+
+[group.steady]
+flow = "front"
+rate = 60
+duration = "12s"
+
+[group.workers]
+flow = "back"
+concurrency = 3
+think-time = "20ms"
+duration = "12s"
+"#,
+        url = server.url()
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let (live, _) = run_with_takeover(dir.path(), &["--scenario", scenario.to_str().unwrap()]);
+    let (start_us, from_s) = takeover_of(&dir.path().join("s0.takeover-1.brg"));
+    assert!((3..12).contains(&from_s), "lost after its interval 3: {from_s}");
+    let rows = log_of(&dir.path().join("s0.takeover-1.csv"));
+    // The open-loop group: exactly shard 1's lane of the arrivals (every third of 60/s),
+    // from the second resumed from to the group's end, each at its intended time (ms).
+    let got: std::collections::BTreeSet<u64> =
+        rows.iter().filter(|r| r.1 == "steady/page").map(|r| (r.0 - start_us + 500) / 1000).collect();
+    let planned: std::collections::BTreeSet<u64> =
+        (60 * from_s..720).filter(|k| k % 3 == 1).map(|k| (k * 1_000_000 / 60 + 500) / 1000).collect();
+    assert_eq!(got, planned, "the lost shard's flow arrivals from second {from_s}");
+    // The closed-loop group: shard 1's one worker, restarted at that second, to the end.
+    let restarted: Vec<u64> = rows.iter().filter(|r| r.1 == "workers/api").map(|r| r.0).collect();
+    let (first, last) = (restarted.iter().min().expect("its worker ran"), restarted.iter().max().unwrap());
+    assert!(*first >= start_us + from_s * 1_000_000, "first at {} ms", (first - start_us) / 1000);
+    assert!(*last <= start_us + 12_000_000, "last at {} ms", (last - start_us) / 1000);
+    assert!(*last >= start_us + 11_000_000, "it ran to the end: last at {} ms", (last - start_us) / 1000);
+    assert_marked_restarted(&live, "flows were restarted");
+    // The takeover ran the lost shard's part of the group, which that shard's file asks.
+    let steady = live["flows"].as_array().unwrap().iter().find(|g| g["name"] == "steady").unwrap();
+    assert_eq!(steady["asked_per_sec"], 60.0, "{steady}");
+    // 20 flows/s and a worker's ~50/s on the lost shard: two seconds of them at most.
+    assert_served(&live, served(server.addr()), 150);
+}
+
+#[test]
+fn a_closed_loops_count_is_not_taken_over_and_the_collector_says_why() {
+    let server =
+        origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_millis(10))), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
+    let url = format!("{}/bytes/1k", server.url());
+    let mut children: Vec<_> =
+        (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "-c", "6", "-n", "4800"], &[])).collect();
+    c.wait_for_interval(1, 2);
+    children[1].kill().unwrap();
+    for child in &mut children {
+        wait_for(child, Duration::from_secs(60));
+    }
+    let (code, live, stderr) = c.wait(Duration::from_secs(60));
+    assert!(
+        stderr.contains("shard 1/3 lost: its data stopped")
+            && stderr.contains("its share cannot be taken over: a closed loop's count (-n)"),
+        "{stderr}"
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!dir.path().join("s0.takeover-1.brg").exists() && !dir.path().join("s2.takeover-1.brg").exists());
+    // Its part of the count shown as never sent: sent, of its 1,600.
+    let lost = live["shards"].as_array().unwrap().iter().find(|s| s["shard"] == "1/3").expect("its row");
+    assert_eq!(lost["due"], 1600, "{lost}");
+    assert!(lost["behind"].as_str().unwrap().contains("never sent"), "{lost}");
+}

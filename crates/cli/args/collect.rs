@@ -32,8 +32,10 @@ pub struct CollectArgs {
     pub lead: PositiveDur,
     /// When a shard is lost: continue (the others go on, its share shown as never sent),
     /// abort (every other shard is told to stop; the collector exits 1) or takeover (the
-    /// first shard still sending runs what is left of its share: an open loop's arrivals
-    /// from the last second it recorded, exactly; a closed loop's workers, restarted).
+    /// first shard still sending runs what is left of its share from the last second it
+    /// recorded to the run's end: an open loop's arrivals, exactly; a closed loop's workers
+    /// and a scenario's groups, restarted and marked so; a closed loop's count (-n,
+    /// iterations) is not taken over, and the collector says why).
     #[arg(long, value_enum, value_name = "WHAT", default_value = "continue")]
     pub on_shard_loss: ShardLoss,
     #[command(flatten)]

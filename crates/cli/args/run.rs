@@ -75,8 +75,9 @@ pub struct LaunchArgs {
     pub rendezvous: bool,
     /// Send only the open loop's arrivals due from this offset of the schedule on, the
     /// schedule starting at --start-at even if that is past: how a survivor adopts a lost
-    /// shard's share (`collect --on-shard-loss takeover` starts it); a closed loop's workers
-    /// start at once and run to the run's end.
+    /// shard's share (`collect --on-shard-loss takeover` starts it). A scenario's groups
+    /// with a rate likewise; a closed loop's workers (a group's too) start afresh at this
+    /// offset and run to their window's end.
     #[arg(long, value_name = "DUR", requires_all = ["start_at", "shard"], help_heading = "Scale-out")]
     pub resume_at: Option<Dur>,
 }

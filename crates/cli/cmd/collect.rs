@@ -145,12 +145,13 @@ impl Shard {
 
 /// How this shard takes over a lost one's share: its own command line again, as that shard
 /// from the second the collector gives; `None` without a start to share (no --start-at or
-/// --rendezvous: the shards' schedules are not one), for a scenario's groups (a flow's
-/// state is not a function of the schedule) and for a closed loop's count (`-n`: what the
-/// lost shard's workers sent of it is unknown).
+/// --rendezvous: the shards' schedules are not one) and for a count of a closed loop's
+/// (`-n`, a group's `iterations`), which the collector does not ask to take over
+/// ([`barrage_fleet::collector::not_adoptable`] says why).
 fn takeover(job: &barrage_study::RunOrder) -> Option<barrage_fleet::Takeover> {
     let closed = matches!(job.plan.load, barrage_engine::Load::Closed { .. });
-    if job.plan.scenario.is_some() || (closed && job.plan.requests.is_some()) {
+    let counted = job.plan.scenario.as_ref().is_some_and(|s| s.groups.iter().any(|g| g.iterations.is_some()));
+    if counted || (closed && job.plan.requests.is_some()) {
         return None;
     }
     let start = job.start_at?.duration_since(std::time::UNIX_EPOCH).ok()?.as_micros() as u64;

@@ -112,8 +112,10 @@ pub struct RunSpec {
     pub spans: Option<barrage_metrics::trace::Spans>,
     /// `--report-to`: a copy of the results file's bytes as they are written.
     pub mirror: Option<barrage_metrics::file::Mirror>,
-    /// `--resume-at`: an open loop sends only the arrivals due from this offset of its
-    /// schedule on (a survivor adopting a lost shard's share, its start in the past).
+    /// `--resume-at`: a survivor adopting a lost shard's share, its start in the past. An
+    /// open loop (a group's flow arrivals too) sends only the arrivals due from this offset
+    /// of its schedule on, their numbers those of its lane from there; a closed loop's
+    /// workers (a group's too) start fresh at this offset and stop at their window's end.
     pub resume_from: Option<Duration>,
 }
 

@@ -204,8 +204,9 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     };
     let limit = window.end.map(|e| e.saturating_sub(base));
     let (lane, lanes) = w.lane();
-    // A group's window is its own; the resume is the run's (flows are not taken over).
-    let resume = matches!(work, Work::Requests).then_some(w.resume_from).flatten();
+    // The resume is the run's second; a group's schedule counts from its window's start
+    // (one that had not started by then runs whole).
+    let resume = w.resume_from.map(|from| from.saturating_sub(base));
     let mut schedule = Schedule::new(pacer, lane, lanes, slots, limit, count).resumed(resume);
     let mut timer = PreciseTimer::new();
     // A request due before the end still waits for a slot until it is END_GRACE late: the
@@ -381,10 +382,10 @@ async fn between_requests(new_connections: bool) {
 }
 
 /// The pace of a closed loop's worker, number `number` of `all`: when it first starts (a
-/// group's workers evenly over its ramp), how many flows it runs (a group's `iterations`),
-/// and with `--rate-cap` its share of the cap (the interval between its starts) and its
-/// first start's stagger, by its place among all the loop's workers so that together they
-/// go evenly.
+/// group's workers evenly over its ramp; a takeover's not before the second it resumes
+/// from), how many flows it runs (a group's `iterations`), and with `--rate-cap` its share
+/// of the cap (the interval between its starts) and its first start's stagger, by its
+/// place among all the loop's workers so that together they go evenly.
 fn worker_pace(
     w: &Worker,
     work: Work,
@@ -402,7 +403,10 @@ fn worker_pace(
         Work::Requests => w.plan.worker_interval().map(|every| (every, every.mul_f64(place))),
         Work::Flows(_) => None,
     };
-    (window.start + ramp.mul_f64(place), iterations, cap)
+    // A worker's state is not a function of the schedule: a takeover restarts the lost
+    // shard's workers at its second, each fresh, and they run to the window's end.
+    let first = (window.start + ramp.mul_f64(place)).max(w.resume_from.unwrap_or_default());
+    (first, iterations, cap)
 }
 
 /// Waits for the tasks to finish; on Ctrl-C aborts them, leaving their requests unfinished.

@@ -87,7 +87,8 @@ pub struct Worker {
     pub start_unix_us: u64,
     /// The plan's end of the attack, if it ends by time (worked out once, not per retry).
     pub attack_limit: Option<Duration>,
-    /// `--resume-at`: the open loop's arrivals before this offset are not this run's.
+    /// `--resume-at`: the arrivals before this offset are not this run's; its closed-loop
+    /// workers start at it.
     pub resume_from: Option<Duration>,
     /// Ctrl-C.
     pub stop: CancellationToken,

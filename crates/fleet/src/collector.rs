@@ -50,8 +50,10 @@ pub enum OnLoss {
     Continue,
     /// Every other shard is told to stop: the run is not the one planned.
     Abort,
-    /// A survivor sends what is left of the lost shard's share (an open loop's arrivals
-    /// from the last second it recorded; a closed loop's workers, restarted).
+    /// A survivor sends what is left of the lost shard's share from the last second it
+    /// recorded: an open loop's arrivals exactly; a closed loop's workers and a scenario's
+    /// groups restarted there, to their window's end. A count of a closed loop's is not
+    /// taken over ([`not_adoptable`]).
     Takeover,
 }
 
@@ -205,13 +207,15 @@ impl Collector {
             }
         }
         for (i, why) in newly {
-            let lost = self.lose(&mut state, i, why);
+            let refused = merge.readers[i].as_ref().and_then(|r| not_adoptable(r.header()));
+            let lost = self.lose(&mut state, i, why, refused);
             merge.lost.push(lost);
         }
     }
 
-    /// Stream `i` was lost for `why`: what follows, said.
-    fn lose(&self, state: &mut State, i: usize, why: String) -> Lost {
+    /// Stream `i` was lost for `why`: what follows, said; `refused`: why its share cannot
+    /// be taken over, if it cannot.
+    fn lose(&self, state: &mut State, i: usize, why: String, refused: Option<&str>) -> Lost {
         let n = state.n as usize;
         let shard = (i % n) as u32;
         let why = match (i < n, self.config.on_loss) {
@@ -220,9 +224,12 @@ impl Collector {
                 state.stop.get_or_insert(format!("shard {shard} was lost (--on-shard-loss abort): {why}"));
                 why
             }
-            (true, OnLoss::Takeover) => match adopt(state, shard) {
-                Some((by, from)) => format!("{why}; shard {by} takes over its share from second {from}"),
-                None => format!("{why}; no shard is left to take over its share"),
+            (true, OnLoss::Takeover) => match refused {
+                Some(no) => format!("{why}; its share cannot be taken over: {no}"),
+                None => match adopt(state, shard) {
+                    Some((by, from)) => format!("{why}; shard {by} takes over its share from second {from}"),
+                    None => format!("{why}; no shard is left to take over its share"),
+                },
             },
             (true, OnLoss::Continue) => why,
         };
@@ -295,6 +302,27 @@ fn takeover_silence(s: &Shard, lateness: Duration) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Why a lost shard's share cannot be taken over, by its results file's header: a closed
+/// loop's count (`-n`, a group's `iterations`), of which what its workers sent after its
+/// last record (up to a second's worth, and what they had in flight) is not known, so no
+/// survivor can send exactly the rest; or no start its shards shared (`--start-at`,
+/// `--rendezvous`), without which its schedule is not a survivor's.
+pub fn not_adoptable(h: &barrage_metrics::file::RunHeader) -> Option<&'static str> {
+    let settings: serde_json::Value = serde_json::from_str(&h.settings_json).unwrap_or_default();
+    let counted = !settings["plan"]["requests"].is_null();
+    if h.mode == barrage_metrics::file::Mode::Closed && counted && h.groups.is_empty() {
+        return Some(
+            "a closed loop's count (-n): what its workers sent after its last record is not known, so no survivor can send exactly the rest; the rest of its part is shown as never sent",
+        );
+    }
+    if h.groups.iter().any(|g| g.iterations.is_some()) {
+        return Some(
+            "its groups count each worker's flows (iterations): what its workers ran after its last record is not known, so no survivor can run exactly the rest",
+        );
+    }
+    h.launch.start_at_unix_us.is_none().then_some("its shards shared no start (--start-at or --rendezvous)")
 }
 
 /// Asks the first shard still sending to take over lost shard `lost`'s share from the last

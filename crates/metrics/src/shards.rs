@@ -167,7 +167,6 @@ fn once_each(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether the run these headers belong to was split.
 /// The second a takeover's run resumed its lost shard's schedule from (`run --resume-at`,
 /// its settings' `fleet.takeover`); `None` for a shard's own run.
 pub fn takeover_from(h: &RunHeader) -> Option<u64> {
@@ -175,6 +174,31 @@ pub fn takeover_from(h: &RunHeader) -> Option<u64> {
     settings["fleet"]["takeover"]["from_s"].as_f64().map(|s| s as u64)
 }
 
+/// Whether a takeover restarted its shard's workers rather than continued its schedule: a
+/// closed loop's workers, or a scenario's flows (a worker's or a flow's state is not a
+/// function of the schedule: what was in flight on the lost machine is lost, and the
+/// takeover's start afresh).
+fn restarted(h: &RunHeader) -> bool {
+    h.mode == crate::file::Mode::Closed || !h.groups.is_empty()
+}
+
+/// The warning a takeover that restarted its shard's workers or flows gives the merged
+/// report ([`restarted`]); `None` for any other file.
+pub fn restarted_warning(h: &RunHeader) -> Option<crate::summary::Warning> {
+    let from = takeover_from(h).filter(|_| restarted(h))?;
+    let (i, n) = h.launch.shard.unwrap_or((0, 1));
+    let what = if h.groups.is_empty() {
+        "its closed-loop workers were restarted there: the requests in flight on the lost machine were lost, and the workers started afresh"
+    } else {
+        "its groups' flows were restarted there: the flows in flight on the lost machine were lost, and new ones started from their first step"
+    };
+    Some(crate::summary::Warning::new(
+        crate::summary::WarningKind::TakeoverRestarted,
+        format!("shard {i}/{n}'s share was taken over from second {from} to its end, not continued exactly: {what}"),
+    ))
+}
+
+/// Whether the run these headers belong to was split.
 pub fn split(headers: &[&RunHeader]) -> bool {
     headers.iter().any(|h| h.launch.shard.is_some())
 }
@@ -191,9 +215,10 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
         (false, None) => s.requests.sent,
     };
     let mut row = ShardSummary {
-        shard: match takeover_from(header) {
-            Some(from) => format!("{i}/{n} takeover from {from} s"),
-            None => format!("{i}/{n}"),
+        shard: match (takeover_from(header), restarted(header)) {
+            (Some(from), false) => format!("{i}/{n} takeover from {from} s"),
+            (Some(from), true) => format!("{i}/{n} takeover from {from} s, restarted"),
+            (None, _) => format!("{i}/{n}"),
         },
         host: header.host.clone(),
         file: file.display().to_string(),
@@ -272,6 +297,44 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
     }
     crate::summary::lagging(s)
         .then(|| format!("sends lagged behind the schedule (p99 lag {:.1} ms)", s.generator.lag_p99_us as f64 / 1e3))
+}
+
+/// Without a schedule of arrivals (a closed loop, a scenario's closed-loop groups), marks
+/// each shard's own run whose share a takeover took over (`ends` in the order of `rows`):
+/// its figures stop where it was lost, and the takeover's workers were restarted.
+pub(crate) fn mark_taken_over(rows: &mut [ShardSummary], ends: &[crate::coverage::ShardEnd]) {
+    let handed = |i: u32| ends.iter().find_map(|e| (e.shard.0 == i).then_some(e.from_s).flatten());
+    for (row, end) in rows.iter_mut().zip(ends).filter(|(_, e)| e.from_s.is_none()) {
+        if let Some(from) = handed(end.shard.0) {
+            let how = if end.killed { "lost" } else { "stopped" };
+            row.behind = Some(format!("{how}; its share from second {from} taken over, restarted"));
+        }
+    }
+}
+
+/// A closed loop's count (`-n`, of the run's `headers`) split over shards of which one was
+/// killed (`ends` in the order of `rows`): its file has no footer to say its part, which is
+/// then the count less the others' parts; what it did not send of it is marked never sent
+/// (a count of a closed loop's is not taken over: what its workers sent after its last
+/// record is not known).
+pub(crate) fn count_lost(rows: &mut [ShardSummary], ends: &[crate::coverage::ShardEnd], headers: &[RunHeader]) {
+    let Some(h) = headers.first().filter(|h| h.mode == crate::file::Mode::Closed && h.groups.is_empty()) else {
+        return;
+    };
+    let settings: serde_json::Value = serde_json::from_str(&h.settings_json).unwrap_or_default();
+    let Some(whole) = settings["plan"]["requests"].as_u64() else { return };
+    if ends.iter().any(|e| e.from_s.is_some()) || ends.iter().filter(|e| e.killed).count() != 1 {
+        return;
+    }
+    let kept: u64 = rows.iter().zip(ends).filter(|(_, e)| !e.killed).map(|(r, _)| r.due).sum();
+    let Some((row, _)) = rows.iter_mut().zip(ends).find(|(_, e)| e.killed) else { return };
+    let due = whole.saturating_sub(kept);
+    let never = due.saturating_sub(row.sent);
+    row.due = due;
+    row.behind = Some(format!(
+        "lost: sent {} of its {due} requests, {never} never sent (its results stop there: killed)",
+        row.sent
+    ));
 }
 
 /// Each shard's due share of the whole run's arrivals (`arrivals`, due before each second
@@ -357,21 +420,70 @@ mod tests {
         assert_eq!(rows[1].behind.as_deref(), Some("its generator was saturated"));
     }
 
-    #[test]
-    fn one_run_twice_is_refused_and_different_runs_merge() {
-        let run = |host: &str, ready_unix_us: u64| RunHeader {
+    fn header(mode: crate::file::Mode, settings_json: &str, shard: (u32, u32)) -> RunHeader {
+        RunHeader {
             barrage_version: "test".into(),
             started_unix_ms: 1_000,
-            host: host.into(),
+            host: "h".into(),
             boot_id: "b".into(),
-            mode: crate::file::Mode::Open,
+            mode,
             urls: Vec::new(),
-            settings_json: "{}".into(),
+            settings_json: settings_json.into(),
             steps: Vec::new(),
             threads: 1,
             insecure: false,
             groups: Vec::new(),
+            launch: Launch { shard: Some(shard), ..Default::default() },
+        }
+    }
+
+    /// A closed loop's count split over three shards, one killed: its part is the count
+    /// less the others', and what it did not send of it is said never sent. A run by time,
+    /// or one taken over, is left alone.
+    #[test]
+    fn a_killed_shards_part_of_a_closed_loops_count_is_what_the_others_left() {
+        use crate::coverage::ShardEnd;
+        let h = header(crate::file::Mode::Closed, r#"{"plan":{"requests":4800}}"#, (0, 3));
+        let row = |sent: u64| ShardSummary { sent, due: sent, ..Default::default() };
+        let end = |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s };
+        let mut rows = vec![row(1600), row(500), row(1600)];
+        count_lost(
+            &mut rows,
+            &[end(0, false, None), end(1, true, None), end(2, false, None)],
+            std::slice::from_ref(&h),
+        );
+        assert_eq!(rows[1].due, 1600);
+        let why = rows[1].behind.as_deref().unwrap();
+        assert_eq!(why, "lost: sent 500 of its 1600 requests, 1100 never sent (its results stop there: killed)");
+        let by_time = header(crate::file::Mode::Closed, r#"{"plan":{"requests":null}}"#, (0, 3));
+        let mut rows = vec![row(1600), row(500), row(1600)];
+        count_lost(&mut rows, &[end(0, false, None), end(1, true, None), end(2, false, None)], &[by_time]);
+        assert_eq!((rows[1].due, rows[1].behind.as_deref()), (500, None));
+        let mut rows = vec![row(1600), row(500), row(1600), row(300)];
+        let ends = [end(0, false, None), end(1, true, None), end(2, false, None), end(1, false, Some(2))];
+        count_lost(&mut rows, &ends, &[h]);
+        assert!(rows[1].behind.is_none());
+    }
+
+    /// A closed loop's takeover (or a scenario's) warns that it restarted its workers; an
+    /// open loop's, and a shard's own run, do not.
+    #[test]
+    fn a_restarted_takeover_is_marked_and_an_exact_one_is_not() {
+        let takeover = r#"{"fleet":{"takeover":{"from_s":3.0}}}"#;
+        let closed = header(crate::file::Mode::Closed, takeover, (1, 3));
+        let w = restarted_warning(&closed).unwrap();
+        assert_eq!(w.kind, crate::summary::WarningKind::TakeoverRestarted);
+        assert!(w.text.starts_with("shard 1/3's share was taken over from second 3 to its end, not continued exactly: its closed-loop workers"), "{}", w.text);
+        assert!(restarted_warning(&header(crate::file::Mode::Open, takeover, (1, 3))).is_none());
+        assert!(restarted_warning(&header(crate::file::Mode::Closed, "{}", (1, 3))).is_none());
+    }
+
+    #[test]
+    fn one_run_twice_is_refused_and_different_runs_merge() {
+        let run = |host: &str, ready_unix_us: u64| RunHeader {
+            host: host.into(),
             launch: Launch { ready_unix_us, ..Default::default() },
+            ..header(crate::file::Mode::Open, "{}", (0, 1))
         };
         let (a, b, c) = (run("h", 1_000_123), run("h", 1_000_124), run("g", 1_000_123));
         let files = |hs: &[&RunHeader]| -> Vec<(PathBuf, RunHeader)> {

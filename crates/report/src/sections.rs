@@ -504,9 +504,12 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
             r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
         ]);
     }
-    let notes = vec![
+    let mut notes = vec![
         "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; first: when it sent its first request; clock: its clock minus the reference's, from --clock-offset or measured by --rendezvous; ended: when it sent its last request)".into(),
     ];
+    if s.shards.iter().any(|r| r.shard.ends_with(", restarted")) {
+        notes.push("(takeover from N s, restarted: a survivor ran the lost shard's closed-loop workers or flows again from second N to the end, afresh: not an exact continuation; what was in flight on the lost machine was lost)".into());
+    }
     Some(Section { title: "Shards", table, notes })
 }
 

@@ -126,10 +126,15 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
             s.shards.push(crate::shards::row(path, header, &own, origin_ms));
             let (shard, from_s) = (header.launch.shard.unwrap_or((0, 1)), crate::shards::takeover_from(header));
             ends.push(ShardEnd { shard, killed: killed(&own), from_s });
+            s.warnings.extend(crate::shards::restarted_warning(header));
         }
         crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
-        if let Some(arrivals) = &arrivals {
-            crate::coverage::apply(&mut s, arrivals, &ends);
+        match &arrivals {
+            Some(arrivals) => crate::coverage::apply(&mut s, arrivals, &ends),
+            None => {
+                crate::shards::mark_taken_over(&mut s.shards, &ends);
+                crate::shards::count_lost(&mut s.shards, &ends, &headers);
+            }
         }
         for row in &s.shards {
             if let Some(why) = &row.behind {

@@ -5,6 +5,7 @@ use super::build::{distinct, per_sec, sum_labels};
 use super::{success_ratio, FlowSummary, LatencyStats};
 use crate::file::ResultsReader;
 use crate::recorder::Recorder;
+use crate::shards::takeover_from;
 
 /// A group of a scenario as the merged files asked it, united by name.
 struct AskedGroup<'a> {
@@ -77,7 +78,11 @@ pub(super) fn flow_summaries(
 fn asked_groups<'a>(readers: &'a [ResultsReader], total: &'a Recorder, attack_ms: u64) -> Vec<AskedGroup<'a>> {
     let origin = readers.iter().map(|r| r.header().started_unix_ms).min().unwrap_or(0);
     let mut asked: Vec<AskedGroup> = Vec::new();
-    for r in readers {
+    // A takeover runs the rest of its lost shard's part of each group, which that shard's
+    // own file already asks: counted again, the group would ask more than its load.
+    let own: Vec<_> = readers.iter().map(|r| r.header()).filter(|h| takeover_from(h).is_none()).collect();
+    let asked_by_own = |h: &crate::file::RunHeader| own.iter().any(|o| o.launch.shard == h.launch.shard);
+    for r in readers.iter().filter(|r| takeover_from(r.header()).is_none() || !asked_by_own(r.header())) {
         let offset = r.header().started_unix_ms - origin;
         // A group without an end runs to the end of its run's attack. A group with one ran
         // to it (the attack ends with its last send, up to one arrival before the window's

@@ -90,6 +90,9 @@ pub enum WarningKind {
     ShardsForced,
     /// A shard fell behind its share of the load.
     ShardBehind,
+    /// A lost shard's closed-loop workers or flows were taken over by restarting them: no
+    /// exact continuation.
+    TakeoverRestarted,
     /// A group of flows never ran: it starts after the run ended.
     GroupNeverRan,
     /// Flows of a group failed, skipping later steps.
