@@ -258,6 +258,43 @@ fn ansible_runs_the_album_scenario_on_three_shards_with_its_files() {
     assert_eq!(sources.keys().copied().collect::<Vec<_>>(), expected, "connections by source: {sources:?}");
 }
 
+/// An experiment through the playbook (`barrage_experiment`): its 2 cases × 2 repeats, each
+/// run split over the three hosts in the experiment's order, each run's three shards'
+/// files at its place in the experiment's directory, and the experiment's report written
+/// from them on the controller: every case with each run's requests, which add up to the
+/// origin's own count.
+#[test]
+fn ansible_runs_an_experiments_runs_over_the_hosts_and_reports_it() {
+    if !require("ansible-playbook", program_path("ansible-playbook").is_some()) {
+        return;
+    }
+    let _one = ANSIBLE.lock().unwrap_or_else(|e| e.into_inner());
+    let o = origin(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    crate::experiments::fleet_experiment(tmp.path(), &o.url());
+    // As a user gives it: relative to where ansible-playbook runs.
+    let (out, status) = playbook(tmp.path(), serde_json::json!({"barrage_experiment": "fleet.toml"}));
+    assert_nothing_left(tmp.path());
+    assert!(status.success(), "ansible-playbook failed ({status}):\n{out}");
+    let run = run_dir(tmp.path());
+    let json: Value = serde_json::from_str(&read(&run.join("report.json"))).unwrap();
+    let rows = json["matrix"].as_array().unwrap();
+    let per_run: Vec<(&str, &Value)> =
+        rows.iter().map(|r| (r["labels"]["case"].as_str().unwrap(), &r["requests_per_run"])).collect();
+    assert_eq!(per_run, [("TC0", &serde_json::json!([150, 150])), ("TC1", &serde_json::json!([300, 300]))]);
+    assert_eq!(stats_requests(o.addr()), 900, "the origin's count: the runs' sum");
+    for place in ["TC0.r1.brg", "TC0.r2.brg", "TC1.r1.brg", "TC1.r2.brg"] {
+        let mut shards: Vec<String> = std::fs::read_dir(run.join(place))
+            .unwrap_or_else(|e| panic!("{place}: {e}\n{out}"))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        shards.sort();
+        assert_eq!(shards, ["shard-0.brg", "shard-1.brg", "shard-2.brg"], "{place}");
+    }
+    assert!(read(&run.join("report.html")).contains("<html"));
+    assert!(out.contains("Experiment fleet: 2 case(s)"), "the report is on the output:\n{out}");
+}
+
 /// A bad plan fails the play before anything is copied, with one line naming the variable.
 #[test]
 fn ansible_refuses_a_bad_plan_naming_the_variable() {
@@ -289,11 +326,20 @@ fn ansible_refuses_a_bad_plan_naming_the_variable() {
             serde_json::json!({"barrage_scenario": "s.toml", "barrage_files": ["d/s.toml"]}),
             "\"barrage_files: two files would be files/s.toml on the hosts",
         ),
+        (
+            serde_json::json!({"barrage_experiment": "s.toml", "barrage_targets": url}),
+            "\"barrage_experiment and barrage_targets are both set: ",
+        ),
+        (
+            serde_json::json!({"barrage_experiment": "bed.toml"}),
+            "\"barrage_experiment: bed.toml: case TC0 runs on the controller only (testbed = \\\"direct\\\"",
+        ),
     ] {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("s.toml"), "").unwrap();
         std::fs::create_dir(tmp.path().join("d")).unwrap();
         std::fs::write(tmp.path().join("d/s.toml"), "").unwrap();
+        std::fs::write(tmp.path().join("bed.toml"), BED).unwrap();
         let (out, status) = playbook(tmp.path(), vars.clone());
         assert!(!status.success() && out.contains(want), "{vars}: {want}:\n{out}");
         assert!(!tmp.path().join("hosts").exists(), "{vars}: nothing copied");
@@ -309,6 +355,9 @@ fn ansible_refuses_a_bad_plan_naming_the_variable() {
     assert!(!status.success() && out.contains("shard-b is a symbolic link on shard-b: refusing it"), "{out}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing went through the link");
 }
+
+/// An experiment whose case runs against a testbed, which lives on the controller.
+const BED: &str = "name = \"bed\"\n[base]\ntestbed = \"direct\"\nurl = \"{origin-1}/\"\nrequests = 10\n[factors.c]\none = { concurrency = 1 }\n";
 
 fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;

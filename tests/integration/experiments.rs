@@ -743,3 +743,116 @@ fn ok_bytes(out: &Output) -> &[u8] {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     &out.stdout
 }
+
+/// A small experiment against `url` for a fleet: two cases of a closed loop with `-n`,
+/// twice each, in random order: 2 × (150 + 300) requests.
+pub fn fleet_experiment(dir: &Path, url: &str) -> std::path::PathBuf {
+    let file = dir.join("fleet.toml");
+    let text = format!(
+        r#"name = "fleet"
+repeats = 2
+order = "random"
+seed = 5
+
+[base]
+url = "{url}"
+
+[factors.workers]
+three = {{ concurrency = 3, requests = 150 }}
+six = {{ concurrency = 6, requests = 300 }}
+"#
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// An experiment's runs made elsewhere: its plan as JSON (valid against its schema, each
+/// run's flags ending with its own `--study-index`), each run made as three shards with
+/// those flags and their files put at the run's place. `--resume` refuses an incomplete
+/// split naming its place, then with every run there runs nothing and reports the
+/// experiment from the shards: each run's requests, the origin's count.
+#[test]
+fn an_experiments_runs_made_as_shards_elsewhere_are_reported_by_resume() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = fleet_experiment(dir.path(), &o.url());
+    let results = dir.path().join("results");
+    let dry = |f: &Path| {
+        barrage().arg("experiment").arg(f).args(["--dry-run", "--format", "json", "-o"]).arg(&results).output()
+    };
+    let plan: Value = serde_json::from_str(&ok(&dry(&file).unwrap())).unwrap();
+    let schema = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/experiment-plan.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&plan).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{plan:#}");
+    let runs = plan["runs"].as_array().unwrap();
+    assert_eq!((runs.len(), &plan["fleet"], &plan["experiment"]), (4, &Value::Bool(true), &Value::from("fleet")));
+    let mut indexes: Vec<u64> = runs.iter().map(|r| r["study_index"].as_u64().unwrap()).collect();
+    for r in runs {
+        let args: Vec<&str> = r["run"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert_eq!(args[args.len() - 2..], ["--study-index", &r["study_index"].to_string()], "{r}");
+        assert_eq!(r["results"], format!("{}.r{}.brg", r["case"].as_str().unwrap(), r["repeat"]), "{r}");
+    }
+    indexes.sort();
+    indexes.dedup();
+    assert_eq!(indexes.len(), 4, "each run draws its own stream");
+    // Each run as three shards, the first one's last shard left out at first.
+    let shard = |r: &Value, i: u32| {
+        let place = results.join(r["results"].as_str().unwrap());
+        std::fs::create_dir_all(&place).unwrap();
+        let args: Vec<&str> = r["run"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        let out = barrage()
+            .arg("run")
+            .args(&args)
+            .args(["--shard", &format!("{i}/3"), "-o"])
+            .arg(place.join(format!("shard-{i}.brg")))
+            .output()
+            .unwrap();
+        ok(&out);
+    };
+    (0..2).for_each(|i| shard(&runs[0], i));
+    let resume = || {
+        barrage()
+            .arg("experiment")
+            .arg(&file)
+            .arg("--resume")
+            .args(["--format", "json", "-o"])
+            .arg(&results)
+            .output()
+            .unwrap()
+    };
+    let out = resume();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let place = results.join(runs[0]["results"].as_str().unwrap());
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: not one complete split run: shard(s) 2 of 3 missing", place.display())),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    shard(&runs[0], 2);
+    runs[1..].iter().for_each(|r| (0..3).for_each(|i| shard(r, i)));
+    let out = resume();
+    let json: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr).matches("done before, skipped").count(), 4);
+    let per_run: Vec<(String, Value)> = json["matrix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["labels"]["workers"].as_str().unwrap().to_string(), row["requests_per_run"].clone()))
+        .collect();
+    assert_eq!(
+        per_run,
+        [("three".into(), serde_json::json!([150, 150])), ("six".into(), serde_json::json!([300, 300]))]
+    );
+    let served: Value = serde_json::from_str(&crate::util::http_get(o.addr(), "/_barrage/stats")).unwrap();
+    assert_eq!(served["requests"], 900, "the origin's count: nothing was run again");
+    assert!(results.join("summary.txt").is_file() && results.join("report.html").is_file());
+    // A case against a testbed cannot be made elsewhere: the plan says why, per run.
+    let bed = dir.path().join("bed.toml");
+    std::fs::write(&bed, "name = \"bed\"\n[base]\ntestbed = \"direct\"\nurl = \"{origin-1}/\"\nrequests = 10\n[factors.c]\none = { concurrency = 1 }\n").unwrap();
+    let plan: Value = serde_json::from_str(&ok(&dry(&bed).unwrap())).unwrap();
+    assert_eq!(plan["fleet"], false, "{plan}");
+    assert!(plan["runs"][0]["local_only"].as_str().unwrap().starts_with("testbed = \"direct\""), "{plan}");
+}

@@ -80,6 +80,20 @@ pub struct LaunchArgs {
     /// offset and run to their window's end.
     #[arg(long, value_name = "DUR", requires_all = ["start_at", "shard"], help_heading = "Scale-out")]
     pub resume_at: Option<Dur>,
+    /// This run is run N of an experiment made elsewhere (the index `experiment --dry-run
+    /// --format json` gives it): it draws that run's picks and asks for that run's new
+    /// objects, not a lone run's, so the fleet sends what the experiment would.
+    #[arg(long, value_name = "N", value_parser = parse_study_index, help_heading = "Scale-out")]
+    pub study_index: Option<u64>,
+}
+
+/// `--study-index`: a run's place in a study, from 1, below the streams there are.
+fn parse_study_index(s: &str) -> Result<u64, String> {
+    let max = barrage_plan::pick::MAX_STREAMS - 1;
+    match s.parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}': a study's run index, 1 to {max} (experiment --dry-run --format json gives it)")),
+    }
 }
 /// What to send to: URLs, a target file or a URL list.
 #[derive(Args, Debug, Clone)]

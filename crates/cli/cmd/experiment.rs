@@ -2,7 +2,7 @@
 //! barrage-study runs the cases into their directory and tabulates them.
 
 use super::emit::{emit, exit, gates};
-use crate::args::{ExperimentArgs, RunArgs};
+use crate::args::{ExperimentArgs, Format, RunArgs};
 use crate::Exit;
 use anyhow::{bail, Context};
 use barrage_engine::CancellationToken;
@@ -47,12 +47,11 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     let path = a.output.clone().unwrap_or_else(|| a.file.with_extension("results"));
     barrage_report::output::check_dir(&path, "-o")?;
     a.emit.files().check(a.junit.as_deref())?;
+    let barrage = std::env::current_exe().context("finding the barrage binary to run testbed origins")?;
     if a.dry_run {
-        print!("{}", listing(&e, &cases));
-        return Ok(Exit::Ok);
+        return dry_run(&e, &cases, &a, StudyDir { path, manifest: manifest(&e, &cases) }, settings, barrage);
     }
     let dir = StudyDir::create(&path, manifest(&e, &cases), a.resume)?;
-    let barrage = std::env::current_exe().context("finding the barrage binary to run testbed origins")?;
     let study = Study::new(&e, &dir, &cases, settings, barrage, a.noise);
     let mut otlp = super::otel::Otlp::start(&a.otel)?;
     let feed = otlp.as_ref().map(super::otel::Otlp::feed);
@@ -90,6 +89,28 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
     )?;
     let rows = report.table().map_or(0, |t| t.rows.len());
     Ok(exit(&report, rows, "case", passed))
+}
+
+/// `--dry-run`: the cases and their flags, or with `--format json` every run in order as an
+/// engine of many machines runs them (`deploy/`), with where its results go in `dir`
+/// (which is not made).
+fn dry_run(
+    e: &Experiment,
+    cases: &[CaseSpec],
+    a: &ExperimentArgs,
+    dir: StudyDir,
+    settings: Settings,
+    barrage: std::path::PathBuf,
+) -> anyhow::Result<Exit> {
+    match a.emit.format {
+        Format::Text => print!("{}", listing(e, cases)),
+        Format::Json => {
+            let study = Study::new(e, &dir, cases, settings, barrage, a.noise);
+            println!("{:#}", study.plan_json(!a.show_secrets));
+        }
+        other => bail!("--dry-run lists the plan as text or json, not {}", format!("{other:?}").to_lowercase()),
+    }
+    Ok(Exit::Ok)
 }
 
 /// The tables and the page go beside the results in `dir`, whatever the flags say.

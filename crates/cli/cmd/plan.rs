@@ -41,6 +41,9 @@ pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<RunOrder> {
         }
         job.start_at = Some(at.0);
     }
+    if let Some(index) = a.launch.study_index {
+        job.plan.stream.index = index;
+    }
     if let Some(from) = a.launch.resume_at {
         job.resume_from = Some(from.0);
         job.fleet = Some(serde_json::json!({ "takeover": { "from_s": from.0.as_secs_f64() } }));
@@ -64,6 +67,11 @@ pub fn one_machine(a: &RunArgs, mode: &str) -> anyhow::Result<()> {
     }
     if a.launch.report_to.is_some() {
         anyhow::bail!("--report-to streams one run to a collector; {mode} is a series of runs");
+    }
+    if a.launch.study_index.is_some() {
+        anyhow::bail!(
+            "--study-index names a run of an experiment made elsewhere; {mode} gives each of its runs its own"
+        );
     }
     run_flags::one_machine(a.launch.shard.is_some(), a.launch.start_at.is_some(), mode).map_err(anyhow::Error::msg)
 }

@@ -585,6 +585,9 @@ impl StudyTable {
         o.insert("byte_hit_ratio".into(), json!(r.byte_hit_ratio()));
         o.insert("runs".into(), json!(r.runs.len()));
         o.insert("requests".into(), json!(r.runs.iter().map(|s| s.requests.total).sum::<u64>()));
+        // Each run's own, so that a run can be checked against its target's count (one an
+        // experiment's fleet made, say) without reading its file.
+        o.insert("requests_per_run".into(), json!(r.runs.iter().map(|s| s.requests.total).collect::<Vec<_>>()));
         if !sd.is_empty() {
             o.insert("sd".into(), Value::Object(sd));
         }

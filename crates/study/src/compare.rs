@@ -66,7 +66,8 @@ fn case_run(dir: &StudyDir, id: &str, phase: Option<&str>) -> Result<(String, Ru
     if files.is_empty() {
         return Err(StudyError::Dir(format!("{}: no results of case {id}", dir.path.display())));
     }
-    let repeats = files.iter().map(|f| summarize(std::slice::from_ref(f))).collect::<Result<Vec<_>, _>>()?;
+    let repeats =
+        files.iter().map(|f| Ok(summarize(&crate::dir::run_files(f)?)?)).collect::<Result<Vec<_>, StudyError>>()?;
     Ok((label(&dir.path), pool(repeats)))
 }
 

@@ -8,6 +8,8 @@
 //! DIR/TC0.r1.fill.brg                 ... phase fill (cases with phases)
 //! DIR/TC0.r1.background.brg           ... its background load
 //! DIR/TC0.r1.brg.part                 a run not finished (interrupted): redone by --resume
+//! DIR/TC0.r1.brg/shard-0.brg …        or the run made elsewhere, split over machines: the
+//!                                     shards of one complete split (`run --shard I/N`)
 //! DIR/summary.txt, matrix.csv, comparisons.csv, report.html
 //! ```
 
@@ -208,10 +210,11 @@ impl StudyDir {
         PathBuf::from(name)
     }
 
-    /// The measured files of a case (and phase) that exist, by repeat.
+    /// The measured runs of a case (and phase) that exist, by repeat: each a results file
+    /// or a directory of shard files ([`run_files`] reads either).
     pub fn measured(&self, id: &str, phase: Option<&str>) -> Vec<PathBuf> {
         let repeats = if self.manifest.repeats > 0 { self.manifest.repeats } else { self.count_repeats(id) };
-        (1..=repeats).map(|r| self.file(id, r, phase, Role::Measured)).filter(|f| f.is_file()).collect()
+        (1..=repeats).map(|r| self.file(id, r, phase, Role::Measured)).filter(|f| f.exists()).collect()
     }
 
     /// The background files of a case (and phase) that exist, by repeat.
@@ -232,6 +235,39 @@ impl StudyDir {
             _ => vec![None],
         }
     }
+}
+
+/// The results files of a run's place in the directory: the file the experiment wrote, or
+/// the run made elsewhere by several machines, a directory of its shards' files
+/// (`shard-I.brg`, as the Ansible playbook fetches them). The shards must be one complete
+/// split (every shard of I/N once, one plan), or the run is refused in one line naming
+/// the place: an experiment has no `--force`, its figures must be whole runs'.
+pub fn run_files(place: &Path) -> Result<Vec<PathBuf>, StudyError> {
+    if !place.is_dir() {
+        return Ok(vec![place.to_path_buf()]);
+    }
+    let io = |e| StudyError::Io(place.to_path_buf(), e);
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(place).map_err(io)?.flatten().map(|e| e.path()).filter(|p| is_brg(p)).collect();
+    files.sort();
+    let refuse = |why: String| StudyError::Dir(format!("{}: not one complete split run: {why}", place.display()));
+    if files.is_empty() {
+        return Err(refuse("no shard files (*.brg) in it".into()));
+    }
+    let readers = files.iter().map(|f| barrage_metrics::ResultsReader::open(f)).collect::<Result<Vec<_>, _>>()?;
+    if let Some(r) = readers.iter().find(|r| r.header().launch.shard.is_none()) {
+        return Err(refuse(format!("{} is not a shard (`run --shard I/N`)", r.path().display())));
+    }
+    let headers: Vec<_> = readers.iter().map(|r| (r.path(), r.header())).collect();
+    barrage_metrics::shards::check(&headers).map_err(|why| {
+        // The merge's hint names `report --force`, which an experiment does not have.
+        refuse(why.split(" (--force").next().unwrap_or(&why).to_string())
+    })?;
+    Ok(files)
+}
+
+fn is_brg(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "brg")
 }
 
 fn is_results(p: &Path) -> bool {

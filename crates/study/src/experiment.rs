@@ -20,7 +20,7 @@ use std::time::Duration;
 
 /// What a run of a repeat is, for its stream's index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StreamRole {
+pub(crate) enum StreamRole {
     Measured,
     Background,
     WarmUp,
@@ -249,12 +249,12 @@ pub struct CaseSpec {
 
 impl CaseSpec {
     /// The measured run's flags as the manifest and the listing show them.
-    fn shown_flags(&self) -> Vec<String> {
+    pub(crate) fn shown_flags(&self) -> Vec<String> {
         self.redaction.args(&self.flags)
     }
 
     /// Its `at` events as (offset, command), as shown.
-    fn events(&self) -> Vec<(String, String)> {
+    pub(crate) fn events(&self) -> Vec<(String, String)> {
         let flags = self.shown_flags();
         flags
             .iter()
@@ -428,7 +428,7 @@ impl Experiment<'_> {
         let mut finished = true;
         for (n, (c, repeat)) in order.into_iter().enumerate() {
             let case = &self.cases[c];
-            if self.done(case, repeat) {
+            if self.done(case, repeat)? {
                 runner.note(&format!("[{}/{total}] {} repeat {repeat}: done before, skipped", n + 1, case.id));
                 continue;
             }
@@ -465,7 +465,7 @@ impl Experiment<'_> {
     }
 
     /// Every (case, repeat) in the order they run.
-    fn order(&self) -> Vec<(usize, u32)> {
+    pub(crate) fn order(&self) -> Vec<(usize, u32)> {
         let mut order: Vec<(usize, u32)> =
             (0..self.cases.len()).flat_map(|c| (1..=self.repeats).map(move |r| (c, r))).collect();
         if let Some(seed) = self.shuffle {
@@ -478,7 +478,7 @@ impl Experiment<'_> {
 
     /// The names of a case's phases (`measure` of `measure:30s`: a file-name part and a
     /// label), or one unnamed run.
-    fn phases(case: &CaseSpec) -> Vec<Option<&str>> {
+    pub(crate) fn phases(case: &CaseSpec) -> Vec<Option<&str>> {
         if case.phases.is_empty() {
             vec![None]
         } else {
@@ -487,10 +487,15 @@ impl Experiment<'_> {
     }
 
     /// A repeat is done when the measured file of its last phase exists (it is renamed
-    /// last).
-    fn done(&self, case: &CaseSpec, repeat: u32) -> bool {
+    /// last), or the run made elsewhere is there: a complete split's shard files in a
+    /// directory of that name (an incomplete one is refused, naming it).
+    fn done(&self, case: &CaseSpec, repeat: u32) -> Result<bool, StudyError> {
         let last = *Self::phases(case).last().expect("at least one phase");
-        self.dir.file(&case.id, repeat, last, Role::Measured).is_file()
+        let place = self.dir.file(&case.id, repeat, last, Role::Measured);
+        if place.is_dir() {
+            crate::dir::run_files(&place)?;
+        }
+        Ok(place.exists())
     }
 
     /// One repeat: a warm-up, then each phase with its background load. Files appear under
@@ -591,7 +596,7 @@ impl Experiment<'_> {
     }
 
     /// The study's index of a run: one for each case, repeat, phase and role, in that order.
-    fn stream_index(&self, case: usize, repeat: u32, role: StreamRole, phase: usize) -> u64 {
+    pub(crate) fn stream_index(&self, case: usize, repeat: u32, role: StreamRole, phase: usize) -> u64 {
         let run = case as u64 * u64::from(self.repeats) + u64::from(repeat.saturating_sub(1));
         let phases = barrage_plan::phases::MAX_PHASES as u64;
         1 + (run * phases + phase as u64) * StreamRole::COUNT + role as u64
@@ -631,7 +636,7 @@ impl Experiment<'_> {
         for case in self.cases {
             for phase in Self::phases(case) {
                 let read = |files: Vec<PathBuf>| -> Result<Vec<RunSummary>, StudyError> {
-                    files.iter().map(|f| Ok(summarize(std::slice::from_ref(f))?)).collect()
+                    files.iter().map(|f| Ok(summarize(&crate::dir::run_files(f)?)?)).collect()
                 };
                 let runs = read(self.dir.measured(&case.id, phase))?;
                 let background = read(self.dir.background(&case.id, phase))?;

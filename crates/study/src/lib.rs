@@ -14,6 +14,7 @@
 //! - [`bench`]: `testbed bench`, the same load against each front of a testbed;
 //! - [`compare`]: the runs `barrage compare` reads, and experiment directories case by case;
 //! - [`dir`]: [`StudyDir`], the versioned experiment directory;
+//! - [`elsewhere`]: an experiment's runs made by other machines: its plan as JSON, their shards' files;
 //! - [`machine`]: whether a run's plan fits this machine;
 //! - [`view`]: what a results file says was run;
 //! - [`views`]: [`views::Views`], the observer that shows a study's runs live;
@@ -48,6 +49,7 @@ pub mod control;
 pub mod delivery;
 pub mod demo;
 pub mod dir;
+pub mod elsewhere;
 pub mod experiment;
 pub mod machine;
 pub mod series;
