@@ -75,7 +75,9 @@ pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards
         return;
     }
     let r = &s.requests;
-    s.success_ratio = crate::summary::success_ratio(r.ok, r.total, r.dropped + unsent);
+    // Over every intended arrival: a request a killed shard sent and never saw end (in
+    // flight when it died: unfinished) failed too.
+    s.success_ratio = crate::summary::success_ratio(r.ok, r.total, r.dropped + unsent + r.unfinished);
     let whose = if lost.is_empty() { String::new() } else { format!(" (shard {})", lost.join(", ")) };
     s.warnings.push(crate::summary::Warning::new(
         crate::summary::WarningKind::ArrivalsNeverSent,
