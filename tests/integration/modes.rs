@@ -236,6 +236,8 @@ fn sample(flag: &str, w: &World) -> Sample {
             let soon = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2;
             with(s(&["--resume-at", "1s"]), vec!["--shard".into(), "0/2".into(), "--start-at".into(), soon.to_string()])
         }
+        // A run of an experiment made elsewhere: its stream.
+        "study-index" => plain(s(&["--study-index", "3"])),
         // History
         "history" => plain(s(&["--history", "kept.db"])),
         "no-history" => plain(s(&["--no-history"])),
