@@ -74,6 +74,17 @@ impl Collect {
         }
     }
 
+    /// SIGKILLs shard 1 of `children` once the collector has its interval `k`, waits for
+    /// every shard, then for the collector: its exit code, report and stderr.
+    fn kill_shard_1_at(self, k: u64, mut children: Vec<Child>) -> (Option<i32>, Value, String) {
+        self.wait_for_interval(1, k);
+        children[1].kill().unwrap();
+        for child in &mut children {
+            wait_for(child, Duration::from_secs(60));
+        }
+        self.wait(Duration::from_secs(60))
+    }
+
     fn status(&self) -> Value {
         serde_json::from_str(&http_get(self.addr(), "/v1/status")).unwrap()
     }
@@ -205,15 +216,10 @@ fn a_killed_shard_is_lost_and_named_and_the_others_are_merged() {
     let dir = tempfile::tempdir().unwrap();
     let c = collect(dir.path(), 3, &["--lateness", "2s"]);
     let url = format!("{}/bytes/1k", server.url());
-    let mut children: Vec<_> =
+    let children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "300", "-d", "8s"], &[])).collect();
     // At 40% of the run, by the collector's own view of shard 1's stream.
-    c.wait_for_interval(1, 2);
-    children[1].kill().unwrap();
-    for child in &mut children {
-        wait_for(child, Duration::from_secs(60));
-    }
-    let (code, live, stderr) = c.wait(Duration::from_secs(30));
+    let (code, live, stderr) = c.kill_shard_1_at(2, children);
     assert!(stderr.contains("shard 1/3 lost: its data stopped"), "{stderr}");
     assert_eq!(code, Some(0), "{stderr}");
     let shards = live["shards"].as_array().unwrap();
@@ -352,7 +358,7 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
     let c = collect(dir.path(), 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
     let url = format!("{}/obj/{{id}}", server.url());
     let plan = [url.as_str(), "--objects", "100000", "--pick", "random", "--rate", "300", "-d", "8s"];
-    let mut children: Vec<_> = (0..3)
+    let children: Vec<_> = (0..3)
         .map(|i| {
             let log = dir.path().join(format!("s{i}.csv")).display().to_string();
             let args: Vec<&str> = plan.iter().copied().chain(["--log", log.as_str()]).collect();
@@ -360,12 +366,7 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
         })
         .collect();
     // Shard 1 is killed at 40% of the run, by the collector's view of its stream.
-    c.wait_for_interval(1, 3);
-    children[1].kill().unwrap();
-    for child in &mut children {
-        wait_for(child, Duration::from_secs(60));
-    }
-    let (code, live, stderr) = c.wait(Duration::from_secs(60));
+    let (code, live, stderr) = c.kill_shard_1_at(3, children);
     assert!(
         stderr.contains("shard 1/3 lost: its data stopped") && stderr.contains("takes over its share from second"),
         "{stderr}"
@@ -468,19 +469,14 @@ fn takeover_of(file: &Path) -> (u64, u64) {
 /// the collector's report and stderr once all ended.
 fn run_with_takeover(dir: &Path, plan: &[&str]) -> (Value, String) {
     let c = collect(dir, 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
-    let mut children: Vec<_> = (0..3)
+    let children: Vec<_> = (0..3)
         .map(|i| {
             let log = dir.join(format!("s{i}.csv")).display().to_string();
             let args: Vec<&str> = plan.iter().copied().chain(["--log", log.as_str()]).collect();
             shard(dir, i, &c.url, &args, &[])
         })
         .collect();
-    c.wait_for_interval(1, 3);
-    children[1].kill().unwrap();
-    for child in &mut children {
-        wait_for(child, Duration::from_secs(60));
-    }
-    let (code, live, stderr) = c.wait(Duration::from_secs(60));
+    let (code, live, stderr) = c.kill_shard_1_at(3, children);
     assert!(
         stderr.contains("shard 1/3 lost: its data stopped")
             && stderr.contains("shard 0 takes over its share from second"),
@@ -613,14 +609,9 @@ fn a_closed_loops_count_is_not_taken_over_and_the_collector_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let c = collect(dir.path(), 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
     let url = format!("{}/bytes/1k", server.url());
-    let mut children: Vec<_> =
+    let children: Vec<_> =
         (0..3).map(|i| shard(dir.path(), i, &c.url, &[&url, "-c", "6", "-n", "4800"], &[])).collect();
-    c.wait_for_interval(1, 2);
-    children[1].kill().unwrap();
-    for child in &mut children {
-        wait_for(child, Duration::from_secs(60));
-    }
-    let (code, live, stderr) = c.wait(Duration::from_secs(60));
+    let (code, live, stderr) = c.kill_shard_1_at(2, children);
     assert!(
         stderr.contains("shard 1/3 lost: its data stopped")
             && stderr.contains("its share cannot be taken over: a closed loop's count (-n)"),
