@@ -70,22 +70,25 @@ fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> 
     Ok(exit(&Report::Run(&summary), 1, "run", passed && !aborted))
 }
 
-/// The live page: the HTML report of the copies so far, as `barrage report --html` would
-/// write it, loaded again by the browser every few seconds.
+/// The live page: the HTML report of the run so far, as `barrage report --html` writes it
+/// of the copies but with the shards still sending read as running, not killed
+/// ([`barrage_metrics::summary::summarize_running`]), loaded again by the browser every few
+/// seconds.
 fn live_page(html: &barrage_report::HtmlOptions) -> barrage_fleet::Render {
     let options = barrage_report::HtmlOptions { refresh_s: Some(LIVE_PAGE_REFRESH_S), ..html.clone() };
     std::sync::Arc::new(move |files: &[PathBuf]| {
-        let summary = barrage_metrics::summary::summarize_with(files, true).ok()?;
+        let summary = barrage_metrics::summary::summarize_running(files).ok()?;
         Some(barrage_report::html_with(&barrage_report::Page::Run(&summary), &options))
     })
 }
 
-/// A fleet-wide objective missed by the run so far: why every shard must stop.
+/// A fleet-wide objective missed by the run so far: why every shard must stop. The run so
+/// far as the live page reads it: judged on the arrivals due by now, not on those to come.
 fn fleet_slo(slos: &[Slo], files: &[PathBuf]) -> Option<String> {
     if slos.is_empty() || files.is_empty() {
         return None;
     }
-    let summary = barrage_metrics::summary::summarize_with(files, true).ok()?;
+    let summary = barrage_metrics::summary::summarize_running(files).ok()?;
     let missed: Vec<String> = slos
         .iter()
         .map(|s| s.check(&summary))

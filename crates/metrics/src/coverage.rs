@@ -35,21 +35,44 @@ pub struct Coverage {
 }
 
 /// A shard of the files merged, for its share: its index, whether its file ends without a
-/// footer (the shard was killed), and whether it is a takeover of the shard's share.
+/// footer (the shard was killed), whether it is a takeover of the shard's share, and whether
+/// it is still running.
 #[derive(Clone, Copy, Debug)]
 pub struct ShardEnd {
     /// `(i, n)` of `--shard i/n`.
     pub shard: (u32, u32),
-    /// Its file has no footer.
+    /// Its file has no footer, and the run is not going on: it was killed.
     pub killed: bool,
     /// A takeover's run: the second of the schedule it resumed the shard's share from.
     pub from_s: Option<u64>,
+    /// Still running ([`crate::summary::summarize_running`]): the seconds of the schedule its
+    /// file holds so far, the arrivals of which are all that is due of it yet.
+    pub through_s: Option<u64>,
+}
+
+/// The arrivals due to `end`'s run of the schedule `arrivals` (the whole run's, due before
+/// each second; `ends`: every run merged): its shard's share, from the second a takeover
+/// resumed it, to the second a takeover took it over, and, still running, up to the seconds
+/// its file holds so far.
+pub(crate) fn due(arrivals: &[u64], end: &ShardEnd, ends: &[ShardEnd]) -> u64 {
+    let total = arrivals.last().copied().unwrap_or(0);
+    let at = |s: u64| arrivals.get(s as usize).copied().unwrap_or(total);
+    let i = end.shard.0;
+    let handed = ends.iter().find_map(|e| (e.shard.0 == i).then_some(e.from_s).flatten());
+    let to = match (end.from_s, handed) {
+        (None, Some(from)) => at(from),
+        _ => total,
+    };
+    let to = end.through_s.map_or(to, |s| at(s).min(to));
+    share(to, end.shard).saturating_sub(end.from_s.map_or(0, |from| share(at(from), end.shard)))
 }
 
 /// Applies the schedule `arrivals` (the whole run's, due before each second) to `s`: its
 /// coverage, each interval's intended arrivals, each shard's due share and a row for each
 /// shard with no file; and, unless the run was stopped on purpose, the arrivals never sent
-/// counted against its success ratio, with a warning naming the shards.
+/// counted against its success ratio, with a warning naming the shards. A run still going
+/// on is due what its files have reached so far, and of its shards still running nothing
+/// is never sent yet.
 pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards: &[ShardEnd]) {
     // One shard's file alone is its share of the run; several are the whole run, a
     // missing shard's share never sent.
@@ -57,8 +80,15 @@ pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards
         [one] => share(k, one.shard),
         _ => k,
     };
-    let Some(intended) = arrivals.last().map(|&k| of(k)) else { return };
-    let unsent = intended.saturating_sub(s.requests.sent + s.requests.dropped);
+    let Some(total) = arrivals.last().copied() else { return };
+    let lost = crate::shards::cover(&mut s.shards, arrivals, shards);
+    let running = shards.iter().any(|e| e.through_s.is_some());
+    let (intended, unsent) = if running {
+        let ended = s.shards.iter().filter(|r| !r.running);
+        (shards.iter().map(|e| due(arrivals, e, shards)).sum(), ended.map(crate::shards::never_sent).sum())
+    } else {
+        (of(total), of(total).saturating_sub(s.requests.sent + s.requests.dropped))
+    };
     s.coverage = Some(Coverage {
         intended,
         sent: s.requests.sent,
@@ -66,11 +96,34 @@ pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards
         unsent,
         ratio: if intended == 0 { 1.0 } else { s.requests.sent as f64 / intended as f64 },
     });
-    for row in &mut s.intervals {
+    // Running, a second is due once every shard still running has recorded it.
+    let reached = shards.iter().filter_map(|e| e.through_s).min().unwrap_or(u64::MAX);
+    for row in s.intervals.iter_mut() {
         let j = row.second as usize;
-        row.due = arrivals.get(j + 1).zip(arrivals.get(j)).map(|(&b, &a)| of(b) - of(a));
+        row.due = arrivals.get(j + 1).zip(arrivals.get(j)).filter(|_| row.second < reached).map(|(&b, &a)| of(b) - of(a));
     }
-    let lost = crate::shards::cover(&mut s.shards, arrivals, shards);
+    count_unsent(s, intended, unsent, &lost);
+}
+
+/// A closed loop's count (`-n`) split over shards of which one was killed: the count is
+/// what the run intended, and what the lost shard did not send of its part is never sent
+/// ([`crate::shards::count_lost`]).
+pub(crate) fn apply_count(s: &mut crate::summary::RunSummary, count: crate::shards::CountLost) {
+    let r = &s.requests;
+    s.coverage = Some(Coverage {
+        intended: count.whole,
+        sent: r.sent,
+        dropped: r.dropped,
+        unsent: count.never,
+        ratio: if count.whole == 0 { 1.0 } else { r.sent as f64 / count.whole as f64 },
+    });
+    count_unsent(s, count.whole, count.never, &[count.shard]);
+}
+
+/// Counts `unsent` of the run's `intended` requests (never sent; `lost`: the shards that did
+/// not reach their share) against its success ratio, and says so in a warning; not for a
+/// run stopped on purpose.
+fn count_unsent(s: &mut crate::summary::RunSummary, intended: u64, unsent: u64, lost: &[String]) {
     if unsent == 0 || s.interrupted {
         return;
     }
@@ -79,10 +132,11 @@ pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards
     // flight when it died: unfinished) failed too.
     s.success_ratio = crate::summary::success_ratio(r.ok, r.total, r.dropped + unsent + r.unfinished);
     let whose = if lost.is_empty() { String::new() } else { format!(" (shard {})", lost.join(", ")) };
+    let what = if s.mode == crate::file::Mode::Open { "intended arrivals" } else { "requests (-n)" };
     s.warnings.push(crate::summary::Warning::new(
         crate::summary::WarningKind::ArrivalsNeverSent,
         format!(
-            "{unsent} of the run's {intended} intended arrivals were never sent{whose}: the coverage is {:.2}%, and the success ratio counts them as failed",
+            "{unsent} of the run's {intended} {what} were never sent{whose}: the coverage is {:.2}%, and the success ratio counts them as failed",
             s.requests.sent as f64 * 100.0 / intended.max(1) as f64
         ),
     ));

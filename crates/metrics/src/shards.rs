@@ -32,11 +32,16 @@ pub struct ShardSummary {
     pub due: u64,
     /// Sent late because every slot was busy.
     pub late: u64,
+    /// Its successful requests.
+    #[serde(default)]
+    pub ok: u64,
     /// Due but never sent.
     pub dropped: u64,
     /// Its successes per second.
     pub throughput_per_sec: Option<f64>,
-    /// ok / finished.
+    /// The share of the requests due to it that succeeded: ok over those that finished and
+    /// those dropped ([`crate::summary::success_ratio`]); when it did not reach its share
+    /// (lost, stopped), ok over every request due to it, as the run's success counts them.
     pub success_ratio: f64,
     /// Corrected latency p50 and p99, µs.
     pub p50_us: u64,
@@ -60,6 +65,24 @@ pub struct ShardSummary {
     /// Why it fell behind its share, if it did: its figures describe that machine, not
     /// the server.
     pub behind: Option<String>,
+    /// Still running: the figures are its run so far
+    /// ([`crate::summary::summarize_running`]).
+    #[serde(default)]
+    pub running: bool,
+}
+
+/// What a shard that did not reach its share sent none of: due, and neither sent nor
+/// dropped (dropped ones are counted as such).
+pub fn never_sent(row: &ShardSummary) -> u64 {
+    row.due.saturating_sub(row.sent + row.dropped)
+}
+
+/// A shard that did not reach its share: its success over every request due to it, those
+/// never sent and those it sent and never saw end (in flight when it died) failed, as in
+/// the run's success ratio ([`crate::coverage`]).
+fn count_never_sent(row: &mut ShardSummary) {
+    let never = never_sent(row);
+    row.success_ratio = crate::summary::success_ratio(row.ok, row.sent, row.dropped + never);
 }
 
 /// Checks that `headers` (with their files) are the shards of one run, each once: the same
@@ -225,6 +248,7 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
         sent: s.requests.sent,
         due,
         late: s.requests.late,
+        ok: s.requests.ok,
         dropped: s.requests.dropped,
         throughput_per_sec: s.throughput_per_sec,
         success_ratio: s.success_ratio,
@@ -240,6 +264,7 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
         first_send_ms: s.first_send_ms,
         ended_s: header.started_unix_ms.saturating_sub(origin_ms) as f64 / 1e3 + s.duration.attack_s,
         behind: None,
+        running: false,
     };
     row.behind = behind(&row, s, open);
     row
@@ -316,25 +341,39 @@ pub(crate) fn mark_taken_over(rows: &mut [ShardSummary], ends: &[crate::coverage
 /// killed (`ends` in the order of `rows`): its file has no footer to say its part, which is
 /// then the count less the others' parts; what it did not send of it is marked never sent
 /// (a count of a closed loop's is not taken over: what its workers sent after its last
-/// record is not known).
-pub(crate) fn count_lost(rows: &mut [ShardSummary], ends: &[crate::coverage::ShardEnd], headers: &[RunHeader]) {
-    let Some(h) = headers.first().filter(|h| h.mode == crate::file::Mode::Closed && h.groups.is_empty()) else {
-        return;
-    };
+/// record is not known). `None` when there is no such count or no such shard.
+pub(crate) fn count_lost(
+    rows: &mut [ShardSummary],
+    ends: &[crate::coverage::ShardEnd],
+    headers: &[RunHeader],
+) -> Option<CountLost> {
+    let h = headers.first().filter(|h| h.mode == crate::file::Mode::Closed && h.groups.is_empty())?;
     let settings: serde_json::Value = serde_json::from_str(&h.settings_json).unwrap_or_default();
-    let Some(whole) = settings["plan"]["requests"].as_u64() else { return };
+    let whole = settings["plan"]["requests"].as_u64()?;
     if ends.iter().any(|e| e.from_s.is_some()) || ends.iter().filter(|e| e.killed).count() != 1 {
-        return;
+        return None;
     }
     let kept: u64 = rows.iter().zip(ends).filter(|(_, e)| !e.killed).map(|(r, _)| r.due).sum();
-    let Some((row, _)) = rows.iter_mut().zip(ends).find(|(_, e)| e.killed) else { return };
+    let (row, _) = rows.iter_mut().zip(ends).find(|(_, e)| e.killed)?;
     let due = whole.saturating_sub(kept);
-    let never = due.saturating_sub(row.sent);
     row.due = due;
+    let never = never_sent(row);
+    count_never_sent(row);
     row.behind = Some(format!(
         "lost: sent {} of its {due} requests, {never} never sent (its results stop there: killed)",
         row.sent
     ));
+    Some(CountLost { whole, never, shard: format!("{} lost", row.shard) })
+}
+
+/// A closed loop's count (`-n`) of which a lost shard sent only part ([`count_lost`]).
+pub(crate) struct CountLost {
+    /// The whole run's count.
+    pub whole: u64,
+    /// What the lost shard never sent of its part.
+    pub never: u64,
+    /// The shard, as the warning names it (`1/3 lost`).
+    pub shard: String,
 }
 
 /// Each shard's due share of the whole run's arrivals (`arrivals`, due before each second
@@ -353,14 +392,13 @@ pub(crate) fn cover(rows: &mut Vec<ShardSummary>, arrivals: &[u64], ends: &[crat
     let handed = |i: u32| ends.iter().find_map(|e| (e.shard.0 == i).then_some(e.from_s).flatten());
     for (row, end) in rows.iter_mut().zip(ends) {
         let i = end.shard.0;
-        let at = |s: u64| arrivals.get(s as usize).copied().unwrap_or(total);
-        let due = match (end.from_s, handed(i)) {
-            (Some(from), _) => share(total, i) - share(at(from), i),
-            (None, Some(from)) => share(at(from), i),
-            (None, None) => share(total, i),
-        };
+        let due = crate::coverage::due(arrivals, end, ends);
         row.due = due;
-        let never = due.saturating_sub(row.sent + row.dropped);
+        if end.through_s.is_some() {
+            // Still running: what it has not sent yet is not due yet, or still to come.
+            continue;
+        }
+        let never = never_sent(row);
         let taken = end.from_s.is_none() && handed(i).is_some();
         if taken {
             let how = if end.killed { "lost" } else { "stopped" };
@@ -369,12 +407,25 @@ pub(crate) fn cover(rows: &mut Vec<ShardSummary>, arrivals: &[u64], ends: &[crat
         if never == 0 {
             continue;
         }
+        count_never_sent(row);
         let (what, how) =
             if end.killed { ("lost", "its results stop there: killed") } else { ("stopped", "it was stopped") };
         row.behind = Some(format!("{what}: sent {} of its {due} arrivals, {never} never sent ({how})", row.sent));
         short.push(format!("{} {what}", row.shard));
     }
+    let running = ends.iter().any(|e| e.through_s.is_some());
     for i in (0..n).filter(|i| !ends.iter().any(|e| e.shard.0 == *i && e.from_s.is_none())) {
+        if running && handed(i).is_none() {
+            // The run goes on: a shard whose results have not come yet may still send them.
+            rows.push(ShardSummary {
+                shard: format!("{i}/{n}"),
+                host: "-".into(),
+                file: "-".into(),
+                behind: Some("waiting: none of its results came yet".into()),
+                ..Default::default()
+            });
+            continue;
+        }
         let due =
             handed(i).map_or(share(total, i), |from| share(arrivals.get(from as usize).copied().unwrap_or(total), i));
         if due == 0 {
@@ -445,7 +496,7 @@ mod tests {
         use crate::coverage::ShardEnd;
         let h = header(crate::file::Mode::Closed, r#"{"plan":{"requests":4800}}"#, (0, 3));
         let row = |sent: u64| ShardSummary { sent, due: sent, ..Default::default() };
-        let end = |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s };
+        let end = |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s, through_s: None };
         let mut rows = vec![row(1600), row(500), row(1600)];
         count_lost(
             &mut rows,

@@ -327,6 +327,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
         "due",
         "late",
         "dropped",
+        "ok",
         "throughput_per_s",
         "success",
         "p50_ms",
@@ -338,6 +339,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
         "clock_offset_us",
         "ended_s",
         "behind",
+        "running",
     ];
     let mut sheet = Sheet::new("shards", &header);
     for r in &s.shards {
@@ -349,6 +351,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
             Cell::from(r.due),
             Cell::from(r.late),
             Cell::from(r.dropped),
+            Cell::from(r.ok),
             r.throughput_per_sec.map_or(Cell::Empty, Cell::from),
             Cell::from(r.success_ratio),
             Cell::from(r.p50_us as f64 / 1e3),
@@ -360,6 +363,7 @@ pub fn shards_sheet(s: &RunSummary) -> Sheet {
             r.clock_offset_us.map_or(Cell::Empty, |o| Cell::from(o as f64)),
             Cell::from(r.ended_s),
             r.behind.as_deref().map_or(Cell::Empty, Cell::from),
+            Cell::from(if r.running { "yes" } else { "no" }),
         ]);
     }
     sheet

@@ -550,7 +550,11 @@ fn run_header(s: &RunSummary) -> String {
     if s.started_unix_ms > 0 {
         meta.push(format!("started {}", utc(s.started_unix_ms)));
     }
-    meta.push(format!("{} long", fmt_us(s.duration.total_s * 1e6)));
+    match &s.running {
+        // Still going on: how far it has got, not how long it lasted.
+        Some(r) => meta.push(format!("running: {}: the run so far", r.progress())),
+        None => meta.push(format!("{} long", fmt_us(s.duration.total_s * 1e6))),
+    }
     if s.interrupted {
         meta.push("stopped early (Ctrl-C or q)".into());
     }

@@ -8,7 +8,7 @@
 use crate::text::{percent, rate, secs, us, Align, Table};
 use barrage_metrics::summary::{FlowSummary, GroupSummary, RunSummary};
 use barrage_metrics::units::fmt_us;
-use barrage_metrics::{Phase, Protocol};
+use barrage_metrics::{Mode, Phase, Protocol};
 
 /// URLs a report's header lists; the others are counted. A targets file of thousands of
 /// entries would otherwise push everything else pages down.
@@ -501,16 +501,52 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
             r.first_send_ms.map_or("-".into(), |ms| format!("+{}", secs(ms / 1e3))),
             r.clock_offset_us.map_or("-".into(), |us| format!("{:+.3}ms", us as f64 / 1e3)),
             format!("{:.2}s", r.ended_s),
-            r.behind.as_ref().map_or("kept its share".into(), |why| format!("BEHIND: {why}")),
+            shard_verdict(r),
         ]);
     }
-    let mut notes = vec![
-        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part; success: of the requests due; p99 is corrected latency; cpu: its generator's; start: how long after --start-at it was ready to send; first: when it sent its first request; clock: its clock minus the reference's, from --clock-offset or measured by --rendezvous; ended: when it sent its last request)".into(),
-    ];
+    let mut notes = vec![shards_note(s)];
     if s.shards.iter().any(|r| r.shard.ends_with(", restarted")) {
         notes.push("(takeover from N s, restarted: a survivor ran the lost shard's closed-loop workers or flows again from second N to the end, afresh: not an exact continuation; what was in flight on the lost machine was lost)".into());
     }
     Some(Section { title: "Shards", table, notes })
+}
+
+/// A shard's verdict: running, kept its share, or behind it and why.
+fn shard_verdict(r: &barrage_metrics::shards::ShardSummary) -> String {
+    match (&r.behind, r.running) {
+        (None, true) => "running".into(),
+        (Some(why), true) => format!("running; BEHIND: {why}"),
+        (None, false) => "kept its share".into(),
+        (Some(why), false) => format!("BEHIND: {why}"),
+    }
+}
+
+/// The Shards table's note: what each column is, as this run's mode and start make it.
+fn shards_note(s: &RunSummary) -> String {
+    let running = if s.shards.iter().any(|r| r.running) {
+        "; of a shard still running, its part so far: up to the last second it recorded"
+    } else {
+        ""
+    };
+    let p99 = match s.mode {
+        Mode::Open => "p99: corrected latency (from each request's intended start)",
+        // A closed loop sends when a worker is free: no schedule to be late against.
+        Mode::Closed => "p99: latency from each request's send (a closed loop has no schedule to correct against)",
+    };
+    let rendezvous = s.settings["fleet"]["rendezvous"].is_object();
+    let start = match (rendezvous, s.shards.iter().any(|r| r.start_delay_ms.is_some())) {
+        (true, _) => "start: how long after the start the collector gave (--rendezvous) it was ready to send",
+        (false, true) => "start: how long after --start-at it was ready to send",
+        (false, false) => "start: - (no shared start: neither --start-at nor --rendezvous)",
+    };
+    let first = if s.shards.iter().any(|r| r.first_send_ms.is_none()) {
+        "first: when it sent its first request, after the shared start (-: not known yet; a shard writes it with its footer, so a shard still running or killed has none)"
+    } else {
+        "first: when it sent its first request, after the shared start"
+    };
+    format!(
+        "(due: the shard's part of the schedule, sent or never sent; of a closed loop's -n, its workers' part{running}; success: of the requests due; {p99}; cpu: its generator's; {start}; {first}; clock: its clock minus the reference's, from --clock-offset or measured by --rendezvous; ended: when it sent its last request)"
+    )
 }
 
 /// The requests of `s` by name (when any target was named) and by method (two or more).

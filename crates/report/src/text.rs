@@ -256,6 +256,9 @@ fn header(s: &RunSummary) -> String {
     if s.interrupted {
         t.row(["  stopped", "early (Ctrl-C or q): the figures cover the run until then"]);
     }
+    if let Some(r) = &s.running {
+        t.row(["  running".to_string(), format!("{}: the figures are the run so far", r.progress())]);
+    }
     out.push_str(&t.render(Paint { on: false }));
     out
 }

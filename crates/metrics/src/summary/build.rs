@@ -81,8 +81,34 @@ fn thin(points: Vec<crate::recorder::RequestPoint>) -> Vec<crate::recorder::Requ
 /// Reads and merges results files into one summary. Merged, the shards of a split run must
 /// all be there, once each, of one plan ([`crate::shards::check`]); with `force`, what
 /// does not fit is merged anyway and said in a warning. One shard's file alone is that
-/// shard's report, and says so.
+/// shard's report, and says so. A file without a footer is a run that was killed.
 pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, FileError> {
+    summarize_as(paths, force, Progress::Ended)
+}
+
+/// [`summarize_with`], refusing an incomplete or mixed set of shards.
+pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
+    summarize_with(paths, false)
+}
+
+/// Reads and merges the files of a run still going on, as they are being written (the live
+/// page and fleet-wide `--slo` of `barrage collect`): the figures are the run so far. A file
+/// without a footer is a run still going on, not one killed: its arrivals are due up to
+/// the last second it recorded (the seconds its data covers), and nothing of it is judged
+/// lost or never sent; the summary says how far the run has got ([`RunSummary::running`]),
+/// and its shard rows say running. What does not fit is merged anyway, as with `force`.
+pub fn summarize_running(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
+    summarize_as(paths, true, Progress::Running)
+}
+
+/// How files without a footer are read: a run killed, or one still being written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Progress {
+    Ended,
+    Running,
+}
+
+fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress) -> Result<RunSummary, FileError> {
     if paths.is_empty() {
         return Err(FileError::Shards("no results file to summarize".into()));
     }
@@ -92,13 +118,13 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
     if let [one] = &readers[..] {
         let shard = one.header().launch.shard;
         drop(readers);
-        let mut s = merge(paths)?;
+        let mut s = merge(paths, progress)?;
         if let Some((i, n)) = shard {
             s.warnings.push(Warning::new(WarningKind::OneShard, format!(
                 "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
             )));
         }
-        let end = ShardEnd { shard: shard.unwrap_or((0, 1)), killed: killed(&s), from_s: None };
+        let end = ShardEnd { shard: shard.unwrap_or((0, 1)), killed: killed(&s), from_s: None, through_s: through(&s) };
         if let Some(arrivals) = &arrivals {
             crate::coverage::apply(&mut s, arrivals, &[end]);
         }
@@ -111,41 +137,65 @@ pub fn summarize_with(paths: &[PathBuf], force: bool) -> Result<RunSummary, File
     }
     let headers: Vec<_> = readers.iter().map(|r| r.header().clone()).collect();
     drop(readers);
-    let mut s = merge(paths)?;
+    let mut s = merge(paths, progress)?;
     if let Some(why) = unfit {
         let text = format!("{why}; merged anyway (--force): the totals are not one run's");
         s.warnings.insert(0, Warning::new(WarningKind::ShardsForced, text));
     }
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
-        let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
-        let mut counted = true;
-        let mut ends = Vec::new();
-        for (path, header) in paths.iter().zip(&headers) {
-            let own = merge(std::slice::from_ref(path))?;
-            counted &= own.requests.quota.is_some();
-            s.shards.push(crate::shards::row(path, header, &own, origin_ms));
-            let (shard, from_s) = (header.launch.shard.unwrap_or((0, 1)), crate::shards::takeover_from(header));
-            ends.push(ShardEnd { shard, killed: killed(&own), from_s });
-            s.warnings.extend(crate::shards::restarted_warning(header));
-        }
-        crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
-        match &arrivals {
-            Some(arrivals) => crate::coverage::apply(&mut s, arrivals, &ends),
-            None => {
-                crate::shards::mark_taken_over(&mut s.shards, &ends);
-                crate::shards::count_lost(&mut s.shards, &ends, &headers);
-            }
-        }
-        for row in &s.shards {
-            if let Some(why) = &row.behind {
-                s.warnings.push(Warning::new(WarningKind::ShardBehind, format!(
-                    "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
-                    row.shard, row.host
-                )));
+        add_shards(&mut s, paths, &headers, arrivals.as_deref(), progress)?;
+    }
+    Ok(s)
+}
+
+/// The rows of a split run's shards, each from its own file, and what the shards' ends make
+/// of the run's coverage and success.
+fn add_shards(
+    s: &mut RunSummary,
+    paths: &[PathBuf],
+    headers: &[crate::file::RunHeader],
+    arrivals: Option<&[u64]>,
+    progress: Progress,
+) -> Result<(), FileError> {
+    let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
+    let mut counted = true;
+    let mut ends = Vec::new();
+    for (path, header) in paths.iter().zip(headers) {
+        let own = merge(std::slice::from_ref(path), progress)?;
+        counted &= own.requests.quota.is_some();
+        let mut row = crate::shards::row(path, header, &own, origin_ms);
+        let (shard, from_s) = (header.launch.shard.unwrap_or((0, 1)), crate::shards::takeover_from(header));
+        // A shard's own run whose share a takeover took over was lost, footer or not.
+        let taken = from_s.is_none()
+            && headers.iter().any(|h| h.launch.shard == Some(shard) && crate::shards::takeover_from(h).is_some());
+        let through_s = through(&own).filter(|_| !taken);
+        row.running = through_s.is_some();
+        s.shards.push(row);
+        ends.push(ShardEnd { shard, killed: killed(&own) || (taken && own.running.is_some()), from_s, through_s });
+        s.warnings.extend(crate::shards::restarted_warning(header));
+    }
+    if !ends.iter().any(|e| e.through_s.is_some()) {
+        s.running = None;
+    }
+    crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
+    match arrivals {
+        Some(arrivals) => crate::coverage::apply(s, arrivals, &ends),
+        None => {
+            crate::shards::mark_taken_over(&mut s.shards, &ends);
+            if let Some(count) = crate::shards::count_lost(&mut s.shards, &ends, headers) {
+                crate::coverage::apply_count(s, count);
             }
         }
     }
-    Ok(s)
+    for row in &s.shards {
+        if let Some(why) = &row.behind {
+            s.warnings.push(Warning::new(WarningKind::ShardBehind, format!(
+                "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
+                row.shard, row.host
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the files of `s` end without a footer: their run was killed.
@@ -153,13 +203,14 @@ fn killed(s: &RunSummary) -> bool {
     s.warnings.iter().any(|w| w.kind == WarningKind::RunKilled)
 }
 
-/// [`summarize_with`], refusing an incomplete or mixed set of shards.
-pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
-    summarize_with(paths, false)
+/// A run still going on: the seconds of its schedule its file holds so far (an interval
+/// `k` holds the second from `k` to `k + 1` of it); `None` for a run that ended.
+fn through(s: &RunSummary) -> Option<u64> {
+    s.running.as_ref().map(|_| s.intervals.last().map_or(0, |r| r.second + 1))
 }
 
 /// Reads and merges results files into one summary, as they are.
-fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
+fn merge(paths: &[PathBuf], progress: Progress) -> Result<RunSummary, FileError> {
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mut merged = MergedIntervals::new(readers);
     let mut total = Recorder::new();
@@ -186,7 +237,7 @@ fn merge(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
     // Each backend's answers per tick, for its gaps and the events' backend shares.
     let backends = total.backends.clone();
     let completed = total.counts.completed;
-    let mut s = build(merged.readers(), total, steps, intervals);
+    let mut s = build(merged.readers(), total, steps, intervals, progress);
     add_fairness(&mut s, &seen);
     let unproven = watched.unproven.clone();
     (s.processes, s.host) = watched.finish();
@@ -555,11 +606,16 @@ fn build(
     total: Recorder,
     steps: BTreeMap<u32, StepTotal>,
     intervals: Vec<IntervalRow>,
+    progress: Progress,
 ) -> RunSummary {
     let first = readers[0].header();
     let redaction = redaction_of(readers);
     let mut s = identity(readers, &redaction);
-    s.duration = durations(readers, &intervals, &mut s.warnings);
+    s.duration = durations(readers, &intervals, &mut s.warnings, progress);
+    if progress == Progress::Running && readers.iter().any(|r| r.footer().is_none() && !r.corrupt()) {
+        let planned_s = s.settings["plan"]["duration_s"].as_f64();
+        s.running = Some(super::Running { covered_s: s.duration.total_s, planned_s });
+    }
     s.requests = counts(&total);
     s.requests.quota = readers.iter().map(|r| r.footer().and_then(|f| f.due)).sum();
     s.streams = stream_summary(&total.counts);
@@ -713,7 +769,14 @@ fn stream_summary(c: &crate::recorder::Counts) -> Option<StreamSummary> {
     })
 }
 
-fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mut Vec<Warning>) -> Durations {
+/// The run's durations: by the footers; without one, by the intervals read. A file without
+/// a footer is said killed, unless it is of a run still going on.
+fn durations(
+    readers: &[ResultsReader],
+    intervals: &[IntervalRow],
+    warnings: &mut Vec<Warning>,
+    progress: Progress,
+) -> Durations {
     let footers: Vec<_> = readers.iter().filter_map(|r| r.footer()).collect();
     if footers.len() == readers.len() {
         // Merged runs ran side by side: the longest one is the run's duration.
@@ -737,7 +800,7 @@ fn durations(readers: &[ResultsReader], intervals: &[IntervalRow], warnings: &mu
     } else {
         format!("figures cover the {seconds:.0} s of the {} interval(s) read", intervals.len())
     };
-    if killed > 0 {
+    if killed > 0 && progress == Progress::Ended {
         let text = format!("{killed} of {n} results file(s) have no footer (the run was killed): {covered}");
         warnings.push(Warning::new(WarningKind::RunKilled, text));
     }

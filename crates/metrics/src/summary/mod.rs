@@ -15,7 +15,7 @@ mod flows;
 mod warning;
 
 use build::ratio;
-pub use build::{summarize, summarize_with};
+pub use build::{summarize, summarize_running, summarize_with};
 pub(crate) use checks::{lagging, saturated};
 pub use warning::{Warning, WarningKind};
 
@@ -717,6 +717,10 @@ pub struct RunSummary {
     /// The shards of a split run (`--shard`), each from its own file; empty otherwise.
     #[serde(default)]
     pub shards: Vec<crate::shards::ShardSummary>,
+    /// The run is still going on: its files are read as they are being written
+    /// ([`summarize_running`]), and the figures are the run so far; `None` once it ended.
+    #[serde(default)]
+    pub running: Option<Running>,
     /// Plain-language warnings, each of a kind: barrage was the bottleneck, a file was cut
     /// short, ...
     pub warnings: Vec<Warning>,
@@ -727,6 +731,26 @@ pub struct RunSummary {
     /// known: not written to JSON (a summary read back from JSON has none).
     #[serde(skip)]
     pub finished_in_attack: Option<u64>,
+}
+
+/// How far a run still going on has got: what a report of its files so far says in place
+/// of how long it lasted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Running {
+    /// Seconds of the run its files hold so far.
+    pub covered_s: f64,
+    /// Seconds it is to last (its `-d`); `None` when its length is not set in advance.
+    pub planned_s: Option<f64>,
+}
+
+impl Running {
+    /// `12 s of 30 s`, `12 s so far`.
+    pub fn progress(&self) -> String {
+        match self.planned_s {
+            Some(planned) => format!("{:.0} s of {planned:.0} s", self.covered_s),
+            None => format!("{:.0} s so far", self.covered_s),
+        }
+    }
 }
 
 /// Most sampled requests a summary keeps for the scatter plot.
