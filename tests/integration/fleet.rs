@@ -104,6 +104,33 @@ fn live_page(c: &Collect) -> (String, Value) {
     (page, data)
 }
 
+/// The live page of a fleet still running, against an origin that answers everything: the
+/// run so far, not a failed one. Its shards are running, not lost or killed; it succeeded
+/// in full; and it is due what the shards have reached, not the whole run's 3,600.
+fn assert_running((page, data): &(String, Value)) {
+    let s = &data["summary"];
+    assert!(page.contains("running: ") && page.contains(" of 6 s: the run so far"), "the page says how far it is");
+    assert!(!page.contains("FAILED") && !page.contains("aria-label=\"Warnings\""), "{}", s["warnings"]);
+    assert!(page.contains("<td>running</td>") && !page.contains("BEHIND"), "each shard's row says running");
+    assert_eq!(s["warnings"].as_array().unwrap().len(), 0, "no killed or lost warning: {}", s["warnings"]);
+    assert_eq!(s["success_ratio"], 1.0, "{}", s["requests"]);
+    assert!(s["running"]["covered_s"].as_f64().unwrap() < 6.0, "{}", s["running"]);
+    let shards = s["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 3);
+    for row in shards {
+        assert!(row["running"] == true && row["behind"].is_null() && row["success_ratio"] == 1.0, "{row}");
+    }
+    let (due, sent, unsent) = (
+        s["coverage"]["intended"].as_u64().unwrap(),
+        s["requests"]["sent"].as_u64().unwrap(),
+        s["coverage"]["unsent"].as_u64().unwrap(),
+    );
+    // Sent when due, give or take those due at the end of a shard's last second recorded
+    // and sent in the next one.
+    assert!(due < 3600 && sent <= due + 3 && sent as f64 >= 0.9 * due as f64, "due {due}, sent {sent}");
+    assert_eq!(unsent, 0, "nothing of a running shard is never sent");
+}
+
 /// Waits for `child` at most `within`; kills it and fails past that.
 fn wait_for(child: &mut Child, within: Duration) -> Option<i32> {
     let deadline = Instant::now() + within;
@@ -178,6 +205,7 @@ fn the_collectors_report_is_the_post_run_merge_exactly_and_the_clocks_are_record
             let page = live_page(&c);
             assert!(page.0.contains("<meta http-equiv=\"refresh\" content=\"5\">"), "{}", &page.0[..400]);
             assert!(page.1["summary"]["requests"]["total"].as_u64().unwrap() > 600, "{}", page.1["summary"]);
+            assert_running(&page);
             assert!(children.iter_mut().all(|c| c.try_wait().unwrap().is_none()), "seen live, not after the run");
             break;
         }
@@ -237,6 +265,9 @@ fn a_killed_shard_is_lost_and_named_and_the_others_are_merged() {
     assert_eq!(c["unsent"].as_u64().unwrap(), 800 - sent(1), "{c}");
     assert_eq!(shards[1]["due"], 800);
     assert!(shards[1]["behind"].as_str().unwrap().starts_with("lost: sent"), "{}", shards[1]);
+    // Its success is of the requests due to it, never sent ones failed: not 100%.
+    let own = shards[1]["ok"].as_f64().unwrap() / 800.0;
+    assert!(own < 0.5 && (shards[1]["success_ratio"].as_f64().unwrap() - own).abs() < 1e-9, "{}", shards[1]);
     let ok = live["requests"]["ok"].as_f64().unwrap();
     assert!((live["success_ratio"].as_f64().unwrap() - ok / 2400.0).abs() < 1e-9, "never sent counts as failed");
     let intervals = live["intervals"].as_array().unwrap();
@@ -338,7 +369,7 @@ fn with_on_shard_loss_abort_a_lost_shard_stops_the_others() {
     }
     assert!(started.elapsed() < Duration::from_secs(60), "the others stopped long before their 120 s");
     let (code, live, stderr) = c.wait(Duration::from_secs(30));
-    assert!(stderr.contains("every shard was told to stop: shard 0 was lost (--on-shard-loss abort)"), "{stderr}");
+    assert!(stderr.contains("every shard was told to stop: shard 0/3 was lost (--on-shard-loss abort)"), "{stderr}");
     assert_eq!(code, Some(1), "{stderr}");
     assert!(live["shards"][1]["behind"].as_str().unwrap().starts_with("stopped: sent"), "{}", live["shards"][1]);
 }
@@ -479,7 +510,7 @@ fn run_with_takeover(dir: &Path, plan: &[&str]) -> (Value, String) {
     let (code, live, stderr) = c.kill_shard_1_at(3, children);
     assert!(
         stderr.contains("shard 1/3 lost: its data stopped")
-            && stderr.contains("shard 0 takes over its share from second"),
+            && stderr.contains("shard 0/3 takes over its share from second"),
         "{stderr}"
     );
     assert_eq!(code, Some(0), "{stderr}");
@@ -541,6 +572,13 @@ fn a_closed_loop_takeover_restarts_the_lost_shards_workers_for_the_rest_of_the_w
         assert!(shown.contains(&format!("1/3 takeover from {from_s} s, restarted")), "{shown}");
         assert!(shown.contains("afresh: not an exact continuation"), "the Shards table's note");
         assert!(shown.contains("to its end, not continued exactly"), "the warning");
+        // The note says what this run's columns are: a closed loop's latency is not
+        // corrected; the start was the collector's; the lost shard's unknown first send.
+        assert!(shown.contains("p99: latency from each request's send (a closed loop has no schedule"), "{shown}");
+        assert!(!shown.contains("p99 is corrected") && !shown.contains("corrected latency (from each"), "{shown}");
+        assert!(shown.contains("start: how long after the start the collector gave (--rendezvous)"), "{shown}");
+        assert!(!shown.contains("after --start-at"), "{shown}");
+        assert!(shown.contains("(-: not known yet; a shard writes it with its footer"), "{shown}");
     }
     // Two workers at 10 ms a request: 200/s; SIGKILL loses at most its last second and a
     // half of results (the interval not yet written, and the one in flight); two, on a busy
@@ -623,4 +661,18 @@ fn a_closed_loops_count_is_not_taken_over_and_the_collector_says_why() {
     let lost = live["shards"].as_array().unwrap().iter().find(|s| s["shard"] == "1/3").expect("its row");
     assert_eq!(lost["due"], 1600, "{lost}");
     assert!(lost["behind"].as_str().unwrap().contains("never sent"), "{lost}");
+    let never = 1600 - lost["sent"].as_u64().unwrap();
+    assert!(never > 0, "{lost}");
+    let own = lost["ok"].as_f64().unwrap() / 1600.0;
+    assert!((lost["success_ratio"].as_f64().unwrap() - own).abs() < 1e-9, "of its part: {lost}");
+    // And in the run's: the count is what it intended, what the lost shard never sent of
+    // it is never sent, and failed.
+    let c = &live["coverage"];
+    assert_eq!((c["intended"].as_u64(), c["unsent"].as_u64()), (Some(4800), Some(never)), "{c}");
+    let ok = live["requests"]["ok"].as_f64().unwrap();
+    assert!((live["success_ratio"].as_f64().unwrap() - ok / 4800.0).abs() < 1e-9, "{}", live["success_ratio"]);
+    let warned = live["warnings"].as_array().unwrap().iter().any(|w| {
+        w["kind"] == "arrivals_never_sent" && w["text"].as_str().unwrap().starts_with(&format!("{never} of the run's 4800 requests (-n) were never sent (shard 1/3 lost)"))
+    });
+    assert!(warned, "{}", live["warnings"]);
 }

@@ -221,13 +221,13 @@ impl Collector {
         let why = match (i < n, self.config.on_loss) {
             (false, _) => format!("its takeover: {why}"),
             (true, OnLoss::Abort) => {
-                state.stop.get_or_insert(format!("shard {shard} was lost (--on-shard-loss abort): {why}"));
+                state.stop.get_or_insert(format!("shard {shard}/{n} was lost (--on-shard-loss abort): {why}"));
                 why
             }
             (true, OnLoss::Takeover) => match refused {
                 Some(no) => format!("{why}; its share cannot be taken over: {no}"),
                 None => match adopt(state, shard) {
-                    Some((by, from)) => format!("{why}; shard {by} takes over its share from second {from}"),
+                    Some((by, from)) => format!("{why}; shard {by}/{n} takes over its share from second {from}"),
                     None => format!("{why}; no shard is left to take over its share"),
                 },
             },

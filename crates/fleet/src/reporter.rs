@@ -232,8 +232,8 @@ impl Stream {
         for (shard, mut child) in self.adopted.drain(..) {
             match child.wait() {
                 Ok(status) if status.success() => {}
-                Ok(status) => eprintln!("barrage: the takeover of shard {shard} ended with {status}"),
-                Err(e) => eprintln!("barrage: the takeover of shard {shard}: {e}"),
+                Ok(status) => eprintln!("barrage: the takeover of shard {shard}/{} ended with {status}", self.shard.1),
+                Err(e) => eprintln!("barrage: the takeover of shard {shard}/{}: {e}", self.shard.1),
             }
         }
     }
