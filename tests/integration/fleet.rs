@@ -696,7 +696,11 @@ fn a_closed_loops_count_is_not_taken_over_and_the_collector_says_why() {
     let ok = live["requests"]["ok"].as_f64().unwrap();
     assert!((live["success_ratio"].as_f64().unwrap() - ok / 4800.0).abs() < 1e-9, "{}", live["success_ratio"]);
     let warned = live["warnings"].as_array().unwrap().iter().any(|w| {
-        w["kind"] == "arrivals_never_sent" && w["text"].as_str().unwrap().starts_with(&format!("{never} of the run's 4800 requests (-n) were never sent (shard 1/3 lost)"))
+        w["kind"] == "arrivals_never_sent"
+            && w["text"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{never} of the run's 4800 requests (-n) were never sent (shard 1/3 lost)"))
     });
     assert!(warned, "{}", live["warnings"]);
 }

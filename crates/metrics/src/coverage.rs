@@ -100,7 +100,8 @@ pub(crate) fn apply(s: &mut crate::summary::RunSummary, arrivals: &[u64], shards
     let reached = shards.iter().filter_map(|e| e.through_s).min().unwrap_or(u64::MAX);
     for row in s.intervals.iter_mut() {
         let j = row.second as usize;
-        row.due = arrivals.get(j + 1).zip(arrivals.get(j)).filter(|_| row.second < reached).map(|(&b, &a)| of(b) - of(a));
+        row.due =
+            arrivals.get(j + 1).zip(arrivals.get(j)).filter(|_| row.second < reached).map(|(&b, &a)| of(b) - of(a));
     }
     count_unsent(s, intended, unsent, &lost);
 }
@@ -155,5 +156,29 @@ mod tests {
             assert_eq!(each[0], (0..k).filter(|x| x % 3 == 0).count() as u64);
         }
         assert_eq!(share(10, (0, 1)), 10);
+    }
+
+    /// A shard is due its share of the schedule: to its takeover's second, from it for the
+    /// takeover, and, still running, up to the seconds its file holds.
+    #[test]
+    fn a_shard_is_due_its_share_up_to_where_it_ended_was_taken_over_or_has_got() {
+        // 30 arrivals a second for 4 s: due before each second.
+        let arrivals = [0, 30, 60, 90, 120];
+        let end = |i: u32, from_s: Option<u64>, through_s: Option<u64>| ShardEnd {
+            shard: (i, 3),
+            killed: false,
+            from_s,
+            through_s,
+        };
+        let whole = [end(0, None, None), end(1, None, None), end(2, None, None)];
+        assert_eq!(due(&arrivals, &whole[1], &whole), 40);
+        let running = [end(0, None, Some(2)), end(1, None, Some(1)), end(2, None, None)];
+        let each: Vec<u64> = running.iter().map(|e| due(&arrivals, e, &running)).collect();
+        assert_eq!(each, [20, 10, 40], "up to its second 2, its second 1, to the end");
+        assert_eq!(due(&arrivals, &end(0, None, Some(0)), &running), 0, "nothing recorded: nothing due");
+        let taken = [end(0, None, None), end(1, None, None), end(2, None, None), end(1, Some(3), None)];
+        assert_eq!((due(&arrivals, &taken[1], &taken), due(&arrivals, &taken[3], &taken)), (30, 10));
+        let taking = [end(1, None, None), end(1, Some(1), Some(3))];
+        assert_eq!(due(&arrivals, &taking[1], &taking), 20, "the takeover so far: seconds 1 and 2");
     }
 }

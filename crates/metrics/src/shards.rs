@@ -496,7 +496,8 @@ mod tests {
         use crate::coverage::ShardEnd;
         let h = header(crate::file::Mode::Closed, r#"{"plan":{"requests":4800}}"#, (0, 3));
         let row = |sent: u64| ShardSummary { sent, due: sent, ..Default::default() };
-        let end = |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s, through_s: None };
+        let end =
+            |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s, through_s: None };
         let mut rows = vec![row(1600), row(500), row(1600)];
         count_lost(
             &mut rows,
