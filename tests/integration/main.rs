@@ -17,6 +17,7 @@ mod experiments;
 mod faults;
 mod files;
 mod fleet;
+mod fleet_refuse;
 mod flows;
 mod fronts;
 mod gates;

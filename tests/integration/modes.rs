@@ -230,8 +230,11 @@ fn sample(flag: &str, w: &World) -> Sample {
         }
         "clock-offset" => plain(s(&["--clock-offset", "+1ms"])),
         // A study is a series of runs: it streams none to a collector (refused).
-        "report-to" => plain(vec!["--report-to".into(), crate::util::refused_url()]),
-        "rendezvous" => with(s(&["--rendezvous"]), vec!["--report-to".into(), crate::util::refused_url()]),
+        "report-to" => with(vec!["--report-to".into(), crate::util::refused_url()], s(&["--shard", "0/1"])),
+        "rendezvous" => with(
+            s(&["--rendezvous"]),
+            vec!["--report-to".into(), crate::util::refused_url(), "--shard".into(), "0/1".into()],
+        ),
         "resume-at" => {
             let soon = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2;
             with(s(&["--resume-at", "1s"]), vec!["--shard".into(), "0/2".into(), "--start-at".into(), soon.to_string()])

@@ -16,7 +16,7 @@ pub struct CollectArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7340")]
     pub listen: std::net::SocketAddr,
     /// Its copies of the shards' results files, byte for byte (shard-I.brg): a new
-    /// directory, the user's alone. [default: fleet-<UTC time>]
+    /// directory, the user's alone. [default: fleet-<UTC time>, as fleet-20261128T235959Z]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// A shard whose data stops for this long before it ends is lost: its intervals so far

@@ -66,7 +66,8 @@ pub struct LaunchArgs {
     pub clock_offset: Option<barrage_plan::units::ClockOffset>,
     /// Stream the results to a collector as the run goes (`barrage collect`, at
     /// http://HOST:PORT/): the fleet's live view, and its merge when every shard ended.
-    #[arg(long, value_name = "URL", help_heading = "Scale-out")]
+    /// Needs --shard I/N (0/1 for a fleet of one): the collector tells the shards apart.
+    #[arg(long, value_name = "URL", requires = "shard", help_heading = "Scale-out")]
     pub report_to: Option<String>,
     /// Start when the collector says: measure this machine's clock against the
     /// collector's (NTP's four timestamps), report ready, and start the schedule at the

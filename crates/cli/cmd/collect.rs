@@ -46,6 +46,9 @@ pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> 
 
 /// The merged report of what came, as `barrage report` gives it; the lost shards named first.
 fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> anyhow::Result<Exit> {
+    for why in &c.refused {
+        eprintln!("barrage collect: refused {why}");
+    }
     for lost in &c.lost {
         eprintln!("barrage collect: shard {}/{} lost: {}", lost.shard, a.shards, lost.why);
     }
@@ -59,7 +62,10 @@ fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> 
         anyhow::bail!("no shard sent its run");
     }
     // What came is merged, whatever is missing: the report says first what does not fit.
-    let summary = barrage_metrics::summary::summarize_with(&c.files, true)?;
+    let mut summary = barrage_metrics::summary::summarize_with(&c.files, true)?;
+    if summary.interrupted {
+        summary.stopped_by = c.stopped.as_ref().map(|why| format!("the collector: {why}"));
+    }
     emit_with(&Report::Run(&summary), &a.emit, html)?;
     let results: Vec<_> = a.gates.slo.iter().map(|s| s.check(&summary)).collect();
     let suite = format!("barrage collect {}", barrage_report::urls_line(&summary.urls));
@@ -98,10 +104,11 @@ fn fleet_slo(slos: &[Slo], files: &[PathBuf]) -> Option<String> {
     (!missed.is_empty()).then(|| format!("fleet-wide --slo missed: {}", missed.join(", ")))
 }
 
-/// `fleet-<Unix seconds>` in the working directory.
+/// `fleet-<UTC time>` in the working directory: `fleet-20261128T235959Z`.
 fn default_dir() -> PathBuf {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    PathBuf::from(format!("fleet-{secs}"))
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let digits: String = barrage_report::utc(ms).chars().filter(char::is_ascii_digit).collect();
+    PathBuf::from(format!("fleet-{}T{}Z", &digits[..8], &digits[8..14]))
 }
 
 /// A shard's part in a fleet (`run --report-to`, `--rendezvous`): its stream to the
@@ -121,9 +128,11 @@ impl Shard {
     ) -> anyhow::Result<Option<Shard>> {
         let Some(url) = &launch.report_to else { return Ok(None) };
         let shard = (job.plan.shard.index, job.plan.shard.count);
+        let (run, plan) = (token(), job.plan_digest());
         if launch.rendezvous {
             let client = barrage_fleet::client::Client::new(url)?;
-            let met = barrage_fleet::rendezvous::rendezvous(&client, shard, stop)?;
+            let comer = barrage_fleet::rendezvous::Comer { shard, run: &run, plan: &plan };
+            let met = barrage_fleet::rendezvous::rendezvous(&client, &comer, stop)?;
             job.start_at = Some(met.start);
             job.clock_offset_us = Some(met.clock.offset_us);
             job.fleet = Some(serde_json::json!({ "rendezvous": met.clock }));
@@ -133,17 +142,32 @@ impl Shard {
             Some(_) => (barrage_fleet::Part::Takeover, None),
             None => (barrage_fleet::Part::Own, takeover(job)),
         };
-        let (reporter, mirror) = barrage_fleet::Reporter::start(client, shard, part, takeover, stop.clone())?;
+        let who = barrage_fleet::Who { shard, part, run, plan };
+        let (reporter, mirror) = barrage_fleet::Reporter::start(client, who, takeover, stop.clone())?;
         job.mirror = Some(mirror);
         Ok(Some(Shard { reporter }))
     }
 
-    /// The run ended: the rest of its stream sent, or a line on why not.
-    pub fn finish(self) {
-        if let Err(why) = self.reporter.finish() {
+    /// The run ended: the rest of its stream sent, or a line on why not; who stopped the
+    /// run, if the collector did. A shard the collector refused is an error (exit 2): it is
+    /// not a part of the fleet's run.
+    pub fn finish(self) -> anyhow::Result<Option<String>> {
+        let ended = self.reporter.finish();
+        if let Some(why) = ended.short {
             eprintln!("barrage: --report-to: {why}");
         }
+        if let Some(why) = ended.refused {
+            anyhow::bail!("--report-to: the collector refused this shard, which stopped: {why}");
+        }
+        Ok(ended.stopped.map(|why| format!("the collector: {why}")))
     }
+}
+
+/// A token of this process, for the collector to tell two processes given one `--shard`
+/// apart: its pid and the time it asked, in hex.
+fn token() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    format!("{:x}{:x}", std::process::id(), now.as_nanos())
 }
 
 /// How this shard takes over a lost one's share: its own command line again, as that shard

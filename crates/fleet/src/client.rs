@@ -21,6 +21,9 @@ pub enum ClientError {
     /// The collector could not be reached, or did not answer in time.
     #[error("the collector at {0}: {1}")]
     Unreachable(String, String),
+    /// It answered, and said no (a shard it does not take), or is not a collector.
+    #[error("the collector at {0} refused: {1}")]
+    Refused(String, String),
 }
 
 /// A client of one collector.
@@ -109,10 +112,10 @@ impl Client {
         if !status.is_success() {
             let said: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
             let why = said["error"].as_str().map(str::to_string).unwrap_or_else(|| status.to_string());
-            return Err(ClientError::Unreachable(self.base.clone(), why));
+            return Err(ClientError::Refused(self.base.clone(), why));
         }
         serde_json::from_slice(body)
             .map(Some)
-            .map_err(|e| ClientError::Unreachable(self.base.clone(), format!("an answer that is not ours: {e}")))
+            .map_err(|e| ClientError::Refused(self.base.clone(), format!("an answer that is not a collector's: {e}")))
     }
 }

@@ -63,9 +63,10 @@ pub enum CollectError {
     /// A bad flag value.
     #[error("{0}")]
     Config(String),
-    /// The directory or the listening socket.
+    /// The directory or the listening socket. The cause is in the message, not a source
+    /// as well: a one-line error says it once.
     #[error("{0}: {1}")]
-    Io(String, #[source] std::io::Error),
+    Io(String, std::io::Error),
 }
 
 /// A shard that did not end: why.
@@ -88,6 +89,8 @@ pub struct Collected {
     pub stopped: Option<String>,
     /// Why the start failed (a clock over budget), if it did.
     pub aborted: Option<String>,
+    /// The shards refused (another plan, a second process for one shard), and why.
+    pub refused: Vec<String>,
 }
 
 /// A running collector: its server, and the state its loop merges from.
@@ -105,9 +108,10 @@ impl Collector {
         if config.shards == 0 || config.shards > MAX_SHARDS {
             return Err(CollectError::Config(format!("--shards {}: give 1 to {MAX_SHARDS}", config.shards)));
         }
-        make_private_dir(&config.dir).map_err(|e| CollectError::Io(format!("--dir {}", config.dir.display()), e))?;
+        // Bound first: a port in use leaves no directory behind.
         let listener = std::net::TcpListener::bind(config.listen)
             .map_err(|e| CollectError::Io(format!("--listen {}", config.listen), e))?;
+        make_private_dir(&config.dir).map_err(|e| CollectError::Io(format!("--dir {}", config.dir.display()), e))?;
         let addr = listener.local_addr().map_err(|e| CollectError::Io("--listen".into(), e))?;
         listener.set_nonblocking(true).map_err(|e| CollectError::Io("--listen".into(), e))?;
         let state = State {
@@ -125,6 +129,8 @@ impl Collector {
             max_offset_us: config.max_clock_offset.as_micros() as i64,
             lead: config.lead,
             files: Vec::new(),
+            plan: None,
+            refused: Vec::new(),
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -256,12 +262,15 @@ impl Collector {
         }
         let mut lost = merge.lost.clone();
         if nobody {
-            let why = aborted
-                .clone()
-                .map_or(format!("no shard sent data within {FIRST_DATA_WITHIN:?}"), |a| format!("no start: {a}"));
+            let why = match (&aborted, &state.stop) {
+                (Some(a), _) => format!("no start: {a}"),
+                (None, Some(stop)) => format!("it sent no data before {stop}"),
+                (None, None) => format!("no shard sent data within {FIRST_DATA_WITHIN:?}"),
+            };
             lost = (0..self.config.shards).map(|shard| Lost { shard, why: why.clone() }).collect();
         }
-        Some(Collected { files: merge.files(), lost, stopped: state.stop.clone(), aborted })
+        let (stopped, refused) = (state.stop.clone(), state.refused.clone());
+        Some(Collected { files: merge.files(), lost, stopped, aborted, refused })
     }
 }
 

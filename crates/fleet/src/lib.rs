@@ -14,5 +14,5 @@ mod server;
 
 pub use collector::{CollectError, Collected, Collector, Config, Lost, OnLoss};
 pub use page::Render;
-pub use reporter::{Part, Reporter, Takeover};
+pub use reporter::{Ended, Part, Reporter, Takeover, Who};
 pub use server::shard_file;

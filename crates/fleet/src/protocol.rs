@@ -3,9 +3,9 @@
 //! | request | answer |
 //! |---|---|
 //! | `GET /v1/clock` | `{"t2": µs, "t3": µs}`: when the collector received it and answered |
-//! | `POST /v1/ready` with a [`Ready`] | 200, or 409 with `{"error": …}` (wrong N, a second shard I) |
+//! | `POST /v1/ready` with a [`Ready`] | 200, or 409 with `{"error": …}` (wrong N, a second shard I, another plan) |
 //! | `GET /v1/start?shard=I` | [`Start`] once every shard is ready (waits up to a second for it), 204 before |
-//! | `POST /v1/data?shard=I&shards=N&offset=O[&part=1]` with bytes | [`Ack`]; 409 with the [`Ack`] when O is not what the collector has |
+//! | `POST /v1/data?shard=I&shards=N&offset=O&run=T&plan=D[&part=1]` with bytes | [`Ack`]; 409 with the [`Ack`] when O is not what the collector has; 403 with `{"error": …}` for a shard refused (another process already sends shard I, or plan D is not the run's) |
 //! | `GET /v1/status` | [`Status`]: every shard, and what is final |
 //!
 //! The data are the shard's results file, byte for byte, in whole records: the collector's
@@ -32,6 +32,14 @@ pub struct Ready {
     pub shards: u32,
     /// Its clock against the collector's.
     pub clock: crate::clock::Offset,
+    /// Who sends it: the shard process's own token, so that a second process given the same
+    /// `--shard I/N` is told apart and refused.
+    #[serde(default)]
+    pub run: String,
+    /// The digest of its plan (a results header's `plan_digest`): every shard of one run
+    /// has the same.
+    #[serde(default)]
+    pub plan: String,
 }
 
 /// The collector's word on the start: a time on its clock, or why there is none.

@@ -40,10 +40,22 @@ pub enum RendezvousError {
     Stopped,
 }
 
+/// Who comes to the rendezvous: its shard (I, N), its process's token and its plan's digest
+/// (the collector refuses a second process for one shard, and another plan).
+pub struct Comer<'a> {
+    /// I and N of `--shard I/N`.
+    pub shard: (u32, u32),
+    /// The shard process's token.
+    pub run: &'a str,
+    /// Its plan's digest.
+    pub plan: &'a str,
+}
+
 /// Measures the clock, says ready, waits for the start (or `stop`).
-pub fn rendezvous(client: &Client, shard: (u32, u32), stop: &CancellationToken) -> Result<Rendezvous, RendezvousError> {
+pub fn rendezvous(client: &Client, comer: &Comer, stop: &CancellationToken) -> Result<Rendezvous, RendezvousError> {
+    let shard = comer.shard;
     let clock = measure(client, stop)?;
-    let ready = Ready { shard: shard.0, shards: shard.1, clock };
+    let ready = Ready { shard: shard.0, shards: shard.1, clock, run: comer.run.into(), plan: comer.plan.into() };
     client.post::<serde_json::Value>("/v1/ready", &ready)?;
     loop {
         if stop.is_cancelled() {
@@ -64,10 +76,12 @@ pub fn rendezvous(client: &Client, shard: (u32, u32), stop: &CancellationToken) 
 }
 
 /// The clock against the collector's, from [`EXCHANGES`] exchanges; tries to reach the
-/// collector for [`REACH_FOR`] first.
+/// collector for [`REACH_FOR`] first, and says so at once. An address that answers but not
+/// as a collector is refused at once: waiting would not make it one.
 fn measure(client: &Client, stop: &CancellationToken) -> Result<Offset, RendezvousError> {
     let gave_up = std::time::Instant::now() + REACH_FOR;
     let mut exchanges = Vec::with_capacity(EXCHANGES);
+    let mut said = false;
     while exchanges.len() < EXCHANGES {
         if stop.is_cancelled() {
             return Err(RendezvousError::Stopped);
@@ -75,7 +89,16 @@ fn measure(client: &Client, stop: &CancellationToken) -> Result<Offset, Rendezvo
         match exchange(client) {
             Ok(e) => exchanges.push(e),
             // Not up yet: a shard's pod may be scheduled before the collector's.
-            Err(_) if exchanges.is_empty() && std::time::Instant::now() < gave_up => std::thread::sleep(RETRY_EVERY),
+            Err(ClientError::Unreachable(_, why)) if exchanges.is_empty() && std::time::Instant::now() < gave_up => {
+                if !std::mem::replace(&mut said, true) {
+                    eprintln!(
+                        "barrage: --rendezvous: waiting up to {} s for the collector at {} ({why})",
+                        REACH_FOR.as_secs(),
+                        client.base()
+                    );
+                }
+                std::thread::sleep(RETRY_EVERY)
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -89,7 +112,10 @@ fn exchange(client: &Client) -> Result<Exchange, ClientError> {
     let said: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     match (status.is_success(), said["t2"].as_i64(), said["t3"].as_i64()) {
         (true, Some(t2), Some(t3)) => Ok(Exchange { t1, t2, t3, t4 }),
-        _ => Err(ClientError::Unreachable(client.base().into(), format!("a clock answer that is not ours ({status})"))),
+        _ => Err(ClientError::Refused(
+            client.base().into(),
+            format!("it answers {status} to a collector's clock question: not a barrage collector"),
+        )),
     }
 }
 

@@ -49,21 +49,45 @@ pub enum Part {
     Takeover,
 }
 
+/// Which stream a run sends: its shard, its part, its process's token and its plan's
+/// digest (the collector refuses a second process for one stream, and another plan).
+#[derive(Clone, Debug)]
+pub struct Who {
+    /// I and N of `--shard I/N`.
+    pub shard: (u32, u32),
+    /// The shard's own run, or its takeover.
+    pub part: Part,
+    /// The process's token.
+    pub run: String,
+    /// The plan's digest.
+    pub plan: String,
+}
+
+/// How a stream ended.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// The collector refused the shard, and why: the run was stopped at once.
+    pub refused: Option<String>,
+    /// The collector told the run to stop, and why.
+    pub stopped: Option<String>,
+    /// Why not all of the stream reached the collector, if it did not.
+    pub short: Option<String>,
+}
+
 /// The thread that streams one run.
 pub struct Reporter {
     tx: mpsc::Sender<Message>,
-    thread: std::thread::JoinHandle<Result<(), String>>,
+    thread: std::thread::JoinHandle<Ended>,
 }
 
 impl Reporter {
-    /// Starts streaming shard `shard` (I, N) to `client`'s collector: the mirror to hand the
-    /// run's results writer. A collector's stop cancels `stop`; its request to take over a
-    /// lost shard's share starts `takeover`'s command (once per lost shard), which the
-    /// reporter waits for before it ends.
+    /// Starts streaming `who` to `client`'s collector: the mirror to hand the run's results
+    /// writer. A collector's stop, or its refusal of the shard, cancels `stop`; its request
+    /// to take over a lost shard's share starts `takeover`'s command (once per lost shard),
+    /// which the reporter waits for before it ends.
     pub fn start(
         client: Client,
-        shard: (u32, u32),
-        part: Part,
+        who: Who,
         takeover: Option<Takeover>,
         stop: CancellationToken,
     ) -> std::io::Result<(Reporter, Mirror)> {
@@ -75,34 +99,34 @@ impl Reporter {
         let thread = std::thread::Builder::new().name("barrage-report-to".into()).spawn(move || {
             let mut stream = Stream {
                 client,
-                shard,
-                part,
+                who,
                 stop,
                 queue: VecDeque::new(),
                 queued: 0,
                 sent: 0,
                 takeover,
                 adopted: Vec::new(),
+                ended: Ended::default(),
             };
-            let streamed = stream.run(rx);
+            stream.ended.short = stream.run(rx).err();
             stream.wait_for_takeovers();
-            streamed
+            stream.ended
         })?;
         Ok((Reporter { tx, thread }, mirror))
     }
 
-    /// The run ended: posts what is left (for at most [`FLUSH_FOR`]); why not all of it
-    /// reached the collector, if it did not.
-    pub fn finish(self) -> Result<(), String> {
+    /// The run ended: posts what is left (for at most [`FLUSH_FOR`]); how the stream ended.
+    pub fn finish(self) -> Ended {
         let _ = self.tx.send(Message::End);
-        self.thread.join().unwrap_or_else(|_| Err("the reporting thread panicked".into()))
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Ended { short: Some("the reporting thread panicked".into()), ..Ended::default() })
     }
 }
 
 struct Stream {
     client: Client,
-    shard: (u32, u32),
-    part: Part,
+    who: Who,
     stop: CancellationToken,
     /// Records not yet taken by the collector, in order.
     queue: VecDeque<Vec<u8>>,
@@ -112,6 +136,7 @@ struct Stream {
     takeover: Option<Takeover>,
     /// The takeovers started: the lost shard and its process.
     adopted: Vec<(u32, std::process::Child)>,
+    ended: Ended,
 }
 
 impl Stream {
@@ -140,13 +165,16 @@ impl Stream {
             if !self.queue.is_empty() {
                 failure = match self.post() {
                     Ok(()) => None,
-                    // Refused (not this run's collector, a shard it does not know): said
-                    // at once, not after the run; the run goes on without it.
+                    // Refused (another plan, a second process for this shard, a shard it
+                    // does not know): said at once, and the run stops: a shard of a fleet
+                    // whose collector will not have it is not a part of the run planned.
                     Err(Failure::Refused(why)) => {
                         eprintln!(
                             "barrage: --report-to: the collector at {} refused the results: {why}",
                             self.client.base()
                         );
+                        self.ended.refused = Some(why);
+                        self.stop.cancel();
                         return Ok(());
                     }
                     Err(Failure::Unreachable(why)) => Some(why),
@@ -182,11 +210,12 @@ impl Stream {
             }
             body.extend_from_slice(r);
         }
-        let part = match self.part {
+        let part = match self.who.part {
             Part::Own => 0,
             Part::Takeover => 1,
         };
-        let path = format!("/v1/data?shard={}&shards={}&offset={}&part={part}", self.shard.0, self.shard.1, self.sent);
+        let (i, n, at, run, plan) = (self.who.shard.0, self.who.shard.1, self.sent, &self.who.run, &self.who.plan);
+        let path = format!("/v1/data?shard={i}&shards={n}&offset={at}&part={part}&run={run}&plan={plan}");
         let sent = self.client.send(Method::POST, &path, Bytes::from(body));
         let (status, answer) = sent.map_err(|e| Failure::Unreachable(e.to_string()))?;
         let said = |other: StatusCode| {
@@ -204,8 +233,9 @@ impl Stream {
             self.adopt(adopt);
         }
         if let Some(why) = ack.stop {
-            if !self.stop.is_cancelled() {
+            if self.ended.stopped.is_none() && !self.stop.is_cancelled() {
                 eprintln!("barrage: the collector stopped the run: {why}");
+                self.ended.stopped = Some(why);
                 self.stop.cancel();
             }
         }
@@ -220,10 +250,13 @@ impl Stream {
         }
         match command(a).spawn() {
             Ok(child) => {
-                eprintln!("barrage: taking over shard {}/{}'s share from second {}", a.shard, self.shard.1, a.from_s);
+                eprintln!(
+                    "barrage: taking over shard {}/{}'s share from second {}",
+                    a.shard, self.who.shard.1, a.from_s
+                );
                 self.adopted.push((a.shard, child));
             }
-            Err(e) => eprintln!("barrage: cannot take over shard {}/{}: {e}", a.shard, self.shard.1),
+            Err(e) => eprintln!("barrage: cannot take over shard {}/{}: {e}", a.shard, self.who.shard.1),
         }
     }
 
@@ -232,8 +265,10 @@ impl Stream {
         for (shard, mut child) in self.adopted.drain(..) {
             match child.wait() {
                 Ok(status) if status.success() => {}
-                Ok(status) => eprintln!("barrage: the takeover of shard {shard}/{} ended with {status}", self.shard.1),
-                Err(e) => eprintln!("barrage: the takeover of shard {shard}/{}: {e}", self.shard.1),
+                Ok(status) => {
+                    eprintln!("barrage: the takeover of shard {shard}/{} ended with {status}", self.who.shard.1)
+                }
+                Err(e) => eprintln!("barrage: the takeover of shard {shard}/{}: {e}", self.who.shard.1),
             }
         }
     }

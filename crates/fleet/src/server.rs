@@ -38,6 +38,8 @@ pub(crate) struct Shard {
     pub adopt: Option<Adopt>,
     /// A takeover's stream: when a survivor was asked to start it.
     pub asked: Option<Instant>,
+    /// The token of the process that sends it: another process is refused.
+    pub run: Option<String>,
 }
 
 /// What the collector knows, shared by the server and the merging loop.
@@ -55,6 +57,11 @@ pub(crate) struct State {
     pub lead: Duration,
     /// The copies that hold a run (a whole header), by stream: what the live page shows.
     pub files: Vec<PathBuf>,
+    /// The run's plan digest, and the shard that came with it first: a shard with another
+    /// is refused.
+    pub plan: Option<(u32, String)>,
+    /// The shards refused, and why, for the collector's last word.
+    pub refused: Vec<String>,
 }
 
 pub(crate) struct Shared {
@@ -80,6 +87,14 @@ pub(crate) fn stream_file(dir: &std::path::Path, s: u32, n: u32) -> PathBuf {
     match s.checked_sub(n) {
         Some(i) => dir.join(format!("shard-{i}.takeover.brg")),
         None => shard_file(dir, s),
+    }
+}
+
+/// Stream `s` (of `n` shards) for people: `shard 1/3`, or `the takeover of shard 1/3`.
+pub(crate) fn stream_name(s: u32, n: u32) -> String {
+    match s.checked_sub(n) {
+        Some(i) => format!("the takeover of shard {i}/{n}"),
+        None => format!("shard {s}/{n}"),
     }
 }
 
@@ -121,7 +136,14 @@ async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes
         },
         (&Method::GET, "/v1/start") => start(shared).await,
         (&Method::POST, "/v1/data") => match (query.shard(shared), body(req, MAX_POST_BYTES).await) {
-            (Ok(i), Ok(b)) => data(shared, i, query.offset, &b),
+            (Ok(i), Ok(b)) => {
+                // The lock is let go before `data` takes it again.
+                let admitted = admit(&mut shared.lock(), i, &query.run, &query.plan);
+                match admitted {
+                    Ok(()) => data(shared, i, query.offset, &b),
+                    Err((status, why)) => error(status, &why),
+                }
+            }
             (Err((status, why)), _) | (_, Err((status, why))) => error(status, &why),
         },
         (&Method::GET, "/v1/status") => json(StatusCode::OK, &status(shared)),
@@ -130,14 +152,19 @@ async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes
     }
 }
 
-/// A request's query: `shard`, `shards`, `offset` and `part`.
+/// A request's query: `shard`, `shards`, `offset`, `part`, `run` and `plan`.
 #[derive(Default)]
 struct Query {
     shard: Option<u32>,
     shards: Option<u32>,
     offset: u64,
     part: u32,
+    run: String,
+    plan: String,
 }
+
+/// The longest token or digest taken from a query (an MD5's hex is 32).
+const TOKEN_CHARS: usize = 64;
 
 impl Query {
     fn of(q: &str) -> Query {
@@ -148,6 +175,8 @@ impl Query {
                 "shards" => out.shards = v.parse().ok(),
                 "offset" => out.offset = v.parse().unwrap_or(u64::MAX),
                 "part" => out.part = v.parse().unwrap_or(u32::MAX),
+                "run" => out.run = v.chars().take(TOKEN_CHARS).collect(),
+                "plan" => out.plan = v.chars().take(TOKEN_CHARS).collect(),
                 _ => {}
             }
         }
@@ -192,7 +221,10 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
         );
     }
     if shared.start.borrow().is_some() {
-        return error(StatusCode::CONFLICT, &format!("shard {} came after the start was published", r.shard));
+        return error(StatusCode::CONFLICT, &format!("shard {}/{n} came after the start was published", r.shard));
+    }
+    if let Err((status, why)) = admit(&mut state, r.shard, &r.run, &r.plan) {
+        return error(status, &why);
     }
     let shard = &mut state.shards[r.shard as usize];
     shard.status.clock = Some(r.clock);
@@ -204,6 +236,38 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     json(StatusCode::OK, &serde_json::json!({ "ready": true }))
 }
 
+/// Admits stream `i`'s sender (`run`: its process's token; `plan`: its plan's digest), or
+/// refuses it: another process already sends that stream (two shards given the same
+/// `--shard`, or one started again), or its plan is not the one the first shard came with.
+/// Each refusal is kept for the collector's last word.
+fn admit(state: &mut State, i: u32, run: &str, plan: &str) -> Result<(), Refusal> {
+    let n = state.n;
+    let name = stream_name(i, n);
+    let refused = |state: &mut State, why: String| {
+        state.refused.push(why.clone());
+        Err((StatusCode::FORBIDDEN, why))
+    };
+    if state.shards[i as usize].run.as_deref().is_some_and(|r| r != run) {
+        let why =
+            format!("{name} is already here, sent by another process: two shards were given --shard {}/{n}", i % n);
+        return refused(state, why);
+    }
+    if i < n && !plan.is_empty() {
+        match &state.plan {
+            Some((j, first)) if first != plan => {
+                let why = format!(
+                    "{name} runs a different plan than shard {j}/{n} (URLs, load, duration or other flags differ: plan {plan}, not {first}): not a shard of this run"
+                );
+                return refused(state, why);
+            }
+            Some(_) => {}
+            None => state.plan = Some((i, plan.to_string())),
+        }
+    }
+    state.shards[i as usize].run.get_or_insert_with(|| run.to_string());
+    Ok(())
+}
+
 /// Every shard is ready: the start, unless a clock is further off than the budget.
 fn decide(state: &State) -> Start {
     let off = state.shards.iter().enumerate().filter_map(|(i, s)| Some((i, s.ready.as_ref()?.clock)));
@@ -211,7 +275,8 @@ fn decide(state: &State) -> Start {
         off.filter(|(_, c)| c.offset_us.abs() > state.max_offset_us).max_by_key(|(_, c)| c.offset_us.abs())
     {
         return Start::Abort(format!(
-            "shard {i}'s clock is {:.3} ms off the collector's (within {:.3} ms), over --max-clock-offset {:.3} ms",
+            "shard {i}/{}'s clock is {:.3} ms off the collector's (within {:.3} ms), over --max-clock-offset {:.3} ms",
+            state.n,
             c.offset_us as f64 / 1e3,
             c.round_trip_us as f64 / 2e3,
             state.max_offset_us as f64 / 1e3
@@ -248,11 +313,16 @@ fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Byt
     if shard.file.is_none() {
         match barrage_metrics::secrets::create(&stream_file(&dir, i, n), true) {
             Ok(f) => shard.file = Some(f),
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot keep shard {i}'s file: {e}")),
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("cannot keep {}'s file: {e}", stream_name(i, n)),
+                )
+            }
         }
     }
     if let Err(e) = shard.file.as_mut().expect("made above").write_all(bytes) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot keep shard {i}'s file: {e}"));
+        return error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot keep {}'s file: {e}", stream_name(i, n)));
     }
     shard.bytes += bytes.len() as u64;
     shard.status.bytes = shard.bytes;

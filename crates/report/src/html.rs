@@ -556,7 +556,7 @@ fn run_header(s: &RunSummary) -> String {
         None => meta.push(format!("{} long", fmt_us(s.duration.total_s * 1e6))),
     }
     if s.interrupted {
-        meta.push("stopped early (Ctrl-C or q)".into());
+        meta.push(format!("stopped early ({})", crate::text::stopped_by(s)));
     }
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
     let (shown, more) = sections::urls(&s.urls);

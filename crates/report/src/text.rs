@@ -254,7 +254,7 @@ fn header(s: &RunSummary) -> String {
         t.row(["  files".to_string(), s.files.join(", ")]);
     }
     if s.interrupted {
-        t.row(["  stopped", "early (Ctrl-C or q): the figures cover the run until then"]);
+        t.row(["  stopped".to_string(), format!("early ({}): the figures cover the run until then", stopped_by(s))]);
     }
     if let Some(r) = &s.running {
         t.row(["  running".to_string(), format!("{}: the figures are the run so far", r.progress())]);
@@ -961,4 +961,9 @@ mod tests {
             ("no burst of errors or slow requests", Some("errors 0.00% → 0.24% (p=<0.001)"))
         );
     }
+}
+
+/// Who stopped a run early: Ctrl-C or q, unless the summary names another (a collector).
+pub(crate) fn stopped_by(s: &RunSummary) -> &str {
+    s.stopped_by.as_deref().unwrap_or("Ctrl-C or q")
 }

@@ -622,8 +622,12 @@ pub struct RunSummary {
     /// Written with `--no-redact`: URLs, settings and error examples may hold secrets
     /// (otherwise they are redacted, here even for files written before redaction existed).
     pub unredacted: bool,
-    /// Stopped early by Ctrl-C.
+    /// Stopped early: by Ctrl-C or q, or by what [`RunSummary::stopped_by`] says.
     pub interrupted: bool,
+    /// Who stopped it early, when it was not Ctrl-C or q: a collector, and why (every shard
+    /// told to stop: a shard lost under `--on-shard-loss abort`, a fleet-wide `--slo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// Request counts.
     pub requests: RequestCounts,
     /// Durations.
