@@ -430,28 +430,37 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
     // Shard 1 is killed at 40% of the run, by the collector's view of its stream.
     let (code, live, stderr) = c.kill_shard_1_at(3, children);
     assert!(
-        stderr.contains("shard 1/3 lost: its data stopped") && stderr.contains("takes over its share from second"),
+        stderr.contains("shard 1/3 lost: its data stopped") && stderr.contains("takes over its share after the "),
         "{stderr}"
     );
     assert_eq!(code, Some(0), "{stderr}");
-    // Every arrival of the plan, exactly: the union of the request logs is the schedule of an
-    // unkilled run (rate 300/s for 8 s: every 10/3 ms), each arrival's URL its own draw.
+    // Exactly the plan's count: the takeover sent the lost shard's share after the arrivals
+    // its results recorded, not its last second again (which sent 2,500 of the 2,400).
+    assert_eq!(live["requests"]["sent"], 2400, "{}", live["requests"]);
+    assert_eq!((live["coverage"]["intended"].as_u64(), live["coverage"]["unsent"].as_u64()), (Some(2400), Some(0)));
+    // Every arrival of the plan, once: the request logs are the schedule of an unkilled run
+    // (rate 300/s for 8 s: every 10/3 ms), each arrival's URL its own draw. Each engine
+    // thread of the lost shard sent its own lane in order, so at the seam one arrival per
+    // thread but one may have gone out twice while another did not.
     let logs: Vec<PathBuf> =
         ["s0.csv", "s1.csv", "s2.csv", "s0.takeover-1.csv"].iter().map(|f| dir.path().join(f)).collect();
+    let rows = crate::shard::log_rows(&logs.iter().filter(|p| p.exists()).cloned().collect::<Vec<_>>()).0.len();
     let got = requests(&logs);
     let times: std::collections::BTreeSet<u64> = got.iter().map(|(t, _)| *t).collect();
     let planned: std::collections::BTreeSet<u64> = (0..2400u64).map(|k| (k * 10_000 / 3 + 500) / 1000).collect();
     let (missing, extra): (Vec<_>, Vec<_>) =
         (planned.difference(&times).collect(), times.difference(&planned).collect());
+    let seam = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
     assert!(
-        missing.is_empty() && extra.is_empty(),
-        "the takeover sends what the lost shard did not: missing {} ({:?}…), extra {} ({:?}…)",
+        missing.len() <= seam && extra.is_empty() && rows - got.len() <= seam,
+        "the takeover sends what the lost shard did not: missing {} ({:?}…), extra {} ({:?}…), twice {}",
         missing.len(),
         &missing[..missing.len().min(5)],
         extra.len(),
-        &extra[..extra.len().min(5)]
+        &extra[..extra.len().min(5)],
+        rows - got.len()
     );
-    assert_eq!(got.len(), 2400, "each arrival with one URL");
+    assert_eq!(rows, 2400, "each arrival with one URL");
     let takeover = live["shards"]
         .as_array()
         .unwrap()
@@ -460,6 +469,17 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
         .expect("a takeover row");
     assert!(takeover["sent"].as_u64().unwrap() > 300, "{takeover}");
     assert_eq!(live["coverage"]["unsent"], 0, "{}", live["coverage"]);
+    // Its catch-up is its late start's, said so; not blamed on the generator or its slots.
+    let kinds: Vec<&str> = live["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    let late = live["warnings"].as_array().unwrap().iter().find(|w| w["kind"] == "takeover_late").expect("{kinds:?}");
+    assert!(late["text"].as_str().unwrap().starts_with("the takeover of shard 1/3 began "), "{late}");
+    // The run's lag and late warnings stand only for another shard's own (a busy machine).
+    let others =
+        live["shards"].as_array().unwrap().iter().filter(|r| !r["shard"].as_str().unwrap().contains("takeover"));
+    let others_late = others.clone().any(|r| r["late"].as_u64() > Some(0) || r["lag_p99_us"].as_u64() > Some(5000));
+    let blamed = kinds.contains(&"schedule_lag") || kinds.contains(&"requests_late");
+    assert!(!blamed || others_late, "{kinds:?} {}", live["shards"]);
+    assert!(takeover["behind"].is_null(), "{takeover}");
 }
 
 /// Each row of a request log: (intended start, µs since the Unix epoch; its name: the

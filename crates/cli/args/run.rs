@@ -81,6 +81,11 @@ pub struct LaunchArgs {
     /// offset and run to their window's end.
     #[arg(long, value_name = "DUR", requires_all = ["start_at", "shard"], help_heading = "Scale-out")]
     pub resume_at: Option<Dur>,
+    /// With --resume-at, an open loop without a scenario: send the shard's share from the
+    /// arrival after its first N (those the lost shard's results recorded as sent or
+    /// dropped), not from the offset: the takeover then sends exactly the count left.
+    #[arg(long, value_name = "N", requires = "resume_at", help_heading = "Scale-out")]
+    pub resume_after: Option<u64>,
     /// This run is run N of an experiment made elsewhere (the index `experiment --dry-run
     /// --format json` gives it): it draws that run's picks and asks for that run's new
     /// objects, not a lone run's, so the fleet sends what the experiment would.

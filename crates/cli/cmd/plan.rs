@@ -46,7 +46,11 @@ pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<RunOrder> {
     }
     if let Some(from) = a.launch.resume_at {
         job.resume_from = Some(from.0);
-        job.fleet = Some(serde_json::json!({ "takeover": { "from_s": from.0.as_secs_f64() } }));
+        job.resume_after = a.launch.resume_after;
+        job.fleet = Some(serde_json::json!({ "takeover": {
+            "from_s": from.0.as_secs_f64(),
+            "after": a.launch.resume_after,
+        } }));
     }
     job.clock_offset_us = a.launch.clock_offset.map(|c| c.0);
     Ok(job)

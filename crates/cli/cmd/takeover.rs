@@ -14,6 +14,7 @@ const DROPPED_WITH_VALUE: &[&str] = &[
     "--start-at",
     "--clock-offset",
     "--resume-at",
+    "--resume-after",
     "-o",
     "--output",
     "--html",
@@ -76,6 +77,9 @@ pub fn command(
         "json".into(),
         "--no-history".into(),
     ]);
+    if let Some(after) = a.after {
+        out.extend(["--resume-after".into(), after.to_string()]);
+    }
     if let Some(output) = output {
         out.extend(["-o".into(), beside(output, a.shard).display().to_string()]);
     }
@@ -132,7 +136,7 @@ mod tests {
         ]);
         let got = command(
             &args,
-            Adopt { shard: 1, from_s: 3 },
+            Adopt { shard: 1, from_s: 3, after: None },
             3,
             1_700_000_000_000_123,
             Some(Path::new("/w/s0.brg")),

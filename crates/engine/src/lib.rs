@@ -117,6 +117,10 @@ pub struct RunSpec {
     /// of its schedule on, their numbers those of its lane from there; a closed loop's
     /// workers (a group's too) start fresh at this offset and stop at their window's end.
     pub resume_from: Option<Duration>,
+    /// `--resume-after N`: an open loop without groups sends its shard's share from the
+    /// arrival after its first N instead (the lost shard's results recorded those N as
+    /// sent or dropped), whatever their offset.
+    pub resume_after: Option<u64>,
 }
 
 impl RunSpec {
@@ -182,6 +186,7 @@ pub fn run(
             start_unix_us,
             attack_limit,
             resume_from: spec.resume_from,
+            resume_after: spec.resume_after,
             stop: stop.clone(),
             recorder: RefCell::new(Recorder::new()),
             log: log.as_ref().map(|l| RefCell::new(l.handle())),

@@ -129,13 +129,18 @@ impl<'p> Schedule<'p> {
 
     /// The same schedule from offset `from` on: its lane's first number due at or after it
     /// (a survivor adopting a lost shard's share sends only what is left of it).
-    pub fn resumed(mut self, from: Option<Duration>) -> Self {
-        if let Some(from) = from {
-            let first = self.pacer.due_before(from, self.total);
-            let lane = self.next;
-            if first > lane {
-                self.next = lane + (first - lane).div_ceil(self.step) * self.step;
-            }
+    pub fn resumed(self, from: Option<Duration>) -> Self {
+        let first = from.map(|from| self.pacer.due_before(from, self.total));
+        self.resumed_at(first)
+    }
+
+    /// The same schedule from request `first` of the whole run on: its lane's first number
+    /// at or after it (a survivor sends a lost shard's share after the arrivals its results
+    /// recorded, counted).
+    pub fn resumed_at(mut self, first: Option<u64>) -> Self {
+        let lane = self.next;
+        if let Some(first) = first.filter(|&f| f > lane) {
+            self.next = lane + (first - lane).div_ceil(self.step) * self.step;
         }
         self
     }

@@ -207,7 +207,16 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     // The resume is the run's second; a group's schedule counts from its window's start
     // (one that had not started by then runs whole).
     let resume = w.resume_from.map(|from| from.saturating_sub(base));
-    let mut schedule = Schedule::new(pacer, lane, lanes, slots, limit, count).resumed(resume);
+    // Counted, the shard's share after its first N: shard i's arrivals are i, i + n, ...
+    let shard = w.plan.shard;
+    let after = w
+        .resume_after
+        .filter(|_| matches!(work, Work::Requests))
+        .map(|n| u64::from(shard.index) + u64::from(shard.count).saturating_mul(n));
+    let mut schedule = match after {
+        Some(first) => Schedule::new(pacer, lane, lanes, slots, limit, count).resumed_at(Some(first)),
+        None => Schedule::new(pacer, lane, lanes, slots, limit, count).resumed(resume),
+    };
     let mut timer = PreciseTimer::new();
     // A request due before the end still waits for a slot until it is END_GRACE late: the
     // latest such wait ends END_GRACE after the end.

@@ -90,6 +90,8 @@ pub struct Worker {
     /// `--resume-at`: the arrivals before this offset are not this run's; its closed-loop
     /// workers start at it.
     pub resume_from: Option<Duration>,
+    /// `--resume-after`: an open loop's share sent from the arrival after its first N.
+    pub resume_after: Option<u64>,
     /// Ctrl-C.
     pub stop: CancellationToken,
     /// This thread's recorder for the current interval.

@@ -213,15 +213,19 @@ impl Collector {
             }
         }
         for (i, why) in newly {
-            let refused = merge.readers[i].as_ref().and_then(|r| not_adoptable(r.header()));
-            let lost = self.lose(&mut state, i, why, refused);
+            let header = merge.readers[i].as_ref().map(|r| r.header());
+            let refused = header.and_then(not_adoptable);
+            // An open loop's share is a pure function of the arrivals' numbers: counted.
+            let counted = header.is_some_and(|h| h.mode == barrage_metrics::file::Mode::Open && h.groups.is_empty());
+            let after = counted.then_some(merge.sent[i]);
+            let lost = self.lose(&mut state, i, why, refused, after);
             merge.lost.push(lost);
         }
     }
 
     /// Stream `i` was lost for `why`: what follows, said; `refused`: why its share cannot
-    /// be taken over, if it cannot.
-    fn lose(&self, state: &mut State, i: usize, why: String, refused: Option<&str>) -> Lost {
+    /// be taken over, if it cannot; `after`: an open loop's arrivals it recorded.
+    fn lose(&self, state: &mut State, i: usize, why: String, refused: Option<&str>, after: Option<u64>) -> Lost {
         let n = state.n as usize;
         let shard = (i % n) as u32;
         let why = match (i < n, self.config.on_loss) {
@@ -232,8 +236,11 @@ impl Collector {
             }
             (true, OnLoss::Takeover) => match refused {
                 Some(no) => format!("{why}; its share cannot be taken over: {no}"),
-                None => match adopt(state, shard) {
-                    Some((by, from)) => format!("{why}; shard {by}/{n} takes over its share from second {from}"),
+                None => match adopt(state, shard, after) {
+                    Some((by, from)) => match after {
+                        Some(a) => format!("{why}; shard {by}/{n} takes over its share after the {a} arrivals it recorded (second {from})"),
+                        None => format!("{why}; shard {by}/{n} takes over its share from second {from}"),
+                    },
                     None => format!("{why}; no shard is left to take over its share"),
                 },
             },
@@ -335,15 +342,16 @@ pub fn not_adoptable(h: &barrage_metrics::file::RunHeader) -> Option<&'static st
 }
 
 /// Asks the first shard still sending to take over lost shard `lost`'s share from the last
-/// second it recorded; which, and from when.
-fn adopt(state: &mut State, lost: u32) -> Option<(u32, u32)> {
+/// second it recorded (an open loop's: after the `after` arrivals it recorded); which, and
+/// from when.
+fn adopt(state: &mut State, lost: u32, after: Option<u64>) -> Option<(u32, u32)> {
     let n = state.n as usize;
     let from_s = state.shards[lost as usize].status.last_interval.unwrap_or(0);
     let by = (0..n).find(|&i| {
         let s = &state.shards[i];
         i != lost as usize && !s.status.finished && !s.status.lost && s.first_data.is_some()
     })?;
-    state.shards[by].adopt = Some(Adopt { shard: lost, from_s });
+    state.shards[by].adopt = Some(Adopt { shard: lost, from_s, after });
     state.shards[n + lost as usize].asked = Some(Instant::now());
     Some((by as u32, from_s))
 }
@@ -374,6 +382,8 @@ fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 struct Merge {
     readers: Vec<Option<ResultsReader>>,
     paths: Vec<Option<PathBuf>>,
+    /// Each stream's requests recorded as sent or dropped so far.
+    sent: Vec<u64>,
     /// Intervals not yet final: by index, each shard's.
     pending: BTreeMap<u32, Vec<Option<IntervalRecord>>>,
     lost: Vec<Lost>,
@@ -389,6 +399,7 @@ impl Merge {
         Merge {
             readers: (0..n).map(|_| None).collect(),
             paths: vec![None; n],
+            sent: vec![0; n],
             pending: BTreeMap::new(),
             lost: Vec::new(),
             shown: 0,
@@ -426,6 +437,7 @@ impl Merge {
             while let Some(interval) = r.next_interval() {
                 let k = interval.index;
                 last = Some(k);
+                self.sent[i] += interval.recorder.counts.sent + interval.recorder.counts.dropped;
                 if k >= self.next {
                     self.pending.entry(k).or_insert_with(|| vec![None; streams])[i] = Some(interval);
                 }

@@ -69,9 +69,16 @@ pub struct Ack {
 pub struct Adopt {
     /// I of the lost shard.
     pub shard: u32,
-    /// The schedule's second to resend from: the last the lost shard recorded (what it
-    /// sent of that second may go out twice; nothing before it is lost).
+    /// The schedule's second to resend from: the last the lost shard recorded. A closed
+    /// loop's workers and a scenario's groups restart there.
     pub from_s: u32,
+    /// An open loop without a scenario: the arrivals of the lost shard's share its results
+    /// recorded as sent or dropped. The takeover sends the rest, from the next one: exactly
+    /// the count left, nothing the lost shard recorded twice. (Each of its engine threads
+    /// sent its own lane in order, so which arrivals are left is exact up to one per
+    /// thread at the seam.)
+    #[serde(default)]
+    pub after: Option<u64>,
 }
 
 /// One shard as the collector sees it.

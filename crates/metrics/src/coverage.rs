@@ -48,6 +48,9 @@ pub struct ShardEnd {
     /// Still running ([`crate::summary::summarize_running`]): the seconds of the schedule its
     /// file holds so far, the arrivals of which are all that is due of it yet.
     pub through_s: Option<u64>,
+    /// A takeover of an open loop's share counted (`--resume-after N`): it resumed after
+    /// the first N arrivals of the share, wherever they fell.
+    pub after: Option<u64>,
 }
 
 /// The arrivals due to `end`'s run of the schedule `arrivals` (the whole run's, due before
@@ -57,14 +60,19 @@ pub struct ShardEnd {
 pub(crate) fn due(arrivals: &[u64], end: &ShardEnd, ends: &[ShardEnd]) -> u64 {
     let total = arrivals.last().copied().unwrap_or(0);
     let at = |s: u64| arrivals.get(s as usize).copied().unwrap_or(total);
-    let i = end.shard.0;
-    let handed = ends.iter().find_map(|e| (e.shard.0 == i).then_some(e.from_s).flatten());
+    // Where a takeover resumed, in arrivals of the whole run: after its first N of the
+    // share (shard i's are i, i + n, ...), or at its second.
+    let resumed = |e: &ShardEnd| {
+        let (i, n) = (u64::from(e.shard.0), u64::from(e.shard.1));
+        e.from_s.map(|from| e.after.map_or(at(from), |a| i + n * a))
+    };
+    let handed = ends.iter().find(|e| e.shard.0 == end.shard.0 && e.from_s.is_some()).and_then(resumed);
     let to = match (end.from_s, handed) {
-        (None, Some(from)) => at(from),
+        (None, Some(k)) => k,
         _ => total,
     };
     let to = end.through_s.map_or(to, |s| at(s).min(to));
-    share(to, end.shard).saturating_sub(end.from_s.map_or(0, |from| share(at(from), end.shard)))
+    share(to, end.shard).saturating_sub(resumed(end).map_or(0, |k| share(k, end.shard)))
 }
 
 /// Applies the schedule `arrivals` (the whole run's, due before each second) to `s`: its
@@ -169,6 +177,7 @@ mod tests {
             killed: false,
             from_s,
             through_s,
+            after: None,
         };
         let whole = [end(0, None, None), end(1, None, None), end(2, None, None)];
         assert_eq!(due(&arrivals, &whole[1], &whole), 40);

@@ -197,6 +197,13 @@ pub fn takeover_from(h: &RunHeader) -> Option<u64> {
     settings["fleet"]["takeover"]["from_s"].as_f64().map(|s| s as u64)
 }
 
+/// A takeover of an open loop's share counted (`--resume-after N`): the N arrivals of the
+/// share it resumed after.
+pub fn takeover_after(h: &RunHeader) -> Option<u64> {
+    let settings: serde_json::Value = serde_json::from_str(&h.settings_json).ok()?;
+    settings["fleet"]["takeover"]["after"].as_u64()
+}
+
 /// Whether a takeover restarted its shard's workers rather than continued its schedule: a
 /// closed loop's workers, or a scenario's flows (a worker's or a flow's state is not a
 /// function of the schedule: what was in flight on the lost machine is lost, and the
@@ -221,6 +228,42 @@ pub fn restarted_warning(h: &RunHeader) -> Option<crate::summary::Warning> {
     ))
 }
 
+/// The takeovers of an open loop's share that sent late (`rows`, of the run `s`): each
+/// began only once its shard was judged lost, `--lateness` after its data stopped, so the
+/// arrivals it took over that were due by then went out late, catching up. Said in a
+/// warning with their count and the late start, in place of the run's warnings that blame
+/// the generator or its slots for them when no other shard was late or lagged: the
+/// corrected latency counts them, as it should, and the warning says so.
+pub(crate) fn takeover_late(rows: &[ShardSummary], s: &mut RunSummary) {
+    let late: Vec<&ShardSummary> = rows.iter().filter(|r| r.shard.contains(" takeover ") && r.late > 0).collect();
+    if late.is_empty() || s.mode != crate::file::Mode::Open {
+        return;
+    }
+    let others_clean = rows
+        .iter()
+        .filter(|r| !r.shard.contains(" takeover "))
+        .all(|r| r.late == 0 && r.lag_p99_us <= crate::summary::LAG_LIMIT_US);
+    if others_clean {
+        use crate::summary::WarningKind::{RequestsLate, ScheduleLag};
+        s.warnings.retain(|w| !matches!(w.kind, ScheduleLag | RequestsLate));
+    }
+    let p99_others = rows.iter().filter(|r| !r.shard.contains(" takeover ")).map(|r| r.p99_us).max().unwrap_or(0);
+    for r in late {
+        let (shard, _) = r.shard.split_once(" takeover ").unwrap_or((&r.shard, ""));
+        s.warnings.push(crate::summary::Warning::new(
+            crate::summary::WarningKind::TakeoverLate,
+            format!(
+                "the takeover of shard {shard} began {:.1} s into the run, once the shard was judged lost (--lateness after its data stopped): {} of its {} arrivals were due before it began and went out late, catching up; the corrected latency counts their wait (p99 {} against the other shards' {})",
+                r.start_delay_ms.unwrap_or(0.0) / 1e3,
+                r.late,
+                r.sent,
+                crate::units::fmt_us(r.p99_us as f64),
+                crate::units::fmt_us(p99_others as f64),
+            ),
+        ));
+    }
+}
+
 /// Whether the run these headers belong to was split.
 pub fn split(headers: &[&RunHeader]) -> bool {
     headers.iter().any(|h| h.launch.shard.is_some())
@@ -238,10 +281,11 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
         (false, None) => s.requests.sent,
     };
     let mut row = ShardSummary {
-        shard: match (takeover_from(header), restarted(header)) {
-            (Some(from), false) => format!("{i}/{n} takeover from {from} s"),
-            (Some(from), true) => format!("{i}/{n} takeover from {from} s, restarted"),
-            (None, _) => format!("{i}/{n}"),
+        shard: match (takeover_from(header), takeover_after(header), restarted(header)) {
+            (Some(_), Some(after), false) => format!("{i}/{n} takeover after {after} arrivals"),
+            (Some(from), _, false) => format!("{i}/{n} takeover from {from} s"),
+            (Some(from), _, true) => format!("{i}/{n} takeover from {from} s, restarted"),
+            (None, ..) => format!("{i}/{n}"),
         },
         host: header.host.clone(),
         file: file.display().to_string(),
@@ -266,7 +310,8 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
         behind: None,
         running: false,
     };
-    row.behind = behind(&row, s, open);
+    // A takeover's late sends are its late start's, said by [`takeover_late`].
+    row.behind = behind(&row, s, open, takeover_from(header).is_some());
     row
 }
 
@@ -301,13 +346,14 @@ pub fn judge_ends(rows: &mut [ShardSummary], closed_with_count: bool) {
 /// Why a shard fell behind its share: it sent on time less than [`ON_TIME_SHARE`] of what
 /// was due to it (open loop), it sent less than its part of `-n` (closed loop: stopped or
 /// killed), or its own summary says its generator could not keep up.
-fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
+fn behind(row: &ShardSummary, s: &RunSummary, open: bool, takeover: bool) -> Option<String> {
     if !open && row.sent < row.due {
         let how = if s.interrupted { "stopped early" } else { "killed, or cut short" };
         return Some(format!("sent {} of its {} requests ({how})", row.sent, row.due));
     }
     let on_time = row.sent.saturating_sub(row.late);
-    if open && row.due > 0 && (on_time as f64) < ON_TIME_SHARE * row.due as f64 {
+    // A takeover's lateness and lag are its late start's ([`takeover_late`]).
+    if open && !takeover && row.due > 0 && (on_time as f64) < ON_TIME_SHARE * row.due as f64 {
         return Some(format!(
             "sent {:.1}% of its {} due requests on time ({} late, {} never sent)",
             on_time as f64 * 100.0 / row.due as f64,
@@ -320,7 +366,7 @@ fn behind(row: &ShardSummary, s: &RunSummary, open: bool) -> Option<String> {
     if crate::summary::saturated(s) {
         return Some(format!("its generator was saturated ({:.0}% CPU)", s.generator.cpu_percent));
     }
-    crate::summary::lagging(s)
+    (crate::summary::lagging(s) && !takeover)
         .then(|| format!("sends lagged behind the schedule (p99 lag {:.1} ms)", s.generator.lag_p99_us as f64 / 1e3))
 }
 
@@ -496,8 +542,13 @@ mod tests {
         use crate::coverage::ShardEnd;
         let h = header(crate::file::Mode::Closed, r#"{"plan":{"requests":4800}}"#, (0, 3));
         let row = |sent: u64| ShardSummary { sent, due: sent, ..Default::default() };
-        let end =
-            |i: u32, killed: bool, from_s: Option<u64>| ShardEnd { shard: (i, 3), killed, from_s, through_s: None };
+        let end = |i: u32, killed: bool, from_s: Option<u64>| ShardEnd {
+            shard: (i, 3),
+            killed,
+            from_s,
+            through_s: None,
+            after: None,
+        };
         let mut rows = vec![row(1600), row(500), row(1600)];
         count_lost(
             &mut rows,

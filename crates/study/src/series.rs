@@ -53,6 +53,9 @@ pub struct RunOrder {
     pub fleet: Option<serde_json::Value>,
     /// `--resume-at`: the schedule's arrivals before this offset are not this run's.
     pub resume_from: Option<std::time::Duration>,
+    /// `--resume-after`: an open loop's first arrivals of this shard's share that are not
+    /// this run's, counted (instead of by offset).
+    pub resume_after: Option<u64>,
 }
 
 impl RunOrder {
@@ -74,6 +77,7 @@ impl RunOrder {
             mirror: None,
             fleet: None,
             resume_from: None,
+            resume_after: None,
         }
     }
 
@@ -329,6 +333,7 @@ pub fn measure(
         spans: order.spans.clone(),
         mirror: order.mirror.clone(),
         resume_from: order.resume_from,
+        resume_after: order.resume_after,
     };
     // The settings and digest of a million targets take a moment: a stop meanwhile starts
     // no run.

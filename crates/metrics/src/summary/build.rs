@@ -124,7 +124,13 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress) -> Result<Ru
                 "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
             )));
         }
-        let end = ShardEnd { shard: shard.unwrap_or((0, 1)), killed: killed(&s), from_s: None, through_s: through(&s) };
+        let end = ShardEnd {
+            shard: shard.unwrap_or((0, 1)),
+            killed: killed(&s),
+            from_s: None,
+            through_s: through(&s),
+            after: None,
+        };
         if let Some(arrivals) = &arrivals {
             crate::coverage::apply(&mut s, arrivals, &[end]);
         }
@@ -171,13 +177,17 @@ fn add_shards(
         let through_s = through(&own).filter(|_| !taken);
         row.running = through_s.is_some();
         s.shards.push(row);
-        ends.push(ShardEnd { shard, killed: killed(&own) || (taken && own.running.is_some()), from_s, through_s });
+        let killed = killed(&own) || (taken && own.running.is_some());
+        ends.push(ShardEnd { shard, killed, from_s, through_s, after: crate::shards::takeover_after(header) });
         s.warnings.extend(crate::shards::restarted_warning(header));
     }
     if !ends.iter().any(|e| e.through_s.is_some()) {
         s.running = None;
     }
     crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
+    let rows = std::mem::take(&mut s.shards);
+    crate::shards::takeover_late(&rows, s);
+    s.shards = rows;
     match arrivals {
         Some(arrivals) => crate::coverage::apply(s, arrivals, &ends),
         None => {

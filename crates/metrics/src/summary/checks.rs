@@ -8,7 +8,7 @@ use crate::sample::Protocol;
 const CPU_SATURATED: f64 = 0.90;
 
 /// Schedule lag p99 above this (µs) means sends fell behind the schedule.
-const LAG_LIMIT_US: u64 = 5_000;
+pub(crate) const LAG_LIMIT_US: u64 = 5_000;
 
 /// Warnings from the samples: barrage near its ceiling in some second, the machine full.
 pub(super) fn watch_check(s: &RunSummary) -> Vec<Warning> {

@@ -16,7 +16,7 @@ mod warning;
 
 use build::ratio;
 pub use build::{summarize, summarize_running, summarize_with};
-pub(crate) use checks::{lagging, saturated};
+pub(crate) use checks::{lagging, saturated, LAG_LIMIT_US};
 pub use warning::{Warning, WarningKind};
 
 /// Version of the JSON summary (`schema/summary.schema.json`).

@@ -93,6 +93,9 @@ pub enum WarningKind {
     /// A lost shard's closed-loop workers or flows were taken over by restarting them: no
     /// exact continuation.
     TakeoverRestarted,
+    /// A takeover began after the arrivals it took over were due (its shard is judged lost
+    /// `--lateness` after its data stopped): they went out late, catching up.
+    TakeoverLate,
     /// A group of flows never ran: it starts after the run ended.
     GroupNeverRan,
     /// Flows of a group failed, skipping later steps.
