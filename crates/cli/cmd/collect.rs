@@ -38,7 +38,7 @@ pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> 
     if let Some(addr) = live.metrics_addr() {
         eprintln!("metrics on http://{addr}/metrics");
     }
-    let collected = collector.collect(&mut live, &mut |files| fleet_slo(&a.gates.slo, files), &stop);
+    let collected = collector.collect(&mut live, &mut |files, lost| fleet_slo(&a.gates.slo, files, lost), &stop);
     live.finish();
     drop(collector);
     report(&a, collected, &html)
@@ -82,19 +82,19 @@ fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> 
 /// seconds.
 fn live_page(html: &barrage_report::HtmlOptions) -> barrage_fleet::Render {
     let options = barrage_report::HtmlOptions { refresh_s: Some(LIVE_PAGE_REFRESH_S), ..html.clone() };
-    std::sync::Arc::new(move |files: &[PathBuf]| {
-        let summary = barrage_metrics::summary::summarize_running(files).ok()?;
+    std::sync::Arc::new(move |files: &[PathBuf], lost: &[PathBuf]| {
+        let summary = barrage_metrics::summary::summarize_running(files, lost).ok()?;
         Some(barrage_report::html_with(&barrage_report::Page::Run(&summary), &options))
     })
 }
 
 /// A fleet-wide objective missed by the run so far: why every shard must stop. The run so
 /// far as the live page reads it: judged on the arrivals due by now, not on those to come.
-fn fleet_slo(slos: &[Slo], files: &[PathBuf]) -> Option<String> {
+fn fleet_slo(slos: &[Slo], files: &[PathBuf], lost: &[PathBuf]) -> Option<String> {
     if slos.is_empty() || files.is_empty() {
         return None;
     }
-    let summary = barrage_metrics::summary::summarize_running(files).ok()?;
+    let summary = barrage_metrics::summary::summarize_running(files, lost).ok()?;
     let missed: Vec<String> = slos
         .iter()
         .map(|s| s.check(&summary))

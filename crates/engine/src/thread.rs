@@ -186,6 +186,30 @@ fn slot_task(w: &Rc<Worker>, pool: &Rc<Pool>, mut slot: Slot, work: Work) -> tok
     })
 }
 
+/// The requests of the whole run an open loop's schedule ends after (`-n`); flows end by time.
+fn count_of(w: &Worker, work: Work) -> Option<u64> {
+    match work {
+        Work::Requests => w.plan.requests,
+        Work::Flows(_) => None,
+    }
+}
+
+/// This thread's lane of `pacer`'s schedule over `window`, resumed where a takeover begins.
+fn schedule<'p>(w: &Worker, pacer: &'p Pacer, slots: usize, window: Window, work: Work) -> Schedule<'p> {
+    let base = window.start;
+    let limit = window.end.map(|e| e.saturating_sub(base));
+    let (lane, lanes) = w.lane();
+    let fresh = Schedule::new(pacer, lane, lanes, slots, limit, count_of(w, work));
+    // Counted, the shard's share after its first N: shard i's arrivals are i, i + n, ...
+    let shard = w.plan.shard;
+    match w.resume_after.filter(|_| matches!(work, Work::Requests)) {
+        Some(n) => fresh.resumed_at(Some(u64::from(shard.index) + u64::from(shard.count).saturating_mul(n))),
+        // The resume is the run's second; a group's schedule counts from its window's
+        // start (one that had not started by then runs whole).
+        None => fresh.resumed(w.resume_from.map(|from| from.saturating_sub(base))),
+    }
+}
+
 /// Open loop: this thread sends the requests of its lane of the global schedule (`index`,
 /// `index + threads`, ... when the run is not split), so the threads (and shards) together
 /// follow it exactly. The [`Schedule`] decides; this only carries its decisions out.
@@ -198,25 +222,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     };
     // The schedule counts from the window's start; so do its decisions' times.
     let base = window.start;
-    let count = match work {
-        Work::Requests => w.plan.requests,
-        Work::Flows(_) => None,
-    };
-    let limit = window.end.map(|e| e.saturating_sub(base));
-    let (lane, lanes) = w.lane();
-    // The resume is the run's second; a group's schedule counts from its window's start
-    // (one that had not started by then runs whole).
-    let resume = w.resume_from.map(|from| from.saturating_sub(base));
-    // Counted, the shard's share after its first N: shard i's arrivals are i, i + n, ...
-    let shard = w.plan.shard;
-    let after = w
-        .resume_after
-        .filter(|_| matches!(work, Work::Requests))
-        .map(|n| u64::from(shard.index) + u64::from(shard.count).saturating_mul(n));
-    let mut schedule = match after {
-        Some(first) => Schedule::new(pacer, lane, lanes, slots, limit, count).resumed_at(Some(first)),
-        None => Schedule::new(pacer, lane, lanes, slots, limit, count).resumed(resume),
-    };
+    let lanes = w.lane().1;
+    let mut schedule = schedule(w, pacer, slots, window, work);
     let mut timer = PreciseTimer::new();
     // A request due before the end still waits for a slot until it is END_GRACE late: the
     // latest such wait ends END_GRACE after the end.

@@ -93,6 +93,10 @@ pub struct Collected {
     pub refused: Vec<String>,
 }
 
+/// Whether the run so far must stop, and why (a fleet-wide `--slo`), asked of the copies so
+/// far and those of them whose streams were judged lost.
+pub type Check<'a> = dyn FnMut(&[PathBuf], &[PathBuf]) -> Option<String> + 'a;
+
 /// A running collector: its server, and the state its loop merges from.
 pub struct Collector {
     shared: Arc<Shared>,
@@ -129,6 +133,7 @@ impl Collector {
             max_offset_us: config.max_clock_offset.as_micros() as i64,
             lead: config.lead,
             files: Vec::new(),
+            lost_files: Vec::new(),
             plan: None,
             refused: Vec::new(),
         };
@@ -163,12 +168,7 @@ impl Collector {
     /// ended or was lost. `check` is asked about the copies so far, now and then, whether
     /// the run must stop (a fleet-wide `--slo`): its answer is told to every shard. `stop`
     /// (Ctrl-C) tells every shard to stop.
-    pub fn collect(
-        &mut self,
-        live: &mut Live,
-        check: &mut dyn FnMut(&[PathBuf]) -> Option<String>,
-        stop: &CancellationToken,
-    ) -> Collected {
+    pub fn collect(&mut self, live: &mut Live, check: &mut Check<'_>, stop: &CancellationToken) -> Collected {
         let mut merge = Merge::new(self.config.shards as usize * 2);
         let began = Instant::now();
         let mut checked = Instant::now();
@@ -183,7 +183,8 @@ impl Collector {
             let elapsed = began.elapsed();
             if merge.shown > 0 && checked.elapsed() >= Duration::from_secs(5).max(elapsed / 10) {
                 checked = Instant::now();
-                if let Some(why) = check(&merge.files()) {
+                let lost = self.shared.lock().lost_files.clone();
+                if let Some(why) = check(&merge.files(), &lost) {
                     self.shared.lock().stop.get_or_insert(why);
                 }
             }
@@ -218,6 +219,7 @@ impl Collector {
             // An open loop's share is a pure function of the arrivals' numbers: counted.
             let counted = header.is_some_and(|h| h.mode == barrage_metrics::file::Mode::Open && h.groups.is_empty());
             let after = counted.then_some(merge.sent[i]);
+            state.lost_files.extend(merge.paths[i].clone());
             let lost = self.lose(&mut state, i, why, refused, after);
             merge.lost.push(lost);
         }

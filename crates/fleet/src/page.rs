@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Renders the page of the run in these copies; `None` when they hold nothing to show yet.
-pub type Render = Arc<dyn Fn(&[PathBuf]) -> Option<String> + Send + Sync>;
+/// Renders the page of the run in these copies (the second list: those of streams judged
+/// lost, ended without a footer); `None` when they hold nothing to show yet.
+pub type Render = Arc<dyn Fn(&[PathBuf], &[PathBuf]) -> Option<String> + Send + Sync>;
 
 /// A page is rendered again at most this often...
 const FRESH: Duration = Duration::from_secs(2);
@@ -41,12 +42,12 @@ impl Page {
 
     /// The page of `files`, rendered again if the last one is stale. Rendering runs on the
     /// blocking pool: the shards' data posts are served meanwhile.
-    pub(crate) async fn get(&self, files: Vec<PathBuf>) -> Response<Full<Bytes>> {
+    pub(crate) async fn get(&self, files: Vec<PathBuf>, lost: Vec<PathBuf>) -> Response<Full<Bytes>> {
         let mut last = self.last.lock().await;
         if last.as_ref().is_none_or(|l| l.at.elapsed() >= FRESH.max(l.took * SHARE)) {
             let render = Arc::clone(&self.render);
             let began = Instant::now();
-            if let Ok(Some(html)) = tokio::task::spawn_blocking(move || render(&files)).await {
+            if let Ok(Some(html)) = tokio::task::spawn_blocking(move || render(&files, &lost)).await {
                 *last = Some(Rendered { at: Instant::now(), took: began.elapsed(), html: Bytes::from(html) });
             }
         }

@@ -57,6 +57,8 @@ pub(crate) struct State {
     pub lead: Duration,
     /// The copies that hold a run (a whole header), by stream: what the live page shows.
     pub files: Vec<PathBuf>,
+    /// Of those, the copies of streams judged lost: ended, without a footer.
+    pub lost_files: Vec<PathBuf>,
     /// The run's plan digest, and the shard that came with it first: a shard with another
     /// is refused.
     pub plan: Option<(u32, String)>,
@@ -334,8 +336,11 @@ fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Byt
 
 async fn live_page(shared: &Shared) -> Response<Full<Bytes>> {
     let Some(page) = &shared.page else { return error(StatusCode::NOT_FOUND, "this collector serves no page") };
-    let files = shared.lock().files.clone();
-    page.get(files).await
+    let (files, lost) = {
+        let state = shared.lock();
+        (state.files.clone(), state.lost_files.clone())
+    };
+    page.get(files, lost).await
 }
 
 fn status(shared: &Shared) -> Status {

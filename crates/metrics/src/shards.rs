@@ -264,6 +264,24 @@ pub(crate) fn takeover_late(rows: &[ShardSummary], s: &mut RunSummary) {
     }
 }
 
+/// The time a restarted takeover's share went unsent (`rows`, of the run `s`): from the
+/// end of the lost shard's last record to the takeover's first send, said in the run's
+/// warning that its workers were restarted.
+pub(crate) fn takeover_gaps(rows: &[ShardSummary], s: &mut RunSummary) {
+    for t in rows.iter().filter(|r| r.shard.ends_with(", restarted")) {
+        let shard = t.shard.split_once(" takeover ").map_or(t.shard.as_str(), |(i, _)| i);
+        let (Some(lost), Some(first_ms)) = (rows.iter().find(|r| r.shard == shard), t.first_send_ms) else { continue };
+        let named = format!("shard {shard}'s share was taken over");
+        for w in s.warnings.iter_mut().filter(|w| w.text.starts_with(&named)) {
+            w.text.push_str(&format!(
+                "; nothing of its share was sent from {:.1} s to {:.1} s of the run (the lost shard's last record to the takeover's first request)",
+                lost.ended_s,
+                first_ms / 1e3
+            ));
+        }
+    }
+}
+
 /// Whether the run these headers belong to was split.
 pub fn split(headers: &[&RunHeader]) -> bool {
     headers.iter().any(|h| h.launch.shard.is_some())
@@ -312,7 +330,17 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
     };
     // A takeover's late sends are its late start's, said by [`takeover_late`].
     row.behind = behind(&row, s, open, takeover_from(header).is_some());
+    if takeover_from(header).is_some() {
+        row.throughput_per_sec = active_throughput(&row, s).or(row.throughput_per_sec);
+    }
     row
+}
+
+/// A takeover's successes per second over the time it sent (from its first send to its
+/// end), not over the run's window from the shared start, most of which it was not there.
+fn active_throughput(row: &ShardSummary, s: &RunSummary) -> Option<f64> {
+    let active = s.duration.attack_s - row.first_send_ms? / 1e3;
+    (active > 0.0).then(|| row.ok as f64 / active)
 }
 
 /// A closed loop with `-n` (every shard says what it was due): a shard that finished its

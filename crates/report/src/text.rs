@@ -794,6 +794,11 @@ fn warnings(s: &RunSummary, paint: Paint) -> String {
     out
 }
 
+/// Who stopped a run early: Ctrl-C or q, unless the summary names another (a collector).
+pub(crate) fn stopped_by(s: &RunSummary) -> &str {
+    s.stopped_by.as_deref().unwrap_or("Ctrl-C or q")
+}
+
 /// `ms` since the Unix epoch as `YYYY-MM-DD hh:mm:ss UTC`.
 pub fn utc(ms: u64) -> String {
     let secs = ms / 1000;
@@ -961,9 +966,4 @@ mod tests {
             ("no burst of errors or slow requests", Some("errors 0.00% → 0.24% (p=<0.001)"))
         );
     }
-}
-
-/// Who stopped a run early: Ctrl-C or q, unless the summary names another (a collector).
-pub(crate) fn stopped_by(s: &RunSummary) -> &str {
-    s.stopped_by.as_deref().unwrap_or("Ctrl-C or q")
 }

@@ -1,18 +1,19 @@
 //! A [`RunSummary`] from results files: their intervals merged by second, each figure worked
 //! out from the merged recorder, in the order a report reads them.
 
+use super::cache::{cache_summary, hit_ratios};
 use super::checks::{flow_check, reply_check, self_check, stream_check, watch_check};
 use super::flows::flow_summaries;
 use super::{
-    success_ratio, BackendSummary, Bytes, CacheSide, CacheSummary, Durations, ErrorStat, ExemplarRow, Generator,
-    GroupSummary, IntervalRow, Latencies, LatencyStats, PhaseStats, RequestCounts, RetrySummary, RunSummary, Spectrum,
-    StepSummary, StreamSummary, TraceContextSummary, Warning, WarningKind, WorkloadSummary, GENERATOR,
-    MIN_RATE_REQUESTS, SCATTER_POINTS, SUMMARY_VERSION,
+    success_ratio, BackendSummary, Bytes, Durations, ErrorStat, ExemplarRow, Generator, GroupSummary, IntervalRow,
+    Latencies, LatencyStats, PhaseStats, RequestCounts, RetrySummary, RunSummary, Spectrum, StepSummary, StreamSummary,
+    TraceContextSummary, Warning, WarningKind, WorkloadSummary, GENERATOR, MIN_RATE_REQUESTS, SCATTER_POINTS,
+    SUMMARY_VERSION,
 };
 use crate::coverage::ShardEnd;
 use crate::file::{FileError, MergedIntervals, Mode, ResultsReader, RunFooter};
-use crate::recorder::{new_histogram, Counts, PhaseSet, Recorder, CLASS_NAMES};
-use crate::sample::{CacheStatus, ErrorKind, Phase, Protocol};
+use crate::recorder::{new_histogram, Counts, Recorder, CLASS_NAMES};
+use crate::sample::{ErrorKind, Phase, Protocol};
 use crate::secrets::Redaction;
 use crate::watch::{combine, HostSummary, HostTally, ProcKey, ProcSample, ProcessSummary, ProcessTally, WatchSample};
 use hdrhistogram::Histogram;
@@ -97,18 +98,35 @@ pub fn summarize(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
 /// the last second it recorded (the seconds its data covers), and nothing of it is judged
 /// lost or never sent; the summary says how far the run has got ([`RunSummary::running`]),
 /// and its shard rows say running. What does not fit is merged anyway, as with `force`.
-pub fn summarize_running(paths: &[PathBuf]) -> Result<RunSummary, FileError> {
-    summarize_as(paths, true, Progress::Running)
+/// `ended`: the copies of shards known to have ended even without a footer (a collector
+/// judged them lost): read as killed, as the final report reads them.
+pub fn summarize_running(paths: &[PathBuf], ended: &[PathBuf]) -> Result<RunSummary, FileError> {
+    summarize_as(paths, true, Progress::Running(ended))
 }
 
-/// How files without a footer are read: a run killed, or one still being written.
+/// How files without a footer are read: a run killed, or one still being written (but
+/// for the files said to have ended).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Progress {
+enum Progress<'a> {
     Ended,
-    Running,
+    Running(&'a [PathBuf]),
 }
 
-fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress) -> Result<RunSummary, FileError> {
+impl Progress<'_> {
+    /// How the file `path` alone is read.
+    fn of(self, path: &PathBuf) -> Self {
+        match self {
+            Progress::Running(ended) if ended.contains(path) => Progress::Ended,
+            p => p,
+        }
+    }
+
+    fn running(self) -> bool {
+        matches!(self, Progress::Running(_))
+    }
+}
+
+fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Result<RunSummary, FileError> {
     if paths.is_empty() {
         return Err(FileError::Shards("no results file to summarize".into()));
     }
@@ -161,13 +179,13 @@ fn add_shards(
     paths: &[PathBuf],
     headers: &[crate::file::RunHeader],
     arrivals: Option<&[u64]>,
-    progress: Progress,
+    progress: Progress<'_>,
 ) -> Result<(), FileError> {
     let origin_ms = headers.iter().map(|h| h.started_unix_ms).min().unwrap_or(0);
     let mut counted = true;
     let mut ends = Vec::new();
     for (path, header) in paths.iter().zip(headers) {
-        let own = merge(std::slice::from_ref(path), progress)?;
+        let own = merge(std::slice::from_ref(path), progress.of(path))?;
         counted &= own.requests.quota.is_some();
         let mut row = crate::shards::row(path, header, &own, origin_ms);
         let (shard, from_s) = (header.launch.shard.unwrap_or((0, 1)), crate::shards::takeover_from(header));
@@ -187,6 +205,7 @@ fn add_shards(
     crate::shards::judge_ends(&mut s.shards, s.mode == Mode::Closed && counted);
     let rows = std::mem::take(&mut s.shards);
     crate::shards::takeover_late(&rows, s);
+    crate::shards::takeover_gaps(&rows, s);
     s.shards = rows;
     match arrivals {
         Some(arrivals) => crate::coverage::apply(s, arrivals, &ends),
@@ -220,7 +239,7 @@ fn through(s: &RunSummary) -> Option<u64> {
 }
 
 /// Reads and merges results files into one summary, as they are.
-fn merge(paths: &[PathBuf], progress: Progress) -> Result<RunSummary, FileError> {
+fn merge(paths: &[PathBuf], progress: Progress<'_>) -> Result<RunSummary, FileError> {
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mut merged = MergedIntervals::new(readers);
     let mut total = Recorder::new();
@@ -528,47 +547,6 @@ fn backend_summaries(total: &Recorder) -> Vec<BackendSummary> {
     out
 }
 
-/// (hit ratio, byte hit ratio) over the responses with a known cache status.
-fn hit_ratios(r: &Recorder) -> Option<(f64, f64)> {
-    let c = &r.counts;
-    let known = |v: &[u64]| -> (u64, u64) {
-        let mut classified = 0;
-        let mut cached = 0;
-        for status in CacheStatus::ALL.into_iter().filter(|s| *s != CacheStatus::Unknown) {
-            classified += v[status as usize];
-            if status.from_cache() {
-                cached += v[status as usize];
-            }
-        }
-        (cached, classified)
-    };
-    let (hits, classified) = known(&c.cache);
-    let (hit_bytes, bytes) = known(&c.cache_bytes);
-    (classified > 0).then(|| (ratio(hits as f64, classified as f64), ratio(hit_bytes as f64, bytes as f64)))
-}
-
-fn cache_summary(r: &Recorder) -> Option<CacheSummary> {
-    let (hit_ratio, byte_hit_ratio) = hit_ratios(r)?;
-    let side = |set: &Option<Box<PhaseSet>>| {
-        set.as_deref().map(|p| CacheSide {
-            latency: LatencyStats::of(&p.corrected),
-            phases: Phase::ALL
-                .iter()
-                .zip(&p.phases)
-                .map(|(ph, h)| (ph.name().to_string(), phase_stats(h, p.corrected.len())))
-                .collect(),
-        })
-    };
-    Some(CacheSummary {
-        classified: r.counts.cache.iter().sum::<u64>() - r.counts.cache[CacheStatus::Unknown as usize],
-        statuses: CacheStatus::ALL.iter().map(|s| (s.name().to_string(), r.counts.cache[*s as usize])).collect(),
-        hit_ratio,
-        byte_hit_ratio,
-        hit: side(&r.hit),
-        miss: side(&r.miss),
-    })
-}
-
 /// A phase's figures, its total spread over `requests` (all those finished, whether the
 /// phase happened in them or not).
 pub(super) fn phase_stats(h: &Histogram<u64>, requests: u64) -> PhaseStats {
@@ -616,13 +594,13 @@ fn build(
     total: Recorder,
     steps: BTreeMap<u32, StepTotal>,
     intervals: Vec<IntervalRow>,
-    progress: Progress,
+    progress: Progress<'_>,
 ) -> RunSummary {
     let first = readers[0].header();
     let redaction = redaction_of(readers);
     let mut s = identity(readers, &redaction);
     s.duration = durations(readers, &intervals, &mut s.warnings, progress);
-    if progress == Progress::Running && readers.iter().any(|r| r.footer().is_none() && !r.corrupt()) {
+    if progress.running() && readers.iter().any(|r| r.footer().is_none() && !r.corrupt()) {
         let planned_s = s.settings["plan"]["duration_s"].as_f64();
         s.running = Some(super::Running { covered_s: s.duration.total_s, planned_s });
     }
@@ -785,7 +763,7 @@ fn durations(
     readers: &[ResultsReader],
     intervals: &[IntervalRow],
     warnings: &mut Vec<Warning>,
-    progress: Progress,
+    progress: Progress<'_>,
 ) -> Durations {
     let footers: Vec<_> = readers.iter().filter_map(|r| r.footer()).collect();
     if footers.len() == readers.len() {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod build;
+mod cache;
 mod checks;
 mod flows;
 mod warning;
