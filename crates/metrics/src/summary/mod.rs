@@ -627,7 +627,7 @@ pub struct RunSummary {
     pub interrupted: bool,
     /// Who stopped it early, when it was not Ctrl-C or q: a collector, and why (every shard
     /// told to stop: a shard lost under `--on-shard-loss abort`, a fleet-wide `--slo`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub stopped_by: Option<String>,
     /// Request counts.
     pub requests: RequestCounts,
