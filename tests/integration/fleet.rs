@@ -416,7 +416,7 @@ fn a_fleet_wide_slo_judges_a_running_fleet_on_what_is_due_so_far() {
     assert_eq!(live["requests"]["total"], 2400, "the whole run: never stopped");
 }
 
-/// The offset a refusal names: `shard 1's clock is 1999.997 ms off`.
+/// The offset a refusal names: `shard 1/3's clock is 1999.997 ms off`.
 fn offset_ms(text: &str) -> f64 {
     let after = text.split("'s clock is ").nth(1).unwrap_or_default();
     after.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(f64::NAN)
@@ -439,11 +439,11 @@ fn a_clock_beyond_the_budget_fails_the_start_for_every_shard() {
         assert_eq!(wait_for(&mut child, Duration::from_secs(60)), Some(2));
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("the collector called the start off: shard 1's clock is "), "{err}");
+        assert!(err.contains("the collector called the start off: shard 1/3's clock is "), "{err}");
         assert!((1990.0..2010.0).contains(&offset_ms(&err)), "two seconds ahead: {err}");
     }
     let (code, _, stderr) = c.wait(Duration::from_secs(30));
-    assert!(stderr.contains("the start failed: shard 1's clock is "), "{stderr}");
+    assert!(stderr.contains("the start failed: shard 1/3's clock is "), "{stderr}");
     assert!((1990.0..2010.0).contains(&offset_ms(&stderr)), "two seconds ahead: {stderr}");
     assert_eq!(code, Some(2));
     assert_eq!(served(server.addr()), 0, "nobody started");
