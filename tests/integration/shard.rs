@@ -141,6 +141,11 @@ fn three_shards_together_are_the_unsplit_run() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("Shards") && text.contains("0/3") && text.contains("2/3"), "{text}");
     assert!(text.contains("open loop, 300 req/s"), "the shards' rate is the run's, not 3 × 300: {text}");
+    // The Shards note says what this run's columns are: an open loop's corrected p99, a
+    // start set by --start-at, and every shard's first send known (each wrote its footer).
+    assert!(text.contains("p99: corrected latency (from each request's intended start)"), "{text}");
+    assert!(text.contains("start: how long after --start-at it was ready to send"), "{text}");
+    assert!(!text.contains("(--rendezvous) it was ready") && !text.contains("-: not known yet"), "{text}");
 }
 
 /// A missing or doubled shard, or a shard of another plan, is refused with one line and

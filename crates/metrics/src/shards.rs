@@ -71,6 +71,12 @@ pub struct ShardSummary {
     pub running: bool,
 }
 
+/// A row of a run still going on for a shard none of whose results came yet: it has no
+/// file, and nothing of it is judged.
+pub fn waiting(row: &ShardSummary) -> bool {
+    row.running && row.file == "-"
+}
+
 /// What a shard that did not reach its share sent none of: due, and neither sent nor
 /// dropped (dropped ones are counted as such).
 pub fn never_sent(row: &ShardSummary) -> u64 {
@@ -91,6 +97,17 @@ fn count_never_sent(row: &mut ShardSummary) {
 /// ([`once_each`]); mixing them with shards is refused. The error is one line naming the
 /// files.
 pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
+    check_as(files, true)
+}
+
+/// [`check`] of a run still going on ([`crate::summary::summarize_running`]): a shard with no
+/// file yet is not missing but still to come, so only what could never be one run is unfit.
+pub(crate) fn check_running(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
+    check_as(files, false)
+}
+
+/// [`check`]; `whole`: every shard must be there.
+fn check_as(files: &[(&Path, &RunHeader)], whole: bool) -> Result<(), String> {
     let shards: Vec<_> = files.iter().filter_map(|(p, h)| h.launch.shard.map(|s| (*p, *h, s))).collect();
     let Some(&(first_path, first, (_, count))) = shards.first() else { return once_each(files) };
     let name = |p: &Path| p.display().to_string();
@@ -131,7 +148,7 @@ pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
                 ))
             }
             Some(slot) => *slot = Some(p),
-            None => return Err(format!("{}: shard {i} of {count} does not exist", name(p))),
+            None => return Err(format!("{}: shard {i}/{count} does not exist", name(p))),
         }
     }
     for &&(p, _, (i, _)) in &own {
@@ -140,14 +157,14 @@ pub fn check(files: &[(&Path, &RunHeader)]) -> Result<(), String> {
                 return Err(format!("shard {i}/{count} twice: {} and {} (--force merges anyway)", name(other), name(p)))
             }
             Some(slot) => *slot = Some(p),
-            None => return Err(format!("{}: shard {i} of {count} does not exist", name(p))),
+            None => return Err(format!("{}: shard {i}/{count} does not exist", name(p))),
         }
     }
     let missing: Vec<String> = (0..count)
         .filter(|i| seen[*i as usize].is_none() && taken[*i as usize].is_none())
         .map(|i| i.to_string())
         .collect();
-    if !missing.is_empty() {
+    if whole && !missing.is_empty() {
         return Err(format!(
             "shard(s) {} of {count} missing: the merge would not be the whole run (--force merges what is there)",
             missing.join(", ")
@@ -490,12 +507,13 @@ pub(crate) fn cover(rows: &mut Vec<ShardSummary>, arrivals: &[u64], ends: &[crat
     let running = ends.iter().any(|e| e.through_s.is_some());
     for i in (0..n).filter(|i| !ends.iter().any(|e| e.shard.0 == *i && e.from_s.is_none())) {
         if running && handed(i).is_none() {
-            // The run goes on: a shard whose results have not come yet may still send them.
+            // The run goes on: a shard whose results have not come yet may still send them;
+            // it is of the run so far, not behind ([`waiting`]).
             rows.push(ShardSummary {
                 shard: format!("{i}/{n}"),
                 host: "-".into(),
                 file: "-".into(),
-                behind: Some("waiting: none of its results came yet".into()),
+                running: true,
                 ..Default::default()
             });
             continue;

@@ -511,8 +511,12 @@ pub(crate) fn shards(s: &RunSummary) -> Option<Section> {
     Some(Section { title: "Shards", table, notes })
 }
 
-/// A shard's verdict: running, kept its share, or behind it and why.
+/// A shard's verdict: waiting for its first results, running, kept its share, or behind it
+/// and why.
 fn shard_verdict(r: &barrage_metrics::shards::ShardSummary) -> String {
+    if barrage_metrics::shards::waiting(r) {
+        return "waiting: none of its results came yet".into();
+    }
     match (&r.behind, r.running) {
         (None, true) => "running".into(),
         (Some(why), true) => format!("running; BEHIND: {why}"),

@@ -133,8 +133,10 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Resul
     let readers = paths.iter().map(|p| ResultsReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     // Every shard's file lists the whole run's arrivals (one plan): any one's will do.
     let arrivals = readers.iter().find_map(|r| r.schedule().map(<[u64]>::to_vec));
-    if let [one] = &readers[..] {
-        let shard = one.header().launch.shard;
+    // Running, one shard's file is the fleet's first: the others are still to come.
+    let first = readers[0].header().launch.shard;
+    if readers.len() == 1 && (progress == Progress::Ended || first.is_none_or(|(_, n)| n < 2)) {
+        let shard = first;
         drop(readers);
         let mut s = merge(paths, progress)?;
         if let Some((i, n)) = shard {
@@ -155,7 +157,11 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Resul
         return Ok(s);
     }
     let files: Vec<_> = readers.iter().map(|r| (r.path(), r.header())).collect();
-    let unfit = crate::shards::check(&files).err();
+    let unfit = match progress {
+        Progress::Ended => crate::shards::check(&files),
+        Progress::Running(_) => crate::shards::check_running(&files),
+    }
+    .err();
     if let (Some(why), false) = (&unfit, force) {
         return Err(FileError::Shards(why.clone()));
     }
