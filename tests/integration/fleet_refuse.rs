@@ -70,6 +70,7 @@ fn a_shard_of_another_split_is_refused_and_stops_at_once_with_exit_2() {
     let last = stderr.trim().lines().last().unwrap_or_default();
     assert_eq!(last, "barrage: error: the collector was stopped before any shard sent data", "{stderr}");
     assert!(!stderr.contains("within 600s") && !stderr.contains("lost"), "{stderr}");
+    assert!(stderr.contains("barrage collect: refused: shard 0/2 does not belong here"), "{stderr}");
 }
 
 #[test]

@@ -198,18 +198,25 @@ impl Query {
     }
 
     /// The stream named (shard I's, or with part 1 its takeover's), checked against the
-    /// collector's N.
+    /// collector's N; a shard of another split is refused, and kept for the last word.
     fn shard(&self, shared: &Shared) -> Result<u32, Refusal> {
-        let n = shared.lock().n;
+        let mut state = shared.lock();
+        let n = state.n;
         match (self.shard, self.shards) {
             (Some(i), Some(of)) if of == n && i < n && self.part <= 1 => Ok(i + self.part * n),
-            (Some(i), Some(of)) => Err((
-                StatusCode::BAD_REQUEST,
-                format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)"),
-            )),
+            (Some(i), Some(of)) => {
+                let why = not_here(i, of, n);
+                state.refused.push(why.clone());
+                Err((StatusCode::BAD_REQUEST, why))
+            }
             _ => Err((StatusCode::BAD_REQUEST, "give shard=I&shards=N".into())),
         }
     }
+}
+
+/// Why shard `i` of `of` is not one of this collector's `n`.
+fn not_here(i: u32, of: u32, n: u32) -> String {
+    format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)")
 }
 
 /// A request refused: its status and why.
@@ -229,10 +236,9 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     let mut state = shared.lock();
     let n = state.n;
     if r.shards != n || r.shard >= n {
-        return error(
-            StatusCode::CONFLICT,
-            &format!("shard {}/{} does not belong here: this collector collects {n} shard(s)", r.shard, r.shards),
-        );
+        let why = not_here(r.shard, r.shards, n);
+        state.refused.push(why.clone());
+        return error(StatusCode::CONFLICT, &why);
     }
     if shared.start.borrow().is_some() {
         return error(StatusCode::CONFLICT, &format!("shard {}/{n} came after the start was published", r.shard));
