@@ -35,6 +35,7 @@ fn refused(mut child: Child, within: Duration) -> String {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(code, Some(2), "a refused shard exits 2: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "a refused shard says why in one line: {err}");
     assert!(began.elapsed() < within, "a refused shard stops at once, not after its run: {err}");
     err
 }
@@ -59,14 +60,17 @@ fn a_shard_of_another_split_is_refused_and_stops_at_once_with_exit_2() {
     let run = member(dir.path(), "other", "0/2", &c, &[&url, "--rate", "50", "-d", "60s"], false);
     let err = refused(run, Duration::from_secs(30));
     assert!(
-        err.contains("refused the results: shard 0/2 does not belong here: this collector collects 3 shard(s)"),
+        err.contains("refused the results, so this shard stopped: shard 0/2 does not belong here: this collector collects 3 shard(s)"),
         "{err}"
     );
-    // The collector, stopped before any shard of its own run sent data, says that.
-    unsafe { libc::kill(c.child.id() as i32, libc::SIGTERM) };
-    let (_, _, stderr) = c.wait(Duration::from_secs(30));
-    assert!(stderr.contains("it sent no data before the collector was stopped"), "{stderr}");
-    assert!(!stderr.contains("within 600s"), "{stderr}");
+    // The collector, stopped before any shard of its own run sent data, says that alone.
+    unsafe { libc::kill(c.child.id() as i32, libc::SIGINT) };
+    let (code, _, stderr) = c.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(130), "{stderr}");
+    let last = stderr.trim().lines().last().unwrap_or_default();
+    assert_eq!(last, "barrage: error: the collector was stopped before any shard sent data", "{stderr}");
+    assert!(!stderr.contains("within 600s") && !stderr.contains("lost"), "{stderr}");
+    assert!(stderr.contains("barrage collect: refused: shard 0/2 does not belong here"), "{stderr}");
 }
 
 #[test]
@@ -84,7 +88,8 @@ fn a_second_shard_0_and_a_shard_of_another_plan_are_refused_at_the_rendezvous() 
     let err = refused(twice, Duration::from_secs(30));
     assert!(err.contains("shard 0/2 is already here, sent by another process"), "{err}");
     let err = refused(other, Duration::from_secs(30));
-    assert!(err.contains("shard 1/2 runs a different plan than shard 0/2"), "{err}");
+    // What differs is named: the rate, and the clients that follow it.
+    assert!(err.contains("shard 1/2 runs a different plan than shard 0/2 (clients 60, not 50; load.open.pacer.constant_per_sec 60.0, not 50.0)"), "{err}");
     // The right shard 1 comes: the run starts, and is the two shards' alone.
     let mut shards = vec![first, member(dir.path(), "s1", "1/2", &c, &plan, true)];
     for s in &mut shards {
@@ -93,8 +98,8 @@ fn a_second_shard_0_and_a_shard_of_another_plan_are_refused_at_the_rendezvous() 
     let (code, live, stderr) = c.wait(Duration::from_secs(60));
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(live["requests"]["total"], 100, "{stderr}");
-    assert!(stderr.contains("barrage collect: refused shard 0/2 is already here"), "{stderr}");
-    assert!(stderr.contains("barrage collect: refused shard 1/2 runs a different plan"), "{stderr}");
+    assert!(stderr.contains("barrage collect: refused: shard 0/2 is already here"), "{stderr}");
+    assert!(stderr.contains("barrage collect: refused: shard 1/2 runs a different plan"), "{stderr}");
 }
 
 #[test]
@@ -110,7 +115,9 @@ fn without_a_rendezvous_a_second_shard_0_and_another_plan_are_refused_at_their_f
     let twice = member(dir.path(), "again", "0/2", &c, &plan, false);
     let other = member(dir.path(), "other", "1/2", &c, &[&url, "--rate", "60", "-d", "6s"], false);
     assert!(refused(twice, Duration::from_secs(20)).contains("shard 0/2 is already here"));
-    assert!(refused(other, Duration::from_secs(20)).contains("shard 1/2 runs a different plan"));
+    let err = refused(other, Duration::from_secs(20));
+    // Named from the header of its first post, which the shard sends with the file's start.
+    assert!(err.contains("shard 1/2 runs a different plan than shard 0/2 (clients 60, not 50; load.open.pacer.constant_per_sec 60.0, not 50.0)"), "{err}");
     let mut shards = vec![first, member(dir.path(), "s1", "1/2", &c, &plan, false)];
     for s in &mut shards {
         assert_eq!(wait_for(s, Duration::from_secs(60)), Some(0));
@@ -135,6 +142,16 @@ fn a_rendezvous_with_what_is_not_a_collector_fails_at_once_and_one_not_up_yet_is
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("not a barrage collector") && err.lines().count() == 1, "{err}");
     assert!(began.elapsed() < Duration::from_secs(20), "not after the minute it waits for a collector");
+    // Without a rendezvous, its first post finds out as fast, and the run stops.
+    let began = Instant::now();
+    let out = barrage()
+        .args(["run", &server.url(), "--rate", "20", "-d", "60s", "--shard", "0/1", "--report-to", &server.url()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a barrage collector") && err.trim().lines().count() == 1, "{err}");
+    assert!(began.elapsed() < Duration::from_secs(20), "a refused shard stops at once, not after its run: {err}");
     // Nothing there yet: it says at once that it waits, and for how long.
     let mut waiting = barrage()
         .args(["run", &server.url(), "-n", "1", "--shard", "0/1", "--report-to", &refused_url(), "--rendezvous"])
@@ -152,7 +169,12 @@ fn a_rendezvous_with_what_is_not_a_collector_fails_at_once_and_one_not_up_yet_is
     waiting.kill().unwrap();
     waiting.wait().unwrap();
     let line = line.expect("a line at once");
-    assert!(line.contains("--rendezvous: waiting up to 60 s for the collector at http://127.0.0.1:"), "{line}");
+    assert!(
+        line.contains("--rendezvous: waiting up to 60 s (until ")
+            && line.contains(" UTC) for the collector at http://127.0.0.1:"),
+        "{line}"
+    );
+    assert!(line.contains("Connection refused"), "the cause, not hyper's 'client error (Connect)': {line}");
 }
 
 #[test]
@@ -197,4 +219,30 @@ fn collect_says_its_errors_cause_once_and_leaves_no_directory_behind() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.matches("not an empty directory of yours").count(), 1, "{err}");
+}
+
+#[test]
+fn collect_names_its_default_directory_by_the_utc_time_its_help_says() {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = barrage()
+        .args(["collect", "--shards", "1", "--listen", "127.0.0.1:0"])
+        .current_dir(cwd.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    wait_for(&mut child, Duration::from_secs(30));
+    let made: Vec<String> =
+        std::fs::read_dir(cwd.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let [name] = made.as_slice() else { panic!("one directory: {made:?}") };
+    // fleet-20261128T235959Z: 8 digits, T, 6 digits, Z.
+    let stamp = name.strip_prefix("fleet-").unwrap_or_default();
+    let shape: String = stamp.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
+    assert_eq!(shape, "99999999T999999Z", "{name}");
+    assert!(line.contains(&format!("their files in {name}")), "{line}");
+    let help = barrage().args(["collect", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("[default: fleet-<UTC time>, as fleet-20261128T235959Z]"), "{help}");
 }

@@ -47,7 +47,11 @@ pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> 
 /// The merged report of what came, as `barrage report` gives it; the lost shards named first.
 fn report(a: &CollectArgs, c: Collected, html: &barrage_report::HtmlOptions) -> anyhow::Result<Exit> {
     for why in &c.refused {
-        eprintln!("barrage collect: refused {why}");
+        eprintln!("barrage collect: refused: {why}");
+    }
+    // Stopped before anything came: that is the one thing to say, not each shard's loss.
+    if let (true, None, Some(why)) = (c.files.is_empty(), &c.aborted, &c.stopped) {
+        anyhow::bail!("{why} before any shard sent data");
     }
     for lost in &c.lost {
         eprintln!("barrage collect: shard {}/{} lost: {}", lost.shard, a.shards, lost.why);
@@ -115,6 +119,8 @@ fn default_dir() -> PathBuf {
 /// collector, joined to the run's order.
 pub struct Shard {
     reporter: barrage_fleet::Reporter,
+    /// The collector's URL, for a refusal's line.
+    url: String,
 }
 
 impl Shard {
@@ -131,7 +137,8 @@ impl Shard {
         let (run, plan) = (token(), job.plan_digest());
         if launch.rendezvous {
             let client = barrage_fleet::client::Client::new(url)?;
-            let comer = barrage_fleet::rendezvous::Comer { shard, run: &run, plan: &plan };
+            let settings = job.settings_json("run");
+            let comer = barrage_fleet::rendezvous::Comer { shard, run: &run, plan: &plan, settings: &settings };
             let met = barrage_fleet::rendezvous::rendezvous(&client, &comer, stop)?;
             job.start_at = Some(met.start);
             job.clock_offset_us = Some(met.clock.offset_us);
@@ -145,7 +152,7 @@ impl Shard {
         let who = barrage_fleet::Who { shard, part, run, plan };
         let (reporter, mirror) = barrage_fleet::Reporter::start(client, who, takeover, stop.clone())?;
         job.mirror = Some(mirror);
-        Ok(Some(Shard { reporter }))
+        Ok(Some(Shard { reporter, url: url.trim_end_matches('/').to_string() }))
     }
 
     /// The run ended: the rest of its stream sent, or a line on why not; who stopped the
@@ -157,7 +164,10 @@ impl Shard {
             eprintln!("barrage: --report-to: {why}");
         }
         if let Some(why) = ended.refused {
-            anyhow::bail!("--report-to: the collector refused this shard, which stopped: {why}");
+            anyhow::bail!(
+                "--report-to: the collector at {} refused the results, so this shard stopped: {why}",
+                self.url
+            );
         }
         Ok(ended.stopped.map(|why| format!("the collector: {why}")))
     }

@@ -73,7 +73,7 @@ impl Client {
             .map_err(|e| unreachable(e.to_string()))?;
         self.runtime.block_on(async {
             let exchange = async {
-                let answer = self.hyper.request(request).await.map_err(|e| unreachable(e.to_string()))?;
+                let answer = self.hyper.request(request).await.map_err(|e| unreachable(cause(&e)))?;
                 let status = answer.status();
                 let body = Limited::new(answer.into_body(), ANSWER_BYTES)
                     .collect()
@@ -105,17 +105,36 @@ impl Client {
         self.json(status, &body)
     }
 
+    /// An answer that is not a success: the collector's `{"error": …}`, or, without one,
+    /// what answered is not a collector (a web server's 404 page).
+    pub fn refusal(status: StatusCode, body: &[u8], asked: &str) -> String {
+        let said: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let why = said["error"].as_str().map(str::to_string);
+        why.unwrap_or_else(|| format!("it answers {status} to {asked}: not a barrage collector"))
+    }
+
     fn json<T: serde::de::DeserializeOwned>(&self, status: StatusCode, body: &[u8]) -> Result<Option<T>, ClientError> {
         if status == StatusCode::NO_CONTENT {
             return Ok(None);
         }
         if !status.is_success() {
-            let said: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-            let why = said["error"].as_str().map(str::to_string).unwrap_or_else(|| status.to_string());
-            return Err(ClientError::Refused(self.base.clone(), why));
+            return Err(ClientError::Refused(self.base.clone(), Client::refusal(status, body, "a shard's request")));
         }
-        serde_json::from_slice(body)
-            .map(Some)
-            .map_err(|e| ClientError::Refused(self.base.clone(), format!("an answer that is not a collector's: {e}")))
+        serde_json::from_slice(body).map(Some).map_err(|_| {
+            ClientError::Refused(
+                self.base.clone(),
+                format!("it answers {status} without a collector's JSON: not a barrage collector"),
+            )
+        })
     }
+}
+
+/// The innermost cause of a failed request ("Connection refused (os error 111)"): hyper's
+/// own message ("client error (Connect)") names none.
+fn cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    inner.to_string()
 }

@@ -22,6 +22,9 @@ pub use barrage_plan::plan::MAX_SHARDS;
 pub const MAX_POST_BYTES: usize = 80 << 20;
 /// What a shard batches into one post, unless one record is larger.
 pub const BATCH_BYTES: usize = 4 << 20;
+/// The most bytes of a [`Ready`] the collector takes; a shard leaves out settings that would
+/// not fit (its plan's difference, if any, is then not named).
+pub const READY_BYTES: usize = 1 << 20;
 
 /// A shard is ready to start, its clock measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -40,6 +43,10 @@ pub struct Ready {
     /// has the same.
     #[serde(default)]
     pub plan: String,
+    /// Its results header's settings (`settings_json`): a plan that differs from the first
+    /// shard's is refused naming what differs.
+    #[serde(default)]
+    pub settings: String,
 }
 
 /// The collector's word on the start: a time on its clock, or why there is none.

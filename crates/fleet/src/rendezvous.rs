@@ -4,7 +4,7 @@
 
 use crate::client::{Client, ClientError};
 use crate::clock::{best, Exchange, Offset};
-use crate::protocol::{Ready, Start};
+use crate::protocol::{Ready, Start, READY_BYTES};
 use http::Method;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
@@ -49,13 +49,24 @@ pub struct Comer<'a> {
     pub run: &'a str,
     /// Its plan's digest.
     pub plan: &'a str,
+    /// Its results header's settings: what names how its plan differs, if it does.
+    pub settings: &'a str,
 }
 
 /// Measures the clock, says ready, waits for the start (or `stop`).
 pub fn rendezvous(client: &Client, comer: &Comer, stop: &CancellationToken) -> Result<Rendezvous, RendezvousError> {
     let shard = comer.shard;
     let clock = measure(client, stop)?;
-    let ready = Ready { shard: shard.0, shards: shard.1, clock, run: comer.run.into(), plan: comer.plan.into() };
+    // Settings that would not fit are left out: the plan is still checked, by its digest.
+    let settings = if comer.settings.len() < READY_BYTES / 2 { comer.settings } else { "" };
+    let ready = Ready {
+        shard: shard.0,
+        shards: shard.1,
+        clock,
+        run: comer.run.into(),
+        plan: comer.plan.into(),
+        settings: settings.into(),
+    };
     client.post::<serde_json::Value>("/v1/ready", &ready)?;
     loop {
         if stop.is_cancelled() {
@@ -92,12 +103,17 @@ fn measure(client: &Client, stop: &CancellationToken) -> Result<Offset, Rendezvo
             Err(ClientError::Unreachable(_, why)) if exchanges.is_empty() && std::time::Instant::now() < gave_up => {
                 if !std::mem::replace(&mut said, true) {
                     eprintln!(
-                        "barrage: --rendezvous: waiting up to {} s for the collector at {} ({why})",
+                        "barrage: --rendezvous: waiting up to {} s (until {}) for the collector at {} ({why})",
                         REACH_FOR.as_secs(),
+                        utc_clock(SystemTime::now() + REACH_FOR),
                         client.base()
                     );
                 }
                 std::thread::sleep(RETRY_EVERY)
+            }
+            Err(ClientError::Unreachable(at, why)) if exchanges.is_empty() => {
+                let why = format!("no answer in {} s of trying ({why})", REACH_FOR.as_secs());
+                return Err(ClientError::Unreachable(at, why).into());
             }
             Err(e) => return Err(e.into()),
         }
@@ -122,4 +138,10 @@ fn exchange(client: &Client) -> Result<Exchange, ClientError> {
 /// This machine's clock, µs since the Unix epoch.
 pub fn now_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+/// A time of day in UTC, for a line a person reads: `23:59:59 UTC`.
+fn utc_clock(t: SystemTime) -> String {
+    let s = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
 }

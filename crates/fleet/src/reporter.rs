@@ -162,17 +162,17 @@ impl Stream {
                     QUEUE_BYTES >> 20
                 ));
             }
-            if !self.queue.is_empty() {
+            // The first post holds the header with the file's start (magic and version,
+            // mirrored on their own): the collector checks the shard's plan by it.
+            let header_due = self.sent == 0 && self.queue.len() < 2 && ending.is_none();
+            if !self.queue.is_empty() && !header_due {
                 failure = match self.post() {
                     Ok(()) => None,
                     // Refused (another plan, a second process for this shard, a shard it
-                    // does not know): said at once, and the run stops: a shard of a fleet
-                    // whose collector will not have it is not a part of the run planned.
+                    // does not know, not a collector): the run stops at once, and its one
+                    // error line says why: a shard of a fleet whose collector will not have
+                    // it is not a part of the run planned.
                     Err(Failure::Refused(why)) => {
-                        eprintln!(
-                            "barrage: --report-to: the collector at {} refused the results: {why}",
-                            self.client.base()
-                        );
                         self.ended.refused = Some(why);
                         self.stop.cancel();
                         return Ok(());
@@ -218,13 +218,14 @@ impl Stream {
         let path = format!("/v1/data?shard={i}&shards={n}&offset={at}&part={part}&run={run}&plan={plan}");
         let sent = self.client.send(Method::POST, &path, Bytes::from(body));
         let (status, answer) = sent.map_err(|e| Failure::Unreachable(e.to_string()))?;
-        let said = |other: StatusCode| {
-            let said: serde_json::Value = serde_json::from_slice(&answer).unwrap_or_default();
-            said["error"].as_str().map(str::to_string).unwrap_or_else(|| other.to_string())
-        };
+        let asked = "a shard's results (POST /v1/data)";
+        let said = |other: StatusCode| Client::refusal(other, &answer, asked);
         let ack: Ack = match status {
-            StatusCode::OK | StatusCode::CONFLICT => serde_json::from_slice(&answer)
-                .map_err(|e| Failure::Refused(format!("an answer that is not ours: {e}")))?,
+            StatusCode::OK | StatusCode::CONFLICT => serde_json::from_slice(&answer).map_err(|_| {
+                Failure::Refused(format!(
+                    "it answers {status} to {asked} without a collector's acknowledgement: not a barrage collector"
+                ))
+            })?,
             other if other.is_client_error() => return Err(Failure::Refused(said(other))),
             other => return Err(Failure::Unreachable(said(other))),
         };

@@ -2,7 +2,7 @@
 //! start, and their results streams appended to the collector's copies. A thread of its
 //! own with a current-thread runtime; each exchange bounded in time and size.
 
-use crate::protocol::{Ack, Adopt, Ready, ShardStatus, Start, Status, MAX_POST_BYTES};
+use crate::protocol::{Ack, Adopt, Ready, ShardStatus, Start, Status, MAX_POST_BYTES, READY_BYTES};
 use crate::rendezvous::now_us;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -59,11 +59,20 @@ pub(crate) struct State {
     pub files: Vec<PathBuf>,
     /// Of those, the copies of streams judged lost: ended, without a footer.
     pub lost_files: Vec<PathBuf>,
-    /// The run's plan digest, and the shard that came with it first: a shard with another
-    /// is refused.
-    pub plan: Option<(u32, String)>,
+    /// The run's plan, as the first shard came with it: a shard with another is refused.
+    pub plan: Option<Planned>,
     /// The shards refused, and why, for the collector's last word.
     pub refused: Vec<String>,
+}
+
+/// The run's plan, as the first shard to come brought it.
+pub(crate) struct Planned {
+    /// That shard.
+    pub shard: u32,
+    /// Its plan's digest.
+    pub digest: String,
+    /// Its results header's settings (empty when not known): what names a difference.
+    pub settings: String,
 }
 
 pub(crate) struct Shared {
@@ -132,7 +141,7 @@ async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes
     let query = Query::of(req.uri().query().unwrap_or(""));
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/v1/clock") => json(StatusCode::OK, &serde_json::json!({ "t2": t2, "t3": now_us() })),
-        (&Method::POST, "/v1/ready") => match body(req, 64 << 10).await {
+        (&Method::POST, "/v1/ready") => match body(req, READY_BYTES).await {
             Ok(b) => ready(shared, &b),
             Err((status, why)) => error(status, &why),
         },
@@ -140,7 +149,10 @@ async fn respond(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes
         (&Method::POST, "/v1/data") => match (query.shard(shared), body(req, MAX_POST_BYTES).await) {
             (Ok(i), Ok(b)) => {
                 // The lock is let go before `data` takes it again.
-                let admitted = admit(&mut shared.lock(), i, &query.run, &query.plan);
+                // A first post begins with the header, whose settings name what differs.
+                let settings = barrage_metrics::file::header_of(&b).map(|h| h.settings_json).unwrap_or_default();
+                let comer = Comer { run: &query.run, plan: &query.plan, settings: &settings };
+                let admitted = admit(&mut shared.lock(), i, &comer);
                 match admitted {
                     Ok(()) => data(shared, i, query.offset, &b),
                     Err((status, why)) => error(status, &why),
@@ -186,18 +198,25 @@ impl Query {
     }
 
     /// The stream named (shard I's, or with part 1 its takeover's), checked against the
-    /// collector's N.
+    /// collector's N; a shard of another split is refused, and kept for the last word.
     fn shard(&self, shared: &Shared) -> Result<u32, Refusal> {
-        let n = shared.lock().n;
+        let mut state = shared.lock();
+        let n = state.n;
         match (self.shard, self.shards) {
             (Some(i), Some(of)) if of == n && i < n && self.part <= 1 => Ok(i + self.part * n),
-            (Some(i), Some(of)) => Err((
-                StatusCode::BAD_REQUEST,
-                format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)"),
-            )),
+            (Some(i), Some(of)) => {
+                let why = not_here(i, of, n);
+                state.refused.push(why.clone());
+                Err((StatusCode::BAD_REQUEST, why))
+            }
             _ => Err((StatusCode::BAD_REQUEST, "give shard=I&shards=N".into())),
         }
     }
+}
+
+/// Why shard `i` of `of` is not one of this collector's `n`.
+fn not_here(i: u32, of: u32, n: u32) -> String {
+    format!("shard {i}/{of} does not belong here: this collector collects {n} shard(s)")
 }
 
 /// A request refused: its status and why.
@@ -217,15 +236,15 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     let mut state = shared.lock();
     let n = state.n;
     if r.shards != n || r.shard >= n {
-        return error(
-            StatusCode::CONFLICT,
-            &format!("shard {}/{} does not belong here: this collector collects {n} shard(s)", r.shard, r.shards),
-        );
+        let why = not_here(r.shard, r.shards, n);
+        state.refused.push(why.clone());
+        return error(StatusCode::CONFLICT, &why);
     }
     if shared.start.borrow().is_some() {
         return error(StatusCode::CONFLICT, &format!("shard {}/{n} came after the start was published", r.shard));
     }
-    if let Err((status, why)) = admit(&mut state, r.shard, &r.run, &r.plan) {
+    if let Err((status, why)) = admit(&mut state, r.shard, &Comer { run: &r.run, plan: &r.plan, settings: &r.settings })
+    {
         return error(status, &why);
     }
     let shard = &mut state.shards[r.shard as usize];
@@ -238,11 +257,23 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     json(StatusCode::OK, &serde_json::json!({ "ready": true }))
 }
 
-/// Admits stream `i`'s sender (`run`: its process's token; `plan`: its plan's digest), or
-/// refuses it: another process already sends that stream (two shards given the same
-/// `--shard`, or one started again), or its plan is not the one the first shard came with.
-/// Each refusal is kept for the collector's last word.
-fn admit(state: &mut State, i: u32, run: &str, plan: &str) -> Result<(), Refusal> {
+/// Who sends a stream, as far as the collector checks it.
+struct Comer<'a> {
+    /// Its process's token.
+    run: &'a str,
+    /// Its plan's digest.
+    plan: &'a str,
+    /// Its results header's settings, when known (empty when not): what names a plan's
+    /// difference.
+    settings: &'a str,
+}
+
+/// Admits stream `i`'s sender, or refuses it: another process already sends that stream
+/// (two shards given the same `--shard`, or one started again), or its plan is not the one
+/// the first shard came with (the check `barrage report` makes of shards' files). Each
+/// refusal is kept for the collector's last word.
+fn admit(state: &mut State, i: u32, comer: &Comer) -> Result<(), Refusal> {
+    let (run, plan) = (comer.run, comer.plan);
     let n = state.n;
     let name = stream_name(i, n);
     let refused = |state: &mut State, why: String| {
@@ -256,14 +287,18 @@ fn admit(state: &mut State, i: u32, run: &str, plan: &str) -> Result<(), Refusal
     }
     if i < n && !plan.is_empty() {
         match &state.plan {
-            Some((j, first)) if first != plan => {
+            Some(first) if first.digest != plan => {
+                let differ = barrage_metrics::plan_difference::plan_difference(&first.settings, comer.settings);
                 let why = format!(
-                    "{name} runs a different plan than shard {j}/{n} (URLs, load, duration or other flags differ: plan {plan}, not {first}): not a shard of this run"
+                    "{name} runs a different plan than shard {}/{n} ({differ}): not a shard of this run",
+                    first.shard
                 );
                 return refused(state, why);
             }
             Some(_) => {}
-            None => state.plan = Some((i, plan.to_string())),
+            None => {
+                state.plan = Some(Planned { shard: i, digest: plan.to_string(), settings: comer.settings.to_string() })
+            }
         }
     }
     state.shards[i as usize].run.get_or_insert_with(|| run.to_string());

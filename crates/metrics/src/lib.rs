@@ -35,6 +35,7 @@ pub mod file;
 pub mod gaps;
 mod legacy;
 pub mod limits;
+pub mod plan_difference;
 pub mod recorder;
 pub mod sample;
 pub mod secrets;

@@ -126,11 +126,12 @@ fn check_as(files: &[(&Path, &RunHeader)], whole: bool) -> Result<(), String> {
             name(first_path)
         ));
     }
-    if let Some((p, ..)) = shards.iter().find(|(_, h, _)| h.launch.plan_digest != first.launch.plan_digest) {
+    if let Some((p, h, _)) = shards.iter().find(|(_, h, _)| h.launch.plan_digest != first.launch.plan_digest) {
         return Err(format!(
-            "{} ran a different plan than {} (URLs, load, duration or other flags differ): not shards of one run (--force merges anyway)",
+            "{} ran a different plan than {} ({}): not shards of one run (--force merges anyway)",
             name(p),
-            name(first_path)
+            name(first_path),
+            crate::plan_difference::plan_difference(&first.settings_json, &h.settings_json)
         ));
     }
     // A takeover runs the rest of its shard's share: it stands beside the shard's own file

@@ -563,6 +563,20 @@ pub struct ResultsReader {
     first_send_us: Option<u64>,
 }
 
+/// The header at the start of a results file's bytes (a shard's first post to its
+/// collector), if they hold a whole one in a version this build reads.
+pub fn header_of(bytes: &[u8]) -> Option<RunHeader> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    let version = u16::from_le_bytes(rest.get(..2)?.try_into().ok()?);
+    if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
+        return None;
+    }
+    match read_record(&mut &rest[2..], version) {
+        Ok(Some(Record::Header(h))) => Some(h),
+        _ => None,
+    }
+}
+
 impl ResultsReader {
     /// Opens `path`, checks magic and version, and reads the header with all its URLs.
     pub fn open(path: &Path) -> Result<Self, FileError> {
