@@ -816,11 +816,6 @@ pub fn utc(ms: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// Who stopped a run early: Ctrl-C or q, unless the summary names another (a collector).
-pub(crate) fn stopped_by(s: &RunSummary) -> &str {
-    s.stopped_by.as_deref().unwrap_or("Ctrl-C or q")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
