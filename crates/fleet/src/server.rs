@@ -82,6 +82,18 @@ pub(crate) struct Shared {
     pub page: Option<crate::page::Page>,
 }
 
+/// The most refusals kept for the collector's last word: anyone who reaches its port may post.
+const REFUSALS_KEPT: usize = 64;
+
+impl State {
+    /// Keeps a refusal for the last word, up to [`REFUSALS_KEPT`] (the same one once).
+    pub(crate) fn refuse(&mut self, why: &str) {
+        if self.refused.len() < REFUSALS_KEPT && !self.refused.iter().any(|r| r == why) {
+            self.refused.push(why.to_string());
+        }
+    }
+}
+
 impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -206,7 +218,7 @@ impl Query {
             (Some(i), Some(of)) if of == n && i < n && self.part <= 1 => Ok(i + self.part * n),
             (Some(i), Some(of)) => {
                 let why = not_here(i, of, n);
-                state.refused.push(why.clone());
+                state.refuse(&why);
                 Err((StatusCode::BAD_REQUEST, why))
             }
             _ => Err((StatusCode::BAD_REQUEST, "give shard=I&shards=N".into())),
@@ -237,7 +249,7 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     let n = state.n;
     if r.shards != n || r.shard >= n {
         let why = not_here(r.shard, r.shards, n);
-        state.refused.push(why.clone());
+        state.refuse(&why);
         return error(StatusCode::CONFLICT, &why);
     }
     if shared.start.borrow().is_some() {
@@ -277,7 +289,7 @@ fn admit(state: &mut State, i: u32, comer: &Comer) -> Result<(), Refusal> {
     let n = state.n;
     let name = stream_name(i, n);
     let refused = |state: &mut State, why: String| {
-        state.refused.push(why.clone());
+        state.refuse(&why);
         Err((StatusCode::FORBIDDEN, why))
     };
     if state.shards[i as usize].run.as_deref().is_some_and(|r| r != run) {
