@@ -66,9 +66,16 @@ impl Collect {
 
     /// Waits (at most a minute) until the collector has shard `i`'s interval `k`.
     pub(crate) fn wait_for_interval(&self, i: usize, k: u64) {
+        self.wait_until(&format!("shard {i} reaches its interval {k}"), |s| {
+            s["shards"][i]["last_interval"].as_u64().is_some_and(|last| last >= k)
+        });
+    }
+
+    /// Waits (at most a minute) until the collector's status `holds`; fails naming `what`.
+    pub(crate) fn wait_until(&self, what: &str, holds: impl Fn(&Value) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while self.status()["shards"][i]["last_interval"].as_u64().is_none_or(|last| last < k) {
-            assert!(Instant::now() < deadline, "shard {i} never reached its interval {k}");
+        while !holds(&self.status()) {
+            assert!(Instant::now() < deadline, "never: {what}");
             // Polls the collector's status; synchronises nothing else.
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -323,12 +330,7 @@ fn a_killed_shard_is_lost_and_named_and_the_others_are_merged() {
     c.wait_for_interval(1, 2);
     children[1].kill().unwrap();
     // Once judged lost, the live page reads it lost while the others still run.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while c.status()["shards"][1]["lost"] != true {
-        assert!(Instant::now() < deadline, "shard 1 was never judged lost");
-        // Polls the collector's status; synchronises nothing else.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    c.wait_until("shard 1 is judged lost", |s| s["shards"][1]["lost"] == true);
     let (_, data) = live_page(&c);
     let rows = data["summary"]["shards"].as_array().unwrap().clone();
     assert!(

@@ -42,12 +42,7 @@ fn refused(mut child: Child, within: Duration) -> String {
 
 /// Waits (at most a minute) until the collector has shard `i` ready at its rendezvous.
 fn wait_ready(c: &Collect, i: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while c.status()["shards"][i]["clock"].is_null() {
-        assert!(Instant::now() < deadline, "shard {i} never came to the rendezvous");
-        // Polls the collector's status; synchronises nothing else.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    c.wait_until(&format!("shard {i} comes to the rendezvous"), |s| !s["shards"][i]["clock"].is_null());
 }
 
 #[test]
