@@ -241,8 +241,8 @@ fn sample(flag: &str, w: &World) -> Sample {
         }
         "resume-after" => {
             let soon = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2;
-            let base = ["--resume-at", "1s", "--shard", "0/2", "--start-at"].map(String::from);
-            with(s(&["--resume-after", "5"]), [base.to_vec(), vec![soon.to_string()]].concat())
+            let base = ["--resume-at", "1s", "--shard", "0/2", "--threads", "2", "--start-at"].map(String::from);
+            with(s(&["--resume-after", "5:3,4"]), [base.to_vec(), vec![soon.to_string()]].concat())
         }
         // A run of an experiment made elsewhere: its stream.
         "study-index" => plain(s(&["--study-index", "3"])),

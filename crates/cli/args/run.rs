@@ -81,16 +81,27 @@ pub struct LaunchArgs {
     /// offset and run to their window's end.
     #[arg(long, value_name = "DUR", requires_all = ["start_at", "shard"], help_heading = "Scale-out")]
     pub resume_at: Option<Dur>,
-    /// With --resume-at, an open loop without a scenario: send the shard's share from the
-    /// arrival after its first N (those the lost shard's results recorded as sent or
-    /// dropped), not from the offset: the takeover then sends exactly the count left.
-    #[arg(long, value_name = "N", requires = "resume_at", help_heading = "Scale-out")]
-    pub resume_after: Option<u64>,
+    /// With --resume-at, an open loop without a scenario: where each engine thread of the
+    /// lost shard left its lane of the share, `passed[:j.j…]` per thread (the arrivals it
+    /// had passed, and of them those still in flight), as its results recorded them: each
+    /// thread of this run sends the in-flight ones again, then its lane from there on, so
+    /// the takeover sends exactly the arrivals whose outcome the lost shard did not record.
+    /// Needs --threads, as many as the lost shard had. The collector gives it.
+    #[arg(long, value_name = "LANES", requires_all = ["resume_at", "threads"], value_parser = parse_lanes, help_heading = "Scale-out")]
+    pub resume_after: Option<Lanes>,
     /// This run is run N of an experiment made elsewhere (the index `experiment --dry-run
     /// --format json` gives it): it draws that run's picks and asks for that run's new
     /// objects, not a lone run's, so the fleet sends what the experiment would.
     #[arg(long, value_name = "N", value_parser = parse_study_index, help_heading = "Scale-out")]
     pub study_index: Option<u64>,
+}
+
+/// `--resume-after`: a lost shard's engine threads' lanes ([`barrage_metrics::lanes`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lanes(pub Vec<barrage_metrics::lanes::LaneMark>);
+
+fn parse_lanes(s: &str) -> Result<Lanes, String> {
+    barrage_metrics::lanes::from_arg(s).map(Lanes).map_err(|e| format!("'{s}': {e}"))
 }
 
 /// `--study-index`: a run's place in a study, from 1, below the streams there are.

@@ -150,15 +150,15 @@ impl Shard {
             None => (barrage_fleet::Part::Own, takeover(job)),
         };
         let who = barrage_fleet::Who { shard, part, run, plan };
-        let (reporter, mirror) = barrage_fleet::Reporter::start(client, who, takeover, stop.clone())?;
+        let (reporter, mirror) =
+            barrage_fleet::Reporter::start(client, who, takeover, stop.clone(), job.stopped_by.clone())?;
         job.mirror = Some(mirror);
         Ok(Some(Shard { reporter, url: url.trim_end_matches('/').to_string() }))
     }
 
-    /// The run ended: the rest of its stream sent, or a line on why not; who stopped the
-    /// run, if the collector did. A shard the collector refused is an error (exit 2): it is
-    /// not a part of the fleet's run.
-    pub fn finish(self) -> anyhow::Result<Option<String>> {
+    /// The run ended: the rest of its stream sent, or a line on why not. A shard the
+    /// collector refused is an error (exit 2): it is not a part of the fleet's run.
+    pub fn finish(self) -> anyhow::Result<()> {
         let ended = self.reporter.finish();
         if let Some(why) = ended.short {
             eprintln!("barrage: --report-to: {why}");
@@ -169,7 +169,7 @@ impl Shard {
                 self.url
             );
         }
-        Ok(ended.stopped.map(|why| format!("the collector: {why}")))
+        Ok(())
     }
 }
 

@@ -46,10 +46,23 @@ pub fn job_at(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<RunOrder> {
     }
     if let Some(from) = a.launch.resume_at {
         job.resume_from = Some(from.0);
-        job.resume_after = a.launch.resume_after;
+        let lanes = a.launch.resume_after.as_ref().map(|l| l.0.clone());
+        if let Some(l) = lanes.as_ref().filter(|l| l.len() != a.load.threads) {
+            anyhow::bail!(
+                "--resume-after gives {} lanes, one per engine thread of the lost shard: --threads must be {0}, not {}",
+                l.len(),
+                a.load.threads
+            );
+        }
+        // The arrivals of the share whose outcome the lost shard recorded, and those it had
+        // in flight, sent again: what its row and the coverage count.
+        let recorded = lanes.as_deref().map(barrage_metrics::lanes::recorded);
+        let again = lanes.as_deref().map(|l| barrage_metrics::lanes::in_flight(l).0);
+        job.resume_after = lanes;
         job.fleet = Some(serde_json::json!({ "takeover": {
             "from_s": from.0.as_secs_f64(),
-            "after": a.launch.resume_after,
+            "after": recorded,
+            "again": again,
         } }));
     }
     job.clock_offset_us = a.launch.clock_offset.map(|c| c.0);

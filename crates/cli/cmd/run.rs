@@ -43,14 +43,11 @@ pub fn run(a: RunArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     if let Some(o) = otlp {
         o.finish();
     }
-    let stopped_by = match shard {
-        Some(s) => s.finish()?,
-        None => None,
-    };
-    let mut table = table?;
-    for run in table.rows.iter_mut().flat_map(|r| r.runs.iter_mut()).filter(|r| r.interrupted) {
-        run.stopped_by.clone_from(&stopped_by);
+    if let Some(s) = shard {
+        s.finish()?;
     }
+    // Who stopped the run, if the collector did, its results file says.
+    let table = table?;
     let phases = sweep.phases.len();
     let mut passed = true;
     for (i, row) in table.rows.iter().enumerate() {

@@ -54,7 +54,8 @@ pub fn command(
         if DROPPED.contains(&name) {
             continue;
         }
-        if DROPPED_WITH_VALUE.contains(&name) {
+        // An open loop's takeover runs as many threads as the lost shard had.
+        if DROPPED_WITH_VALUE.contains(&name) || (name == "--threads" && a.after.is_some()) {
             skip = usize::from(!inline);
             continue;
         }
@@ -77,8 +78,10 @@ pub fn command(
         "json".into(),
         "--no-history".into(),
     ]);
-    if let Some(after) = a.after {
-        out.extend(["--resume-after".into(), after.to_string()]);
+    if let Some(lanes) = &a.after {
+        // The lost shard's threads' lanes, each taken up by a thread of the takeover.
+        out.extend(["--threads".into(), lanes.len().to_string()]);
+        out.extend(["--resume-after".into(), barrage_metrics::lanes::to_arg(lanes)]);
     }
     if let Some(output) = output {
         out.extend(["-o".into(), beside(output, a.shard).display().to_string()]);
@@ -103,6 +106,7 @@ fn beside(path: &Path, shard: u32) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use barrage_metrics::lanes::LaneMark;
 
     fn s(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
@@ -112,6 +116,7 @@ mod tests {
     /// and the second to resume from come.
     #[test]
     fn the_takeover_runs_the_plan_as_the_lost_shard() {
+        let a = Adopt { shard: 1, from_s: 3, after: None };
         let args = s(&[
             "run",
             "http://h/",
@@ -136,11 +141,32 @@ mod tests {
         ]);
         let got = command(
             &args,
-            Adopt { shard: 1, from_s: 3, after: None },
+            a.clone(),
             3,
             1_700_000_000_000_123,
             Some(Path::new("/w/s0.brg")),
             Some(Path::new("/w/s0.csv")),
+        );
+        let lanes = vec![LaneMark::at(40), LaneMark { passed: 41, flying: vec![39], unlisted: 0 }];
+        let counted =
+            command(&s(&["run", "http://h/", "--threads", "8"]), Adopt { after: Some(lanes), ..a }, 3, 0, None, None);
+        assert_eq!(
+            counted[2..],
+            s(&[
+                "--shard",
+                "1/3",
+                "--start-at",
+                "0.000000",
+                "--resume-at",
+                "3s",
+                "--format",
+                "json",
+                "--no-history",
+                "--threads",
+                "2",
+                "--resume-after",
+                "40,41:39"
+            ])[..]
         );
         assert_eq!(
             got,

@@ -30,6 +30,7 @@ pub mod fuzz;
 mod http;
 pub mod kv;
 pub mod limits;
+mod marks;
 mod prepared;
 pub mod reqlog;
 mod schedule;
@@ -50,6 +51,7 @@ pub use barrage_plan::{
 pub use tokio_util::sync::CancellationToken;
 
 use barrage_metrics::file::{FileError, IntervalRecord, Launch, Mode, ResultsWriter, RunFooter, RunHeader, StepInfo};
+use barrage_metrics::lanes::LaneMark;
 use barrage_metrics::secrets::Redaction;
 use barrage_metrics::Recorder;
 use std::cell::{Cell, RefCell};
@@ -117,10 +119,13 @@ pub struct RunSpec {
     /// of its schedule on, their numbers those of its lane from there; a closed loop's
     /// workers (a group's too) start fresh at this offset and stop at their window's end.
     pub resume_from: Option<Duration>,
-    /// `--resume-after N`: an open loop without groups sends its shard's share from the
-    /// arrival after its first N instead (the lost shard's results recorded those N as
-    /// sent or dropped), whatever their offset.
-    pub resume_after: Option<u64>,
+    /// `--resume-after`: an open loop without groups sends, in each engine thread's lane
+    /// (one per thread, as the lost shard had), the arrivals the lost shard had in flight
+    /// again and then those after what it passed, whatever their offset: exactly the
+    /// arrivals of its share whose outcome its results do not hold.
+    pub resume_after: Option<Vec<barrage_metrics::lanes::LaneMark>>,
+    /// Who stopped the run, when not its user: said before the footer.
+    pub stopped_by: barrage_metrics::file::StoppedBy,
 }
 
 impl RunSpec {
@@ -186,7 +191,8 @@ pub fn run(
             start_unix_us,
             attack_limit,
             resume_from: spec.resume_from,
-            resume_after: spec.resume_after,
+            resume_after: spec.resume_after.as_ref().and_then(|lanes| lanes.get(index).cloned()),
+            marks: RefCell::new(None),
             stop: stop.clone(),
             recorder: RefCell::new(Recorder::new()),
             log: log.as_ref().map(|l| RefCell::new(l.handle())),
@@ -207,9 +213,7 @@ pub fn run(
         // The results cannot be kept: stop sending load nobody will see.
         stop.cancel();
     }
-    for h in handles {
-        h.join().expect("engine threads do not panic")?;
-    }
+    handles.into_iter().try_for_each(|h| h.join().expect("engine threads do not panic"))?;
     release_freed_memory();
     result?;
     collector.interrupted = stop.is_cancelled();
@@ -244,6 +248,9 @@ fn finish_file(
     }
     if let Some(first) = collector.first_sent {
         writer.write_first_send(first.as_micros() as u64)?;
+    }
+    if let Some(who) = spec.stopped_by.said().filter(|_| collector.interrupted) {
+        writer.write_stopped_by(who)?;
     }
     let mut footer = collector.footer(started_unix_ms);
     if let (Some(log), Some(spec)) = (log, &spec.log) {
@@ -468,6 +475,8 @@ struct Pending {
     end: Duration,
     /// The engine threads' CPU over it, % of one core (user, system).
     cpu_percent: (f64, f64),
+    /// An open loop of requests: where each thread that handed it over was in its lane.
+    lanes: Vec<Option<LaneMark>>,
 }
 
 /// Gathers the threads' interval recorders; an interval is written once every thread has
@@ -478,6 +487,9 @@ struct Collector {
     done: Vec<bool>,
     /// Each thread's CPU as of its last interval.
     cpu_seen: Vec<ThreadCpu>,
+    /// Where each thread was in its lane as of the last interval written (a thread that
+    /// ended stays where it ended).
+    lanes: Vec<Option<LaneMark>>,
     pending: BTreeMap<u32, Pending>,
     started_unix_ms: u64,
     attack_end: Duration,
@@ -512,6 +524,7 @@ impl Collector {
             next: vec![0; threads],
             done: vec![false; threads],
             cpu_seen: vec![ThreadCpu::default(); threads],
+            lanes: vec![None; threads],
             pending: BTreeMap::new(),
             started_unix_ms,
             attack_end: Duration::ZERO,
@@ -542,15 +555,18 @@ impl Collector {
                 writer.write_event(&event)?;
             }
             match msg {
-                Msg::Interval { index, end, recorder, cpu } => {
+                Msg::Interval { index, end, recorder, cpu, lane } => {
                     self.next[thread] = index + 1;
                     // The interval's first recorder is kept as it came, the others added to
                     // it: a fresh one to add them all into would cost a recorder's worth of
                     // histograms (3 MiB) and a pass over them per interval.
                     let slot = match self.pending.entry(index) {
-                        std::collections::btree_map::Entry::Vacant(v) => {
-                            v.insert(Pending { recorder: *recorder, end, cpu_percent: (0.0, 0.0) })
-                        }
+                        std::collections::btree_map::Entry::Vacant(v) => v.insert(Pending {
+                            recorder: *recorder,
+                            end,
+                            cpu_percent: (0.0, 0.0),
+                            lanes: vec![None; self.threads],
+                        }),
                         std::collections::btree_map::Entry::Occupied(o) => {
                             let slot = o.into_mut();
                             slot.recorder.add(&recorder);
@@ -558,6 +574,7 @@ impl Collector {
                         }
                     };
                     slot.end = slot.end.max(end);
+                    slot.lanes[thread] = lane;
                     // The thread's CPU over the time since its last reading, as a share of
                     // that time: never more than 100% for one thread.
                     let seen = std::mem::replace(&mut self.cpu_seen[thread], cpu);
@@ -586,6 +603,20 @@ impl Collector {
         Ok(())
     }
 
+    /// Writes where every thread was in its lane as of an interval (`handed`: the marks of
+    /// those that handed it over) before the interval, when the run is an open loop of
+    /// requests.
+    fn write_lanes(&mut self, writer: &mut ResultsWriter, handed: Vec<Option<LaneMark>>) -> Result<(), FileError> {
+        for (mine, new) in self.lanes.iter_mut().zip(handed) {
+            if new.is_some() {
+                *mine = new;
+            }
+        }
+        let Some(mut lanes) = self.lanes.iter().cloned().collect::<Option<Vec<LaneMark>>>() else { return Ok(()) };
+        barrage_metrics::lanes::cap(&mut lanes);
+        writer.write_lanes(lanes)
+    }
+
     /// Writes every interval that no thread can add to any more.
     fn flush(
         &mut self,
@@ -597,7 +628,8 @@ impl Collector {
             if *entry.key() >= complete {
                 break;
             }
-            let (index, Pending { mut recorder, end, cpu_percent }) = entry.remove_entry();
+            let (index, Pending { mut recorder, end, cpu_percent, lanes }) = entry.remove_entry();
+            self.write_lanes(writer, lanes)?;
             // Once per interval, off the hot path: what the workers kept as they failed.
             recorder.redact_examples(&self.redaction);
             let begin = INTERVAL * index;

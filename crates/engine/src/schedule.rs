@@ -83,6 +83,9 @@ pub struct Schedule<'p> {
     pacer: &'p Pacer,
     /// The next request of this thread's share.
     next: u64,
+    /// Requests of the share before `next` to send first, ascending: a lost shard's
+    /// thread's in flight when it was lost, sent again by its takeover.
+    again: std::collections::VecDeque<u64>,
     /// Distance between two requests of this thread (the number of lanes: threads × shards).
     step: u64,
     /// Slots: at most this many requests in flight.
@@ -116,6 +119,7 @@ impl<'p> Schedule<'p> {
         Schedule {
             pacer,
             next: lane,
+            again: Default::default(),
             step: lanes.max(1),
             bound: bound.max(1),
             limit,
@@ -129,19 +133,21 @@ impl<'p> Schedule<'p> {
 
     /// The same schedule from offset `from` on: its lane's first number due at or after it
     /// (a survivor adopting a lost shard's share sends only what is left of it).
-    pub fn resumed(self, from: Option<Duration>) -> Self {
-        let first = from.map(|from| self.pacer.due_before(from, self.total));
-        self.resumed_at(first)
-    }
-
-    /// The same schedule from request `first` of the whole run on: its lane's first number
-    /// at or after it (a survivor sends a lost shard's share after the arrivals its results
-    /// recorded, counted).
-    pub fn resumed_at(mut self, first: Option<u64>) -> Self {
+    pub fn resumed(mut self, from: Option<Duration>) -> Self {
         let lane = self.next;
+        let first = from.map(|from| self.pacer.due_before(from, self.total));
         if let Some(first) = first.filter(|&f| f > lane) {
             self.next = lane + (first - lane).div_ceil(self.step) * self.step;
         }
+        self
+    }
+
+    /// The same schedule where a lost shard's thread on this lane left it: the requests it
+    /// had in flight again, then those after the ones it passed.
+    pub fn resumed_lane(mut self, mark: &barrage_metrics::lanes::LaneMark) -> Self {
+        let lane = self.next;
+        self.again = mark.flying.iter().map(|j| lane + j * self.step).collect();
+        self.next = lane + mark.passed * self.step;
         self
     }
 
@@ -152,7 +158,7 @@ impl<'p> Schedule<'p> {
         if let Some(attack_end) = self.ended {
             return Decision::Done { attack_end };
         }
-        let k = self.next;
+        let k = self.again.front().copied().unwrap_or(self.next);
         let due = match self.pacer.due(k) {
             Some(d) if self.total.is_none_or(|n| k < n) => d,
             // Count reached or schedule over: the attack ends when the next request of the
@@ -204,7 +210,9 @@ impl<'p> Schedule<'p> {
             self.bound_reached = true;
             return Decision::Bound;
         }
-        self.next += self.step;
+        if self.again.pop_front().is_none() {
+            self.next += self.step;
+        }
         self.sent_at = Some(now);
         if self.behind {
             Decision::Late { index: k, intended: due, late_by: now - due }
@@ -226,8 +234,9 @@ impl<'p> Schedule<'p> {
             let Some(k) = j.checked_mul(self.step).and_then(|d| self.next.checked_add(d)) else { return false };
             self.total.is_none_or(|n| k < n) && self.pacer.due(k).is_some_and(|d| d < limit)
         };
+        let again = self.again.len() as u64;
         if !counts(0) {
-            return 0;
+            return again;
         }
         // counts(lo) holds and counts(hi) does not: grow hi, then halve the gap.
         let (mut lo, mut hi) = (0u64, 1u64);
@@ -246,7 +255,7 @@ impl<'p> Schedule<'p> {
                 hi = mid;
             }
         }
-        lo + 1
+        again + lo + 1
     }
 }
 
@@ -311,6 +320,25 @@ mod tests {
         all.sort();
         assert_eq!(all, (20..30).collect::<Vec<_>>());
         assert_eq!(Schedule::new(&p, 1, 3, 4, None, None).resumed(None).next_index(), 1);
+    }
+
+    /// Lane 1 of 3 left by a lost shard's thread that had passed 5 of its arrivals (1, 4,
+    /// ..., 13), two of them (7 and 13) still in flight: its takeover sends those two, late,
+    /// then the lane from 16 on, to the end.
+    #[test]
+    fn a_lane_resumed_sends_what_was_in_flight_then_what_was_not_passed() {
+        let p = Pacer::Constant { rate: 10.0 };
+        let mark = barrage_metrics::lanes::LaneMark { passed: 5, flying: vec![2, 4], unlisted: 0 };
+        let mut s = Schedule::new(&p, 1, 3, 4, Some(ms(3000)), None).resumed_lane(&mark);
+        let (mut sent, mut now) = (Vec::new(), ms(2000));
+        loop {
+            match s.next(now, 0) {
+                Due { index, .. } => sent.push(index),
+                Wait { until } => now = until,
+                _ => break,
+            }
+        }
+        assert_eq!(sent, [7, 13, 16, 19, 22, 25, 28]);
     }
 
     #[test]

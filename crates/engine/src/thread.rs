@@ -172,7 +172,11 @@ fn slot_task(w: &Rc<Worker>, pool: &Rc<Pool>, mut slot: Slot, work: Work) -> tok
             // Ctrl-C does not race each request (that would register a waiter per
             // request); it aborts the slot tasks instead ([`join_or_abort`]).
             match work {
-                Work::Requests => slot.request(&w, job).await,
+                Work::Requests => {
+                    let number = job.number;
+                    slot.request(&w, job).await;
+                    w.lane_ended(number);
+                }
                 Work::Flows(g) => {
                     slot.flow(&w, g, job, iteration).await;
                     iteration += 1;
@@ -200,10 +204,14 @@ fn schedule<'p>(w: &Worker, pacer: &'p Pacer, slots: usize, window: Window, work
     let limit = window.end.map(|e| e.saturating_sub(base));
     let (lane, lanes) = w.lane();
     let fresh = Schedule::new(pacer, lane, lanes, slots, limit, count_of(w, work));
-    // Counted, the shard's share after its first N: shard i's arrivals are i, i + n, ...
-    let shard = w.plan.shard;
-    match w.resume_after.filter(|_| matches!(work, Work::Requests)) {
-        Some(n) => fresh.resumed_at(Some(u64::from(shard.index) + u64::from(shard.count).saturating_mul(n))),
+    if matches!(work, Work::Requests) {
+        // Where the thread is in its lane, from where the lost shard's left it.
+        let passed = w.resume_after.as_ref().map_or(0, |m| m.passed);
+        *w.marks.borrow_mut() = Some(crate::marks::Marks::new(lane, lanes, passed));
+    }
+    match w.resume_after.as_ref().filter(|_| matches!(work, Work::Requests)) {
+        // Where the lost shard's thread left this lane: what it had in flight, then on.
+        Some(mark) => fresh.resumed_lane(mark),
         // The resume is the run's second; a group's schedule counts from its window's
         // start (one that had not started by then runs whole).
         None => fresh.resumed(w.resume_from.map(|from| from.saturating_sub(base))),
@@ -259,7 +267,10 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 Decision::Dropped { count } => {
                     // The schedule gives up on its lane from its next number on.
                     match work {
-                        Work::Requests => crate::attempt::record_dropped(w, schedule.next_index(), lanes, count),
+                        Work::Requests => {
+                            crate::attempt::record_dropped(w, schedule.next_index(), lanes, count);
+                            w.lane_dropped(count);
+                        }
                         Work::Flows(g) => crate::attempt::record_dropped_flows(w, g, count),
                     }
                     continue;
@@ -270,6 +281,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
             // An open loop's turn is the arrival's number: the round is exact over the run.
             let (draw, intent) = picker.draw(k);
             let (target, id) = request_of(k, draw);
+            w.lane_sent(k);
             free.dispatch(Job { intended, target, id, number: k, late, attempt: 1, starts_now: false, intent });
             // Catching up after a stall dispatches without awaiting anything: let the slots run.
             tokio::task::consume_budget().await;

@@ -30,6 +30,8 @@ pub enum Msg {
         recorder: Box<Recorder>,
         /// The thread's CPU time since the run's start, as the interval was handed over.
         cpu: ThreadCpu,
+        /// An open loop of requests: where the thread was in its lane.
+        lane: Option<barrage_metrics::lanes::LaneMark>,
     },
     /// The thread has finished; no more intervals follow from it.
     Done {
@@ -90,8 +92,10 @@ pub struct Worker {
     /// `--resume-at`: the arrivals before this offset are not this run's; its closed-loop
     /// workers start at it.
     pub resume_from: Option<Duration>,
-    /// `--resume-after`: an open loop's share sent from the arrival after its first N.
-    pub resume_after: Option<u64>,
+    /// `--resume-after`: where the lost shard's thread left this thread's lane.
+    pub resume_after: Option<barrage_metrics::lanes::LaneMark>,
+    /// An open loop of requests: where this thread is in its lane, for each interval's record.
+    pub(crate) marks: RefCell<Option<crate::marks::Marks>>,
     /// Ctrl-C.
     pub stop: CancellationToken,
     /// This thread's recorder for the current interval.
@@ -129,7 +133,8 @@ impl Worker {
         let cpu = self.cpu();
         let recorder = Box::new(std::mem::take(&mut *self.recorder.borrow_mut()));
         let index = self.interval.get();
-        let _ = self.tx.send((self.index, Msg::Interval { index, end, recorder, cpu }));
+        let lane = self.marks.borrow().as_ref().map(crate::marks::Marks::mark);
+        let _ = self.tx.send((self.index, Msg::Interval { index, end, recorder, cpu, lane }));
         self.interval.set(index + 1);
     }
 
@@ -157,6 +162,27 @@ impl Worker {
         let shard = self.plan.shard;
         let lanes = u64::from(shard.count) * self.threads as u64;
         (u64::from(shard.index) + u64::from(shard.count) * self.index as u64, lanes)
+    }
+
+    /// Arrival `number` of an open loop of requests was sent ([`crate::marks::Marks`]).
+    pub(crate) fn lane_sent(&self, number: u64) {
+        if let Some(m) = self.marks.borrow_mut().as_mut() {
+            m.sent(number);
+        }
+    }
+
+    /// Arrival `number` of an open loop of requests ended, its outcome recorded.
+    pub(crate) fn lane_ended(&self, number: u64) {
+        if let Some(m) = self.marks.borrow_mut().as_mut() {
+            m.ended(number);
+        }
+    }
+
+    /// The next `count` arrivals of the thread's lane were dropped at the end of the attack.
+    pub(crate) fn lane_dropped(&self, count: u64) {
+        if let Some(m) = self.marks.borrow_mut().as_mut() {
+            m.dropped(count);
+        }
     }
 
     /// What request k asks for: the same in every thread and every shard.

@@ -11,6 +11,7 @@ use crate::protocol::{Adopt, Start, MAX_SHARDS};
 use crate::server::{self, stream_file, Shard, Shared, State};
 use barrage_live::{Live, RunInfo, URLS_SHOWN};
 use barrage_metrics::file::{IntervalRecord, ResultsReader};
+use barrage_metrics::lanes::LaneMark;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -216,9 +217,12 @@ impl Collector {
         for (i, why) in newly {
             let header = merge.readers[i].as_ref().map(|r| r.header());
             let refused = header.and_then(not_adoptable);
-            // An open loop's share is a pure function of the arrivals' numbers: counted.
-            let counted = header.is_some_and(|h| h.mode == barrage_metrics::file::Mode::Open && h.groups.is_empty());
-            let after = counted.then_some(merge.sent[i]);
+            // An open loop's share is a pure function of the arrivals' numbers: where each of
+            // its threads left its lane says exactly what is left of it.
+            // (Checked: a shard may post anything.)
+            let lanes =
+                merge.readers[i].as_ref().and_then(|r| r.lanes()).filter(|l| barrage_metrics::lanes::check(l).is_ok());
+            let after = lanes.filter(|_| header.is_some_and(|h| h.groups.is_empty())).map(<[_]>::to_vec);
             state.lost_files.extend(merge.paths[i].clone());
             let lost = self.lose(&mut state, i, why, refused, after);
             merge.lost.push(lost);
@@ -226,8 +230,15 @@ impl Collector {
     }
 
     /// Stream `i` was lost for `why`: what follows, said; `refused`: why its share cannot
-    /// be taken over, if it cannot; `after`: an open loop's arrivals it recorded.
-    fn lose(&self, state: &mut State, i: usize, why: String, refused: Option<&str>, after: Option<u64>) -> Lost {
+    /// be taken over, if it cannot; `after`: where an open loop's threads left their lanes.
+    fn lose(
+        &self,
+        state: &mut State,
+        i: usize,
+        why: String,
+        refused: Option<&str>,
+        after: Option<Vec<LaneMark>>,
+    ) -> Lost {
         let n = state.n as usize;
         let shard = (i % n) as u32;
         let why = match (i < n, self.config.on_loss) {
@@ -238,9 +249,11 @@ impl Collector {
             }
             (true, OnLoss::Takeover) => match refused {
                 Some(no) => format!("{why}; its share cannot be taken over: {no}"),
-                None => match adopt(state, shard, after) {
+                None => match adopt(state, shard, after.clone()) {
                     Some((by, from)) => match after {
-                        Some(a) => format!("{why}; shard {by}/{n} takes over its share after the {a} arrivals it recorded (second {from})"),
+                        Some(lanes) => {
+                            format!("{why}; shard {by}/{n} takes over its share{}", after_lanes(&lanes, from))
+                        }
                         None => format!("{why}; shard {by}/{n} takes over its share from second {from}"),
                     },
                     None => format!("{why}; no shard is left to take over its share"),
@@ -322,6 +335,24 @@ fn takeover_silence(s: &Shard, lateness: Duration) -> Option<String> {
     }
 }
 
+/// What a takeover of an open loop's share sends, said: after the arrivals the lost shard
+/// recorded, those it had in flight again, and those it had in flight beyond the listed.
+fn after_lanes(lanes: &[LaneMark], from: u32) -> String {
+    let (again, unlisted) = barrage_metrics::lanes::in_flight(lanes);
+    let mut said =
+        format!(" after the {} arrivals it recorded (second {from})", barrage_metrics::lanes::recorded(lanes));
+    if again > 0 {
+        said.push_str(&format!(", sending again the {again} it had in flight"));
+    }
+    if unlisted > 0 {
+        said.push_str(&format!(
+            "; {unlisted} more it had in flight are not sent again (more than {} listed)",
+            barrage_metrics::lanes::MAX_FLYING
+        ));
+    }
+    said
+}
+
 /// Why a lost shard's share cannot be taken over, by its results file's header: a closed
 /// loop's count (`-n`, a group's `iterations`), of which what its workers sent after its
 /// last record (up to a second's worth, and what they had in flight) is not known, so no
@@ -346,7 +377,7 @@ pub fn not_adoptable(h: &barrage_metrics::file::RunHeader) -> Option<&'static st
 /// Asks the first shard still sending to take over lost shard `lost`'s share from the last
 /// second it recorded (an open loop's: after the `after` arrivals it recorded); which, and
 /// from when.
-fn adopt(state: &mut State, lost: u32, after: Option<u64>) -> Option<(u32, u32)> {
+fn adopt(state: &mut State, lost: u32, after: Option<Vec<LaneMark>>) -> Option<(u32, u32)> {
     let n = state.n as usize;
     let from_s = state.shards[lost as usize].status.last_interval.unwrap_or(0);
     let by = (0..n).find(|&i| {
@@ -384,8 +415,6 @@ fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 struct Merge {
     readers: Vec<Option<ResultsReader>>,
     paths: Vec<Option<PathBuf>>,
-    /// Each stream's requests recorded as sent or dropped so far.
-    sent: Vec<u64>,
     /// Intervals not yet final: by index, each shard's.
     pending: BTreeMap<u32, Vec<Option<IntervalRecord>>>,
     lost: Vec<Lost>,
@@ -401,7 +430,6 @@ impl Merge {
         Merge {
             readers: (0..n).map(|_| None).collect(),
             paths: vec![None; n],
-            sent: vec![0; n],
             pending: BTreeMap::new(),
             lost: Vec::new(),
             shown: 0,
@@ -439,7 +467,6 @@ impl Merge {
             while let Some(interval) = r.next_interval() {
                 let k = interval.index;
                 last = Some(k);
-                self.sent[i] += interval.recorder.counts.sent + interval.recorder.counts.dropped;
                 if k >= self.next {
                     self.pending.entry(k).or_insert_with(|| vec![None; streams])[i] = Some(interval);
                 }

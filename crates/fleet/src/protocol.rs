@@ -72,20 +72,19 @@ pub struct Ack {
 }
 
 /// A lost shard's share, for a survivor to send from a second of the schedule on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Adopt {
     /// I of the lost shard.
     pub shard: u32,
     /// The schedule's second to resend from: the last the lost shard recorded. A closed
     /// loop's workers and a scenario's groups restart there.
     pub from_s: u32,
-    /// An open loop without a scenario: the arrivals of the lost shard's share its results
-    /// recorded as sent or dropped. The takeover sends the rest, from the next one: exactly
-    /// the count left, nothing the lost shard recorded twice. (Each of its engine threads
-    /// sent its own lane in order, so which arrivals are left is exact up to one per
-    /// thread at the seam.)
+    /// An open loop without a scenario: where each of the lost shard's engine threads left
+    /// its lane, as its last record says ([`barrage_metrics::lanes`]). The takeover sends,
+    /// with as many threads, the arrivals each had in flight again, then each lane from
+    /// there on: exactly the arrivals whose outcome the lost shard did not record.
     #[serde(default)]
-    pub after: Option<u64>,
+    pub after: Option<Vec<barrage_metrics::lanes::LaneMark>>,
 }
 
 /// One shard as the collector sees it.

@@ -5,7 +5,7 @@
 
 use crate::client::Client;
 use crate::protocol::{Ack, Adopt, BATCH_BYTES};
-use barrage_metrics::file::Mirror;
+use barrage_metrics::file::{Mirror, StoppedBy};
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use std::collections::VecDeque;
@@ -82,14 +82,16 @@ pub struct Reporter {
 
 impl Reporter {
     /// Starts streaming `who` to `client`'s collector: the mirror to hand the run's results
-    /// writer. A collector's stop, or its refusal of the shard, cancels `stop`; its request
-    /// to take over a lost shard's share starts `takeover`'s command (once per lost shard),
-    /// which the reporter waits for before it ends.
+    /// writer. A collector's stop, or its refusal of the shard, cancels `stop` (a stop said
+    /// first in `stopped_by`, for the results file); its request to take over a lost
+    /// shard's share starts `takeover`'s command (once per lost shard), which the reporter
+    /// waits for before it ends.
     pub fn start(
         client: Client,
         who: Who,
         takeover: Option<Takeover>,
         stop: CancellationToken,
+        stopped_by: StoppedBy,
     ) -> std::io::Result<(Reporter, Mirror)> {
         let (tx, rx) = mpsc::channel();
         let sender = tx.clone();
@@ -101,6 +103,7 @@ impl Reporter {
                 client,
                 who,
                 stop,
+                stopped_by,
                 queue: VecDeque::new(),
                 queued: 0,
                 sent: 0,
@@ -128,6 +131,8 @@ struct Stream {
     client: Client,
     who: Who,
     stop: CancellationToken,
+    /// Said before `stop` is cancelled: the run's results file keeps it.
+    stopped_by: StoppedBy,
     /// Records not yet taken by the collector, in order.
     queue: VecDeque<Vec<u8>>,
     queued: usize,
@@ -236,6 +241,7 @@ impl Stream {
         if let Some(why) = ack.stop {
             if self.ended.stopped.is_none() && !self.stop.is_cancelled() {
                 eprintln!("barrage: the collector stopped the run: {why}");
+                self.stopped_by.say(&format!("the collector: {why}"));
                 self.ended.stopped = Some(why);
                 self.stop.cancel();
             }
@@ -249,15 +255,13 @@ impl Stream {
         if self.stop.is_cancelled() || self.adopted.iter().any(|(shard, _)| *shard == a.shard) {
             return;
         }
+        let (shard, from_s) = (a.shard, a.from_s);
         match command(a).spawn() {
             Ok(child) => {
-                eprintln!(
-                    "barrage: taking over shard {}/{}'s share from second {}",
-                    a.shard, self.who.shard.1, a.from_s
-                );
-                self.adopted.push((a.shard, child));
+                eprintln!("barrage: taking over shard {shard}/{}'s share from second {from_s}", self.who.shard.1);
+                self.adopted.push((shard, child));
             }
-            Err(e) => eprintln!("barrage: cannot take over shard {}/{}: {e}", a.shard, self.who.shard.1),
+            Err(e) => eprintln!("barrage: cannot take over shard {shard}/{}: {e}", self.who.shard.1),
         }
     }
 

@@ -352,10 +352,14 @@ fn data(shared: &Shared, i: u32, offset: u64, bytes: &[u8]) -> Response<Full<Byt
     let (stop, dir, n) = (state.stop.clone(), state.dir.clone(), state.n);
     if let Some(lost) = i.checked_sub(n) {
         // The takeover has begun: nobody is asked to start it any more.
-        state.shards.iter_mut().filter(|s| s.adopt.is_some_and(|a| a.shard == lost)).for_each(|s| s.adopt = None);
+        state
+            .shards
+            .iter_mut()
+            .filter(|s| s.adopt.as_ref().is_some_and(|a| a.shard == lost))
+            .for_each(|s| s.adopt = None);
     }
     let shard = &mut state.shards[i as usize];
-    let adopt = shard.adopt;
+    let adopt = shard.adopt.clone();
     if offset != shard.bytes {
         return json(StatusCode::CONFLICT, &Ack { have: shard.bytes, stop, adopt });
     }

@@ -33,6 +33,7 @@ pub mod coverage;
 pub mod events;
 pub mod file;
 pub mod gaps;
+pub mod lanes;
 mod legacy;
 pub mod limits;
 pub mod plan_difference;

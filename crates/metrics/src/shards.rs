@@ -215,11 +215,17 @@ pub fn takeover_from(h: &RunHeader) -> Option<u64> {
     settings["fleet"]["takeover"]["from_s"].as_f64().map(|s| s as u64)
 }
 
-/// A takeover of an open loop's share counted (`--resume-after N`): the N arrivals of the
-/// share it resumed after.
+/// A takeover of an open loop's share by its lanes (`--resume-after`): the arrivals of the
+/// share whose outcome the lost shard recorded, which it resumed after.
 pub fn takeover_after(h: &RunHeader) -> Option<u64> {
     let settings: serde_json::Value = serde_json::from_str(&h.settings_json).ok()?;
     settings["fleet"]["takeover"]["after"].as_u64()
+}
+
+/// Of a takeover by lanes, the arrivals the lost shard had in flight, which it sent again.
+fn takeover_again(h: &RunHeader) -> u64 {
+    let settings: serde_json::Value = serde_json::from_str(&h.settings_json).unwrap_or_default();
+    settings["fleet"]["takeover"]["again"].as_u64().unwrap_or(0)
 }
 
 /// Whether a takeover restarted its shard's workers rather than continued its schedule: a
@@ -318,7 +324,10 @@ pub fn row(file: &Path, header: &RunHeader, s: &RunSummary, origin_ms: u64) -> S
     };
     let mut row = ShardSummary {
         shard: match (takeover_from(header), takeover_after(header), restarted(header)) {
-            (Some(_), Some(after), false) => format!("{i}/{n} takeover after {after} arrivals"),
+            (Some(_), Some(after), false) => match takeover_again(header) {
+                0 => format!("{i}/{n} takeover after {after} arrivals"),
+                again => format!("{i}/{n} takeover after {after} arrivals, {again} in flight sent again"),
+            },
             (Some(from), _, false) => format!("{i}/{n} takeover from {from} s"),
             (Some(from), _, true) => format!("{i}/{n} takeover from {from} s, restarted"),
             (None, ..) => format!("{i}/{n}"),

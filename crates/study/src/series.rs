@@ -53,9 +53,11 @@ pub struct RunOrder {
     pub fleet: Option<serde_json::Value>,
     /// `--resume-at`: the schedule's arrivals before this offset are not this run's.
     pub resume_from: Option<std::time::Duration>,
-    /// `--resume-after`: an open loop's first arrivals of this shard's share that are not
-    /// this run's, counted (instead of by offset).
-    pub resume_after: Option<u64>,
+    /// `--resume-after`: where a lost shard's engine threads left their lanes of its share
+    /// (instead of an offset): what was in flight is this run's, what was passed is not.
+    pub resume_after: Option<Vec<barrage_metrics::lanes::LaneMark>>,
+    /// Who stopped the run, when not its user (`--report-to`: the collector).
+    pub stopped_by: barrage_metrics::file::StoppedBy,
 }
 
 impl RunOrder {
@@ -78,6 +80,7 @@ impl RunOrder {
             fleet: None,
             resume_from: None,
             resume_after: None,
+            stopped_by: Default::default(),
         }
     }
 
@@ -333,7 +336,8 @@ pub fn measure(
         spans: order.spans.clone(),
         mirror: order.mirror.clone(),
         resume_from: order.resume_from,
-        resume_after: order.resume_after,
+        resume_after: order.resume_after.clone(),
+        stopped_by: order.stopped_by.clone(),
     };
     // The settings and digest of a million targets take a moment: a stop meanwhile starts
     // no run.

@@ -542,6 +542,7 @@ impl Group {
             self.due += 1;
             return;
         }
+        w.lane_ended(job.number);
         match &self.feed {
             Feed::Closed(closed) if !closed.think.is_zero() && !lane.last => {
                 // Thinking never carries a lane past the end of the attack.

@@ -70,6 +70,13 @@
 //! from it; and before the footer, when the run sent its first request
 //! ([`Record::FirstSend`]). Its records are version 12's and two more, so version 12 files
 //! read as they are.
+//!
+//! Version 14 records, before each interval of an open loop, where each engine thread was
+//! in its lane of the schedule ([`Record::Lanes`], [`crate::lanes`]): what it had passed and
+//! what it still had in flight, so a survivor sends exactly the rest of a lost shard's share.
+//! And before the footer of a run stopped by someone other than its user (a collector:
+//! a fleet-wide objective missed, a shard lost), who and why ([`Record::StoppedBy`]).
+//! Its records are version 13's and two more, so version 13 files read as they are.
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -83,7 +90,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 13;
+pub const FORMAT_VERSION: u16 = 14;
 pub use crate::legacy::OLDEST_READ_VERSION;
 pub use merge::{MergedInterval, MergedIntervals, SliverFold};
 
@@ -258,6 +265,7 @@ limit!(StepLimit = MAX_RUN_STEPS, "steps");
 limit!(ScheduleLimit = crate::limits::MAX_SCHEDULE_SECONDS as usize + 1, "seconds of a schedule");
 limit!(GroupLimit = MAX_RUN_GROUPS, "scenario groups");
 limit!(GroupStepLimit = MAX_GROUP_STEPS, "steps of a scenario group");
+limit!(LaneLimit = crate::lanes::MAX_LANES, "lanes of an interval");
 
 /// A group of a scenario as it was asked to run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -386,6 +394,33 @@ pub enum Record {
     /// When the run sent its first request, µs after its schedule's start (the asked start,
     /// or when the engine was ready): before the footer (since version 13).
     FirstSend(u64),
+    /// Where each engine thread of an open loop was in its lane when the interval that
+    /// follows was handed over (since version 14; see [`crate::lanes`]).
+    Lanes(#[serde(deserialize_with = "bounded::vec::<LaneLimit, _, _>")] Vec<crate::lanes::LaneMark>),
+    /// Who stopped the run, and why, when not its user ([`StoppedBy`]): before the footer
+    /// (since version 14).
+    StoppedBy(String),
+}
+
+/// Who stopped a run other than its user (a fleet's collector), said by whoever stops it
+/// before it cancels the run: its results file keeps it before the footer, so any report
+/// of the file says it, not "Ctrl-C".
+#[derive(Clone, Debug, Default)]
+pub struct StoppedBy(pub std::sync::Arc<std::sync::OnceLock<String>>);
+
+impl StoppedBy {
+    /// The most characters of it a file keeps.
+    pub const MAX_CHARS: usize = 4096;
+
+    /// Says who stopped the run, once (the first to say it is kept).
+    pub fn say(&self, who: &str) {
+        let _ = self.0.set(who.chars().take(Self::MAX_CHARS).collect());
+    }
+
+    /// Who stopped the run, if anyone said so.
+    pub fn said(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
 }
 
 /// Streams a run into a results file.
@@ -450,6 +485,12 @@ impl ResultsWriter {
         self.write_payload()
     }
 
+    /// Appends where the open loop's engine threads were in their lanes ([`Record::Lanes`]):
+    /// right before the interval they end with.
+    pub fn write_lanes(&mut self, lanes: Vec<crate::lanes::LaneMark>) -> Result<(), FileError> {
+        self.write(&Record::Lanes(lanes))
+    }
+
     /// Appends the run's intended arrivals second by second ([`Record::Schedule`]): right
     /// after the header, before the first interval.
     pub fn write_schedule(&mut self, arrivals: Vec<u64>) -> Result<(), FileError> {
@@ -464,6 +505,11 @@ impl ResultsWriter {
     /// Appends an event and flushes it.
     pub fn write_event(&mut self, event: &EventRecord) -> Result<(), FileError> {
         self.write(&Record::Event(event.clone()))
+    }
+
+    /// Appends who stopped the run ([`Record::StoppedBy`]): right before the footer.
+    pub fn write_stopped_by(&mut self, who: &str) -> Result<(), FileError> {
+        self.write(&Record::StoppedBy(who.to_string()))
     }
 
     /// Appends the footer and flushes.
@@ -561,6 +607,10 @@ pub struct ResultsReader {
     intervals: u32,
     schedule: Option<Vec<u64>>,
     first_send_us: Option<u64>,
+    /// The lanes of the last interval read, and those read for the next.
+    lanes: Option<Vec<crate::lanes::LaneMark>>,
+    next_lanes: Option<Vec<crate::lanes::LaneMark>>,
+    stopped_by: Option<String>,
 }
 
 /// The header at the start of a results file's bytes (a shard's first post to its
@@ -613,6 +663,9 @@ impl ResultsReader {
             intervals: 0,
             schedule: None,
             first_send_us: None,
+            lanes: None,
+            next_lanes: None,
+            stopped_by: None,
         };
         reader.read_more_urls();
         Ok(reader)
@@ -658,6 +711,17 @@ impl ResultsReader {
         self.first_send_us
     }
 
+    /// Where the open loop's engine threads were in their lanes at the end of the last
+    /// interval read ([`Record::Lanes`]); `None` before one, and for runs that have none.
+    pub fn lanes(&self) -> Option<&[crate::lanes::LaneMark]> {
+        self.lanes.as_deref()
+    }
+
+    /// Who stopped the run other than its user, once the reader has reached it.
+    pub fn stopped_by(&self) -> Option<&str> {
+        self.stopped_by.as_deref()
+    }
+
     /// The footer, once the reader has reached it; `None` for a run that was killed.
     pub fn footer(&self) -> Option<&RunFooter> {
         self.footer.as_ref()
@@ -698,9 +762,15 @@ impl ResultsReader {
                 Ok(Some(Record::Interval(mut i))) => {
                     self.intervals += 1;
                     i.recorder.exemplars = std::mem::take(&mut self.exemplars);
+                    // Taken with its interval: a copy cut between the two is not ahead of it.
+                    if let Some(lanes) = self.next_lanes.take() {
+                        self.lanes = Some(lanes);
+                    }
                     return Some(i);
                 }
                 Ok(Some(Record::Exemplars(e))) => self.exemplars = e,
+                Ok(Some(Record::Lanes(l))) => self.next_lanes = Some(l),
+                Ok(Some(Record::StoppedBy(who))) => self.stopped_by = Some(who),
                 Ok(Some(Record::Footer(f))) => self.footer = Some(f),
                 Ok(Some(Record::FirstSend(us))) => self.first_send_us = Some(us),
                 Ok(Some(Record::Event(e))) => self.events.push(e),

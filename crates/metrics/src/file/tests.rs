@@ -225,3 +225,32 @@ fn a_file_with_too_many_reply_classes_stops_with_a_warning() {
     assert!(warning.contains("a record does not decode: 65 server reply classes, over the limit of 64"), "{warning}");
     assert!(warning.contains("read the first 1 interval(s)"), "{warning}");
 }
+
+/// An open loop's lanes are read with the interval they precede: a copy cut between the
+/// two (a collector's, mid-stream) says the lanes of the last interval it holds, not the
+/// next one's. Who stopped the run is read before the footer.
+#[test]
+fn lanes_go_with_their_interval_and_the_stop_with_the_footer() {
+    use crate::lanes::LaneMark;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.brg");
+    let mut w = ResultsWriter::create(&p, &header(1)).unwrap();
+    let lanes = |n| vec![LaneMark::at(n), LaneMark { passed: n + 1, flying: vec![n], unlisted: 0 }];
+    w.write_lanes(lanes(10)).unwrap();
+    w.write_interval(&interval(0, 1, 10)).unwrap();
+    let cut = std::fs::metadata(&p).unwrap().len();
+    w.write_lanes(lanes(20)).unwrap();
+    let copy = dir.path().join("copy.brg");
+    std::fs::write(&copy, std::fs::read(&p).unwrap()).unwrap();
+    w.write_interval(&interval(1, 1, 10)).unwrap();
+    w.write_stopped_by("the collector: shard 0/3 was lost").unwrap();
+    w.finish(&RunFooter { interrupted: true, ..Default::default() }).unwrap();
+    let mut c = ResultsReader::open(&copy).unwrap();
+    assert!(std::fs::metadata(&copy).unwrap().len() > cut);
+    assert_eq!((c.next_interval().map(|i| i.index), c.next_interval()), (Some(0), None));
+    assert_eq!(c.lanes(), Some(&lanes(10)[..]));
+    let mut r = ResultsReader::open(&p).unwrap();
+    while r.next_interval().is_some() {}
+    assert_eq!(r.lanes(), Some(&lanes(20)[..]));
+    assert_eq!(r.stopped_by(), Some("the collector: shard 0/3 was lost"));
+}

@@ -692,6 +692,7 @@ fn identity(readers: &[ResultsReader], redaction: &Redaction) -> RunSummary {
         insecure: readers.iter().any(|r| r.header().insecure),
         unredacted: !redaction.enabled,
         interrupted: readers.iter().any(|r| r.footer().is_some_and(|f| f.interrupted)),
+        stopped_by: readers.iter().find_map(|r| r.stopped_by()).map(String::from),
         ..Default::default()
     };
     s.hosts = distinct(s.hosts.iter(), s.hosts.len());
