@@ -542,9 +542,8 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
     // those twice (the lost shard's attempt, whose answer died with it, and the takeover's).
     let counts = &live["requests"];
     assert_eq!(counts["total"], 2400, "{counts}");
-    let again = counts["sent"].as_u64().unwrap() - 2400;
-    assert!(again > 0, "about ten were in flight at the lost shard's last record: {counts}");
-    assert_eq!(counts["unfinished"].as_u64(), Some(again), "{counts}");
+    let twice = counts["sent"].as_u64().unwrap() - 2400;
+    assert_eq!(counts["unfinished"].as_u64(), Some(twice), "{counts}");
     assert_eq!((live["coverage"]["intended"].as_u64(), live["coverage"]["unsent"].as_u64()), (Some(2400), Some(0)));
     // Every arrival of the plan, once: the request logs are the schedule of an unkilled run
     // (rate 300/s for 8 s: every 10/3 ms), each arrival's URL its own draw. The takeover
@@ -575,7 +574,16 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
         .expect("a takeover row");
     assert!(takeover["sent"].as_u64().unwrap() > 300, "{takeover}");
     let label = takeover["shard"].as_str().unwrap();
-    assert!(label.ends_with(&format!(", {again} in flight sent again")), "{label}");
+    // Sent again: what the lost shard had in flight (of which the ones its slots had not
+    // yet begun, dispatched as the interval closed, were sent once only).
+    let again: u64 =
+        label.strip_suffix(" in flight sent again").and_then(|l| l.rsplit(' ').next()?.parse().ok()).expect(label);
+    // At most one per engine thread was between the two as its interval closed.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    assert!(
+        again > 0 && (again.saturating_sub(threads)..=again).contains(&twice),
+        "about ten were in flight: {label}, {counts}"
+    );
     assert_eq!(live["coverage"]["unsent"], 0, "{}", live["coverage"]);
     // Its catch-up is its late start's, said so; not blamed on the generator or its slots.
     let kinds: Vec<&str> = live["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
