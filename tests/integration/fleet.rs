@@ -512,6 +512,31 @@ fn requests(logs: &[PathBuf]) -> std::collections::BTreeSet<(u64, String)> {
     crate::shard::log_rows(&logs).0.into_iter().map(|(t, url)| ((t + 500) / 1000, url)).collect()
 }
 
+/// A shard judged lost near the end of the run: its takeover begins at the end or past it,
+/// and still sends every arrival of the share the lost shard did not record, late (it is
+/// the rest of the run planned), none dropped and none shown as never sent.
+#[test]
+fn a_takeover_begun_at_the_end_still_sends_the_whole_rest() {
+    // Answers take a second: the survivors wait for their last ones a second past the end,
+    // still there to take over a share whose loss is judged at about the end.
+    let server =
+        origin(ServeConfig { latency: Some(LatencyDist::Fixed(Duration::from_secs(1))), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let c = collect(dir.path(), 3, &["--lateness", "2s", "--on-shard-loss", "takeover"]);
+    let url = format!("{}/bytes/1k", server.url());
+    let children: Vec<_> = (0..3)
+        .map(|i| shard(dir.path(), i, &c.url, &[&url, "--rate", "300", "-d", "4s", "--max-in-flight", "1000"], &[]))
+        .collect();
+    // Its data stop after interval 1: judged lost 2 s later, at about 4 s of 4.
+    let (code, live, stderr) = c.kill_shard_1_at(1, children);
+    assert!(stderr.contains("takes over its share after the "), "{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!((live["requests"]["total"].as_u64(), live["requests"]["dropped"].as_u64()), (Some(1200), Some(0)));
+    assert_eq!(live["coverage"]["unsent"], 0, "{}", live["coverage"]);
+    let kinds: Vec<&str> = live["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"takeover_late") && !kinds.contains(&"requests_never_sent"), "{kinds:?} {}", live["warnings"]);
+}
+
 #[test]
 fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
     // Each answer takes 100 ms, and each shard sends one every 10 ms: about ten of the lost

@@ -100,6 +100,9 @@ pub struct Schedule<'p> {
     bound_reached: bool,
     /// Set once the attack is over.
     ended: Option<Duration>,
+    /// A takeover's: every request of the share is sent, however late (it began only once
+    /// the lost shard was judged lost, perhaps past the end): none is dropped at the end.
+    sends_all: bool,
     /// When the last request was sent (`PRECISION` before the start: the first goes when due).
     sent_at: Option<Duration>,
 }
@@ -127,6 +130,7 @@ impl<'p> Schedule<'p> {
             behind: false,
             bound_reached: false,
             ended: None,
+            sends_all: false,
             sent_at: None,
         }
     }
@@ -148,7 +152,13 @@ impl<'p> Schedule<'p> {
         let lane = self.next;
         self.again = mark.flying.iter().map(|j| lane + j * self.step).collect();
         self.next = lane + mark.passed * self.step;
+        self.sends_all = true;
         self
+    }
+
+    /// Whether every request due before the end is sent, however late ([`Schedule::resumed_lane`]).
+    pub fn sends_all(&self) -> bool {
+        self.sends_all
     }
 
     /// What to do at `now` with `in_flight` requests of this thread in flight. A returned
@@ -172,7 +182,7 @@ impl<'p> Schedule<'p> {
         if due >= limit {
             return self.end(limit);
         }
-        if now >= limit && now.saturating_sub(due) > END_GRACE {
+        if now >= limit && now.saturating_sub(due) > END_GRACE && !self.sends_all {
             // Due before the end and still not started more than END_GRACE after it was
             // due: every slot stayed busy, or the thread is hopelessly behind. What is left
             // is dropped at once, so the attack ends at most END_GRACE late however far
@@ -339,6 +349,13 @@ mod tests {
             }
         }
         assert_eq!(sent, [7, 13, 16, 19, 22, 25, 28]);
+        // Begun past the end (the shard judged lost late), it still sends them all, late.
+        let mut s = Schedule::new(&p, 1, 3, 4, Some(ms(3000)), None).resumed_lane(&mark);
+        let mut late = Vec::new();
+        while let Due { index, .. } | Late { index, .. } = s.next(ms(5000), 0) {
+            late.push(index);
+        }
+        assert_eq!(late, sent);
     }
 
     #[test]

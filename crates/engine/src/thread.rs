@@ -235,8 +235,10 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
     let mut timer = PreciseTimer::new();
     // A request due before the end still waits for a slot until it is END_GRACE late: the
     // latest such wait ends END_GRACE after the end.
+    // A takeover's sends all of its share, however late: no grace ends it.
+    let graced_end = window.end.filter(|_| !schedule.sends_all());
     let end_of_grace = async {
-        match window.end {
+        match graced_end {
             Some(l) => tokio::time::sleep_until(TokioInstant::from_std(instant_at(w.start, l + END_GRACE))).await,
             None => std::future::pending().await,
         }

@@ -259,7 +259,8 @@ pub fn restarted_warning(h: &RunHeader) -> Option<crate::summary::Warning> {
 /// the generator or its slots for them when no other shard was late or lagged: the
 /// corrected latency counts them, as it should, and the warning says so.
 pub(crate) fn takeover_late(rows: &[ShardSummary], s: &mut RunSummary) {
-    let late: Vec<&ShardSummary> = rows.iter().filter(|r| r.shard.contains(" takeover ") && r.late > 0).collect();
+    let lagged = |r: &ShardSummary| r.late > 0 || r.lag_p99_us > crate::summary::LAG_LIMIT_US;
+    let late: Vec<&ShardSummary> = rows.iter().filter(|r| r.shard.contains(" takeover ") && lagged(r)).collect();
     if late.is_empty() || s.mode != crate::file::Mode::Open {
         return;
     }
@@ -277,10 +278,11 @@ pub(crate) fn takeover_late(rows: &[ShardSummary], s: &mut RunSummary) {
         s.warnings.push(crate::summary::Warning::new(
             crate::summary::WarningKind::TakeoverLate,
             format!(
-                "the takeover of shard {shard} began {:.1} s into the run, once the shard was judged lost (--lateness after its data stopped): {} of its {} arrivals were due before it began and went out late, catching up; the corrected latency counts their wait (p99 {} against the other shards' {})",
+                "the takeover of shard {shard} began {:.1} s into the run, once the shard was judged lost (--lateness after its data stopped): the arrivals of its {} that were due before it began went out late, catching up (p99 lag {}, {} waiting for a free slot); the corrected latency counts their wait (p99 {} against the other shards' {})",
                 r.start_delay_ms.unwrap_or(0.0) / 1e3,
-                r.late,
                 r.sent,
+                crate::units::fmt_us(r.lag_p99_us as f64),
+                r.late,
                 crate::units::fmt_us(r.p99_us as f64),
                 crate::units::fmt_us(p99_others as f64),
             ),

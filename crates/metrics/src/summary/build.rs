@@ -223,12 +223,17 @@ fn add_shards(
         }
     }
     for row in &s.shards {
-        if let Some(why) = &row.behind {
-            s.warnings.push(Warning::new(WarningKind::ShardBehind, format!(
+        let Some(why) = &row.behind else { continue };
+        // A shard lost, stopped or missing did not fall behind: it ended, or never came.
+        let ended = ["lost", "stopped", "missing"].iter().any(|w| why.starts_with(w));
+        let text = match ended {
+            true => format!("shard {} on {}: {why}", row.shard, row.host),
+            false => format!(
                 "shard {} on {} fell behind its share: {why}; its part of the figures describes that load machine, not the server",
                 row.shard, row.host
-            )));
-        }
+            ),
+        };
+        s.warnings.push(Warning::new(WarningKind::ShardBehind, text));
     }
     Ok(())
 }
