@@ -391,6 +391,16 @@ fn a_shard_stopped_early_shows_its_share_never_sent_exactly() {
     assert_eq!(cov["sent"].as_u64().unwrap(), origin_count, "exactly what the origin saw: {cov}");
     assert_eq!(cov["unsent"].as_u64().unwrap() + origin_count, 1800, "{cov}");
     assert!(live["shards"][2]["behind"].as_str().unwrap().starts_with("stopped: sent"), "{}", live["shards"][2]);
+    // One shard stopped while the others ran to their end: the run was not stopped, its
+    // never-sent arrivals count as failed, and it says so.
+    assert_eq!(live["interrupted"], false, "{}", live["stopped_by"]);
+    let ok = live["requests"]["ok"].as_f64().unwrap();
+    assert!((live["success_ratio"].as_f64().unwrap() - ok / 1800.0).abs() < 1e-9, "{}", live["success_ratio"]);
+    assert!(
+        live["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "arrivals_never_sent"),
+        "{}",
+        live["warnings"]
+    );
 }
 
 #[test]
@@ -534,7 +544,11 @@ fn a_takeover_begun_at_the_end_still_sends_the_whole_rest() {
     assert_eq!((live["requests"]["total"].as_u64(), live["requests"]["dropped"].as_u64()), (Some(1200), Some(0)));
     assert_eq!(live["coverage"]["unsent"], 0, "{}", live["coverage"]);
     let kinds: Vec<&str> = live["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"takeover_late") && !kinds.contains(&"requests_never_sent"), "{kinds:?} {}", live["warnings"]);
+    assert!(
+        kinds.contains(&"takeover_late") && !kinds.contains(&"requests_never_sent"),
+        "{kinds:?} {}",
+        live["warnings"]
+    );
 }
 
 #[test]

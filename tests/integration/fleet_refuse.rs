@@ -85,6 +85,13 @@ fn a_second_shard_0_and_a_shard_of_another_plan_are_refused_at_the_rendezvous() 
     let err = refused(other, Duration::from_secs(30));
     // What differs is named: the rate, and the clients that follow it.
     assert!(err.contains("shard 1/2 runs a different plan than shard 0/2 (clients 60, not 50; load.open.pacer.constant_per_sec 60.0, not 50.0)"), "{err}");
+    // Its own file says who stopped it, not Ctrl-C.
+    let kept = barrage_metrics::summary::summarize(&[dir.path().join("other.brg")]).unwrap();
+    assert!(
+        kept.stopped_by.as_deref().is_some_and(|w| w.contains("refused this shard: shard 1/2 runs a different plan")),
+        "{:?}",
+        kept.stopped_by
+    );
     // The right shard 1 comes: the run starts, and is the two shards' alone.
     let mut shards = vec![first, member(dir.path(), "s1", "1/2", &c, &plan, true)];
     for s in &mut shards {
@@ -113,6 +120,13 @@ fn without_a_rendezvous_a_second_shard_0_and_another_plan_are_refused_at_their_f
     let err = refused(other, Duration::from_secs(20));
     // Named from the header of its first post, which the shard sends with the file's start.
     assert!(err.contains("shard 1/2 runs a different plan than shard 0/2 (clients 60, not 50; load.open.pacer.constant_per_sec 60.0, not 50.0)"), "{err}");
+    // Its own file says who stopped it, not Ctrl-C.
+    let kept = barrage_metrics::summary::summarize(&[dir.path().join("other.brg")]).unwrap();
+    assert!(
+        kept.stopped_by.as_deref().is_some_and(|w| w.contains("refused this shard: shard 1/2 runs a different plan")),
+        "{:?}",
+        kept.stopped_by
+    );
     let mut shards = vec![first, member(dir.path(), "s1", "1/2", &c, &plan, false)];
     for s in &mut shards {
         assert_eq!(wait_for(s, Duration::from_secs(60)), Some(0));
@@ -170,6 +184,30 @@ fn a_rendezvous_with_what_is_not_a_collector_fails_at_once_and_one_not_up_yet_is
         "{line}"
     );
     assert!(line.contains("Connection refused"), "the cause, not hyper's 'client error (Connect)': {line}");
+}
+
+/// A collector that cannot be reached, without a rendezvous to wait for it: the shard says
+/// so as soon as its first post fails, runs on, keeps its file, and says at the end what
+/// never reached the collector.
+#[test]
+fn an_unreachable_collector_is_said_at_once_and_the_file_kept() {
+    let server = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s0.brg");
+    let out = barrage()
+        .args(["run", &format!("{}/bytes/1k", server.url()), "--rate", "20", "-d", "2s", "--shard", "0/3"])
+        .args(["--report-to", &refused_url(), "-o", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.first().is_some_and(|l| l.contains("--report-to: cannot reach the collector at http://127.0.0.1:")),
+        "{err}"
+    );
+    assert!(lines.iter().any(|l| l.contains("never reached the collector")), "{err}");
+    // Its share of the 40: arrivals 0, 3, ..., 39.
+    assert_eq!(barrage_metrics::summary::summarize(&[file]).unwrap().requests.total, 14);
 }
 
 #[test]

@@ -104,6 +104,7 @@ impl Reporter {
                 who,
                 stop,
                 stopped_by,
+                warned: false,
                 queue: VecDeque::new(),
                 queued: 0,
                 sent: 0,
@@ -133,6 +134,8 @@ struct Stream {
     stop: CancellationToken,
     /// Said before `stop` is cancelled: the run's results file keeps it.
     stopped_by: StoppedBy,
+    /// The collector was said to be unreachable.
+    warned: bool,
     /// Records not yet taken by the collector, in order.
     queue: VecDeque<Vec<u8>>,
     queued: usize,
@@ -178,11 +181,24 @@ impl Stream {
                     // error line says why: a shard of a fleet whose collector will not have
                     // it is not a part of the run planned.
                     Err(Failure::Refused(why)) => {
+                        self.stopped_by
+                            .say(&format!("the collector at {} refused this shard: {why}", self.client.base()));
                         self.ended.refused = Some(why);
                         self.stop.cancel();
                         return Ok(());
                     }
-                    Err(Failure::Unreachable(why)) => Some(why),
+                    Err(Failure::Unreachable(why)) => {
+                        // Said once, at once: the run goes on, its file kept, and the
+                        // posts are tried again.
+                        if failure.is_none() && !self.warned {
+                            self.warned = true;
+                            eprintln!(
+                                "barrage: --report-to: cannot reach the collector at {} ({why}); the run goes on, its results file is kept, and posting is tried again",
+                                self.client.base()
+                            );
+                        }
+                        Some(why)
+                    }
                 };
             }
             match ending {

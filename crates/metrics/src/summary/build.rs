@@ -238,6 +238,14 @@ fn add_shards(
     Ok(())
 }
 
+/// Whether the run of `readers` was stopped early as a whole: every file that ended did so
+/// stopped. One shard of several stopped (its Ctrl-C) while the others ran to their end is
+/// a shard that did not send its share, not a run stopped on purpose.
+fn stopped(readers: &[ResultsReader]) -> bool {
+    let mut ended = readers.iter().filter_map(|r| r.footer()).peekable();
+    ended.peek().is_some() && ended.all(|f| f.interrupted)
+}
+
 /// Whether the files of `s` end without a footer: their run was killed.
 fn killed(s: &RunSummary) -> bool {
     s.warnings.iter().any(|w| w.kind == WarningKind::RunKilled)
@@ -696,7 +704,7 @@ fn identity(readers: &[ResultsReader], redaction: &Redaction) -> RunSummary {
         settings,
         insecure: readers.iter().any(|r| r.header().insecure),
         unredacted: !redaction.enabled,
-        interrupted: readers.iter().any(|r| r.footer().is_some_and(|f| f.interrupted)),
+        interrupted: stopped(readers),
         stopped_by: readers.iter().find_map(|r| r.stopped_by()).map(String::from),
         ..Default::default()
     };
