@@ -243,6 +243,30 @@ fn collect_says_its_errors_cause_once_and_leaves_no_directory_behind() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("--listen {at}: ")) && err.matches("in use").count() == 1, "{err}");
     assert!(!fleet.exists(), "a collector that could not listen made no directory");
+    // Nor one whose /metrics could not listen, or with a format it cannot write; each said
+    // at once, naming the flag.
+    for (flag, value, said) in [
+        ("--metrics-addr", at.as_str(), format!("--metrics-addr: cannot listen on {at}")),
+        ("--format", "hdr-log", "--format hdr-log is for `barrage report`".to_string()),
+    ] {
+        let out = barrage()
+            .args([
+                "collect",
+                "--shards",
+                "2",
+                "--listen",
+                "127.0.0.1:0",
+                flag,
+                value,
+                "--dir",
+                fleet.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+        assert!(err.contains(&said) && !fleet.exists(), "{err}");
+    }
     std::fs::create_dir(&fleet).unwrap();
     std::fs::write(fleet.join("shard-0.brg"), "another run's").unwrap();
     let out = barrage()

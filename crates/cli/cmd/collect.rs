@@ -15,9 +15,16 @@ const LIVE_PAGE_REFRESH_S: u32 = 5;
 
 /// Collects until every shard ended or was lost, then reports the merged run.
 pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
+    if a.emit.format == crate::args::Format::HdrLog {
+        anyhow::bail!(
+            "--format hdr-log is for `barrage report` of results files: collect writes the shards' files to report"
+        );
+    }
     a.emit.files().check(a.gates.junit.as_deref())?;
     let html = a.links.html_options()?;
     let dir = a.dir.clone().unwrap_or_else(default_dir);
+    // Its /metrics bound first: a port in use leaves no directory behind either.
+    let mut live = barrage_live::Live::start(&a.live.options(), stop.clone())?;
     let config = Config {
         listen: a.listen,
         shards: a.shards,
@@ -34,7 +41,6 @@ pub fn collect(a: CollectArgs, stop: CancellationToken) -> anyhow::Result<Exit> 
         a.shards,
         dir.display()
     );
-    let mut live = barrage_live::Live::start(&a.live.options(), stop.clone())?;
     if let Some(addr) = live.metrics_addr() {
         eprintln!("metrics on http://{addr}/metrics");
     }

@@ -124,7 +124,7 @@ pub struct RunInfo {
 #[non_exhaustive]
 pub enum LiveError {
     /// The metrics endpoint's address could not be bound (in use, not local, no permission).
-    #[error("cannot listen on {0}")]
+    #[error("--metrics-addr: cannot listen on {0}")]
     Bind(SocketAddr, #[source] std::io::Error),
     /// The metrics endpoint could not start once bound (its runtime, its thread).
     #[error("cannot start the metrics endpoint")]
@@ -309,6 +309,6 @@ mod tests {
         let opts = LiveOptions { tui: false, metrics_addr: Some(addr) };
         let err = Live::start(&opts, CancellationToken::new()).err().expect("the port is taken");
         assert!(matches!(err, LiveError::Bind(a, _) if a == addr), "{err:?}");
-        assert_eq!(err.to_string(), format!("cannot listen on {addr}"));
+        assert_eq!(err.to_string(), format!("--metrics-addr: cannot listen on {addr}"));
     }
 }
