@@ -83,13 +83,20 @@ impl Collect {
 
     /// SIGKILLs shard 1 of `children` once the collector has its interval `k`, waits for
     /// every shard, then for the collector: its exit code, report and stderr.
+    /// Kills shard 1 once the collector has its interval `k`: the collector's exit code,
+    /// report, and stderr followed by the other shards' (`--- shard I ---` before each).
     fn kill_shard_1_at(self, k: u64, mut children: Vec<Child>) -> (Option<i32>, Value, String) {
         self.wait_for_interval(1, k);
         children[1].kill().unwrap();
         for child in &mut children {
             wait_for(child, Duration::from_secs(60));
         }
-        self.wait(Duration::from_secs(60))
+        let (code, live, mut stderr) = self.wait(Duration::from_secs(60));
+        for (i, child) in children.iter_mut().enumerate().filter(|(i, _)| *i != 1) {
+            stderr.push_str(&format!("--- shard {i} ---\n"));
+            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+        }
+        (code, live, stderr)
     }
 
     pub(crate) fn status(&self) -> Value {
@@ -575,6 +582,10 @@ fn with_takeover_a_survivor_sends_the_rest_of_a_lost_shards_share() {
         "{stderr}"
     );
     assert_eq!(code, Some(0), "{stderr}");
+    // The survivor names the takeover's file, which a merge by hand needs too.
+    let named =
+        format!("took over shard 1/3's share; its results are in {}", dir.path().join("s0.takeover-1.brg").display());
+    assert!(stderr.contains(&named), "{stderr}");
     // Every arrival of the plan ended once: the takeover sent the lost shard's share after
     // the arrivals its results recorded, not its last second again (which sent 2,500 of the
     // 2,400), and what the lost shard had in flight at its last record again: `sent` counts

@@ -202,11 +202,12 @@ fn takeover(job: &barrage_study::RunOrder) -> Option<barrage_fleet::Takeover> {
     let (n, output, log) = (job.plan.shard.count, job.output.clone(), job.log.as_ref().map(|l| l.path.clone()));
     let exe = std::env::current_exe().ok()?;
     Some(Box::new(move |a| {
+        let file = output.as_deref().map(|o| super::takeover::beside(o, a.shard));
         let mut command = std::process::Command::new(&exe);
         command
             .args(super::takeover::command(&args, a, n, start, output.as_deref(), log.as_deref()))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null());
-        command
+        (command, file)
     }))
 }

@@ -94,7 +94,7 @@ pub fn command(
 
 /// `dir/run.brg` → `dir/run.takeover-2.brg`: beside it, its extension kept (a log's says
 /// its format).
-fn beside(path: &Path, shard: u32) -> std::path::PathBuf {
+pub fn beside(path: &Path, shard: u32) -> std::path::PathBuf {
     let stem = path.file_stem().map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
     let name = match path.extension() {
         Some(ext) => format!("{stem}.takeover-{shard}.{}", ext.to_string_lossy()),

@@ -37,8 +37,8 @@ enum Message {
 
 /// How a shard starts a takeover of a lost shard's share: the command that sends it (the
 /// shard's own, for the other shard from the second given), made by the binary, which
-/// knows its flags.
-pub type Takeover = Box<dyn Fn(Adopt) -> std::process::Command + Send>;
+/// knows its flags, and the results file it keeps, if the shard keeps its own.
+pub type Takeover = Box<dyn Fn(Adopt) -> (std::process::Command, Option<std::path::PathBuf>) + Send>;
 
 /// Which stream of a shard a run is: its own (0) or its takeover (1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,7 +143,7 @@ struct Stream {
     sent: u64,
     takeover: Option<Takeover>,
     /// The takeovers started: the lost shard and its process.
-    adopted: Vec<(u32, std::process::Child)>,
+    adopted: Vec<(u32, std::process::Child, Option<std::path::PathBuf>)>,
     ended: Ended,
 }
 
@@ -268,14 +268,15 @@ impl Stream {
     /// Starts the takeover of `a`'s share, once.
     fn adopt(&mut self, a: Adopt) {
         let Some(command) = &self.takeover else { return };
-        if self.stop.is_cancelled() || self.adopted.iter().any(|(shard, _)| *shard == a.shard) {
+        if self.stop.is_cancelled() || self.adopted.iter().any(|(shard, ..)| *shard == a.shard) {
             return;
         }
         let (shard, from_s) = (a.shard, a.from_s);
-        match command(a).spawn() {
+        let (mut command, file) = command(a);
+        match command.spawn() {
             Ok(child) => {
                 eprintln!("barrage: taking over shard {shard}/{}'s share from second {from_s}", self.who.shard.1);
-                self.adopted.push((shard, child));
+                self.adopted.push((shard, child, file));
             }
             Err(e) => eprintln!("barrage: cannot take over shard {shard}/{}: {e}", self.who.shard.1),
         }
@@ -283,13 +284,21 @@ impl Stream {
 
     /// Waits for the takeovers started: each ends with the run's schedule.
     fn wait_for_takeovers(&mut self) {
-        for (shard, mut child) in self.adopted.drain(..) {
+        let n = self.who.shard.1;
+        for (shard, mut child, file) in self.adopted.drain(..) {
             match child.wait() {
-                Ok(status) if status.success() => {}
+                // Its file is a part of the run: a merge by hand needs it too.
+                Ok(status) if status.success() => match file {
+                    Some(f) => eprintln!(
+                        "barrage: took over shard {shard}/{n}'s share; its results are in {}: `barrage report` over the shards' files and it gives the whole",
+                        f.display()
+                    ),
+                    None => eprintln!("barrage: took over shard {shard}/{n}'s share (its results went to the collector)"),
+                },
                 Ok(status) => {
-                    eprintln!("barrage: the takeover of shard {shard}/{} ended with {status}", self.who.shard.1)
+                    eprintln!("barrage: the takeover of shard {shard}/{n} ended with {status}")
                 }
-                Err(e) => eprintln!("barrage: the takeover of shard {shard}/{}: {e}", self.who.shard.1),
+                Err(e) => eprintln!("barrage: the takeover of shard {shard}/{n}: {e}"),
             }
         }
     }

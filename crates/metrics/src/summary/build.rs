@@ -141,7 +141,7 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Resul
         let mut s = merge(paths, progress)?;
         if let Some((i, n)) = shard {
             s.warnings.push(Warning::new(WarningKind::OneShard, format!(
-                "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files gives the whole"
+                "this is shard {i}/{n} of a split run: its figures are its part of the run; `barrage report` over all {n} shards' files (and a takeover's, `NAME.takeover-I.brg`, if one ran) gives the whole"
             )));
         }
         let end = ShardEnd {
