@@ -188,6 +188,31 @@ fn an_incomplete_set_of_shards_is_refused() {
     );
 }
 
+/// Shards started one after the other, with no start they shared, are merged as if they
+/// had run together: the merge says so, and how far apart they started.
+#[test]
+fn shards_started_apart_are_said_to_be() {
+    let o = origin(ServeConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = (0..2)
+        .map(|i| {
+            let file = dir.path().join(format!("s{i}.brg")).display().to_string();
+            let out = barrage()
+                .args(["run", "--rate", "20", "-d", "1500ms", "--shard", &format!("{i}/2"), "-o", &file, &o.url()])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            file
+        })
+        .collect();
+    let out = barrage().args(["report", "--format", "json"]).args(&files).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let apart = v["warnings"].as_array().unwrap().iter().find(|w| w["kind"] == "shards_apart").expect("said");
+    let secs: f64 =
+        apart["text"].as_str().unwrap()["the shards started ".len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(secs >= 1.5, "{apart}");
+}
+
 /// A shard whose in-flight bound cannot carry its share (one slot, 50 ms per request, 50
 /// requests a second due) is flagged in the merge, with why; the others are not flagged
 /// for it.

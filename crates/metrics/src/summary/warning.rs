@@ -96,6 +96,9 @@ pub enum WarningKind {
     /// A takeover began after the arrivals it took over were due (its shard is judged lost
     /// `--lateness` after its data stopped): they went out late, catching up.
     TakeoverLate,
+    /// The shards of a split run shared no start (`--start-at`, `--rendezvous`) and started
+    /// seconds apart: merged by second of their own, as if they had run together.
+    ShardsApart,
     /// A group of flows never ran: it starts after the run ended.
     GroupNeverRan,
     /// Flows of a group failed, skipping later steps.
