@@ -259,12 +259,19 @@ fn ready(shared: &Shared, body: &[u8]) -> Response<Full<Bytes>> {
     {
         return error(status, &why);
     }
-    let shard = &mut state.shards[r.shard as usize];
+    let i = r.shard;
+    let shard = &mut state.shards[i as usize];
     shard.status.clock = Some(r.clock);
     shard.ready = Some(r);
-    if state.shards[..n as usize].iter().all(|s| s.ready.is_some()) {
+    let missing: Vec<String> =
+        (0..n).filter(|&j| state.shards[j as usize].ready.is_none()).map(|j| format!("{j}/{n}")).collect();
+    if missing.is_empty() {
         let start = decide(&state);
         shared.start.send_replace(Some(start));
+    } else {
+        // Which shards the start waits for, said as each comes: a rendezvous that cannot
+        // complete names the missing.
+        eprintln!("barrage collect: shard {i}/{n} is at the rendezvous; waiting for {}", missing.join(", "));
     }
     json(StatusCode::OK, &serde_json::json!({ "ready": true }))
 }

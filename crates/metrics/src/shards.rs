@@ -511,8 +511,13 @@ pub(crate) fn cover(rows: &mut Vec<ShardSummary>, arrivals: &[u64], ends: &[crat
             continue;
         }
         count_never_sent(row);
-        let (what, how) =
-            if end.killed { ("lost", "its results stop there: killed") } else { ("stopped", "it was stopped") };
+        let (what, how) = if end.killed {
+            // What it sent after its last record died unrecorded: its results are all
+            // that is known, and the origin may have seen a second's worth more.
+            ("lost", "as its results say; they stop there: killed, what it sent after its last record is not known")
+        } else {
+            ("stopped", "it was stopped")
+        };
         row.behind = Some(format!("{what}: sent {} of its {due} arrivals, {never} never sent ({how})", row.sent));
         short.push(format!("{} {what}", row.shard));
     }
