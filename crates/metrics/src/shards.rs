@@ -252,6 +252,21 @@ pub fn restarted_warning(h: &RunHeader) -> Option<crate::summary::Warning> {
     ))
 }
 
+/// The shards of a split run that shared no start and started more than a second apart:
+/// their seconds are merged by index, as if they had run together, so the run's rate,
+/// timeline and duration are not the fleet's. Said, with how far apart.
+pub(crate) fn apart(headers: &[RunHeader]) -> Option<crate::summary::Warning> {
+    if headers.iter().any(|h| h.launch.start_at_unix_us.is_some()) {
+        return None;
+    }
+    let starts = headers.iter().map(|h| h.started_unix_ms);
+    let spread = starts.clone().max()?.saturating_sub(starts.min()?);
+    (spread > 1000).then(|| crate::summary::Warning::new(crate::summary::WarningKind::ShardsApart, format!(
+        "the shards started {:.1} s apart, with no start they shared (--start-at or --rendezvous): their seconds are merged as if they had run together, so the offered rate, the timeline and the duration are not the fleet's",
+        spread as f64 / 1e3
+    )))
+}
+
 /// The takeovers of an open loop's share that sent late (`rows`, of the run `s`): each
 /// began only once its shard was judged lost, `--lateness` after its data stopped, so the
 /// arrivals it took over that were due by then went out late, catching up. Said in a

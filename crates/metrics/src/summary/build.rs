@@ -174,24 +174,9 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Resul
     }
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
         add_shards(&mut s, paths, &headers, arrivals.as_deref(), progress)?;
-        s.warnings.extend(apart(&headers));
+        s.warnings.extend(crate::shards::apart(&headers));
     }
     Ok(s)
-}
-
-/// The shards of a split run that shared no start and started more than a second apart:
-/// their seconds are merged by index, as if they had run together, so the run's rate,
-/// timeline and duration are not the fleet's. Said, with how far apart.
-fn apart(headers: &[crate::file::RunHeader]) -> Option<Warning> {
-    if headers.iter().any(|h| h.launch.start_at_unix_us.is_some()) {
-        return None;
-    }
-    let starts = headers.iter().map(|h| h.started_unix_ms);
-    let spread = starts.clone().max()?.saturating_sub(starts.min()?);
-    (spread > 1000).then(|| Warning::new(WarningKind::ShardsApart, format!(
-        "the shards started {:.1} s apart, with no start they shared (--start-at or --rendezvous): their seconds are merged as if they had run together, so the offered rate, the timeline and the duration are not the fleet's",
-        spread as f64 / 1e3
-    )))
 }
 
 /// The rows of a split run's shards, each from its own file, and what the shards' ends make
