@@ -23,7 +23,9 @@ pub(crate) struct Collect {
     pub(crate) url: String,
     /// Its `/metrics`, with `--metrics-addr`.
     metrics: Option<std::net::SocketAddr>,
-    stderr: std::thread::JoinHandle<String>,
+    /// Its stderr so far, line by line (all of it once the reading thread ended).
+    said: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr: std::thread::JoinHandle<()>,
 }
 
 pub(crate) fn collect(dir: &Path, n: u32, more: &[&str]) -> Collect {
@@ -31,6 +33,9 @@ pub(crate) fn collect(dir: &Path, n: u32, more: &[&str]) -> Collect {
         .args(["collect", "--shards", &n.to_string(), "--listen", "127.0.0.1:0", "--format", "json"])
         .args(["--dir", dir.join("fleet").to_str().unwrap()])
         .args(more)
+        // One machine, one clock: what a busy machine's round trips add to the measured
+        // offset (up to half of one) must not fail the start, unless the test asks.
+        .args(if more.contains(&"--max-clock-offset") { &[][..] } else { &["--max-clock-offset", "1s"][..] })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -46,12 +51,16 @@ pub(crate) fn collect(dir: &Path, n: u32, more: &[&str]) -> Collect {
         let at = line.trim().trim_start_matches("metrics on http://").trim_end_matches("/metrics");
         at.parse().expect(&line)
     });
+    let said = std::sync::Arc::new(std::sync::Mutex::new(first));
+    let into = said.clone();
     let stderr = std::thread::spawn(move || {
-        let mut rest = first;
-        let _ = err.read_to_string(&mut rest);
-        rest
+        for line in err.lines().map_while(Result::ok) {
+            let mut said = into.lock().unwrap();
+            said.push_str(&line);
+            said.push('\n');
+        }
     });
-    Collect { child, url, metrics, stderr }
+    Collect { child, url, metrics, said, stderr }
 }
 
 impl Collect {
@@ -61,7 +70,9 @@ impl Collect {
         let mut out = String::new();
         self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
         let report = serde_json::from_str(&out).unwrap_or(Value::Null);
-        (code, report, self.stderr.join().unwrap())
+        self.stderr.join().unwrap();
+        let said = self.said.lock().unwrap().clone();
+        (code, report, said)
     }
 
     /// Waits (at most a minute) until the collector has shard `i`'s interval `k`.
@@ -99,7 +110,11 @@ impl Collect {
         (code, live, stderr)
     }
 
+    /// Its status; a collector gone fails with what it said.
     pub(crate) fn status(&self) -> Value {
+        if std::net::TcpStream::connect(self.addr()).is_err() {
+            panic!("the collector is gone; it said:\n{}", self.said.lock().unwrap());
+        }
         serde_json::from_str(&http_get(self.addr(), "/v1/status")).unwrap()
     }
 

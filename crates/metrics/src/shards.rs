@@ -552,18 +552,23 @@ pub(crate) fn cover(rows: &mut Vec<ShardSummary>, arrivals: &[u64], ends: &[crat
         }
         let due =
             handed(i).map_or(share(total, i), |from| share(arrivals.get(from as usize).copied().unwrap_or(total), i));
-        if due == 0 {
-            continue;
-        }
+        let behind = match (handed(i), due) {
+            // Lost before it sent anything (killed in the lead): its whole share taken over.
+            (Some(from), 0) => format!("lost: none of its results came; its share from second {from} taken over"),
+            (_, 0) => continue,
+            _ => format!("missing: none of its results came, its {due} arrivals never sent"),
+        };
         rows.push(ShardSummary {
             shard: format!("{i}/{n}"),
             host: "-".into(),
             file: "-".into(),
             due,
-            behind: Some(format!("missing: none of its results came, its {due} arrivals never sent")),
+            behind: Some(behind),
             ..Default::default()
         });
-        short.push(format!("{i}/{n} missing"));
+        if due > 0 {
+            short.push(format!("{i}/{n} missing"));
+        }
     }
     rows.sort_by_key(|r| r.shard.split('/').next().and_then(|i| i.parse::<u32>().ok()));
     short
@@ -644,6 +649,26 @@ mod tests {
         let ends = [end(0, false, None), end(1, true, None), end(2, false, None), end(1, false, Some(2))];
         count_lost(&mut rows, &ends, &[h]);
         assert!(rows[1].behind.is_none());
+    }
+
+    /// A shard lost before it sent anything (killed in the rendezvous's lead), its whole
+    /// share taken over from second 0: it has a row that says so, not none.
+    #[test]
+    fn a_shard_lost_before_any_data_has_its_row() {
+        use crate::coverage::ShardEnd;
+        let end = |i: u32, from_s: Option<u64>| ShardEnd {
+            shard: (i, 3),
+            killed: false,
+            from_s,
+            through_s: None,
+            after: None,
+        };
+        let row = |shard: &str, sent: u64| ShardSummary { shard: shard.into(), sent, ..Default::default() };
+        let mut rows = vec![row("0/3", 100), row("1/3 takeover from 0 s", 100), row("2/3", 100)];
+        let short = cover(&mut rows, &[0, 150, 300], &[end(0, None), end(1, Some(0)), end(2, None)]);
+        let lost = rows.iter().find(|r| r.shard == "1/3").expect("a row for the shard lost");
+        assert_eq!(lost.behind.as_deref(), Some("lost: none of its results came; its share from second 0 taken over"));
+        assert!(short.is_empty(), "its share is the takeover's: {short:?}");
     }
 
     /// A closed loop's takeover (or a scenario's) warns that it restarted its workers; an
