@@ -33,6 +33,7 @@ fn bad_input_is_one_line_and_exit_2() {
         (&["run", "--http3", "redis://127.0.0.1:9", "-n", "1"], "--http3 is for HTTP targets"),
         (&["serve", "--http3"], "--http3 runs over QUIC"),
         (&["completions", "tcsh"], "tcsh"),
+        (&["collect", "--shards", "3", "--lead", "-1s"], "--lead"),
         (
             &[
                 "run",

@@ -21,14 +21,14 @@ pub struct CollectArgs {
     pub dir: Option<PathBuf>,
     /// A shard whose data stops for this long before it ends is lost: its intervals so far
     /// count, the rest of its share is shown as never sent.
-    #[arg(long, value_name = "DUR", default_value = "5s")]
+    #[arg(long, value_name = "DUR", default_value = "5s", allow_hyphen_values = true)]
     pub lateness: PositiveDur,
     /// With `run --rendezvous`: the start fails when a shard's clock is further than this
     /// from the collector's.
-    #[arg(long, value_name = "DUR", default_value = "50ms")]
+    #[arg(long, value_name = "DUR", default_value = "50ms", allow_hyphen_values = true)]
     pub max_clock_offset: PositiveDur,
     /// With `run --rendezvous`: from the last shard ready to the start.
-    #[arg(long, value_name = "DUR", default_value = "2s")]
+    #[arg(long, value_name = "DUR", default_value = "2s", allow_hyphen_values = true)]
     pub lead: PositiveDur,
     /// When a shard is lost: continue (the others go on, its share shown as never sent),
     /// abort (every other shard is told to stop; the collector exits 1) or takeover (the
