@@ -34,67 +34,22 @@ fn bad_input_is_one_line_and_exit_2() {
         (&["serve", "--http3"], "--http3 runs over QUIC"),
         (&["completions", "tcsh"], "tcsh"),
         (&["collect", "--shards", "3", "--lead", "-1s"], "--lead"),
-        (
-            &[
-                "run",
-                url,
-                "--rate",
-                "9",
-                "--shard",
-                "0/2",
-                "--start-at",
-                "1",
-                "--resume-at",
-                "1s",
-                "--threads",
-                "2",
-                "--resume-after",
-                "5:7,4",
-            ],
-            "each below 5",
-        ),
-        (
-            &[
-                "run",
-                url,
-                "--rate",
-                "9",
-                "--shard",
-                "0/2",
-                "--start-at",
-                "1",
-                "--resume-at",
-                "1s",
-                "--threads",
-                "3",
-                "--resume-after",
-                "5,4",
-            ],
-            "--threads must be 2",
-        ),
-        (
-            &[
-                "run",
-                url,
-                "--rate",
-                "9",
-                "--shard",
-                "0/2",
-                "--start-at",
-                "1",
-                "--resume-at",
-                "1s",
-                "--resume-after",
-                "5",
-            ],
-            "--threads",
-        ),
     ];
     let garbage = dir.path().join("garbage.brg");
     std::fs::write(&garbage, b"not a results file").unwrap();
     let garbage_args = ["report", garbage.to_str().unwrap()];
-    let cases =
-        table.iter().map(|(a, w)| (a.to_vec(), *w)).chain([(garbage_args.to_vec(), "not a barrage results file")]);
+    // A takeover's lanes (`--resume-after`): one per engine thread, each well formed.
+    let takeover = ["run", url, "--rate", "9", "--shard", "0/2", "--start-at", "1", "--resume-at", "1s"];
+    let lanes: [(&[&str], &str); 3] = [
+        (&["--threads", "2", "--resume-after", "5:7,4"], "each below 5"),
+        (&["--threads", "3", "--resume-after", "5,4"], "--threads must be 2"),
+        (&["--resume-after", "5"], "--threads"),
+    ];
+    let cases = table
+        .iter()
+        .map(|(a, w)| (a.to_vec(), *w))
+        .chain(lanes.iter().map(|(more, w)| ([&takeover[..], more].concat(), *w)))
+        .chain([(garbage_args.to_vec(), "not a barrage results file")]);
     for (args, want) in cases {
         let out = barrage().args(&args).stdin(Stdio::null()).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
