@@ -129,6 +129,7 @@ fn sample(flag: &str, w: &World) -> Sample {
         "rate" => plain(s(&["--rate", "30"])),
         "step" => plain(s(&["--step", "300ms"])),
         "max-in-flight" => plain(s(&["--max-in-flight", "7"])),
+        "send-precision" => plain(s(&["--send-precision", "100us"])),
         "concurrency" => closed(s(&["-c", "3"])),
         "think-time" => closed(s(&["--think-time", "20ms"])),
         "rate-cap" => closed(s(&["--rate-cap", "10"])),

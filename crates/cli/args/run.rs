@@ -137,6 +137,12 @@ pub struct LoadArgs {
     /// counted late, and its wait is part of its latency. [default: --connections]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
+    /// Open loop: how late a request may go out so that several go per wake-up. A thread
+    /// sleeps at least this long between sends and then sends all that came due: each
+    /// request leaves at most this (and the timer's lateness) after its intended start.
+    /// Smaller is more exact and costs more CPU (a wake-up each); 1us to 5ms. [default: 500us]
+    #[arg(long, value_name = "DURATION", help_heading = "Load")]
+    pub send_precision: Option<PositiveDur>,
     /// Closed loop: workers, each sending its next request when the last one finished
     /// (with --streams N: connections, each carrying N workers' requests).
     /// [default: 50 when --rate is not given] (`sweep`: a list 8,16,32 or a range 8..96/8)

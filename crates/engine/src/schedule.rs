@@ -27,7 +27,10 @@ pub const END_GRACE: Duration = Duration::from_millis(100);
 /// its schedule lag, which its corrected latency includes and the report shows. Below
 /// 1 / PRECISION = 2,000 req/s a thread's requests are further apart than this and each goes
 /// out when due (but for one that follows a late one closer than this). Half a millisecond: half the tick that tokio's timer, and so oha, paces
-/// by; a tenth of the schedule lag the report warns of (5 ms).
+/// by; a tenth of the schedule lag the report warns of (5 ms). `--send-precision` sets it
+/// per run ([`Schedule::precise_to`]): on a VM, where waking an idle core costs tens of
+/// microseconds, 100 µs costs about twice the CPU per request at 20,000/s
+/// (`bench/results/`).
 pub const PRECISION: Duration = Duration::from_micros(500);
 
 /// What the scheduler does next. Times are offsets from the run's start.
@@ -105,6 +108,8 @@ pub struct Schedule<'p> {
     sends_all: bool,
     /// When the last request was sent (`PRECISION` before the start: the first goes when due).
     sent_at: Option<Duration>,
+    /// The send window: [`PRECISION`] unless `--send-precision` says otherwise.
+    precision: Duration,
 }
 
 impl<'p> Schedule<'p> {
@@ -132,7 +137,14 @@ impl<'p> Schedule<'p> {
             ended: None,
             sends_all: false,
             sent_at: None,
+            precision: PRECISION,
         }
+    }
+
+    /// The same schedule with send window `precision` instead of [`PRECISION`].
+    pub fn precise_to(mut self, precision: Duration) -> Self {
+        self.precision = precision;
+        self
     }
 
     /// The same schedule from offset `from` on: its lane's first number due at or after it
@@ -212,7 +224,7 @@ impl<'p> Schedule<'p> {
             // Caught up with the schedule: what follows is on time again. At most one
             // wake-up per PRECISION: what comes due meanwhile goes out together.
             self.behind = false;
-            let until = self.sent_at.map_or(due, |sent| due.max(sent + PRECISION));
+            let until = self.sent_at.map_or(due, |sent| due.max(sent + self.precision));
             return Decision::Wait { until };
         }
         if in_flight >= self.bound {
@@ -383,16 +395,22 @@ mod tests {
 
     #[test]
     fn high_rates_send_in_batches_never_early_and_at_most_the_precision_late() {
-        for rate in [20_000.0, 3_000.0, 1_000.0, 100_000.0] {
+        // The default window, and --send-precision's narrowest, a narrow and its widest.
+        let cases = [20_000.0, 3_000.0, 1_000.0, 100_000.0].map(|rate| (rate, PRECISION)).into_iter().chain([
+            (20_000.0, us(1)),
+            (71_500.0, us(50)),
+            (20_000.0, ms(5)),
+        ]);
+        for (rate, precision) in cases {
             let p = Pacer::Constant { rate };
-            let mut s = Schedule::new(&p, 0, 1, 64, Some(ms(20)), None);
+            let mut s = Schedule::new(&p, 0, 1, 64, Some(ms(20)), None).precise_to(precision);
             // An ideal clock: each wait ends when asked, each request is answered at once.
             let (mut now, mut wakes, mut sent) = (Duration::ZERO, Vec::new(), 0u64);
             loop {
                 match s.next(now, 0) {
                     Due { intended, .. } => {
                         assert!(
-                            intended <= now && now - intended <= PRECISION,
+                            intended <= now && now - intended <= precision,
                             "{rate}/s: {intended:?} sent at {now:?}"
                         );
                         sent += 1;
@@ -406,10 +424,10 @@ mod tests {
                 }
             }
             // Every request of the 20 ms is sent; the thread wakes at most once per
-            // PRECISION, and below 1 / PRECISION once per request, when it is due.
+            // window, and below 1 / window once per request, when it is due.
             assert_eq!(sent, (rate / 50.0) as u64, "{rate}/s");
-            assert!(wakes.windows(2).all(|w| w[1] - w[0] >= PRECISION), "{rate}/s: {wakes:?}");
-            let per_wake = (rate * PRECISION.as_secs_f64()).max(1.0);
+            assert!(wakes.windows(2).all(|w| w[1] - w[0] >= precision), "{rate}/s: {wakes:?}");
+            let per_wake = (rate * precision.as_secs_f64()).max(1.0);
             assert!((sent as f64 / wakes.len() as f64 - per_wake).abs() <= 1.0, "{rate}/s: {} wakes", wakes.len());
         }
     }

@@ -203,7 +203,8 @@ fn schedule<'p>(w: &Worker, pacer: &'p Pacer, slots: usize, window: Window, work
     let base = window.start;
     let limit = window.end.map(|e| e.saturating_sub(base));
     let (lane, lanes) = w.lane();
-    let fresh = Schedule::new(pacer, lane, lanes, slots, limit, count_of(w, work));
+    let fresh = Schedule::new(pacer, lane, lanes, slots, limit, count_of(w, work))
+        .precise_to(w.plan.send_precision.unwrap_or(crate::schedule::PRECISION));
     if matches!(work, Work::Requests) {
         // Where the thread is in its lane, from where the lost shard's left it.
         let passed = w.resume_after.as_ref().map_or(0, |m| m.passed);

@@ -291,6 +291,9 @@ pub struct Plan {
     /// and one that fell behind does not catch up in a burst. `None`: as fast as answers
     /// come.
     pub rate_cap: Option<f64>,
+    /// `--send-precision`: an open loop's send window, how late a request may go out so
+    /// that several go per wake-up; `None`: the engine's default (0.5 ms).
+    pub send_precision: Option<Duration>,
     /// How the next target is chosen.
     pub pick: Pick,
     /// Wisconsin Proxy Benchmark stream: this fraction of requests repeats a target the same
@@ -440,6 +443,11 @@ pub fn default_backend_headers() -> Vec<http::HeaderName> {
     DEFAULT_BACKEND_HEADERS.iter().map(|h| http::HeaderName::from_static(h)).collect()
 }
 
+/// The narrowest `--send-precision`: a wake-up per request that is due.
+pub const MIN_SEND_PRECISION: Duration = Duration::from_micros(1);
+/// The widest: the schedule lag the report warns of (5 ms).
+pub const MAX_SEND_PRECISION: Duration = Duration::from_millis(5);
+
 impl Plan {
     /// A plan for `targets` under `load` with the defaults of `barrage run`: no duration or
     /// count (set one), keep-alive HTTP/1.1, 30 s timeout, 10 s connect timeout, one thread
@@ -458,6 +466,7 @@ impl Plan {
             connect_timeout: Duration::from_secs(10),
             threads: 0,
             rate_cap: None,
+            send_precision: None,
             pick: Pick::RoundRobin,
             hit_ratio: None,
             objects: None,
@@ -599,6 +608,7 @@ impl Plan {
             return Err("no targets".into());
         }
         self.validate_rate_cap()?;
+        self.validate_send_precision()?;
         if let Some(trace) = self.trace {
             if !(trace.sample > 0.0 && trace.sample <= 1.0) {
                 return Err(format!("--trace-sample {}: a share above 0 and at most 1", trace.sample));
@@ -652,6 +662,20 @@ impl Plan {
         }
         if let Protocol::Http2 { rounds: true, .. } = self.protocol {
             return Err(format!("{flag} with --rounds: a capped worker's requests go when it may send, not in rounds"));
+        }
+        Ok(())
+    }
+
+    /// `--send-precision` paces an open loop's sends (a scenario's groups may have rates),
+    /// from 1 µs to 5 ms: a wider window would reach the schedule-lag warning by itself.
+    fn validate_send_precision(&self) -> Result<(), String> {
+        let Some(p) = self.send_precision else { return Ok(()) };
+        let flag = format!("--send-precision {}", barrage_metrics::units::fmt_duration(p));
+        if !(MIN_SEND_PRECISION..=MAX_SEND_PRECISION).contains(&p) {
+            return Err(format!("{flag}: from 1us to 5ms"));
+        }
+        if matches!(self.load, Load::Closed { .. }) && self.scenario.is_none() {
+            return Err(format!("{flag} paces an open loop (--rate); a closed loop's workers send when answered"));
         }
         Ok(())
     }
@@ -868,6 +892,33 @@ mod tests {
         ] {
             let e = p.validate().unwrap_err();
             assert!(e.starts_with("--rate-cap") && e.contains(want), "{e}");
+        }
+    }
+
+    /// `--send-precision`: an open loop's window, 1 µs to 5 ms; refused for a closed loop.
+    #[test]
+    fn a_send_precision_paces_an_open_loop_within_its_bounds() {
+        let with = |load: Load, precision: Duration| {
+            let mut p = Plan::new(vec![Target::new(Method::GET, "http://h/").unwrap()], load);
+            p.send_precision = Some(precision);
+            p.validate()
+        };
+        let open = || Load::Open { pacer: Pacer::Constant { rate: 10.0 }, max_in_flight: 4 };
+        let us = Duration::from_micros;
+        for fine in [MIN_SEND_PRECISION, us(100), MAX_SEND_PRECISION] {
+            assert_eq!(with(open(), fine), Ok(()), "{fine:?}");
+        }
+        for (load, precision, want) in [
+            (open(), Duration::ZERO, "--send-precision 0µs: from 1us to 5ms"),
+            (open(), MAX_SEND_PRECISION + us(1), "--send-precision 5.00ms: from 1us to 5ms"),
+            (
+                Load::Closed { concurrency: 2, think_time: Duration::ZERO },
+                us(100),
+                "--send-precision 100µs paces an open loop (--rate)",
+            ),
+        ] {
+            let e = with(load, precision).unwrap_err();
+            assert!(e.starts_with(want), "{e}");
         }
     }
 

@@ -58,6 +58,10 @@ pub struct PlanView<'a> {
     /// How ids are picked, as the plan's `Pick` debug-prints.
     pub pick: String,
     pub rate_cap_per_sec: Option<f64>,
+    /// `--send-precision`, when given (left out at the default, so that a plan's digest
+    /// stays what it was before the setting existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_precision_us: Option<f64>,
     pub requests: Option<u64>,
     /// `--resolve` overrides, `host:port:ip`, sorted.
     pub resolve: Vec<String>,
@@ -140,6 +144,7 @@ impl<'a> PlanView<'a> {
             objects: p.objects,
             pick: format!("{:?}", p.pick),
             rate_cap_per_sec: p.rate_cap,
+            send_precision_us: p.send_precision.map(|d| d.as_secs_f64() * 1e6),
             requests: p.requests,
             resolve: resolve.iter().map(|((host, port), addr)| format!("{host}:{port}:{}", addr.ip())).collect(),
             retry: p.retry.as_ref().map(RetryView::of),

@@ -339,6 +339,20 @@ fn the_digest_leaves_out_this_machines_values() {
     assert_eq!(view["load"]["open"]["max_in_flight"], 10);
 }
 
+/// `--send-precision` shows, and changes the digest, only when given: a plan at the default
+/// keeps the digest it had before the setting existed (history keeps comparing).
+#[test]
+fn a_send_precision_is_in_the_view_only_when_given() {
+    let base = Plan::new(vec![target(http::Method::GET, "http://h/")], open(Pacer::Constant { rate: 10.0 }, 4));
+    let mut p = base.clone();
+    p.send_precision = Some(Duration::from_micros(50));
+    let view = |p: &Plan| serde_json::to_value(PlanView::of(p, &Redaction::default())).unwrap();
+    assert_eq!(view(&p)["send_precision_us"], 50.0);
+    assert!(view(&base).get("send_precision_us").is_none());
+    assert_eq!(digest(&base), reference_digest(&base));
+    assert_ne!(digest(&p), digest(&base));
+}
+
 #[test]
 fn the_view_names_the_load_and_leaves_secrets_out() {
     let mut t = target(http::Method::GET, "http://user:hunter1@127.0.0.1:8080/obj/{id}?token=hunter3");
