@@ -140,7 +140,7 @@ pub struct LoadArgs {
     /// Open loop: how late a request may go out so that several go per wake-up. A thread
     /// sleeps at least this long between sends and then sends all that came due: each
     /// request leaves at most this (and the timer's lateness) after its intended start.
-    /// Smaller is more exact and costs more CPU (a wake-up each); 1us to 5ms. [default: 500us]
+    /// Smaller is more exact and costs more CPU (a wake-up each); 1us to 2ms. [default: 500us]
     #[arg(long, value_name = "DURATION", help_heading = "Load")]
     pub send_precision: Option<PositiveDur>,
     /// Closed loop: workers, each sending its next request when the last one finished

@@ -399,7 +399,7 @@ mod tests {
         let cases = [20_000.0, 3_000.0, 1_000.0, 100_000.0].map(|rate| (rate, PRECISION)).into_iter().chain([
             (20_000.0, us(1)),
             (71_500.0, us(50)),
-            (20_000.0, ms(5)),
+            (20_000.0, ms(2)),
         ]);
         for (rate, precision) in cases {
             let p = Pacer::Constant { rate };
