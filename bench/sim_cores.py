@@ -15,8 +15,9 @@ The core runs one thing at a time, in order of arrival: a wake-up that comes whi
 are being read waits for them. What comes out: the share of requests sent within 100 µs
 of their intended start, the lag's p99.9, and how busy the core is.
 
-    bench/sim_cores.py                          # the table in docs/design.md
-    bench/sim_cores.py --overshoot FILE         # timer overshoots (µs, one a line) measured on a machine
+    bench/sim_cores.py                          # a 5 µs timer only
+    bench/sim_cores.py --overshoot bench/results/2026-11-29_0700-timer-overshoot.txt
+                                                # and this VM's timer: docs/design.md's table
 """
 import argparse
 import heapq

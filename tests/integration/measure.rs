@@ -56,11 +56,12 @@ fn known_latency_shows_as_p50() {
     assert!((service..=service + lag + 1_000).contains(&corrected), "corrected p50 {corrected} µs, lag p99 {lag} µs");
 }
 
-/// `--send-precision` reaches the engine. At 1,000/s a 2 ms window wakes the thread for two
-/// requests at a time, and the first of each pair came due just after the last send: it
-/// waits most of the window (2 ms less at most one gap, 1 ms), so the lag's p99 is near
-/// 2 ms (a busy machine only adds to it). At the default window, narrower than the gap,
-/// each goes out when due: its lag is the timer's, 0.5-0.7 ms at p99 on an idle VM.
+/// `--send-precision` reaches the engine. At 1,000/s a 2 ms window wakes the thread at
+/// least 2 ms after its last send, and the next request came due 1 ms after the last one
+/// sent: it lags by at least 1 ms, as one request in two does. So the lag's p99 is at
+/// least 1 ms; the timer's lateness, which shifts the wake-ups against the schedule, takes
+/// it towards 2 ms (2.05-2.1 ms measured on an idle VM). At the default window, narrower
+/// than the gap, each goes out when due: its lag is the timer's, 0.5-0.7 ms at p99 there.
 #[test]
 fn a_send_window_shows_as_the_schedule_lag() {
     let o = origin(ServeConfig::default());
@@ -70,7 +71,7 @@ fn a_send_window_shows_as_the_schedule_lag() {
     let s = run(p);
     assert_eq!((s.requests.total, s.requests.ok), (1000, 1000));
     let lag = s.generator.lag_p99_us;
-    assert!(lag >= 1_500, "lag p99 {lag} µs");
+    assert!(lag >= 950, "lag p99 {lag} µs");
 }
 
 /// What a request's service time may hold beyond its delay at the origin: loopback and two

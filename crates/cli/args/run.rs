@@ -138,7 +138,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_WORKERS as i64), help_heading = "Load")]
     pub max_in_flight: Option<u32>,
     /// Open loop: how late a request may go out so that several go per wake-up. A thread
-    /// sleeps at least this long between sends and then sends all that came due: each
+    /// wakes at least this long after its last send and then sends all that came due: each
     /// request leaves at most this (and the timer's lateness) after its intended start.
     /// Smaller is more exact and costs more CPU (a wake-up each); 1us to 2ms. [default: 500us]
     #[arg(long, value_name = "DURATION", help_heading = "Load")]

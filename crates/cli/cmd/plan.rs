@@ -138,7 +138,7 @@ fn plan(a: &RunArgs, flags: &LoadFlags) -> anyhow::Result<Plan> {
         connect_timeout: c.connect_timeout.0.min(c.timeout.0),
         threads: a.load.threads,
         rate_cap: a.load.rate_cap.map(|r| r.0),
-        send_precision: a.load.send_precision.map(|d| d.0),
+        send_precision: a.load.send_precision.map(|d| d.0).filter(|&d| d != barrage_plan::plan::DEFAULT_SEND_PRECISION),
         pick: match (&kv, &a.kv.key_pattern, &r.pick) {
             (_, Some(p), _) | (_, None, Some(p)) => p.clone(),
             // memtier's default key pattern is random (R:R).

@@ -31,7 +31,7 @@ pub const END_GRACE: Duration = Duration::from_millis(100);
 /// per run ([`Schedule::precise_to`]): on a VM, where waking an idle core costs tens of
 /// microseconds, 100 µs costs about twice the CPU per request at 20,000/s
 /// (`bench/results/`).
-pub const PRECISION: Duration = Duration::from_micros(500);
+pub const PRECISION: Duration = barrage_plan::plan::DEFAULT_SEND_PRECISION;
 
 /// What the scheduler does next. Times are offsets from the run's start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -443,6 +443,9 @@ pub fn default_backend_headers() -> Vec<http::HeaderName> {
     DEFAULT_BACKEND_HEADERS.iter().map(|h| http::HeaderName::from_static(h)).collect()
 }
 
+/// The open loop's send window when `--send-precision` is not given (the engine's
+/// `PRECISION`): given as such, it is taken as not given, so a plan's digest is one.
+pub const DEFAULT_SEND_PRECISION: Duration = Duration::from_micros(500);
 /// The narrowest `--send-precision`: a wake-up per request that is due.
 pub const MIN_SEND_PRECISION: Duration = Duration::from_micros(1);
 /// The widest: well within the schedule lag the report warns of (5 ms), so that the warning
@@ -671,12 +674,20 @@ impl Plan {
     /// from 1 µs to 2 ms ([`MAX_SEND_PRECISION`]).
     fn validate_send_precision(&self) -> Result<(), String> {
         let Some(p) = self.send_precision else { return Ok(()) };
-        let flag = format!("--send-precision {}", barrage_metrics::units::fmt_duration(p));
+        // Durations are given in whole microseconds at the finest.
+        let flag = format!("--send-precision {}us", p.as_micros());
         if !(MIN_SEND_PRECISION..=MAX_SEND_PRECISION).contains(&p) {
-            return Err(format!("{flag}: from 1us to 2ms"));
+            return Err(format!("{flag}: from 1us to 2000us (2ms)"));
         }
-        if matches!(self.load, Load::Closed { .. }) && self.scenario.is_none() {
-            return Err(format!("{flag} paces an open loop (--rate); a closed loop's workers send when answered"));
+        let open = |l: &Load| matches!(l, Load::Open { .. });
+        let any_open = match &self.scenario {
+            Some(s) => s.groups.iter().any(|g| open(&g.load)),
+            None => open(&self.load),
+        };
+        if !any_open {
+            return Err(format!(
+                "{flag} paces an open loop (--rate, or a group's rate); a closed loop's workers send when answered"
+            ));
         }
         Ok(())
     }
@@ -910,12 +921,12 @@ mod tests {
             assert_eq!(with(open(), fine), Ok(()), "{fine:?}");
         }
         for (load, precision, want) in [
-            (open(), Duration::ZERO, "--send-precision 0µs: from 1us to 2ms"),
-            (open(), MAX_SEND_PRECISION + us(1), "--send-precision 2.00ms: from 1us to 2ms"),
+            (open(), Duration::ZERO, "--send-precision 0us: from 1us to 2000us (2ms)"),
+            (open(), MAX_SEND_PRECISION + us(1), "--send-precision 2001us: from 1us to 2000us (2ms)"),
             (
                 Load::Closed { concurrency: 2, think_time: Duration::ZERO },
                 us(100),
-                "--send-precision 100µs paces an open loop (--rate)",
+                "--send-precision 100us paces an open loop (--rate, or a group's rate)",
             ),
         ] {
             let e = with(load, precision).unwrap_err();

@@ -58,10 +58,6 @@ pub struct PlanView<'a> {
     /// How ids are picked, as the plan's `Pick` debug-prints.
     pub pick: String,
     pub rate_cap_per_sec: Option<f64>,
-    /// `--send-precision`, when given (left out at the default, so that a plan's digest
-    /// stays what it was before the setting existed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub send_precision_us: Option<f64>,
     pub requests: Option<u64>,
     /// `--resolve` overrides, `host:port:ip`, sorted.
     pub resolve: Vec<String>,
@@ -71,6 +67,10 @@ pub struct PlanView<'a> {
     pub rounds: bool,
     pub scenario: Option<ScenarioView<'a>>,
     pub seed: u64,
+    /// `--send-precision`, when given (left out at the default, so that a plan's digest
+    /// stays what it was before the setting existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_precision_us: Option<f64>,
     pub stream: StreamView,
     /// Requests at once on a connection.
     pub streams: u32,
@@ -144,7 +144,6 @@ impl<'a> PlanView<'a> {
             objects: p.objects,
             pick: format!("{:?}", p.pick),
             rate_cap_per_sec: p.rate_cap,
-            send_precision_us: p.send_precision.map(|d| d.as_secs_f64() * 1e6),
             requests: p.requests,
             resolve: resolve.iter().map(|((host, port), addr)| format!("{host}:{port}:{}", addr.ip())).collect(),
             retry: p.retry.as_ref().map(RetryView::of),
@@ -152,6 +151,7 @@ impl<'a> PlanView<'a> {
             rounds: matches!(p.protocol, Protocol::Http2 { rounds: true, .. }),
             scenario: p.scenario.as_deref().map(|s| ScenarioView::of(s, redaction)),
             seed: p.seed,
+            send_precision_us: p.send_precision.map(|d| d.as_secs_f64() * 1e6),
             stream: StreamView::of(&p.stream),
             streams: p.protocol.streams(),
             target_count: p.targets.len(),

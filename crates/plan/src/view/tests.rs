@@ -339,6 +339,20 @@ fn the_digest_leaves_out_this_machines_values() {
     assert_eq!(view["load"]["open"]["max_in_flight"], 10);
 }
 
+/// `--send-precision` paces a scenario's groups with a rate: refused when no group has one.
+#[test]
+fn a_send_precision_needs_a_group_with_a_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = scenario(dir.path());
+    p.send_precision = Some(Duration::from_micros(100));
+    assert_eq!(p.validate(), Ok(()));
+    let mut closed_only = Arc::into_inner(p.scenario.take().unwrap()).unwrap();
+    closed_only.groups.retain(|g| matches!(g.load, Load::Closed { .. }));
+    p.scenario = Some(Arc::new(closed_only));
+    let e = p.validate().unwrap_err();
+    assert!(e.starts_with("--send-precision 100us paces an open loop"), "{e}");
+}
+
 /// `--send-precision` shows, and changes the digest, only when given: a plan at the default
 /// keeps the digest it had before the setting existed (history keeps comparing).
 #[test]
