@@ -85,8 +85,17 @@ impl Collect {
     /// Waits (at most a minute) until the collector's status `holds`; fails naming `what`.
     pub(crate) fn wait_until(&self, what: &str, holds: impl Fn(&Value) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !holds(&self.status()) {
-            assert!(Instant::now() < deadline, "never: {what}");
+        loop {
+            let status = self.status();
+            if holds(&status) {
+                return;
+            }
+            // What the collector knew and said, so that a miss on a busy machine can be read.
+            assert!(
+                Instant::now() < deadline,
+                "never: {what}; the collector's status: {status}; it said:\n{}",
+                self.said.lock().unwrap()
+            );
             // Polls the collector's status; synchronises nothing else.
             std::thread::sleep(Duration::from_millis(20));
         }
