@@ -143,7 +143,10 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
     let ids: Vec<String> = runs.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
     let out = history(&db, &["compare", &ids[0], "--against", &ids[20], "--fail-if", "p50>+5%"]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
-    let out = history(&db, &["compare", &ids[0], "--fail-if", "p50>+10%"]);
+    // Against the previous run (the default baseline), both after the step: only noise, up
+    // to +10.5% between neighbours on a busy machine (a CI suite), and below the 20% step,
+    // which a wrong baseline before the step would show.
+    let out = history(&db, &["compare", &ids[0], "--fail-if", "p50>+15%"]);
     assert_eq!(out.status.code(), Some(0), "against the previous run: {}", String::from_utf8_lossy(&out.stdout));
     // The trend's page draws a chart per series.
     let page = dir.path().join("trend.html");
