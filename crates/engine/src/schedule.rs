@@ -30,7 +30,7 @@ pub const END_GRACE: Duration = Duration::from_millis(100);
 /// by; a tenth of the schedule lag the report warns of (5 ms). `--send-precision` sets it
 /// per run ([`Schedule::precise_to`]): on a VM, where waking an idle core costs tens of
 /// microseconds, 100 µs costs about twice the CPU per request at 20,000/s
-/// (`bench/results/`).
+/// (`bench/results/2026-11-29_0620-i36-send-precision.md`).
 pub const PRECISION: Duration = barrage_plan::plan::DEFAULT_SEND_PRECISION;
 
 /// What the scheduler does next. Times are offsets from the run's start.
