@@ -11,7 +11,7 @@
 //! Keys go on the wire as given: the plan keeps them to memcached's rules (at most 250 bytes,
 //! no spaces or control characters).
 
-use super::{length, line, put_decimal, ErrorClass, Partial, ProtocolError, Reply, MAX_REPLY};
+use super::{append, length, line, put_decimal, ErrorClass, Partial, ProtocolError, Reply, MAX_REPLY};
 use bytes::BytesMut;
 
 /// Which text command a reply answers.
@@ -29,44 +29,44 @@ pub enum TextKind {
 /// Appends `get <key>\r\n`.
 pub fn encode_get(out: &mut BytesMut, key: &[u8]) {
     out.reserve(key.len() + 6);
-    out.extend_from_slice(b"get ");
-    out.extend_from_slice(key);
-    out.extend_from_slice(b"\r\n");
+    append(out, b"get ");
+    append(out, key);
+    append(out, b"\r\n");
 }
 
 /// Appends `set <key> 0 <exptime> <len>\r\n<value>\r\n` (flags 0, as memtier sends).
 pub fn encode_set(out: &mut BytesMut, key: &[u8], value: &[u8], exptime: u32) {
     out.reserve(key.len() + value.len() + 40);
-    out.extend_from_slice(b"set ");
-    out.extend_from_slice(key);
-    out.extend_from_slice(b" 0 ");
+    append(out, b"set ");
+    append(out, key);
+    append(out, b" 0 ");
     put_decimal(out, u64::from(exptime));
-    out.extend_from_slice(b" ");
+    append(out, b" ");
     put_decimal(out, value.len() as u64);
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
+    append(out, b"\r\n");
+    append(out, value);
+    append(out, b"\r\n");
 }
 
 /// Appends `mg <key> v\r\n`: a meta get asking for the value.
 pub fn encode_mg(out: &mut BytesMut, key: &[u8]) {
     out.reserve(key.len() + 8);
-    out.extend_from_slice(b"mg ");
-    out.extend_from_slice(key);
-    out.extend_from_slice(b" v\r\n");
+    append(out, b"mg ");
+    append(out, key);
+    append(out, b" v\r\n");
 }
 
 /// Appends `ms <key> <len> T0\r\n<value>\r\n`: a meta set that never expires. (memcached 1.6.18
 /// takes the length as the second token and refuses the older `S<len>` flag.)
 pub fn encode_ms(out: &mut BytesMut, key: &[u8], value: &[u8]) {
     out.reserve(key.len() + value.len() + 32);
-    out.extend_from_slice(b"ms ");
-    out.extend_from_slice(key);
-    out.extend_from_slice(b" ");
+    append(out, b"ms ");
+    append(out, key);
+    append(out, b" ");
     put_decimal(out, value.len() as u64);
-    out.extend_from_slice(b" T0\r\n");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
+    append(out, b" T0\r\n");
+    append(out, value);
+    append(out, b"\r\n");
 }
 
 /// The first text-protocol reply in `buf`, answering a command of `kind`, and the bytes it

@@ -15,7 +15,7 @@
 //! (a server sending `*1\r\n` a million times would overflow the stack) and allocates a `Vec`
 //! or a map per aggregate, neither of which a load generator that only counts them needs.
 
-use super::{length, line, ErrorClass, Partial, ProtocolError, Reply, MAX_REPLY};
+use super::{append, append_word, length, line, ErrorClass, Partial, ProtocolError, Reply, MAX_REPLY};
 use bytes::BytesMut;
 use redis_protocol::{resp2, resp3};
 
@@ -31,29 +31,35 @@ pub fn encode_command(out: &mut BytesMut, args: &[&[u8]]) {
     put_header(out, b'*', args.len());
     for arg in args {
         put_header(out, b'$', arg.len());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
+        append(out, arg);
+        append(out, b"\r\n");
     }
 }
 
-/// `*N\r\n` or `$N\r\n`, made on the stack and appended in one copy (a command is mostly
-/// these lines: appending their pieces one by one was a third of encoding one).
+/// `*N\r\n` or `$N\r\n`. A command is mostly these lines. Up to 5 digits the line is put
+/// together in one 64-bit word and stored at once: made byte by byte in memory and copied
+/// out, each line's copy waited on its bytes' stores (a store-forwarding stall), 6% of a
+/// pipelined GET's CPU.
 fn put_header(out: &mut BytesMut, kind: u8, n: usize) {
-    let mut line = [0u8; 23];
-    let mut at = line.len() - 2;
-    line[at..].copy_from_slice(b"\r\n");
-    let mut n = n as u64;
+    if n >= 100_000 {
+        append(out, &[kind]);
+        super::put_decimal(out, n as u64);
+        append(out, b"\r\n");
+        return;
+    }
+    // The digits, least significant last: each new (more significant) one goes below the
+    // others, so the first byte in memory is the first digit.
+    let (mut digits, mut count, mut rest) = (0u64, 0, n as u64);
     loop {
-        at -= 1;
-        line[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
+        digits = (digits << 8) | u64::from(b'0' + (rest % 10) as u8);
+        count += 1;
+        rest /= 10;
+        if rest == 0 {
             break;
         }
     }
-    at -= 1;
-    line[at] = kind;
-    out.extend_from_slice(&line[at..]);
+    let line = u64::from(kind) | digits << 8 | u64::from(u16::from_le_bytes(*b"\r\n")) << (8 * (count + 1));
+    append_word(out, line, count + 3);
 }
 
 /// The first RESP2 reply in `buf` and the bytes it takes; `None` when `buf` holds only part of it.
@@ -63,6 +69,9 @@ pub fn parse_resp2(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> 
 
 /// [`parse_resp2`], going on from where the last parse of the same reply stopped
 /// (`partial`, kept by the caller between reads, and reset here when the reply is whole).
+// Inlined, as is `precheck`: its nested result, passed back through memory, was re-read at
+// other widths than it was written (a store-forwarding stall per reply).
+#[inline]
 pub fn resume_resp2(buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
     if let Some(found) = precheck(buf, false, partial)? {
         return Ok(found);
@@ -108,6 +117,7 @@ pub fn resume_resp3(buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, 
 /// Checks the first line before the crate sees it: `Some(answer)` when it decides the reply
 /// itself (incomplete, an aggregate, a bad length), `None` when the crate should decode it.
 /// An aggregate walked in part before goes on from `partial`.
+#[inline(always)]
 fn precheck(buf: &[u8], resp3: bool, partial: &mut Partial) -> Result<Option<Option<(Reply, usize)>>, ProtocolError> {
     if partial.left > 0 {
         return Ok(Some(skip(buf, resp3, partial)?.map(|used| (Reply::Other, used))));
@@ -384,6 +394,21 @@ mod tests {
         let deep = "*1\r\n".repeat(200_000) + ":1\r\n";
         assert_eq!(parse_resp2(deep.as_bytes()).unwrap(), Some((Reply::Other, deep.len())));
         assert!(parse_resp3(b"$?\r\n;4\r\nHell\r\n;0\r\n").is_err());
+    }
+
+    /// The lengths at each digit count's edges, past the five digits a header's word holds.
+    #[test]
+    fn every_length_encodes_as_the_crate_does() {
+        for n in [0, 9, 10, 99, 100, 9_999, 10_000, 99_999, 100_000, 1_048_576] {
+            let value = vec![b'v'; n];
+            let mut out = BytesMut::new();
+            encode_command(&mut out, &[b"SET", b"k", &value]);
+            let frames = [b"SET".as_slice(), b"k", &value].map(resp2::types::BorrowedFrame::BulkString);
+            let frame = resp2::types::BorrowedFrame::Array(&frames);
+            let mut theirs = vec![0u8; frame.encode_len(false)];
+            resp2::encode::encode_borrowed(&mut theirs, &frame, false).unwrap();
+            assert!(out[..] == theirs[..], "a value of {n} bytes");
+        }
     }
 
     proptest! {

@@ -7,7 +7,7 @@
 //! (that is what a client sees), unlike redis-benchmark, which times a whole batch once.
 
 use super::conn::{Answer, Got, Parse};
-use super::{memcache, resp, ErrorClass};
+use super::{append, memcache, resp, ErrorClass};
 use crate::attempt::Done;
 use crate::conn::{Connector, Endpoint, Failure, Stream};
 use crate::timing::Phases;
@@ -130,7 +130,7 @@ pub(super) fn done<'a>(
 /// `ranges` (both cleared first, their capacity kept). Built-in commands have one key: the
 /// prefix and the number.
 pub(super) fn fill_keys(
-    keys: &mut Vec<u8>,
+    keys: &mut BytesMut,
     ranges: &mut Vec<Range<usize>>,
     plan: &KvPlan,
     cmd: &KvCommand,
@@ -142,9 +142,9 @@ pub(super) fn fill_keys(
     let digits = buffer.format(number).as_bytes();
     let mut put = |prefix: &[u8], suffix: &[u8]| {
         let start = keys.len();
-        keys.extend_from_slice(prefix);
-        keys.extend_from_slice(digits);
-        keys.extend_from_slice(suffix);
+        append(keys, prefix);
+        append(keys, digits);
+        append(keys, suffix);
         ranges.push(start..keys.len());
     };
     match cmd {
@@ -345,7 +345,7 @@ mod tests {
 
     /// The bytes a command goes out as, for key number `number`.
     fn wire(p: &KvPlan, cmd: usize, number: u64) -> String {
-        let (mut keys, mut ranges, mut out) = (Vec::new(), Vec::new(), BytesMut::new());
+        let (mut keys, mut ranges, mut out) = (BytesMut::new(), Vec::new(), BytesMut::new());
         fill_keys(&mut keys, &mut ranges, p, &p.commands[cmd], number);
         encode(&mut out, p.protocol, &p.commands[cmd], &keys, &ranges, b"abc");
         String::from_utf8(out.to_vec()).unwrap()
@@ -375,7 +375,7 @@ mod tests {
         let p = plan(vec![cmd], Protocol::Resp3);
         assert_eq!(wire(&p, 0, 1234), "*4\r\n$4\r\nHSET\r\n$8\r\nh:1234:x\r\n$12\r\nmemtier-1234\r\n$3\r\nabc\r\n");
         // The first key routes the command.
-        let (mut keys, mut ranges) = (Vec::new(), Vec::new());
+        let (mut keys, mut ranges) = (BytesMut::new(), Vec::new());
         fill_keys(&mut keys, &mut ranges, &p, &p.commands[0], 0);
         assert_eq!(&keys[ranges[0].clone()], b"h:0:x");
     }
