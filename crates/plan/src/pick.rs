@@ -202,6 +202,9 @@ const MAX_CHAIN: u32 = 4_096;
 /// plan one draw in three or more lands, so 1,000 misses in a row never happen.
 const GAUSS_TRIES: u32 = 1_000;
 
+/// The purpose of a random pick's hash ([`Picker::hash`]).
+const RANDOM: u64 = 2;
+
 /// Which target request number `k` of a run goes to, and what it was meant to meet in a
 /// cache: a pure function of the seed, the stream and `k`.
 ///
@@ -322,7 +325,9 @@ impl Picker {
             // One hash and one multiply: a generator seeded per draw (four rounds of
             // SplitMix64 and a rejection loop) was a tenth of a pipelined GET's CPU. The
             // multiply maps 2^64 hashes onto `size` ids, each within 1 of 2^64 / size of them.
-            Pick::Random => ((self.hash(k, 0) as u128 * self.size as u128) >> 64) as u64,
+            // Its own purpose: purpose 0's hash is also what a key-value command's value
+            // size is drawn from, and the two must not move together.
+            Pick::Random => ((self.hash(k, RANDOM) as u128 * self.size as u128) >> 64) as u64,
             Pick::Zipf(_) => {
                 let rank = self.zipf.as_ref().expect("set for zipf").sample(&mut self.rng(k, 0));
                 (rank as u64).clamp(1, self.size) - 1
@@ -331,7 +336,8 @@ impl Picker {
         }
     }
 
-    /// A generator for request `k`'s draws, one stream per `purpose`.
+    /// A generator for request `k`'s draws, one stream per `purpose` (0: the pick's draw,
+    /// 1: the Wisconsin stream's, [`RANDOM`]: a random pick's).
     fn rng(&self, k: u64, purpose: u64) -> SmallRng {
         SmallRng::seed_from_u64(self.hash(k, purpose))
     }

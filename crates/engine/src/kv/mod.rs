@@ -277,6 +277,7 @@ fn copy_short(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
             d.write(*b);
         }
     }
+    debug_assert_eq!(dst.len(), src.len(), "a copy fills its destination");
     let n = src.len();
     match n {
         0 => {}

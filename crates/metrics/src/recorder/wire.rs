@@ -286,6 +286,12 @@ impl<'de> Deserialize<'de> for Recorder {
     }
 }
 
+/// `N` histograms: `v`'s first ones, then empty ones for the slots `v` has none for.
+fn filled<const N: usize>(v: Vec<Histogram<u64>>) -> [Histogram<u64>; N] {
+    let mut v = v.into_iter();
+    std::array::from_fn(|_| v.next().unwrap_or_else(new_histogram))
+}
+
 /// A recorder from its serialised form.
 pub(crate) fn from_wire(w: Wire) -> Result<Recorder, String> {
     let hist = |b: &[u8]| decode(b);
@@ -293,10 +299,6 @@ pub(crate) fn from_wire(w: Wire) -> Result<Recorder, String> {
     // place, not over `Recorder::new()`'s: its dozen empty histograms (2 MiB zeroed, then
     // dropped) were a tenth of the page faults of reading a results file back.
     let array = |v: &[Vec<u8>]| -> Result<Vec<Histogram<u64>>, String> { v.iter().map(|b| hist(b)).collect() };
-    let filled = |v: Vec<Histogram<u64>>| {
-        let mut v = v.into_iter();
-        std::array::from_fn(|_| v.next().unwrap_or_else(new_histogram))
-    };
     let mut r = Recorder {
         corrected: hist(&w.corrected)?,
         service: hist(&w.service)?,
