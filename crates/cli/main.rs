@@ -72,7 +72,8 @@ fn main() -> ExitCode {
 /// results file is read back. glibc's defaults map a block over 128 KiB anew (raising that
 /// bound only after such a block is freed) and give the heap's free top back beyond twice
 /// the bound, so histogram after histogram faulted its pages in as it was zeroed: a third
-/// of the CPU of a short run (1,000 commands: 45 ms, 32 ms with this). Blocks under 1 MiB
+/// of the CPU of a short run (1,000 commands: 32 ms, 23 ms with this; measured in
+/// bench/results/2026-11-29_1025-i36-short-run-cpu.txt). Blocks under 1 MiB
 /// now come from the heap, which keeps up to 64 MiB free; larger ones (a 4 MiB discard
 /// buffer) are mapped as they come and unmapped as they go, the bound no longer moving.
 fn keep_freed_memory() {
