@@ -69,9 +69,8 @@ pub fn parse_resp2(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> 
 
 /// [`parse_resp2`], going on from where the last parse of the same reply stopped
 /// (`partial`, kept by the caller between reads, and reset here when the reply is whole).
-// Inlined, as is `precheck`: its nested result, passed back through memory, was re-read at
-// other widths than it was written (a store-forwarding stall per reply).
-#[inline]
+// `precheck` is inlined into it: its nested result, passed back through memory, was
+// re-read at other widths than it was written (a store-forwarding stall per reply).
 pub fn resume_resp2(buf: &[u8], partial: &mut Partial) -> Result<Option<(Reply, usize)>, ProtocolError> {
     if let Some(found) = precheck(buf, false, partial)? {
         return Ok(found);
