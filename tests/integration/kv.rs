@@ -342,17 +342,21 @@ fn three_memcached_with_ketama_and_one_stopped_mid_run() {
     assert!((failed - 15..=failed).contains(&stopped.burst_errors), "{failed}: {stopped:?}");
     assert_eq!(stopped.recovery_s, None, "{stopped:?}");
     // The start found the outage, from the data (issue 32 found 0.00/s and 0.00% errors
-    // there), and ended it: errors down to none, memcached-2 answering its share again.
-    // (A third of the keys fail; less when the stop's burst began, on a busy machine, with
-    // a slow tenth of a second before memcached-2 was down.)
+    // there), and ended it: errors down to the few of its own moment, memcached-2
+    // answering its share again. (A third of the keys fail; less when the stop's burst
+    // began, on a busy machine, with a slow tenth of a second before memcached-2 was down.)
     let before = &started.before;
     assert!(before.requests > 500 && (0.15..0.45).contains(&before.error_ratio), "{before:?}");
     let change = |figure: &str, backend: Option<&str>| {
         started.changes.iter().find(|c| c.figure == figure && c.backend.as_deref() == backend).map(|c| c.after)
     };
-    assert_eq!(change("error_ratio", None), Some(0.0), "{started:?}");
+    // Its "after" runs from when the start command began; memcached-2 takes its keys again
+    // only once the command has ended (31 ms on a busy machine, a command or two of 600
+    // refused meanwhile). Against a third of them failing while it was down.
+    let settled = |ratio: f64| ratio <= 0.01;
+    assert!(change("error_ratio", None).is_some_and(settled), "{started:?}");
     assert!(change("backend_share", Some(&victim)).is_some_and(|s| s > 0.2), "{started:?}");
-    assert_eq!(started.after.error_ratio, 0.0, "{started:?}");
+    assert!(settled(started.after.error_ratio), "{started:?}");
 }
 
 /// A server that sends what is not the protocol, resets, or never answers: every command is
