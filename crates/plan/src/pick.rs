@@ -323,7 +323,7 @@ impl Picker {
             Pick::Same => 0,
             Pick::RoundRobin => k % self.size,
             // One hash and one multiply: a generator seeded per draw (four rounds of
-            // SplitMix64 and a rejection loop) was a tenth of a pipelined GET's CPU. The
+            // SplitMix64 and a rejection loop) was 5% of a pipelined GET's CPU. The
             // multiply maps 2^64 hashes onto `size` ids, each within 1 of 2^64 / size of them.
             // Its own purpose: purpose 0's hash is also what a key-value command's value
             // size is drawn from, and the two must not move together.
