@@ -9,6 +9,12 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
+/// The smallest change the history keeps here. Three CPU burners beside this test moved a
+/// run's p50 by up to 5% from its neighbours; a CI machine once found a lasting change at run
+/// 4 in the series without a control, which only this bound tells from the system's. The step
+/// is 20% (19% measured: the origin's latency steps, not the machine's own part).
+const NOISE: &str = "10%";
+
 /// A shape answering after 18–22 ms, `scale` times that.
 fn latency(scale: f64) -> Shape {
     let ms = |m: f64| Duration::from_micros((m * scale * 1000.0) as u64);
@@ -54,7 +60,7 @@ fn run(db: &Path, url: &str, labels: &[&str]) {
 /// The change points of `figure` in the one series with `labels`: (run index in the series
 /// from 1, regression, the machine's).
 fn changes(db: &Path, figure: &str, labels: &str) -> Vec<(usize, bool, bool)> {
-    let t = json(&history(db, &["trend", figure, "--where", labels, "--format", "json"]));
+    let t = json(&history(db, &["trend", figure, "--where", labels, "--noise", NOISE, "--format", "json"]));
     assert_schema(2, &t);
     let series = t.as_array().unwrap();
     assert_eq!(series.len(), 1, "{labels}: {t}");
@@ -129,12 +135,15 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
     // machine may be slower, a change for the better at run 4 or so).
     assert!(s.iter().all(|c| !c.1 || c.2), "no step, no regression of the system: {s:?}");
     assert!(near(&a) && !a[0].2, "a step of the system alone is a regression: {a:?}");
+    // Above the step's size, `--noise` keeps no change.
+    let t = json(&history(&db, &["trend", "p50", "--where", "series=alone", "--noise", "30%", "--format", "json"]));
+    assert_eq!(t[0]["changes"], serde_json::json!([]), "{t}");
     // Regressions: only the system's fails.
     // (p50: the max of 20 requests moves with a busy machine's other work.)
-    let out = history(&db, &["regressions", "--where", "series=alone", "--figure", "p50"]);
+    let out = history(&db, &["regressions", "--where", "series=alone", "--figure", "p50", "--noise", NOISE]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
     for labels in ["series=ref", "series=moved", "series=steady"] {
-        let out = history(&db, &["regressions", "--where", labels, "--figure", "p50"]);
+        let out = history(&db, &["regressions", "--where", labels, "--figure", "p50", "--noise", NOISE]);
         assert_eq!(out.status.code(), Some(0), "{labels}: {}", String::from_utf8_lossy(&out.stdout));
     }
     // The last run of the stepped system against its 20th (not its first: a busy machine's

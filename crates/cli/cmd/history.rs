@@ -1,6 +1,7 @@
 //! `barrage history`: the runs kept, their series, trends with change points, the CI gate;
 //! and [`keeper`], how every mode that runs load keeps its runs.
 
+use super::history_trend::Scope;
 use crate::args::{BaselineCommand, Format, HistoryArgs, HistoryCommand, HistoryCommandArgs};
 use crate::Exit;
 use anyhow::{bail, Context};
@@ -46,14 +47,18 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
     let exit = match a.command {
         HistoryCommand::List { filter, last, series } => list(o, &store, &filter.filter, last, series, json),
         HistoryCommand::Show { runs } => show(o, &store, &runs, json),
-        HistoryCommand::Trend { figure, filter, last, html } => {
-            super::history_trend::trend_cmd(o, &store, &figure, &filter.filter, last, html.as_deref(), json)
+        HistoryCommand::Trend { figure, filter, last, html, noise } => {
+            let scope = Scope::new(&store, &filter.filter, noise);
+            super::history_trend::trend_cmd(o, &scope, &figure, last, html.as_deref(), json)
         }
-        HistoryCommand::Regressions { filter, figures, since } => {
-            super::history_trend::regressions(o, &store, &filter.filter, &figures, since.0, json)
+        HistoryCommand::Regressions { filter, figures, since, noise } => {
+            let scope = Scope::new(&store, &filter.filter, noise);
+            super::history_trend::regressions(o, &scope, &figures, since.0, json)
         }
         HistoryCommand::Check { filter, figures, confidence, junit } => {
-            super::history_trend::check(o, &store, &filter.filter, &figures, confidence, junit.as_deref(), json)
+            // The gate's stable stretch ends at any change point Otava would find.
+            let scope = Scope::new(&store, &filter.filter, 0.0);
+            super::history_trend::check(o, &scope, &figures, confidence, junit.as_deref(), json)
         }
         HistoryCommand::Compare { .. } => unreachable!("compared above"),
         HistoryCommand::Baseline { command } => baseline(o, &mut store, command, json),

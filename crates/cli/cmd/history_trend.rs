@@ -31,32 +31,46 @@ fn known(figure: &str) -> anyhow::Result<()> {
     bail!("unknown figure '{figure}': expected one of {}", names.join(", "))
 }
 
-fn series(store: &Store, filter: &[(String, Option<String>)]) -> anyhow::Result<Vec<Series>> {
-    let all = store.matching(filter)?;
-    if all.is_empty() {
-        bail!(
-            "no series in the history matches {}",
-            if filter.is_empty() { "(the history is empty)".into() } else { show_filter(filter) }
-        );
+/// The series a command reads, and how their change points are found.
+pub struct Scope<'a> {
+    pub store: &'a Store,
+    /// `--where`.
+    pub filter: &'a [(String, Option<String>)],
+    pub opts: Options,
+}
+
+impl<'a> Scope<'a> {
+    /// Otava's defaults, with `noise` (`--noise`) as the smallest change kept.
+    pub fn new(store: &'a Store, filter: &'a [(String, Option<String>)], noise: f64) -> Self {
+        Scope { store, filter, opts: Options { min_magnitude: noise, ..Options::default() } }
     }
-    Ok(all)
+
+    /// The series `--where` selects; none is an error (a typo would otherwise find nothing).
+    fn series(&self) -> anyhow::Result<Vec<Series>> {
+        let all = self.store.matching(self.filter)?;
+        if all.is_empty() {
+            bail!(
+                "no series in the history matches {}",
+                if self.filter.is_empty() { "(the history is empty)".into() } else { show_filter(self.filter) }
+            );
+        }
+        Ok(all)
+    }
 }
 
 /// `history trend FIGURE`.
 pub fn trend_cmd(
     o: &mut String,
-    store: &Store,
+    scope: &Scope,
     figure: &str,
-    filter: &[(String, Option<String>)],
     last: usize,
     html: Option<&Path>,
     json: bool,
 ) -> anyhow::Result<Exit> {
     known(figure)?;
-    let opts = Options::default();
     let mut trends = Vec::new();
-    for s in series(store, filter)? {
-        let t = trend(store, &s, figure, last, &opts)?;
+    for s in scope.series()? {
+        let t = trend(scope.store, &s, figure, last, &scope.opts)?;
         if !t.points.is_empty() {
             trends.push(t);
         }
@@ -187,21 +201,19 @@ fn sparkline(values: &[f64]) -> String {
 /// in every figure a series' runs have.
 pub fn regressions(
     o: &mut String,
-    store: &Store,
-    filter: &[(String, Option<String>)],
+    scope: &Scope,
     figures: &[String],
     since: Duration,
     json: bool,
 ) -> anyhow::Result<Exit> {
     figures.iter().try_for_each(|f| known(f))?;
-    let opts = Options::default();
     let from = now_ms().saturating_sub(since.as_millis() as u64);
     let mut found: Vec<(Trend, Change)> = Vec::new();
-    for s in series(store, filter)? {
+    for s in scope.series()? {
         // Every figure its runs have: the watched servers' CPU and memory too.
-        let names = store.figure_names(s.id)?;
+        let names = scope.store.figure_names(s.id)?;
         for f in names.into_iter().filter(|f| figures.is_empty() || figures.contains(f)) {
-            let t = trend(store, &s, &f, usize::MAX >> 1, &opts)?;
+            let t = trend(scope.store, &s, &f, usize::MAX >> 1, &scope.opts)?;
             for c in t.changes.iter().filter(|c| c.regression && c.started_ms >= from) {
                 found.push((t.clone(), c.clone()));
             }
@@ -227,8 +239,7 @@ pub fn regressions(
 /// `history check`: the newest run of each series against its stable runs.
 pub fn check(
     o: &mut String,
-    store: &Store,
-    filter: &[(String, Option<String>)],
+    scope: &Scope,
     figures: &[String],
     confidence: f64,
     junit: Option<&Path>,
@@ -239,11 +250,10 @@ pub fn check(
     }
     let figures: Vec<String> = if figures.is_empty() { CHECKED.map(String::from).to_vec() } else { figures.to_vec() };
     figures.iter().try_for_each(|f| known(f))?;
-    let opts = Options::default();
     let mut gates: Vec<Gate> = Vec::new();
-    for s in series(store, filter)? {
+    for s in scope.series()? {
         for f in &figures {
-            gates.extend(gate(store, &s, f, confidence, &opts)?);
+            gates.extend(gate(scope.store, &s, f, confidence, &scope.opts)?);
         }
     }
     let results: Vec<SloResult> = gates.iter().map(result).collect();
