@@ -188,8 +188,8 @@ pub(super) fn encode(
         (Protocol::MemcacheText, _) => memcache::encode_set(out, key, value, 0),
         (Protocol::MemcacheMeta, KvCommand::Get) => memcache::encode_mg(out, key),
         (Protocol::MemcacheMeta, _) => memcache::encode_ms(out, key, value),
-        (_, KvCommand::Get) => resp::encode_command(out, &[b"GET", key]),
-        (_, KvCommand::Set) => resp::encode_command(out, &[b"SET", key, value]),
+        (_, KvCommand::Get) => resp::encode_get(out, key),
+        (_, KvCommand::Set) => resp::encode_set(out, key, value),
         (_, KvCommand::Custom(args)) => {
             let mut parts: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
             let mut next_key = 0;
