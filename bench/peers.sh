@@ -41,7 +41,7 @@ SRV_CPU="${SRV_CPU:-0}"
 COOLDOWN="${COOLDOWN:-2}"
 REPEAT="${REPEAT:-1}"
 TOOLS="${TOOLS:-wrk ab hey vegeta oha k6 h2load barrage}"
-CASES="${CASES:-small large-c1 large-c4 large body-8m body-64m rate rate20k noka h2-m10 h2-m100}"
+CASES="${CASES:-small large-c1 large-c4 large body-8m body-64m rate rate20k noka tls h2-m10 h2-m100}"
 export H2_CONNS="${H2_CONNS:-10}"
 SERVER="${SERVER:-nginx}"
 SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
@@ -187,6 +187,7 @@ case_url() {   # case_url SERVER CASE
     nginx:large | nginx:large-c*) echo "http://$HOST:$port/large" ;;
     nginx:body-*) echo "http://$HOST:$port/$2" ;;
     nginx:h2-m*) echo "http://$HOST:18082/small" ;;
+    nginx:tls) echo "https://$HOST:18443/small" ;;
     nginx:*) echo "http://$HOST:$port/small" ;;
     barrage:large | barrage:large-c*) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
     barrage:body-*) echo "http://$HOST:$port/bytes/${2#body-}" ;;
@@ -226,7 +227,7 @@ run_one() {
         log "$srv/$t/$c: unsupported ($REASON)"
         return
     fi
-    case "$url" in "http://127.0.0.1:"*|"redis://127.0.0.1:"*) ;; *) log "refusing non-loopback URL $url"; exit 1 ;; esac
+    case "$url" in "http://127.0.0.1:"*|"https://127.0.0.1:"*|"redis://127.0.0.1:"*) ;; *) log "refusing non-loopback URL $url"; exit 1 ;; esac
     printf '%q ' "${CMD[@]}" > "$pfx.cmd"
     ensure_server "$srv"
     log "$srv/$t/$c#$rep: $(cat "$pfx.cmd")"

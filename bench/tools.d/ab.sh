@@ -10,7 +10,7 @@ tool_ab() {
         local c="$1" url="$2" pfx="$3"
         local base=(ab -q -r -c "$CONNS" -t "$DUR" -n 10000000 -s 10 -e "$pfx.csv")
         case "$c" in
-        small|large|large-c*|body-*) CMD=("${base[@]}" -k "$url") ;;
+        small|large|large-c*|body-*|tls) CMD=("${base[@]}" -k "$url") ;;
         noka) CMD=("${base[@]}" "$url") ;;
         rate|rate20k) REASON="ab has no rate limiting"; return 3 ;;
         *) REASON="unknown case"; return 3 ;;

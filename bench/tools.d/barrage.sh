@@ -27,6 +27,7 @@ tool_barrage() {
         local base=("$b" run "$url" --duration "${DUR}s" --timeout 10s --format json)
         case "$c" in
         small|large|large-c*|body-*) CMD=("${base[@]}" --concurrency "$CONNS") ;;
+        tls) CMD=("${base[@]}" --concurrency "$CONNS" --insecure) ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         noka) CMD=("${base[@]}" --concurrency "$CONNS" --no-keepalive) ;;
         h2-m*) CMD=("${base[@]}" --concurrency "$H2_CONNS" --streams "$(h2_streams "$c")") ;;

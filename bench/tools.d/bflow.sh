@@ -14,6 +14,7 @@ tool_bflow() {
         local base=("$(tool_barrage bin)" run --scenario "$scenario" --var "url=$url" --duration "${DUR}s" --timeout 10s --format json)
         case "$c" in
         small|large|large-c*|body-*) CMD=("${base[@]}" --concurrency "$CONNS") ;;
+        tls) CMD=("${base[@]}" --concurrency "$CONNS" --insecure) ;;
         rate|rate20k) CMD=("${base[@]}" --rate "$(case_rate "$c")") ;;
         *) REASON="unknown case"; return 3 ;;
         esac ;;

@@ -9,7 +9,7 @@ tool_hey() {
         local c="$1" url="$2" pfx="$3"
         local base=(hey -z "${DUR}s" -c "$CONNS" -t 10)
         case "$c" in
-        small|large|large-c*|body-*) CMD=("${base[@]}" "$url") ;;
+        small|large|large-c*|body-*|tls) CMD=("${base[@]}" "$url") ;;
         rate|rate20k) CMD=("${base[@]}" -q "$(( $(case_rate "$c") / CONNS ))" "$url") ;;
         noka) CMD=("${base[@]}" -disable-keepalive "$url") ;;
         *) REASON="unknown case"; return 3 ;;

@@ -15,6 +15,7 @@ export const options = {
   scenarios: { main: scenario },
   discardResponseBodies: true,
   noConnectionReuse: CASE === 'noka',
+  insecureSkipTLSVerify: CASE === 'tls',
   summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(99)'],
 };
 

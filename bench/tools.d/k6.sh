@@ -8,7 +8,7 @@ tool_k6() {
     version) k6 version 2>/dev/null | head -1 | awk '{print $1" "$2}' ;;
     cmd)
         local c="$1" url="$2" pfx="$3"
-        case "$c" in small|large|large-c*|body-*|rate|rate20k|noka) ;; *) REASON="unknown case"; return 3 ;; esac
+        case "$c" in small|large|large-c*|body-*|rate|rate20k|noka|tls) ;; *) REASON="unknown case"; return 3 ;; esac
         CMD=(k6 run --quiet --no-color --no-usage-report --no-thresholds
              -e CASE="$c" -e URL="$url" -e DUR="$DUR" -e CONNS="$CONNS" -e RATE="$(case_rate "$c")"
              -e SUMMARY_OUT="$pfx.summary.json" "$HERE/tools.d/k6.js") ;;

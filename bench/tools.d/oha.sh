@@ -11,6 +11,7 @@ tool_oha() {
         local base=(oha -z "${DUR}s" -c "$CONNS" -t 10s --no-tui --output-format json)
         case "$c" in
         small|large|large-c*|body-*) CMD=("${base[@]}" "$url") ;;
+        tls) CMD=("${base[@]}" --insecure "$url") ;;
         rate|rate20k) CMD=("${base[@]}" -q "$(case_rate "$c")" "$url") ;;
         noka) CMD=("${base[@]}" --disable-keepalive "$url") ;;
         # HTTP/2 (prior knowledge over http://): H2_CONNS connections, -p streams on each.

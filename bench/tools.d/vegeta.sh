@@ -15,6 +15,7 @@ tool_vegeta() {
                     -max-body=0 -output="$pfx.bin")
         case "$c" in
         small|large|large-c*|body-*) CMD=("${base[@]}" -rate=0 -workers="$CONNS" -max-workers="$CONNS" -keepalive=true) ;;
+        tls) CMD=("${base[@]}" -rate=0 -workers="$CONNS" -max-workers="$CONNS" -keepalive=true -insecure) ;;
         # Workers capped at 4*CONNS (k6 gets maxVUs=4*CONNS, oha/hey CONNS): with the default
         # (unbounded) a short stall made vegeta spawn >4k workers/connections and spiral.
         rate|rate20k) CMD=("${base[@]}" -rate="$(case_rate "$c")/1s" -workers="$CONNS" -max-workers="$(( CONNS * 4 ))" -keepalive=true) ;;

@@ -10,7 +10,7 @@ tool_wrk() {
         local c="$1" url="$2" pfx="$3"
         local base=(wrk -t1 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$HERE/tools.d/wrk-json.lua")
         case "$c" in
-        small|large|large-c*|body-*) CMD=("${base[@]}" "$url") ;;
+        small|large|large-c*|body-*|tls) CMD=("${base[@]}" "$url") ;;
         noka) CMD=("${base[@]}" -H "Connection: close" "$url") ;;
         rate|rate20k) REASON="no rate limiting in wrk 4.x (wrk2 -R not packaged)"; return 3 ;;
         *) REASON="unknown case"; return 3 ;;
