@@ -367,7 +367,7 @@ meta = {
                "redis_tools": e["REDIS_TOOLS"].split(), "redis_cases": e["REDIS_CASES"].split(),
                "redis_requests": int(e["REDIS_REQUESTS"]), "redis_keys": int(e["REDIS_KEYS"]),
                "redis_data": int(e["REDIS_DATA"]), "redis_bound_s": int(e["REDIS_BOUND"]),
-               "targets": {"nginx": "http://%s:18080 (/small, /large); h2c :18082 (/small)" % e["HOST"],
+               "targets": {"nginx": "http://%s:18080 (/small, /large); h2c :18082 (/small); https :18443 (/small)" % e["HOST"],
                            "barrage": "http://%s:18081 (/bytes/1k)" % e["HOST"],
                            "redis": "redis://%s (free port, no persistence, keyspace prefilled)" % e["HOST"]}},
   "loadavg_before": e["LOAD0"], "loadavg_after": e["LOAD1"],
