@@ -78,7 +78,7 @@ fn main() -> ExitCode {
 /// buffer) are mapped as they come and unmapped as they go, the bound no longer moving.
 /// The price is 6 to 13 MiB more at the peak, not growing with the run; a 4 MiB bound gave
 /// back half of that and two thirds of the saving
-/// (bench/results/2026-11-29_1300-i36-allocator-memory.txt).
+/// (bench/results/2026-11-29_1250-i36-allocator-memory.txt).
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets allocator parameters; called first thing in `main`,

@@ -3,7 +3,7 @@
 //! next. Each send is linked to its first recv, and the ring is entered once per batch of
 //! completions, with task work deferred to that entry (DEFER_TASKRUN; `PLAIN=1` leaves the
 //! ring's defaults). It records nothing: it prices the system calls, to set beside wrk and
-//! barrage (bench/results/2026-11-29_1325-i36-io-uring.md). Prints requests and wall time;
+//! barrage (bench/results/2026-11-29_1255-i36-io-uring.md). Prints requests and wall time;
 //! measure its CPU from outside: `taskset -c 1 perf stat -e task-clock uring-h1 ADDR PATH
 //! CONNS SECONDS`. Loopback only, as the bench.
 use io_uring::{opcode, squeue, types, IoUring};
