@@ -209,6 +209,11 @@ run_one() {
     [ "$REPEAT" -gt 1 ] && pfx="$pfx.r$rep"
     url="$(case_url "$srv" "$c")"
     local -a extra=(--rep "$rep")
+    if [ "$srv:$c" = barrage:tls ]; then
+        emit --status unsupported --reason "barrage serve has no TLS listener"
+        log "$srv/$t/$c: unsupported (no TLS listener)"
+        return
+    fi
     is_rate_case "$c" && extra+=(--target-rate "$(case_rate "$c")")
     if ! declare -F "tool_$t" >/dev/null; then
         emit --status missing --reason "no tool_$t function (tools.d/$t.sh)"

@@ -20,7 +20,7 @@ CASE_TITLE = {
     "rate": "C. Open loop at {rate} req/s, {dur} s, 1 KiB response (keep-alive)",
     "rate20k": "D. Open loop at {rate2} req/s, {dur} s, 1 KiB response (keep-alive)",
     "noka": "E. New connection per request, {conns} concurrent, {dur} s, 1 KiB response",
-    "tls": "H. HTTPS (TLS 1.3, ECDSA P-256), keep-alive, {conns} conns, {dur} s, 1 KiB response",
+    "tls": "H. HTTPS (ECDSA P-256), keep-alive, {conns} conns, {dur} s, 1 KiB response",
 }
 H2_REF = "h2load"                # reference generator for the HTTP/2 cases (h2-mN)
 

@@ -1,8 +1,9 @@
-//! The cheapest HTTP/1.1 keep-alive closed loop io_uring allows: CONNS connections, each
+//! A lean HTTP/1.1 keep-alive closed loop over io_uring: CONNS connections, each
 //! sending `GET PATH` and reading the response to its end (by Content-Length), then the
 //! next. Each send is linked to its first recv, and the ring is entered once per batch of
 //! completions, with task work deferred to that entry (DEFER_TASKRUN; `PLAIN=1` leaves the
-//! ring's defaults). It records nothing: it prices the system calls, to set beside wrk and
+//! ring's defaults). No multishot recv, provided buffers or registered files: each recv is
+//! armed before its response exists. It records nothing: it prices the system calls, to set beside wrk and
 //! barrage (bench/results/2026-11-29_1255-i36-io-uring.md). Prints requests and wall time;
 //! measure its CPU from outside: `taskset -c 1 perf stat -e task-clock uring-h1 ADDR PATH
 //! CONNS SECONDS`. Loopback only, as the bench.

@@ -98,8 +98,9 @@ pub enum HistoryCommand {
         /// Also write the trend as an HTML page with a chart per series.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
-        /// Smallest change kept as a change point, however small its p-value (Otava's
-        /// minimum magnitude): a machine's drift of a few percent is no regression.
+        /// A change of at most this size is not kept as a change point, however small its
+        /// p-value (Otava's minimum magnitude): a machine's drift of a few percent is no
+        /// regression.
         #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = barrage_plan::values::parse_percent)]
         noise: f64,
     },
@@ -129,8 +130,9 @@ pub enum HistoryCommand {
         /// Changes at runs newer than this (7d, 12h).
         #[arg(long, value_name = "AGE", default_value = "7d")]
         since: PositiveDur,
-        /// Smallest change kept as a change point, however small its p-value (Otava's
-        /// minimum magnitude): a machine's drift of a few percent is no regression.
+        /// A change of at most this size is not kept as a change point, however small its
+        /// p-value (Otava's minimum magnitude): a machine's drift of a few percent is no
+        /// regression.
         #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = barrage_plan::values::parse_percent)]
         noise: f64,
     },

@@ -131,11 +131,15 @@ fn attribute(store: &Store, trend: &mut Trend, opts: &Options) -> Result<(), His
         return Ok(());
     }
     let (series, figures) = controls(store, labels, &trend.figure)?;
+    // The control's changes at any size: a machine that moved 4% under a system's 8% step
+    // still moved, and the step is the machine's (the minimum magnitude sorts the
+    // system's changes, not the evidence against them).
+    let any_size = Options { min_magnitude: 0.0, ..*opts };
     let mut control = Vec::new();
     for s in series {
         for f in &figures {
             let points = store.points(s.id, f, usize::MAX >> 1)?;
-            control.extend(changes_of(&points, f, opts).into_iter().map(|c| (s.id, *f, c)));
+            control.extend(changes_of(&points, f, &any_size).into_iter().map(|c| (s.id, *f, c)));
         }
     }
     let valid = valid(&trend.points);
@@ -323,6 +327,25 @@ mod tests {
             assert_eq!(t.changes.len(), 1, "{:?}", s.labels);
             assert!(t.changes[0].regression && t.changes[0].machine.is_some(), "{:?}: {:?}", s.labels, t.changes);
         }
+    }
+
+    /// A minimum magnitude sorts the system's changes, not the control's: the system's 8%
+    /// step under a 5% minimum is still the machine's when the control moved 4% with it.
+    #[test]
+    fn a_small_change_of_the_control_still_excuses_the_system() {
+        let dir = tempfile::tempdir().unwrap();
+        let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.0, -0.1, 0.3, -0.2, 0.5, -0.4, 0.1];
+        let step = |to: f64| -> Vec<f64> {
+            (0..40).map(|k| if k < 25 { 100.0 } else { to } + noise[k % noise.len()] / 4.0).collect()
+        };
+        let (mut store, control) = store_of(dir.path(), &step(104.0), &[("machine", "m"), ("channel", "control")]);
+        record(&mut store, &step(108.0), &[("machine", "m")], 1);
+        let system = store.series().unwrap().into_iter().find(|s| s.id != control.id).unwrap();
+        let opts = Options { min_magnitude: 0.05, ..Options::default() };
+        let t = trend(&store, &system, "p50", 100, &opts).unwrap();
+        assert_eq!(t.changes.len(), 1, "{:?}", t.changes);
+        assert!(t.changes[0].machine.is_some(), "{:?}", t.changes);
+        assert!(trend(&store, &control, "p50", 100, &opts).unwrap().changes.is_empty(), "4% is under the minimum");
     }
 
     /// The newest run of a system worse, and the machine's control run of the same time

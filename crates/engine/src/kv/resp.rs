@@ -47,7 +47,8 @@ pub fn encode_set(out: &mut BytesMut, key: &[u8], value: &[u8]) {
 }
 
 /// A built-in command: its fixed `head` (the count and name lines, one copy instead of two
-/// lines built a digit at a time: 2% of a pipelined GET's CPU), its key and its value.
+/// lines built a digit at a time; in perf, the encoding fell from 3.7% to 1.3% of a
+/// pipelined GET's samples), its key and its value.
 #[inline(always)]
 fn encode_keyed(out: &mut BytesMut, head: &[u8], key: &[u8], value: Option<&[u8]>) {
     out.reserve(head.len() + key.len() + value.map_or(0, <[u8]>::len) + 32);
