@@ -71,14 +71,13 @@ fn main() -> ExitCode {
 /// and a run makes hundreds: a dozen a recorder, a recorder an interval, and again as its
 /// results file is read back. glibc's defaults map a block over 128 KiB anew (raising that
 /// bound only after such a block is freed) and give the heap's free top back beyond twice
-/// the bound, so histogram after histogram faulted its pages in as it was zeroed: a third
-/// of the CPU of a short run (1,000 commands: 32 ms, 23 ms with this; measured in
-/// bench/results/2026-11-29_1025-i36-short-run-cpu.txt). Blocks under 1 MiB
+/// the bound, so histogram after histogram faulted its pages in as it was zeroed: 28%
+/// of the CPU of a short run (1,000 commands: 32 ms, 23 ms with this). Blocks under 1 MiB
 /// now come from the heap, which keeps up to 64 MiB free; larger ones (a 4 MiB discard
 /// buffer) are mapped as they come and unmapped as they go, the bound no longer moving.
-/// The price is 6 to 13 MiB more at the peak, not growing with the run; a 4 MiB bound gave
-/// back half of that and two thirds of the saving
-/// (bench/results/2026-11-29_1250-i36-allocator-memory.txt).
+/// The price is 5 to 11 MiB more at the peak, not growing with the run; a 4 MiB bound gave
+/// back about half of that and kept a third of the saving. Measured with this setting alone
+/// in bench/results/2026-11-29_1250-i36-allocator-memory.txt.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets allocator parameters; called first thing in `main`,
