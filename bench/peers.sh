@@ -8,11 +8,13 @@
 #   SERVER="nginx barrage" bench/peers.sh   # also wrk against `barrage serve`, interleaved
 #   SERVER=redis REPEAT=3 bench/peers.sh    # redis-benchmark and barrage vs redis-server only
 #
-# Env knobs: TOOLS, CASES (small large-c1 large-c4 large body-8m body-64m rate rate20k noka
-#   h2-m10 h2-m100; large-cN is 1 MiB at N connections, body-Nm an N MiB body), DURATION (s,
+# Env knobs: TOOLS, CASES (small large-c1 large-c4 large body-16k-c1 body-16k body-64k body-256k body-8m
+#   body-64m rate rate20k noka tls h2-m10 h2-m100; large-cN is 1 MiB at N connections, body-Nk
+#   an N KiB body and body-Nm an N MiB one, at CONNS, body-Nk-cM at M), DURATION (s,
 #   default 10), CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), H2_CONNS (10:
 #   the HTTP/2 connections of an h2-mN case, each with N streams), GEN_CPU (1), SRV_CPU (0),
-#   COOLDOWN (s between runs, 2), REPEAT (1; >1 repeats each case with rotated tool order,
+#   COOLDOWN (s between runs, 2), TCP_CC (cubic: the congestion control the run sets, `keep`
+#   for the machine's), REPEAT (1; >1 repeats each case with rotated tool order,
 #   report = medians), LABEL (suffix for the result file names),
 #   SERVER (targets, any of "nginx barrage redis"; default nginx),
 #   SERVE_TOOLS (generators run against `barrage serve`; default wrk),
@@ -41,7 +43,7 @@ SRV_CPU="${SRV_CPU:-0}"
 COOLDOWN="${COOLDOWN:-2}"
 REPEAT="${REPEAT:-1}"
 TOOLS="${TOOLS:-wrk ab hey vegeta oha k6 h2load barrage}"
-CASES="${CASES:-small large-c1 large-c4 large body-8m body-64m rate rate20k noka tls h2-m10 h2-m100}"
+CASES="${CASES:-small large-c1 large-c4 large body-16k-c1 body-16k body-64k body-256k body-8m body-64m rate rate20k noka tls h2-m10 h2-m100}"
 export H2_CONNS="${H2_CONNS:-10}"
 SERVER="${SERVER:-nginx}"
 SERVE_TOOLS="${SERVE_TOOLS:-wrk}"
@@ -82,9 +84,11 @@ case_rate() {
 }
 is_rate_case() { [ "$(case_rate "$1")" != 0 ]; }
 
-# 1 MiB at N connections is large-cN (large itself is at CONNS); body-Nm is an N MiB body
-# at CONNS (the body-size sweep). run_one sets CONNS for the case (tools read it).
-case_conns() { if [[ "$1" =~ ^large-c([1-9][0-9]*)$ ]]; then echo "${BASH_REMATCH[1]}"; else echo "$CONNS"; fi; }
+# 1 MiB at N connections is large-cN (large itself is at CONNS); body-Nk and body-Nm are
+# N KiB and N MiB bodies at CONNS (the body-size sweep), body-Nk-cM at M connections.
+# run_one sets CONNS for the case (tools read it).
+case_conns() { if [[ "$1" =~ ^(large|body-[0-9]+[km])-c([1-9][0-9]*)$ ]]; then echo "${BASH_REMATCH[2]}"; else echo "$CONNS"; fi; }
+case_body() { local b="${1%-c[0-9]*}"; echo "${b#body-}"; }   # body-16k-c1 -> 16k
 
 # HTTP/2 cases are h2-mN: H2_CONNS connections, N streams in flight on each (h2load's
 # -c H2_CONNS -m N), against nginx's h2c listener (tools call these from their cmd).
@@ -109,7 +113,24 @@ BSERVE_PREFIX="${BSERVE_PREFIX:-/tmp/bench-bserve}"
 REDIS_PREFIX="${REDIS_PREFIX:-/tmp/bench-redis}"
 export NGINX_PREFIX NGINX_CPU="$SRV_CPU" BSERVE_PREFIX BSERVE_CPU="$SRV_CPU" REDIS_PREFIX REDIS_CPU="$SRV_CPU"
 declare -A STARTED=()
+
+# TCP congestion control: every connection of the run is opened under TCP_CC (default cubic,
+# Linux's own default), set for the run and put back after it; TCP_CC=keep leaves the
+# machine's. On loopback the choice decides the large-body cases: under bbr, which paces
+# each connection by its estimate of the path, nginx spent 64-118 µs a 256 KiB response
+# against 23-26 µs under cubic, and the generators ranked by how soon they read (a busy one
+# looked fastest), not by their own cost (bench/results/2026-11-29_1500-i36-congestion-control.txt).
+CC_FILE=/proc/sys/net/ipv4/tcp_congestion_control
+CC_WAS="$(cat "$CC_FILE")"
+TCP_CC="${TCP_CC:-cubic}"
+if [ "$TCP_CC" != keep ] && [ "$TCP_CC" != "$CC_WAS" ]; then
+    if ! echo "$TCP_CC" 2>/dev/null > "$CC_FILE"; then
+        echo "TCP_CC=$TCP_CC: cannot set $CC_FILE (not root, or not available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)); TCP_CC=keep runs under $CC_WAS" >&2
+        exit 2
+    fi
+fi
 cleanup() {
+    [ "$(cat "$CC_FILE")" != "$CC_WAS" ] && echo "$CC_WAS" > "$CC_FILE"
     [ -n "${STARTED[nginx]:-}" ] && "$HERE/nginx.sh" stop >/dev/null 2>&1
     [ -n "${STARTED[barrage]:-}" ] && "$HERE/bserve.sh" stop >/dev/null 2>&1
     [ -n "${STARTED[redis]:-}" ] && "$HERE/redis.sh" stop >/dev/null 2>&1
@@ -185,12 +206,12 @@ case_url() {   # case_url SERVER CASE
     local port; port="$(server_port "$1")"
     case "$1:$2" in
     nginx:large | nginx:large-c*) echo "http://$HOST:$port/large" ;;
-    nginx:body-*) echo "http://$HOST:$port/$2" ;;
+    nginx:body-*) echo "http://$HOST:$port/body-$(case_body "$2")" ;;
     nginx:h2-m*) echo "http://$HOST:18082/small" ;;
     nginx:tls) echo "https://$HOST:18443/small" ;;
     nginx:*) echo "http://$HOST:$port/small" ;;
     barrage:large | barrage:large-c*) echo "http://$HOST:$port${BSERVE_LARGE_PATH:-/bytes/1m}" ;;
-    barrage:body-*) echo "http://$HOST:$port/bytes/${2#body-}" ;;
+    barrage:body-*) echo "http://$HOST:$port/bytes/$(case_body "$2")" ;;
     barrage:*) echo "http://$HOST:$port/bytes/1k" ;;
     redis:*) echo "redis://$HOST:$port" ;;
     esac
@@ -361,6 +382,7 @@ meta = {
            "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
            "steal": steal(raw + "/host.stat0", raw + "/host.stat1"),
            "tcp_tw_reuse": open("/proc/sys/net/ipv4/tcp_tw_reuse").read().strip(),
+           "tcp_congestion_control": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip(),
            "ip_local_port_range": open("/proc/sys/net/ipv4/ip_local_port_range").read().split()},
   "settings": {"duration_s": int(e["DUR"]), "conns": int(e["CONNS"]), "h2_conns": int(e["H2_CONNS"]),
                "rate": int(e["RATE"]),

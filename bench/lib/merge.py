@@ -10,11 +10,13 @@ BODY = {"small": 1024, "large": 1048576, "rate": 1024, "rate20k": 1024, "noka": 
 
 
 def body_size(case):
-    """Response bytes of a case: large-cN is 1 MiB at N connections, body-Nm N MiB."""
+    """Response bytes of a case: large-cN is 1 MiB at N connections, body-Nm N MiB, body-Nk
+    N KiB (body-Nk-cM at M connections)."""
     if case.startswith("large-c"):
         return BODY["large"]
-    if case.startswith("body-") and case.endswith("m"):
-        return int(case[5:-1]) * 2**20
+    if case.startswith("body-"):
+        size = case[5:].split("-c")[0]
+        return int(size[:-1]) * (2**20 if size.endswith("m") else 2**10)
     return BODY.get(case, 1024)
 
 
@@ -145,7 +147,8 @@ def main():
             rec["srv_cpu_us_per_req"] = round(a.srv_ticks / hz * 1e6 / rec["requests"], 2)
     if a.srv_hwm_kb:
         rec["srv_hwm_kb"] = a.srv_hwm_kb
-    if rec.get("ok") is not None and rec.get("duration_s") and a.case in BODY:
+    sized = a.case in BODY or a.case.startswith(("large-c", "body-"))
+    if rec.get("ok") is not None and rec.get("duration_s") and sized:
         rec["mib_s"] = round(rec["ok"] * body_size(a.case) / rec["duration_s"] / 2**20, 1)
     if a.srv_counts0 and a.srv_counts1:
         rec.update(server_counts(a.srv_counts0, a.srv_counts1))
