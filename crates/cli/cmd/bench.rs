@@ -27,6 +27,7 @@ pub fn bench(a: TestbedBenchArgs, stop: CancellationToken) -> anyhow::Result<Exi
         barrage_engine::limits::check_connections(concurrency as usize, 0, "-c").map_err(anyhow::Error::msg)?;
     }
     eprintln!("bringing up nginx, haproxy, varnish and squid over {} origins…", a.backends);
+    super::testbed::say_pacing();
     barrage_study::signals::down_on_exit(&dir);
     let state = barrage_testbed::up(&options, &dir, barrage_testbed::Lifetime::Caller, &|| stop.is_cancelled())?;
     let _down = Down(dir.clone());
