@@ -8,9 +8,10 @@
 #   SERVER="nginx barrage" bench/peers.sh   # also wrk against `barrage serve`, interleaved
 #   SERVER=redis REPEAT=3 bench/peers.sh    # redis-benchmark and barrage vs redis-server only
 #
-# Env knobs: TOOLS, CASES (small large-c1 large-c4 large body-16k-c1 body-16k body-64k body-256k body-8m
-#   body-64m rate rate20k noka tls h2-m10 h2-m100; large-cN is 1 MiB at N connections, body-Nk
-#   an N KiB body and body-Nm an N MiB one, at CONNS, body-Nk-cM at M), DURATION (s,
+# Env knobs: TOOLS, CASES (small large-c1 large-c4 large body-16k-c1 body-16k body-64k
+#   body-256k body-8m body-64m rate rate20k noka tls h2-m10 h2-m100; large-cN is 1 MiB at N
+#   connections, body-Nk an N KiB body and body-Nm an N MiB one at CONNS (bench/nginx.sh
+#   makes 16, 64 and 256 KiB and 8 and 64 MiB), body-Nk-cM at M connections), DURATION (s,
 #   default 10), CONNS (50), RATE (5000), RATE2 (20000, the rate20k case), H2_CONNS (10:
 #   the HTTP/2 connections of an h2-mN case, each with N streams), GEN_CPU (1), SRV_CPU (0),
 #   COOLDOWN (s between runs, 2), TCP_CC (cubic: the congestion control the run sets, `keep`
@@ -59,6 +60,32 @@ BOUND=$(( DUR + 30 ))   # hard wall-clock limit per generator run (s); REDIS_BOU
 for s in $SERVER; do
     case "$s" in nginx|barrage|redis) ;; *) echo "unknown SERVER '$s' (nginx, barrage, redis)" >&2; exit 2 ;; esac
 done
+
+# TCP congestion control: every connection of the run is opened under TCP_CC (default cubic,
+# Linux's own default), set for the run and put back after it; TCP_CC=keep leaves the
+# machine's. On loopback the choice decides the large-body cases: under bbr, which paces
+# each connection, nginx spent 116-118 µs a 256 KiB response under wrk and barrage (53
+# under oha) against 25-29 µs under cubic, and the generators ranked differently
+# (bench/results/2026-11-29_1440-i36-congestion-control.txt). Checked before anything is
+# written; set once the log exists (see set_cc). The setting is the machine's: a run killed
+# with SIGKILL leaves it set, as its log says, and of two overlapping runs the first to end
+# puts the machine's back under the other.
+CC_FILE=/proc/sys/net/ipv4/tcp_congestion_control
+CC_WAS="$(cat "$CC_FILE")"
+TCP_CC="${TCP_CC:-cubic}"
+if [ "$TCP_CC" != keep ] && [ "$TCP_CC" != "$CC_WAS" ]; then
+    if ! [ -w "$CC_FILE" ] || ! grep -qw -- "$TCP_CC" /proc/sys/net/ipv4/tcp_available_congestion_control; then
+        echo "TCP_CC=$TCP_CC: cannot set $CC_FILE (not root, or not one of: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)); TCP_CC=keep runs under $CC_WAS" >&2
+        exit 2
+    fi
+fi
+CC_SET=
+set_cc() {
+    [ "$TCP_CC" = keep ] || [ "$TCP_CC" = "$CC_WAS" ] && return 0
+    echo "$TCP_CC" > "$CC_FILE" || { log "could not set tcp_congestion_control to $TCP_CC"; exit 2; }
+    CC_SET=1
+    log "tcp_congestion_control: $CC_WAS -> $TCP_CC for this run (put back on exit)"
+}
 
 STAMP="$(date +%Y-%m-%d_%H%M%S)"
 NAME="${STAMP}${LABEL:+-$LABEL}"
@@ -114,29 +141,15 @@ REDIS_PREFIX="${REDIS_PREFIX:-/tmp/bench-redis}"
 export NGINX_PREFIX NGINX_CPU="$SRV_CPU" BSERVE_PREFIX BSERVE_CPU="$SRV_CPU" REDIS_PREFIX REDIS_CPU="$SRV_CPU"
 declare -A STARTED=()
 
-# TCP congestion control: every connection of the run is opened under TCP_CC (default cubic,
-# Linux's own default), set for the run and put back after it; TCP_CC=keep leaves the
-# machine's. On loopback the choice decides the large-body cases: under bbr, which paces
-# each connection by its estimate of the path, nginx spent 64-118 µs a 256 KiB response
-# against 23-26 µs under cubic, and the generators ranked by how soon they read (a busy one
-# looked fastest), not by their own cost (bench/results/2026-11-29_1500-i36-congestion-control.txt).
-CC_FILE=/proc/sys/net/ipv4/tcp_congestion_control
-CC_WAS="$(cat "$CC_FILE")"
-TCP_CC="${TCP_CC:-cubic}"
-if [ "$TCP_CC" != keep ] && [ "$TCP_CC" != "$CC_WAS" ]; then
-    if ! echo "$TCP_CC" 2>/dev/null > "$CC_FILE"; then
-        echo "TCP_CC=$TCP_CC: cannot set $CC_FILE (not root, or not available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)); TCP_CC=keep runs under $CC_WAS" >&2
-        exit 2
-    fi
-fi
 cleanup() {
-    [ "$(cat "$CC_FILE")" != "$CC_WAS" ] && echo "$CC_WAS" > "$CC_FILE"
+    [ -n "$CC_SET" ] && echo "$CC_WAS" > "$CC_FILE"
     [ -n "${STARTED[nginx]:-}" ] && "$HERE/nginx.sh" stop >/dev/null 2>&1
     [ -n "${STARTED[barrage]:-}" ] && "$HERE/bserve.sh" stop >/dev/null 2>&1
     [ -n "${STARTED[redis]:-}" ] && "$HERE/redis.sh" stop >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
+set_cc
 
 server_port() { case "$1" in nginx) echo 18080 ;; barrage) echo 18081 ;; redis) "$HERE/redis.sh" port ;; esac; }
 server_up() {

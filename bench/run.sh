@@ -20,7 +20,7 @@
 #   BARRAGE_BIN (default <repo>/target/release/barrage; if set, nothing is built), and all
 #   of peers.sh's knobs (TOOLS, CASES, DURATION, CONNS, H2_CONNS, RATE, RATE2, REPEAT, SERVER,
 #   SERVE_TOOLS, SERVE_CASES, REDIS_TOOLS, REDIS_CASES, REDIS_REQUESTS, REDIS_KEYS, REDIS_DATA,
-#   REDIS_BOUND, GEN_CPU, SRV_CPU, COOLDOWN, LABEL).
+#   REDIS_BOUND, GEN_CPU, SRV_CPU, COOLDOWN, TCP_CC, LABEL).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -77,6 +77,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- 2. barrage -----------------------------------------------------------------
+# peers.sh sets the TCP congestion control (TCP_CC, cubic by default): told before the build
+# when it cannot.
+cc_now="$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
+if [ "${TCP_CC:-cubic}" != keep ] && [ "${TCP_CC:-cubic}" != "$cc_now" ] &&
+    ! [ -w /proc/sys/net/ipv4/tcp_congestion_control ]; then
+    log "TCP_CC=${TCP_CC:-cubic}: cannot set the congestion control (not root); TCP_CC=keep runs under $cc_now"
+    exit 2
+fi
 if [ "$NEED_BARRAGE" = 1 ]; then
     if [ "$BUILD" = 1 ]; then
         log "cargo build --release (in $ROOT)"

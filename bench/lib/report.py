@@ -186,14 +186,25 @@ def titles(s):
     return dict(conns=s["conns"], dur=s["duration_s"], rate=s["rate"], rate2=s.get("rate2", 20000))
 
 
+def cc_text(h):
+    """The run's TCP congestion control, and what bbr does to it on loopback."""
+    cc = h.get("tcp_congestion_control")
+    if cc is None:
+        return "not recorded"
+    if cc.startswith("bbr"):
+        return (f"{cc} (**paces loopback: bodies of 256 KiB and more measure the pacing, not "
+                f"comparable with runs under cubic**)")
+    return cc
+
+
 def host_line(m):
     h = m["host"]
     st = h.get("steal") or {}
     steal_s = ", ".join(f"cpu{c} {v['steal_pct']:.1f} % (busy {v['busy_pct']:.0f} %)"
                         for c, v in sorted(st.items()))
     return (f"Machine: {h['nproc']} CPUs ({h.get('cpu_model', '?')}), {h.get('mem_gib', '?')} GiB, "
-            f"{h.get('os', '')} kernel {h['kernel']}, TCP congestion control "
-            f"{h.get('tcp_congestion_control', 'not recorded')}. Hypervisor steal over the whole run: "
+            f"{h.get('os', '')} kernel {h['kernel']}, TCP congestion control {cc_text(h)}. "
+            f"Hypervisor steal over the whole run: "
             f"{steal_s or 'n/a'}. Load avg before {m['loadavg_before']}, after {m['loadavg_after']}.")
 
 

@@ -84,7 +84,7 @@ pub fn up(a: TestbedUpArgs, stop: CancellationToken) -> anyhow::Result<Exit> {
     let options = up_options(&a)?;
     let state = barrage_testbed::up(&options, &dir, Lifetime::UntilDown, &|| stop.is_cancelled())?;
     print_table(&state)?;
-    say_pacing();
+    say_congestion();
     println!("testbed up in {}; `barrage testbed down{}` stops it", dir.display(), barrage_testbed::dir_flag(&dir));
     Ok(Exit::Ok)
 }
@@ -97,7 +97,7 @@ fn foreground(a: TestbedUpArgs) -> anyhow::Result<Exit> {
     barrage_testbed::supervise(options, &dir, Tie::None, |ready| {
         if let Ok(state) = ready {
             let _ = print_table(state);
-            say_pacing();
+            say_congestion();
             println!("testbed up in the foreground; Ctrl-C takes it down");
         }
     })?;
@@ -137,9 +137,9 @@ fn print_table(state: &State) -> anyhow::Result<()> {
 }
 
 /// On stderr, when this machine's congestion control paces loopback: the figures of large
-/// responses would be the pacing's ([`barrage_testbed::pacing_note`]).
-pub(super) fn say_pacing() {
-    if let Some(note) = barrage_testbed::pacing_note() {
+/// responses would be the pacing's ([`barrage_testbed::congestion_note`]).
+pub(super) fn say_congestion() {
+    if let Some(note) = barrage_testbed::congestion_note() {
         eprintln!("{note}");
     }
 }

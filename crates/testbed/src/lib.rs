@@ -11,16 +11,16 @@
 
 #![warn(missing_docs)]
 
+mod congestion;
 mod layout;
-mod pacing;
 mod process;
 pub mod servers;
 mod state;
 mod status;
 mod supervisor;
 
+pub use congestion::congestion_note;
 pub use layout::{album_dir, origin_shape, parse_shape, plan, store_dir, Kind, Options, ServerSpec, Topology};
-pub use pacing::pacing_note;
 pub use servers::{Balance, Eviction};
 pub use state::{check_dir, create_dir, default_dir, Owner, ServerState, State, Status};
 pub use status::{absolute, answer_up, dir_flag, running, set, status_json, table, STATUS_VERSION};

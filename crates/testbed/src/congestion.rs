@@ -1,10 +1,9 @@
 //! What the machine's TCP congestion control does to figures measured on loopback.
 //!
 //! Every server of the testbed sends under the machine's `net.ipv4.tcp_congestion_control`.
-//! Under bbr, which paces each connection by its estimate of the path, loopback measures the
-//! pacing once responses are large: against nginx, a 256 KiB response cost nginx 116-118 µs
-//! of CPU under bbr and 25-29 µs under cubic, while 1 KiB responses cost the same under both
-//! (`bench/results/2026-11-29_1500-i36-congestion-control.txt`). A testbed that comes up
+//! bbr paces each connection by its estimate of the path, and on loopback that pacing, not
+//! the server, sets how fast large responses go (what was measured is in
+//! `bench/results/2026-11-29_1440-i36-congestion-control.txt`). A testbed that comes up
 //! under bbr says so, with the remedy.
 
 /// Where Linux keeps the congestion control new connections get.
@@ -12,7 +11,7 @@ const SETTING: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
 
 /// The note for this machine's congestion control, when it paces loopback (`None` when it
 /// does not, or cannot be read).
-pub fn pacing_note() -> Option<String> {
+pub fn congestion_note() -> Option<String> {
     note_for(std::fs::read_to_string(SETTING).ok()?.trim())
 }
 
@@ -22,9 +21,9 @@ fn note_for(cc: &str) -> Option<String> {
     cc.starts_with("bbr").then(|| {
         format!(
             "note: this machine's TCP congestion control is {cc}, which paces each connection: on loopback, \
-             large responses then measure the pacing (a 256 KiB response cost nginx 4x the CPU it does under \
-             cubic). For servers' own figures: `sysctl -w net.ipv4.tcp_congestion_control=cubic`, then bring \
-             the testbed up (see docs/testbed.md)"
+             responses of 256 KiB and more then measure the pacing (nginx spent 2-6x the CPU on each that it \
+             does under cubic). For the servers' own figures: `sysctl -w net.ipv4.tcp_congestion_control=cubic` \
+             first (see docs/testbed.md)"
         )
     })
 }
