@@ -21,7 +21,7 @@ fn note_for(cc: &str) -> Option<String> {
     cc.starts_with("bbr").then(|| {
         format!(
             "note: this machine's TCP congestion control is {cc}, which paces each connection: on loopback, \
-             responses of 256 KiB and more then measure the pacing (nginx spent 2-6x the CPU on each that it \
+             responses of 256 KiB and more then measure the pacing (nginx spent 1.6-6x the CPU on each that it \
              does under cubic). For the servers' own figures: `sysctl -w net.ipv4.tcp_congestion_control=cubic` \
              first (see docs/testbed.md)"
         )
