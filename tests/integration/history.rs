@@ -95,7 +95,7 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
         origin(ServeConfig::default()),
     );
     let url = |o: &barrage_server::RunningServer| format!("{}/obj/1", o.url());
-    let mut gate_failed_at = Vec::new();
+    let (mut gate_failed_at, mut verdicts) = (Vec::new(), String::new());
     for round in 1..=40 {
         let scale = if round >= 25 { 1.2 } else { 1.0 };
         for o in [&reference, &moved, &alone] {
@@ -110,15 +110,22 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
             s.spawn(|| run(&db, &url(&alone), &["series=alone", "machine=other"]));
         });
         if (25..=28).contains(&round) {
-            let out = history(&db, &["check", "--where", "series=alone", "--figure", "p50", "--confidence", "0.999"]);
+            let gate =
+                ["check", "--where", "series=alone", "--figure", "p50", "--confidence", "0.999", "--noise", NOISE];
+            let out = history(&db, &gate);
             if out.status.code() == Some(1) {
                 gate_failed_at.push(round);
             }
+            verdicts += &format!("round {round}: {}", String::from_utf8_lossy(&out.stdout));
         }
     }
-    assert!(gate_failed_at.iter().any(|r| *r == 26 || *r == 27), "the gate failed at rounds {gate_failed_at:?}");
+    assert!(
+        gate_failed_at.iter().any(|r| *r == 26 || *r == 27),
+        "the gate failed at rounds {gate_failed_at:?}\n{verdicts}"
+    );
     // The gate passes the steady series' newest run (at 99.9%: a false alarm in 2,000).
-    let out = history(&db, &["check", "--where", "series=steady", "--figure", "p50", "--confidence", "0.999"]);
+    let gate = ["check", "--where", "series=steady", "--figure", "p50", "--confidence", "0.999", "--noise", NOISE];
+    let out = history(&db, &gate);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let gates = json(&history(&db, &["check", "--where", "series=alone", "--format", "json"]));
     assert_schema(3, &gates);

@@ -150,6 +150,11 @@ pub enum HistoryCommand {
         /// Also write the verdicts as a JUnit XML file.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// The stable stretch starts after the last change point larger than this, as
+        /// `trend` finds them: a machine's busy spell of a few percent does not cut it short
+        /// (a short stretch has a wide interval, and lets a real regression through).
+        #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = barrage_plan::values::parse_percent)]
+        noise: f64,
     },
     /// Named runs (kept by gc): `baseline set NAME RUN`, `baseline list`.
     Baseline {

@@ -55,9 +55,8 @@ pub fn history(a: HistoryCommandArgs) -> anyhow::Result<Exit> {
             let scope = Scope::new(&store, &filter.filter, noise);
             super::history_trend::regressions(o, &scope, &figures, since.0, json)
         }
-        HistoryCommand::Check { filter, figures, confidence, junit } => {
-            // The gate's stable stretch ends at any change point Otava would find.
-            let scope = Scope::new(&store, &filter.filter, 0.0);
+        HistoryCommand::Check { filter, figures, confidence, junit, noise } => {
+            let scope = Scope::new(&store, &filter.filter, noise);
             super::history_trend::check(o, &scope, &figures, confidence, junit.as_deref(), json)
         }
         HistoryCommand::Compare { .. } => unreachable!("compared above"),

@@ -312,6 +312,29 @@ mod tests {
         }
     }
 
+    /// 24 runs around 100 whose last 4 ran 4% slower (a busy spell of the machine), then 20%
+    /// up: with no minimum the spell is a change point, the stretch after it too short for the
+    /// gate to see the step; with 5% the stretch is the 24 runs (less one the interval
+    /// fails) and the step fails the gate.
+    #[test]
+    fn a_busy_spell_below_the_noise_does_not_blind_the_gate() {
+        let noise = [1.8, -1.4, 0.4, -2.2, 0.8, 0.0, -0.4, 1.4, -0.8, 2.2, -1.8, 0.4];
+        let mut values: Vec<f64> =
+            (0..24).map(|k| if k < 20 { 100.0 } else { 104.0 } + noise[k % noise.len()]).collect();
+        values.push(120.0);
+        let dir = tempfile::tempdir().unwrap();
+        let (store, series) = store_of(dir.path(), &values, &[("machine", "m")]);
+        let judged = |min_magnitude: f64| {
+            let opts = Options { min_magnitude, ..Options::default() };
+            gate(&store, &series, "p50", 0.999, &opts).unwrap().unwrap()
+        };
+        let blind = judged(0.0);
+        assert!(blind.stable.len() < 10 && !blind.check.is_regression(), "{blind:?}");
+        let seen = judged(0.05);
+        assert!(seen.stable.len() > 20, "{seen:?}");
+        assert!(seen.fails(), "{seen:?}");
+    }
+
     /// A step in the control series of the machine at the system's step makes the system's
     /// change the machine's; the control's own change is the machine's.
     #[test]
