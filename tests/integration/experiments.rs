@@ -64,8 +64,9 @@ fn compare_flags_a_slower_origin_and_not_a_repeat() {
     assert_eq!(metric(&json, "throughput")["significant"], false, "the same rate: {json}");
     // The same configuration twice: nothing significant, and the bound holds.
     let out = compare("c.brg", "d.brg", &["--fail-if", "p50>+10%"]);
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}\n{json}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {said}"));
+    assert_eq!(out.status.code(), Some(0), "{said}\n{json}");
     for m in json["metrics"].as_array().unwrap() {
         assert_eq!(m["runs"][0]["significant"], false, "{m}\n{json}");
     }

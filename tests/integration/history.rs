@@ -116,7 +116,8 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
             if out.status.code() == Some(1) {
                 gate_failed_at.push(round);
             }
-            verdicts += &format!("round {round}: {}", String::from_utf8_lossy(&out.stdout));
+            let said = [&out.stdout[..], &out.stderr[..]].concat();
+            verdicts += &format!("round {round}: {}", String::from_utf8_lossy(&said));
         }
     }
     assert!(
@@ -188,6 +189,69 @@ fn forty_runs_with_a_step_at_run_25_find_it_and_tell_the_machine_from_the_system
     assert_eq!(kept.len(), 11, "{kept:?}");
     assert!(kept.contains(&ids[39]) && kept.contains(&ids[0]));
     assert!(history(&db, &["show", "before"]).status.success(), "a baseline by its name");
+}
+
+/// k6 summaries of a known p50 each (ms), a minute apart, imported into `db` as one series
+/// labelled `series=NAME`.
+fn import_p50s(dir: &Path, db: &Path, name: &str, p50s: &[f64]) {
+    let files: Vec<String> = p50s
+        .iter()
+        .enumerate()
+        .map(|(k, ms)| {
+            let summary = serde_json::json!({
+                "metadata": {"generatedAt": format!("2026-01-01T{:02}:{:02}:00Z", k / 60, k % 60)},
+                "config": {"duration": 30},
+                "results": {"metrics": [
+                    {"name": "http_req_duration", "values": {"med": ms, "avg": ms}},
+                    {"name": "http_reqs", "values": {"count": 3000, "rate": 100}},
+                ]},
+            });
+            let file = dir.join(format!("{name}-{k:03}.json"));
+            std::fs::write(&file, summary.to_string()).unwrap();
+            file.to_str().unwrap().to_string()
+        })
+        .collect();
+    let mut args = vec!["import", "--label"];
+    let label = format!("series={name}");
+    args.push(&label);
+    args.extend(files.iter().map(String::as_str));
+    let out = history(db, &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The gate on figures known exactly: a lasting shift under the default `--noise` (5%) is
+/// within, however many runs show it (left out of the stretch as outside, it would fail
+/// every run after it); a 20% step just after a 4% spell fails at the default, and slips
+/// by with `--noise 0%`, where the spell is a change point and the stretch after it too
+/// short to see anything.
+#[test]
+fn the_gates_noise_is_the_smallest_change_it_calls_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let jitter = [1.8, -1.4, 0.4, -2.2, 0.8, 0.0, -0.4, 1.4, -0.8, 2.2, -1.8, 0.4];
+    let shift: Vec<f64> = (0..40).map(|k| if k < 30 { 100.0 } else { 104.0 } + jitter[k % 12] / 10.0).collect();
+    import_p50s(dir.path(), &db, "shift", &shift);
+    let mut step: Vec<f64> = (0..24).map(|k| if k < 20 { 100.0 } else { 104.0 } + jitter[k % 12]).collect();
+    step.push(120.0);
+    import_p50s(dir.path(), &db, "step", &step);
+    let gate = |series: &str, extra: &[&str]| {
+        let out = history(
+            &db,
+            &[&["check", "--where", series, "--figure", "p50", "--confidence", "0.999"][..], extra].concat(),
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, said) = gate("series=shift", &[]);
+    assert_eq!(code, Some(0), "a 4% shift is under the noise:\n{said}");
+    // Its first run is outside the interval, and passes by the noise, said in the verdict.
+    import_p50s(dir.path(), &db, "first", &shift[..31]);
+    let (code, said) = gate("series=first", &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("outside, by no more than --noise of their mean"), "{said}");
+    let (code, said) = gate("series=step", &[]);
+    assert_eq!(code, Some(1), "the step after the spell:\n{said}");
+    let (code, said) = gate("series=step", &["--noise", "0%"]);
+    assert_eq!(code, Some(0), "no minimum: the spell cuts the stretch short:\n{said}");
 }
 
 fn list(db: &Path) -> Vec<Value> {

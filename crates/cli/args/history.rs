@@ -150,9 +150,10 @@ pub enum HistoryCommand {
         /// Also write the verdicts as a JUnit XML file.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
-        /// The stable stretch starts after the last change point larger than this, as
-        /// `trend` finds them: a machine's busy spell of a few percent does not cut it short
-        /// (a short stretch has a wide interval, and lets a real regression through).
+        /// The smallest change the gate calls one: the stable stretch starts after the last
+        /// change point larger than this, as `trend` finds them (a machine's busy spell of a
+        /// few percent does not cut it short and widen the interval), and a run within this
+        /// of the stretch's mean passes.
         #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = barrage_plan::values::parse_percent)]
         noise: f64,
     },

@@ -5,7 +5,7 @@ use super::history::{distinct_labels, label_line, show_filter};
 use crate::Exit;
 use anyhow::bail;
 use barrage_history::analysis::{gate, sense, trend, Change, Gate, Trend};
-use barrage_history::changepoint::{Options, Sense};
+use barrage_history::changepoint::{Options, Sense, Verdict};
 use barrage_history::entry::EXTRA_FIGURES;
 use barrage_history::store::{now_ms, Series};
 use barrage_history::Store;
@@ -287,6 +287,12 @@ fn result(g: &Gate) -> SloResult {
             i.points
         ),
         None => format!("run {}: {} {}, too few runs before it to judge", g.run, f, show(f, g.check.newest)),
+    };
+    let outside = g.check.interval.is_some_and(|i| !(i.lower..=i.upper).contains(&g.check.newest));
+    let actual = if outside && g.check.verdict == Verdict::Within {
+        format!("{actual}; outside, by no more than --noise of their mean")
+    } else {
+        actual
     };
     let actual = match &g.machine {
         Some(why) => format!("{actual}; the machine's, not the system's: {why}"),

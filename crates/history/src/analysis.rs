@@ -5,7 +5,7 @@
 //! Runs that are not results (built on failure, or on another workload than they asked
 //! for) are shown but left out of both: a failed run's p99 is not the system's.
 
-use crate::changepoint::{change_points, prediction_check, ChangePoint, Check, Options, Sense, Verdict};
+use crate::changepoint::{change_points, magnitude, prediction_check, ChangePoint, Check, Options, Sense, Verdict};
 use crate::entry::higher_is_better;
 use crate::store::{Annotation, Point, Series};
 use crate::{HistoryError, Store};
@@ -221,18 +221,32 @@ fn judge(valid: &[&Point], k: usize, figure: &str, confidence: f64, opts: &Optio
     let before = &valid[..k];
     let values: Vec<f64> = before.iter().map(|p| p.value).collect();
     let start = change_points(&values, opts).last().map_or(0, |c| c.index);
+    let judged = |stable: &[f64], value: f64| {
+        within_noise(prediction_check(stable, value, sense(figure), confidence), opts.min_magnitude)
+    };
     let mut stable: Vec<&Point> = Vec::new();
     for p in &before[start..] {
         let recent: Vec<f64> = stable.iter().rev().take(opts.window).map(|p| p.value).collect();
-        let check = prediction_check(&recent, p.value, sense(figure), confidence);
-        if !matches!(check.verdict, Verdict::Regression | Verdict::Improvement) {
+        if !matches!(judged(&recent, p.value).verdict, Verdict::Regression | Verdict::Improvement) {
             stable.push(p);
         }
     }
     let stable = &stable[stable.len().saturating_sub(opts.window)..];
     let stable_values: Vec<f64> = stable.iter().map(|p| p.value).collect();
-    let check = prediction_check(&stable_values, newest.value, sense(figure), confidence);
-    Some((stable.iter().map(|p| p.run).collect(), check))
+    Some((stable.iter().map(|p| p.run).collect(), judged(&stable_values, newest.value)))
+}
+
+/// `check`, with a figure outside the interval by at most `noise` of the stretch's mean
+/// (Otava's [`magnitude`]) taken as within: the smallest change the gate calls one is the
+/// smallest change point the trend keeps. Without it, a lasting shift below `noise` would
+/// be no change point, each of its runs would be left out of the stretch as outside, and
+/// the gate would fail every run after it.
+fn within_noise(mut check: Check, noise: f64) -> Check {
+    let outside = matches!(check.verdict, Verdict::Regression | Verdict::Improvement);
+    if outside && check.interval.is_some_and(|i| magnitude(i.mean, check.newest) <= noise) {
+        check.verdict = Verdict::Within;
+    }
+    check
 }
 
 /// Whether the machine's control run after `after_ms` (the first, the same time as the
@@ -246,12 +260,15 @@ fn control_worse(
     opts: &Options,
 ) -> Result<Option<String>, HistoryError> {
     let (series, figures) = controls(store, labels, figure)?;
+    // The control at any size, as [`attribute`] reads it: a machine that moved less than
+    // the noise still moved.
+    let any_size = Options { min_magnitude: 0.0, ..*opts };
     for s in series {
         for &f in &figures {
             let points = store.points(s.id, f, opts.window * 4)?;
             let valid = valid(&points);
             let Some(k) = valid.iter().position(|p| p.started_ms > after_ms) else { continue };
-            if let Some((_, check)) = judge(&valid, k, f, confidence, opts).filter(|(_, c)| c.is_regression()) {
+            if let Some((_, check)) = judge(&valid, k, f, confidence, &any_size).filter(|(_, c)| c.is_regression()) {
                 return Ok(Some(format!(
                     "the machine's control series #{} was worse too ({f} {} outside {})",
                     s.id,
@@ -318,9 +335,9 @@ mod tests {
     /// fails) and the step fails the gate.
     #[test]
     fn a_busy_spell_below_the_noise_does_not_blind_the_gate() {
-        let noise = [1.8, -1.4, 0.4, -2.2, 0.8, 0.0, -0.4, 1.4, -0.8, 2.2, -1.8, 0.4];
+        let jitter = [1.8, -1.4, 0.4, -2.2, 0.8, 0.0, -0.4, 1.4, -0.8, 2.2, -1.8, 0.4];
         let mut values: Vec<f64> =
-            (0..24).map(|k| if k < 20 { 100.0 } else { 104.0 } + noise[k % noise.len()]).collect();
+            (0..24).map(|k| if k < 20 { 100.0 } else { 104.0 } + jitter[k % jitter.len()]).collect();
         values.push(120.0);
         let dir = tempfile::tempdir().unwrap();
         let (store, series) = store_of(dir.path(), &values, &[("machine", "m")]);
@@ -333,6 +350,22 @@ mod tests {
         let seen = judged(0.05);
         assert!(seen.stable.len() > 20, "{seen:?}");
         assert!(seen.fails(), "{seen:?}");
+    }
+
+    /// 30 runs at 100, then 104 for good: under 5% the shift is no change point, and each of
+    /// its runs is within (left out of the stretch as outside, the shift would fail every
+    /// run after it).
+    #[test]
+    fn a_lasting_shift_under_the_noise_is_within_at_every_run() {
+        let jitter = [0.2, -0.1, 0.0, -0.2, 0.1];
+        let values: Vec<f64> = (0..40).map(|k| if k < 30 { 100.0 } else { 104.0 } + jitter[k % 5]).collect();
+        let opts = Options { min_magnitude: 0.05, ..Options::default() };
+        for n in 31..=40 {
+            let dir = tempfile::tempdir().unwrap();
+            let (store, series) = store_of(dir.path(), &values[..n], &[("machine", "m")]);
+            let g = gate(&store, &series, "p50", 0.99, &opts).unwrap().unwrap();
+            assert!(!g.check.is_regression(), "run {n}: {g:?}");
+        }
     }
 
     /// A step in the control series of the machine at the system's step makes the system's

@@ -89,6 +89,18 @@ impl Default for Options {
     }
 }
 
+/// Otava's magnitude of a change from `before` to `after`: |after − before| over the smaller
+/// of the two sizes, which is max(|after/before − 1|, |before/after − 1|) for values of one
+/// sign. A change from or to 0 is infinitely large.
+pub fn magnitude(before: f64, after: f64) -> f64 {
+    let change = (after - before).abs();
+    if change == 0.0 {
+        0.0
+    } else {
+        change / before.abs().min(after.abs())
+    }
+}
+
 /// Which way a figure moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -348,17 +360,9 @@ impl Cut {
         min_points > 1 && (self.shorter_side < min_points || !self.carried)
     }
 
-    /// Otava's magnitude: |after − before| over the smaller of the two means' sizes, which is
-    /// max(|after/before − 1|, |before/after − 1|) for means of one sign. A change from or to a
-    /// mean of 0 is infinitely large.
+    /// The [`magnitude`] of the change between the two means.
     fn magnitude(&self) -> f64 {
-        let TTest { mean_before: before, mean_after: after, .. } = self.test;
-        let change = (after - before).abs();
-        if change == 0.0 {
-            0.0
-        } else {
-            change / before.abs().min(after.abs())
-        }
+        magnitude(self.test.mean_before, self.test.mean_after)
     }
 
     fn publish(&self, at: &[usize]) -> ChangePoint {
