@@ -27,6 +27,7 @@ mod feed;
 #[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
+mod gather;
 mod http;
 pub mod kv;
 pub mod limits;
@@ -199,6 +200,7 @@ pub fn run(
             tx: tx.clone(),
             interval: Cell::new(0),
             cpu_at_start: Cell::new(ThreadCpu::default()),
+            gather: gather::Gather::of(&plan),
         };
         let h =
             std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(worker))?;

@@ -18,7 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Runs the thread to completion.
 pub fn run(worker: Worker) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut runtime = tokio::runtime::Builder::new_current_thread();
+    if let Some(gather) = &worker.gather {
+        runtime.on_thread_park(gather.hook());
+        crate::gather::precise_sleeps();
+    }
+    let rt = runtime.enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, body(worker));
     drop(local);

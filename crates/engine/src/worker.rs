@@ -109,6 +109,8 @@ pub struct Worker {
     /// The thread's CPU time when the run started (after the runtime was built and the
     /// common start waited for): what came before is not the run's.
     pub cpu_at_start: Cell<ThreadCpu>,
+    /// Closed loops only: the sleep before each wait on the sockets ([`crate::gather`]).
+    pub(crate) gather: Option<crate::gather::Gather>,
 }
 
 /// An engine thread's CPU time since the run's start, and when it was read: barrage's own
