@@ -33,6 +33,8 @@ fn known_latency_shows_as_p50() {
     p.requests = Some(100);
     let s = run(p);
     assert_eq!(s.requests.ok, 100);
+    // An open loop never sleeps before it waits on its sockets: its sends keep their time.
+    assert_eq!(s.generator.coalesced_us, 0);
     // The truth is what the origin did, by its own clock. Its timer wakes late: by 1.1 ms on
     // an idle machine (tokio's millisecond timer), by 1-4 ms at the median on a loaded one
     // (two CPU burners more on two busy cores). That time is the origin's, which the client
@@ -74,16 +76,17 @@ fn a_send_window_shows_as_the_schedule_lag() {
     assert!(lag >= 950, "lag p99 {lag} µs");
 }
 
-/// A closed loop of many slow answers gathers them: its engine thread sleeps up to a
-/// hundredth of their service time (at most 1 ms) before it waits on its sockets, so the
-/// answers that land meanwhile wake it once (`crates/engine/src/gather.rs`). At 100-140
+/// A closed loop of many slow answers coalesces its wake-ups: its engine thread sleeps up to
+/// a hundredth of their service time (at most 1 ms) before it waits on its sockets, so the
+/// answers that land meanwhile wake it once (`crates/engine/src/coalesce.rs`). At 100-140
 /// ms, 400 in flight answer some 3,300 times a second, three in each 1 ms sleep (the
 /// spread keeps them from landing all at once, as a fixed delay's do, in bursts the origin
-/// takes milliseconds to send). Each is still timed as the origin served it: its service
-/// time holds the origin's delay, by the origin's own clock, and exceeds it by no more than
-/// the wake-ups any answer may see (a sleep of a tenth of the delay, 10 ms, fails this).
+/// takes milliseconds to send). The run says how long it slept, and each answer is still
+/// timed as the origin served it: its service time holds the origin's delay, by the
+/// origin's own clock, and exceeds it by no more than the wake-ups any answer may see (a
+/// sleep of a tenth of the delay, 10 ms, fails this). Quick answers never sleep.
 #[test]
-fn gathered_answers_are_timed_as_the_origin_served_them() {
+fn coalesced_answers_are_timed_as_the_origin_served_them() {
     let delay = LatencyDist::Uniform(Duration::from_millis(100), Duration::from_millis(140));
     let o = origin(ServeConfig { latency: Some(delay), ..Default::default() });
     let mut p = plan(&format!("{}/bytes/64", o.url()), closed(4));
@@ -91,14 +94,24 @@ fn gathered_answers_are_timed_as_the_origin_served_them() {
     p.requests = Some(8_000);
     let s = run(p);
     assert_eq!(s.requests.ok, 8_000, "{:?}", s.errors);
+    let rate = s.throughput_per_sec;
+    assert_eq!(s.generator.coalesced_us, 1_000, "{rate:?} answers a second");
+    let text = barrage_report::text(&s, false);
+    assert!(text.contains("wake-ups coalesced") && text.contains("an answer read at most that late"), "{text}");
     let origin_p50 = origin_delay_p50(&o, 8_000);
-    assert!((120_000..140_000).contains(&origin_p50), "origin's delay p50 {origin_p50} µs");
+    assert!((110_000..150_000).contains(&origin_p50), "origin's delay p50 {origin_p50} µs");
     let service = s.latency.service.p50_us;
     assert!(
         (origin_p50..=origin_p50 + WAKE_UPS_US).contains(&service),
-        "service p50 {service} µs, the origin's delay p50 {origin_p50} µs, {:?} answers a second",
-        s.throughput_per_sec
+        "service p50 {service} µs, the origin's delay p50 {origin_p50} µs, {rate:?} answers a second"
     );
+    // The same load against answers in well under 2 ms: no sleep, and no line saying one.
+    let quick = origin(ServeConfig::default());
+    let mut p = plan(&format!("{}/bytes/64", quick.url()), closed(4));
+    p.requests = Some(8_000);
+    let s = run(p);
+    assert_eq!((s.requests.ok, s.generator.coalesced_us), (8_000, 0), "service p50 {} µs", s.latency.service.p50_us);
+    assert!(!barrage_report::text(&s, false).contains("wake-ups coalesced"));
 }
 
 /// What a request's service time may hold beyond its delay at the origin: loopback and two

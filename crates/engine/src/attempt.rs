@@ -250,8 +250,8 @@ pub(crate) fn record_done(w: &Worker, sample: &Sample, name: Option<&[u8]>, meth
     if w.first_sent.get().is_none_or(|first| sample.started < first) {
         w.first_sent.set(Some(sample.started));
     }
-    if let Some(g) = &w.gather {
-        g.answered(sample.service(), sample.ended, 1);
+    if let Some(c) = &w.coalesce {
+        c.answered(sample.service(), sample.ended, 1);
     }
     let mut rec = w.recorder.borrow_mut();
     let backend = done.backend.as_deref().map(HeaderValue::as_bytes);

@@ -21,13 +21,13 @@
 //! ```
 
 mod attempt;
+mod coalesce;
 mod conn;
 mod events;
 mod feed;
 #[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
-mod gather;
 mod http;
 pub mod kv;
 pub mod limits;
@@ -200,7 +200,7 @@ pub fn run(
             tx: tx.clone(),
             interval: Cell::new(0),
             cpu_at_start: Cell::new(ThreadCpu::default()),
-            gather: gather::Gather::of(&plan),
+            coalesce: coalesce::Coalesce::of(&plan),
         };
         let h =
             std::thread::Builder::new().name(format!("barrage-engine-{index}")).spawn(move || thread::run(worker))?;
@@ -250,6 +250,9 @@ fn finish_file(
     }
     if let Some(first) = collector.first_sent {
         writer.write_first_send(first.as_micros() as u64)?;
+    }
+    if collector.coalesced > Duration::ZERO {
+        writer.write_coalesced(collector.coalesced.as_micros() as u64)?;
     }
     if let Some(who) = spec.stopped_by.said().filter(|_| collector.interrupted) {
         writer.write_stopped_by(who)?;
@@ -506,6 +509,8 @@ struct Collector {
     trace_sampled: u64,
     /// The earliest send of a finished request, from the run's start.
     first_sent: Option<Duration>,
+    /// The longest sleep a thread took before waiting on its sockets ([`coalesce`]).
+    coalesced: Duration,
     pacer: Option<Pacer>,
     /// A closed loop with `-n`: what it was due to send ([`Plan::closed_requests_due`]).
     due: Option<u64>,
@@ -536,6 +541,7 @@ impl Collector {
             sent_prefix: u64::MAX,
             trace_sampled: 0,
             first_sent: None,
+            coalesced: Duration::ZERO,
             pacer,
             due: plan.scenario.is_none().then(|| plan.closed_requests_due()).flatten(),
             interrupted: false,
@@ -588,8 +594,9 @@ impl Collector {
                         slot.cpu_percent.1 += percent(cpu.system, seen.system);
                     }
                 }
-                Msg::Done { attack_end, end, cpu, bound_reached, unsent, trace_sampled, first_sent } => {
+                Msg::Done { attack_end, end, cpu, bound_reached, unsent, trace_sampled, first_sent, coalesced } => {
                     self.trace_sampled += trace_sampled;
+                    self.coalesced = self.coalesced.max(coalesced);
                     self.first_sent = self.first_sent.into_iter().chain(first_sent).min();
                     self.done[thread] = true;
                     self.sent_prefix = self.sent_prefix.min(unsent);

@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 /// Runs the thread to completion.
 pub fn run(worker: Worker) -> std::io::Result<()> {
     let mut runtime = tokio::runtime::Builder::new_current_thread();
-    if let Some(gather) = &worker.gather {
-        runtime.on_thread_park(gather.hook());
-        crate::gather::precise_sleeps();
+    if let Some(coalesce) = &worker.coalesce {
+        runtime.on_thread_park(coalesce.hook());
+        crate::coalesce::precise_sleeps();
     }
     let rt = runtime.enable_all().build()?;
     let local = tokio::task::LocalSet::new();
@@ -78,6 +78,7 @@ async fn body(worker: Worker) {
         unsent: outcome.unsent,
         trace_sampled: w.trace_sampled.get(),
         first_sent: w.first_sent.get(),
+        coalesced: w.coalesce.as_ref().map_or(Duration::ZERO, crate::coalesce::Coalesce::longest),
     };
     let _ = w.tx.send((w.index, done));
 }

@@ -49,6 +49,8 @@ pub enum Msg {
         trace_sampled: u64,
         /// When it sent its first request that finished, from the run's start.
         first_sent: Option<Duration>,
+        /// The longest sleep it took before waiting on its sockets ([`crate::coalesce`]).
+        coalesced: Duration,
     },
 }
 
@@ -109,8 +111,8 @@ pub struct Worker {
     /// The thread's CPU time when the run started (after the runtime was built and the
     /// common start waited for): what came before is not the run's.
     pub cpu_at_start: Cell<ThreadCpu>,
-    /// Closed loops only: the sleep before each wait on the sockets ([`crate::gather`]).
-    pub(crate) gather: Option<crate::gather::Gather>,
+    /// Closed loops only: the sleep before each wait on the sockets ([`crate::coalesce`]).
+    pub(crate) coalesce: Option<crate::coalesce::Coalesce>,
 }
 
 /// An engine thread's CPU time since the run's start, and when it was read: barrage's own

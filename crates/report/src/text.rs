@@ -611,6 +611,10 @@ fn generator(s: &RunSummary) -> String {
     if g.cpu_max_percent > 0.0 {
         t.row(["  cpu peak (1 s)".to_string(), format!("{:.1}% of one core", g.cpu_max_percent)]);
     }
+    if g.coalesced_us > 0 {
+        let slept = format!("slept up to {} before waiting: an answer read at most that late", us(g.coalesced_us));
+        t.row(["  wake-ups coalesced".to_string(), slept]);
+    }
     t.render(Paint { on: false })
 }
 

@@ -615,8 +615,8 @@ fn flush(w: &Worker, run: &KvRun, alike: &mut Option<Alike>) {
         method: None,
         backend: a.answered_by.map(|s| run.labels[s].as_bytes()),
     };
-    if let Some(g) = &w.gather {
-        g.answered(a.sample.service(), a.sample.ended, a.n);
+    if let Some(c) = &w.coalesce {
+        c.answered(a.sample.service(), a.sample.ended, a.n);
     }
     w.recorder.borrow_mut().record_alike(&a.sample, a.n, &keys);
 }

@@ -77,6 +77,11 @@
 //! And before the footer of a run stopped by someone other than its user (a collector:
 //! a fleet-wide objective missed, a shard lost), who and why ([`Record::StoppedBy`]).
 //! Its records are version 13's and two more, so version 13 files read as they are.
+//!
+//! Version 15 records, before the footer of a closed loop whose engine threads coalesced
+//! their wake-ups, the longest sleep one took before waiting on its sockets
+//! ([`Record::Coalesced`]): the most an answer could have waited in a socket unread. Its
+//! records are version 14's and one more, so version 14 files read as they are.
 
 use crate::bounded::{self, limit};
 use crate::limits::{MAX_GROUP_STEPS, MAX_RUN_GROUPS, MAX_RUN_STEPS, MAX_RUN_URLS};
@@ -90,7 +95,7 @@ use std::path::{Path, PathBuf};
 /// First bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BARRAGE\n";
 /// The encoding version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 14;
+pub const FORMAT_VERSION: u16 = 15;
 pub use crate::legacy::OLDEST_READ_VERSION;
 pub use merge::{MergedInterval, MergedIntervals, SliverFold};
 
@@ -400,6 +405,10 @@ pub enum Record {
     /// Who stopped the run, and why, when not its user ([`StoppedBy`]): before the footer
     /// (since version 14).
     StoppedBy(String),
+    /// The longest sleep, µs, an engine thread took before waiting on its sockets, when
+    /// any did (since version 15; see `barrage_engine`'s coalesced wake-ups): before the
+    /// footer.
+    Coalesced(u64),
 }
 
 /// Who stopped a run other than its user (a fleet's collector), said by whoever stops it
@@ -507,6 +516,11 @@ impl ResultsWriter {
         self.write(&Record::Event(event.clone()))
     }
 
+    /// Appends the longest sleep before a wait on the sockets ([`Record::Coalesced`]).
+    pub fn write_coalesced(&mut self, longest_us: u64) -> Result<(), FileError> {
+        self.write(&Record::Coalesced(longest_us))
+    }
+
     /// Appends who stopped the run ([`Record::StoppedBy`]): right before the footer.
     pub fn write_stopped_by(&mut self, who: &str) -> Result<(), FileError> {
         self.write(&Record::StoppedBy(who.to_string()))
@@ -611,6 +625,7 @@ pub struct ResultsReader {
     lanes: Option<Vec<crate::lanes::LaneMark>>,
     next_lanes: Option<Vec<crate::lanes::LaneMark>>,
     stopped_by: Option<String>,
+    coalesced_us: Option<u64>,
 }
 
 /// The header at the start of a results file's bytes (a shard's first post to its
@@ -666,6 +681,7 @@ impl ResultsReader {
             lanes: None,
             next_lanes: None,
             stopped_by: None,
+            coalesced_us: None,
         };
         reader.read_more_urls();
         Ok(reader)
@@ -715,6 +731,12 @@ impl ResultsReader {
     /// interval read ([`Record::Lanes`]); `None` before one, and for runs that have none.
     pub fn lanes(&self) -> Option<&[crate::lanes::LaneMark]> {
         self.lanes.as_deref()
+    }
+
+    /// The longest sleep before a wait on the sockets ([`Record::Coalesced`]), once the
+    /// reader has reached it; `None` when no thread slept.
+    pub fn coalesced_us(&self) -> Option<u64> {
+        self.coalesced_us
     }
 
     /// Who stopped the run other than its user, once the reader has reached it.
@@ -771,6 +793,7 @@ impl ResultsReader {
                 Ok(Some(Record::Exemplars(e))) => self.exemplars = e,
                 Ok(Some(Record::Lanes(l))) => self.next_lanes = Some(l),
                 Ok(Some(Record::StoppedBy(who))) => self.stopped_by = Some(who),
+                Ok(Some(Record::Coalesced(us))) => self.coalesced_us = Some(us),
                 Ok(Some(Record::Footer(f))) => self.footer = Some(f),
                 Ok(Some(Record::FirstSend(us))) => self.first_send_us = Some(us),
                 Ok(Some(Record::Event(e))) => self.events.push(e),

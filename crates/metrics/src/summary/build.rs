@@ -841,6 +841,7 @@ fn generator(readers: &[ResultsReader], total: &Recorder, run_s: f64, mode: Mode
         bound_reached: readers.iter().any(|r| r.footer().is_some_and(|f| f.bound_reached)),
         peak_rss_kib: readers.iter().filter_map(|r| r.footer()).map(|f| f.peak_rss_kib).max().unwrap_or(0),
         cpu_max_percent: 0.0,
+        coalesced_us: readers.iter().filter_map(ResultsReader::coalesced_us).max().unwrap_or(0),
     }
 }
 

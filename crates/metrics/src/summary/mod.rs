@@ -235,6 +235,11 @@ pub struct Generator {
     pub peak_rss_kib: u64,
     /// barrage's highest CPU in one interval, % of one core (0 in files without samples).
     pub cpu_max_percent: f64,
+    /// A closed loop's coalesced wake-ups: the longest sleep an engine thread took before
+    /// waiting on its sockets, µs, so the most an answer could have waited unread (0: none;
+    /// the largest of merged runs).
+    #[serde(default)]
+    pub coalesced_us: u64,
 }
 
 /// The figures of one step of a stepped rate, or of one phase of the run.

@@ -144,7 +144,7 @@ impl Conn {
     /// requests at `--streams 100` against nginx (at one core), which then read and answered
     /// them as few at a time; in rounds a write carries 45, and nginx answered 1.1-1.2× as
     /// many requests a second (bench/results/2026-11-26_0700-i17-rounds.md; 1.05-1.10× since
-    /// a closed loop gathers its answers, crate::gather). The wait is the
+    /// a closed loop coalesces its wake-ups, [`crate::coalesce`]). The wait is the
     /// request's `send` phase (its stream opened, its frames not yet written), in its
     /// latency. Off by default: quick requests sharing a connection with slow ones wait for
     /// the rounds the slow ones hold back, and barrage's latency is the server's unless asked
