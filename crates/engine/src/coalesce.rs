@@ -53,8 +53,8 @@ pub(crate) struct Coalesce {
     /// Of the answers since the last decision: how many, and the quickest service time.
     answers: Cell<u64>,
     quickest: Cell<Duration>,
-    /// When the last decision was made (from the run's start); `None` before the first
-    /// answer.
+    /// When the last decision was made, or the first answer ended (from the run's start);
+    /// `None` before that answer.
     since: Cell<Option<Duration>>,
 }
 
