@@ -44,10 +44,8 @@ const EVERY: u64 = 256;
 /// One engine thread's coalescing: the sleep it takes before each wait on its sockets
 /// ([`Coalesce::hook`]), decided from its recent answers ([`Coalesce::answered`]).
 pub(crate) struct Coalesce {
-    /// The sleep, in nanoseconds (0: none), for the runtime's park hook; `sleep` is the
-    /// same, for this thread.
+    /// The sleep, in nanoseconds (0: none), that the runtime's park hook takes.
     sleep_ns: Arc<AtomicU64>,
-    sleep: Cell<Duration>,
     /// The longest sleep the hook took so far, in nanoseconds.
     longest_ns: Arc<AtomicU64>,
     /// Of the answers since the last decision: how many, and the quickest service time.
@@ -71,7 +69,6 @@ impl Coalesce {
     fn new() -> Coalesce {
         Coalesce {
             sleep_ns: Arc::new(AtomicU64::new(0)),
-            sleep: Cell::new(Duration::ZERO),
             longest_ns: Arc::new(AtomicU64::new(0)),
             answers: Cell::new(0),
             quickest: Cell::new(Duration::MAX),
@@ -100,7 +97,7 @@ impl Coalesce {
     pub(crate) fn answered(&self, service: Duration, ended: Duration, n: u64) {
         let since = self.since.get().unwrap_or(ended);
         self.since.set(Some(since));
-        if service / SHARE < self.sleep.get() {
+        if service / SHARE < self.sleep() {
             // Quicker than the sleep allows: shorter from the next wait on.
             self.set(allowed(service / SHARE));
         }
@@ -117,14 +114,12 @@ impl Coalesce {
         self.since.set(Some(ended));
     }
 
-    /// The sleep now decided (for tests).
-    #[cfg(test)]
+    /// The sleep now decided.
     fn sleep(&self) -> Duration {
         Duration::from_nanos(self.sleep_ns.load(Ordering::Relaxed))
     }
 
     fn set(&self, sleep: Duration) {
-        self.sleep.set(sleep);
         self.sleep_ns.store(sleep.as_nanos() as u64, Ordering::Relaxed);
     }
 }

@@ -139,6 +139,10 @@ pub fn summary_sheet(s: &RunSummary) -> Sheet {
         put("false_misses", Cell::from(h.false_misses));
     }
     put("generator_cpu_percent", Cell::from(s.generator.cpu_percent));
+    if s.generator.coalesced_us > 0 {
+        // The text report's "wake-ups coalesced": the most an answer was read late.
+        put("coalesced_us", Cell::from(s.generator.coalesced_us));
+    }
     for (code, n) in &s.status_codes {
         put(&format!("status_{code}"), Cell::from(*n));
     }
@@ -390,6 +394,15 @@ mod tests {
         let urls = sheet.rows.iter().find(|r| r[0] == Cell::from("urls")).unwrap()[1].clone();
         let want = "http://h/0 http://h/1 http://h/2 http://h/3 http://h/4 … and 9,995 more (10,000 targets)";
         assert_eq!(urls, Cell::from(want));
+    }
+
+    #[test]
+    fn the_summary_sheet_has_the_coalesced_sleep_only_when_a_thread_slept() {
+        let row = |s: &RunSummary| summary_sheet(s).rows.into_iter().find(|r| r[0] == Cell::from("coalesced_us"));
+        let mut s = RunSummary::default();
+        assert!(row(&s).is_none());
+        s.generator.coalesced_us = 1_000;
+        assert_eq!(row(&s).unwrap()[1], Cell::from(1_000u64));
     }
 
     #[test]

@@ -558,6 +558,10 @@ fn run_header(s: &RunSummary) -> String {
     if s.interrupted {
         meta.push(format!("stopped early ({})", crate::text::stopped_by(s)));
     }
+    if s.generator.coalesced_us > 0 {
+        // As the text report says it: every answer may have been read up to that late.
+        meta.push(format!("wake-ups coalesced: answers read up to {} late", fmt_us(s.generator.coalesced_us as f64)));
+    }
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
     let (shown, more) = sections::urls(&s.urls);
     for url in shown {
@@ -888,6 +892,14 @@ mod tests {
     fn spectrum_is_in_nines_without_the_maximum() {
         let v = spectrum(&[(0.0, 1_000), (90.0, 2_000), (99.0, 3_000), (99.9, 4_500), (100.0, 9_000)]);
         assert_eq!(v, json!({"nines": [0, 1, 2, 3], "ms": [1, 2, 3, 4.5]}));
+    }
+
+    #[test]
+    fn the_header_says_how_late_coalesced_answers_were_read() {
+        let mut s = RunSummary::default();
+        assert!(!run_header(&s).contains("coalesced"));
+        s.generator.coalesced_us = 1_000;
+        assert!(run_header(&s).contains("wake-ups coalesced: answers read up to 1.00ms late"), "{}", run_header(&s));
     }
 
     #[test]
