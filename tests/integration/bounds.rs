@@ -78,13 +78,16 @@ fn outputs_that_cannot_be_written_fail_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let exp = dir.path().join("e.toml");
     std::fs::write(&exp, std::fs::read_to_string(corpus().join("experiment-repeats-ok.toml")).unwrap()).unwrap();
+    // Under a directory the test made and left empty: missing whatever the machine has.
+    let missing = |name: &str| dir.path().join("missing").join(name).to_string_lossy().into_owned();
+    let (html, xlsx, junit) = (missing("r.html"), missing("r.xlsx"), missing("j.xml"));
     let table: [(&[&str], &str); 6] = [
-        (&["run", "-d", "5s", "--html", "/nonexistent/dir/r.html", &url], "--html"),
-        (&["run", "-d", "5s", "--xlsx", "/nonexistent/dir/r.xlsx", &url], "--xlsx"),
-        (&["run", "-d", "5s", "--slo", "p99<1s", "--junit", "/nonexistent/j.xml", &url], "--junit"),
+        (&["run", "-d", "5s", "--html", &html, &url], "--html"),
+        (&["run", "-d", "5s", "--xlsx", &xlsx, &url], "--xlsx"),
+        (&["run", "-d", "5s", "--slo", "p99<1s", "--junit", &junit, &url], "--junit"),
         (&["run", "-d", "5s", "--csv-dir", "/dev/null/tables", &url], "--csv-dir"),
         (&["sweep", "-c", "1,2", "--step", "2s", "-o", "/dev/null/levels", &url], "-o"),
-        (&["experiment", exp.to_str().unwrap(), "--dry-run", "--junit", "/nonexistent/j.xml"], "--junit"),
+        (&["experiment", exp.to_str().unwrap(), "--dry-run", "--junit", &junit], "--junit"),
     ];
     for (args, flag) in table {
         let run = bounded(args, None);

@@ -9,6 +9,9 @@ use std::time::Duration;
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
+    // Paths under a directory the test made and left empty: missing whatever the machine has.
+    let missing = |name: &str| dir.path().join("missing").join(name).to_string_lossy().into_owned();
+    let (body, ca, run) = (format!("@{}", missing("body.json")), missing("ca.pem"), missing("run.brg"));
     let url = "http://127.0.0.1:9/";
     let table: &[(&[&str], &str)] = &[
         (&["run"], "URL"),
@@ -21,12 +24,12 @@ fn bad_input_is_one_line_and_exit_2() {
         (&["run", "-c", "0", url], "concurrency"),
         (&["run", "ftp://example.com/"], "URL"),
         (&["run", "not a url"], "URL"),
-        (&["run", "--body", "@/nonexistent/body.json", url], "body"),
+        (&["run", "--body", &body, url], "body"),
         (&["run", "-H", "no-colon", url], "header"),
         (&["run", "--rate", "10:100", url, "-n", "5"], "duration"),
         (&["run", "--rate", "10", "-c", "5", url], "concurrency"),
-        (&["run", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:9/", "-n", "1"], "cacert"),
-        (&["report", "/nonexistent/run.brg"], "run.brg"),
+        (&["run", "--cacert", &ca, "https://127.0.0.1:9/", "-n", "1"], "cacert"),
+        (&["report", &run], "run.brg"),
         (&["serve", "--latency", "soon"], "latency"),
         (&["run", "--http3", url, "-n", "1"], "--http3 needs https://"),
         (&["run", "--http3", "--http2", "https://127.0.0.1:9/", "-n", "1"], "--http2"),

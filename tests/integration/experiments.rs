@@ -388,6 +388,12 @@ fn malformed_experiments_name_the_line() {
         ("[factors.a]\nx = { url = \"http://127.0.0.1:1/\", rate = \"fast\" }\n", "levels on lines 2"),
         ("repeats = 0\n[factors.a]\nx = {}\n", "repeats must be at least 1"),
         ("[factors.a\n", "line 1"),
+        // Found trying seed 003's study: `case TC0 (; levels on lines ): unexpected
+        // argument '--rat' found` for a mistyped key of [base] in a study of one case.
+        (
+            "[base]\nurl = \"http://127.0.0.1:1/\"\nrat = 1\n",
+            "bad.toml: case TC0: unknown setting 'rat' (no run flag --rat)",
+        ),
     ];
     for (text, want) in cases {
         let err = dry_run_refuses(dir.path(), text);

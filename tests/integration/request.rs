@@ -125,7 +125,9 @@ fn object_catalog_bounds_and_sizes_from_a_file() {
         let (head, _) = raw_get(o.addr(), outside, "");
         assert!(head.starts_with("HTTP/1.1 404"), "{outside}: {head}");
     }
-    let bad = "file:/nonexistent/sizes.txt".parse::<barrage_server::SizeDist>().unwrap_err();
+    let bad = format!("file:{}", dir.path().join("missing/sizes.txt").display())
+        .parse::<barrage_server::SizeDist>()
+        .unwrap_err();
     assert!(bad.to_string().contains("object size file"), "{bad}");
 }
 

@@ -88,7 +88,10 @@ pub fn experiment(a: ExperimentArgs, stop: CancellationToken) -> anyhow::Result<
         report.unredacted(),
     )?;
     let rows = report.table().map_or(0, |t| t.rows.len());
-    Ok(exit(&report, rows, "case", passed))
+    // With phases a case has a row each: counted as rows, not as cases (found trying seed
+    // 000's study: "1 of 4 cases" of an experiment of 3).
+    let what = if rows == cases.len() { "case" } else { "matrix row" };
+    Ok(exit(&report, rows, what, passed))
 }
 
 /// `--dry-run`: the cases and their flags, or with `--format json` every run in order as an
@@ -125,7 +128,17 @@ fn prepare(e: &Experiment, file: &Path, case: Case) -> anyhow::Result<CaseSpec> 
     let lines: Vec<String> = case.lines.iter().map(|l| l.to_string()).collect();
     let at = |what: &str| {
         let levels = case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect::<Vec<_>>().join(", ");
-        anyhow::anyhow!("{}: case {} ({levels}; levels on lines {}): {what}", file.display(), case.id, lines.join(", "))
+        // A setting is a key of the file: named as such, not as the flag it becomes.
+        let what = match what.strip_prefix("unexpected argument '--").and_then(|w| w.split_once('\'')) {
+            Some((key, _)) => format!("unknown setting '{key}' (no run flag --{key})"),
+            None => what.to_string(),
+        };
+        // Without levels (a study of one case), the case is [base]'s alone.
+        let place = match levels.is_empty() {
+            true => String::new(),
+            false => format!(" ({levels}; levels on lines {})", lines.join(", ")),
+        };
+        anyhow::anyhow!("{}: case {}{place}: {what}", file.display(), case.id)
     };
     let c = e.case_flags(&case).map_err(|m| at(&m))?;
     let purge = c.testbed.as_ref().is_some_and(|t| t.purge);

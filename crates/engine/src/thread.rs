@@ -50,7 +50,8 @@ async fn body(worker: Worker) {
         loop {
             let end = INTERVAL * (w.interval.get() + 1);
             tokio::time::sleep_until(start + end).await;
-            w.hand_over(end);
+            // A send may have handed it over already (see `Worker::catch_up`).
+            w.catch_up(end);
         }
     };
     let load = async {
@@ -258,7 +259,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
         timer.sleep_until(instant_at(w.start, base)).await;
         loop {
             let in_flight = slots - pool.idle();
-            let (k, intended, late) = match schedule.next(w.start.elapsed().saturating_sub(base), in_flight) {
+            let now = w.start.elapsed();
+            let (k, intended, late) = match schedule.next(now.saturating_sub(base), in_flight) {
                 Decision::Due { index, intended } => (index, base + intended, false),
                 Decision::Late { index, intended, .. } => (index, base + intended, true),
                 Decision::Wait { until } => {
@@ -286,6 +288,8 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 }
                 Decision::Done { attack_end } => break base + attack_end,
             };
+            // Sent now: counted in the second it is sent in, even at a second's very start.
+            w.catch_up(now);
             let free = pool.take().expect("the schedule sends only with a slot free");
             // An open loop's turn is the arrival's number: the round is exact over the run.
             let (draw, intent) = picker.draw(k);

@@ -23,6 +23,10 @@
 //!   lasts until the next event or the end of the run; 0 without a burst.
 //! - **After** is from the end of the burst (without one, from the end of the command, or
 //!   its start if it ran past the next event) to the next event or the end of the run.
+//! - Commands that **start in the same tenth of a second** (`--at 3s 'stop a' --at 3s 'stop
+//!   b'`) cannot be told apart in the data: the first that succeeded carries the effect of
+//!   them all (its burst may start once any of them ended), and each other one names it
+//!   ([`EventSummary::with_event`]) and has no effect of its own.
 //! - **Changes**: after is compared with before figure by figure, with the tests of
 //!   [`crate::stats`], each held to [`ALPHA`] divided by the number of figures tested: the
 //!   error ratio and each backend's share of the answers by Fisher's exact test; the
@@ -124,6 +128,11 @@ pub struct EventSummary {
     pub after: Window,
     /// The figures of after that differ from before beyond the noise.
     pub changes: Vec<Change>,
+    /// It started in the same tenth of a second as this event (0 for the run's first, in
+    /// the order they started), which carries the effect of both: none is put down to it
+    /// alone. `None` for an event with an effect of its own.
+    #[serde(default)]
+    pub with_event: Option<u32>,
 }
 
 /// Seconds of one tick.
@@ -158,21 +167,33 @@ pub(crate) fn analyse(
     let ticks: Ticks = ticks.iter().map(|t| (t.tick, (u64::from(t.ok), u64::from(t.failed), t.max_us))).collect();
     let window = |from_s: f64, to_s: f64| window(&ticks, backends, rows, from_s, to_s);
     let starts: Vec<f64> = events.iter().map(|e| e.at_s).collect();
+    for e in &mut events {
+        e.failed = failed(e, end_s);
+    }
+    let groups = together(&events);
     // Where the previous event's effect ended: a baseline must not include it.
     let mut settled = 0.0_f64;
-    for (i, e) in events.iter_mut().enumerate() {
-        let next = starts.get(i + 1).copied().unwrap_or(end_s).min(end_s).min(e.at_s + AFTER_MAX_S);
+    for i in 0..events.len() {
+        let (lead, past) = groups[i];
+        // The group's latest end among the commands that worked: its effect may follow any.
+        let ended = (i..past).filter(|&k| !events[k].failed).filter_map(|k| events[k].ended_s).reduce(f64::max);
+        let e = &mut events[i];
+        let next = starts.get(past).copied().unwrap_or(end_s).min(end_s).min(e.at_s + AFTER_MAX_S);
         e.before = window((e.at_s - BEFORE_S).max(settled.min(e.at_s)), e.at_s);
-        e.failed = failed(e, end_s);
         if e.failed {
             // Whatever followed is not its doing: no burst, no after, nothing compared,
             // and the next event's baseline is not cut short by it.
             continue;
         }
-        let onset_end = e.ended_s.unwrap_or(e.at_s) + ONSET_S;
+        if let Some(lead) = lead.filter(|&l| l != i) {
+            // Its effect is the first's of its group: shown there, not twice.
+            e.with_event = Some(lead as u32);
+            continue;
+        }
+        let onset_end = ended.unwrap_or(e.at_s).max(e.ended_s.unwrap_or(e.at_s)) + ONSET_S;
         // The tick the next event starts in is that event's (its burst may start there):
         // two events' bursts never share a tick, so no failure counts in both.
-        let end_tick = match starts.get(i + 1) {
+        let end_tick = match starts.get(past) {
             Some(n) if *n <= next => (n / tick_s()).floor() as u32,
             _ => (next / tick_s()).ceil() as u32,
         };
@@ -199,7 +220,7 @@ pub(crate) fn analyse(
                 // effect (a server going away) may have been half done. A command still
                 // running at the next event (a server started in the foreground) acts
                 // while it runs: then from its start.
-                let ended = e.ended_s.filter(|t| *t < next).unwrap_or(e.at_s).max(e.at_s);
+                let ended = ended.filter(|t| *t < next).unwrap_or(e.at_s).max(e.at_s);
                 (ended / tick_s() - 1e-6).ceil() * tick_s()
             }
         };
@@ -210,6 +231,21 @@ pub(crate) fn analyse(
         settled = after_from;
     }
     events
+}
+
+/// For each event (sorted by start), the first that worked of the events started in its
+/// tenth of a second (`None` when none did), and the index just past them.
+fn together(events: &[EventSummary]) -> Vec<(Option<usize>, usize)> {
+    let tick = |e: &EventSummary| (e.at_s / tick_s()).floor() as i64;
+    let mut out = Vec::with_capacity(events.len());
+    let mut first = 0;
+    while first < events.len() {
+        let past = (first..events.len()).find(|&k| tick(&events[k]) != tick(&events[first])).unwrap_or(events.len());
+        let lead = (first..past).find(|&k| !events[k].failed);
+        out.extend(std::iter::repeat_n((lead, past), past - first));
+        first = past;
+    }
+    out
 }
 
 /// Whether the command failed: it exited non-zero, or ended without an exit code (could
@@ -616,6 +652,32 @@ mod tests {
         assert_eq!((e.burst_errors, e.before.p99_us, during.p99_us), (0, Some(2000), Some(45_000)), "{e:?}");
         assert!((during.from_s - 4.2).abs() < 1e-9 && (during.to_s - 4.5).abs() < 1e-9, "{during:?}");
         assert_eq!(e.after.p99_us, Some(2000));
+    }
+
+    /// Found trying seed 001's study: two servers stopped at the same second. The first
+    /// event's window after it ended where the second began, in the same tick, so it had
+    /// "nothing to compare" and the second took every failure. Now the first carries the
+    /// effect of both, and the second says so.
+    #[test]
+    fn events_started_in_one_tenth_of_a_second_share_one_effect() {
+        let r = run(10, |t| if (30..50).contains(&t) { 150 } else { 0 });
+        let records = [started(0, 3000), started(1, 3004), ended(0, 3020), ended(1, 3030)];
+        let events = r.analyse(&records);
+        let (first, second) = (&events[0], &events[1]);
+        assert_eq!(first.with_event, None);
+        assert_eq!(first.burst_errors, 20 * 150, "{first:?}");
+        assert!((first.recovery_s.unwrap() - 2.0).abs() < 1e-9, "{first:?}");
+        assert!(first.after.requests > 0 && first.before.requests > 0, "{first:?}");
+        assert_eq!(second.with_event, Some(0));
+        assert_eq!((second.burst_errors, second.burst_s, second.after.requests), (0, None, 0), "{second:?}");
+        // A failed first leaves the effect to the one that worked.
+        let records = [started(0, 3000), started(1, 3004), failed(0, 3010, 1), ended(1, 3030)];
+        let events = r.analyse(&records);
+        assert!(events[0].failed && events[0].with_event.is_none());
+        assert_eq!((events[1].with_event, events[1].burst_errors), (None, 20 * 150));
+        // A tenth of a second apart, each has its own.
+        let records = [started(0, 3000), started(1, 3100), ended(0, 3020), ended(1, 3130)];
+        assert!(r.analyse(&records).iter().all(|e| e.with_event.is_none()));
     }
 
     #[test]

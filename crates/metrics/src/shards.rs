@@ -267,6 +267,23 @@ pub(crate) fn apart(headers: &[RunHeader]) -> Option<crate::summary::Warning> {
     )))
 }
 
+/// Files merged as the machines of one run, side by side, that did not all run at the same
+/// time (one ended before another started, beyond a second): their requests are added as
+/// if they had, so the rates are no one moment's. Found trying seed 000's study: two runs
+/// 33 s apart merged into one throughput of both. `spans`: each file's start and end (Unix
+/// ms; a file without a footer is left out).
+pub(crate) fn runs_apart(spans: &[(u64, Option<u64>)]) -> Option<crate::summary::Warning> {
+    let ended: Vec<(u64, u64)> = spans.iter().filter_map(|&(start, end)| Some((start, end?))).collect();
+    let last_start = ended.iter().map(|s| s.0).max()?;
+    let first_end = ended.iter().map(|s| s.1).min()?;
+    (ended.len() > 1 && last_start > first_end + 1000).then(|| {
+        crate::summary::Warning::new(crate::summary::WarningKind::RunsApart, format!(
+            "the files did not run at the same time (one ended {:.1} s before another started): merged as one run of machines side by side, their requests and rates are added as if they had; to set runs against each other, `barrage compare` them",
+            (last_start - first_end) as f64 / 1e3
+        ))
+    })
+}
+
 /// The takeovers of an open loop's share that sent late (`rows`, of the run `s`): each
 /// began only once its shard was judged lost, `--lateness` after its data stopped, so the
 /// arrivals it took over that were due by then went out late, catching up. Said in a
@@ -702,5 +719,22 @@ mod tests {
         assert_eq!(checked(&[&a, &b, &c]), Ok(()), "a µs apart, or on another machine: other runs");
         let e = checked(&[&a, &c, &a]).unwrap_err();
         assert!(e.starts_with("0.brg and 2.brg hold the same run"), "{e}");
+    }
+
+    #[test]
+    fn files_merged_side_by_side_that_ran_apart_are_said_to() {
+        // Two runs of 2 s, 33 s apart (seed 000's TC0 and TC8): said, with how far.
+        let w = runs_apart(&[(0, Some(2_000)), (35_000, Some(37_000))]).unwrap();
+        assert_eq!(w.kind, crate::summary::WarningKind::RunsApart);
+        assert!(
+            w.text.starts_with("the files did not run at the same time (one ended 33.0 s before another started)"),
+            "{}",
+            w.text
+        );
+        // Machines side by side, started a little apart: nothing to say.
+        assert_eq!(runs_apart(&[(0, Some(10_000)), (500, Some(10_400))]), None);
+        // One file, or one without its end (killed): nothing to judge by.
+        assert_eq!(runs_apart(&[(0, Some(2_000))]), None);
+        assert_eq!(runs_apart(&[(0, Some(2_000)), (35_000, None)]), None);
     }
 }

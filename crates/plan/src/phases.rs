@@ -52,6 +52,17 @@ pub fn parse(texts: &[String]) -> Result<Vec<PhaseSpec>, String> {
         if phases.iter().any(|p| p.name == name) {
             return Err(format!("phase '{name}' is given twice"));
         }
+        // The names are labels, but these two say what a phase does: one that says the
+        // opposite of what its place makes it do would label each figure as the other's.
+        match (i, name) {
+            (0, "measure") => {
+                return Err("phase 'measure' comes first, and the first phase fills (asks for new objects): name the phases in order, e.g. fill,measure".into())
+            }
+            (1.., "fill") => {
+                return Err(format!("phase 'fill' comes after '{}': only the first phase fills, the later ones measure what it warmed; e.g. fill,measure", phases[0].name))
+            }
+            _ => {}
+        }
         let length = match length {
             None => None,
             Some(_) if i == 0 => {
@@ -86,6 +97,9 @@ mod tests {
         for (bad, why) in [
             (vec!["fill:10s", "measure"], "only a later phase"),
             (vec!["fill", "fill"], "twice"),
+            // Found trying seed 000's study: the labels came out swapped.
+            (vec!["measure", "fill"], "phase 'measure' comes first"),
+            (vec!["warm", "fill"], "phase 'fill' comes after 'warm'"),
             (vec!["fill", "a.b"], "a word"),
             (vec!["fill", ""], "a word"),
             (vec!["fill", "m:0s"], "above 0"),

@@ -633,6 +633,14 @@ impl Plan {
         if self.objects.is_some() && templates == 0 {
             return Err("--objects needs a URL with {id}, e.g. http://host/obj/{id}".into());
         }
+        if self.hit_ratio.is_some() && templates == 0 {
+            // Its new objects are numbered for the whole study: ids, not places in a list
+            // of URLs (taken as one, such a number was an index far past the targets).
+            return Err(
+                "--hit-ratio asks for objects by id: it needs a URL with {id} and --objects N, e.g. http://host/obj/{id}"
+                    .into(),
+            );
+        }
         if self.objects == Some(0) {
             return Err("--objects must be at least 1".into());
         }
@@ -950,5 +958,21 @@ mod tests {
         assert_eq!(err, "--pick gauss: the median 1000 lies outside the ids 0..1000");
         assert!(plan("http://h/", None, 1.0).unwrap_err().contains("the median 1 lies outside the ids 0..1"));
         assert!(plan("http://h/obj/{id}", None, 5000.0).unwrap_err().contains("needs --objects"));
+    }
+
+    /// Found trying seed 003's study: `--hit-ratio` on URLs without `{id}` drew a new
+    /// object's study-wide number as a target's index, and the engine panicked on it.
+    #[test]
+    fn a_hit_ratio_needs_objects_by_id() {
+        let closed = Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let plan = |url: &str, objects| {
+            let mut p = Plan::new(vec![Target::new(Method::GET, url).unwrap()], closed.clone());
+            p.objects = objects;
+            p.hit_ratio = Some(0.5);
+            p.validate()
+        };
+        assert_eq!(plan("http://h/obj/{id}", Some(1000)), Ok(()));
+        let err = plan("http://h/bytes/1k", None).unwrap_err();
+        assert!(err.starts_with("--hit-ratio asks for objects by id: it needs a URL with {id}"), "{err}");
     }
 }

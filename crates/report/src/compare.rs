@@ -23,6 +23,7 @@
 
 use crate::export::{Cell, Sheet};
 use crate::figure::Figure;
+use crate::study::failure_of;
 use crate::text::{p_text, Align, Table};
 use barrage_metrics::summary::RunSummary;
 use std::str::FromStr;
@@ -78,6 +79,9 @@ pub enum NoTest {
     /// got different ones ([`Comparison::workloads`] says how): a change between them may be
     /// the workload's, not the configuration's.
     Workload,
+    /// A run is built on failure ([`crate::study::failure_of`]): the latency of refused
+    /// or failed requests says nothing of the configuration.
+    Failed,
 }
 
 impl NoTest {
@@ -88,6 +92,7 @@ impl NoTest {
             NoTest::TooFewIntervals => format!("no test: fewer than {MIN_INTERVALS} full intervals"),
             NoTest::AllEqual => "no test: every interval the same".into(),
             NoTest::Workload => "no test: not the same workload".into(),
+            NoTest::Failed => "no test: built on failure".into(),
         }
     }
 }
@@ -220,8 +225,12 @@ pub struct Comparison {
     /// The noise threshold, a fraction.
     pub noise: f64,
     /// For each run after the baseline, why its workload and the baseline's cannot be
-    /// compared (nothing is significant between them then); `None` when they can.
+    /// compared (nothing is significant between them then); `None` when they can, or when
+    /// one of them is built on failure (`failures` says so).
     pub workloads: Vec<Option<String>>,
+    /// For each run after the baseline, which of the two is built on failure, and why
+    /// (nothing is significant between them then); `None` when neither is.
+    pub failures: Vec<Option<String>>,
 }
 
 /// Compares `runs` (label, summary) against the first; `noise` is the smallest relative
@@ -230,7 +239,12 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
     let (_, base) = &runs[0];
     let tested = COMPARED.iter().filter(|m| m.samples(base).is_some()).count().max(1);
     let level = ALPHA / tested as f64;
-    let workloads: Vec<Option<String>> = runs[1..].iter().map(|(_, s)| workload_mismatch(base, s)).collect();
+    let failures: Vec<Option<String>> = runs[1..].iter().map(|(_, s)| built_on_failure(base, s)).collect();
+    let workloads: Vec<Option<String>> = runs[1..]
+        .iter()
+        .zip(&failures)
+        .map(|((_, s), failed)| if failed.is_some() { None } else { workload_mismatch(base, s) })
+        .collect();
     let rows = compared(runs)
         .into_iter()
         .map(|metric| {
@@ -238,13 +252,14 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
             let base_samples = metric.samples(base);
             let changes = runs[1..]
                 .iter()
-                .zip(&workloads)
-                .map(|((_, s), mismatch)| {
+                .zip(workloads.iter().zip(&failures))
+                .map(|((_, s), (mismatch, failed))| {
                     let value = value(metric, s);
                     let percent = (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0);
-                    let (p_value, untested) = match mismatch {
-                        Some(_) => (None, Some(NoTest::Workload)),
-                        None => test(base_samples.as_deref(), metric.samples(s).as_deref()),
+                    let (p_value, untested) = match (failed, mismatch) {
+                        (Some(_), _) => (None, Some(NoTest::Failed)),
+                        (None, Some(_)) => (None, Some(NoTest::Workload)),
+                        (None, None) => test(base_samples.as_deref(), metric.samples(s).as_deref()),
                     };
                     let big = percent.is_some_and(|p| p.abs() >= noise * 100.0);
                     Change { value, percent, p_value, untested, significant: big && p_value.is_some_and(|p| p < level) }
@@ -254,7 +269,15 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
         })
         .collect();
     let labels = runs.iter().map(|(l, _)| l.clone()).collect();
-    Comparison { labels, rows, resources: resources(runs), noise, workloads }
+    Comparison { labels, rows, resources: resources(runs), noise, workloads, failures }
+}
+
+/// Which of `a` (the baseline) and `b` is built on failure, and why ([`failure_of`], the one
+/// definition every table and exit code uses); `None` when neither is.
+fn built_on_failure(a: &RunSummary, b: &RunSummary) -> Option<String> {
+    [("the baseline", a), ("this run", b)]
+        .into_iter()
+        .find_map(|(which, s)| failure_of(std::slice::from_ref(s)).map(|why| format!("{which}: {why}")))
 }
 
 /// Why `b` cannot be compared with `a` as a change of configuration alone: one of them did
@@ -545,7 +568,13 @@ pub fn comparisons_table(title: &str, rows: &[&CaseComparison]) -> String {
             true => c.from_case.clone(),
             false => format!("{} → {}", c.from_case, c.to_case),
         };
-        let mut cells = vec![format!("{} → {} ({cases}{phase})", c.from, c.to), c.others.clone()];
+        // The row says itself what it is built on, as every table must: not only a note.
+        let mark = match (unfit(c, |c| &c.failures), unfit(c, |c| &c.workloads)) {
+            (Some(_), _) => "  FAILED",
+            (None, Some(_)) => "  WORKLOAD",
+            (None, None) => "",
+        };
+        let mut cells = vec![format!("{} → {} ({cases}{phase}){mark}", c.from, c.to), c.others.clone()];
         cells.extend(figures.iter().map(|f| case_change(c, *f).map_or("-".into(), starred)));
         t.row(cells);
     }
@@ -555,7 +584,13 @@ pub fn comparisons_table(title: &str, rows: &[&CaseComparison]) -> String {
         out.push_str(&format!("(some pairs had under {MIN_INTERVALS} full one-second intervals: no significance test for them; run longer or repeat more)\n"));
     }
     for c in rows {
-        if let Some(why) = c.comparison.workloads.first().and_then(Option::as_ref) {
+        if let Some(why) = unfit(c, |c| &c.failures) {
+            out.push_str(&format!(
+                "({} → {}: no significance test, built on failure: {why})\n",
+                c.from_case, c.to_case
+            ));
+        }
+        if let Some(why) = unfit(c, |c| &c.workloads) {
             out.push_str(&format!(
                 "({} → {}: no significance test, not the same workload: {why})\n",
                 c.from_case, c.to_case
@@ -563,6 +598,11 @@ pub fn comparisons_table(title: &str, rows: &[&CaseComparison]) -> String {
         }
     }
     out
+}
+
+/// Why a pair's runs cannot be compared, from its comparison's `failures` or `workloads`.
+fn unfit(c: &CaseComparison, reasons: fn(&Comparison) -> &Vec<Option<String>>) -> Option<&String> {
+    reasons(&c.comparison).first().and_then(Option::as_ref)
 }
 
 /// The comparison as a table: metric, baseline, then value and change per run.
@@ -647,6 +687,11 @@ pub fn comparison_text(c: &Comparison, runs: &[(String, RunSummary)]) -> String 
             "(no test: fewer than {MIN_INTERVALS} full one-second intervals in a run ({counts}); run longer to test the changes)\n"
         ));
     }
+    for (label, why) in c.labels[1..].iter().zip(&c.failures) {
+        if let Some(why) = why {
+            out.push_str(&format!("(no test for {label}: built on failure, {why}; its figures are not a result)\n"));
+        }
+    }
     for (label, why) in c.labels[1..].iter().zip(&c.workloads) {
         if let Some(why) = why {
             out.push_str(&format!("(no test for {label}: not the same workload as the baseline: {why})\n"));
@@ -729,6 +774,53 @@ mod tests {
         assert!(c.rows.iter().find(|r| r.metric == Figure::P50).unwrap().changes[0].significant);
         let text = comparison_text(&compare(&same_ask, 0.05), &same_ask);
         assert!(text.contains("(no test for b: not the same workload as the baseline: this run is not"), "{text}");
+    }
+
+    /// Found trying seed 000's study: a case whose every request was refused came out as a
+    /// significant fall in latency. Built on failure, a run is not tested, and its row and
+    /// the notes say so.
+    #[test]
+    fn a_run_built_on_failure_has_no_significant_change_and_says_so() {
+        let mut refused = run(4.0, 0.0, 8);
+        (refused.requests.ok, refused.success_ratio) = (0, 0.0);
+        let runs = [("backend".to_string(), run(10.0, 100.0, 8)), ("dead".to_string(), refused)];
+        let c = compare(&runs, 0.05);
+        assert_eq!(c.failures, [Some("this run: all 100 requests failed".to_string())]);
+        assert_eq!(c.workloads, [None]);
+        for row in &c.rows {
+            assert!(!row.changes[0].significant, "{:?}", row.metric);
+        }
+        let p50 = c.rows.iter().find(|r| r.metric == Figure::P50).unwrap();
+        assert_eq!(p50.changes[0].verdict(), "no test: built on failure");
+        let text = comparison_text(&c, &runs);
+        assert!(
+            text.contains(
+                "(no test for dead: built on failure, this run: all 100 requests failed; its figures are not a result)"
+            ),
+            "{text}"
+        );
+        // The baseline's failure counts too.
+        assert_eq!(
+            compare(&[runs[1].clone(), runs[0].clone()], 0.05).failures[0].as_deref(),
+            Some("the baseline: all 100 requests failed")
+        );
+        let pair = CaseComparison {
+            factor: "server".into(),
+            from: "backend".into(),
+            to: "dead".into(),
+            others: String::new(),
+            from_case: "TC0".into(),
+            to_case: "TC1".into(),
+            phase: None,
+            comparison: c,
+        };
+        let table = comparisons_table("t", &[&pair]);
+        assert!(table.contains("backend → dead (TC0 → TC1)  FAILED"), "{table}");
+        assert!(!table.contains('*'), "{table}");
+        assert!(
+            table.contains("(TC0 → TC1: no significance test, built on failure: this run: all 100 requests failed)"),
+            "{table}"
+        );
     }
 
     fn run(p50_ms: f64, throughput: f64, seconds: u64) -> RunSummary {

@@ -168,7 +168,10 @@ impl Figure {
             Figure::Throughput | Figure::FlowRate => format!("{v:.1}/s"),
             Figure::Success | Figure::FlowSuccess => format!("{:.2}%", v * 100.0),
             Figure::HitRatio => format!("{:.1}%", v * 100.0),
-            Figure::Errors => format!("{v:.0}"),
+            // A count; a mean over repeats keeps its tenth (one error in two repeats is
+            // 0.5, not 0: found trying seed 000's study).
+            Figure::Errors if v.fract() == 0.0 => format!("{v:.0}"),
+            Figure::Errors => format!("{v:.1}"),
             _ => fmt_us(v),
         }
     }
@@ -270,6 +273,7 @@ mod tests {
             (Figure::Throughput, 12.34, "12.3/s", "throughput_per_sec", 12.34),
             (Figure::Success, 0.5, "50.00%", "success_percent", 50.0),
             (Figure::Errors, 3.0, "3", "errors", 3.0),
+            (Figure::Errors, 0.5, "0.5", "errors", 0.5),
             (Figure::P99, 2500.0, "2.50ms", "p99_ms", 2.5),
             (Figure::HitRatio, 0.25, "25.0%", "hit_ratio_percent", 25.0),
         ];

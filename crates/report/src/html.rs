@@ -630,7 +630,7 @@ fn events(events: &[EventSummary]) -> String {
     }
     let mut out = String::from("<section class=\"events\"><h2>Events</h2>\n<ol>\n");
     for e in events {
-        let (effect, changed) = crate::text::event_effect(e);
+        let (effect, changed) = crate::events::event_effect(e, events);
         let effect = match changed {
             Some(changed) => format!("{effect}; changed: {changed}"),
             None => effect,
@@ -640,7 +640,7 @@ fn events(events: &[EventSummary]) -> String {
             "<li><strong>{:.2} s</strong> <code>{}</code> ({})<span class=\"effect\">{}</span></li>",
             e.at_s,
             esc(&e.command),
-            esc(&crate::text::event_status(e)),
+            esc(&crate::events::event_status(e)),
             esc(&effect)
         );
     }

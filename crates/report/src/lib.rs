@@ -32,6 +32,7 @@
 
 pub mod compare;
 mod csv;
+mod events;
 pub mod export;
 pub mod figure;
 mod hdr;

@@ -11,7 +11,7 @@ use crate::compare::{
 use crate::export::Sheet;
 use crate::html::{html_with, HtmlOptions, Page};
 use crate::slo::SloResult;
-use crate::study::{failure_of, StudyTable};
+use crate::study::StudyTable;
 use barrage_metrics::RunSummary;
 use serde_json::{json, Value};
 
@@ -258,9 +258,11 @@ impl Report<'_> {
     pub fn failures(&self) -> Vec<String> {
         match self {
             Report::Run(s) => crate::study::run_not_a_result(s).into_iter().collect(),
+            // Built on failure, or on another workload than it asked for: as a run's own
+            // report says (exit 3 either way).
             Report::Comparison { runs, .. } => runs
                 .iter()
-                .filter_map(|(label, s)| failure_of(std::slice::from_ref(s)).map(|why| format!("{label}: {why}")))
+                .filter_map(|(label, s)| crate::study::run_not_a_result(s).map(|why| format!("{label}: {why}")))
                 .collect(),
             _ => self.table().map(StudyTable::failures).unwrap_or_default(),
         }
@@ -362,13 +364,15 @@ pub fn comparison_json(c: &Comparison) -> Value {
         .iter()
         .map(|r| json!({ "process": r.process, "what": if r.memory { "peak_rss_kib" } else { "cpu_mean_percent" }, "values": r.values }))
         .collect();
-    let workloads: serde_json::Map<String, Value> = c.labels[1..]
-        .iter()
-        .zip(&c.workloads)
-        .filter_map(|(label, why)| Some((label.clone(), json!(why.as_ref()?))))
-        .collect();
+    let why_by_run = |reasons: &[Option<String>]| -> serde_json::Map<String, Value> {
+        c.labels[1..]
+            .iter()
+            .zip(reasons)
+            .filter_map(|(label, why)| Some((label.clone(), json!(why.as_ref()?))))
+            .collect()
+    };
     json!({
         "baseline": c.labels[0], "runs": c.labels, "noise": c.noise, "metrics": rows, "resources": resources,
-        "not_the_same_workload": workloads,
+        "not_the_same_workload": why_by_run(&c.workloads), "built_on_failure": why_by_run(&c.failures),
     })
 }

@@ -42,6 +42,13 @@ pub const PHASES: [&str; 4] = ["dns", "connect", "tls", "wait"];
 /// How a row on another workload than it asked for is named where it is not a result.
 pub const WRONG_WORKLOAD: &str = "not the workload asked for";
 
+/// The verdict of a row without a finished run in an interrupted study: the signal came
+/// before it, or during its only run (whose file is kept as `.part`).
+pub const NOT_RUN: &str = "no run finished: interrupted";
+
+/// The verdict of a row whose run the interruption cut short: its figures are of part of it.
+pub const STOPPED: &str = "stopped part-way: interrupted";
+
 /// Below this share of successes a row is built on failure, whatever its latency says.
 pub const FAILED_BELOW: f64 = 0.5;
 
@@ -324,13 +331,50 @@ impl StudyTable {
             background: self.rows.iter().any(|r| !r.background.is_empty()),
             phases: PHASES.into_iter().filter(|p| self.rows.iter().any(|r| r.phase_mean_us(p).is_some())).collect(),
             processes,
-            verdict: self.rows.iter().any(|r| !r.slos.is_empty() || r.not_a_result().is_some()),
+            verdict: self.rows.iter().any(|r| {
+                !r.slos.is_empty()
+                    || self.not_a_result(r).is_some()
+                    || self.unrun(r)
+                    || r.runs.iter().any(|s| s.interrupted)
+            }),
         }
     }
 
     /// Rows built on failure or on another workload than asked, as warning lines.
     pub fn failures(&self) -> Vec<String> {
-        self.rows.iter().filter_map(|r| r.not_a_result().map(|why| format!("{}: {why}", r.labels.join(" ")))).collect()
+        self.rows
+            .iter()
+            .filter_map(|r| self.not_a_result(r).map(|why| format!("{}: {why}", r.labels.join(" "))))
+            .collect()
+    }
+
+    /// Whether `r` has no run because the study was interrupted before it finished one: not
+    /// run, which is not failed (found trying seed 003's study: an experiment stopped after its third
+    /// case called the nine after it FAILED).
+    fn unrun(&self, r: &StudyRow) -> bool {
+        self.partial && r.runs.is_empty()
+    }
+
+    /// [`StudyRow::not_a_result`], but for a row the interruption came before.
+    fn not_a_result(&self, r: &StudyRow) -> Option<String> {
+        if self.unrun(r) {
+            return None;
+        }
+        r.not_a_result()
+    }
+
+    /// [`StudyRow::verdict`]; [`NOT_RUN`] for a row the interruption left without a run, and
+    /// `stopped part-way` for one it cut short (found trying seed 003's study: a capacity
+    /// probe stopped by Ctrl-C "missed" its objective by the requests it never finished),
+    /// unless it is built on failure or on another workload anyway.
+    fn verdict(&self, r: &StudyRow) -> String {
+        if self.unrun(r) {
+            return NOT_RUN.into();
+        }
+        if r.not_a_result().is_none() && r.runs.iter().any(|s| s.interrupted) {
+            return STOPPED.into();
+        }
+        r.verdict()
     }
 
     /// The one line saying the table is partial, if it is.
@@ -462,7 +506,7 @@ impl StudyTable {
             cells.push(mem.map_or_else(dash, |kib| fmt_bytes(kib as f64 * 1024.0)));
         }
         if c.verdict {
-            cells.push(r.verdict());
+            cells.push(self.verdict(r));
         }
         cells
     }
@@ -554,7 +598,7 @@ impl StudyTable {
             cells.push(Cell::from(mem.map(|m| m as f64)));
         }
         if c.verdict {
-            cells.push(Cell::from(r.verdict()));
+            cells.push(Cell::from(self.verdict(r)));
         }
         cells
     }
@@ -614,8 +658,8 @@ impl StudyTable {
         let slos: Vec<Value> =
             r.slos.iter().map(|x| json!({ "slo": x.slo, "actual": x.actual, "pass": x.pass })).collect();
         o.insert("slos".into(), Value::Array(slos));
-        o.insert("failed".into(), json!(r.failure()));
-        o.insert("verdict".into(), json!(r.verdict()));
+        o.insert("failed".into(), json!(r.failure().filter(|_| !self.unrun(r))));
+        o.insert("verdict".into(), json!(self.verdict(r)));
         let events: Vec<Value> = (1..)
             .zip(&r.runs)
             .flat_map(|(run, s)| {
@@ -737,6 +781,15 @@ mod tests {
         t.rows.push(StudyRow::new(vec!["16 workers".into()], vec![stopped]));
         let line = t.partial_line().unwrap();
         assert!(line.ends_with("the 1 of 3 run(s) that finished, and 1 stopped part-way"), "{line}");
+        // Which row was cut short, and which never ran, in every form; neither is a failure.
+        t.rows.push(StudyRow::new(vec!["32 workers".into()], Vec::new()));
+        let text = t.to_text();
+        assert!(text.contains(STOPPED) && text.contains(NOT_RUN) && !text.contains("FAILED"), "{text}");
+        assert!(t.failures().is_empty(), "{:?}", t.failures());
+        let verdicts: Vec<Cell> = t.sheet().rows.iter().take(3).map(|r| r[r.len() - 1].clone()).collect();
+        assert_eq!(verdicts[1..], [Cell::from(STOPPED), Cell::from(NOT_RUN)]);
+        let json = t.json_rows();
+        assert_eq!((json[2]["verdict"].as_str(), json[2]["failed"].is_null()), (Some(NOT_RUN), true));
         // A matrix counts runs, not rows: two cases of three repeats, one run done.
         let mut m = StudyTable::new("matrix", &["case"]);
         m.rows.push(StudyRow::new(vec!["TC0".into()], vec![run(10, 10, 1)]));

@@ -452,10 +452,11 @@ fn study_json_matches_the_schema() {
     assert_eq!(events.len(), 3, "{events:?}");
     assert_eq!((events[1]["run"].as_u64(), events[1]["failed"].as_bool()), (Some(2), Some(true)));
     assert!(matrix[0].get("events").is_none());
+    // The interruption came before it: not run, which is not a failure.
     let never_ran = &matrix[7];
     assert_eq!(
-        (&never_ran["runs"], &never_ran["p99_us"], &never_ran["failed"]),
-        (&json!(0), &Value::Null, &json!("no run finished"))
+        (&never_ran["runs"], &never_ran["p99_us"], &never_ran["failed"], &never_ran["verdict"]),
+        (&json!(0), &Value::Null, &Value::Null, &json!("no run finished: interrupted"))
     );
     assert!(never_ran.get("sd").is_none());
     let comparisons = v["comparisons"].as_array().unwrap();
@@ -624,7 +625,11 @@ fn study_schema_rejects_what_it_should() {
             }),
             ("a case with an offered load", |v| v["matrix"][0]["offered"] = 100.0.into()),
             ("a row without a run that does not say so", |v| {
-                row(v, "matrix", |r| r["runs"] == 0)["failed"] = Value::Null
+                row(v, "matrix", |r| r["runs"] == 0)["verdict"] = "ok".into()
+            }),
+            ("a row of failures that says it was interrupted", |v| {
+                let r = row(v, "matrix", |r| r["runs"] == 3);
+                (r["failed"], r["verdict"]) = ("all 10 requests failed".into(), "stopped part-way: interrupted".into());
             }),
             ("a comparison without its baseline case", |v| {
                 v["comparisons"][0].as_object_mut().unwrap().remove("from_case");

@@ -76,10 +76,7 @@ impl Bench {
         plan.tls.cacert = state.ca.clone();
         plan.validate()?;
         let mut order = RunOrder::new(plan).label("front", label);
-        order.output = self
-            .output_dir
-            .as_ref()
-            .map(|d| d.join(format!("{}.brg", label.replace([' ', '(', ')'], "-").replace("--", "-"))));
+        order.output = self.output_dir.as_ref().map(|d| d.join(format!("{}.brg", file_part(label))));
         order.watch = state
             .servers
             .iter()
@@ -124,5 +121,24 @@ impl Drop for Down {
         if let Err(e) = barrage_testbed::down(&self.0) {
             eprintln!("barrage: taking the testbed down: {e}");
         }
+    }
+}
+
+/// A front's label as a file name's part: `direct (https)` is `direct-https`, with no dash
+/// doubled or left at the end (`direct-https-.brg` was).
+fn file_part(label: &str) -> String {
+    let dashed = label.replace([' ', '(', ')'], "-");
+    dashed.split('-').filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_part;
+
+    #[test]
+    fn a_front_is_a_clean_file_name_part() {
+        assert_eq!(file_part("direct (https)"), "direct-https");
+        assert_eq!(file_part("varnish (http)"), "varnish-http");
+        assert_eq!(file_part("nginx-lb"), "nginx-lb");
     }
 }

@@ -247,7 +247,8 @@ impl Sweep {
 pub fn row_note(r: &StudyRow) -> String {
     let s = &r.runs[0];
     let mut line = format!(
-        "{} ok, success {:.2}%, p99 {}",
+        // "successful", not "ok": the row's verdict follows, and may be FAILED.
+        "{} successful, success {:.2}%, p99 {}",
         s.throughput_per_sec.map_or_else(|| "n/a (too few requests)".into(), |t| format!("{t:.1}/s")),
         s.success_ratio * 100.0,
         barrage_metrics::units::fmt_us(s.latency.corrected.p99_us as f64)

@@ -689,7 +689,8 @@ impl Pod {
         let log = dir.join(format!("pod-{}.log", env.get("JOB_COMPLETION_INDEX").map_or("collector", |s| s.as_str())));
         let path = format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display());
         let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..]).env_clear().env("PATH", path).env("HOME", "/nonexistent").envs(&env);
+        // A home under the test's own directory that is never made: missing on any machine.
+        cmd.args(&argv[1..]).env_clear().env("PATH", path).env("HOME", dir.join("no-home")).envs(&env);
         if let Some(wd) = &self.working_dir {
             cmd.current_dir(self.local(wd));
         }

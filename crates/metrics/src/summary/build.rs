@@ -166,6 +166,8 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Resul
         return Err(FileError::Shards(why.clone()));
     }
     let headers: Vec<_> = readers.iter().map(|r| r.header().clone()).collect();
+    let spans: Vec<(u64, Option<u64>)> =
+        readers.iter().map(|r| (r.header().started_unix_ms, r.footer().map(|f| f.ended_unix_ms))).collect();
     drop(readers);
     let mut s = merge(paths, progress)?;
     if let Some(why) = unfit {
@@ -175,6 +177,8 @@ fn summarize_as(paths: &[PathBuf], force: bool, progress: Progress<'_>) -> Resul
     if crate::shards::split(&headers.iter().collect::<Vec<_>>()) {
         add_shards(&mut s, paths, &headers, arrivals.as_deref(), progress)?;
         s.warnings.extend(crate::shards::apart(&headers));
+    } else {
+        s.warnings.extend(crate::shards::runs_apart(&spans));
     }
     Ok(s)
 }

@@ -99,6 +99,8 @@ pub enum WarningKind {
     /// The shards of a split run shared no start (`--start-at`, `--rendezvous`) and started
     /// seconds apart: merged by second of their own, as if they had run together.
     ShardsApart,
+    /// Results files merged as one run (machines side by side) did not run at the same time.
+    RunsApart,
     /// A group of flows never ran: it starts after the run ended.
     GroupNeverRan,
     /// Flows of a group failed, skipping later steps.

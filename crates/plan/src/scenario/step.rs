@@ -706,6 +706,31 @@ mod tests {
         assert_eq!(st.conceal("nothing captured here"), "nothing captured here");
     }
 
+    /// A failing status is the request failing unless a status check allows it, whether the
+    /// step checks its status or not; a status check fails on an answer it would otherwise
+    /// take. Found trying seed 004's study: with `check.status = [201]` an outage's 503s
+    /// were failed checks, and without it failed requests.
+    #[test]
+    fn a_failing_status_fails_the_request_and_a_status_check_the_answers_it_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let step = "[[flow.f.step]]\nname = \"s\"\nurl = \"http://h:1/\"\n";
+        let headers = http::HeaderMap::new();
+        let status_kind = crate::flow::CHECK_KINDS.iter().position(|k| *k == "status").unwrap();
+        for (checks, status, want) in [
+            ("", 503, Verdict::RequestFailed),
+            ("check.status = [201]\n", 503, Verdict::RequestFailed),
+            ("check.status = [201]\n", 200, Verdict::CheckFailed(status_kind)),
+            ("check.status = [201]\n", 201, Verdict::Ok),
+            ("check.status = [404]\n", 404, Verdict::Ok),
+            ("", 200, Verdict::Ok),
+        ] {
+            let (scenario, _) = parse_in(dir.path(), &format!("{step}{checks}")).unwrap();
+            let mut st = scenario.start_flow(0, 0, 0, 1).unwrap();
+            let r = Response { status: Some(status), headers: &headers, body: b"", until: None };
+            assert_eq!(scenario.flows[0].steps[0].judge(&r, &mut st), want, "{checks:?} {status}");
+        }
+    }
+
     /// Judging keeps to the request's deadline: what reads the body does not begin past it,
     /// so a run still ends within its duration and --timeout (issue 33 item 1).
     #[test]
