@@ -185,10 +185,7 @@ pub(crate) struct Closed {
     round: u64,
     /// Requests the workers took from the quota and have not sent yet.
     taken: Cell<u64>,
-    /// The next request's place: lane `.0` of the thread's lanes, in round `.1` (counted on
-    /// request by request, rather than divided out of a turn number: a 64-bit division a
-    /// request).
-    next: Cell<(u64, u64)>,
+    turn: Cell<u64>,
     attack_end: Cell<Duration>,
     /// The end of the loop's window.
     deadline: Option<Duration>,
@@ -200,20 +197,6 @@ pub(crate) struct Closed {
     lanes: (std::ops::Range<u64>, u64),
     picker: Picker,
     request_of: Box<dyn Fn(u64, u64) -> (u64, u64)>,
-}
-
-/// The place after lane `place.0` of round `place.1`, among `m` lanes.
-fn next_place((lane, round): (u64, u64), m: u64) -> (u64, u64) {
-    if lane + 1 < m {
-        (lane + 1, round)
-    } else {
-        (0, round + 1)
-    }
-}
-
-/// The request number at lane `place.0` of round `place.1` of the lanes `lanes` of `all`.
-fn place_number((lane, round): (u64, u64), lanes: &std::ops::Range<u64>, all: u64) -> u64 {
-    lanes.start + lane + round * all
 }
 
 impl Closed {
@@ -240,7 +223,7 @@ impl Closed {
             quota,
             round: w.plan.round(),
             taken: Cell::new(0),
-            next: Cell::new((0, 0)),
+            turn: Cell::new(0),
             attack_end: Cell::new(Duration::ZERO),
             deadline,
             think,
@@ -292,24 +275,23 @@ impl Closed {
         // round of its lanes at a time, so the threads' (and shards') numbers together are
         // 0, 1, 2, …: what request k asks for (its id, its value's size) is the same however
         // the run is split. Its target goes by the worker's own turn (see `Plan::request_of`).
-        let k = self.next_number();
-        self.next.set(next_place(self.next.get(), self.lane_count()));
+        let k = self.number(self.turn.get());
+        self.turn.set(self.turn.get() + 1);
         let (draw, intent) = self.picker.draw(k);
         let (target, id) = (self.request_of)(turn.take(), draw);
         Job { intended: now, target, id, number: k, late: false, attempt: 1, starts_now: true, intent }
     }
 
-    /// How many lanes the thread has: its request `turn` takes lane `turn mod m` of its `m`,
-    /// round `turn / m` ([`barrage_plan::lane_number`]). With `-n` its quota is exactly the
-    /// numbers of its lanes below `n` ([`barrage_plan::requests_of`]): its first lanes, the
-    /// lower ones, take one more.
-    fn lane_count(&self) -> u64 {
-        self.lanes.0.end.saturating_sub(self.lanes.0.start).max(1)
+    /// The number the thread's request `turn` takes: lane `turn mod m` of its `m`, round
+    /// `turn / m`. With `-n` its quota is exactly the numbers of its lanes below `n`
+    /// ([`barrage_plan::requests_of`]): its first lanes, the lower ones, take one more.
+    fn number(&self, turn: u64) -> u64 {
+        barrage_plan::lane_number(&self.lanes.0, self.lanes.1, turn)
     }
 
     /// The first number of the thread's lanes not taken.
     pub(crate) fn next_number(&self) -> u64 {
-        place_number(self.next.get(), &self.lanes.0, self.lanes.1)
+        self.number(self.turn.get())
     }
 
     /// The attack ended no earlier than `at`.
@@ -325,28 +307,5 @@ impl Closed {
     /// The end of the loop's window.
     pub(crate) fn deadline(&self) -> Option<Duration> {
         self.deadline
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Counting places on request by request gives every turn the number that dividing it
-    /// out gives ([`barrage_plan::lane_number`], which the plan's `-n` split is made of).
-    #[test]
-    fn places_counted_on_are_the_lane_numbers_of_the_turns() {
-        for (lanes, all) in [(0..1, 1), (0..3, 3), (2..5, 7), (4..5, 9), (6..6, 6), (0..64, 200)] {
-            let m = (lanes.end - lanes.start).max(1);
-            let mut place = (0, 0);
-            for turn in 0..500 {
-                assert_eq!(
-                    place_number(place, &lanes, all),
-                    barrage_plan::lane_number(&lanes, all, turn),
-                    "{lanes:?} of {all}, turn {turn}"
-                );
-                place = next_place(place, m);
-            }
-        }
     }
 }

@@ -260,6 +260,7 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
         loop {
             let in_flight = slots - pool.idle();
             let now = w.start.elapsed();
+            w.catch_up(now); // Sent or dropped now: counted in this second (`Worker::catch_up`).
             let (k, intended, late) = match schedule.next(now.saturating_sub(base), in_flight) {
                 Decision::Due { index, intended } => (index, base + intended, false),
                 Decision::Late { index, intended, .. } => (index, base + intended, true),
@@ -288,8 +289,6 @@ async fn open_loop(w: &Rc<Worker>, pacer: &Pacer, slots: usize, window: Window, 
                 }
                 Decision::Done { attack_end } => break base + attack_end,
             };
-            // Sent now: counted in the second it is sent in, even at a second's very start.
-            w.catch_up(now);
             let free = pool.take().expect("the schedule sends only with a slot free");
             // An open loop's turn is the arrival's number: the round is exact over the run.
             let (draw, intent) = picker.draw(k);

@@ -236,7 +236,10 @@ pub(crate) fn analyse(
 /// For each event (sorted by start), the first that worked of the events started in its
 /// tenth of a second (`None` when none did), and the index just past them.
 fn together(events: &[EventSummary]) -> Vec<(Option<usize>, usize)> {
-    let tick = |e: &EventSummary| (e.at_s / tick_s()).floor() as i64;
+    // From the whole milliseconds the records hold: 3.3 / 0.1 is 32.99… in floating point,
+    // which put an event at 3,300 ms and one at 3,304 ms in different tenths.
+    let tick_ms = TICK.as_millis() as i64;
+    let tick = |e: &EventSummary| (e.at_s * 1e3).round() as i64 / tick_ms;
     let mut out = Vec::with_capacity(events.len());
     let mut first = 0;
     while first < events.len() {
@@ -675,6 +678,9 @@ mod tests {
         let events = r.analyse(&records);
         assert!(events[0].failed && events[0].with_event.is_none());
         assert_eq!((events[1].with_event, events[1].burst_errors), (None, 20 * 150));
+        // Where a tenth's start is not exact in floating point (3.3 / 0.1 < 33).
+        let records = [started(0, 3300), started(1, 3304), ended(0, 3320), ended(1, 3330)];
+        assert_eq!(r.analyse(&records)[1].with_event, Some(0));
         // A tenth of a second apart, each has its own.
         let records = [started(0, 3000), started(1, 3100), ended(0, 3020), ended(1, 3130)];
         assert!(r.analyse(&records).iter().all(|e| e.with_event.is_none()));

@@ -271,12 +271,11 @@ pub(crate) fn apart(headers: &[RunHeader]) -> Option<crate::summary::Warning> {
 /// time (one ended before another started, beyond a second): their requests are added as
 /// if they had, so the rates are no one moment's. Found trying seed 000's study: two runs
 /// 33 s apart merged into one throughput of both. `spans`: each file's start and end (Unix
-/// ms; a file without a footer is left out).
+/// ms; `None` for a file without a footer, a run killed: it ran from its start at least).
 pub(crate) fn runs_apart(spans: &[(u64, Option<u64>)]) -> Option<crate::summary::Warning> {
-    let ended: Vec<(u64, u64)> = spans.iter().filter_map(|&(start, end)| Some((start, end?))).collect();
-    let last_start = ended.iter().map(|s| s.0).max()?;
-    let first_end = ended.iter().map(|s| s.1).min()?;
-    (ended.len() > 1 && last_start > first_end + 1000).then(|| {
+    let last_start = spans.iter().map(|s| s.0).max()?;
+    let first_end = spans.iter().filter_map(|s| s.1).min()?;
+    (spans.len() > 1 && last_start > first_end + 1000).then(|| {
         crate::summary::Warning::new(crate::summary::WarningKind::RunsApart, format!(
             "the files did not run at the same time (one ended {:.1} s before another started): merged as one run of machines side by side, their requests and rates are added as if they had; to set runs against each other, `barrage compare` them",
             (last_start - first_end) as f64 / 1e3
@@ -733,8 +732,10 @@ mod tests {
         );
         // Machines side by side, started a little apart: nothing to say.
         assert_eq!(runs_apart(&[(0, Some(10_000)), (500, Some(10_400))]), None);
-        // One file, or one without its end (killed): nothing to judge by.
+        // One file: nothing to compare. A killed one (no end) started after the other ended.
         assert_eq!(runs_apart(&[(0, Some(2_000))]), None);
-        assert_eq!(runs_apart(&[(0, Some(2_000)), (35_000, None)]), None);
+        assert!(runs_apart(&[(0, Some(2_000)), (35_000, None)]).is_some());
+        // A killed one that started first may have run through the other's time.
+        assert_eq!(runs_apart(&[(0, None), (35_000, Some(37_000))]), None);
     }
 }

@@ -54,8 +54,9 @@ pub fn parse(texts: &[String]) -> Result<Vec<PhaseSpec>, String> {
         }
         // The names are labels, but these two say what a phase does: one that says the
         // opposite of what its place makes it do would label each figure as the other's.
+        // (One phase alone is the whole stream: nothing fills, and `measure` says so.)
         match (i, name) {
-            (0, "measure") => {
+            (0, "measure") if texts.len() > 1 => {
                 return Err("phase 'measure' comes first, and the first phase fills (asks for new objects): name the phases in order, e.g. fill,measure".into())
             }
             (1.., "fill") => {
@@ -110,6 +111,8 @@ mod tests {
             assert!(err.contains(why), "{bad:?}: {err}");
         }
         assert!(parse(&vec!["p".to_string(); 9]).unwrap_err().contains("at most 8"));
+        // Alone, a phase fills nothing: `measure` is what it does.
+        assert_eq!(parse(&["measure".into()]).unwrap()[0].name, "measure");
     }
 
     #[test]

@@ -233,17 +233,58 @@ pub struct Comparison {
     pub failures: Vec<Option<String>>,
 }
 
+/// Why a run is not a result, as its row in a table says: built on failure, or on another
+/// workload than it asked for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Unfit {
+    /// Built on failure ([`failure_of`]).
+    pub failed: Option<String>,
+    /// Not the workload it asked for ([`crate::workload::deviation_of`]).
+    pub workload: Option<String>,
+}
+
+impl Unfit {
+    /// Of `runs` (one run, or a case's repeats, each judged as the matrix judges them)
+    /// beside their `background`.
+    pub fn of(runs: &[RunSummary], background: &[RunSummary]) -> Unfit {
+        Unfit { failed: failure_of(runs), workload: crate::workload::deviation_of(runs, background) }
+    }
+
+    /// Why it is not a result, as the row's warning says it ([`crate::study::StudyRow::not_a_result`]).
+    pub fn why(&self) -> Option<String> {
+        let workload = || self.workload.as_ref().map(|w| format!("{}: {w}", crate::study::WRONG_WORKLOAD));
+        self.failed.clone().or_else(workload)
+    }
+}
+
 /// Compares `runs` (label, summary) against the first; `noise` is the smallest relative
-/// change flagged as significant.
+/// change flagged as significant. Each run is judged alone ([`Unfit::of`]).
 pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
+    let unfit: Vec<Unfit> = runs.iter().map(|(_, s)| Unfit::of(std::slice::from_ref(s), &[])).collect();
+    compare_judged(runs, noise, &unfit)
+}
+
+/// [`compare`], with each run's `unfit` as its row says it: a case's repeats pooled into
+/// one summary are judged as the repeats (one under half successes fails the row) and with
+/// their background, which the pooled summary cannot tell.
+pub fn compare_judged(runs: &[(String, RunSummary)], noise: f64, unfit: &[Unfit]) -> Comparison {
     let (_, base) = &runs[0];
     let tested = COMPARED.iter().filter(|m| m.samples(base).is_some()).count().max(1);
     let level = ALPHA / tested as f64;
-    let failures: Vec<Option<String>> = runs[1..].iter().map(|(_, s)| built_on_failure(base, s)).collect();
-    let workloads: Vec<Option<String>> = runs[1..]
-        .iter()
+    // The baseline's reason first, then the run's: (who, why).
+    let which = |i: usize, pick: fn(&Unfit) -> &Option<String>| {
+        [("the baseline", 0), ("this run", i)].into_iter().find_map(|(who, k)| Some((who, pick(&unfit[k]).as_ref()?)))
+    };
+    let failures: Vec<Option<String>> =
+        (1..runs.len()).map(|i| which(i, |u| &u.failed).map(|(who, why)| format!("{who}: {why}"))).collect();
+    let workloads: Vec<Option<String>> = (1..runs.len())
         .zip(&failures)
-        .map(|((_, s), failed)| if failed.is_some() { None } else { workload_mismatch(base, s) })
+        .map(|(i, failed)| match failed {
+            Some(_) => None,
+            None => which(i, |u| &u.workload)
+                .map(|(who, why)| format!("{who} is not the workload it asked for ({why})"))
+                .or_else(|| hits_apart(base, &runs[i].1)),
+        })
         .collect();
     let rows = compared(runs)
         .into_iter()
@@ -272,26 +313,13 @@ pub fn compare(runs: &[(String, RunSummary)], noise: f64) -> Comparison {
     Comparison { labels, rows, resources: resources(runs), noise, workloads, failures }
 }
 
-/// Which of `a` (the baseline) and `b` is built on failure, and why ([`failure_of`], the one
-/// definition every table and exit code uses); `None` when neither is.
-fn built_on_failure(a: &RunSummary, b: &RunSummary) -> Option<String> {
-    [("the baseline", a), ("this run", b)]
-        .into_iter()
-        .find_map(|(which, s)| failure_of(std::slice::from_ref(s)).map(|why| format!("{which}: {why}")))
-}
-
-/// Why `b` cannot be compared with `a` as a change of configuration alone: one of them did
-/// not get the workload it asked for, or both asked for the same hits and got hits more
-/// than the tolerance apart (a change between them may be the cache's doing, not the
-/// factor's). Two runs that asked for different hits (a cache hit against a miss) are
-/// compared: that is the comparison.
-fn workload_mismatch(a: &RunSummary, b: &RunSummary) -> Option<String> {
-    use crate::workload::{deviation_of, Hits, HIT_TOLERANCE};
-    for (which, s) in [("the baseline", a), ("this run", b)] {
-        if let Some(why) = deviation_of(std::slice::from_ref(s), &[]) {
-            return Some(format!("{which} is not the workload it asked for ({why})"));
-        }
-    }
+/// Why `b` cannot be compared with `a` as a change of configuration alone, when each got
+/// the workload it asked for: both asked for the same hits and got hits more than the
+/// tolerance apart (a change between them may be the cache's doing, not the factor's). Two
+/// runs that asked for different hits (a cache hit against a miss) are compared: that is
+/// the comparison.
+fn hits_apart(a: &RunSummary, b: &RunSummary) -> Option<String> {
+    use crate::workload::{Hits, HIT_TOLERANCE};
     let (ha, hb) = (Hits::of(std::slice::from_ref(a))?, Hits::of(std::slice::from_ref(b))?);
     let (ga, gb) = (ha.got?, hb.got?);
     ((ha.asked - hb.asked).abs() <= HIT_TOLERANCE && (ga - gb).abs() > HIT_TOLERANCE + 1e-9).then(|| {
@@ -814,6 +842,16 @@ mod tests {
             phase: None,
             comparison: c,
         };
+        // A case's repeats pooled: one repeat of three under half fails the row, as its
+        // matrix says, though the pooled mean does not.
+        let mut poor = run(10.0, 100.0, 8);
+        (poor.requests.ok, poor.success_ratio) = (30, 0.3);
+        let repeats = [run(10.0, 100.0, 8), run(10.0, 100.0, 8), poor];
+        let pooled = pool(repeats.to_vec());
+        assert_eq!(failure_of(std::slice::from_ref(&pooled)), None, "the mean hides it");
+        let judged = [Unfit::default(), Unfit::of(&repeats, &[])];
+        let c2 = compare_judged(&[runs[0].clone(), ("poor".to_string(), pooled)], 0.05, &judged);
+        assert_eq!(c2.failures, [Some("this run: only 30.0% succeeded".to_string())]);
         let table = comparisons_table("t", &[&pair]);
         assert!(table.contains("backend → dead (TC0 → TC1)  FAILED"), "{table}");
         assert!(!table.contains('*'), "{table}");

@@ -11,10 +11,10 @@ pub(crate) fn text(s: &RunSummary) -> String {
         return String::new();
     }
     let mut out = String::from("Events\n");
-    for e in &s.events {
+    for (i, e) in s.events.iter().enumerate() {
         out.push_str(&format!("  +{:.2}s  {}  ({})\n", e.at_s, e.command, event_status(e)));
         out.push_str(&format!("    before  {}\n", window(&e.before)));
-        let (effect, changed) = event_effect(e, &s.events);
+        let (effect, changed) = event_effect(&s.events, i);
         out.push_str(&format!("    effect  {effect}\n"));
         if let Some(changed) = changed {
             out.push_str(&format!("    changed {changed}\n"));
@@ -49,9 +49,11 @@ pub(crate) fn event_status(e: &EventSummary) -> String {
 /// with the p99 before and during it, and the figures of after that differ from before
 /// beyond the noise (`None` when none do). Nothing for a command that failed. "No visible
 /// effect" only when there is neither and both sides had requests to compare; "recovered"
-/// only when nothing but the backends' shares stayed different. An event started with
-/// others (`all`: the run's events) says so: the first that worked carries their effect.
-pub(crate) fn event_effect(e: &EventSummary, all: &[EventSummary]) -> (String, Option<String>) {
+/// only when nothing but the backends' shares stayed different. Of event `index` of the
+/// run's events `all`: one started with others says so, and the first that worked carries
+/// their effect.
+pub(crate) fn event_effect(all: &[EventSummary], index: usize) -> (String, Option<String>) {
+    let e = &all[index];
     if e.failed {
         return ("none put down to it: the command failed".to_string(), None);
     }
@@ -65,9 +67,7 @@ pub(crate) fn event_effect(e: &EventSummary, all: &[EventSummary]) -> (String, O
             None,
         );
     }
-    let index = all.iter().position(|o| std::ptr::eq(o, e));
-    let with: Vec<String> =
-        all.iter().filter(|o| index.is_some() && o.with_event.map(|l| l as usize) == index).map(named).collect();
+    let with: Vec<String> = all.iter().filter(|o| o.with_event.map(|l| l as usize) == Some(index)).map(named).collect();
     let (effect, changed) = own_effect(e);
     match with.is_empty() {
         true => (effect, changed),
@@ -159,12 +159,12 @@ mod tests {
         };
         let second = EventSummary { command: "stop b".into(), at_s: 1.004, with_event: Some(0), ..Default::default() };
         let all = [first, second];
-        let (lead, _) = event_effect(&all[0], &all);
+        let (lead, _) = event_effect(&all, 0);
         assert!(
             lead.starts_with("with +1.00s stop b (started in the same tenth of a second): 9 failed request(s)"),
             "{lead}"
         );
-        let (follower, changed) = event_effect(&all[1], &all);
+        let (follower, changed) = event_effect(&all, 1);
         assert_eq!(
             follower,
             "shown with +1.00s stop a: started in the same tenth of a second, their effects cannot be told apart"
@@ -178,9 +178,9 @@ mod tests {
         use barrage_metrics::events::Window;
         let side = |requests| Window { requests, ..Default::default() };
         let mut e = EventSummary { before: side(100), after: side(100), ..Default::default() };
-        assert!(event_effect(&e, &[]).0.starts_with("no visible effect"));
+        assert!(event_effect(std::slice::from_ref(&e), 0).0.starts_with("no visible effect"));
         e.before = side(0);
-        let (effect, changed) = event_effect(&e, &[]);
+        let (effect, changed) = event_effect(std::slice::from_ref(&e), 0);
         assert_eq!(
             effect,
             "no burst, and nothing to compare: no request finished before it (since the previous event's effect)"
@@ -194,7 +194,7 @@ mod tests {
             p_value: 0.0004,
             ..Default::default()
         });
-        let (effect, changed) = event_effect(&e, &[]);
+        let (effect, changed) = event_effect(std::slice::from_ref(&e), 0);
         assert_eq!(
             (effect.as_str(), changed.as_deref()),
             ("no burst of errors or slow requests", Some("errors 0.00% → 0.24% (p=<0.001)"))

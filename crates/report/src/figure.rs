@@ -168,10 +168,9 @@ impl Figure {
             Figure::Throughput | Figure::FlowRate => format!("{v:.1}/s"),
             Figure::Success | Figure::FlowSuccess => format!("{:.2}%", v * 100.0),
             Figure::HitRatio => format!("{:.1}%", v * 100.0),
-            // A count; a mean over repeats keeps its tenth (one error in two repeats is
-            // 0.5, not 0: found trying seed 000's study).
-            Figure::Errors if v.fract() == 0.0 => format!("{v:.0}"),
-            Figure::Errors => format!("{v:.1}"),
+            // A count; a mean over repeats keeps two decimals (one error in two repeats is
+            // 0.5, not 0: found trying seed 000's study), a whole count none.
+            Figure::Errors => format!("{v:.2}").trim_end_matches('0').trim_end_matches('.').to_string(),
             _ => fmt_us(v),
         }
     }
@@ -274,6 +273,8 @@ mod tests {
             (Figure::Success, 0.5, "50.00%", "success_percent", 50.0),
             (Figure::Errors, 3.0, "3", "errors", 3.0),
             (Figure::Errors, 0.5, "0.5", "errors", 0.5),
+            (Figure::Errors, 1.0 / 30.0, "0.03", "errors", 1.0 / 30.0),
+            (Figure::Errors, 10.0, "10", "errors", 10.0),
             (Figure::P99, 2500.0, "2.50ms", "p99_ms", 2.5),
             (Figure::HitRatio, 0.25, "25.0%", "hit_ratio_percent", 25.0),
         ];

@@ -629,8 +629,8 @@ fn events(events: &[EventSummary]) -> String {
         return String::new();
     }
     let mut out = String::from("<section class=\"events\"><h2>Events</h2>\n<ol>\n");
-    for e in events {
-        let (effect, changed) = crate::events::event_effect(e, events);
+    for (i, e) in events.iter().enumerate() {
+        let (effect, changed) = crate::events::event_effect(events, i);
         let effect = match changed {
             Some(changed) => format!("{effect}; changed: {changed}"),
             None => effect,

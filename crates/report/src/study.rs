@@ -214,10 +214,7 @@ pub fn run_not_a_result(s: &RunSummary) -> Option<String> {
 
 /// [`StudyRow::not_a_result`] of `runs` beside `background`.
 fn not_a_result_of(runs: &[RunSummary], background: &[RunSummary]) -> Option<String> {
-    failure_of(runs).or_else(|| {
-        let deviation = crate::workload::deviation_of(runs, background);
-        deviation.map(|why| format!("{WRONG_WORKLOAD}: {why}"))
-    })
+    crate::compare::Unfit::of(runs, background).why()
 }
 
 /// [`StudyRow::verdict`] of `runs` beside `background`, judged by `slos`.

@@ -4,7 +4,7 @@
 
 use crate::{StudyDir, StudyError};
 use barrage_metrics::summary::{summarize, RunSummary};
-use barrage_report::compare::{compare, pool, CaseComparison, Comparison};
+use barrage_report::compare::{compare_judged, pool, CaseComparison, Comparison, Unfit};
 use std::path::{Path, PathBuf};
 
 /// Experiment directories compared case by case against the first.
@@ -33,19 +33,23 @@ pub fn cases(
     let mut out = Cases::default();
     for case in &dirs[0].manifest.cases {
         for phase in dirs[0].phases(&case.id) {
-            let runs = dirs.iter().map(|d| case_run(d, &case.id, phase.as_deref())).collect::<Result<Vec<_>, _>>()?;
-            let c = compare(&runs, noise);
-            let report = barrage_report::Report::Comparison { runs: &runs, comparison: &c };
+            let judged = dirs.iter().map(|d| case_run(d, &case.id, phase.as_deref())).collect::<Result<Vec<_>, _>>()?;
+            let (runs, unfit): (Vec<_>, Vec<_>) = judged.into_iter().unzip();
+            let c = compare_judged(&runs, noise, &unfit);
             let name = match &phase {
                 Some(p) => format!("{}.{p}", case.id),
                 None => case.id.clone(),
             };
             out.json.push(serde_json::json!({ "case": case.id, "phase": phase, "comparison": barrage_report::reports::comparison_json(&c) }));
-            out.failures.extend(report.failures().into_iter().map(|line| format!("{name} of {line}")));
+            // Each directory's case as its own matrix judged it: built on failure, or on
+            // another workload than it asked for.
+            for ((label, _), u) in runs.iter().zip(&unfit) {
+                out.failures.extend(u.why().map(|why| format!("{name} of {label}: {why}")));
+            }
             out.compared += runs.len();
             out.crossed |= crossed(&c, &format!(" {}", case.id));
             let levels: Vec<String> = case.levels.iter().map(|(f, l)| format!("{f}={l}")).collect();
-            out.pairs.extend(runs[1..].iter().map(|run| CaseComparison {
+            out.pairs.extend(runs.iter().enumerate().skip(1).map(|(i, run)| CaseComparison {
                 factor: "directory".into(),
                 from: runs[0].0.clone(),
                 to: run.0.clone(),
@@ -53,22 +57,30 @@ pub fn cases(
                 from_case: case.id.clone(),
                 to_case: case.id.clone(),
                 phase: phase.clone(),
-                comparison: compare(&[runs[0].clone(), run.clone()], noise),
+                comparison: compare_judged(
+                    &[runs[0].clone(), run.clone()],
+                    noise,
+                    &[unfit[0].clone(), unfit[i].clone()],
+                ),
             }));
         }
     }
     Ok(out)
 }
 
-/// A case of an experiment directory: its repeats pooled, labelled by the directory.
-fn case_run(dir: &StudyDir, id: &str, phase: Option<&str>) -> Result<(String, RunSummary), StudyError> {
+/// A case of an experiment directory: its repeats pooled, labelled by the directory, and
+/// what its matrix row says of them (judged repeat by repeat, with its background).
+fn case_run(dir: &StudyDir, id: &str, phase: Option<&str>) -> Result<((String, RunSummary), Unfit), StudyError> {
     let files = dir.measured(id, phase);
     if files.is_empty() {
         return Err(StudyError::Dir(format!("{}: no results of case {id}", dir.path.display())));
     }
-    let repeats =
-        files.iter().map(|f| Ok(summarize(&crate::dir::run_files(f)?)?)).collect::<Result<Vec<_>, StudyError>>()?;
-    Ok((label(&dir.path), pool(repeats)))
+    let read = |files: Vec<PathBuf>| {
+        files.iter().map(|f| Ok(summarize(&crate::dir::run_files(f)?)?)).collect::<Result<Vec<_>, StudyError>>()
+    };
+    let repeats = read(files)?;
+    let unfit = Unfit::of(&repeats, &read(dir.background(id, phase))?);
+    Ok(((label(&dir.path), pool(repeats)), unfit))
 }
 
 /// A run: a results file, or a directory whose results files (one run from several

@@ -11,7 +11,7 @@ use crate::series::{measure, Finished, RunOrder, Runner};
 use crate::StudyError;
 use barrage_metrics::secrets::Redaction;
 use barrage_metrics::summary::{summarize, RunSummary};
-use barrage_report::compare::{compare, pool, CaseComparison};
+use barrage_report::compare::{compare_judged, pool, CaseComparison, Unfit};
 use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
 use barrage_testbed::{Balance, Eviction, Lifetime, Options, TestbedError, Topology};
 use std::collections::HashMap;
@@ -448,6 +448,10 @@ pub struct Experiment<'a> {
     pub noise: f64,
 }
 
+/// A case (and phase) as its comparisons take it: its repeats pooled, labelled by the case,
+/// and what its matrix row says of them ([`Unfit`]).
+type Pooled = ((String, RunSummary), Unfit);
+
 /// What an experiment gives: the matrix and the comparisons.
 #[derive(Clone, Debug)]
 pub struct Results {
@@ -677,7 +681,7 @@ impl Experiment<'_> {
         }
         let mut table = StudyTable::new("matrix", &columns);
         table.spread = true;
-        let mut pooled: HashMap<(String, Option<String>), (String, RunSummary)> = HashMap::new();
+        let mut pooled: HashMap<(String, Option<String>), Pooled> = HashMap::new();
         for case in self.cases {
             for phase in Self::phases(case) {
                 let read = |files: Vec<PathBuf>| -> Result<Vec<RunSummary>, StudyError> {
@@ -692,7 +696,12 @@ impl Experiment<'_> {
                     labels.push(phase.unwrap_or("-").to_string());
                 }
                 if !runs.is_empty() {
-                    pooled.insert((case.id.clone(), phase.map(String::from)), (case.id.clone(), pool(runs.clone())));
+                    // Judged as the matrix judges the row: repeat by repeat, with its background.
+                    let unfit = Unfit::of(&runs, &background);
+                    pooled.insert(
+                        (case.id.clone(), phase.map(String::from)),
+                        ((case.id.clone(), pool(runs.clone())), unfit),
+                    );
                 }
                 table.rows.push(StudyRow { labels, runs, background, slos, ..Default::default() });
             }
@@ -720,7 +729,7 @@ impl Experiment<'_> {
     /// tested as `compare` tests two runs. Cases with the same phases are paired phase by
     /// phase; otherwise a phased case counts by its last phase (the measured one: `fill`
     /// only warms), so a cache-hit level with phases still meets an unphased baseline.
-    fn comparisons(&self, pooled: &HashMap<(String, Option<String>), (String, RunSummary)>) -> Vec<CaseComparison> {
+    fn comparisons(&self, pooled: &HashMap<(String, Option<String>), Pooled>) -> Vec<CaseComparison> {
         let mut out = Vec::new();
         for factor in &self.compare {
             let Some((_, levels)) = self.factors.iter().find(|(f, _)| f == factor) else { continue };
@@ -745,7 +754,11 @@ impl Experiment<'_> {
                             from_case: a.id.clone(),
                             to_case: b.id.clone(),
                             phase: pb.or(pa).map(String::from),
-                            comparison: compare(&[x.clone(), y.clone()], self.noise),
+                            comparison: compare_judged(
+                                &[x.0.clone(), y.0.clone()],
+                                self.noise,
+                                &[x.1.clone(), y.1.clone()],
+                            ),
                         });
                     }
                 }
@@ -879,6 +892,23 @@ fn background_length(main: &barrage_plan::Plan, own: Option<Duration>, fill_s: f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A background runs as long as the measured run beside it: a phase's length; beside a
+    /// measure of the fill's requests, twice the fill's time (at least its own); beside a
+    /// fill of a count of requests, its own (what falls short is marked WORKLOAD).
+    #[test]
+    fn a_phases_background_runs_as_long_as_its_run() {
+        let target = barrage_plan::Target::new(http::Method::GET, "http://127.0.0.1:1/").unwrap();
+        let load = barrage_plan::Load::Closed { concurrency: 1, think_time: Duration::ZERO };
+        let mut main = barrage_plan::Plan::new(vec![target], load);
+        let secs = Duration::from_secs;
+        (main.duration, main.requests) = (Some(secs(30)), None);
+        assert_eq!(background_length(&main, Some(secs(2)), 0.0), Some(secs(30)));
+        (main.duration, main.requests) = (None, Some(500));
+        assert_eq!(background_length(&main, Some(secs(2)), 1.5), Some(secs(3)));
+        assert_eq!(background_length(&main, Some(secs(5)), 1.5), Some(secs(5)));
+        assert_eq!(background_length(&main, Some(secs(2)), 0.0), Some(secs(2)));
+    }
 
     #[test]
     fn fill_gives_servers_their_urls_and_names_a_placeholder_without_a_value() {
