@@ -75,11 +75,8 @@ fn case_run(dir: &StudyDir, id: &str, phase: Option<&str>) -> Result<((String, R
     if files.is_empty() {
         return Err(StudyError::Dir(format!("{}: no results of case {id}", dir.path.display())));
     }
-    let read = |files: Vec<PathBuf>| {
-        files.iter().map(|f| Ok(summarize(&crate::dir::run_files(f)?)?)).collect::<Result<Vec<_>, StudyError>>()
-    };
-    let repeats = read(files)?;
-    let unfit = Unfit::of(&repeats, &read(dir.background(id, phase))?);
+    let repeats = crate::dir::summaries(&files)?;
+    let unfit = Unfit::of(&repeats, &crate::dir::summaries(&dir.background(id, phase))?);
     Ok(((label(&dir.path), pool(repeats)), unfit))
 }
 

@@ -237,6 +237,12 @@ impl StudyDir {
     }
 }
 
+/// The summaries of the runs at `places` (each as [`run_files`] reads it), in order: a case's
+/// repeats, or its backgrounds.
+pub fn summaries(places: &[PathBuf]) -> Result<Vec<barrage_metrics::RunSummary>, StudyError> {
+    places.iter().map(|p| Ok(barrage_metrics::summary::summarize(&run_files(p)?)?)).collect()
+}
+
 /// The results files of a run's place in the directory: the file the experiment wrote, or
 /// the run made elsewhere by several machines, a directory of its shards' files
 /// (`shard-I.brg`, as the Ansible playbook fetches them). The shards must be one complete

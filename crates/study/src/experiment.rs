@@ -10,7 +10,7 @@ use crate::dir::{Role, StudyDir};
 use crate::series::{measure, Finished, RunOrder, Runner};
 use crate::StudyError;
 use barrage_metrics::secrets::Redaction;
-use barrage_metrics::summary::{summarize, RunSummary};
+use barrage_metrics::summary::RunSummary;
 use barrage_report::compare::{compare_judged, pool, CaseComparison, Unfit};
 use barrage_report::{Slo, SloResult, StudyRow, StudyTable};
 use barrage_testbed::{Balance, Eviction, Lifetime, Options, TestbedError, Topology};
@@ -684,11 +684,8 @@ impl Experiment<'_> {
         let mut pooled: HashMap<(String, Option<String>), Pooled> = HashMap::new();
         for case in self.cases {
             for phase in Self::phases(case) {
-                let read = |files: Vec<PathBuf>| -> Result<Vec<RunSummary>, StudyError> {
-                    files.iter().map(|f| Ok(summarize(&crate::dir::run_files(f)?)?)).collect()
-                };
-                let runs = read(self.dir.measured(&case.id, phase))?;
-                let background = read(self.dir.background(&case.id, phase))?;
+                let runs = crate::dir::summaries(&self.dir.measured(&case.id, phase))?;
+                let background = crate::dir::summaries(&self.dir.background(&case.id, phase))?;
                 let slos = self.check(case, &runs);
                 let mut labels = vec![case.id.clone()];
                 labels.extend(case.levels.iter().map(|(_, l)| l.clone()));
